@@ -1,0 +1,273 @@
+// Package frameworks holds one echo-server adapter per WebSocket library, the
+// registry they add themselves to, and the presets users know from the
+// published go-websocket-benchmark tables.
+//
+// Data flow: a plan names a preset (or a framework plus options); the plan
+// loader checks the name and options here; the run engine starts
+// `wsplan serve --framework NAME --opt K=V --addrs ...`, which calls Serve in
+// its own process. `wsplan frameworks`, plan validation and the conformance
+// test all read this one registry, so a name is listed exactly once.
+package frameworks
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// OptionType is the type of an adapter option's value.
+type OptionType string
+
+// The option types.
+const (
+	TypeBool   OptionType = "bool"
+	TypeInt    OptionType = "int"
+	TypeString OptionType = "string"
+	TypeEnum   OptionType = "enum" // one of Option.Enum
+)
+
+// Option is one typed, documented option of an adapter.
+type Option struct {
+	Name    string
+	Type    OptionType
+	Default string   // as written on the command line; "" = the type's zero value
+	Enum    []string // allowed values for TypeEnum
+	Doc     string   // one line, states what the default means
+}
+
+// Common options every adapter accepts. Adapters read them from Config.
+var Common = []Option{
+	{Name: "nodelay", Type: TypeBool, Default: "true", Doc: "set TCP_NODELAY on accepted connections"},
+	{Name: "read_buffer", Type: TypeInt, Default: "0", Doc: "read buffer size in bytes; 0 = the plan's payload size (1024 outside a plan)"},
+	{Name: "compression", Type: TypeBool, Default: "false", Doc: "negotiate permessage-deflate where the library supports it"},
+}
+
+// Adapter wires one WebSocket library as an echo server: every message is
+// sent back with the same opcode and bytes.
+type Adapter struct {
+	Name    string   // library key, e.g. "nbio"
+	Library string   // module path, e.g. "github.com/lesismal/nbio"
+	Doc     string   // one line
+	Options []Option // library-specific options; Common ones are implied
+	// Start listens on every address in cfg.Addrs (host:port) and serves
+	// WebSocket upgrades on cfg.Path. It returns once the listeners are open.
+	Start func(cfg Config) (Server, error)
+}
+
+// Server is a running echo server.
+type Server interface {
+	// Close stops the listeners and closes every connection.
+	Close() error
+}
+
+// Preset is a named, ready-to-run configuration of an adapter.
+type Preset struct {
+	Name      string            // e.g. "nbio_mixed"
+	Framework string            // adapter name, e.g. "nbio"
+	Options   map[string]string // overrides of the adapter's defaults
+	Doc       string            // one line: how it serves
+}
+
+// Config is what an adapter's Start receives: validated option values with
+// every default applied.
+type Config struct {
+	Addrs   []string // listen addresses, host:port
+	Path    string   // upgrade path, "/ws"
+	Payload int      // expected message size, a hint for buffer sizes (>0)
+	Values  map[string]string
+}
+
+// Bool returns a bool option.
+func (c Config) Bool(name string) bool { b, _ := strconv.ParseBool(c.Values[name]); return b }
+
+// Int returns an int option.
+func (c Config) Int(name string) int { n, _ := strconv.Atoi(c.Values[name]); return n }
+
+// String returns a string or enum option.
+func (c Config) String(name string) string { return c.Values[name] }
+
+// ReadBuffer returns the read_buffer option, or the payload hint when it is 0.
+func (c Config) ReadBuffer() int {
+	if n := c.Int("read_buffer"); n > 0 {
+		return n
+	}
+	if c.Payload > 0 {
+		return c.Payload
+	}
+	return 1024
+}
+
+var (
+	mu       sync.RWMutex
+	adapters = map[string]Adapter{}
+	presets  = map[string]Preset{}
+)
+
+// Register adds an adapter; adapters call it from init. It panics on a
+// duplicate name, since that is a programming error.
+func Register(a Adapter) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := adapters[a.Name]; dup {
+		panic("frameworks: duplicate adapter " + a.Name)
+	}
+	adapters[a.Name] = a
+}
+
+// RegisterPreset adds a preset; adapter files call it from init.
+func RegisterPreset(p Preset) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := presets[p.Name]; dup {
+		panic("frameworks: duplicate preset " + p.Name)
+	}
+	presets[p.Name] = p
+}
+
+// Adapters returns every adapter, sorted by name.
+func Adapters() []Adapter {
+	mu.RLock()
+	defer mu.RUnlock()
+	out := make([]Adapter, 0, len(adapters))
+	for _, a := range adapters {
+		out = append(out, a)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Presets returns every preset, sorted by name.
+func Presets() []Preset {
+	mu.RLock()
+	defer mu.RUnlock()
+	out := make([]Preset, 0, len(presets))
+	for _, p := range presets {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// LookupAdapter returns the adapter with that name.
+func LookupAdapter(name string) (Adapter, bool) {
+	mu.RLock()
+	defer mu.RUnlock()
+	a, ok := adapters[name]
+	return a, ok
+}
+
+// LookupPreset returns the preset with that name.
+func LookupPreset(name string) (Preset, bool) {
+	mu.RLock()
+	defer mu.RUnlock()
+	p, ok := presets[name]
+	return p, ok
+}
+
+// AllOptions returns the common options followed by the adapter's own.
+func (a Adapter) AllOptions() []Option {
+	return append(append([]Option(nil), Common...), a.Options...)
+}
+
+// Resolve turns a server entry of a plan (a preset name, or a framework plus
+// options) into the adapter to start and its complete option values. name is
+// tried as a preset when framework is empty; otherwise framework names an
+// adapter or a preset to start from. opts override the defaults. Every
+// problem is returned, one error each.
+func Resolve(name, framework string, opts map[string]string) (Adapter, map[string]string, []error) {
+	base := map[string]string{}
+	key := framework
+	if key == "" {
+		key = name
+	}
+	if p, ok := LookupPreset(key); ok {
+		key = p.Framework
+		for k, v := range p.Options {
+			base[k] = v
+		}
+	}
+	a, ok := LookupAdapter(key)
+	if !ok {
+		return Adapter{}, nil, []error{fmt.Errorf("unknown framework %q (known: %s)", key, strings.Join(Names(), ", "))}
+	}
+	vals := map[string]string{}
+	known := map[string]Option{}
+	for _, o := range a.AllOptions() {
+		known[o.Name] = o
+		vals[o.Name] = o.Default
+	}
+	for k, v := range base {
+		vals[k] = v
+	}
+	var errs []error
+	keys := make([]string, 0, len(opts))
+	for k := range opts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		o, ok := known[k]
+		if !ok {
+			errs = append(errs, fmt.Errorf("framework %s has no option %q (options: %s)", a.Name, k, strings.Join(optionNames(a), ", ")))
+			continue
+		}
+		if err := o.check(opts[k]); err != nil {
+			errs = append(errs, fmt.Errorf("option %s: %w", k, err))
+			continue
+		}
+		vals[k] = opts[k]
+	}
+	return a, vals, errs
+}
+
+// Names returns every preset and adapter name, sorted, without duplicates.
+func Names() []string {
+	seen := map[string]bool{}
+	for _, p := range Presets() {
+		seen[p.Name] = true
+	}
+	for _, a := range Adapters() {
+		seen[a.Name] = true
+	}
+	out := make([]string, 0, len(seen))
+	for n := range seen {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func optionNames(a Adapter) []string {
+	var out []string
+	for _, o := range a.AllOptions() {
+		out = append(out, o.Name)
+	}
+	return out
+}
+
+func (o Option) check(v string) error {
+	switch o.Type {
+	case TypeBool:
+		if _, err := strconv.ParseBool(v); err != nil {
+			return fmt.Errorf("want true or false, got %q", v)
+		}
+	case TypeInt:
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("want an integer, got %q", v)
+		}
+		if n < 0 {
+			return fmt.Errorf("must be >= 0, got %d", n)
+		}
+	case TypeEnum:
+		for _, e := range o.Enum {
+			if v == e {
+				return nil
+			}
+		}
+		return fmt.Errorf("want one of %s, got %q", strings.Join(o.Enum, "|"), v)
+	}
+	return nil
+}

@@ -1,0 +1,195 @@
+// Package metrics defines how a phase's results are described and stored.
+//
+// Every phase kind declares its metrics as a list of Defs (name, kind, unit,
+// doc). The same names are the JSON keys of a result, the columns the reports
+// read, and the variables an assertion expression can use. Values travel as a
+// Values map whose dynamic types follow the Def's Kind: int64 for Count and
+// Bytes, float64 for Float and Percent, time.Duration for Duration, bool for
+// Bool.
+package metrics
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Kind is the type of one metric.
+type Kind int
+
+// The metric kinds.
+const (
+	Count    Kind = iota // int64: a number of things (messages, connections)
+	Float                // float64: a rate or ratio
+	Duration             // time.Duration; integer nanoseconds in JSON
+	Bytes                // int64: a size in bytes
+	Percent              // float64: percent of one CPU core
+	Bool                 // bool
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Count:
+		return "count"
+	case Float:
+		return "float"
+	case Duration:
+		return "duration"
+	case Bytes:
+		return "bytes"
+	case Percent:
+		return "percent"
+	case Bool:
+		return "bool"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Zero returns the zero value of the kind's Go type.
+func (k Kind) Zero() any {
+	switch k {
+	case Count, Bytes:
+		return int64(0)
+	case Float, Percent:
+		return float64(0)
+	case Duration:
+		return time.Duration(0)
+	case Bool:
+		return false
+	}
+	return nil
+}
+
+// Def describes one metric.
+type Def struct {
+	Name string // JSON key and expression variable, e.g. "p99"
+	Kind Kind
+	Doc  string // one line, for README and `wsplan validate`
+}
+
+// Values holds one result's metrics by name.
+type Values map[string]any
+
+// Int returns an integer metric (Count or Bytes), or 0.
+func (v Values) Int(name string) int64 {
+	switch x := v[name].(type) {
+	case int64:
+		return x
+	case int:
+		return int64(x)
+	case float64:
+		return int64(x)
+	case time.Duration:
+		return int64(x)
+	}
+	return 0
+}
+
+// Float returns a metric as float64, whatever its kind, or 0.
+func (v Values) Float(name string) float64 {
+	switch x := v[name].(type) {
+	case int64:
+		return float64(x)
+	case int:
+		return float64(x)
+	case float64:
+		return x
+	case time.Duration:
+		return float64(x)
+	case bool:
+		if x {
+			return 1
+		}
+	}
+	return 0
+}
+
+// Dur returns a Duration metric, or 0.
+func (v Values) Dur(name string) time.Duration {
+	switch x := v[name].(type) {
+	case time.Duration:
+		return x
+	case int64:
+		return time.Duration(x)
+	case float64:
+		return time.Duration(x)
+	}
+	return 0
+}
+
+// Bool returns a Bool metric, or false.
+func (v Values) Bool(name string) bool {
+	b, _ := v[name].(bool) // absent means false
+	return b
+}
+
+// Normalize converts values decoded from JSON (float64, bool) back to the Go
+// types their Defs name, so a result read from a file behaves like a fresh one.
+// Names without a Def are kept as they are.
+func (v Values) Normalize(defs []Def) {
+	for _, d := range defs {
+		x, ok := v[d.Name]
+		if !ok {
+			continue
+		}
+		f, isFloat := x.(float64)
+		if !isFloat {
+			continue
+		}
+		switch d.Kind {
+		case Count, Bytes:
+			v[d.Name] = int64(math.Round(f))
+		case Duration:
+			v[d.Name] = time.Duration(math.Round(f))
+		}
+	}
+}
+
+// Common are the metrics every phase reports: the server's and the client's
+// CPU and memory over exactly the phase window, and whether the client was
+// saturated.
+var Common = []Def{
+	{"cpu_min", Percent, "server CPU, lowest sample, percent of one core"},
+	{"cpu_avg", Percent, "server CPU over the phase window, percent of one core"},
+	{"cpu_max", Percent, "server CPU, highest sample, percent of one core"},
+	{"mem_min", Bytes, "server RSS, lowest sample"},
+	{"mem_avg", Bytes, "server RSS, mean of the samples"},
+	{"mem_max", Bytes, "server RSS, highest sample"},
+	{"client_cpu_avg", Percent, "load-generating client CPU over the phase window, percent of one core"},
+	{"client_cpu_s", Float, "client CPU seconds (user+sys) spent in the phase window"},
+	{"server_cpu_s", Float, "server CPU seconds (user+sys) spent in the phase window"},
+	{"client_mem_max", Bytes, "client RSS, highest sample"},
+	{"client_cpus", Count, "CPUs the client may run on"},
+	{"client_bound", Bool, "true when the client's CPU was saturated: the result measures the client"},
+}
+
+// Latency are the latency distribution metrics shared by phases that time
+// something (handshakes, echoes).
+var Latency = []Def{
+	{"min", Duration, "fastest"},
+	{"avg", Duration, "mean"},
+	{"max", Duration, "slowest"},
+	{"p50", Duration, "50th percentile"},
+	{"p75", Duration, "75th percentile"},
+	{"p90", Duration, "90th percentile"},
+	{"p95", Duration, "95th percentile"},
+	{"p99", Duration, "99th percentile"},
+	{"p999", Duration, "99.9th percentile"},
+}
+
+// Join concatenates definition lists, later names replacing earlier ones.
+func Join(lists ...[]Def) []Def {
+	var out []Def
+	index := map[string]int{}
+	for _, l := range lists {
+		for _, d := range l {
+			if i, ok := index[d.Name]; ok {
+				out[i] = d
+				continue
+			}
+			index[d.Name] = len(out)
+			out = append(out, d)
+		}
+	}
+	return out
+}

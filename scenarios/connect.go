@@ -1,0 +1,116 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/metrics"
+	"github.com/wsplan/wsplan/internal/units"
+)
+
+// Connect defaults.
+const (
+	DefaultConnectConcurrency = 1000
+	DefaultConnectTimeout     = 5 * time.Second
+	DefaultConnectRetries     = 3
+)
+
+// Connect opens connections to the server and measures handshake latency
+// (TCP connect start to the 101 response).
+type Connect struct {
+	Connections int            `yaml:"connections"` // to open; required, > 0
+	Concurrency int            `yaml:"concurrency"` // handshakes in progress at once; default min(1000, connections)
+	Timeout     units.Duration `yaml:"timeout"`     // per attempt; default 5s
+	Retries     int            `yaml:"retries"`     // extra attempts per connection; default 3 (set -1 for none)
+}
+
+func init() {
+	Register(Kind{
+		Name: "connect",
+		Doc:  "open N connections at concurrency C; handshake latency and connection rate",
+		New:  func() Phase { return &Connect{} },
+		Metrics: metrics.Join([]metrics.Def{
+			{Name: "tps", Kind: metrics.Float, Doc: "connections opened per second"},
+		}, metrics.Latency, []metrics.Def{
+			{Name: "used", Kind: metrics.Duration, Doc: "wall time of the phase"},
+			{Name: "total", Kind: metrics.Count, Doc: "connections asked for"},
+			{Name: "success", Kind: metrics.Count, Doc: "connections open at the end"},
+			{Name: "failed", Kind: metrics.Count, Doc: "connections that failed after all retries"},
+			{Name: "retried", Kind: metrics.Count, Doc: "attempts that failed and were retried"},
+			{Name: "concurrency", Kind: metrics.Count, Doc: "handshakes in progress at once"},
+			{Name: "conns", Kind: metrics.Count, Doc: "connections open after the phase"},
+		}),
+	})
+}
+
+// Defaults implements Phase.
+func (p *Connect) Defaults(Context) {
+	if p.Concurrency == 0 {
+		p.Concurrency = min(DefaultConnectConcurrency, max(p.Connections, 1))
+	}
+	if p.Timeout == 0 {
+		p.Timeout = units.Duration(DefaultConnectTimeout)
+	}
+	switch {
+	case p.Retries == 0:
+		p.Retries = DefaultConnectRetries
+	case p.Retries < 0:
+		p.Retries = 0
+	}
+}
+
+// Validate implements Phase.
+func (p *Connect) Validate(Context) []FieldError {
+	var errs []FieldError
+	positive("connections", int64(p.Connections), &errs)
+	positive("concurrency", int64(p.Concurrency), &errs)
+	if p.Connections > 0 && p.Concurrency > p.Connections {
+		errs = append(errs, FieldError{"concurrency", fmt.Sprintf("must be <= connections (%d), got %d", p.Connections, p.Concurrency)})
+	}
+	if p.Timeout <= 0 {
+		errs = append(errs, FieldError{"timeout", fmt.Sprintf("must be > 0, got %s", p.Timeout)})
+	}
+	return errs
+}
+
+// Run implements Phase.
+func (p *Connect) Run(ctx context.Context, env *Env) (Outcome, error) {
+	r, err := env.Driver.Connect(ctx, client.ConnectParams{
+		Connections: p.Connections,
+		Concurrency: p.Concurrency,
+		Timeout:     p.Timeout.D(),
+		Retries:     p.Retries,
+	}, env.Progress)
+	if err != nil {
+		return Outcome{}, err
+	}
+	v := metrics.Values{
+		"used":        r.Used,
+		"total":       r.Total,
+		"success":     r.Success,
+		"failed":      r.Failed,
+		"retried":     r.Retried,
+		"concurrency": int64(p.Concurrency),
+		"conns":       int64(env.Driver.Conns()),
+		"tps":         rate(r.Success, r.Used),
+	}
+	latencyValues(v, r.Latency)
+	out := Outcome{Metrics: v}
+	if r.Failed > 0 {
+		out.Failed = true
+		out.Error = fmt.Sprintf("%d of %d connections failed: %s", r.Failed, r.Total, errorSummary(r.Errors))
+	}
+	if r.Retried > 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("%d connection attempts were retried", r.Retried))
+	}
+	return out, nil
+}
+
+func rate(n int64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}

@@ -1,0 +1,139 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/metrics"
+	"github.com/wsplan/wsplan/internal/units"
+)
+
+// Echo defaults.
+const (
+	DefaultEchoPayload = 1024
+	DefaultEchoTimeout = 10 * time.Second
+)
+
+// Echo is a closed loop: Concurrency messages in flight, each on its own
+// connection; when a message's echo arrives (and matches), the next one is
+// sent, until Total echoes were measured. Warmup echoes come first and are
+// not counted.
+type Echo struct {
+	Total       int64          `yaml:"total"`       // echoes to measure; required, > 0
+	Concurrency int            `yaml:"concurrency"` // in flight; default: every open connection
+	Payload     units.Size     `yaml:"payload"`     // bytes per message; default 1024
+	Warmup      int64          `yaml:"warmup"`      // echoes before measuring; default 0
+	Text        bool           `yaml:"text"`        // text frames instead of binary; default false
+	Verify      *bool          `yaml:"verify"`      // compare every echoed byte; default true
+	Timeout     units.Duration `yaml:"timeout"`     // longest wait for one echo; default 10s
+	Deadline    units.Duration `yaml:"deadline"`    // longest phase; default none
+}
+
+func init() {
+	Register(Kind{
+		Name: "echo",
+		Doc:  "closed loop: C messages in flight, one echo at a time per connection, until total",
+		New:  func() Phase { return &Echo{} },
+		Metrics: metrics.Join([]metrics.Def{
+			{Name: "tps", Kind: metrics.Float, Doc: "echoes per second"},
+			{Name: "eer", Kind: metrics.Float, Doc: "tps / server cpu_avg: echoes per second per percent of a core"},
+		}, metrics.Latency, []metrics.Def{
+			{Name: "used", Kind: metrics.Duration, Doc: "wall time of the measured part"},
+			{Name: "total", Kind: metrics.Count, Doc: "echoes asked for"},
+			{Name: "success", Kind: metrics.Count, Doc: "echoes received intact"},
+			{Name: "failed", Kind: metrics.Count, Doc: "echoes lost, late or wrong"},
+			{Name: "conns", Kind: metrics.Count, Doc: "connections open"},
+			{Name: "concurrency", Kind: metrics.Count, Doc: "messages in flight"},
+			{Name: "payload", Kind: metrics.Bytes, Doc: "bytes per message"},
+		}),
+	})
+}
+
+// Defaults implements Phase.
+func (p *Echo) Defaults(c Context) {
+	if p.Concurrency == 0 {
+		p.Concurrency = c.Conns
+	}
+	if p.Payload == 0 {
+		p.Payload = DefaultEchoPayload
+	}
+	if p.Verify == nil {
+		t := true
+		p.Verify = &t
+	}
+	if p.Timeout == 0 {
+		p.Timeout = units.Duration(DefaultEchoTimeout)
+	}
+}
+
+// Validate implements Phase.
+func (p *Echo) Validate(c Context) []FieldError {
+	var errs []FieldError
+	positive("total", p.Total, &errs)
+	positive("concurrency", int64(p.Concurrency), &errs)
+	if c.Conns > 0 && p.Concurrency > c.Conns {
+		errs = append(errs, FieldError{"concurrency", fmt.Sprintf("must be <= the connections opened before it (%d), got %d", c.Conns, p.Concurrency)})
+	}
+	if c.Conns == 0 {
+		errs = append(errs, FieldError{"", "needs open connections: put a connect phase before it"})
+	}
+	if p.Payload < 0 {
+		errs = append(errs, FieldError{"payload", fmt.Sprintf("must be >= 0, got %d", int64(p.Payload))})
+	}
+	if p.Payload > 64<<20 {
+		errs = append(errs, FieldError{"payload", fmt.Sprintf("must be <= 64MiB, got %s", p.Payload)})
+	}
+	if p.Warmup < 0 {
+		errs = append(errs, FieldError{"warmup", fmt.Sprintf("must be >= 0, got %d", p.Warmup)})
+	}
+	if p.Timeout <= 0 {
+		errs = append(errs, FieldError{"timeout", fmt.Sprintf("must be > 0, got %s", p.Timeout)})
+	}
+	if p.Deadline < 0 {
+		errs = append(errs, FieldError{"deadline", fmt.Sprintf("must be >= 0, got %s", p.Deadline)})
+	}
+	return errs
+}
+
+// Run implements Phase.
+func (p *Echo) Run(ctx context.Context, env *Env) (Outcome, error) {
+	conc := min(p.Concurrency, env.Driver.Conns())
+	if conc <= 0 {
+		return Outcome{}, fmt.Errorf("no open connections")
+	}
+	r, err := env.Driver.Echo(ctx, client.EchoParams{
+		Total:       p.Total,
+		Concurrency: conc,
+		Payload:     int(p.Payload),
+		Warmup:      p.Warmup,
+		Text:        p.Text,
+		Verify:      *p.Verify,
+		Timeout:     p.Timeout.D(),
+		Deadline:    p.Deadline.D(),
+	}, env.Progress)
+	if err != nil {
+		return Outcome{}, err
+	}
+	v := metrics.Values{
+		"used":        r.Used,
+		"total":       r.Total,
+		"success":     r.Success,
+		"failed":      r.Failed,
+		"conns":       int64(env.Driver.Conns()),
+		"concurrency": int64(conc),
+		"payload":     int64(p.Payload),
+		"tps":         rate(r.Success, r.Used),
+	}
+	latencyValues(v, r.Latency)
+	out := Outcome{Metrics: v}
+	if conc < p.Concurrency {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("concurrency lowered from %d to %d: only %d connections are open", p.Concurrency, conc, conc))
+	}
+	if r.Failed > 0 {
+		out.Failed = true
+		out.Error = fmt.Sprintf("%d of %d echoes failed: %s", r.Failed, r.Total, errorSummary(r.Errors))
+	}
+	return out, nil
+}
