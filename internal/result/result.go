@@ -1,0 +1,120 @@
+// Package result is the data a run produces: one Result per (server, phase),
+// the host facts, and the assertion outcomes. It is what `--json` writes and
+// what `--baseline`/`wsplan compare` read back; reports are pure functions of
+// it.
+package result
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/wsplan/wsplan/internal/metrics"
+)
+
+// Schema is the version of the JSON document; bump it on incompatible change.
+const Schema = 1
+
+// Run is the whole document.
+type Run struct {
+	Schema     int         `json:"schema"`
+	Plan       PlanInfo    `json:"plan"`
+	Host       Host        `json:"host"`
+	Started    time.Time   `json:"started"`
+	Finished   time.Time   `json:"finished"`
+	Results    []Result    `json:"results"`
+	Assertions []Assertion `json:"assertions"`
+	// Interrupted is true when the run was stopped (Ctrl-C) before the end;
+	// Results then hold what was measured until then.
+	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// PlanInfo identifies the plan that ran.
+type PlanInfo struct {
+	Name        string            `json:"name"`
+	File        string            `json:"file"`
+	Description string            `json:"description,omitempty"`
+	Vars        map[string]string `json:"vars,omitempty"`
+}
+
+// Host is the machine the run was measured on.
+type Host struct {
+	Kernel     string            `json:"kernel"`
+	CPUModel   string            `json:"cpu_model"`
+	Cores      int               `json:"cores"`
+	MemTotal   int64             `json:"mem_total"`
+	Go         string            `json:"go"`
+	Sysctl     map[string]string `json:"sysctl,omitempty"`
+	NoFileSoft uint64            `json:"nofile_soft"`
+	NoFileHard uint64            `json:"nofile_hard"`
+	ServerCPUs string            `json:"server_cpus"`
+	ClientCPUs string            `json:"client_cpus"`
+}
+
+// Result is one (server, phase) outcome.
+type Result struct {
+	Server    string         `json:"server"`
+	Framework string         `json:"framework"`
+	Phase     string         `json:"phase"` // phase name (the kind unless renamed)
+	Kind      string         `json:"kind"`  // phase kind
+	OK        bool           `json:"ok"`
+	Error     string         `json:"error,omitempty"`
+	Warnings  []string       `json:"warnings,omitempty"`
+	Metrics   metrics.Values `json:"metrics"`
+	// ServerLog is the tail of the server's log when the server failed.
+	ServerLog string `json:"server_log,omitempty"`
+}
+
+// Assertion is one evaluated assertion.
+type Assertion struct {
+	Server string         `json:"server"`
+	Phase  string         `json:"phase"`
+	Name   string         `json:"name,omitempty"`
+	Expr   string         `json:"expr"`
+	Pass   bool           `json:"pass"`
+	Error  string         `json:"error,omitempty"`
+	Values map[string]any `json:"values,omitempty"`
+}
+
+// Find returns the result for a server and phase, or nil.
+func (r *Run) Find(server, phase string) *Result {
+	for i := range r.Results {
+		if r.Results[i].Server == server && r.Results[i].Phase == phase {
+			return &r.Results[i]
+		}
+	}
+	return nil
+}
+
+// WriteFile writes the run as indented JSON.
+func (r *Run) WriteFile(path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// ReadFile reads a run written by WriteFile. defs gives each phase kind's
+// metric definitions so values get their Go types back (durations, counts).
+func ReadFile(path string, defs func(kind string) []metrics.Def) (*Run, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Run
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if r.Schema != Schema {
+		return nil, fmt.Errorf("%s: schema %d, this wsplan reads schema %d", path, r.Schema, Schema)
+	}
+	for i := range r.Results {
+		if r.Results[i].Metrics == nil {
+			r.Results[i].Metrics = metrics.Values{}
+		}
+		r.Results[i].Metrics.Normalize(defs(r.Results[i].Kind))
+	}
+	return &r, nil
+}
