@@ -1,0 +1,59 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wsplan/wsplan/frameworks"
+)
+
+func newServeCmd(stderr io.Writer) *cobra.Command {
+	var (
+		name    string
+		opts    []string
+		addrs   string
+		path    string
+		payload int
+	)
+	cmd := &cobra.Command{
+		Use:   "serve --framework NAME --addrs 127.0.0.1:9000[-9049] [--opt K=V]...",
+		Short: "Run one echo server (what `run` spawns; usable by hand)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o := map[string]string{}
+			for _, kv := range opts {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok {
+					return usageErr(fmt.Errorf("--opt %q: want KEY=VALUE", kv))
+				}
+				o[k] = v
+			}
+			list, err := frameworks.ParseAddrs(addrs)
+			if err != nil {
+				return usageErr(err)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			fmt.Fprintf(stderr, "serve %s on %s%s (pid %d)\n", name, addrs, path, os.Getpid())
+			if err := frameworks.Serve(ctx, name, o, list, path, payload); err != nil {
+				return &exitError{ExitFailed, err}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&name, "framework", "", "preset or framework name (see `wsplan frameworks`)")
+	cmd.Flags().StringArrayVar(&opts, "opt", nil, "framework option KEY=VALUE (repeatable)")
+	cmd.Flags().StringVar(&addrs, "addrs", "127.0.0.1:9000", "listen addresses: host:port, host:port-port, comma-separated")
+	cmd.Flags().StringVar(&path, "path", "/ws", "upgrade path")
+	cmd.Flags().IntVar(&payload, "payload", 1024, "expected message size, a hint for buffer sizes")
+	if err := cmd.MarkFlagRequired("framework"); err != nil {
+		panic(err)
+	}
+	return cmd
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+
+	"github.com/wsplan/wsplan/internal/plan"
+)
+
+func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
+	var f planFlags
+	cmd := &cobra.Command{
+		Use:   "validate PLAN",
+		Short: "Load and check a plan without starting anything; print it resolved",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := f.load(args[0])
+			if err != nil {
+				return err
+			}
+			printPlan(stdout, p)
+			return nil
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+// printPlan writes the resolved plan: vars, servers with their options, and
+// every phase with its defaults applied.
+func printPlan(w io.Writer, p *plan.Plan) {
+	fmt.Fprintf(w, "plan %s (%s): %d servers, %d phases, %d assertions\n", p.Name, p.File, len(p.Servers), len(p.Phases), len(p.Assert))
+	if len(p.Vars) > 0 {
+		keys := make([]string, 0, len(p.Vars))
+		for k := range p.Vars {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		fmt.Fprintln(w, "vars:")
+		for _, k := range keys {
+			fmt.Fprintf(w, "  %s: %s\n", k, p.Vars[k])
+		}
+	}
+	fmt.Fprintln(w, "servers:")
+	for _, s := range p.Servers {
+		if len(s.Command) > 0 {
+			fmt.Fprintf(w, "  - %s: command %q on %s\n", s.Name, s.Command, strings.Join(s.Addrs, ","))
+			continue
+		}
+		fw := s.Framework
+		if fw == "" {
+			fw = s.Name
+		}
+		keys := make([]string, 0, len(s.Options))
+		for k := range s.Options {
+			keys = append(keys, k+"="+s.Options[k])
+		}
+		sort.Strings(keys)
+		fmt.Fprintf(w, "  - %s: %s %s\n", s.Name, fw, strings.Join(keys, " "))
+	}
+	fmt.Fprintln(w, "phases:")
+	for _, ph := range p.Phases {
+		b, err := yaml.Marshal(ph.Spec)
+		body := strings.TrimSpace(string(b))
+		if err != nil {
+			body = err.Error()
+		}
+		body = strings.ReplaceAll(body, "\n", ", ")
+		fmt.Fprintf(w, "  - %s (%s): {%s}\n", ph.Name, ph.Kind, body)
+	}
+	for _, a := range p.Assert {
+		fmt.Fprintf(w, "assert: %s\n", a.Expr)
+	}
+}

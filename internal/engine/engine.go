@@ -1,0 +1,577 @@
+// Package engine runs a loaded plan: for each server it starts the server
+// process, opens the client, runs every phase while sampling CPU and memory
+// of both sides, stops the server, and collects one result.Result per
+// (server, phase). It never prints: progress and notices go to the writers
+// and callbacks the caller passes in.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/launch"
+	"github.com/wsplan/wsplan/internal/metrics"
+	"github.com/wsplan/wsplan/internal/plan"
+	"github.com/wsplan/wsplan/internal/procstat"
+	"github.com/wsplan/wsplan/internal/result"
+	"github.com/wsplan/wsplan/scenarios"
+	"github.com/wsplan/wsplan/sysctl"
+)
+
+// Driver is a load-generating client the engine can close.
+type Driver interface {
+	scenarios.Driver
+	Close() error
+}
+
+// Options configure a run.
+type Options struct {
+	Plan *plan.Plan
+	// Exe is the wsplan binary started as `Exe serve ...` for built-in
+	// frameworks; default os.Executable().
+	Exe string
+	// OutDir receives server logs; it is created if missing.
+	OutDir string
+	// Progress receives the live progress line ("\r"-rewritten); nil = none.
+	Progress io.Writer
+	// Notice receives one-line notices (server started, phase done); nil = none.
+	Notice func(format string, args ...any)
+	// NewDriver opens a client for one server; default: an in-process
+	// client.Client.
+	NewDriver func(client.Options) (Driver, error)
+	// Proc is the /proc used for sampling; default /proc.
+	Proc procstat.FS
+	// Layout is the CPU split; zero = computed from the plan and the host.
+	Layout Layout
+}
+
+// Layout is where servers and the client run.
+type Layout struct {
+	ServerCPUs []int
+	ClientCPUs []int
+}
+
+// ClientBoundThreshold is the share of the client's usable CPU above which a
+// result is flagged client_bound: the client, not the server, set the pace.
+const ClientBoundThreshold = 0.9
+
+// Run executes the plan. It returns the results measured so far together
+// with ctx.Err() when interrupted; other errors mean the run could not start.
+func Run(ctx context.Context, o Options) (*result.Run, error) {
+	p := o.Plan
+	if o.Exe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("finding the wsplan binary: %w", err)
+		}
+		o.Exe = exe
+	}
+	if o.Notice == nil {
+		o.Notice = func(string, ...any) {}
+	}
+	if o.NewDriver == nil {
+		o.NewDriver = func(co client.Options) (Driver, error) { return client.New(co) }
+	}
+	if o.Proc.Root == "" {
+		o.Proc = procstat.FS{Root: "/proc"}
+	}
+	if len(o.Layout.ServerCPUs) == 0 {
+		l, err := ComputeLayout(p.Host.ServerCPUs, p.Host.ClientCPUs, sysctl.OnlineCPUs())
+		if err != nil {
+			return nil, err
+		}
+		o.Layout = l
+	}
+	if o.OutDir != "" {
+		if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	run := &result.Run{
+		Schema:  result.Schema,
+		Plan:    result.PlanInfo{Name: p.Name, File: p.File, Description: p.Description, Vars: p.Vars},
+		Host:    HostFacts(o.Proc, p, o.Layout),
+		Started: time.Now(),
+	}
+
+	// The client runs in this process: pin it and size the scheduler to it,
+	// and put both back afterwards (Run may be called from tests).
+	restore, err := pinSelf(o.Layout.ClientCPUs, loops(p, o.Layout))
+	if err != nil {
+		return nil, err
+	}
+	defer restore()
+
+	e := &runner{o: o, plan: p, run: run}
+	for i, srv := range p.Servers {
+		if ctx.Err() != nil {
+			break
+		}
+		e.server(ctx, i, srv)
+	}
+	run.Finished = time.Now()
+	if ctx.Err() != nil {
+		run.Interrupted = true
+		return run, ctx.Err()
+	}
+	return run, nil
+}
+
+func loops(p *plan.Plan, l Layout) int {
+	if p.Client.Loops > 0 {
+		return p.Client.Loops
+	}
+	return max(1, len(l.ClientCPUs))
+}
+
+// pinSelf pins every thread of this process to cpus and sets GOMAXPROCS to
+// the event loops plus one for the engine; the returned func undoes both.
+func pinSelf(cpus []int, loops int) (func(), error) {
+	old := currentAffinity()
+	if err := sysctl.PinProcess(os.Getpid(), cpus); err != nil {
+		return nil, fmt.Errorf("pinning the client to CPUs %v: %w", cpus, err)
+	}
+	prev := runtime.GOMAXPROCS(loops + 1)
+	return func() {
+		runtime.GOMAXPROCS(prev)
+		// Best effort: the process ends soon after a run anyway.
+		_ = sysctl.PinProcess(os.Getpid(), old)
+	}, nil
+}
+
+// ComputeLayout splits the CPUs between servers and client: the plan's lists
+// when given, else the first half of the online CPUs for servers and the rest
+// for the client (on a 1-CPU host both share it).
+func ComputeLayout(serverSpec, clientSpec string, online []int) (Layout, error) {
+	var l Layout
+	var err error
+	if serverSpec != "" {
+		if l.ServerCPUs, err = plan.ParseCPUList(serverSpec); err != nil {
+			return l, fmt.Errorf("host.server_cpus: %w", err)
+		}
+	}
+	if clientSpec != "" {
+		if l.ClientCPUs, err = plan.ParseCPUList(clientSpec); err != nil {
+			return l, fmt.Errorf("host.client_cpus: %w", err)
+		}
+	}
+	half := max(1, len(online)/2)
+	if len(l.ServerCPUs) == 0 {
+		l.ServerCPUs = append([]int(nil), online[:half]...)
+	}
+	if len(l.ClientCPUs) == 0 {
+		taken := map[int]bool{}
+		for _, c := range l.ServerCPUs {
+			taken[c] = true
+		}
+		for _, c := range online {
+			if !taken[c] {
+				l.ClientCPUs = append(l.ClientCPUs, c)
+			}
+		}
+		if len(l.ClientCPUs) == 0 {
+			l.ClientCPUs = append([]int(nil), online...)
+		}
+	}
+	on := map[int]bool{}
+	for _, c := range online {
+		on[c] = true
+	}
+	for _, c := range append(append([]int(nil), l.ServerCPUs...), l.ClientCPUs...) {
+		if !on[c] {
+			return l, fmt.Errorf("CPU %d is not online here (online: %s)", c, FormatCPUs(online))
+		}
+	}
+	return l, nil
+}
+
+// FormatCPUs writes a CPU list compactly: "0-3,6".
+func FormatCPUs(cpus []int) string {
+	var b strings.Builder
+	for i := 0; i < len(cpus); {
+		j := i
+		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(cpus[i]))
+		if j > i {
+			b.WriteString("-" + strconv.Itoa(cpus[j]))
+		}
+		i = j + 1
+	}
+	return b.String()
+}
+
+// HostFacts collects what the report prints about the machine.
+func HostFacts(fs procstat.FS, p *plan.Plan, l Layout) result.Host {
+	h := result.Host{Go: runtime.Version(), ServerCPUs: FormatCPUs(l.ServerCPUs), ClientCPUs: FormatCPUs(l.ClientCPUs)}
+	if info, err := procstat.HostInfo(fs); err == nil {
+		h.Kernel, h.CPUModel, h.Cores, h.MemTotal = info.Kernel, info.CPUModel, info.Cores, info.MemTotal
+	}
+	h.NoFileSoft, h.NoFileHard = sysctl.NoFile()
+	h.Sysctl = map[string]string{}
+	keys := append([]string(nil), ReportedSysctls...)
+	for k := range p.Host.Sysctl {
+		keys = append(keys, k)
+	}
+	sfs := sysctl.FS{Root: filepath.Join(fs.Root, "sys")}
+	for _, k := range keys {
+		if v, err := sfs.Get(k); err == nil {
+			h.Sysctl[k] = strings.Join(strings.Fields(v), " ")
+		}
+	}
+	return h
+}
+
+// ReportedSysctls are recorded with every run: they bound what a run can do.
+var ReportedSysctls = []string{
+	"net.ipv4.ip_local_port_range",
+	"net.core.somaxconn",
+	"net.ipv4.tcp_max_syn_backlog",
+	"net.ipv4.tcp_tw_reuse",
+	"fs.file-max",
+	"fs.nr_open",
+}
+
+type runner struct {
+	o    Options
+	plan *plan.Plan
+	run  *result.Run
+	mu   sync.Mutex
+}
+
+// serverAddrs returns the listen addresses of the i-th server: each server
+// gets its own port range so TIME_WAIT sockets of one never starve the next.
+func serverAddrs(p *plan.Plan, i int, srv plan.Server) []string {
+	if len(srv.Command) > 0 || len(srv.Addrs) > 0 {
+		return srv.Addrs
+	}
+	base := p.Defaults.BasePort + i*p.Defaults.Ports
+	out := make([]string, p.Defaults.Ports)
+	for k := range out {
+		out[k] = joinHostPort(p.Defaults.Host, base+k)
+	}
+	return out
+}
+
+func joinHostPort(h string, port int) string {
+	if strings.Contains(h, ":") {
+		return "[" + h + "]:" + strconv.Itoa(port)
+	}
+	return h + ":" + strconv.Itoa(port)
+}
+
+func (e *runner) serverArgv(i int, srv plan.Server, addrs []string) []string {
+	if len(srv.Command) > 0 {
+		return srv.Command
+	}
+	fw := srv.Framework
+	if fw == "" {
+		fw = srv.Name
+	}
+	argv := []string{e.o.Exe, "serve", "--framework", fw, "--path", srv.Path,
+		"--payload", strconv.Itoa(planPayload(e.plan)), "--addrs", strings.Join(addrs, ",")}
+	keys := make([]string, 0, len(srv.Options))
+	for k := range srv.Options {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		argv = append(argv, "--opt", k+"="+srv.Options[k])
+	}
+	return argv
+}
+
+// planPayload is the payload of the plan's first echo phase (a buffer-size
+// hint for servers), or 1024.
+func planPayload(p *plan.Plan) int {
+	for _, ph := range p.Phases {
+		if e, ok := ph.Spec.(*scenarios.Echo); ok && e.Payload > 0 {
+			return int(e.Payload)
+		}
+	}
+	return scenarios.DefaultEchoPayload
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+func (e *runner) logPath(name string) string {
+	if e.o.OutDir == "" {
+		return ""
+	}
+	return filepath.Join(e.o.OutDir, "server-"+unsafeName.ReplaceAllString(name, "_")+".log")
+}
+
+func (e *runner) add(r result.Result) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.run.Results = append(e.run.Results, r)
+}
+
+func (e *runner) framework(srv plan.Server) string {
+	if len(srv.Command) > 0 {
+		return "custom"
+	}
+	if srv.Framework != "" {
+		return srv.Framework
+	}
+	return srv.Name
+}
+
+// failRest records every phase from index k on as failed with reason.
+func (e *runner) failRest(srv plan.Server, k int, reason, logTail string) {
+	for _, ph := range e.plan.Phases[k:] {
+		e.add(result.Result{Server: srv.Name, Framework: e.framework(srv), Phase: ph.Name, Kind: ph.Kind,
+			OK: false, Error: reason, Metrics: metrics.Values{}, ServerLog: logTail})
+	}
+}
+
+func (e *runner) server(ctx context.Context, i int, srv plan.Server) {
+	addrs := serverAddrs(e.plan, i, srv)
+	proc, err := launch.Start(launch.Spec{
+		Argv:    e.serverArgv(i, srv, addrs),
+		LogPath: e.logPath(srv.Name),
+		CPUs:    e.o.Layout.ServerCPUs,
+	})
+	if err != nil {
+		e.failRest(srv, 0, "server failed to start: "+err.Error(), "")
+		return
+	}
+	grace := e.plan.Defaults.StopGrace.D()
+	defer func() {
+		if err := proc.Stop(grace); err != nil {
+			e.o.Notice("%s: %v", srv.Name, err)
+		}
+	}()
+	e.o.Notice("%s: started pid %d on %s (CPUs %s)", srv.Name, proc.Pid, strings.Join(addrs, ","), FormatCPUs(e.o.Layout.ServerCPUs))
+	if err := WaitReady(ctx, proc, addrs, srv.Path, e.plan.Defaults.ReadyTime.D()); err != nil {
+		if ctx.Err() != nil {
+			e.failRest(srv, 0, "interrupted", "")
+			return
+		}
+		e.failRest(srv, 0, "server not ready: "+err.Error(), proc.Tail(2048))
+		return
+	}
+	drv, err := e.o.NewDriver(client.Options{
+		Targets:     addrs,
+		Path:        srv.Path,
+		SourceAddrs: e.plan.Client.SourceAddrs,
+		Loops:       loops(e.plan, e.o.Layout),
+		NoDelay:     e.plan.Defaults.NoDelay == nil || *e.plan.Defaults.NoDelay,
+	})
+	if err != nil {
+		e.failRest(srv, 0, "client: "+err.Error(), "")
+		return
+	}
+	// Stop the server before closing the client's sockets, so TIME_WAIT
+	// lands on the server's listen ports, not on the client's ephemeral ones.
+	defer func() {
+		if err := drv.Close(); err != nil {
+			e.o.Notice("%s: closing client: %v", srv.Name, err)
+		}
+	}()
+	defer func() {
+		if err := proc.Stop(grace); err != nil {
+			e.o.Notice("%s: %v", srv.Name, err)
+		}
+	}()
+
+	for k, ph := range e.plan.Phases {
+		if ctx.Err() != nil {
+			e.failRest(srv, k, "interrupted", "")
+			return
+		}
+		r, died := e.phase(ctx, srv, ph, proc, drv)
+		e.add(r)
+		if died {
+			e.failRest(srv, k+1, "skipped: server "+proc.ExitReason(), proc.Tail(2048))
+			return
+		}
+	}
+}
+
+// phase runs one phase with sampling; died reports that the server exited.
+func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc *launch.Process, drv Driver) (result.Result, bool) {
+	res := result.Result{Server: srv.Name, Framework: e.framework(srv), Phase: ph.Name, Kind: ph.Kind, Metrics: metrics.Values{}}
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-proc.Done():
+			cancel()
+		case <-pctx.Done():
+		}
+	}()
+
+	interval := e.plan.Defaults.Sample.D()
+	ssrv := procstat.NewSampler(e.o.Proc, proc.Pid, interval)
+	scli := procstat.NewSampler(e.o.Proc, os.Getpid(), interval)
+	pr := &client.Progress{}
+	stopProgress := e.progress(ph.Name, srv.Name, pr)
+	ssrv.Start()
+	scli.Start()
+	out, err := ph.Spec.Run(pctx, &scenarios.Env{Driver: drv, Progress: pr})
+	sv := ssrv.Stop()
+	cv := scli.Stop()
+	stopProgress()
+
+	m := out.Metrics
+	if m == nil {
+		m = metrics.Values{}
+	}
+	m["cpu_min"], m["cpu_avg"], m["cpu_max"] = sv.CPUMin, sv.CPUAvg, sv.CPUMax
+	m["mem_min"], m["mem_avg"], m["mem_max"] = sv.MemMin, sv.MemAvg, sv.MemMax
+	m["server_cpu_s"] = sv.CPUSeconds
+	m["client_cpu_avg"] = cv.CPUAvg
+	m["client_cpu_s"] = cv.CPUSeconds
+	m["client_mem_max"] = cv.MemMax
+	usable := min(loops(e.plan, e.o.Layout), len(e.o.Layout.ClientCPUs))
+	m["client_cpus"] = int64(len(e.o.Layout.ClientCPUs))
+	bound := cv.CPUAvg >= ClientBoundThreshold*100*float64(usable)
+	m["client_bound"] = bound
+	if tps, ok := m["tps"].(float64); ok && ph.Kind == "echo" {
+		if sv.CPUAvg > 0 {
+			m["eer"] = tps / sv.CPUAvg
+		} else {
+			m["eer"] = float64(0)
+		}
+	}
+	res.Metrics = m
+	res.Warnings = out.Warnings
+	if bound {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("client-bound: client CPU %.0f%% of %d usable core(s); this row measures the client", cv.CPUAvg, usable))
+	}
+
+	died := false
+	if exited, _ := proc.Exited(); exited && !proc.Stopping() {
+		died = true
+	}
+	switch {
+	case died:
+		res.OK = false
+		res.Error = "server " + proc.ExitReason() + " during the phase"
+		res.ServerLog = proc.Tail(2048)
+	case err != nil && ctx.Err() != nil:
+		res.OK = false
+		res.Error = "interrupted"
+	case err != nil:
+		res.OK = false
+		res.Error = err.Error()
+	case out.Failed:
+		res.OK = false
+		res.Error = out.Error
+	default:
+		res.OK = true
+	}
+	if ctx.Err() != nil && res.OK {
+		res.OK = false
+		res.Error = "interrupted"
+	}
+	e.o.Notice("%s: %s done (%s)", srv.Name, ph.Name, summary(res))
+	return res, died
+}
+
+func summary(r result.Result) string {
+	if !r.OK {
+		return "FAILED: " + r.Error
+	}
+	parts := []string{}
+	if v, ok := r.Metrics["tps"].(float64); ok {
+		parts = append(parts, fmt.Sprintf("%.0f/s", v))
+	}
+	if v, ok := r.Metrics["p99"].(time.Duration); ok {
+		parts = append(parts, "p99 "+v.String())
+	}
+	return strings.Join(parts, ", ")
+}
+
+// progress starts the live line; the returned func stops and clears it.
+func (e *runner) progress(phase, server string, pr *client.Progress) func() {
+	w := e.o.Progress
+	if w == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		start := time.Now()
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		var lastN int64
+		last := start
+		for {
+			select {
+			case <-done:
+				fmt.Fprint(w, "\r\033[K")
+				return
+			case now := <-t.C:
+				n := pr.Done.Load()
+				rate := float64(n-lastN) / now.Sub(last).Seconds()
+				lastN, last = n, now
+				fmt.Fprintf(w, "\r\033[K%s %s: %d/%d  %.0f/s  %s", phase, server, n, pr.Total.Load(), rate, now.Sub(start).Truncate(100*time.Millisecond))
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// WaitReady polls until every address accepts a WebSocket upgrade, the
+// process exits, ctx ends, or timeout passes.
+func WaitReady(ctx context.Context, proc *launch.Process, addrs []string, path string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for _, a := range addrs {
+		for {
+			if exited, _ := proc.Exited(); exited {
+				return fmt.Errorf("server %s before accepting connections", proc.ExitReason())
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if last = probe(a, path); last == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s did not accept a WebSocket upgrade within %s: %w", a, timeout, last)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// currentAffinity returns the CPUs this thread may run on.
+func currentAffinity() []int {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return sysctl.OnlineCPUs()
+	}
+	var out []int
+	for c := 0; c < 1024; c++ {
+		if set.IsSet(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+var errNotUpgraded = errors.New("no 101 response")

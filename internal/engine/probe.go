@@ -1,0 +1,45 @@
+package engine
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+)
+
+// probe performs one WebSocket upgrade on addr and closes the connection.
+func probe(addr, path string) error {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.SetDeadline(time.Now().Add(2 * time.Second)); err != nil {
+		return err
+	}
+	var key [16]byte
+	if _, err := rand.Read(key[:]); err != nil {
+		return err
+	}
+	req := fmt.Sprintf("GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n",
+		path, addr, base64.StdEncoding.EncodeToString(key[:]))
+	if _, err := c.Write([]byte(req)); err != nil {
+		return err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		return fmt.Errorf("%w: status %s", errNotUpgraded, resp.Status)
+	}
+	// A clean close frame (masked, code 1000) so servers log no error.
+	if _, err := c.Write([]byte{0x88, 0x82, 0, 0, 0, 0, 0x03, 0xe8}); err != nil {
+		return nil
+	}
+	return nil
+}
