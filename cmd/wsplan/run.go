@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wsplan/wsplan/internal/engine"
+	"github.com/wsplan/wsplan/internal/launch"
 	"github.com/wsplan/wsplan/internal/plan"
 	"github.com/wsplan/wsplan/internal/result"
 	"github.com/wsplan/wsplan/report"
@@ -110,7 +111,11 @@ func runPlan(parent context.Context, path string, f *runFlags, stdout, stderr io
 		}
 		fmt.Fprintf(stderr, format+"\n", args...)
 	}
-	run, runErr := engine.Run(ctx, engine.Options{Plan: p, OutDir: out, Progress: progress, Notice: notice})
+	exe, err := launch.SelfExe()
+	if err != nil {
+		return &exitError{ExitFailed, err}
+	}
+	run, runErr := engine.Run(ctx, engine.Options{Plan: p, Exe: exe, OutDir: out, Progress: progress, Notice: notice})
 	if run == nil {
 		return &exitError{ExitFailed, runErr}
 	}

@@ -16,7 +16,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -226,4 +228,22 @@ func (t *tail) last(n int) string {
 		}
 	}
 	return string(b)
+}
+
+// SelfExe returns the wsplan binary that `serve` children run: the one this
+// process was started as (os.Args[0], so test harnesses that install wsplan
+// under another name work), falling back to /proc/self/exe.
+func SelfExe() (string, error) {
+	exe := os.Args[0]
+	if !strings.Contains(exe, "/") {
+		if p, err := exec.LookPath(exe); err == nil {
+			exe = p
+		}
+	}
+	if abs, err := filepath.Abs(exe); err == nil {
+		if _, err := os.Stat(abs); err == nil {
+			return abs, nil
+		}
+	}
+	return os.Executable()
 }

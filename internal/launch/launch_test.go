@@ -23,7 +23,6 @@ func alive(pid int) bool {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-
 func TestStartPinnedAndStop(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "child.log")
 	p, err := Start(Spec{Argv: []string{"sh", "-c", "echo hello; exec sleep 30"}, LogPath: log, CPUs: []int{0}})
