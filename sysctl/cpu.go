@@ -1,0 +1,167 @@
+package sysctl
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxCPU is the number of CPUs a unix.CPUSet can name.
+const maxCPU = len(unix.CPUSet{}) * 64
+
+// OnlineCPUs returns the CPUs this process may run on, ascending: its
+// sched_getaffinity mask (which honours taskset and cgroup cpusets), or, if
+// that fails, /sys/devices/system/cpu/online. It returns nil if neither can
+// be read.
+func OnlineCPUs() []int {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err == nil {
+		if cpus := cpusOf(&set); len(cpus) > 0 {
+			return cpus
+		}
+	}
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		return nil
+	}
+	cpus, err := parseCPUList(string(b))
+	if err != nil {
+		return nil
+	}
+	return cpus
+}
+
+func cpusOf(set *unix.CPUSet) []int {
+	var cpus []int
+	for c := range maxCPU {
+		if set.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus
+}
+
+// PinProcess sets the CPU affinity of every thread of process pid to cpus.
+// Threads created later inherit the affinity of the thread that creates
+// them, so once every current thread is pinned the whole process is. The
+// thread list is re-read until a pass finds no thread it has not pinned, to
+// catch threads started while it runs; threads that exit meanwhile are
+// skipped.
+func PinProcess(pid int, cpus []int) error {
+	if pid <= 0 {
+		return fmt.Errorf("pin process %d: not a process id", pid)
+	}
+	if len(cpus) == 0 {
+		return fmt.Errorf("pin process %d: no CPUs given", pid)
+	}
+	var set unix.CPUSet
+	for _, c := range cpus {
+		if c < 0 || c >= maxCPU {
+			return fmt.Errorf("pin process %d: CPU %d out of range 0-%d", pid, c, maxCPU-1)
+		}
+		set.Set(c)
+	}
+	list := formatCPUList(cpus)
+	done := map[int]bool{}
+	taskDir := filepath.Join("/proc", strconv.Itoa(pid), "task")
+	for pass := 0; pass < 100; pass++ {
+		tids, err := listTasks(taskDir)
+		if err != nil {
+			return fmt.Errorf("pin process %d to CPUs %s: %w", pid, list, err)
+		}
+		fresh := 0
+		for _, tid := range tids {
+			if done[tid] {
+				continue
+			}
+			done[tid] = true
+			err := unix.SchedSetaffinity(tid, &set)
+			switch {
+			case errors.Is(err, unix.ESRCH): // the thread exited meanwhile
+				continue
+			case errors.Is(err, unix.EINVAL):
+				return fmt.Errorf("pin process %d to CPUs %s: thread %d: %w (no CPU in the list is online, or allowed by this cgroup's cpuset)", pid, list, tid, err)
+			case err != nil:
+				return fmt.Errorf("pin process %d to CPUs %s: thread %d: %w", pid, list, tid, err)
+			}
+			fresh++
+		}
+		if fresh == 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("pin process %d to CPUs %s: threads keep appearing", pid, list)
+}
+
+func listTasks(dir string) ([]int, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	tids := make([]int, 0, len(ents))
+	for _, e := range ents {
+		if tid, err := strconv.Atoi(e.Name()); err == nil {
+			tids = append(tids, tid)
+		}
+	}
+	return tids, nil
+}
+
+// parseCPUList parses the kernel's CPU list format ("0-3,6", "0", "") into
+// ascending, distinct CPU numbers.
+func parseCPUList(s string) ([]int, error) {
+	s = strings.TrimSpace(s)
+	var cpus []int
+	if s == "" {
+		return cpus, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 {
+			return nil, fmt.Errorf("cpu list %q: bad CPU %q", s, lo)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return nil, fmt.Errorf("cpu list %q: bad range %q", s, part)
+			}
+		}
+		if b >= maxCPU {
+			return nil, fmt.Errorf("cpu list %q: CPU %d out of range 0-%d", s, b, maxCPU-1)
+		}
+		for c := a; c <= b; c++ {
+			cpus = append(cpus, c)
+		}
+	}
+	slices.Sort(cpus)
+	return slices.Compact(cpus), nil
+}
+
+// formatCPUList writes CPUs the kernel's way: "0-3,6". The input is sorted
+// and deduplicated first.
+func formatCPUList(cpus []int) string {
+	cpus = slices.Compact(slices.Sorted(slices.Values(cpus)))
+	var b strings.Builder
+	for i := 0; i < len(cpus); {
+		j := i
+		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(cpus[i]))
+		if j > i {
+			b.WriteString("-" + strconv.Itoa(cpus[j]))
+		}
+		i = j + 1
+	}
+	return b.String()
+}
