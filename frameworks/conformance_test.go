@@ -1,0 +1,551 @@
+package frameworks
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gobwas/ws"
+	"go.uber.org/goleak"
+)
+
+// The conformance test runs every registered preset (so a new adapter file
+// is covered without touching this one) as an echo server on two loopback
+// ports and checks it with a raw-frame client built on gobwas/ws, asserting
+// exact opcodes and bytes:
+//
+//   - text, binary, 0 B, 1 KiB and 1 MiB messages come back unchanged, also
+//     one after the other on one connection (buffer reuse);
+//   - a message sent as a first frame plus 3 continuation frames comes back
+//     as one message with the same opcode and bytes (the server may fragment
+//     its reply any way it likes);
+//   - a ping is answered by a pong with the same payload, also between two
+//     fragments of a message;
+//   - a close frame (1000) is answered by a close frame and the server ends
+//     the TCP connection;
+//   - connections on both listen addresses are served concurrently;
+//   - a path other than cfg.Path is refused;
+//   - Close returns nil, ends open connections, stops the listeners and
+//     leaves no goroutine behind (goleak; library goroutines that outlive
+//     Close by design are listed with knownGlobalGoroutines in the adapter's
+//     file).
+//
+// Run one preset with: go test ./frameworks -run 'TestConformance/^gws$'
+
+const (
+	testPath    = "/ws"
+	testPayload = 1024
+	ioTimeout   = 10 * time.Second
+)
+
+func TestConformance(t *testing.T) {
+	presets := Presets()
+	if len(presets) == 0 {
+		t.Fatal("no presets registered")
+	}
+	for _, p := range presets {
+		// Not parallel: each preset allocates loopback ports, and running
+		// them one at a time keeps a failure's goroutine dump readable.
+		t.Run(p.Name, func(t *testing.T) { testPreset(t, p) })
+	}
+}
+
+func testPreset(t *testing.T, p Preset) {
+	a, vals, errs := Resolve(p.Name, "", nil)
+	if len(errs) > 0 {
+		t.Fatalf("resolve preset %s: %v", p.Name, errors.Join(errs...))
+	}
+	if a.Name != p.Framework {
+		t.Fatalf("preset %s resolved to adapter %q, want %q", p.Name, a.Name, p.Framework)
+	}
+	leakOpts := []goleak.Option{goleak.IgnoreCurrent()}
+	for _, fn := range globalGoroutinesOf(a.Name) {
+		leakOpts = append(leakOpts, goleak.IgnoreAnyFunction(fn))
+	}
+
+	addrs := freeAddrs(t, 2)
+	srv, err := a.Start(Config{Addrs: addrs, Path: testPath, Payload: testPayload, Values: vals})
+	if err != nil {
+		t.Fatalf("start %s on %v: %v", p.Name, addrs, err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			srv.Close()
+		}
+	}()
+
+	rnd := rand.New(rand.NewPCG(1, 2))
+	kib := randBytes(rnd, 1<<10)
+	mib := randBytes(rnd, 1<<20)
+	allBytes := make([]byte, 256)
+	for i := range allBytes {
+		allBytes[i] = byte(i)
+	}
+	echoes := []struct {
+		name    string
+		op      ws.OpCode
+		payload []byte
+	}{
+		{"text", ws.OpText, []byte("hello, wsplan ✓")},
+		{"binary", ws.OpBinary, allBytes},
+		{"empty_text", ws.OpText, []byte{}},
+		{"empty_binary", ws.OpBinary, []byte{}},
+		{"1KiB", ws.OpBinary, kib},
+		{"1MiB", ws.OpBinary, mib},
+		{"64KiB_text", ws.OpText, bytes.Repeat([]byte("wsplan-echo "), 64<<10/12)},
+	}
+	for _, e := range echoes {
+		t.Run("echo_"+e.name, func(t *testing.T) {
+			c := dialT(t, addrs[0])
+			defer c.conn.Close()
+			c.mustSend(t, e.op, e.payload)
+			c.mustEcho(t, e.op, e.payload)
+			c.closeHandshake(t)
+		})
+	}
+
+	t.Run("sequence", func(t *testing.T) {
+		// Large then small messages on one connection: a reused read buffer
+		// must not leak bytes of the previous message into the next.
+		c := dialT(t, addrs[1])
+		defer c.conn.Close()
+		for i, m := range [][]byte{mib, []byte("abc"), {}, kib, allBytes[:7], mib[:70000]} {
+			op := ws.OpBinary
+			if i%2 == 1 {
+				op = ws.OpText
+				m = bytes.ToUpper(bytes.Repeat([]byte("x"), len(m)))
+			}
+			c.mustSend(t, op, m)
+			c.mustEcho(t, op, m)
+		}
+		c.closeHandshake(t)
+	})
+
+	for _, op := range []ws.OpCode{ws.OpText, ws.OpBinary} {
+		t.Run("fragmented_"+opName(op), func(t *testing.T) {
+			c := dialT(t, addrs[0])
+			defer c.conn.Close()
+			parts := [][]byte{[]byte("frag"), []byte("mented "), []byte("in four "), []byte("frames")}
+			c.mustWrite(t, ws.NewFrame(op, false, parts[0]))
+			for i, part := range parts[1:] {
+				c.mustWrite(t, ws.NewFrame(ws.OpContinuation, i == len(parts)-2, part))
+			}
+			c.mustEcho(t, op, bytes.Join(parts, nil))
+			c.closeHandshake(t)
+		})
+	}
+
+	t.Run("ping", func(t *testing.T) {
+		c := dialT(t, addrs[0])
+		defer c.conn.Close()
+		for _, payload := range [][]byte{[]byte("wsplan-ping-1"), {}, bytes.Repeat([]byte{0xAB}, 125)} {
+			c.mustWrite(t, ws.NewPingFrame(payload))
+			c.mustPong(t, payload)
+		}
+		c.mustSend(t, ws.OpText, []byte("after ping"))
+		c.mustEcho(t, ws.OpText, []byte("after ping"))
+		c.closeHandshake(t)
+	})
+
+	t.Run("ping_between_fragments", func(t *testing.T) {
+		// RFC 6455 5.4: control frames may be injected in the middle of a
+		// fragmented message.
+		c := dialT(t, addrs[0])
+		defer c.conn.Close()
+		c.mustWrite(t, ws.NewFrame(ws.OpBinary, false, []byte("first half, ")))
+		c.mustWrite(t, ws.NewPingFrame([]byte("mid")))
+		c.mustPong(t, []byte("mid"))
+		c.mustWrite(t, ws.NewFrame(ws.OpContinuation, true, []byte("second half")))
+		c.mustEcho(t, ws.OpBinary, []byte("first half, second half"))
+		c.closeHandshake(t)
+	})
+
+	t.Run("close", func(t *testing.T) {
+		c := dialT(t, addrs[1])
+		defer c.conn.Close()
+		c.mustSend(t, ws.OpText, []byte("before close"))
+		c.mustEcho(t, ws.OpText, []byte("before close"))
+		c.closeHandshake(t)
+	})
+
+	t.Run("concurrent_connections_on_two_ports", func(t *testing.T) {
+		const perAddr, messages = 4, 20
+		var wg sync.WaitGroup
+		errc := make(chan error, perAddr*len(addrs))
+		for ai, addr := range addrs {
+			for ci := range perAddr {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					errc <- echoSession(addr, fmt.Sprintf("addr%d-conn%d", ai, ci), messages)
+				}()
+			}
+		}
+		wg.Wait()
+		close(errc)
+		for err := range errc {
+			if err != nil {
+				t.Error(err)
+			}
+		}
+	})
+
+	t.Run("wrong_path_refused", func(t *testing.T) {
+		conn, _, _, err := dial(addrs[0], "/not-the-ws-path")
+		if err == nil {
+			conn.Close()
+			t.Fatalf("upgrade on /not-the-ws-path succeeded, want it refused (only %s is served)", testPath)
+		}
+	})
+
+	t.Run("server_close", func(t *testing.T) {
+		c := dialT(t, addrs[0])
+		defer c.conn.Close()
+		c.mustSend(t, ws.OpBinary, []byte("open"))
+		c.mustEcho(t, ws.OpBinary, []byte("open"))
+
+		done := make(chan error, 1)
+		go func() { done <- srv.Close() }()
+		select {
+		case err := <-done:
+			closed = true
+			if err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		case <-time.After(ioTimeout):
+			t.Fatalf("Close did not return within %v with one open connection", ioTimeout)
+		}
+		// The open connection must end: the server may send a close frame
+		// (1001 going away) first, then EOF, or end TCP at once.
+		if err := c.drainUntilEOF(); err != nil {
+			t.Errorf("open connection after Close: %v", err)
+		}
+		for _, addr := range addrs {
+			if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+				conn.Close()
+				t.Errorf("dial %s after Close succeeded, want the listener closed", addr)
+			}
+		}
+	})
+
+	if !closed {
+		if err := srv.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		closed = true
+	}
+	if err := goleak.Find(leakOpts...); err != nil {
+		t.Errorf("goroutines left after Close (if the library starts them once per process by design, list them with knownGlobalGoroutines in %s.go): %v", a.Name, err)
+	}
+}
+
+// freeAddrs returns n loopback addresses whose ports were free a moment ago.
+func freeAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("allocate a free port: %v", err)
+		}
+		lns = append(lns, ln)
+	}
+	addrs := make([]string, n)
+	for i, ln := range lns {
+		addrs[i] = ln.Addr().String()
+	}
+	return addrs
+}
+
+func randBytes(r *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+func opName(op ws.OpCode) string {
+	switch op {
+	case ws.OpText:
+		return "text"
+	case ws.OpBinary:
+		return "binary"
+	case ws.OpContinuation:
+		return "continuation"
+	case ws.OpClose:
+		return "close"
+	case ws.OpPing:
+		return "ping"
+	case ws.OpPong:
+		return "pong"
+	}
+	return fmt.Sprintf("opcode(%d)", op)
+}
+
+// client is a raw-frame WebSocket client: it writes masked frames and reads
+// server frames one by one, so tests see every opcode and fragment.
+type client struct {
+	conn net.Conn
+	r    io.Reader // buffered handshake reader when gobwas kept one, else conn
+}
+
+func dial(addr, path string) (net.Conn, *bufio.Reader, ws.Handshake, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
+	defer cancel()
+	return ws.Dial(ctx, "ws://"+addr+path)
+}
+
+func dialClient(addr string) (*client, error) {
+	conn, br, _, err := dial(addr, testPath)
+	if err != nil {
+		return nil, fmt.Errorf("dial ws://%s%s: %w", addr, testPath, err)
+	}
+	c := &client{conn: conn, r: conn}
+	if br != nil {
+		c.r = br
+	}
+	return c, nil
+}
+
+func dialT(t *testing.T, addr string) *client {
+	t.Helper()
+	c, err := dialClient(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func (c *client) write(f ws.Frame) error {
+	if err := c.conn.SetWriteDeadline(time.Now().Add(ioTimeout)); err != nil {
+		return err
+	}
+	if err := ws.WriteFrame(c.conn, ws.MaskFrame(f)); err != nil {
+		return fmt.Errorf("write %s frame: %w", opName(f.Header.OpCode), err)
+	}
+	return nil
+}
+
+// readFrame reads one server frame and checks what RFC 6455 requires of
+// every server frame: unmasked, no RSV bits (no extension is negotiated),
+// control frames final and at most 125 bytes.
+func (c *client) readFrame() (ws.Frame, error) {
+	if err := c.conn.SetReadDeadline(time.Now().Add(ioTimeout)); err != nil {
+		return ws.Frame{}, err
+	}
+	f, err := ws.ReadFrame(c.r)
+	if err != nil {
+		return f, fmt.Errorf("read frame: %w", err)
+	}
+	h := f.Header
+	switch {
+	case h.Masked:
+		return f, fmt.Errorf("server sent a masked %s frame", opName(h.OpCode))
+	case h.Rsv != 0:
+		return f, fmt.Errorf("server sent a %s frame with RSV bits %03b, no extension was negotiated", opName(h.OpCode), h.Rsv)
+	case h.OpCode.IsControl() && (!h.Fin || h.Length > 125):
+		return f, fmt.Errorf("server sent an invalid %s control frame (fin=%v, %d bytes)", opName(h.OpCode), h.Fin, h.Length)
+	}
+	return f, nil
+}
+
+// readMessage reads one data message, joining its fragments. Any control
+// frame in between is an error: the tests send no ping while waiting for a
+// message.
+func (c *client) readMessage() (ws.OpCode, []byte, error) {
+	var (
+		op   ws.OpCode
+		data []byte
+	)
+	for first := true; ; first = false {
+		f, err := c.readFrame()
+		if err != nil {
+			return 0, nil, err
+		}
+		switch fop := f.Header.OpCode; {
+		case fop.IsControl():
+			return 0, nil, fmt.Errorf("got a %s frame (payload %q), want a data frame", opName(fop), truncate(f.Payload))
+		case first && fop == ws.OpContinuation:
+			return 0, nil, errors.New("got a continuation frame that starts no message")
+		case !first && fop != ws.OpContinuation:
+			return 0, nil, fmt.Errorf("got a %s frame inside a fragmented message, want continuation", opName(fop))
+		case first:
+			op = fop
+		}
+		data = append(data, f.Payload...)
+		if f.Header.Fin {
+			if data == nil {
+				data = []byte{}
+			}
+			return op, data, nil
+		}
+	}
+}
+
+func (c *client) mustWrite(t *testing.T, f ws.Frame) {
+	t.Helper()
+	if err := c.write(f); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (c *client) mustSend(t *testing.T, op ws.OpCode, payload []byte) {
+	t.Helper()
+	c.mustWrite(t, ws.NewFrame(op, true, payload))
+}
+
+func (c *client) mustEcho(t *testing.T, wantOp ws.OpCode, want []byte) {
+	t.Helper()
+	op, got, err := c.readMessage()
+	if err != nil {
+		t.Fatalf("waiting for the echo of a %d-byte %s message: %v", len(want), opName(wantOp), err)
+	}
+	if op != wantOp {
+		t.Errorf("echo opcode = %s, want %s", opName(op), opName(wantOp))
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("echo of a %d-byte %s message: %s", len(want), opName(wantOp), firstDiff(got, want))
+	}
+}
+
+func (c *client) mustPong(t *testing.T, want []byte) {
+	t.Helper()
+	f, err := c.readFrame()
+	if err != nil {
+		t.Fatalf("waiting for pong: %v", err)
+	}
+	if f.Header.OpCode != ws.OpPong {
+		t.Fatalf("answer to ping: got a %s frame (payload %q), want pong", opName(f.Header.OpCode), truncate(f.Payload))
+	}
+	if !bytes.Equal(f.Payload, want) {
+		t.Fatalf("pong payload = %q, want the ping's %q", truncate(f.Payload), truncate(want))
+	}
+}
+
+// closeHandshake sends close 1000, expects a close frame back (with code
+// 1000 if it carries one) and then the end of the TCP connection.
+func (c *client) closeHandshake(t *testing.T) {
+	t.Helper()
+	c.mustWrite(t, ws.NewCloseFrame(ws.NewCloseFrameBody(ws.StatusNormalClosure, "bye")))
+	f, err := c.readFrame()
+	if err != nil {
+		t.Fatalf("waiting for the answer to close 1000: %v", err)
+	}
+	if f.Header.OpCode != ws.OpClose {
+		t.Fatalf("answer to close 1000: got a %s frame (payload %q), want close", opName(f.Header.OpCode), truncate(f.Payload))
+	}
+	switch len(f.Payload) {
+	case 0:
+	case 1:
+		t.Errorf("close frame with a 1-byte payload %x, want 0 or >= 2 bytes", f.Payload)
+	default:
+		if code, _ := ws.ParseCloseFrameData(f.Payload); code != ws.StatusNormalClosure {
+			t.Errorf("answer to close 1000 carries code %d, want 1000", code)
+		}
+	}
+	if err := c.expectEOF(); err != nil {
+		t.Errorf("after the close handshake: %v", err)
+	}
+}
+
+// expectEOF waits for the server to end the TCP connection. A reset counts
+// as ended; a frame or a timeout does not.
+func (c *client) expectEOF() error {
+	if err := c.conn.SetReadDeadline(time.Now().Add(ioTimeout)); err != nil {
+		return err
+	}
+	var b [1]byte
+	n, err := c.r.Read(b[:])
+	switch {
+	case n > 0:
+		return fmt.Errorf("got more bytes (%#x...), want the server to end the TCP connection", b[0])
+	case errors.Is(err, io.EOF), errors.Is(err, syscall.ECONNRESET):
+		return nil
+	case err == nil:
+		return errors.New("read returned 0 bytes and no error, want EOF")
+	}
+	return fmt.Errorf("want the server to end the TCP connection within %v: %w", ioTimeout, err)
+}
+
+// drainUntilEOF reads frames until the connection ends; a close frame on the
+// way is fine, data frames are not.
+func (c *client) drainUntilEOF() error {
+	for {
+		f, err := c.readFrame()
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if f.Header.OpCode != ws.OpClose {
+			return fmt.Errorf("got a %s frame, want close or EOF", opName(f.Header.OpCode))
+		}
+	}
+}
+
+// echoSession sends messages distinct per connection and checks each echo.
+func echoSession(addr, id string, messages int) error {
+	c, err := dialClient(addr)
+	if err != nil {
+		return err
+	}
+	defer c.conn.Close()
+	for i := range messages {
+		op := ws.OpBinary
+		if i%2 == 0 {
+			op = ws.OpText
+		}
+		want := []byte(fmt.Sprintf("%s message %d %s", id, i, strings.Repeat("z", i*97)))
+		if err := c.write(ws.NewFrame(op, true, want)); err != nil {
+			return fmt.Errorf("%s: %w", id, err)
+		}
+		gotOp, got, err := c.readMessage()
+		if err != nil {
+			return fmt.Errorf("%s message %d: %w", id, i, err)
+		}
+		if gotOp != op || !bytes.Equal(got, want) {
+			return fmt.Errorf("%s message %d: got %s %q, want %s %q", id, i, opName(gotOp), truncate(got), opName(op), truncate(want))
+		}
+	}
+	if err := c.write(ws.NewCloseFrame(ws.NewCloseFrameBody(ws.StatusNormalClosure, ""))); err != nil {
+		return fmt.Errorf("%s: %w", id, err)
+	}
+	if f, err := c.readFrame(); err != nil || f.Header.OpCode != ws.OpClose {
+		return fmt.Errorf("%s: answer to close: %s frame, %v", id, opName(f.Header.OpCode), err)
+	}
+	return nil
+}
+
+func truncate(b []byte) []byte {
+	if len(b) > 40 {
+		return b[:40]
+	}
+	return b
+}
+
+func firstDiff(got, want []byte) string {
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			return fmt.Sprintf("first difference at byte %d: got %#x, want %#x", i, got[i], want[i])
+		}
+	}
+	return fmt.Sprintf("got %d bytes, want %d (common prefix equal)", len(got), len(want))
+}

@@ -1,0 +1,59 @@
+package frameworks
+
+import (
+	"net/http"
+
+	"github.com/gorilla/websocket"
+)
+
+func init() {
+	Register(Adapter{
+		Name:    "gorilla",
+		Library: "github.com/gorilla/websocket",
+		Doc:     "net/http server, goroutine per connection, NextReader into a reused buffer, WriteMessage",
+		Start:   startGorilla,
+	})
+	RegisterPreset(Preset{
+		Name:      "gorilla",
+		Framework: "gorilla",
+		Doc:       "gorilla/websocket on net/http, goroutine per connection",
+	})
+}
+
+// startGorilla serves gorilla/websocket on net/http. Each connection has a
+// goroutine that reads a message with NextReader into a per-connection
+// buffer of read_buffer bytes (grown when a message is larger) and writes it
+// back with WriteMessage. gorilla answers pings with pongs and echoes the
+// client's close frame by default. The upgrader's own I/O buffers are left
+// at 0, so it reuses net/http's 4 KiB buffers.
+func startGorilla(cfg Config) (Server, error) {
+	up := &websocket.Upgrader{
+		CheckOrigin:       func(*http.Request) bool { return true },
+		EnableCompression: cfg.Bool("compression"),
+	}
+	bufSize := cfg.ReadBuffer()
+	return startHTTP(cfg, func(s *httpServer, w http.ResponseWriter, r *http.Request) {
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return // Upgrade has written the HTTP error response
+		}
+		if !s.conns.add(c.NetConn()) {
+			return
+		}
+		defer s.conns.done(c.NetConn())
+		buf := make([]byte, bufSize)
+		for {
+			mt, rd, err := c.NextReader()
+			if err != nil {
+				return
+			}
+			var n int
+			if buf, n, err = readMessage(rd, buf); err != nil {
+				return
+			}
+			if err := c.WriteMessage(mt, buf[:n]); err != nil {
+				return
+			}
+		}
+	})
+}

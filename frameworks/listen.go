@@ -1,0 +1,141 @@
+package frameworks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// listen opens a TCP listener on addr (host:port) with SO_REUSEADDR and
+// SO_REUSEPORT set, so several server processes (or a restarted one) can
+// bind the same port, as the published benchmark's servers did.
+func listen(addr string) (net.Listener, error) {
+	lc := net.ListenConfig{Control: reusePort}
+	ln, err := lc.Listen(context.Background(), "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", addr, err)
+	}
+	return ln, nil
+}
+
+// reusePort is a net.ListenConfig.Control func setting SO_REUSEADDR and
+// SO_REUSEPORT on the socket before bind.
+func reusePort(network, address string, c syscall.RawConn) error {
+	var serr error
+	err := c.Control(func(fd uintptr) {
+		if serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); serr != nil {
+			return
+		}
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+	})
+	if err != nil {
+		return err
+	}
+	if serr != nil {
+		return fmt.Errorf("setsockopt %s: %w", address, serr)
+	}
+	return nil
+}
+
+// listenAll opens one listener per address with listen and wraps each so
+// accepted connections get TCP_NODELAY set to nodelay. On error it closes
+// the listeners it already opened.
+func listenAll(addrs []string, nodelay bool) ([]net.Listener, error) {
+	if len(addrs) == 0 {
+		return nil, errors.New("no listen address")
+	}
+	lns := make([]net.Listener, 0, len(addrs))
+	for _, a := range addrs {
+		ln, err := listen(a)
+		if err != nil {
+			closeListeners(lns)
+			return nil, err
+		}
+		lns = append(lns, noDelayListener{Listener: ln, noDelay: nodelay})
+	}
+	return lns, nil
+}
+
+func closeListeners(lns []net.Listener) {
+	for _, ln := range lns {
+		// A listener already closed by its server returns an error here;
+		// there is nothing left to release either way.
+		_ = ln.Close()
+	}
+}
+
+// noDelayListener sets TCP_NODELAY on every accepted TCP connection. Go
+// enables it by default; the explicit call makes nodelay=false work too.
+type noDelayListener struct {
+	net.Listener
+	noDelay bool
+}
+
+func (l noDelayListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		if err := tc.SetNoDelay(l.noDelay); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("set TCP_NODELAY: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// tracker remembers the connections a server has taken over from its HTTP
+// stack (hijacked connections are no longer the HTTP server's to close) and
+// the goroutines serving them, so Close can close the connections and wait
+// for those goroutines to return.
+type tracker struct {
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// add registers c and one serving goroutine. It returns false, having
+// closed c, when the server is already closing; the caller must then return
+// without calling done.
+func (t *tracker) add(c net.Conn) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		c.Close()
+		return false
+	}
+	if t.conns == nil {
+		t.conns = map[net.Conn]struct{}{}
+	}
+	t.conns[c] = struct{}{}
+	t.wg.Add(1)
+	return true
+}
+
+// done closes c and unregisters it; call it once per successful add.
+func (t *tracker) done(c net.Conn) {
+	c.Close()
+	t.mu.Lock()
+	delete(t.conns, c)
+	t.mu.Unlock()
+	t.wg.Done()
+}
+
+// closeAll refuses new connections, closes every registered one and waits
+// for their goroutines to call done.
+func (t *tracker) closeAll() {
+	t.mu.Lock()
+	t.closed = true
+	for c := range t.conns {
+		c.Close()
+	}
+	t.mu.Unlock()
+	t.wg.Wait()
+}

@@ -1,0 +1,54 @@
+package frameworks
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"sync"
+)
+
+// httpServer is a net/http server on several listeners, shared by the
+// adapters that upgrade on net/http (gorilla, gobwas, gws_std, nhooyr,
+// quickws). Upgraded connections are hijacked, so net/http no longer
+// tracks them; handlers register them with conns.
+type httpServer struct {
+	srv   *http.Server
+	lns   []net.Listener
+	conns tracker
+	wg    sync.WaitGroup // one per Serve goroutine
+}
+
+// startHTTP opens cfg.Addrs and serves handler on cfg.Path; any other path
+// gets 404. handler receives the server so it can register connections.
+func startHTTP(cfg Config, handler func(s *httpServer, w http.ResponseWriter, r *http.Request)) (*httpServer, error) {
+	lns, err := listenAll(cfg.Addrs, cfg.Bool("nodelay"))
+	if err != nil {
+		return nil, err
+	}
+	s := &httpServer{lns: lns}
+	mux := http.NewServeMux()
+	mux.HandleFunc(cfg.Path, func(w http.ResponseWriter, r *http.Request) { handler(s, w, r) })
+	s.srv = &http.Server{Handler: mux}
+	for _, ln := range lns {
+		s.wg.Add(1)
+		go func(ln net.Listener) {
+			defer s.wg.Done()
+			// Serve returns http.ErrServerClosed after Close; an accept
+			// error before that ends this listener only.
+			_ = s.srv.Serve(ln)
+		}(ln)
+	}
+	return s, nil
+}
+
+// Close closes the listeners, the connections still in HTTP and the
+// upgraded ones, and waits for every goroutine the server started.
+func (s *httpServer) Close() error {
+	err := s.srv.Close()
+	s.conns.closeAll()
+	s.wg.Wait()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
