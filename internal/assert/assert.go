@@ -1,0 +1,326 @@
+// Package assert compiles a plan's `assert:` expressions (expr-lang) against
+// the metrics of the phases they apply to, and evaluates them against a
+// run's results.
+//
+// Data flow: Compile runs right after the plan loads, so a typo, a wrong type
+// or a metric the phase does not have fails before anything starts. Evaluate
+// runs after the run (and Check after each phase, for `abort: true`).
+//
+// The environment of an expression (documented in README.md):
+//   - every metric of the phase, by name (scenarios.MetricDefs): counts and
+//     byte sizes are int, rates and percents float, latencies time.Duration
+//     (compare with duration("50ms")), client_bound bool;
+//   - server, framework, phase (the phase's name) and kind, strings;
+//   - results: every result of the run, results.<server>.<phase>.<metric>;
+//   - baseline: the same server and phase in the --baseline file,
+//     baseline.<metric>.
+package assert
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/vm"
+
+	"github.com/wsplan/wsplan/internal/plan"
+	"github.com/wsplan/wsplan/internal/result"
+	"github.com/wsplan/wsplan/scenarios"
+)
+
+// Assertion is one compiled `assert:` entry.
+type Assertion struct {
+	plan.Assertion
+	progs map[string]*vm.Program // by phase kind it applies to
+	paths []string               // variables and member paths it reads, for the report
+	base  bool                   // reads baseline
+}
+
+// UsesBaseline reports whether the expression reads `baseline`.
+func (a *Assertion) UsesBaseline() bool { return a.base }
+
+// Label is the assertion's name, or its expression.
+func (a *Assertion) Label() string {
+	if a.Name != "" {
+		return a.Name
+	}
+	return a.Expr
+}
+
+// env builds the typed environment of a phase kind: the values are zero
+// values of each metric's Go type, which is all expr needs to type-check.
+func env(kind string) map[string]any {
+	e := map[string]any{
+		"server":    "",
+		"framework": "",
+		"phase":     "",
+		"kind":      "",
+		"results":   map[string]any{},
+		"baseline":  map[string]any{},
+	}
+	for _, d := range scenarios.MetricDefs(kind) {
+		e[d.Name] = d.Kind.Zero()
+	}
+	return e
+}
+
+// Compile compiles every assertion of p. It returns all problems at once, as
+// plan errors naming the file, the line and the expression.
+func Compile(p *plan.Plan) ([]*Assertion, error) {
+	var out []*Assertion
+	var errs plan.Errors
+	fail := func(i int, a plan.Assertion, format string, args ...any) {
+		errs = append(errs, &plan.Error{File: p.File, Line: a.Line, Field: fmt.Sprintf("assert[%d].expr", i),
+			Msg: fmt.Sprintf(format, args...)})
+	}
+	for i, a := range p.Assert {
+		kinds := kindsFor(p, a.Phase)
+		if len(kinds) == 0 {
+			fail(i, a, "phase %q is not in this plan", a.Phase)
+			continue
+		}
+		c := &Assertion{Assertion: a, progs: map[string]*vm.Program{}}
+		var firstErr error
+		for _, k := range kinds {
+			prog, err := compileFor(a.Expr, k)
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				continue
+			}
+			c.progs[k] = prog
+		}
+		switch {
+		case len(c.progs) == 0:
+			fail(i, a, "%q: %v", a.Expr, firstErr)
+			continue
+		case a.Phase != "" && len(c.progs) < len(kinds):
+			fail(i, a, "%q: %v", a.Expr, firstErr)
+			continue
+		}
+		for _, prog := range c.progs {
+			c.paths = paths(prog.Node())
+			break
+		}
+		for _, path := range c.paths {
+			if path == "baseline" || strings.HasPrefix(path, "baseline.") {
+				c.base = true
+			}
+		}
+		out = append(out, c)
+	}
+	if len(errs) > 0 {
+		return out, errs
+	}
+	return out, nil
+}
+
+// kindsFor returns the phase kinds an assertion's `phase:` selects: the
+// kind of the phase with that name, or that kind; every kind in the plan
+// when empty.
+func kindsFor(p *plan.Plan, phase string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, ph := range p.Phases {
+		if phase == "" || ph.Name == phase || ph.Kind == phase {
+			if !seen[ph.Kind] {
+				seen[ph.Kind] = true
+				out = append(out, ph.Kind)
+			}
+		}
+	}
+	return out
+}
+
+func compileFor(code, kind string) (*vm.Program, error) {
+	prog, err := expr.Compile(code, expr.Env(env(kind)), expr.AsBool())
+	if err != nil {
+		msg := oneLine(err.Error())
+		if strings.Contains(msg, "mismatched types time.Duration") || strings.Contains(msg, "and time.Duration)") {
+			msg += `: latencies are durations, write the bound as one, e.g. duration("5ms")`
+		}
+		return nil, fmt.Errorf("%s", msg)
+	}
+	return prog, nil
+}
+
+// oneLine keeps expr's first line (its message); the caret drawing that
+// follows does not fit a one-line error.
+func oneLine(s string) string {
+	first, _, _ := strings.Cut(s, "\n")
+	return first
+}
+
+// paths lists the variables and member chains an expression reads
+// ("p99", "results.gorilla.echo.tps"), sorted, for the report's Values.
+func paths(root ast.Node) []string {
+	v := &pathVisitor{seen: map[string]bool{}}
+	ast.Walk(&root, v)
+	// Drop prefixes of longer chains ("results" when "results.x.y.z" is there).
+	var out []string
+	for p := range v.seen {
+		prefix := false
+		for q := range v.seen {
+			if q != p && strings.HasPrefix(q, p+".") {
+				prefix = true
+				break
+			}
+		}
+		if !prefix {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+type pathVisitor struct{ seen map[string]bool }
+
+func (v *pathVisitor) Visit(n *ast.Node) {
+	switch x := (*n).(type) {
+	case *ast.IdentifierNode:
+		v.seen[x.Value] = true
+	case *ast.MemberNode:
+		if s, ok := memberPath(x); ok {
+			v.seen[s] = true
+		}
+	}
+}
+
+func memberPath(n ast.Node) (string, bool) {
+	switch x := n.(type) {
+	case *ast.IdentifierNode:
+		return x.Value, true
+	case *ast.MemberNode:
+		base, ok := memberPath(x.Node)
+		if !ok {
+			return "", false
+		}
+		prop, ok := x.Property.(*ast.StringNode)
+		if !ok {
+			return "", false
+		}
+		return base + "." + prop.Value, true
+	}
+	return "", false
+}
+
+// Applies reports whether the assertion applies to a result.
+func (a *Assertion) Applies(r *result.Result) bool {
+	if _, ok := a.progs[r.Kind]; !ok {
+		return false
+	}
+	if a.Phase != "" && a.Phase != r.Phase && a.Phase != r.Kind {
+		return false
+	}
+	if len(a.Servers) > 0 {
+		for _, s := range a.Servers {
+			if s == r.Server {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// Evaluate evaluates every assertion against every result it applies to.
+// baseline may be nil.
+func Evaluate(as []*Assertion, run *result.Run, baseline *result.Run) []result.Assertion {
+	var out []result.Assertion
+	for _, a := range as {
+		for i := range run.Results {
+			r := &run.Results[i]
+			if a.Applies(r) {
+				out = append(out, a.Check(r, run, baseline))
+			}
+		}
+	}
+	return out
+}
+
+// Check evaluates one assertion against one result.
+func (a *Assertion) Check(r *result.Result, run *result.Run, baseline *result.Run) result.Assertion {
+	out := result.Assertion{Server: r.Server, Phase: r.Phase, Name: a.Name, Expr: a.Expr}
+	if !r.OK {
+		out.Error = "phase failed: " + r.Error
+		return out
+	}
+	e := Env(r, run, baseline)
+	if a.base {
+		if baseline == nil {
+			out.Error = "no baseline: pass --baseline OLD.json"
+			return out
+		}
+		if b, _ := e["baseline"].(map[string]any); len(b) == 0 {
+			out.Error = fmt.Sprintf("baseline has no result for %s/%s", r.Server, r.Phase)
+			return out
+		}
+	}
+	out.Values = map[string]any{}
+	for _, p := range a.paths {
+		if v, err := expr.Eval(p, e); err == nil {
+			out.Values[p] = v
+		}
+	}
+	v, err := expr.Run(a.progs[r.Kind], e)
+	if err != nil {
+		out.Error = oneLine(err.Error())
+		return out
+	}
+	out.Pass, _ = v.(bool) // AsBool guarantees a bool
+	return out
+}
+
+// Env is the environment an expression sees for one result.
+func Env(r *result.Result, run *result.Run, baseline *result.Run) map[string]any {
+	e := env(r.Kind)
+	for k, v := range r.Metrics {
+		e[k] = v
+	}
+	e["server"], e["framework"], e["phase"], e["kind"] = r.Server, r.Framework, r.Phase, r.Kind
+	e["results"] = byServer(run)
+	b := map[string]any{}
+	if baseline != nil {
+		if br := baseline.Find(r.Server, r.Phase); br != nil && br.OK {
+			for k, v := range br.Metrics {
+				b[k] = v
+			}
+		}
+	}
+	e["baseline"] = b
+	return e
+}
+
+func byServer(run *result.Run) map[string]any {
+	out := map[string]any{}
+	if run == nil {
+		return out
+	}
+	for _, r := range run.Results {
+		if !r.OK {
+			continue
+		}
+		s, _ := out[r.Server].(map[string]any)
+		if s == nil {
+			s = map[string]any{}
+			out[r.Server] = s
+		}
+		s[r.Phase] = map[string]any(r.Metrics)
+	}
+	return out
+}
+
+// Failed counts failed assertions.
+func Failed(rs []result.Assertion) int {
+	n := 0
+	for _, r := range rs {
+		if !r.Pass {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,129 @@
+package assert
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wsplan/wsplan/internal/metrics"
+	"github.com/wsplan/wsplan/internal/plan"
+	"github.com/wsplan/wsplan/internal/result"
+	"github.com/wsplan/wsplan/scenarios"
+)
+
+func testPlan(asserts ...plan.Assertion) *plan.Plan {
+	return &plan.Plan{
+		File: "p.yaml",
+		Phases: []plan.Phase{
+			{Kind: "connect", Name: "connect", Spec: &scenarios.Connect{}},
+			{Kind: "echo", Name: "echo", Spec: &scenarios.Echo{}},
+		},
+		Assert: asserts,
+	}
+}
+
+func TestCompileErrors(t *testing.T) {
+	cases := []struct {
+		a    plan.Assertion
+		want string
+	}{
+		{plan.Assertion{Expr: "tps > 100 &&", Line: 7}, `p.yaml:7: assert[0].expr: "tps > 100 &&": unexpected token EOF`},
+		{plan.Assertion{Expr: "p99 > 5", Phase: "echo", Line: 8}, `p.yaml:8: assert[0].expr: "p99 > 5": invalid operation: > (mismatched types time.Duration and int) (1:5): latencies are durations, write the bound as one, e.g. duration("5ms")`},
+		{plan.Assertion{Expr: "p99 - 5 > p50", Phase: "echo", Line: 9}, `p.yaml:9: assert[0].expr: "p99 - 5 > p50": invalid operation: - (mismatched types time.Duration and int) (1:5): latencies are durations`},
+		{plan.Assertion{Expr: "tpss > 1", Line: 9}, `p.yaml:9: assert[0].expr: "tpss > 1": unknown name tpss`},
+		{plan.Assertion{Expr: "eer > 1", Phase: "connect", Line: 10}, `p.yaml:10: assert[0].expr: "eer > 1": unknown name eer`},
+		{plan.Assertion{Expr: "failed", Line: 11}, `p.yaml:11: assert[0].expr: "failed": expected bool, but got int64`},
+		{plan.Assertion{Expr: "tps > 1", Phase: "rate9", Line: 12}, `p.yaml:12: assert[0].expr: phase "rate9" is not in this plan`},
+	}
+	for _, c := range cases {
+		_, err := Compile(testPlan(c.a))
+		var errs plan.Errors
+		if !errors.As(err, &errs) || len(errs) != 1 {
+			t.Errorf("%q: got %v, want one plan error", c.a.Expr, err)
+			continue
+		}
+		if got := errs[0].Error(); !strings.HasPrefix(got, c.want) {
+			t.Errorf("%q:\n got  %s\n want %s", c.a.Expr, got, c.want)
+		}
+	}
+}
+
+func TestCompileOK(t *testing.T) {
+	as, err := Compile(testPlan(
+		plan.Assertion{Expr: `failed == 0 && p99 < duration("200ms")`},
+		plan.Assertion{Expr: `eer > 1`}, // only echo has eer: applies to echo only
+		plan.Assertion{Expr: `tps >= 0.8 * results.gorilla.echo.tps`, Phase: "echo"},
+		plan.Assertion{Expr: `tps >= 0.9 * baseline.tps`, Phase: "echo"},
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := as[1].progs["connect"]; ok {
+		t.Error("eer assertion compiled for connect, which has no eer")
+	}
+	if !as[3].UsesBaseline() || as[0].UsesBaseline() {
+		t.Error("UsesBaseline wrong")
+	}
+	if got := strings.Join(as[0].paths, ","); got != "failed,p99" {
+		t.Errorf("paths = %s", got)
+	}
+	if got := strings.Join(as[2].paths, ","); got != "results.gorilla.echo.tps,tps" {
+		t.Errorf("paths = %s", got)
+	}
+}
+
+func echoResult(server string, tps float64, p99 time.Duration, ok bool) result.Result {
+	return result.Result{Server: server, Framework: server, Phase: "echo", Kind: "echo", OK: ok, Error: map[bool]string{false: "server died"}[ok],
+		Metrics: metrics.Values{"tps": tps, "p99": p99, "failed": int64(0), "eer": 1.5}}
+}
+
+func TestEvaluate(t *testing.T) {
+	as, err := Compile(testPlan(
+		plan.Assertion{Expr: `failed == 0 && p99 < duration("200ms")`, Phase: "echo"},
+		plan.Assertion{Expr: `tps >= 0.8 * results.gorilla.echo.tps`, Phase: "echo", Servers: []string{"gws"}},
+		plan.Assertion{Name: "no regression", Expr: `tps >= 0.9 * baseline.tps`, Phase: "echo"},
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := &result.Run{Results: []result.Result{
+		echoResult("gorilla", 1000, 100*time.Millisecond, true),
+		echoResult("gws", 700, 300*time.Millisecond, true),
+		echoResult("nbio", 0, 0, false),
+	}}
+	base := &result.Run{Results: []result.Result{echoResult("gorilla", 1200, 0, true)}}
+	got := Evaluate(as, run, base)
+	type row struct {
+		server string
+		pass   bool
+		err    string
+	}
+	want := []row{
+		{"gorilla", true, ""}, {"gws", false, ""}, {"nbio", false, "phase failed: server died"},
+		{"gws", false, ""},
+		{"gorilla", false, ""}, {"gws", false, "baseline has no result for gws/echo"}, {"nbio", false, "phase failed: server died"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d outcomes, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.Server != w.server || g.Pass != w.pass || g.Error != w.err {
+			t.Errorf("%d: got %s pass=%v err=%q, want %+v", i, g.Server, g.Pass, g.Error, w)
+		}
+	}
+	if v := got[3].Values["results.gorilla.echo.tps"]; v != 1000.0 {
+		t.Errorf("values = %v", got[3].Values)
+	}
+	if v := got[1].Values["p99"]; v != 300*time.Millisecond {
+		t.Errorf("values = %v", got[1].Values)
+	}
+	if Failed(got) != 6 {
+		t.Errorf("Failed = %d", Failed(got))
+	}
+	// Without a baseline file, a baseline assertion is an error, not a pass.
+	if g := as[2].Check(&run.Results[0], run, nil); g.Pass || !strings.Contains(g.Error, "--baseline") {
+		t.Errorf("no baseline: %+v", g)
+	}
+}
