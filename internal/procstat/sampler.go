@@ -1,0 +1,208 @@
+package procstat
+
+import (
+	"fmt"
+	"time"
+)
+
+// DefaultInterval is the Sampler's interval when NewSampler is given 0.
+const DefaultInterval = 500 * time.Millisecond
+
+// Summary is a process's CPU and memory over one window (Start to Stop).
+type Summary struct {
+	// CPUAvg is the CPU time spent in the window divided by the window's wall
+	// time, in percent of one core: the true average, not a mean of samples.
+	CPUAvg float64
+	// CPUMin and CPUMax are the lowest and highest CPU use of one sampling
+	// interval, percent of one core. The tail after the last tick (shorter
+	// than an interval) is not a sample of its own: at 10ms tick resolution a
+	// short tail would read as noise. Both are widened to include CPUAvg, so
+	// CPUMin <= CPUAvg <= CPUMax; when no full interval elapsed they equal
+	// CPUAvg.
+	CPUMin, CPUMax float64
+	// CPUSeconds is the CPU time (user + system) spent in the window.
+	CPUSeconds float64
+	// MemMin, MemAvg and MemMax are the resident set size in bytes: lowest,
+	// mean and highest of the readings (at Start, every tick, and Stop).
+	MemMin, MemAvg, MemMax int64
+	// Samples is the number of readings taken (Start and Stop included).
+	Samples int
+	// Wall is the wall time the figures cover: Start to Stop, or to the last
+	// reading if the process exited.
+	Wall time.Duration
+	// Err is the first read failure, nil if none. When the process exited
+	// during the window it wraps ErrExited, and the other fields describe the
+	// window up to the last successful reading.
+	Err error
+}
+
+// Sampler measures one process's CPU and RSS over a window. Call Start once,
+// then Stop once.
+type Sampler struct {
+	fs       FS
+	pid      int
+	interval time.Duration
+
+	w    window
+	err  error
+	stop chan struct{}
+	done chan struct{}
+}
+
+// NewSampler returns a sampler of the process pid (0: the calling process)
+// that reads fs every interval (0: DefaultInterval).
+func NewSampler(fs FS, pid int, interval time.Duration) *Sampler {
+	if interval <= 0 {
+		interval = DefaultInterval
+	}
+	return &Sampler{fs: fs, pid: pid, interval: interval}
+}
+
+// Start takes the first reading and starts sampling every interval.
+func (s *Sampler) Start() {
+	if s.stop != nil {
+		panic("procstat: Sampler started twice")
+	}
+	s.stop = make(chan struct{})
+	s.done = make(chan struct{})
+	r, err := s.read()
+	if err != nil {
+		s.err = err
+		close(s.done)
+		return
+	}
+	s.w.add(r, false)
+	go s.loop()
+}
+
+func (s *Sampler) loop() {
+	defer close(s.done)
+	t := time.NewTicker(s.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			r, err := s.read()
+			if err != nil {
+				s.err = err
+				return
+			}
+			s.w.add(r, true)
+		}
+	}
+}
+
+// Stop takes the last reading, ends sampling and returns the window's
+// summary. If the process exited, Summary.Err says so and the summary covers
+// what was collected.
+func (s *Sampler) Stop() Summary {
+	if s.stop == nil {
+		return Summary{Err: fmt.Errorf("procstat: Sampler stopped before Start")}
+	}
+	select {
+	case <-s.stop: // stopped already
+	default:
+		close(s.stop)
+		<-s.done // the loop no longer touches s.w and s.err
+		if s.err == nil {
+			if r, err := s.read(); err != nil {
+				s.err = err
+			} else {
+				s.w.add(r, false)
+			}
+		}
+	}
+	sum := s.w.summary()
+	sum.Err = s.err
+	return sum
+}
+
+func (s *Sampler) read() (reading, error) {
+	st, err := s.fs.ReadStat(s.pid)
+	at := time.Now()
+	if err != nil {
+		return reading{}, err
+	}
+	if st.Exited() {
+		return reading{}, fmt.Errorf("procstat: pid %d: %w (state %c)", s.pid, ErrExited, st.State)
+	}
+	return reading{at: at, cpu: st.CPU(), rss: st.RSS(s.fs.pageSize())}, nil
+}
+
+// reading is one sample of a process.
+type reading struct {
+	at  time.Time
+	cpu time.Duration // cumulative CPU time
+	rss int64         // bytes
+}
+
+// window accumulates the readings of one Start..Stop window. It is pure so
+// its arithmetic can be tested without clocks.
+type window struct {
+	first, last    reading
+	n              int // readings
+	intervals      int // full intervals seen
+	cpuMin, cpuMax float64
+	memMin, memMax int64
+	memSum         int64
+}
+
+// add records a reading. full says whether the span since the previous
+// reading is a full sampling interval (a tick) rather than the first reading
+// or the tail before Stop.
+func (w *window) add(r reading, full bool) {
+	if w.n == 0 {
+		w.first, w.last = r, r
+		w.memMin, w.memMax = r.rss, r.rss
+	}
+	if full && w.n > 0 {
+		if pct, ok := percent(r.cpu-w.last.cpu, r.at.Sub(w.last.at)); ok {
+			if w.intervals == 0 || pct < w.cpuMin {
+				w.cpuMin = pct
+			}
+			if w.intervals == 0 || pct > w.cpuMax {
+				w.cpuMax = pct
+			}
+			w.intervals++
+		}
+	}
+	w.memMin = min(w.memMin, r.rss)
+	w.memMax = max(w.memMax, r.rss)
+	w.memSum += r.rss
+	w.last = r
+	w.n++
+}
+
+func (w *window) summary() Summary {
+	if w.n == 0 {
+		return Summary{}
+	}
+	wall := w.last.at.Sub(w.first.at)
+	cpu := w.last.cpu - w.first.cpu
+	s := Summary{
+		CPUSeconds: cpu.Seconds(),
+		MemMin:     w.memMin,
+		MemMax:     w.memMax,
+		MemAvg:     w.memSum / int64(w.n),
+		Samples:    w.n,
+		Wall:       wall,
+	}
+	s.CPUAvg, _ = percent(cpu, wall) // a zero-length window has no average: 0
+	s.CPUMin, s.CPUMax = s.CPUAvg, s.CPUAvg
+	if w.intervals > 0 {
+		s.CPUMin = min(w.cpuMin, s.CPUAvg)
+		s.CPUMax = max(w.cpuMax, s.CPUAvg)
+	}
+	return s
+}
+
+// percent returns cpu/wall in percent of one core; ok is false when wall is
+// not positive.
+func percent(cpu, wall time.Duration) (float64, bool) {
+	if wall <= 0 {
+		return 0, false
+	}
+	return 100 * cpu.Seconds() / wall.Seconds(), true
+}

@@ -1,0 +1,241 @@
+package procstat
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestWindow(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	const mib = 1 << 20
+
+	type add struct {
+		r    reading
+		full bool
+	}
+	tests := []struct {
+		name string
+		adds []add
+		want Summary
+	}{
+		{
+			name: "empty",
+			want: Summary{},
+		},
+		{
+			// A phase shorter than the interval: only the Start and Stop
+			// readings; the average is still right and min = max = avg.
+			name: "shorter than one interval",
+			adds: []add{
+				{reading{at(0), ms(1000), 10 * mib}, false},
+				{reading{at(40), ms(1030), 12 * mib}, false},
+			},
+			want: Summary{CPUMin: 75, CPUAvg: 75, CPUMax: 75, CPUSeconds: 0.03,
+				MemMin: 10 * mib, MemAvg: 11 * mib, MemMax: 12 * mib, Samples: 2, Wall: ms(40)},
+		},
+		{
+			// Two full intervals (50%, 100%) and a 50ms tail at 20%:
+			// avg = 160ms / 250ms = 64%, not the mean of the samples.
+			name: "ticks and a tail",
+			adds: []add{
+				{reading{at(0), 0, 30 * mib}, false},
+				{reading{at(100), ms(50), 20 * mib}, true},
+				{reading{at(200), ms(150), 40 * mib}, true},
+				{reading{at(250), ms(160), 30 * mib}, false},
+			},
+			want: Summary{CPUMin: 50, CPUAvg: 64, CPUMax: 100, CPUSeconds: 0.16,
+				MemMin: 20 * mib, MemAvg: 30 * mib, MemMax: 40 * mib, Samples: 4, Wall: ms(250)},
+		},
+		{
+			// A busy tail after one idle interval: max is widened to avg so
+			// that min <= avg <= max holds.
+			name: "avg outside the samples",
+			adds: []add{
+				{reading{at(0), 0, mib}, false},
+				{reading{at(100), 0, mib}, true},
+				{reading{at(400), ms(600), mib}, false},
+			},
+			want: Summary{CPUMin: 0, CPUAvg: 150, CPUMax: 150, CPUSeconds: 0.6,
+				MemMin: mib, MemAvg: mib, MemMax: mib, Samples: 3, Wall: ms(400)},
+		},
+		{
+			// Several cores: percent of one core goes above 100.
+			name: "multi-core",
+			adds: []add{
+				{reading{at(0), 0, mib}, false},
+				{reading{at(500), ms(1500), mib}, true},
+				{reading{at(1000), ms(2500), mib}, true},
+			},
+			want: Summary{CPUMin: 200, CPUAvg: 250, CPUMax: 300, CPUSeconds: 2.5,
+				MemMin: mib, MemAvg: mib, MemMax: mib, Samples: 3, Wall: ms(1000)},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var w window
+			for _, a := range tt.adds {
+				w.add(a.r, a.full)
+			}
+			got := w.summary()
+			if !summaryClose(got, tt.want) {
+				t.Errorf("summary =\n  %+v\nwant\n  %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func summaryClose(a, b Summary) bool {
+	near := func(x, y float64) bool { return math.Abs(x-y) < 1e-9 }
+	return near(a.CPUMin, b.CPUMin) && near(a.CPUAvg, b.CPUAvg) && near(a.CPUMax, b.CPUMax) &&
+		near(a.CPUSeconds, b.CPUSeconds) && a.MemMin == b.MemMin && a.MemAvg == b.MemAvg &&
+		a.MemMax == b.MemMax && a.Samples == b.Samples && a.Wall == b.Wall
+}
+
+// TestSamplerSelf burns CPU in this process for about 300ms and checks the
+// sampler against getrusage, an independent account of the same CPU time.
+func TestSamplerSelf(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	var before, after syscall.Rusage
+	s := NewSampler(FS{}, os.Getpid(), 50*time.Millisecond)
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &before); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	s.Start()
+	burn(300 * time.Millisecond)
+	sum := s.Stop()
+	wall := time.Since(start)
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &after); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Err != nil {
+		t.Fatalf("Stop: %v", sum.Err)
+	}
+	rusage := (tv(after.Utime) + tv(after.Stime) - tv(before.Utime) - tv(before.Stime)).Seconds()
+	t.Logf("summary %+v; getrusage %.3fs over %v", sum, rusage, wall)
+
+	// /proc counts whole 10ms ticks: allow a few ticks and 15% either way.
+	if d := math.Abs(sum.CPUSeconds - rusage); d > 0.04+0.15*rusage {
+		t.Errorf("CPUSeconds = %.3f, getrusage says %.3f", sum.CPUSeconds, rusage)
+	}
+	// The busy loop runs on one core unless the host starves it; on a
+	// loaded 2-core machine it still gets well over 30% of a core.
+	if rusagePct := 100 * rusage / wall.Seconds(); rusagePct > 50 && sum.CPUAvg < 30 {
+		t.Errorf("CPUAvg = %.1f%%, want > 30%% (getrusage: %.1f%%)", sum.CPUAvg, rusagePct)
+	}
+	if sum.CPUAvg > 100*float64(numCPU())+20 {
+		t.Errorf("CPUAvg = %.1f%%, more than every core", sum.CPUAvg)
+	}
+	if !(sum.CPUMin <= sum.CPUAvg && sum.CPUAvg <= sum.CPUMax) {
+		t.Errorf("want CPUMin <= CPUAvg <= CPUMax, got %.1f, %.1f, %.1f", sum.CPUMin, sum.CPUAvg, sum.CPUMax)
+	}
+	if sum.Samples < 4 { // Start, >= 2 ticks in 300ms at 50ms, Stop
+		t.Errorf("Samples = %d, want >= 4", sum.Samples)
+	}
+	if sum.Wall < 300*time.Millisecond || sum.Wall > wall {
+		t.Errorf("Wall = %v, want between 300ms and %v", sum.Wall, wall)
+	}
+	if sum.MemMin <= 0 || sum.MemMin > sum.MemAvg || sum.MemAvg > sum.MemMax {
+		t.Errorf("want 0 < MemMin <= MemAvg <= MemMax, got %d, %d, %d", sum.MemMin, sum.MemAvg, sum.MemMax)
+	}
+}
+
+func TestSamplerPidZeroIsSelf(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	st, err := FS{}.ReadStat(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.PID != os.Getpid() {
+		t.Fatalf("ReadStat(0).PID = %d, want %d", st.PID, os.Getpid())
+	}
+}
+
+// TestSamplerExited removes the process's stat file mid-window: Stop returns
+// what was read before, with an error wrapping ErrExited.
+func TestSamplerExited(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "77")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(utime, rss int) {
+		line := fmt.Sprintf("77 (srv) S 1 77 77 0 -1 0 0 0 0 0 %d 0 0 0 20 0 4 0 100 1000000 %d 0\n", utime, rss)
+		// Write and rename, so the sampler never reads a half-written file.
+		tmp := filepath.Join(root, "stat.tmp")
+		if err := os.WriteFile(tmp, []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, "stat")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(100, 256)
+	s := NewSampler(FS{Root: root, PageSize: 4096}, 77, 10*time.Millisecond)
+	s.Start()
+	time.Sleep(30 * time.Millisecond)
+	write(110, 512)
+	time.Sleep(30 * time.Millisecond)
+	if err := os.Remove(filepath.Join(dir, "stat")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(30 * time.Millisecond)
+	sum := s.Stop()
+	if !errors.Is(sum.Err, ErrExited) {
+		t.Fatalf("Err = %v, want ErrExited", sum.Err)
+	}
+	if sum.Samples < 2 || sum.MemMin != 256*4096 || sum.MemMax != 512*4096 {
+		t.Errorf("summary %+v: want >= 2 samples, mem 1MiB..2MiB", sum)
+	}
+	if math.Abs(sum.CPUSeconds-0.1) > 1e-9 {
+		t.Errorf("CPUSeconds = %v, want 0.1", sum.CPUSeconds)
+	}
+	if again := s.Stop(); again.Samples != sum.Samples || !errors.Is(again.Err, ErrExited) {
+		t.Errorf("second Stop = %+v, want the same summary", again)
+	}
+}
+
+func TestSamplerZombie(t *testing.T) {
+	s := NewSampler(fixtures, 999, time.Second)
+	s.Start()
+	sum := s.Stop()
+	if !errors.Is(sum.Err, ErrExited) || sum.Samples != 0 {
+		t.Fatalf("Stop() = %+v, want ErrExited and no samples", sum)
+	}
+}
+
+func burn(d time.Duration) {
+	x := 1.0
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		for i := 0; i < 1000; i++ {
+			x = math.Sqrt(x + float64(i))
+		}
+	}
+	sink = x
+}
+
+var sink float64
+
+func tv(t syscall.Timeval) time.Duration {
+	return time.Duration(t.Sec)*time.Second + time.Duration(t.Usec)*time.Microsecond
+}
+
+func numCPU() int {
+	c, err := FS{}.ReadCPUInfo()
+	if err != nil || c.CPUs < 1 {
+		return 1
+	}
+	return c.CPUs
+}
