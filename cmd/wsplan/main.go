@@ -86,6 +86,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newValidateCmd(stdout, stderr),
 		newFrameworksCmd(stdout),
 		newServeCmd(stderr),
+		newCompareCmd(stdout),
 	)
 	return root
 }

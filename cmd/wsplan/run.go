@@ -15,11 +15,13 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/wsplan/wsplan/internal/assert"
 	"github.com/wsplan/wsplan/internal/engine"
 	"github.com/wsplan/wsplan/internal/launch"
 	"github.com/wsplan/wsplan/internal/plan"
 	"github.com/wsplan/wsplan/internal/result"
 	"github.com/wsplan/wsplan/report"
+	"github.com/wsplan/wsplan/scenarios"
 )
 
 // planFlags are the flags that shape how a plan loads.
@@ -52,6 +54,9 @@ func (f *planFlags) load(path string) (*plan.Plan, error) {
 type runFlags struct {
 	planFlags
 	json     string
+	junit    string
+	summary  string
+	baseline string
 	out      string
 	format   string
 	progress string
@@ -69,6 +74,9 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&f.json, "json", "", "write every figure as JSON to FILE")
+	cmd.Flags().StringVar(&f.junit, "junit", "", "write assertions as JUnit XML to FILE (one testsuite per server)")
+	cmd.Flags().StringVar(&f.summary, "summary", "", "write the Markdown report to FILE (e.g. a CI step summary)")
+	cmd.Flags().StringVar(&f.baseline, "baseline", "", "compare with an earlier --json FILE: deltas in the tables, `baseline.*` in assertions")
 	cmd.Flags().StringVar(&f.out, "out", "", "directory for server logs (default wsplan-out/<plan>-<time>)")
 	cmd.Flags().StringVar(&f.format, "format", "md", "table format: md or ascii")
 	cmd.Flags().StringVar(&f.progress, "progress", "auto", "live progress line on stderr: auto (when a terminal), on, off")
@@ -95,6 +103,21 @@ func runPlan(parent context.Context, path string, f *runFlags, stdout, stderr io
 	if err != nil {
 		return err
 	}
+	asserts, err := assert.Compile(p)
+	if err != nil {
+		return usageErr(err)
+	}
+	var baseline *result.Run
+	if f.baseline != "" {
+		if baseline, err = readRun(f.baseline); err != nil {
+			return usageErr(fmt.Errorf("--baseline: %w", err))
+		}
+	}
+	for _, a := range asserts {
+		if a.UsesBaseline() && baseline == nil {
+			return usageErr(fmt.Errorf("%s:%d: assertion %q reads baseline: pass --baseline OLD.json", p.File, a.Line, a.Label()))
+		}
+	}
 	out := f.out
 	if out == "" {
 		out = filepath.Join("wsplan-out", p.Name+"-"+time.Now().Format("20060102-150405"))
@@ -115,14 +138,47 @@ func runPlan(parent context.Context, path string, f *runFlags, stdout, stderr io
 	if err != nil {
 		return &exitError{ExitFailed, err}
 	}
-	run, runErr := engine.Run(ctx, engine.Options{Plan: p, Exe: exe, OutDir: out, Progress: progress, Notice: notice})
+	abort := func(r *result.Result, run *result.Run) string {
+		for _, a := range asserts {
+			if !a.Abort || !a.Applies(r) {
+				continue
+			}
+			if o := a.Check(r, run, baseline); !o.Pass {
+				return fmt.Sprintf("assertion %q failed for %s/%s", a.Label(), r.Server, r.Phase)
+			}
+		}
+		return ""
+	}
+	run, runErr := engine.Run(ctx, engine.Options{Plan: p, Exe: exe, OutDir: out, Progress: progress, Notice: notice, Abort: abort})
 	if run == nil {
 		return &exitError{ExitFailed, runErr}
 	}
+	run.Assertions = assert.Evaluate(asserts, run, baseline)
+	if err := writeOutputs(run, baseline, f, stdout); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "server logs: %s\n", out)
+	if run.Aborted != "" {
+		return &exitError{ExitFailed, fmt.Errorf("stopped early: %s", run.Aborted)}
+	}
+	if errors.Is(runErr, context.Canceled) || run.Interrupted {
+		return &exitError{ExitInterrupted, errors.New("interrupted: partial results above")}
+	}
+	if runErr != nil {
+		return &exitError{ExitFailed, runErr}
+	}
+	if n := failures(run); n > 0 {
+		return &exitError{ExitFailed, fmt.Errorf("%d failure(s): see the Verdict column and the assertions", n)}
+	}
+	return nil
+}
+
+// writeOutputs prints the report and writes the files the flags ask for.
+func writeOutputs(run, baseline *result.Run, f *runFlags, stdout io.Writer) error {
 	if err := report.Host(stdout, run); err != nil {
 		return err
 	}
-	if err := report.Tables(stdout, run, f.format); err != nil {
+	if err := report.Tables(stdout, run, baseline, f.format); err != nil {
 		return err
 	}
 	if len(run.Assertions) > 0 {
@@ -135,17 +191,37 @@ func runPlan(parent context.Context, path string, f *runFlags, stdout, stderr io
 			return &exitError{ExitFailed, fmt.Errorf("writing %s: %w", f.json, err)}
 		}
 	}
-	fmt.Fprintf(stderr, "server logs: %s\n", out)
-	if errors.Is(runErr, context.Canceled) || run.Interrupted {
-		return &exitError{ExitInterrupted, errors.New("interrupted: partial results above")}
+	if f.junit != "" {
+		if err := writeFile(f.junit, func(w io.Writer) error { return report.JUnit(w, run) }); err != nil {
+			return err
+		}
 	}
-	if runErr != nil {
-		return &exitError{ExitFailed, runErr}
-	}
-	if n := failures(run); n > 0 {
-		return &exitError{ExitFailed, fmt.Errorf("%d failure(s): see the Verdict column", n)}
+	if f.summary != "" {
+		if err := writeFile(f.summary, func(w io.Writer) error { return report.Markdown(w, run, baseline) }); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	fh, err := os.Create(path)
+	if err != nil {
+		return &exitError{ExitFailed, err}
+	}
+	if err := write(fh); err != nil {
+		fh.Close()
+		return &exitError{ExitFailed, fmt.Errorf("writing %s: %w", path, err)}
+	}
+	if err := fh.Close(); err != nil {
+		return &exitError{ExitFailed, err}
+	}
+	return nil
+}
+
+// readRun reads a --json file back, with each metric's Go type restored.
+func readRun(path string) (*result.Run, error) {
+	return result.ReadFile(path, scenarios.MetricDefs)
 }
 
 // failures counts failed results and assertions.

@@ -57,6 +57,9 @@ type Options struct {
 	Proc procstat.FS
 	// Layout is the CPU split; zero = computed from the plan and the host.
 	Layout Layout
+	// Abort is called with each result as soon as it is measured; when it
+	// returns a reason, the run stops there (assertions with `abort: true`).
+	Abort func(r *result.Result, run *result.Run) string
 }
 
 // Layout is where servers and the client run.
@@ -116,12 +119,19 @@ func Run(ctx context.Context, o Options) (*result.Run, error) {
 	}
 	defer restore()
 
-	e := &runner{o: o, plan: p, run: run}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	e := &runner{o: o, plan: p, run: run, abort: cancel}
 	for i, srv := range p.Servers {
 		if ctx.Err() != nil {
 			break
 		}
 		e.server(ctx, i, srv)
+	}
+	if cause := context.Cause(ctx); cause != nil && errors.Is(cause, errAborted) {
+		run.Finished = time.Now()
+		run.Aborted = cause.Error()
+		return run, nil
 	}
 	run.Finished = time.Now()
 	if ctx.Err() != nil {
@@ -251,11 +261,14 @@ var ReportedSysctls = []string{
 }
 
 type runner struct {
-	o    Options
-	plan *plan.Plan
-	run  *result.Run
-	mu   sync.Mutex
+	o     Options
+	plan  *plan.Plan
+	run   *result.Run
+	mu    sync.Mutex
+	abort context.CancelCauseFunc
 }
+
+var errAborted = errors.New("aborted")
 
 // serverAddrs returns the listen addresses of the i-th server: each server
 // gets its own port range so TIME_WAIT sockets of one never starve the next.
@@ -321,8 +334,13 @@ func (e *runner) logPath(name string) string {
 
 func (e *runner) add(r result.Result) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	e.run.Results = append(e.run.Results, r)
+	e.mu.Unlock()
+	if e.o.Abort != nil {
+		if why := e.o.Abort(&r, e.run); why != "" {
+			e.abort(fmt.Errorf("%w: %s", errAborted, why))
+		}
+	}
 }
 
 func (e *runner) framework(srv plan.Server) string {
@@ -333,6 +351,14 @@ func (e *runner) framework(srv plan.Server) string {
 		return srv.Framework
 	}
 	return srv.Name
+}
+
+// stopReason says why ctx ended: an interrupt or an aborting assertion.
+func stopReason(ctx context.Context) string {
+	if cause := context.Cause(ctx); cause != nil && errors.Is(cause, errAborted) {
+		return "not run: " + cause.Error()
+	}
+	return "interrupted"
 }
 
 // failRest records every phase from index k on as failed with reason.
@@ -363,7 +389,7 @@ func (e *runner) server(ctx context.Context, i int, srv plan.Server) {
 	e.o.Notice("%s: started pid %d on %s (CPUs %s)", srv.Name, proc.Pid, strings.Join(addrs, ","), FormatCPUs(e.o.Layout.ServerCPUs))
 	if err := WaitReady(ctx, proc, addrs, srv.Path, e.plan.Defaults.ReadyTime.D()); err != nil {
 		if ctx.Err() != nil {
-			e.failRest(srv, 0, "interrupted", "")
+			e.failRest(srv, 0, stopReason(ctx), "")
 			return
 		}
 		e.failRest(srv, 0, "server not ready: "+err.Error(), proc.Tail(2048))
@@ -395,7 +421,7 @@ func (e *runner) server(ctx context.Context, i int, srv plan.Server) {
 
 	for k, ph := range e.plan.Phases {
 		if ctx.Err() != nil {
-			e.failRest(srv, k, "interrupted", "")
+			e.failRest(srv, k, stopReason(ctx), "")
 			return
 		}
 		r, died := e.phase(ctx, srv, ph, proc, drv)
@@ -470,7 +496,7 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 		res.ServerLog = proc.Tail(2048)
 	case err != nil && ctx.Err() != nil:
 		res.OK = false
-		res.Error = "interrupted"
+		res.Error = stopReason(ctx)
 	case err != nil:
 		res.OK = false
 		res.Error = err.Error()
@@ -482,7 +508,7 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 	}
 	if ctx.Err() != nil && res.OK {
 		res.OK = false
-		res.Error = "interrupted"
+		res.Error = stopReason(ctx)
 	}
 	e.o.Notice("%s: %s done (%s)", srv.Name, ph.Name, summary(res))
 	return res, died

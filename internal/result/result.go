@@ -28,6 +28,8 @@ type Run struct {
 	// Interrupted is true when the run was stopped (Ctrl-C) before the end;
 	// Results then hold what was measured until then.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Aborted names the assertion (`abort: true`) that stopped the run early.
+	Aborted string `json:"aborted,omitempty"`
 }
 
 // PlanInfo identifies the plan that ran.
