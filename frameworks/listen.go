@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -59,6 +60,30 @@ func listenAll(addrs []string, nodelay bool) ([]net.Listener, error) {
 		lns = append(lns, noDelayListener{Listener: ln, noDelay: nodelay})
 	}
 	return lns, nil
+}
+
+// acceptLoop accepts connections on ln and hands each to handle until ln is
+// closed or handle returns false. Other accept errors (EMFILE, ENFILE,
+// ECONNABORTED) are retried after a pause growing from 5 ms to 1 s, as
+// net/http does, so a benchmark hitting the fd limit does not lose its
+// listener.
+func acceptLoop(ln net.Listener, handle func(net.Conn) bool) {
+	var pause time.Duration
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			time.Sleep(pause)
+			continue
+		}
+		pause = 0
+		if !handle(conn) {
+			return
+		}
+	}
 }
 
 func closeListeners(lns []net.Listener) {

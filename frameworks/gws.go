@@ -1,0 +1,170 @@
+package frameworks
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+
+	"github.com/lxzan/gws"
+)
+
+// gwsReadBuffer is gws's default ReadBufferSize (the connection's bufio
+// reader), which the published runs used by passing &gws.ServerOption{}.
+const gwsReadBuffer = "4096"
+
+func init() {
+	Register(Adapter{
+		Name:    "gws",
+		Library: "github.com/lxzan/gws",
+		Doc:     "gws event handler, OnMessage writes back; on gws's own HTTP-less listener or on net/http",
+		Options: []Option{
+			{Name: "server", Type: TypeEnum, Enum: []string{"gws", "std"}, Default: "gws",
+				Doc: "gws = gws.NewServer: gws accepts and parses the upgrade itself, no net/http; std = gws.NewUpgrader in a net/http handler"},
+			{Name: "parallel", Type: TypeBool, Default: "false",
+				Doc: "ParallelEnabled: run OnMessage of one connection on up to parallel_golimit goroutines (echo order is then not guaranteed); false = in the read loop"},
+			{Name: "parallel_golimit", Type: TypeInt, Default: "0",
+				Doc: "ParallelGolimit: goroutines per connection when parallel is on; 0 = gws's default, 8"},
+			{Name: "check_utf8", Type: TypeBool, Default: "false",
+				Doc: "CheckUtf8Enabled: validate text messages; false = gws's default, no check"},
+		},
+		Start: startGws,
+	})
+	RegisterPreset(Preset{
+		Name:      "gws",
+		Framework: "gws",
+		Options:   map[string]string{"server": "gws", "read_buffer": gwsReadBuffer},
+		Doc:       "gws.NewServer with &ServerOption{}: gws's own listener, goroutine per connection, OnMessage writes back",
+	})
+	RegisterPreset(Preset{
+		Name:      "gws_std",
+		Framework: "gws",
+		Options:   map[string]string{"server": "std", "read_buffer": gwsReadBuffer},
+		Doc:       "gws.NewUpgrader on a net/http server, ReadLoop in its own goroutine, OnMessage writes back",
+	})
+}
+
+// gwsEcho is the event handler: every message is written back with its
+// opcode. gws's BuiltinEventHandler answers a ping with an empty pong, so
+// OnPing is overridden to return the ping's payload as RFC 6455 requires.
+// Close frames are answered by gws itself (with 1000 for a valid code).
+type gwsEcho struct{ gws.BuiltinEventHandler }
+
+func (gwsEcho) OnPing(c *gws.Conn, payload []byte) {
+	// An error here means the connection is closing; the read loop sees it.
+	_ = c.WritePong(payload)
+}
+
+func (gwsEcho) OnMessage(c *gws.Conn, m *gws.Message) {
+	defer m.Close()
+	// A write error closes the connection inside gws (emitError).
+	_ = c.WriteMessage(m.Opcode, m.Bytes())
+}
+
+func gwsOption(cfg Config) *gws.ServerOption {
+	return &gws.ServerOption{
+		ReadBufferSize:    cfg.ReadBuffer(),
+		ParallelEnabled:   cfg.Bool("parallel"),
+		ParallelGolimit:   cfg.Int("parallel_golimit"),
+		CheckUtf8Enabled:  cfg.Bool("check_utf8"),
+		PermessageDeflate: gws.PermessageDeflate{Enabled: cfg.Bool("compression")},
+	}
+}
+
+func startGws(cfg Config) (Server, error) {
+	if cfg.String("server") == "std" {
+		return startGwsStd(cfg)
+	}
+	return startGwsServer(cfg)
+}
+
+// startGwsStd serves gws.NewUpgrader on net/http; as gws recommends, each
+// connection's ReadLoop runs in its own goroutine so the HTTP handler
+// returns.
+func startGwsStd(cfg Config) (Server, error) {
+	up := gws.NewUpgrader(gwsEcho{}, gwsOption(cfg))
+	return startHTTP(cfg, func(s *httpServer, w http.ResponseWriter, r *http.Request) {
+		socket, err := up.Upgrade(w, r)
+		if err != nil {
+			return // gws has answered 400 and closed the connection
+		}
+		if !s.conns.add(socket.NetConn()) {
+			return
+		}
+		go func() {
+			defer s.conns.done(socket.NetConn())
+			socket.ReadLoop()
+		}()
+	})
+}
+
+// gwsServer runs gws.Server's connection handling (read the HTTP request,
+// UpgradeFromConn, ReadLoop, one goroutine per connection) on listeners it
+// owns. It does not call Server.RunListener: that loop retries Accept
+// forever once its listener is closed (it logs and continues), so it can
+// never be stopped.
+type gwsServer struct {
+	srv     *gws.Server
+	lns     []net.Listener
+	conns   tracker
+	accepts sync.WaitGroup
+	path    string
+	bufSize int
+}
+
+// startGwsServer serves gws.NewServer on cfg.Addrs. Requests for a path
+// other than cfg.Path are refused by the server's Authorize hook (gws
+// answers 400).
+func startGwsServer(cfg Config) (Server, error) {
+	opt := gwsOption(cfg)
+	opt.Authorize = func(r *http.Request, _ gws.SessionStorage) bool { return r.URL.Path == cfg.Path }
+	lns, err := listenAll(cfg.Addrs, cfg.Bool("nodelay"))
+	if err != nil {
+		return nil, err
+	}
+	s := &gwsServer{srv: gws.NewServer(gwsEcho{}, opt), lns: lns, bufSize: cfg.ReadBuffer()}
+	for _, ln := range lns {
+		s.accepts.Add(1)
+		go s.accept(ln)
+	}
+	return s, nil
+}
+
+func (s *gwsServer) accept(ln net.Listener) {
+	defer s.accepts.Done()
+	acceptLoop(ln, func(conn net.Conn) bool {
+		if !s.conns.add(conn) {
+			return false
+		}
+		go s.serve(conn)
+		return true
+	})
+}
+
+// serve is gws.Server.RunListener's per-connection goroutine: the bufio
+// reader (gws's ReadBufferSize) carries over from the HTTP request to the
+// WebSocket reads, and ReadLoop returns it to gws's pool at the end.
+func (s *gwsServer) serve(conn net.Conn) {
+	defer s.conns.done(conn)
+	br := bufio.NewReaderSize(conn, s.bufSize)
+	r, err := http.ReadRequest(br)
+	if err != nil {
+		return
+	}
+	s.srv.OnRequest(conn, br, r)
+}
+
+// Close closes the listeners and every connection, and waits for their
+// goroutines.
+func (s *gwsServer) Close() error {
+	var first error
+	for _, ln := range s.lns {
+		if err := ln.Close(); err != nil && first == nil {
+			first = fmt.Errorf("close listener %s: %w", ln.Addr(), err)
+		}
+	}
+	s.accepts.Wait()
+	s.conns.closeAll()
+	return first
+}
