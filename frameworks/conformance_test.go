@@ -37,7 +37,7 @@ import (
 //   - a path other than cfg.Path is refused;
 //   - Close returns nil, ends open connections, stops the listeners and
 //     leaves no goroutine behind (goleak; library goroutines that outlive
-//     Close by design are listed with knownGlobalGoroutines in the adapter's
+//     Close by design are listed with lingeringGoroutines in the adapter's
 //     file).
 //
 // Run one preset with: go test ./frameworks -run 'TestConformance/^gws$'
@@ -69,7 +69,7 @@ func testPreset(t *testing.T, p Preset) {
 		t.Fatalf("preset %s resolved to adapter %q, want %q", p.Name, a.Name, p.Framework)
 	}
 	leakOpts := []goleak.Option{goleak.IgnoreCurrent()}
-	for _, fn := range globalGoroutinesOf(a.Name) {
+	for _, fn := range lingeringOf(a.Name) {
 		leakOpts = append(leakOpts, goleak.IgnoreAnyFunction(fn))
 	}
 
@@ -246,7 +246,7 @@ func testPreset(t *testing.T, p Preset) {
 		closed = true
 	}
 	if err := goleak.Find(leakOpts...); err != nil {
-		t.Errorf("goroutines left after Close (if the library starts them once per process by design, list them with knownGlobalGoroutines in %s.go): %v", a.Name, err)
+		t.Errorf("goroutines left after Close (if the library keeps them by design, list them with lingeringGoroutines in %s.go): %v", a.Name, err)
 	}
 }
 

@@ -1,26 +1,31 @@
 package frameworks
 
-// globalGoroutines lists, per adapter name, functions that appear in the
-// stacks of goroutines the library starts once per process and never stops
-// (a date-header ticker, a timer wheel, a memory-pool janitor). The
-// conformance test's goroutine-leak check ignores goroutines whose stack
-// contains one of them; everything else still running after Close is a
-// leak. Adapter files fill it from init with knownGlobalGoroutines, next to
-// the code that triggers them, so the reason is documented where it lives.
-var globalGoroutines = map[string][]string{}
+// lingering lists, per adapter name, functions that appear in the stacks of
+// library goroutines which outlive the adapter's Close by design: started
+// once per process and never stopped (a Date-header ticker, a timer wheel),
+// or stopped but only noticing it after a sleep. The conformance test's
+// goroutine-leak check ignores goroutines whose stack contains one of them;
+// anything else still running after Close is a leak. Adapter files fill it
+// from init with lingeringGoroutines, next to the code that starts them, so
+// the reason is written where it lives.
+var lingering = map[string][]string{}
 
-// knownGlobalGoroutines records library goroutines that outlive Close (see
-// globalGoroutines). funcs are fully qualified function names as they appear
-// in a goroutine dump, e.g. "github.com/valyala/fasthttp.updateServerDate.func1".
-func knownGlobalGoroutines(adapter string, funcs ...string) {
+// lingeringGoroutines records library goroutines that outlive Close (see
+// lingering). why says why they cannot be stopped; funcs are fully
+// qualified function names as they appear in a goroutine dump, e.g.
+// "github.com/valyala/fasthttp.updateServerDate.func1".
+func lingeringGoroutines(adapter, why string, funcs ...string) {
+	if why == "" {
+		panic("frameworks: lingeringGoroutines for " + adapter + " needs a reason")
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	globalGoroutines[adapter] = append(globalGoroutines[adapter], funcs...)
+	lingering[adapter] = append(lingering[adapter], funcs...)
 }
 
-// globalGoroutinesOf returns the recorded functions for one adapter.
-func globalGoroutinesOf(adapter string) []string {
+// lingeringOf returns the recorded functions for one adapter.
+func lingeringOf(adapter string) []string {
 	mu.RLock()
 	defer mu.RUnlock()
-	return append([]string(nil), globalGoroutines[adapter]...)
+	return append([]string(nil), lingering[adapter]...)
 }

@@ -1,0 +1,115 @@
+package frameworks
+
+import (
+	"errors"
+	"net"
+	"sync"
+
+	"github.com/fasthttp/websocket"
+	"github.com/valyala/fasthttp"
+)
+
+func init() {
+	Register(Adapter{
+		Name:    "fasthttp",
+		Library: "github.com/fasthttp/websocket",
+		Doc:     "valyala/fasthttp server, goroutine per connection, NextReader into a reused buffer, WriteMessage",
+		Start:   startFasthttp,
+	})
+	RegisterPreset(Preset{
+		Name:      "fasthttp",
+		Framework: "fasthttp",
+		Doc:       "fasthttp/websocket (gorilla's fork) on valyala/fasthttp, same loop as gorilla",
+	})
+	lingeringGoroutines("fasthttp", "fasthttp refreshes its cached Date header from a goroutine started on the first request and never stopped",
+		"github.com/valyala/fasthttp.updateServerDate.func1")
+	lingeringGoroutines("fasthttp", "each Serve's worker-pool janitor sleeps MaxIdleWorkerDuration (10 s) between cleanups and sees the stop only after waking",
+		"github.com/valyala/fasthttp.(*workerPool).Start.func2")
+}
+
+// fasthttpServer is a fasthttp.Server on several listeners. fasthttp runs a
+// hijacked connection's handler in its own goroutine and forgets it, and
+// the net.Conn it passes in ignores Close (fasthttp closes the socket after
+// the handler returns), so the handlers register the underlying socket
+// with conns for Close to end them.
+type fasthttpServer struct {
+	srv   *fasthttp.Server
+	conns tracker
+	wg    sync.WaitGroup // one per Serve goroutine
+}
+
+// startFasthttp serves fasthttp/websocket with the gorilla loop: one
+// goroutine per connection (fasthttp's hijack goroutine) reads a message
+// with NextReader into a per-connection buffer of read_buffer bytes (grown
+// when a message is larger) and writes it back with WriteMessage. Pings are
+// answered and close frames echoed by the library's default handlers. The
+// upgrader's I/O buffers are left at 0 (4 KiB).
+func startFasthttp(cfg Config) (Server, error) {
+	lns, err := listenAll(cfg.Addrs, cfg.Bool("nodelay"))
+	if err != nil {
+		return nil, err
+	}
+	s := &fasthttpServer{}
+	up := &websocket.FastHTTPUpgrader{
+		CheckOrigin:       func(*fasthttp.RequestCtx) bool { return true },
+		EnableCompression: cfg.Bool("compression"),
+	}
+	bufSize := cfg.ReadBuffer()
+	echo := func(c *websocket.Conn) {
+		raw := c.NetConn()
+		if u, ok := raw.(interface{ UnsafeConn() net.Conn }); ok {
+			raw = u.UnsafeConn()
+		}
+		if !s.conns.add(raw) {
+			return
+		}
+		defer s.conns.done(raw)
+		buf := make([]byte, bufSize)
+		for {
+			mt, rd, err := c.NextReader()
+			if err != nil {
+				return
+			}
+			var n int
+			if buf, n, err = readMessage(rd, buf); err != nil {
+				return
+			}
+			if err := c.WriteMessage(mt, buf[:n]); err != nil {
+				return
+			}
+		}
+	}
+	s.srv = &fasthttp.Server{
+		Handler: func(ctx *fasthttp.RequestCtx) {
+			if string(ctx.Path()) != cfg.Path {
+				ctx.Error("not found", fasthttp.StatusNotFound)
+				return
+			}
+			// On error Upgrade has written the HTTP error response.
+			_ = up.Upgrade(ctx, echo)
+		},
+		Name:                  "wsplan",
+		NoDefaultServerHeader: true,
+	}
+	for _, ln := range lns {
+		s.wg.Add(1)
+		go func(ln net.Listener) {
+			defer s.wg.Done()
+			// Serve returns when Shutdown closes ln.
+			_ = s.srv.Serve(ln)
+		}(ln)
+	}
+	return s, nil
+}
+
+// Close closes the listeners and the connections still in HTTP
+// (Shutdown), then the upgraded ones, and waits for their goroutines.
+func (s *fasthttpServer) Close() error {
+	err := s.srv.Shutdown()
+	s.conns.closeAll()
+	s.wg.Wait()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	return err
+}
