@@ -331,7 +331,7 @@ func checkSomaxconn(in Needs, host HostFacts) []Finding {
 		return nil
 	}
 	return []Finding{{
-		What: fmt.Sprintf("connect concurrency %d over %d listening %s queues up to %d handshakes on one, net.core.somaxconn caps its accept queue at %d",
+		What: fmt.Sprintf("connect concurrency %d over %d listening %s puts up to %d handshakes in one accept queue, net.core.somaxconn caps it at %d",
 			in.ConnectConcurrency, targets, plural(targets, "socket"), per, host.Somaxconn),
 		Fix: fmt.Sprintf("set net.core.somaxconn: \"%d\" in host.sysctl with --tune, or lower the connect phase's concurrency to %d",
 			nextPow2(per), int64(host.Somaxconn)*targets),
