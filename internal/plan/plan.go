@@ -8,8 +8,42 @@
 package plan
 
 import (
+	"path/filepath"
+	"strings"
+	"time"
+
 	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/scenarios"
+)
+
+// LoadOptions are the command-line inputs that change a plan.
+type LoadOptions struct {
+	// Sets overrides variables: --set VAR=VALUE. Each VAR must be declared
+	// in the plan's `vars:`; VALUE is typed as if written unquoted in YAML.
+	Sets map[string]string
+	// Only keeps the servers with these names, in plan order: --only a,b.
+	// Empty = every server. Each name must be a server of the plan.
+	Only []string
+}
+
+// Plan-level defaults, applied by setDefaults (the one place) to zero
+// fields. Phase defaults belong to each phase kind (scenarios).
+const (
+	DefaultNoDelay        = true
+	DefaultReadyTimeout   = 20 * time.Second
+	DefaultStopGrace      = 3 * time.Second
+	DefaultPorts          = 1
+	DefaultBasePort       = 9000
+	DefaultListen         = "127.0.0.1"
+	DefaultSampleInterval = time.Second
+	DefaultPath           = "/ws"
+)
+
+// Limits checked by validation.
+const (
+	MaxPorts = 1000  // defaults.ports
+	MaxPort  = 65535 // highest listen port
+	MaxCPU   = 65535 // highest CPU number in a CPU list
 )
 
 // Plan is a loaded, defaulted and validated plan.
@@ -17,7 +51,7 @@ type Plan struct {
 	File        string            // path it was loaded from
 	Name        string            // `name:`; default: the file's base name without extension
 	Description string            // `description:`
-	Vars        map[string]string // resolved variables, after --set
+	Vars        map[string]string // resolved variables, after --set, as text
 	Host        Host              // `host:`
 	Defaults    Defaults          // `defaults:`
 	Client      Client            // `client:`
@@ -38,7 +72,7 @@ type Host struct {
 // Defaults is the `defaults:` section: options applied to every server
 // unless the server sets them.
 type Defaults struct {
-	NoDelay     *bool             // `nodelay:`; default true (client and servers)
+	NoDelay     *bool             // `nodelay:`; default true (client and servers); never nil after Load. When written, it is passed to every built-in server as its nodelay option unless the server's options set it.
 	Options     map[string]string // `options:` common framework options for every server
 	ReadyTime   units.Duration    // `ready_timeout:` how long a server may take to accept its first upgrade; default 20s
 	StopGrace   units.Duration    // `stop_grace:` time between SIGTERM and SIGKILL; default 3s
@@ -51,36 +85,78 @@ type Defaults struct {
 
 // Client is the `client:` section.
 type Client struct {
-	Shards      int      // `shards:` client processes; 0 = run in the wsplan process (auto = -1)
-	SourceAddrs []string // `source_addrs:` local IPs the client binds, round-robin
-	Loops       int      // `loops:` event loops per client process; default: the client CPUs
+	Shards      int      // `shards:` client processes; default 0 = run in the wsplan process; "auto" = -1 (the engine decides)
+	SourceAddrs []string // `source_addrs:` local IPs the client binds, round-robin; default: none (the kernel picks); loopback unless allow_remote
+	Loops       int      // `loops:` event loops per client process; default 0 = one per client CPU (the engine decides)
 }
 
 // Server is one entry of `servers:`.
 type Server struct {
-	Name      string            // `name:` row label; a preset name when Framework is empty
-	Framework string            // `framework:` adapter or preset to start from; default: Name
-	Options   map[string]string // `options:` merged over defaults.options and the preset's
-	Command   []string          // `command:` a user's own server instead of a built-in one (argv)
-	Addrs     []string          // `addrs:` with command: where it listens (host:port)
+	Name      string            // `name:` row label; a preset name when Framework is empty; letters, digits, _ - .
+	Framework string            // `framework:` adapter or preset to start from, as written; "" = Name (or a command: server)
+	Options   map[string]string // `options:` over defaults.options (over defaults.nodelay when written): what the plan sets; "" for a command: server
+	Adapter   string            // the adapter Framework (or Name) resolved to; "" for a command: server
+	Values    map[string]string // every option of Adapter with the adapter's defaults, the preset's and Options applied, as `wsplan serve --opt` takes them
+	Command   []string          // `command:` a user's own server instead of a built-in one (argv; a string is split on white space)
+	Addrs     []string          // `addrs:` with command: where it listens (host:port), required then
 	Path      string            // `path:` upgrade path; default /ws
 	Line      int               // line of the entry, for messages
 }
 
+// BuiltIn reports whether wsplan starts the server itself (not a command:).
+func (s Server) BuiltIn() bool { return len(s.Command) == 0 }
+
 // Phase is one entry of `phases:`.
 type Phase struct {
 	Kind string          // the entry's key, e.g. "echo"
-	Name string          // `name:` inside the body, default Kind (or Kind#N when repeated)
+	Name string          // `name:` inside the body; default Kind for the first phase of a kind, Kind#N for the Nth (echo#2); unique in the plan
 	Spec scenarios.Phase // decoded, defaulted, validated body
-	Line int
+	Line int             // line of the kind key
 }
 
 // Assertion is one entry of `assert:`.
 type Assertion struct {
-	Name    string   // `name:` shown instead of the expression
-	Expr    string   // `expr:` an expr-lang boolean expression
+	Name    string   // `name:` shown instead of the expression; default "" (show Expr)
+	Expr    string   // `expr:` an expr-lang boolean expression; required (compiled by the engine, not here)
 	Phase   string   // `phase:` phase name or kind it applies to; "" = every phase that has the variables it uses
-	Servers []string // `server:` names it applies to; empty = all
-	Abort   bool     // `abort:` stop the run at the first failure
-	Line    int
+	Servers []string // `server:` a name or a list of names (of the plan, before --only) it applies to; empty = all
+	Abort   bool     // `abort:` stop the run at the first failure; default false
+	Line    int      // line of the entry
+}
+
+// setDefaults fills every zero plan-level field with its documented
+// default. It is the only place plan defaults are applied.
+func (p *Plan) setDefaults() {
+	if p.Name == "" {
+		base := filepath.Base(p.File)
+		p.Name = strings.TrimSuffix(base, filepath.Ext(base))
+	}
+	d := &p.Defaults
+	if d.NoDelay == nil {
+		t := DefaultNoDelay
+		d.NoDelay = &t
+	}
+	if d.ReadyTime == 0 {
+		d.ReadyTime = units.Duration(DefaultReadyTimeout)
+	}
+	if d.StopGrace == 0 {
+		d.StopGrace = units.Duration(DefaultStopGrace)
+	}
+	if d.Ports == 0 {
+		d.Ports = DefaultPorts
+	}
+	if d.BasePort == 0 {
+		d.BasePort = DefaultBasePort
+	}
+	if d.Host == "" {
+		d.Host = DefaultListen
+	}
+	if d.Sample == 0 {
+		d.Sample = units.Duration(DefaultSampleInterval)
+	}
+	for i := range p.Servers {
+		if p.Servers[i].Path == "" {
+			p.Servers[i].Path = DefaultPath
+		}
+	}
 }

@@ -1,0 +1,767 @@
+package plan
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/wsplan/wsplan/frameworks"
+	"github.com/wsplan/wsplan/internal/units"
+	"github.com/wsplan/wsplan/scenarios"
+)
+
+// The file's syntax, decoded strictly before it is turned into a Plan.
+type fileDoc struct {
+	Name        string      `yaml:"name"`
+	Description string      `yaml:"description"`
+	Vars        yaml.Node   `yaml:"vars"` // resolved before anything else
+	Host        hostDoc     `yaml:"host"`
+	Defaults    defaultsDoc `yaml:"defaults"`
+	Client      clientDoc   `yaml:"client"`
+	Servers     []serverDoc `yaml:"servers"`
+	Phases      []yaml.Node `yaml:"phases"` // two-pass: kind key, then body
+	Assert      []assertDoc `yaml:"assert"`
+}
+
+type hostDoc struct {
+	Sysctl     map[string]string `yaml:"sysctl"`
+	NoFile     int               `yaml:"nofile"`
+	ServerCPUs string            `yaml:"server_cpus"`
+	ClientCPUs string            `yaml:"client_cpus"`
+}
+
+type defaultsDoc struct {
+	NoDelay        *bool             `yaml:"nodelay"`
+	Options        map[string]string `yaml:"options"`
+	ReadyTimeout   units.Duration    `yaml:"ready_timeout"`
+	StopGrace      units.Duration    `yaml:"stop_grace"`
+	Ports          int               `yaml:"ports"`
+	BasePort       int               `yaml:"base_port"`
+	Listen         string            `yaml:"listen"`
+	SampleInterval units.Duration    `yaml:"sample_interval"`
+	AllowRemote    bool              `yaml:"allow_remote"`
+}
+
+type clientDoc struct {
+	Shards      shards   `yaml:"shards"`
+	SourceAddrs []string `yaml:"source_addrs"`
+	Loops       int      `yaml:"loops"`
+}
+
+type serverDoc struct {
+	Name      string            `yaml:"name"`
+	Framework string            `yaml:"framework"`
+	Options   map[string]string `yaml:"options"`
+	Command   argv              `yaml:"command"`
+	Addrs     []string          `yaml:"addrs"`
+	Path      string            `yaml:"path"`
+}
+
+type assertDoc struct {
+	Name   string     `yaml:"name"`
+	Expr   string     `yaml:"expr"`
+	Phase  string     `yaml:"phase"`
+	Server stringList `yaml:"server"`
+	Abort  bool       `yaml:"abort"`
+}
+
+// shards is `client.shards`: an integer, or "auto" (-1).
+type shards int
+
+func (s *shards) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode && n.Value == "auto" {
+		*s = -1
+		return nil
+	}
+	var v int
+	if n.Kind != yaml.ScalarNode || n.Decode(&v) != nil || n.ShortTag() != "!!int" {
+		return fmt.Errorf("want an integer or \"auto\", got %s", describe(n))
+	}
+	*s = shards(v)
+	return nil
+}
+
+// argv is `command:`: a list of arguments, or one string split on white
+// space (no shell quoting: use the list form for arguments with spaces).
+type argv []string
+
+func (a *argv) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		*a = strings.Fields(n.Value)
+		return nil
+	case yaml.SequenceNode:
+		out := make([]string, 0, len(n.Content))
+		for _, c := range n.Content {
+			if c = deref(c); c == nil || c.Kind != yaml.ScalarNode {
+				return fmt.Errorf("want a list of arguments, got an item that is not a string")
+			}
+			out = append(out, c.Value)
+		}
+		*a = out
+		return nil
+	}
+	return fmt.Errorf("want a command line or a list of arguments, got %s", describe(n))
+}
+
+// stringList is a string or a list of strings.
+type stringList []string
+
+func (s *stringList) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		*s = []string{n.Value}
+		return nil
+	case yaml.SequenceNode:
+		out := make([]string, 0, len(n.Content))
+		for _, c := range n.Content {
+			if c = deref(c); c == nil || c.Kind != yaml.ScalarNode {
+				return fmt.Errorf("want a name or a list of names, got a list with %s in it", describe(c))
+			}
+			out = append(out, c.Value)
+		}
+		*s = out
+		return nil
+	}
+	return fmt.Errorf("want a name or a list of names, got %s", describe(n))
+}
+
+// Load reads, resolves, defaults and validates the plan at path. Any
+// error means the plan is unusable. When the file could be read, the
+// error is an Errors listing every problem found, one per line, in the
+// form `file:line: field.path: message`.
+func Load(path string, opts LoadOptions) (*Plan, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read plan: %w", err)
+	}
+	return LoadBytes(path, data, opts)
+}
+
+// LoadBytes is Load for a plan already in memory; name is the file name
+// used in messages and for the default plan name.
+func LoadBytes(name string, data []byte, opts LoadOptions) (*Plan, error) {
+	l := newLoader(name)
+	p := l.load(data, opts)
+	if len(l.errs) > 0 {
+		return nil, l.errs.sorted()
+	}
+	return p, nil
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// parse reads the one YAML document. It returns its top mapping (nil when
+// the document is empty) and false when the YAML itself is broken.
+func (l *loader) parse(data []byte) (*yaml.Node, bool) {
+	dec := yaml.NewDecoder(bytes.NewReader(protectRefs(data)))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, true
+		}
+		l.syntaxErr(err)
+		return nil, false
+	}
+	var extra yaml.Node
+	switch err := dec.Decode(&extra); {
+	case err == nil:
+		l.errf(extra.Line, "", "a plan is one YAML document; a second one starts here (remove the ---)")
+	case !errors.Is(err, io.EOF):
+		l.syntaxErr(err)
+		return nil, false
+	}
+	restoreRefs(&doc, map[*yaml.Node]bool{})
+	if len(doc.Content) == 0 {
+		return nil, true
+	}
+	root := deref(doc.Content[0])
+	if isNull(root) {
+		return nil, true
+	}
+	if root.Kind != yaml.MappingNode {
+		l.errf(root.Line, "", "want a mapping of sections (name:, servers:, phases:, …) at the top, got %s", describe(root))
+		return nil, false
+	}
+	return root, true
+}
+
+func (l *loader) syntaxErr(err error) {
+	msg := err.Error()
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1]) // the pattern guarantees digits; overflow leaves 0, no line
+		l.errf(line, "", "bad YAML: %s", m[2])
+		return
+	}
+	l.errf(0, "", "bad YAML: %s", strings.TrimPrefix(msg, "yaml: "))
+}
+
+func (l *loader) load(data []byte, opts LoadOptions) *Plan {
+	root, ok := l.parse(data)
+	if !ok {
+		return nil
+	}
+	var varsNode *yaml.Node
+	if root != nil {
+		for i := 0; i+1 < len(root.Content); i += 2 {
+			if k := root.Content[i]; k.Kind == yaml.ScalarNode && k.Value == "vars" {
+				varsNode = root.Content[i+1]
+				l.lines["vars"] = k.Line
+				break
+			}
+		}
+	}
+	vt := l.resolveVars(varsNode, opts.Sets)
+
+	var doc fileDoc
+	if root != nil {
+		l.substitute(root, "", vt, map[*yaml.Node]bool{}, true)
+		l.decode(root, "", reflect.ValueOf(&doc).Elem())
+	}
+
+	p := &Plan{
+		File:        l.file,
+		Name:        doc.Name,
+		Description: doc.Description,
+		Vars:        vt.resolved(),
+		Host: Host{
+			Sysctl:     doc.Host.Sysctl,
+			NoFile:     doc.Host.NoFile,
+			ServerCPUs: doc.Host.ServerCPUs,
+			ClientCPUs: doc.Host.ClientCPUs,
+		},
+		Defaults: Defaults{
+			NoDelay:     doc.Defaults.NoDelay,
+			Options:     doc.Defaults.Options,
+			ReadyTime:   doc.Defaults.ReadyTimeout,
+			StopGrace:   doc.Defaults.StopGrace,
+			Ports:       doc.Defaults.Ports,
+			BasePort:    doc.Defaults.BasePort,
+			Host:        doc.Defaults.Listen,
+			Sample:      doc.Defaults.SampleInterval,
+			AllowRemote: doc.Defaults.AllowRemote,
+		},
+		Client: Client{
+			Shards:      int(doc.Client.Shards),
+			SourceAddrs: doc.Client.SourceAddrs,
+			Loops:       doc.Client.Loops,
+		},
+	}
+	if len(p.Host.Sysctl) > 0 {
+		p.Host.SysctlLine = map[string]int{}
+		for k := range p.Host.Sysctl {
+			p.Host.SysctlLine[k] = l.lineOf(keyPath("host.sysctl", k))
+		}
+	}
+	for i, s := range doc.Servers {
+		p.Servers = append(p.Servers, Server{
+			Name:      s.Name,
+			Framework: s.Framework,
+			Options:   s.Options,
+			Command:   s.Command,
+			Addrs:     s.Addrs,
+			Path:      s.Path,
+			Line:      l.lineOf(indexPath("servers", i)),
+		})
+	}
+	nodelaySet := p.Defaults.NoDelay != nil
+	p.setDefaults()
+
+	l.checkHost(&p.Host)
+	l.checkDefaults(&p.Defaults, len(p.Servers))
+	l.checkClient(&p.Client, p.Defaults.AllowRemote)
+	l.checkServers(p, nodelaySet)
+	p.Phases = l.phases(doc.Phases)
+	if len(doc.Phases) == 0 {
+		l.fieldErr("phases", "a plan needs at least one phase, e.g. - connect: {connections: 1000}")
+	}
+	p.Assert = l.asserts(doc.Assert, p)
+	p.Servers = l.only(p.Servers, opts.Only)
+	return p
+}
+
+var sysctlName = regexp.MustCompile(`^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*(\.[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*)*$`)
+
+func (l *loader) checkHost(h *Host) {
+	keys := make([]string, 0, len(h.Sysctl))
+	for k := range h.Sysctl {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		path := keyPath("host.sysctl", k)
+		if !sysctlName.MatchString(k) {
+			l.fieldErr(path, "bad sysctl name %q: want dotted names such as net.core.somaxconn", k)
+			continue
+		}
+		if strings.TrimSpace(h.Sysctl[k]) == "" {
+			l.fieldErr(path, "has no value: write the value as `sysctl -w` takes it")
+		}
+	}
+	if h.NoFile < 0 {
+		l.fieldErr("host.nofile", "must be >= 0, got %d", h.NoFile)
+	}
+	for _, f := range []struct{ key, v string }{{"server_cpus", h.ServerCPUs}, {"client_cpus", h.ClientCPUs}} {
+		if f.v == "" {
+			continue
+		}
+		if _, err := ParseCPUList(f.v); err != nil {
+			l.fieldErr("host."+f.key, "%s", err)
+		}
+	}
+}
+
+func (l *loader) checkDefaults(d *Defaults, servers int) {
+	if d.ReadyTime <= 0 {
+		l.fieldErr("defaults.ready_timeout", "must be > 0, got %s", d.ReadyTime)
+	}
+	if d.StopGrace <= 0 {
+		l.fieldErr("defaults.stop_grace", "must be > 0, got %s", d.StopGrace)
+	}
+	if d.Sample <= 0 {
+		l.fieldErr("defaults.sample_interval", "must be > 0, got %s", d.Sample)
+	}
+	portsOK := true
+	if d.Ports < 1 || d.Ports > MaxPorts {
+		l.fieldErr("defaults.ports", "must be between 1 and %d, got %d", MaxPorts, d.Ports)
+		portsOK = false
+	}
+	switch {
+	case d.BasePort < 1 || d.BasePort > MaxPort:
+		l.fieldErr("defaults.base_port", "must be between 1 and %d, got %d", MaxPort, d.BasePort)
+	case portsOK && d.BasePort+d.Ports*servers > MaxPort:
+		l.fieldErr("defaults.base_port", "base_port + ports × servers must be <= %d, got %d + %d × %d = %d: lower base_port or ports",
+			MaxPort, d.BasePort, d.Ports, servers, d.BasePort+d.Ports*servers)
+	}
+	addr, err := netip.ParseAddr(d.Host)
+	switch {
+	case err != nil:
+		l.fieldErr("defaults.listen", "want an IP address such as 127.0.0.1, got %q", d.Host)
+	case !addr.IsLoopback() && !d.AllowRemote:
+		l.fieldErr("defaults.listen", "%s is not a loopback address: set defaults.allow_remote: true to listen on it", d.Host)
+	}
+}
+
+func (l *loader) checkClient(c *Client, allowRemote bool) {
+	if c.Shards < -1 {
+		l.fieldErr("client.shards", "must be >= 0 or \"auto\", got %d", c.Shards)
+	}
+	if c.Loops < 0 {
+		l.fieldErr("client.loops", "must be >= 0 (0 = one per client CPU), got %d", c.Loops)
+	}
+	for i, a := range c.SourceAddrs {
+		path := indexPath("client.source_addrs", i)
+		addr, err := netip.ParseAddr(a)
+		switch {
+		case err != nil:
+			l.fieldErr(path, "want an IP address such as 127.0.0.2, got %q", a)
+		case !addr.IsLoopback() && !allowRemote:
+			l.fieldErr(path, "%s is not a loopback address: set defaults.allow_remote: true to use it", a)
+		}
+	}
+}
+
+var serverName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`)
+
+func (l *loader) checkServers(p *Plan, nodelaySet bool) {
+	if len(p.Servers) == 0 {
+		l.fieldErr("servers", "a plan needs at least one server, e.g. - name: gorilla (wsplan frameworks lists them)")
+	}
+	first := map[string]int{} // name -> index
+	for i := range p.Servers {
+		s := &p.Servers[i]
+		base := indexPath("servers", i)
+		switch {
+		case s.Name == "":
+			l.fieldErr(base+".name", "is required: a preset (wsplan frameworks lists them), or a label with framework:")
+		case !serverName.MatchString(s.Name):
+			l.fieldErr(base+".name", "bad server name %q: use letters, digits, _, - and .", s.Name)
+			continue
+		default:
+			if j, dup := first[s.Name]; dup {
+				l.fieldErr(base+".name", "duplicate server %q (also servers[%d], line %d): give each server its own name", s.Name, j, p.Servers[j].Line)
+			} else {
+				first[s.Name] = i
+			}
+		}
+		if !strings.HasPrefix(s.Path, "/") {
+			l.fieldErr(base+".path", "want a path starting with /, got %q", s.Path)
+		}
+		if !s.BuiltIn() {
+			l.checkCommandServer(s, base, p.Defaults.AllowRemote)
+			continue
+		}
+		if len(s.Addrs) > 0 {
+			l.fieldErr(base+".addrs", "only with command:; built-in servers listen on defaults.listen from defaults.base_port")
+		}
+		if s.Name == "" {
+			continue
+		}
+		l.resolveServer(s, base, p.Defaults, nodelaySet)
+	}
+}
+
+func (l *loader) checkCommandServer(s *Server, base string, allowRemote bool) {
+	if s.Framework != "" {
+		l.fieldErr(base+".framework", "a server with command: is your own: remove framework:")
+	}
+	if len(s.Options) > 0 {
+		l.fieldErr(base+".options", "a server with command: takes no options: pass them in its command")
+	}
+	if len(s.Addrs) == 0 {
+		l.fieldErr(base+".addrs", "is required with command: list where the server listens, e.g. [127.0.0.1:9000]")
+	}
+	for j, a := range s.Addrs {
+		if msg := checkHostPort(a, allowRemote); msg != "" {
+			l.fieldErr(indexPath(base+".addrs", j), "%s", msg)
+		}
+	}
+}
+
+// checkHostPort checks a host:port a client dials.
+func checkHostPort(a string, allowRemote bool) string {
+	ap, err := netip.ParseAddrPort(a)
+	if err != nil {
+		host, port, ok := strings.Cut(a, ":")
+		if !ok || host != "localhost" {
+			return fmt.Sprintf("want an IP address and port such as 127.0.0.1:9000, got %q", a)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > MaxPort {
+			return fmt.Sprintf("want a port between 1 and %d, got %q", MaxPort, a)
+		}
+		return ""
+	}
+	if ap.Port() == 0 {
+		return fmt.Sprintf("want a port between 1 and %d, got %q", MaxPort, a)
+	}
+	if !ap.Addr().IsLoopback() && !allowRemote {
+		return fmt.Sprintf("%s is not a loopback address: set defaults.allow_remote: true to use it", ap.Addr())
+	}
+	return ""
+}
+
+// resolveServer checks a built-in server's framework and options with the
+// frameworks registry and fills Adapter, Options and Values. Problems with
+// an option are reported at the key that set it: the server's options, or
+// defaults.options / defaults.nodelay.
+func (l *loader) resolveServer(s *Server, base string, d Defaults, nodelaySet bool) {
+	key, keyField := s.Framework, base+".framework"
+	if key == "" {
+		key, keyField = s.Name, base+".name"
+	}
+	a, _, errs := frameworks.Resolve(s.Name, s.Framework, nil)
+	if len(errs) > 0 {
+		if _, isPreset := frameworks.LookupPreset(key); !isPreset && suggest(key, frameworks.Names()) != "" {
+			l.fieldErr(keyField, "%s", unknownMsg("framework", key, frameworks.Names()))
+			return
+		}
+		for _, err := range errs {
+			l.fieldErr(keyField, "%s", err)
+		}
+		return
+	}
+
+	// The options the plan sets, and where each was set.
+	merged := map[string]string{}
+	from := map[string]string{}
+	if nodelaySet {
+		merged["nodelay"] = strconv.FormatBool(*d.NoDelay)
+		from["nodelay"] = "defaults.nodelay"
+	}
+	for k, v := range d.Options {
+		merged[k], from[k] = v, keyPath("defaults.options", k)
+	}
+	for k, v := range s.Options {
+		merged[k], from[k] = v, keyPath(base+".options", k)
+	}
+	known := map[string]bool{}
+	var optNames []string
+	for _, o := range a.AllOptions() {
+		known[o.Name] = true
+		optNames = append(optNames, o.Name)
+	}
+	keys := make([]string, 0, len(merged))
+	for k := range merged {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	good := map[string]string{}
+	for _, k := range keys {
+		field := from[k]
+		// An option from defaults applies to every server: say which one
+		// it does not fit.
+		prefix := ""
+		if !strings.HasPrefix(field, base+".") {
+			prefix = "server " + s.Name + ": "
+		}
+		if !known[k] {
+			if c := suggest(k, optNames); c != "" {
+				l.fieldErr(field, "%sframework %s has no option %q (did you mean %q?)", prefix, a.Name, k, c)
+			} else {
+				l.fieldErr(field, "%sframework %s has no option %q (options: %s)", prefix, a.Name, k, strings.Join(optNames, ", "))
+			}
+			continue
+		}
+		if _, _, errs := frameworks.Resolve(s.Name, s.Framework, map[string]string{k: merged[k]}); len(errs) > 0 {
+			for _, err := range errs {
+				l.fieldErr(field, "%s%s", prefix, strings.TrimPrefix(err.Error(), "option "+k+": "))
+			}
+			continue
+		}
+		good[k] = merged[k]
+	}
+	a, vals, _ := frameworks.Resolve(s.Name, s.Framework, good)
+	s.Adapter, s.Options, s.Values = a.Name, merged, vals
+}
+
+// phases decodes every phase (kind key first, then its body strictly into
+// that kind's config), applies each kind's defaults and validates it.
+//
+// Each phase is validated with a scenarios.Context: Conns is the sum of
+// `connections` of the connect phases before it; Payload is the payload of
+// the plan's first echo phase after that phase's defaults (the first echo
+// phase itself gets its defaults with Payload 0). A phase whose body has
+// errors is not validated, nor is any phase after a connect phase whose
+// body has errors, since their context would be a guess.
+func (l *loader) phases(items []yaml.Node) []Phase {
+	type decoded struct {
+		Phase
+		path string // phases[i].kind
+		ok   bool   // decoded without a problem
+	}
+	var ds []decoded
+	named := map[string]string{} // explicit names -> path, for duplicates
+	count := map[string]int{}
+	for i := range items {
+		n := &items[i]
+		path := indexPath("phases", i)
+		before := l.problems()
+		ph, ok := l.phase(n, path)
+		if !ok {
+			continue
+		}
+		bodyOK := l.problems() == before
+		count[ph.Kind]++
+		kp := keyPath(path, ph.Kind)
+		if ph.Name == "" {
+			ph.Name = ph.Kind
+			if c := count[ph.Kind]; c > 1 {
+				ph.Name = fmt.Sprintf("%s#%d", ph.Kind, c)
+			}
+		} else {
+			if other, dup := named[ph.Name]; dup {
+				l.fieldErr(kp+".name", "duplicate phase name %q (also %s)", ph.Name, other)
+			}
+			named[ph.Name] = kp
+			if _, isKind := scenarios.Lookup(ph.Name); isKind && ph.Name != ph.Kind {
+				l.fieldErr(kp+".name", "%q is a phase kind: give this %s phase another name", ph.Name, ph.Kind)
+			}
+		}
+		ds = append(ds, decoded{Phase: ph, path: kp, ok: bodyOK})
+	}
+	// A default name may collide with an explicit one ("echo#2").
+	for _, d := range ds {
+		if other, dup := named[d.Name]; dup && other != d.path {
+			l.fieldErr(other+".name", "duplicate phase name %q (also %s)", d.Name, d.path)
+		}
+	}
+
+	ctxs := make([]scenarios.Context, len(ds))
+	conns := 0
+	firstEcho := -1
+	for i, d := range ds {
+		ctxs[i].Conns = conns
+		switch s := d.Spec.(type) {
+		case *scenarios.Connect:
+			conns += s.Connections
+		case *scenarios.Echo:
+			if firstEcho < 0 {
+				firstEcho = i
+			}
+		}
+	}
+	payload := 0
+	if firstEcho >= 0 {
+		ds[firstEcho].Spec.Defaults(ctxs[firstEcho])
+		payload = int(ds[firstEcho].Spec.(*scenarios.Echo).Payload)
+	}
+	connsKnown := true
+	out := make([]Phase, 0, len(ds))
+	for i, d := range ds {
+		ctxs[i].Payload = payload
+		if i != firstEcho {
+			d.Spec.Defaults(ctxs[i])
+		}
+		if d.ok && connsKnown {
+			for _, fe := range d.Spec.Validate(ctxs[i]) {
+				field := d.path
+				if fe.Field != "" {
+					field += "." + fe.Field
+				}
+				l.fieldErr(field, "%s", fe.Msg)
+			}
+		}
+		if _, isConnect := d.Spec.(*scenarios.Connect); isConnect && !d.ok {
+			connsKnown = false
+		}
+		out = append(out, d.Phase)
+	}
+	return out
+}
+
+// phase reads one item of `phases:`: a mapping with one key, the kind,
+// whose value is the body. It reports false when there is no usable kind.
+func (l *loader) phase(n *yaml.Node, path string) (Phase, bool) {
+	known := scenarios.Names()
+	if isNull(n) {
+		l.fieldErr(path, "empty phase: want one key naming its kind (%s)", strings.Join(known, ", "))
+		return Phase{}, false
+	}
+	if n.Kind != yaml.MappingNode {
+		l.errf(n.Line, path, "want a mapping with one key naming the phase kind (%s), got %s", strings.Join(known, ", "), describe(n))
+		return Phase{}, false
+	}
+	ps := l.pairs(n, path)
+	if len(ps) != 1 {
+		var keys []string
+		for _, p := range ps {
+			keys = append(keys, p.key.Value)
+		}
+		l.errf(n.Line, path, "want one key naming the phase kind, got %d (%s): put settings inside the kind's mapping, and start each phase with its own -", len(ps), strings.Join(keys, ", "))
+		return Phase{}, false
+	}
+	k, body := ps[0].key, ps[0].value
+	if k.Kind != yaml.ScalarNode {
+		l.errf(k.Line, path, "want a phase kind (%s) as the key, got %s", strings.Join(known, ", "), describe(k))
+		return Phase{}, false
+	}
+	kind, ok := scenarios.Lookup(k.Value)
+	if !ok {
+		l.errf(k.Line, path, "%s", unknownMsg("phase kind", k.Value, known))
+		return Phase{}, false
+	}
+	kp := keyPath(path, k.Value)
+	l.lines[kp] = k.Line
+	ph := Phase{Kind: kind.Name, Spec: kind.New(), Line: k.Line}
+
+	body = deref(body)
+	if isNull(body) {
+		return ph, true
+	}
+	if l.bad[body] {
+		l.badHits++
+		return ph, true
+	}
+	if body.Kind != yaml.MappingNode {
+		l.errf(body.Line, kp, "want a mapping of the phase's settings, got %s", describe(body))
+		return ph, true
+	}
+	// `name:` belongs to the plan, not to the kind: strip it.
+	stripped := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: body.Line, Column: body.Column}
+	for _, p := range l.pairs(body, kp) {
+		if p.key.Kind == yaml.ScalarNode && p.key.Value == "name" {
+			l.lines[kp+".name"] = p.key.Line
+			if l.decode(p.value, kp+".name", reflect.ValueOf(&ph.Name).Elem()) && ph.Name == "" {
+				l.fieldErr(kp+".name", "must not be empty (leave name: out for the default, %s)", kind.Name)
+			}
+			continue
+		}
+		stripped.Content = append(stripped.Content, p.key, p.value)
+	}
+	v := reflect.ValueOf(ph.Spec)
+	if v.Kind() == reflect.Pointer && v.Elem().Kind() == reflect.Struct {
+		l.decodeStruct(stripped, kp, v.Elem())
+	} else if err := stripped.Decode(ph.Spec); err != nil {
+		l.fieldErr(kp, "%s", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	return ph, true
+}
+
+func (l *loader) asserts(docs []assertDoc, p *Plan) []Assertion {
+	phaseNames := map[string]bool{}
+	var candidates []string
+	for _, ph := range p.Phases {
+		for _, n := range []string{ph.Name, ph.Kind} {
+			if !phaseNames[n] {
+				phaseNames[n] = true
+				candidates = append(candidates, n)
+			}
+		}
+	}
+	servers := map[string]bool{}
+	var serverNames []string
+	for _, s := range p.Servers {
+		if s.Name != "" && !servers[s.Name] {
+			servers[s.Name] = true
+			serverNames = append(serverNames, s.Name)
+		}
+	}
+	out := make([]Assertion, 0, len(docs))
+	for i, d := range docs {
+		base := indexPath("assert", i)
+		a := Assertion{Name: d.Name, Expr: d.Expr, Phase: d.Phase, Servers: d.Server, Abort: d.Abort, Line: l.lineOf(base)}
+		if strings.TrimSpace(a.Expr) == "" {
+			l.fieldErr(base+".expr", "is required: a boolean expression such as failed == 0")
+		}
+		if a.Phase != "" && !phaseNames[a.Phase] && len(p.Phases) > 0 {
+			l.fieldErr(base+".phase", "%s", unknownMsg("phase", a.Phase, candidates))
+		}
+		for j, s := range a.Servers {
+			if !servers[s] {
+				field := base + ".server"
+				if len(a.Servers) > 1 {
+					field = indexPath(field, j)
+				}
+				l.fieldErr(field, "%s", unknownMsg("server", s, serverNames))
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// only keeps the servers named by --only, in plan order.
+func (l *loader) only(servers []Server, only []string) []Server {
+	want := map[string]bool{}
+	for _, n := range only {
+		if n = strings.TrimSpace(n); n != "" {
+			want[n] = true
+		}
+	}
+	if len(want) == 0 {
+		return servers
+	}
+	have := map[string]bool{}
+	var names []string
+	for _, s := range servers {
+		have[s.Name] = true
+		names = append(names, s.Name)
+	}
+	var unknown []string
+	for n := range want {
+		if !have[n] {
+			unknown = append(unknown, n)
+		}
+	}
+	sort.Strings(unknown)
+	for _, n := range unknown {
+		l.errf(0, "--only", "%s", unknownMsg("server", n, names))
+	}
+	var out []Server
+	for _, s := range servers {
+		if want[s.Name] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
