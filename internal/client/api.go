@@ -56,7 +56,8 @@ type ConnectResult struct {
 	Retried int64                   // attempts that failed and were retried
 	Used    time.Duration           // wall time of the phase
 	Latency *hdrhistogram.Histogram // successful handshakes: TCP connect start to 101 response, ns
-	Errors  map[string]int64        // failure reason -> count
+	Errors  map[string]int64        // failure reason -> count, over every failed attempt (retried or not)
+	Stopped string                  // why the phase ended early: StopCanceled, StopClosed; "" = it ran to its end
 }
 
 // EchoParams configure a closed-loop echo phase.
@@ -78,7 +79,8 @@ type EchoResult struct {
 	Failed  int64 // wrong payload, closed connection, timeout
 	Used    time.Duration
 	Latency *hdrhistogram.Histogram // ns, successful echoes
-	Errors  map[string]int64
+	Errors  map[string]int64        // failure reason -> count
+	Stopped string                  // why the phase ended early: StopCanceled, StopDeadline, StopClosed, StopNoConnections; "" = it ran to its end
 }
 
 // Histogram bounds shared by every latency histogram, so histograms of

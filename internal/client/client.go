@@ -1,0 +1,529 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Defaults applied by New and the phases.
+const (
+	// DefaultPath is the upgrade request path when Options.Path is empty.
+	DefaultPath = "/ws"
+	// DefaultLoops is the number of event loops when Options.Loops is 0.
+	DefaultLoops = 1
+	// DefaultEchoTimeout is EchoParams.Timeout when it is 0.
+	DefaultEchoTimeout = 10 * time.Second
+)
+
+// Reasons a phase stopped early (ConnectResult.Stopped, EchoResult.Stopped).
+const (
+	StopCanceled      = "canceled"       // the context was canceled
+	StopDeadline      = "deadline"       // EchoParams.Deadline passed
+	StopClosed        = "closed"         // Close was called
+	StopNoConnections = "no connections" // every usable connection was lost with echoes left to send
+)
+
+// ErrClosed is returned by phases started (or running) when Close is called.
+var ErrClosed = errors.New("client: closed")
+
+// Client is a load-generating WebSocket client: Options.Loops event loops,
+// each a goroutine locked to an OS thread with its own epoll fd, owning the
+// connections it opened. Phases (Connect, Echo) run one at a time; Conns
+// and Close may be called from any goroutine. Call Close to stop the loops.
+type Client struct {
+	opts       Options
+	targets    []target
+	src4, src6 []unix.Sockaddr
+	loops      []*loop
+	conns      atomic.Int64
+
+	phaseMu sync.Mutex // serialises phases
+	phase   int64      // id of the last phase started; guarded by phaseMu
+	next    int64      // number of the next connection; guarded by phaseMu
+
+	closeOnce sync.Once
+	closed    atomic.Bool
+}
+
+// target is one resolved server address.
+type target struct {
+	addr string
+	sa   unix.Sockaddr
+	req  upgradeRequest
+}
+
+// New validates opts, resolves the targets and starts the event loops.
+func New(opts Options) (*Client, error) {
+	if opts.Path == "" {
+		opts.Path = DefaultPath
+	}
+	if opts.Loops == 0 {
+		opts.Loops = DefaultLoops
+	}
+	if opts.Loops < 0 {
+		return nil, fmt.Errorf("client: loops must be >= 0, got %d", opts.Loops)
+	}
+	if !strings.HasPrefix(opts.Path, "/") || strings.ContainsAny(opts.Path, " \r\n") {
+		return nil, fmt.Errorf("client: path %q must start with / and contain no spaces or line breaks", opts.Path)
+	}
+	if len(opts.Targets) == 0 {
+		return nil, errors.New("client: targets is empty: give at least one host:port")
+	}
+	c := &Client{opts: opts}
+	for i, s := range opts.SourceAddrs {
+		ip, err := parseIP(s)
+		if err != nil {
+			return nil, fmt.Errorf("client: source_addrs[%d] %q: %w", i, s, err)
+		}
+		if v4 := ip.To4(); v4 != nil {
+			c.src4 = append(c.src4, &unix.SockaddrInet4{Addr: [4]byte(v4)})
+		} else {
+			c.src6 = append(c.src6, &unix.SockaddrInet6{Addr: [16]byte(ip.To16()), ZoneId: zoneID(s)})
+		}
+	}
+	for i, t := range opts.Targets {
+		a, err := net.ResolveTCPAddr("tcp", t)
+		if err != nil {
+			return nil, fmt.Errorf("client: targets[%d] %q: %w", i, t, err)
+		}
+		var sa unix.Sockaddr
+		if v4 := a.IP.To4(); v4 != nil {
+			sa = &unix.SockaddrInet4{Port: a.Port, Addr: [4]byte(v4)}
+			if len(opts.SourceAddrs) > 0 && len(c.src4) == 0 {
+				return nil, fmt.Errorf("client: targets[%d] %q is IPv4 but source_addrs has no IPv4 address: add one or leave source_addrs empty", i, t)
+			}
+		} else {
+			sa6 := &unix.SockaddrInet6{Port: a.Port, Addr: [16]byte(a.IP.To16())}
+			if a.Zone != "" {
+				if ifi, err := net.InterfaceByName(a.Zone); err == nil {
+					sa6.ZoneId = uint32(ifi.Index)
+				}
+			}
+			sa = sa6
+			if len(opts.SourceAddrs) > 0 && len(c.src6) == 0 {
+				return nil, fmt.Errorf("client: targets[%d] %q is IPv6 but source_addrs has no IPv6 address: add one or leave source_addrs empty", i, t)
+			}
+		}
+		c.targets = append(c.targets, target{addr: t, sa: sa, req: newUpgradeRequest(t, opts.Path)})
+	}
+	for i := 0; i < opts.Loops; i++ {
+		l, err := newLoop(c, i)
+		if err != nil {
+			for _, l := range c.loops {
+				l.shutdown()
+			}
+			return nil, err
+		}
+		c.loops = append(c.loops, l)
+	}
+	for _, l := range c.loops {
+		go l.run()
+	}
+	return c, nil
+}
+
+// parseIP parses an IP literal, with an optional %zone for IPv6.
+func parseIP(s string) (net.IP, error) {
+	host, _, _ := strings.Cut(s, "%")
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	if ip == nil {
+		return nil, errors.New("not an IP literal")
+	}
+	return ip, nil
+}
+
+// zoneID returns the interface index of an IPv6 literal's %zone, or 0.
+func zoneID(s string) uint32 {
+	_, zone, ok := strings.Cut(strings.Trim(s, "[]"), "%")
+	if !ok {
+		return 0
+	}
+	ifi, err := net.InterfaceByName(zone)
+	if err != nil {
+		return 0
+	}
+	return uint32(ifi.Index)
+}
+
+// cloneSockaddr copies an IPv4/IPv6 socket address.
+func cloneSockaddr(sa unix.Sockaddr) unix.Sockaddr {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return &unix.SockaddrInet4{Port: a.Port, Addr: a.Addr}
+	case *unix.SockaddrInet6:
+		return &unix.SockaddrInet6{Port: a.Port, ZoneId: a.ZoneId, Addr: a.Addr}
+	}
+	return sa
+}
+
+// Conns returns the number of open WebSocket connections.
+func (c *Client) Conns() int { return int(c.conns.Load()) }
+
+// Close closes every connection (sending a close frame, code 1000, where
+// the socket takes it), stops the event loops and waits for them to exit.
+// A phase running meanwhile ends with Stopped "closed" and ErrClosed.
+// Close is idempotent and always returns nil.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() {
+		c.closed.Store(true)
+		for _, l := range c.loops {
+			l.post(command{kind: cmdClose})
+		}
+		for _, l := range c.loops {
+			<-l.done
+		}
+	})
+	return nil
+}
+
+// validate checks a connect phase's parameters.
+func (p ConnectParams) validate() error {
+	var errs []error
+	if p.Connections <= 0 {
+		errs = append(errs, fmt.Errorf("connections must be > 0, got %d", p.Connections))
+	}
+	if p.Concurrency <= 0 {
+		errs = append(errs, fmt.Errorf("concurrency must be > 0, got %d", p.Concurrency))
+	}
+	if p.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("timeout must be > 0, got %v", p.Timeout))
+	}
+	if p.Retries < 0 {
+		errs = append(errs, fmt.Errorf("retries must be >= 0, got %d", p.Retries))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("client: connect: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// Connect opens p.Connections connections, at most p.Concurrency
+// handshakes at a time, spread evenly over the loops (and round-robin over
+// Options.Targets and Options.SourceAddrs). It may be called again: the
+// connections accumulate.
+//
+// Progress counts connections finished (opened or given up). If ctx is
+// canceled the handshakes in flight are abandoned (neither Success nor
+// Failed), and the partial result is returned with ctx.Err(); Stopped says
+// why. Errors counts every failed attempt by reason, retried or not, so its
+// sum is Failed + Retried (plus, in Failed, connections that opened and
+// were closed by the server before the phase ended).
+func (c *Client) Connect(ctx context.Context, p ConnectParams, pr *Progress) (ConnectResult, error) {
+	if err := p.validate(); err != nil {
+		return ConnectResult{}, err
+	}
+	c.phaseMu.Lock()
+	defer c.phaseMu.Unlock()
+	if c.closed.Load() {
+		return ConnectResult{}, ErrClosed
+	}
+	if pr != nil {
+		pr.Total.Store(int64(p.Connections))
+		pr.Done.Store(0)
+	}
+	c.phase++
+	start := time.Now()
+	m := min(len(c.loops), p.Concurrency, p.Connections)
+	var posted []*loop
+	for j := 0; j < m; j++ {
+		job := &dialJob{
+			phase:   c.phase,
+			n:       share(p.Connections, m, j),
+			first:   c.next + int64(j),
+			stride:  int64(m),
+			conc:    share(p.Concurrency, m, j),
+			timeout: int64(p.Timeout),
+			retries: p.Retries,
+			pr:      pr,
+		}
+		l := c.loops[j]
+		if l.post(command{kind: cmdDial, dial: job}) {
+			posted = append(posted, l)
+		}
+	}
+	c.next += int64(p.Connections)
+	results, why := c.collect(ctx, 0, posted)
+	res := ConnectResult{
+		Total:   int64(p.Connections),
+		Used:    time.Since(start),
+		Latency: NewHistogram(),
+		Errors:  map[string]int64{},
+		Stopped: why,
+	}
+	for _, r := range results {
+		if r.dial == nil {
+			continue
+		}
+		res.Success += r.dial.success
+		res.Failed += r.dial.failed
+		res.Retried += r.dial.retried
+		res.Latency.Merge(r.dial.hist)
+		for k, v := range r.dial.errors {
+			res.Errors[k] += v
+		}
+	}
+	return res, stopErr(ctx, why)
+}
+
+// share is part j of n split into m nearly equal parts.
+func share(n, m, j int) int {
+	s := n / m
+	if j < n%m {
+		s++
+	}
+	return s
+}
+
+// stopErr is the error a phase returns for its stop reason.
+func stopErr(ctx context.Context, why string) error {
+	switch why {
+	case StopCanceled:
+		return ctx.Err()
+	case StopClosed:
+		return ErrClosed
+	}
+	return nil
+}
+
+// collect waits for the posted loops' results; on ctx cancellation or the
+// deadline it stops the phase and keeps collecting (loops answer a stop at
+// once). why is the stop reason, "" if the phase ran to its end.
+func (c *Client) collect(ctx context.Context, deadline time.Duration, posted []*loop) (results []phaseResult, why string) {
+	phase := c.phase
+	var timeout <-chan time.Time
+	if deadline > 0 {
+		t := time.NewTimer(deadline)
+		defer t.Stop()
+		timeout = t.C
+	}
+	done := ctx.Done()
+	stop := func(reason string) {
+		if why == "" {
+			why = reason
+		}
+		for _, l := range posted {
+			l.post(command{kind: cmdStop, phase: phase})
+		}
+	}
+	for _, l := range posted {
+		for got := false; !got; {
+			select {
+			case r := <-l.results:
+				if r.phase == phase {
+					results = append(results, r)
+					got = true
+				}
+			case <-l.done:
+				select {
+				case r := <-l.results:
+					if r.phase == phase {
+						results = append(results, r)
+					}
+				default:
+				}
+				got = true
+				if why == "" {
+					why = StopClosed
+				}
+			case <-done:
+				done = nil
+				stop(StopCanceled)
+			case <-timeout:
+				timeout = nil
+				stop(StopDeadline)
+			}
+		}
+	}
+	if why == "" && (c.closed.Load() && len(results) < len(posted) || len(posted) == 0 && c.closed.Load()) {
+		why = StopClosed
+	}
+	return results, why
+}
+
+// validate checks an echo phase's parameters.
+func (p EchoParams) validate() error {
+	var errs []error
+	if p.Total <= 0 {
+		errs = append(errs, fmt.Errorf("total must be > 0, got %d", p.Total))
+	}
+	if p.Concurrency <= 0 {
+		errs = append(errs, fmt.Errorf("concurrency must be > 0, got %d", p.Concurrency))
+	}
+	if p.Payload < 0 || p.Payload > maxPayload {
+		errs = append(errs, fmt.Errorf("payload must be in [0, %d], got %d", maxPayload, p.Payload))
+	}
+	if p.Warmup < 0 {
+		errs = append(errs, fmt.Errorf("warmup must be >= 0, got %d", p.Warmup))
+	}
+	if p.Timeout < 0 || p.Timeout > time.Duration(HistMax) {
+		errs = append(errs, fmt.Errorf("timeout must be in [0, %v], got %v", time.Duration(HistMax), p.Timeout))
+	}
+	if p.Deadline < 0 {
+		errs = append(errs, fmt.Errorf("deadline must be >= 0, got %v", p.Deadline))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("client: echo: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// maxPayload bounds EchoParams.Payload: each loop keeps one masked copy.
+const maxPayload = 64 << 20
+
+// Echo runs a closed-loop echo phase over the open connections:
+// p.Concurrency of them each keep exactly one message in flight, sending
+// the next as soon as the echo of the previous one is complete, until
+// p.Warmup + p.Total messages were sent. The other open connections stand
+// by and replace connections that are lost. Latency is measured from the
+// send to the complete echo; warm-up echoes are neither counted nor
+// recorded.
+//
+// Progress counts finished echoes, warm-up included (Total = Warmup +
+// Total). A phase cut short (ctx canceled, Deadline, Close, or every
+// connection lost) returns what was measured, with Success + Failed <
+// Total and Stopped saying why; messages in flight then count as neither,
+// and their late echoes are discarded. Cancellation also returns ctx.Err(),
+// Close ErrClosed; Deadline and lost connections return a nil error.
+func (c *Client) Echo(ctx context.Context, p EchoParams, pr *Progress) (EchoResult, error) {
+	if err := p.validate(); err != nil {
+		return EchoResult{}, err
+	}
+	c.phaseMu.Lock()
+	defer c.phaseMu.Unlock()
+	if c.closed.Load() {
+		return EchoResult{}, ErrClosed
+	}
+	open := make([]int, len(c.loops))
+	total := 0
+	for i, l := range c.loops {
+		open[i] = int(l.nopen.Load())
+		total += open[i]
+	}
+	if p.Concurrency > total {
+		return EchoResult{}, fmt.Errorf("client: echo: concurrency %d exceeds the %d open connections: open more in a connect phase or lower concurrency", p.Concurrency, total)
+	}
+	timeout := p.Timeout
+	if timeout == 0 {
+		timeout = DefaultEchoTimeout
+	}
+	op := byte(opBinary)
+	if p.Text {
+		op = opText
+	}
+	payload := makePayload(p.Payload, p.Text)
+	hdr := appendClientHeader(nil, op, len(payload), 0)
+	pool := &tokenPool{}
+	pool.warm.Store(p.Warmup)
+	pool.meas.Store(p.Total)
+	batch := p.Warmup + p.Total
+	if len(c.loops) > 1 {
+		batch = max(1, min(256, batch/int64(64*len(c.loops))))
+	}
+	if pr != nil {
+		pr.Total.Store(p.Warmup + p.Total)
+		pr.Done.Store(0)
+	}
+	c.phase++
+	start := time.Now()
+	var posted []*loop
+	for i, slots := range distribute(p.Concurrency, open) {
+		if slots == 0 {
+			continue
+		}
+		job := &echoJob{
+			phase:   c.phase,
+			slots:   slots,
+			hdr:     hdr,
+			payload: payload,
+			op:      op,
+			verify:  p.Verify,
+			timeout: int64(timeout),
+			pool:    pool,
+			batch:   batch,
+			pr:      pr,
+		}
+		if c.loops[i].post(command{kind: cmdEcho, echo: job}) {
+			posted = append(posted, c.loops[i])
+		}
+	}
+	results, why := c.collect(ctx, p.Deadline, posted)
+	res := EchoResult{
+		Total:   p.Total,
+		Used:    time.Since(start),
+		Latency: NewHistogram(),
+		Errors:  map[string]int64{},
+	}
+	for _, r := range results {
+		if r.echo == nil {
+			continue
+		}
+		res.Success += r.echo.success
+		res.Failed += r.echo.failed
+		res.Latency.Merge(r.echo.hist)
+		for k, v := range r.echo.errors {
+			res.Errors[k] += v
+		}
+	}
+	if why == "" && pool.warm.Load()+pool.meas.Load() > 0 {
+		why = StopNoConnections
+	}
+	res.Stopped = why
+	return res, stopErr(ctx, why)
+}
+
+// distribute splits n slots over loops in proportion to their open
+// connections, never giving a loop more than it has.
+func distribute(n int, open []int) []int {
+	total := 0
+	for _, o := range open {
+		total += o
+	}
+	slots := make([]int, len(open))
+	if total == 0 {
+		return slots
+	}
+	left := n
+	for i, o := range open {
+		slots[i] = min(o, n*o/total)
+		left -= slots[i]
+	}
+	for left > 0 {
+		moved := false
+		for i := range slots {
+			if left > 0 && slots[i] < open[i] {
+				slots[i]++
+				left--
+				moved = true
+			}
+		}
+		if !moved {
+			break
+		}
+	}
+	return slots
+}
+
+// makePayload returns n bytes to echo: random bytes, or random lowercase
+// letters (valid UTF-8) for text.
+func makePayload(n int, text bool) []byte {
+	b := make([]byte, n)
+	var seed [32]byte
+	r := rand.NewChaCha8(seed)
+	// ChaCha8.Read never fails.
+	_, _ = r.Read(b)
+	if text {
+		for i := range b {
+			b[i] = 'a' + b[i]%26
+		}
+	}
+	return b
+}

@@ -1,0 +1,58 @@
+package client
+
+// Connection states.
+const (
+	stClosed     uint8 = iota
+	stConnecting       // connect() in progress, waiting for EPOLLOUT
+	stSending          // writing the upgrade request
+	stReceiving        // reading the upgrade response
+	stOpen             // WebSocket open
+)
+
+// Connection flags.
+const (
+	fInflight uint8 = 1 << iota // an echo is in flight
+	fWarm                       // the in-flight echo is warm-up
+	fBad                        // the message being received differs from the one sent
+	fWantOut                    // EPOLLOUT is registered: output is pending
+	fDataPend                   // the data frame is not fully written (woff bytes are)
+	fNew                        // opened by the connect phase now running
+)
+
+// conn is one connection, owned by one loop. An idle open connection is
+// only this struct (plus a slot in the loop's fd table and open list): no
+// buffers. ext is allocated only while something is partial.
+type conn struct {
+	dec    decoder  // server frame stream state (24 bytes)
+	sentAt int64    // loop clock (ns) when the in-flight message was sent
+	ext    *connExt // partial input/output, handshake state; nil when idle
+	fd     int32
+	gen    uint32 // loop-unique, carried in epoll event data
+	idx    int32  // position in loop.open
+	woff   int32  // bytes of the pending data frame already written
+	wkey   uint32 // mask key of the pending data frame
+	state  uint8
+	flags  uint8
+	skip   uint16 // replies still due from stopped phases, to discard
+}
+
+// connExt holds what a connection needs only while something is partial:
+// its handshake, an incomplete frame header or control frame, or queued
+// control frames. Loops recycle them.
+type connExt struct {
+	pend []byte // unparsed input (≤ maxStash bytes; ≤ maxResponse during the handshake)
+	out  []byte // queued control frames, written before a queued data frame
+
+	// Handshake state, valid while state < stOpen.
+	index    int64 // connection number (selects target and source)
+	tries    int   // failed attempts so far
+	slot     int   // position in dialRun.inflight
+	started  int64 // loop clock at connect()
+	deadline int64 // loop clock when the attempt times out
+	written  int   // request bytes written
+	target   int   // index into the loop's targets
+	key      [keyLen]byte
+}
+
+// idle reports whether the ext holds nothing and may be recycled.
+func (x *connExt) idle() bool { return len(x.pend) == 0 && len(x.out) == 0 }

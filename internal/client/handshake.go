@@ -1,0 +1,134 @@
+package client
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// wsGUID is the RFC 6455 §1.3 constant appended to the key.
+const wsGUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+const (
+	// keyLen is the length of a base64 Sec-WebSocket-Key (16 random bytes).
+	keyLen = 24
+	// maxResponse bounds the upgrade response, headers included.
+	maxResponse = 8 << 10
+)
+
+// Handshake failure reasons (Errors keys).
+var (
+	errNoStatus       = errors.New("bad status line")
+	errNoUpgrade      = errors.New("missing upgrade: websocket")
+	errNoConnection   = errors.New("missing connection: upgrade")
+	errBadAccept      = errors.New("bad accept")
+	errExtension      = errors.New("unrequested extension")
+	errResponseTooBig = errors.New("response too large")
+)
+
+// upgradeRequest is a pre-built HTTP/1.1 upgrade request for one target;
+// each attempt copies it and writes its own key at keyOff.
+type upgradeRequest struct {
+	buf    []byte
+	keyOff int
+}
+
+// newUpgradeRequest builds the request for host (the Host header, as given
+// in Options.Targets) and path.
+func newUpgradeRequest(host, path string) upgradeRequest {
+	head := "GET " + path + " HTTP/1.1\r\nHost: " + host +
+		"\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: "
+	buf := make([]byte, 0, len(head)+keyLen+4)
+	buf = append(buf, head...)
+	off := len(buf)
+	buf = append(buf, bytes.Repeat([]byte{'A'}, keyLen)...)
+	buf = append(buf, "\r\n\r\n"...)
+	return upgradeRequest{buf: buf, keyOff: off}
+}
+
+// encodeKey writes the base64 form of 16 random bytes into dst.
+func encodeKey(dst *[keyLen]byte, raw [16]byte) {
+	base64.StdEncoding.Encode(dst[:], raw[:])
+}
+
+// acceptFor returns the Sec-WebSocket-Accept value expected for key.
+func acceptFor(key []byte) [28]byte {
+	h := sha1.New()
+	h.Write(key)
+	h.Write([]byte(wsGUID))
+	var sum [sha1.Size]byte
+	var out [28]byte
+	base64.StdEncoding.Encode(out[:], h.Sum(sum[:0]))
+	return out
+}
+
+// responseEnd returns the length of the HTTP response head at the start of
+// b (through the blank line), or 0 if b does not hold all of it yet.
+func responseEnd(b []byte) int {
+	i := bytes.Index(b, []byte("\r\n\r\n"))
+	if i < 0 {
+		return 0
+	}
+	return i + 4
+}
+
+// checkResponse validates an upgrade response head (as delimited by
+// responseEnd) for a request that sent key. The error text is the failure
+// reason: "bad status 404", "bad accept", ...
+func checkResponse(head, key []byte) error {
+	line, rest, ok := bytes.Cut(head, []byte("\r\n"))
+	if !ok {
+		return errNoStatus
+	}
+	// "HTTP/1.1 101 Switching Protocols"
+	_, after, ok := bytes.Cut(line, []byte(" "))
+	if !ok || !bytes.HasPrefix(line, []byte("HTTP/")) || len(after) < 3 {
+		return errNoStatus
+	}
+	code, err := strconv.Atoi(string(after[:3]))
+	if err != nil {
+		return errNoStatus
+	}
+	if code != 101 {
+		return fmt.Errorf("bad status %d", code)
+	}
+	var upgrade, connection, accept bool
+	want := acceptFor(key)
+	for len(rest) > 0 {
+		line, rest, _ = bytes.Cut(rest, []byte("\r\n"))
+		name, value, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			continue
+		}
+		name = bytes.TrimSpace(name)
+		value = bytes.TrimSpace(value)
+		switch {
+		case bytes.EqualFold(name, []byte("Upgrade")):
+			upgrade = bytes.EqualFold(value, []byte("websocket"))
+		case bytes.EqualFold(name, []byte("Connection")):
+			for tok := range bytes.SplitSeq(value, []byte(",")) {
+				if bytes.EqualFold(bytes.TrimSpace(tok), []byte("upgrade")) {
+					connection = true
+				}
+			}
+		case bytes.EqualFold(name, []byte("Sec-WebSocket-Accept")):
+			accept = bytes.Equal(value, want[:])
+		case bytes.EqualFold(name, []byte("Sec-WebSocket-Extensions")):
+			if len(value) > 0 {
+				return errExtension
+			}
+		}
+	}
+	switch {
+	case !upgrade:
+		return errNoUpgrade
+	case !connection:
+		return errNoConnection
+	case !accept:
+		return errBadAccept
+	}
+	return nil
+}

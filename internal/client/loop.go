@@ -1,0 +1,611 @@
+package client
+
+import (
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	// eventBatch is how many epoll events one epoll_wait returns at most;
+	// a large batch amortises the call over many connections.
+	eventBatch = 1024
+	// readBufSize is the per-loop read buffer shared by all its connections.
+	readBufSize = 256 << 10
+	// progressBatch is how many finished units a loop accumulates before
+	// publishing them to Progress.Done.
+	progressBatch = 256
+	// maxTick bounds the interval of a loop's timer checks (timeouts,
+	// progress), and so how late a timeout can be noticed.
+	maxTick = 100 * time.Millisecond
+	// minTick is the shortest timer-check interval.
+	minTick = time.Millisecond
+)
+
+// Command kinds sent to a loop.
+const (
+	cmdDial = iota + 1
+	cmdEcho
+	cmdStop
+	cmdClose
+)
+
+// command is a request from a caller goroutine to a loop, queued under
+// loop.mu and announced through the loop's eventfd.
+type command struct {
+	kind  int
+	phase int64 // cmdStop: the phase to stop
+	dial  *dialJob
+	echo  *echoJob
+}
+
+// phaseResult is a loop's share of a phase, sent when the phase ends there.
+type phaseResult struct {
+	phase int64
+	dial  *connectPart
+	echo  *echoPart
+}
+
+// loop is one event loop: a goroutine locked to its OS thread, with its own
+// epoll fd, owning a set of connections. Everything below mu is touched only
+// by the loop goroutine (and by tests that drive a loop synchronously).
+type loop struct {
+	cl   *Client
+	id   int
+	epfd int
+	evfd int
+
+	mu      sync.Mutex
+	cmds    []command
+	quit    bool // the loop is exiting: post refuses commands
+	results chan phaseResult
+	done    chan struct{}
+	nopen   atomic.Int64 // len(open), for the caller's slot distribution
+
+	events  []unix.EpollEvent
+	byFD    []*conn // fd -> connection
+	open    []*conn // open WebSocket connections
+	gen     uint32
+	rbuf    []byte
+	wbuf    []byte
+	cbuf    []byte // control frames and upgrade requests
+	rng     *rand.ChaCha8
+	epoch   time.Time
+	extFree []*connExt
+
+	// Per-loop copies of the targets' socket addresses: unix.Connect
+	// writes into a Sockaddr, so loops must not share them.
+	targets    []unix.Sockaddr
+	src4, src6 []unix.Sockaddr
+
+	// The phase running here, at most one at a time.
+	dial      *dialRun
+	echo      *echoRun
+	tickEvery int64 // ns; 0 = no timers
+	nextTick  int64
+	cmdTmp    []command
+	stopping  bool // a cmdClose arrived
+}
+
+// newLoop creates a loop's epoll and eventfd; run starts it.
+func newLoop(cl *Client, id int) (*loop, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, errors.Join(errors.New("client: epoll_create1"), err)
+	}
+	evfd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		unix.Close(epfd)
+		return nil, errors.Join(errors.New("client: eventfd"), err)
+	}
+	if err := epollCtl(epfd, unix.EPOLL_CTL_ADD, int32(evfd), 0, unix.EPOLLIN); err != nil {
+		unix.Close(evfd)
+		unix.Close(epfd)
+		return nil, errors.Join(errors.New("client: epoll_ctl eventfd"), err)
+	}
+	var seed [32]byte
+	for i := 0; i < 4; i++ {
+		binary.LittleEndian.PutUint64(seed[8*i:], rand.Uint64())
+	}
+	l := &loop{
+		cl:      cl,
+		id:      id,
+		epfd:    epfd,
+		evfd:    evfd,
+		results: make(chan phaseResult, 1),
+		done:    make(chan struct{}),
+		events:  make([]unix.EpollEvent, eventBatch),
+		rbuf:    make([]byte, readBufSize),
+		cbuf:    make([]byte, 0, 1024),
+		rng:     rand.NewChaCha8(seed),
+		epoch:   time.Now(),
+	}
+	for _, t := range cl.targets {
+		l.targets = append(l.targets, cloneSockaddr(t.sa))
+	}
+	for _, s := range cl.src4 {
+		l.src4 = append(l.src4, cloneSockaddr(s))
+	}
+	for _, s := range cl.src6 {
+		l.src6 = append(l.src6, cloneSockaddr(s))
+	}
+	return l, nil
+}
+
+// now is the loop clock: monotonic ns since the loop was created. It costs
+// one vDSO clock read (time.Since), never a system call.
+func (l *loop) now() int64 { return int64(time.Since(l.epoch)) }
+
+// post queues a command and wakes the loop. It returns false if the loop
+// has exited (or is exiting) and will not run it.
+func (l *loop) post(cmd command) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.quit {
+		return false
+	}
+	l.cmds = append(l.cmds, cmd)
+	var one [8]byte
+	binary.NativeEndian.PutUint64(one[:], 1)
+	// The only possible failure is EAGAIN when the counter is about to
+	// overflow, which needs 2^64 unread wake-ups: the loop is awake anyway.
+	_, _ = unix.Write(l.evfd, one[:])
+	return true
+}
+
+// run is the loop goroutine.
+func (l *loop) run() {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer close(l.done)
+	for {
+		timeout := -1
+		if l.tickEvery > 0 {
+			d := l.nextTick - l.now()
+			switch {
+			case d <= 0:
+				timeout = 0
+			default:
+				timeout = int((d + int64(time.Millisecond) - 1) / int64(time.Millisecond))
+			}
+		}
+		n, err := unix.EpollWait(l.epfd, l.events, timeout)
+		if err != nil && err != unix.EINTR {
+			// epoll_wait fails only for a bad epfd or events buffer, which
+			// would be a bug here; stop rather than spin.
+			l.shutdown()
+			return
+		}
+		for i := 0; i < n; i++ {
+			ev := &l.events[i]
+			if ev.Pad == 0 {
+				l.drainCommands()
+				continue
+			}
+			fd := int(ev.Fd)
+			if fd >= len(l.byFD) {
+				continue
+			}
+			c := l.byFD[fd]
+			if c == nil || c.gen != uint32(ev.Pad) {
+				continue // stale: the fd was closed (and maybe reused) in this batch
+			}
+			l.handle(c, ev.Events)
+		}
+		if l.tickEvery > 0 {
+			if now := l.now(); now >= l.nextTick {
+				l.tick(now)
+				l.nextTick = now + l.tickEvery
+			}
+		}
+		if l.stopping {
+			l.shutdown()
+			return
+		}
+	}
+}
+
+// drainCommands runs the queued commands.
+func (l *loop) drainCommands() {
+	var buf [8]byte
+	// The eventfd is non-blocking; EAGAIN just means another wake-up
+	// already reset the counter.
+	_, _ = rawRead(int32(l.evfd), buf[:])
+	l.mu.Lock()
+	l.cmdTmp, l.cmds = l.cmds, l.cmdTmp[:0]
+	l.mu.Unlock()
+	for i := range l.cmdTmp {
+		cmd := &l.cmdTmp[i]
+		switch cmd.kind {
+		case cmdDial:
+			l.dialStart(cmd.dial)
+		case cmdEcho:
+			l.echoStart(cmd.echo)
+		case cmdStop:
+			if l.dial != nil && l.dial.job.phase == cmd.phase {
+				l.dialFinish(true)
+			}
+			if l.echo != nil && l.echo.job.phase == cmd.phase {
+				l.echoFinish()
+			}
+		case cmdClose:
+			l.stopping = true
+		}
+		*cmd = command{}
+	}
+}
+
+// setTick arms (every > 0) or disarms the loop's timer checks.
+func (l *loop) setTick(every time.Duration) {
+	if every <= 0 {
+		l.tickEvery = 0
+		return
+	}
+	l.tickEvery = int64(min(max(every, minTick), maxTick))
+	l.nextTick = l.now() + l.tickEvery
+}
+
+// tick runs the timer checks of the phase in progress.
+func (l *loop) tick(now int64) {
+	if l.dial != nil {
+		l.dialTick(now)
+	}
+	if l.echo != nil {
+		l.echoTick(now)
+	}
+}
+
+// shutdown ends any phase, says goodbye on every connection and releases
+// the loop's fds. After it, post refuses commands.
+func (l *loop) shutdown() {
+	l.mu.Lock()
+	l.quit = true
+	l.cmds = nil
+	l.mu.Unlock()
+	if l.dial != nil {
+		l.dialFinish(true)
+	}
+	if l.echo != nil {
+		l.echoFinish()
+	}
+	for fd, c := range l.byFD {
+		if c == nil {
+			continue
+		}
+		if c.state == stOpen && c.flags&(fDataPend|fWantOut) == 0 {
+			l.cbuf = appendControl(l.cbuf[:0], opClose, []byte{0x03, 0xe8}, uint32(l.rng.Uint64())) // 1000: normal closure
+			// Best effort: the connection is closed right after either way.
+			_, _ = rawWrite(c.fd, l.cbuf)
+		}
+		l.closeFD(c)
+		l.byFD[fd] = nil
+	}
+	l.open = nil
+	l.nopen.Store(0)
+	unix.Close(l.evfd)
+	unix.Close(l.epfd)
+}
+
+// register adds c to the fd table and to epoll.
+func (l *loop) register(c *conn, events uint32) error {
+	l.gen++
+	if l.gen == 0 { // 0 marks the eventfd
+		l.gen = 1
+	}
+	c.gen = l.gen
+	if err := epollCtl(l.epfd, unix.EPOLL_CTL_ADD, c.fd, c.gen, events); err != nil {
+		return err
+	}
+	fd := int(c.fd)
+	if fd >= len(l.byFD) {
+		n := max(2*len(l.byFD), fd+1, 1024)
+		byFD := make([]*conn, n)
+		copy(byFD, l.byFD)
+		l.byFD = byFD
+	}
+	l.byFD[fd] = c
+	return nil
+}
+
+// closeFD closes c's socket (which also removes it from epoll) and, if it
+// was open, takes it off the open list.
+func (l *loop) closeFD(c *conn) {
+	if c.state == stOpen {
+		last := l.open[len(l.open)-1]
+		l.open[c.idx] = last
+		last.idx = c.idx
+		l.open[len(l.open)-1] = nil
+		l.open = l.open[:len(l.open)-1]
+		l.nopen.Add(-1)
+		l.cl.conns.Add(-1)
+	}
+	if int(c.fd) < len(l.byFD) && l.byFD[c.fd] == c {
+		l.byFD[c.fd] = nil
+	}
+	unix.Close(int(c.fd))
+	c.state = stClosed
+	c.flags = 0
+	l.putExt(c)
+}
+
+// addOpen puts a connection that finished its handshake on the open list.
+func (l *loop) addOpen(c *conn) {
+	c.state = stOpen
+	c.idx = int32(len(l.open))
+	l.open = append(l.open, c)
+	l.nopen.Add(1)
+	l.cl.conns.Add(1)
+}
+
+// getExt returns c's ext, attaching a recycled or new one if needed.
+func (l *loop) getExt(c *conn) *connExt {
+	if c.ext == nil {
+		if n := len(l.extFree); n > 0 {
+			c.ext = l.extFree[n-1]
+			l.extFree = l.extFree[:n-1]
+		} else {
+			c.ext = &connExt{}
+		}
+	}
+	return c.ext
+}
+
+// putExt detaches c's ext and recycles it.
+func (l *loop) putExt(c *conn) {
+	x := c.ext
+	if x == nil {
+		return
+	}
+	c.ext = nil
+	if cap(x.pend) > maxStash*2 {
+		x.pend = nil // drop a large handshake buffer
+	}
+	*x = connExt{pend: x.pend[:0], out: x.out[:0]}
+	if len(l.extFree) < 1024 {
+		l.extFree = append(l.extFree, x)
+	}
+}
+
+// handle dispatches one epoll event.
+func (l *loop) handle(c *conn, events uint32) {
+	switch c.state {
+	case stConnecting:
+		l.onConnected(c)
+	case stSending:
+		l.sendRequest(c)
+	case stReceiving:
+		l.readResponse(c)
+	case stOpen:
+		if events&unix.EPOLLOUT != 0 && c.flags&fWantOut != 0 {
+			l.flush(c)
+			if c.state != stOpen {
+				return
+			}
+		}
+		if events&(unix.EPOLLIN|unix.EPOLLERR|unix.EPOLLHUP) != 0 {
+			l.readFrames(c)
+		}
+	}
+}
+
+// readFrames reads what the socket has (one read) and decodes it.
+func (l *loop) readFrames(c *conn) {
+	off := 0
+	if c.ext != nil && len(c.ext.pend) > 0 {
+		off = copy(l.rbuf, c.ext.pend)
+	}
+	n, e := rawRead(c.fd, l.rbuf[off:])
+	if e != 0 {
+		if !wouldBlock(e) {
+			l.lost(c, "read: "+e.Error())
+		}
+		return
+	}
+	if n == 0 {
+		l.lost(c, "eof")
+		return
+	}
+	if off > 0 {
+		c.ext.pend = c.ext.pend[:0]
+		if c.ext.idle() {
+			l.putExt(c)
+		}
+	}
+	l.feed(c, l.rbuf[:off+n], l.now())
+}
+
+// feed decodes b, a piece of c's input stream, and acts on it.
+func (l *loop) feed(c *conn, b []byte, now int64) {
+	for len(b) > 0 {
+		ev, n, err := c.dec.next(b)
+		if err != nil {
+			l.lost(c, "protocol: "+err.Error())
+			return
+		}
+		if n == 0 {
+			x := l.getExt(c)
+			x.pend = append(x.pend[:0], b...)
+			return
+		}
+		b = b[n:]
+		switch ev.kind {
+		case evData:
+			l.onData(c, &ev, now)
+		case evControl:
+			l.onControl(c, ev.op, ev.data)
+		}
+		if c.state != stOpen {
+			return
+		}
+	}
+}
+
+// onData handles a chunk of a data message.
+func (l *loop) onData(c *conn, ev *event, now int64) {
+	if c.skip > 0 {
+		if ev.end {
+			c.skip--
+		}
+		return
+	}
+	if e := l.echo; e != nil && c.flags&fInflight != 0 {
+		e.onData(l, c, ev, now)
+	}
+	// Anything else is a message nobody asked for; it is ignored.
+}
+
+// onControl answers pings and handles a server's close.
+func (l *loop) onControl(c *conn, op byte, payload []byte) {
+	switch op {
+	case opPing:
+		l.sendControl(c, opPong, payload)
+	case opClose:
+		reason := "server close"
+		if len(payload) >= 2 {
+			code := binary.BigEndian.Uint16(payload)
+			reason = "server close " + itoa(int(code))
+			payload = payload[:2]
+		} else {
+			payload = nil
+		}
+		if c.flags&(fDataPend|fWantOut) == 0 {
+			l.cbuf = appendControl(l.cbuf[:0], opClose, payload, uint32(l.rng.Uint64()))
+			// Best effort reply: the connection is dropped right after.
+			_, _ = rawWrite(c.fd, l.cbuf)
+		}
+		l.lost(c, reason)
+	}
+}
+
+// lost drops a connection that failed, charging the failure to the phase
+// that was using it.
+func (l *loop) lost(c *conn, reason string) {
+	if c.state == stClosed {
+		return
+	}
+	if c.state != stOpen {
+		l.attemptFailed(c, reason)
+		return
+	}
+	inflight := c.flags&fInflight != 0
+	warm := c.flags&fWarm != 0
+	if d := l.dial; d != nil && c.flags&fNew != 0 {
+		d.part.success--
+		d.part.failed++
+		d.part.count(reason)
+	}
+	l.closeFD(c)
+	if e := l.echo; e != nil && inflight {
+		e.lostInflight(l, warm, reason)
+	}
+}
+
+// appendControl appends a masked control frame.
+func appendControl(dst []byte, op byte, payload []byte, key uint32) []byte {
+	dst = appendClientHeader(dst, op, len(payload), key)
+	n := len(dst)
+	dst = append(dst, payload...)
+	maskCopy(dst[n:], dst[n:], key, 0)
+	return dst
+}
+
+// sendControl writes a control frame, or queues it behind pending output.
+func (l *loop) sendControl(c *conn, op byte, payload []byte) {
+	l.cbuf = appendControl(l.cbuf[:0], op, payload, uint32(l.rng.Uint64()))
+	b := l.cbuf
+	if c.flags&fWantOut == 0 {
+		n, e := rawWrite(c.fd, b)
+		if e != 0 && !wouldBlock(e) {
+			l.lost(c, "write: "+e.Error())
+			return
+		}
+		b = b[n:]
+		if len(b) == 0 {
+			return
+		}
+	}
+	x := l.getExt(c)
+	x.out = append(x.out, b...)
+	l.wantOut(c)
+}
+
+// wantOut asks epoll for EPOLLOUT on c.
+func (l *loop) wantOut(c *conn) {
+	if c.flags&fWantOut != 0 {
+		return
+	}
+	c.flags |= fWantOut
+	if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, c.gen, unix.EPOLLIN|unix.EPOLLOUT); err != nil {
+		l.lost(c, "epoll_ctl: "+errnoText(err))
+	}
+}
+
+// flush writes c's pending output in order: the rest of a started data
+// frame, queued control frames, then a queued data frame.
+func (l *loop) flush(c *conn) {
+	for {
+		var b []byte
+		data := false
+		switch {
+		case c.flags&fDataPend != 0 && (c.woff > 0 || c.ext == nil || len(c.ext.out) == 0):
+			if l.echo == nil { // cannot happen: echoFinish spills pending frames
+				c.flags &^= fDataPend
+				continue
+			}
+			b = l.echo.frameFrom(l, c.wkey, int(c.woff))
+			data = true
+		case c.ext != nil && len(c.ext.out) > 0:
+			b = c.ext.out
+		default:
+			c.flags &^= fWantOut
+			if c.ext != nil && c.ext.idle() {
+				l.putExt(c)
+			}
+			if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, c.gen, unix.EPOLLIN); err != nil {
+				l.lost(c, "epoll_ctl: "+errnoText(err))
+			}
+			return
+		}
+		n, e := rawWrite(c.fd, b)
+		if e != 0 {
+			if !wouldBlock(e) {
+				l.lost(c, "write: "+e.Error())
+			}
+			return
+		}
+		if data {
+			if n < len(b) {
+				c.woff += int32(n)
+				return
+			}
+			c.flags &^= fDataPend
+			c.woff = 0
+			continue
+		}
+		c.ext.out = c.ext.out[:copy(c.ext.out, c.ext.out[n:])]
+		if n < len(b) {
+			return
+		}
+	}
+}
+
+// itoa formats a small non-negative integer without fmt.
+func itoa(v int) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + v%10)
+		v /= 10
+		if v == 0 {
+			break
+		}
+	}
+	return string(b[i:])
+}
