@@ -49,6 +49,7 @@ type Error struct {
 	Err   error  // the underlying error, usually a syscall.Errno
 }
 
+// Error formats the failure as shown in the type's comment.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("sysctl ")

@@ -43,6 +43,20 @@ type Saved struct {
 	Plan   string            `json:"plan"`   // plan file that asked for the values; set by the caller
 }
 
+// Previous returns what Apply would save for these rows (from Check): the
+// current values of the keys that differ and could be read. Writing it to
+// the saved-state file before Apply makes even a crash in the middle of
+// Apply restorable; Restore skips keys that were never changed.
+func Previous(rows []Row) Saved {
+	s := Saved{Sysctl: map[string]string{}, Time: time.Now()}
+	for _, r := range rows {
+		if !r.OK && r.Err == nil {
+			s.Sysctl[r.Key] = r.Current
+		}
+	}
+	return s
+}
+
 // Apply writes every wanted key whose current value differs, in sorted key
 // order, and returns the previous values of the keys it wrote.
 //
@@ -82,7 +96,10 @@ func Apply(fs FS, want map[string]string) (Saved, error) {
 				return saved, fmt.Errorf("setting %s failed: %w; restoring the keys already written failed, still changed: %s: %w",
 					r.Key, err, strings.Join(slices.Sorted(maps.Keys(saved.Sysctl)), ", "), errors.Join(undo...))
 			}
-			return saved, fmt.Errorf("setting %s failed: %w (%d key(s) already written were restored)", r.Key, err, len(written))
+			if len(written) == 0 {
+				return saved, fmt.Errorf("setting %s failed: %w; nothing was changed", r.Key, err)
+			}
+			return saved, fmt.Errorf("setting %s failed: %w; restored %s, already written", r.Key, err, strings.Join(written, ", "))
 		}
 		saved.Sysctl[r.Key] = r.Current
 		written = append(written, r.Key)
@@ -120,6 +137,8 @@ func (s Saved) WriteFile(path string) error {
 	if err != nil {
 		return err
 	}
+	// On failure the temporary file is removed best effort: the error that
+	// matters is the one returned, and a stray *.tmp file is harmless.
 	if _, err := tmp.Write(append(b, '\n')); err != nil {
 		tmp.Close()
 		os.Remove(tmp.Name())

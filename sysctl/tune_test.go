@@ -54,6 +54,7 @@ func TestApplyRestore(t *testing.T) {
 		"net.core.somaxconn":           "8192",
 		"net.ipv4.tcp_tw_reuse":        "1",
 	}
+	pre := Previous(Check(f, want))
 	before := time.Now()
 	saved, err := Apply(f, want)
 	if err != nil {
@@ -62,6 +63,9 @@ func TestApplyRestore(t *testing.T) {
 	wantSaved := map[string]string{"net.ipv4.ip_local_port_range": "32768\t60999", "net.core.somaxconn": "4096"}
 	if !reflect.DeepEqual(saved.Sysctl, wantSaved) {
 		t.Errorf("saved = %v, want %v", saved.Sysctl, wantSaved)
+	}
+	if !reflect.DeepEqual(pre.Sysctl, wantSaved) {
+		t.Errorf("Previous = %v, want what Apply saves: %v", pre.Sysctl, wantSaved)
 	}
 	if saved.Time.Before(before) {
 		t.Errorf("saved.Time = %v, before Apply started", saved.Time)
@@ -151,7 +155,7 @@ func TestApplyFailsHalfway(t *testing.T) {
 	if !errors.Is(err, ErrNotWritable) {
 		t.Fatalf("err = %v, want ErrNotWritable", err)
 	}
-	want := `setting b.two failed: sysctl b.two="20": not writable here (read-only or outside this network namespace): permission denied (1 key(s) already written were restored)`
+	want := `setting b.two failed: sysctl b.two="20": not writable here (read-only or outside this network namespace): permission denied; restored a.one, already written`
 	if err.Error() != want {
 		t.Errorf("err:\n got %s\nwant %s", err, want)
 	}
@@ -216,5 +220,19 @@ func TestReadSaved(t *testing.T) {
 	}
 	if _, err := ReadSaved(filepath.Join(dir, "absent.json")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("absent file: err = %v", err)
+	}
+}
+
+// A first write that fails leaves nothing to restore.
+func TestApplyFailsFirst(t *testing.T) {
+	f := newRoot(t, map[string]string{"a.one": "1\n", "b.two": "2\n"}, map[string]os.FileMode{"a.one": 0o444})
+	var err error
+	asNobody(t, func() { _, err = Apply(f, map[string]string{"a.one": "10", "b.two": "20"}) })
+	want := `setting a.one failed: sysctl a.one="10": not writable here (read-only or outside this network namespace): permission denied; nothing was changed`
+	if err == nil || err.Error() != want {
+		t.Errorf("err:\n got %v\nwant %s", err, want)
+	}
+	if got := raw(t, f, "b.two"); got != "2\n" {
+		t.Errorf("b.two = %q, written after a failure", got)
 	}
 }
