@@ -15,13 +15,14 @@ import (
 // maxCPU is the number of CPUs a unix.CPUSet can name.
 const maxCPU = len(unix.CPUSet{}) * 64
 
-// OnlineCPUs returns the CPUs this process may run on, ascending: its
-// sched_getaffinity mask (which honours taskset and cgroup cpusets), or, if
-// that fails, /sys/devices/system/cpu/online. It returns nil if neither can
-// be read.
+// OnlineCPUs returns the CPUs this process may run on, ascending: the
+// sched_getaffinity mask of its main thread (which honours taskset and
+// cgroup cpusets, and does not depend on which thread asks), or, if that
+// fails, /sys/devices/system/cpu/online. It returns nil if neither can be
+// read.
 func OnlineCPUs() []int {
 	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err == nil {
+	if err := unix.SchedGetaffinity(os.Getpid(), &set); err == nil {
 		if cpus := cpusOf(&set); len(cpus) > 0 {
 			return cpus
 		}

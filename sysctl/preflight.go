@@ -12,7 +12,7 @@ import (
 // stdio, the Go runtime's epoll and pipes, log files, /proc readers.
 const FDSlack = 64
 
-// wideRange is the ephemeral port range fixes suggest: every port above the
+// wideLow-wideHigh is the ephemeral port range fixes suggest: every port above the
 // privileged ones.
 const (
 	wideLow, wideHigh = 1024, 65535
