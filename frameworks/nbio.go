@@ -1,0 +1,187 @@
+package frameworks
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/lesismal/nbio/logging"
+	"github.com/lesismal/nbio/mempool"
+	"github.com/lesismal/nbio/nbhttp"
+	"github.com/lesismal/nbio/nbhttp/websocket"
+)
+
+// nbio IO modes, the values of the io_mode option.
+const (
+	nbioBlocking    = "blocking"
+	nbioMixed       = "mixed"
+	nbioNonBlocking = "nonblocking"
+	nbioStd         = "std"
+)
+
+const (
+	// nbioMemPoolExtra is added to the read buffer size to size nbio's
+	// message buffer pool, as the published servers did (payload+1024).
+	nbioMemPoolExtra = 1024
+	// nbioMemPoolFreeSize is the largest buffer the pool keeps (1 GiB, as
+	// published): larger ones are allocated and left to the GC.
+	nbioMemPoolFreeSize = 1 << 30
+	// nbioShutdownTimeout bounds Close: nbhttp closes every connection and
+	// waits for the count to reach zero, checking every 200 ms.
+	nbioShutdownTimeout = 5 * time.Second
+)
+
+func init() {
+	Register(Adapter{
+		Name:    "nbio",
+		Library: "github.com/lesismal/nbio",
+		Doc:     "nbhttp engine (blocking, mixed or epoll non-blocking IO) or net/http; OnMessage writes the message back",
+		Options: []Option{
+			{Name: "io_mode", Type: TypeEnum, Enum: []string{nbioBlocking, nbioMixed, nbioNonBlocking, nbioStd}, Default: nbioNonBlocking,
+				Doc: "nbhttp IOMod (blocking: goroutine per connection; nonblocking: epoll loop; mixed: blocking up to max_blocking_online, then epoll) or std: nbio's upgrader on net/http"},
+			{Name: "max_blocking_online", Type: TypeInt, Default: "10000",
+				Doc: "io_mode=mixed only: connections served blocking before new ones go to the epoll loop; must be > 0"},
+		},
+		Start: startNbio,
+	})
+	for _, p := range []Preset{
+		{Name: "nbio_blocking", Options: map[string]string{"io_mode": nbioBlocking},
+			Doc: "nbhttp.Engine, IOModBlocking: goroutine per connection"},
+		{Name: "nbio_mixed", Options: map[string]string{"io_mode": nbioMixed},
+			Doc: "nbhttp.Engine, IOModMixed: blocking for the first 10000 connections, then the epoll loop"},
+		{Name: "nbio_nonblocking", Options: map[string]string{"io_mode": nbioNonBlocking},
+			Doc: "nbhttp.Engine, IOModNonBlocking: epoll event loop"},
+		{Name: "nbio_std", Options: map[string]string{"io_mode": nbioStd},
+			Doc: "nbio's websocket upgrader on a net/http server, goroutine per connection"},
+	} {
+		p.Framework = "nbio"
+		RegisterPreset(p)
+	}
+}
+
+// startNbio serves nbio's websocket on an nbhttp.Engine in the io_mode
+// given, or on net/http for io_mode=std. Settings as in the published
+// benchmark: ReleaseWebsocketPayload (message buffers go back to the pool
+// after OnMessage), upgrader KeepaliveTime 0 (no read deadline),
+// BlockingModAsyncWrite false (blocking connections write in the caller),
+// and a message buffer pool of read_buffer+1024-byte buffers.
+//
+// read_buffer sizes that pool. nbio's socket read buffers (64 KiB per poller
+// read in nonblocking mode, 4 KiB per blocking connection) keep the
+// library's defaults, as published, unless read_buffer is set explicitly:
+// then they take that size too. nbio answers pings with pongs and echoes a
+// close frame; compression negotiates permessage-deflate.
+func startNbio(cfg Config) (Server, error) {
+	// nbio logs to stdout by default; a server's stdout is not its log.
+	logging.Output = os.Stderr
+
+	mode := cfg.String("io_mode")
+	explicitBuf := cfg.Int("read_buffer") // 0 = library defaults
+	pool := mempool.New(cfg.ReadBuffer()+nbioMemPoolExtra, nbioMemPoolFreeSize)
+
+	up := websocket.NewUpgrader()
+	up.KeepaliveTime = 0
+	up.BlockingModAsyncWrite = false
+	up.CheckOrigin = func(*http.Request) bool { return true }
+	up.EnableCompression(cfg.Bool("compression"))
+	if explicitBuf > 0 {
+		up.BlockingModReadBufferSize = explicitBuf
+	}
+	up.OnMessage(func(c *websocket.Conn, mt websocket.MessageType, data []byte) {
+		// A failed write closes the connection inside nbio; nothing to add.
+		_ = c.WriteMessage(mt, data)
+	})
+
+	if mode == nbioStd {
+		// The upgrader takes its buffer pool and payload release setting
+		// from an engine; this one is never started, it only carries them.
+		// A synchronous ServerExecutor and SupportServerOnly keep NewEngine
+		// from starting task-pool goroutines that only Stop would end;
+		// blocking connections call OnMessage synchronously either way.
+		up.Engine = nbhttp.NewEngine(nbhttp.Config{
+			ReleaseWebsocketPayload: true,
+			BodyAllocator:           pool,
+			ServerExecutor:          func(f func()) { f() },
+			SupportServerOnly:       true,
+		})
+		bufSize := up.BlockingModReadBufferSize
+		return startHTTP(cfg, func(s *httpServer, w http.ResponseWriter, r *http.Request) {
+			// Upgrade without nbio starting its own read goroutine: this
+			// handler goroutine reads instead, so Close can wait for it.
+			c, err := up.UpgradeWithoutHandlingReadForConnFromSTDServer(w, r, nil)
+			if err != nil {
+				return // Upgrade has written the HTTP error response
+			}
+			nc := c.UnderlayerConn()
+			if !s.conns.add(nc) {
+				return
+			}
+			defer s.conns.done(nc)
+			c.HandleRead(bufSize)
+		})
+	}
+
+	ioMod := map[string]int{
+		nbioBlocking:    nbhttp.IOModBlocking,
+		nbioMixed:       nbhttp.IOModMixed,
+		nbioNonBlocking: nbhttp.IOModNonBlocking,
+	}[mode]
+	maxBlocking := cfg.Int("max_blocking_online")
+	if mode == nbioMixed && maxBlocking <= 0 {
+		return nil, fmt.Errorf("option max_blocking_online: must be > 0 with io_mode=mixed, got %d", maxBlocking)
+	}
+	if len(cfg.Addrs) == 0 {
+		return nil, fmt.Errorf("no listen address")
+	}
+
+	mux := http.NewServeMux()
+	mux.HandleFunc(cfg.Path, func(w http.ResponseWriter, r *http.Request) {
+		// The engine owns the connection from here on: the poller (or its
+		// blocking read goroutine) parses frames and calls OnMessage.
+		if _, err := up.Upgrade(w, r, nil); err != nil {
+			return // Upgrade has written the HTTP error response
+		}
+	})
+	nodelay := cfg.Bool("nodelay")
+	e := nbhttp.NewEngine(nbhttp.Config{
+		Network: "tcp",
+		// NewEngine writes the bound addresses back into Addrs: copy.
+		Addrs: append([]string(nil), cfg.Addrs...),
+		Listen: func(_, addr string) (net.Listener, error) {
+			ln, err := listen(addr)
+			if err != nil {
+				return nil, err
+			}
+			return noDelayListener{Listener: ln, noDelay: nodelay}, nil
+		},
+		IOMod:                   ioMod,
+		MaxBlockingOnline:       maxBlocking,
+		ReleaseWebsocketPayload: true,
+		BodyAllocator:           pool,
+		ReadBufferSize:          explicitBuf, // 0 = nbio's default
+		BlockingReadBufferSize:  explicitBuf, // 0 = nbio's default
+		Handler:                 mux,
+	})
+	up.Engine = e
+	if err := e.Start(); err != nil {
+		return nil, fmt.Errorf("nbio %s engine: %w", mode, err)
+	}
+	return nbioServer{e}, nil
+}
+
+// nbioServer is a started nbhttp.Engine.
+type nbioServer struct{ e *nbhttp.Engine }
+
+// Close stops the listeners, closes every connection (blocking and
+// non-blocking), waits for the count to reach zero and stops the pollers.
+func (s nbioServer) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), nbioShutdownTimeout)
+	defer cancel()
+	if err := s.e.Shutdown(ctx); err != nil {
+		return fmt.Errorf("nbio shutdown: %w", err)
+	}
+	return nil
+}
