@@ -87,6 +87,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newFrameworksCmd(stdout),
 		newServeCmd(stderr),
 		newCompareCmd(stdout),
+		newTuneCmd(stdout, stderr),
 	)
 	return root
 }

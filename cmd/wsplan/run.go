@@ -60,6 +60,7 @@ type runFlags struct {
 	out      string
 	format   string
 	progress string
+	tune     bool
 }
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -79,6 +80,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd.Flags().StringVar(&f.baseline, "baseline", "", "compare with an earlier --json FILE: deltas in the tables, `baseline.*` in assertions")
 	cmd.Flags().StringVar(&f.out, "out", "", "directory for server logs (default wsplan-out/<plan>-<time>)")
 	cmd.Flags().StringVar(&f.format, "format", "md", "table format: md or ascii")
+	cmd.Flags().BoolVar(&f.tune, "tune", false, "apply host.sysctl for the run and restore it afterwards (saved in the --out dir)")
 	cmd.Flags().StringVar(&f.progress, "progress", "auto", "live progress line on stderr: auto (when a terminal), on, off")
 	return cmd
 }
@@ -118,9 +120,20 @@ func runPlan(parent context.Context, path string, f *runFlags, stdout, stderr io
 			return usageErr(fmt.Errorf("%s:%d: assertion %q reads baseline: pass --baseline OLD.json", p.File, a.Line, a.Label()))
 		}
 	}
+	layout, err := preflight(p, f.tune, stderr)
+	if err != nil {
+		return err
+	}
 	out := f.out
 	if out == "" {
 		out = filepath.Join("wsplan-out", p.Name+"-"+time.Now().Format("20060102-150405"))
+	}
+	if f.tune {
+		restore, err := tuneHost(p, out, stderr)
+		if err != nil {
+			return err
+		}
+		defer restore()
 	}
 	if parent == nil {
 		parent = context.Background()
@@ -149,7 +162,7 @@ func runPlan(parent context.Context, path string, f *runFlags, stdout, stderr io
 		}
 		return ""
 	}
-	run, runErr := engine.Run(ctx, engine.Options{Plan: p, Exe: exe, OutDir: out, Progress: progress, Notice: notice, Abort: abort})
+	run, runErr := engine.Run(ctx, engine.Options{Plan: p, Layout: layout, Exe: exe, OutDir: out, Progress: progress, Notice: notice, Abort: abort})
 	if run == nil {
 		return &exitError{ExitFailed, runErr}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
+	"github.com/wsplan/wsplan/internal/assert"
 	"github.com/wsplan/wsplan/internal/plan"
 )
 
@@ -23,8 +24,12 @@ func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if _, err := assert.Compile(p); err != nil {
+				return usageErr(err)
+			}
 			printPlan(stdout, p)
-			return nil
+			_, err = preflight(p, false, stderr)
+			return err
 		},
 	}
 	f.register(cmd)

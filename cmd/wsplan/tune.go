@@ -1,0 +1,87 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wsplan/wsplan/sysctl"
+)
+
+func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
+	var (
+		f       planFlags
+		check   bool
+		apply   bool
+		restore string
+		save    string
+	)
+	cmd := &cobra.Command{
+		Use:   "tune PLAN --check|--apply [--save FILE] | tune --restore FILE",
+		Short: "Host tuning alone: compare, apply, or restore the plan's host.sysctl",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			fs := sysctl.FS{}
+			if restore != "" {
+				if len(args) > 0 || check || apply {
+					return usageErr(errors.New("--restore FILE takes no plan and no --check/--apply"))
+				}
+				saved, err := sysctl.ReadSaved(restore)
+				if err != nil {
+					return usageErr(err)
+				}
+				if err := sysctl.Restore(fs, saved); err != nil {
+					return &exitError{ExitFailed, err}
+				}
+				for k, v := range saved.Sysctl {
+					fmt.Fprintf(stdout, "restored %s = %q\n", k, v)
+				}
+				return nil
+			}
+			if len(args) != 1 || check == apply {
+				return usageErr(errors.New("want: tune PLAN --check, tune PLAN --apply, or tune --restore FILE"))
+			}
+			p, err := f.load(args[0])
+			if err != nil {
+				return err
+			}
+			rows := sysctl.Check(fs, p.Host.Sysctl)
+			printRows(stdout, rows)
+			if check {
+				return nil
+			}
+			saved := sysctl.Previous(rows)
+			saved.Plan = p.File
+			if err := saved.WriteFile(save); err != nil {
+				return &exitError{ExitFailed, err}
+			}
+			if _, err := sysctl.Apply(fs, p.Host.Sysctl); err != nil {
+				return &exitError{ExitFailed, err}
+			}
+			fmt.Fprintf(stderr, "applied; previous values saved in %s: undo with `wsplan tune --restore %s`\n", save, save)
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().BoolVar(&check, "check", false, "print key, wanted, current, OK/DIFF")
+	cmd.Flags().BoolVar(&apply, "apply", false, "write the plan's sysctls, saving the previous values to --save")
+	cmd.Flags().StringVar(&save, "save", "wsplan-sysctl-saved.json", "where --apply saves the previous values")
+	cmd.Flags().StringVar(&restore, "restore", "", "restore the values saved by --apply or by `run --tune` (after a crash)")
+	return cmd
+}
+
+func printRows(w io.Writer, rows []sysctl.Row) {
+	fmt.Fprintf(w, "%-36s %-22s %-22s %s\n", "KEY", "WANTED", "CURRENT", "STATE")
+	for _, r := range rows {
+		state := "OK"
+		switch {
+		case r.Err != nil:
+			state = "ERROR: " + r.Err.Error()
+		case !r.OK:
+			state = "DIFF"
+		}
+		fmt.Fprintf(w, "%-36s %-22q %-22q %s\n", r.Key, r.Want, r.Current, state)
+	}
+}

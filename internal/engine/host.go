@@ -1,0 +1,148 @@
+package engine
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/wsplan/wsplan/internal/plan"
+	"github.com/wsplan/wsplan/scenarios"
+	"github.com/wsplan/wsplan/sysctl"
+)
+
+// Per-connection memory estimates used by preflight. The client's is
+// measured (see README, Client cost); the server's is a generous figure for
+// goroutine-per-connection servers (nbio and greatws need far less).
+const (
+	MemPerConnServer = 24 << 10
+	MemPerConnClient = 4 << 10
+)
+
+// Conns returns the most connections the plan holds open at once: the sum
+// of its connect phases.
+func Conns(p *plan.Plan) int {
+	n := 0
+	for _, ph := range p.Phases {
+		if c, ok := ph.Spec.(*scenarios.Connect); ok {
+			n += c.Connections
+		}
+	}
+	return n
+}
+
+func connectConcurrency(p *plan.Plan) int {
+	n := 0
+	for _, ph := range p.Phases {
+		if c, ok := ph.Spec.(*scenarios.Connect); ok {
+			n = max(n, c.Concurrency)
+		}
+	}
+	return n
+}
+
+// Shards returns how many client processes the plan runs, given the fd hard
+// limit: 1 when the client runs inside wsplan (shards: 0), the plan's number,
+// or for `auto` enough that each stays under the limit.
+func Shards(p *plan.Plan, hard uint64) int {
+	switch {
+	case p.Client.Shards > 0:
+		return p.Client.Shards
+	case p.Client.Shards < 0: // auto
+		per := int(hard) - sysctl.FDSlack
+		if hard == 0 || per <= 0 {
+			return 1
+		}
+		return max(1, (Conns(p)+per-1)/per)
+	}
+	return 1
+}
+
+// Needs works out what the plan asks of the host.
+func Needs(p *plan.Plan, l Layout, hard uint64) sysctl.Needs {
+	conns := Conns(p)
+	n := sysctl.Needs{
+		Conns:              conns,
+		ServerFDs:          sysctl.ServerFDs(conns, p.Defaults.Ports),
+		Targets:            p.Defaults.Ports,
+		ConnectConcurrency: connectConcurrency(p),
+		MemPerConnServer:   MemPerConnServer,
+		MemPerConnClient:   MemPerConnClient,
+		ServerCPUs:         l.ServerCPUs,
+		ClientCPUs:         l.ClientCPUs,
+	}
+	if _, ok := p.Vars["conns"]; ok {
+		n.ConnsVar = "conns"
+	}
+	for _, s := range p.Servers {
+		if len(s.Addrs) > 0 {
+			n.Targets = min(n.Targets, len(s.Addrs))
+		}
+	}
+	shards := Shards(p, hard)
+	for i := range shards {
+		c := conns / shards
+		if i < conns%shards {
+			c++
+		}
+		n.ClientProcesses = append(n.ClientProcesses, sysctl.ClientNeed{
+			FDs: sysctl.ClientFDs(c), Conns: c, SourceAddrs: shardSources(p.Client.SourceAddrs, i, shards),
+		})
+	}
+	return n
+}
+
+// shardSources returns the source addresses shard i of n binds: the plan's
+// list dealt round-robin over the shards (every shard gets at least one when
+// there are enough), or all of them when there are fewer addresses than
+// shards.
+func shardSources(all []string, i, n int) []string {
+	if len(all) == 0 {
+		return nil
+	}
+	if len(all) < n {
+		return []string{all[i%len(all)]}
+	}
+	var out []string
+	for k := i; k < len(all); k += n {
+		out = append(out, all[k])
+	}
+	return out
+}
+
+// Facts reads the host and overlays the sysctls the plan will set when
+// tune is true, so preflight judges the host as the run will see it.
+func Facts(p *plan.Plan, tune bool) (sysctl.HostFacts, error) {
+	h, err := sysctl.ReadHostFacts(sysctl.FS{}, "")
+	if !tune {
+		return h, err
+	}
+	for k, v := range p.Host.Sysctl {
+		f := strings.Fields(v)
+		switch k {
+		case "net.ipv4.ip_local_port_range":
+			if len(f) == 2 {
+				lo, err1 := strconv.Atoi(f[0])
+				hi, err2 := strconv.Atoi(f[1])
+				if err1 == nil && err2 == nil {
+					h.PortRangeLow, h.PortRangeHigh = lo, hi
+				}
+			}
+		case "net.core.somaxconn":
+			if len(f) == 1 {
+				if n, err := strconv.Atoi(f[0]); err == nil {
+					h.Somaxconn = n
+				}
+			}
+		case "fs.file-max", "fs.nr_open":
+			if len(f) == 1 {
+				if n, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+					if k == "fs.file-max" {
+						h.FileMax = n
+					} else {
+						h.NrOpen = n
+					}
+				}
+			}
+		}
+	}
+	return h, err
+}
