@@ -1,0 +1,227 @@
+package frameworks
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"runtime"
+	"sync"
+
+	"github.com/antlabs/greatws"
+)
+
+// greatws callback modes, the values of the callback option.
+const (
+	greatwsPool      = "pool"
+	greatwsEventLoop = "event_loop"
+)
+
+func init() {
+	Register(Adapter{
+		Name:    "greatws",
+		Library: "github.com/antlabs/greatws",
+		Doc:     "net/http upgrade, then greatws's epoll event loops; OnMessage on a worker pool or in the event loop; read_buffer does not apply (greatws sizes its own)",
+		Options: []Option{
+			{Name: "callback", Type: TypeEnum, Enum: []string{greatwsPool, greatwsEventLoop}, Default: greatwsPool,
+				Doc: "where OnMessage runs: pool = the business goroutine pool; event_loop = the IO goroutine that parsed the message (WithServerCallbackInEventLoop)"},
+			{Name: "pool_init", Type: TypeInt, Default: "240", Doc: "business goroutines started, across all event loops (WithBusinessGoNum); must be > 0"},
+			{Name: "pool_min", Type: TypeInt, Default: "240", Doc: "business goroutines kept when idle, across all event loops; must be > 0"},
+			{Name: "pool_max", Type: TypeInt, Default: "240", Doc: "most business goroutines, across all event loops; must be > 0"},
+			{Name: "event_loops", Type: TypeInt, Default: "0", Doc: "epoll event loops (WithEventLoops); 0 = runtime.NumCPU()"},
+			{Name: "max_events", Type: TypeInt, Default: "1000", Doc: "most events one epoll_wait returns (WithMaxEventNum); must be > 0"},
+		},
+		Start: startGreatws,
+	})
+	RegisterPreset(Preset{
+		Name:      "greatws",
+		Framework: "greatws",
+		Options:   map[string]string{"callback": greatwsPool},
+		Doc:       "greatws event loops (NumCPU, 1000 events), OnMessage on a 240-goroutine business pool",
+	})
+	RegisterPreset(Preset{
+		Name:      "greatws_event",
+		Framework: "greatws",
+		Options:   map[string]string{"callback": greatwsEventLoop},
+		Doc:       "as greatws, with OnMessage in the IO event loop (WithServerCallbackInEventLoop)",
+	})
+	lingeringGoroutines("greatws",
+		"greatws has no way to stop a MultiEventLoop (its epoll loops, parse loops and task pools run for the life of the process); "+
+			"the adapter starts one per distinct loop configuration and reuses it for every later server in the process",
+		"github.com/antlabs/greatws.(*EventLoop).Loop",
+		"github.com/antlabs/greatws.(*taskParseNode).run",
+		"github.com/antlabs/greatws/task/stream2.(*stream2).mainLoopLinux",
+		"github.com/antlabs/greatws/task/stream2.(*stream2).processLong",
+		"github.com/antlabs/greatws/task/stream.(*taskStream).loop",
+	)
+}
+
+// greatwsLoopConfig is what a greatws.MultiEventLoop is built from.
+type greatwsLoopConfig struct {
+	loops, maxEvents, poolInit, poolMin, poolMax int
+}
+
+var (
+	greatwsLoopsMu sync.Mutex
+	// greatwsLoops holds the event loops started in this process, by
+	// configuration. greatws cannot stop them (MultiEventLoop.Free closes
+	// the epoll fds under running epoll_wait calls, and a reused fd number
+	// would then be polled by the old loop), so they live until the process
+	// exits and a later server with the same configuration reuses them. A
+	// `wsplan serve` process runs one server, so it starts exactly one.
+	greatwsLoops = map[greatwsLoopConfig]*greatws.MultiEventLoop{}
+)
+
+// greatwsLoop returns the started event loop for lc, starting it on first use.
+func greatwsLoop(lc greatwsLoopConfig) *greatws.MultiEventLoop {
+	greatwsLoopsMu.Lock()
+	defer greatwsLoopsMu.Unlock()
+	if m, ok := greatwsLoops[lc]; ok {
+		return m
+	}
+	m := greatws.NewMultiEventLoopMust(
+		greatws.WithEventLoops(lc.loops),
+		greatws.WithBusinessGoNum(lc.poolInit, lc.poolMin, lc.poolMax),
+		greatws.WithMaxEventNum(lc.maxEvents),
+		greatws.WithLogLevel(slog.LevelError),
+	)
+	// greatws logs to stdout; a server's stdout is not its log.
+	m.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	m.Start()
+	greatwsLoops[lc] = m
+	return m
+}
+
+// startGreatws upgrades on net/http (greatws takes the socket over by
+// duplicating its fd) and serves frames on greatws's epoll event loops:
+// NewMultiEventLoopMust(WithEventLoops(event_loops),
+// WithBusinessGoNum(pool_init, pool_min, pool_max), WithMaxEventNum(max_events))
+// as in the published benchmark. OnMessage writes text and binary messages
+// back; pings are answered by greatws (WithServerReplyPing: without it
+// greatws hands pings to OnMessage and sends no pong), close frames are
+// echoed by greatws. TCP_NODELAY is set on the accepted socket, which the
+// duplicated fd shares (greatws's own nodelay setting is not implemented).
+func startGreatws(cfg Config) (Server, error) {
+	lc := greatwsLoopConfig{
+		loops:     cfg.Int("event_loops"),
+		maxEvents: cfg.Int("max_events"),
+		poolInit:  cfg.Int("pool_init"),
+		poolMin:   cfg.Int("pool_min"),
+		poolMax:   cfg.Int("pool_max"),
+	}
+	if lc.loops == 0 {
+		// greatws's own 0 means one loop, not one per CPU.
+		lc.loops = runtime.NumCPU()
+	}
+	// greatws replaces values <= 0 by its own defaults (8/50/30000, 256
+	// events): reject them rather than run something other than asked.
+	for _, o := range []struct {
+		name string
+		v    int
+	}{{"pool_init", lc.poolInit}, {"pool_min", lc.poolMin}, {"pool_max", lc.poolMax}, {"max_events", lc.maxEvents}} {
+		if o.v <= 0 {
+			return nil, fmt.Errorf("option %s: must be > 0, got %d", o.name, o.v)
+		}
+	}
+	if lc.poolMin > lc.poolMax || lc.poolInit > lc.poolMax {
+		return nil, fmt.Errorf("options pool_init (%d) and pool_min (%d) must be <= pool_max (%d)", lc.poolInit, lc.poolMin, lc.poolMax)
+	}
+
+	h := &greatwsHandler{conns: map[*greatws.Conn]struct{}{}}
+	opts := []greatws.ServerOption{
+		greatws.WithServerCallback(h),
+		greatws.WithServerMultiEventLoop(greatwsLoop(lc)),
+		greatws.WithServerReplyPing(),
+	}
+	if cfg.String("callback") == greatwsEventLoop {
+		opts = append(opts, greatws.WithServerCallbackInEventLoop())
+	}
+	if !cfg.Bool("nodelay") {
+		opts = append(opts, greatws.WithServerTCPDelay())
+	}
+	if cfg.Bool("compression") {
+		opts = append(opts, greatws.WithServerDecompressAndCompress())
+	}
+	up := greatws.NewUpgrade(opts...)
+
+	s, err := startHTTP(cfg, func(_ *httpServer, w http.ResponseWriter, r *http.Request) {
+		// On success greatws has duplicated the socket's fd, closed the
+		// hijacked net.Conn and added the connection to an event loop;
+		// h tracks it from OnOpen to OnClose.
+		if _, err := up.Upgrade(w, r); err != nil {
+			return // greatws has answered with an HTTP error, or the connection is gone
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &greatwsServer{http: s, h: h}, nil
+}
+
+// greatwsServer is the net/http server doing the upgrades plus the
+// connections greatws serves.
+type greatwsServer struct {
+	http *httpServer
+	h    *greatwsHandler
+}
+
+// Close stops the listeners and closes every upgraded connection (greatws
+// closes the fd synchronously). The shared event loop keeps running.
+func (s *greatwsServer) Close() error {
+	err := s.http.Close()
+	s.h.closeAll()
+	return err
+}
+
+// greatwsHandler is the greatws.Callback of one server: it echoes and keeps
+// the set of open connections for Close.
+type greatwsHandler struct {
+	mu     sync.Mutex
+	conns  map[*greatws.Conn]struct{}
+	closed bool
+}
+
+func (h *greatwsHandler) OnOpen(c *greatws.Conn) {
+	h.mu.Lock()
+	closed := h.closed
+	if !closed {
+		h.conns[c] = struct{}{}
+	}
+	h.mu.Unlock()
+	if closed {
+		// Upgraded while the server was closing: greatws then skips adding
+		// the closed connection to its event loop.
+		c.Close()
+	}
+}
+
+func (h *greatwsHandler) OnMessage(c *greatws.Conn, op greatws.Opcode, msg []byte) {
+	// Pings (already answered with WithServerReplyPing) and pongs arrive
+	// here too; only data messages are echoed.
+	if op != greatws.Text && op != greatws.Binary {
+		return
+	}
+	// A failed write closes the connection inside greatws.
+	_ = c.WriteMessage(op, msg)
+}
+
+func (h *greatwsHandler) OnClose(c *greatws.Conn, _ error) {
+	h.mu.Lock()
+	delete(h.conns, c)
+	h.mu.Unlock()
+}
+
+// closeAll refuses new connections and closes the open ones.
+func (h *greatwsHandler) closeAll() {
+	h.mu.Lock()
+	h.closed = true
+	conns := make([]*greatws.Conn, 0, len(h.conns))
+	for c := range h.conns {
+		conns = append(conns, c)
+	}
+	h.mu.Unlock()
+	// Close calls OnClose, which takes h.mu: close outside the lock.
+	for _, c := range conns {
+		c.Close()
+	}
+}
