@@ -109,7 +109,6 @@ type gwsServer struct {
 	lns     []net.Listener
 	conns   tracker
 	accepts sync.WaitGroup
-	path    string
 	bufSize int
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"syscall"
@@ -118,18 +119,20 @@ func (l noDelayListener) Accept() (net.Conn, error) {
 // tracker remembers the connections a server has taken over from its HTTP
 // stack (hijacked connections are no longer the HTTP server's to close) and
 // the goroutines serving them, so Close can close the connections and wait
-// for those goroutines to return.
+// for those goroutines to return. A connection is anything whose Close ends
+// it: a net.Conn, or a library's connection type when it hides the net.Conn.
 type tracker struct {
 	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
+	conns  map[io.Closer]struct{}
 	closed bool
 	wg     sync.WaitGroup
 }
 
 // add registers c and one serving goroutine. It returns false, having
 // closed c, when the server is already closing; the caller must then return
-// without calling done.
-func (t *tracker) add(c net.Conn) bool {
+// without calling done. c must be comparable (a pointer or an interface
+// holding one).
+func (t *tracker) add(c io.Closer) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -137,7 +140,7 @@ func (t *tracker) add(c net.Conn) bool {
 		return false
 	}
 	if t.conns == nil {
-		t.conns = map[net.Conn]struct{}{}
+		t.conns = map[io.Closer]struct{}{}
 	}
 	t.conns[c] = struct{}{}
 	t.wg.Add(1)
@@ -145,7 +148,7 @@ func (t *tracker) add(c net.Conn) bool {
 }
 
 // done closes c and unregisters it; call it once per successful add.
-func (t *tracker) done(c net.Conn) {
+func (t *tracker) done(c io.Closer) {
 	c.Close()
 	t.mu.Lock()
 	delete(t.conns, c)
@@ -158,9 +161,15 @@ func (t *tracker) done(c net.Conn) {
 func (t *tracker) closeAll() {
 	t.mu.Lock()
 	t.closed = true
+	conns := make([]io.Closer, 0, len(t.conns))
 	for c := range t.conns {
-		c.Close()
+		conns = append(conns, c)
 	}
 	t.mu.Unlock()
+	// Close outside the lock: a library's Close may wait for its own
+	// goroutines, which may be calling done.
+	for _, c := range conns {
+		c.Close()
+	}
 	t.wg.Wait()
 }

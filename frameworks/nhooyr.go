@@ -1,0 +1,84 @@
+//lint:file-ignore SA1019 nhooyr.io/websocket is marked deprecated (moved to github.com/coder/websocket); this preset measures nhooyr as the published tables did.
+
+package frameworks
+
+import (
+	"context"
+	"io"
+	"net/http"
+
+	"nhooyr.io/websocket"
+)
+
+func init() {
+	Register(Adapter{
+		Name:    "nhooyr",
+		Library: "nhooyr.io/websocket",
+		Doc:     "net/http server, goroutine per connection, Reader/Writer copy loop",
+		Options: []Option{
+			{Name: "read_limit", Type: TypeInt, Default: "0",
+				Doc: "SetReadLimit: largest message accepted, in bytes; 0 = no limit (the library's own default, 32768, would close 1 MiB echoes with 1009)"},
+		},
+		Start: startNhooyr,
+	})
+	RegisterPreset(Preset{
+		Name:      "nhooyr",
+		Framework: "nhooyr",
+		Doc:       "nhooyr.io/websocket on net/http, goroutine per connection, reader/writer loop",
+	})
+}
+
+// nhooyrConn lets the tracker close a nhooyr connection, whose net.Conn the
+// library keeps to itself, without a close handshake.
+type nhooyrConn struct{ c *websocket.Conn }
+
+func (n nhooyrConn) Close() error { return n.c.CloseNow() }
+
+// startNhooyr serves nhooyr.io/websocket on net/http: the handler goroutine
+// loops on Reader, Writer with the same type, io.CopyBuffer through a
+// per-connection buffer of read_buffer bytes, and Close of the writer. The
+// library answers pings and echoes close frames while a Reader is pending,
+// and runs one extra goroutine per connection (its timeout loop). Origins
+// are not checked; compression negotiates permessage-deflate without
+// context takeover.
+func startNhooyr(cfg Config) (Server, error) {
+	opts := &websocket.AcceptOptions{InsecureSkipVerify: true, CompressionMode: websocket.CompressionDisabled}
+	if cfg.Bool("compression") {
+		opts.CompressionMode = websocket.CompressionNoContextTakeover
+	}
+	limit := int64(cfg.Int("read_limit"))
+	if limit == 0 {
+		limit = -1
+	}
+	bufSize := cfg.ReadBuffer()
+	return startHTTP(cfg, func(s *httpServer, w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, opts)
+		if err != nil {
+			return // Accept has written the HTTP error response
+		}
+		nc := nhooyrConn{c}
+		if !s.conns.add(nc) {
+			return
+		}
+		defer s.conns.done(nc)
+		c.SetReadLimit(limit)
+		ctx := context.Background()
+		buf := make([]byte, bufSize)
+		for {
+			typ, rd, err := c.Reader(ctx)
+			if err != nil {
+				return
+			}
+			wr, err := c.Writer(ctx, typ)
+			if err != nil {
+				return
+			}
+			if _, err := io.CopyBuffer(wr, rd, buf); err != nil {
+				return
+			}
+			if err := wr.Close(); err != nil {
+				return
+			}
+		}
+	})
+}
