@@ -1,0 +1,398 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/wsplan/wsplan/internal/metrics"
+	"github.com/wsplan/wsplan/internal/result"
+	"github.com/wsplan/wsplan/scenarios"
+)
+
+// ClientBoundNote is printed under a table with a client-bound row.
+const ClientBoundNote = "client-bound: the client's CPU was saturated; these rows measure the client, not the server"
+
+// Tables writes one table per phase, in the order the phases first appear in
+// run.Results, one row per server in run order:
+//
+//   - connect phases: "[Connections] Report", the published columns;
+//   - echo phases: "[BenchEcho] Report", the published columns;
+//   - any other kind: "[<Kind>] Report" with the kind's own metrics in
+//     definition order (scenarios.MetricDefs), then the common CPU and memory
+//     columns.
+//
+// Every table ends with Client CPU (" (bound)" when the client was
+// saturated) and a Verdict: "ok", "client-bound", "FAIL: <short error>" for
+// a failed result, "FAIL (n asserts)" when assertions on the row failed.
+// Under each table come the rows' warnings and full errors, and a note when a
+// row is client-bound. A metric a result lacks shows as "-".
+//
+// baseline may be nil. Otherwise each measured figure (rates, latencies,
+// CPU, memory; not the counts the plan fixed) of a row whose server and
+// phase succeeded in baseline too is followed by its change, " (+3.2%)".
+func Tables(w io.Writer, run *result.Run, baseline *result.Run, format string) error {
+	format, err := checkFormat(format)
+	if err != nil {
+		return err
+	}
+	ew := &errWriter{w: w}
+	phases := phaseOrder(run)
+	if len(phases) == 0 {
+		ew.printf("(no results)\n\n")
+		return ew.err
+	}
+	for _, ph := range phases {
+		if err := phaseTable(ew, run, baseline, format, ph); err != nil {
+			return err
+		}
+	}
+	return ew.err
+}
+
+// phaseOrder returns the phase names in order of first appearance.
+func phaseOrder(run *result.Run) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range run.Results {
+		if !seen[r.Phase] {
+			seen[r.Phase] = true
+			out = append(out, r.Phase)
+		}
+	}
+	return out
+}
+
+// row is what a cell function sees.
+type row struct {
+	res     *result.Result
+	base    metrics.Values // nil without a baseline result
+	asserts int            // failed assertions on this (server, phase)
+}
+
+// column is one table column.
+type column struct {
+	header string
+	cell   func(r row) string
+}
+
+// metricCol shows one metric, "-" when absent; with deltas when withDelta.
+func metricCol(header, name string, withDelta bool, f func(v metrics.Values, name string) string) column {
+	return column{header, func(r row) string {
+		v := r.res.Metrics
+		if _, ok := v[name]; !ok {
+			return "-"
+		}
+		s := f(v, name)
+		if withDelta && r.base != nil {
+			if _, ok := r.base[name]; ok {
+				s += delta(v.Float(name), r.base.Float(name))
+			}
+		}
+		return s
+	}}
+}
+
+func fmtTPS(v metrics.Values, n string) string { return fmt.Sprintf("%.0f", v.Float(n)) }
+func fmtEER(v metrics.Values, n string) string { return fmt.Sprintf("%.2f", v.Float(n)) }
+func fmtDur(v metrics.Values, n string) string { return Duration(v.Dur(n)) }
+func fmtInt(v metrics.Values, n string) string { return strconv.FormatInt(v.Int(n), 10) }
+func fmtPct(v metrics.Values, n string) string { return Percent(v.Float(n)) }
+func fmtMem(v metrics.Values, n string) string { return MiB(v.Int(n)) }
+
+var (
+	frameworkCol = column{"Framework", func(r row) string { return r.res.Server }}
+
+	latencyCols = []column{
+		metricCol("Min", "min", true, fmtDur),
+		metricCol("Avg", "avg", true, fmtDur),
+		metricCol("Max", "max", true, fmtDur),
+		metricCol("TP50", "p50", true, fmtDur),
+		metricCol("TP75", "p75", true, fmtDur),
+		metricCol("TP90", "p90", true, fmtDur),
+		metricCol("TP95", "p95", true, fmtDur),
+		metricCol("TP99", "p99", true, fmtDur),
+	}
+
+	resourceCols = []column{
+		metricCol("CPU Min", "cpu_min", true, fmtPct),
+		metricCol("CPU Avg", "cpu_avg", true, fmtPct),
+		metricCol("CPU Max", "cpu_max", true, fmtPct),
+		metricCol("MEM Min", "mem_min", true, fmtMem),
+		metricCol("MEM Avg", "mem_avg", true, fmtMem),
+		metricCol("MEM Max", "mem_max", true, fmtMem),
+		{"Client CPU", clientCPU},
+		{"Verdict", verdict},
+	}
+)
+
+func concat(lists ...[]column) []column {
+	var out []column
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
+}
+
+var connectCols = concat(
+	[]column{frameworkCol, metricCol("TPS", "tps", true, fmtTPS)},
+	latencyCols,
+	[]column{
+		metricCol("Used", "used", true, fmtDur),
+		metricCol("Total", "total", false, fmtInt),
+		metricCol("Success", "success", false, fmtInt),
+		metricCol("Failed", "failed", false, fmtInt),
+		metricCol("Concurrency", "concurrency", false, fmtInt),
+	},
+	resourceCols,
+)
+
+var echoCols = concat(
+	[]column{frameworkCol, metricCol("TPS", "tps", true, fmtTPS), metricCol("EER", "eer", true, fmtEER)},
+	latencyCols,
+	[]column{
+		metricCol("Used", "used", true, fmtDur),
+		metricCol("Total", "total", false, fmtInt),
+		metricCol("Success", "success", false, fmtInt),
+		metricCol("Failed", "failed", false, fmtInt),
+		metricCol("Conns", "conns", false, fmtInt),
+		metricCol("Concurrency", "concurrency", false, fmtInt),
+		metricCol("Payload", "payload", false, fmtInt),
+	},
+	resourceCols,
+)
+
+// genericCols are the columns of a kind without a published layout: its own
+// metrics (those not common to every phase) in definition order. A kind this
+// build does not know (a file from a newer wsplan) shows the metrics its
+// results carry, sorted, typed by their Go values.
+func genericCols(kind string, results []*result.Result) []column {
+	common := map[string]bool{}
+	for _, d := range metrics.Common {
+		common[d.Name] = true
+	}
+	var defs []metrics.Def
+	if _, known := scenarios.Lookup(kind); known {
+		for _, d := range scenarios.MetricDefs(kind) {
+			if !common[d.Name] {
+				defs = append(defs, d)
+			}
+		}
+	} else {
+		defs = guessDefs(results, common)
+	}
+	cols := []column{frameworkCol}
+	for _, d := range defs {
+		k := d.Kind
+		cols = append(cols, metricCol(d.Name, d.Name, k != metrics.Count && k != metrics.Bool,
+			func(v metrics.Values, n string) string { return value(k, v, n) }))
+	}
+	return append(cols, resourceCols...)
+}
+
+func guessDefs(results []*result.Result, skip map[string]bool) []metrics.Def {
+	kinds := map[string]metrics.Kind{}
+	for _, r := range results {
+		for n, x := range r.Metrics {
+			if skip[n] {
+				continue
+			}
+			switch x.(type) {
+			case bool:
+				kinds[n] = metrics.Bool
+			case int, int64:
+				kinds[n] = metrics.Count
+			case time.Duration:
+				kinds[n] = metrics.Duration
+			default:
+				kinds[n] = metrics.Float
+			}
+		}
+	}
+	names := make([]string, 0, len(kinds))
+	for n := range kinds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	defs := make([]metrics.Def, len(names))
+	for i, n := range names {
+		defs[i] = metrics.Def{Name: n, Kind: kinds[n]}
+	}
+	return defs
+}
+
+// Title returns a phase table's title: "[Connections] Report" for connect,
+// "[BenchEcho] Report" for echo, "[Rate] Report" for kind rate; a phase
+// renamed from its kind adds its name: "[BenchEcho] Report: echo_4k".
+func Title(kind, phase string) string {
+	var t string
+	switch kind {
+	case "connect":
+		t = "[Connections] Report"
+	case "echo":
+		t = "[BenchEcho] Report"
+	default:
+		r := []rune(kind)
+		if len(r) > 0 {
+			r[0] = unicode.ToUpper(r[0])
+		}
+		t = "[" + string(r) + "] Report"
+	}
+	if phase != "" && phase != kind {
+		t += ": " + phase
+	}
+	return t
+}
+
+func phaseTable(ew *errWriter, run, baseline *result.Run, format, phase string) error {
+	var results []*result.Result
+	for i := range run.Results {
+		if run.Results[i].Phase == phase {
+			results = append(results, &run.Results[i])
+		}
+	}
+	kind := results[0].Kind
+	var cols []column
+	switch kind {
+	case "connect":
+		cols = connectCols
+	case "echo":
+		cols = echoCols
+	default:
+		cols = genericCols(kind, results)
+	}
+
+	header := make([]string, len(cols))
+	for i, c := range cols {
+		header[i] = c.header
+	}
+	rows := make([][]string, len(results))
+	var notes []string
+	var bound, noBase bool
+	for i, res := range results {
+		r := row{res: res, asserts: failedAsserts(run, res.Server, res.Phase)}
+		if baseline != nil {
+			if b := baseline.Find(res.Server, res.Phase); b != nil && b.OK {
+				r.base = b.Metrics
+			} else {
+				noBase = true
+				notes = append(notes, fmt.Sprintf("- %s: no baseline result for %s", res.Server, res.Phase))
+			}
+		}
+		rows[i] = make([]string, len(cols))
+		for j, c := range cols {
+			rows[i][j] = c.cell(r)
+		}
+		for _, warn := range res.Warnings {
+			notes = append(notes, fmt.Sprintf("- %s: %s", res.Server, oneLine(warn)))
+		}
+		if !res.OK {
+			why := oneLine(res.Error)
+			if why == "" {
+				why = "no reason recorded"
+			}
+			notes = append(notes, fmt.Sprintf("- %s: failed: %s", res.Server, why))
+		}
+		bound = bound || res.Metrics.Bool("client_bound")
+	}
+
+	ew.printf("%s\n\n", Title(kind, phase))
+	if ew.err != nil {
+		return ew.err
+	}
+	if err := renderTable(ew, format, header, rows); err != nil {
+		return err
+	}
+	ew.printf("\n")
+	if len(notes) > 0 {
+		ew.printf("%s\n\n", strings.Join(notes, "\n"))
+	}
+	if bound {
+		ew.printf("%s\n\n", ClientBoundNote)
+	}
+	if baseline != nil {
+		s := "(+x.x%): change against the baseline " + runName(baseline)
+		if noBase {
+			s += "; rows without a baseline result show none"
+		}
+		ew.printf("%s\n\n", s)
+	}
+	return ew.err
+}
+
+// runName identifies a run in a sentence: plan name and start time.
+func runName(r *result.Run) string {
+	s := r.Plan.Name
+	if s == "" {
+		s = r.Plan.File
+	}
+	if s == "" {
+		s = "run"
+	}
+	if !r.Started.IsZero() {
+		s += " of " + r.Started.UTC().Format("2006-01-02 15:04:05 UTC")
+	}
+	return s
+}
+
+// failedAsserts counts the failed assertions on one (server, phase).
+func failedAsserts(run *result.Run, server, phase string) int {
+	n := 0
+	for _, a := range run.Assertions {
+		if a.Server == server && a.Phase == phase && !a.Pass {
+			n++
+		}
+	}
+	return n
+}
+
+// clientCPU is the client's CPU over the phase, with " (bound)" when it was
+// saturated.
+func clientCPU(r row) string {
+	v := r.res.Metrics
+	bound := v.Bool("client_bound")
+	if _, ok := v["client_cpu_avg"]; !ok {
+		if bound {
+			return "(bound)"
+		}
+		return "-"
+	}
+	s := fmt.Sprintf("%.1f%%", v.Float("client_cpu_avg"))
+	if r.base != nil {
+		if _, ok := r.base["client_cpu_avg"]; ok {
+			s += delta(v.Float("client_cpu_avg"), r.base.Float("client_cpu_avg"))
+		}
+	}
+	if bound {
+		s += " (bound)"
+	}
+	return s
+}
+
+// verdict sums a row up; a failure comes first, client-bound is added to it.
+func verdict(r row) string {
+	var parts []string
+	switch {
+	case !r.res.OK:
+		msg := short(r.res.Error)
+		if msg == "" {
+			msg = "failed"
+		}
+		parts = append(parts, "FAIL: "+msg)
+	case r.asserts > 0:
+		parts = append(parts, "FAIL ("+plural(r.asserts, "assert")+")")
+	}
+	if r.res.Metrics.Bool("client_bound") {
+		parts = append(parts, "client-bound")
+	}
+	if len(parts) == 0 {
+		return "ok"
+	}
+	return strings.Join(parts, "; ")
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
