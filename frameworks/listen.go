@@ -19,6 +19,9 @@ import (
 func listen(addr string) (net.Listener, error) {
 	lc := net.ListenConfig{Control: reusePort}
 	ln, err := lc.Listen(context.Background(), "tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("listen %s: %w (a socket without SO_REUSEPORT, or another user's, holds the port: stop it or choose other ports)", addr, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", addr, err)
 	}
