@@ -47,6 +47,8 @@ type Sampler struct {
 	err  error
 	stop chan struct{}
 	done chan struct{}
+
+	afterTick func() // tests: called after each tick's reading
 }
 
 // NewSampler returns a sampler of the process pid (0: the calling process)
@@ -85,11 +87,17 @@ func (s *Sampler) loop() {
 			return
 		case <-t.C:
 			r, err := s.read()
-			if err != nil {
+			if err == nil {
+				s.w.add(r, true)
+			} else {
 				s.err = err
+			}
+			if s.afterTick != nil {
+				s.afterTick()
+			}
+			if err != nil {
 				return
 			}
-			s.w.add(r, true)
 		}
 	}
 }

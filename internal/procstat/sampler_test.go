@@ -183,15 +183,38 @@ func TestSamplerExited(t *testing.T) {
 		}
 	}
 	write(100, 256)
-	s := NewSampler(FS{Root: root, PageSize: 4096}, 77, 10*time.Millisecond)
+	ticks := make(chan struct{}, 100)
+	s := NewSampler(FS{Root: root, PageSize: 4096}, 77, time.Millisecond)
+	s.afterTick = func() {
+		select {
+		case ticks <- struct{}{}:
+		default: // the test is not waiting; never block the sampler
+		}
+	}
+	waitTicks := func(n int) {
+		for i := 0; i < n; i++ {
+			select {
+			case <-ticks:
+			case <-time.After(10 * time.Second):
+				t.Fatal("sampler does not tick")
+			}
+		}
+	}
 	s.Start()
-	time.Sleep(30 * time.Millisecond)
+	waitTicks(2)
 	write(110, 512)
-	time.Sleep(30 * time.Millisecond)
+	// A tick may have started reading before the write: wait for two more.
+	drain(ticks)
+	waitTicks(2)
 	if err := os.Remove(filepath.Join(dir, "stat")); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(30 * time.Millisecond)
+	// The next tick's read fails and ends the sampling loop.
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("sampler still running after the process exited")
+	}
 	sum := s.Stop()
 	if !errors.Is(sum.Err, ErrExited) {
 		t.Fatalf("Err = %v, want ErrExited", sum.Err)
@@ -213,6 +236,16 @@ func TestSamplerZombie(t *testing.T) {
 	sum := s.Stop()
 	if !errors.Is(sum.Err, ErrExited) || sum.Samples != 0 {
 		t.Fatalf("Stop() = %+v, want ErrExited and no samples", sum)
+	}
+}
+
+func drain(c chan struct{}) {
+	for {
+		select {
+		case <-c:
+		default:
+			return
+		}
 	}
 }
 
