@@ -1,0 +1,109 @@
+package frameworks
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/antlabs/quickws"
+)
+
+func init() {
+	Register(Adapter{
+		Name:    "quickws",
+		Library: "github.com/antlabs/quickws",
+		Doc:     "net/http upgrade, goroutine per connection running quickws's read loop, WithServerCallback whose OnMessage writes back",
+		Options: []Option{
+			{Name: "parse_mode", Type: TypeEnum, Enum: []string{"window", "bufio"}, Default: "window",
+				Doc: "window = quickws's default fixed-window frame parser; bufio = WithServerBufioParseMode, frames parsed from a bufio.Reader"},
+		},
+		Start: startQuickws,
+	})
+	RegisterPreset(Preset{
+		Name:      "quickws",
+		Framework: "quickws",
+		// 1024 bytes = quickws's default window (multiple 1.0).
+		Options: map[string]string{"read_buffer": "1024"},
+		Doc:     "quickws on net/http, WithServerCallback, goroutine per connection",
+	})
+}
+
+// quickwsEcho writes every data message back. With WithServerReplyPing,
+// quickws answers a ping itself and then also passes it to OnMessage, as it
+// does pongs, so control opcodes are skipped here.
+type quickwsEcho struct{}
+
+func (quickwsEcho) OnOpen(*quickws.Conn) {}
+
+func (quickwsEcho) OnMessage(c *quickws.Conn, op quickws.Opcode, data []byte) {
+	if op != quickws.Text && op != quickws.Binary {
+		return
+	}
+	// A write error surfaces as a read error in the read loop.
+	_ = c.WriteMessage(op, data)
+}
+
+func (quickwsEcho) OnClose(*quickws.Conn, error) {}
+
+// startQuickws serves quickws on net/http: quickws.Upgrade with
+// WithServerCallback, then the connection's ReadLoop in a goroutine of its
+// own (what StartReadLoop does, but waited for on Close); the handler
+// returns. quickws quirks handled here:
+//   - it answers pings only with WithServerReplyPing, which is always set;
+//   - it sets TCP_NODELAY itself (default on), so nodelay=false passes
+//     WithServerTCPDelay;
+//   - read_buffer sizes its read window ((1024+14) × read_buffer/1024 bytes)
+//     or bufio reader (read_buffer bytes); quickws treats anything below
+//     1024 as 1024;
+//   - with compression it would send compressed frames even to a client
+//     that did not offer permessage-deflate, so WithServerDecompressAndCompress
+//     is passed only when the request offers it.
+func startQuickws(cfg Config) (Server, error) {
+	mult := float32(cfg.ReadBuffer()) / 1024
+	opts := []quickws.ServerOption{
+		quickws.WithServerCallback(quickwsEcho{}),
+		quickws.WithServerReplyPing(),
+	}
+	if cfg.String("parse_mode") == "bufio" {
+		opts = append(opts, quickws.WithServerBufioParseMode(), quickws.WithServerBufioMultipleTimesPayloadSize(mult))
+	} else {
+		opts = append(opts, quickws.WithServerWindowsMultipleTimesPayloadSize(mult))
+	}
+	if !cfg.Bool("nodelay") {
+		opts = append(opts, quickws.WithServerTCPDelay())
+	}
+	deflateOpts := append(append([]quickws.ServerOption(nil), opts...), quickws.WithServerDecompressAndCompress())
+	compression := cfg.Bool("compression")
+	return startHTTP(cfg, func(s *httpServer, w http.ResponseWriter, r *http.Request) {
+		o := opts
+		if compression && offersDeflate(r) {
+			o = deflateOpts
+		}
+		c, err := quickws.Upgrade(w, r, o...)
+		if err != nil {
+			return // quickws has answered the request, or lost it with the connection
+		}
+		if !s.conns.add(c.NetConn()) {
+			return
+		}
+		go func() {
+			defer s.conns.done(c.NetConn())
+			// ReadLoop returns the error that ended the connection; it
+			// has closed the connection already.
+			_ = c.ReadLoop()
+		}()
+	})
+}
+
+// offersDeflate reports whether the upgrade request offers
+// permessage-deflate.
+func offersDeflate(r *http.Request) bool {
+	for _, h := range r.Header.Values("Sec-WebSocket-Extensions") {
+		for _, ext := range strings.Split(h, ",") {
+			name, _, _ := strings.Cut(ext, ";")
+			if strings.EqualFold(strings.TrimSpace(name), "permessage-deflate") {
+				return true
+			}
+		}
+	}
+	return false
+}
