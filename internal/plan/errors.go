@@ -92,8 +92,12 @@ func suggest(s string, candidates []string) string {
 			best, bestD = c, d
 		}
 	}
-	// A typo changes about a third of a word at most; "x" is not "nbio".
-	limit := max(1, min(3, len(s)/3))
+	// A typo changes about a third of a word at most; "x" is not "nbio",
+	// and a one- or two-letter word is a typo only of itself in other case.
+	limit := min(3, len(s)/3)
+	if len(s) >= 3 {
+		limit = max(1, limit)
+	}
 	if best == "" || bestD > limit {
 		return ""
 	}

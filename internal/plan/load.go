@@ -381,13 +381,14 @@ func (l *loader) checkServers(p *Plan, nodelaySet bool) {
 	for i := range p.Servers {
 		s := &p.Servers[i]
 		base := indexPath("servers", i)
+		nameOK := false
 		switch {
 		case s.Name == "":
 			l.fieldErr(base+".name", "is required: a preset (wsplan frameworks lists them), or a label with framework:")
 		case !serverName.MatchString(s.Name):
 			l.fieldErr(base+".name", "bad server name %q: use letters, digits, _, - and .", s.Name)
-			continue
 		default:
+			nameOK = true
 			if j, dup := first[s.Name]; dup {
 				l.fieldErr(base+".name", "duplicate server %q (also servers[%d], line %d): give each server its own name", s.Name, j, p.Servers[j].Line)
 			} else {
@@ -404,8 +405,8 @@ func (l *loader) checkServers(p *Plan, nodelaySet bool) {
 		if len(s.Addrs) > 0 {
 			l.fieldErr(base+".addrs", "only with command:; built-in servers listen on defaults.listen from defaults.base_port")
 		}
-		if s.Name == "" {
-			continue
+		if !nameOK && s.Framework == "" {
+			continue // nothing to resolve
 		}
 		l.resolveServer(s, base, p.Defaults, nodelaySet)
 	}
@@ -709,7 +710,7 @@ func (l *loader) asserts(docs []assertDoc, p *Plan) []Assertion {
 	out := make([]Assertion, 0, len(docs))
 	for i, d := range docs {
 		base := indexPath("assert", i)
-		a := Assertion{Name: d.Name, Expr: d.Expr, Phase: d.Phase, Servers: d.Server, Abort: d.Abort, Line: l.lineOf(base)}
+		a := Assertion{Name: d.Name, Expr: d.Expr, Phase: d.Phase, Servers: d.Server, Abort: d.Abort, Line: l.lineOf(base + ".expr")}
 		if strings.TrimSpace(a.Expr) == "" {
 			l.fieldErr(base+".expr", "is required: a boolean expression such as failed == 0")
 		}

@@ -121,7 +121,7 @@ type Assertion struct {
 	Phase   string   // `phase:` phase name or kind it applies to; "" = every phase that has the variables it uses
 	Servers []string // `server:` a name or a list of names (of the plan, before --only) it applies to; empty = all
 	Abort   bool     // `abort:` stop the run at the first failure; default false
-	Line    int      // line of the entry
+	Line    int      // line of its `expr:` key (of the entry when expr: is missing), for messages about the expression
 }
 
 // setDefaults fills every zero plan-level field with its documented

@@ -1,0 +1,69 @@
+package plan
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// FuzzLoad: whatever the bytes, Load returns either a plan or problems
+// that each name a line inside the file and say something; never a panic,
+// and the same answer twice.
+//
+//	go test -fuzz=FuzzLoad ./internal/plan
+func FuzzLoad(f *testing.F) {
+	files, err := filepath.Glob("testdata/*.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data, "", "")
+		f.Add(data, "conns=5", "fake_plan_test")
+	}
+	f.Add([]byte("a: &a [*a, *a]\nb: &b [*a, *a]\nservers: [*b, *b]\n"), "", "")
+	f.Add([]byte("vars: {a: x}\nname: ${a}${b}$${c}${\n"), "a=", "")
+
+	f.Fuzz(func(t *testing.T, data []byte, set, only string) {
+		var opts LoadOptions
+		if k, v, ok := strings.Cut(set, "="); ok {
+			opts.Sets = map[string]string{k: v}
+		}
+		if only != "" {
+			opts.Only = strings.Split(only, ",")
+		}
+		p, err := LoadBytes("fuzz.yaml", data, opts)
+		again, err2 := LoadBytes("fuzz.yaml", data, opts)
+		if (err == nil) != (err2 == nil) || err != nil && err.Error() != err2.Error() {
+			t.Fatalf("two loads differ:\n%v\n--- then ---\n%v", err, err2)
+		}
+		if err == nil {
+			if p == nil || again == nil {
+				t.Fatal("no plan and no error")
+			}
+			if len(p.Phases) == 0 || p.Defaults.NoDelay == nil || p.Defaults.Ports < 1 || p.Name == "" {
+				t.Fatalf("accepted plan breaks an invariant: %+v", p)
+			}
+			return
+		}
+		if p != nil {
+			t.Fatal("a plan returned with errors")
+		}
+		var errs Errors
+		if !errors.As(err, &errs) || len(errs) == 0 {
+			t.Fatalf("error %T is not a non-empty plan.Errors: %v", err, err)
+		}
+		lines := bytes.Count(data, []byte("\n")) + 1
+		for _, e := range errs {
+			if e == nil || e.Line < 0 || e.Line > lines || e.Msg == "" || e.File != "fuzz.yaml" {
+				t.Fatalf("malformed error %#v (file has %d lines)", e, lines)
+			}
+		}
+	})
+}
