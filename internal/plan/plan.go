@@ -1,10 +1,3 @@
-// Package plan loads and validates wsplan plan files.
-//
-// Data flow: Load reads the YAML, resolves `vars:` (overridden by --set) into
-// `${name}` references, strictly decodes every section (unknown keys are
-// errors), applies defaults in one place, validates everything, and returns
-// either a Plan ready to run or every problem at once, each naming
-// file:line and the field. Nothing is started here.
 package plan
 
 import (
