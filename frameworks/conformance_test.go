@@ -7,15 +7,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gobwas/ws"
+	gorilla "github.com/gorilla/websocket"
 	"go.uber.org/goleak"
 )
 
@@ -57,28 +61,104 @@ func TestConformance(t *testing.T) {
 	for _, p := range presets {
 		// Not parallel: each preset allocates loopback ports, and running
 		// them one at a time keeps a failure's goroutine dump readable.
-		t.Run(p.Name, func(t *testing.T) { testPreset(t, p) })
+		t.Run(p.Name, func(t *testing.T) {
+			a := resolveT(t, p.Name, nil)
+			if a.Name != p.Framework {
+				t.Fatalf("preset %s resolved to adapter %q, want %q", p.Name, a.Name, p.Framework)
+			}
+			testServer(t, p.Name, nil)
+		})
 	}
 }
 
-func testPreset(t *testing.T, p Preset) {
-	a, vals, errs := Resolve(p.Name, "", nil)
+// optionVariants are option settings, other than the presets', that change
+// how an adapter reads or writes; each runs the whole conformance suite.
+// Every adapter also runs with nodelay=false and with compression=true
+// (the test client offers no extension, so the server must send plain
+// frames; TestCompression checks the negotiated case).
+var optionVariants = []struct {
+	name string // preset or adapter to start from
+	opts map[string]string
+}{
+	{"gorilla", map[string]string{"read_buffer": "16"}}, // buffer grows for every larger message
+	{"fasthttp", map[string]string{"read_buffer": "16"}},
+	{"nhooyr", map[string]string{"read_buffer": "16", "read_limit": "2000000"}},
+	{"gws", map[string]string{"parallel": "true", "check_utf8": "true", "read_buffer": "64"}},
+	{"gws_std", map[string]string{"parallel": "true", "parallel_golimit": "2"}},
+	{"quickws", map[string]string{"parse_mode": "bufio"}},
+	{"quickws", map[string]string{"read_buffer": "4096"}},
+}
+
+func TestConformanceOptions(t *testing.T) {
+	type variant struct {
+		name string
+		opts map[string]string
+	}
+	var variants []variant
+	for _, a := range Adapters() {
+		variants = append(variants,
+			variant{a.Name, map[string]string{"nodelay": "false"}},
+			variant{a.Name, map[string]string{"compression": "true"}})
+	}
+	for _, v := range optionVariants {
+		if _, _, errs := Resolve(v.name, "", nil); len(errs) > 0 {
+			continue // adapter not compiled in
+		}
+		variants = append(variants, variant(v))
+	}
+	for _, v := range variants {
+		t.Run(v.name+"/"+optString(v.opts), func(t *testing.T) { testServer(t, v.name, v.opts) })
+	}
+}
+
+func optString(opts map[string]string) string {
+	keys := slices.Sorted(maps.Keys(opts))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + opts[k]
+	}
+	return strings.Join(parts, ",")
+}
+
+func resolveT(t *testing.T, name string, opts map[string]string) Adapter {
+	t.Helper()
+	a, _, errs := Resolve(name, "", opts)
 	if len(errs) > 0 {
-		t.Fatalf("resolve preset %s: %v", p.Name, errors.Join(errs...))
+		t.Fatalf("resolve %s %v: %v", name, opts, errors.Join(errs...))
 	}
-	if a.Name != p.Framework {
-		t.Fatalf("preset %s resolved to adapter %q, want %q", p.Name, a.Name, p.Framework)
+	return a
+}
+
+// startT resolves name with opts and starts it on two free loopback ports.
+// The test is skipped when the adapter refuses compression=true with
+// ErrUnsupported (the library has no permessage-deflate).
+func startT(t *testing.T, name string, opts map[string]string) (a Adapter, srv Server, addrs []string) {
+	t.Helper()
+	a, vals, errs := Resolve(name, "", opts)
+	if len(errs) > 0 {
+		t.Fatalf("resolve %s %v: %v", name, opts, errors.Join(errs...))
 	}
+	addrs = freeAddrs(t, 2)
+	srv, err := a.Start(Config{Addrs: addrs, Path: testPath, Payload: testPayload, Values: vals})
+	if err != nil {
+		if opts["compression"] == "true" && errors.Is(err, ErrUnsupported) {
+			t.Skipf("%s: %v", name, err)
+		}
+		t.Fatalf("start %s %v on %v: %v", name, opts, addrs, err)
+	}
+	return a, srv, addrs
+}
+
+// testServer runs the conformance suite on preset or adapter name with
+// opts overriding its options.
+func testServer(t *testing.T, name string, opts map[string]string) {
+	a := resolveT(t, name, opts)
 	leakOpts := []goleak.Option{goleak.IgnoreCurrent()}
 	for _, fn := range lingeringOf(a.Name) {
 		leakOpts = append(leakOpts, goleak.IgnoreAnyFunction(fn))
 	}
 
-	addrs := freeAddrs(t, 2)
-	srv, err := a.Start(Config{Addrs: addrs, Path: testPath, Payload: testPayload, Values: vals})
-	if err != nil {
-		t.Fatalf("start %s on %v: %v", p.Name, addrs, err)
-	}
+	_, srv, addrs := startT(t, name, opts)
 	closed := false
 	defer func() {
 		if !closed {
@@ -263,6 +343,90 @@ func testPreset(t *testing.T, p Preset) {
 	if err := goleak.Find(leakOpts...); err != nil {
 		t.Errorf("goroutines left after Close (if the library keeps them by design, list them with lingeringGoroutines in %s.go): %v", a.Name, err)
 	}
+}
+
+// TestCompression checks permessage-deflate end to end for every adapter
+// with compression=true: a client offering the extension (gorilla, no
+// context takeover) gets it, the echoes are exact, and the server's replies
+// are actually compressed on the wire.
+func TestCompression(t *testing.T) {
+	for _, a := range Adapters() {
+		t.Run(a.Name, func(t *testing.T) {
+			_, srv, addrs := startT(t, a.Name, map[string]string{"compression": "true"})
+			defer srv.Close()
+
+			var wire countingConn
+			d := gorilla.Dialer{
+				EnableCompression: true,
+				HandshakeTimeout:  ioTimeout,
+				NetDial: func(network, addr string) (net.Conn, error) {
+					c, err := net.Dial(network, addr)
+					wire.Conn = c
+					return &wire, err
+				},
+			}
+			c, resp, err := d.Dial("ws://"+addrs[0]+testPath, nil)
+			if err != nil {
+				t.Fatalf("dial with permessage-deflate offered: %v", err)
+			}
+			defer c.Close()
+			if ext := resp.Header.Get("Sec-WebSocket-Extensions"); !strings.Contains(ext, "permessage-deflate") {
+				t.Fatalf("server did not accept permessage-deflate (Sec-WebSocket-Extensions: %q), but compression=true", ext)
+			}
+			text := bytes.Repeat([]byte("compressible wsplan text "), 64<<10/25)
+			rnd := rand.New(rand.NewPCG(3, 4))
+			msgs := []struct {
+				typ  int
+				data []byte
+			}{
+				{gorilla.TextMessage, text},
+				{gorilla.BinaryMessage, randBytes(rnd, 100<<10)},
+				{gorilla.TextMessage, []byte("short")},
+				{gorilla.BinaryMessage, []byte{}},
+				{gorilla.TextMessage, text},
+			}
+			for i, m := range msgs {
+				before := wire.read.Load()
+				if err := c.SetWriteDeadline(time.Now().Add(ioTimeout)); err != nil {
+					t.Fatal(err)
+				}
+				if err := c.WriteMessage(m.typ, m.data); err != nil {
+					t.Fatalf("message %d: write: %v", i, err)
+				}
+				if err := c.SetReadDeadline(time.Now().Add(ioTimeout)); err != nil {
+					t.Fatal(err)
+				}
+				typ, got, err := c.ReadMessage()
+				if err != nil {
+					t.Fatalf("message %d (%d bytes): read echo: %v", i, len(m.data), err)
+				}
+				if typ != m.typ || !bytes.Equal(got, m.data) {
+					t.Fatalf("message %d: echo is type %d, %s; want type %d", i, typ, firstDiff(got, m.data), m.typ)
+				}
+				if onWire := wire.read.Load() - before; len(m.data) == len(text) && onWire > int64(len(text)/4) {
+					t.Errorf("message %d: %d bytes of repetitive text came back as %d bytes on the wire, want them compressed (< %d)", i, len(text), onWire, len(text)/4)
+				}
+			}
+			if err := c.WriteControl(gorilla.CloseMessage, gorilla.FormatCloseMessage(gorilla.CloseNormalClosure, ""), time.Now().Add(ioTimeout)); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := c.ReadMessage(); !gorilla.IsCloseError(err, gorilla.CloseNormalClosure) {
+				t.Errorf("after close 1000: %v, want the server's close 1000", err)
+			}
+		})
+	}
+}
+
+// countingConn counts the bytes read from the server.
+type countingConn struct {
+	net.Conn
+	read atomic.Int64
+}
+
+func (c *countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.read.Add(int64(n))
+	return n, err
 }
 
 // freeAddrs returns n loopback addresses whose ports were free a moment ago.
