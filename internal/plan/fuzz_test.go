@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -59,11 +58,22 @@ func FuzzLoad(f *testing.F) {
 		if !errors.As(err, &errs) || len(errs) == 0 {
 			t.Fatalf("error %T is not a non-empty plan.Errors: %v", err, err)
 		}
-		lines := bytes.Count(data, []byte("\n")) + 1
+		lines := yamlLines(data)
 		for _, e := range errs {
 			if e == nil || e.Line < 0 || e.Line > lines || e.Msg == "" || e.File != "fuzz.yaml" {
 				t.Fatalf("malformed error %#v (file has %d lines)", e, lines)
 			}
 		}
 	})
+}
+
+// yamlLines counts lines as YAML does: \n, \r\n, \r, and (as libyaml)
+// NEL, LS and PS break lines.
+func yamlLines(data []byte) int {
+	s := strings.ReplaceAll(string(data), "\r\n", "\n")
+	n := 1
+	for _, sep := range []string{"\n", "\r", "\u0085", "\u2028", "\u2029"} {
+		n += strings.Count(s, sep)
+	}
+	return n
 }
