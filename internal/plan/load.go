@@ -533,7 +533,8 @@ func (l *loader) resolveServer(s *Server, base string, d Defaults, nodelaySet bo
 // the plan's first echo phase after that phase's defaults (the first echo
 // phase itself gets its defaults with Payload 0). A phase whose body has
 // errors is not validated, nor is any phase after a connect phase whose
-// body has errors, since their context would be a guess.
+// body has errors or whose connections is not > 0, since their context
+// would be a guess (the connect phase's own error says what to fix).
 func (l *loader) phases(items []yaml.Node) []Phase {
 	type decoded struct {
 		Phase
@@ -612,7 +613,7 @@ func (l *loader) phases(items []yaml.Node) []Phase {
 				l.fieldErr(field, "%s", fe.Msg)
 			}
 		}
-		if _, isConnect := d.Spec.(*scenarios.Connect); isConnect && !d.ok {
+		if c, isConnect := d.Spec.(*scenarios.Connect); isConnect && (!d.ok || c.Connections <= 0) {
 			connsKnown = false
 		}
 		out = append(out, d.Phase)
