@@ -24,7 +24,9 @@ type Options struct {
 	// Path is the request path of the upgrade; default "/ws".
 	Path string
 	// SourceAddrs are local IPs to bind, used round-robin; empty = the
-	// kernel picks.
+	// kernel picks. The k-th connection to a target binds the k-th
+	// address (modulo their number) of the target's family; every
+	// target's family needs at least one.
 	SourceAddrs []string
 	// Loops is the number of event loops, each on its own locked OS thread;
 	// default 1.

@@ -343,8 +343,16 @@ func (c *Client) collect(ctx context.Context, deadline time.Duration, posted []*
 			}
 		}
 	}
-	if why == "" && (c.closed.Load() && len(results) < len(posted) || len(posted) == 0 && c.closed.Load()) {
-		why = StopClosed
+	if why == "" && c.closed.Load() {
+		// Close raced with the phase: it stopped the loops (or they
+		// refused the phase) before the phase could end by itself.
+		cut := len(results) < len(posted) || len(posted) == 0
+		for _, r := range results {
+			cut = cut || r.stopped
+		}
+		if cut {
+			why = StopClosed
+		}
 	}
 	return results, why
 }

@@ -131,7 +131,10 @@ func (l *loop) tryConnect(idx int64, tries int) string {
 		// shared across targets (the 4-tuple must be unique, not the
 		// port). Older kernels lack it; binding still works without.
 		_ = unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_BIND_ADDRESS_NO_PORT, 1)
-		if err := unix.Bind(fd, srcs[idx%int64(len(srcs))]); err != nil {
+		// The k-th connection to a target binds source k (mod the number
+		// of sources of its family).
+		k := idx / int64(len(l.targets))
+		if err := unix.Bind(fd, srcs[k%int64(len(srcs))]); err != nil {
 			unix.Close(fd)
 			return "bind: " + errnoText(err)
 		}
@@ -311,5 +314,5 @@ func (l *loop) dialFinish(stopped bool) {
 	if d.job.pr != nil && d.unflushed > 0 {
 		d.job.pr.Done.Add(d.unflushed)
 	}
-	l.results <- phaseResult{phase: d.job.phase, dial: &d.part}
+	l.results <- phaseResult{phase: d.job.phase, dial: &d.part, stopped: stopped}
 }

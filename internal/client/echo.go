@@ -250,7 +250,7 @@ func (e *echoRun) lostInflight(l *loop, warm bool, reason string) {
 // maybeDone ends the phase here once nothing is in flight.
 func (e *echoRun) maybeDone(l *loop) {
 	if l.echo == e && e.inflight == 0 && !e.starting {
-		l.echoFinish()
+		l.echoFinish(false)
 	}
 }
 
@@ -282,9 +282,9 @@ func (l *loop) echoTick(now int64) {
 }
 
 // echoFinish ends the echo phase here and reports this loop's share. If it
-// was stopped, messages in flight are abandoned: neither success nor failure,
+// was stopped (by a command or Close), messages in flight are abandoned: neither success nor failure,
 // and their replies, when they come, are discarded (conn.skip).
-func (l *loop) echoFinish() {
+func (l *loop) echoFinish(stopped bool) {
 	e := l.echo
 	for _, c := range l.open {
 		if c.flags&fInflight != 0 {
@@ -304,7 +304,7 @@ func (l *loop) echoFinish() {
 	if e.job.pr != nil && e.unflushed > 0 {
 		e.job.pr.Done.Add(e.unflushed)
 	}
-	l.results <- phaseResult{phase: e.job.phase, echo: &e.part}
+	l.results <- phaseResult{phase: e.job.phase, echo: &e.part, stopped: stopped}
 }
 
 // spill turns c's pending data frame into queued output bytes, so that it

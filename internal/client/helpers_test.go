@@ -24,7 +24,7 @@ import (
 // echoServer is a gorilla/websocket echo server on 127.0.0.1 whose
 // behaviour tests can bend.
 type echoServer struct {
-	corruptAt  int64         // 1-based message number (over all connections) whose echo gets one byte flipped; 0 = none
+	corruptAt  atomic.Int64  // 1-based message number (over all connections) whose echo gets one byte flipped; 0 = none
 	closeAfter int           // each connection sends a close frame (1000) after this many echoes; 0 = never
 	dropAfter  int           // each connection closes its TCP socket after this many echoes; 0 = never
 	silentFrom int64         // message numbers >= this get no echo; 0 = all answered
@@ -58,7 +58,7 @@ func (s *echoServer) start(t testing.TB) string {
 			if s.delay > 0 {
 				time.Sleep(s.delay)
 			}
-			if id == s.corruptAt && len(msg) > 0 {
+			if id == s.corruptAt.Load() && len(msg) > 0 {
 				msg[len(msg)/2] ^= 0x20
 			}
 			if err := ws.WriteMessage(op, msg); err != nil {

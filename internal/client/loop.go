@@ -47,9 +47,10 @@ type command struct {
 
 // phaseResult is a loop's share of a phase, sent when the phase ends there.
 type phaseResult struct {
-	phase int64
-	dial  *connectPart
-	echo  *echoPart
+	phase   int64
+	dial    *connectPart
+	echo    *echoPart
+	stopped bool // cut short by cmdStop or Close
 }
 
 // loop is one event loop: a goroutine locked to its OS thread, with its own
@@ -232,7 +233,7 @@ func (l *loop) drainCommands() {
 				l.dialFinish(true)
 			}
 			if l.echo != nil && l.echo.job.phase == cmd.phase {
-				l.echoFinish()
+				l.echoFinish(true)
 			}
 		case cmdClose:
 			l.stopping = true
@@ -272,7 +273,7 @@ func (l *loop) shutdown() {
 		l.dialFinish(true)
 	}
 	if l.echo != nil {
-		l.echoFinish()
+		l.echoFinish(true)
 	}
 	for fd, c := range l.byFD {
 		if c == nil {
