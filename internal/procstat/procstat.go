@@ -320,6 +320,10 @@ func (fs FS) root() string {
 	return fs.Root
 }
 
+// live reports whether fs reads the running system's /proc, so that
+// process CPU clocks describe the same processes.
+func (fs FS) live() bool { return filepath.Clean(fs.root()) == DefaultRoot }
+
 func (fs FS) pageSize() int {
 	if fs.PageSize <= 0 {
 		return os.Getpagesize()

@@ -27,6 +27,11 @@ type Summary struct {
 	MemMin, MemAvg, MemMax int64
 	// Samples is the number of readings taken (Start and Stop included).
 	Samples int
+	// PreciseCPU is true when the CPU times came from the process's CPU
+	// clock (nanoseconds; see ProcessCPUTime) rather than from the 10ms ticks
+	// of /proc/<pid>/stat. The sampler uses the clock when it reads the live
+	// /proc (FS.Root "/proc" or empty) on Linux.
+	PreciseCPU bool
 	// Wall is the wall time the figures cover: Start to Stop, or to the last
 	// reading if the process exited.
 	Wall time.Duration
@@ -43,10 +48,11 @@ type Sampler struct {
 	pid      int
 	interval time.Duration
 
-	w    window
-	err  error
-	stop chan struct{}
-	done chan struct{}
+	w       window
+	err     error
+	precise bool // CPU from ProcessCPUTime
+	stop    chan struct{}
+	done    chan struct{}
 
 	afterTick func() // tests: called after each tick's reading
 }
@@ -67,6 +73,10 @@ func (s *Sampler) Start() {
 	}
 	s.stop = make(chan struct{})
 	s.done = make(chan struct{})
+	if s.fs.live() {
+		_, err := ProcessCPUTime(s.pid)
+		s.precise = err == nil
+	}
 	r, err := s.read()
 	if err != nil {
 		s.err = err
@@ -124,19 +134,25 @@ func (s *Sampler) Stop() Summary {
 	}
 	sum := s.w.summary()
 	sum.Err = s.err
+	sum.PreciseCPU = s.precise && sum.Samples > 0
 	return sum
 }
 
 func (s *Sampler) read() (reading, error) {
 	st, err := s.fs.ReadStat(s.pid)
-	at := time.Now()
 	if err != nil {
 		return reading{}, err
 	}
 	if st.Exited() {
 		return reading{}, fmt.Errorf("procstat: pid %d: %w (state %c)", s.pid, ErrExited, st.State)
 	}
-	return reading{at: at, cpu: st.CPU(), rss: st.RSS(s.fs.pageSize())}, nil
+	cpu := st.CPU()
+	if s.precise {
+		if cpu, err = ProcessCPUTime(s.pid); err != nil {
+			return reading{}, err
+		}
+	}
+	return reading{at: time.Now(), cpu: cpu, rss: st.RSS(s.fs.pageSize())}, nil
 }
 
 // reading is one sample of a process.
