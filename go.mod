@@ -17,7 +17,9 @@ require (
 	github.com/clipperhouse/displaywidth v0.10.0 // indirect
 	github.com/clipperhouse/uax29/v2 v2.6.0 // indirect
 	github.com/cloudwego/base64x v0.1.6 // indirect
+	github.com/cloudwego/gopkg v0.1.4 // indirect
 	github.com/cloudwego/hertz v0.10.4 // indirect
+	github.com/cloudwego/netpoll v0.7.2 // indirect
 	github.com/dolthub/maphash v0.1.0 // indirect
 	github.com/expr-lang/expr v1.17.8 // indirect
 	github.com/fasthttp/websocket v1.5.12 // indirect

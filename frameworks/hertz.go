@@ -1,0 +1,232 @@
+package frameworks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/cloudwego/hertz/pkg/app"
+	"github.com/cloudwego/hertz/pkg/app/server"
+	"github.com/cloudwego/hertz/pkg/common/config"
+	"github.com/cloudwego/hertz/pkg/network"
+	"github.com/cloudwego/hertz/pkg/network/netpoll"
+	"github.com/cloudwego/hertz/pkg/network/standard"
+	"github.com/hertz-contrib/websocket"
+	"golang.org/x/sys/unix"
+)
+
+// hertz transports, the values of the transport option.
+const (
+	hertzNetpoll  = "netpoll"
+	hertzStandard = "standard"
+)
+
+const (
+	// hertzReadMessageAbove is the read buffer size above which a
+	// connection reads each message with ReadMessage (a new buffer per
+	// message) instead of keeping a read_buffer-byte buffer, as the
+	// published server did (its -mrb flag, 4096) so that idle connections
+	// do not each hold a large buffer.
+	hertzReadMessageAbove = 4096
+	// hertzShutdownTimeout bounds how long Close waits for hertz to see its
+	// connections end.
+	hertzShutdownTimeout = 5 * time.Second
+)
+
+func init() {
+	Register(Adapter{
+		Name:    "hertz",
+		Library: "github.com/hertz-contrib/websocket",
+		Doc:     "hertz server (one per address), goroutine per connection, NextReader into a reused read buffer, WriteMessage",
+		Options: []Option{
+			{Name: "transport", Type: TypeEnum, Enum: []string{hertzNetpoll, hertzStandard}, Default: hertzNetpoll,
+				Doc: "hertz network library: netpoll (hertz's default, epoll based) or standard (net, standard.NewTransporter)"},
+		},
+		Start: startHertz,
+	})
+	RegisterPreset(Preset{
+		Name:      "hertz",
+		Framework: "hertz",
+		Options:   map[string]string{"transport": hertzNetpoll},
+		Doc:       "hertz-contrib/websocket on hertz with its default netpoll transport",
+	})
+	RegisterPreset(Preset{
+		Name:      "hertz_std",
+		Framework: "hertz",
+		Options:   map[string]string{"transport": hertzStandard},
+		Doc:       "hertz-contrib/websocket on hertz with standard.NewTransporter",
+	})
+	lingeringGoroutines("hertz",
+		"hertz refreshes its cached Date header from one goroutine per process (protocol.ServerDateOnce), started by the first response and never stopped",
+		"github.com/cloudwego/hertz/pkg/protocol.UpdateServerDate.func1")
+	lingeringGoroutines("hertz",
+		"netpoll polls every connection of the process on its global poller goroutines, started on first use and never stopped",
+		"github.com/cloudwego/netpoll.(*defaultPoll).Wait")
+}
+
+// startHertz runs one hertz server per address (a hertz server takes one
+// listener), each on a SO_REUSEPORT listener opened here, serving
+// hertz-contrib/websocket on cfg.Path. Each upgraded connection keeps the
+// goroutine hertz ran the handler on: it reads a message with NextReader
+// into a read_buffer-byte buffer (grown when a message is larger; above
+// 4096 bytes ReadMessage instead, as published) and writes it back with
+// WriteMessage. hertz-contrib/websocket answers pings with pongs and echoes
+// close frames; the read deadline hertz set for HTTP is cleared.
+func startHertz(cfg Config) (Server, error) {
+	if len(cfg.Addrs) == 0 {
+		return nil, errors.New("no listen address")
+	}
+	// netpoll runs each connection's handler on bytedance/gopkg's global
+	// gopool, and an upgraded connection keeps its goroutine. The published
+	// servers raised the pool's cap to 1000000 (gopool.SetCap) because
+	// older gopkg versions capped it at 10000; gopkg v0.1.3's default cap
+	// is math.MaxInt32, so it is left alone here.
+	nodelay := cfg.Bool("nodelay")
+	s := &hertzServer{}
+	up := websocket.HertzUpgrader{
+		CheckOrigin:       func(*app.RequestContext) bool { return true },
+		EnableCompression: cfg.Bool("compression"),
+	}
+	bufSize := cfg.ReadBuffer()
+	handler := func(_ context.Context, ctx *app.RequestContext) {
+		// Upgrade answers a bad handshake with an HTTP error itself.
+		_ = up.Upgrade(ctx, func(c *websocket.Conn) {
+			nc := c.NetConn()
+			if !s.conns.add(nc) {
+				return
+			}
+			defer s.conns.done(nc)
+			// hertz-contrib clears the deadline hertz set for HTTP, but
+			// netpoll also keeps a per-read timeout (hertz's ReadTimeout,
+			// 3 min) that a deadline does not override: an idle
+			// connection would be closed. SetReadTimeout(0) clears both.
+			if err := nc.(network.Conn).SetReadTimeout(0); err != nil {
+				return
+			}
+			hertzEcho(c, bufSize)
+		})
+	}
+
+	opts := []config.Option{server.WithDisablePrintRoute(true)}
+	switch cfg.String("transport") {
+	case hertzStandard:
+		opts = append(opts, server.WithTransport(standard.NewTransporter))
+	default:
+		opts = append(opts, server.WithTransport(netpoll.NewTransporter))
+		// netpoll sets TCP_NODELAY on every connection and takes the raw
+		// listener (it polls its fd), so nodelay=false is applied per
+		// connection instead of by a listener wrapper.
+		if !nodelay {
+			opts = append(opts, server.WithOnAccept(func(c net.Conn) context.Context {
+				netpollDelay(c)
+				return context.Background()
+			}))
+		}
+	}
+	for _, addr := range cfg.Addrs {
+		ln, err := listen(addr)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		if cfg.String("transport") == hertzStandard {
+			ln = noDelayListener{Listener: ln, noDelay: nodelay}
+		}
+		h := server.New(append(opts, server.WithListener(ln))...)
+		// By default hertz closes a hijacked connection when the handler
+		// returns and makes Close on it a no-op, so Close could not end a
+		// connection blocked in a read. With KeepHijackedConns the
+		// handler's tracker closes it (after the handler, or from Close);
+		// NoHijackConnPool keeps a second Close from reaching a pooled
+		// wrapper already handed to another connection.
+		h.KeepHijackedConns = true
+		h.NoHijackConnPool = true
+		h.GET(cfg.Path, handler)
+		s.servers = append(s.servers, h)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			// Run returns once the listener is closed; an error before
+			// that ends this address only.
+			_ = h.Run()
+		}()
+	}
+	return s, nil
+}
+
+// hertzEcho echoes messages until the connection fails or closes.
+func hertzEcho(c *websocket.Conn, bufSize int) {
+	if bufSize > hertzReadMessageAbove {
+		for {
+			mt, msg, err := c.ReadMessage()
+			if err != nil {
+				return
+			}
+			if err := c.WriteMessage(mt, msg); err != nil {
+				return
+			}
+		}
+	}
+	buf := make([]byte, bufSize)
+	for {
+		mt, rd, err := c.NextReader()
+		if err != nil {
+			return
+		}
+		var n int
+		if buf, n, err = readMessage(rd, buf); err != nil {
+			return
+		}
+		if err := c.WriteMessage(mt, buf[:n]); err != nil {
+			return
+		}
+	}
+}
+
+// netpollDelay clears TCP_NODELAY on the socket of a hertz netpoll
+// connection.
+func netpollDelay(c net.Conn) {
+	hc, ok := c.(*netpoll.Conn)
+	if !ok {
+		return
+	}
+	if fc, ok := hc.Conn.(interface{ Fd() int }); ok {
+		// A failure leaves TCP_NODELAY on; the connection still works.
+		_ = unix.SetsockoptInt(fc.Fd(), unix.IPPROTO_TCP, unix.TCP_NODELAY, 0)
+	}
+}
+
+// hertzServer is one hertz server per address plus the upgraded
+// connections, which hertz no longer tracks once hijacked.
+type hertzServer struct {
+	servers []*server.Hertz
+	conns   tracker
+	wg      sync.WaitGroup // one per Run goroutine
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Close closes the upgraded connections (waiting for their goroutines),
+// then shuts every hertz server down: listener closed, remaining HTTP
+// connections given up to 5 s.
+// A second Close returns the first one's result.
+func (s *hertzServer) Close() error {
+	s.closeOnce.Do(func() {
+		s.conns.closeAll()
+		ctx, cancel := context.WithTimeout(context.Background(), hertzShutdownTimeout)
+		defer cancel()
+		var errs []error
+		for _, h := range s.servers {
+			if err := h.Shutdown(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("hertz shutdown: %w", err))
+			}
+		}
+		s.wg.Wait()
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
