@@ -1,0 +1,162 @@
+package client
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// pathRig drives one loop synchronously (no loop goroutine) over a
+// socketpair: the test plays the server on the peer end, so the client's
+// whole per-message path runs — decode, verify, record, mask, read and
+// write system calls — without the network or epoll_wait.
+type pathRig struct {
+	l      *loop
+	c      *conn
+	peer   int
+	in     []byte   // what the peer reads the client's frame into
+	writes [][]byte // what the peer writes back per message, in order
+}
+
+func newPathRig(tb testing.TB, payload int, writes func(echo []byte) [][]byte) *pathRig {
+	tb.Helper()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// Large buffers, so a message never waits for EPOLLOUT.
+	for _, fd := range fds {
+		for _, opt := range []int{unix.SO_SNDBUF, unix.SO_RCVBUF} {
+			if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, opt, 4<<20); err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
+	l, err := newLoop(&Client{}, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c := &conn{fd: int32(fds[0])}
+	if err := l.register(c, unix.EPOLLIN); err != nil {
+		tb.Fatal(err)
+	}
+	l.addOpen(c)
+	p := makePayload(payload, false)
+	r := &pathRig{l: l, c: c, peer: fds[1], in: make([]byte, payload+64), writes: writes(p)}
+	pool := &tokenPool{}
+	pool.meas.Store(1 << 40)
+	l.echoStart(&echoJob{
+		phase:   1,
+		slots:   1,
+		hdr:     appendClientHeader(nil, opBinary, len(p), 0),
+		payload: p,
+		op:      opBinary,
+		verify:  true,
+		timeout: int64(1 << 62),
+		pool:    pool,
+		batch:   1 << 40,
+	})
+	if l.echo == nil || l.echo.inflight != 1 {
+		tb.Fatal("echoStart sent no message")
+	}
+	tb.Cleanup(func() {
+		if l.echo != nil {
+			l.echoFinish(true)
+			<-l.results
+		}
+		l.shutdown()
+		unix.Close(r.peer)
+	})
+	return r
+}
+
+// roundTrip plays the server for one message: read the client's frame,
+// write the echo (in the rig's pieces), let the client read each piece.
+// The client answers the echo by sending its next message.
+func (r *pathRig) roundTrip(tb testing.TB) {
+	if _, err := unix.Read(r.peer, r.in); err != nil {
+		tb.Fatal(err)
+	}
+	for _, w := range r.writes {
+		if _, err := unix.Write(r.peer, w); err != nil {
+			tb.Fatal(err)
+		}
+		r.l.readFrames(r.c)
+	}
+}
+
+// Echo shapes for the rig.
+var pathShapes = []struct {
+	name   string
+	writes func(echo []byte) [][]byte
+}{
+	{"one frame", func(p []byte) [][]byte { return [][]byte{serverFrame(true, opBinary, p)} }},
+	{"fragmented with ping", func(p []byte) [][]byte {
+		h := len(p) / 2
+		return [][]byte{bytes.Join([][]byte{
+			serverFrame(false, opBinary, p[:h]),
+			serverFrame(true, opPing, []byte("ping")),
+			serverFrame(true, opContinuation, p[h:]),
+		}, nil)}
+	}},
+	{"split header", func(p []byte) [][]byte {
+		f := serverFrame(true, opBinary, p)
+		return [][]byte{f[:1], f[1:3], f[3:]}
+	}},
+}
+
+// TestEchoPathAllocs proves the per-message path allocates nothing in
+// steady state, whatever shape the echo arrives in.
+func TestEchoPathAllocs(t *testing.T) {
+	for _, shape := range pathShapes {
+		t.Run(shape.name, func(t *testing.T) {
+			r := newPathRig(t, 1024, shape.writes)
+			for i := 0; i < 10; i++ { // warm up: ext free list, buffers
+				r.roundTrip(t)
+			}
+			before := r.l.echo.part.success
+			allocs := testing.AllocsPerRun(1000, func() { r.roundTrip(t) })
+			if allocs != 0 {
+				t.Errorf("%v allocations per echo, want 0", allocs)
+			}
+			if got := r.l.echo.part.success - before; got != 1001 {
+				t.Errorf("%d successful echoes, want 1001 (errors %v)", got, r.l.echo.part.errors)
+			}
+			if r.l.echo.part.failed != 0 {
+				t.Errorf("failures: %v", r.l.echo.part.errors)
+			}
+		})
+	}
+}
+
+// BenchmarkEchoPath measures one echo through the client's per-message
+// path (including the peer's read and write system calls on the socketpair).
+func BenchmarkEchoPath(b *testing.B) {
+	for _, shape := range pathShapes {
+		b.Run(shape.name, func(b *testing.B) {
+			r := newPathRig(b, 1024, shape.writes)
+			b.ReportAllocs()
+			cpu0 := processCPU(b)
+			for b.Loop() {
+				r.roundTrip(b)
+			}
+			// CPU time, unlike ns/op, does not grow when other
+			// processes share the machine.
+			b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+			if r.l.echo.part.failed != 0 {
+				b.Fatalf("failures: %v", r.l.echo.part.errors)
+			}
+		})
+	}
+}
+
+// processCPU returns the user+system CPU time this process has used.
+func processCPU(tb testing.TB) time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
