@@ -1,0 +1,120 @@
+package frameworks
+
+import (
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	nettyws "github.com/go-netty/go-netty-ws"
+)
+
+// nettyws message types, the values of the message_type option.
+const (
+	nettywsBinary = "binary"
+	nettywsText   = "text"
+)
+
+const (
+	// nettywsCloseWait bounds how long Close waits for the connection
+	// goroutines go-netty runs to notice their connections closed.
+	nettywsCloseWait = 5 * time.Second
+)
+
+func init() {
+	Register(Adapter{
+		Name:    "nettyws",
+		Library: "github.com/go-netty/go-netty-ws",
+		Doc:     "go-netty-ws on net/http, goroutine per connection; echoes ONE message type (message_type) and answers the other with close 1003",
+		Options: []Option{
+			{Name: "message_type", Type: TypeEnum, Enum: []string{nettywsBinary, nettywsText}, Default: nettywsBinary,
+				Doc: "the one opcode served: go-netty-ws writes every message with it (binary = WithBinary()) and answers messages of the other type with close 1003, unsupported data"},
+		},
+		Start: startNettyws,
+	})
+	RegisterPreset(Preset{
+		Name:      "nettyws",
+		Framework: "nettyws",
+		// WithBufferSize(2048, 0) in the published server.
+		Options: map[string]string{"message_type": nettywsBinary, "read_buffer": "2048"},
+		Doc:     "go-netty-ws with WithBinary(), WithNoDelay, WithBufferSize(2048, 0); binary messages only",
+	})
+}
+
+// startNettyws serves go-netty-ws on net/http (the Websocket's upgrade
+// handler on cfg.Path of a server on SO_REUSEPORT listeners; go-netty-ws's
+// own Listen opens a plain listener per URL and sleeps a second per
+// listener). Each connection is a go-netty channel with a read goroutine
+// that reads a whole message into a buffer and calls OnData, which writes
+// it back: NewWebsocket(WithBinary() unless message_type=text,
+// WithNoDelay(nodelay), WithBufferSize(read_buffer, 0)).
+//
+// go-netty-ws fixes the opcode per server, not per message: it writes
+// every message as text, or as binary with WithBinary(), and it does not
+// tell OnData which opcode a message came with. A message of the other type
+// is discarded and answered with close 1003 (unsupported data). So this
+// server echoes only message_type messages with the same opcode; the
+// published benchmark sent binary messages only. go-netty answers pings
+// with pongs and echoes close frames.
+func startNettyws(cfg Config) (Server, error) {
+	opts := []nettyws.Option{
+		nettyws.WithNoDelay(cfg.Bool("nodelay")),
+		nettyws.WithBufferSize(cfg.ReadBuffer(), 0),
+	}
+	if cfg.String("message_type") == nettywsBinary {
+		opts = append(opts, nettyws.WithBinary())
+	}
+	if cfg.Bool("compression") {
+		// go-netty-transport (v1.7.10) negotiates permessage-deflate but
+		// then compresses every message of 512 bytes or more on every
+		// connection, also those whose client did not offer the
+		// extension: such a client receives RSV1 frames it cannot read.
+		return nil, fmt.Errorf("compression: %w (go-netty-ws compresses without regard to negotiation)", ErrUnsupported)
+	}
+	ws := nettyws.NewWebsocket(opts...)
+	s := &nettywsServer{ws: ws}
+	ws.OnOpen = func(nettyws.Conn) { s.open.Add(1) }
+	ws.OnClose = func(nettyws.Conn, error) { s.open.Add(-1) }
+	ws.OnData = func(c nettyws.Conn, data []byte) {
+		// A failed write closes the channel inside go-netty.
+		_ = c.Write(data)
+	}
+	hs, err := startHTTP(cfg, func(_ *httpServer, w http.ResponseWriter, r *http.Request) {
+		// On success the connection runs on its own go-netty channel
+		// goroutine, which ws.Close ends. On failure gobwas/ws has answered
+		// with an HTTP error.
+		_, _ = ws.UpgradeHTTP(w, r)
+	})
+	if err != nil {
+		// Nothing was upgraded; Close releases the Websocket's context.
+		_ = ws.Close()
+		return nil, err
+	}
+	s.http = hs
+	return s, nil
+}
+
+// nettywsServer is the net/http server doing the upgrades plus the
+// go-netty-ws Websocket serving the connections.
+type nettywsServer struct {
+	http *httpServer
+	ws   *nettyws.Websocket
+	open atomic.Int64 // channels between OnOpen and OnClose
+}
+
+// Close stops the listeners, refuses further upgrades, sends close 1000 on
+// every connection and closes it, then waits up to 5 s for go-netty's
+// channel goroutines to finish.
+func (s *nettywsServer) Close() error {
+	err := s.http.Close()
+	// Websocket.Close always returns nil.
+	_ = s.ws.Close()
+	deadline := time.Now().Add(nettywsCloseWait)
+	for s.open.Load() > 0 {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nettyws: %d connections still open %v after close", s.open.Load(), nettywsCloseWait)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return err
+}
