@@ -88,6 +88,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newServeCmd(stderr),
 		newCompareCmd(stdout),
 		newTuneCmd(stdout, stderr),
+		newShardCmd(),
 	)
 	return root
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/wsplan/wsplan/internal/plan"
 	"github.com/wsplan/wsplan/internal/procstat"
 	"github.com/wsplan/wsplan/internal/result"
+	"github.com/wsplan/wsplan/internal/shard"
 	"github.com/wsplan/wsplan/scenarios"
 	"github.com/wsplan/wsplan/sysctl"
 )
@@ -395,13 +396,7 @@ func (e *runner) server(ctx context.Context, i int, srv plan.Server) {
 		e.failRest(srv, 0, "server not ready: "+err.Error(), proc.Tail(2048))
 		return
 	}
-	drv, err := e.o.NewDriver(client.Options{
-		Targets:     addrs,
-		Path:        srv.Path,
-		SourceAddrs: e.plan.Client.SourceAddrs,
-		Loops:       loops(e.plan, e.o.Layout),
-		NoDelay:     e.plan.Defaults.NoDelay == nil || *e.plan.Defaults.NoDelay,
-	})
+	drv, err := e.driver(srv, addrs)
 	if err != nil {
 		e.failRest(srv, 0, "client: "+err.Error(), "")
 		return
@@ -433,6 +428,54 @@ func (e *runner) server(ctx context.Context, i int, srv plan.Server) {
 	}
 }
 
+// driver opens the load-generating client for one server: in this process,
+// or as shard processes when the plan asks for them.
+func (e *runner) driver(srv plan.Server, addrs []string) (Driver, error) {
+	co := client.Options{
+		Targets:     addrs,
+		Path:        srv.Path,
+		SourceAddrs: e.plan.Client.SourceAddrs,
+		Loops:       loops(e.plan, e.o.Layout),
+		NoDelay:     e.plan.Defaults.NoDelay == nil || *e.plan.Defaults.NoDelay,
+	}
+	n := e.shards()
+	if n == 0 {
+		return e.o.NewDriver(co)
+	}
+	co.SourceAddrs = nil
+	co.Loops = max(1, e.plan.Client.Loops)
+	sources := make([][]string, n)
+	for i := range sources {
+		sources[i] = shardSources(e.plan.Client.SourceAddrs, i, n)
+	}
+	g, err := shard.Start(shard.Spec{
+		Exe: e.o.Exe, N: n, Client: co, Sources: sources, CPUs: e.o.Layout.ClientCPUs,
+		LogDir: e.o.OutDir, Name: unsafeName.ReplaceAllString(srv.Name, "_"), Grace: e.plan.Defaults.StopGrace.D(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.o.Notice("%s: %d client shards, pids %v", srv.Name, n, g.Pids())
+	return g, nil
+}
+
+func (e *runner) shards() int {
+	_, hard := sysctl.NoFile()
+	return Shards(e.plan, hard)
+}
+
+// usableClientCPU is how many cores the client can keep busy: its event
+// loops (over every shard) bounded by the CPUs it is pinned to.
+func (e *runner) usableClientCPU() int {
+	if n := e.shards(); n > 0 {
+		return min(n*max(1, e.plan.Client.Loops), len(e.o.Layout.ClientCPUs))
+	}
+	return min(loops(e.plan, e.o.Layout), len(e.o.Layout.ClientCPUs))
+}
+
+// pidser is a Driver with processes of its own (shards) to sample.
+type pidser interface{ Pids() []int }
+
 // phase runs one phase with sampling; died reports that the server exited.
 func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc *launch.Process, drv Driver) (result.Result, bool) {
 	res := result.Result{Server: srv.Name, Framework: e.framework(srv), Phase: ph.Name, Kind: ph.Kind, Metrics: metrics.Values{}}
@@ -448,14 +491,29 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 
 	interval := e.plan.Defaults.Sample.D()
 	ssrv := procstat.NewSampler(e.o.Proc, proc.Pid, interval)
-	scli := procstat.NewSampler(e.o.Proc, os.Getpid(), interval)
+	clientPids := []int{os.Getpid()}
+	if ps, ok := drv.(pidser); ok {
+		clientPids = append(clientPids, ps.Pids()...)
+	}
+	var scli []*procstat.Sampler
+	for _, pid := range clientPids {
+		scli = append(scli, procstat.NewSampler(e.o.Proc, pid, interval))
+	}
 	pr := &client.Progress{}
 	stopProgress := e.progress(ph.Name, srv.Name, pr)
 	ssrv.Start()
-	scli.Start()
+	for _, s := range scli {
+		s.Start()
+	}
 	out, err := ph.Spec.Run(pctx, &scenarios.Env{Driver: drv, Progress: pr})
 	sv := ssrv.Stop()
-	cv := scli.Stop()
+	var cv procstat.Summary
+	for _, s := range scli {
+		x := s.Stop()
+		cv.CPUAvg += x.CPUAvg
+		cv.CPUSeconds += x.CPUSeconds
+		cv.MemMax += x.MemMax
+	}
 	stopProgress()
 
 	m := out.Metrics
@@ -468,7 +526,7 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 	m["client_cpu_avg"] = cv.CPUAvg
 	m["client_cpu_s"] = cv.CPUSeconds
 	m["client_mem_max"] = cv.MemMax
-	usable := min(loops(e.plan, e.o.Layout), len(e.o.Layout.ClientCPUs))
+	usable := e.usableClientCPU()
 	m["client_cpus"] = int64(len(e.o.Layout.ClientCPUs))
 	bound := cv.CPUAvg >= ClientBoundThreshold*100*float64(usable)
 	m["client_bound"] = bound

@@ -40,20 +40,21 @@ func connectConcurrency(p *plan.Plan) int {
 }
 
 // Shards returns how many client processes the plan runs, given the fd hard
-// limit: 1 when the client runs inside wsplan (shards: 0), the plan's number,
-// or for `auto` enough that each stays under the limit.
+// limit: 0 when the client runs inside wsplan (shards: 0), the plan's
+// number, or for `auto` enough that each stays under the limit and at least
+// one per source address.
 func Shards(p *plan.Plan, hard uint64) int {
 	switch {
 	case p.Client.Shards > 0:
 		return p.Client.Shards
 	case p.Client.Shards < 0: // auto
-		per := int(hard) - sysctl.FDSlack
-		if hard == 0 || per <= 0 {
-			return 1
+		n := max(1, len(p.Client.SourceAddrs))
+		if per := int(hard) - sysctl.FDSlack; hard > 0 && per > 0 {
+			n = max(n, (Conns(p)+per-1)/per)
 		}
-		return max(1, (Conns(p)+per-1)/per)
+		return n
 	}
-	return 1
+	return 0
 }
 
 // Needs works out what the plan asks of the host.
@@ -77,7 +78,7 @@ func Needs(p *plan.Plan, l Layout, hard uint64) sysctl.Needs {
 			n.Targets = min(n.Targets, len(s.Addrs))
 		}
 	}
-	shards := Shards(p, hard)
+	shards := max(1, Shards(p, hard))
 	for i := range shards {
 		c := conns / shards
 		if i < conns%shards {

@@ -1,0 +1,149 @@
+package shard
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/wsplan/wsplan/internal/client"
+)
+
+// ProgressInterval is how often a shard reports progress while a phase runs.
+const ProgressInterval = 250 * time.Millisecond
+
+// Serve is the shard side: it opens a client with opts and answers the
+// orchestrator's requests from in until "close" or EOF, writing replies to
+// out. A "cancel" line stops the running phase, which then replies with
+// what it measured.
+func Serve(ctx context.Context, opts client.Options, in io.Reader, out io.Writer) error {
+	c, err := client.New(opts)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	var wmu sync.Mutex
+	enc := json.NewEncoder(out)
+	send := func(r Reply) error {
+		wmu.Lock()
+		defer wmu.Unlock()
+		return enc.Encode(r)
+	}
+	if err := send(Reply{Op: "ready", Ready: true, Pid: os.Getpid()}); err != nil {
+		return err
+	}
+
+	reqs := make(chan Request)
+	readErr := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			var r Request
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				readErr <- fmt.Errorf("bad request %q: %w", sc.Text(), err)
+				return
+			}
+			select {
+			case reqs <- r:
+			case <-ctx.Done():
+				return
+			}
+		}
+		readErr <- sc.Err() // nil at EOF: the orchestrator went away
+	}()
+
+	var (
+		running  bool
+		cancel   context.CancelFunc = func() {}
+		finished                    = make(chan error, 1)
+	)
+	defer func() { cancel() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-readErr:
+			cancel()
+			if running {
+				<-finished
+			}
+			return err
+		case err := <-finished:
+			running = false
+			if err != nil {
+				return err
+			}
+		case r := <-reqs:
+			switch r.Op {
+			case "cancel":
+				cancel()
+				continue
+			case "close":
+				cancel()
+				if running {
+					<-finished
+				}
+				return nil
+			}
+			if running {
+				return fmt.Errorf("request %q while a phase runs", r.Op)
+			}
+			pctx, stop := context.WithCancel(ctx)
+			cancel = stop
+			running = true
+			go func() { finished <- runPhase(pctx, c, r, send) }()
+		}
+	}
+}
+
+// runPhase runs one request and sends its progress and reply.
+func runPhase(ctx context.Context, c *client.Client, r Request, send func(Reply) error) error {
+	pr := &client.Progress{}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(ProgressInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				// A failed progress write shows up again on the reply.
+				_ = send(Reply{Op: "progress", Done: pr.Done.Load()})
+			}
+		}
+	}()
+	reply := Reply{Op: r.Op}
+	var err error
+	switch {
+	case r.Op == "connect" && r.Connect != nil:
+		var res client.ConnectResult
+		res, err = c.Connect(ctx, *r.Connect, pr)
+		if err == nil {
+			reply.Connect, err = wireConnect(res)
+		}
+	case r.Op == "echo" && r.Echo != nil:
+		var res client.EchoResult
+		res, err = c.Echo(ctx, *r.Echo, pr)
+		if err == nil {
+			reply.Echo, err = wireEcho(res)
+		}
+	default:
+		err = fmt.Errorf("unknown request %q", r.Op)
+	}
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		reply.Err = err.Error()
+	}
+	reply.Conns = c.Conns()
+	return send(reply)
+}
