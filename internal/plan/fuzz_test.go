@@ -2,10 +2,12 @@ package plan
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // FuzzLoad: whatever the bytes, Load returns either a plan or problems
@@ -76,4 +78,24 @@ func yamlLines(data []byte) int {
 		n += strings.Count(s, sep)
 	}
 	return n
+}
+
+// TestAliasBomb: aliases that expand exponentially stop at maxNodes with
+// an error instead of running out of time or memory.
+func TestAliasBomb(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("servers: [{name: fake_plan_test}]\nx0: &a0 {connections: 1}\n")
+	for i := 1; i <= 40; i++ {
+		fmt.Fprintf(&b, "x%d: &a%d {<<: [*a%d, *a%d]}\n", i, i, i-1, i-1)
+	}
+	b.WriteString("phases:\n  - connect: *a40\n  - connect: {<<: [*a40, *a40]}\n")
+	start := time.Now()
+	_, err := LoadBytes("bomb.yaml", []byte(b.String()), LoadOptions{})
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %v", d)
+	}
+	want := fmt.Sprintf("bomb.yaml: the document has more than %d nodes once aliases are expanded", maxNodes)
+	if err == nil || !strings.HasPrefix(err.Error(), want+"\n") {
+		t.Errorf("error:\n%.500v\nwant first: %s", err, want)
+	}
 }
