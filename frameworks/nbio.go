@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/lesismal/nbio/logging"
@@ -169,19 +170,27 @@ func startNbio(cfg Config) (Server, error) {
 	if err := e.Start(); err != nil {
 		return nil, fmt.Errorf("nbio %s engine: %w", mode, err)
 	}
-	return nbioServer{e}, nil
+	return &nbioServer{e: e}, nil
 }
 
 // nbioServer is a started nbhttp.Engine.
-type nbioServer struct{ e *nbhttp.Engine }
+type nbioServer struct {
+	e         *nbhttp.Engine
+	closeOnce sync.Once
+	closeErr  error
+}
 
 // Close stops the listeners, closes every connection (blocking and
 // non-blocking), waits for the count to reach zero and stops the pollers.
-func (s nbioServer) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), nbioShutdownTimeout)
-	defer cancel()
-	if err := s.e.Shutdown(ctx); err != nil {
-		return fmt.Errorf("nbio shutdown: %w", err)
-	}
-	return nil
+// A second Close returns the first one's result (nbio panics on a second
+// Shutdown).
+func (s *nbioServer) Close() error {
+	s.closeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), nbioShutdownTimeout)
+		defer cancel()
+		if err := s.e.Shutdown(ctx); err != nil {
+			s.closeErr = fmt.Errorf("nbio shutdown: %w", err)
+		}
+	})
+	return s.closeErr
 }
