@@ -32,8 +32,9 @@ func TestScripts(t *testing.T) {
 			"exitcode": cmdExitCode,
 		},
 		Setup: func(env *testscript.Env) error {
+			work := env.WorkDir
 			env.Defer(func() {
-				if left := wsplanProcesses(); len(left) > 0 {
+				if left := wsplanProcesses(work); len(left) > 0 {
 					env.T().Fatal("wsplan processes left behind: " + strings.Join(left, "; "))
 				}
 			})
@@ -83,8 +84,10 @@ func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // wsplanProcesses lists live processes running this test binary's `wsplan`
-// copy (or this test binary itself as a child), other than this process.
-func wsplanProcesses() []string {
+// copy (or this test binary itself as a child), other than this process,
+// whose working directory is under dir (every process a run starts inherits
+// it, so tests running side by side do not see each other's).
+func wsplanProcesses(dir string) []string {
 	self, _ := os.Executable()
 	wsplan, _ := exec.LookPath("wsplan")
 	deadline := time.Now().Add(3 * time.Second)
@@ -98,6 +101,10 @@ func wsplanProcesses() []string {
 			}
 			exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 			if err != nil || (exe != wsplan && exe != self) {
+				continue
+			}
+			cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+			if err != nil || !strings.HasPrefix(cwd, dir) {
 				continue
 			}
 			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))

@@ -1,0 +1,343 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// wsplanRun is a `wsplan run` started in the background; its stderr lines
+// are watched as they come.
+type wsplanRun struct {
+	cmd    *exec.Cmd
+	stdout strings.Builder
+	mu     sync.Mutex
+	stderr []string
+	lines  chan string
+	done   chan struct{}
+	code   int
+}
+
+func startWsplan(t *testing.T, dir string, args ...string) *wsplanRun {
+	t.Helper()
+	path, err := exec.LookPath("wsplan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &wsplanRun{lines: make(chan string, 1000), done: make(chan struct{})}
+	r.cmd = exec.Command(path, args...)
+	r.cmd.Dir = dir
+	r.cmd.Stdout = &r.stdout
+	errPipe, err := r.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		sc := bufio.NewScanner(errPipe)
+		for sc.Scan() {
+			r.mu.Lock()
+			r.stderr = append(r.stderr, sc.Text())
+			r.mu.Unlock()
+			select {
+			case r.lines <- sc.Text():
+			default:
+			}
+		}
+		close(r.lines)
+	}()
+	go func() {
+		wg.Wait()
+		err := r.cmd.Wait()
+		if ee, ok := err.(*exec.ExitError); ok {
+			r.code = ee.ExitCode()
+		}
+		close(r.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-r.done:
+		default:
+			// Only our own child, by pid.
+			if err := r.cmd.Process.Kill(); err != nil {
+				t.Log(err)
+			}
+			<-r.done
+		}
+	})
+	return r
+}
+
+// waitLine returns the first stderr line matching re's submatches.
+func (r *wsplanRun) waitLine(t *testing.T, re string, timeout time.Duration) []string {
+	t.Helper()
+	rx := regexp.MustCompile(re)
+	deadline := time.After(timeout)
+	for {
+		select {
+		case l, ok := <-r.lines:
+			if !ok {
+				t.Fatalf("wsplan ended before %q; stderr:\n%s", re, r.stderrText())
+			}
+			if m := rx.FindStringSubmatch(l); m != nil {
+				return m
+			}
+		case <-deadline:
+			t.Fatalf("no %q within %s; stderr:\n%s", re, timeout, r.stderrText())
+		}
+	}
+}
+
+func (r *wsplanRun) stderrText() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.stderr, "\n")
+}
+
+func (r *wsplanRun) wait(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	select {
+	case <-r.done:
+		return r.code
+	case <-time.After(timeout):
+		t.Fatalf("wsplan did not end within %s; stderr:\n%s", timeout, r.stderrText())
+	}
+	return -1
+}
+
+func writePlan(t *testing.T, body string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "plan.yaml"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func assertNoLeftovers(t *testing.T, dir string) {
+	t.Helper()
+	if left := wsplanProcesses(dir); len(left) > 0 {
+		t.Errorf("processes left behind: %s", strings.Join(left, "; "))
+	}
+}
+
+type jsonRun struct {
+	Interrupted bool `json:"interrupted"`
+	Results     []struct {
+		Server  string         `json:"server"`
+		Phase   string         `json:"phase"`
+		OK      bool           `json:"ok"`
+		Error   string         `json:"error"`
+		Log     string         `json:"server_log"`
+		Metrics map[string]any `json:"metrics"`
+	} `json:"results"`
+}
+
+func readJSON(t *testing.T, path string) jsonRun {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r jsonRun
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestRunJSON: every server gets a connect result with every connection and
+// an echo result with throughput, no failure and non-zero percentiles.
+func TestRunJSON(t *testing.T) {
+	dir := writePlan(t, `
+vars: {conns: 300}
+servers: [{name: gorilla}, {name: gws}, {name: nbio_nonblocking}, {name: greatws_event}]
+phases:
+  - connect:
+      connections: ${conns}
+      concurrency: 100
+  - echo: {total: 5000, concurrency: 100, payload: 1KiB}
+`)
+	r := startWsplan(t, dir, "run", "plan.yaml", "--set", "conns=200", "--progress", "off", "--json", "r.json", "--out", "logs")
+	if code := r.wait(t, 3*time.Minute); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, r.stderrText())
+	}
+	res := readJSON(t, filepath.Join(dir, "r.json"))
+	seen := map[string]bool{}
+	for _, x := range res.Results {
+		seen[x.Server+"/"+x.Phase] = true
+		if !x.OK {
+			t.Errorf("%s/%s failed: %s", x.Server, x.Phase, x.Error)
+		}
+		m := x.Metrics
+		switch x.Phase {
+		case "connect":
+			if m["success"] != 200.0 || m["failed"] != 0.0 {
+				t.Errorf("%s connect: success=%v failed=%v", x.Server, m["success"], m["failed"])
+			}
+		case "echo":
+			if tps, _ := m["tps"].(float64); tps <= 0 || m["failed"] != 0.0 || m["success"] != 5000.0 {
+				t.Errorf("%s echo: tps=%v failed=%v success=%v", x.Server, m["tps"], m["failed"], m["success"])
+			}
+			for _, p := range []string{"p50", "p75", "p90", "p95", "p99"} {
+				if v, _ := m[p].(float64); v <= 0 {
+					t.Errorf("%s echo: %s=%v", x.Server, p, m[p])
+				}
+			}
+			if v, _ := m["cpu_avg"].(float64); v <= 0 {
+				t.Errorf("%s echo: server cpu_avg=%v", x.Server, m["cpu_avg"])
+			}
+			if v, _ := m["client_cpu_s"].(float64); v <= 0 {
+				t.Errorf("%s echo: client_cpu_s=%v", x.Server, m["client_cpu_s"])
+			}
+		}
+	}
+	if len(seen) != 8 {
+		t.Errorf("got results %v, want 4 servers × 2 phases", seen)
+	}
+	assertNoLeftovers(t, dir)
+}
+
+const longEcho = `
+servers: [{name: gws}, {name: gorilla}]
+client: {shards: %d}
+host:
+  sysctl: {%s}
+phases:
+  - connect: {connections: 100, concurrency: 50}
+  - echo: {total: 50000000, concurrency: 100, deadline: 30s}
+`
+
+// TestInterruptRestoresHost: SIGINT in the middle of an echo phase of a
+// --tune run prints the partial results, restores the sysctl, exits 130 and
+// leaves no process.
+func TestInterruptRestoresHost(t *testing.T) {
+	const key = "/proc/sys/net/ipv4/ip_local_port_range"
+	before, err := os.ReadFile(key)
+	if err != nil {
+		t.Skip(err)
+	}
+	want := "1024 65535"
+	if strings.Join(strings.Fields(string(before)), " ") == want {
+		want = "1025 65535"
+	}
+	dir := writePlan(t, fmt.Sprintf(longEcho, 0, `net.ipv4.ip_local_port_range: "`+want+`"`))
+	r := startWsplan(t, dir, "run", "plan.yaml", "--tune", "--progress", "off", "--json", "r.json", "--out", "logs")
+	r.waitLine(t, `^gws: connect done`, time.Minute)
+	now, _ := os.ReadFile(key)
+	if got := strings.Join(strings.Fields(string(now)), " "); got != want {
+		t.Errorf("during the run %s = %q, want %q", key, got, want)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if err := r.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := r.wait(t, 30*time.Second); code != 130 {
+		t.Errorf("exit %d, want 130", code)
+	}
+	after, _ := os.ReadFile(key)
+	if string(after) != string(before) {
+		t.Errorf("%s = %q after the run, was %q", key, after, before)
+	}
+	out := r.stdout.String()
+	if !strings.Contains(out, "[BenchEcho] Report") || !strings.Contains(out, "interrupted") {
+		t.Errorf("partial results not printed:\n%s", out)
+	}
+	res := readJSON(t, filepath.Join(dir, "r.json"))
+	if !res.Interrupted || len(res.Results) < 2 || res.Results[0].Metrics["success"] != 100.0 {
+		t.Errorf("json: interrupted=%v results=%+v", res.Interrupted, res.Results)
+	}
+	assertNoLeftovers(t, dir)
+}
+
+// TestServerDiesMidPhase: a server killed during its echo phase fails that
+// row with the reason and its log; the next server still runs.
+func TestServerDiesMidPhase(t *testing.T) {
+	dir := writePlan(t, `
+servers: [{name: gws}, {name: gorilla}]
+phases:
+  - connect: {connections: 100, concurrency: 50}
+  - echo: {total: 50000000, concurrency: 100, deadline: 3s}
+`)
+	r := startWsplan(t, dir, "run", "plan.yaml", "--progress", "off", "--json", "r.json", "--out", "logs")
+	m := r.waitLine(t, `^gws: started pid (\d+)`, time.Minute)
+	pid, _ := strconv.Atoi(m[1])
+	r.waitLine(t, `^gws: connect done`, time.Minute)
+	time.Sleep(300 * time.Millisecond)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil { // the server we saw start, by pid
+		t.Fatal(err)
+	}
+	if code := r.wait(t, time.Minute); code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	res := readJSON(t, filepath.Join(dir, "r.json"))
+	got := map[string]string{}
+	for _, x := range res.Results {
+		got[x.Server+"/"+x.Phase] = fmt.Sprintf("ok=%v %s", x.OK, x.Error)
+		if x.Server == "gws" && x.Phase == "echo" && !strings.Contains(x.Log, "serve gws") {
+			t.Errorf("no server log tail in the failed row: %q", x.Log)
+		}
+	}
+	if g := got["gws/echo"]; !strings.Contains(g, "ok=false server killed by signal killed during the phase") {
+		t.Errorf("gws/echo: %s", g)
+	}
+	if g := got["gorilla/echo"]; !strings.HasPrefix(g, "ok=true") {
+		t.Errorf("gorilla/echo after gws died: %s", g)
+	}
+	assertNoLeftovers(t, dir)
+}
+
+// TestShardDiesMidPhase: a client shard killed during the echo phase fails
+// that phase with the shard's reason; the run goes on with new shards for
+// the next server; nothing is left behind.
+func TestShardDiesMidPhase(t *testing.T) {
+	dir := writePlan(t, fmt.Sprintf(longEcho, 2, ""))
+	r := startWsplan(t, dir, "run", "plan.yaml", "--progress", "off", "--json", "r.json", "--out", "logs")
+	m := r.waitLine(t, `^gws: 2 client shards, pids \[(\d+) (\d+)\]`, time.Minute)
+	victim, _ := strconv.Atoi(m[2])
+	r.waitLine(t, `^gws: connect done`, time.Minute)
+	time.Sleep(300 * time.Millisecond)
+	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil { // a shard we saw start, by pid
+		t.Fatal(err)
+	}
+	// The second server's echo runs to its 30 s deadline; stop it early.
+	r.waitLine(t, `^gorilla: connect done`, time.Minute)
+	time.Sleep(500 * time.Millisecond)
+	if err := r.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t, time.Minute)
+	res := readJSON(t, filepath.Join(dir, "r.json"))
+	var gwsEcho, gorillaConnect string
+	for _, x := range res.Results {
+		if x.Server == "gws" && x.Phase == "echo" {
+			gwsEcho = fmt.Sprintf("ok=%v %s", x.OK, x.Error)
+		}
+		if x.Server == "gorilla" && x.Phase == "connect" {
+			gorillaConnect = fmt.Sprintf("ok=%v success=%v", x.OK, x.Metrics["success"])
+		}
+	}
+	want := fmt.Sprintf("ok=false shard 1 (pid %d) killed by signal killed", victim)
+	if !strings.HasPrefix(gwsEcho, want) {
+		t.Errorf("gws/echo: %q, want prefix %q", gwsEcho, want)
+	}
+	if gorillaConnect != "ok=true success=100" {
+		t.Errorf("gorilla/connect after the shard died: %q", gorillaConnect)
+	}
+	assertNoLeftovers(t, dir)
+}
