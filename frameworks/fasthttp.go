@@ -88,8 +88,6 @@ func startFasthttp(cfg Config) (Server, error) {
 			// On error Upgrade has written the HTTP error response.
 			_ = up.Upgrade(ctx, echo)
 		},
-		Name:                  "wsplan",
-		NoDefaultServerHeader: true,
 	}
 	for _, ln := range lns {
 		s.wg.Add(1)

@@ -67,14 +67,14 @@ func startGobwas(cfg Config) (Server, error) {
 			return
 		}
 		defer s.conns.done(conn)
-		// Frames the client sent right behind its request sit in the
-		// hijacked reader; read them first.
+		// Bytes a client sent right behind its request (RFC 6455 says it
+		// must wait, but) sit in the hijacked reader: read through it then.
 		var rw io.ReadWriter = conn
 		if brw.Reader.Buffered() > 0 {
 			rw = struct {
 				io.Reader
 				io.Writer
-			}{io.MultiReader(brw.Reader, conn), conn}
+			}{brw.Reader, conn}
 		}
 		if ext != nil {
 			if _, ok := ext.Accepted(); ok {
