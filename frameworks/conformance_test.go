@@ -85,6 +85,7 @@ var optionVariants = []struct {
 	{"nhooyr", map[string]string{"read_buffer": "16", "read_limit": "2000000"}},
 	{"gws", map[string]string{"parallel": "true", "check_utf8": "true", "read_buffer": "64"}},
 	{"gws_std", map[string]string{"parallel": "true", "parallel_golimit": "2"}},
+	{"gobwas", map[string]string{"read_buffer": "512"}},
 	{"quickws", map[string]string{"parse_mode": "bufio"}},
 	{"quickws", map[string]string{"read_buffer": "4096"}},
 }

@@ -1,8 +1,8 @@
 package frameworks
 
 import (
+	"bufio"
 	"compress/flate"
-	"fmt"
 	"io"
 	"net/http"
 
@@ -15,7 +15,7 @@ func init() {
 	Register(Adapter{
 		Name:    "gobwas",
 		Library: "github.com/gobwas/ws",
-		Doc:     "net/http UpgradeHTTP, goroutine per connection, wsutil.ReadClientData / WriteServerMessage",
+		Doc:     "net/http UpgradeHTTP, goroutine per connection, wsutil.ReadClientData / WriteServerMessage; read_buffer 0 = read frames unbuffered",
 		Start:   startGobwas,
 	})
 	RegisterPreset(Preset{
@@ -38,16 +38,19 @@ var gobwasDeflate = wsflate.Helper{
 // startGobwas serves gobwas/ws on net/http: ws.UpgradeHTTP, then one
 // goroutine per connection (the handler's) loops on wsutil.ReadClientData,
 // which allocates each message and answers pings and close frames itself,
-// and wsutil.WriteServerMessage. It reads straight from the connection with
-// no buffer of its own, so a non-zero read_buffer is rejected rather than
-// ignored. With compression, permessage-deflate is negotiated without
-// context takeover (wsflate.DefaultParameters) and the loop reads through a
+// and wsutil.WriteServerMessage.
+//
+// read_buffer differs from the other adapters: at 0 (the default) frames are
+// read straight from the connection, as the published runs did (a header
+// and its payload take separate reads); a positive value puts a bufio.Reader
+// of that size in between. The payload hint is not used.
+//
+// With compression, permessage-deflate is negotiated without context
+// takeover (wsflate.DefaultParameters) and the loop reads through a
 // wsutil.Reader with the wsflate message state, since ReadClientData knows
 // no extensions.
 func startGobwas(cfg Config) (Server, error) {
-	if n := cfg.Int("read_buffer"); n != 0 {
-		return nil, fmt.Errorf("gobwas: read_buffer=%d has no effect: wsutil.ReadClientData reads frames straight from the connection; leave read_buffer at 0", n)
-	}
+	bufSize := cfg.Int("read_buffer")
 	compression := cfg.Bool("compression")
 	return startHTTP(cfg, func(s *httpServer, w http.ResponseWriter, r *http.Request) {
 		var ext *wsflate.Extension
@@ -69,12 +72,19 @@ func startGobwas(cfg Config) (Server, error) {
 		defer s.conns.done(conn)
 		// Bytes a client sent right behind its request (RFC 6455 says it
 		// must wait, but) sit in the hijacked reader: read through it then.
-		var rw io.ReadWriter = conn
+		var src io.Reader = conn
 		if brw.Reader.Buffered() > 0 {
+			src = brw.Reader
+		}
+		if bufSize > 0 {
+			src = bufio.NewReaderSize(src, bufSize)
+		}
+		var rw io.ReadWriter = conn
+		if src != io.Reader(conn) {
 			rw = struct {
 				io.Reader
 				io.Writer
-			}{brw.Reader, conn}
+			}{src, conn}
 		}
 		if ext != nil {
 			if _, ok := ext.Accepted(); ok {

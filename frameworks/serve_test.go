@@ -130,8 +130,6 @@ func TestServeErrors(t *testing.T) {
 			[]string{`path "ws": must start with /`}},
 		{"zero payload", "gorilla", nil, free, "/ws", 0,
 			[]string{"payload: must be > 0, got 0"}},
-		{"adapter refuses an option", "gobwas", map[string]string{"read_buffer": "4096"}, free, "/ws", 1024,
-			[]string{"start gobwas: gobwas: read_buffer=4096 has no effect"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
