@@ -106,17 +106,24 @@ type noDelayListener struct {
 }
 
 func (l noDelayListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	if tc, ok := c.(*net.TCPConn); ok {
-		if err := tc.SetNoDelay(l.noDelay); err != nil {
-			c.Close()
-			return nil, fmt.Errorf("set TCP_NODELAY: %w", err)
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
 		}
+		tc, ok := c.(*net.TCPConn)
+		if !ok {
+			return c, nil
+		}
+		if err := tc.SetNoDelay(l.noDelay); err != nil {
+			// The peer is already gone (reset before setsockopt); that is
+			// the connection's failure, not the listener's, and an error
+			// here would stop net/http's Serve.
+			c.Close()
+			continue
+		}
+		return c, nil
 	}
-	return c, nil
 }
 
 // tracker remembers the connections a server has taken over from its HTTP
