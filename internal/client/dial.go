@@ -145,7 +145,7 @@ func (l *loop) tryConnect(idx int64, tries int) string {
 		return "connect: " + errnoText(err)
 	}
 	c := &conn{fd: int32(fd), state: stConnecting}
-	if err := l.register(c, unix.EPOLLOUT); err != nil {
+	if err := l.register(c, evOut); err != nil {
 		unix.Close(fd)
 		return "epoll_ctl: " + errnoText(err)
 	}
@@ -200,7 +200,7 @@ func (l *loop) sendRequest(c *conn) {
 	if x.written < len(l.cbuf) {
 		return // EPOLLOUT is still registered
 	}
-	if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, c.gen, unix.EPOLLIN); err != nil {
+	if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, c.gen, evIn); err != nil {
 		l.attemptFailed(c, "epoll_ctl: "+errnoText(err))
 		return
 	}
@@ -208,7 +208,8 @@ func (l *loop) sendRequest(c *conn) {
 }
 
 // readResponse reads the upgrade response; bytes after its head are the
-// start of the frame stream.
+// start of the frame stream. A response that is not complete after a read
+// shorter than the buffer waits for the next EPOLLIN edge.
 func (l *loop) readResponse(c *conn) {
 	x := c.ext
 	n, e := rawRead(c.fd, l.rbuf)
@@ -246,6 +247,9 @@ func (l *loop) readResponse(c *conn) {
 	c.flags |= fNew
 	if rest > 0 {
 		l.feed(c, l.rbuf[:rest], now)
+	}
+	if n == len(l.rbuf) && c.state == stOpen {
+		l.readFrames(c) // the socket may hold more, and no new edge would say so
 	}
 	if l.dial == d {
 		l.dialFill()

@@ -28,6 +28,16 @@ const (
 	minTick = time.Millisecond
 )
 
+// Epoll interest sets of a connection. Edge-triggered: a socket is read
+// until a short read, and written until the data is out or EAGAIN, so no
+// readiness is left unconsumed; and unlike level-triggered interest, the
+// kernel does not poll every reported socket again at the next epoll_wait.
+const (
+	evIn    = unix.EPOLLIN | unix.EPOLLET
+	evInOut = evIn | unix.EPOLLOUT
+	evOut   = unix.EPOLLOUT | unix.EPOLLET
+)
+
 // Command kinds sent to a loop.
 const (
 	cmdDial = iota + 1
@@ -56,6 +66,20 @@ type phaseResult struct {
 // loop is one event loop: a goroutine locked to its OS thread, with its own
 // epoll fd, owning a set of connections. Everything below mu is touched only
 // by the loop goroutine (and by tests that drive a loop synchronously).
+//
+// How a loop is organised:
+//   - Callers reach it only through post (a command queue plus an eventfd
+//     in the epoll set) and read its answers from results, one per phase.
+//   - The protocol layer is phase-agnostic: readFrames/feed decode the
+//     server stream (answering pings, dropping closed connections), and
+//     sendControl/flush write control frames and pending output.
+//   - A phase is a run object (dialRun, echoRun) that the protocol layer
+//     calls back into: onData for message chunks, lost for dropped
+//     connections, tick for timers. A new phase mode, such as an open-loop
+//     rate mode (send on a timetable, latency from the scheduled send time
+//     carried in the payload, never waiting for replies), is a new run type
+//     with its own start/onData/tick/finish, dispatched next to echoRun in
+//     onData, lost, tick and drainCommands; the protocol layer stays as is.
 type loop struct {
 	cl   *Client
 	id   int
@@ -395,30 +419,37 @@ func (l *loop) handle(c *conn, events uint32) {
 	}
 }
 
-// readFrames reads what the socket has (one read) and decodes it.
+// readFrames reads what the socket has and decodes it: one read, unless
+// the read filled the buffer (then the socket may hold more, and with
+// edge-triggered epoll no new event would say so).
 func (l *loop) readFrames(c *conn) {
-	off := 0
-	if c.ext != nil && len(c.ext.pend) > 0 {
-		off = copy(l.rbuf, c.ext.pend)
-	}
-	n, e := rawRead(c.fd, l.rbuf[off:])
-	if e != 0 {
-		if !wouldBlock(e) {
-			l.lost(c, "read: "+e.Error())
+	for {
+		off := 0
+		if c.ext != nil && len(c.ext.pend) > 0 {
+			off = copy(l.rbuf, c.ext.pend)
 		}
-		return
-	}
-	if n == 0 {
-		l.lost(c, "eof")
-		return
-	}
-	if off > 0 {
-		c.ext.pend = c.ext.pend[:0]
-		if c.ext.idle() {
-			l.putExt(c)
+		n, e := rawRead(c.fd, l.rbuf[off:])
+		if e != 0 {
+			if !wouldBlock(e) {
+				l.lost(c, "read: "+e.Error())
+			}
+			return
+		}
+		if n == 0 {
+			l.lost(c, "eof")
+			return
+		}
+		if off > 0 {
+			c.ext.pend = c.ext.pend[:0]
+			if c.ext.idle() {
+				l.putExt(c)
+			}
+		}
+		l.feed(c, l.rbuf[:off+n], l.now())
+		if n < len(l.rbuf)-off || c.state != stOpen {
+			return
 		}
 	}
-	l.feed(c, l.rbuf[:off+n], l.now())
 }
 
 // feed decodes b, a piece of c's input stream, and acts on it.
@@ -542,7 +573,7 @@ func (l *loop) wantOut(c *conn) {
 		return
 	}
 	c.flags |= fWantOut
-	if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, c.gen, unix.EPOLLIN|unix.EPOLLOUT); err != nil {
+	if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, c.gen, evInOut); err != nil {
 		l.lost(c, "epoll_ctl: "+errnoText(err))
 	}
 }
@@ -568,7 +599,7 @@ func (l *loop) flush(c *conn) {
 			if c.ext != nil && c.ext.idle() {
 				l.putExt(c)
 			}
-			if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, c.gen, unix.EPOLLIN); err != nil {
+			if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, c.gen, evIn); err != nil {
 				l.lost(c, "epoll_ctl: "+errnoText(err))
 			}
 			return
