@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"net"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gobwas/ws"
+	"golang.org/x/sys/unix"
 )
 
 // Checks of the nbio, greatws, hertz and nettyws adapters beyond the shared
@@ -190,4 +193,73 @@ func TestBatchBGreatwsSharedLoop(t *testing.T) {
 	cb.mustEcho(t, ws.OpBinary, []byte("after the other server closed"))
 	echoNonEmpty(t, addrsB[1], 0)
 	cb.closeHandshake(t)
+}
+
+// TestBatchBNoDelay checks TCP_NODELAY on the server's side of an upgraded
+// connection, which runs in this process: every fd whose socket has the
+// server's address as local end and the client's as remote end.
+func TestBatchBNoDelay(t *testing.T) {
+	for _, name := range []string{"nbio_blocking", "nbio_mixed", "nbio_nonblocking", "nbio_std", "greatws", "greatws_event", "hertz", "hertz_std", "nettyws"} {
+		for _, nodelay := range []bool{true, false} {
+			opts := map[string]string{"nodelay": strconv.FormatBool(nodelay)}
+			t.Run(name+"/"+optString(opts), func(t *testing.T) {
+				srv, addrs, err := startOpts(t, name, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer srv.Close()
+				c := dialT(t, addrs[0])
+				defer c.conn.Close()
+				c.mustSend(t, ws.OpBinary, []byte("x"))
+				c.mustEcho(t, ws.OpBinary, []byte("x"))
+				got, n := serverNoDelay(t, c.conn.RemoteAddr(), c.conn.LocalAddr())
+				if n == 0 {
+					t.Fatalf("found no socket %v <- %v in this process", c.conn.RemoteAddr(), c.conn.LocalAddr())
+				}
+				for _, on := range got {
+					if on != nodelay {
+						t.Errorf("server socket TCP_NODELAY = %v, want %v", on, nodelay)
+					}
+				}
+			})
+		}
+	}
+}
+
+// serverNoDelay returns TCP_NODELAY of every socket of this process bound to
+// local and connected to remote.
+func serverNoDelay(t *testing.T, local, remote net.Addr) ([]bool, int) {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("list fds: %v", err)
+	}
+	lp, rp := local.(*net.TCPAddr).Port, remote.(*net.TCPAddr).Port
+	var out []bool
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		// Other fds may be closed or not sockets at all: skip them.
+		sa, err := unix.Getsockname(fd)
+		if err != nil {
+			continue
+		}
+		pa, err := unix.Getpeername(fd)
+		if err != nil {
+			continue
+		}
+		s4, ok1 := sa.(*unix.SockaddrInet4)
+		p4, ok2 := pa.(*unix.SockaddrInet4)
+		if !ok1 || !ok2 || s4.Port != lp || p4.Port != rp {
+			continue
+		}
+		v, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY)
+		if err != nil {
+			continue
+		}
+		out = append(out, v != 0)
+	}
+	return out, len(out)
 }
