@@ -39,7 +39,7 @@ func init() {
 	Register(Adapter{
 		Name:    "nbio",
 		Library: "github.com/lesismal/nbio",
-		Doc:     "nbhttp engine (blocking, mixed or epoll non-blocking IO) or net/http; OnMessage writes the message back",
+		Doc:     "nbhttp engine (blocking, mixed or epoll non-blocking IO) or net/http; OnMessage writes the message back (nbio v1.6.8 never delivers empty messages)",
 		Options: []Option{
 			{Name: "io_mode", Type: TypeEnum, Enum: []string{nbioBlocking, nbioMixed, nbioNonBlocking, nbioStd}, Default: nbioNonBlocking,
 				Doc: "nbhttp IOMod (blocking: goroutine per connection; nonblocking: epoll loop; mixed: blocking up to max_blocking_online, then epoll) or std: nbio's upgrader on net/http"},
@@ -75,9 +75,14 @@ func init() {
 // library's defaults, as published, unless read_buffer is set explicitly:
 // then they take that size too. nbio answers pings with pongs and echoes a
 // close frame; compression negotiates permessage-deflate.
+//
+// nbio v1.6.8 never calls OnMessage for a text or binary message without
+// payload bytes (websocket.Conn.Parse hands a message on only once it has
+// buffered some), so empty messages are not echoed; nothing outside nbio
+// sees them.
 func startNbio(cfg Config) (Server, error) {
 	// nbio logs to stdout by default; a server's stdout is not its log.
-	logging.Output = os.Stderr
+	nbioLogOnce.Do(func() { logging.Output = os.Stderr })
 
 	mode := cfg.String("io_mode")
 	explicitBuf := cfg.Int("read_buffer") // 0 = library defaults
@@ -172,6 +177,9 @@ func startNbio(cfg Config) (Server, error) {
 	}
 	return &nbioServer{e: e}, nil
 }
+
+// nbioLogOnce guards the one write to nbio's global log output.
+var nbioLogOnce sync.Once
 
 // nbioServer is a started nbhttp.Engine.
 type nbioServer struct {
