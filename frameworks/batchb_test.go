@@ -263,3 +263,34 @@ func serverNoDelay(t *testing.T, local, remote net.Addr) ([]bool, int) {
 	}
 	return out, len(out)
 }
+
+// TestBatchBCloseRightAfterStart closes servers before their accept loops
+// may have started: Close must still stop them and return.
+func TestBatchBCloseRightAfterStart(t *testing.T) {
+	for _, name := range []string{"nbio_blocking", "nbio_mixed", "nbio_nonblocking", "nbio_std", "greatws", "hertz", "hertz_std", "nettyws"} {
+		t.Run(name, func(t *testing.T) {
+			for range 20 {
+				srv, addrs, err := startOpts(t, name, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				done := make(chan error, 1)
+				go func() { done <- srv.Close() }()
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Fatalf("Close: %v", err)
+					}
+				case <-time.After(ioTimeout):
+					t.Fatalf("Close right after Start did not return within %v", ioTimeout)
+				}
+				for _, addr := range addrs {
+					if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+						c.Close()
+						t.Fatalf("%s accepts connections after Close", addr)
+					}
+				}
+			}
+		})
+	}
+}

@@ -126,15 +126,19 @@ func startHertz(cfg Config) (Server, error) {
 			}))
 		}
 	}
+	lns := make([]net.Listener, 0, len(cfg.Addrs))
 	for _, addr := range cfg.Addrs {
 		ln, err := listen(addr)
 		if err != nil {
-			s.Close()
+			closeListeners(lns)
 			return nil, err
 		}
 		if cfg.String("transport") == hertzStandard {
 			ln = noDelayListener{Listener: ln, noDelay: nodelay}
 		}
+		lns = append(lns, ln)
+	}
+	for _, ln := range lns {
 		h := server.New(append(opts, server.WithListener(ln))...)
 		// By default hertz closes a hijacked connection when the handler
 		// returns and makes Close on it a no-op, so Close could not end a
@@ -145,10 +149,10 @@ func startHertz(cfg Config) (Server, error) {
 		h.KeepHijackedConns = true
 		h.NoHijackConnPool = true
 		h.GET(cfg.Path, handler)
-		s.servers = append(s.servers, h)
-		s.wg.Add(1)
+		done := make(chan struct{})
+		s.servers = append(s.servers, hertzRun{h, done})
 		go func() {
-			defer s.wg.Done()
+			defer close(done)
 			// Run returns once the listener is closed; an error before
 			// that ends this address only.
 			_ = h.Run()
@@ -202,30 +206,52 @@ func netpollDelay(c net.Conn) {
 // hertzServer is one hertz server per address plus the upgraded
 // connections, which hertz no longer tracks once hijacked.
 type hertzServer struct {
-	servers []*server.Hertz
+	servers []hertzRun
 	conns   tracker
-	wg      sync.WaitGroup // one per Run goroutine
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
+// hertzRun is one hertz server and the end of its Run goroutine.
+type hertzRun struct {
+	h    *server.Hertz
+	done chan struct{}
+}
+
 // Close closes the upgraded connections (waiting for their goroutines),
 // then shuts every hertz server down: listener closed, remaining HTTP
-// connections given up to 5 s.
+// connections given up to 5 s in all, Run returned.
 // A second Close returns the first one's result.
 func (s *hertzServer) Close() error {
 	s.closeOnce.Do(func() {
 		s.conns.closeAll()
-		ctx, cancel := context.WithTimeout(context.Background(), hertzShutdownTimeout)
+		deadline := time.Now().Add(hertzShutdownTimeout)
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		defer cancel()
 		var errs []error
-		for _, h := range s.servers {
-			if err := h.Shutdown(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("hertz shutdown: %w", err))
+		for _, r := range s.servers {
+			// Shutdown does nothing on a server that Run has not marked
+			// running yet, and netpoll's does nothing before its event
+			// loop serves: Close the transport again until Run returns.
+			// Shutdown's error says no more than that (or that HTTP
+			// connections outlived ctx); Run returning is what counts.
+			_ = r.h.Shutdown(ctx)
+			for stopped := false; !stopped; {
+				select {
+				case <-r.done:
+					stopped = true
+				case <-time.After(10 * time.Millisecond):
+					if time.Now().After(deadline) {
+						errs = append(errs, fmt.Errorf("hertz on %s: still serving %v after Close", r.h.GetOptions().Addr, hertzShutdownTimeout))
+						stopped = true
+						continue
+					}
+					// Closing a closed transport again is harmless.
+					_ = r.h.Close()
+				}
 			}
 		}
-		s.wg.Wait()
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
