@@ -56,6 +56,14 @@ func Percent(p float64) string { return fmt.Sprintf("%.2f%%", p) }
 // MiB formats a byte size in mebibytes as the published tables do: "12.34M".
 func MiB(b int64) string { return fmt.Sprintf("%.2fM", float64(b)/(1<<20)) }
 
+// Bytes formats a small size exactly, or in KiB: "512 B", "1.37 KiB".
+func Bytes(b int64) string {
+	if b < 1<<10 {
+		return fmt.Sprintf("%d B", b)
+	}
+	return fmt.Sprintf("%.2f KiB", float64(b)/(1<<10))
+}
+
 // GiB formats a byte size in gibibytes: "23.54 GiB".
 func GiB(b int64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
 
@@ -81,6 +89,9 @@ func value(k metrics.Kind, v metrics.Values, name string) string {
 	case metrics.Duration:
 		return Duration(v.Dur(name))
 	case metrics.Bytes:
+		if n := v.Int(name); n < 1<<20 {
+			return Bytes(n)
+		}
 		return MiB(v.Int(name))
 	case metrics.Percent:
 		return Percent(v.Float(name))

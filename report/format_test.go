@@ -1,6 +1,7 @@
 package report
 
 import (
+	"github.com/wsplan/wsplan/internal/metrics"
 	"math"
 	"testing"
 	"time"
@@ -109,5 +110,20 @@ func TestUnits(t *testing.T) {
 	}
 	if got := GiB(24683548 * 1024); got != "23.54 GiB" {
 		t.Errorf("GiB = %q", got)
+	}
+	for _, c := range []struct {
+		n    int64
+		want string
+	}{{544, "544 B"}, {1403, "1.37 KiB"}, {1<<20 - 1, "1024.00 KiB"}} {
+		if got := Bytes(c.n); got != c.want {
+			t.Errorf("Bytes(%d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+	// Per-connection sizes are small: the generic tables show them in bytes.
+	if got := value(metrics.Bytes, metrics.Values{"m": int64(1403)}, "m"); got != "1.37 KiB" {
+		t.Errorf("value(1403 B) = %q", got)
+	}
+	if got := value(metrics.Bytes, metrics.Values{"m": int64(54046720)}, "m"); got != "51.54M" {
+		t.Errorf("value(51.54 MiB) = %q", got)
 	}
 }

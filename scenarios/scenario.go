@@ -72,6 +72,16 @@ type Driver interface {
 type Env struct {
 	Driver   Driver
 	Progress *client.Progress // the live progress line reads it
+	// Mem reads the resident memory of the server and of the client (every
+	// client process) now; nil when unknown.
+	Mem func() Mem
+	// Base is Mem read after the server was ready, before the first phase.
+	Base Mem
+}
+
+// Mem is a reading of resident memory, in bytes.
+type Mem struct {
+	Server, Client int64
 }
 
 // Outcome is what a phase returns: its metrics and any warnings that must be

@@ -414,12 +414,14 @@ func (e *runner) server(ctx context.Context, i int, srv plan.Server) {
 		}
 	}()
 
+	mem := e.memReader(proc.Pid, drv)
+	base := mem()
 	for k, ph := range e.plan.Phases {
 		if ctx.Err() != nil {
 			e.failRest(srv, k, stopReason(ctx), "")
 			return
 		}
-		r, died := e.phase(ctx, srv, ph, proc, drv)
+		r, died := e.phase(ctx, srv, ph, proc, drv, &scenarios.Env{Driver: drv, Mem: mem, Base: base})
 		e.add(r)
 		if died {
 			e.failRest(srv, k+1, "skipped: server "+proc.ExitReason(), proc.Tail(2048))
@@ -473,11 +475,34 @@ func (e *runner) usableClientCPU() int {
 	return min(loops(e.plan, e.o.Layout), len(e.o.Layout.ClientCPUs))
 }
 
+// memReader returns a func reading the RSS of the server and of every
+// client process (this one and any shards).
+func (e *runner) memReader(server int, drv Driver) func() scenarios.Mem {
+	clients := []int{os.Getpid()}
+	if ps, ok := drv.(pidser); ok {
+		clients = append(clients, ps.Pids()...)
+	}
+	rss := func(pid int) int64 {
+		n, err := e.o.Proc.RSS(pid)
+		if err != nil {
+			return 0 // gone: the phase reports the death
+		}
+		return n
+	}
+	return func() scenarios.Mem {
+		m := scenarios.Mem{Server: rss(server)}
+		for _, pid := range clients {
+			m.Client += rss(pid)
+		}
+		return m
+	}
+}
+
 // pidser is a Driver with processes of its own (shards) to sample.
 type pidser interface{ Pids() []int }
 
 // phase runs one phase with sampling; died reports that the server exited.
-func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc *launch.Process, drv Driver) (result.Result, bool) {
+func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc *launch.Process, drv Driver, env *scenarios.Env) (result.Result, bool) {
 	res := result.Result{Server: srv.Name, Framework: e.framework(srv), Phase: ph.Name, Kind: ph.Kind, Metrics: metrics.Values{}}
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -500,12 +525,13 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 		scli = append(scli, procstat.NewSampler(e.o.Proc, pid, interval))
 	}
 	pr := &client.Progress{}
+	env.Progress = pr
 	stopProgress := e.progress(ph.Name, srv.Name, pr)
 	ssrv.Start()
 	for _, s := range scli {
 		s.Start()
 	}
-	out, err := ph.Spec.Run(pctx, &scenarios.Env{Driver: drv, Progress: pr})
+	out, err := ph.Spec.Run(pctx, env)
 	sv := ssrv.Stop()
 	var cv procstat.Summary
 	for _, s := range scli {

@@ -9,11 +9,13 @@ import (
 	"github.com/wsplan/wsplan/sysctl"
 )
 
-// Per-connection memory estimates used by preflight. The client's is
-// measured (see README, Client cost); the server's is a generous figure for
-// goroutine-per-connection servers (nbio and greatws need far less).
+// Per-connection memory estimates used by preflight, kernel socket memory
+// included. The client's follows its measured cost (see README, Client
+// cost); the server's covers a goroutine-per-connection server with a
+// reused read buffer (event-loop servers such as nbio_nonblocking and
+// greatws need far less).
 const (
-	MemPerConnServer = 24 << 10
+	MemPerConnServer = 16 << 10
 	MemPerConnClient = 4 << 10
 )
 

@@ -415,3 +415,13 @@ func HostInfo(fs FS) (Host, error) {
 	}
 	return h, errors.Join(errs...)
 }
+
+// RSS returns the resident set size of a process in bytes; pid 0 is the
+// calling process.
+func (fs FS) RSS(pid int) (int64, error) {
+	st, err := fs.ReadStat(pid)
+	if err != nil {
+		return 0, err
+	}
+	return st.RSS(fs.pageSize()), nil
+}
