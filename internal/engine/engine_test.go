@@ -1,0 +1,119 @@
+package engine
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/wsplan/wsplan/internal/plan"
+	"github.com/wsplan/wsplan/scenarios"
+)
+
+func TestComputeLayout(t *testing.T) {
+	cases := []struct {
+		server, client string
+		online         []int
+		want           Layout
+		err            string
+	}{
+		{"", "", []int{0, 1}, Layout{[]int{0}, []int{1}}, ""},
+		{"", "", []int{0, 1, 2, 3}, Layout{[]int{0, 1}, []int{2, 3}}, ""},
+		{"", "", []int{0}, Layout{[]int{0}, []int{0}}, ""},
+		{"1", "", []int{0, 1}, Layout{[]int{1}, []int{0}}, ""},
+		{"0", "0-1", []int{0, 1}, Layout{[]int{0}, []int{0, 1}}, ""},
+		{"4-5", "", []int{0, 1}, Layout{}, "CPU 4 is not online here (online: 0-1)"},
+		{"x", "", []int{0, 1}, Layout{}, "host.server_cpus"},
+	}
+	for _, c := range cases {
+		got, err := ComputeLayout(c.server, c.client, c.online)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q/%q: err %v, want %q", c.server, c.client, err, c.err)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%q/%q on %v = %+v, %v; want %+v", c.server, c.client, c.online, got, err, c.want)
+		}
+	}
+}
+
+func TestFormatCPUs(t *testing.T) {
+	for _, c := range []struct {
+		in   []int
+		want string
+	}{{nil, ""}, {[]int{0}, "0"}, {[]int{0, 1, 2, 5}, "0-2,5"}, {[]int{1, 3, 4}, "1,3-4"}} {
+		if got := FormatCPUs(c.in); got != c.want {
+			t.Errorf("FormatCPUs(%v) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func planWith(conns []int, shards int, sources []string) *plan.Plan {
+	p := &plan.Plan{Vars: map[string]string{"conns": "1"}}
+	p.Defaults.Ports = 2
+	p.Client.Shards = shards
+	p.Client.SourceAddrs = sources
+	for _, n := range conns {
+		p.Phases = append(p.Phases, plan.Phase{Kind: "connect", Spec: &scenarios.Connect{Connections: n, Concurrency: 10}})
+	}
+	return p
+}
+
+func TestShardsAndNeeds(t *testing.T) {
+	cases := []struct {
+		conns   []int
+		shards  int
+		sources []string
+		hard    uint64
+		want    int
+	}{
+		{[]int{1000}, 0, nil, 20000, 0},                  // in process
+		{[]int{1000}, 3, nil, 20000, 3},                  // as asked
+		{[]int{19000}, -1, nil, 20000, 1},                // auto: fits one
+		{[]int{1000000}, -1, nil, 20000, 51},             // auto: fd limit
+		{[]int{19000}, -1, []string{"a", "b"}, 20000, 2}, // auto: one per source
+		{[]int{10000, 10000}, -1, nil, 20000, 2},         // connect phases add up
+	}
+	for _, c := range cases {
+		p := planWith(c.conns, c.shards, c.sources)
+		if got := Shards(p, c.hard); got != c.want {
+			t.Errorf("Shards(%v, shards=%d, %v) = %d, want %d", c.conns, c.shards, c.sources, got, c.want)
+		}
+	}
+	n := Needs(planWith([]int{1000000}, -1, []string{"127.0.0.2", "127.0.0.3"}), Layout{[]int{0}, []int{1}}, 20000)
+	if n.Conns != 1000000 || n.ServerFDs != 1000000+2+64 || len(n.ClientProcesses) != 51 || n.ConnsVar != "conns" {
+		t.Errorf("Needs = conns %d, server fds %d, %d client processes, var %q", n.Conns, n.ServerFDs, len(n.ClientProcesses), n.ConnsVar)
+	}
+	total := 0
+	for i, c := range n.ClientProcesses {
+		total += c.Conns
+		if c.FDs != c.Conns+64 || len(c.SourceAddrs) != 1 {
+			t.Errorf("client %d: %+v", i, c)
+		}
+	}
+	if total != 1000000 {
+		t.Errorf("client connections add up to %d", total)
+	}
+}
+
+func TestShardSources(t *testing.T) {
+	all := []string{"a", "b", "c", "d", "e"}
+	cases := []struct {
+		i, n int
+		want []string
+	}{
+		{0, 2, []string{"a", "c", "e"}},
+		{1, 2, []string{"b", "d"}},
+		{6, 7, []string{"b"}}, // more shards than sources: shared round-robin
+		{0, 1, all},
+	}
+	for _, c := range cases {
+		if got := shardSources(all, c.i, c.n); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("shardSources(%d of %d) = %v, want %v", c.i, c.n, got, c.want)
+		}
+	}
+	if got := shardSources(nil, 0, 3); got != nil {
+		t.Errorf("no sources: %v", got)
+	}
+}
