@@ -348,6 +348,42 @@ func testServer(t *testing.T, name string, opts map[string]string) {
 	}
 }
 
+// TestCloseRightAfterStart closes every preset before any client comes:
+// Close must not wait for serve goroutines that have not run yet, and must
+// leave no goroutine behind.
+func TestCloseRightAfterStart(t *testing.T) {
+	for _, p := range Presets() {
+		t.Run(p.Name, func(t *testing.T) {
+			leakOpts := []goleak.Option{goleak.IgnoreCurrent()}
+			for _, fn := range lingeringOf(p.Framework) {
+				leakOpts = append(leakOpts, goleak.IgnoreAnyFunction(fn))
+			}
+			for range 3 {
+				_, srv, addrs := startT(t, p.Name, nil)
+				done := make(chan error, 1)
+				go func() { done <- srv.Close() }()
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Fatalf("Close right after Start: %v", err)
+					}
+				case <-time.After(ioTimeout):
+					t.Fatalf("Close right after Start did not return within %v", ioTimeout)
+				}
+				for _, addr := range addrs {
+					if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+						conn.Close()
+						t.Errorf("dial %s after Close succeeded, want the listener closed", addr)
+					}
+				}
+			}
+			if err := goleak.Find(leakOpts...); err != nil {
+				t.Errorf("goroutines left after Close: %v", err)
+			}
+		})
+	}
+}
+
 // TestCompression checks permessage-deflate end to end for every adapter
 // with compression=true: a client offering the extension (gorilla, no
 // context takeover) gets it, the echoes are exact, and the server's replies

@@ -34,6 +34,7 @@ func init() {
 // with conns for Close to end them.
 type fasthttpServer struct {
 	srv   *fasthttp.Server
+	lns   []net.Listener
 	conns tracker
 	wg    sync.WaitGroup // one per Serve goroutine
 }
@@ -49,7 +50,7 @@ func startFasthttp(cfg Config) (Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &fasthttpServer{}
+	s := &fasthttpServer{lns: lns}
 	up := &websocket.FastHTTPUpgrader{
 		CheckOrigin:       func(*fasthttp.RequestCtx) bool { return true },
 		EnableCompression: cfg.Bool("compression"),
@@ -102,8 +103,11 @@ func startFasthttp(cfg Config) (Server, error) {
 
 // Close closes the listeners and the connections still in HTTP
 // (Shutdown), then the upgraded ones, and waits for their goroutines.
+// Shutdown only closes the listeners Serve has registered, so a Close right
+// after Start closes them itself too.
 func (s *fasthttpServer) Close() error {
 	err := s.srv.Shutdown()
+	closeListeners(s.lns)
 	s.conns.closeAll()
 	s.wg.Wait()
 	if errors.Is(err, net.ErrClosed) {

@@ -45,6 +45,7 @@ func startHTTP(cfg Config, handler func(s *httpServer, w http.ResponseWriter, r 
 // upgraded ones, and waits for every goroutine the server started.
 func (s *httpServer) Close() error {
 	err := s.srv.Close()
+	closeListeners(s.lns) // in case a Serve goroutine has not started yet
 	s.conns.closeAll()
 	s.wg.Wait()
 	if errors.Is(err, http.ErrServerClosed) {
