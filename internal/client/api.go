@@ -29,7 +29,11 @@ type Options struct {
 	// target's family needs at least one.
 	SourceAddrs []string
 	// Loops is the number of event loops, each on its own locked OS thread;
-	// default 1.
+	// default 1. Run the process with GOMAXPROCS >= Loops+1: with no idle
+	// P, the runtime hands a loop's P to another thread whenever its
+	// epoll_wait blocks for more than ~20 µs, which costs CPU per wake-up
+	// (about 10% more client CPU per message at GOMAXPROCS=1 in
+	// CLIENT-NOTES.md's setup, within the noise of a shared machine).
 	Loops int
 	// NoDelay sets TCP_NODELAY on client sockets; default false here, the
 	// plan's defaults.nodelay (true) is passed in by the engine.

@@ -189,10 +189,11 @@ func (l *loop) run() {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	defer close(l.done)
+	now := l.now() // read once per iteration, after the events
 	for {
 		timeout := -1
 		if l.tickEvery > 0 {
-			d := l.nextTick - l.now()
+			d := l.nextTick - now
 			switch {
 			case d <= 0:
 				timeout = 0
@@ -223,11 +224,10 @@ func (l *loop) run() {
 			}
 			l.handle(c, ev.Events)
 		}
-		if l.tickEvery > 0 {
-			if now := l.now(); now >= l.nextTick {
-				l.tick(now)
-				l.nextTick = now + l.tickEvery
-			}
+		now = l.now()
+		if l.tickEvery > 0 && now >= l.nextTick {
+			l.tick(now)
+			l.nextTick = now + l.tickEvery
 		}
 		if l.stopping {
 			l.shutdown()
