@@ -294,3 +294,35 @@ func TestBatchBCloseRightAfterStart(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchBStartBusyPort starts each server on a free address and one held
+// by a listener without SO_REUSEPORT: Start must fail and leave the free
+// address closed too.
+func TestBatchBStartBusyPort(t *testing.T) {
+	for _, name := range []string{"nbio_blocking", "nbio_mixed", "nbio_nonblocking", "nbio_std", "greatws", "hertz", "hertz_std", "nettyws"} {
+		t.Run(name, func(t *testing.T) {
+			busy, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer busy.Close()
+			free := freeAddrs(t, 1)[0]
+			a, vals, errs := Resolve(name, "", nil)
+			if len(errs) > 0 {
+				t.Fatal(errors.Join(errs...))
+			}
+			srv, err := a.Start(Config{Addrs: []string{free, busy.Addr().String()}, Path: testPath, Payload: testPayload, Values: vals})
+			if err == nil {
+				srv.Close()
+				t.Fatalf("Start with %s in use succeeded", busy.Addr())
+			}
+			if !strings.Contains(err.Error(), busy.Addr().String()) {
+				t.Errorf("error %q does not name the busy address %s", err, busy.Addr())
+			}
+			if c, err := net.DialTimeout("tcp", free, time.Second); err == nil {
+				c.Close()
+				t.Errorf("%s still accepts connections after the failed Start", free)
+			}
+		})
+	}
+}

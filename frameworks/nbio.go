@@ -139,8 +139,18 @@ func startNbio(cfg Config) (Server, error) {
 	if mode == nbioMixed && maxBlocking <= 0 {
 		return nil, fmt.Errorf("option max_blocking_online: must be > 0 with io_mode=mixed, got %d", maxBlocking)
 	}
-	if len(cfg.Addrs) == 0 {
-		return nil, fmt.Errorf("no listen address")
+	// Open every listener before the engine starts: when one of nbio's own
+	// Listen calls fails, nbhttp.Engine.Start closes the listeners it
+	// opened and then waits forever in Stop for their accept goroutines,
+	// which spin on the closed listener (nbio v1.6.8). Listen below only
+	// hands these out.
+	lns, err := listenAll(cfg.Addrs, cfg.Bool("nodelay"))
+	if err != nil {
+		return nil, err
+	}
+	opened := make(map[string]net.Listener, len(lns))
+	for i, ln := range lns {
+		opened[cfg.Addrs[i]] = ln
 	}
 
 	mux := http.NewServeMux()
@@ -151,17 +161,18 @@ func startNbio(cfg Config) (Server, error) {
 			return // Upgrade has written the HTTP error response
 		}
 	})
-	nodelay := cfg.Bool("nodelay")
 	e := nbhttp.NewEngine(nbhttp.Config{
 		Network: "tcp",
 		// NewEngine writes the bound addresses back into Addrs: copy.
 		Addrs: append([]string(nil), cfg.Addrs...),
+		// Start calls Listen once per address, from its own goroutine.
 		Listen: func(_, addr string) (net.Listener, error) {
-			ln, err := listen(addr)
-			if err != nil {
-				return nil, err
+			ln, ok := opened[addr]
+			if !ok {
+				return nil, fmt.Errorf("nbio asked to listen on %s, not one of %v", addr, cfg.Addrs)
 			}
-			return noDelayListener{Listener: ln, noDelay: nodelay}, nil
+			delete(opened, addr)
+			return ln, nil
 		},
 		IOMod:                   ioMod,
 		MaxBlockingOnline:       maxBlocking,
@@ -173,6 +184,9 @@ func startNbio(cfg Config) (Server, error) {
 	})
 	up.Engine = e
 	if err := e.Start(); err != nil {
+		// Only the engine's pollers can have failed: no listener was
+		// handed out yet.
+		closeListeners(lns)
 		return nil, fmt.Errorf("nbio %s engine: %w", mode, err)
 	}
 	return &nbioServer{e: e}, nil
