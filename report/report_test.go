@@ -98,7 +98,7 @@ func testRun() *result.Run {
 				Server: "gws", Framework: "gws", Phase: "echo", Kind: "echo", OK: true,
 				Warnings: []string{"client-bound: client CPU 97% of 1 usable core(s); this row measures the client"},
 				Metrics: with(with(metrics.Values{
-					"tps": 35012.345, "eer": 437.6543, "used": 57120 * time.Millisecond, "total": int64(2000000),
+					"tps": 35012.345, "eer": 437.6543, "server_cpu_per_1m": 22.85, "client_cpu_per_1m": 27.71, "used": 57120 * time.Millisecond, "total": int64(2000000),
 					"success": int64(2000000), "failed": int64(0), "conns": int64(1000), "concurrency": int64(1000),
 					"payload": int64(1024),
 				}, latency(19720*time.Nanosecond, 2790*time.Microsecond, 62*time.Second+504*time.Millisecond, us(2501.2),

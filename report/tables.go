@@ -163,7 +163,14 @@ var echoCols = concat(
 		metricCol("Concurrency", "concurrency", false, fmtInt),
 		metricCol("Payload", "payload", false, fmtInt),
 	},
-	resourceCols,
+	resourceCols[:len(resourceCols)-2],
+	// CPU seconds per million echoes, server and client: the ratio that says
+	// whether the client could measure this server at all.
+	[]column{
+		metricCol("Srv CPU-s/1M", "server_cpu_per_1m", true, fmtEER),
+		metricCol("Cli CPU-s/1M", "client_cpu_per_1m", true, fmtEER),
+	},
+	resourceCols[len(resourceCols)-2:],
 )
 
 // genericCols are the columns of a kind without a published layout: its own

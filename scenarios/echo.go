@@ -47,6 +47,8 @@ func init() {
 			{Name: "conns", Kind: metrics.Count, Doc: "connections open"},
 			{Name: "concurrency", Kind: metrics.Count, Doc: "messages in flight"},
 			{Name: "payload", Kind: metrics.Bytes, Doc: "bytes per message"},
+			{Name: "client_cpu_per_1m", Kind: metrics.Float, Doc: "client CPU seconds per million echoes"},
+			{Name: "server_cpu_per_1m", Kind: metrics.Float, Doc: "server CPU seconds per million echoes"},
 		}),
 	})
 }

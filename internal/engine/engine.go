@@ -562,6 +562,12 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 		} else {
 			m["eer"] = float64(0)
 		}
+		// What one million echoes cost each side, in CPU seconds: the figure
+		// that shows whether the client can measure this server.
+		if n := m.Int("success"); n > 0 {
+			m["client_cpu_per_1m"] = cv.CPUSeconds / float64(n) * 1e6
+			m["server_cpu_per_1m"] = sv.CPUSeconds / float64(n) * 1e6
+		}
 	}
 	res.Metrics = m
 	res.Warnings = out.Warnings
