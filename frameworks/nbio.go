@@ -39,7 +39,8 @@ func init() {
 	Register(Adapter{
 		Name:    "nbio",
 		Library: "github.com/lesismal/nbio",
-		Doc:     "nbhttp engine (blocking, mixed or epoll non-blocking IO) or net/http; OnMessage writes the message back; read_buffer sizes the message pool (+1024) and, only when set, nbio's socket reads; nbio v1.6.8 never delivers empty messages",
+		Doc:     "nbhttp engine (blocking, mixed or epoll non-blocking IO) or net/http; OnMessage writes the message back; read_buffer sizes the message pool (+1024) and, only when set, nbio's socket reads",
+		Limits:  Limits{NoEmptyMessages: "nbio v1.6.8 never passes a message without payload bytes to any handler"},
 		Options: []Option{
 			{Name: "io_mode", Type: TypeEnum, Enum: []string{nbioBlocking, nbioMixed, nbioNonBlocking, nbioStd}, Default: nbioNonBlocking,
 				Doc: "nbhttp IOMod (blocking: goroutine per connection; nonblocking: epoll loop; mixed: blocking up to max_blocking_online, then epoll) or std: nbio's upgrader on net/http"},

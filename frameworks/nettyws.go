@@ -26,6 +26,10 @@ func init() {
 		Name:    "nettyws",
 		Library: "github.com/go-netty/go-netty-ws",
 		Doc:     "go-netty-ws on net/http, goroutine per connection; echoes ONE message type (message_type) and answers the other with close 1003",
+		Limits: Limits{
+			OneMessageType:    func(v map[string]string) string { return v["message_type"] },
+			OneMessageTypeWhy: "go-netty-ws fixes the opcode per server (message_type, binary as published) and does not tell the handler which one arrived",
+		},
 		Options: []Option{
 			{Name: "message_type", Type: TypeEnum, Enum: []string{nettywsBinary, nettywsText}, Default: nettywsBinary,
 				Doc: "the one opcode served: go-netty-ws writes every message with it (binary = WithBinary()) and answers messages of the other type with close 1003, unsupported data"},

@@ -51,9 +51,38 @@ type Adapter struct {
 	Library string   // module path, e.g. "github.com/lesismal/nbio"
 	Doc     string   // one line
 	Options []Option // library-specific options; Common ones are implied
+	// Limits are what the library cannot do; the conformance test skips
+	// those checks with the reason, and `wsplan frameworks` prints them.
+	Limits Limits
 	// Start listens on every address in cfg.Addrs (host:port) and serves
 	// WebSocket upgrades on cfg.Path. It returns once the listeners are open.
 	Start func(cfg Config) (Server, error)
+}
+
+// Limits states what a library cannot do, each with its reason, so that
+// nothing about an adapter is hidden in a test's skip list.
+type Limits struct {
+	// NoEmptyMessages is why a message with no payload is never echoed;
+	// "" = empty messages are echoed.
+	NoEmptyMessages string
+	// OneMessageType, when set, returns the one message type ("text" or
+	// "binary") the server handles with these option values; the other is
+	// refused. nil = both are echoed with their own opcode.
+	OneMessageType func(values map[string]string) string
+	// OneMessageTypeWhy is the reason for OneMessageType.
+	OneMessageTypeWhy string
+}
+
+// Strings lists the limits as sentences, for `wsplan frameworks`.
+func (l Limits) Strings() []string {
+	var out []string
+	if l.NoEmptyMessages != "" {
+		out = append(out, "empty messages are not echoed: "+l.NoEmptyMessages)
+	}
+	if l.OneMessageType != nil {
+		out = append(out, "one message type per server: "+l.OneMessageTypeWhy)
+	}
+	return out
 }
 
 // Server is a running echo server.

@@ -23,7 +23,7 @@ const (
 type Echo struct {
 	Total       int64          `yaml:"total"`       // echoes to measure; required, > 0
 	Concurrency int            `yaml:"concurrency"` // in flight; default: every open connection
-	Payload     units.Size     `yaml:"payload"`     // bytes per message; default 1024
+	Payload     *units.Size    `yaml:"payload"`     // bytes per message; default 1024 (0 = empty messages)
 	Warmup      int64          `yaml:"warmup"`      // echoes before measuring; default 0
 	Text        bool           `yaml:"text"`        // text frames instead of binary; default false
 	Verify      *bool          `yaml:"verify"`      // compare every echoed byte; default true
@@ -58,8 +58,9 @@ func (p *Echo) Defaults(c Context) {
 	if p.Concurrency == 0 {
 		p.Concurrency = c.Conns
 	}
-	if p.Payload == 0 {
-		p.Payload = DefaultEchoPayload
+	if p.Payload == nil {
+		d := units.Size(DefaultEchoPayload)
+		p.Payload = &d
 	}
 	if p.Verify == nil {
 		t := true
@@ -68,6 +69,14 @@ func (p *Echo) Defaults(c Context) {
 	if p.Timeout == 0 {
 		p.Timeout = units.Duration(DefaultEchoTimeout)
 	}
+}
+
+// Bytes returns the payload size in bytes (the default before Defaults ran).
+func (p *Echo) Bytes() int {
+	if p.Payload == nil {
+		return DefaultEchoPayload
+	}
+	return int(*p.Payload)
 }
 
 // Validate implements Phase.
@@ -81,11 +90,10 @@ func (p *Echo) Validate(c Context) []FieldError {
 	if c.Conns == 0 {
 		errs = append(errs, FieldError{"", "needs open connections: put a connect phase before it"})
 	}
-	if p.Payload < 0 {
-		errs = append(errs, FieldError{"payload", fmt.Sprintf("must be >= 0, got %d", int64(p.Payload))})
-	}
-	if p.Payload > 64<<20 {
-		errs = append(errs, FieldError{"payload", fmt.Sprintf("must be <= 64MiB, got %s", p.Payload)})
+	if n := p.Bytes(); n < 0 {
+		errs = append(errs, FieldError{"payload", fmt.Sprintf("must be >= 0, got %d", n)})
+	} else if n > 64<<20 {
+		errs = append(errs, FieldError{"payload", fmt.Sprintf("must be <= 64MiB, got %s", units.Size(n))})
 	}
 	if p.Warmup < 0 {
 		errs = append(errs, FieldError{"warmup", fmt.Sprintf("must be >= 0, got %d", p.Warmup)})
@@ -108,7 +116,7 @@ func (p *Echo) Run(ctx context.Context, env *Env) (Outcome, error) {
 	r, err := env.Driver.Echo(ctx, client.EchoParams{
 		Total:       p.Total,
 		Concurrency: conc,
-		Payload:     int(p.Payload),
+		Payload:     p.Bytes(),
 		Warmup:      p.Warmup,
 		Text:        p.Text,
 		Verify:      *p.Verify,
@@ -125,7 +133,7 @@ func (p *Echo) Run(ctx context.Context, env *Env) (Outcome, error) {
 		"failed":      r.Failed,
 		"conns":       int64(env.Driver.Conns()),
 		"concurrency": int64(conc),
-		"payload":     int64(p.Payload),
+		"payload":     int64(p.Bytes()),
 		"tps":         rate(r.Success, r.Used),
 	}
 	latencyValues(v, r.Latency)

@@ -42,6 +42,9 @@ func listFrameworks(w io.Writer) {
 	fmt.Fprintln(w, "Frameworks and their options (use as `framework: NAME` + `options: {...}`):")
 	for _, a := range frameworks.Adapters() {
 		fmt.Fprintf(w, "\n  %s (%s): %s\n", a.Name, a.Library, a.Doc)
+		for _, l := range a.Limits.Strings() {
+			fmt.Fprintf(w, "    limit: %s\n", l)
+		}
 		for _, o := range a.AllOptions() {
 			typ := string(o.Type)
 			if o.Type == frameworks.TypeEnum {

@@ -25,6 +25,9 @@ func preflight(p *plan.Plan, tune bool, w io.Writer) (engine.Layout, error) {
 			return engine.Layout{}, usageErr(fmt.Errorf("%s: host.nofile %d: %w (the hard limit is %d: lower host.nofile or raise `ulimit -Hn`)", p.File, p.Host.NoFile, err, hard))
 		}
 	}
+	if errs := engine.CheckLimits(p); len(errs) > 0 {
+		return engine.Layout{}, usageErr(errors.Join(errs...))
+	}
 	layout, err := engine.ComputeLayout(p.Host.ServerCPUs, p.Host.ClientCPUs, sysctl.OnlineCPUs())
 	if err != nil {
 		return layout, usageErr(fmt.Errorf("%s: preflight: %w", p.File, err))

@@ -101,3 +101,94 @@ const (
 func NewHistogram() *hdrhistogram.Histogram {
 	return hdrhistogram.New(HistMin, HistMax, HistSigFigs)
 }
+
+// RateParams configure an open-loop rate phase (Client.Rate).
+type RateParams struct {
+	Duration time.Duration // sending time, > 0
+	Rate     float64       // messages per connection per second, > 0 (fractions allowed)
+	Payload  int           // bytes per message, >= MarkerLen
+	// Connections is how many open connections send; 0 = all open ones.
+	Connections int
+	// Ramp is the time to reach Rate linearly from 0; 0 = none; <= Duration.
+	Ramp time.Duration
+	// Batch is the most bytes one write carries when several messages are
+	// due on a connection at once; 0 = DefaultRateBatch. A message larger
+	// than Batch is one write of its own.
+	Batch int
+	// MaxInflight bounds the messages sent and not yet echoed on one
+	// connection; 0 = DefaultMaxInflight(Rate). A message due while its
+	// connection is at the bound (or its socket is not writable) waits and
+	// leaves late, with its original scheduled time.
+	MaxInflight int
+	// Drain is how long to wait after Duration for echoes still due; 0 =
+	// DefaultRateDrain.
+	Drain time.Duration
+	// LateAfter: a message written more than LateAfter after its scheduled
+	// time counts as late; 0 = DefaultLateAfter.
+	LateAfter time.Duration
+	// Verify compares every echoed payload byte after the marker (the
+	// marker itself is always checked).
+	Verify bool
+	// PhaseFirst and PhaseTotal place this client's connections in the
+	// timetable: its connection j gets phase (PhaseFirst+j)/PhaseTotal of
+	// a period. Zero values = j/Connections. Shards set them so that the
+	// connections of every shard spread over one period together.
+	PhaseFirst, PhaseTotal int
+}
+
+// RateResult is what a rate phase measured. Every message carries a
+// MarkerLen-byte marker (its number on its connection and its scheduled
+// send time); latency runs from the scheduled time to the complete echo, so
+// a message that left late carries its lateness into its latency.
+type RateResult struct {
+	Conns     int   // connections that took part
+	Scheduled int64 // messages the timetable had due before Duration on them
+	Sent      int64 // messages written
+	Recv      int64 // echoes received intact (marker, length, opcode, payload)
+	Failed    int64 // echoes received but wrong, or messages nobody sent
+	Late      int64 // messages written more than LateAfter after their scheduled time
+	Unsent    int64 // Scheduled - Sent: due, but never written before Duration ended
+	BytesSent int64 // payload bytes written
+	BytesRecv int64 // payload bytes received
+	Used      time.Duration
+	Drain     time.Duration           // time after Duration spent waiting for echoes
+	Latency   *hdrhistogram.Histogram // ns, intact echoes, from the scheduled send time
+	// Seconds is the timeline: entry i covers [i s, i+1 s) from the start
+	// of the phase (drain included). Sends count in the second they were
+	// written, echoes and their latencies in the second they completed.
+	Seconds []RateSecond
+	Errors  map[string]int64 // failure reason -> count (failed echoes, lost connections)
+	Stopped string           // StopCanceled, StopClosed, StopNoConnections; "" = it ran to its end
+}
+
+// Lost returns the messages sent whose echo never came: Sent - Recv - Failed.
+func (r RateResult) Lost() int64 { return r.Sent - r.Recv - r.Failed }
+
+// RateSecond is one second of a rate phase's timeline.
+type RateSecond struct {
+	Sent, Recv, Late int64
+	// Latency holds the latencies of the echoes completed in this second,
+	// with the bounds of NewHistogram, so seconds merge exactly over
+	// loops and shards; nil when none completed.
+	Latency *hdrhistogram.PackedHistogram
+}
+
+// HoldParams configure a hold phase (Client.Hold).
+type HoldParams struct {
+	Duration time.Duration // > 0
+	// Ping, when > 0, makes every open connection send a ping every Ping,
+	// the connections' pings spread evenly over the interval. A connection
+	// that falls behind sends one ping, not the ones it missed. 0 = idle.
+	Ping time.Duration
+}
+
+// HoldResult is what a hold phase measured.
+type HoldResult struct {
+	Conns   int64 // open at the start
+	Alive   int64 // open at the end
+	Pings   int64 // pings sent
+	Pongs   int64 // pongs received (during the hold and up to DefaultHoldDrain after it)
+	Used    time.Duration
+	Errors  map[string]int64 // why connections dropped -> count
+	Stopped string           // StopCanceled, StopClosed; "" = it ran to its end
+}

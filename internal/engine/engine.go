@@ -69,6 +69,10 @@ type Layout struct {
 	ClientCPUs []int
 }
 
+// deathGrace is how long a failed phase waits for the server's exit to be
+// reaped before deciding whether the server died.
+const deathGrace = 500 * time.Millisecond
+
 // ClientBoundThreshold is the share of the client's usable CPU above which a
 // result is flagged client_bound: the client, not the server, set the pace.
 const ClientBoundThreshold = 0.9
@@ -317,8 +321,8 @@ func (e *runner) serverArgv(i int, srv plan.Server, addrs []string) []string {
 // hint for servers), or 1024.
 func planPayload(p *plan.Plan) int {
 	for _, ph := range p.Phases {
-		if e, ok := ph.Spec.(*scenarios.Echo); ok && e.Payload > 0 {
-			return int(e.Payload)
+		if e, ok := ph.Spec.(*scenarios.Echo); ok && e.Bytes() > 0 {
+			return e.Bytes()
 		}
 	}
 	return scenarios.DefaultEchoPayload
@@ -372,6 +376,10 @@ func (e *runner) failRest(srv plan.Server, k int, reason, logTail string) {
 
 func (e *runner) server(ctx context.Context, i int, srv plan.Server) {
 	addrs := serverAddrs(e.plan, i, srv)
+	if err := portsFree(addrs); err != nil {
+		e.failRest(srv, 0, err.Error(), "")
+		return
+	}
 	proc, err := launch.Start(launch.Spec{
 		Argv:    e.serverArgv(i, srv, addrs),
 		LogPath: e.logPath(srv.Name),
@@ -575,6 +583,15 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 		res.Warnings = append(res.Warnings, fmt.Sprintf("client-bound: client CPU %.0f%% of %d usable core(s); this row measures the client", cv.CPUAvg, usable))
 	}
 
+	// A killed server's sockets reset before its exit is reaped: when the
+	// phase went wrong, give the exit a moment to show, so the row names
+	// the real cause.
+	if err != nil || out.Failed {
+		select {
+		case <-proc.Done():
+		case <-time.After(deathGrace):
+		}
+	}
 	died := false
 	if exited, _ := proc.Exited(); exited && !proc.Stopping() {
 		died = true

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"net"
 	"reflect"
 	"strings"
 	"testing"
@@ -115,5 +116,26 @@ func TestShardSources(t *testing.T) {
 	}
 	if got := shardSources(nil, 0, 3); got != nil {
 		t.Errorf("no sources: %v", got)
+	}
+}
+
+func TestPortsFree(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	busy := l.Addr().String()
+	if err := portsFree([]string{busy}); err == nil || !strings.Contains(err.Error(), busy+" is already in use") {
+		t.Errorf("busy port: %v", err)
+	}
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := free.Addr().String()
+	free.Close()
+	if err := portsFree([]string{addr}); err != nil {
+		t.Errorf("free port: %v", err)
 	}
 }

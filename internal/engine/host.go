@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
+	"github.com/wsplan/wsplan/frameworks"
 	"github.com/wsplan/wsplan/internal/plan"
 	"github.com/wsplan/wsplan/scenarios"
 	"github.com/wsplan/wsplan/sysctl"
@@ -148,4 +150,37 @@ func Facts(p *plan.Plan, tune bool) (sysctl.HostFacts, error) {
 		}
 	}
 	return h, err
+}
+
+// CheckLimits returns an error for every server that cannot run a phase of
+// the plan because of a declared library limit (frameworks.Limits): an
+// empty echo payload for a library that never delivers empty messages, or
+// a message type the server does not handle.
+func CheckLimits(p *plan.Plan) []error {
+	var errs []error
+	for _, s := range p.Servers {
+		a, ok := frameworks.LookupAdapter(s.Adapter)
+		if !ok || len(s.Command) > 0 {
+			continue
+		}
+		for _, ph := range p.Phases {
+			e, ok := ph.Spec.(*scenarios.Echo)
+			if !ok {
+				continue
+			}
+			if e.Bytes() == 0 && a.Limits.NoEmptyMessages != "" {
+				errs = append(errs, fmt.Errorf("%s:%d: server %s cannot run phase %s (payload 0): %s", p.File, ph.Line, s.Name, ph.Name, a.Limits.NoEmptyMessages))
+			}
+			if a.Limits.OneMessageType != nil {
+				want := "binary"
+				if e.Text {
+					want = "text"
+				}
+				if got := a.Limits.OneMessageType(s.Values); got != want {
+					errs = append(errs, fmt.Errorf("%s:%d: server %s handles %s messages only, phase %s sends %s: %s", p.File, ph.Line, s.Name, got, ph.Name, want, a.Limits.OneMessageTypeWhy))
+				}
+			}
+		}
+	}
+	return errs
 }

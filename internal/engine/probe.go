@@ -10,6 +10,23 @@ import (
 	"time"
 )
 
+// portsFree checks that nothing listens on addrs yet. Servers listen with
+// SO_REUSEPORT, so a second server on a busy port would start without error
+// and silently share its connections with the first: a plain bind, without
+// SO_REUSEPORT, fails in that case.
+func portsFree(addrs []string) error {
+	for _, a := range addrs {
+		l, err := net.Listen("tcp", a)
+		if err != nil {
+			return fmt.Errorf("%s is already in use (another server or wsplan run?): pick free ports with defaults.base_port: %w", a, err)
+		}
+		if err := l.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // probe performs one WebSocket upgrade on addr and closes the connection.
 func probe(addr, path string) error {
 	c, err := net.DialTimeout("tcp", addr, time.Second)

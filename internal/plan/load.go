@@ -595,7 +595,7 @@ func (l *loader) phases(items []yaml.Node) []Phase {
 	payload := 0
 	if firstEcho >= 0 {
 		ds[firstEcho].Spec.Defaults(ctxs[firstEcho])
-		payload = int(ds[firstEcho].Spec.(*scenarios.Echo).Payload)
+		payload = ds[firstEcho].Spec.(*scenarios.Echo).Bytes()
 	}
 	connsKnown := true
 	out := make([]Phase, 0, len(ds))

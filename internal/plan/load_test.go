@@ -310,13 +310,14 @@ func TestLoadFull(t *testing.T) {
 		},
 	})
 	tr := true
+	size := func(n units.Size) *units.Size { return &n }
 	check(t, "Phases", p.Phases, []Phase{
 		{Kind: "connect", Name: "connect", Line: 41, Spec: &scenarios.Connect{
 			Connections: 100, Concurrency: 10, Timeout: units.Duration(2 * time.Second), Retries: scenarios.DefaultConnectRetries}},
 		{Kind: "echo", Name: "warm", Line: 42, Spec: &scenarios.Echo{
-			Total: 1000, Concurrency: 100, Payload: 512, Verify: &tr, Timeout: units.Duration(scenarios.DefaultEchoTimeout)}},
+			Total: 1000, Concurrency: 100, Payload: size(512), Verify: &tr, Timeout: units.Duration(scenarios.DefaultEchoTimeout)}},
 		{Kind: "echo", Name: "echo#2", Line: 43, Spec: &scenarios.Echo{
-			Total: 1000, Concurrency: 50, Payload: scenarios.DefaultEchoPayload, Verify: &tr,
+			Total: 1000, Concurrency: 50, Payload: size(scenarios.DefaultEchoPayload), Verify: &tr,
 			Timeout: units.Duration(scenarios.DefaultEchoTimeout), Deadline: units.Duration(10 * time.Second)}},
 	})
 	check(t, "Assert", p.Assert, []Assertion{
@@ -428,7 +429,7 @@ phases:
 		t.Fatal(err)
 	}
 	check(t, "connections", p.Phases[0].Spec.(*scenarios.Connect).Connections, 30)
-	check(t, "payload", p.Phases[3].Spec.(*scenarios.Echo).Payload, units.Size(30<<10))
+	check(t, "payload", *p.Phases[3].Spec.(*scenarios.Echo).Payload, units.Size(30<<10))
 
 	// A --set value is YAML-typed: a word is a string, so an int field rejects it.
 	_, err = LoadBytes("t.yaml", []byte(fixed), LoadOptions{Sets: map[string]string{"n": "lots"}})
