@@ -87,15 +87,27 @@ func (s *Sampler) Start() {
 	go s.loop()
 }
 
+// nextTick is the wait before the next reading: a tenth of the interval
+// during the first interval, so that a phase shorter than the interval still
+// gets several samples for its min and max, then the interval itself.
+func (s *Sampler) nextTick(sinceStart time.Duration) time.Duration {
+	if sinceStart < s.interval {
+		return max(s.interval/10, time.Millisecond)
+	}
+	return s.interval
+}
+
 func (s *Sampler) loop() {
 	defer close(s.done)
-	t := time.NewTicker(s.interval)
+	start := time.Now()
+	t := time.NewTimer(s.nextTick(0))
 	defer t.Stop()
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-t.C:
+			t.Reset(s.nextTick(time.Since(start)))
 			r, err := s.read()
 			if err == nil {
 				s.w.add(r, true)

@@ -321,3 +321,14 @@ func numCPU() int {
 	}
 	return c.CPUs
 }
+
+func TestNextTickShorterAtFirst(t *testing.T) {
+	s := NewSampler(FS{}, 0, time.Second)
+	for _, c := range []struct {
+		since, want time.Duration
+	}{{0, 100 * time.Millisecond}, {900 * time.Millisecond, 100 * time.Millisecond}, {time.Second, time.Second}, {5 * time.Second, time.Second}} {
+		if got := s.nextTick(c.since); got != c.want {
+			t.Errorf("nextTick(%s) = %s, want %s", c.since, got, c.want)
+		}
+	}
+}
