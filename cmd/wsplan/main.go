@@ -44,9 +44,6 @@ func (e *exitError) Unwrap() error { return e.err }
 // usageErr marks err as a plan/flag/preflight problem (exit 2).
 func usageErr(err error) error { return &exitError{ExitUsage, err} }
 
-// silentExit ends with code after the command already printed its outcome.
-func silentExit(code int) error { return &exitError{code: code} }
-
 // Main runs the CLI with args and returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
 	root := newRoot(stdout, stderr)
