@@ -5,26 +5,32 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/units"
 )
 
-// Hold keeps every connection open and idle for Duration, counting the ones
-// that drop, and reports what an idle connection costs in memory.
+// Hold keeps every connection open for Duration, counting the ones that
+// drop, and reports what an idle connection costs in memory. With Ping,
+// every connection also sends a ping every Ping (spread over the interval)
+// and the pongs are counted.
 type Hold struct {
 	Duration units.Duration `yaml:"duration"` // how long to hold; required, > 0
+	Ping     units.Duration `yaml:"ping"`     // ping interval per connection; default 0 = idle, no pings
 }
 
 func init() {
 	Register(Kind{
 		Name: "hold",
-		Doc:  "keep every connection open and idle; count drops; memory per connection",
+		Doc:  "keep every connection open (idle, or pinging every `ping`); count drops and pongs; memory per connection",
 		New:  func() Phase { return &Hold{} },
 		Metrics: []metrics.Def{
 			{Name: "duration", Kind: metrics.Duration, Doc: "time held"},
 			{Name: "conns", Kind: metrics.Count, Doc: "connections open at the start"},
 			{Name: "alive", Kind: metrics.Count, Doc: "connections open at the end"},
 			{Name: "dropped", Kind: metrics.Count, Doc: "connections lost while holding"},
+			{Name: "pings", Kind: metrics.Count, Doc: "pings sent (0 without ping)"},
+			{Name: "pongs", Kind: metrics.Count, Doc: "pongs received, up to 1 s after the hold"},
 			{Name: "server_rss", Kind: metrics.Bytes, Doc: "server RSS at the start of the hold (the end of connect)"},
 			{Name: "mem_per_conn", Kind: metrics.Bytes, Doc: "(server RSS at the start of the hold − server RSS before the first phase) / conns"},
 			{Name: "client_rss", Kind: metrics.Bytes, Doc: "client RSS (every client process) at the start of the hold"},
@@ -42,14 +48,14 @@ func (p *Hold) Validate(c Context) []FieldError {
 	if p.Duration <= 0 {
 		errs = append(errs, FieldError{"duration", fmt.Sprintf("must be > 0, got %s", p.Duration)})
 	}
+	if p.Ping < 0 {
+		errs = append(errs, FieldError{"ping", fmt.Sprintf("must be >= 0 (0 = no pings), got %s", p.Ping)})
+	}
 	if c.Conns == 0 {
 		errs = append(errs, FieldError{"", "needs open connections: put a connect phase before it"})
 	}
 	return errs
 }
-
-// holdPoll is how often a hold checks how many connections are open.
-const holdPoll = 100 * time.Millisecond
 
 // Run implements Phase.
 func (p *Hold) Run(ctx context.Context, env *Env) (Outcome, error) {
@@ -60,31 +66,23 @@ func (p *Hold) Run(ctx context.Context, env *Env) (Outcome, error) {
 		v["server_rss"], v["client_rss"] = now.Server, now.Client
 		v["mem_per_conn"], v["client_mem_per_conn"] = perConn(now.Server-env.Base.Server, conns), perConn(now.Client-env.Base.Client, conns)
 	}
-	d := p.Duration.D()
-	if env.Progress != nil {
-		env.Progress.Total.Store(int64(d / time.Second))
-	}
-	start := time.Now()
-	t := time.NewTicker(holdPoll)
-	defer t.Stop()
+	r, err := env.Driver.Hold(ctx, client.HoldParams{Duration: p.Duration.D(), Ping: p.Ping.D()}, env.Progress)
 	var out Outcome
-loop:
-	for time.Since(start) < d {
-		select {
-		case <-ctx.Done():
-			out.Failed, out.Error = true, "stopped after "+time.Since(start).Truncate(time.Millisecond).String()
-			break loop
-		case <-t.C:
-			if env.Progress != nil {
-				env.Progress.Done.Store(int64(time.Since(start) / time.Second))
-			}
+	if err != nil {
+		if ctx.Err() == nil {
+			return Outcome{}, err
 		}
+		out.Failed, out.Error = true, "stopped after "+r.Used.Truncate(time.Millisecond).String()
 	}
 	alive := int64(env.Driver.Conns())
-	v["duration"], v["alive"], v["dropped"] = time.Since(start), alive, conns-alive
+	v["duration"], v["alive"], v["dropped"] = r.Used, alive, conns-alive
+	v["pings"], v["pongs"] = r.Pings, r.Pongs
 	out.Metrics = v
 	if alive < conns && !out.Failed {
-		out.Failed, out.Error = true, fmt.Sprintf("%d of %d connections dropped while idle", conns-alive, conns)
+		out.Failed, out.Error = true, fmt.Sprintf("%d of %d connections dropped while held: %s", conns-alive, conns, errorSummary(r.Errors))
+	}
+	if r.Pongs < r.Pings {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("%d of %d pings got no pong", r.Pings-r.Pongs, r.Pings))
 	}
 	return out, nil
 }

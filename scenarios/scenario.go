@@ -1,5 +1,5 @@
-// Package scenarios holds the phase kinds a plan can run (connect, echo, …),
-// one file per kind, each registering itself with Register.
+// Package scenarios holds the phase kinds a plan can run (connect, echo,
+// rate, hold), one file per kind, each registering itself with Register.
 //
 // Data flow: the plan loader reads a phase's key, looks the kind up here,
 // strictly decodes the phase body into the struct New returns, and calls
@@ -19,6 +19,7 @@ import (
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
+	"github.com/wsplan/wsplan/internal/result"
 )
 
 // Kind is one phase kind.
@@ -64,6 +65,8 @@ func (e FieldError) Error() string {
 type Driver interface {
 	Connect(ctx context.Context, p client.ConnectParams, pr *client.Progress) (client.ConnectResult, error)
 	Echo(ctx context.Context, p client.EchoParams, pr *client.Progress) (client.EchoResult, error)
+	Rate(ctx context.Context, p client.RateParams, pr *client.Progress) (client.RateResult, error)
+	Hold(ctx context.Context, p client.HoldParams, pr *client.Progress) (client.HoldResult, error)
 	// Conns returns the number of open connections.
 	Conns() int
 }
@@ -93,6 +96,9 @@ type Outcome struct {
 	// (e.g. connections that could not be opened); the reason is Error.
 	Failed bool
 	Error  string
+	// Timeline is the phase second by second (rate phases); the engine
+	// copies it into the result.
+	Timeline []result.Point
 }
 
 var (

@@ -24,7 +24,7 @@ const (
 // buffers. ext is allocated only while something is partial.
 type conn struct {
 	dec    decoder  // server frame stream state (24 bytes)
-	sentAt int64    // loop clock (ns) when the in-flight message was sent
+	sentAt int64    // echo: loop clock (ns) when the in-flight message was sent; rate, hold: the connection's index in the run
 	ext    *connExt // partial input/output, handshake state; nil when idle
 	fd     int32
 	gen    uint32 // loop-unique, carried in epoll event data

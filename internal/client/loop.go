@@ -42,6 +42,8 @@ const (
 const (
 	cmdDial = iota + 1
 	cmdEcho
+	cmdRate
+	cmdHold
 	cmdStop
 	cmdClose
 )
@@ -53,6 +55,8 @@ type command struct {
 	phase int64 // cmdStop: the phase to stop
 	dial  *dialJob
 	echo  *echoJob
+	rate  *rateJob
+	hold  *holdJob
 }
 
 // phaseResult is a loop's share of a phase, sent when the phase ends there.
@@ -60,6 +64,8 @@ type phaseResult struct {
 	phase   int64
 	dial    *connectPart
 	echo    *echoPart
+	rate    *ratePart
+	hold    *holdPart
 	stopped bool // cut short by cmdStop or Close
 }
 
@@ -73,13 +79,15 @@ type phaseResult struct {
 //   - The protocol layer is phase-agnostic: readFrames/feed decode the
 //     server stream (answering pings, dropping closed connections), and
 //     sendControl/flush write control frames and pending output.
-//   - A phase is a run object (dialRun, echoRun) that the protocol layer
-//     calls back into: onData for message chunks, lost for dropped
-//     connections, tick for timers. A new phase mode, such as an open-loop
-//     rate mode (send on a timetable, latency from the scheduled send time
-//     carried in the payload, never waiting for replies), is a new run type
-//     with its own start/onData/tick/finish, dispatched next to echoRun in
-//     onData, lost, tick and drainCommands; the protocol layer stays as is.
+//   - A phase is a run object (dialRun, echoRun, rateRun, holdRun) that the
+//     protocol layer calls back into: onData for message chunks, lost for
+//     dropped connections, tick for timers. A new phase mode is a new run
+//     type with its own start/onData/tick/finish, dispatched next to the
+//     others in onData, lost, tick and drainCommands.
+//   - Timed phases (rate, hold) also set a wake time, the loop clock of
+//     their next timetable event: epoll_pwait2 sleeps until exactly then
+//     (nanosecond timeouts; epoll_wait's whole milliseconds would make
+//     every paced message up to 1 ms late), and the loop calls their pump.
 type loop struct {
 	cl   *Client
 	id   int
@@ -94,8 +102,9 @@ type loop struct {
 	nopen   atomic.Int64 // len(open), for the caller's slot distribution
 
 	events  []unix.EpollEvent
-	byFD    []*conn // fd -> connection
-	open    []*conn // open WebSocket connections
+	ts      unix.Timespec // epollWait's timeout
+	byFD    []*conn       // fd -> connection
+	open    []*conn       // open WebSocket connections
 	gen     uint32
 	rbuf    []byte
 	wbuf    []byte
@@ -112,6 +121,8 @@ type loop struct {
 	// The phase running here, at most one at a time.
 	dial      *dialRun
 	echo      *echoRun
+	rate      *rateRun
+	hold      *holdRun
 	tickEvery int64 // ns; 0 = no timers
 	nextTick  int64
 	cmdTmp    []command
@@ -191,17 +202,11 @@ func (l *loop) run() {
 	defer close(l.done)
 	now := l.now() // read once per iteration, after the events
 	for {
-		timeout := -1
-		if l.tickEvery > 0 {
-			d := l.nextTick - now
-			switch {
-			case d <= 0:
-				timeout = 0
-			default:
-				timeout = int((d + int64(time.Millisecond) - 1) / int64(time.Millisecond))
-			}
+		timeout := int64(-1)
+		if at, ok := l.deadline(); ok {
+			timeout = max(0, at-now)
 		}
-		n, err := unix.EpollWait(l.epfd, l.events, timeout)
+		n, err := epollWait(l.epfd, l.events, timeout, &l.ts)
 		if err != nil && err != unix.EINTR {
 			// epoll_wait fails only for a bad epfd or events buffer, which
 			// would be a bug here; stop rather than spin.
@@ -229,11 +234,33 @@ func (l *loop) run() {
 			l.tick(now)
 			l.nextTick = now + l.tickEvery
 		}
+		if l.rate != nil && now >= l.rate.wake {
+			l.ratePump(now)
+			now = l.now() // the pump's writes take time; wake on time
+		}
+		if l.hold != nil && now >= l.hold.wake {
+			l.holdPump(now)
+		}
 		if l.stopping {
 			l.shutdown()
 			return
 		}
 	}
+}
+
+// deadline returns the loop clock of the next timer event, if any.
+func (l *loop) deadline() (int64, bool) {
+	at, ok := int64(0), false
+	if l.tickEvery > 0 {
+		at, ok = l.nextTick, true
+	}
+	if r := l.rate; r != nil && (!ok || r.wake < at) {
+		at, ok = r.wake, true
+	}
+	if h := l.hold; h != nil && (!ok || h.wake < at) {
+		at, ok = h.wake, true
+	}
+	return at, ok
 }
 
 // drainCommands runs the queued commands.
@@ -252,12 +279,22 @@ func (l *loop) drainCommands() {
 			l.dialStart(cmd.dial)
 		case cmdEcho:
 			l.echoStart(cmd.echo)
+		case cmdRate:
+			l.rateStart(cmd.rate)
+		case cmdHold:
+			l.holdStart(cmd.hold)
 		case cmdStop:
 			if l.dial != nil && l.dial.job.phase == cmd.phase {
 				l.dialFinish(true)
 			}
 			if l.echo != nil && l.echo.job.phase == cmd.phase {
 				l.echoFinish(true)
+			}
+			if l.rate != nil && l.rate.job.phase == cmd.phase {
+				l.rateFinish(true, l.now())
+			}
+			if l.hold != nil && l.hold.job.phase == cmd.phase {
+				l.holdFinish(true, l.now())
 			}
 		case cmdClose:
 			l.stopping = true
@@ -284,6 +321,9 @@ func (l *loop) tick(now int64) {
 	if l.echo != nil {
 		l.echoTick(now)
 	}
+	if l.rate != nil {
+		l.rateTick()
+	}
 }
 
 // shutdown ends any phase, says goodbye on every connection and releases
@@ -298,6 +338,12 @@ func (l *loop) shutdown() {
 	}
 	if l.echo != nil {
 		l.echoFinish(true)
+	}
+	if l.rate != nil {
+		l.rateFinish(true, l.now())
+	}
+	if l.hold != nil {
+		l.holdFinish(true, l.now())
 	}
 	for fd, c := range l.byFD {
 		if c == nil {
@@ -489,6 +535,9 @@ func (l *loop) onData(c *conn, ev *event, now int64) {
 	if e := l.echo; e != nil && c.flags&fInflight != 0 {
 		e.onData(l, c, ev, now)
 	}
+	if r := l.rate; r != nil {
+		r.onData(l, c, ev, now)
+	}
 	// Anything else is a message nobody asked for; it is ignored.
 }
 
@@ -497,6 +546,10 @@ func (l *loop) onControl(c *conn, op byte, payload []byte) {
 	switch op {
 	case opPing:
 		l.sendControl(c, opPong, payload)
+	case opPong:
+		if h := l.hold; h != nil {
+			h.pong(l, c)
+		}
 	case opClose:
 		reason := "server close"
 		if len(payload) >= 2 {
@@ -535,6 +588,12 @@ func (l *loop) lost(c *conn, reason string) {
 	l.closeFD(c)
 	if e := l.echo; e != nil && inflight {
 		e.lostInflight(l, warm, reason)
+	}
+	if r := l.rate; r != nil {
+		r.lost(l, c, reason)
+	}
+	if h := l.hold; h != nil {
+		h.lost(c, reason)
 	}
 }
 
@@ -601,6 +660,10 @@ func (l *loop) flush(c *conn) {
 			}
 			if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, c.gen, evIn); err != nil {
 				l.lost(c, "epoll_ctl: "+errnoText(err))
+				return
+			}
+			if r := l.rate; r != nil {
+				r.resume(l, c) // messages that waited for the socket
 			}
 			return
 		}

@@ -1,7 +1,9 @@
 package client
 
 import (
+	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -46,4 +48,36 @@ func errnoText(err error) string {
 		return "unknown error"
 	}
 	return err.Error()
+}
+
+// noPwait2 is set once epoll_pwait2 turned out to be missing (Linux < 5.11).
+var noPwait2 atomic.Bool
+
+// epollWait waits for events on epfd for at most timeout ns (< 0: no
+// limit). It uses epoll_pwait2, whose timeout has nanosecond precision, so
+// that paced sends leave on time; where the kernel lacks it, epoll_wait
+// with the timeout rounded up to whole milliseconds.
+// ts is scratch space for the timeout, owned by the caller (so that it
+// does not escape to the heap at every call).
+func epollWait(epfd int, events []unix.EpollEvent, timeout int64, ts *unix.Timespec) (int, error) {
+	if !noPwait2.Load() {
+		var tsp unsafe.Pointer
+		if timeout >= 0 {
+			*ts = unix.NsecToTimespec(timeout)
+			tsp = unsafe.Pointer(ts)
+		}
+		r, _, e := syscall.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(epfd), uintptr(unsafe.Pointer(unsafe.SliceData(events))), uintptr(len(events)), uintptr(tsp), 0, 0)
+		if e == 0 {
+			return int(r), nil
+		}
+		if e != syscall.ENOSYS {
+			return 0, e
+		}
+		noPwait2.Store(true)
+	}
+	ms := -1
+	if timeout >= 0 {
+		ms = int((timeout + int64(time.Millisecond) - 1) / int64(time.Millisecond))
+	}
+	return unix.EpollWait(epfd, events, ms)
 }

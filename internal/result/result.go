@@ -66,6 +66,23 @@ type Result struct {
 	Metrics   metrics.Values `json:"metrics"`
 	// ServerLog is the tail of the server's log when the server failed.
 	ServerLog string `json:"server_log,omitempty"`
+	// Timeline is the phase second by second, for plotting (rate phases).
+	Timeline []Point `json:"timeline,omitempty"`
+}
+
+// Point is one second of a phase's timeline: entry T covers [T s, T+1 s)
+// from the start of the phase (its drain included). Messages count in the
+// second they were written, echoes and their latencies in the second they
+// completed. The latencies of a second are exact (merged histograms, over
+// every client loop and shard), not averages.
+type Point struct {
+	T    int           `json:"t"`    // seconds since the start of the phase
+	Sent int64         `json:"sent"` // messages written in this second
+	Recv int64         `json:"recv"` // echoes completed intact in this second
+	Late int64         `json:"late"` // messages written late in this second
+	P50  time.Duration `json:"p50"`  // latency of this second's echoes, ns; 0 when none
+	P99  time.Duration `json:"p99"`  // ns
+	Max  time.Duration `json:"max"`  // ns
 }
 
 // Assertion is one evaluated assertion.

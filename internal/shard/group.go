@@ -438,3 +438,151 @@ func (g *Group) Echo(ctx context.Context, p client.EchoParams, pr *client.Progre
 	}
 	return out, err
 }
+
+// Rate runs the open loop over the shards: connections split in proportion
+// to each shard's open connections, and every connection of every shard
+// given its own place in one shared timetable (PhaseFirst/PhaseTotal), so
+// the sends of all shards spread over the period together. Counts are
+// summed, each second's histograms merged exactly, and the overall latency
+// rebuilt from them.
+func (g *Group) Rate(ctx context.Context, p client.RateParams, pr *client.Progress) (client.RateResult, error) {
+	w := make([]int, len(g.shards))
+	open := 0
+	for i, s := range g.shards {
+		w[i] = s.conns
+		open += s.conns
+	}
+	n := p.Connections
+	if n == 0 {
+		n = open
+	}
+	if n > open {
+		return client.RateResult{}, fmt.Errorf("shards: rate: connections %d exceeds the %d open connections: open more in a connect phase or lower connections", n, open)
+	}
+	conns := split(int64(n), w)
+	if pr != nil {
+		pacer := client.Pacer{Rate: p.Rate, Ramp: p.Ramp, Duration: p.Duration}
+		var want int64
+		for j := range n {
+			want += pacer.Total(float64(j) / float64(n))
+		}
+		pr.Total.Store(want)
+	}
+	reqs := make([]Request, len(g.shards))
+	first := 0
+	for i := range reqs {
+		q := p
+		q.Connections = min(int(conns[i]), w[i])
+		q.PhaseFirst, q.PhaseTotal = first, n
+		first += q.Connections
+		if q.Connections > 0 {
+			reqs[i] = Request{Op: "rate", Rate: &q}
+		}
+	}
+	replies, err := g.phase(ctx, reqs, pr)
+	out := client.RateResult{Latency: client.NewHistogram(), Errors: map[string]int64{}}
+	for _, r := range replies {
+		if r.Rate == nil {
+			if r.Err != "" && err == nil {
+				err = errors.New(r.Err)
+			}
+			continue
+		}
+		x := r.Rate
+		out.Conns += x.Conns
+		out.Scheduled += x.Scheduled
+		out.Sent += x.Sent
+		out.Recv += x.Recv
+		out.Failed += x.Failed
+		out.Late += x.Late
+		out.Unsent += x.Unsent
+		out.BytesSent += x.BytesSent
+		out.BytesRecv += x.BytesRecv
+		out.Used = max(out.Used, x.Used)
+		out.Drain = max(out.Drain, x.Drain)
+		for k, v := range x.Errors {
+			out.Errors[k] += v
+		}
+		if out.Stopped == "" {
+			out.Stopped = x.Stopped
+		}
+		secs, serr := x.seconds()
+		if serr != nil {
+			if err == nil {
+				err = serr
+			}
+			continue
+		}
+		out.Seconds = mergeSeconds(out.Seconds, secs)
+		if r.Err != "" && err == nil {
+			err = errors.New(r.Err)
+		}
+	}
+	for _, s := range out.Seconds {
+		if s.Latency != nil {
+			s.Latency.MergeInto(out.Latency)
+		}
+	}
+	return out, err
+}
+
+// mergeSeconds adds timeline b into a, second by second, and returns a.
+func mergeSeconds(a, b []client.RateSecond) []client.RateSecond {
+	for len(a) < len(b) {
+		a = append(a, client.RateSecond{})
+	}
+	for i, s := range b {
+		d := &a[i]
+		d.Sent += s.Sent
+		d.Recv += s.Recv
+		d.Late += s.Late
+		switch {
+		case s.Latency == nil:
+		case d.Latency == nil:
+			d.Latency = s.Latency
+		default:
+			d.Latency.Merge(s.Latency)
+		}
+	}
+	return a
+}
+
+// Hold holds every shard's connections; with pings, each shard spreads its
+// own connections' pings over the interval. Counts are summed.
+func (g *Group) Hold(ctx context.Context, p client.HoldParams, pr *client.Progress) (client.HoldResult, error) {
+	reqs := make([]Request, len(g.shards))
+	for i := range reqs {
+		q := p
+		reqs[i] = Request{Op: "hold", Hold: &q}
+	}
+	if pr != nil {
+		// Without pings each shard counts elapsed seconds.
+		pr.Total.Store(int64(p.Duration/time.Second) * int64(len(g.shards)))
+		if p.Ping > 0 {
+			pr.Total.Store(int64(float64(g.Conns()) * (p.Duration.Seconds() / p.Ping.Seconds())))
+		}
+	}
+	replies, err := g.phase(ctx, reqs, pr)
+	out := client.HoldResult{Errors: map[string]int64{}}
+	for _, r := range replies {
+		if r.Hold == nil {
+			if r.Err != "" && err == nil {
+				err = errors.New(r.Err)
+			}
+			continue
+		}
+		x := r.Hold
+		out.Conns += x.Conns
+		out.Alive += x.Alive
+		out.Pings += x.Pings
+		out.Pongs += x.Pongs
+		out.Used = max(out.Used, x.Used)
+		for k, v := range x.Errors {
+			out.Errors[k] += v
+		}
+		if out.Stopped == "" {
+			out.Stopped = x.Stopped
+		}
+	}
+	return out, err
+}

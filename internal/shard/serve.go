@@ -136,6 +136,18 @@ func runPhase(ctx context.Context, c *client.Client, r Request, send func(Reply)
 		if err == nil {
 			reply.Echo, err = wireEcho(res)
 		}
+	case r.Op == "rate" && r.Rate != nil:
+		var res client.RateResult
+		res, err = c.Rate(ctx, *r.Rate, pr)
+		if err == nil {
+			reply.Rate, err = wireRate(res)
+		}
+	case r.Op == "hold" && r.Hold != nil:
+		var res client.HoldResult
+		res, err = c.Hold(ctx, *r.Hold, pr)
+		if err == nil {
+			reply.Hold = &res
+		}
 	default:
 		err = fmt.Errorf("unknown request %q", r.Op)
 	}

@@ -1,0 +1,455 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// checkRateSums checks what must hold in any rate result: the timeline
+// adds up to the totals, and the histogram holds exactly the intact echoes.
+func checkRateSums(t *testing.T, res RateResult) {
+	t.Helper()
+	var sent, recv, late, hist int64
+	for _, s := range res.Seconds {
+		sent += s.Sent
+		recv += s.Recv
+		late += s.Late
+		if s.Latency != nil {
+			hist += s.Latency.TotalCount()
+			if s.Latency.TotalCount() != s.Recv {
+				t.Errorf("a second has %d echoes and %d latencies", s.Recv, s.Latency.TotalCount())
+			}
+		}
+	}
+	if sent != res.Sent || recv != res.Recv || late != res.Late || hist != res.Recv {
+		t.Errorf("timeline sums sent %d recv %d late %d latencies %d; totals %d, %d, %d, %d", sent, recv, late, hist, res.Sent, res.Recv, res.Late, res.Recv)
+	}
+	if got := res.Latency.TotalCount(); got != res.Recv {
+		t.Errorf("latency count %d, want recv %d", got, res.Recv)
+	}
+	if res.Unsent != res.Scheduled-res.Sent || res.Unsent < 0 {
+		t.Errorf("unsent %d, scheduled %d, sent %d", res.Unsent, res.Scheduled, res.Sent)
+	}
+	if res.Recv+res.Failed > res.Sent {
+		t.Errorf("recv %d + failed %d > sent %d", res.Recv, res.Failed, res.Sent)
+	}
+}
+
+func TestRate(t *testing.T) {
+	s := &echoServer{}
+	addr := s.start(t)
+	for _, loops := range []int{1, 2} {
+		t.Run(fmt.Sprintf("loops=%d", loops), func(t *testing.T) {
+			c := newClient(t, Options{Targets: []string{addr}, Loops: loops, NoDelay: true})
+			mustConnect(t, c, 50)
+			before := s.msgs.Load()
+			var pr Progress
+			start := time.Now()
+			res, err := c.Rate(t.Context(), RateParams{Duration: time.Second, Rate: 20, Payload: 1024, Verify: true}, &pr)
+			used := time.Since(start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkRateSums(t, res)
+			// 50 connections × 20/s × 1 s: exactly 1000 on the timetable.
+			if res.Conns != 50 || res.Scheduled != 1000 || res.Sent != 1000 || res.Recv != 1000 || res.Failed != 0 || res.Lost() != 0 || res.Unsent != 0 {
+				t.Fatalf("result %+v, errors %v", res, res.Errors)
+			}
+			if got := s.msgs.Load() - before; got != 1000 {
+				t.Errorf("server saw %d messages, want 1000", got)
+			}
+			if res.BytesSent != 1000*1024 || res.BytesRecv != 1000*1024 {
+				t.Errorf("bytes sent %d recv %d, want %d", res.BytesSent, res.BytesRecv, 1000*1024)
+			}
+			if res.Used != time.Second || res.Drain > 200*time.Millisecond || used > 1500*time.Millisecond {
+				t.Errorf("used %v drain %v wall %v; want 1s, a short drain", res.Used, res.Drain, used)
+			}
+			if len(res.Seconds) < 1 || len(res.Seconds) > 2 || res.Seconds[0].Sent != 1000 {
+				t.Errorf("timeline %+v, want 1000 sent in second 0", res.Seconds)
+			}
+			if p99 := time.Duration(res.Latency.ValueAtQuantile(99)); p99 <= 0 || p99 > 200*time.Millisecond {
+				t.Errorf("p99 %v", p99)
+			}
+			if pr.Total.Load() != 1000 || pr.Done.Load() != 1000 {
+				t.Errorf("progress %d/%d, want 1000/1000", pr.Done.Load(), pr.Total.Load())
+			}
+			if res.Stopped != "" {
+				t.Errorf("stopped %q", res.Stopped)
+			}
+		})
+	}
+}
+
+// TestRateSpread: sends follow the timetable, spread over the period,
+// not in bursts: the server sees the messages arrive evenly.
+func TestRateSpread(t *testing.T) {
+	var mu sync.Mutex
+	var arrivals []time.Time
+	s := &rawServer{handle: func(c net.Conn, r *bufio.Reader) {
+		for {
+			_, op, p, err := readClientFrame(r)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			arrivals = append(arrivals, time.Now())
+			mu.Unlock()
+			if _, err := c.Write(serverFrame(true, op, p)); err != nil {
+				return
+			}
+		}
+	}}
+	addr := s.start(t)
+	c := newClient(t, Options{Targets: []string{addr}, NoDelay: true})
+	mustConnect(t, c, 10)
+	// 10 connections × 10/s: one message every 10 ms over all of them.
+	res, err := c.Rate(t.Context(), RateParams{Duration: time.Second, Rate: 10, Payload: 64}, nil)
+	if err != nil || res.Sent != 100 || res.Recv != 100 {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// In each 10 ms slot of the second, about one message: never a burst.
+	slots := map[int]int{}
+	for _, a := range arrivals {
+		slots[int(a.Sub(arrivals[0])/(10*time.Millisecond))]++
+	}
+	crowded := 0
+	for _, n := range slots {
+		if n > 2 {
+			crowded++
+		}
+	}
+	if crowded > 5 {
+		t.Errorf("%d of 100 10-ms slots got more than 2 messages: sends are bunched (%v)", crowded, slots)
+	}
+}
+
+func TestRateFractionalAndRamp(t *testing.T) {
+	s := &echoServer{}
+	addr := s.start(t)
+	c := newClient(t, Options{Targets: []string{addr}})
+	mustConnect(t, c, 40)
+	// 0.5/s for 1 s: each connection has half a period: phases 0…0.5
+	// send once, the others never.
+	res, err := c.Rate(t.Context(), RateParams{Duration: time.Second, Rate: 0.5, Payload: 16}, nil)
+	if err != nil || res.Scheduled != 20 || res.Sent != 20 || res.Recv != 20 {
+		t.Errorf("0.5/s: %+v, %v; want 20 messages", res, err)
+	}
+	// A ramp over the whole second: half the messages of the full rate.
+	res, err = c.Rate(t.Context(), RateParams{Duration: time.Second, Ramp: time.Second, Rate: 50, Payload: 16}, nil)
+	if err != nil || res.Scheduled < 990 || res.Scheduled > 1010 || res.Sent != res.Scheduled || res.Recv != res.Sent {
+		t.Errorf("ramp: %+v, %v; want about 1000 messages", res, err)
+	}
+	checkRateSums(t, res)
+}
+
+// stallServer echoes every message, but every n-th message over all
+// connections holds a server-wide lock for stall before its echo, as a
+// single-threaded server that stops now and then would.
+func stallServer(t *testing.T, n int64, stall time.Duration) string {
+	var mu sync.Mutex
+	var count atomic.Int64
+	s := &rawServer{handle: func(c net.Conn, r *bufio.Reader) {
+		w := bufio.NewWriter(c)
+		for {
+			_, op, p, err := readClientFrame(r)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			if count.Add(1)%n == 0 {
+				time.Sleep(stall)
+			}
+			mu.Unlock()
+			w.Write(serverFrame(true, op, p))
+			if r.Buffered() == 0 {
+				if err := w.Flush(); err != nil {
+					return
+				}
+			}
+		}
+	}}
+	return s.start(t)
+}
+
+// TestRateCoordinatedOmission: a server that stalls 100 ms every 100th
+// message. A closed-loop client would wait out each stall and record it
+// once; the open loop keeps sending on schedule, so every message that
+// queued behind a stall is recorded with its wait, and p99 shows the
+// stalls.
+func TestRateCoordinatedOmission(t *testing.T) {
+	addr := stallServer(t, 100, 100*time.Millisecond)
+	c := newClient(t, Options{Targets: []string{addr}, NoDelay: true})
+	mustConnect(t, c, 20)
+	// 20 × 10/s = 200 messages/s: two stalls a second, 3 s.
+	res, err := c.Rate(t.Context(), RateParams{Duration: 3 * time.Second, Rate: 10, Payload: 256, Verify: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRateSums(t, res)
+	if res.Sent != 600 || res.Recv != 600 || res.Lost() != 0 {
+		t.Fatalf("sent %d recv %d lost %d; want 600, 600, 0 (errors %v)", res.Sent, res.Recv, res.Lost(), res.Errors)
+	}
+	p50 := time.Duration(res.Latency.ValueAtQuantile(50))
+	p99 := time.Duration(res.Latency.ValueAtQuantile(99))
+	max := time.Duration(res.Latency.Max())
+	t.Logf("p50 %v p99 %v max %v late %d", p50, p99, max, res.Late)
+	if p99 < 90*time.Millisecond {
+		t.Errorf("p99 %v: the 100 ms stalls do not show", p99)
+	}
+	if max < 100*time.Millisecond || max > time.Second {
+		t.Errorf("max %v, want about 100 ms", max)
+	}
+	if p50 > 50*time.Millisecond {
+		t.Errorf("p50 %v: most messages do not meet a stall", p50)
+	}
+}
+
+// TestRateCorruptEchoes: a wrong payload byte, a wrong marker and a
+// wrong length each fail their echo, with their reason.
+func TestRateCorruptEchoes(t *testing.T) {
+	var n atomic.Int64
+	s := &rawServer{handle: func(c net.Conn, r *bufio.Reader) {
+		for {
+			_, op, p, err := readClientFrame(r)
+			if err != nil {
+				return
+			}
+			switch n.Add(1) {
+			case 10:
+				p[100] ^= 1 // payload
+			case 20:
+				p[3] ^= 1 // marker: sequence
+			case 30:
+				p[12] ^= 1 // marker: scheduled time
+			case 40:
+				p = p[:len(p)-1]
+			}
+			if _, err := c.Write(serverFrame(true, op, p)); err != nil {
+				return
+			}
+		}
+	}}
+	addr := s.start(t)
+	c := newClient(t, Options{Targets: []string{addr}})
+	mustConnect(t, c, 5)
+	res, err := c.Rate(t.Context(), RateParams{Duration: 500 * time.Millisecond, Rate: 40, Payload: 512, Verify: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRateSums(t, res)
+	if res.Sent != 100 || res.Failed != 4 || res.Recv != 96 || res.Lost() != 0 {
+		t.Errorf("sent %d recv %d failed %d lost %d; want 100, 96, 4, 0", res.Sent, res.Recv, res.Failed, res.Lost())
+	}
+	want := map[string]int64{"payload mismatch": 1, "marker mismatch": 2, "wrong length": 1}
+	if fmt.Sprint(res.Errors) != fmt.Sprint(want) {
+		t.Errorf("errors %v, want %v", res.Errors, want)
+	}
+}
+
+// TestRateBackpressure: a server that never answers. Each connection stops
+// at MaxInflight messages; the rest of the timetable is late and unsent,
+// never queued without bound, and the phase ends at duration + drain.
+func TestRateBackpressure(t *testing.T) {
+	s := &echoServer{silentFrom: 1}
+	addr := s.start(t)
+	c := newClient(t, Options{Targets: []string{addr}})
+	mustConnect(t, c, 10)
+	start := time.Now()
+	res, err := c.Rate(t.Context(), RateParams{Duration: time.Second, Rate: 100, Payload: 64, MaxInflight: 10, Drain: 200 * time.Millisecond}, nil)
+	used := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRateSums(t, res)
+	if res.Scheduled != 1000 || res.Sent != 100 || res.Unsent != 900 || res.Recv != 0 || res.Lost() != 100 {
+		t.Errorf("scheduled %d sent %d unsent %d recv %d lost %d; want 1000, 100, 900, 0, 100", res.Scheduled, res.Sent, res.Unsent, res.Recv, res.Lost())
+	}
+	if used < 1200*time.Millisecond || used > 1600*time.Millisecond || res.Drain < 200*time.Millisecond {
+		t.Errorf("phase took %v (drain %v), want 1 s + 200 ms", used, res.Drain)
+	}
+}
+
+// TestRateSocketFull: a server that reads nothing. The sockets fill up,
+// the messages due wait for a writable socket that never comes, count as
+// late or unsent, and the phase still ends on time.
+func TestRateSocketFull(t *testing.T) {
+	s := &rawServer{handle: func(c net.Conn, r *bufio.Reader) {
+		<-t.Context().Done() // hold the connection, read nothing
+	}}
+	addr := s.start(t)
+	c := newClient(t, Options{Targets: []string{addr}})
+	mustConnect(t, c, 4)
+	start := time.Now()
+	res, err := c.Rate(t.Context(), RateParams{Duration: time.Second, Rate: 2000, Payload: 64 << 10, MaxInflight: 100000, Drain: 100 * time.Millisecond}, nil)
+	used := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRateSums(t, res)
+	t.Logf("scheduled %d sent %d late %d unsent %d", res.Scheduled, res.Sent, res.Late, res.Unsent)
+	if res.Unsent < res.Scheduled/2 || res.Recv != 0 {
+		t.Errorf("scheduled %d sent %d unsent %d recv %d: want most unsent", res.Scheduled, res.Sent, res.Unsent, res.Recv)
+	}
+	if used > 1500*time.Millisecond {
+		t.Errorf("phase took %v, want about 1.1 s", used)
+	}
+}
+
+// TestRateLateSends: a loop that cannot keep up (a server that answers
+// with a stall per message keeps the client's reads short, but here the
+// timetable itself is too dense to write on time) counts late messages
+// and still measures their latency from the schedule.
+func TestRateLateSends(t *testing.T) {
+	addr := stallServer(t, 1<<62, 0)
+	c := newClient(t, Options{Targets: []string{addr}})
+	mustConnect(t, c, 50)
+	res, err := c.Rate(t.Context(), RateParams{Duration: 500 * time.Millisecond, Rate: 4000, Payload: 4096, LateAfter: 100 * time.Microsecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRateSums(t, res)
+	t.Logf("scheduled %d sent %d late %d unsent %d recv %d p99 %v", res.Scheduled, res.Sent, res.Late, res.Unsent, res.Recv, time.Duration(res.Latency.ValueAtQuantile(99)))
+	if res.Late+res.Unsent == 0 {
+		t.Errorf("100,000 messages of 4 KiB in 0.5 s, none late")
+	}
+}
+
+func TestRateCancelAndNextPhase(t *testing.T) {
+	s := &echoServer{delay: 5 * time.Millisecond}
+	addr := s.start(t)
+	c := newClient(t, Options{Targets: []string{addr}, Loops: 2})
+	mustConnect(t, c, 10)
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	start := time.Now()
+	res, err := c.Rate(ctx, RateParams{Duration: time.Hour, Rate: 100, Payload: 100}, nil)
+	if !errors.Is(err, context.Canceled) || res.Stopped != StopCanceled {
+		t.Fatalf("err %v, stopped %q; want a canceled phase", err, res.Stopped)
+	}
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("returned after %v, want soon after the cancel at 300ms", d)
+	}
+	if res.Sent < 200 || res.Scheduled > 400 || res.Unsent < 0 {
+		t.Errorf("canceled result %+v", res)
+	}
+	// The echoes still due must not be taken for the next phase's.
+	er, err := c.Echo(t.Context(), EchoParams{Total: 50, Concurrency: 10, Payload: 300, Verify: true}, nil)
+	if err != nil || er.Success != 50 || er.Failed != 0 {
+		t.Fatalf("echo after rate: %+v, %v (errors %v)", er, err, er.Errors)
+	}
+	res, err = c.Rate(t.Context(), RateParams{Duration: 200 * time.Millisecond, Rate: 50, Payload: 64, Verify: true}, nil)
+	if err != nil || res.Sent != 100 || res.Recv != 100 {
+		t.Fatalf("rate after echo: %+v, %v (errors %v)", res, err, res.Errors)
+	}
+}
+
+func TestRateServerCloses(t *testing.T) {
+	s := &echoServer{dropAfter: 5}
+	addr := s.start(t)
+	c := newClient(t, Options{Targets: []string{addr}})
+	mustConnect(t, c, 4)
+	start := time.Now()
+	res, err := c.Rate(t.Context(), RateParams{Duration: 5 * time.Second, Rate: 100, Payload: 64}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stopped != StopNoConnections || time.Since(start) > 2*time.Second {
+		t.Errorf("stopped %q after %v; want %q soon", res.Stopped, time.Since(start), StopNoConnections)
+	}
+	if res.Recv != 20 || res.Errors["eof"] != 4 {
+		t.Errorf("recv %d errors %v; want 20 and 4 x eof", res.Recv, res.Errors)
+	}
+}
+
+func TestRateParamErrors(t *testing.T) {
+	s := &echoServer{}
+	addr := s.start(t)
+	c := newClient(t, Options{Targets: []string{addr}})
+	mustConnect(t, c, 2)
+	for _, tt := range []struct {
+		p    RateParams
+		want string
+	}{
+		{RateParams{Rate: 1, Payload: 16}, "duration must be > 0"},
+		{RateParams{Duration: time.Second, Payload: 16}, "rate must be > 0"},
+		{RateParams{Duration: time.Second, Rate: 1, Payload: 15}, "payload must be in [16, "},
+		{RateParams{Duration: time.Second, Rate: 1, Payload: 16, Ramp: 2 * time.Second}, "ramp must be in [0, duration 1s]"},
+		{RateParams{Duration: time.Second, Rate: 1, Payload: 16, Connections: 3}, "connections 3 exceeds the 2 open connections"},
+	} {
+		_, err := c.Rate(t.Context(), tt.p, nil)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%+v: err %v, want %q", tt.p, err, tt.want)
+		}
+	}
+}
+
+func TestHold(t *testing.T) {
+	s := &echoServer{}
+	addr := s.start(t)
+	c := newClient(t, Options{Targets: []string{addr}, Loops: 2})
+	mustConnect(t, c, 20)
+	start := time.Now()
+	res, err := c.Hold(t.Context(), HoldParams{Duration: 300 * time.Millisecond}, nil)
+	if err != nil || res.Conns != 20 || res.Alive != 20 || res.Pings != 0 || res.Pongs != 0 {
+		t.Fatalf("idle hold: %+v, %v", res, err)
+	}
+	if d := time.Since(start); d < 300*time.Millisecond || d > 500*time.Millisecond {
+		t.Errorf("idle hold took %v, want 300 ms", d)
+	}
+	// Pings every 100 ms for 1 s: 10 per connection, spread over the
+	// interval; gorilla answers each with a pong.
+	var pr Progress
+	res, err = c.Hold(t.Context(), HoldParams{Duration: time.Second, Ping: 100 * time.Millisecond}, &pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Conns != 20 || res.Alive != 20 || res.Pings != 200 || res.Pongs != 200 {
+		t.Errorf("ping hold: %+v; want 200 pings and pongs on 20 connections", res)
+	}
+	if pr.Total.Load() != 200 || pr.Done.Load() != 200 {
+		t.Errorf("progress %d/%d, want 200/200", pr.Done.Load(), pr.Total.Load())
+	}
+	// The connections still echo afterwards.
+	er, err := c.Echo(t.Context(), EchoParams{Total: 40, Concurrency: 20, Payload: 32, Verify: true}, nil)
+	if err != nil || er.Success != 40 {
+		t.Errorf("echo after hold: %+v, %v", er, err)
+	}
+}
+
+func TestHoldDrops(t *testing.T) {
+	// A server that answers no ping and closes every connection after 200 ms.
+	s := &rawServer{handle: func(c net.Conn, r *bufio.Reader) {
+		time.Sleep(200 * time.Millisecond)
+	}}
+	addr := s.start(t)
+	c := newClient(t, Options{Targets: []string{addr}})
+	mustConnect(t, c, 6)
+	start := time.Now()
+	res, err := c.Hold(t.Context(), HoldParams{Duration: 500 * time.Millisecond, Ping: 50 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dropped int64
+	for _, n := range res.Errors {
+		dropped += n
+	}
+	if res.Conns != 6 || res.Alive != 0 || res.Pongs != 0 || res.Pings < 18 || res.Pings > 30 || dropped != 6 {
+		t.Errorf("result %+v; want 6 dropped, 4 pings each and no pong", res)
+	}
+	if d := time.Since(start); d > 800*time.Millisecond {
+		t.Errorf("hold took %v: a dead connection's pongs must not be waited for", d)
+	}
+	if c.Conns() != 0 {
+		t.Errorf("Conns() = %d", c.Conns())
+	}
+}

@@ -1,0 +1,258 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/metrics"
+	"github.com/wsplan/wsplan/internal/result"
+	"github.com/wsplan/wsplan/internal/units"
+)
+
+// Rate defaults.
+const (
+	DefaultRatePayload = 1024
+	DefaultRateBatch   = client.DefaultRateBatch
+	DefaultRateDrain   = client.DefaultRateDrain
+	DefaultLateAfter   = client.DefaultLateAfter
+	// RateShortfall: an achieved rate below this share of the timetable's
+	// is worth a warning.
+	RateShortfall = 0.98
+)
+
+// Rate is an open loop, tcpkali-style: every connection sends Rate messages
+// per second for Duration on a fixed timetable (connection i's k-th message
+// at offset_i + k/rate, the offsets spread evenly over one period), never
+// waiting for replies. Each message carries a 16-byte marker (its number
+// and scheduled send time) and its latency runs from the scheduled time:
+// when the server or the client falls behind, the latency shows it.
+type Rate struct {
+	Duration    units.Duration `yaml:"duration"`     // sending time; required, > 0
+	Rate        units.Rate     `yaml:"rate"`         // messages per connection per second; required, > 0, fractions allowed
+	Payload     units.Size     `yaml:"payload"`      // bytes per message; default 1024; >= 16 (the marker)
+	Connections int            `yaml:"connections"`  // connections that send; default: every open one
+	Ramp        units.Duration `yaml:"ramp"`         // time to reach the full rate linearly; default 0 (none)
+	Batch       units.Size     `yaml:"batch"`        // most bytes per write when several messages are due on a connection; default 16KiB
+	MaxInflight int            `yaml:"max_inflight"` // messages sent and not echoed per connection; default rate × 1 s, in [16, 1000]
+	Drain       units.Duration `yaml:"drain"`        // wait for the echoes still due after duration; default 2s
+	LateAfter   units.Duration `yaml:"late_after"`   // a message written later than this after its schedule is late; default 1ms
+	Verify      *bool          `yaml:"verify"`       // compare every echoed payload byte (the marker is always checked); default true
+}
+
+func init() {
+	Register(Kind{
+		Name: "rate",
+		Doc:  "open loop: every connection sends rate msgs/s for duration on a timetable; latency from the scheduled send",
+		New:  func() Phase { return &Rate{} },
+		Metrics: metrics.Join([]metrics.Def{
+			{Name: "duration", Kind: metrics.Duration, Doc: "sending time (the drain excluded)"},
+			{Name: "drain", Kind: metrics.Duration, Doc: "time after duration spent waiting for echoes"},
+			{Name: "sent", Kind: metrics.Count, Doc: "messages written"},
+			{Name: "recv", Kind: metrics.Count, Doc: "echoes received intact"},
+			{Name: "bytes_sent", Kind: metrics.Bytes, Doc: "payload bytes written"},
+			{Name: "bytes_recv", Kind: metrics.Bytes, Doc: "payload bytes received"},
+			{Name: "scheduled", Kind: metrics.Count, Doc: "messages the timetable had due within duration"},
+			{Name: "send_rate", Kind: metrics.Float, Doc: "target: messages per second over all connections at the full rate (conns × rate)"},
+			{Name: "achieved_rate", Kind: metrics.Float, Doc: "sent / duration"},
+			{Name: "recv_rate", Kind: metrics.Float, Doc: "recv / (duration + drain)"},
+			{Name: "echo_eer", Kind: metrics.Float, Doc: "recv_rate / server cpu_avg: echoes per second per percent of a core"},
+			{Name: "late", Kind: metrics.Count, Doc: "messages that did not leave on time: written more than late_after after their schedule, or never (unsent)"},
+			{Name: "unsent", Kind: metrics.Count, Doc: "scheduled − sent: due within duration but never written (backpressure)"},
+			{Name: "lost", Kind: metrics.Count, Doc: "sent − recv − failed: no echo by the end of the drain"},
+			{Name: "failed", Kind: metrics.Count, Doc: "echoes received corrupt (marker, length, opcode or payload)"},
+			{Name: "conns", Kind: metrics.Count, Doc: "connections that sent"},
+			{Name: "rate", Kind: metrics.Float, Doc: "messages per connection per second asked for"},
+			{Name: "payload", Kind: metrics.Bytes, Doc: "bytes per message"},
+		}, metrics.Latency, []metrics.Def{
+			{Name: "client_cpu_per_1m", Kind: metrics.Float, Doc: "client CPU seconds per million messages sent and echoed"},
+			{Name: "server_cpu_per_1m", Kind: metrics.Float, Doc: "server CPU seconds per million echoes"},
+		}),
+	})
+}
+
+// Defaults implements Phase.
+func (p *Rate) Defaults(c Context) {
+	if p.Payload == 0 {
+		p.Payload = DefaultRatePayload
+	}
+	if p.Connections == 0 {
+		p.Connections = c.Conns
+	}
+	if p.Batch == 0 {
+		p.Batch = DefaultRateBatch
+	}
+	if p.MaxInflight == 0 && p.Rate > 0 {
+		p.MaxInflight = client.DefaultMaxInflight(float64(p.Rate))
+	}
+	if p.Drain == 0 {
+		p.Drain = units.Duration(DefaultRateDrain)
+	}
+	if p.LateAfter == 0 {
+		p.LateAfter = units.Duration(DefaultLateAfter)
+	}
+	if p.Verify == nil {
+		t := true
+		p.Verify = &t
+	}
+}
+
+// Validate implements Phase.
+func (p *Rate) Validate(c Context) []FieldError {
+	var errs []FieldError
+	if p.Duration <= 0 {
+		errs = append(errs, FieldError{"duration", fmt.Sprintf("must be > 0, got %s", p.Duration)})
+	}
+	if !(p.Rate > 0) {
+		errs = append(errs, FieldError{"rate", fmt.Sprintf("must be > 0 messages per connection per second, got %s", p.Rate)})
+	}
+	if p.Payload < client.MarkerLen {
+		errs = append(errs, FieldError{"payload", fmt.Sprintf("must be >= %d (the latency marker: 8-byte sequence number and 8-byte scheduled send time), got %d", client.MarkerLen, int64(p.Payload))})
+	}
+	if p.Payload > 64<<20 {
+		errs = append(errs, FieldError{"payload", fmt.Sprintf("must be <= 64MiB, got %s", p.Payload)})
+	}
+	if p.Connections < 0 {
+		errs = append(errs, FieldError{"connections", fmt.Sprintf("must be >= 0, got %d", p.Connections)})
+	}
+	if c.Conns > 0 && p.Connections > c.Conns {
+		errs = append(errs, FieldError{"connections", fmt.Sprintf("must be <= the connections opened before it (%d), got %d", c.Conns, p.Connections)})
+	}
+	if c.Conns == 0 {
+		errs = append(errs, FieldError{"", "needs open connections: put a connect phase before it"})
+	}
+	if p.Ramp < 0 || p.Ramp > p.Duration {
+		errs = append(errs, FieldError{"ramp", fmt.Sprintf("must be in [0, duration %s], got %s", p.Duration, p.Ramp)})
+	}
+	if p.Batch < 0 {
+		errs = append(errs, FieldError{"batch", fmt.Sprintf("must be >= 0, got %d", int64(p.Batch))})
+	}
+	if p.MaxInflight < 0 {
+		errs = append(errs, FieldError{"max_inflight", fmt.Sprintf("must be >= 0, got %d", p.MaxInflight)})
+	}
+	if p.Drain < 0 {
+		errs = append(errs, FieldError{"drain", fmt.Sprintf("must be >= 0, got %s", p.Drain)})
+	}
+	if p.LateAfter < 0 {
+		errs = append(errs, FieldError{"late_after", fmt.Sprintf("must be >= 0, got %s", p.LateAfter)})
+	}
+	return errs
+}
+
+// Run implements Phase.
+func (p *Rate) Run(ctx context.Context, env *Env) (Outcome, error) {
+	conns := min(p.Connections, env.Driver.Conns())
+	if p.Connections == 0 {
+		conns = env.Driver.Conns()
+	}
+	if conns <= 0 {
+		return Outcome{}, fmt.Errorf("no open connections")
+	}
+	r, err := env.Driver.Rate(ctx, client.RateParams{
+		Duration:    p.Duration.D(),
+		Rate:        float64(p.Rate),
+		Payload:     int(p.Payload),
+		Connections: conns,
+		Ramp:        p.Ramp.D(),
+		Batch:       int(p.Batch),
+		MaxInflight: p.MaxInflight,
+		Drain:       p.Drain.D(),
+		LateAfter:   p.LateAfter.D(),
+		Verify:      p.Verify == nil || *p.Verify,
+	}, env.Progress)
+	if err != nil {
+		return Outcome{}, err
+	}
+	out := Outcome{Metrics: RateMetrics(r, float64(p.Rate), int64(p.Payload)), Timeline: Timeline(r.Seconds)}
+	if conns < p.Connections {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("connections lowered from %d to %d: only %d are open", p.Connections, conns, conns))
+	}
+	out.Warnings = append(out.Warnings, RateWarnings(r)...)
+	if r.Failed > 0 {
+		out.Failed = true
+		out.Error = fmt.Sprintf("%d of %d echoes were corrupt: %s", r.Failed, r.Sent, errorSummary(r.Errors))
+	}
+	return out, nil
+}
+
+// RateMetrics turns a rate result into the phase's metrics (without
+// echo_eer and the CPU figures, which the engine adds).
+func RateMetrics(r client.RateResult, perConn float64, payload int64) metrics.Values {
+	v := metrics.Values{
+		"duration":      r.Used,
+		"drain":         r.Drain,
+		"sent":          r.Sent,
+		"recv":          r.Recv,
+		"bytes_sent":    r.BytesSent,
+		"bytes_recv":    r.BytesRecv,
+		"scheduled":     r.Scheduled,
+		"send_rate":     float64(r.Conns) * perConn,
+		"achieved_rate": rate(r.Sent, r.Used),
+		"recv_rate":     rate(r.Recv, r.Used+r.Drain),
+		"late":          r.Late + r.Unsent,
+		"unsent":        r.Unsent,
+		"lost":          r.Lost(),
+		"failed":        r.Failed,
+		"conns":         int64(r.Conns),
+		"rate":          perConn,
+		"payload":       payload,
+	}
+	latencyValues(v, r.Latency)
+	return v
+}
+
+// RateWarnings are what a reader of a rate result must not miss: a
+// shortfall against the timetable, late messages, lost echoes, a phase cut
+// short.
+func RateWarnings(r client.RateResult) []string {
+	var w []string
+	if r.Scheduled > 0 && float64(r.Sent) < RateShortfall*float64(r.Scheduled) {
+		w = append(w, fmt.Sprintf("rate shortfall: %d of %d scheduled messages sent (%.1f%%): the client or the server could not keep up", r.Sent, r.Scheduled, 100*float64(r.Sent)/float64(r.Scheduled)))
+	}
+	if late := r.Late + r.Unsent; late > 0 && r.Scheduled > 0 {
+		w = append(w, fmt.Sprintf("%d of %d messages late (%.1f%%; %d never sent): their latency counts from their schedule", late, r.Scheduled, 100*float64(late)/float64(r.Scheduled), r.Unsent))
+	}
+	if lost := r.Lost(); lost > 0 {
+		w = append(w, fmt.Sprintf("%d of %d echoes never came (lost) by the end of the drain", lost, r.Sent))
+	}
+	if r.Stopped != "" {
+		w = append(w, "stopped early: "+r.Stopped)
+	}
+	keys := make([]string, 0, len(r.Errors))
+	for k := range r.Errors {
+		if !echoFailures[k] {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		w = append(w, fmt.Sprintf("%d connections lost: %s", r.Errors[k], k))
+	}
+	return w
+}
+
+// echoFailures are the client's reasons for a failed echo; its other
+// reasons are lost connections.
+var echoFailures = map[string]bool{"payload mismatch": true, "marker mismatch": true, "wrong length": true, "wrong opcode": true, "unexpected message": true}
+
+// Timeline turns a rate result's seconds into the result's timeline.
+func Timeline(secs []client.RateSecond) []result.Point {
+	out := make([]result.Point, len(secs))
+	for i, s := range secs {
+		pt := result.Point{T: i, Sent: s.Sent, Recv: s.Recv, Late: s.Late}
+		if h := s.Latency; h != nil && h.TotalCount() > 0 {
+			pt.P50, pt.P99, pt.Max = quantiles(h)
+		}
+		out[i] = pt
+	}
+	return out
+}
+
+func quantiles(h *hdrhistogram.PackedHistogram) (p50, p99, max time.Duration) {
+	q := h.ValueAtPercentilesSlice([]float64{50, 99})
+	return time.Duration(q[0]), time.Duration(q[1]), time.Duration(h.Max())
+}
