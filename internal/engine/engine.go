@@ -317,12 +317,17 @@ func (e *runner) serverArgv(i int, srv plan.Server, addrs []string) []string {
 	return argv
 }
 
-// planPayload is the payload of the plan's first echo phase (a buffer-size
-// hint for servers), or 1024.
+// planPayload is the payload of the plan's first echo phase, else of its
+// first rate phase (a buffer-size hint for servers), or 1024.
 func planPayload(p *plan.Plan) int {
 	for _, ph := range p.Phases {
 		if e, ok := ph.Spec.(*scenarios.Echo); ok && e.Bytes() > 0 {
 			return e.Bytes()
+		}
+	}
+	for _, ph := range p.Phases {
+		if r, ok := ph.Spec.(*scenarios.Rate); ok && r.Payload > 0 {
+			return int(r.Payload)
 		}
 	}
 	return scenarios.DefaultEchoPayload
@@ -577,7 +582,20 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 			m["server_cpu_per_1m"] = sv.CPUSeconds / float64(n) * 1e6
 		}
 	}
+	if rr, ok := m["recv_rate"].(float64); ok && ph.Kind == "rate" {
+		// The published rate table's EchoEER: echoes per second per
+		// percent of the server's core, over the same window.
+		m["echo_eer"] = float64(0)
+		if sv.CPUAvg > 0 {
+			m["echo_eer"] = rr / sv.CPUAvg
+		}
+		if n := m.Int("recv"); n > 0 {
+			m["client_cpu_per_1m"] = cv.CPUSeconds / float64(n) * 1e6
+			m["server_cpu_per_1m"] = sv.CPUSeconds / float64(n) * 1e6
+		}
+	}
 	res.Metrics = m
+	res.Timeline = out.Timeline
 	res.Warnings = out.Warnings
 	if bound {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("client-bound: client CPU %.0f%% of %d usable core(s); this row measures the client", cv.CPUAvg, usable))
@@ -628,6 +646,9 @@ func summary(r result.Result) string {
 	parts := []string{}
 	if v, ok := r.Metrics["tps"].(float64); ok {
 		parts = append(parts, fmt.Sprintf("%.0f/s", v))
+	}
+	if v, ok := r.Metrics["achieved_rate"].(float64); ok {
+		parts = append(parts, fmt.Sprintf("%.0f/s sent, %d lost, %d late", v, r.Metrics.Int("lost"), r.Metrics.Int("late")))
 	}
 	if v, ok := r.Metrics["p99"].(time.Duration); ok {
 		parts = append(parts, "p99 "+v.String())
