@@ -83,8 +83,8 @@ func (p *Connect) Run(ctx context.Context, env *Env) (Outcome, error) {
 		Timeout:     p.Timeout.D(),
 		Retries:     p.Retries,
 	}, env.Progress)
-	if err != nil {
-		return Outcome{}, err
+	if err != nil && r.Latency == nil {
+		return Outcome{}, err // nothing was measured
 	}
 	v := metrics.Values{
 		"used":        r.Used,
@@ -105,7 +105,8 @@ func (p *Connect) Run(ctx context.Context, env *Env) (Outcome, error) {
 	if r.Retried > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%d connection attempts were retried", r.Retried))
 	}
-	return out, nil
+	// Interrupted: what was measured so far is kept, with the error.
+	return out, err
 }
 
 func rate(n int64, d time.Duration) float64 {

@@ -123,8 +123,8 @@ func (p *Echo) Run(ctx context.Context, env *Env) (Outcome, error) {
 		Timeout:     p.Timeout.D(),
 		Deadline:    p.Deadline.D(),
 	}, env.Progress)
-	if err != nil {
-		return Outcome{}, err
+	if err != nil && r.Latency == nil {
+		return Outcome{}, err // nothing was measured
 	}
 	v := metrics.Values{
 		"used":        r.Used,
@@ -145,5 +145,6 @@ func (p *Echo) Run(ctx context.Context, env *Env) (Outcome, error) {
 		out.Failed = true
 		out.Error = fmt.Sprintf("%d of %d echoes failed: %s", r.Failed, r.Total, errorSummary(r.Errors))
 	}
-	return out, nil
+	// Interrupted: what was measured so far is kept, with the error.
+	return out, err
 }

@@ -261,6 +261,11 @@ func TestInterruptRestoresHost(t *testing.T) {
 	res := readJSON(t, filepath.Join(dir, "r.json"))
 	if !res.Interrupted || len(res.Results) < 2 || res.Results[0].Metrics["success"] != 100.0 {
 		t.Errorf("json: interrupted=%v results=%+v", res.Interrupted, res.Results)
+	} else if echo := res.Results[1]; echo.Phase != "echo" || echo.Error != "interrupted" {
+		t.Errorf("echo result: %+v", echo)
+	} else if n, _ := echo.Metrics["success"].(float64); n <= 0 || echo.Metrics["p99"] == 0.0 {
+		// The echoes measured before the interrupt are kept.
+		t.Errorf("interrupted echo lost its partial figures: %v", echo.Metrics)
 	}
 	assertNoLeftovers(t, dir)
 }
