@@ -42,9 +42,11 @@ const mib = 1 << 20
 
 func us(f float64) time.Duration { return time.Duration(f * float64(time.Microsecond)) }
 
-// testRun is two servers, a connect, an echo and a generic phase: gws is
-// fine but client-bound in echo, gorilla's server died during echo (a failed
-// result with partial metrics) and missed a connect assertion.
+// testRun is two servers, a connect, an echo, a generic phase and a rate
+// phase: gws is fine but client-bound in echo, gorilla's server died during
+// echo (a failed result with partial metrics) and missed a connect
+// assertion; in rate, gws kept the timetable while gorilla fell behind
+// (late and lost messages) and missed a rate assertion.
 func testRun() *result.Run {
 	started := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 	common := func(cpuMin, cpuAvg, cpuMax float64, memMin, memAvg, memMax int64, client float64, bound bool) metrics.Values {
@@ -121,7 +123,7 @@ func testRun() *result.Run {
 				Metrics:   common(0, 45.5, 99, 31*mib, 300*mib, 900*mib, 40, false),
 			},
 			{
-				Server: "gws", Framework: "gws", Phase: "rate", Kind: testKind, OK: true,
+				Server: "gws", Framework: "gws", Phase: "custom", Kind: testKind, OK: true,
 				Metrics: with(metrics.Values{
 					"sent": int64(100000), "achieved_rate": 9876.5, "p99": 1500 * time.Microsecond,
 					"bytes_recv": int64(100000 * 1024), "lossy": false,
@@ -129,8 +131,41 @@ func testRun() *result.Run {
 			},
 			{
 				// A result from before its metrics were filled.
-				Server: "gorilla", Framework: "gorilla", Phase: "rate", Kind: testKind, OK: false,
+				Server: "gorilla", Framework: "gorilla", Phase: "custom", Kind: testKind, OK: false,
 				Error: "skipped: server exited (signal: killed)",
+			},
+			{
+				Server: "gws", Framework: "gws", Phase: "rate", Kind: "rate", OK: true,
+				Metrics: with(with(metrics.Values{
+					"duration": 10 * time.Second, "drain": 3 * time.Millisecond, "sent": int64(1000000), "recv": int64(1000000),
+					"bytes_sent": int64(1000000 * 1024), "bytes_recv": int64(1000000 * 1024), "scheduled": int64(1000000),
+					"send_rate": 100000.0, "achieved_rate": 100000.0, "recv_rate": 99970.1, "echo_eer": 1234.5678,
+					"late": int64(17), "unsent": int64(0), "lost": int64(0), "failed": int64(0), "conns": int64(500),
+					"rate": 200.0, "payload": int64(1024), "client_cpu_per_1m": 9.5, "server_cpu_per_1m": 8.1,
+				}, latency(us(60), us(310.5), 41*time.Millisecond, us(250), us(330), us(480), us(620), 1750*time.Microsecond, 9*time.Millisecond)),
+					common(70, 81, 92, 40*mib, 44*mib, 48*mib, 88.5, false)),
+				Timeline: []result.Point{
+					{T: 0, Sent: 100000, Recv: 99970, Late: 17, P50: us(250), P99: us(1700), Max: 41 * time.Millisecond},
+					{T: 1, Sent: 0, Recv: 30, P50: us(900), P99: us(2100), Max: us(2100)},
+				},
+			},
+			{
+				// Fell behind: a rate shortfall, late and lost messages.
+				Server: "gorilla", Framework: "gorilla", Phase: "rate", Kind: "rate", OK: true,
+				Warnings: []string{
+					"rate shortfall: 700000 of 1000000 scheduled messages sent (70.0%): the client or the server could not keep up",
+					"700000 of 1000000 messages late (70.0%; 300000 never sent): their latency counts from their schedule",
+					"10000 of 700000 echoes never came (lost) by the end of the drain",
+				},
+				Metrics: with(with(metrics.Values{
+					"duration": 10 * time.Second, "drain": 2 * time.Second, "sent": int64(700000), "recv": int64(690000),
+					"bytes_sent": int64(700000 * 1024), "bytes_recv": int64(690000 * 1024), "scheduled": int64(1000000),
+					"send_rate": 100000.0, "achieved_rate": 70000.0, "recv_rate": 57500.0, "echo_eer": 575.0,
+					"late": int64(700000), "unsent": int64(300000), "lost": int64(10000), "failed": int64(0), "conns": int64(500),
+					"rate": 200.0, "payload": int64(1024), "client_cpu_per_1m": 12.5, "server_cpu_per_1m": 14.5,
+				}, latency(us(70), 850*time.Millisecond, 3*time.Second, 700*time.Millisecond, us(950000), 1200*time.Millisecond,
+					1500*time.Millisecond, 2*time.Second+500*time.Millisecond, 2900*time.Millisecond)),
+					common(95, 100, 100, 80*mib, 120*mib, 160*mib, 61.2, false)),
 			},
 		},
 		Assertions: []result.Assertion{
@@ -142,11 +177,14 @@ func testRun() *result.Run {
 				Values: map[string]any{"tps": 28000.0, "p99": us(6100), "results.gws.connect.p99": 5 * time.Millisecond}},
 			{Server: "gorilla", Phase: "echo", Expr: `p99 < duration("200ms") && tps > 0.9 * baseline.tps`, Pass: false,
 				Error: "phase failed: server exited (signal: killed) during the phase"},
+			{Server: "gws", Phase: "rate", Expr: "lost == 0", Pass: true, Values: map[string]any{"lost": int64(0)}},
+			{Server: "gorilla", Phase: "rate", Expr: "lost == 0", Pass: false, Values: map[string]any{"lost": int64(10000)}},
 		},
 	}
 }
 
-// baselineRun is testRun measured a little worse, without gws's rate phase.
+// baselineRun is testRun measured a little worse, with only gws's rate
+// result besides connect and echo.
 func baselineRun() *result.Run {
 	b := testRun()
 	b.Started = b.Started.Add(-24 * time.Hour)
@@ -158,8 +196,12 @@ func baselineRun() *result.Run {
 		if v, ok := m["p99"].(time.Duration); ok {
 			m["p99"] = v * 2
 		}
+		if v, ok := m["achieved_rate"].(float64); ok {
+			m["achieved_rate"] = v * 0.95
+			m["echo_eer"] = m.Float("echo_eer") * 0.9
+		}
 	}
-	b.Results = b.Results[:4]
+	b.Results = append(b.Results[:4], b.Results[6])
 	b.Results[2].OK = false // gorilla connect: no baseline
 	return b
 }
@@ -280,7 +322,9 @@ func TestVerdictAndClientCPU(t *testing.T) {
 	for _, want := range []string{
 		"[Connections] Report\n",
 		"[BenchEcho] Report\n",
-		"[Testrate] Report: rate\n",
+		"[Testrate] Report: custom\n",
+		"[BenchRate] Report\n",
+		"- gorilla: rate shortfall: 700000 of 1000000 scheduled messages sent (70.0%)",
 		"| 97.0% (bound) | client-bound  ",
 		"| FAIL (1 assert) |",
 		"| FAIL: server exited (signal: killed) during the phase |",
@@ -416,5 +460,65 @@ func TestASCIIBox(t *testing.T) {
 		} else if n != width {
 			t.Fatalf("ascii line %q is %d wide, want %d", l, n, width)
 		}
+	}
+}
+
+// TestRateTable: the rate table has the published columns, in order, then
+// Achieved, Late, Lost, TP50, TP99, Client CPU and Verdict.
+func TestRateTable(t *testing.T) {
+	var b bytes.Buffer
+	if err := Tables(&b, testRun(), nil, "md"); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	i := strings.Index(out, "[BenchRate] Report\n")
+	if i < 0 {
+		t.Fatalf("no rate table in\n%s", out)
+	}
+	header := strings.SplitN(out[i:], "\n", 4)[2]
+	var cols []string
+	for _, c := range strings.Split(strings.Trim(header, "|"), "|") {
+		cols = append(cols, strings.TrimSpace(c))
+	}
+	want := []string{"Framework", "Duration", "EchoEER", "Packet Sent", "Bytes Sent", "Packet Recv", "Bytes Recv", "Conns", "SendRate", "Payload",
+		"CPU Min", "CPU Avg", "CPU Max", "MEM Min", "MEM Avg", "MEM Max", "Achieved", "Late", "Lost", "TP50", "TP99", "Client CPU", "Verdict"}
+	if strings.Join(cols, ",") != strings.Join(want, ",") {
+		t.Errorf("rate columns\n%v\nwant\n%v", cols, want)
+	}
+	for _, row := range []string{
+		"| gws       | 10.00s   | 1234.57 | 1000000     | 976.56M    | 1000000     | 976.56M    | 500   | 100000   | 1024    |",
+		"| 100000   | 17     | 0     | 250.00us | 1.75ms | 88.5%",
+		"| 70000    | 700000 | 10000 | 700.00ms | 2.50s  | 61.2%      | FAIL (1 assert) |",
+	} {
+		if !strings.Contains(out, row) {
+			t.Errorf("rate table lacks %q in\n%s", row, out[i:])
+		}
+	}
+}
+
+// TestTimelineRoundTrip: the timeline survives --json and a read back.
+func TestTimelineRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.json")
+	run := testRun()
+	if err := run.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), `"timeline": [`) || !strings.Contains(string(raw), `"p99": 1700000`) {
+		t.Errorf("JSON lacks the timeline:\n%s", raw)
+	}
+	back, err := result.ReadFile(path, scenarios.MetricDefs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := back.Find("gws", "rate").Timeline, run.Find("gws", "rate").Timeline
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("timeline read back as %v, want %v", got, want)
+	}
+	if back.Find("gws", "echo").Timeline != nil {
+		t.Errorf("echo result has a timeline")
 	}
 }

@@ -22,6 +22,8 @@ const ClientBoundNote = "client-bound: the client's CPU was saturated; these row
 //
 //   - connect phases: "[Connections] Report", the published columns;
 //   - echo phases: "[BenchEcho] Report", the published columns;
+//   - rate phases: "[BenchRate] Report", the published columns, then the
+//     achieved rate, late and lost messages, and TP50/TP99;
 //   - any other kind: "[<Kind>] Report" with the kind's own metrics in
 //     definition order (scenarios.MetricDefs), then the common CPU and memory
 //     columns.
@@ -103,6 +105,9 @@ func fmtDur(v metrics.Values, n string) string { return Duration(v.Dur(n)) }
 func fmtInt(v metrics.Values, n string) string { return strconv.FormatInt(v.Int(n), 10) }
 func fmtPct(v metrics.Values, n string) string { return Percent(v.Float(n)) }
 func fmtMem(v metrics.Values, n string) string { return MiB(v.Int(n)) }
+func fmtBytes(v metrics.Values, n string) string {
+	return value(metrics.Bytes, v, n)
+}
 
 var (
 	frameworkCol = column{"Framework", func(r row) string { return r.res.Server }}
@@ -173,6 +178,33 @@ var echoCols = concat(
 	resourceCols[len(resourceCols)-2:],
 )
 
+// rateCols are the published rate table's columns (go-websocket-benchmark's
+// BenchRate), then what an open loop must also show: the rate achieved,
+// the messages that left late or never, the echoes lost, and latency.
+var rateCols = concat(
+	[]column{
+		frameworkCol,
+		metricCol("Duration", "duration", false, fmtDur),
+		metricCol("EchoEER", "echo_eer", true, fmtEER),
+		metricCol("Packet Sent", "sent", true, fmtInt),
+		metricCol("Bytes Sent", "bytes_sent", true, fmtBytes),
+		metricCol("Packet Recv", "recv", true, fmtInt),
+		metricCol("Bytes Recv", "bytes_recv", true, fmtBytes),
+		metricCol("Conns", "conns", false, fmtInt),
+		metricCol("SendRate", "send_rate", false, fmtTPS),
+		metricCol("Payload", "payload", false, fmtInt),
+	},
+	resourceCols[:len(resourceCols)-2],
+	[]column{
+		metricCol("Achieved", "achieved_rate", true, fmtTPS),
+		metricCol("Late", "late", true, fmtInt),
+		metricCol("Lost", "lost", true, fmtInt),
+		metricCol("TP50", "p50", true, fmtDur),
+		metricCol("TP99", "p99", true, fmtDur),
+	},
+	resourceCols[len(resourceCols)-2:],
+)
+
 // genericCols are the columns of a kind without a published layout: its own
 // metrics (those not common to every phase) in definition order. A kind this
 // build does not know (a file from a newer wsplan) shows the metrics its
@@ -233,8 +265,9 @@ func guessDefs(results []*result.Result, skip map[string]bool) []metrics.Def {
 }
 
 // Title returns a phase table's title: "[Connections] Report" for connect,
-// "[BenchEcho] Report" for echo, "[Rate] Report" for kind rate; a phase
-// renamed from its kind adds its name: "[BenchEcho] Report: echo_4k".
+// "[BenchEcho] Report" for echo, "[BenchRate] Report" for rate, "[Hold]
+// Report" for kind hold; a phase renamed from its kind adds its name:
+// "[BenchEcho] Report: echo_4k".
 func Title(kind, phase string) string {
 	var t string
 	switch kind {
@@ -242,6 +275,8 @@ func Title(kind, phase string) string {
 		t = "[Connections] Report"
 	case "echo":
 		t = "[BenchEcho] Report"
+	case "rate":
+		t = "[BenchRate] Report"
 	default:
 		r := []rune(kind)
 		if len(r) > 0 {
@@ -269,6 +304,8 @@ func phaseTable(ew *errWriter, run, baseline *result.Run, format, phase string) 
 		cols = connectCols
 	case "echo":
 		cols = echoCols
+	case "rate":
+		cols = rateCols
 	default:
 		cols = genericCols(kind, results)
 	}
