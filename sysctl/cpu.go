@@ -68,7 +68,7 @@ func PinProcess(pid int, cpus []int) error {
 		}
 		set.Set(c)
 	}
-	list := formatCPUList(cpus)
+	list := FormatCPUList(cpus)
 	done := map[int]bool{}
 	taskDir := filepath.Join("/proc", strconv.Itoa(pid), "task")
 	for pass := 0; pass < 100; pass++ {
@@ -145,9 +145,9 @@ func parseCPUList(s string) ([]int, error) {
 	return slices.Compact(cpus), nil
 }
 
-// formatCPUList writes CPUs the kernel's way: "0-3,6". The input is sorted
+// FormatCPUList writes CPUs the kernel's way: "0-3,6". The input is sorted
 // and deduplicated first.
-func formatCPUList(cpus []int) string {
+func FormatCPUList(cpus []int) string {
 	cpus = slices.Compact(slices.Sorted(slices.Values(cpus)))
 	var b strings.Builder
 	for i := 0; i < len(cpus); {

@@ -52,8 +52,8 @@ func TestFormatCPUList(t *testing.T) {
 		{[]int{3, 1, 2, 2}, "1-3"},
 		{nil, ""},
 	} {
-		if got := formatCPUList(tc.in); got != tc.want {
-			t.Errorf("formatCPUList(%v) = %q, want %q", tc.in, got, tc.want)
+		if got := FormatCPUList(tc.in); got != tc.want {
+			t.Errorf("FormatCPUList(%v) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }

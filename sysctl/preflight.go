@@ -282,7 +282,7 @@ func checkCPUs(in Needs, host HostFacts) []Finding {
 	for _, c := range host.OnlineCPUs {
 		online[c] = true
 	}
-	onlineList := formatCPUList(host.OnlineCPUs)
+	onlineList := FormatCPUList(host.OnlineCPUs)
 	var out []Finding
 	for _, side := range []struct {
 		name string
@@ -296,7 +296,7 @@ func checkCPUs(in Needs, host HostFacts) []Finding {
 		}
 		if len(missing) > 0 {
 			out = append(out, Finding{Fatal: true,
-				What: fmt.Sprintf("host.%s_cpus names %s %s, not online here (online: %s)", side.name, plural(int64(len(missing)), "CPU"), formatCPUList(missing), onlineList),
+				What: fmt.Sprintf("host.%s_cpus names %s %s, not online here (online: %s)", side.name, plural(int64(len(missing)), "CPU"), FormatCPUList(missing), onlineList),
 				Fix:  fmt.Sprintf("set host.%s_cpus to CPUs among %s, or leave it out for the default split", side.name, onlineList),
 			})
 		}
@@ -314,8 +314,8 @@ func checkCPUs(in Needs, host HostFacts) []Finding {
 	if n := len(host.OnlineCPUs); len(shared) > 0 && n > 1 {
 		cpus := slices.Sorted(slices.Values(host.OnlineCPUs))
 		out = append(out, Finding{
-			What: fmt.Sprintf("server and client share %s %s, so they compete for it and the client can slow the server it measures", plural(int64(len(shared)), "CPU"), formatCPUList(shared)),
-			Fix:  fmt.Sprintf("give them disjoint CPUs, e.g. host.server_cpus: \"%s\" and host.client_cpus: \"%s\"", formatCPUList(cpus[:n/2]), formatCPUList(cpus[n/2:])),
+			What: fmt.Sprintf("server and client share %s %s, so they compete for it and the client can slow the server it measures", plural(int64(len(shared)), "CPU"), FormatCPUList(shared)),
+			Fix:  fmt.Sprintf("give them disjoint CPUs, e.g. host.server_cpus: \"%s\" and host.client_cpus: \"%s\"", FormatCPUList(cpus[:n/2]), FormatCPUList(cpus[n/2:])),
 		})
 	}
 	return out

@@ -208,35 +208,15 @@ func ComputeLayout(serverSpec, clientSpec string, online []int) (Layout, error) 
 	}
 	for _, c := range append(append([]int(nil), l.ServerCPUs...), l.ClientCPUs...) {
 		if !on[c] {
-			return l, fmt.Errorf("CPU %d is not online here (online: %s)", c, FormatCPUs(online))
+			return l, fmt.Errorf("CPU %d is not online here (online: %s)", c, sysctl.FormatCPUList(online))
 		}
 	}
 	return l, nil
 }
 
-// FormatCPUs writes a CPU list compactly: "0-3,6".
-func FormatCPUs(cpus []int) string {
-	var b strings.Builder
-	for i := 0; i < len(cpus); {
-		j := i
-		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(cpus[i]))
-		if j > i {
-			b.WriteString("-" + strconv.Itoa(cpus[j]))
-		}
-		i = j + 1
-	}
-	return b.String()
-}
-
 // HostFacts collects what the report prints about the machine.
 func HostFacts(fs procstat.FS, p *plan.Plan, l Layout) result.Host {
-	h := result.Host{Go: runtime.Version(), ServerCPUs: FormatCPUs(l.ServerCPUs), ClientCPUs: FormatCPUs(l.ClientCPUs)}
+	h := result.Host{Go: runtime.Version(), ServerCPUs: sysctl.FormatCPUList(l.ServerCPUs), ClientCPUs: sysctl.FormatCPUList(l.ClientCPUs)}
 	if info, err := procstat.HostInfo(fs); err == nil {
 		h.Kernel, h.CPUModel, h.Cores, h.MemTotal = info.Kernel, info.CPUModel, info.Cores, info.MemTotal
 	}
@@ -400,7 +380,7 @@ func (e *runner) server(ctx context.Context, i int, srv plan.Server) {
 			e.o.Notice("%s: %v", srv.Name, err)
 		}
 	}()
-	e.o.Notice("%s: started pid %d on %s (CPUs %s)", srv.Name, proc.Pid, strings.Join(addrs, ","), FormatCPUs(e.o.Layout.ServerCPUs))
+	e.o.Notice("%s: started pid %d on %s (CPUs %s)", srv.Name, proc.Pid, strings.Join(addrs, ","), sysctl.FormatCPUList(e.o.Layout.ServerCPUs))
 	if err := WaitReady(ctx, proc, addrs, srv.Path, e.plan.Defaults.ReadyTime.D()); err != nil {
 		if ctx.Err() != nil {
 			e.failRest(srv, 0, stopReason(ctx), "")

@@ -39,17 +39,6 @@ func TestComputeLayout(t *testing.T) {
 	}
 }
 
-func TestFormatCPUs(t *testing.T) {
-	for _, c := range []struct {
-		in   []int
-		want string
-	}{{nil, ""}, {[]int{0}, "0"}, {[]int{0, 1, 2, 5}, "0-2,5"}, {[]int{1, 3, 4}, "1,3-4"}} {
-		if got := FormatCPUs(c.in); got != c.want {
-			t.Errorf("FormatCPUs(%v) = %q, want %q", c.in, got, c.want)
-		}
-	}
-}
-
 func planWith(conns []int, shards int, sources []string) *plan.Plan {
 	p := &plan.Plan{Vars: map[string]string{"conns": "1"}}
 	p.Defaults.Ports = 2
