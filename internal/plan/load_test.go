@@ -165,6 +165,16 @@ func TestLoadBadPlans(t *testing.T) {
 			`4: phases[0].connect: key "connections" is written twice (first at line 4)`,
 			`5: key "servers" is written twice (first at line 1)`,
 		}},
+		{file: "invalid-rate.yaml", want: []string{
+			`4: phases[0].rate: needs open connections: put a connect phase before it`,
+			`7: phases[2].rate.duration: must be > 0, got 0s`,
+			`8: phases[2].rate.rate: must be > 0 messages per connection per second, got 0`,
+			`9: phases[2].rate.payload: must be >= 16 (the latency marker: 8-byte sequence number and 8-byte scheduled send time), got 8`,
+			`10: phases[2].rate.connections: must be <= the connections opened before it (10), got 11`,
+			`11: phases[2].rate.ramp: must be in [0, duration 0s], got 2s`,
+			`12: phases[2].rate.max_inflight: must be >= 0, got -1`,
+			`13: phases[3].hold.ping: must be >= 0 (0 = no pings), got -1s`,
+		}},
 		{file: "invalid-empty.yaml", want: []string{
 			`servers: a plan needs at least one server, e.g. - name: gorilla (wsplan frameworks lists them)`,
 			`phases: a plan needs at least one phase, e.g. - connect: {connections: 1000}`,

@@ -60,7 +60,7 @@ func Serve(ctx context.Context, opts client.Options, in io.Reader, out io.Writer
 	var (
 		running  bool
 		cancel   context.CancelFunc = func() {}
-		finished                    = make(chan error, 1)
+		finished                    = make(chan Reply, 1)
 	)
 	defer func() { cancel() }()
 	for {
@@ -70,12 +70,16 @@ func Serve(ctx context.Context, opts client.Options, in io.Reader, out io.Writer
 		case err := <-readErr:
 			cancel()
 			if running {
-				<-finished
+				// Best effort: the orchestrator has stopped writing, it
+				// may still read the stopped phase's reply.
+				_ = send(<-finished)
 			}
 			return err
-		case err := <-finished:
+		case reply := <-finished:
+			// The reply goes out only now, with the phase marked done: the
+			// orchestrator may send the next request as soon as it reads it.
 			running = false
-			if err != nil {
+			if err := send(reply); err != nil {
 				return err
 			}
 		case r := <-reqs:
@@ -86,7 +90,8 @@ func Serve(ctx context.Context, opts client.Options, in io.Reader, out io.Writer
 			case "close":
 				cancel()
 				if running {
-					<-finished
+					// Best effort, as above: closing matters more.
+					_ = send(<-finished)
 				}
 				return nil
 			}
@@ -101,8 +106,8 @@ func Serve(ctx context.Context, opts client.Options, in io.Reader, out io.Writer
 	}
 }
 
-// runPhase runs one request and sends its progress and reply.
-func runPhase(ctx context.Context, c *client.Client, r Request, send func(Reply) error) error {
+// runPhase runs one request, sends its progress, and returns its reply.
+func runPhase(ctx context.Context, c *client.Client, r Request, send func(Reply) error) Reply {
 	pr := &client.Progress{}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -157,5 +162,5 @@ func runPhase(ctx context.Context, c *client.Client, r Request, send func(Reply)
 		reply.Err = err.Error()
 	}
 	reply.Conns = c.Conns()
-	return send(reply)
+	return reply
 }

@@ -1,0 +1,234 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/units"
+)
+
+// fakeDriver records the parameters phases pass and answers with canned
+// results.
+type fakeDriver struct {
+	conns     int
+	connsNext int // Conns() after a phase; -1 = unchanged
+	rate      client.RateParams
+	rateRes   client.RateResult
+	hold      client.HoldParams
+	holdRes   client.HoldResult
+}
+
+func (f *fakeDriver) Connect(context.Context, client.ConnectParams, *client.Progress) (client.ConnectResult, error) {
+	return client.ConnectResult{}, nil
+}
+
+func (f *fakeDriver) Echo(context.Context, client.EchoParams, *client.Progress) (client.EchoResult, error) {
+	return client.EchoResult{}, nil
+}
+
+func (f *fakeDriver) Rate(_ context.Context, p client.RateParams, _ *client.Progress) (client.RateResult, error) {
+	f.rate = p
+	return f.rateRes, nil
+}
+
+func (f *fakeDriver) Hold(_ context.Context, p client.HoldParams, _ *client.Progress) (client.HoldResult, error) {
+	f.hold = p
+	if f.connsNext >= 0 {
+		f.conns = f.connsNext
+	}
+	return f.holdRes, nil
+}
+
+func (f *fakeDriver) Conns() int { return f.conns }
+
+func TestRateValidate(t *testing.T) {
+	valid := func() *Rate {
+		r := &Rate{Duration: units.Duration(10 * time.Second), Rate: 0.5}
+		r.Defaults(Context{Conns: 100})
+		return r
+	}
+	if errs := valid().Validate(Context{Conns: 100}); len(errs) != 0 {
+		t.Fatalf("valid rate phase: %v", errs)
+	}
+	r := valid()
+	if r.Payload != 1024 || r.Connections != 100 || r.Batch != 16<<10 || r.MaxInflight != 16 || r.Drain.D() != 2*time.Second ||
+		r.LateAfter.D() != time.Millisecond || r.Verify == nil || !*r.Verify {
+		t.Errorf("defaults %+v", r)
+	}
+	cases := []struct {
+		edit func(r *Rate)
+		ctx  Context
+		want string
+	}{
+		{func(r *Rate) { r.Duration = 0 }, Context{Conns: 100}, "duration: must be > 0, got 0s"},
+		{func(r *Rate) { r.Rate = -1 }, Context{Conns: 100}, "rate: must be > 0 messages per connection per second, got -1"},
+		{func(r *Rate) { r.Payload = 15 }, Context{Conns: 100}, "payload: must be >= 16 (the latency marker: 8-byte sequence number and 8-byte scheduled send time), got 15"},
+		{func(r *Rate) { r.Payload = 65 << 20 }, Context{Conns: 100}, "payload: must be <= 64MiB, got 65MiB"},
+		{func(r *Rate) { r.Connections = 101 }, Context{Conns: 100}, "connections: must be <= the connections opened before it (100), got 101"},
+		{func(r *Rate) {}, Context{}, "needs open connections: put a connect phase before it"},
+		{func(r *Rate) { r.Ramp = units.Duration(11 * time.Second) }, Context{Conns: 100}, "ramp: must be in [0, duration 10s], got 11s"},
+		{func(r *Rate) { r.Batch = -1 }, Context{Conns: 100}, "batch: must be >= 0, got -1"},
+		{func(r *Rate) { r.MaxInflight = -1 }, Context{Conns: 100}, "max_inflight: must be >= 0, got -1"},
+		{func(r *Rate) { r.Drain = -1 }, Context{Conns: 100}, "drain: must be >= 0, got -1ns"},
+		{func(r *Rate) { r.LateAfter = -1 }, Context{Conns: 100}, "late_after: must be >= 0, got -1ns"},
+	}
+	for _, c := range cases {
+		r := valid()
+		c.edit(r)
+		errs := r.Validate(c.ctx)
+		if len(errs) != 1 || errs[0].Error() != c.want {
+			t.Errorf("got %v, want [%s]", errs, c.want)
+		}
+	}
+}
+
+// secondHist is a timeline second's histogram holding vals.
+func secondHist(vals ...time.Duration) *hdrhistogram.PackedHistogram {
+	h := hdrhistogram.NewPacked(client.HistMin, client.HistMax, client.HistSigFigs)
+	for _, v := range vals {
+		if err := h.RecordValue(int64(v)); err != nil {
+			panic(err)
+		}
+	}
+	return h
+}
+
+func TestRateRun(t *testing.T) {
+	lat := client.NewHistogram()
+	for _, v := range []time.Duration{time.Millisecond, 2 * time.Millisecond, 100 * time.Millisecond} {
+		lat.RecordValue(int64(v))
+	}
+	drv := &fakeDriver{conns: 40, connsNext: -1, rateRes: client.RateResult{
+		Conns: 40, Scheduled: 1000, Sent: 900, Recv: 880, Failed: 2, Late: 50, Unsent: 100,
+		BytesSent: 900 * 64, BytesRecv: 882 * 64, Used: 5 * time.Second, Drain: 500 * time.Millisecond,
+		Latency: lat,
+		Seconds: []client.RateSecond{
+			{Sent: 500, Recv: 490, Late: 10, Latency: secondHist(time.Millisecond, 2*time.Millisecond)},
+			{Sent: 400, Recv: 390, Late: 40, Latency: secondHist(100 * time.Millisecond)},
+			{Recv: 0},
+		},
+		Errors: map[string]int64{"marker mismatch": 2, "eof": 1},
+	}}
+	p := &Rate{Duration: units.Duration(5 * time.Second), Rate: 5, Payload: 64}
+	p.Defaults(Context{Conns: 50}) // 10 of them closed since
+	out, err := p.Run(t.Context(), &Env{Driver: drv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if drv.rate.Connections != 40 || drv.rate.Rate != 5 || drv.rate.Payload != 64 || !drv.rate.Verify || drv.rate.MaxInflight != 16 {
+		t.Errorf("params %+v", drv.rate)
+	}
+	m := out.Metrics
+	for name, want := range map[string]any{
+		"sent": int64(900), "recv": int64(880), "failed": int64(2), "lost": int64(18), "late": int64(150), "unsent": int64(100),
+		"scheduled": int64(1000), "send_rate": 200.0, "achieved_rate": 180.0, "recv_rate": 160.0, "duration": 5 * time.Second,
+		"drain": 500 * time.Millisecond, "conns": int64(40), "payload": int64(64), "bytes_sent": int64(900 * 64),
+	} {
+		if fmt.Sprint(m[name]) != fmt.Sprint(want) {
+			t.Errorf("%s = %v, want %v", name, m[name], want)
+		}
+	}
+	if !near(m.Dur("p99"), 100*time.Millisecond) || !near(m.Dur("p50"), 2*time.Millisecond) {
+		t.Errorf("p50 %v p99 %v, want 2ms, 100ms (HDR precision)", m.Dur("p50"), m.Dur("p99"))
+	}
+	// Every metric the kind declares (but those the engine adds) is set.
+	k, _ := Lookup("rate")
+	for _, d := range k.Metrics {
+		if _, ok := m[d.Name]; !ok && d.Name != "echo_eer" && !strings.HasSuffix(d.Name, "_per_1m") {
+			t.Errorf("metric %s declared but not set", d.Name)
+		}
+		if x, ok := m[d.Name]; ok && fmt.Sprintf("%T", x) != fmt.Sprintf("%T", d.Kind.Zero()) {
+			t.Errorf("metric %s is a %T, its kind wants %T", d.Name, x, d.Kind.Zero())
+		}
+	}
+	if !out.Failed || !strings.Contains(out.Error, "2 of 900 echoes were corrupt: marker mismatch ×2") {
+		t.Errorf("failed %v %q", out.Failed, out.Error)
+	}
+	if len(out.Timeline) != 3 || out.Timeline[0].Sent != 500 || !near(out.Timeline[0].P99, 2*time.Millisecond) ||
+		!near(out.Timeline[0].P50, time.Millisecond) || !near(out.Timeline[1].P50, 100*time.Millisecond) ||
+		out.Timeline[2].P99 != 0 || out.Timeline[2].T != 2 || out.Timeline[1].Late != 40 {
+		t.Errorf("timeline %+v", out.Timeline)
+	}
+	want := []string{
+		"connections lowered from 50 to 40: only 40 are open",
+		"rate shortfall: 900 of 1000 scheduled messages sent (90.0%): the client or the server could not keep up",
+		"150 of 1000 messages late (15.0%; 100 never sent): their latency counts from their schedule",
+		"18 of 900 echoes never came (lost) by the end of the drain",
+		"1 connections lost: eof",
+	}
+	if strings.Join(out.Warnings, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings\n%s\nwant\n%s", strings.Join(out.Warnings, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestRateRunClean(t *testing.T) {
+	drv := &fakeDriver{conns: 10, connsNext: -1, rateRes: client.RateResult{
+		Conns: 10, Scheduled: 100, Sent: 100, Recv: 100, Used: time.Second, Latency: client.NewHistogram(),
+	}}
+	p := &Rate{Duration: units.Duration(time.Second), Rate: 10}
+	p.Defaults(Context{Conns: 10})
+	out, err := p.Run(t.Context(), &Env{Driver: drv})
+	if err != nil || out.Failed || len(out.Warnings) != 0 {
+		t.Errorf("clean run: %+v, %v", out, err)
+	}
+	if m := out.Metrics; m.Int("lost") != 0 || m.Int("late") != 0 || m.Float("achieved_rate") != 100 || m.Dur("p99") != 0 {
+		t.Errorf("metrics %v", m)
+	}
+}
+
+func TestHoldRun(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		hold     Hold
+		res      client.HoldResult
+		after    int
+		failed   string
+		warnings []string
+		pings    int64
+	}{
+		{"idle", Hold{Duration: units.Duration(time.Second)}, client.HoldResult{Conns: 10, Alive: 10, Used: time.Second}, 10, "", nil, 0},
+		{"pings answered", Hold{Duration: units.Duration(time.Second), Ping: units.Duration(100 * time.Millisecond)},
+			client.HoldResult{Conns: 10, Alive: 10, Pings: 100, Pongs: 100, Used: time.Second}, 10, "", nil, 100},
+		{"pongs missing", Hold{Duration: units.Duration(time.Second), Ping: units.Duration(100 * time.Millisecond)},
+			client.HoldResult{Conns: 10, Alive: 10, Pings: 100, Pongs: 90, Used: time.Second}, 10, "", []string{"10 of 100 pings got no pong"}, 100},
+		{"drops", Hold{Duration: units.Duration(time.Second)},
+			client.HoldResult{Conns: 10, Alive: 7, Used: time.Second, Errors: map[string]int64{"eof": 3}}, 7, "3 of 10 connections dropped while held: eof ×3", nil, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			drv := &fakeDriver{conns: 10, connsNext: tt.after, holdRes: tt.res}
+			h := tt.hold
+			out, err := h.Run(t.Context(), &Env{Driver: drv})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if drv.hold.Duration != time.Second || drv.hold.Ping != tt.hold.Ping.D() {
+				t.Errorf("params %+v", drv.hold)
+			}
+			m := out.Metrics
+			if m.Int("conns") != 10 || m.Int("alive") != int64(tt.after) || m.Int("dropped") != 10-int64(tt.after) ||
+				m.Int("pings") != tt.pings || m.Int("pongs") != tt.res.Pongs || m.Dur("duration") != time.Second {
+				t.Errorf("metrics %v", m)
+			}
+			if out.Error != tt.failed || out.Failed != (tt.failed != "") {
+				t.Errorf("failed %v %q, want %q", out.Failed, out.Error, tt.failed)
+			}
+			if fmt.Sprint(out.Warnings) != fmt.Sprint(tt.warnings) {
+				t.Errorf("warnings %v, want %v", out.Warnings, tt.warnings)
+			}
+		})
+	}
+	if errs := (&Hold{Duration: units.Duration(time.Second), Ping: -1}).Validate(Context{Conns: 1}); len(errs) != 1 || errs[0].Field != "ping" {
+		t.Errorf("negative ping: %v", errs)
+	}
+}
+
+// near reports whether d is within the histograms' 0.1% of want.
+func near(d, want time.Duration) bool {
+	return d >= want && d <= want+want/1000
+}
