@@ -20,6 +20,8 @@ const (
 	DefaultRateBatch   = client.DefaultRateBatch
 	DefaultRateDrain   = client.DefaultRateDrain
 	DefaultLateAfter   = client.DefaultLateAfter
+	// DefaultMaxInflightBytes is Rate.MaxInflightBytes when 0.
+	DefaultMaxInflightBytes = client.DefaultMaxInflightBytes
 	// RateShortfall: an achieved rate below this share of the timetable's
 	// is worth a warning.
 	RateShortfall = 0.98
@@ -39,9 +41,13 @@ type Rate struct {
 	Ramp        units.Duration `yaml:"ramp"`         // time to reach the full rate linearly; default 0 (none)
 	Batch       units.Size     `yaml:"batch"`        // most bytes per write when several messages are due on a connection; default 16KiB
 	MaxInflight int            `yaml:"max_inflight"` // messages sent and not echoed per connection; default rate × 1 s, in [16, 1000]
-	Drain       units.Duration `yaml:"drain"`        // wait for the echoes still due after duration; default 2s
-	LateAfter   units.Duration `yaml:"late_after"`   // a message written later than this after its schedule is late; default 1ms
-	Verify      *bool          `yaml:"verify"`       // compare every echoed payload byte (the marker is always checked); default true
+	// MaxInflightBytes bounds the payload bytes sent and not echoed over
+	// every connection, so an overloaded server cannot make the client fill
+	// the kernel's socket memory; default 64MiB.
+	MaxInflightBytes units.Size     `yaml:"max_inflight_bytes"`
+	Drain            units.Duration `yaml:"drain"`      // wait for the echoes still due after duration; default 2s
+	LateAfter        units.Duration `yaml:"late_after"` // a message written later than this after its schedule is late; default 1ms
+	Verify           *bool          `yaml:"verify"`     // compare every echoed payload byte (the marker is always checked); default true
 }
 
 func init() {
@@ -89,6 +95,9 @@ func (p *Rate) Defaults(c Context) {
 	if p.MaxInflight == 0 && p.Rate > 0 {
 		p.MaxInflight = client.DefaultMaxInflight(float64(p.Rate))
 	}
+	if p.MaxInflightBytes == 0 {
+		p.MaxInflightBytes = DefaultMaxInflightBytes
+	}
 	if p.Drain == 0 {
 		p.Drain = units.Duration(DefaultRateDrain)
 	}
@@ -134,6 +143,9 @@ func (p *Rate) Validate(c Context) []FieldError {
 	if p.MaxInflight < 0 {
 		errs = append(errs, FieldError{"max_inflight", fmt.Sprintf("must be >= 0, got %d", p.MaxInflight)})
 	}
+	if p.MaxInflightBytes < 0 {
+		errs = append(errs, FieldError{"max_inflight_bytes", fmt.Sprintf("must be >= 0, got %d", int64(p.MaxInflightBytes))})
+	}
 	if p.Drain < 0 {
 		errs = append(errs, FieldError{"drain", fmt.Sprintf("must be >= 0, got %s", p.Drain)})
 	}
@@ -153,16 +165,17 @@ func (p *Rate) Run(ctx context.Context, env *Env) (Outcome, error) {
 		return Outcome{}, fmt.Errorf("no open connections")
 	}
 	r, err := env.Driver.Rate(ctx, client.RateParams{
-		Duration:    p.Duration.D(),
-		Rate:        float64(p.Rate),
-		Payload:     int(p.Payload),
-		Connections: conns,
-		Ramp:        p.Ramp.D(),
-		Batch:       int(p.Batch),
-		MaxInflight: p.MaxInflight,
-		Drain:       p.Drain.D(),
-		LateAfter:   p.LateAfter.D(),
-		Verify:      p.Verify == nil || *p.Verify,
+		Duration:         p.Duration.D(),
+		Rate:             float64(p.Rate),
+		Payload:          int(p.Payload),
+		Connections:      conns,
+		Ramp:             p.Ramp.D(),
+		Batch:            int(p.Batch),
+		MaxInflight:      p.MaxInflight,
+		MaxInflightBytes: int64(p.MaxInflightBytes),
+		Drain:            p.Drain.D(),
+		LateAfter:        p.LateAfter.D(),
+		Verify:           p.Verify == nil || *p.Verify,
 	}, env.Progress)
 	if err != nil {
 		return Outcome{}, err

@@ -57,7 +57,7 @@ func TestRateValidate(t *testing.T) {
 		t.Fatalf("valid rate phase: %v", errs)
 	}
 	r := valid()
-	if r.Payload != 1024 || r.Connections != 100 || r.Batch != 16<<10 || r.MaxInflight != 16 || r.Drain.D() != 2*time.Second ||
+	if r.Payload != 1024 || r.Connections != 100 || r.Batch != 16<<10 || r.MaxInflight != 16 || r.Drain.D() != 2*time.Second || r.MaxInflightBytes != 64<<20 ||
 		r.LateAfter.D() != time.Millisecond || r.Verify == nil || !*r.Verify {
 		t.Errorf("defaults %+v", r)
 	}
@@ -75,6 +75,7 @@ func TestRateValidate(t *testing.T) {
 		{func(r *Rate) { r.Ramp = units.Duration(11 * time.Second) }, Context{Conns: 100}, "ramp: must be in [0, duration 10s], got 11s"},
 		{func(r *Rate) { r.Batch = -1 }, Context{Conns: 100}, "batch: must be >= 0, got -1"},
 		{func(r *Rate) { r.MaxInflight = -1 }, Context{Conns: 100}, "max_inflight: must be >= 0, got -1"},
+		{func(r *Rate) { r.MaxInflightBytes = -1 }, Context{Conns: 100}, "max_inflight_bytes: must be >= 0, got -1"},
 		{func(r *Rate) { r.Drain = -1 }, Context{Conns: 100}, "drain: must be >= 0, got -1ns"},
 		{func(r *Rate) { r.LateAfter = -1 }, Context{Conns: 100}, "late_after: must be >= 0, got -1ns"},
 	}
@@ -121,7 +122,7 @@ func TestRateRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if drv.rate.Connections != 40 || drv.rate.Rate != 5 || drv.rate.Payload != 64 || !drv.rate.Verify || drv.rate.MaxInflight != 16 {
+	if drv.rate.Connections != 40 || drv.rate.Rate != 5 || drv.rate.Payload != 64 || !drv.rate.Verify || drv.rate.MaxInflight != 16 || drv.rate.MaxInflightBytes != 64<<20 {
 		t.Errorf("params %+v", drv.rate)
 	}
 	m := out.Metrics

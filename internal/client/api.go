@@ -120,6 +120,12 @@ type RateParams struct {
 	// connection is at the bound (or its socket is not writable) waits and
 	// leaves late, with its original scheduled time.
 	MaxInflight int
+	// MaxInflightBytes bounds the payload bytes sent and not yet echoed
+	// over every connection of the phase (split over loops and shards in
+	// proportion to their connections), so an overloaded server cannot
+	// make the client fill the kernel's socket memory; messages due beyond
+	// it wait like those beyond MaxInflight. 0 = DefaultMaxInflightBytes.
+	MaxInflightBytes int64
 	// Drain is how long to wait after Duration for echoes still due; 0 =
 	// DefaultRateDrain.
 	Drain time.Duration

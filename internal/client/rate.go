@@ -23,6 +23,11 @@ const (
 	// MinDefaultInflight and MaxDefaultInflight bound DefaultMaxInflight.
 	MinDefaultInflight = 16
 	MaxDefaultInflight = 1000
+	// DefaultMaxInflightBytes is RateParams.MaxInflightBytes when 0.
+	DefaultMaxInflightBytes = 64 << 20
+	// pumpBytes bounds what one pump writes before the loop reads again:
+	// an overdriven phase must not starve the reads of its own echoes.
+	pumpBytes = 1 << 20
 )
 
 // DefaultMaxInflight is RateParams.MaxInflight when 0: one second of
@@ -45,7 +50,8 @@ type rateJob struct {
 	payload     []byte    // unmasked payload; each message replaces its first MarkerLen bytes with its marker
 	verify      bool
 	batch       int
-	maxInflight int64
+	maxInflight int64 // per connection
+	loopMax     int64 // messages in flight over the loop's connections
 	lateAfter   int64 // ns
 	pr          *Progress
 }
@@ -103,6 +109,7 @@ type rateRun struct {
 	sending   bool
 	inflight  int64 // messages sent whose echo is still due, over live connections
 	live      int
+	left      int   // bytes this pump may still write
 	wake      int64 // loop clock of the next pump
 	part      ratePart
 	cur       *hdrhistogram.Histogram // latencies of the second curSec
@@ -152,9 +159,11 @@ func (r *rateRun) second(now int64) int {
 // sets the time of the next pump.
 func (l *loop) ratePump(now int64) {
 	r := l.rate
+	more := false
 	if r.sending {
 		el := time.Duration(now - r.start)
 		visited := 0
+		r.left = max(pumpBytes, r.job.batch)
 		for r.live > 0 {
 			at := r.cu.at()
 			if at >= r.job.pacer.Duration || at > el {
@@ -163,6 +172,12 @@ func (l *loop) ratePump(now int64) {
 			l.rateSend(r, r.cu.j, now)
 			if l.rate != r {
 				return
+			}
+			if r.left <= 0 {
+				// Read before writing more; this connection is visited
+				// again at the next pump, right after.
+				more = true
+				break
 			}
 			r.cu.advance()
 			// A whole round visited in one pump: every connection is up to
@@ -185,6 +200,9 @@ func (l *loop) ratePump(now int64) {
 		if at := r.cu.at(); at < r.job.pacer.Duration {
 			r.wake = min(r.wake, r.start+int64(at))
 		}
+		if more {
+			r.wake = now
+		}
 	} else {
 		r.wake = r.stopAt
 	}
@@ -204,8 +222,9 @@ func (r *rateRun) closeWindow(now int64) {
 }
 
 // rateSend writes connection j's due messages, in batches of up to
-// job.batch bytes, until none is due, the socket stops taking them, or
-// MaxInflight are in flight.
+// job.batch bytes, until none is due, the socket stops taking them,
+// MaxInflight are in flight on the connection or loopMax on the loop, or
+// the pump's write budget is spent.
 func (l *loop) rateSend(r *rateRun, j int, now int64) {
 	rc := &r.conns[j]
 	c := rc.c
@@ -219,7 +238,7 @@ func (l *loop) rateSend(r *rateRun, j int, now int64) {
 	}
 	sec := &r.part.seconds[r.second(now)]
 	buf := l.wbuf[:0]
-	for rc.next < due {
+	for rc.next < due && r.inflight < r.job.loopMax && r.left > 0 {
 		if rc.next-rc.acked >= r.job.maxInflight {
 			rc.capped = true
 			break
@@ -233,6 +252,7 @@ func (l *loop) rateSend(r *rateRun, j int, now int64) {
 		}
 		at := int64(r.job.pacer.At(rc.next, phase))
 		buf = r.appendFrame(l, buf, uint64(rc.next), at)
+		r.left -= r.flen
 		rc.next++
 		r.inflight++
 		r.part.sent++
@@ -300,7 +320,8 @@ func (r *rateRun) slot(c *conn) *rateConn {
 	return nil
 }
 
-// resume sends c's overdue messages once its output has drained.
+// resume sends c's overdue messages once its output has drained (within
+// what is left of the last pump's write budget; else its next visit does).
 func (r *rateRun) resume(l *loop, c *conn) {
 	if rc := r.slot(c); rc != nil && r.sending {
 		l.rateSend(r, int(c.sentAt), l.now())
@@ -467,6 +488,9 @@ func (p RateParams) validate() error {
 	if p.MaxInflight < 0 {
 		errs = append(errs, fmt.Errorf("max inflight must be >= 0, got %d", p.MaxInflight))
 	}
+	if p.MaxInflightBytes < 0 {
+		errs = append(errs, fmt.Errorf("max inflight bytes must be >= 0, got %d", p.MaxInflightBytes))
+	}
 	if p.Drain < 0 {
 		errs = append(errs, fmt.Errorf("drain must be >= 0, got %v", p.Drain))
 	}
@@ -522,6 +546,9 @@ func (c *Client) Rate(ctx context.Context, p RateParams, pr *Progress) (RateResu
 	if p.MaxInflight == 0 {
 		p.MaxInflight = DefaultMaxInflight(p.Rate)
 	}
+	if p.MaxInflightBytes == 0 {
+		p.MaxInflightBytes = DefaultMaxInflightBytes
+	}
 	if p.Drain == 0 {
 		p.Drain = DefaultRateDrain
 	}
@@ -564,6 +591,7 @@ func (c *Client) Rate(ctx context.Context, p RateParams, pr *Progress) (RateResu
 			verify:      p.Verify,
 			batch:       p.Batch,
 			maxInflight: int64(p.MaxInflight),
+			loopMax:     max(1, p.MaxInflightBytes*int64(slots)/int64(n)/int64(p.Payload)),
 			lateAfter:   int64(p.LateAfter),
 			pr:          pr,
 		}

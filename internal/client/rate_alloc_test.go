@@ -66,6 +66,7 @@ func newRateRig(tb testing.TB, payload, per int) *rateRig {
 		verify:      true,
 		batch:       DefaultRateBatch,
 		maxInflight: 1000,
+		loopMax:     1 << 30,
 		lateAfter:   int64(time.Millisecond),
 	})
 	if l.rate == nil || l.rate.part.sent != 0 {

@@ -277,6 +277,15 @@ func TestRateBackpressure(t *testing.T) {
 	if used < 1200*time.Millisecond || used > 1600*time.Millisecond || res.Drain < 200*time.Millisecond {
 		t.Errorf("phase took %v (drain %v), want 1 s + 200 ms", used, res.Drain)
 	}
+	// The bound over every connection: 25 messages' worth of bytes.
+	res, err = c.Rate(t.Context(), RateParams{Duration: 300 * time.Millisecond, Rate: 100, Payload: 64, MaxInflight: 10, MaxInflightBytes: 25 * 64, Drain: 50 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRateSums(t, res)
+	if res.Scheduled != 300 || res.Sent != 25 || res.Unsent != 275 || res.Lost() != 25 {
+		t.Errorf("byte bound: scheduled %d sent %d unsent %d lost %d; want 300, 25, 275, 25", res.Scheduled, res.Sent, res.Unsent, res.Lost())
+	}
 }
 
 // TestRateSocketFull: a server that reads nothing. The sockets fill up,

@@ -468,12 +468,18 @@ func (g *Group) Rate(ctx context.Context, p client.RateParams, pr *client.Progre
 		}
 		pr.Total.Store(want)
 	}
+	budget := p.MaxInflightBytes
+	if budget == 0 {
+		budget = client.DefaultMaxInflightBytes
+	}
 	reqs := make([]Request, len(g.shards))
 	first := 0
 	for i := range reqs {
 		q := p
 		q.Connections = min(int(conns[i]), w[i])
 		q.PhaseFirst, q.PhaseTotal = first, n
+		// The in-flight bound is the phase's: each shard gets its share.
+		q.MaxInflightBytes = max(int64(p.Payload), budget*int64(q.Connections)/int64(max(n, 1)))
 		first += q.Connections
 		if q.Connections > 0 {
 			reqs[i] = Request{Op: "rate", Rate: &q}
