@@ -25,6 +25,9 @@ const (
 	// RateShortfall: an achieved rate below this share of the timetable's
 	// is worth a warning.
 	RateShortfall = 0.98
+	// RateLateShare: late messages above this share of the timetable are
+	// worth a warning (a few late sends on a loaded host are not).
+	RateLateShare = 0.01
 )
 
 // Rate is an open loop, tcpkali-style: every connection sends Rate messages
@@ -219,14 +222,14 @@ func RateMetrics(r client.RateResult, perConn float64, payload int64) metrics.Va
 }
 
 // RateWarnings are what a reader of a rate result must not miss: a
-// shortfall against the timetable, late messages, lost echoes, a phase cut
-// short.
+// shortfall against the timetable, more than 1% late messages, lost
+// echoes, lost connections, a phase cut short.
 func RateWarnings(r client.RateResult) []string {
 	var w []string
 	if r.Scheduled > 0 && float64(r.Sent) < RateShortfall*float64(r.Scheduled) {
 		w = append(w, fmt.Sprintf("rate shortfall: %d of %d scheduled messages sent (%.1f%%): the client or the server could not keep up", r.Sent, r.Scheduled, 100*float64(r.Sent)/float64(r.Scheduled)))
 	}
-	if late := r.Late + r.Unsent; late > 0 && r.Scheduled > 0 {
+	if late := r.Late + r.Unsent; r.Scheduled > 0 && float64(late) > RateLateShare*float64(r.Scheduled) {
 		w = append(w, fmt.Sprintf("%d of %d messages late (%.1f%%; %d never sent): their latency counts from their schedule", late, r.Scheduled, 100*float64(late)/float64(r.Scheduled), r.Unsent))
 	}
 	if lost := r.Lost(); lost > 0 {

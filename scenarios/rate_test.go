@@ -135,6 +135,13 @@ func TestRateRun(t *testing.T) {
 			t.Errorf("%s = %v, want %v", name, m[name], want)
 		}
 	}
+	// A few late messages (not over 1%) are no warning.
+	if w := RateWarnings(client.RateResult{Scheduled: 1000, Sent: 1000, Recv: 1000, Late: 10}); len(w) != 0 {
+		t.Errorf("1%% late: warnings %v", w)
+	}
+	if w := RateWarnings(client.RateResult{Scheduled: 1000, Sent: 1000, Recv: 1000, Late: 11}); len(w) != 1 {
+		t.Errorf("1.1%% late: warnings %v", w)
+	}
 	if !near(m.Dur("p99"), 100*time.Millisecond) || !near(m.Dur("p50"), 2*time.Millisecond) {
 		t.Errorf("p50 %v p99 %v, want 2ms, 100ms (HDR precision)", m.Dur("p50"), m.Dur("p99"))
 	}
