@@ -39,7 +39,7 @@ const (
 type Rate struct {
 	Duration    units.Duration `yaml:"duration"`     // sending time; required, > 0
 	Rate        units.Rate     `yaml:"rate"`         // messages per connection per second; required, > 0, fractions allowed
-	Payload     units.Size     `yaml:"payload"`      // bytes per message; default 1024; >= 16 (the marker)
+	Payload     *units.Size    `yaml:"payload"`      // bytes per message; default 1024; >= 16 (the marker)
 	Connections int            `yaml:"connections"`  // connections that send; default: every open one
 	Ramp        units.Duration `yaml:"ramp"`         // time to reach the full rate linearly; default 0 (none)
 	Batch       units.Size     `yaml:"batch"`        // most bytes per write when several messages are due on a connection; default 16KiB
@@ -86,8 +86,9 @@ func init() {
 
 // Defaults implements Phase.
 func (p *Rate) Defaults(c Context) {
-	if p.Payload == 0 {
-		p.Payload = DefaultRatePayload
+	if p.Payload == nil {
+		d := units.Size(DefaultRatePayload)
+		p.Payload = &d
 	}
 	if p.Connections == 0 {
 		p.Connections = c.Conns
@@ -113,6 +114,14 @@ func (p *Rate) Defaults(c Context) {
 	}
 }
 
+// Bytes returns the payload size in bytes (the default before Defaults ran).
+func (p *Rate) Bytes() int {
+	if p.Payload == nil {
+		return DefaultRatePayload
+	}
+	return int(*p.Payload)
+}
+
 // Validate implements Phase.
 func (p *Rate) Validate(c Context) []FieldError {
 	var errs []FieldError
@@ -122,11 +131,10 @@ func (p *Rate) Validate(c Context) []FieldError {
 	if !(p.Rate > 0) {
 		errs = append(errs, FieldError{"rate", fmt.Sprintf("must be > 0 messages per connection per second, got %s", p.Rate)})
 	}
-	if p.Payload < client.MarkerLen {
-		errs = append(errs, FieldError{"payload", fmt.Sprintf("must be >= %d (the latency marker: 8-byte sequence number and 8-byte scheduled send time), got %d", client.MarkerLen, int64(p.Payload))})
-	}
-	if p.Payload > 64<<20 {
-		errs = append(errs, FieldError{"payload", fmt.Sprintf("must be <= 64MiB, got %s", p.Payload)})
+	if n := p.Bytes(); n < client.MarkerLen {
+		errs = append(errs, FieldError{"payload", fmt.Sprintf("must be >= %d (the latency marker: 8-byte sequence number and 8-byte scheduled send time), got %d", client.MarkerLen, n)})
+	} else if n > 64<<20 {
+		errs = append(errs, FieldError{"payload", fmt.Sprintf("must be <= 64MiB, got %s", units.Size(n))})
 	}
 	if p.Connections < 0 {
 		errs = append(errs, FieldError{"connections", fmt.Sprintf("must be >= 0, got %d", p.Connections)})
@@ -170,7 +178,7 @@ func (p *Rate) Run(ctx context.Context, env *Env) (Outcome, error) {
 	r, err := env.Driver.Rate(ctx, client.RateParams{
 		Duration:         p.Duration.D(),
 		Rate:             float64(p.Rate),
-		Payload:          int(p.Payload),
+		Payload:          p.Bytes(),
 		Connections:      conns,
 		Ramp:             p.Ramp.D(),
 		Batch:            int(p.Batch),
@@ -183,7 +191,7 @@ func (p *Rate) Run(ctx context.Context, env *Env) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	out := Outcome{Metrics: RateMetrics(r, float64(p.Rate), int64(p.Payload)), Timeline: Timeline(r.Seconds)}
+	out := Outcome{Metrics: RateMetrics(r, float64(p.Rate), int64(p.Bytes())), Timeline: Timeline(r.Seconds)}
 	if conns < p.Connections {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("connections lowered from %d to %d: only %d are open", p.Connections, conns, conns))
 	}

@@ -57,7 +57,7 @@ func TestRateValidate(t *testing.T) {
 		t.Fatalf("valid rate phase: %v", errs)
 	}
 	r := valid()
-	if r.Payload != 1024 || r.Connections != 100 || r.Batch != 16<<10 || r.MaxInflight != 16 || r.Drain.D() != 2*time.Second || r.MaxInflightBytes != 64<<20 ||
+	if r.Bytes() != 1024 || r.Connections != 100 || r.Batch != 16<<10 || r.MaxInflight != 16 || r.Drain.D() != 2*time.Second || r.MaxInflightBytes != 64<<20 ||
 		r.LateAfter.D() != time.Millisecond || r.Verify == nil || !*r.Verify {
 		t.Errorf("defaults %+v", r)
 	}
@@ -68,8 +68,9 @@ func TestRateValidate(t *testing.T) {
 	}{
 		{func(r *Rate) { r.Duration = 0 }, Context{Conns: 100}, "duration: must be > 0, got 0s"},
 		{func(r *Rate) { r.Rate = -1 }, Context{Conns: 100}, "rate: must be > 0 messages per connection per second, got -1"},
-		{func(r *Rate) { r.Payload = 15 }, Context{Conns: 100}, "payload: must be >= 16 (the latency marker: 8-byte sequence number and 8-byte scheduled send time), got 15"},
-		{func(r *Rate) { r.Payload = 65 << 20 }, Context{Conns: 100}, "payload: must be <= 64MiB, got 65MiB"},
+		{func(r *Rate) { r.Payload = size(0) }, Context{Conns: 100}, "payload: must be >= 16 (the latency marker: 8-byte sequence number and 8-byte scheduled send time), got 0"},
+		{func(r *Rate) { r.Payload = size(15) }, Context{Conns: 100}, "payload: must be >= 16 (the latency marker: 8-byte sequence number and 8-byte scheduled send time), got 15"},
+		{func(r *Rate) { r.Payload = size(65 << 20) }, Context{Conns: 100}, "payload: must be <= 64MiB, got 65MiB"},
 		{func(r *Rate) { r.Connections = 101 }, Context{Conns: 100}, "connections: must be <= the connections opened before it (100), got 101"},
 		{func(r *Rate) {}, Context{}, "needs open connections: put a connect phase before it"},
 		{func(r *Rate) { r.Ramp = units.Duration(11 * time.Second) }, Context{Conns: 100}, "ramp: must be in [0, duration 10s], got 11s"},
@@ -116,7 +117,7 @@ func TestRateRun(t *testing.T) {
 		},
 		Errors: map[string]int64{"marker mismatch": 2, "eof": 1},
 	}}
-	p := &Rate{Duration: units.Duration(5 * time.Second), Rate: 5, Payload: 64}
+	p := &Rate{Duration: units.Duration(5 * time.Second), Rate: 5, Payload: size(64)}
 	p.Defaults(Context{Conns: 50}) // 10 of them closed since
 	out, err := p.Run(t.Context(), &Env{Driver: drv})
 	if err != nil {
@@ -239,4 +240,9 @@ func TestHoldRun(t *testing.T) {
 // near reports whether d is within the histograms' 0.1% of want.
 func near(d, want time.Duration) bool {
 	return d >= want && d <= want+want/1000
+}
+
+func size(n int64) *units.Size {
+	s := units.Size(n)
+	return &s
 }

@@ -306,8 +306,8 @@ func planPayload(p *plan.Plan) int {
 		}
 	}
 	for _, ph := range p.Phases {
-		if r, ok := ph.Spec.(*scenarios.Rate); ok && r.Payload > 0 {
-			return int(r.Payload)
+		if r, ok := ph.Spec.(*scenarios.Rate); ok {
+			return r.Bytes()
 		}
 	}
 	return scenarios.DefaultEchoPayload
