@@ -182,9 +182,6 @@ func (d *decoder) next(b []byte) (ev event, n int, err error) {
 	return ev, n + int(k), nil
 }
 
-// inMessage reports whether a data message is partly received.
-func (d *decoder) inMessage() bool { return d.msgOp != 0 }
-
 // frameHeaderLen is the length of a masked client frame header for a
 // payload of n bytes.
 func frameHeaderLen(n int) int {
