@@ -603,7 +603,7 @@ func (c *Client) Rate(ctx context.Context, p RateParams, pr *Progress) (RateResu
 	results, why := c.collect(ctx, 0, posted)
 	res := RateResult{Latency: NewHistogram(), Errors: map[string]int64{}}
 	var elapsed time.Duration
-	noConns := n == 0
+	noConns := true // every loop lost all its connections
 	for _, r := range results {
 		x := r.rate
 		if x == nil {
@@ -618,7 +618,7 @@ func (c *Client) Rate(ctx context.Context, p RateParams, pr *Progress) (RateResu
 		res.BytesSent += x.bytesSent
 		res.BytesRecv += x.bytesRecv
 		elapsed = max(elapsed, x.elapsed)
-		noConns = noConns || x.noConns
+		noConns = noConns && x.noConns
 		for k, v := range x.errors {
 			res.Errors[k] += v
 		}

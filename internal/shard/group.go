@@ -487,6 +487,7 @@ func (g *Group) Rate(ctx context.Context, p client.RateParams, pr *client.Progre
 	}
 	replies, err := g.phase(ctx, reqs, pr)
 	out := client.RateResult{Latency: client.NewHistogram(), Errors: map[string]int64{}}
+	var stops []string
 	for _, r := range replies {
 		if r.Rate == nil {
 			if r.Err != "" && err == nil {
@@ -509,9 +510,7 @@ func (g *Group) Rate(ctx context.Context, p client.RateParams, pr *client.Progre
 		for k, v := range x.Errors {
 			out.Errors[k] += v
 		}
-		if out.Stopped == "" {
-			out.Stopped = x.Stopped
-		}
+		stops = append(stops, x.Stopped)
 		secs, serr := x.seconds()
 		if serr != nil {
 			if err == nil {
@@ -529,7 +528,25 @@ func (g *Group) Rate(ctx context.Context, p client.RateParams, pr *client.Progre
 			s.Latency.MergeInto(out.Latency)
 		}
 	}
+	out.Stopped = mergeStopped(stops)
 	return out, err
+}
+
+// mergeStopped is the phase's stop reason from its shards': the first
+// other than StopNoConnections, which holds only when every shard lost all
+// of its connections.
+func mergeStopped(stops []string) string {
+	all := len(stops) > 0
+	for _, s := range stops {
+		if s != "" && s != client.StopNoConnections {
+			return s
+		}
+		all = all && s == client.StopNoConnections
+	}
+	if all {
+		return client.StopNoConnections
+	}
+	return ""
 }
 
 // mergeSeconds adds timeline b into a, second by second, and returns a.

@@ -162,3 +162,22 @@ func TestServeRateAndHold(t *testing.T) {
 	}
 	inW.Close()
 }
+
+func TestMergeStopped(t *testing.T) {
+	no := client.StopNoConnections
+	for _, c := range []struct {
+		in   []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"", ""}, ""},
+		{[]string{no, ""}, ""}, // one shard lost its connections, the other ran on
+		{[]string{no, no}, no},
+		{[]string{no, client.StopCanceled}, client.StopCanceled},
+		{[]string{"", client.StopClosed}, client.StopClosed},
+	} {
+		if got := mergeStopped(c.in); got != c.want {
+			t.Errorf("mergeStopped(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
