@@ -462,3 +462,35 @@ func TestHoldDrops(t *testing.T) {
 		t.Errorf("Conns() = %d", c.Conns())
 	}
 }
+
+// TestRateLatencyFromSchedule: messages held back by MaxInflight leave
+// late, and their latency counts from their scheduled time, not from when
+// they were finally written: it grows with the backlog although every echo
+// takes about 50 ms from its write.
+func TestRateLatencyFromSchedule(t *testing.T) {
+	s := &echoServer{delay: 50 * time.Millisecond}
+	addr := s.start(t)
+	c := newClient(t, Options{Targets: []string{addr}})
+	mustConnect(t, c, 2)
+	// 100/s per connection, one in flight: one message per ~50 ms leaves.
+	res, err := c.Rate(t.Context(), RateParams{Duration: 500 * time.Millisecond, Rate: 100, Payload: 64, MaxInflight: 1, Drain: time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRateSums(t, res)
+	min := time.Duration(res.Latency.Min())
+	max := time.Duration(res.Latency.Max())
+	t.Logf("scheduled %d sent %d late %d unsent %d; latency min %v max %v", res.Scheduled, res.Sent, res.Late, res.Unsent, min, max)
+	if res.Scheduled != 100 || res.Sent < 12 || res.Sent > 24 || res.Recv != res.Sent || res.Unsent != res.Scheduled-res.Sent {
+		t.Errorf("scheduled %d sent %d recv %d unsent %d; want 100, about 20 sent and echoed, the rest unsent", res.Scheduled, res.Sent, res.Recv, res.Unsent)
+	}
+	if res.Late < res.Sent-4 {
+		t.Errorf("late %d of %d sent: all but the first few leave late", res.Late, res.Sent)
+	}
+	if min < 50*time.Millisecond || min > 150*time.Millisecond {
+		t.Errorf("min latency %v, want about 50 ms (the first message, on time)", min)
+	}
+	if max < 300*time.Millisecond {
+		t.Errorf("max latency %v: the last messages waited ~400 ms after their schedule, latency must show it", max)
+	}
+}
