@@ -69,10 +69,7 @@ func (p *Hold) Run(ctx context.Context, env *Env) (Outcome, error) {
 	r, err := env.Driver.Hold(ctx, client.HoldParams{Duration: p.Duration.D(), Ping: p.Ping.D()}, env.Progress)
 	var out Outcome
 	if err != nil {
-		if ctx.Err() == nil {
-			return Outcome{}, err
-		}
-		out.Failed, out.Error = true, "stopped after "+r.Used.Truncate(time.Millisecond).String()
+		out.Failed, out.Error = true, "stopped after "+r.Used.Truncate(time.Millisecond).String()+": "+err.Error()
 	}
 	alive := int64(env.Driver.Conns())
 	v["duration"], v["alive"], v["dropped"] = r.Used, alive, conns-alive
@@ -84,7 +81,8 @@ func (p *Hold) Run(ctx context.Context, env *Env) (Outcome, error) {
 	if r.Pongs < r.Pings {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%d of %d pings got no pong", r.Pings-r.Pongs, r.Pings))
 	}
-	return out, nil
+	// Interrupted: what was measured so far is kept, with the error.
+	return out, err
 }
 
 func perConn(bytes, conns int64) int64 {

@@ -188,8 +188,8 @@ func (p *Rate) Run(ctx context.Context, env *Env) (Outcome, error) {
 		LateAfter:        p.LateAfter.D(),
 		Verify:           p.Verify == nil || *p.Verify,
 	}, env.Progress)
-	if err != nil {
-		return Outcome{}, err
+	if err != nil && r.Latency == nil {
+		return Outcome{}, err // nothing was measured
 	}
 	out := Outcome{Metrics: RateMetrics(r, float64(p.Rate), int64(p.Bytes())), Timeline: Timeline(r.Seconds)}
 	if conns < p.Connections {
@@ -200,7 +200,8 @@ func (p *Rate) Run(ctx context.Context, env *Env) (Outcome, error) {
 		out.Failed = true
 		out.Error = fmt.Sprintf("%d of %d echoes were corrupt: %s", r.Failed, r.Sent, errorSummary(r.Errors))
 	}
-	return out, nil
+	// Interrupted: what was measured so far is kept, with the error.
+	return out, err
 }
 
 // RateMetrics turns a rate result into the phase's metrics (without

@@ -20,6 +20,7 @@ type fakeDriver struct {
 	connsNext int // Conns() after a phase; -1 = unchanged
 	rate      client.RateParams
 	rateRes   client.RateResult
+	rateErr   error
 	hold      client.HoldParams
 	holdRes   client.HoldResult
 }
@@ -34,7 +35,7 @@ func (f *fakeDriver) Echo(context.Context, client.EchoParams, *client.Progress) 
 
 func (f *fakeDriver) Rate(_ context.Context, p client.RateParams, _ *client.Progress) (client.RateResult, error) {
 	f.rate = p
-	return f.rateRes, nil
+	return f.rateRes, f.rateErr
 }
 
 func (f *fakeDriver) Hold(_ context.Context, p client.HoldParams, _ *client.Progress) (client.HoldResult, error) {
@@ -245,4 +246,23 @@ func near(d, want time.Duration) bool {
 func size(n int64) *units.Size {
 	s := units.Size(n)
 	return &s
+}
+
+// TestRateRunInterrupted: a phase cut short keeps what it measured, with
+// the error; a phase that measured nothing returns only the error.
+func TestRateRunInterrupted(t *testing.T) {
+	drv := &fakeDriver{conns: 10, connsNext: -1, rateErr: context.Canceled, rateRes: client.RateResult{
+		Conns: 10, Scheduled: 50, Sent: 50, Recv: 48, Used: 500 * time.Millisecond, Latency: client.NewHistogram(), Stopped: client.StopCanceled,
+	}}
+	p := &Rate{Duration: units.Duration(time.Second), Rate: 10}
+	p.Defaults(Context{Conns: 10})
+	out, err := p.Run(t.Context(), &Env{Driver: drv})
+	if err != context.Canceled || out.Metrics.Int("sent") != 50 || out.Metrics.Int("lost") != 2 {
+		t.Errorf("interrupted: %v, %v", out.Metrics, err)
+	}
+	drv.rateRes = client.RateResult{}
+	out, err = p.Run(t.Context(), &Env{Driver: drv})
+	if err != context.Canceled || out.Metrics != nil {
+		t.Errorf("nothing measured: %v, %v", out.Metrics, err)
+	}
 }
