@@ -606,6 +606,9 @@ func (g *Group) Hold(ctx context.Context, p client.HoldParams, pr *client.Progre
 		if out.Stopped == "" {
 			out.Stopped = x.Stopped
 		}
+		if r.Err != "" && err == nil {
+			err = errors.New(r.Err)
+		}
 	}
 	return out, err
 }

@@ -142,15 +142,19 @@ func runPhase(ctx context.Context, c *client.Client, r Request, send func(Reply)
 			reply.Echo, err = wireEcho(res)
 		}
 	case r.Op == "rate" && r.Rate != nil:
+		// A phase cut short still replies with what it measured.
 		var res client.RateResult
 		res, err = c.Rate(ctx, *r.Rate, pr)
-		if err == nil {
-			reply.Rate, err = wireRate(res)
+		if res.Latency != nil {
+			var werr error
+			if reply.Rate, werr = wireRate(res); err == nil {
+				err = werr
+			}
 		}
 	case r.Op == "hold" && r.Hold != nil:
 		var res client.HoldResult
 		res, err = c.Hold(ctx, *r.Hold, pr)
-		if err == nil {
+		if res.Errors != nil {
 			reply.Hold = &res
 		}
 	default:
