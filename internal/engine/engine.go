@@ -74,8 +74,21 @@ type Layout struct {
 const deathGrace = 500 * time.Millisecond
 
 // ClientBoundThreshold is the share of the client's usable CPU above which a
-// result is flagged client_bound: the client, not the server, set the pace.
+// result is flagged client_bound (when the server was not busier still):
+// the client, not the server, set the pace.
 const ClientBoundThreshold = 0.9
+
+// ClientNearThreshold is the share above which a result carries a warning
+// that the client came close to measuring itself.
+const ClientNearThreshold = 0.8
+
+// clientBound decides whether the client set the pace: its CPU (share of
+// the cores it can use) reached ClientBoundThreshold and was not clearly
+// below the server's share of its cores (then the server was the
+// bottleneck, both being near saturation).
+func clientBound(clientShare, serverShare float64) bool {
+	return clientShare >= ClientBoundThreshold && clientShare >= serverShare-0.05
+}
 
 // Run executes the plan. It returns the results measured so far together
 // with ctx.Err() when interrupted; other errors mean the run could not start.
@@ -547,7 +560,9 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 	m["client_mem_max"] = cv.MemMax
 	usable := e.usableClientCPU()
 	m["client_cpus"] = int64(len(e.o.Layout.ClientCPUs))
-	bound := cv.CPUAvg >= ClientBoundThreshold*100*float64(usable)
+	clientShare := cv.CPUAvg / (100 * float64(usable))
+	serverShare := sv.CPUAvg / (100 * float64(max(1, len(e.o.Layout.ServerCPUs))))
+	bound := clientBound(clientShare, serverShare)
 	m["client_bound"] = bound
 	if tps, ok := m["tps"].(float64); ok && ph.Kind == "echo" {
 		if sv.CPUAvg > 0 {
@@ -577,8 +592,11 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 	res.Metrics = m
 	res.Timeline = out.Timeline
 	res.Warnings = out.Warnings
-	if bound {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("client-bound: client CPU %.0f%% of %d usable core(s); this row measures the client", cv.CPUAvg, usable))
+	switch {
+	case bound:
+		res.Warnings = append(res.Warnings, fmt.Sprintf("client-bound: client CPU %.0f%% of %d usable core(s), server %.0f%%; this row measures the client", cv.CPUAvg, usable, sv.CPUAvg))
+	case clientShare >= ClientNearThreshold:
+		res.Warnings = append(res.Warnings, fmt.Sprintf("client CPU %.0f%% of %d usable core(s) (server %.0f%%): close to measuring itself", cv.CPUAvg, usable, sv.CPUAvg))
 	}
 
 	// A killed server's sockets reset before its exit is reaped: when the

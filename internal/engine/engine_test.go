@@ -128,3 +128,21 @@ func TestPortsFree(t *testing.T) {
 		t.Errorf("free port: %v", err)
 	}
 }
+
+func TestClientBound(t *testing.T) {
+	cases := []struct {
+		client, server float64
+		want           bool
+	}{
+		{0.95, 0.50, true},    // the client saturated, the server had room
+		{0.95, 0.97, true},    // both saturated, the client as much as the server
+		{0.903, 0.988, false}, // the server was the tighter side
+		{0.85, 0.30, false},   // below the threshold
+		{1.0, 1.0, true},
+	}
+	for _, c := range cases {
+		if got := clientBound(c.client, c.server); got != c.want {
+			t.Errorf("clientBound(%v, %v) = %v, want %v", c.client, c.server, got, c.want)
+		}
+	}
+}

@@ -160,7 +160,7 @@ var Common = []Def{
 	{"server_cpu_s", Float, "server CPU seconds (user+sys) spent in the phase window"},
 	{"client_mem_max", Bytes, "client RSS, highest sample"},
 	{"client_cpus", Count, "CPUs the client may run on"},
-	{"client_bound", Bool, "true when the client's CPU was saturated: the result measures the client"},
+	{"client_bound", Bool, "true when the client's CPU was saturated (≥ 90% of its usable cores, and not below the server's share by more than 5 points): the result measures the client"},
 }
 
 // Latency are the latency distribution metrics shared by phases that time
