@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"os"
 	"strconv"
 	"strings"
@@ -355,6 +356,7 @@ func (g *Group) Connect(ctx context.Context, p client.ConnectParams, pr *client.
 	}
 	replies, err := g.phase(ctx, reqs, pr)
 	out := client.ConnectResult{Latency: client.NewHistogram(), Errors: map[string]int64{}}
+	var stops []string
 	for _, r := range replies {
 		if r.Connect == nil {
 			continue
@@ -365,22 +367,28 @@ func (g *Group) Connect(ctx context.Context, p client.ConnectParams, pr *client.
 		out.Failed += x.Failed
 		out.Retried += x.Retried
 		out.Used = max(out.Used, x.Used)
-		for k, v := range x.Errors {
-			out.Errors[k] += v
-		}
-		if out.Stopped == "" {
-			out.Stopped = x.Stopped
-		}
-		if h, herr := x.Latency.decode(); herr == nil {
-			out.Latency.Merge(h)
-		} else if err == nil {
-			err = herr
-		}
-		if r.Err != "" && err == nil {
-			err = errors.New(r.Err)
-		}
+		stops = append(stops, x.Stopped)
+		absorb(out.Latency, out.Errors, x.Latency, x.Errors, r.Err, &err)
 	}
+	out.Stopped = mergeStopped(stops)
 	return out, err
+}
+
+// absorb merges what every phase's results share: a shard's latency
+// histogram, its failure reasons, and its reply's error (the first error
+// wins).
+func absorb(lat *hdrhistogram.Histogram, errs map[string]int64, h Histogram, shardErrs map[string]int64, replyErr string, err *error) {
+	for k, v := range shardErrs {
+		errs[k] += v
+	}
+	if hh, herr := h.decode(); herr == nil {
+		lat.Merge(hh)
+	} else if *err == nil {
+		*err = herr
+	}
+	if replyErr != "" && *err == nil {
+		*err = errors.New(replyErr)
+	}
 }
 
 // Echo runs the closed loop over the shards: total, concurrency and warmup
@@ -412,6 +420,7 @@ func (g *Group) Echo(ctx context.Context, p client.EchoParams, pr *client.Progre
 	}
 	replies, err := g.phase(ctx, reqs, pr)
 	out := client.EchoResult{Latency: client.NewHistogram(), Errors: map[string]int64{}}
+	var stops []string
 	for _, r := range replies {
 		if r.Echo == nil {
 			continue
@@ -421,21 +430,10 @@ func (g *Group) Echo(ctx context.Context, p client.EchoParams, pr *client.Progre
 		out.Success += x.Success
 		out.Failed += x.Failed
 		out.Used = max(out.Used, x.Used)
-		for k, v := range x.Errors {
-			out.Errors[k] += v
-		}
-		if out.Stopped == "" {
-			out.Stopped = x.Stopped
-		}
-		if h, herr := x.Latency.decode(); herr == nil {
-			out.Latency.Merge(h)
-		} else if err == nil {
-			err = herr
-		}
-		if r.Err != "" && err == nil {
-			err = errors.New(r.Err)
-		}
+		stops = append(stops, x.Stopped)
+		absorb(out.Latency, out.Errors, x.Latency, x.Errors, r.Err, &err)
 	}
+	out.Stopped = mergeStopped(stops)
 	return out, err
 }
 
