@@ -6,12 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/launch"
