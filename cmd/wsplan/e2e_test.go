@@ -346,3 +346,30 @@ func TestShardDiesMidPhase(t *testing.T) {
 	}
 	assertNoLeftovers(t, dir)
 }
+
+// TestKilledWsplanTakesItsChildren: wsplan killed with SIGKILL (no chance
+// to clean up) still leaves no server or shard behind: they die with it.
+func TestKilledWsplanTakesItsChildren(t *testing.T) {
+	dir := writePlan(t, fmt.Sprintf(longEcho, 2, ""))
+	r := startWsplan(t, dir, "run", "plan.yaml", "--progress", "off", "--out", "logs")
+	m := r.waitLine(t, `^gws: 2 client shards, pids \[(\d+) (\d+)\]`, time.Minute)
+	r.waitLine(t, `^gws: connect done`, time.Minute)
+	if len(wsplanProcesses(dir)) < 4 { // wsplan, the server, two shards
+		t.Fatalf("expected wsplan, a server and two shards running, got %v", wsplanProcesses(dir))
+	}
+	if err := r.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t, 10*time.Second)
+	assertNoLeftovers(t, dir)
+	for _, s := range m[1:] {
+		// Gone, or a zombie waiting for init to reap it: not running.
+		stat, err := os.ReadFile("/proc/" + s + "/stat")
+		if err == nil {
+			st := string(stat)
+			if i := strings.LastIndexByte(st, ')'); i > 0 && st[i+2] != 'Z' {
+				t.Errorf("shard %s still running: %s", s, st)
+			}
+		}
+	}
+}
