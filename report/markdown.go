@@ -30,7 +30,7 @@ func Markdown(w io.Writer, run *result.Run, baseline *result.Run) error {
 		ew.printf("> **Interrupted**: the run was stopped before the end; the tables hold what was measured until then.\n\n")
 	}
 	if run.Aborted != "" {
-		ew.printf("> **Stopped early** by the assertion %s.\n\n", run.Aborted)
+		ew.printf("> **Stopped early** (abort: true): %s.\n\n", run.Aborted)
 	}
 
 	var host strings.Builder

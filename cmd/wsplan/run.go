@@ -172,7 +172,7 @@ func runPlan(parent context.Context, path string, f *runFlags, stdout, stderr io
 	}
 	fmt.Fprintf(stderr, "server logs: %s\n", out)
 	if run.Aborted != "" {
-		return &exitError{ExitFailed, fmt.Errorf("stopped early: %s", run.Aborted)}
+		return &exitError{ExitFailed, fmt.Errorf("stopped early (abort: true): %s", run.Aborted)}
 	}
 	if errors.Is(runErr, context.Canceled) || run.Interrupted {
 		return &exitError{ExitInterrupted, errors.New("interrupted: partial results above")}

@@ -142,13 +142,15 @@ func Run(ctx context.Context, o Options) (*result.Run, error) {
 	e := &runner{o: o, plan: p, run: run, abort: cancel}
 	for i, srv := range p.Servers {
 		if ctx.Err() != nil {
-			break
+			// Servers never started still get their rows, saying why.
+			e.failRest(srv, 0, stopReason(ctx), "")
+			continue
 		}
 		e.server(ctx, i, srv)
 	}
 	if cause := context.Cause(ctx); cause != nil && errors.Is(cause, errAborted) {
 		run.Finished = time.Now()
-		run.Aborted = cause.Error()
+		run.Aborted = strings.TrimPrefix(cause.Error(), errAborted.Error()+": ")
 		return run, nil
 	}
 	run.Finished = time.Now()
@@ -359,7 +361,7 @@ func (e *runner) framework(srv plan.Server) string {
 // stopReason says why ctx ended: an interrupt or an aborting assertion.
 func stopReason(ctx context.Context) string {
 	if cause := context.Cause(ctx); cause != nil && errors.Is(cause, errAborted) {
-		return "not run: " + cause.Error()
+		return "not run: " + strings.TrimPrefix(cause.Error(), errAborted.Error()+": ")
 	}
 	return "interrupted"
 }
