@@ -65,20 +65,7 @@ func startFasthttp(cfg Config) (Server, error) {
 			return
 		}
 		defer s.conns.done(raw)
-		buf := make([]byte, bufSize)
-		for {
-			mt, rd, err := c.NextReader()
-			if err != nil {
-				return
-			}
-			var n int
-			if buf, n, err = readMessage(rd, buf); err != nil {
-				return
-			}
-			if err := c.WriteMessage(mt, buf[:n]); err != nil {
-				return
-			}
-		}
+		echoLoop(c, bufSize)
 	}
 	s.srv = &fasthttp.Server{
 		Handler: func(ctx *fasthttp.RequestCtx) {

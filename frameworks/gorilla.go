@@ -41,19 +41,6 @@ func startGorilla(cfg Config) (Server, error) {
 			return
 		}
 		defer s.conns.done(c.NetConn())
-		buf := make([]byte, bufSize)
-		for {
-			mt, rd, err := c.NextReader()
-			if err != nil {
-				return
-			}
-			var n int
-			if buf, n, err = readMessage(rd, buf); err != nil {
-				return
-			}
-			if err := c.WriteMessage(mt, buf[:n]); err != nil {
-				return
-			}
-		}
+		echoLoop(c, bufSize)
 	})
 }

@@ -174,20 +174,7 @@ func hertzEcho(c *websocket.Conn, bufSize int) {
 			}
 		}
 	}
-	buf := make([]byte, bufSize)
-	for {
-		mt, rd, err := c.NextReader()
-		if err != nil {
-			return
-		}
-		var n int
-		if buf, n, err = readMessage(rd, buf); err != nil {
-			return
-		}
-		if err := c.WriteMessage(mt, buf[:n]); err != nil {
-			return
-		}
-	}
+	echoLoop(c, bufSize)
 }
 
 // netpollDelay clears TCP_NODELAY on the socket of a hertz netpoll
