@@ -20,7 +20,10 @@ type pathRig struct {
 	writes [][]byte // what the peer writes back per message, in order
 }
 
-func newPathRig(tb testing.TB, payload int, writes func(echo []byte) [][]byte) *pathRig {
+// loopPair returns a loop with one open connection whose socket is one end
+// of a socketpair, and the other end (the fake server): the per-message
+// paths run against real syscalls without a network.
+func loopPair(tb testing.TB) (*loop, *conn, int) {
 	tb.Helper()
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -43,8 +46,14 @@ func newPathRig(tb testing.TB, payload int, writes func(echo []byte) [][]byte) *
 		tb.Fatal(err)
 	}
 	l.addOpen(c)
+	return l, c, fds[1]
+}
+
+func newPathRig(tb testing.TB, payload int, writes func(echo []byte) [][]byte) *pathRig {
+	tb.Helper()
+	l, c, peer := loopPair(tb)
 	p := makePayload(payload, false)
-	r := &pathRig{l: l, c: c, peer: fds[1], in: make([]byte, payload+64), writes: writes(p)}
+	r := &pathRig{l: l, c: c, peer: peer, in: make([]byte, payload+64), writes: writes(p)}
 	pool := &tokenPool{}
 	pool.meas.Store(1 << 40)
 	l.echoStart(&echoJob{

@@ -29,29 +29,10 @@ const rigRate = 10000 // messages per second: a timeline second is 10,000 messag
 
 func newRateRig(tb testing.TB, payload, per int) *rateRig {
 	tb.Helper()
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for _, fd := range fds {
-		for _, opt := range []int{unix.SO_SNDBUF, unix.SO_RCVBUF} {
-			if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, opt, 4<<20); err != nil {
-				tb.Fatal(err)
-			}
-		}
-	}
-	l, err := newLoop(&Client{}, 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	c := &conn{fd: int32(fds[0])}
-	if err := l.register(c, unix.EPOLLIN); err != nil {
-		tb.Fatal(err)
-	}
-	l.addOpen(c)
+	l, c, peer := loopPair(tb)
 	p := makePayload(payload, false)
 	flen := frameHeaderLen(payload) + payload
-	r := &rateRig{l: l, c: c, peer: fds[1], payload: payload, per: per, period: int64(time.Second / rigRate),
+	r := &rateRig{l: l, c: c, peer: peer, payload: payload, per: per, period: int64(time.Second / rigRate),
 		in: make([]byte, per*flen), out: make([]byte, 0, per*(flen+10))}
 	l.rateStart(&rateJob{
 		phase:       1,
