@@ -36,6 +36,8 @@ func init() {
 		Name: "echo",
 		Doc:  "closed loop: C messages in flight, one echo at a time per connection, until total",
 		New:  func() Phase { return &Echo{} },
+		// Echoes that came back intact are what the CPU bought.
+		Efficiency: &Efficiency{Rate: "tps", EER: "eer", Count: "success"},
 		Metrics: metrics.Join([]metrics.Def{
 			{Name: "tps", Kind: metrics.Float, Doc: "echoes per second"},
 			{Name: "eer", Kind: metrics.Float, Doc: "tps / server cpu_avg: echoes per second per percent of a core"},

@@ -58,6 +58,9 @@ func init() {
 		Name: "rate",
 		Doc:  "open loop: every connection sends rate msgs/s for duration on a timetable; latency from the scheduled send",
 		New:  func() Phase { return &Rate{} },
+		// The published rate table's EchoEER: echoes received per second
+		// per percent of the server's core.
+		Efficiency: &Efficiency{Rate: "recv_rate", EER: "echo_eer", Count: "recv"},
 		Metrics: metrics.Join([]metrics.Def{
 			{Name: "duration", Kind: metrics.Duration, Doc: "sending time (the drain excluded)"},
 			{Name: "drain", Kind: metrics.Duration, Doc: "time after duration spent waiting for echoes"},

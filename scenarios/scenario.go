@@ -28,6 +28,18 @@ type Kind struct {
 	Doc     string        // one line
 	New     func() Phase  // returns a pointer to a zero config, ready for YAML decoding
 	Metrics []metrics.Def // what Run reports (metrics.Common is added by the engine)
+	// Efficiency, when set, names the metrics the engine turns into CPU
+	// efficiency figures once it knows the CPU both sides spent.
+	Efficiency *Efficiency
+}
+
+// Efficiency names a kind's throughput metrics: EER = Rate / server
+// cpu_avg (the published tables' efficiency), and Count messages divide
+// the CPU seconds into client_cpu_per_1m and server_cpu_per_1m.
+type Efficiency struct {
+	Rate  string // messages per second, e.g. "tps"
+	EER   string // where Rate / cpu_avg goes, e.g. "eer"
+	Count string // messages measured, e.g. "success"
 }
 
 // Phase is one configured phase of a plan.

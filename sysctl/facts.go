@@ -183,3 +183,23 @@ func parsePortRange(v string) (lo, hi int, err error) {
 	}
 	return lo, hi, nil
 }
+
+// Assume returns the facts as they will be once the sysctls in want are
+// applied (what preflight judges under --tune). Values that do not parse
+// leave the read fact as it was; Apply reports them.
+func (h HostFacts) Assume(want map[string]string) HostFacts {
+	if v, ok := want["net.ipv4.ip_local_port_range"]; ok {
+		if lo, hi, err := parsePortRange(v); err == nil {
+			h.PortRangeLow, h.PortRangeHigh = lo, hi
+		}
+	}
+	for key, dst := range map[string]*int64{"fs.file-max": &h.FileMax, "fs.nr_open": &h.NrOpen} {
+		if n, err := strconv.ParseInt(strings.TrimSpace(want[key]), 10, 64); err == nil {
+			*dst = n
+		}
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(want["net.core.somaxconn"])); err == nil {
+		h.Somaxconn = n
+	}
+	return h
+}

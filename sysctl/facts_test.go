@@ -138,3 +138,20 @@ func TestParseMemAvailable(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+func TestAssume(t *testing.T) {
+	h := HostFacts{PortRangeLow: 32768, PortRangeHigh: 60999, FileMax: 100, NrOpen: 200, Somaxconn: 4096, NoFileHard: 20000}
+	got := h.Assume(map[string]string{
+		"net.ipv4.ip_local_port_range": "1024\t65535",
+		"fs.nr_open":                   "2097152",
+		"net.core.somaxconn":           "bad",
+		"net.ipv4.tcp_tw_reuse":        "1",
+	})
+	want := HostFacts{PortRangeLow: 1024, PortRangeHigh: 65535, FileMax: 100, NrOpen: 2097152, Somaxconn: 4096, NoFileHard: 20000}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Assume = %+v, want %+v", got, want)
+	}
+	if h.PortRangeLow != 32768 {
+		t.Error("Assume changed its receiver")
+	}
+}

@@ -20,8 +20,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/launch"
 	"github.com/wsplan/wsplan/internal/metrics"
@@ -171,7 +169,7 @@ func loops(p *plan.Plan, l Layout) int {
 // pinSelf pins every thread of this process to cpus and sets GOMAXPROCS to
 // the event loops plus one for the engine; the returned func undoes both.
 func pinSelf(cpus []int, loops int) (func(), error) {
-	old := currentAffinity()
+	old := sysctl.OnlineCPUs() // this process's mask, from before pinning
 	if err := sysctl.PinProcess(os.Getpid(), cpus); err != nil {
 		return nil, fmt.Errorf("pinning the client to CPUs %v: %w", cpus, err)
 	}
@@ -356,6 +354,24 @@ func (e *runner) framework(srv plan.Server) string {
 		return srv.Framework
 	}
 	return srv.Name
+}
+
+// efficiency fills a kind's EER and the CPU seconds each side spent per
+// million messages: the figures that show whether the client could measure
+// this server at all.
+func efficiency(m metrics.Values, eff scenarios.Efficiency, server, client procstat.Summary) {
+	rate, ok := m[eff.Rate].(float64)
+	if !ok {
+		return // the phase failed before it measured anything
+	}
+	m[eff.EER] = float64(0)
+	if server.CPUAvg > 0 {
+		m[eff.EER] = rate / server.CPUAvg
+	}
+	if n := m.Int(eff.Count); n > 0 {
+		m["client_cpu_per_1m"] = client.CPUSeconds / float64(n) * 1e6
+		m["server_cpu_per_1m"] = server.CPUSeconds / float64(n) * 1e6
+	}
 }
 
 // stopReason says why ctx ended: an interrupt or an aborting assertion.
@@ -566,30 +582,8 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 	serverShare := sv.CPUAvg / (100 * float64(max(1, len(e.o.Layout.ServerCPUs))))
 	bound := clientBound(clientShare, serverShare)
 	m["client_bound"] = bound
-	if tps, ok := m["tps"].(float64); ok && ph.Kind == "echo" {
-		if sv.CPUAvg > 0 {
-			m["eer"] = tps / sv.CPUAvg
-		} else {
-			m["eer"] = float64(0)
-		}
-		// What one million echoes cost each side, in CPU seconds: the figure
-		// that shows whether the client can measure this server.
-		if n := m.Int("success"); n > 0 {
-			m["client_cpu_per_1m"] = cv.CPUSeconds / float64(n) * 1e6
-			m["server_cpu_per_1m"] = sv.CPUSeconds / float64(n) * 1e6
-		}
-	}
-	if rr, ok := m["recv_rate"].(float64); ok && ph.Kind == "rate" {
-		// The published rate table's EchoEER: echoes per second per
-		// percent of the server's core, over the same window.
-		m["echo_eer"] = float64(0)
-		if sv.CPUAvg > 0 {
-			m["echo_eer"] = rr / sv.CPUAvg
-		}
-		if n := m.Int("recv"); n > 0 {
-			m["client_cpu_per_1m"] = cv.CPUSeconds / float64(n) * 1e6
-			m["server_cpu_per_1m"] = sv.CPUSeconds / float64(n) * 1e6
-		}
+	if k, ok := scenarios.Lookup(ph.Kind); ok && k.Efficiency != nil {
+		efficiency(m, *k.Efficiency, sv, cv)
 	}
 	res.Metrics = m
 	res.Timeline = out.Timeline
@@ -711,21 +705,6 @@ func WaitReady(ctx context.Context, proc *launch.Process, addrs []string, path s
 		}
 	}
 	return nil
-}
-
-// currentAffinity returns the CPUs this thread may run on.
-func currentAffinity() []int {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		return sysctl.OnlineCPUs()
-	}
-	var out []int
-	for c := 0; c < 1024; c++ {
-		if set.IsSet(c) {
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 var errNotUpgraded = errors.New("no 101 response")

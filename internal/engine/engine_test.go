@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/plan"
+	"github.com/wsplan/wsplan/internal/procstat"
 	"github.com/wsplan/wsplan/scenarios"
 )
 
@@ -143,6 +145,47 @@ func TestClientBound(t *testing.T) {
 	for _, c := range cases {
 		if got := clientBound(c.client, c.server); got != c.want {
 			t.Errorf("clientBound(%v, %v) = %v, want %v", c.client, c.server, got, c.want)
+		}
+	}
+}
+
+func TestEfficiency(t *testing.T) {
+	eff := scenarios.Efficiency{Rate: "tps", EER: "eer", Count: "success"}
+	srv := procstat.Summary{CPUAvg: 80, CPUSeconds: 4}
+	cli := procstat.Summary{CPUAvg: 60, CPUSeconds: 3}
+
+	m := metrics.Values{"tps": 40000.0, "success": int64(200000)}
+	efficiency(m, eff, srv, cli)
+	if m["eer"] != 500.0 || m["server_cpu_per_1m"] != 20.0 || m["client_cpu_per_1m"] != 15.0 {
+		t.Errorf("measured: %v", m)
+	}
+	// An idle server has no EER rather than a division by zero.
+	m = metrics.Values{"tps": 10.0, "success": int64(0)}
+	efficiency(m, eff, procstat.Summary{}, cli)
+	if m["eer"] != 0.0 || m["client_cpu_per_1m"] != nil {
+		t.Errorf("idle server: %v", m)
+	}
+	// A phase that measured nothing gets no figures at all.
+	m = metrics.Values{}
+	efficiency(m, eff, srv, cli)
+	if len(m) != 0 {
+		t.Errorf("failed phase: %v", m)
+	}
+	// Each kind that reports throughput declares its efficiency metrics,
+	// and they are metrics of that kind.
+	for _, kind := range []string{"echo", "rate"} {
+		k, _ := scenarios.Lookup(kind)
+		if k.Efficiency == nil {
+			t.Fatalf("%s declares no Efficiency", kind)
+		}
+		defs := map[string]bool{}
+		for _, d := range scenarios.MetricDefs(kind) {
+			defs[d.Name] = true
+		}
+		for _, n := range []string{k.Efficiency.Rate, k.Efficiency.EER, k.Efficiency.Count, "client_cpu_per_1m", "server_cpu_per_1m"} {
+			if !defs[n] {
+				t.Errorf("%s: %q is not one of its metrics", kind, n)
+			}
 		}
 	}
 }

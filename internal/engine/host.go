@@ -2,8 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/wsplan/wsplan/frameworks"
 	"github.com/wsplan/wsplan/internal/plan"
@@ -113,41 +111,12 @@ func shardSources(all []string, i, n int) []string {
 	return out
 }
 
-// Facts reads the host and overlays the sysctls the plan will set when
-// tune is true, so preflight judges the host as the run will see it.
+// Facts reads the host and, when tune is set, assumes the plan's sysctls
+// applied, so preflight judges the host as the run will see it.
 func Facts(p *plan.Plan, tune bool) (sysctl.HostFacts, error) {
 	h, err := sysctl.ReadHostFacts(sysctl.FS{}, "")
-	if !tune {
-		return h, err
-	}
-	for k, v := range p.Host.Sysctl {
-		f := strings.Fields(v)
-		switch k {
-		case "net.ipv4.ip_local_port_range":
-			if len(f) == 2 {
-				lo, err1 := strconv.Atoi(f[0])
-				hi, err2 := strconv.Atoi(f[1])
-				if err1 == nil && err2 == nil {
-					h.PortRangeLow, h.PortRangeHigh = lo, hi
-				}
-			}
-		case "net.core.somaxconn":
-			if len(f) == 1 {
-				if n, err := strconv.Atoi(f[0]); err == nil {
-					h.Somaxconn = n
-				}
-			}
-		case "fs.file-max", "fs.nr_open":
-			if len(f) == 1 {
-				if n, err := strconv.ParseInt(f[0], 10, 64); err == nil {
-					if k == "fs.file-max" {
-						h.FileMax = n
-					} else {
-						h.NrOpen = n
-					}
-				}
-			}
-		}
+	if tune {
+		h = h.Assume(p.Host.Sysctl)
 	}
 	return h, err
 }
