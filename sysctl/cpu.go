@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -31,7 +32,7 @@ func OnlineCPUs() []int {
 	if err != nil {
 		return nil
 	}
-	cpus, err := parseCPUList(string(b))
+	cpus, err := ParseCPUList(string(b))
 	if err != nil {
 		return nil
 	}
@@ -114,35 +115,57 @@ func listTasks(dir string) ([]int, error) {
 	return tids, nil
 }
 
-// parseCPUList parses the kernel's CPU list format ("0-3,6", "0", "") into
-// ascending, distinct CPU numbers.
-func parseCPUList(s string) ([]int, error) {
-	s = strings.TrimSpace(s)
-	var cpus []int
-	if s == "" {
-		return cpus, nil
+// ParseCPUList parses a Linux CPU list as taskset -c and cpuset take it:
+// comma-separated CPU numbers and inclusive ranges, e.g. "0", "0-3",
+// "0,2-3". It returns the CPUs in ascending order. A CPU listed twice, a
+// reversed range or a CPU a CPU set cannot name (maxCPU and above) is an
+// error. Kernel files (/sys/devices/system/cpu/online, Cpus_allowed_list)
+// use the same format. Whether the CPUs
+// exist is not checked here (preflight does that).
+func ParseCPUList(s string) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, fmt.Errorf("empty CPU list: want e.g. 0, 0-3 or 0,2-3")
 	}
-	for _, part := range strings.Split(s, ",") {
-		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil || a < 0 {
-			return nil, fmt.Errorf("cpu list %q: bad CPU %q", s, lo)
+	seen := map[int]bool{}
+	var out []int
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		lo, hi, isRange := strings.Cut(item, "-")
+		first, err := cpuNumber(lo, s)
+		if err != nil {
+			return nil, err
 		}
-		b := a
+		last := first
 		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil || b < a {
-				return nil, fmt.Errorf("cpu list %q: bad range %q", s, part)
+			if last, err = cpuNumber(hi, s); err != nil {
+				return nil, err
+			}
+			if last < first {
+				return nil, fmt.Errorf("bad CPU list %q: range %s goes down", s, item)
 			}
 		}
-		if b >= maxCPU {
-			return nil, fmt.Errorf("cpu list %q: CPU %d out of range 0-%d", s, b, maxCPU-1)
-		}
-		for c := a; c <= b; c++ {
-			cpus = append(cpus, c)
+		for c := first; c <= last; c++ {
+			if seen[c] {
+				return nil, fmt.Errorf("bad CPU list %q: CPU %d is listed twice", s, c)
+			}
+			seen[c] = true
+			out = append(out, c)
 		}
 	}
-	slices.Sort(cpus)
-	return slices.Compact(cpus), nil
+	sort.Ints(out)
+	return out, nil
+}
+
+func cpuNumber(t, list string) (int, error) {
+	t = strings.TrimSpace(t)
+	n, err := strconv.Atoi(t)
+	if err != nil || n < 0 || t[0] == '+' {
+		return 0, fmt.Errorf("bad CPU list %q: want CPU numbers and ranges such as 0,2-3, got %q", list, t)
+	}
+	if n >= maxCPU {
+		return 0, fmt.Errorf("bad CPU list %q: CPU %d is above %d", list, n, maxCPU-1)
+	}
+	return n, nil
 }
 
 // FormatCPUList writes CPUs the kernel's way: "0-3,6". The input is sorted

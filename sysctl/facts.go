@@ -139,7 +139,7 @@ func parseCpusAllowed(b []byte) ([]int, error) {
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		if rest, ok := strings.CutPrefix(sc.Text(), "Cpus_allowed_list:"); ok {
-			return parseCPUList(rest)
+			return ParseCPUList(rest)
 		}
 	}
 	return nil, errors.New(`no "Cpus_allowed_list:" line`)

@@ -188,12 +188,12 @@ func ComputeLayout(serverSpec, clientSpec string, online []int) (Layout, error) 
 	var l Layout
 	var err error
 	if serverSpec != "" {
-		if l.ServerCPUs, err = plan.ParseCPUList(serverSpec); err != nil {
+		if l.ServerCPUs, err = sysctl.ParseCPUList(serverSpec); err != nil {
 			return l, fmt.Errorf("host.server_cpus: %w", err)
 		}
 	}
 	if clientSpec != "" {
-		if l.ClientCPUs, err = plan.ParseCPUList(clientSpec); err != nil {
+		if l.ClientCPUs, err = sysctl.ParseCPUList(clientSpec); err != nil {
 			return l, fmt.Errorf("host.client_cpus: %w", err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/wsplan/wsplan/sysctl"
 	"io"
 	"net/netip"
 	"os"
@@ -315,7 +316,7 @@ func (l *loader) checkHost(h *Host) {
 		if f.v == "" {
 			continue
 		}
-		if _, err := ParseCPUList(f.v); err != nil {
+		if _, err := sysctl.ParseCPUList(f.v); err != nil {
 			l.fieldErr("host."+f.key, "%s", err)
 		}
 	}

@@ -534,41 +534,6 @@ func TestErrorFormat(t *testing.T) {
 	}
 }
 
-func TestParseCPUList(t *testing.T) {
-	for _, tt := range []struct {
-		in   string
-		want []int
-		err  string
-	}{
-		{in: "0", want: []int{0}},
-		{in: "0-3", want: []int{0, 1, 2, 3}},
-		{in: "0,2-3", want: []int{0, 2, 3}},
-		{in: " 4, 1-2 ", want: []int{1, 2, 4}},
-		{in: "5-5", want: []int{5}},
-		{in: "", err: `empty CPU list: want e.g. 0, 0-3 or 0,2-3`},
-		{in: "3-1", err: `bad CPU list "3-1": range 3-1 goes down`},
-		{in: "0,0", err: `bad CPU list "0,0": CPU 0 is listed twice`},
-		{in: "0-2,1", err: `bad CPU list "0-2,1": CPU 1 is listed twice`},
-		{in: "a", err: `bad CPU list "a": want CPU numbers and ranges such as 0,2-3, got "a"`},
-		{in: "1,", err: `bad CPU list "1,": want CPU numbers and ranges such as 0,2-3, got ""`},
-		{in: "-1", err: `bad CPU list "-1": want CPU numbers and ranges such as 0,2-3, got ""`},
-		{in: "+1", err: `bad CPU list "+1": want CPU numbers and ranges such as 0,2-3, got "+1"`},
-		{in: "1-2-3", err: `bad CPU list "1-2-3": want CPU numbers and ranges such as 0,2-3, got "2-3"`},
-		{in: "0-99999999", err: `bad CPU list "0-99999999": CPU 99999999 is above 65535`},
-	} {
-		got, err := ParseCPUList(tt.in)
-		if tt.err != "" {
-			if err == nil || err.Error() != tt.err {
-				t.Errorf("ParseCPUList(%q) error = %v, want %q", tt.in, err, tt.err)
-			}
-			continue
-		}
-		if err != nil || !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("ParseCPUList(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
-		}
-	}
-}
-
 func TestSuggest(t *testing.T) {
 	for _, tt := range []struct {
 		in, want string

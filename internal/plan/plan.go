@@ -36,7 +36,6 @@ const (
 const (
 	MaxPorts = 1000  // defaults.ports
 	MaxPort  = 65535 // highest listen port
-	MaxCPU   = 65535 // highest CPU number in a CPU list
 )
 
 // Plan is a loaded, defaulted and validated plan.
