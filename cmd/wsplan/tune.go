@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wsplan/wsplan/report"
 	"github.com/wsplan/wsplan/sysctl"
 )
 
@@ -48,7 +49,9 @@ func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
 				return err
 			}
 			rows := sysctl.Check(fs, p.Host.Sysctl)
-			printRows(stdout, rows)
+			if err := report.Sysctl(stdout, rows, "md"); err != nil {
+				return err
+			}
 			if check {
 				return nil
 			}
@@ -70,18 +73,4 @@ func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd.Flags().StringVar(&save, "save", "wsplan-sysctl-saved.json", "where --apply saves the previous values")
 	cmd.Flags().StringVar(&restore, "restore", "", "restore the values saved by --apply or by `run --tune` (after a crash)")
 	return cmd
-}
-
-func printRows(w io.Writer, rows []sysctl.Row) {
-	fmt.Fprintf(w, "%-36s %-22s %-22s %s\n", "KEY", "WANTED", "CURRENT", "STATE")
-	for _, r := range rows {
-		state := "OK"
-		switch {
-		case r.Err != nil:
-			state = "ERROR: " + r.Err.Error()
-		case !r.OK:
-			state = "DIFF"
-		}
-		fmt.Fprintf(w, "%-36s %-22q %-22q %s\n", r.Key, r.Want, r.Current, state)
-	}
 }
