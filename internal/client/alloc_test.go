@@ -67,12 +67,12 @@ func newPathRig(tb testing.TB, payload int, writes func(echo []byte) [][]byte) *
 		pool:    pool,
 		batch:   1 << 40,
 	})
-	if l.echo == nil || l.echo.inflight != 1 {
+	if e, ok := l.ph.(*echoRun); !ok || e.inflight != 1 {
 		tb.Fatal("echoStart sent no message")
 	}
 	tb.Cleanup(func() {
-		if l.echo != nil {
-			l.echoFinish(true)
+		if l.ph != nil {
+			l.ph.finish(l, true, l.now())
 			<-l.results
 		}
 		l.shutdown()
@@ -80,6 +80,9 @@ func newPathRig(tb testing.TB, payload int, writes func(echo []byte) [][]byte) *
 	})
 	return r
 }
+
+// echo returns the rig's echo run.
+func (r *pathRig) echo() *echoRun { return r.l.ph.(*echoRun) }
 
 // roundTrip plays the server for one message: read the client's frame,
 // write the echo (in the rig's pieces), let the client read each piece.
@@ -125,16 +128,16 @@ func TestEchoPathAllocs(t *testing.T) {
 			for i := 0; i < 10; i++ { // warm up: ext free list, buffers
 				r.roundTrip(t)
 			}
-			before := r.l.echo.part.success
+			before := r.echo().part.Success
 			allocs := testing.AllocsPerRun(1000, func() { r.roundTrip(t) })
 			if allocs != 0 {
 				t.Errorf("%v allocations per echo, want 0", allocs)
 			}
-			if got := r.l.echo.part.success - before; got != 1001 {
-				t.Errorf("%d successful echoes, want 1001 (errors %v)", got, r.l.echo.part.errors)
+			if got := r.echo().part.Success - before; got != 1001 {
+				t.Errorf("%d successful echoes, want 1001 (errors %v)", got, r.echo().part.Errors)
 			}
-			if r.l.echo.part.failed != 0 {
-				t.Errorf("failures: %v", r.l.echo.part.errors)
+			if r.echo().part.Failed != 0 {
+				t.Errorf("failures: %v", r.echo().part.Errors)
 			}
 		})
 	}
@@ -154,8 +157,8 @@ func BenchmarkEchoPath(b *testing.B) {
 			// CPU time, unlike ns/op, does not grow when other
 			// processes share the machine.
 			b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
-			if r.l.echo.part.failed != 0 {
-				b.Fatalf("failures: %v", r.l.echo.part.errors)
+			if r.echo().part.Failed != 0 {
+				b.Fatalf("failures: %v", r.echo().part.Errors)
 			}
 		})
 	}

@@ -20,16 +20,6 @@ const (
 	DefaultPath = "/ws"
 	// DefaultLoops is the number of event loops when Options.Loops is 0.
 	DefaultLoops = 1
-	// DefaultEchoTimeout is EchoParams.Timeout when it is 0.
-	DefaultEchoTimeout = 10 * time.Second
-)
-
-// Reasons a phase stopped early (ConnectResult.Stopped, EchoResult.Stopped).
-const (
-	StopCanceled      = "canceled"       // the context was canceled
-	StopDeadline      = "deadline"       // EchoParams.Deadline passed
-	StopClosed        = "closed"         // Close was called
-	StopNoConnections = "no connections" // every usable connection was lost with echoes left to send
 )
 
 // ErrClosed is returned by phases started (or running) when Close is called.
@@ -185,27 +175,6 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// validate checks a connect phase's parameters.
-func (p ConnectParams) validate() error {
-	var errs []error
-	if p.Connections <= 0 {
-		errs = append(errs, fmt.Errorf("connections must be > 0, got %d", p.Connections))
-	}
-	if p.Concurrency <= 0 {
-		errs = append(errs, fmt.Errorf("concurrency must be > 0, got %d", p.Concurrency))
-	}
-	if p.Timeout <= 0 {
-		errs = append(errs, fmt.Errorf("timeout must be > 0, got %v", p.Timeout))
-	}
-	if p.Retries < 0 {
-		errs = append(errs, fmt.Errorf("retries must be >= 0, got %d", p.Retries))
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("client: connect: %w", errors.Join(errs...))
-	}
-	return nil
-}
-
 // Connect opens p.Connections connections, at most p.Concurrency
 // handshakes at a time, spread evenly over the loops (and round-robin over
 // Options.Targets and Options.SourceAddrs). It may be called again: the
@@ -218,60 +187,7 @@ func (p ConnectParams) validate() error {
 // sum is Failed + Retried (plus, in Failed, connections that opened and
 // were closed by the server before the phase ended).
 func (c *Client) Connect(ctx context.Context, p ConnectParams, pr *Progress) (ConnectResult, error) {
-	if err := p.validate(); err != nil {
-		return ConnectResult{}, err
-	}
-	c.phaseMu.Lock()
-	defer c.phaseMu.Unlock()
-	if c.closed.Load() {
-		return ConnectResult{}, ErrClosed
-	}
-	if pr != nil {
-		pr.Total.Store(int64(p.Connections))
-		pr.Done.Store(0)
-	}
-	c.phase++
-	start := time.Now()
-	m := min(len(c.loops), p.Concurrency, p.Connections)
-	var posted []*loop
-	for j := 0; j < m; j++ {
-		job := &dialJob{
-			phase:   c.phase,
-			n:       share(p.Connections, m, j),
-			first:   c.next + int64(j),
-			stride:  int64(m),
-			conc:    share(p.Concurrency, m, j),
-			timeout: int64(p.Timeout),
-			retries: p.Retries,
-			pr:      pr,
-		}
-		l := c.loops[j]
-		if l.post(command{kind: cmdDial, dial: job}) {
-			posted = append(posted, l)
-		}
-	}
-	c.next += int64(p.Connections)
-	results, why := c.collect(ctx, 0, posted)
-	res := ConnectResult{
-		Total:   int64(p.Connections),
-		Used:    time.Since(start),
-		Latency: NewHistogram(),
-		Errors:  map[string]int64{},
-		Stopped: why,
-	}
-	for _, r := range results {
-		if r.dial == nil {
-			continue
-		}
-		res.Success += r.dial.success
-		res.Failed += r.dial.failed
-		res.Retried += r.dial.retried
-		res.Latency.Merge(r.dial.hist)
-		for k, v := range r.dial.errors {
-			res.Errors[k] += v
-		}
-	}
-	return res, stopErr(ctx, why)
+	return runAs[ConnectResult](c, ctx, &p, pr)
 }
 
 // share is part j of n split into m nearly equal parts.
@@ -284,7 +200,7 @@ func share(n, m, j int) int {
 }
 
 // stopErr is the error a phase returns for its stop reason.
-func stopErr(ctx context.Context, why string) error {
+func stopErr(ctx context.Context, why StopReason) error {
 	switch why {
 	case StopCanceled:
 		return ctx.Err()
@@ -297,7 +213,7 @@ func stopErr(ctx context.Context, why string) error {
 // collect waits for the posted loops' results; on ctx cancellation or the
 // deadline it stops the phase and keeps collecting (loops answer a stop at
 // once). why is the stop reason, "" if the phase ran to its end.
-func (c *Client) collect(ctx context.Context, deadline time.Duration, posted []*loop) (results []phaseResult, why string) {
+func (c *Client) collect(ctx context.Context, deadline time.Duration, posted []*loop) (results []phaseResult, why StopReason) {
 	phase := c.phase
 	var timeout <-chan time.Time
 	if deadline > 0 {
@@ -306,7 +222,7 @@ func (c *Client) collect(ctx context.Context, deadline time.Duration, posted []*
 		timeout = t.C
 	}
 	done := ctx.Done()
-	stop := func(reason string) {
+	stop := func(reason StopReason) {
 		if why == "" {
 			why = reason
 		}
@@ -357,36 +273,6 @@ func (c *Client) collect(ctx context.Context, deadline time.Duration, posted []*
 	return results, why
 }
 
-// validate checks an echo phase's parameters.
-func (p EchoParams) validate() error {
-	var errs []error
-	if p.Total <= 0 {
-		errs = append(errs, fmt.Errorf("total must be > 0, got %d", p.Total))
-	}
-	if p.Concurrency <= 0 {
-		errs = append(errs, fmt.Errorf("concurrency must be > 0, got %d", p.Concurrency))
-	}
-	if p.Payload < 0 || p.Payload > maxPayload {
-		errs = append(errs, fmt.Errorf("payload must be in [0, %d], got %d", maxPayload, p.Payload))
-	}
-	if p.Warmup < 0 {
-		errs = append(errs, fmt.Errorf("warmup must be >= 0, got %d", p.Warmup))
-	}
-	if p.Timeout < 0 || p.Timeout > time.Duration(HistMax) {
-		errs = append(errs, fmt.Errorf("timeout must be in [0, %v], got %v", time.Duration(HistMax), p.Timeout))
-	}
-	if p.Deadline < 0 {
-		errs = append(errs, fmt.Errorf("deadline must be >= 0, got %v", p.Deadline))
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("client: echo: %w", errors.Join(errs...))
-	}
-	return nil
-}
-
-// maxPayload bounds EchoParams.Payload: each loop keeps one masked copy.
-const maxPayload = 64 << 20
-
 // Echo runs a closed-loop echo phase over the open connections:
 // p.Concurrency of them each keep exactly one message in flight, sending
 // the next as soon as the echo of the previous one is complete, until
@@ -402,94 +288,11 @@ const maxPayload = 64 << 20
 // and their late echoes are discarded. Cancellation also returns ctx.Err(),
 // Close ErrClosed; Deadline and lost connections return a nil error.
 func (c *Client) Echo(ctx context.Context, p EchoParams, pr *Progress) (EchoResult, error) {
-	if err := p.validate(); err != nil {
-		return EchoResult{}, err
-	}
-	c.phaseMu.Lock()
-	defer c.phaseMu.Unlock()
-	if c.closed.Load() {
-		return EchoResult{}, ErrClosed
-	}
-	open := make([]int, len(c.loops))
-	total := 0
-	for i, l := range c.loops {
-		open[i] = int(l.nopen.Load())
-		total += open[i]
-	}
-	if p.Concurrency > total {
-		return EchoResult{}, fmt.Errorf("client: echo: concurrency %d exceeds the %d open connections: open more in a connect phase or lower concurrency", p.Concurrency, total)
-	}
-	timeout := p.Timeout
-	if timeout == 0 {
-		timeout = DefaultEchoTimeout
-	}
-	op := byte(opBinary)
-	if p.Text {
-		op = opText
-	}
-	payload := makePayload(p.Payload, p.Text)
-	hdr := appendClientHeader(nil, op, len(payload), 0)
-	pool := &tokenPool{}
-	pool.warm.Store(p.Warmup)
-	pool.meas.Store(p.Total)
-	batch := p.Warmup + p.Total
-	if len(c.loops) > 1 {
-		batch = max(1, min(256, batch/int64(64*len(c.loops))))
-	}
-	if pr != nil {
-		pr.Total.Store(p.Warmup + p.Total)
-		pr.Done.Store(0)
-	}
-	c.phase++
-	start := time.Now()
-	var posted []*loop
-	for i, slots := range distribute(p.Concurrency, open) {
-		if slots == 0 {
-			continue
-		}
-		job := &echoJob{
-			phase:   c.phase,
-			slots:   slots,
-			hdr:     hdr,
-			payload: payload,
-			op:      op,
-			verify:  p.Verify,
-			timeout: int64(timeout),
-			pool:    pool,
-			batch:   batch,
-			pr:      pr,
-		}
-		if c.loops[i].post(command{kind: cmdEcho, echo: job}) {
-			posted = append(posted, c.loops[i])
-		}
-	}
-	results, why := c.collect(ctx, p.Deadline, posted)
-	res := EchoResult{
-		Total:   p.Total,
-		Used:    time.Since(start),
-		Latency: NewHistogram(),
-		Errors:  map[string]int64{},
-	}
-	for _, r := range results {
-		if r.echo == nil {
-			continue
-		}
-		res.Success += r.echo.success
-		res.Failed += r.echo.failed
-		res.Latency.Merge(r.echo.hist)
-		for k, v := range r.echo.errors {
-			res.Errors[k] += v
-		}
-	}
-	if why == "" && pool.warm.Load()+pool.meas.Load() > 0 {
-		why = StopNoConnections
-	}
-	res.Stopped = why
-	return res, stopErr(ctx, why)
+	return runAs[EchoResult](c, ctx, &p, pr)
 }
 
-// distribute splits n slots over loops in proportion to their open
-// connections, never giving a loop more than it has.
+// distribute splits n slots over parts (loops or shards) in proportion to
+// their open connections, never giving a part more than it has.
 func distribute(n int, open []int) []int {
 	total := 0
 	for _, o := range open {
@@ -518,6 +321,40 @@ func distribute(n int, open []int) []int {
 		}
 	}
 	return slots
+}
+
+// splitInt64 divides n into parts proportional to weights (equal when all
+// are 0).
+func splitInt64(n int64, weights []int) []int64 {
+	out := make([]int64, len(weights))
+	if len(out) == 0 {
+		return out
+	}
+	var total int64
+	for _, w := range weights {
+		total += int64(w)
+	}
+	if total == 0 {
+		for i := range out {
+			out[i] = n / int64(len(out))
+			if int64(i) < n%int64(len(out)) {
+				out[i]++
+			}
+		}
+		return out
+	}
+	var given int64
+	for i, w := range weights {
+		out[i] = n * int64(w) / total
+		given += out[i]
+	}
+	for i := 0; given < n; i = (i + 1) % len(out) {
+		if weights[i] > 0 {
+			out[i]++
+			given++
+		}
+	}
+	return out
 }
 
 // makePayload returns n bytes to echo: random bytes, or random lowercase

@@ -122,7 +122,7 @@ func TestConnectBadResponses(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Failed != 3 || res.Errors[tt.want] != 3 {
+			if res.Failed != 3 || res.Errors[Reason(tt.want)] != 3 {
 				t.Errorf("failed %d, errors %v; want 3 x %q", res.Failed, res.Errors, tt.want)
 			}
 		})
@@ -315,7 +315,7 @@ func TestEchoServerCloses(t *testing.T) {
 			// 6th is in flight.
 			n := int64(0)
 			for _, r := range tt.reasons {
-				n += res.Errors[r]
+				n += res.Errors[Reason(r)]
 			}
 			if res.Success != 50 || res.Failed != 10 || n != 10 {
 				t.Errorf("success %d failed %d errors %v; want 50, 10, 10 x %q", res.Success, res.Failed, res.Errors, tt.reasons)

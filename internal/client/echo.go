@@ -2,11 +2,177 @@ package client
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
+
+func init() {
+	Register(Kind{Name: "echo", NewParams: func() Params { return &EchoParams{} }, NewResult: func() Result { return &EchoResult{} }})
+}
+
+// DefaultEchoTimeout is EchoParams.Timeout when it is 0.
+const DefaultEchoTimeout = 10 * time.Second
+
+// maxPayload bounds a message's payload: each loop keeps one masked copy.
+const maxPayload = 64 << 20
+
+// EchoParams configure a closed-loop echo phase.
+type EchoParams struct {
+	Total       int64         `json:"total"`       // echoes to measure, > 0
+	Concurrency int           `json:"concurrency"` // messages in flight, each on its own connection; <= open connections
+	Payload     int           `json:"payload"`     // bytes per message, >= 0
+	Warmup      int64         `json:"warmup"`      // echoes before measuring starts (not counted)
+	Text        bool          `json:"text"`        // send text frames (default binary)
+	Verify      bool          `json:"verify"`      // compare every echoed payload byte for byte
+	Timeout     time.Duration `json:"timeout"`     // max wait for one echo; a late echo counts as failed and its connection is dropped; 0 = 10s
+	Deadline    time.Duration `json:"deadline"`    // max wall time for the phase; 0 = none
+}
+
+// EchoResult is what an echo phase measured.
+type EchoResult struct {
+	Total   int64         `json:"total"` // echoes asked for
+	Success int64         `json:"success"`
+	Failed  int64         `json:"failed"` // wrong payload, closed connection, timeout
+	Used    time.Duration `json:"used"`
+	Latency Hist          `json:"latency"` // ns, successful echoes
+	Errors  Reasons       `json:"errors"`  // failure reason -> count
+	Stopped StopReason    `json:"stopped"` // StopCanceled, StopDeadline, StopClosed, StopNoConnections; "" = it ran to its end
+}
+
+// Kind implements Params.
+func (p *EchoParams) Kind() string { return "echo" }
+
+// Validate implements Params.
+func (p *EchoParams) Validate() error {
+	var errs []error
+	if p.Total <= 0 {
+		errs = append(errs, fmt.Errorf("total must be > 0, got %d", p.Total))
+	}
+	if p.Concurrency <= 0 {
+		errs = append(errs, fmt.Errorf("concurrency must be > 0, got %d", p.Concurrency))
+	}
+	if p.Payload < 0 || p.Payload > maxPayload {
+		errs = append(errs, fmt.Errorf("payload must be in [0, %d], got %d", maxPayload, p.Payload))
+	}
+	if p.Warmup < 0 {
+		errs = append(errs, fmt.Errorf("warmup must be >= 0, got %d", p.Warmup))
+	}
+	if p.Timeout < 0 || p.Timeout > time.Duration(HistMax) {
+		errs = append(errs, fmt.Errorf("timeout must be in [0, %v], got %v", time.Duration(HistMax), p.Timeout))
+	}
+	if p.Deadline < 0 {
+		errs = append(errs, fmt.Errorf("deadline must be >= 0, got %v", p.Deadline))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("client: echo: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// Split implements Params: concurrency in proportion to the parts' open
+// connections (never more than a part has), total and warm-up in
+// proportion to the concurrency, so every part finishes at about the same
+// time. A part without concurrency or echoes to measure gets nothing.
+func (p *EchoParams) Split(weights []int) []Params {
+	conc := distribute(p.Concurrency, weights)
+	tot := splitInt64(p.Total, conc)
+	warm := splitInt64(p.Warmup, conc)
+	out := make([]Params, len(weights))
+	for i := range out {
+		if conc[i] == 0 || tot[i] == 0 {
+			continue
+		}
+		q := *p
+		q.Concurrency, q.Total, q.Warmup = conc[i], tot[i], warm[i]
+		out[i] = &q
+	}
+	return out
+}
+
+// Merge implements Result.
+func (r *EchoResult) Merge(other Result) {
+	o := other.(*EchoResult)
+	r.Total += o.Total
+	r.Success += o.Success
+	r.Failed += o.Failed
+	r.Used = max(r.Used, o.Used)
+	r.Latency.add(o.Latency)
+	r.Errors.merge(o.Errors)
+	r.Stopped = MergeStop(r.Stopped, o.Stopped)
+}
+
+// Stop implements Result.
+func (r *EchoResult) Stop() StopReason { return r.Stopped }
+
+// start implements Params: the loops share one pool of tokens (messages
+// to send), so a loop whose connections answer faster sends more.
+func (p *EchoParams) start(ph *phaseEnv) (*phasePlan, error) {
+	total := 0
+	for _, o := range ph.open {
+		total += o
+	}
+	if p.Concurrency > total {
+		return nil, fmt.Errorf("client: echo: concurrency %d exceeds the %d open connections: open more in a connect phase or lower concurrency", p.Concurrency, total)
+	}
+	timeout := p.Timeout
+	if timeout == 0 {
+		timeout = DefaultEchoTimeout
+	}
+	op := byte(opBinary)
+	if p.Text {
+		op = opText
+	}
+	payload := makePayload(p.Payload, p.Text)
+	hdr := appendClientHeader(nil, op, len(payload), 0)
+	pool := &tokenPool{}
+	pool.warm.Store(p.Warmup)
+	pool.meas.Store(p.Total)
+	batch := p.Warmup + p.Total
+	if n := len(ph.open); n > 1 {
+		batch = max(1, min(256, batch/int64(64*n)))
+	}
+	if ph.pr != nil {
+		ph.pr.Total.Store(p.Warmup + p.Total)
+		ph.pr.Done.Store(0)
+	}
+	plan := &phasePlan{starts: make([]func(*loop), len(ph.open)), deadline: p.Deadline}
+	for i, slots := range distribute(p.Concurrency, ph.open) {
+		if slots == 0 {
+			continue
+		}
+		job := &echoJob{
+			phase:   ph.id,
+			slots:   slots,
+			hdr:     hdr,
+			payload: payload,
+			op:      op,
+			verify:  p.Verify,
+			timeout: int64(timeout),
+			pool:    pool,
+			batch:   batch,
+			pr:      ph.pr,
+		}
+		plan.starts[i] = func(l *loop) { l.echoStart(job) }
+	}
+	plan.done = func(res Result, why StopReason, wall time.Duration) StopReason {
+		r := res.(*EchoResult)
+		r.Total = p.Total
+		r.Used = wall
+		if r.Latency.Histogram == nil {
+			r.Latency = NewHist()
+		}
+		if why == "" && pool.warm.Load()+pool.meas.Load() > 0 {
+			why = StopNoConnections
+		}
+		r.Stopped = why
+		return why
+	}
+	return plan, nil
+}
 
 // echoJob is one loop's share of a closed-loop echo phase.
 type echoJob struct {
@@ -43,40 +209,26 @@ func take(a *atomic.Int64, n int64) int64 {
 	}
 }
 
-// echoPart is one loop's share of an EchoResult.
-type echoPart struct {
-	success, failed int64
-	errors          map[string]int64
-	hist            *hdrhistogram.Histogram
-}
-
-// count adds one failure with reason.
-func (p *echoPart) count(reason string) {
-	if p.errors == nil {
-		p.errors = make(map[string]int64)
-	}
-	p.errors[reason]++
-}
-
 // echoRun is a closed-loop echo phase running in a loop. A connection
 // takes part while it holds a message in flight (fInflight): when its echo
 // completes (or fails) it sends the next message, if a token is left.
 // Connections that were idle at the start replace ones that are lost.
 type echoRun struct {
+	baseRun
 	job       echoJob
 	inflight  int
 	warmLeft  int64 // tokens taken from the pool, not yet used
 	measLeft  int64
 	idle      []*conn // open connections not in use, to replace lost ones
-	part      echoPart
+	part      EchoResult
 	unflushed int64
 	starting  bool // echoStart is sending the first messages
 }
 
 // echoStart begins an echo phase in this loop.
 func (l *loop) echoStart(job *echoJob) {
-	e := &echoRun{job: *job, part: echoPart{hist: NewHistogram()}}
-	l.echo = e
+	e := &echoRun{baseRun: baseRun{job.phase}, job: *job, part: EchoResult{Latency: NewHist()}}
+	l.ph = e
 	if need := len(job.hdr) + len(job.payload); cap(l.wbuf) < need {
 		l.wbuf = make([]byte, need)
 	}
@@ -87,10 +239,10 @@ func (l *loop) echoStart(job *echoJob) {
 	e.starting = true
 	now := l.now()
 	for _, c := range active {
-		if l.echo != e {
+		if l.ph != e {
 			return
 		}
-		if c.state == stOpen && !l.echoNext(c, now) {
+		if c.state == stOpen && !l.echoNext(e, c, now) {
 			break
 		}
 	}
@@ -118,8 +270,7 @@ func (e *echoRun) claim() (ok, warm bool) {
 
 // echoNext sends c's next message if a token is left, reporting whether
 // it did.
-func (l *loop) echoNext(c *conn, now int64) bool {
-	e := l.echo
+func (l *loop) echoNext(e *echoRun, c *conn, now int64) bool {
 	ok, warm := e.claim()
 	if !ok {
 		return false
@@ -130,13 +281,13 @@ func (l *loop) echoNext(c *conn, now int64) bool {
 	}
 	c.sentAt = now
 	e.inflight++
-	l.sendData(c)
+	l.sendData(e, c)
 	return true
 }
 
 // sendData masks the phase's frame with a fresh key into the loop's write
 // buffer and writes it; what the socket does not take waits for EPOLLOUT.
-func (l *loop) sendData(c *conn) {
+func (l *loop) sendData(e *echoRun, c *conn) {
 	key := uint32(l.rng.Uint64())
 	c.wkey = key
 	c.woff = 0
@@ -144,11 +295,11 @@ func (l *loop) sendData(c *conn) {
 		c.flags |= fDataPend // written by flush, after the queued output
 		return
 	}
-	b := l.echo.frameFrom(l, key, 0)
-	n, e := rawWrite(c.fd, b)
-	if e != 0 {
-		if !wouldBlock(e) {
-			l.lost(c, "write: "+e.Error())
+	b := e.frame(l, key, 0)
+	n, errno := rawWrite(c.fd, b)
+	if errno != 0 {
+		if !wouldBlock(errno) {
+			l.lost(c, Reason("write: "+errno.Error()))
 			return
 		}
 		n = 0
@@ -160,9 +311,9 @@ func (l *loop) sendData(c *conn) {
 	}
 }
 
-// frameFrom writes bytes [off:] of the phase's frame, masked with key, into
-// the loop's write buffer and returns them.
-func (e *echoRun) frameFrom(l *loop, key uint32, off int) []byte {
+// frame implements loopRun: it writes bytes [off:] of the phase's frame,
+// masked with key, into the loop's write buffer and returns them.
+func (e *echoRun) frame(l *loop, key uint32, off int) []byte {
 	hl := len(e.job.hdr)
 	out := l.wbuf[:hl+len(e.job.payload)-off]
 	n := 0
@@ -180,11 +331,15 @@ func (e *echoRun) frameFrom(l *loop, key uint32, off int) []byte {
 	return out
 }
 
-// onData checks a chunk of c's reply and completes the echo at its end.
+// onData implements loopRun: it checks a chunk of c's reply and completes
+// the echo at its end.
 func (e *echoRun) onData(l *loop, c *conn, ev *event, now int64) {
+	if c.flags&fInflight == 0 {
+		return // a message nobody asked for: ignored
+	}
 	if c.flags&fDataPend != 0 {
 		// A reply before the request was fully written is not an echo.
-		l.lost(c, "unexpected message")
+		l.lost(c, ReasonUnexpected)
 		return
 	}
 	p := e.job.payload
@@ -197,49 +352,52 @@ func (e *echoRun) onData(l *loop, c *conn, ev *event, now int64) {
 		return
 	}
 	warm := c.flags&fWarm != 0
-	var reason string
+	var reason Reason
 	switch {
 	case ev.total != int64(len(p)):
-		reason = "wrong length"
+		reason = ReasonWrongLength
 	case c.flags&fBad != 0:
-		reason = "payload mismatch"
+		reason = ReasonPayloadMismatch
 	case ev.op != e.job.op:
-		reason = "wrong opcode"
+		reason = ReasonWrongOpcode
 	}
 	c.flags &^= fInflight | fWarm | fBad
 	e.inflight--
 	if !warm {
 		if reason == "" {
-			e.part.success++
-			record(e.part.hist, now-c.sentAt)
+			e.part.Success++
+			record(e.part.Latency.Histogram, now-c.sentAt)
 		} else {
-			e.part.failed++
-			e.part.count(reason)
+			e.part.Failed++
+			e.part.Errors.add(reason)
 		}
 	}
 	e.progress(1)
-	l.echoNext(c, now)
+	l.echoNext(e, c, now)
 	e.maybeDone(l)
 }
 
-// lostInflight charges a lost connection's in-flight message and puts an
-// idle connection in its place.
-func (e *echoRun) lostInflight(l *loop, warm bool, reason string) {
+// lost implements loopRun: it charges a lost connection's in-flight
+// message and puts an idle connection in its place.
+func (e *echoRun) lost(l *loop, _ *conn, flags uint8, reason Reason) {
+	if flags&fInflight == 0 {
+		return
+	}
 	e.inflight--
-	if !warm {
-		e.part.failed++
-		e.part.count(reason)
+	if flags&fWarm == 0 {
+		e.part.Failed++
+		e.part.Errors.add(reason)
 	}
 	e.progress(1)
 	now := l.now()
-	for l.echo == e && len(e.idle) > 0 {
+	for l.ph == e && len(e.idle) > 0 {
 		c := e.idle[len(e.idle)-1]
 		e.idle[len(e.idle)-1] = nil
 		e.idle = e.idle[:len(e.idle)-1]
 		if c.state != stOpen || c.flags&fInflight != 0 {
 			continue
 		}
-		if l.echoNext(c, now) || l.echo != e {
+		if l.echoNext(e, c, now) || l.ph != e {
 			break
 		}
 		break // no token left
@@ -249,8 +407,8 @@ func (e *echoRun) lostInflight(l *loop, warm bool, reason string) {
 
 // maybeDone ends the phase here once nothing is in flight.
 func (e *echoRun) maybeDone(l *loop) {
-	if l.echo == e && e.inflight == 0 && !e.starting {
-		l.echoFinish(false)
+	if l.ph == e && e.inflight == 0 && !e.starting {
+		e.finish(l, false, 0)
 	}
 }
 
@@ -263,29 +421,28 @@ func (e *echoRun) progress(n int64) {
 	}
 }
 
-// echoTick fails messages older than the timeout (dropping their
-// connections) and publishes progress.
-func (l *loop) echoTick(now int64) {
-	e := l.echo
-	for i := len(l.open) - 1; i >= 0 && l.echo == e; i-- {
+// tick implements loopRun: it fails messages older than the timeout
+// (dropping their connections) and publishes progress.
+func (e *echoRun) tick(l *loop, now int64) {
+	for i := len(l.open) - 1; i >= 0 && l.ph == e; i-- {
 		if i >= len(l.open) {
 			continue
 		}
 		if c := l.open[i]; c.flags&fInflight != 0 && now-c.sentAt > e.job.timeout {
-			l.lost(c, "timeout")
+			l.lost(c, ReasonTimeout)
 		}
 	}
-	if l.echo == e && e.job.pr != nil && e.unflushed > 0 {
+	if l.ph == e && e.job.pr != nil && e.unflushed > 0 {
 		e.job.pr.Done.Add(e.unflushed)
 		e.unflushed = 0
 	}
 }
 
-// echoFinish ends the echo phase here and reports this loop's share. If it
-// was stopped (by a command or Close), messages in flight are abandoned: neither success nor failure,
-// and their replies, when they come, are discarded (conn.skip).
-func (l *loop) echoFinish(stopped bool) {
-	e := l.echo
+// finish implements loopRun: it ends the echo phase here and reports this
+// loop's share. If it was stopped (by a command or Close), messages in
+// flight are abandoned: neither success nor failure, and their replies,
+// when they come, are discarded (conn.skip).
+func (e *echoRun) finish(l *loop, stopped bool, _ int64) {
 	for _, c := range l.open {
 		if c.flags&fInflight != 0 {
 			c.flags &^= fInflight | fWarm | fBad
@@ -294,23 +451,21 @@ func (l *loop) echoFinish(stopped bool) {
 			}
 		}
 		if c.flags&fDataPend != 0 {
-			l.spill(c)
+			l.spill(e, c)
 		}
 	}
-	l.echo = nil
-	l.setTick(0)
 	e.job.pool.warm.Add(e.warmLeft)
 	e.job.pool.meas.Add(e.measLeft)
 	if e.job.pr != nil && e.unflushed > 0 {
 		e.job.pr.Done.Add(e.unflushed)
 	}
-	l.results <- phaseResult{phase: e.job.phase, echo: &e.part, stopped: stopped}
+	l.finished(e.job.phase, &e.part, stopped)
 }
 
 // spill turns c's pending data frame into queued output bytes, so that it
 // is finished after the phase (and its frame) is gone.
-func (l *loop) spill(c *conn) {
-	b := l.echo.frameFrom(l, c.wkey, int(c.woff))
+func (l *loop) spill(r loopRun, c *conn) {
+	b := r.frame(l, c.wkey, int(c.woff))
 	x := l.getExt(c)
 	if c.woff > 0 {
 		out := make([]byte, 0, len(b)+len(x.out))

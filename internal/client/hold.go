@@ -8,9 +8,140 @@ import (
 	"time"
 )
 
+func init() {
+	Register(Kind{Name: "hold", NewParams: func() Params { return &HoldParams{} }, NewResult: func() Result { return &HoldResult{} }})
+}
+
 // DefaultHoldDrain is how long a hold with pings waits after its duration
 // for the pongs still due.
 const DefaultHoldDrain = time.Second
+
+// HoldParams configure a hold phase (Client.Hold).
+type HoldParams struct {
+	Duration time.Duration `json:"duration"` // > 0
+	// Ping, when > 0, makes every open connection send a ping every Ping,
+	// the connections' pings spread evenly over the interval. A connection
+	// that falls behind sends one ping, not the ones it missed. 0 = idle.
+	Ping time.Duration `json:"ping"`
+}
+
+// HoldResult is what a hold phase measured.
+type HoldResult struct {
+	Conns   int64         `json:"conns"` // open at the start
+	Alive   int64         `json:"alive"` // open at the end
+	Pings   int64         `json:"pings"` // pings sent
+	Pongs   int64         `json:"pongs"` // pongs received (during the hold and up to DefaultHoldDrain after it)
+	Used    time.Duration `json:"used"`
+	Errors  Reasons       `json:"errors"`  // why connections dropped -> count
+	Stopped StopReason    `json:"stopped"` // StopCanceled, StopClosed; "" = it ran to its end
+}
+
+// Kind implements Params.
+func (p *HoldParams) Kind() string { return "hold" }
+
+// Validate implements Params.
+func (p *HoldParams) Validate() error {
+	var errs []error
+	if p.Duration <= 0 {
+		errs = append(errs, fmt.Errorf("duration must be > 0, got %v", p.Duration))
+	}
+	if p.Ping < 0 {
+		errs = append(errs, fmt.Errorf("ping must be >= 0, got %v", p.Ping))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("client: hold: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// Split implements Params: every part holds all of its connections, and
+// spreads its own connections' pings over the interval.
+func (p *HoldParams) Split(weights []int) []Params {
+	out := make([]Params, len(weights))
+	for i := range out {
+		q := *p
+		out[i] = &q
+	}
+	return out
+}
+
+// Merge implements Result.
+func (r *HoldResult) Merge(other Result) {
+	o := other.(*HoldResult)
+	r.Conns += o.Conns
+	r.Alive += o.Alive
+	r.Pings += o.Pings
+	r.Pongs += o.Pongs
+	r.Used = max(r.Used, o.Used)
+	r.Errors.merge(o.Errors)
+	r.Stopped = MergeStop(r.Stopped, o.Stopped)
+}
+
+// Stop implements Result.
+func (r *HoldResult) Stop() StopReason { return r.Stopped }
+
+// Hold keeps every open connection open for p.Duration and reports how
+// many stayed open. With p.Ping > 0 every connection sends a ping every
+// p.Ping (the connections' pings spread evenly over the interval), and the
+// pongs are counted, waiting up to DefaultHoldDrain after p.Duration for
+// the ones still due.
+//
+// Progress counts pings sent, or elapsed whole seconds without pings. A
+// phase cut short (ctx canceled, Close) returns what was measured with
+// Stopped saying why; cancellation also returns ctx.Err(), Close ErrClosed.
+func (c *Client) Hold(ctx context.Context, p HoldParams, pr *Progress) (HoldResult, error) {
+	return runAs[HoldResult](c, ctx, &p, pr)
+}
+
+// start implements Params.
+func (p *HoldParams) start(ph *phaseEnv) (*phasePlan, error) {
+	total := 0
+	for _, o := range ph.open {
+		total += o
+	}
+	pacer := Pacer{Duration: p.Duration, Rate: 1}
+	if p.Ping > 0 {
+		pacer.Rate = 1 / p.Ping.Seconds()
+	}
+	if pr := ph.pr; pr != nil {
+		pr.Done.Store(0)
+		if p.Ping > 0 {
+			var want int64
+			for j := range total {
+				want += pacer.Total(float64(j) / float64(total))
+			}
+			pr.Total.Store(want)
+		} else {
+			pr.Total.Store(int64(p.Duration / time.Second))
+		}
+	}
+	plan := &phasePlan{starts: make([]func(*loop), len(ph.open))}
+	first := 0
+	for i := range ph.open {
+		job := &holdJob{
+			phase: ph.id,
+			ping:  p.Ping > 0,
+			pacer: pacer,
+			first: first,
+			total: max(total, 1),
+			start: ph.start,
+			clock: i == 0 && p.Ping == 0,
+			pr:    ph.pr,
+		}
+		if p.Ping > 0 {
+			job.drain = int64(DefaultHoldDrain)
+		}
+		first += ph.open[i]
+		plan.starts[i] = func(l *loop) { l.holdStart(job) }
+	}
+	plan.done = func(res Result, why StopReason, wall time.Duration) StopReason {
+		r := res.(*HoldResult)
+		r.Used = wall
+		r.Stopped = why
+		return why
+	}
+	return plan, nil
+}
 
 // holdJob is one loop's share of a hold phase.
 type holdJob struct {
@@ -25,15 +156,10 @@ type holdJob struct {
 	pr    *Progress
 }
 
-// holdPart is one loop's share of a HoldResult.
-type holdPart struct {
-	conns, alive, pings, pongs int64
-	errors                     map[string]int64
-}
-
 // holdRun is a hold phase running in a loop: the connections stay open,
 // and with pings each sends one at every event of its timetable.
 type holdRun struct {
+	baseRun
 	job     holdJob
 	cu      cursor
 	conns   []*conn
@@ -45,13 +171,13 @@ type holdRun struct {
 	holding bool
 	pending int64 // pings without their pong, over live connections
 	wake    int64
-	part    holdPart
+	part    HoldResult
 }
 
 // holdStart begins a hold phase in this loop.
 func (l *loop) holdStart(job *holdJob) {
-	h := &holdRun{job: *job}
-	l.hold = h
+	h := &holdRun{baseRun: baseRun{job.phase}, job: *job}
+	l.ph = h
 	h.start = int64(job.start.Sub(l.epoch))
 	h.end = h.start + int64(job.pacer.Duration)
 	h.stopAt = h.end + job.drain
@@ -61,19 +187,21 @@ func (l *loop) holdStart(job *holdJob) {
 	for i, c := range h.conns {
 		c.sentAt = int64(i)
 	}
-	h.part.conns = int64(len(h.conns))
+	h.part.Conns = int64(len(h.conns))
 	h.cu = cursor{p: job.pacer, first: job.first, total: job.total, n: len(h.conns)}
 	if len(h.conns) == 0 {
 		h.job.ping = false // nothing to ping: just wait for the end
 	}
 	h.holding = true
-	l.holdPump(l.now())
+	h.pump(l, l.now())
 }
 
-// holdPump sends the pings due, ends the hold at its end (after the drain
-// for pongs) and sets the time of the next pump.
-func (l *loop) holdPump(now int64) {
-	h := l.hold
+// wakeAt implements loopRun.
+func (h *holdRun) wakeAt() int64 { return h.wake }
+
+// pump implements loopRun: it sends the pings due, ends the hold at its
+// end (after the drain for pongs) and sets the time of the next pump.
+func (h *holdRun) pump(l *loop, now int64) {
 	el := time.Duration(now - h.start)
 	if h.holding && h.job.ping {
 		visited := 0
@@ -83,7 +211,7 @@ func (l *loop) holdPump(now int64) {
 				break
 			}
 			l.holdPing(h, h.cu.j, el)
-			if l.hold != h {
+			if l.ph != h {
 				return
 			}
 			h.cu.advance()
@@ -100,7 +228,7 @@ func (l *loop) holdPump(now int64) {
 		h.holding = false
 	}
 	if !h.holding && (h.pending == 0 || now >= h.stopAt) {
-		l.holdFinish(false, now)
+		h.finish(l, false, now)
 		return
 	}
 	switch {
@@ -129,7 +257,7 @@ func (l *loop) holdPing(h *holdRun, j int, el time.Duration) {
 	h.next[j] = due
 	var seq [8]byte
 	binary.BigEndian.PutUint64(seq[:], uint64(due-1))
-	h.part.pings++
+	h.part.Pings++
 	h.waiting[j]++
 	h.pending++
 	if h.job.pr != nil && !h.job.clock {
@@ -146,13 +274,13 @@ func (h *holdRun) slot(c *conn) int {
 	return -1
 }
 
-// pong counts a pong from c.
-func (h *holdRun) pong(l *loop, c *conn) {
+// onPong implements loopRun: it counts a pong from c.
+func (h *holdRun) onPong(_ *loop, c *conn) {
 	i := h.slot(c)
 	if i < 0 {
 		return
 	}
-	h.part.pongs++
+	h.part.Pongs++
 	if h.waiting[i] > 0 {
 		h.waiting[i]--
 		h.pending--
@@ -162,131 +290,32 @@ func (h *holdRun) pong(l *loop, c *conn) {
 	}
 }
 
-// lost counts a dropped connection; its pongs will not come.
-func (h *holdRun) lost(c *conn, reason string) {
+// lost implements loopRun: it counts a dropped connection; its pongs will
+// not come.
+func (h *holdRun) lost(_ *loop, c *conn, _ uint8, reason Reason) {
 	i := h.slot(c)
 	if i < 0 {
 		return
 	}
 	h.pending -= int64(h.waiting[i])
 	h.waiting[i] = 0
-	if h.part.errors == nil {
-		h.part.errors = make(map[string]int64)
-	}
-	h.part.errors[reason]++
+	h.part.Errors.add(reason)
 	if !h.holding && h.pending == 0 {
 		h.wake = 0
 	}
 }
 
-// holdFinish ends the hold here and reports this loop's share.
-func (l *loop) holdFinish(stopped bool, now int64) {
-	h := l.hold
+// finish implements loopRun: it ends the hold here and reports this
+// loop's share.
+func (h *holdRun) finish(l *loop, stopped bool, now int64) {
 	for _, c := range h.conns {
 		if c.state == stOpen {
-			h.part.alive++
+			h.part.Alive++
 		}
 		c.sentAt = 0
 	}
 	if h.job.clock && h.job.pr != nil {
 		h.job.pr.Done.Store(int64(min(time.Duration(now-h.start), h.job.pacer.Duration) / time.Second))
 	}
-	l.hold = nil
-	l.results <- phaseResult{phase: h.job.phase, hold: &h.part, stopped: stopped}
-}
-
-// validate checks a hold phase's parameters.
-func (p HoldParams) validate() error {
-	var errs []error
-	if p.Duration <= 0 {
-		errs = append(errs, fmt.Errorf("duration must be > 0, got %v", p.Duration))
-	}
-	if p.Ping < 0 {
-		errs = append(errs, fmt.Errorf("ping must be >= 0, got %v", p.Ping))
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("client: hold: %w", errors.Join(errs...))
-	}
-	return nil
-}
-
-// Hold keeps every open connection open for p.Duration and reports how
-// many stayed open. With p.Ping > 0 every connection sends a ping every
-// p.Ping (the connections' pings spread evenly over the interval), and the
-// pongs are counted, waiting up to DefaultHoldDrain after p.Duration for
-// the ones still due.
-//
-// Progress counts pings sent, or elapsed whole seconds without pings. A
-// phase cut short (ctx canceled, Close) returns what was measured with
-// Stopped saying why; cancellation also returns ctx.Err(), Close ErrClosed.
-func (c *Client) Hold(ctx context.Context, p HoldParams, pr *Progress) (HoldResult, error) {
-	if err := p.validate(); err != nil {
-		return HoldResult{}, err
-	}
-	c.phaseMu.Lock()
-	defer c.phaseMu.Unlock()
-	if c.closed.Load() {
-		return HoldResult{}, ErrClosed
-	}
-	open := make([]int, len(c.loops))
-	total := 0
-	for i, l := range c.loops {
-		open[i] = int(l.nopen.Load())
-		total += open[i]
-	}
-	pacer := Pacer{Duration: p.Duration, Rate: 1}
-	if p.Ping > 0 {
-		pacer.Rate = 1 / p.Ping.Seconds()
-	}
-	if pr != nil {
-		pr.Done.Store(0)
-		if p.Ping > 0 {
-			var want int64
-			for j := range total {
-				want += pacer.Total(float64(j) / float64(total))
-			}
-			pr.Total.Store(want)
-		} else {
-			pr.Total.Store(int64(p.Duration / time.Second))
-		}
-	}
-	c.phase++
-	start := time.Now()
-	var posted []*loop
-	first := 0
-	for i, l := range c.loops {
-		job := &holdJob{
-			phase: c.phase,
-			ping:  p.Ping > 0,
-			pacer: pacer,
-			first: first,
-			total: max(total, 1),
-			start: start,
-			clock: i == 0 && p.Ping == 0,
-			pr:    pr,
-		}
-		if p.Ping > 0 {
-			job.drain = int64(DefaultHoldDrain)
-		}
-		first += open[i]
-		if l.post(command{kind: cmdHold, hold: job}) {
-			posted = append(posted, l)
-		}
-	}
-	results, why := c.collect(ctx, 0, posted)
-	res := HoldResult{Used: time.Since(start), Errors: map[string]int64{}, Stopped: why}
-	for _, r := range results {
-		x := r.hold
-		if x == nil {
-			continue
-		}
-		res.Conns += x.conns
-		res.Alive += x.alive
-		res.Pings += x.pings
-		res.Pongs += x.pongs
-		for k, v := range x.errors {
-			res.Errors[k] += v
-		}
-	}
-	return res, stopErr(ctx, why)
+	l.finished(h.job.phase, &h.part, stopped)
 }

@@ -40,10 +40,7 @@ const (
 
 // Command kinds sent to a loop.
 const (
-	cmdDial = iota + 1
-	cmdEcho
-	cmdRate
-	cmdHold
+	cmdRun = iota + 1
 	cmdStop
 	cmdClose
 )
@@ -52,21 +49,65 @@ const (
 // loop.mu and announced through the loop's eventfd.
 type command struct {
 	kind  int
-	phase int64 // cmdStop: the phase to stop
-	dial  *dialJob
-	echo  *echoJob
-	rate  *rateJob
-	hold  *holdJob
+	phase int64         // the phase to run (cmdRun) or stop (cmdStop)
+	start func(l *loop) // cmdRun: begins the phase's run on the loop
 }
 
 // phaseResult is a loop's share of a phase, sent when the phase ends there.
 type phaseResult struct {
 	phase   int64
-	dial    *connectPart
-	echo    *echoPart
-	rate    *ratePart
-	hold    *holdPart
-	stopped bool // cut short by cmdStop or Close
+	part    Result // the kind's result type, this loop's share
+	stopped bool   // cut short by cmdStop or Close
+}
+
+// loopRun is a phase running on a loop: the one interface the protocol
+// layer calls. Kinds embed baseRun for the hooks they do not need.
+type loopRun interface {
+	// id is the phase's number.
+	id() int64
+	// onData handles a chunk of a data message on c.
+	onData(l *loop, c *conn, ev *event, now int64)
+	// onPong handles a pong on c.
+	onPong(l *loop, c *conn)
+	// lost charges a dropped connection. For an open connection it runs
+	// after the socket is closed, with the flags c had; a connection still
+	// in its handshake (c.state < stOpen) is the run's to close.
+	lost(l *loop, c *conn, flags uint8, reason Reason)
+	// tick runs the timer checks (see loop.setTick).
+	tick(l *loop, now int64)
+	// wakeAt is the loop clock of the next pump; < 0 = none.
+	wakeAt() int64
+	// pump runs the timetable when wakeAt has come.
+	pump(l *loop, now int64)
+	// resume runs when c's queued output is written and its socket is
+	// writable again.
+	resume(l *loop, c *conn)
+	// frame returns bytes [off:] of c's pending data frame masked with key
+	// (conn.flags fDataPend), in the loop's write buffer.
+	frame(l *loop, key uint32, off int) []byte
+	// finish ends the run here (stopped: cut short) and reports its share
+	// with l.finished.
+	finish(l *loop, stopped bool, now int64)
+}
+
+// baseRun gives a loopRun no-op hooks.
+type baseRun struct{ phase int64 }
+
+func (b *baseRun) id() int64                        { return b.phase }
+func (*baseRun) onData(*loop, *conn, *event, int64) {}
+func (*baseRun) onPong(*loop, *conn)                {}
+func (*baseRun) lost(*loop, *conn, uint8, Reason)   {}
+func (*baseRun) tick(*loop, int64)                  {}
+func (*baseRun) wakeAt() int64                      { return -1 }
+func (*baseRun) pump(*loop, int64)                  {}
+func (*baseRun) resume(*loop, *conn)                {}
+func (*baseRun) frame(*loop, uint32, int) []byte    { return nil }
+
+// finished ends the run in progress and sends the loop's share.
+func (l *loop) finished(phase int64, part Result, stopped bool) {
+	l.ph = nil
+	l.setTick(0)
+	l.results <- phaseResult{phase: phase, part: part, stopped: stopped}
 }
 
 // loop is one event loop: a goroutine locked to its OS thread, with its own
@@ -79,12 +120,12 @@ type phaseResult struct {
 //   - The protocol layer is phase-agnostic: readFrames/feed decode the
 //     server stream (answering pings, dropping closed connections), and
 //     sendControl/flush write control frames and pending output.
-//   - A phase is a run object (dialRun, echoRun, rateRun, holdRun) that the
-//     protocol layer calls back into: onData for message chunks, lost for
-//     dropped connections, tick for timers. A new phase mode is a new run
-//     type with its own start/onData/tick/finish, dispatched next to the
-//     others in onData, lost, tick and drainCommands.
-//   - Timed phases (rate, hold) also set a wake time, the loop clock of
+//   - A phase is a loopRun (dialRun, echoRun, rateRun, holdRun, ...) that
+//     the protocol layer calls back into through one interface: onData for
+//     message chunks, onPong, lost for dropped connections, tick for
+//     timers, resume when a socket is writable again, frame for a pending
+//     data frame, finish. The protocol layer names no kind.
+//   - Timed phases (rate, hold) also have a wake time, the loop clock of
 //     their next timetable event: epoll_pwait2 sleeps until exactly then
 //     (nanosecond timeouts; epoll_wait's whole milliseconds would make
 //     every paced message up to 1 ms late), and the loop calls their pump.
@@ -119,14 +160,12 @@ type loop struct {
 	src4, src6 []unix.Sockaddr
 
 	// The phase running here, at most one at a time.
-	dial      *dialRun
-	echo      *echoRun
-	rate      *rateRun
-	hold      *holdRun
+	ph        loopRun
 	tickEvery int64 // ns; 0 = no timers
 	nextTick  int64
 	cmdTmp    []command
-	stopping  bool // a cmdClose arrived
+	ev        event // the data event being handled (see feed)
+	stopping  bool  // a cmdClose arrived
 }
 
 // newLoop creates a loop's epoll and eventfd; run starts it.
@@ -234,12 +273,11 @@ func (l *loop) run() {
 			l.tick(now)
 			l.nextTick = now + l.tickEvery
 		}
-		if l.rate != nil && now >= l.rate.wake {
-			l.ratePump(now)
-			now = l.now() // the pump's writes take time; wake on time
-		}
-		if l.hold != nil && now >= l.hold.wake {
-			l.holdPump(now)
+		if r := l.ph; r != nil {
+			if w := r.wakeAt(); w >= 0 && now >= w {
+				r.pump(l, now)
+				now = l.now() // the pump's writes take time; wake on time
+			}
 		}
 		if l.stopping {
 			l.shutdown()
@@ -254,11 +292,10 @@ func (l *loop) deadline() (int64, bool) {
 	if l.tickEvery > 0 {
 		at, ok = l.nextTick, true
 	}
-	if r := l.rate; r != nil && (!ok || r.wake < at) {
-		at, ok = r.wake, true
-	}
-	if h := l.hold; h != nil && (!ok || h.wake < at) {
-		at, ok = h.wake, true
+	if r := l.ph; r != nil {
+		if w := r.wakeAt(); w >= 0 && (!ok || w < at) {
+			at, ok = w, true
+		}
 	}
 	return at, ok
 }
@@ -275,26 +312,11 @@ func (l *loop) drainCommands() {
 	for i := range l.cmdTmp {
 		cmd := &l.cmdTmp[i]
 		switch cmd.kind {
-		case cmdDial:
-			l.dialStart(cmd.dial)
-		case cmdEcho:
-			l.echoStart(cmd.echo)
-		case cmdRate:
-			l.rateStart(cmd.rate)
-		case cmdHold:
-			l.holdStart(cmd.hold)
+		case cmdRun:
+			cmd.start(l)
 		case cmdStop:
-			if l.dial != nil && l.dial.job.phase == cmd.phase {
-				l.dialFinish(true)
-			}
-			if l.echo != nil && l.echo.job.phase == cmd.phase {
-				l.echoFinish(true)
-			}
-			if l.rate != nil && l.rate.job.phase == cmd.phase {
-				l.rateFinish(true, l.now())
-			}
-			if l.hold != nil && l.hold.job.phase == cmd.phase {
-				l.holdFinish(true, l.now())
+			if r := l.ph; r != nil && r.id() == cmd.phase {
+				r.finish(l, true, l.now())
 			}
 		case cmdClose:
 			l.stopping = true
@@ -315,14 +337,8 @@ func (l *loop) setTick(every time.Duration) {
 
 // tick runs the timer checks of the phase in progress.
 func (l *loop) tick(now int64) {
-	if l.dial != nil {
-		l.dialTick(now)
-	}
-	if l.echo != nil {
-		l.echoTick(now)
-	}
-	if l.rate != nil {
-		l.rateTick()
+	if r := l.ph; r != nil {
+		r.tick(l, now)
 	}
 }
 
@@ -333,17 +349,8 @@ func (l *loop) shutdown() {
 	l.quit = true
 	l.cmds = nil
 	l.mu.Unlock()
-	if l.dial != nil {
-		l.dialFinish(true)
-	}
-	if l.echo != nil {
-		l.echoFinish(true)
-	}
-	if l.rate != nil {
-		l.rateFinish(true, l.now())
-	}
-	if l.hold != nil {
-		l.holdFinish(true, l.now())
+	if r := l.ph; r != nil {
+		r.finish(l, true, l.now())
 	}
 	for fd, c := range l.byFD {
 		if c == nil {
@@ -477,12 +484,12 @@ func (l *loop) readFrames(c *conn) {
 		n, e := rawRead(c.fd, l.rbuf[off:])
 		if e != 0 {
 			if !wouldBlock(e) {
-				l.lost(c, "read: "+e.Error())
+				l.lost(c, Reason("read: "+e.Error()))
 			}
 			return
 		}
 		if n == 0 {
-			l.lost(c, "eof")
+			l.lost(c, ReasonEOF)
 			return
 		}
 		if off > 0 {
@@ -503,7 +510,7 @@ func (l *loop) feed(c *conn, b []byte, now int64) {
 	for len(b) > 0 {
 		ev, n, err := c.dec.next(b)
 		if err != nil {
-			l.lost(c, "protocol: "+err.Error())
+			l.lost(c, Reason("protocol: "+err.Error()))
 			return
 		}
 		if n == 0 {
@@ -514,7 +521,11 @@ func (l *loop) feed(c *conn, b []byte, now int64) {
 		b = b[n:]
 		switch ev.kind {
 		case evData:
-			l.onData(c, &ev, now)
+			// Through a loop field: a pointer to a local passed to an
+			// interface method would escape, one allocation per event.
+			l.ev = ev
+			l.onData(c, &l.ev, now)
+			l.ev = event{}
 		case evControl:
 			l.onControl(c, ev.op, ev.data)
 		}
@@ -532,13 +543,10 @@ func (l *loop) onData(c *conn, ev *event, now int64) {
 		}
 		return
 	}
-	if e := l.echo; e != nil && c.flags&fInflight != 0 {
-		e.onData(l, c, ev, now)
-	}
-	if r := l.rate; r != nil {
+	if r := l.ph; r != nil {
 		r.onData(l, c, ev, now)
 	}
-	// Anything else is a message nobody asked for; it is ignored.
+	// Without a phase, a message nobody asked for; it is ignored.
 }
 
 // onControl answers pings and handles a server's close.
@@ -547,14 +555,14 @@ func (l *loop) onControl(c *conn, op byte, payload []byte) {
 	case opPing:
 		l.sendControl(c, opPong, payload)
 	case opPong:
-		if h := l.hold; h != nil {
-			h.pong(l, c)
+		if r := l.ph; r != nil {
+			r.onPong(l, c)
 		}
 	case opClose:
-		reason := "server close"
+		reason := ReasonServerClose
 		if len(payload) >= 2 {
 			code := binary.BigEndian.Uint16(payload)
-			reason = "server close " + itoa(int(code))
+			reason = ReasonServerClose + Reason(" "+itoa(int(code)))
 			payload = payload[:2]
 		} else {
 			payload = nil
@@ -570,30 +578,23 @@ func (l *loop) onControl(c *conn, op byte, payload []byte) {
 
 // lost drops a connection that failed, charging the failure to the phase
 // that was using it.
-func (l *loop) lost(c *conn, reason string) {
+func (l *loop) lost(c *conn, reason Reason) {
 	if c.state == stClosed {
 		return
 	}
+	r := l.ph
 	if c.state != stOpen {
-		l.attemptFailed(c, reason)
+		if r != nil {
+			r.lost(l, c, c.flags, reason) // a handshake: the connect run's
+		} else {
+			l.closeFD(c)
+		}
 		return
 	}
-	inflight := c.flags&fInflight != 0
-	warm := c.flags&fWarm != 0
-	if d := l.dial; d != nil && c.flags&fNew != 0 {
-		d.part.success--
-		d.part.failed++
-		d.part.count(reason)
-	}
+	flags := c.flags
 	l.closeFD(c)
-	if e := l.echo; e != nil && inflight {
-		e.lostInflight(l, warm, reason)
-	}
-	if r := l.rate; r != nil {
-		r.lost(l, c, reason)
-	}
-	if h := l.hold; h != nil {
-		h.lost(c, reason)
+	if r != nil {
+		r.lost(l, c, flags, reason)
 	}
 }
 
@@ -613,7 +614,7 @@ func (l *loop) sendControl(c *conn, op byte, payload []byte) {
 	if c.flags&fWantOut == 0 {
 		n, e := rawWrite(c.fd, b)
 		if e != 0 && !wouldBlock(e) {
-			l.lost(c, "write: "+e.Error())
+			l.lost(c, Reason("write: "+e.Error()))
 			return
 		}
 		b = b[n:]
@@ -633,7 +634,7 @@ func (l *loop) wantOut(c *conn) {
 	}
 	c.flags |= fWantOut
 	if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, c.gen, evInOut); err != nil {
-		l.lost(c, "epoll_ctl: "+errnoText(err))
+		l.lost(c, Reason("epoll_ctl: "+errnoText(err)))
 	}
 }
 
@@ -645,11 +646,13 @@ func (l *loop) flush(c *conn) {
 		data := false
 		switch {
 		case c.flags&fDataPend != 0 && (c.woff > 0 || c.ext == nil || len(c.ext.out) == 0):
-			if l.echo == nil { // cannot happen: echoFinish spills pending frames
+			if l.ph != nil {
+				b = l.ph.frame(l, c.wkey, int(c.woff))
+			}
+			if b == nil { // cannot happen: runs spill pending frames when they finish
 				c.flags &^= fDataPend
 				continue
 			}
-			b = l.echo.frameFrom(l, c.wkey, int(c.woff))
 			data = true
 		case c.ext != nil && len(c.ext.out) > 0:
 			b = c.ext.out
@@ -659,10 +662,10 @@ func (l *loop) flush(c *conn) {
 				l.putExt(c)
 			}
 			if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, c.gen, evIn); err != nil {
-				l.lost(c, "epoll_ctl: "+errnoText(err))
+				l.lost(c, Reason("epoll_ctl: "+errnoText(err)))
 				return
 			}
-			if r := l.rate; r != nil {
+			if r := l.ph; r != nil {
 				r.resume(l, c) // messages that waited for the socket
 			}
 			return
@@ -670,7 +673,7 @@ func (l *loop) flush(c *conn) {
 		n, e := rawWrite(c.fd, b)
 		if e != 0 {
 			if !wouldBlock(e) {
-				l.lost(c, "write: "+e.Error())
+				l.lost(c, Reason("write: "+e.Error()))
 			}
 			return
 		}

@@ -11,6 +11,187 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
+func init() {
+	Register(Kind{Name: "rate", NewParams: func() Params { return &RateParams{} }, NewResult: func() Result { return &RateResult{} }})
+}
+
+// RateParams configure an open-loop rate phase (Client.Rate).
+type RateParams struct {
+	Duration time.Duration `json:"duration"` // sending time, > 0
+	Rate     float64       `json:"rate"`     // messages per connection per second, > 0 (fractions allowed)
+	Payload  int           `json:"payload"`  // bytes per message, >= MarkerLen
+	// Connections is how many open connections send; 0 = all open ones.
+	Connections int `json:"connections"`
+	// Ramp is the time to reach Rate linearly from 0; 0 = none; <= Duration.
+	Ramp time.Duration `json:"ramp"`
+	// Batch is the most bytes one write carries when several messages are
+	// due on a connection at once; 0 = DefaultRateBatch. A message larger
+	// than Batch is one write of its own.
+	Batch int `json:"batch"`
+	// MaxInflight bounds the messages sent and not yet echoed on one
+	// connection; 0 = DefaultMaxInflight(Rate). A message due while its
+	// connection is at the bound (or its socket is not writable) waits and
+	// leaves late, with its original scheduled time.
+	MaxInflight int `json:"max_inflight"`
+	// MaxInflightBytes bounds the payload bytes sent and not yet echoed
+	// over every connection of the phase (split over loops and shards in
+	// proportion to their connections), so an overloaded server cannot
+	// make the client fill the kernel's socket memory; messages due beyond
+	// it wait like those beyond MaxInflight. 0 = DefaultMaxInflightBytes.
+	MaxInflightBytes int64 `json:"max_inflight_bytes"`
+	// Drain is how long to wait after Duration for echoes still due; 0 =
+	// DefaultRateDrain.
+	Drain time.Duration `json:"drain"`
+	// LateAfter: a message written more than LateAfter after its scheduled
+	// time counts as late; 0 = DefaultLateAfter.
+	LateAfter time.Duration `json:"late_after"`
+	// Verify compares every echoed payload byte after the marker (the
+	// marker itself is always checked).
+	Verify bool `json:"verify"`
+	// PhaseFirst and PhaseTotal place this client's connections in the
+	// timetable: its connection j gets phase (PhaseFirst+j)/PhaseTotal of
+	// a period. Zero values = j/Connections. Split sets them so that the
+	// connections of every loop and shard spread over one period together.
+	PhaseFirst int `json:"phase_first"`
+	PhaseTotal int `json:"phase_total"`
+}
+
+// RateResult is what a rate phase measured. Every message carries a
+// MarkerLen-byte marker (its number on its connection and its scheduled
+// send time); latency runs from the scheduled time to the complete echo, so
+// a message that left late carries its lateness into its latency.
+type RateResult struct {
+	Conns     int           `json:"conns"`      // connections that took part
+	Scheduled int64         `json:"scheduled"`  // messages the timetable had due before Duration on them
+	Sent      int64         `json:"sent"`       // messages written
+	Recv      int64         `json:"recv"`       // echoes received intact (marker, length, opcode, payload)
+	Failed    int64         `json:"failed"`     // echoes received but wrong, or messages nobody sent
+	Late      int64         `json:"late"`       // messages written more than LateAfter after their scheduled time
+	Unsent    int64         `json:"unsent"`     // Scheduled - Sent: due, but never written before Duration ended
+	BytesSent int64         `json:"bytes_sent"` // payload bytes written
+	BytesRecv int64         `json:"bytes_recv"` // payload bytes received
+	Used      time.Duration `json:"used"`
+	Drain     time.Duration `json:"drain"`   // time after Duration spent waiting for echoes
+	Latency   Hist          `json:"latency"` // ns, intact echoes, from the scheduled send time; exact over loops and shards
+	// Seconds is the timeline: entry i covers [i s, i+1 s) from the start
+	// of the phase (drain included). Sends count in the second they were
+	// written, echoes and their latencies in the second they completed. It
+	// grows as the phase runs, one RateSecond (48 bytes) per second.
+	Seconds []RateSecond `json:"seconds"`
+	Errors  Reasons      `json:"errors"`  // failure reason -> count (failed echoes, lost connections)
+	Stopped StopReason   `json:"stopped"` // StopCanceled, StopClosed, StopNoConnections; "" = it ran to its end
+}
+
+// Lost returns the messages sent whose echo never came: Sent - Recv - Failed.
+func (r RateResult) Lost() int64 { return r.Sent - r.Recv - r.Failed }
+
+// RateSecond is one second of a rate phase's timeline. A finished second
+// keeps only this summary point: its latency percentiles are computed
+// when the second ends. Merged over several loops or shards, P50, P99 and
+// Max are the highest of theirs (Max is exact; P50 and P99 are upper
+// bounds, exact for one part); the whole phase's Latency stays exact.
+type RateSecond struct {
+	Sent int64         `json:"sent"`
+	Recv int64         `json:"recv"`
+	Late int64         `json:"late"`
+	P50  time.Duration `json:"p50,omitempty"`
+	P99  time.Duration `json:"p99,omitempty"`
+	Max  time.Duration `json:"max,omitempty"`
+}
+
+// merge adds o into s.
+func (s *RateSecond) merge(o RateSecond) {
+	s.Sent += o.Sent
+	s.Recv += o.Recv
+	s.Late += o.Late
+	s.P50 = max(s.P50, o.P50)
+	s.P99 = max(s.P99, o.P99)
+	s.Max = max(s.Max, o.Max)
+}
+
+// Kind implements Params.
+func (p *RateParams) Kind() string { return "rate" }
+
+// Merge implements Result.
+func (r *RateResult) Merge(other Result) {
+	o := other.(*RateResult)
+	r.Conns += o.Conns
+	r.Scheduled += o.Scheduled
+	r.Sent += o.Sent
+	r.Recv += o.Recv
+	r.Failed += o.Failed
+	r.Late += o.Late
+	r.Unsent += o.Unsent
+	r.BytesSent += o.BytesSent
+	r.BytesRecv += o.BytesRecv
+	r.Used = max(r.Used, o.Used)
+	r.Drain = max(r.Drain, o.Drain)
+	r.Latency.add(o.Latency)
+	for len(r.Seconds) < len(o.Seconds) {
+		r.Seconds = append(r.Seconds, RateSecond{})
+	}
+	for i, s := range o.Seconds {
+		r.Seconds[i].merge(s)
+	}
+	r.Errors.merge(o.Errors)
+	r.Stopped = MergeStop(r.Stopped, o.Stopped)
+}
+
+// Stop implements Result.
+func (r *RateResult) Stop() StopReason { return r.Stopped }
+
+// withDefaults returns p with its zero defaults filled in.
+func (p RateParams) withDefaults() RateParams {
+	if p.Batch == 0 {
+		p.Batch = DefaultRateBatch
+	}
+	if p.MaxInflight == 0 {
+		p.MaxInflight = DefaultMaxInflight(p.Rate)
+	}
+	if p.MaxInflightBytes == 0 {
+		p.MaxInflightBytes = DefaultMaxInflightBytes
+	}
+	if p.Drain == 0 {
+		p.Drain = DefaultRateDrain
+	}
+	if p.LateAfter == 0 {
+		p.LateAfter = DefaultLateAfter
+	}
+	return p
+}
+
+// Split implements Params: the sending connections in proportion to the
+// parts' open connections (never more than a part has), each part given
+// its place in one shared timetable (PhaseFirst/PhaseTotal) and its share
+// of MaxInflightBytes.
+func (p *RateParams) Split(weights []int) []Params {
+	d := p.withDefaults()
+	n := p.Connections
+	if n == 0 {
+		for _, w := range weights {
+			n += w
+		}
+	}
+	total := p.PhaseTotal
+	if total == 0 {
+		total = p.PhaseFirst + n
+	}
+	out := make([]Params, len(weights))
+	first := p.PhaseFirst
+	for i, slots := range distribute(n, weights) {
+		if slots == 0 {
+			continue
+		}
+		q := d
+		q.Connections = slots
+		q.PhaseFirst, q.PhaseTotal = first, total
+		q.MaxInflightBytes = max(int64(p.Payload), d.MaxInflightBytes*int64(slots)/int64(n))
+		first += slots
+		out[i] = &q
+	}
+	return out
+}
+
 // Rate phase defaults.
 const (
 	// DefaultRateBatch is RateParams.Batch when 0: the most bytes one write
@@ -56,31 +237,6 @@ type rateJob struct {
 	pr          *Progress
 }
 
-// ratePart is one loop's share of a RateResult.
-type ratePart struct {
-	conns                               int
-	scheduled, sent, recv, failed, late int64
-	bytesSent, bytesRecv                int64
-	elapsed                             time.Duration // from t = 0 to the end of the phase here
-	noConns                             bool          // every connection was lost
-	errors                              map[string]int64
-	seconds                             []rateSecond
-}
-
-// rateSecond is one second of a loop's timeline.
-type rateSecond struct {
-	sent, recv, late int64
-	hist             *hdrhistogram.PackedHistogram
-}
-
-// count adds one failure with reason.
-func (p *ratePart) count(reason string) {
-	if p.errors == nil {
-		p.errors = make(map[string]int64)
-	}
-	p.errors[reason]++
-}
-
 // rateConn is a connection's state in a rate phase; conn.sentAt holds its
 // index in rateRun.conns while the phase runs.
 type rateConn struct {
@@ -99,6 +255,7 @@ type rateConn struct {
 // then wait, and leave as soon as a flush or an echo frees it, late but
 // with their scheduled times. Nothing waits for replies.
 type rateRun struct {
+	baseRun
 	job       rateJob
 	cu        cursor
 	conns     []rateConn
@@ -111,16 +268,17 @@ type rateRun struct {
 	live      int
 	left      int   // bytes this pump may still write
 	wake      int64 // loop clock of the next pump
-	part      ratePart
-	cur       *hdrhistogram.Histogram // latencies of the second curSec
+	part      RateResult
+	noConns   bool                    // every connection was lost
+	cur       *hdrhistogram.Histogram // latencies of the second curSec, not yet in part.Latency
 	curSec    int
 	unflushed int64
 }
 
 // rateStart begins a rate phase in this loop.
 func (l *loop) rateStart(job *rateJob) {
-	r := &rateRun{job: *job, cur: NewHistogram()}
-	l.rate = r
+	r := &rateRun{baseRun: baseRun{job.phase}, job: *job, cur: NewHistogram(), part: RateResult{Latency: NewHist()}}
+	l.ph = r
 	r.flen = len(job.hdr) + len(job.payload)
 	if need := max(job.batch, r.flen); cap(l.wbuf) < need {
 		l.wbuf = make([]byte, need)
@@ -136,29 +294,33 @@ func (l *loop) rateStart(job *rateJob) {
 		c.sentAt = int64(i)
 	}
 	r.live = n
-	r.part.conns = n
+	r.part.Conns = n
 	r.cu = cursor{p: job.pacer, first: job.first, total: job.total, n: n}
-	secs := int((job.pacer.Duration+time.Duration(job.drain))/time.Second) + 2
-	r.part.seconds = make([]rateSecond, secs)
-	for i := range r.part.seconds {
-		r.part.seconds[i].hist = hdrhistogram.NewPacked(HistMin, HistMax, HistSigFigs)
-	}
 	r.sending = true
 	l.setTick(maxTick)
-	l.ratePump(l.now())
+	r.pump(l, l.now())
 }
 
-// second returns the timeline index of loop time now.
-func (r *rateRun) second(now int64) int {
-	s := int((now - r.start) / int64(time.Second))
-	return min(max(s, 0), len(r.part.seconds)-1)
+// second returns the timeline entry of loop time now, growing the
+// timeline to it: per-second state grows as the phase runs, never ahead.
+func (r *rateRun) second(now int64) *RateSecond {
+	s := max(0, int((now-r.start)/int64(time.Second)))
+	for len(r.part.Seconds) <= s {
+		r.part.Seconds = append(r.part.Seconds, RateSecond{})
+	}
+	return &r.part.Seconds[s]
 }
 
-// ratePump sends what the timetable has due by now, closes the sending
-// window at its end, ends the phase when nothing is left to wait for, and
-// sets the time of the next pump.
-func (l *loop) ratePump(now int64) {
-	r := l.rate
+// wakeAt implements loopRun.
+func (r *rateRun) wakeAt() int64 { return r.wake }
+
+// ratePump runs the pump (tests call it by this name).
+func (l *loop) ratePump(now int64) { l.ph.pump(l, now) }
+
+// pump implements loopRun: it sends what the timetable has due by now,
+// closes the sending window at its end, ends the phase when nothing is
+// left to wait for, and sets the time of the next pump.
+func (r *rateRun) pump(l *loop, now int64) {
 	more := false
 	if r.sending {
 		el := time.Duration(now - r.start)
@@ -170,7 +332,7 @@ func (l *loop) ratePump(now int64) {
 				break
 			}
 			l.rateSend(r, r.cu.j, now)
-			if l.rate != r {
+			if l.ph != r {
 				return
 			}
 			if r.left <= 0 {
@@ -192,7 +354,7 @@ func (l *loop) ratePump(now int64) {
 		}
 	}
 	if !r.sending && (r.inflight == 0 || now >= r.stopAt) {
-		l.rateFinish(false, now)
+		r.finish(l, false, now)
 		return
 	}
 	if r.sending {
@@ -214,10 +376,10 @@ func (r *rateRun) closeWindow(now int64) {
 	r.sending = false
 	el := time.Duration(now - r.start)
 	for j := range r.conns {
-		r.part.scheduled += r.job.pacer.Due(el, r.cu.phase(j))
+		r.part.Scheduled += r.job.pacer.Due(el, r.cu.phase(j))
 	}
 	if r.live == 0 {
-		r.part.noConns = true
+		r.noConns = true
 	}
 }
 
@@ -236,7 +398,7 @@ func (l *loop) rateSend(r *rateRun, j int, now int64) {
 	if rc.next >= due {
 		return
 	}
-	sec := &r.part.seconds[r.second(now)]
+	sec := r.second(now)
 	buf := l.wbuf[:0]
 	for rc.next < due && r.inflight < r.job.loopMax && r.left > 0 {
 		if rc.next-rc.acked >= r.job.maxInflight {
@@ -255,11 +417,11 @@ func (l *loop) rateSend(r *rateRun, j int, now int64) {
 		r.left -= r.flen
 		rc.next++
 		r.inflight++
-		r.part.sent++
-		sec.sent++
+		r.part.Sent++
+		sec.Sent++
 		if now-(r.start+at) > r.job.lateAfter {
-			r.part.late++
-			sec.late++
+			r.part.Late++
+			sec.Late++
 		}
 		r.unflushed++
 	}
@@ -288,7 +450,7 @@ func (r *rateRun) appendFrame(l *loop, buf []byte, seq uint64, at int64) []byte 
 	putMarker(m[:], seq, at)
 	maskCopy(f[hl:], m[:], key, 0)
 	maskCopy(f[hl+MarkerLen:], r.job.payload[MarkerLen:], key, MarkerLen)
-	r.part.bytesSent += int64(len(r.job.payload))
+	r.part.BytesSent += int64(len(r.job.payload))
 	return buf
 }
 
@@ -298,7 +460,7 @@ func (l *loop) rateWrite(c *conn, b []byte) bool {
 	n, e := rawWrite(c.fd, b)
 	if e != 0 {
 		if !wouldBlock(e) {
-			l.lost(c, "write: "+e.Error())
+			l.lost(c, Reason("write: "+e.Error()))
 			return false
 		}
 		n = 0
@@ -320,15 +482,17 @@ func (r *rateRun) slot(c *conn) *rateConn {
 	return nil
 }
 
-// resume sends c's overdue messages once its output has drained (within
-// what is left of the last pump's write budget; else its next visit does).
+// resume implements loopRun: it sends c's overdue messages once its output
+// has drained (within what is left of the last pump's write budget; else
+// its next visit does).
 func (r *rateRun) resume(l *loop, c *conn) {
 	if rc := r.slot(c); rc != nil && r.sending {
 		l.rateSend(r, int(c.sentAt), l.now())
 	}
 }
 
-// onData checks a chunk of an echo and completes it at its end: the marker
+// onData implements loopRun: it checks a chunk of an echo and completes it
+// at its end: the marker
 // must name the next message expected on the connection and its scheduled
 // time, and (with verify) the rest must match the payload.
 func (r *rateRun) onData(l *loop, c *conn, ev *event, now int64) {
@@ -338,7 +502,7 @@ func (r *rateRun) onData(l *loop, c *conn, ev *event, now int64) {
 	}
 	d := ev.data
 	pos := ev.total - int64(len(d))
-	r.part.bytesRecv += int64(len(d))
+	r.part.BytesRecv += int64(len(d))
 	if pos < MarkerLen {
 		k := copy(rc.mark[pos:], d)
 		d = d[k:]
@@ -353,22 +517,22 @@ func (r *rateRun) onData(l *loop, c *conn, ev *event, now int64) {
 	if !ev.end {
 		return
 	}
-	var reason string
+	var reason Reason
 	var at int64
 	switch {
 	case rc.acked >= rc.next:
-		reason = "unexpected message"
+		reason = ReasonUnexpected
 	case ev.total != int64(len(p)):
-		reason = "wrong length"
+		reason = ReasonWrongLength
 	case ev.op != opBinary:
-		reason = "wrong opcode"
+		reason = ReasonWrongOpcode
 	case rc.bad:
-		reason = "payload mismatch"
+		reason = ReasonPayloadMismatch
 	default:
 		var seq uint64
 		seq, at = readMarker(rc.mark[:])
 		if seq != uint64(rc.acked) || at != int64(r.job.pacer.At(rc.acked, r.cu.phase(int(c.sentAt)))) {
-			reason = "marker mismatch"
+			reason = ReasonMarkerMismatch
 		}
 	}
 	rc.bad = false
@@ -377,43 +541,48 @@ func (r *rateRun) onData(l *loop, c *conn, ev *event, now int64) {
 		rc.acked++
 		r.inflight--
 	}
-	s := r.second(now)
+	sec := r.second(now)
 	if reason == "" {
-		r.part.recv++
-		r.part.seconds[s].recv++
-		if s != r.curSec {
+		r.part.Recv++
+		sec.Recv++
+		if s := len(r.part.Seconds) - 1; s != r.curSec {
 			r.roll()
 			r.curSec = s
 		}
 		record(r.cur, max(0, now-(r.start+at)))
 	} else {
-		r.part.failed++
-		r.part.count(reason)
+		r.part.Failed++
+		r.part.Errors.add(reason)
 	}
 	if rc.capped && r.sending {
 		rc.capped = false
 		l.rateSend(r, int(c.sentAt), now)
-		if l.rate != r {
+		if l.ph != r {
 			return
 		}
 	}
 	if !r.sending && r.inflight == 0 {
-		l.rateFinish(false, now)
+		r.finish(l, false, now)
 	}
 }
 
-// roll moves the latencies of second curSec into its timeline entry.
+// roll ends second curSec's latencies: its timeline entry keeps their
+// summary (p50, p99, max), the phase's histogram takes them all.
 func (r *rateRun) roll() {
 	if r.cur.TotalCount() == 0 {
 		return
 	}
-	r.part.seconds[r.curSec].hist.MergeFrom(r.cur)
+	s := &r.part.Seconds[r.curSec]
+	s.P50 = time.Duration(r.cur.ValueAtQuantile(50))
+	s.P99 = time.Duration(r.cur.ValueAtQuantile(99))
+	s.Max = time.Duration(r.cur.Max())
+	r.part.Latency.Merge(r.cur)
 	r.cur.Reset()
 }
 
-// lost takes a dropped connection out of the phase: its messages in flight
-// will never be echoed (they count as lost).
-func (r *rateRun) lost(l *loop, c *conn, reason string) {
+// lost implements loopRun: it takes a dropped connection out of the
+// phase; its messages in flight will never be echoed (they count as lost).
+func (r *rateRun) lost(_ *loop, c *conn, _ uint8, reason Reason) {
 	rc := r.slot(c)
 	if rc == nil {
 		return
@@ -421,25 +590,26 @@ func (r *rateRun) lost(l *loop, c *conn, reason string) {
 	r.inflight -= rc.next - rc.acked
 	rc.acked = rc.next
 	r.live--
-	r.part.count(reason)
+	r.part.Errors.add(reason)
 	if r.live == 0 || (!r.sending && r.inflight == 0) {
 		r.wake = 0 // the next pump ends the phase
 	}
 }
 
-// rateTick publishes progress.
-func (l *loop) rateTick() {
-	r := l.rate
+// tick implements loopRun: it publishes progress.
+func (r *rateRun) tick(*loop, int64) {
 	if r.job.pr != nil && r.unflushed > 0 {
 		r.job.pr.Done.Add(r.unflushed)
 		r.unflushed = 0
 	}
 }
 
-// rateFinish ends the rate phase here and reports this loop's share. Echoes
-// still due are discarded when they come (conn.skip).
-func (l *loop) rateFinish(stopped bool, now int64) {
-	r := l.rate
+// rateFinish ends the rate phase (tests call it by this name).
+func (l *loop) rateFinish(stopped bool, now int64) { l.ph.finish(l, stopped, now) }
+
+// finish implements loopRun: it ends the rate phase here and reports this
+// loop's share. Echoes still due are discarded when they come (conn.skip).
+func (r *rateRun) finish(l *loop, stopped bool, now int64) {
 	if r.sending {
 		r.closeWindow(now)
 	}
@@ -454,18 +624,22 @@ func (l *loop) rateFinish(stopped bool, now int64) {
 		}
 		c.sentAt = 0
 	}
-	r.part.elapsed = time.Duration(now - r.start)
-	r.part.seconds = r.part.seconds[:r.second(now)+1]
-	l.rate = nil
-	l.setTick(0)
+	elapsed := max(0, time.Duration(now-r.start))
+	r.second(now) // the timeline reaches the end
+	r.part.Used = min(elapsed, r.job.pacer.Duration)
+	r.part.Drain = elapsed - r.part.Used
+	r.part.Unsent = r.part.Scheduled - r.part.Sent
+	if r.noConns {
+		r.part.Stopped = StopNoConnections
+	}
 	if r.job.pr != nil && r.unflushed > 0 {
 		r.job.pr.Done.Add(r.unflushed)
 	}
-	l.results <- phaseResult{phase: r.job.phase, rate: &r.part, stopped: stopped}
+	l.finished(r.job.phase, &r.part, stopped)
 }
 
-// validate checks a rate phase's parameters.
-func (p RateParams) validate() error {
+// Validate implements Params.
+func (p *RateParams) Validate() error {
 	var errs []error
 	if p.Duration <= 0 {
 		errs = append(errs, fmt.Errorf("duration must be > 0, got %v", p.Duration))
@@ -519,138 +693,73 @@ func (p RateParams) validate() error {
 // returns what was measured with Stopped saying why; cancellation also
 // returns ctx.Err(), Close ErrClosed.
 func (c *Client) Rate(ctx context.Context, p RateParams, pr *Progress) (RateResult, error) {
-	if err := p.validate(); err != nil {
-		return RateResult{}, err
-	}
-	c.phaseMu.Lock()
-	defer c.phaseMu.Unlock()
-	if c.closed.Load() {
-		return RateResult{}, ErrClosed
-	}
-	open := make([]int, len(c.loops))
+	return runAs[RateResult](c, ctx, &p, pr)
+}
+
+// start implements Params.
+func (p *RateParams) start(ph *phaseEnv) (*phasePlan, error) {
 	total := 0
-	for i, l := range c.loops {
-		open[i] = int(l.nopen.Load())
-		total += open[i]
+	for _, o := range ph.open {
+		total += o
 	}
 	n := p.Connections
 	if n == 0 {
 		n = total
 	}
 	if n > total {
-		return RateResult{}, fmt.Errorf("client: rate: connections %d exceeds the %d open connections: open more in a connect phase or lower connections", n, total)
+		return nil, fmt.Errorf("client: rate: connections %d exceeds the %d open connections: open more in a connect phase or lower connections", n, total)
 	}
-	if p.Batch == 0 {
-		p.Batch = DefaultRateBatch
-	}
-	if p.MaxInflight == 0 {
-		p.MaxInflight = DefaultMaxInflight(p.Rate)
-	}
-	if p.MaxInflightBytes == 0 {
-		p.MaxInflightBytes = DefaultMaxInflightBytes
-	}
-	if p.Drain == 0 {
-		p.Drain = DefaultRateDrain
-	}
-	if p.LateAfter == 0 {
-		p.LateAfter = DefaultLateAfter
-	}
+	d := p.withDefaults()
 	phaseTotal := p.PhaseTotal
 	if phaseTotal == 0 {
-		phaseTotal = n
+		phaseTotal = p.PhaseFirst + n
 	}
 	pacer := Pacer{Rate: p.Rate, Ramp: p.Ramp, Duration: p.Duration}
 	payload := makePayload(p.Payload, false)
 	hdr := appendClientHeader(nil, opBinary, len(payload), 0)
-	if pr != nil {
+	if ph.pr != nil {
 		var want int64
 		for j := range n {
 			want += pacer.Total(float64(p.PhaseFirst+j) / float64(phaseTotal))
 		}
-		pr.Total.Store(want)
-		pr.Done.Store(0)
+		ph.pr.Total.Store(want)
+		ph.pr.Done.Store(0)
 	}
-	c.phase++
-	start := time.Now()
-	var posted []*loop
-	first := p.PhaseFirst
-	for i, slots := range distribute(n, open) {
-		if slots == 0 {
+	plan := &phasePlan{starts: make([]func(*loop), len(ph.open))}
+	for i, part := range p.Split(ph.open) {
+		if part == nil {
 			continue
 		}
+		q := part.(*RateParams)
 		job := &rateJob{
-			phase:       c.phase,
-			slots:       slots,
-			first:       first,
-			total:       phaseTotal,
+			phase:       ph.id,
+			slots:       q.Connections,
+			first:       q.PhaseFirst,
+			total:       q.PhaseTotal,
 			pacer:       pacer,
-			start:       start,
-			drain:       int64(p.Drain),
+			start:       ph.start,
+			drain:       int64(d.Drain),
 			hdr:         hdr,
 			payload:     payload,
 			verify:      p.Verify,
-			batch:       p.Batch,
-			maxInflight: int64(p.MaxInflight),
-			loopMax:     max(1, p.MaxInflightBytes*int64(slots)/int64(n)/int64(p.Payload)),
-			lateAfter:   int64(p.LateAfter),
-			pr:          pr,
+			batch:       d.Batch,
+			maxInflight: int64(d.MaxInflight),
+			loopMax:     max(1, q.MaxInflightBytes/int64(p.Payload)),
+			lateAfter:   int64(d.LateAfter),
+			pr:          ph.pr,
 		}
-		first += slots
-		if c.loops[i].post(command{kind: cmdRate, rate: job}) {
-			posted = append(posted, c.loops[i])
-		}
+		plan.starts[i] = func(l *loop) { l.rateStart(job) }
 	}
-	results, why := c.collect(ctx, 0, posted)
-	res := RateResult{Latency: NewHistogram(), Errors: map[string]int64{}}
-	var elapsed time.Duration
-	noConns := true // every loop lost all its connections
-	for _, r := range results {
-		x := r.rate
-		if x == nil {
-			continue
+	plan.done = func(res Result, why StopReason, _ time.Duration) StopReason {
+		r := res.(*RateResult)
+		if r.Latency.Histogram == nil {
+			r.Latency = NewHist()
 		}
-		res.Conns += x.conns
-		res.Scheduled += x.scheduled
-		res.Sent += x.sent
-		res.Recv += x.recv
-		res.Failed += x.failed
-		res.Late += x.late
-		res.BytesSent += x.bytesSent
-		res.BytesRecv += x.bytesRecv
-		elapsed = max(elapsed, x.elapsed)
-		noConns = noConns && x.noConns
-		for k, v := range x.errors {
-			res.Errors[k] += v
+		if why == "" {
+			why = r.Stopped
 		}
-		for len(res.Seconds) < len(x.seconds) {
-			res.Seconds = append(res.Seconds, RateSecond{})
-		}
-		for i, s := range x.seconds {
-			out := &res.Seconds[i]
-			out.Sent += s.sent
-			out.Recv += s.recv
-			out.Late += s.late
-			if s.hist.TotalCount() == 0 {
-				continue
-			}
-			if out.Latency == nil {
-				out.Latency = s.hist // the loop is done with it
-			} else {
-				out.Latency.Merge(s.hist)
-			}
-		}
+		r.Stopped = why
+		return why
 	}
-	for _, s := range res.Seconds {
-		if s.Latency != nil {
-			s.Latency.MergeInto(res.Latency)
-		}
-	}
-	res.Unsent = res.Scheduled - res.Sent
-	res.Used = min(elapsed, p.Duration)
-	res.Drain = elapsed - res.Used
-	if why == "" && noConns {
-		why = StopNoConnections
-	}
-	res.Stopped = why
-	return res, stopErr(ctx, why)
+	return plan, nil
 }

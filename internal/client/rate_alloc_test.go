@@ -50,12 +50,12 @@ func newRateRig(tb testing.TB, payload, per int) *rateRig {
 		loopMax:     1 << 30,
 		lateAfter:   int64(time.Millisecond),
 	})
-	if l.rate == nil || l.rate.part.sent != 0 {
+	if rr, ok := l.ph.(*rateRun); !ok || rr.part.Sent != 0 {
 		tb.Fatal("rateStart sent early or ended")
 	}
-	r.now = l.rate.start - r.period
+	r.now = l.ph.(*rateRun).start - r.period
 	tb.Cleanup(func() {
-		if l.rate != nil {
+		if l.ph != nil {
 			l.rateFinish(true, r.now)
 			<-l.results
 		}
@@ -126,17 +126,17 @@ func TestRatePathAllocs(t *testing.T) {
 		for range 20 {
 			r.step(t)
 		}
-		before := r.l.rate.part
+		before := r.l.ph.(*rateRun).part
 		allocs := testing.AllocsPerRun(1000, func() { r.step(t) })
 		if allocs != 0 {
 			t.Errorf("%d per step: %v allocations per step, want 0", per, allocs)
 		}
-		p := r.l.rate.part
-		if want := int64(1001 * per); p.sent-before.sent != want || p.recv-before.recv != want || p.failed != 0 || p.late != 0 {
+		p := r.l.ph.(*rateRun).part
+		if want := int64(1001 * per); p.Sent-before.Sent != want || p.Recv-before.Recv != want || p.Failed != 0 || p.Late != 0 {
 			t.Errorf("%d per step: sent %d recv %d failed %d late %d; want %d, %d, 0, 0 (errors %v)",
-				per, p.sent-before.sent, p.recv-before.recv, p.failed, p.late, want, want, p.errors)
+				per, p.Sent-before.Sent, p.Recv-before.Recv, p.Failed, p.Late, want, want, p.Errors)
 		}
-		if lat := r.l.rate.cur.Max(); lat < 100_000 || lat > 100_000+int64(per)*r.period+1000 {
+		if lat := r.l.ph.(*rateRun).cur.Max(); lat < 100_000 || lat > 100_000+int64(per)*r.period+1000 {
 			t.Errorf("%d per step: latency up to %d ns, want 100 µs after the last send", per, lat)
 		}
 	}
@@ -154,8 +154,8 @@ func BenchmarkRatePath(b *testing.B) {
 				r.step(b)
 			}
 			b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N*per), "cpu-ns/msg")
-			if p := r.l.rate.part; p.failed != 0 || p.recv != p.sent {
-				b.Fatalf("sent %d recv %d failed %d: %v", p.sent, p.recv, p.failed, p.errors)
+			if p := r.l.ph.(*rateRun).part; p.Failed != 0 || p.Recv != p.Sent {
+				b.Fatalf("sent %d recv %d failed %d: %v", p.Sent, p.Recv, p.Failed, p.Errors)
 			}
 		})
 	}

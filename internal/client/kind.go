@@ -1,0 +1,332 @@
+package client
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// A phase kind is one contract, declared in its own file (connect.go's
+// dial, echo.go, rate.go, hold.go, ping.go): its Params (JSON, split over
+// event loops and shards by one Split), what one event loop runs for it (a
+// loopRun), and its Result with one Merge used for loops and shards alike.
+// The loop's protocol layer (loop.go) and the shard transport name no kind.
+
+// Params are one phase kind's parameters. The kinds' params types are the
+// only implementations (the unexported method keeps it so).
+type Params interface {
+	// Kind is the registered name, e.g. "echo".
+	Kind() string
+	// Validate returns every problem with the parameters at once.
+	Validate() error
+	// Split divides the phase over parts (event loops or shards) whose
+	// weights are their open connections; a nil entry has nothing to do.
+	Split(weights []int) []Params
+	// start prepares the phase on c's loops.
+	start(ph *phaseEnv) (*phasePlan, error)
+}
+
+// Result is what one phase kind measured. Merge adds another part's result
+// of the same kind (an event loop's, or a shard's) into this one: counts
+// summed, histograms merged exactly, timelines merged second by second,
+// stop reasons by MergeStop.
+type Result interface {
+	Merge(other Result)
+	// Stop is why the phase ended early; "" = it ran to its end.
+	Stop() StopReason
+}
+
+// Kind registers a phase kind's names and types with the client.
+type Kind struct {
+	Name      string
+	NewParams func() Params // a pointer to zero params, for JSON decoding
+	NewResult func() Result // a pointer to an empty result, for JSON decoding
+}
+
+var (
+	kindsMu sync.RWMutex
+	kinds   = map[string]Kind{}
+)
+
+// Register adds a phase kind; kind files call it from init.
+func Register(k Kind) {
+	kindsMu.Lock()
+	defer kindsMu.Unlock()
+	if _, dup := kinds[k.Name]; dup {
+		panic("client: duplicate kind " + k.Name)
+	}
+	kinds[k.Name] = k
+}
+
+// LookupKind returns the registered kind with that name.
+func LookupKind(name string) (Kind, bool) {
+	kindsMu.RLock()
+	defer kindsMu.RUnlock()
+	k, ok := kinds[name]
+	return k, ok
+}
+
+// KindNames returns every registered kind's name, sorted.
+func KindNames() []string {
+	kindsMu.RLock()
+	defer kindsMu.RUnlock()
+	out := make([]string, 0, len(kinds))
+	for n := range kinds {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// DecodeParams decodes a kind's JSON parameters.
+func DecodeParams(kind string, b []byte) (Params, error) {
+	k, ok := LookupKind(kind)
+	if !ok {
+		return nil, fmt.Errorf("client: unknown phase kind %q", kind)
+	}
+	p := k.NewParams()
+	if err := json.Unmarshal(b, p); err != nil {
+		return nil, fmt.Errorf("client: %s params: %w", kind, err)
+	}
+	return p, nil
+}
+
+// DecodeResult decodes a kind's JSON result.
+func DecodeResult(kind string, b []byte) (Result, error) {
+	k, ok := LookupKind(kind)
+	if !ok {
+		return nil, fmt.Errorf("client: unknown phase kind %q", kind)
+	}
+	r := k.NewResult()
+	if err := json.Unmarshal(b, r); err != nil {
+		return nil, fmt.Errorf("client: %s result: %w", kind, err)
+	}
+	return r, nil
+}
+
+// NewResult returns an empty result of p's kind.
+func NewResult(p Params) Result {
+	k, ok := LookupKind(p.Kind())
+	if !ok {
+		return nil
+	}
+	return k.NewResult()
+}
+
+// StopReason says why a phase ended early; "" = it ran to its end.
+type StopReason string
+
+// Reasons a phase stopped early.
+const (
+	StopCanceled      StopReason = "canceled"       // the context was canceled
+	StopDeadline      StopReason = "deadline"       // EchoParams.Deadline passed
+	StopClosed        StopReason = "closed"         // Close was called
+	StopNoConnections StopReason = "no connections" // every usable connection was lost with work left
+)
+
+// MergeStop is the stop reason of two parts of a phase: the first other
+// than StopNoConnections, which holds only when both parts lost all of
+// their connections. Merging starts from the first part (not from ""), so
+// that "every part" is what StopNoConnections means.
+func MergeStop(a, b StopReason) StopReason {
+	switch {
+	case a != "" && a != StopNoConnections:
+		return a
+	case b != "" && b != StopNoConnections:
+		return b
+	case a == StopNoConnections && b == StopNoConnections:
+		return StopNoConnections
+	}
+	return ""
+}
+
+// Reason is why a message or a connection failed. Fixed reasons are the
+// constants below; system call failures read "<call>: <errno text>", a
+// server's close "server close <code>", a bad handshake its own text.
+type Reason string
+
+// Failure reasons.
+const (
+	ReasonTimeout         Reason = "timeout"            // no echo, pong or handshake in time
+	ReasonEOF             Reason = "eof"                // the server closed the TCP connection
+	ReasonHandshakeEOF    Reason = "handshake eof"      // closed during the upgrade
+	ReasonServerClose     Reason = "server close"       // a close frame without a code
+	ReasonWrongLength     Reason = "wrong length"       // an echo of another length
+	ReasonPayloadMismatch Reason = "payload mismatch"   // an echo with other bytes
+	ReasonWrongOpcode     Reason = "wrong opcode"       // text for binary or the reverse
+	ReasonMarkerMismatch  Reason = "marker mismatch"    // a rate echo out of order or altered
+	ReasonUnexpected      Reason = "unexpected message" // a message nobody sent
+)
+
+// Corrupt reports whether r is a message that came back wrong, as opposed
+// to a connection that was lost.
+func (r Reason) Corrupt() bool {
+	switch r {
+	case ReasonWrongLength, ReasonPayloadMismatch, ReasonWrongOpcode, ReasonMarkerMismatch, ReasonUnexpected:
+		return true
+	}
+	return false
+}
+
+// Reasons counts failures by reason.
+type Reasons map[Reason]int64
+
+// add counts one failure; it allocates the map on first use.
+func (m *Reasons) add(r Reason) {
+	if *m == nil {
+		*m = Reasons{}
+	}
+	(*m)[r]++
+}
+
+// merge adds o's counts.
+func (m *Reasons) merge(o Reasons) {
+	if len(o) == 0 {
+		return
+	}
+	if *m == nil {
+		*m = Reasons{}
+	}
+	for k, v := range o {
+		(*m)[k] += v
+	}
+}
+
+// Hist is a latency histogram (ns) with the shared bounds of NewHistogram.
+// It marshals to JSON as the base64 of its V2 compressed encoding, so a
+// histogram crosses the shard wire exactly.
+type Hist struct{ *hdrhistogram.Histogram }
+
+// NewHist returns an empty latency histogram.
+func NewHist() Hist { return Hist{NewHistogram()} }
+
+// add merges o into h (allocating h if it is empty).
+func (h *Hist) add(o Hist) {
+	if o.Histogram == nil {
+		return
+	}
+	if h.Histogram == nil {
+		h.Histogram = NewHistogram()
+	}
+	h.Histogram.Merge(o.Histogram)
+}
+
+// MarshalJSON implements json.Marshaler.
+func (h Hist) MarshalJSON() ([]byte, error) {
+	if h.Histogram == nil {
+		return []byte(`""`), nil
+	}
+	b, err := h.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(base64.StdEncoding.EncodeToString(b))
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (h *Hist) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	if s == "" {
+		h.Histogram = nil
+		return nil
+	}
+	raw, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return fmt.Errorf("histogram: %w", err)
+	}
+	out, err := hdrhistogram.Decode(raw)
+	if err != nil {
+		return fmt.Errorf("decoding histogram: %w", err)
+	}
+	h.Histogram = out
+	return nil
+}
+
+// phaseEnv is what a kind's start sees of the client.
+type phaseEnv struct {
+	c     *Client
+	id    int64     // the phase's number
+	open  []int     // open connections per loop
+	start time.Time // when the phase started
+	pr    *Progress
+}
+
+// phasePlan is a phase prepared for the loops.
+type phasePlan struct {
+	// starts holds, per loop, what begins the phase there (on the loop's
+	// goroutine: it sets l.ph); nil = nothing to do on that loop.
+	starts []func(l *loop)
+	// deadline bounds the phase's wall time; 0 = none.
+	deadline time.Duration
+	// done completes the merged result (wall time, derived counts) and
+	// returns the final stop reason, given the one collect saw.
+	done func(res Result, why StopReason, wall time.Duration) StopReason
+}
+
+// Run runs one phase of any kind over the open connections and returns
+// its merged result. A phase cut short returns what was measured with its
+// stop reason; cancellation also returns ctx.Err(), Close ErrClosed.
+func (c *Client) Run(ctx context.Context, p Params, pr *Progress) (Result, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	c.phaseMu.Lock()
+	defer c.phaseMu.Unlock()
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	open := make([]int, len(c.loops))
+	for i, l := range c.loops {
+		open[i] = int(l.nopen.Load())
+	}
+	env := &phaseEnv{c: c, id: c.phase + 1, open: open, start: time.Now(), pr: pr}
+	plan, err := p.start(env)
+	if err != nil {
+		return nil, err
+	}
+	c.phase++
+	var posted []*loop
+	for i, s := range plan.starts {
+		if s != nil && c.loops[i].post(command{kind: cmdRun, phase: c.phase, start: s}) {
+			posted = append(posted, c.loops[i])
+		}
+	}
+	results, why := c.collect(ctx, plan.deadline, posted)
+	var res Result
+	for _, r := range results {
+		if r.part == nil {
+			continue
+		}
+		if res == nil {
+			res = r.part
+		} else {
+			res.Merge(r.part)
+		}
+	}
+	if res == nil {
+		res = NewResult(p)
+	}
+	if plan.done != nil {
+		why = plan.done(res, why, time.Since(env.start))
+	}
+	return res, stopErr(ctx, why)
+}
+
+// runAs runs p and returns its result as R (the zero R when none).
+func runAs[R any](c *Client, ctx context.Context, p Params, pr *Progress) (R, error) {
+	res, err := c.Run(ctx, p, pr)
+	var out R
+	if r, ok := any(res).(*R); ok && r != nil {
+		out = *r
+	}
+	return out, err
+}
