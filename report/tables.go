@@ -18,15 +18,12 @@ import (
 const ClientBoundNote = "client-bound: the client's CPU was saturated; these rows measure the client, not the server"
 
 // Tables writes one table per phase, in the order the phases first appear in
-// run.Results, one row per server in run order:
-//
-//   - connect phases: "[Connections] Report", the published columns;
-//   - echo phases: "[BenchEcho] Report", the published columns;
-//   - rate phases: "[BenchRate] Report", the published columns, then the
-//     achieved rate, late and lost messages, and TP50/TP99;
-//   - any other kind: "[<Kind>] Report" with the kind's own metrics in
-//     definition order (scenarios.MetricDefs), then the common CPU and memory
-//     columns.
+// run.Results, one row per server in run order. A kind declares its table
+// (scenarios.Kind Title and Columns: connect's "[Connections] Report",
+// echo's "[BenchEcho] Report", rate's "[BenchRate] Report" follow the
+// published layouts); a kind without Columns gets "[<Kind>] Report" with
+// its own metrics in definition order (scenarios.MetricDefs), then the
+// common CPU and memory columns.
 //
 // Every table ends with Client CPU (" (bound)" when the client was
 // saturated) and a Verdict: "ok", "client-bound", "FAIL: <short error>" for
@@ -105,9 +102,6 @@ func fmtDur(v metrics.Values, n string) string { return Duration(v.Dur(n)) }
 func fmtInt(v metrics.Values, n string) string { return strconv.FormatInt(v.Int(n), 10) }
 func fmtPct(v metrics.Values, n string) string { return Percent(v.Float(n)) }
 func fmtMem(v metrics.Values, n string) string { return MiB(v.Int(n)) }
-func fmtBytes(v metrics.Values, n string) string {
-	return value(metrics.Bytes, v, n)
-}
 
 var (
 	frameworkCol = column{"Framework", func(r row) string { return r.res.Server }}
@@ -135,75 +129,53 @@ var (
 	}
 )
 
-func concat(lists ...[]column) []column {
-	var out []column
-	for _, l := range lists {
-		out = append(out, l...)
+// declaredCols renders a kind's declared columns.
+func declaredCols(k scenarios.Kind) []column {
+	var cols []column
+	for _, d := range k.Columns {
+		switch d.Metric {
+		case scenarios.ColFramework:
+			cols = append(cols, frameworkCol)
+		case scenarios.ColLatency:
+			cols = append(cols, latencyCols...)
+		case scenarios.ColServer:
+			cols = append(cols, resourceCols[:len(resourceCols)-2]...)
+		case scenarios.ColClientCPU:
+			cols = append(cols, resourceCols[len(resourceCols)-2])
+		case scenarios.ColVerdict:
+			cols = append(cols, resourceCols[len(resourceCols)-1])
+		default:
+			cols = append(cols, metricCol(d.Header, d.Metric, d.Delta, formatter(k, d)))
+		}
 	}
-	return out
+	return cols
 }
 
-var connectCols = concat(
-	[]column{frameworkCol, metricCol("TPS", "tps", true, fmtTPS)},
-	latencyCols,
-	[]column{
-		metricCol("Used", "used", true, fmtDur),
-		metricCol("Total", "total", false, fmtInt),
-		metricCol("Success", "success", false, fmtInt),
-		metricCol("Failed", "failed", false, fmtInt),
-		metricCol("Concurrency", "concurrency", false, fmtInt),
-	},
-	resourceCols,
-)
-
-var echoCols = concat(
-	[]column{frameworkCol, metricCol("TPS", "tps", true, fmtTPS), metricCol("EER", "eer", true, fmtEER)},
-	latencyCols,
-	[]column{
-		metricCol("Used", "used", true, fmtDur),
-		metricCol("Total", "total", false, fmtInt),
-		metricCol("Success", "success", false, fmtInt),
-		metricCol("Failed", "failed", false, fmtInt),
-		metricCol("Conns", "conns", false, fmtInt),
-		metricCol("Concurrency", "concurrency", false, fmtInt),
-		metricCol("Payload", "payload", false, fmtInt),
-	},
-	resourceCols[:len(resourceCols)-2],
-	// CPU seconds per million echoes, server and client: the ratio that says
-	// whether the client could measure this server at all.
-	[]column{
-		metricCol("Srv CPU-s/1M", "server_cpu_per_1m", true, fmtEER),
-		metricCol("Cli CPU-s/1M", "client_cpu_per_1m", true, fmtEER),
-	},
-	resourceCols[len(resourceCols)-2:],
-)
-
-// rateCols are the published rate table's columns (go-websocket-benchmark's
-// BenchRate), then what an open loop must also show: the rate achieved,
-// the messages that left late or never, the echoes lost, and latency.
-var rateCols = concat(
-	[]column{
-		frameworkCol,
-		metricCol("Duration", "duration", false, fmtDur),
-		metricCol("EchoEER", "echo_eer", true, fmtEER),
-		metricCol("Packet Sent", "sent", true, fmtInt),
-		metricCol("Bytes Sent", "bytes_sent", true, fmtBytes),
-		metricCol("Packet Recv", "recv", true, fmtInt),
-		metricCol("Bytes Recv", "bytes_recv", true, fmtBytes),
-		metricCol("Conns", "conns", false, fmtInt),
-		metricCol("SendRate", "send_rate", false, fmtTPS),
-		metricCol("Payload", "payload", false, fmtInt),
-	},
-	resourceCols[:len(resourceCols)-2],
-	[]column{
-		metricCol("Achieved", "achieved_rate", true, fmtTPS),
-		metricCol("Late", "late", true, fmtInt),
-		metricCol("Lost", "lost", true, fmtInt),
-		metricCol("TP50", "p50", true, fmtDur),
-		metricCol("TP99", "p99", true, fmtDur),
-	},
-	resourceCols[len(resourceCols)-2:],
-)
+// formatter is how a declared column shows its metric.
+func formatter(k scenarios.Kind, d scenarios.Column) func(v metrics.Values, name string) string {
+	switch d.Format {
+	case scenarios.FormatInt:
+		return fmtInt
+	case scenarios.FormatRate:
+		return fmtTPS
+	case scenarios.FormatFloat2:
+		return fmtEER
+	case scenarios.FormatDuration:
+		return fmtDur
+	case scenarios.FormatPercent:
+		return fmtPct
+	case scenarios.FormatMiB:
+		return fmtMem
+	}
+	kind := metrics.Float
+	for _, m := range scenarios.MetricDefs(k.Name) {
+		if m.Name == d.Metric {
+			kind = m.Kind
+			break
+		}
+	}
+	return func(v metrics.Values, n string) string { return value(kind, v, n) }
+}
 
 // genericCols are the columns of a kind without a published layout: its own
 // metrics (those not common to every phase) in definition order. A kind this
@@ -264,20 +236,16 @@ func guessDefs(results []*result.Result, skip map[string]bool) []metrics.Def {
 	return defs
 }
 
-// Title returns a phase table's title: "[Connections] Report" for connect,
-// "[BenchEcho] Report" for echo, "[BenchRate] Report" for rate, "[Hold]
-// Report" for kind hold; a phase renamed from its kind adds its name:
-// "[BenchEcho] Report: echo_4k".
+// Title returns a phase table's title: the kind's declared Title
+// ("[BenchEcho] Report" for echo), else "[<Kind>] Report" ("[Hold] Report");
+// a phase renamed from its kind adds its name: "[BenchEcho] Report:
+// echo_4k".
 func Title(kind, phase string) string {
-	var t string
-	switch kind {
-	case "connect":
-		t = "[Connections] Report"
-	case "echo":
-		t = "[BenchEcho] Report"
-	case "rate":
-		t = "[BenchRate] Report"
-	default:
+	t := ""
+	if k, ok := scenarios.Lookup(kind); ok {
+		t = k.Title
+	}
+	if t == "" {
 		r := []rune(kind)
 		if len(r) > 0 {
 			r[0] = unicode.ToUpper(r[0])
@@ -299,14 +267,9 @@ func phaseTable(ew *errWriter, run, baseline *result.Run, format, phase string) 
 	}
 	kind := results[0].Kind
 	var cols []column
-	switch kind {
-	case "connect":
-		cols = connectCols
-	case "echo":
-		cols = echoCols
-	case "rate":
-		cols = rateCols
-	default:
+	if k, ok := scenarios.Lookup(kind); ok && len(k.Columns) > 0 {
+		cols = declaredCols(k)
+	} else {
 		cols = genericCols(kind, results)
 	}
 

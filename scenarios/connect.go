@@ -10,27 +10,39 @@ import (
 	"github.com/wsplan/wsplan/internal/units"
 )
 
-// Connect defaults.
+// Connect defaults not expressible as a tag.
 const (
 	DefaultConnectConcurrency = 1000
-	DefaultConnectTimeout     = 5 * time.Second
-	DefaultConnectRetries     = 3
 )
 
 // Connect opens connections to the server and measures handshake latency
 // (TCP connect start to the 101 response).
 type Connect struct {
-	Connections int            `yaml:"connections"` // to open; required, > 0
-	Concurrency int            `yaml:"concurrency"` // handshakes in progress at once; default min(1000, connections)
-	Timeout     units.Duration `yaml:"timeout"`     // per attempt; default 5s
-	Retries     int            `yaml:"retries"`     // extra attempts per connection; default 3 (set -1 for none)
+	Connections int            `yaml:"connections" required:"true" min:"1" doc:"connections to open"`
+	Concurrency int            `yaml:"concurrency" min:"1" doc:"handshakes in progress at once; default min(1000, connections)"`
+	Timeout     units.Duration `yaml:"timeout" default:"5s" min:"1ns" doc:"per attempt (TCP connect and upgrade)"`
+	Retries     int            `yaml:"retries" default:"3" min:"-1" doc:"extra attempts per connection after a failure; -1 = none"`
 }
 
 func init() {
 	Register(Kind{
-		Name: "connect",
-		Doc:  "open N connections at concurrency C; handshake latency and connection rate",
-		New:  func() Phase { return &Connect{} },
+		Name:  "connect",
+		Doc:   "open N connections at concurrency C; handshake latency and connection rate",
+		New:   func() Phase { return &Connect{} },
+		Title: "[Connections] Report",
+		Columns: []Column{
+			{Metric: ColFramework},
+			{Header: "TPS", Metric: "tps", Delta: true, Format: FormatRate},
+			{Metric: ColLatency},
+			{Header: "Used", Metric: "used", Delta: true},
+			{Header: "Total", Metric: "total", Format: FormatInt},
+			{Header: "Success", Metric: "success", Format: FormatInt},
+			{Header: "Failed", Metric: "failed", Format: FormatInt},
+			{Header: "Concurrency", Metric: "concurrency", Format: FormatInt},
+			{Metric: ColServer},
+			{Metric: ColClientCPU},
+			{Metric: ColVerdict},
+		},
 		Metrics: metrics.Join([]metrics.Def{
 			{Name: "tps", Kind: metrics.Float, Doc: "connections opened per second"},
 		}, metrics.Latency, []metrics.Def{
@@ -45,45 +57,34 @@ func init() {
 	})
 }
 
-// Defaults implements Phase.
+// Defaults implements ContextDefaults: concurrency follows connections.
 func (p *Connect) Defaults(Context) {
 	if p.Concurrency == 0 {
 		p.Concurrency = min(DefaultConnectConcurrency, max(p.Connections, 1))
 	}
-	if p.Timeout == 0 {
-		p.Timeout = units.Duration(DefaultConnectTimeout)
-	}
-	switch {
-	case p.Retries == 0:
-		p.Retries = DefaultConnectRetries
-	case p.Retries < 0:
-		p.Retries = 0
-	}
 }
+
+// Opens implements Opener.
+func (p *Connect) Opens() (conns, concurrency int) { return p.Connections, p.Concurrency }
 
 // Validate implements Phase.
 func (p *Connect) Validate(Context) []FieldError {
 	var errs []FieldError
-	positive("connections", int64(p.Connections), &errs)
-	positive("concurrency", int64(p.Concurrency), &errs)
 	if p.Connections > 0 && p.Concurrency > p.Connections {
 		errs = append(errs, FieldError{"concurrency", fmt.Sprintf("must be <= connections (%d), got %d", p.Connections, p.Concurrency)})
-	}
-	if p.Timeout <= 0 {
-		errs = append(errs, FieldError{"timeout", fmt.Sprintf("must be > 0, got %s", p.Timeout)})
 	}
 	return errs
 }
 
 // Run implements Phase.
 func (p *Connect) Run(ctx context.Context, env *Env) (Outcome, error) {
-	r, err := env.Driver.Connect(ctx, client.ConnectParams{
+	r, err := run[client.ConnectResult](ctx, env, &client.ConnectParams{
 		Connections: p.Connections,
 		Concurrency: p.Concurrency,
 		Timeout:     p.Timeout.D(),
-		Retries:     p.Retries,
-	}, env.Progress)
-	if err != nil && r.Latency == nil {
+		Retries:     max(p.Retries, 0),
+	})
+	if r == nil {
 		return Outcome{}, err // nothing was measured
 	}
 	v := metrics.Values{

@@ -3,39 +3,56 @@ package scenarios
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/units"
 )
 
-// Echo defaults.
-const (
-	DefaultEchoPayload = 1024
-	DefaultEchoTimeout = 10 * time.Second
-)
+// DefaultEchoPayload is Echo.Payload when not given (its tag default).
+const DefaultEchoPayload = 1024
 
 // Echo is a closed loop: Concurrency messages in flight, each on its own
 // connection; when a message's echo arrives (and matches), the next one is
 // sent, until Total echoes were measured. Warmup echoes come first and are
 // not counted.
 type Echo struct {
-	Total       int64          `yaml:"total"`       // echoes to measure; required, > 0
-	Concurrency int            `yaml:"concurrency"` // in flight; default: every open connection
-	Payload     *units.Size    `yaml:"payload"`     // bytes per message; default 1024 (0 = empty messages)
-	Warmup      int64          `yaml:"warmup"`      // echoes before measuring; default 0
-	Text        bool           `yaml:"text"`        // text frames instead of binary; default false
-	Verify      *bool          `yaml:"verify"`      // compare every echoed byte; default true
-	Timeout     units.Duration `yaml:"timeout"`     // longest wait for one echo; default 10s
-	Deadline    units.Duration `yaml:"deadline"`    // longest phase; default none
+	Total       int64          `yaml:"total" required:"true" min:"1" doc:"echoes to measure"`
+	Concurrency int            `yaml:"concurrency" min:"1" doc:"messages in flight, each on its own connection; default: every open connection"`
+	Payload     *units.Size    `yaml:"payload" default:"1KiB" min:"0" max:"64MiB" doc:"bytes per message (0 = empty messages)"`
+	Warmup      int64          `yaml:"warmup" min:"0" doc:"echoes before measuring, not counted"`
+	Text        bool           `yaml:"text" doc:"text frames instead of binary"`
+	Verify      *bool          `yaml:"verify" default:"true" doc:"compare every echoed byte"`
+	Timeout     units.Duration `yaml:"timeout" default:"10s" min:"1ns" max:"120s" doc:"longest wait for one echo; a late echo fails and drops its connection"`
+	Deadline    units.Duration `yaml:"deadline" min:"0" doc:"longest phase; 0 = none"`
 }
 
 func init() {
 	Register(Kind{
-		Name: "echo",
-		Doc:  "closed loop: C messages in flight, one echo at a time per connection, until total",
-		New:  func() Phase { return &Echo{} },
+		Name:  "echo",
+		Doc:   "closed loop: C messages in flight, one echo at a time per connection, until total",
+		New:   func() Phase { return &Echo{} },
+		Title: "[BenchEcho] Report",
+		Columns: []Column{
+			{Metric: ColFramework},
+			{Header: "TPS", Metric: "tps", Delta: true, Format: FormatRate},
+			{Header: "EER", Metric: "eer", Delta: true, Format: FormatFloat2},
+			{Metric: ColLatency},
+			{Header: "Used", Metric: "used", Delta: true},
+			{Header: "Total", Metric: "total", Format: FormatInt},
+			{Header: "Success", Metric: "success", Format: FormatInt},
+			{Header: "Failed", Metric: "failed", Format: FormatInt},
+			{Header: "Conns", Metric: "conns", Format: FormatInt},
+			{Header: "Concurrency", Metric: "concurrency", Format: FormatInt},
+			{Header: "Payload", Metric: "payload", Format: FormatInt},
+			{Metric: ColServer},
+			// CPU seconds per million echoes, server and client: the ratio
+			// that says whether the client could measure this server at all.
+			{Header: "Srv CPU-s/1M", Metric: "server_cpu_per_1m", Delta: true, Format: FormatFloat2},
+			{Header: "Cli CPU-s/1M", Metric: "client_cpu_per_1m", Delta: true, Format: FormatFloat2},
+			{Metric: ColClientCPU},
+			{Metric: ColVerdict},
+		},
 		// Echoes that came back intact are what the CPU bought.
 		Efficiency: &Efficiency{Rate: "tps", EER: "eer", Count: "success"},
 		Metrics: metrics.Join([]metrics.Def{
@@ -55,23 +72,16 @@ func init() {
 	})
 }
 
-// Defaults implements Phase.
+// Defaults implements ContextDefaults: concurrency is every open
+// connection.
 func (p *Echo) Defaults(c Context) {
 	if p.Concurrency == 0 {
 		p.Concurrency = c.Conns
 	}
-	if p.Payload == nil {
-		d := units.Size(DefaultEchoPayload)
-		p.Payload = &d
-	}
-	if p.Verify == nil {
-		t := true
-		p.Verify = &t
-	}
-	if p.Timeout == 0 {
-		p.Timeout = units.Duration(DefaultEchoTimeout)
-	}
 }
+
+// Message implements Messenger.
+func (p *Echo) Message() (int, bool) { return p.Bytes(), p.Text }
 
 // Bytes returns the payload size in bytes (the default before Defaults ran).
 func (p *Echo) Bytes() int {
@@ -84,27 +94,11 @@ func (p *Echo) Bytes() int {
 // Validate implements Phase.
 func (p *Echo) Validate(c Context) []FieldError {
 	var errs []FieldError
-	positive("total", p.Total, &errs)
-	positive("concurrency", int64(p.Concurrency), &errs)
 	if c.Conns > 0 && p.Concurrency > c.Conns {
 		errs = append(errs, FieldError{"concurrency", fmt.Sprintf("must be <= the connections opened before it (%d), got %d", c.Conns, p.Concurrency)})
 	}
 	if c.Conns == 0 {
 		errs = append(errs, FieldError{"", "needs open connections: put a connect phase before it"})
-	}
-	if n := p.Bytes(); n < 0 {
-		errs = append(errs, FieldError{"payload", fmt.Sprintf("must be >= 0, got %d", n)})
-	} else if n > 64<<20 {
-		errs = append(errs, FieldError{"payload", fmt.Sprintf("must be <= 64MiB, got %s", units.Size(n))})
-	}
-	if p.Warmup < 0 {
-		errs = append(errs, FieldError{"warmup", fmt.Sprintf("must be >= 0, got %d", p.Warmup)})
-	}
-	if p.Timeout <= 0 {
-		errs = append(errs, FieldError{"timeout", fmt.Sprintf("must be > 0, got %s", p.Timeout)})
-	}
-	if p.Deadline < 0 {
-		errs = append(errs, FieldError{"deadline", fmt.Sprintf("must be >= 0, got %s", p.Deadline)})
 	}
 	return errs
 }
@@ -115,17 +109,17 @@ func (p *Echo) Run(ctx context.Context, env *Env) (Outcome, error) {
 	if conc <= 0 {
 		return Outcome{}, fmt.Errorf("no open connections")
 	}
-	r, err := env.Driver.Echo(ctx, client.EchoParams{
+	r, err := run[client.EchoResult](ctx, env, &client.EchoParams{
 		Total:       p.Total,
 		Concurrency: conc,
 		Payload:     p.Bytes(),
 		Warmup:      p.Warmup,
 		Text:        p.Text,
-		Verify:      *p.Verify,
+		Verify:      p.Verify == nil || *p.Verify,
 		Timeout:     p.Timeout.D(),
 		Deadline:    p.Deadline.D(),
-	}, env.Progress)
-	if err != nil && r.Latency == nil {
+	})
+	if r == nil {
 		return Outcome{}, err // nothing was measured
 	}
 	v := metrics.Values{

@@ -15,8 +15,8 @@ import (
 // every connection also sends a ping every Ping (spread over the interval)
 // and the pongs are counted.
 type Hold struct {
-	Duration units.Duration `yaml:"duration"` // how long to hold; required, > 0
-	Ping     units.Duration `yaml:"ping"`     // ping interval per connection; default 0 = idle, no pings
+	Duration units.Duration `yaml:"duration" required:"true" min:"1ns" doc:"how long to hold"`
+	Ping     units.Duration `yaml:"ping" min:"0" hint:"0 = no pings" doc:"ping interval per connection; 0 = idle, no pings"`
 }
 
 func init() {
@@ -39,18 +39,9 @@ func init() {
 	})
 }
 
-// Defaults implements Phase.
-func (p *Hold) Defaults(Context) {}
-
 // Validate implements Phase.
 func (p *Hold) Validate(c Context) []FieldError {
 	var errs []FieldError
-	if p.Duration <= 0 {
-		errs = append(errs, FieldError{"duration", fmt.Sprintf("must be > 0, got %s", p.Duration)})
-	}
-	if p.Ping < 0 {
-		errs = append(errs, FieldError{"ping", fmt.Sprintf("must be >= 0 (0 = no pings), got %s", p.Ping)})
-	}
 	if c.Conns == 0 {
 		errs = append(errs, FieldError{"", "needs open connections: put a connect phase before it"})
 	}
@@ -66,7 +57,10 @@ func (p *Hold) Run(ctx context.Context, env *Env) (Outcome, error) {
 		v["server_rss"], v["client_rss"] = now.Server, now.Client
 		v["mem_per_conn"], v["client_mem_per_conn"] = perConn(now.Server-env.Base.Server, conns), perConn(now.Client-env.Base.Client, conns)
 	}
-	r, err := env.Driver.Hold(ctx, client.HoldParams{Duration: p.Duration.D(), Ping: p.Ping.D()}, env.Progress)
+	r, err := run[client.HoldResult](ctx, env, &client.HoldParams{Duration: p.Duration.D(), Ping: p.Ping.D()})
+	if r == nil {
+		r = &client.HoldResult{}
+	}
 	var out Outcome
 	if err != nil {
 		out.Failed, out.Error = true, "stopped after "+r.Used.Truncate(time.Millisecond).String()+": "+err.Error()

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"time"
-
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
@@ -14,14 +11,10 @@ import (
 	"github.com/wsplan/wsplan/internal/units"
 )
 
-// Rate defaults.
+// Rate thresholds and the defaults not expressible as tags.
 const (
+	// DefaultRatePayload is Rate.Payload when not given (its tag default).
 	DefaultRatePayload = 1024
-	DefaultRateBatch   = client.DefaultRateBatch
-	DefaultRateDrain   = client.DefaultRateDrain
-	DefaultLateAfter   = client.DefaultLateAfter
-	// DefaultMaxInflightBytes is Rate.MaxInflightBytes when 0.
-	DefaultMaxInflightBytes = client.DefaultMaxInflightBytes
 	// RateShortfall: an achieved rate below this share of the timetable's
 	// is worth a warning.
 	RateShortfall = 0.98
@@ -37,20 +30,20 @@ const (
 // and scheduled send time) and its latency runs from the scheduled time:
 // when the server or the client falls behind, the latency shows it.
 type Rate struct {
-	Duration    units.Duration `yaml:"duration"`     // sending time; required, > 0
-	Rate        units.Rate     `yaml:"rate"`         // messages per connection per second; required, > 0, fractions allowed
-	Payload     *units.Size    `yaml:"payload"`      // bytes per message; default 1024; >= 16 (the marker)
-	Connections int            `yaml:"connections"`  // connections that send; default: every open one
-	Ramp        units.Duration `yaml:"ramp"`         // time to reach the full rate linearly; default 0 (none)
-	Batch       units.Size     `yaml:"batch"`        // most bytes per write when several messages are due on a connection; default 16KiB
-	MaxInflight int            `yaml:"max_inflight"` // messages sent and not echoed per connection; default rate × 1 s, in [16, 1000]
+	Duration    units.Duration `yaml:"duration" required:"true" min:"1ns" doc:"sending time"`
+	Rate        units.Rate     `yaml:"rate" doc:"messages per connection per second; required, > 0 (checked by Validate: no exclusive bound tag); fractions allowed"`
+	Payload     *units.Size    `yaml:"payload" default:"1KiB" min:"16" max:"64MiB" hint:"the latency marker: 8-byte sequence number and 8-byte scheduled send time" doc:"bytes per message; the first 16 carry the latency marker"`
+	Connections int            `yaml:"connections" min:"0" doc:"connections that send; default: every open one"`
+	Ramp        units.Duration `yaml:"ramp" min:"0" doc:"time to reach the full rate linearly; 0 = none; <= duration"`
+	Batch       units.Size     `yaml:"batch" default:"16KiB" min:"0" doc:"most bytes per write when several messages are due on a connection"`
+	MaxInflight int            `yaml:"max_inflight" min:"0" doc:"messages sent and not echoed per connection; default rate × 1 s, in [16, 1000]"`
 	// MaxInflightBytes bounds the payload bytes sent and not echoed over
 	// every connection, so an overloaded server cannot make the client fill
-	// the kernel's socket memory; default 64MiB.
-	MaxInflightBytes units.Size     `yaml:"max_inflight_bytes"`
-	Drain            units.Duration `yaml:"drain"`      // wait for the echoes still due after duration; default 2s
-	LateAfter        units.Duration `yaml:"late_after"` // a message written later than this after its schedule is late; default 1ms
-	Verify           *bool          `yaml:"verify"`     // compare every echoed payload byte (the marker is always checked); default true
+	// the kernel's socket memory.
+	MaxInflightBytes units.Size     `yaml:"max_inflight_bytes" default:"64MiB" min:"0" doc:"payload bytes sent and not echoed over every connection"`
+	Drain            units.Duration `yaml:"drain" default:"2s" min:"0" doc:"wait for the echoes still due after duration"`
+	LateAfter        units.Duration `yaml:"late_after" default:"1ms" min:"0" doc:"a message written later than this after its schedule is late"`
+	Verify           *bool          `yaml:"verify" default:"true" doc:"compare every echoed payload byte (the marker is always checked)"`
 }
 
 func init() {
@@ -58,6 +51,31 @@ func init() {
 		Name: "rate",
 		Doc:  "open loop: every connection sends rate msgs/s for duration on a timetable; latency from the scheduled send",
 		New:  func() Phase { return &Rate{} },
+		// The published rate table's columns (go-websocket-benchmark's
+		// BenchRate), then what an open loop must also show: the rate
+		// achieved, the messages that left late or never, the echoes lost,
+		// and latency.
+		Title: "[BenchRate] Report",
+		Columns: []Column{
+			{Metric: ColFramework},
+			{Header: "Duration", Metric: "duration"},
+			{Header: "EchoEER", Metric: "echo_eer", Delta: true, Format: FormatFloat2},
+			{Header: "Packet Sent", Metric: "sent", Delta: true, Format: FormatInt},
+			{Header: "Bytes Sent", Metric: "bytes_sent", Delta: true},
+			{Header: "Packet Recv", Metric: "recv", Delta: true, Format: FormatInt},
+			{Header: "Bytes Recv", Metric: "bytes_recv", Delta: true},
+			{Header: "Conns", Metric: "conns", Format: FormatInt},
+			{Header: "SendRate", Metric: "send_rate", Format: FormatRate},
+			{Header: "Payload", Metric: "payload", Format: FormatInt},
+			{Metric: ColServer},
+			{Header: "Achieved", Metric: "achieved_rate", Delta: true, Format: FormatRate},
+			{Header: "Late", Metric: "late", Delta: true, Format: FormatInt},
+			{Header: "Lost", Metric: "lost", Delta: true, Format: FormatInt},
+			{Header: "TP50", Metric: "p50", Delta: true},
+			{Header: "TP99", Metric: "p99", Delta: true},
+			{Metric: ColClientCPU},
+			{Metric: ColVerdict},
+		},
 		// The published rate table's EchoEER: echoes received per second
 		// per percent of the server's core.
 		Efficiency: &Efficiency{Rate: "recv_rate", EER: "echo_eer", Count: "recv"},
@@ -87,35 +105,19 @@ func init() {
 	})
 }
 
-// Defaults implements Phase.
+// Defaults implements ContextDefaults: connections is every open one,
+// max_inflight follows the rate.
 func (p *Rate) Defaults(c Context) {
-	if p.Payload == nil {
-		d := units.Size(DefaultRatePayload)
-		p.Payload = &d
-	}
 	if p.Connections == 0 {
 		p.Connections = c.Conns
-	}
-	if p.Batch == 0 {
-		p.Batch = DefaultRateBatch
 	}
 	if p.MaxInflight == 0 && p.Rate > 0 {
 		p.MaxInflight = client.DefaultMaxInflight(float64(p.Rate))
 	}
-	if p.MaxInflightBytes == 0 {
-		p.MaxInflightBytes = DefaultMaxInflightBytes
-	}
-	if p.Drain == 0 {
-		p.Drain = units.Duration(DefaultRateDrain)
-	}
-	if p.LateAfter == 0 {
-		p.LateAfter = units.Duration(DefaultLateAfter)
-	}
-	if p.Verify == nil {
-		t := true
-		p.Verify = &t
-	}
 }
+
+// Message implements Messenger: rate messages are binary.
+func (p *Rate) Message() (int, bool) { return p.Bytes(), false }
 
 // Bytes returns the payload size in bytes (the default before Defaults ran).
 func (p *Rate) Bytes() int {
@@ -128,19 +130,8 @@ func (p *Rate) Bytes() int {
 // Validate implements Phase.
 func (p *Rate) Validate(c Context) []FieldError {
 	var errs []FieldError
-	if p.Duration <= 0 {
-		errs = append(errs, FieldError{"duration", fmt.Sprintf("must be > 0, got %s", p.Duration)})
-	}
 	if !(p.Rate > 0) {
 		errs = append(errs, FieldError{"rate", fmt.Sprintf("must be > 0 messages per connection per second, got %s", p.Rate)})
-	}
-	if n := p.Bytes(); n < client.MarkerLen {
-		errs = append(errs, FieldError{"payload", fmt.Sprintf("must be >= %d (the latency marker: 8-byte sequence number and 8-byte scheduled send time), got %d", client.MarkerLen, n)})
-	} else if n > 64<<20 {
-		errs = append(errs, FieldError{"payload", fmt.Sprintf("must be <= 64MiB, got %s", units.Size(n))})
-	}
-	if p.Connections < 0 {
-		errs = append(errs, FieldError{"connections", fmt.Sprintf("must be >= 0, got %d", p.Connections)})
 	}
 	if c.Conns > 0 && p.Connections > c.Conns {
 		errs = append(errs, FieldError{"connections", fmt.Sprintf("must be <= the connections opened before it (%d), got %d", c.Conns, p.Connections)})
@@ -148,23 +139,8 @@ func (p *Rate) Validate(c Context) []FieldError {
 	if c.Conns == 0 {
 		errs = append(errs, FieldError{"", "needs open connections: put a connect phase before it"})
 	}
-	if p.Ramp < 0 || p.Ramp > p.Duration {
+	if p.Ramp > p.Duration {
 		errs = append(errs, FieldError{"ramp", fmt.Sprintf("must be in [0, duration %s], got %s", p.Duration, p.Ramp)})
-	}
-	if p.Batch < 0 {
-		errs = append(errs, FieldError{"batch", fmt.Sprintf("must be >= 0, got %d", int64(p.Batch))})
-	}
-	if p.MaxInflight < 0 {
-		errs = append(errs, FieldError{"max_inflight", fmt.Sprintf("must be >= 0, got %d", p.MaxInflight)})
-	}
-	if p.MaxInflightBytes < 0 {
-		errs = append(errs, FieldError{"max_inflight_bytes", fmt.Sprintf("must be >= 0, got %d", int64(p.MaxInflightBytes))})
-	}
-	if p.Drain < 0 {
-		errs = append(errs, FieldError{"drain", fmt.Sprintf("must be >= 0, got %s", p.Drain)})
-	}
-	if p.LateAfter < 0 {
-		errs = append(errs, FieldError{"late_after", fmt.Sprintf("must be >= 0, got %s", p.LateAfter)})
 	}
 	return errs
 }
@@ -178,7 +154,7 @@ func (p *Rate) Run(ctx context.Context, env *Env) (Outcome, error) {
 	if conns <= 0 {
 		return Outcome{}, fmt.Errorf("no open connections")
 	}
-	r, err := env.Driver.Rate(ctx, client.RateParams{
+	r, err := run[client.RateResult](ctx, env, &client.RateParams{
 		Duration:         p.Duration.D(),
 		Rate:             float64(p.Rate),
 		Payload:          p.Bytes(),
@@ -190,15 +166,15 @@ func (p *Rate) Run(ctx context.Context, env *Env) (Outcome, error) {
 		Drain:            p.Drain.D(),
 		LateAfter:        p.LateAfter.D(),
 		Verify:           p.Verify == nil || *p.Verify,
-	}, env.Progress)
-	if err != nil && r.Latency == nil {
+	})
+	if r == nil {
 		return Outcome{}, err // nothing was measured
 	}
-	out := Outcome{Metrics: RateMetrics(r, float64(p.Rate), int64(p.Bytes())), Timeline: Timeline(r.Seconds)}
+	out := Outcome{Metrics: RateMetrics(*r, float64(p.Rate), int64(p.Bytes())), Timeline: Timeline(r.Seconds)}
 	if conns < p.Connections {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("connections lowered from %d to %d: only %d are open", p.Connections, conns, conns))
 	}
-	out.Warnings = append(out.Warnings, RateWarnings(r)...)
+	out.Warnings = append(out.Warnings, RateWarnings(*r)...)
 	if r.Failed > 0 {
 		out.Failed = true
 		out.Error = fmt.Sprintf("%d of %d echoes were corrupt: %s", r.Failed, r.Sent, errorSummary(r.Errors))
@@ -248,39 +224,26 @@ func RateWarnings(r client.RateResult) []string {
 		w = append(w, fmt.Sprintf("%d of %d echoes never came (lost) by the end of the drain", lost, r.Sent))
 	}
 	if r.Stopped != "" {
-		w = append(w, "stopped early: "+r.Stopped)
+		w = append(w, "stopped early: "+string(r.Stopped))
 	}
-	keys := make([]string, 0, len(r.Errors))
+	keys := make([]client.Reason, 0, len(r.Errors))
 	for k := range r.Errors {
-		if !echoFailures[k] {
+		if !k.Corrupt() {
 			keys = append(keys, k)
 		}
 	}
-	sort.Strings(keys)
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
 	for _, k := range keys {
 		w = append(w, fmt.Sprintf("%d connections lost: %s", r.Errors[k], k))
 	}
 	return w
 }
 
-// echoFailures are the client's reasons for a failed echo; its other
-// reasons are lost connections.
-var echoFailures = map[string]bool{"payload mismatch": true, "marker mismatch": true, "wrong length": true, "wrong opcode": true, "unexpected message": true}
-
 // Timeline turns a rate result's seconds into the result's timeline.
 func Timeline(secs []client.RateSecond) []result.Point {
 	out := make([]result.Point, len(secs))
 	for i, s := range secs {
-		pt := result.Point{T: i, Sent: s.Sent, Recv: s.Recv, Late: s.Late}
-		if h := s.Latency; h != nil && h.TotalCount() > 0 {
-			pt.P50, pt.P99, pt.Max = quantiles(h)
-		}
-		out[i] = pt
+		out[i] = result.Point{T: i, Sent: s.Sent, Recv: s.Recv, Late: s.Late, P50: s.P50, P99: s.P99, Max: s.Max}
 	}
 	return out
-}
-
-func quantiles(h *hdrhistogram.PackedHistogram) (p50, p99, max time.Duration) {
-	q := h.ValueAtPercentilesSlice([]float64{50, 99})
-	return time.Duration(q[0]), time.Duration(q[1]), time.Duration(h.Max())
 }

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/units"
 )
@@ -25,25 +23,24 @@ type fakeDriver struct {
 	holdRes   client.HoldResult
 }
 
-func (f *fakeDriver) Connect(context.Context, client.ConnectParams, *client.Progress) (client.ConnectResult, error) {
-	return client.ConnectResult{}, nil
-}
-
-func (f *fakeDriver) Echo(context.Context, client.EchoParams, *client.Progress) (client.EchoResult, error) {
-	return client.EchoResult{}, nil
-}
-
-func (f *fakeDriver) Rate(_ context.Context, p client.RateParams, _ *client.Progress) (client.RateResult, error) {
-	f.rate = p
-	return f.rateRes, f.rateErr
-}
-
-func (f *fakeDriver) Hold(_ context.Context, p client.HoldParams, _ *client.Progress) (client.HoldResult, error) {
-	f.hold = p
-	if f.connsNext >= 0 {
-		f.conns = f.connsNext
+func (f *fakeDriver) Run(_ context.Context, p client.Params, _ *client.Progress) (client.Result, error) {
+	switch q := p.(type) {
+	case *client.RateParams:
+		f.rate = *q
+		if f.rateRes.Latency.Histogram == nil {
+			return nil, f.rateErr // nothing measured
+		}
+		r := f.rateRes
+		return &r, f.rateErr
+	case *client.HoldParams:
+		f.hold = *q
+		if f.connsNext >= 0 {
+			f.conns = f.connsNext
+		}
+		r := f.holdRes
+		return &r, nil
 	}
-	return f.holdRes, nil
+	return client.NewResult(p), nil
 }
 
 func (f *fakeDriver) Conns() int { return f.conns }
@@ -51,10 +48,10 @@ func (f *fakeDriver) Conns() int { return f.conns }
 func TestRateValidate(t *testing.T) {
 	valid := func() *Rate {
 		r := &Rate{Duration: units.Duration(10 * time.Second), Rate: 0.5}
-		r.Defaults(Context{Conns: 100})
+		Defaults(r, Context{Conns: 100})
 		return r
 	}
-	if errs := valid().Validate(Context{Conns: 100}); len(errs) != 0 {
+	if errs := Check(valid(), Context{Conns: 100}); len(errs) != 0 {
 		t.Fatalf("valid rate phase: %v", errs)
 	}
 	r := valid()
@@ -84,22 +81,11 @@ func TestRateValidate(t *testing.T) {
 	for _, c := range cases {
 		r := valid()
 		c.edit(r)
-		errs := r.Validate(c.ctx)
+		errs := Check(r, c.ctx)
 		if len(errs) != 1 || errs[0].Error() != c.want {
 			t.Errorf("got %v, want [%s]", errs, c.want)
 		}
 	}
-}
-
-// secondHist is a timeline second's histogram holding vals.
-func secondHist(vals ...time.Duration) *hdrhistogram.PackedHistogram {
-	h := hdrhistogram.NewPacked(client.HistMin, client.HistMax, client.HistSigFigs)
-	for _, v := range vals {
-		if err := h.RecordValue(int64(v)); err != nil {
-			panic(err)
-		}
-	}
-	return h
 }
 
 func TestRateRun(t *testing.T) {
@@ -110,16 +96,16 @@ func TestRateRun(t *testing.T) {
 	drv := &fakeDriver{conns: 40, connsNext: -1, rateRes: client.RateResult{
 		Conns: 40, Scheduled: 1000, Sent: 900, Recv: 880, Failed: 2, Late: 50, Unsent: 100,
 		BytesSent: 900 * 64, BytesRecv: 882 * 64, Used: 5 * time.Second, Drain: 500 * time.Millisecond,
-		Latency: lat,
+		Latency: client.Hist{Histogram: lat},
 		Seconds: []client.RateSecond{
-			{Sent: 500, Recv: 490, Late: 10, Latency: secondHist(time.Millisecond, 2*time.Millisecond)},
-			{Sent: 400, Recv: 390, Late: 40, Latency: secondHist(100 * time.Millisecond)},
+			{Sent: 500, Recv: 490, Late: 10, P50: time.Millisecond, P99: 2 * time.Millisecond, Max: 2 * time.Millisecond},
+			{Sent: 400, Recv: 390, Late: 40, P50: 100 * time.Millisecond, P99: 100 * time.Millisecond, Max: 100 * time.Millisecond},
 			{Recv: 0},
 		},
-		Errors: map[string]int64{"marker mismatch": 2, "eof": 1},
+		Errors: client.Reasons{client.ReasonMarkerMismatch: 2, client.ReasonEOF: 1},
 	}}
 	p := &Rate{Duration: units.Duration(5 * time.Second), Rate: 5, Payload: size(64)}
-	p.Defaults(Context{Conns: 50}) // 10 of them closed since
+	Defaults(p, Context{Conns: 50}) // 10 of them closed since
 	out, err := p.Run(t.Context(), &Env{Driver: drv})
 	if err != nil {
 		t.Fatal(err)
@@ -179,10 +165,10 @@ func TestRateRun(t *testing.T) {
 
 func TestRateRunClean(t *testing.T) {
 	drv := &fakeDriver{conns: 10, connsNext: -1, rateRes: client.RateResult{
-		Conns: 10, Scheduled: 100, Sent: 100, Recv: 100, Used: time.Second, Latency: client.NewHistogram(),
+		Conns: 10, Scheduled: 100, Sent: 100, Recv: 100, Used: time.Second, Latency: client.NewHist(),
 	}}
 	p := &Rate{Duration: units.Duration(time.Second), Rate: 10}
-	p.Defaults(Context{Conns: 10})
+	Defaults(p, Context{Conns: 10})
 	out, err := p.Run(t.Context(), &Env{Driver: drv})
 	if err != nil || out.Failed || len(out.Warnings) != 0 {
 		t.Errorf("clean run: %+v, %v", out, err)
@@ -208,7 +194,7 @@ func TestHoldRun(t *testing.T) {
 		{"pongs missing", Hold{Duration: units.Duration(time.Second), Ping: units.Duration(100 * time.Millisecond)},
 			client.HoldResult{Conns: 10, Alive: 10, Pings: 100, Pongs: 90, Used: time.Second}, 10, "", []string{"10 of 100 pings got no pong"}, 100},
 		{"drops", Hold{Duration: units.Duration(time.Second)},
-			client.HoldResult{Conns: 10, Alive: 7, Used: time.Second, Errors: map[string]int64{"eof": 3}}, 7, "3 of 10 connections dropped while held: eof ×3", nil, 0},
+			client.HoldResult{Conns: 10, Alive: 7, Used: time.Second, Errors: client.Reasons{"eof": 3}}, 7, "3 of 10 connections dropped while held: eof ×3", nil, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			drv := &fakeDriver{conns: 10, connsNext: tt.after, holdRes: tt.res}
@@ -233,7 +219,7 @@ func TestHoldRun(t *testing.T) {
 			}
 		})
 	}
-	if errs := (&Hold{Duration: units.Duration(time.Second), Ping: -1}).Validate(Context{Conns: 1}); len(errs) != 1 || errs[0].Field != "ping" {
+	if errs := Check(&Hold{Duration: units.Duration(time.Second), Ping: -1}, Context{Conns: 1}); len(errs) != 1 || errs[0].Field != "ping" {
 		t.Errorf("negative ping: %v", errs)
 	}
 }
@@ -252,10 +238,10 @@ func size(n int64) *units.Size {
 // the error; a phase that measured nothing returns only the error.
 func TestRateRunInterrupted(t *testing.T) {
 	drv := &fakeDriver{conns: 10, connsNext: -1, rateErr: context.Canceled, rateRes: client.RateResult{
-		Conns: 10, Scheduled: 50, Sent: 50, Recv: 48, Used: 500 * time.Millisecond, Latency: client.NewHistogram(), Stopped: client.StopCanceled,
+		Conns: 10, Scheduled: 50, Sent: 50, Recv: 48, Used: 500 * time.Millisecond, Latency: client.NewHist(), Stopped: client.StopCanceled,
 	}}
 	p := &Rate{Duration: units.Duration(time.Second), Rate: 10}
-	p.Defaults(Context{Conns: 10})
+	Defaults(p, Context{Conns: 10})
 	out, err := p.Run(t.Context(), &Env{Driver: drv})
 	if err != context.Canceled || out.Metrics.Int("sent") != 50 || out.Metrics.Int("lost") != 2 {
 		t.Errorf("interrupted: %v, %v", out.Metrics, err)

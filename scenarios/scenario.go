@@ -1,11 +1,16 @@
 // Package scenarios holds the phase kinds a plan can run (connect, echo,
-// rate, hold), one file per kind, each registering itself with Register.
+// rate, hold, ...), one file per kind, each registering itself with
+// Register. A kind is one contract: its parameters (struct tags declare
+// defaults, bounds and docs; see params.go), its metrics, its report table
+// (Title, Columns), its efficiency figures, and its Run, which hands the
+// client its internal/client Params through the Driver.
 //
 // Data flow: the plan loader reads a phase's key, looks the kind up here,
 // strictly decodes the phase body into the struct New returns, and calls
-// Validate. The run engine then calls Run once per server with a Driver (the
-// load-generating client, in this process or spread over shard processes) and
-// gets back the phase's metrics.
+// Defaults and Check. The run engine then calls Run once per server with a
+// Driver (the load-generating client, in this process or spread over shard
+// processes) and gets back the phase's metrics. Engine, shard transport and
+// report name no kind.
 package scenarios
 
 import (
@@ -14,8 +19,6 @@ import (
 	"sort"
 	"sync"
 	"time"
-
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
@@ -31,6 +34,78 @@ type Kind struct {
 	// Efficiency, when set, names the metrics the engine turns into CPU
 	// efficiency figures once it knows the CPU both sides spent.
 	Efficiency *Efficiency
+	// Title is the report table's title, e.g. "[BenchEcho] Report";
+	// "" = "[<Name>] Report".
+	Title string
+	// Columns are the report table's columns, in order; nil = the kind's
+	// own metrics in definition order, then the common CPU and memory
+	// columns.
+	Columns []Column
+}
+
+// Column is one column of a kind's report table: a metric, or one of the
+// column groups every table shares (Col* names).
+type Column struct {
+	Header string // e.g. "TPS"; ignored for a group
+	Metric string // a metric name, or a Col* group
+	// Delta shows the change against a baseline run after the value:
+	// for measured figures, not for the counts the plan fixed.
+	Delta bool
+	// Format overrides how the metric's kind is shown.
+	Format Format
+}
+
+// Column groups every table shares.
+const (
+	ColFramework = "@framework"  // the server's name
+	ColLatency   = "@latency"    // Min, Avg, Max, TP50 … TP99
+	ColServer    = "@server"     // CPU Min/Avg/Max, MEM Min/Avg/Max of the server
+	ColClientCPU = "@client_cpu" // the client's CPU, "(bound)" when saturated
+	ColVerdict   = "@verdict"    // ok, client-bound, FAIL: …
+)
+
+// Format is how a column shows its metric.
+type Format int
+
+// Formats; FormatAuto follows the metric's kind.
+const (
+	FormatAuto     Format = iota
+	FormatInt             // an integer
+	FormatRate            // a float without decimals (e.g. 123456)
+	FormatFloat2          // a float with two decimals
+	FormatDuration        // a latency (1.23ms)
+	FormatPercent         // percent of a core
+	FormatMiB             // bytes as MiB
+)
+
+// Opener is implemented by phase kinds that open connections.
+type Opener interface {
+	// Opens returns how many connections the phase opens, and how many
+	// handshakes it has in progress at once at most.
+	Opens() (conns, concurrency int)
+}
+
+// Messenger is implemented by phase kinds that send data messages.
+type Messenger interface {
+	// Message returns the payload size of the phase's messages (its
+	// default before Defaults ran) and whether they are text frames.
+	Message() (payload int, text bool)
+}
+
+// DefaultPayload is the plan's payload when no phase sends messages.
+const DefaultPayload = 1024
+
+// PlanPayload is the payload of a plan's first phase that sends non-empty
+// messages (a buffer-size hint for servers), else DefaultPayload.
+func PlanPayload(phases []Phase) int {
+	for _, p := range phases {
+		if m, ok := p.(Messenger); ok {
+			if n, _ := m.Message(); n > 0 {
+				return n
+			}
+		}
+	}
+	return DefaultPayload
 }
 
 // Efficiency names a kind's throughput metrics: EER = Rate / server
@@ -42,11 +117,12 @@ type Efficiency struct {
 	Count string // messages measured, e.g. "success"
 }
 
-// Phase is one configured phase of a plan.
+// Phase is one configured phase of a plan. Its tag defaults and bounds are
+// applied by Defaults and Check (params.go); a kind with defaults that
+// depend on the plan implements ContextDefaults too.
 type Phase interface {
-	// Defaults fills zero fields with their documented defaults.
-	Defaults(c Context)
-	// Validate returns every problem with the configuration at once.
+	// Validate returns every problem the tags cannot express (cross-field
+	// rules, the plan's context) at once.
 	Validate(c Context) []FieldError
 	// Run executes the phase against the open connections.
 	Run(ctx context.Context, env *Env) (Outcome, error)
@@ -54,8 +130,7 @@ type Phase interface {
 
 // Context is what validation and defaults know about the rest of the plan.
 type Context struct {
-	Conns   int // connections open when this phase starts (sum of earlier connect phases)
-	Payload int // payload of the plan's first echo phase, 0 if none
+	Conns int // connections open when this phase starts (sum of what earlier Openers open)
 }
 
 // FieldError is a problem with one field of a phase; the loader adds the
@@ -73,14 +148,25 @@ func (e FieldError) Error() string {
 }
 
 // Driver is the load-generating client as phases see it: one in-process
-// client, or a group of shard processes whose results are merged.
+// client.Client, or a shard.Group of processes whose results are merged
+// by the kind's Result.Merge.
 type Driver interface {
-	Connect(ctx context.Context, p client.ConnectParams, pr *client.Progress) (client.ConnectResult, error)
-	Echo(ctx context.Context, p client.EchoParams, pr *client.Progress) (client.EchoResult, error)
-	Rate(ctx context.Context, p client.RateParams, pr *client.Progress) (client.RateResult, error)
-	Hold(ctx context.Context, p client.HoldParams, pr *client.Progress) (client.HoldResult, error)
+	// Run runs one phase of any client kind and returns its result (the
+	// kind's *client.<Kind>Result; also when cut short, with the error).
+	Run(ctx context.Context, p client.Params, pr *client.Progress) (client.Result, error)
 	// Conns returns the number of open connections.
 	Conns() int
+}
+
+// run runs p on env's driver and returns its typed result: nil when
+// nothing was measured.
+func run[R any](ctx context.Context, env *Env, p client.Params) (*R, error) {
+	res, err := env.Driver.Run(ctx, p, env.Progress)
+	r, _ := any(res).(*R)
+	if r == nil && err == nil {
+		err = fmt.Errorf("%s: the client returned no result", p.Kind())
+	}
+	return r, err
 }
 
 // Env is what a phase runs with.
@@ -167,7 +253,8 @@ func MetricDefs(kind string) []metrics.Def {
 }
 
 // latencyValues fills the latency metrics from a histogram of nanoseconds.
-func latencyValues(v metrics.Values, h *hdrhistogram.Histogram) {
+func latencyValues(v metrics.Values, hist client.Hist) {
+	h := hist.Histogram
 	if h == nil || h.TotalCount() == 0 {
 		for _, d := range metrics.Latency {
 			v[d.Name] = time.Duration(0)
@@ -185,21 +272,20 @@ func latencyValues(v metrics.Values, h *hdrhistogram.Histogram) {
 	}
 }
 
-func positive(field string, n int64, errs *[]FieldError) {
-	if n <= 0 {
-		*errs = append(*errs, FieldError{field, fmt.Sprintf("must be > 0, got %d", n)})
-	}
-}
-
-func errorSummary(m map[string]int64) string {
+func errorSummary(m client.Reasons) string {
 	if len(m) == 0 {
 		return ""
 	}
-	keys := make([]string, 0, len(m))
+	keys := make([]client.Reason, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] })
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
 	s := ""
 	for i, k := range keys {
 		if i == 3 {

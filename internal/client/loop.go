@@ -90,13 +90,13 @@ type loopRun interface {
 	finish(l *loop, stopped bool, now int64)
 }
 
-// baseRun gives a loopRun no-op hooks.
+// baseRun gives a loopRun no-op hooks (all but lost and finish, which
+// every kind must think about).
 type baseRun struct{ phase int64 }
 
 func (b *baseRun) id() int64                        { return b.phase }
 func (*baseRun) onData(*loop, *conn, *event, int64) {}
 func (*baseRun) onPong(*loop, *conn)                {}
-func (*baseRun) lost(*loop, *conn, uint8, Reason)   {}
 func (*baseRun) tick(*loop, int64)                  {}
 func (*baseRun) wakeAt() int64                      { return -1 }
 func (*baseRun) pump(*loop, int64)                  {}

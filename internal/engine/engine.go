@@ -310,20 +310,14 @@ func (e *runner) serverArgv(i int, srv plan.Server, addrs []string) []string {
 	return argv
 }
 
-// planPayload is the payload of the plan's first echo phase, else of its
-// first rate phase (a buffer-size hint for servers), or 1024.
+// planPayload is the payload of the plan's first phase that sends
+// messages (a buffer-size hint for servers), or scenarios.DefaultPayload.
 func planPayload(p *plan.Plan) int {
-	for _, ph := range p.Phases {
-		if e, ok := ph.Spec.(*scenarios.Echo); ok && e.Bytes() > 0 {
-			return e.Bytes()
-		}
+	specs := make([]scenarios.Phase, len(p.Phases))
+	for i, ph := range p.Phases {
+		specs[i] = ph.Spec
 	}
-	for _, ph := range p.Phases {
-		if r, ok := ph.Spec.(*scenarios.Rate); ok {
-			return r.Bytes()
-		}
-	}
-	return scenarios.DefaultEchoPayload
+	return scenarios.PlanPayload(specs)
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)

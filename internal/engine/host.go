@@ -20,12 +20,13 @@ const (
 )
 
 // Conns returns the most connections the plan holds open at once: the sum
-// of its connect phases.
+// of what its phases open (scenarios.Opener).
 func Conns(p *plan.Plan) int {
 	n := 0
 	for _, ph := range p.Phases {
-		if c, ok := ph.Spec.(*scenarios.Connect); ok {
-			n += c.Connections
+		if o, ok := ph.Spec.(scenarios.Opener); ok {
+			c, _ := o.Opens()
+			n += c
 		}
 	}
 	return n
@@ -34,8 +35,9 @@ func Conns(p *plan.Plan) int {
 func connectConcurrency(p *plan.Plan) int {
 	n := 0
 	for _, ph := range p.Phases {
-		if c, ok := ph.Spec.(*scenarios.Connect); ok {
-			n = max(n, c.Concurrency)
+		if o, ok := ph.Spec.(scenarios.Opener); ok {
+			_, c := o.Opens()
+			n = max(n, c)
 		}
 	}
 	return n
@@ -122,8 +124,8 @@ func Facts(p *plan.Plan, tune bool) (sysctl.HostFacts, error) {
 }
 
 // CheckLimits returns an error for every server that cannot run a phase of
-// the plan because of a declared library limit (frameworks.Limits): an
-// empty echo payload for a library that never delivers empty messages, or
+// the plan because of a declared library limit (frameworks.Limits): empty
+// messages (scenarios.Messenger) for a library that never delivers them, or
 // a message type the server does not handle.
 func CheckLimits(p *plan.Plan) []error {
 	var errs []error
@@ -133,16 +135,17 @@ func CheckLimits(p *plan.Plan) []error {
 			continue
 		}
 		for _, ph := range p.Phases {
-			e, ok := ph.Spec.(*scenarios.Echo)
+			m, ok := ph.Spec.(scenarios.Messenger)
 			if !ok {
 				continue
 			}
-			if e.Bytes() == 0 && a.Limits.NoEmptyMessages != "" {
+			payload, text := m.Message()
+			if payload == 0 && a.Limits.NoEmptyMessages != "" {
 				errs = append(errs, fmt.Errorf("%s:%d: server %s cannot run phase %s (payload 0): %s", p.File, ph.Line, s.Name, ph.Name, a.Limits.NoEmptyMessages))
 			}
 			if a.Limits.OneMessageType != nil {
 				want := "binary"
-				if e.Text {
+				if text {
 					want = "text"
 				}
 				if got := a.Limits.OneMessageType(s.Values); got != want {

@@ -37,10 +37,11 @@
 // Each item of `phases:` is a mapping with one key, the kind
 // (scenarios.Lookup). Its body is decoded strictly into the kind's config
 // struct; a `name:` key in the body names the phase and is removed first.
-// Then the kind's Defaults and Validate run with a scenarios.Context:
-// Conns is the sum of `connections` of earlier connect phases, Payload the
-// payload of the first echo phase. Problems returned by Validate are
-// reported at the line of the field they name (or of the phase).
+// Then scenarios.Defaults (the kind's tag defaults, then its context
+// defaults) and scenarios.Check (tag bounds, then the kind's Validate) run
+// with a scenarios.Context: Conns is the sum of the connections earlier
+// phases open (scenarios.Opener). Problems are reported at the line of the
+// field they name (or of the phase).
 //
 // # Variables
 //

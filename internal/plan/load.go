@@ -530,12 +530,11 @@ func (l *loader) resolveServer(s *Server, base string, d Defaults, nodelaySet bo
 // that kind's config), applies each kind's defaults and validates it.
 //
 // Each phase is validated with a scenarios.Context: Conns is the sum of
-// `connections` of the connect phases before it; Payload is the payload of
-// the plan's first echo phase after that phase's defaults (the first echo
-// phase itself gets its defaults with Payload 0). A phase whose body has
-// errors is not validated, nor is any phase after a connect phase whose
-// body has errors or whose connections is not > 0, since their context
-// would be a guess (the connect phase's own error says what to fix).
+// the connections the phases before it open (scenarios.Opener). A phase
+// whose body has errors is not validated, nor is any phase after an
+// opening phase whose body has errors or that opens no connection, since
+// their context would be a guess (that phase's own error says what to
+// fix).
 func (l *loader) phases(items []yaml.Node) []Phase {
 	type decoded struct {
 		Phase
@@ -579,34 +578,14 @@ func (l *loader) phases(items []yaml.Node) []Phase {
 		}
 	}
 
-	ctxs := make([]scenarios.Context, len(ds))
 	conns := 0
-	firstEcho := -1
-	for i, d := range ds {
-		ctxs[i].Conns = conns
-		switch s := d.Spec.(type) {
-		case *scenarios.Connect:
-			conns += s.Connections
-		case *scenarios.Echo:
-			if firstEcho < 0 {
-				firstEcho = i
-			}
-		}
-	}
-	payload := 0
-	if firstEcho >= 0 {
-		ds[firstEcho].Spec.Defaults(ctxs[firstEcho])
-		payload = ds[firstEcho].Spec.(*scenarios.Echo).Bytes()
-	}
 	connsKnown := true
 	out := make([]Phase, 0, len(ds))
-	for i, d := range ds {
-		ctxs[i].Payload = payload
-		if i != firstEcho {
-			d.Spec.Defaults(ctxs[i])
-		}
+	for _, d := range ds {
+		ctx := scenarios.Context{Conns: conns}
+		scenarios.Defaults(d.Spec, ctx)
 		if d.ok && connsKnown {
-			for _, fe := range d.Spec.Validate(ctxs[i]) {
+			for _, fe := range scenarios.Check(d.Spec, ctx) {
 				field := d.path
 				if fe.Field != "" {
 					field += "." + fe.Field
@@ -614,8 +593,12 @@ func (l *loader) phases(items []yaml.Node) []Phase {
 				l.fieldErr(field, "%s", fe.Msg)
 			}
 		}
-		if c, isConnect := d.Spec.(*scenarios.Connect); isConnect && (!d.ok || c.Connections <= 0) {
-			connsKnown = false
+		if o, opens := d.Spec.(scenarios.Opener); opens {
+			n, _ := o.Opens()
+			conns += n
+			if !d.ok || n <= 0 {
+				connsKnown = false
+			}
 		}
 		out = append(out, d.Phase)
 	}

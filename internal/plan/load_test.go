@@ -323,12 +323,12 @@ func TestLoadFull(t *testing.T) {
 	size := func(n units.Size) *units.Size { return &n }
 	check(t, "Phases", p.Phases, []Phase{
 		{Kind: "connect", Name: "connect", Line: 41, Spec: &scenarios.Connect{
-			Connections: 100, Concurrency: 10, Timeout: units.Duration(2 * time.Second), Retries: scenarios.DefaultConnectRetries}},
+			Connections: 100, Concurrency: 10, Timeout: units.Duration(2 * time.Second), Retries: 3}},
 		{Kind: "echo", Name: "warm", Line: 42, Spec: &scenarios.Echo{
-			Total: 1000, Concurrency: 100, Payload: size(512), Verify: &tr, Timeout: units.Duration(scenarios.DefaultEchoTimeout)}},
+			Total: 1000, Concurrency: 100, Payload: size(512), Verify: &tr, Timeout: units.Duration(10 * time.Second)}},
 		{Kind: "echo", Name: "echo#2", Line: 43, Spec: &scenarios.Echo{
 			Total: 1000, Concurrency: 50, Payload: size(scenarios.DefaultEchoPayload), Verify: &tr,
-			Timeout: units.Duration(scenarios.DefaultEchoTimeout), Deadline: units.Duration(10 * time.Second)}},
+			Timeout: units.Duration(10 * time.Second), Deadline: units.Duration(10 * time.Second)}},
 	})
 	check(t, "Assert", p.Assert, []Assertion{
 		{Expr: "failed == 0", Phase: "warm", Line: 46},
@@ -365,7 +365,7 @@ func TestDefaults(t *testing.T) {
 		Path:   "/ws", Line: 3,
 	}})
 	check(t, "Phases", p.Phases, []Phase{{Kind: "connect", Name: "connect", Line: 5, Spec: &scenarios.Connect{
-		Connections: 10, Concurrency: 10, Timeout: units.Duration(scenarios.DefaultConnectTimeout), Retries: scenarios.DefaultConnectRetries}}})
+		Connections: 10, Concurrency: 10, Timeout: units.Duration(5 * time.Second), Retries: 3}}})
 
 	// The name defaults to the base name of whatever file name is given.
 	p, err = LoadBytes("some/dir/nightly.v2.yml", []byte("servers: [{name: fake_plan_test}]\nphases: [{connect: {connections: 1}}]\n"), LoadOptions{})

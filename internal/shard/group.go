@@ -12,8 +12,6 @@ import (
 	"sync"
 	"time"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/launch"
 )
@@ -229,6 +227,7 @@ func (p *proc) died() error {
 func (g *Group) phase(ctx context.Context, reqs []Request, pr *client.Progress) ([]Reply, error) {
 	replies := make([]Reply, len(g.shards))
 	done := make([]int64, len(g.shards))
+	total := make([]int64, len(g.shards))
 	var mu sync.Mutex
 	type outcome struct {
 		i   int
@@ -253,14 +252,16 @@ func (g *Group) phase(ctx context.Context, reqs []Request, pr *client.Progress) 
 				}
 				if r.Op == "progress" {
 					mu.Lock()
-					done[i] = r.Done
-					var sum int64
-					for _, d := range done {
-						sum += d
+					done[i], total[i] = r.Done, r.Total
+					var sum, all int64
+					for j := range done {
+						sum += done[j]
+						all += total[j]
 					}
 					mu.Unlock()
 					if pr != nil {
 						pr.Done.Store(sum)
+						pr.Total.Store(all)
 					}
 					continue
 				}
@@ -302,312 +303,61 @@ func (g *Group) phase(ctx context.Context, reqs []Request, pr *client.Progress) 
 	return replies, first
 }
 
-// split divides n into parts proportional to weights (equal when all are 0).
-func split(n int64, weights []int) []int64 {
-	out := make([]int64, len(weights))
-	var total int64
-	for _, w := range weights {
-		total += int64(w)
-	}
-	if total == 0 {
-		for i := range out {
-			out[i] = n / int64(len(out))
-			if int64(i) < n%int64(len(out)) {
-				out[i]++
-			}
-		}
-		return out
-	}
-	var given int64
-	for i, w := range weights {
-		out[i] = n * int64(w) / total
-		given += out[i]
-	}
-	for i := 0; given < n; i = (i + 1) % len(out) {
-		if weights[i] > 0 {
-			out[i]++
-			given++
-		}
-	}
-	return out
-}
-
-func equalWeights(n int) []int {
-	w := make([]int, n)
-	for i := range w {
-		w[i] = 1
-	}
-	return w
-}
-
-// Connect opens p.Connections over the shards, split evenly.
-func (g *Group) Connect(ctx context.Context, p client.ConnectParams, pr *client.Progress) (client.ConnectResult, error) {
-	if pr != nil {
-		pr.Total.Store(int64(p.Connections))
-	}
-	n := split(int64(p.Connections), equalWeights(len(g.shards)))
-	c := split(int64(p.Concurrency), equalWeights(len(g.shards)))
-	reqs := make([]Request, len(g.shards))
-	for i := range reqs {
-		q := p
-		q.Connections, q.Concurrency = int(n[i]), max(1, int(c[i]))
-		if q.Connections > 0 {
-			reqs[i] = Request{Op: "connect", Connect: &q}
-		}
-	}
-	replies, err := g.phase(ctx, reqs, pr)
-	out := client.ConnectResult{Latency: client.NewHistogram(), Errors: map[string]int64{}}
-	var stops []string
-	for _, r := range replies {
-		if r.Connect == nil {
-			continue
-		}
-		x := r.Connect
-		out.Total += x.Total
-		out.Success += x.Success
-		out.Failed += x.Failed
-		out.Retried += x.Retried
-		out.Used = max(out.Used, x.Used)
-		stops = append(stops, x.Stopped)
-		absorb(out.Latency, out.Errors, x.Latency, x.Errors, r.Err, &err)
-	}
-	out.Stopped = mergeStopped(stops)
-	return out, err
-}
-
-// absorb merges what every phase's results share: a shard's latency
-// histogram, its failure reasons, and its reply's error (the first error
-// wins).
-func absorb(lat *hdrhistogram.Histogram, errs map[string]int64, h Histogram, shardErrs map[string]int64, replyErr string, err *error) {
-	for k, v := range shardErrs {
-		errs[k] += v
-	}
-	if hh, herr := h.decode(); herr == nil {
-		lat.Merge(hh)
-	} else if *err == nil {
-		*err = herr
-	}
-	if replyErr != "" && *err == nil {
-		*err = errors.New(replyErr)
-	}
-}
-
-// Echo runs the closed loop over the shards: total, concurrency and warmup
-// split in proportion to each shard's open connections.
-func (g *Group) Echo(ctx context.Context, p client.EchoParams, pr *client.Progress) (client.EchoResult, error) {
-	if pr != nil {
-		pr.Total.Store(p.Total)
+// Run runs one phase of any kind over the shards: the kind's Split
+// divides it by the shards' open connections, every shard runs its part,
+// and the kind's Merge adds up the results. Every shard's error is
+// returned (joined, each naming its shard), and a shard's partial result
+// is merged even when it failed or was cut short, so the phase keeps what
+// it measured.
+func (g *Group) Run(ctx context.Context, p client.Params, pr *client.Progress) (client.Result, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
 	}
 	w := make([]int, len(g.shards))
 	for i, s := range g.shards {
 		w[i] = s.conns
 	}
-	// In-flight messages follow the open connections; totals follow the
-	// in-flight messages, so every shard finishes at about the same time.
-	conc := split(int64(p.Concurrency), w)
-	cw := make([]int, len(w))
-	for i := range cw {
-		cw[i] = min(int(conc[i]), w[i])
-	}
-	tot := split(p.Total, cw)
-	warm := split(p.Warmup, cw)
 	reqs := make([]Request, len(g.shards))
-	for i := range reqs {
-		q := p
-		q.Total, q.Concurrency, q.Warmup = tot[i], cw[i], warm[i]
-		if q.Total > 0 && q.Concurrency > 0 {
-			reqs[i] = Request{Op: "echo", Echo: &q}
-		}
-	}
-	replies, err := g.phase(ctx, reqs, pr)
-	out := client.EchoResult{Latency: client.NewHistogram(), Errors: map[string]int64{}}
-	var stops []string
-	for _, r := range replies {
-		if r.Echo == nil {
+	for i, part := range p.Split(w) {
+		if part == nil {
 			continue
 		}
-		x := r.Echo
-		out.Total += x.Total
-		out.Success += x.Success
-		out.Failed += x.Failed
-		out.Used = max(out.Used, x.Used)
-		stops = append(stops, x.Stopped)
-		absorb(out.Latency, out.Errors, x.Latency, x.Errors, r.Err, &err)
-	}
-	out.Stopped = mergeStopped(stops)
-	return out, err
-}
-
-// Rate runs the open loop over the shards: connections split in proportion
-// to each shard's open connections, and every connection of every shard
-// given its own place in one shared timetable (PhaseFirst/PhaseTotal), so
-// the sends of all shards spread over the period together. Counts are
-// summed, each second's histograms merged exactly, and the overall latency
-// rebuilt from them.
-func (g *Group) Rate(ctx context.Context, p client.RateParams, pr *client.Progress) (client.RateResult, error) {
-	w := make([]int, len(g.shards))
-	open := 0
-	for i, s := range g.shards {
-		w[i] = s.conns
-		open += s.conns
-	}
-	n := p.Connections
-	if n == 0 {
-		n = open
-	}
-	if n > open {
-		return client.RateResult{}, fmt.Errorf("shards: rate: connections %d exceeds the %d open connections: open more in a connect phase or lower connections", n, open)
-	}
-	conns := split(int64(n), w)
-	if pr != nil {
-		pacer := client.Pacer{Rate: p.Rate, Ramp: p.Ramp, Duration: p.Duration}
-		var want int64
-		for j := range n {
-			want += pacer.Total(float64(j) / float64(n))
+		b, err := json.Marshal(part)
+		if err != nil {
+			return nil, fmt.Errorf("shards: %s params: %w", p.Kind(), err)
 		}
-		pr.Total.Store(want)
-	}
-	budget := p.MaxInflightBytes
-	if budget == 0 {
-		budget = client.DefaultMaxInflightBytes
-	}
-	reqs := make([]Request, len(g.shards))
-	first := 0
-	for i := range reqs {
-		q := p
-		q.Connections = min(int(conns[i]), w[i])
-		q.PhaseFirst, q.PhaseTotal = first, n
-		// The in-flight bound is the phase's: each shard gets its share.
-		q.MaxInflightBytes = max(int64(p.Payload), budget*int64(q.Connections)/int64(max(n, 1)))
-		first += q.Connections
-		if q.Connections > 0 {
-			reqs[i] = Request{Op: "rate", Rate: &q}
-		}
-	}
-	replies, err := g.phase(ctx, reqs, pr)
-	out := client.RateResult{Latency: client.NewHistogram(), Errors: map[string]int64{}}
-	var stops []string
-	for _, r := range replies {
-		if r.Rate == nil {
-			if r.Err != "" && err == nil {
-				err = errors.New(r.Err)
-			}
-			continue
-		}
-		x := r.Rate
-		out.Conns += x.Conns
-		out.Scheduled += x.Scheduled
-		out.Sent += x.Sent
-		out.Recv += x.Recv
-		out.Failed += x.Failed
-		out.Late += x.Late
-		out.Unsent += x.Unsent
-		out.BytesSent += x.BytesSent
-		out.BytesRecv += x.BytesRecv
-		out.Used = max(out.Used, x.Used)
-		out.Drain = max(out.Drain, x.Drain)
-		for k, v := range x.Errors {
-			out.Errors[k] += v
-		}
-		stops = append(stops, x.Stopped)
-		secs, serr := x.seconds()
-		if serr != nil {
-			if err == nil {
-				err = serr
-			}
-			continue
-		}
-		out.Seconds = mergeSeconds(out.Seconds, secs)
-		if r.Err != "" && err == nil {
-			err = errors.New(r.Err)
-		}
-	}
-	for _, s := range out.Seconds {
-		if s.Latency != nil {
-			s.Latency.MergeInto(out.Latency)
-		}
-	}
-	out.Stopped = mergeStopped(stops)
-	return out, err
-}
-
-// mergeStopped is the phase's stop reason from its shards': the first
-// other than StopNoConnections, which holds only when every shard lost all
-// of its connections.
-func mergeStopped(stops []string) string {
-	all := len(stops) > 0
-	for _, s := range stops {
-		if s != "" && s != client.StopNoConnections {
-			return s
-		}
-		all = all && s == client.StopNoConnections
-	}
-	if all {
-		return client.StopNoConnections
-	}
-	return ""
-}
-
-// mergeSeconds adds timeline b into a, second by second, and returns a.
-func mergeSeconds(a, b []client.RateSecond) []client.RateSecond {
-	for len(a) < len(b) {
-		a = append(a, client.RateSecond{})
-	}
-	for i, s := range b {
-		d := &a[i]
-		d.Sent += s.Sent
-		d.Recv += s.Recv
-		d.Late += s.Late
-		switch {
-		case s.Latency == nil:
-		case d.Latency == nil:
-			d.Latency = s.Latency
-		default:
-			d.Latency.Merge(s.Latency)
-		}
-	}
-	return a
-}
-
-// Hold holds every shard's connections; with pings, each shard spreads its
-// own connections' pings over the interval. Counts are summed.
-func (g *Group) Hold(ctx context.Context, p client.HoldParams, pr *client.Progress) (client.HoldResult, error) {
-	reqs := make([]Request, len(g.shards))
-	for i := range reqs {
-		q := p
-		reqs[i] = Request{Op: "hold", Hold: &q}
+		reqs[i] = Request{Op: "run", Kind: p.Kind(), Params: b}
 	}
 	if pr != nil {
-		// Without pings each shard counts elapsed seconds.
-		pr.Total.Store(int64(p.Duration/time.Second) * int64(len(g.shards)))
-		if p.Ping > 0 {
-			pr.Total.Store(int64(float64(g.Conns()) * (p.Duration.Seconds() / p.Ping.Seconds())))
-		}
+		pr.Done.Store(0)
+		pr.Total.Store(0) // the shards' progress lines bring their totals
 	}
 	replies, err := g.phase(ctx, reqs, pr)
-	out := client.HoldResult{Errors: map[string]int64{}}
-	for _, r := range replies {
-		if r.Hold == nil {
-			if r.Err != "" && err == nil {
-				err = errors.New(r.Err)
-			}
+	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+	}
+	var res client.Result
+	for i, r := range replies {
+		if r.Err != "" {
+			errs = append(errs, fmt.Errorf("shard %d: %s", i, r.Err))
+		}
+		if len(r.Result) == 0 {
 			continue
 		}
-		x := r.Hold
-		out.Conns += x.Conns
-		out.Alive += x.Alive
-		out.Pings += x.Pings
-		out.Pongs += x.Pongs
-		out.Used = max(out.Used, x.Used)
-		for k, v := range x.Errors {
-			out.Errors[k] += v
+		x, derr := client.DecodeResult(r.Kind, r.Result)
+		if derr != nil {
+			errs = append(errs, fmt.Errorf("shard %d: %w", i, derr))
+			continue
 		}
-		if out.Stopped == "" {
-			out.Stopped = x.Stopped
-		}
-		if r.Err != "" && err == nil {
-			err = errors.New(r.Err)
+		if res == nil {
+			res = x
+		} else {
+			res.Merge(x)
 		}
 	}
-	return out, err
+	if res == nil {
+		res = client.NewResult(p)
+	}
+	return res, errors.Join(errs...)
 }

@@ -122,43 +122,27 @@ func runPhase(ctx context.Context, c *client.Client, r Request, send func(Reply)
 				return
 			case <-t.C:
 				// A failed progress write shows up again on the reply.
-				_ = send(Reply{Op: "progress", Done: pr.Done.Load()})
+				_ = send(Reply{Op: "progress", Done: pr.Done.Load(), Total: pr.Total.Load()})
 			}
 		}
 	}()
-	reply := Reply{Op: r.Op}
+	reply := Reply{Op: r.Op, Kind: r.Kind}
 	var err error
-	switch {
-	case r.Op == "connect" && r.Connect != nil:
-		var res client.ConnectResult
-		res, err = c.Connect(ctx, *r.Connect, pr)
-		if err == nil {
-			reply.Connect, err = wireConnect(res)
-		}
-	case r.Op == "echo" && r.Echo != nil:
-		var res client.EchoResult
-		res, err = c.Echo(ctx, *r.Echo, pr)
-		if err == nil {
-			reply.Echo, err = wireEcho(res)
-		}
-	case r.Op == "rate" && r.Rate != nil:
-		// A phase cut short still replies with what it measured.
-		var res client.RateResult
-		res, err = c.Rate(ctx, *r.Rate, pr)
-		if res.Latency != nil {
-			var werr error
-			if reply.Rate, werr = wireRate(res); err == nil {
-				err = werr
+	if r.Op != "run" {
+		err = fmt.Errorf("unknown request %q", r.Op)
+	} else {
+		var p client.Params
+		if p, err = client.DecodeParams(r.Kind, r.Params); err == nil {
+			var res client.Result
+			// A phase cut short still replies with what it measured.
+			res, err = c.Run(ctx, p, pr)
+			if res != nil {
+				var werr error
+				if reply.Result, werr = json.Marshal(res); werr != nil && err == nil {
+					err = werr
+				}
 			}
 		}
-	case r.Op == "hold" && r.Hold != nil:
-		var res client.HoldResult
-		res, err = c.Hold(ctx, *r.Hold, pr)
-		if res.Errors != nil {
-			reply.Hold = &res
-		}
-	default:
-		err = fmt.Errorf("unknown request %q", r.Op)
 	}
 	close(stop)
 	wg.Wait()

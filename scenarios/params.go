@@ -1,0 +1,241 @@
+package scenarios
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// A kind's parameter struct declares each field's default and bounds as
+// struct tags, written as a plan would write the value and parsed with the
+// field's own type (units.Size takes 1KiB, units.Duration 10s):
+//
+//	Payload *units.Size `yaml:"payload" default:"1KiB" min:"0" max:"64MiB" doc:"bytes per message"`
+//	Total   int64       `yaml:"total" required:"true" min:"1" doc:"echoes to measure"`
+//
+// `default` fills a zero field (nil for a pointer); `min` and `max` bound
+// it (inclusive); `required:"true"` marks a field the plan must give;
+// `hint` adds a parenthesised reason to the error of a value below min; `doc` is the
+// field's one-line documentation. A default that depends on the rest of
+// the plan has no `default` tag, says so in `doc`, and is set by the
+// phase's ContextDefaults. Defaults and Check apply them, for every kind,
+// here; the JSON Schema (wsplan schema) is generated from the same tags.
+
+// ContextDefaults is implemented by phases with defaults that depend on
+// the rest of the plan (e.g. "every open connection") or on other fields.
+type ContextDefaults interface {
+	// Defaults fills what the tags cannot; it runs after the tag defaults.
+	Defaults(c Context)
+}
+
+// Defaults fills p's zero fields with their tag defaults, then calls its
+// ContextDefaults if it has them.
+func Defaults(p Phase, c Context) {
+	v := reflect.ValueOf(p)
+	if v.Kind() == reflect.Pointer && v.Elem().Kind() == reflect.Struct {
+		tagDefaults(v.Elem())
+	}
+	if d, ok := p.(ContextDefaults); ok {
+		d.Defaults(c)
+	}
+}
+
+// Check returns every problem with p: its fields against their tag bounds
+// (required, min, max), then its own cross-field rules (Phase.Validate).
+func Check(p Phase, c Context) []FieldError {
+	var errs []FieldError
+	v := reflect.ValueOf(p)
+	if v.Kind() == reflect.Pointer && v.Elem().Kind() == reflect.Struct {
+		errs = tagBounds(v.Elem())
+	}
+	return append(errs, p.Validate(c)...)
+}
+
+// Field is one tagged parameter of a kind, as the schema sees it.
+type Field struct {
+	Name     string       // YAML key
+	Type     reflect.Type // the field's type (a pointer's element type)
+	Default  string       // as written in the tag; "" = none
+	Min, Max string       // as written in the tag; "" = unbounded
+	Required bool
+	Doc      string
+}
+
+// Fields returns the tagged parameters of a kind's phase struct, in
+// declaration order.
+func Fields(p Phase) []Field {
+	t := reflect.TypeOf(p)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	var out []Field
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name := yamlName(f)
+		if name == "" {
+			continue
+		}
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		out = append(out, Field{Name: name, Type: ft, Default: f.Tag.Get("default"), Min: f.Tag.Get("min"), Max: f.Tag.Get("max"),
+			Required: f.Tag.Get("required") == "true", Doc: f.Tag.Get("doc")})
+	}
+	return out
+}
+
+func yamlName(f reflect.StructField) string {
+	if !f.IsExported() {
+		return ""
+	}
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	if name == "-" {
+		return ""
+	}
+	if name == "" {
+		name = strings.ToLower(f.Name)
+	}
+	return name
+}
+
+// parseTag parses a tag value as YAML into a new value of type t.
+func parseTag(t reflect.Type, s string) (reflect.Value, error) {
+	p := reflect.New(t)
+	if err := yaml.Unmarshal([]byte(s), p.Interface()); err != nil {
+		return reflect.Value{}, err
+	}
+	return p.Elem(), nil
+}
+
+// mustParseTag parses a tag the code declared: a bad one is a bug.
+func mustParseTag(f reflect.StructField, t reflect.Type, key, s string) reflect.Value {
+	v, err := parseTag(t, s)
+	if err != nil {
+		panic(fmt.Sprintf("scenarios: field %s: tag %s:%q: %v", f.Name, key, s, err))
+	}
+	return v
+}
+
+func tagDefaults(s reflect.Value) {
+	t := s.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		def, ok := f.Tag.Lookup("default")
+		if !ok || !f.IsExported() {
+			continue
+		}
+		fv := s.Field(i)
+		if !fv.IsZero() {
+			continue
+		}
+		if f.Type.Kind() == reflect.Pointer {
+			p := reflect.New(f.Type.Elem())
+			p.Elem().Set(mustParseTag(f, f.Type.Elem(), "default", def))
+			fv.Set(p)
+			continue
+		}
+		fv.Set(mustParseTag(f, f.Type, "default", def))
+	}
+}
+
+func tagBounds(s reflect.Value) []FieldError {
+	var errs []FieldError
+	t := s.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name := yamlName(f)
+		if name == "" {
+			continue
+		}
+		fv := s.Field(i)
+		if fv.Kind() == reflect.Pointer {
+			if fv.IsNil() {
+				if f.Tag.Get("required") == "true" {
+					errs = append(errs, FieldError{name, "is required"})
+				}
+				continue
+			}
+			fv = fv.Elem()
+		}
+		hint := ""
+		if h := f.Tag.Get("hint"); h != "" {
+			hint = " (" + h + ")"
+		}
+		if m, ok := f.Tag.Lookup("min"); ok {
+			b := mustParseTag(f, fv.Type(), "min", m)
+			if compare(fv, b) < 0 {
+				op, bound := ">=", showBound(b)
+				if isInt(b) && b.Int() == 1 {
+					op, bound = ">", "0"
+				}
+				errs = append(errs, FieldError{name, fmt.Sprintf("must be %s %s%s, got %s", op, bound, hint, show(fv))})
+				continue
+			}
+		}
+		if m, ok := f.Tag.Lookup("max"); ok {
+			b := mustParseTag(f, fv.Type(), "max", m)
+			if compare(fv, b) > 0 {
+				errs = append(errs, FieldError{name, fmt.Sprintf("must be <= %s, got %s", showBound(b), show(fv))})
+				continue
+			}
+		}
+		if f.Tag.Get("required") == "true" && fv.IsZero() {
+			errs = append(errs, FieldError{name, "is required"})
+		}
+	}
+	return errs
+}
+
+func isInt(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return true
+	}
+	return false
+}
+
+// compare orders two values of one numeric type: -1, 0 or 1.
+func compare(a, b reflect.Value) int {
+	switch {
+	case isInt(a):
+		return cmp3(a.Int() < b.Int(), a.Int() > b.Int())
+	case a.CanUint():
+		return cmp3(a.Uint() < b.Uint(), a.Uint() > b.Uint())
+	case a.CanFloat():
+		return cmp3(a.Float() < b.Float(), a.Float() > b.Float())
+	}
+	return 0
+}
+
+func cmp3(lt, gt bool) int {
+	switch {
+	case lt:
+		return -1
+	case gt:
+		return 1
+	}
+	return 0
+}
+
+// showBound formats a bound: 0 as "0" whatever its type, else as show.
+func showBound(v reflect.Value) string {
+	if v.IsZero() {
+		return "0"
+	}
+	return show(v)
+}
+
+// show formats a value as a plan would write it (through its String
+// method: units.Size 64MiB, units.Duration 10s).
+func show(v reflect.Value) string {
+	if s, ok := v.Interface().(fmt.Stringer); ok {
+		return s.String()
+	}
+	return fmt.Sprint(v.Interface())
+}
