@@ -1,0 +1,227 @@
+package shard
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/units"
+	"github.com/wsplan/wsplan/scenarios"
+)
+
+// failEnv makes a test shard started with --source answer every run with
+// an error and a partial result (see fakeShard).
+const failEnv = "WSPLAN_TEST_SHARD_FAIL"
+
+// TestMain lets this test binary be its own shard: Group starts
+// `<exe> shard --targets ...`, which lands here.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "shard" {
+		os.Exit(shardMain(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
+
+// shardMain is `wsplan shard` for tests.
+func shardMain(args []string) int {
+	fs := flag.NewFlagSet("shard", flag.ContinueOnError)
+	targets := fs.String("targets", "", "")
+	source := fs.String("source", "", "")
+	opts := client.Options{}
+	fs.StringVar(&opts.Path, "path", "/ws", "")
+	fs.IntVar(&opts.Loops, "loops", 1, "")
+	fs.BoolVar(&opts.NoDelay, "nodelay", true, "")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	opts.Targets = strings.Split(*targets, ",")
+	if *source != "" && os.Getenv(failEnv) != "" {
+		fakeShard()
+		return 0
+	}
+	if err := Serve(context.Background(), opts, os.Stdin, os.Stdout); err != nil {
+		os.Stderr.WriteString(err.Error() + "\n")
+		return 1
+	}
+	return 0
+}
+
+// fakeShard answers every run with the error "injected failure" and a
+// partial result: 4 of its connections opened, the others failed.
+func fakeShard() {
+	enc := json.NewEncoder(os.Stdout)
+	_ = enc.Encode(Reply{Op: "ready", Ready: true, Pid: os.Getpid()})
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		var r Request
+		if json.Unmarshal(sc.Bytes(), &r) != nil || r.Op == "close" {
+			return
+		}
+		if r.Op != "run" {
+			continue
+		}
+		p, _ := client.DecodeParams(r.Kind, r.Params)
+		res := client.NewResult(p)
+		if c, ok := res.(*client.ConnectResult); ok {
+			q := p.(*client.ConnectParams)
+			*c = client.ConnectResult{Total: int64(q.Connections), Success: 4, Failed: int64(q.Connections) - 4,
+				Latency: client.NewHist(), Errors: client.Reasons{"injected": int64(q.Connections) - 4}}
+		}
+		b, _ := json.Marshal(res)
+		_ = enc.Encode(Reply{Op: "run", Kind: r.Kind, Result: b, Err: "injected failure", Conns: 4})
+	}
+}
+
+// dropServer is a WebSocket echo server that can drop connections.
+type dropServer struct {
+	*httptest.Server
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func newDropServer(t *testing.T) *dropServer {
+	t.Helper()
+	s := &dropServer{}
+	up := websocket.Upgrader{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer ws.Close()
+		s.mu.Lock()
+		s.conns = append(s.conns, ws.NetConn())
+		s.mu.Unlock()
+		for {
+			op, msg, err := ws.ReadMessage()
+			if err != nil {
+				return
+			}
+			if err := ws.WriteMessage(op, msg); err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// drop closes n of the server's connections.
+func (s *dropServer) drop(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.conns[:n] {
+		c.Close()
+	}
+	s.conns = s.conns[n:]
+}
+
+// startGroup starts n test shards against srv; with failing, the last one
+// is a fakeShard.
+func startGroup(t *testing.T, srv *dropServer, n int, failing bool) *Group {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sources := make([][]string, n)
+	if failing {
+		t.Setenv(failEnv, "1")
+		sources[n-1] = []string{"127.0.0.1"}
+	}
+	g, err := Start(Spec{Exe: exe, N: n, Client: client.Options{Targets: []string{strings.TrimPrefix(srv.URL, "http://")}, Path: "/ws"},
+		Sources: sources, Name: "test", Grace: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := g.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return g
+}
+
+// connect opens conns connections through the connect phase kind.
+func connect(t *testing.T, env *scenarios.Env, conns int) {
+	t.Helper()
+	p := &scenarios.Connect{Connections: conns}
+	scenarios.Defaults(p, scenarios.Context{})
+	out, err := p.Run(t.Context(), env)
+	if err != nil || out.Failed || out.Metrics.Int("success") != int64(conns) {
+		t.Fatalf("connect: %v %v %v", out.Metrics, out.Error, err)
+	}
+}
+
+// TestGroupEchoShardError: a shard whose echo fails (it lost connections
+// since its last reply, so its share of the concurrency exceeds what it
+// has open) fails the phase with the shard's reason.
+func TestGroupEchoShardError(t *testing.T) {
+	srv := newDropServer(t)
+	g := startGroup(t, srv, 2, false)
+	env := &scenarios.Env{Driver: g, Progress: &client.Progress{}}
+	connect(t, env, 20)
+	srv.drop(3)
+	time.Sleep(200 * time.Millisecond) // the shards read the drops
+	p := &scenarios.Echo{Total: 2000}
+	scenarios.Defaults(p, scenarios.Context{Conns: 20})
+	_, err := p.Run(t.Context(), env)
+	if err == nil || !strings.Contains(err.Error(), "shard ") || !strings.Contains(err.Error(), "exceeds the") {
+		t.Fatalf("echo with connections gone: error %v, want a shard's 'concurrency … exceeds the … open connections'", err)
+	}
+}
+
+// TestGroupConnectShardError: a shard whose connect fails fails the phase
+// with its reason, and what it measured is merged with the other shard's.
+func TestGroupConnectShardError(t *testing.T) {
+	srv := newDropServer(t)
+	g := startGroup(t, srv, 2, true)
+	p := &scenarios.Connect{Connections: 20}
+	scenarios.Defaults(p, scenarios.Context{})
+	out, err := p.Run(t.Context(), &scenarios.Env{Driver: g})
+	if err == nil || !strings.Contains(err.Error(), "shard 1: injected failure") {
+		t.Fatalf("error %v, want shard 1's", err)
+	}
+	if m := out.Metrics; m.Int("success") != 14 || m.Int("failed") != 6 || !out.Failed || !strings.Contains(out.Error, "injected ×6") {
+		t.Errorf("metrics %v, failed %v %q; want 10+4 opened, 6 failed (injected)", m, out.Failed, out.Error)
+	}
+}
+
+// TestGroupEchoInterrupted: an echo cut short on shards keeps what it
+// measured, with the error.
+func TestGroupEchoInterrupted(t *testing.T) {
+	srv := newDropServer(t)
+	g := startGroup(t, srv, 2, false)
+	env := &scenarios.Env{Driver: g}
+	connect(t, env, 20)
+	ctx, cancel := context.WithTimeout(t.Context(), 700*time.Millisecond)
+	defer cancel()
+	p := &scenarios.Echo{Total: 1 << 40, Payload: sizeOf(64)}
+	scenarios.Defaults(p, scenarios.Context{Conns: 20})
+	out, err := p.Run(ctx, env)
+	if err == nil {
+		t.Fatal("no error from an interrupted echo")
+	}
+	if m := out.Metrics; m.Int("success") <= 0 || m.Int("total") != 1<<40 || m.Dur("p50") <= 0 {
+		t.Errorf("interrupted echo kept %v, want its successes and latencies", m)
+	}
+	// Both shards measured: the histogram holds both shares.
+	res, err := g.Run(t.Context(), &client.EchoParams{Total: 400, Concurrency: 20, Payload: 64, Verify: true}, nil)
+	if err != nil || res.(*client.EchoResult).Success != 400 || res.(*client.EchoResult).Latency.TotalCount() != 400 {
+		t.Errorf("echo after the interrupted one: %+v, %v", res, err)
+	}
+}
+
+func sizeOf(n units.Size) *units.Size { return &n }
