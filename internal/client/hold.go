@@ -275,7 +275,7 @@ func (h *holdRun) slot(c *conn) int {
 }
 
 // onPong implements loopRun: it counts a pong from c.
-func (h *holdRun) onPong(_ *loop, c *conn) {
+func (h *holdRun) onPong(_ *loop, c *conn, _ []byte) {
 	i := h.slot(c)
 	if i < 0 {
 		return

@@ -67,8 +67,8 @@ type loopRun interface {
 	id() int64
 	// onData handles a chunk of a data message on c.
 	onData(l *loop, c *conn, ev *event, now int64)
-	// onPong handles a pong on c.
-	onPong(l *loop, c *conn)
+	// onPong handles a pong on c, with its payload (valid during the call).
+	onPong(l *loop, c *conn, payload []byte)
 	// lost charges a dropped connection. For an open connection it runs
 	// after the socket is closed, with the flags c had; a connection still
 	// in its handshake (c.state < stOpen) is the run's to close.
@@ -96,7 +96,7 @@ type baseRun struct{ phase int64 }
 
 func (b *baseRun) id() int64                        { return b.phase }
 func (*baseRun) onData(*loop, *conn, *event, int64) {}
-func (*baseRun) onPong(*loop, *conn)                {}
+func (*baseRun) onPong(*loop, *conn, []byte)        {}
 func (*baseRun) tick(*loop, int64)                  {}
 func (*baseRun) wakeAt() int64                      { return -1 }
 func (*baseRun) pump(*loop, int64)                  {}
@@ -556,7 +556,7 @@ func (l *loop) onControl(c *conn, op byte, payload []byte) {
 		l.sendControl(c, opPong, payload)
 	case opPong:
 		if r := l.ph; r != nil {
-			r.onPong(l, c)
+			r.onPong(l, c, payload)
 		}
 	case opClose:
 		reason := ReasonServerClose
