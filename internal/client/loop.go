@@ -508,7 +508,13 @@ func (l *loop) readFrames(c *conn) {
 // feed decodes b, a piece of c's input stream, and acts on it.
 func (l *loop) feed(c *conn, b []byte, now int64) {
 	for len(b) > 0 {
-		ev, n, err := c.dec.next(b)
+		// The event is decoded into a loop field: a pointer to a local
+		// passed to an interface method (onData) would escape, one
+		// allocation per event.
+		var n int
+		var err error
+		l.ev, n, err = c.dec.next(b)
+		ev := &l.ev
 		if err != nil {
 			l.lost(c, Reason("protocol: "+err.Error()))
 			return
@@ -521,11 +527,7 @@ func (l *loop) feed(c *conn, b []byte, now int64) {
 		b = b[n:]
 		switch ev.kind {
 		case evData:
-			// Through a loop field: a pointer to a local passed to an
-			// interface method would escape, one allocation per event.
-			l.ev = ev
-			l.onData(c, &l.ev, now)
-			l.ev = event{}
+			l.onData(c, ev, now)
 		case evControl:
 			l.onControl(c, ev.op, ev.data)
 		}

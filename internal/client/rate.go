@@ -304,11 +304,16 @@ func (l *loop) rateStart(job *rateJob) {
 // second returns the timeline entry of loop time now, growing the
 // timeline to it: per-second state grows as the phase runs, never ahead.
 func (r *rateRun) second(now int64) *RateSecond {
-	s := max(0, int((now-r.start)/int64(time.Second)))
+	s := r.secondIndex(now)
 	for len(r.part.Seconds) <= s {
 		r.part.Seconds = append(r.part.Seconds, RateSecond{})
 	}
 	return &r.part.Seconds[s]
+}
+
+// secondIndex is the timeline index of loop time now.
+func (r *rateRun) secondIndex(now int64) int {
+	return max(0, int((now-r.start)/int64(time.Second)))
 }
 
 // wakeAt implements loopRun.
@@ -545,7 +550,7 @@ func (r *rateRun) onData(l *loop, c *conn, ev *event, now int64) {
 	if reason == "" {
 		r.part.Recv++
 		sec.Recv++
-		if s := len(r.part.Seconds) - 1; s != r.curSec {
+		if s := r.secondIndex(now); s != r.curSec {
 			r.roll()
 			r.curSec = s
 		}
