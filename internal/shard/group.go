@@ -334,12 +334,16 @@ func (g *Group) Run(ctx context.Context, p client.Params, pr *client.Progress) (
 	}
 	replies, err := g.phase(ctx, reqs, pr)
 	var errs []error
-	if err != nil {
+	switch {
+	case err != nil: // a shard died; the others were canceled because of it
 		errs = append(errs, err)
+	case ctx.Err() != nil:
+		errs = append(errs, ctx.Err()) // as an in-process client returns it
 	}
 	var res client.Result
 	for i, r := range replies {
-		if r.Err != "" {
+		// A cancellation the group sent is said once above, not per shard.
+		if r.Err != "" && !(len(errs) > 0 && r.Err == context.Canceled.Error()) {
 			errs = append(errs, fmt.Errorf("shard %d: %s", i, r.Err))
 		}
 		if len(r.Result) == 0 {
