@@ -2,6 +2,7 @@ package client
 
 import (
 	"encoding/binary"
+	"runtime"
 	"testing"
 	"time"
 
@@ -158,5 +159,35 @@ func BenchmarkRatePath(b *testing.B) {
 				b.Fatalf("sent %d recv %d failed %d: %v", p.Sent, p.Recv, p.Failed, p.Errors)
 			}
 		})
+	}
+}
+
+// TestRateMemoryFollowsTimeRun: a phase's duration allocates nothing ahead
+// (a 1000 h phase starts with the same few hundred KiB as a 1 s one), and
+// the timeline grows one summary point per second run.
+func TestRateMemoryFollowsTimeRun(t *testing.T) {
+	for _, d := range []time.Duration{time.Second, 1000 * time.Hour} {
+		l, _, peer := loopPair(t)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		l.rateStart(&rateJob{phase: 1, slots: 1, total: 1, pacer: Pacer{Rate: 1, Duration: d}, start: l.epoch.Add(time.Hour),
+			hdr: appendClientHeader(nil, opBinary, 64, 0), payload: makePayload(64, false), batch: DefaultRateBatch, maxInflight: 16, loopMax: 16})
+		runtime.ReadMemStats(&after)
+		if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+			t.Errorf("duration %v: starting allocated %d bytes, want < 1 MiB", d, got)
+		}
+		r := l.ph.(*rateRun)
+		start := r.start
+		for s := int64(0); s < 5; s++ {
+			r.second(start + s*int64(time.Second) + 1)
+		}
+		if len(r.part.Seconds) != 5 || cap(r.part.Seconds) > 8 {
+			t.Errorf("duration %v: timeline of %d seconds (capacity %d) after 5 s, want 5", d, len(r.part.Seconds), cap(r.part.Seconds))
+		}
+		l.rateFinish(true, start+5*int64(time.Second))
+		<-l.results
+		l.shutdown()
+		unix.Close(peer)
 	}
 }
