@@ -27,8 +27,9 @@ var ErrClosed = errors.New("client: closed")
 
 // Client is a load-generating WebSocket client: Options.Loops event loops,
 // each a goroutine locked to an OS thread with its own epoll fd, owning the
-// connections it opened. Phases (Connect, Echo) run one at a time; Conns
-// and Close may be called from any goroutine. Call Close to stop the loops.
+// connections it opened. Phases (Run, or a kind's typed wrapper such as
+// Echo) run one at a time; Conns and Close may be called from any
+// goroutine. Call Close to stop the loops.
 type Client struct {
 	opts       Options
 	targets    []target
