@@ -117,10 +117,10 @@ func (r *rateRig) step(tb testing.TB) {
 
 // TestRatePathAllocs proves a rate message's whole path allocates nothing
 // in steady state: one message a step, and four due at once (batched into
-// one write, echoed in one read). Allocations happen once per timeline
-// second per loop (its latencies move into a sparse histogram): 1 in
-// rigRate messages here, which AllocsPerRun rounds away; BenchmarkRatePath
-// reports the exact average.
+// one write, echoed in one read). Allocations happen at most once per
+// timeline second per loop (the timeline growing, a finished second's
+// histogram merged into the phase's): 1 in rigRate messages here, which
+// AllocsPerRun rounds away; BenchmarkRatePath reports the exact average.
 func TestRatePathAllocs(t *testing.T) {
 	for _, per := range []int{1, 4} {
 		r := newRateRig(t, 1024, per)
