@@ -35,6 +35,14 @@ type Summary struct {
 	// Wall is the wall time the figures cover: Start to Stop, or to the last
 	// reading if the process exited.
 	Wall time.Duration
+	// Procs is the most processes measured at one reading: 1 for a
+	// single process; with a tree sampler, the process and its descendants.
+	Procs int
+	// RootCPUSeconds is the CPU time of the sampled process alone (without
+	// its descendants) in the window; with a single-process sampler it
+	// equals CPUSeconds. A root that idles while CPUSeconds is large is a
+	// wrapper (a shell, npm, a supervisor) around the real server.
+	RootCPUSeconds float64
 	// Err is the first read failure, nil if none. When the process exited
 	// during the window it wraps ErrExited, and the other fields describe the
 	// window up to the last successful reading.
@@ -47,6 +55,10 @@ type Sampler struct {
 	fs       FS
 	pid      int
 	interval time.Duration
+	tree     bool // measure pid and all its descendants
+
+	procs               int           // most processes at one reading
+	rootFirst, rootLast time.Duration // the root process's own CPU time
 
 	w       window
 	err     error
@@ -64,6 +76,19 @@ func NewSampler(fs FS, pid int, interval time.Duration) *Sampler {
 		interval = DefaultInterval
 	}
 	return &Sampler{fs: fs, pid: pid, interval: interval}
+}
+
+// NewTreeSampler is NewSampler for a process and all its descendants,
+// found again at every reading: their CPU times (and those of descendants
+// that exited and were reaped inside the tree) and their resident sets are
+// summed. This measures a server started through a wrapper (`sh -c`, npm,
+// a supervisor) as the whole server, not as the wrapper. A descendant that
+// leaves the tree (re-parented to init after its parent exited) is no
+// longer counted.
+func NewTreeSampler(fs FS, pid int, interval time.Duration) *Sampler {
+	s := NewSampler(fs, pid, interval)
+	s.tree = true
+	return s
 }
 
 // Start takes the first reading and starts sampling every interval.
@@ -146,25 +171,61 @@ func (s *Sampler) Stop() Summary {
 	}
 	sum := s.w.summary()
 	sum.Err = s.err
+	sum.Procs = s.procs
+	sum.RootCPUSeconds = (s.rootLast - s.rootFirst).Seconds()
 	sum.PreciseCPU = s.precise && sum.Samples > 0
 	return sum
 }
 
 func (s *Sampler) read() (reading, error) {
-	st, err := s.fs.ReadStat(s.pid)
-	if err != nil {
-		return reading{}, err
-	}
-	if st.Exited() {
-		return reading{}, fmt.Errorf("procstat: pid %d: %w (state %c)", s.pid, ErrExited, st.State)
-	}
-	cpu := st.CPU()
-	if s.precise {
-		if cpu, err = ProcessCPUTime(s.pid); err != nil {
+	stats := []Stat{}
+	if s.tree {
+		var err error
+		if stats, err = s.fs.Tree(s.pid); err != nil {
 			return reading{}, err
 		}
+	} else {
+		st, err := s.fs.ReadStat(s.pid)
+		if err != nil {
+			return reading{}, err
+		}
+		if st.Exited() {
+			return reading{}, fmt.Errorf("procstat: pid %d: %w (state %c)", s.pid, ErrExited, st.State)
+		}
+		stats = append(stats, st)
 	}
-	return reading{at: time.Now(), cpu: cpu, rss: st.RSS(s.fs.pageSize())}, nil
+	r := reading{at: time.Now()}
+	for i, st := range stats {
+		cpu := st.CPU()
+		if s.precise {
+			pid := st.PID
+			if i == 0 {
+				pid = s.pid // 0 reads the calling process's own clock
+			}
+			c, err := ProcessCPUTime(pid)
+			switch {
+			case err == nil:
+				cpu = c
+			case i == 0:
+				return reading{}, err
+			}
+			// A descendant that exited since the scan keeps its ticks.
+		}
+		if i == 0 {
+			if s.w.n == 0 {
+				s.rootFirst = cpu
+			}
+			s.rootLast = cpu
+		}
+		if s.tree {
+			// Children reaped inside the tree move their time here.
+			cpu += st.CUTime + st.CSTime
+		}
+		r.cpu += cpu
+		r.rss += st.RSS(s.fs.pageSize())
+	}
+	s.procs = max(s.procs, len(stats))
+	return r, nil
 }
 
 // reading is one sample of a process.
