@@ -86,6 +86,9 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newCompareCmd(stdout),
 		newTuneCmd(stdout, stderr),
 		newShardCmd(),
+		newVersionCmd(stdout),
+		newReportCmd(stdout),
 	)
+	setVersion(root)
 	return root
 }

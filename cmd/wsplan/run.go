@@ -56,6 +56,7 @@ type runFlags struct {
 	json     string
 	junit    string
 	summary  string
+	html     string
 	baseline string
 	out      string
 	format   string
@@ -77,6 +78,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd.Flags().StringVar(&f.json, "json", "", "write every figure as JSON to FILE")
 	cmd.Flags().StringVar(&f.junit, "junit", "", "write assertions as JUnit XML to FILE (one testsuite per server)")
 	cmd.Flags().StringVar(&f.summary, "summary", "", "write the Markdown report to FILE (e.g. a CI step summary)")
+	cmd.Flags().StringVar(&f.html, "html", "", "write a self-contained HTML report with charts to FILE")
 	cmd.Flags().StringVar(&f.baseline, "baseline", "", "compare with an earlier --json FILE: deltas in the tables, `baseline.*` in assertions")
 	cmd.Flags().StringVar(&f.out, "out", "", "directory for server logs (default wsplan-out/<plan>-<time>)")
 	cmd.Flags().StringVar(&f.format, "format", "md", "table format: md or ascii")
@@ -167,6 +169,7 @@ func runPlan(parent context.Context, path string, f *runFlags, stdout, stderr io
 		return &exitError{ExitFailed, runErr}
 	}
 	run.Assertions = assert.Evaluate(asserts, run, baseline)
+	run.Wsplan = result.NewProvenance(planLibraries(p))
 	if err := writeOutputs(run, baseline, f, stdout); err != nil {
 		return err
 	}
@@ -214,7 +217,7 @@ func writeOutputs(run, baseline *result.Run, f *runFlags, stdout io.Writer) erro
 			return err
 		}
 	}
-	return nil
+	return writeHTML(f.html, []*result.Run{run})
 }
 
 func writeFile(path string, write func(io.Writer) error) error {
