@@ -293,3 +293,14 @@ func TestHTMLInBrowser(t *testing.T) {
 		})
 	}
 }
+
+// TestChartsGolden: the charts the page draws for the test run compared
+// with its baseline, as the JSON the script receives.
+func TestChartsGolden(t *testing.T) {
+	runs := []*result.Run{baselineRun(), testRun()}
+	b, err := json.MarshalIndent(chartModel(runs, runLabels(runs)), "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "charts.json", string(b)+"\n")
+}
