@@ -31,10 +31,25 @@ type chart struct {
 // chartSeries is one series: Values for bars (one per category, null where
 // the result lacks it), Points for percentiles ((percentile, value)) and
 // timelines ((second, value)).
+//
+// Color and Dash pick the line's look where a series is one (server, run):
+// the colour follows the server and the dash the run, so one server's runs
+// read as one colour; nil = by series index, solid.
 type chartSeries struct {
 	Name   string       `json:"name"`
 	Values []*float64   `json:"values,omitempty"`
 	Points [][2]float64 `json:"points,omitempty"`
+	Color  *int         `json:"color,omitempty"`
+	Dash   *int         `json:"dash,omitempty"`
+}
+
+// look returns a series named and styled for (server j, run i).
+func look(name string, server, run int, multi bool) chartSeries {
+	s := chartSeries{Name: name}
+	if multi {
+		s.Color, s.Dash = &server, &run
+	}
+	return s
 }
 
 // chartSection is the charts of one phase.
@@ -168,13 +183,13 @@ func chartModel(runs []*result.Run, labels []string) []chartSection {
 		if kind == "connect" {
 			pc.Title = "Connect (handshake) latency by percentile"
 		}
-		for _, srv := range servers {
+		for j, srv := range servers {
 			for i, run := range runs {
 				r := find(run, srv)
 				if r == nil {
 					continue
 				}
-				s := chartSeries{Name: seriesName(srv, labels[i], multi)}
+				s := look(seriesName(srv, labels[i], multi), j, i, multi)
 				for _, q := range percentilePoints {
 					if _, ok := r.Metrics[q.name]; ok {
 						if d := r.Metrics.Dur(q.name); d > 0 {
@@ -203,13 +218,13 @@ func chartModel(runs []*result.Run, labels []string) []chartSection {
 		} {
 			c := chart{ID: id("tl-" + tl.what), Type: chartTimeline, Title: tl.title, Unit: tl.unit}
 			any := false
-			for _, srv := range servers {
+			for j, srv := range servers {
 				for i, run := range runs {
 					r := run.Find(srv, ph)
 					if r == nil || len(r.Timeline) == 0 {
 						continue
 					}
-					s := chartSeries{Name: seriesName(srv, labels[i], multi)}
+					s := look(seriesName(srv, labels[i], multi), j, i, multi)
 					for _, p := range r.Timeline {
 						v := tl.f(p)
 						s.Points = append(s.Points, [2]float64{float64(p.T), v})

@@ -94,10 +94,13 @@
     max = niceMax(max);
     if (ns > 1) box.appendChild(legend(c.series.map(function (s) { return s.name; })));
     var root = svg("svg", { "class": "bars", width: width, height: height, viewBox: "0 0 " + width + " " + height, role: "img", "aria-label": c.title });
-    for (var t = 0; t <= 4; t++) {
-      var x = labelW + plotW * t / 4;
+    // 4 ticks when max starts with 2 (steps of 0.5), else 5 (0.2, 0.5, 1).
+    var lead = max / Math.pow(10, Math.floor(Math.log10(max)));
+    var nt = Math.abs(lead - 2) < 1e-9 ? 4 : 5;
+    for (var t = 0; t <= nt; t++) {
+      var x = labelW + plotW * t / nt;
       root.appendChild(svg("line", { "class": "axis", x1: x, x2: x, y1: top - 4, y2: height }));
-      root.appendChild(svg("text", { "class": "tick", x: x, y: 11, "text-anchor": "middle" }, fmt(max * t / 4)));
+      root.appendChild(svg("text", { "class": "tick", x: x, y: 11, "text-anchor": "middle" }, fmt(max * t / nt)));
     }
     var bars = 0;
     c.categories.forEach(function (cat, j) {
@@ -158,9 +161,11 @@
     var a = aligned(c.series, pct ? pctX : function (x) { return x; });
     var width = Math.max(320, box.clientWidth - 4);
     var series = [{ label: pct ? "percentile" : "second", value: function (u, v) { return v == null ? "-" : (pct ? pctLabel(v) : v + " s"); } }];
+    var DASHES = [null, [6, 4], [2, 3], [10, 3, 2, 3]];
     c.series.forEach(function (s, i) {
       series.push({
-        label: s.name, stroke: color(i), width: 1.5, spanGaps: true,
+        label: s.name, stroke: color(s.color != null ? s.color : i), width: 1.5, spanGaps: true,
+        dash: s.dash ? DASHES[s.dash % DASHES.length] : undefined,
         points: { show: pct || a.data[0].length < 40, size: 4 },
         value: function (u, v) { return v == null ? "-" : fmt(v) + " " + c.unit; }
       });
