@@ -149,7 +149,14 @@ func pageTitle(runs []*result.Run) string {
 // gets " #2", " #3".
 func runLabels(runs []*result.Run) []string {
 	if len(runs) == 1 {
-		return []string{runName(runs[0])}
+		s := runs[0].Plan.Name
+		if s == "" {
+			s = runs[0].Plan.File
+		}
+		if !runs[0].Started.IsZero() {
+			s = strings.TrimSpace(s + " " + runs[0].Started.UTC().Format("2006-01-02 15:04:05 UTC"))
+		}
+		return []string{s}
 	}
 	samePlan := true
 	for _, r := range runs[1:] {

@@ -81,7 +81,7 @@ func chartModel(runs []*result.Run, labels []string) []chartSection {
 	var phases []string
 	kinds := map[string]string{}
 	for _, run := range runs {
-		for _, ph := range phaseOrder(run) {
+		for _, ph := range phasesOf(run) {
 			if _, ok := kinds[ph]; !ok {
 				phases = append(phases, ph)
 				kinds[ph] = run.Results[indexOfPhase(run, ph)].Kind
@@ -239,6 +239,20 @@ func chartModel(runs []*result.Run, labels []string) []chartSection {
 			}
 		}
 		out = append(out, sec)
+	}
+	return out
+}
+
+// phasesOf returns a run's phase names in order of first appearance (the
+// order of the tables).
+func phasesOf(run *result.Run) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range run.Results {
+		if !seen[r.Phase] {
+			seen[r.Phase] = true
+			out = append(out, r.Phase)
+		}
 	}
 	return out
 }

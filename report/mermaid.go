@@ -24,7 +24,7 @@ const mermaidHorizontalAbove = 6
 // writes nothing.
 func Mermaid(w io.Writer, run *result.Run) error {
 	ew := &errWriter{w: w}
-	for _, ph := range phaseOrder(run) {
+	for _, ph := range phasesOf(run) {
 		kind := run.Results[indexOfPhase(run, ph)].Kind
 		rm, ok := rateMetric[kind]
 		if !ok || kind == "connect" {
@@ -88,7 +88,7 @@ func Mermaid(w io.Writer, run *result.Run) error {
 
 // mermaidString quotes a label; Mermaid strings cannot hold a double quote.
 func mermaidString(s string) string {
-	return `"` + strings.ReplaceAll(oneLine(s), `"`, "'") + `"`
+	return `"` + strings.ReplaceAll(strings.Join(strings.Fields(s), " "), `"`, "'") + `"`
 }
 
 func mermaidList(names []string) string {

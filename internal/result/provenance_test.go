@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"runtime/debug"
 	"testing"
+
+	"github.com/wsplan/wsplan/internal/metrics"
 )
 
 func TestProvenanceFrom(t *testing.T) {
@@ -76,5 +78,30 @@ func TestNewProvenanceRunningBinary(t *testing.T) {
 	// not, so the version is unknown, and says so instead of being empty.
 	if v := p.Libraries["github.com/lxzan/gws"]; v == "" {
 		t.Errorf("library version empty: %+v", p.Libraries)
+	}
+}
+
+// TestProvenanceRoundTrip: the wsplan object survives --json and a read
+// back; a file without it reads as nil.
+func TestProvenanceRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	run := &Run{Schema: Schema, Wsplan: ProvenanceFrom(nil, "go1.26.8", []string{"github.com/lxzan/gws"})}
+	path := dir + "/r.json"
+	if err := run.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadFile(path, func(string) []metrics.Def { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back.Wsplan, run.Wsplan) {
+		t.Errorf("read back %+v, wrote %+v", back.Wsplan, run.Wsplan)
+	}
+	run.Wsplan = nil
+	if err := run.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	if back, err = ReadFile(path, func(string) []metrics.Def { return nil }); err != nil || back.Wsplan != nil {
+		t.Errorf("without provenance: %+v, %v", back.Wsplan, err)
 	}
 }
