@@ -18,8 +18,8 @@ const mermaidHorizontalAbove = 6
 // blocks, which GitHub renders natively (no image file): for every echo and
 // rate phase, the servers' TPS as bars (echo: tps; rate: recv_rate, echoes
 // received per second); then, folded in a <details> block, each rate
-// phase's per-second timeline of echoes received, a line per server (an
-// xychart has no legend, so one chart per server). A server whose result
+// phase's per-second timeline of echoes received, one chart per server (an
+// xychart has no legend), all on the same y axis. A server whose result
 // failed shows 0 and is named under the chart. A run without such phases
 // writes nothing.
 func Mermaid(w io.Writer, run *result.Run) error {
@@ -64,6 +64,14 @@ func Mermaid(w io.Writer, run *result.Run) error {
 		}
 	}
 	if len(timelines) > 0 {
+		// One y axis for every server's chart, so the charts compare.
+		top := 0.0
+		for _, r := range timelines {
+			for _, p := range r.Timeline {
+				top = math.Max(top, float64(p.Recv))
+			}
+		}
+		top = niceCeil(top)
 		ew.printf("<details><summary>Per-second timelines: echoes received per second</summary>\n\n")
 		for _, r := range timelines {
 			xs := make([]string, len(r.Timeline))
@@ -79,7 +87,7 @@ func Mermaid(w io.Writer, run *result.Run) error {
 			ew.printf("```mermaid\nxychart-beta\n    title %s\n    x-axis %s [%s]\n    y-axis %s 0 --> %s\n    line [%s]\n```\n\n",
 				mermaidString(fmt.Sprintf("%s, %s: echoes received per second (worst second's p99: %s ms)", r.Phase, r.Server, mermaidNumber(p99))),
 				mermaidString("second"), mermaidList(xs), mermaidString("echoes/s"),
-				mermaidNumber(niceCeil(maxOf(ys))), mermaidNumbers(ys))
+				mermaidNumber(top), mermaidNumbers(ys))
 		}
 		ew.printf("</details>\n\n")
 	}
