@@ -304,3 +304,24 @@ func TestChartsGolden(t *testing.T) {
 	}
 	golden(t, "charts.json", string(b)+"\n")
 }
+
+// TestHTMLEscapes: names and errors from a plan or a server cannot break
+// out of the page's markup or its inlined data.
+func TestHTMLEscapes(t *testing.T) {
+	run := testRun()
+	const evil = `</script><b id="evil">x</b>`
+	for i := range run.Results {
+		if run.Results[i].Server == "gorilla" {
+			run.Results[i].Server = evil
+			run.Results[i].Error += " " + evil
+		}
+	}
+	run.Plan.Description = evil
+	page := renderHTML(t, run)
+	if strings.Contains(page, `<b id="evil">`) {
+		t.Error("unescaped markup from a server name reached the page")
+	}
+	if n := strings.Count(page, "</script>"); n != 3 {
+		t.Errorf("%d </script> tags, want the page's own 3", n)
+	}
+}
