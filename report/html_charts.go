@@ -43,15 +43,6 @@ type chartSeries struct {
 	Dash   *int         `json:"dash,omitempty"`
 }
 
-// look returns a series named and styled for (server j, run i).
-func look(name string, server, run int, multi bool) chartSeries {
-	s := chartSeries{Name: name}
-	if multi {
-		s.Color, s.Dash = &server, &run
-	}
-	return s
-}
-
 // chartSection is the charts of one phase.
 type chartSection struct {
 	Phase  string  `json:"phase"`
@@ -76,7 +67,7 @@ var percentilePoints = []struct {
 }{{"p50", 50}, {"p75", 75}, {"p90", 90}, {"p95", 95}, {"p99", 99}, {"p999", 99.9}}
 
 // chartModel computes every chart, phase by phase in order of first
-// appearance over the runs.
+// appearance over the runs; servers in order of first appearance too.
 func chartModel(runs []*result.Run, labels []string) []chartSection {
 	var phases []string
 	kinds := map[string]string{}
@@ -98,149 +89,194 @@ func chartModel(runs []*result.Run, labels []string) []chartSection {
 			}
 		}
 	}
-	multi := len(runs) > 1
 	out := []chartSection{}
-	for pi, ph := range phases {
-		kind := kinds[ph]
-		sec := chartSection{Phase: ph, Kind: kind, Title: Title(kind, ph), Charts: []chart{}}
-		id := func(what string) string { return fmt.Sprintf("c%d-%s", pi, what) }
-		// find returns the server's result if it succeeded, or nil.
-		find := func(run *result.Run, server string) *result.Result {
-			r := run.Find(server, ph)
-			if r == nil || !r.OK {
-				return nil
-			}
-			return r
-		}
-		bars := func(what, title, unit, note string, f func(r *result.Result) (float64, bool), series func(run string) string) {
-			c := chart{ID: id(what), Type: chartBars, Title: title, Unit: unit, Note: note, Categories: servers}
-			any := false
-			for i, run := range runs {
-				s := chartSeries{Name: series(labels[i]), Values: make([]*float64, len(servers))}
-				for j, srv := range servers {
-					if r := find(run, srv); r != nil {
-						if x, ok := f(r); ok && !math.IsNaN(x) && !math.IsInf(x, 0) {
-							s.Values[j] = &x
-							any = true
-						}
-					}
-				}
-				c.Series = append(c.Series, s)
-			}
-			if any {
-				sec.Charts = append(sec.Charts, c)
+	for i, ph := range phases {
+		p := phaseCharts{runs: runs, labels: labels, servers: servers, phase: ph, kind: kinds[ph], multi: len(runs) > 1, index: i}
+		sec := chartSection{Phase: ph, Kind: p.kind, Title: Title(p.kind, ph), Charts: []chart{}}
+		for _, c := range []*chart{p.throughput(), p.cpu(), p.memory(), p.percentiles()} {
+			if c != nil {
+				sec.Charts = append(sec.Charts, *c)
 			}
 		}
-		runSeries := func(label string) string {
-			if multi {
-				return label
-			}
-			return "this run"
-		}
-
-		// TPS.
-		rm, ok := rateMetric[kind]
-		if !ok {
-			rm.name, rm.unit = "tps", "per second"
-		}
-		bars("tps", "Throughput: "+rm.name, rm.unit, "", metricOf(rm.name, 1), runSeries)
-
-		// CPU-seconds per million, server next to client.
-		cpu := chart{ID: id("cpu"), Type: chartBars, Title: "CPU-seconds per million messages: server vs client", Unit: "CPU-s / 1M", Categories: servers,
-			Note: "the client must spend less than the server, or the row measures the client"}
-		anyCPU := false
-		for i, run := range runs {
-			for _, side := range []struct{ name, metric string }{{"server", "server_cpu_per_1m"}, {"client", "client_cpu_per_1m"}} {
-				name := side.name
-				if multi {
-					name += " · " + labels[i]
-				}
-				s := chartSeries{Name: name, Values: make([]*float64, len(servers))}
-				for j, srv := range servers {
-					if r := find(run, srv); r != nil {
-						if x, ok := metricOf(side.metric, 1)(r); ok {
-							s.Values[j] = &x
-							anyCPU = true
-						}
-					}
-				}
-				cpu.Series = append(cpu.Series, s)
-			}
-		}
-		if anyCPU {
-			sec.Charts = append(sec.Charts, cpu)
-		}
-
-		// Memory per connection.
-		memNote := "server RSS (highest sample) / connections open: the process's base memory included"
-		if kind == "hold" {
-			memNote = "server RSS growth from before the first phase to the start of the hold / connections"
-		}
-		bars("mem", "Memory per connection", "KiB", memNote, memPerConn, runSeries)
-
-		// Latency percentiles: one series per (server, run).
-		pc := chart{ID: id("lat"), Type: chartPercentiles, Title: "Latency by percentile", Unit: "ms"}
-		if kind == "connect" {
-			pc.Title = "Connect (handshake) latency by percentile"
-		}
-		for j, srv := range servers {
-			for i, run := range runs {
-				r := find(run, srv)
-				if r == nil {
-					continue
-				}
-				s := look(seriesName(srv, labels[i], multi), j, i, multi)
-				for _, q := range percentilePoints {
-					if _, ok := r.Metrics[q.name]; ok {
-						if d := r.Metrics.Dur(q.name); d > 0 {
-							s.Points = append(s.Points, [2]float64{q.p, ms(d)})
-						}
-					}
-				}
-				if len(s.Points) > 0 {
-					pc.Series = append(pc.Series, s)
-				}
-			}
-		}
-		if len(pc.Series) > 0 {
-			sec.Charts = append(sec.Charts, pc)
-		}
-
-		// Per-second timelines, for results that carry one.
-		for _, tl := range []struct {
-			what, title, unit string
-			f                 func(p result.Point) float64
-		}{
-			{"sent", "Messages sent per second", "messages/s", func(p result.Point) float64 { return float64(p.Sent) }},
-			{"recv", "Echoes received per second", "echoes/s", func(p result.Point) float64 { return float64(p.Recv) }},
-			{"late", "Late messages per second", "messages/s", func(p result.Point) float64 { return float64(p.Late) }},
-			{"p99", "p99 latency per second", "ms", func(p result.Point) float64 { return ms(p.P99) }},
-		} {
-			c := chart{ID: id("tl-" + tl.what), Type: chartTimeline, Title: tl.title, Unit: tl.unit}
-			any := false
-			for j, srv := range servers {
-				for i, run := range runs {
-					r := run.Find(srv, ph)
-					if r == nil || len(r.Timeline) == 0 {
-						continue
-					}
-					s := look(seriesName(srv, labels[i], multi), j, i, multi)
-					for _, p := range r.Timeline {
-						v := tl.f(p)
-						s.Points = append(s.Points, [2]float64{float64(p.T), v})
-						any = any || v != 0
-					}
-					c.Series = append(c.Series, s)
-				}
-			}
-			// A late-messages chart of zeros says less than the table's 0.
-			if len(c.Series) > 0 && (any || tl.what != "late") {
-				sec.Charts = append(sec.Charts, c)
-			}
-		}
+		sec.Charts = append(sec.Charts, p.timelines()...)
 		out = append(out, sec)
 	}
 	return out
+}
+
+// phaseCharts computes the charts of one phase over every run.
+type phaseCharts struct {
+	runs        []*result.Run
+	labels      []string // legend name of each run
+	servers     []string // bar categories, over every run
+	phase, kind string
+	multi       bool // several runs: series name their run
+	index       int  // of the phase, for chart ids
+}
+
+func (p *phaseCharts) id(what string) string { return fmt.Sprintf("c%d-%s", p.index, what) }
+
+// result returns a server's result in a run if it succeeded, or nil: a
+// failed result's figures are partial and draw nothing.
+func (p *phaseCharts) result(run *result.Run, server string) *result.Result {
+	r := run.Find(server, p.phase)
+	if r == nil || !r.OK {
+		return nil
+	}
+	return r
+}
+
+// bars returns a bar chart with a series per run, or nil when no result
+// has the figure f reads.
+func (p *phaseCharts) bars(what, title, unit, note string, f func(r *result.Result) (float64, bool)) *chart {
+	c := &chart{ID: p.id(what), Type: chartBars, Title: title, Unit: unit, Note: note, Categories: p.servers}
+	drawn := false
+	for i, run := range p.runs {
+		name := "this run"
+		if p.multi {
+			name = p.labels[i]
+		}
+		s := chartSeries{Name: name, Values: make([]*float64, len(p.servers))}
+		for j, srv := range p.servers {
+			if r := p.result(run, srv); r != nil {
+				if x, ok := f(r); ok && !math.IsNaN(x) && !math.IsInf(x, 0) {
+					s.Values[j] = &x
+					drawn = true
+				}
+			}
+		}
+		c.Series = append(c.Series, s)
+	}
+	if !drawn {
+		return nil
+	}
+	return c
+}
+
+// throughput is the phase's rate per server (rateMetric).
+func (p *phaseCharts) throughput() *chart {
+	rm, ok := rateMetric[p.kind]
+	if !ok {
+		rm.name, rm.unit = "tps", "per second"
+	}
+	return p.bars("tps", "Throughput: "+rm.name, rm.unit, "", metricOf(rm.name))
+}
+
+// cpu is the CPU-seconds per million messages, server next to client.
+func (p *phaseCharts) cpu() *chart {
+	c := &chart{ID: p.id("cpu"), Type: chartBars, Title: "CPU-seconds per million messages: server vs client", Unit: "CPU-s / 1M",
+		Categories: p.servers, Note: "the client must spend less than the server, or the row measures the client"}
+	drawn := false
+	for i, run := range p.runs {
+		for _, side := range []struct{ name, metric string }{{"server", "server_cpu_per_1m"}, {"client", "client_cpu_per_1m"}} {
+			name := side.name
+			if p.multi {
+				name += " · " + p.labels[i]
+			}
+			s := chartSeries{Name: name, Values: make([]*float64, len(p.servers))}
+			for j, srv := range p.servers {
+				if r := p.result(run, srv); r != nil {
+					if x, ok := metricOf(side.metric)(r); ok {
+						s.Values[j] = &x
+						drawn = true
+					}
+				}
+			}
+			c.Series = append(c.Series, s)
+		}
+	}
+	if !drawn {
+		return nil
+	}
+	return c
+}
+
+// memory is the server memory per connection.
+func (p *phaseCharts) memory() *chart {
+	note := "server RSS (highest sample) / connections open: the process's base memory included"
+	if p.kind == "hold" {
+		note = "server RSS growth from before the first phase to the start of the hold / connections"
+	}
+	return p.bars("mem", "Memory per connection", "KiB", note, memPerConn)
+}
+
+// percentiles is the latency spectrum, a series per (server, run).
+func (p *phaseCharts) percentiles() *chart {
+	c := &chart{ID: p.id("lat"), Type: chartPercentiles, Title: "Latency by percentile", Unit: "ms"}
+	if p.kind == "connect" {
+		c.Title = "Connect (handshake) latency by percentile"
+	}
+	for j, srv := range p.servers {
+		for i, run := range p.runs {
+			r := p.result(run, srv)
+			if r == nil {
+				continue
+			}
+			s := p.series(srv, j, i)
+			for _, q := range percentilePoints {
+				if _, ok := r.Metrics[q.name]; ok {
+					if d := r.Metrics.Dur(q.name); d > 0 {
+						s.Points = append(s.Points, [2]float64{q.p, ms(d)})
+					}
+				}
+			}
+			if len(s.Points) > 0 {
+				c.Series = append(c.Series, s)
+			}
+		}
+	}
+	if len(c.Series) == 0 {
+		return nil
+	}
+	return c
+}
+
+// timelines are the per-second charts of results that carry a timeline
+// (failed ones too: the seconds before the failure are real), a series per
+// (server, run). A late-messages chart of zeros is left out: the table's 0
+// says it better.
+func (p *phaseCharts) timelines() []chart {
+	var out []chart
+	for _, tl := range []struct {
+		what, title, unit string
+		f                 func(p result.Point) float64
+	}{
+		{"sent", "Messages sent per second", "messages/s", func(p result.Point) float64 { return float64(p.Sent) }},
+		{"recv", "Echoes received per second", "echoes/s", func(p result.Point) float64 { return float64(p.Recv) }},
+		{"late", "Late messages per second", "messages/s", func(p result.Point) float64 { return float64(p.Late) }},
+		{"p99", "p99 latency per second", "ms", func(p result.Point) float64 { return ms(p.P99) }},
+	} {
+		c := chart{ID: p.id("tl-" + tl.what), Type: chartTimeline, Title: tl.title, Unit: tl.unit}
+		nonZero := false
+		for j, srv := range p.servers {
+			for i, run := range p.runs {
+				r := run.Find(srv, p.phase)
+				if r == nil || len(r.Timeline) == 0 {
+					continue
+				}
+				s := p.series(srv, j, i)
+				for _, pt := range r.Timeline {
+					v := tl.f(pt)
+					s.Points = append(s.Points, [2]float64{float64(pt.T), v})
+					nonZero = nonZero || v != 0
+				}
+				c.Series = append(c.Series, s)
+			}
+		}
+		if len(c.Series) > 0 && (nonZero || tl.what != "late") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// series starts the line of server j in run i: named by the server (and
+// the run when there are several), coloured by the server, dashed by run.
+func (p *phaseCharts) series(server string, j, i int) chartSeries {
+	if !p.multi {
+		return chartSeries{Name: server}
+	}
+	return chartSeries{Name: server + " · " + p.labels[i], Color: &j, Dash: &i}
 }
 
 // phasesOf returns a run's phase names in order of first appearance (the
@@ -266,20 +302,13 @@ func indexOfPhase(run *result.Run, phase string) int {
 	return -1
 }
 
-func seriesName(server, run string, multi bool) string {
-	if multi {
-		return server + " · " + run
-	}
-	return server
-}
-
-// metricOf reads a metric as a float, scaled; ok false when absent.
-func metricOf(name string, scale float64) func(r *result.Result) (float64, bool) {
+// metricOf reads a metric as a float; ok false when absent.
+func metricOf(name string) func(r *result.Result) (float64, bool) {
 	return func(r *result.Result) (float64, bool) {
 		if _, ok := r.Metrics[name]; !ok {
 			return 0, false
 		}
-		return r.Metrics.Float(name) * scale, true
+		return r.Metrics.Float(name), true
 	}
 }
 
