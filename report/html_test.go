@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/result"
 )
 
@@ -117,6 +118,16 @@ func TestParseMarkdownTables(t *testing.T) {
 	}
 }
 
+// unknownKindRun is a run of a kind this build does not know (a file from a
+// newer wsplan, as read back from JSON: durations are float nanoseconds): it
+// gets a generic table and the charts its metrics allow.
+func unknownKindRun() *result.Run {
+	return &result.Run{Schema: result.Schema, Plan: result.PlanInfo{Name: "future"}, Results: []result.Result{
+		{Server: "gws", Phase: "fanout", Kind: "broadcast", OK: true, Metrics: metrics.Values{"tps": 1234.5, "p50": 2e6, "p99": 9e6, "fanout": 100.0}},
+		{Server: "gorilla", Phase: "fanout", Kind: "broadcast", OK: true, Metrics: metrics.Values{"tps": 999.0, "p50": 3e6, "p99": 12e6, "fanout": 100.0}},
+	}}
+}
+
 // TestChartModel: which charts each phase of the test run gets, and how
 // many series; a failed result draws nothing.
 func TestChartModel(t *testing.T) {
@@ -140,6 +151,9 @@ func TestChartModel(t *testing.T) {
 			{"echo", map[string]int{"tps": 2, "cpu": 4, "mem": 2, "lat": 2}},
 			{"rate", map[string]int{"tps": 2, "cpu": 4, "mem": 2, "lat": 3, "tl-sent": 2, "tl-recv": 2, "tl-late": 2, "tl-p99": 2}},
 			{"custom", map[string]int{"lat": 1}},
+		}},
+		{"unknown kind", []*result.Run{unknownKindRun()}, []want{
+			{"fanout", map[string]int{"tps": 1, "lat": 2}},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -247,8 +261,10 @@ func browserCheck(t *testing.T, bin, path string) (drawnCharts, []string) {
 func TestHTMLInBrowser(t *testing.T) {
 	bin := chromium(t)
 	for name, runs := range map[string][]*result.Run{
-		"one run":  {withProvenance(testRun())},
-		"two runs": {baselineRun(), testRun()},
+		"one run":      {withProvenance(testRun())},
+		"two runs":     {baselineRun(), testRun()},
+		"unknown kind": {unknownKindRun()},
+		"empty run":    {{Schema: result.Schema}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "report.html")
