@@ -514,15 +514,20 @@ func (l *loader) resolveServer(s *Server, base string, d Defaults, nodelaySet bo
 			}
 			continue
 		}
-		if _, _, errs := frameworks.Resolve(s.Name, s.Framework, map[string]string{k: merged[k]}); len(errs) > 0 {
-			for _, err := range errs {
-				l.fieldErr(field, "%s%s", prefix, strings.TrimPrefix(err.Error(), "option "+k+": "))
-			}
+		if err := a.CheckOption(k, merged[k]); err != nil {
+			l.fieldErr(field, "%s%s", prefix, err)
 			continue
 		}
 		good[k] = merged[k]
 	}
-	a, vals, _ := frameworks.Resolve(s.Name, s.Framework, good)
+	a, vals, errs := frameworks.Resolve(s.Name, s.Framework, good)
+	if len(good) == len(merged) {
+		// Each value is good: what is left are bounds between options
+		// (the adapter's Check), reported at the server's options.
+		for _, err := range errs {
+			l.fieldErr(base+".options", "%s", err)
+		}
+	}
 	s.Adapter, s.Options, s.Values = a.Name, merged, vals
 }
 
