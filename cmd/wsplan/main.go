@@ -86,6 +86,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newCompareCmd(stdout),
 		newTuneCmd(stdout, stderr),
 		newShardCmd(),
+		newSchemaCmd(stdout),
 	)
 	return root
 }

@@ -21,63 +21,76 @@ import (
 	"github.com/wsplan/wsplan/scenarios"
 )
 
-// The file's syntax, decoded strictly before it is turned into a Plan.
+// The file's syntax, decoded strictly before it is turned into a Plan. The
+// tags other than yaml declare each key for people and for the JSON Schema
+// (package schema): doc (one line), default (as a user would write it; the
+// loader applies it in setDefaults), min and max (inclusive, written as the
+// value; for a list, its length), required. Validation is done by the
+// check* functions below; TestSyntaxTags holds the two together.
 type fileDoc struct {
-	Name        string      `yaml:"name"`
-	Description string      `yaml:"description"`
-	Vars        yaml.Node   `yaml:"vars"` // resolved before anything else
-	Host        hostDoc     `yaml:"host"`
-	Defaults    defaultsDoc `yaml:"defaults"`
-	Client      clientDoc   `yaml:"client"`
-	Servers     []serverDoc `yaml:"servers"`
-	Phases      []yaml.Node `yaml:"phases"` // two-pass: kind key, then body
-	Assert      []assertDoc `yaml:"assert"`
+	Name        string      `yaml:"name" doc:"plan name shown in reports; default: the file's base name without extension"`
+	Description string      `yaml:"description" doc:"one line shown with the results"`
+	Vars        yaml.Node   `yaml:"vars" doc:"variables: name → scalar value, referenced as ${name} in any value; override with --set name=value"` // resolved before anything else
+	Host        hostDoc     `yaml:"host" doc:"what the host must look like"`
+	Defaults    defaultsDoc `yaml:"defaults" doc:"settings for every server"`
+	Client      clientDoc   `yaml:"client" doc:"the load-generating client"`
+	Servers     []serverDoc `yaml:"servers" required:"true" min:"1" doc:"the servers to benchmark, each through every phase in turn"`
+	Phases      []yaml.Node `yaml:"phases" required:"true" min:"1" doc:"what to run against each server, in order; each item has one key, its kind"` // two-pass: kind key, then body
+	Assert      []assertDoc `yaml:"assert" doc:"boolean expressions checked against each result; a failure exits 1"`
 }
 
 type hostDoc struct {
-	Sysctl     map[string]string `yaml:"sysctl"`
-	NoFile     int               `yaml:"nofile"`
-	ServerCPUs string            `yaml:"server_cpus"`
-	ClientCPUs string            `yaml:"client_cpus"`
+	Sysctl     map[string]string `yaml:"sysctl" doc:"sysctl name → value as sysctl -w takes it; checked before a run, applied by wsplan tune"`
+	NoFile     int               `yaml:"nofile" default:"0" min:"0" doc:"RLIMIT_NOFILE for every process; 0 = raise the soft limit to the hard limit"`
+	ServerCPUs string            `yaml:"server_cpus" doc:"CPU list for the servers (0, 0-1, 0,2); default: the first half of the online CPUs"`
+	ClientCPUs string            `yaml:"client_cpus" doc:"CPU list for the client; default: the other half (all CPUs on a 1-CPU host)"`
 }
 
 type defaultsDoc struct {
-	NoDelay        *bool             `yaml:"nodelay"`
-	Options        map[string]string `yaml:"options"`
-	ReadyTimeout   units.Duration    `yaml:"ready_timeout"`
-	StopGrace      units.Duration    `yaml:"stop_grace"`
-	Ports          int               `yaml:"ports"`
-	BasePort       int               `yaml:"base_port"`
-	Listen         string            `yaml:"listen"`
-	SampleInterval units.Duration    `yaml:"sample_interval"`
-	AllowRemote    bool              `yaml:"allow_remote"`
+	NoDelay        *bool             `yaml:"nodelay" default:"true" doc:"TCP_NODELAY on the client and, when written, on every built-in server"`
+	Options        map[string]string `yaml:"options" doc:"framework options for every built-in server (each server's options: win)"`
+	ReadyTimeout   units.Duration    `yaml:"ready_timeout" default:"20s" min:"1ns" doc:"how long a server may take to accept its first upgrade"`
+	StopGrace      units.Duration    `yaml:"stop_grace" default:"3s" min:"1ns" doc:"time between SIGTERM and SIGKILL when a server stops"`
+	Ports          int               `yaml:"ports" default:"1" min:"1" max:"1000" doc:"listen ports per server"`
+	BasePort       int               `yaml:"base_port" default:"9000" min:"1" max:"65535" doc:"first listen port; each server gets the next ports ports in turn"`
+	Listen         string            `yaml:"listen" default:"127.0.0.1" doc:"IP address servers listen on; loopback unless allow_remote"`
+	SampleInterval units.Duration    `yaml:"sample_interval" default:"1s" min:"1ns" doc:"CPU and RSS sampling interval (shorter for short phases)"`
+	AllowRemote    bool              `yaml:"allow_remote" default:"false" doc:"permit non-loopback listen, source and target addresses"`
 }
 
 type clientDoc struct {
-	Shards      shards   `yaml:"shards"`
-	SourceAddrs []string `yaml:"source_addrs"`
-	Loops       int      `yaml:"loops"`
+	Shards      shards   `yaml:"shards" default:"0" doc:"client processes: 0 = inside wsplan, N, or auto (the engine decides)"`
+	SourceAddrs []string `yaml:"source_addrs" doc:"local IP addresses the client binds, round-robin; default: the kernel picks"`
+	Loops       int      `yaml:"loops" default:"0" min:"0" doc:"event loops per client process; 0 = one per client CPU"`
 }
 
 type serverDoc struct {
-	Name      string            `yaml:"name"`
-	Framework string            `yaml:"framework"`
-	Options   map[string]string `yaml:"options"`
-	Command   argv              `yaml:"command"`
-	Addrs     []string          `yaml:"addrs"`
-	Path      string            `yaml:"path"`
+	Name      string            `yaml:"name" required:"true" doc:"row label: a preset (wsplan frameworks), or any label with framework: or command:"`
+	Framework string            `yaml:"framework" doc:"adapter or preset to start from; default: name"`
+	Options   map[string]string `yaml:"options" doc:"framework options over the preset's and defaults.options (wsplan frameworks lists them)"`
+	Command   argv              `yaml:"command" doc:"your own server instead of a built-in one: a list of arguments, or a string split on white space"`
+	Addrs     []string          `yaml:"addrs" doc:"with command: where it listens, host:port (required then)"`
+	Path      string            `yaml:"path" default:"/ws" doc:"upgrade path"`
 }
 
 type assertDoc struct {
-	Name   string     `yaml:"name"`
-	Expr   string     `yaml:"expr"`
-	Phase  string     `yaml:"phase"`
-	Server stringList `yaml:"server"`
-	Abort  bool       `yaml:"abort"`
+	Name   string     `yaml:"name" doc:"shown instead of the expression"`
+	Expr   string     `yaml:"expr" required:"true" doc:"an expr-lang boolean expression over the phase's metrics, e.g. failed == 0"`
+	Phase  string     `yaml:"phase" doc:"phase name or kind it applies to; default: every phase that has the metrics it uses"`
+	Server stringList `yaml:"server" doc:"a server name or a list of names it applies to; default: all"`
+	Abort  bool       `yaml:"abort" default:"false" doc:"stop the run at the first failure"`
 }
 
 // shards is `client.shards`: an integer, or "auto" (-1).
 type shards int
+
+// JSONSchema describes the values UnmarshalYAML takes, for package schema.
+func (shards) JSONSchema() map[string]any {
+	return map[string]any{"anyOf": []any{
+		map[string]any{"type": "integer", "minimum": 0},
+		map[string]any{"const": "auto"},
+	}}
+}
 
 func (s *shards) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind == yaml.ScalarNode && n.Value == "auto" {
@@ -95,6 +108,14 @@ func (s *shards) UnmarshalYAML(n *yaml.Node) error {
 // argv is `command:`: a list of arguments, or one string split on white
 // space (no shell quoting: use the list form for arguments with spaces).
 type argv []string
+
+// JSONSchema describes the values UnmarshalYAML takes, for package schema.
+func (argv) JSONSchema() map[string]any {
+	return map[string]any{"anyOf": []any{
+		map[string]any{"type": "string"},
+		map[string]any{"type": "array", "items": map[string]any{"type": []any{"string", "number", "boolean"}}},
+	}}
+}
 
 func (a *argv) UnmarshalYAML(n *yaml.Node) error {
 	switch n.Kind {
@@ -117,6 +138,14 @@ func (a *argv) UnmarshalYAML(n *yaml.Node) error {
 
 // stringList is a string or a list of strings.
 type stringList []string
+
+// JSONSchema describes the values UnmarshalYAML takes, for package schema.
+func (stringList) JSONSchema() map[string]any {
+	return map[string]any{"anyOf": []any{
+		map[string]any{"type": "string"},
+		map[string]any{"type": "array", "items": map[string]any{"type": []any{"string", "number", "boolean"}}},
+	}}
+}
 
 func (s *stringList) UnmarshalYAML(n *yaml.Node) error {
 	switch n.Kind {

@@ -38,6 +38,12 @@ const (
 	MaxPort  = 65535 // highest listen port
 )
 
+// Syntax returns the zero value of the struct a plan file is strictly
+// decoded into (phase bodies excepted: those are each kind's, in
+// scenarios). Its yaml, doc, default, min, max and required tags declare
+// every key; package schema generates the plan's JSON Schema from them.
+func Syntax() any { return fileDoc{} }
+
 // Plan is a loaded, defaulted and validated plan.
 type Plan struct {
 	File        string            // path it was loaded from

@@ -1,0 +1,358 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"gopkg.in/yaml.v3"
+
+	"github.com/wsplan/wsplan/internal/plan"
+	"github.com/wsplan/wsplan/scenarios"
+)
+
+var update = flag.Bool("update", false, "rewrite ../../wsplan.schema.json")
+
+const committed = "../../wsplan.schema.json"
+
+// The committed wsplan.schema.json is what `wsplan schema` prints.
+func TestCommittedSchemaIsCurrent(t *testing.T) {
+	got, err := Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		if err := os.WriteFile(committed, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(committed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("wsplan.schema.json is stale: regenerate it with\n\tgo run ./cmd/wsplan schema > wsplan.schema.json\n(or go test ./internal/schema -update)")
+	}
+}
+
+// compile compiles the generated schema with a JSON Schema library.
+func compile(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	b, err := Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.AssertVocabs()
+	if err := c.AddResource(ID, doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile(ID)
+	if err != nil {
+		t.Fatalf("the generated schema does not compile: %v", err)
+	}
+	return s
+}
+
+// toJSON converts a YAML document to the JSON value an editor validates.
+func toJSON(t *testing.T, src []byte) any {
+	t.Helper()
+	var v any
+	if err := yaml.Unmarshal(src, &v); err != nil {
+		t.Fatalf("%v (an editor's YAML parser fails here too)", err)
+	}
+	return jsonOf(t, v)
+}
+
+func jsonOf(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+var (
+	refRE         = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+	placeholderRE = regexp.MustCompile(`\$\x{27E6}([A-Za-z_][A-Za-z0-9_]*)\x{27E7}`)
+)
+
+// toJSONRefs is toJSON for YAML that uses ${name} inside flow mappings
+// ({connections: ${conns}}), which the loader reads (it protects the
+// references before parsing) and a plain YAML parser does not.
+func toJSONRefs(t *testing.T, src []byte) any {
+	t.Helper()
+	var v any
+	if err := yaml.Unmarshal(refRE.ReplaceAll(src, []byte("$$\u27E6${1}\u27E7")), &v); err != nil {
+		t.Fatal(err)
+	}
+	return jsonOf(t, restore(v))
+}
+
+func restore(v any) any {
+	switch x := v.(type) {
+	case string:
+		return placeholderRE.ReplaceAllString(x, "$${${1}}")
+	case map[string]any:
+		for k, e := range x {
+			x[k] = restore(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = restore(e)
+		}
+	}
+	return v
+}
+
+const modeline = "# yaml-language-server: $schema=../wsplan.schema.json\n"
+
+// Every plan in plans/ names the schema on its first line and validates
+// against it, as it loads.
+func TestPlansValidate(t *testing.T) {
+	s := compile(t)
+	files, err := filepath.Glob("../../plans/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no plans found: %v", err)
+	}
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(src, []byte(modeline)) {
+			t.Errorf("%s: the first line must be %q", f, strings.TrimSpace(modeline))
+		}
+		if _, err := plan.LoadBytes(f, src, plan.LoadOptions{}); err != nil {
+			t.Errorf("%s does not load: %v", f, err)
+		}
+		if err := s.Validate(toJSON(t, src)); err != nil {
+			t.Errorf("%s does not validate against the schema:\n%v", f, err)
+		}
+	}
+}
+
+// Every YAML plan in README.md validates, as TestREADMEPlans in
+// internal/plan loads them.
+func TestREADMEValidates(t *testing.T) {
+	s := compile(t)
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for i, m := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(b), -1) {
+		body := m[1]
+		if !strings.Contains(body, "phases:") {
+			continue // a fragment, not a plan
+		}
+		if !strings.Contains(body, "servers:") {
+			body = "servers: [{name: gws}]\n" + body
+		}
+		n++
+		if err := s.Validate(toJSONRefs(t, []byte(body))); err != nil {
+			t.Errorf("README yaml block %d does not validate:\n%v\n---\n%s", i, err, body)
+		}
+	}
+	if n < 2 {
+		t.Errorf("found %d plans in README.md, want at least 2", n)
+	}
+}
+
+// The schema rejects what the loader rejects for its shape: unknown keys,
+// wrong types, values out of declared bounds, unknown names.
+func TestSchemaRejects(t *testing.T) {
+	s := compile(t)
+	const base = "servers: [{name: gws}]\nphases:\n  - connect: {connections: 10}\n"
+	good := []string{
+		base,
+		base + "  - echo: {total: 100, payload: 4KiB, timeout: 2s}\n",
+		base + "  - rate: {duration: 1m, rate: 0.5, payload: 64}\n",
+		base + "  - hold: {duration: 10s, ping: 1s, name: idle}\n",
+		"vars: {n: 10, d: 5s}\n" + "servers: [{name: gws}]\nphases:\n  - connect: {connections: ${n}, timeout: ${d}}\n  - echo: {total: ${n}000}\n",
+		"servers: [{name: x, framework: greatws, options: {pool_init: 80, pool_min: 80, pool_max: 80}}]\nphases: [{connect: {connections: 1}}]\n",
+		"servers: [{name: greatws, options: {callback: event_loop, read_buffer: \"4096\"}}]\nphases: [{connect: {connections: 1}}]\n",
+		"servers: [{name: mine, command: ./srv -p 1, addrs: [127.0.0.1:7000]}]\nclient: {shards: auto}\nphases: [{connect: {connections: 1}}]\n",
+		"defaults: {options: {pool_max: 8, io_mode: mixed}, ready_timeout: 0}\n" + base,
+		"assert: [{expr: failed == 0, server: [gws]}]\n" + base,
+	}
+	for _, src := range good {
+		if err := s.Validate(toJSONRefs(t, []byte(src))); err != nil {
+			t.Errorf("valid plan rejected:\n%s\n%v", src, err)
+		}
+	}
+	bad := []struct{ name, src string }{
+		{"unknown top-level key", "descripton: x\n" + base},
+		{"unknown phase key", base + "  - echo: {total: 1, paylod: 5}\n"},
+		{"unknown phase kind", base + "  - blast: {total: 1}\n"},
+		{"two kinds in one phase", "servers: [{name: gws}]\nphases:\n  - {connect: {connections: 1}, hold: {duration: 1s}}\n"},
+		{"wrong type", "servers: [{name: gws}]\nphases:\n  - connect: {connections: many}\n"},
+		{"fraction for an integer", "servers: [{name: gws}]\nphases:\n  - connect: {connections: 1.5}\n"},
+		{"below a phase minimum", "servers: [{name: gws}]\nphases:\n  - connect: {connections: 0}\n"},
+		{"above a size maximum", base + "  - echo: {total: 1, payload: 70000000}\n"},
+		{"bad size", base + "  - echo: {total: 1, payload: 4 kilobytes}\n"},
+		{"bad duration", base + "  - hold: {duration: 10 seconds}\n"},
+		{"duration without unit", base + "  - hold: {duration: 10}\n"},
+		{"missing required", base + "  - echo: {payload: 10}\n"},
+		{"no phases", "servers: [{name: gws}]\n"},
+		{"unknown framework", "servers: [{name: x, framework: gorila}]\nphases: [{connect: {connections: 1}}]\n"},
+		{"option of another framework", "servers: [{name: gws, options: {pool_max: 8}}]\nphases: [{connect: {connections: 1}}]\n"},
+		{"option below its min", "servers: [{name: x, framework: greatws, options: {pool_max: 0}}]\nphases: [{connect: {connections: 1}}]\n"},
+		{"option of a preset below its min", "servers: [{name: nbio_mixed, options: {max_blocking_online: 0}}]\nphases: [{connect: {connections: 1}}]\n"},
+		{"bad enum option", "servers: [{name: gws, options: {server: netpoll}}]\nphases: [{connect: {connections: 1}}]\n"},
+		{"unknown defaults option", "defaults: {options: {colour: red}}\n" + base},
+		{"ports above max", "defaults: {ports: 2000}\n" + base},
+		{"bad shards", "client: {shards: lots}\n" + base},
+		{"bad var name", "vars: {9lives: 1}\n" + base},
+		{"assert without expr", "assert: [{name: x}]\n" + base},
+	}
+	for _, c := range bad {
+		err := s.Validate(toJSONRefs(t, []byte(c.src)))
+		var ve *jsonschema.ValidationError
+		if !errors.As(err, &ve) {
+			t.Errorf("%s: the schema accepts\n%s(err %v)", c.name, c.src, err)
+		}
+	}
+}
+
+// The default tags of each phase kind are the defaults its Defaults
+// applies (fields whose default depends on the plan have none).
+func TestPhaseDefaultTags(t *testing.T) {
+	ctx := scenarios.Context{Conns: 10, Payload: 1024}
+	for _, k := range scenarios.Kinds() {
+		applied := k.New()
+		applied.Defaults(ctx)
+		fromTags := reflect.ValueOf(k.New()).Elem()
+		av := reflect.ValueOf(applied).Elem()
+		t.Run(k.Name, func(t *testing.T) {
+			for i := range fromTags.NumField() {
+				f := fromTags.Type().Field(i)
+				def := f.Tag.Get("default")
+				if def == "" {
+					continue
+				}
+				v, err := parse(f.Type, def)
+				if err != nil {
+					t.Errorf("%s: default %q: %v", f.Name, def, err)
+					continue
+				}
+				if got := av.Field(i).Interface(); !reflect.DeepEqual(got, v.Interface()) {
+					t.Errorf("%s: tag default:%q, Defaults sets %v", f.Name, def, deref(got))
+				}
+			}
+		})
+	}
+}
+
+func deref(v any) any {
+	r := reflect.ValueOf(v)
+	if r.Kind() == reflect.Pointer && !r.IsNil() {
+		return r.Elem().Interface()
+	}
+	return v
+}
+
+// A value at a field's min (max) tag passes the kind's Validate; one step
+// below (above) it fails on that field.
+func TestPhaseBoundTags(t *testing.T) {
+	ctx := scenarios.Context{Conns: 1 << 20, Payload: 1024}
+	for _, k := range scenarios.Kinds() {
+		t.Run(k.Name, func(t *testing.T) {
+			typ := reflect.TypeOf(k.New()).Elem()
+			for i := range typ.NumField() {
+				f := typ.Field(i)
+				key := fieldTags(f).key
+				for _, b := range []struct {
+					tag  string
+					step int64
+				}{{f.Tag.Get("min"), -1}, {f.Tag.Get("max"), +1}} {
+					if b.tag == "" {
+						continue
+					}
+					for _, c := range []struct {
+						step    int64
+						wantErr bool
+					}{{0, false}, {b.step, true}} {
+						p := validPhase(t, k)
+						fv := reflect.ValueOf(p).Elem().Field(i)
+						v, err := parse(f.Type, b.tag)
+						if err != nil {
+							t.Fatalf("%s: bound %q: %v", key, b.tag, err)
+						}
+						if !shift(v, c.step) {
+							continue // a rate: no next value below
+						}
+						fv.Set(v)
+						got := false
+						for _, fe := range p.Validate(ctx) {
+							if fe.Field == key {
+								got = true
+							}
+						}
+						if got != c.wantErr {
+							t.Errorf("%s = %s (bound %s, step %d): error on the field = %v, want %v", key, fmt.Sprint(deref(v.Interface())), b.tag, c.step, got, c.wantErr)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// validPhase is a phase of kind k with its required fields set (to 1 or
+// one second) and its defaults applied.
+func validPhase(t *testing.T, k scenarios.Kind) scenarios.Phase {
+	p := k.New()
+	v := reflect.ValueOf(p).Elem()
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		if f.Tag.Get("required") != "true" {
+			continue
+		}
+		one, err := parse(f.Type, map[bool]string{true: "1s", false: "1"}[f.Type.String() == "units.Duration"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.Field(i).Set(one)
+	}
+	p.Defaults(scenarios.Context{Conns: 1 << 20, Payload: 1024})
+	if errs := p.Validate(scenarios.Context{Conns: 1 << 20, Payload: 1024}); len(errs) > 0 {
+		t.Fatalf("%s with its required fields at 1: %v", k.Name, errs)
+	}
+	return p
+}
+
+// shift adds step to an integer-like value (through pointers); it reports
+// false for values it cannot step (floats).
+func shift(v reflect.Value, step int64) bool {
+	if step == 0 {
+		return true
+	}
+	if v.Kind() == reflect.Pointer {
+		return shift(v.Elem(), step)
+	}
+	switch v.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt(v.Int() + step)
+		return true
+	}
+	return false
+}
