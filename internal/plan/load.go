@@ -52,7 +52,7 @@ type defaultsDoc struct {
 	ReadyTimeout   units.Duration    `yaml:"ready_timeout" default:"20s" min:"1ns" doc:"how long a server may take to accept its first upgrade"`
 	StopGrace      units.Duration    `yaml:"stop_grace" default:"3s" min:"1ns" doc:"time between SIGTERM and SIGKILL when a server stops"`
 	Ports          int               `yaml:"ports" default:"1" min:"1" max:"1000" doc:"listen ports per server"`
-	BasePort       int               `yaml:"base_port" default:"9000" min:"1" max:"65535" doc:"first listen port; each server gets the next ports ports in turn"`
+	BasePort       int               `yaml:"base_port" default:"9000" min:"1" max:"65534" doc:"first listen port; server i listens on base_port + i × ports …, up to 65535"`
 	Listen         string            `yaml:"listen" default:"127.0.0.1" doc:"IP address servers listen on; loopback unless allow_remote"`
 	SampleInterval units.Duration    `yaml:"sample_interval" default:"1s" min:"1ns" doc:"CPU and RSS sampling interval (shorter for short phases)"`
 	AllowRemote    bool              `yaml:"allow_remote" default:"false" doc:"permit non-loopback listen, source and target addresses"`
