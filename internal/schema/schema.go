@@ -151,24 +151,43 @@ func fieldTags(f reflect.StructField) tags {
 }
 
 // object is the schema of a struct decoded strictly: its yaml-tagged
-// fields, additionalProperties false. A mapping may be empty (null).
+// fields (inline structs flattened, an empty name meaning the lower-case
+// field name, as the loader reads them), additionalProperties false. A
+// mapping may be empty (null).
 func (g *gen) object(t reflect.Type, where string) (map[string]any, error) {
 	props := map[string]any{}
 	var required []any
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tg := fieldTags(f)
-		if tg.key == "" || tg.key == "-" || !f.IsExported() {
-			continue
+	var walk func(t reflect.Type) error
+	walk = func(t reflect.Type) error {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() || f.Tag.Get("yaml") == "-" {
+				continue
+			}
+			_, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if strings.Contains(","+opts+",", ",inline,") && f.Type.Kind() == reflect.Struct {
+				if err := walk(f.Type); err != nil {
+					return err
+				}
+				continue
+			}
+			tg := fieldTags(f)
+			if tg.key == "" {
+				tg.key = strings.ToLower(f.Name)
+			}
+			s, err := g.field(f.Type, tg, where+"."+tg.key)
+			if err != nil {
+				return err
+			}
+			props[tg.key] = s
+			if tg.required {
+				required = append(required, tg.key)
+			}
 		}
-		s, err := g.field(f.Type, tg, where+"."+tg.key)
-		if err != nil {
-			return nil, err
-		}
-		props[tg.key] = s
-		if tg.required {
-			required = append(required, tg.key)
-		}
+		return nil
+	}
+	if err := walk(t); err != nil {
+		return nil, err
 	}
 	out := map[string]any{
 		"type":                 []any{"object", "null"},

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 
@@ -355,4 +356,45 @@ func shift(v reflect.Value, step int64) bool {
 		return true
 	}
 	return false
+}
+
+// object reads struct fields as the loader does: inline structs flattened,
+// an untagged field under its lower-case name, yaml:"-" and unexported
+// fields skipped.
+func TestObjectFields(t *testing.T) {
+	type inner struct {
+		Size int `yaml:"size" min:"1" max:"9" required:"true" doc:"a size"`
+	}
+	type outer struct {
+		inner   `yaml:",inline"` // unexported: skipped
+		Inner   inner            `yaml:",inline"`
+		Plain   string           // key "plain"
+		Skipped int              `yaml:"-"`
+	}
+	g := &gen{defs: map[string]any{}}
+	s, err := g.object(reflect.TypeFor[outer](), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for k := range s["properties"].(map[string]any) {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if got := strings.Join(keys, ","); got != "plain,size" {
+		t.Errorf("keys = %s, want plain,size", got)
+	}
+	if got := fmt.Sprint(s["required"]); got != "[size]" {
+		t.Errorf("required = %s, want [size]", got)
+	}
+	size := s["properties"].(map[string]any)["size"].(map[string]any)
+	num := size["anyOf"].([]any)[0].(map[string]any)
+	if num["minimum"] != int64(1) || num["maximum"] != int64(9) || size["description"] != "a size (1..9)" {
+		t.Errorf("size = %v", size)
+	}
+	if _, err := g.object(reflect.TypeFor[struct {
+		D int `yaml:"d" default:"many"`
+	}](), "t"); err == nil || !strings.Contains(err.Error(), `t.d: default "many"`) {
+		t.Errorf("a malformed default: err = %v", err)
+	}
 }
