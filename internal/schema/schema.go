@@ -20,7 +20,9 @@
 // may also be a string containing one. Bounds of integers, sizes and rates
 // are minimum/maximum of their numeric form; bounds of durations, which the
 // schema cannot compare, are stated in the description. Mappings that the
-// loader decodes strictly have additionalProperties: false.
+// loader decodes strictly have additionalProperties: false. Patterns carry
+// patternErrorMessage, which yaml-language-server shows instead of the
+// regular expression (validators ignore it, as any unknown keyword).
 package schema
 
 import (
@@ -101,14 +103,15 @@ func Generate() ([]byte, error) {
 		return nil, err
 	}
 	g.defs["ref"] = map[string]any{
-		"description": "a string with a ${name} reference to a variable of vars:, substituted before the plan is decoded",
-		"type":        "string",
-		"pattern":     RefPattern,
+		"description":         "a string with a ${name} reference to a variable of vars:, substituted before the plan is decoded",
+		"type":                "string",
+		"pattern":             RefPattern,
+		"patternErrorMessage": "want a ${name} reference",
 	}
 	g.defs["duration"] = map[string]any{
 		"description": "a Go duration: 500ms, 10s, 1m30s",
 		"anyOf": []any{
-			map[string]any{"type": "string", "pattern": DurationPattern},
+			map[string]any{"type": "string", "pattern": DurationPattern, "patternErrorMessage": "want a duration such as 500ms, 10s, 1m30s"},
 			map[string]any{"const": 0},
 		},
 	}
@@ -243,9 +246,9 @@ func (g *gen) value(t reflect.Type, where string) (map[string]any, error) {
 	case durationType:
 		return withRef(map[string]any{"$ref": "#/$defs/duration"}), nil
 	case sizeType:
-		return withRef(map[string]any{"type": "integer"}, map[string]any{"type": "string", "pattern": SizePattern}), nil
+		return withRef(map[string]any{"type": "integer"}, map[string]any{"type": "string", "pattern": SizePattern, "patternErrorMessage": "want a size such as 1024, 1KiB, 4MB"}), nil
 	case rateType:
-		return withRef(map[string]any{"type": "number"}, map[string]any{"type": "string", "pattern": RatePattern}), nil
+		return withRef(map[string]any{"type": "number"}, map[string]any{"type": "string", "pattern": RatePattern, "patternErrorMessage": "want messages per second, e.g. 200 or 0.5"}), nil
 	case nodeType:
 		return map[string]any{}, nil // vars: and phases: items, filled in by Generate
 	}
@@ -426,7 +429,18 @@ func (g *gen) phases() (map[string]any, error) {
 			"additionalProperties": false,
 		})
 	}
-	return map[string]any{"oneOf": oneOf}, nil
+	kinds := make([]any, 0, len(oneOf))
+	for _, n := range scenarios.Names() {
+		kinds = append(kinds, n)
+	}
+	return map[string]any{
+		"type":          "object",
+		"description":   "one key, the phase kind, whose value holds the phase's settings",
+		"propertyNames": map[string]any{"enum": kinds},
+		"minProperties": 1,
+		"maxProperties": 1,
+		"oneOf":         oneOf,
+	}, nil
 }
 
 // servers refines servers[] and defaults.options with the frameworks
@@ -442,9 +456,9 @@ func (g *gen) servers(props map[string]any) error {
 	item := servers["items"].(map[string]any)
 	sp := item["properties"].(map[string]any)
 	retype(sp["framework"].(map[string]any), map[string]any{"enum": enum})
-	retype(sp["name"].(map[string]any), map[string]any{"type": "string", "pattern": `^[A-Za-z0-9_][A-Za-z0-9_.-]*$`})
+	retype(sp["name"].(map[string]any), map[string]any{"type": "string", "pattern": `^[A-Za-z0-9_][A-Za-z0-9_.-]*$`, "patternErrorMessage": "use letters, digits, _, - and ."})
 	sp["name"].(map[string]any)["examples"] = enum
-	retype(sp["path"].(map[string]any), map[string]any{"type": "string", "pattern": "^/"})
+	retype(sp["path"].(map[string]any), map[string]any{"type": "string", "pattern": "^/", "patternErrorMessage": "want a path starting with /"})
 	item["type"] = "object"
 
 	// One options schema per adapter; each name (adapter or preset) maps
