@@ -135,10 +135,11 @@ type gen struct {
 	defs map[string]any
 }
 
-// tags are a field's declaration.
+// tags are a field's declaration. hint is the reason for a minimum
+// (scenarios adds it to the error of a value below min).
 type tags struct {
-	key, doc, def, min, max string
-	required                bool
+	key, doc, def, min, max, hint string
+	required                      bool
 }
 
 func fieldTags(f reflect.StructField) tags {
@@ -149,6 +150,7 @@ func fieldTags(f reflect.StructField) tags {
 		def:      f.Tag.Get("default"),
 		min:      f.Tag.Get("min"),
 		max:      f.Tag.Get("max"),
+		hint:     f.Tag.Get("hint"),
 		required: f.Tag.Get("required") == "true",
 	}
 }
@@ -320,11 +322,15 @@ func (g *gen) bounds(s map[string]any, t reflect.Type, tg tags, where string) er
 }
 
 func boundsText(tg tags) string {
+	hint := ""
+	if tg.hint != "" && tg.min != "" {
+		hint = ": " + tg.hint
+	}
 	switch {
 	case tg.min != "" && tg.max != "":
-		return tg.min + ".." + tg.max
+		return tg.min + ".." + tg.max + hint
 	case tg.min != "":
-		return ">= " + tg.min
+		return ">= " + tg.min + hint
 	}
 	return "<= " + tg.max
 }

@@ -18,7 +18,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/wsplan/wsplan/internal/plan"
-	"github.com/wsplan/wsplan/scenarios"
 )
 
 var update = flag.Bool("update", false, "rewrite ../../wsplan.schema.json")
@@ -234,136 +233,12 @@ func TestSchemaRejects(t *testing.T) {
 	}
 }
 
-// The default tags of each phase kind are the defaults its Defaults
-// applies (fields whose default depends on the plan have none).
-func TestPhaseDefaultTags(t *testing.T) {
-	ctx := scenarios.Context{Conns: 10, Payload: 1024}
-	for _, k := range scenarios.Kinds() {
-		applied := k.New()
-		applied.Defaults(ctx)
-		fromTags := reflect.ValueOf(k.New()).Elem()
-		av := reflect.ValueOf(applied).Elem()
-		t.Run(k.Name, func(t *testing.T) {
-			for i := range fromTags.NumField() {
-				f := fromTags.Type().Field(i)
-				def := f.Tag.Get("default")
-				if def == "" {
-					continue
-				}
-				v, err := parse(f.Type, def)
-				if err != nil {
-					t.Errorf("%s: default %q: %v", f.Name, def, err)
-					continue
-				}
-				if got := av.Field(i).Interface(); !reflect.DeepEqual(got, v.Interface()) {
-					t.Errorf("%s: tag default:%q, Defaults sets %v", f.Name, def, deref(got))
-				}
-			}
-		})
-	}
-}
-
-func deref(v any) any {
-	r := reflect.ValueOf(v)
-	if r.Kind() == reflect.Pointer && !r.IsNil() {
-		return r.Elem().Interface()
-	}
-	return v
-}
-
-// A value at a field's min (max) tag passes the kind's Validate; one step
-// below (above) it fails on that field.
-func TestPhaseBoundTags(t *testing.T) {
-	ctx := scenarios.Context{Conns: 1 << 20, Payload: 1024}
-	for _, k := range scenarios.Kinds() {
-		t.Run(k.Name, func(t *testing.T) {
-			typ := reflect.TypeOf(k.New()).Elem()
-			for i := range typ.NumField() {
-				f := typ.Field(i)
-				key := fieldTags(f).key
-				for _, b := range []struct {
-					tag  string
-					step int64
-				}{{f.Tag.Get("min"), -1}, {f.Tag.Get("max"), +1}} {
-					if b.tag == "" {
-						continue
-					}
-					for _, c := range []struct {
-						step    int64
-						wantErr bool
-					}{{0, false}, {b.step, true}} {
-						p := validPhase(t, k)
-						fv := reflect.ValueOf(p).Elem().Field(i)
-						v, err := parse(f.Type, b.tag)
-						if err != nil {
-							t.Fatalf("%s: bound %q: %v", key, b.tag, err)
-						}
-						if !shift(v, c.step) {
-							continue // a rate: no next value below
-						}
-						fv.Set(v)
-						got := false
-						for _, fe := range p.Validate(ctx) {
-							if fe.Field == key {
-								got = true
-							}
-						}
-						if got != c.wantErr {
-							t.Errorf("%s = %s (bound %s, step %d): error on the field = %v, want %v", key, fmt.Sprint(deref(v.Interface())), b.tag, c.step, got, c.wantErr)
-						}
-					}
-				}
-			}
-		})
-	}
-}
-
-// validPhase is a phase of kind k with its required fields set (to 1 or
-// one second) and its defaults applied.
-func validPhase(t *testing.T, k scenarios.Kind) scenarios.Phase {
-	p := k.New()
-	v := reflect.ValueOf(p).Elem()
-	for i := range v.NumField() {
-		f := v.Type().Field(i)
-		if f.Tag.Get("required") != "true" {
-			continue
-		}
-		one, err := parse(f.Type, map[bool]string{true: "1s", false: "1"}[f.Type.String() == "units.Duration"])
-		if err != nil {
-			t.Fatal(err)
-		}
-		v.Field(i).Set(one)
-	}
-	p.Defaults(scenarios.Context{Conns: 1 << 20, Payload: 1024})
-	if errs := p.Validate(scenarios.Context{Conns: 1 << 20, Payload: 1024}); len(errs) > 0 {
-		t.Fatalf("%s with its required fields at 1: %v", k.Name, errs)
-	}
-	return p
-}
-
-// shift adds step to an integer-like value (through pointers); it reports
-// false for values it cannot step (floats).
-func shift(v reflect.Value, step int64) bool {
-	if step == 0 {
-		return true
-	}
-	if v.Kind() == reflect.Pointer {
-		return shift(v.Elem(), step)
-	}
-	switch v.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		v.SetInt(v.Int() + step)
-		return true
-	}
-	return false
-}
-
 // object reads struct fields as the loader does: inline structs flattened,
 // an untagged field under its lower-case name, yaml:"-" and unexported
 // fields skipped.
 func TestObjectFields(t *testing.T) {
 	type inner struct {
-		Size int `yaml:"size" min:"1" max:"9" required:"true" doc:"a size"`
+		Size int `yaml:"size" min:"1" max:"9" hint:"one at least" required:"true" doc:"a size"`
 	}
 	type outer struct {
 		inner   `yaml:",inline"` // unexported: skipped
@@ -389,7 +264,7 @@ func TestObjectFields(t *testing.T) {
 	}
 	size := s["properties"].(map[string]any)["size"].(map[string]any)
 	num := size["anyOf"].([]any)[0].(map[string]any)
-	if num["minimum"] != int64(1) || num["maximum"] != int64(9) || size["description"] != "a size (1..9)" {
+	if num["minimum"] != int64(1) || num["maximum"] != int64(9) || size["description"] != "a size (1..9: one at least)" {
 		t.Errorf("size = %v", size)
 	}
 	if _, err := g.object(reflect.TypeFor[struct {
