@@ -235,6 +235,7 @@ func (l *loader) load(data []byte, opts LoadOptions) *Plan {
 		Name:        doc.Name,
 		Description: doc.Description,
 		Vars:        vt.resolved(),
+		Secrets:     sortSecrets(l.secrets),
 		Host: Host{
 			Sysctl:     doc.Host.Sysctl,
 			NoFile:     doc.Host.NoFile,
@@ -274,6 +275,9 @@ func (l *loader) load(data []byte, opts LoadOptions) *Plan {
 			Path:      s.Path,
 			Line:      l.lineOf(indexPath("servers", i)),
 		})
+	}
+	for k, v := range p.Vars {
+		p.Vars[k] = p.Redact(v)
 	}
 	nodelaySet := p.Defaults.NoDelay != nil
 	p.setDefaults()

@@ -50,6 +50,9 @@ type Plan struct {
 	Servers     []Server          // `servers:`, in plan order, after --only
 	Phases      []Phase           // `phases:`, in plan order
 	Assert      []Assertion       // `assert:`
+	// Secrets are the values taken from the environment with
+	// ${env:NAME}, longest first; Redact removes them from text.
+	Secrets []string
 }
 
 // Host is the `host:` section: what the host must look like.
