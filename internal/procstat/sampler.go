@@ -57,7 +57,7 @@ type Sampler struct {
 	fs       FS
 	pid      int
 	interval time.Duration
-	tree     bool // measure pid and all its descendants
+	tree     bool         // measure pid and all its descendants
 	scrape   string       // a Prometheus endpoint to read instead of proc (NewScrapeSampler)
 	client   *http.Client // for scrape
 
