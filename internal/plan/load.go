@@ -51,6 +51,11 @@ type defaultsDoc struct {
 	Listen         string            `yaml:"listen"`
 	SampleInterval units.Duration    `yaml:"sample_interval"`
 	AllowRemote    bool              `yaml:"allow_remote"`
+
+	Headers      map[string]string `yaml:"headers"`
+	Subprotocols []string          `yaml:"subprotocols"`
+	Origin       string            `yaml:"origin"`
+	TLS          tlsDoc            `yaml:"tls"`
 }
 
 type clientDoc struct {
@@ -66,6 +71,16 @@ type serverDoc struct {
 	Command   argv              `yaml:"command"`
 	Addrs     []string          `yaml:"addrs"`
 	Path      string            `yaml:"path"`
+
+	URL          string            `yaml:"url"`
+	URLs         []string          `yaml:"urls"`
+	Headers      map[string]string `yaml:"headers"`
+	Subprotocols []string          `yaml:"subprotocols"`
+	Origin       string            `yaml:"origin"`
+	TLS          tlsDoc            `yaml:"tls"`
+	PID          int               `yaml:"pid"`
+	PIDFile      string            `yaml:"pid_file"`
+	MetricsURL   string            `yaml:"metrics_url"`
 }
 
 type assertDoc struct {
@@ -252,6 +267,12 @@ func (l *loader) load(data []byte, opts LoadOptions) *Plan {
 			Host:        doc.Defaults.Listen,
 			Sample:      doc.Defaults.SampleInterval,
 			AllowRemote: doc.Defaults.AllowRemote,
+			Target: Target{
+				Headers:      doc.Defaults.Headers,
+				Subprotocols: doc.Defaults.Subprotocols,
+				Origin:       doc.Defaults.Origin,
+				TLS:          doc.Defaults.TLS.config,
+			},
 		},
 		Client: Client{
 			Shards:      int(doc.Client.Shards),
@@ -265,8 +286,12 @@ func (l *loader) load(data []byte, opts LoadOptions) *Plan {
 			p.Host.SysctlLine[k] = l.lineOf(keyPath("host.sysctl", k))
 		}
 	}
+	if doc.Defaults.TLS.set && doc.Defaults.TLS.config == nil {
+		l.fieldErr("defaults.tls", "want a mapping of client TLS settings (ca_file, server_name, insecure_skip_verify, session_resumption); tls: true is a server's")
+	}
+	l.checkTarget(&p.Defaults.Target, "defaults")
 	for i, s := range doc.Servers {
-		p.Servers = append(p.Servers, Server{
+		srv := Server{
 			Name:      s.Name,
 			Framework: s.Framework,
 			Options:   s.Options,
@@ -274,7 +299,31 @@ func (l *loader) load(data []byte, opts LoadOptions) *Plan {
 			Addrs:     s.Addrs,
 			Path:      s.Path,
 			Line:      l.lineOf(indexPath("servers", i)),
-		})
+			Target: Target{
+				Headers:      s.Headers,
+				Subprotocols: s.Subprotocols,
+				Origin:       s.Origin,
+				TLS:          s.TLS.config,
+			},
+			ServeTLS:   s.TLS.on,
+			PID:        s.PID,
+			PIDFile:    s.PIDFile,
+			MetricsURL: s.MetricsURL,
+		}
+		switch {
+		case s.URL != "" && len(s.URLs) > 0:
+			l.fieldErr(indexPath("servers", i)+".urls", "give url: or urls:, not both")
+		case s.URL != "":
+			srv.URLs = []string{s.URL}
+		case len(s.URLs) > 0:
+			srv.URLs, srv.urlList = s.URLs, true
+		}
+		if len(srv.URLs) > 0 && s.Path != "" {
+			l.fieldErr(indexPath("servers", i)+".path", "with url: the path comes from the URL")
+		}
+		l.checkTarget(&srv.Target, indexPath("servers", i))
+		srv.Target = mergeTarget(p.Defaults.Target, srv.Target)
+		p.Servers = append(p.Servers, srv)
 	}
 	for k, v := range p.Vars {
 		p.Vars[k] = p.Redact(v)
@@ -400,6 +449,11 @@ func (l *loader) checkServers(p *Plan, nodelaySet bool) {
 				first[s.Name] = i
 			}
 		}
+		if s.External() {
+			l.checkURLServer(s, base, p.Defaults.AllowRemote)
+			continue
+		}
+		l.checkNotExternal(s, base)
 		if !strings.HasPrefix(s.Path, "/") {
 			l.fieldErr(base+".path", "want a path starting with /, got %q", s.Path)
 		}
