@@ -56,6 +56,11 @@ type defaultsDoc struct {
 	Listen         string            `yaml:"listen" default:"127.0.0.1" doc:"IP address servers listen on; loopback unless allow_remote"`
 	SampleInterval units.Duration    `yaml:"sample_interval" default:"1s" min:"1ns" doc:"CPU and RSS sampling interval (shorter for short phases)"`
 	AllowRemote    bool              `yaml:"allow_remote" default:"false" doc:"permit non-loopback listen, source and target addresses"`
+
+	Headers      map[string]string `yaml:"headers" doc:"extra upgrade request headers for every server (a server's own win); values may be ${env:NAME} secrets"`
+	Subprotocols []string          `yaml:"subprotocols" doc:"offered in Sec-WebSocket-Protocol; the server must pick one of them"`
+	Origin       string            `yaml:"origin" doc:"the Origin header; default none"`
+	TLS          tlsDoc            `yaml:"tls" doc:"client TLS settings for every server: true, false, or a mapping of ca_file, server_name, insecure_skip_verify, session_resumption"`
 }
 
 type clientDoc struct {
@@ -65,12 +70,22 @@ type clientDoc struct {
 }
 
 type serverDoc struct {
-	Name      string            `yaml:"name" required:"true" doc:"row label: a preset (wsplan frameworks), or any label with framework: or command:"`
+	Name      string            `yaml:"name" required:"true" doc:"row label: a preset (wsplan frameworks), or any label with framework:, command: or url:"`
 	Framework string            `yaml:"framework" doc:"adapter or preset to start from; default: name"`
 	Options   map[string]string `yaml:"options" doc:"framework options over the preset's and defaults.options (wsplan frameworks lists them)"`
 	Command   argv              `yaml:"command" doc:"your own server instead of a built-in one: a list of arguments, or a string split on white space"`
 	Addrs     []string          `yaml:"addrs" doc:"with command: where it listens, host:port (required then)"`
 	Path      string            `yaml:"path" default:"/ws" doc:"upgrade path"`
+
+	URL          string            `yaml:"url" doc:"a running server wsplan never starts, signals or stops: its ws:// or wss:// URL"`
+	URLs         []string          `yaml:"urls" doc:"several URLs of one running server; the connections spread over them"`
+	Headers      map[string]string `yaml:"headers" doc:"extra upgrade request headers, over defaults.headers; values may be ${env:NAME} secrets"`
+	Subprotocols []string          `yaml:"subprotocols" doc:"offered in Sec-WebSocket-Protocol; the server must pick one of them"`
+	Origin       string            `yaml:"origin" doc:"the Origin header; default none"`
+	TLS          tlsDoc            `yaml:"tls" doc:"true (or a mapping): a preset serves TLS with the run's certificate; a mapping of ca_file, server_name, insecure_skip_verify, session_resumption sets how the client verifies"`
+	PID          int               `yaml:"pid" min:"0" doc:"with url: the server's process on this host, sampled from /proc with its descendants"`
+	PIDFile      string            `yaml:"pid_file" doc:"with url: a file holding that process id, read when the server's run starts"`
+	MetricsURL   string            `yaml:"metrics_url" doc:"with url: a Prometheus endpoint exporting process_cpu_seconds_total and process_resident_memory_bytes"`
 }
 
 type assertDoc struct {
@@ -264,6 +279,7 @@ func (l *loader) load(data []byte, opts LoadOptions) *Plan {
 		Name:        doc.Name,
 		Description: doc.Description,
 		Vars:        vt.resolved(),
+		Secrets:     sortSecrets(l.secrets),
 		Host: Host{
 			Sysctl:     doc.Host.Sysctl,
 			NoFile:     doc.Host.NoFile,
@@ -280,6 +296,12 @@ func (l *loader) load(data []byte, opts LoadOptions) *Plan {
 			Host:        doc.Defaults.Listen,
 			Sample:      doc.Defaults.SampleInterval,
 			AllowRemote: doc.Defaults.AllowRemote,
+			Target: Target{
+				Headers:      doc.Defaults.Headers,
+				Subprotocols: doc.Defaults.Subprotocols,
+				Origin:       doc.Defaults.Origin,
+				TLS:          doc.Defaults.TLS.config,
+			},
 		},
 		Client: Client{
 			Shards:      int(doc.Client.Shards),
@@ -293,8 +315,12 @@ func (l *loader) load(data []byte, opts LoadOptions) *Plan {
 			p.Host.SysctlLine[k] = l.lineOf(keyPath("host.sysctl", k))
 		}
 	}
+	if doc.Defaults.TLS.set && doc.Defaults.TLS.config == nil {
+		l.fieldErr("defaults.tls", "want a mapping of client TLS settings (ca_file, server_name, insecure_skip_verify, session_resumption); tls: true is a server's")
+	}
+	l.checkTarget(&p.Defaults.Target, "defaults")
 	for i, s := range doc.Servers {
-		p.Servers = append(p.Servers, Server{
+		srv := Server{
 			Name:      s.Name,
 			Framework: s.Framework,
 			Options:   s.Options,
@@ -302,7 +328,34 @@ func (l *loader) load(data []byte, opts LoadOptions) *Plan {
 			Addrs:     s.Addrs,
 			Path:      s.Path,
 			Line:      l.lineOf(indexPath("servers", i)),
-		})
+			Target: Target{
+				Headers:      s.Headers,
+				Subprotocols: s.Subprotocols,
+				Origin:       s.Origin,
+				TLS:          s.TLS.config,
+			},
+			ServeTLS:   s.TLS.on,
+			PID:        s.PID,
+			PIDFile:    s.PIDFile,
+			MetricsURL: s.MetricsURL,
+		}
+		switch {
+		case s.URL != "" && len(s.URLs) > 0:
+			l.fieldErr(indexPath("servers", i)+".urls", "give url: or urls:, not both")
+		case s.URL != "":
+			srv.URLs = []string{s.URL}
+		case len(s.URLs) > 0:
+			srv.URLs, srv.urlList = s.URLs, true
+		}
+		if len(srv.URLs) > 0 && s.Path != "" {
+			l.fieldErr(indexPath("servers", i)+".path", "with url: the path comes from the URL")
+		}
+		l.checkTarget(&srv.Target, indexPath("servers", i))
+		srv.Target = mergeTarget(p.Defaults.Target, srv.Target)
+		p.Servers = append(p.Servers, srv)
+	}
+	for k, v := range p.Vars {
+		p.Vars[k] = p.Redact(v)
 	}
 	nodelaySet := p.Defaults.NoDelay != nil
 	p.setDefaults()
@@ -425,6 +478,11 @@ func (l *loader) checkServers(p *Plan, nodelaySet bool) {
 				first[s.Name] = i
 			}
 		}
+		if s.External() {
+			l.checkURLServer(s, base, p.Defaults.AllowRemote)
+			continue
+		}
+		l.checkNotExternal(s, base)
 		if !strings.HasPrefix(s.Path, "/") {
 			l.fieldErr(base+".path", "want a path starting with /, got %q", s.Path)
 		}

@@ -47,8 +47,8 @@ const ID = "https://github.com/wsplan/wsplan/wsplan.schema.json"
 
 // The value syntaxes, as ECMA-262/RE2 patterns.
 const (
-	// RefPattern matches a string holding a ${name} reference.
-	RefPattern = `\$\{[A-Za-z_][A-Za-z0-9_]*\}`
+	// RefPattern matches a string holding a ${name} or ${env:NAME} reference.
+	RefPattern = `\$\{(env:)?[A-Za-z_][A-Za-z0-9_]*\}`
 	// DurationPattern is what time.ParseDuration takes (surrounding white
 	// space trimmed).
 	DurationPattern = `^\s*[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)\s*$`
@@ -103,10 +103,10 @@ func Generate() ([]byte, error) {
 		return nil, err
 	}
 	g.defs["ref"] = map[string]any{
-		"description":         "a string with a ${name} reference to a variable of vars:, substituted before the plan is decoded",
+		"description":         "a string with a ${name} reference to a variable of vars: (or ${env:NAME}, an environment variable), substituted before the plan is decoded",
 		"type":                "string",
 		"pattern":             RefPattern,
-		"patternErrorMessage": "want a ${name} reference",
+		"patternErrorMessage": "want a ${name} or ${env:NAME} reference",
 	}
 	g.defs["duration"] = map[string]any{
 		"description": "a Go duration: 500ms, 10s, 1m30s",

@@ -91,8 +91,8 @@ func jsonOf(t *testing.T, v any) any {
 }
 
 var (
-	refRE         = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
-	placeholderRE = regexp.MustCompile(`\$\x{27E6}([A-Za-z_][A-Za-z0-9_]*)\x{27E7}`)
+	refRE         = regexp.MustCompile(`\$\{((?:env:)?[A-Za-z_][A-Za-z0-9_]*)\}`)
+	placeholderRE = regexp.MustCompile(`\$\x{27E6}((?:env:)?[A-Za-z_][A-Za-z0-9_]*)\x{27E7}`)
 )
 
 // toJSONRefs is toJSON for YAML that uses ${name} inside flow mappings
@@ -193,6 +193,8 @@ func TestSchemaRejects(t *testing.T) {
 		"servers: [{name: mine, command: ./srv -p 1, addrs: [127.0.0.1:7000]}]\nclient: {shards: auto}\nphases: [{connect: {connections: 1}}]\n",
 		"defaults: {options: {pool_max: 8, io_mode: mixed}, ready_timeout: 0}\n" + base,
 		"assert: [{expr: failed == 0, server: [gws]}]\n" + base,
+		"defaults: {headers: {Authorization: 'Bearer ${env:TOKEN}'}, tls: {insecure_skip_verify: true}}\n" +
+			"servers: [{name: prod, url: 'wss://127.0.0.1:8443/ws', pid_file: /run/s.pid}, {name: gws, tls: true}]\nphases: [{connect: {connections: 1}}]\n",
 	}
 	for _, src := range good {
 		if err := s.Validate(toJSONRefs(t, []byte(src))); err != nil {
@@ -223,6 +225,8 @@ func TestSchemaRejects(t *testing.T) {
 		{"bad shards", "client: {shards: lots}\n" + base},
 		{"bad var name", "vars: {9lives: 1}\n" + base},
 		{"assert without expr", "assert: [{name: x}]\n" + base},
+		{"unknown tls key", "defaults: {tls: {verify: false}}\n" + base},
+		{"tls neither bool nor mapping", "servers: [{name: gws, tls: yes please}]\nphases: [{connect: {connections: 1}}]\n"},
 	}
 	for _, c := range bad {
 		err := s.Validate(toJSONRefs(t, []byte(c.src)))
