@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/wsplan/wsplan/internal/plan"
+	"github.com/wsplan/wsplan/scenarios"
+)
+
+// serverAddrs returns the listen addresses of the i-th server: each server
+// gets its own port range so TIME_WAIT sockets of one never starve the next.
+func serverAddrs(p *plan.Plan, i int, srv plan.Server) []string {
+	if len(srv.Command) > 0 || len(srv.Addrs) > 0 {
+		return srv.Addrs
+	}
+	base := p.Defaults.BasePort + i*p.Defaults.Ports
+	out := make([]string, p.Defaults.Ports)
+	for k := range out {
+		out[k] = joinHostPort(p.Defaults.Host, base+k)
+	}
+	return out
+}
+
+func joinHostPort(h string, port int) string {
+	if strings.Contains(h, ":") {
+		return "[" + h + "]:" + strconv.Itoa(port)
+	}
+	return h + ":" + strconv.Itoa(port)
+}
+
+func (e *runner) serverArgv(i int, srv plan.Server, addrs []string) []string {
+	if len(srv.Command) > 0 {
+		return srv.Command
+	}
+	fw := srv.Framework
+	if fw == "" {
+		fw = srv.Name
+	}
+	argv := []string{e.o.Exe, "serve", "--framework", fw, "--path", srv.Path,
+		"--payload", strconv.Itoa(planPayload(e.plan)), "--addrs", strings.Join(addrs, ",")}
+	keys := make([]string, 0, len(srv.Options))
+	for k := range srv.Options {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		argv = append(argv, "--opt", k+"="+srv.Options[k])
+	}
+	return argv
+}
+
+// planPayload is the payload of the plan's first echo phase, else of its
+// first rate phase (a buffer-size hint for servers), or 1024.
+func planPayload(p *plan.Plan) int {
+	for _, ph := range p.Phases {
+		if e, ok := ph.Spec.(*scenarios.Echo); ok && e.Bytes() > 0 {
+			return e.Bytes()
+		}
+	}
+	for _, ph := range p.Phases {
+		if r, ok := ph.Spec.(*scenarios.Rate); ok {
+			return r.Bytes()
+		}
+	}
+	return scenarios.DefaultEchoPayload
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+func (e *runner) logPath(name string) string {
+	if e.o.OutDir == "" {
+		return ""
+	}
+	return filepath.Join(e.o.OutDir, "server-"+unsafeName.ReplaceAllString(name, "_")+".log")
+}
