@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/result"
 )
 
@@ -21,7 +22,7 @@ func summary(r result.Result) string {
 	if v, ok := r.Metrics["achieved_rate"].(float64); ok {
 		parts = append(parts, fmt.Sprintf("%.0f/s sent, %d lost, %d late", v, r.Metrics.Int("lost"), r.Metrics.Int("late")))
 	}
-	if v, ok := r.Metrics["p99"].(time.Duration); ok {
+	if v, ok := r.Metrics[metrics.P99].(time.Duration); ok {
 		parts = append(parts, "p99 "+v.String())
 	}
 	return strings.Join(parts, ", ")
