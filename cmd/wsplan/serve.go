@@ -42,7 +42,7 @@ func newServeCmd(stderr io.Writer) *cobra.Command {
 			defer stop()
 			fmt.Fprintf(stderr, "serve %s on %s%s (pid %d)\n", name, addrs, path, os.Getpid())
 			if err := frameworks.Serve(ctx, name, o, list, path, payload); err != nil {
-				return &exitError{ExitFailed, err}
+				return err
 			}
 			return nil
 		},

@@ -24,7 +24,7 @@ func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Host tuning alone: compare, apply, or restore the plan's host.sysctl",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			fs := sysctl.FS{}
+			fs := sysctlFS()
 			if restore != "" {
 				if len(args) > 0 || check || apply {
 					return usageErr(errors.New("--restore FILE takes no plan and no --check/--apply"))
@@ -34,7 +34,7 @@ func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
 					return usageErr(err)
 				}
 				if err := sysctl.Restore(fs, saved); err != nil {
-					return &exitError{ExitFailed, err}
+					return err
 				}
 				for k, v := range saved.Sysctl {
 					fmt.Fprintf(stdout, "restored %s = %q\n", k, v)
@@ -58,10 +58,10 @@ func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
 			saved := sysctl.Previous(rows)
 			saved.Plan = p.File
 			if err := saved.WriteFile(save); err != nil {
-				return &exitError{ExitFailed, err}
+				return err
 			}
 			if _, err := sysctl.Apply(fs, p.Host.Sysctl); err != nil {
-				return &exitError{ExitFailed, err}
+				return err
 			}
 			fmt.Fprintf(stderr, "applied; previous values saved in %s: undo with `wsplan tune --restore %s`\n", save, save)
 			return nil

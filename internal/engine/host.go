@@ -116,16 +116,6 @@ func shardSources(all []string, i, n int) []string {
 	return out
 }
 
-// Facts reads the host and, when tune is set, assumes the plan's sysctls
-// applied, so preflight judges the host as the run will see it.
-func Facts(p *plan.Plan, tune bool) (sysctl.HostFacts, error) {
-	h, err := sysctl.ReadHostFacts(sysctl.FS{}, "")
-	if tune {
-		h = h.Assume(p.Host.Sysctl)
-	}
-	return h, err
-}
-
 // CheckLimits returns an error for every server that cannot run a phase of
 // the plan because of a declared library limit (frameworks.Limits): an
 // empty echo payload for a library that never delivers empty messages, or
