@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wsplan/wsplan/internal/engine"
 	"github.com/wsplan/wsplan/report"
 	"github.com/wsplan/wsplan/sysctl"
 )
@@ -55,13 +56,13 @@ func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
 			if check {
 				return nil
 			}
-			saved := sysctl.Previous(rows)
-			saved.Plan = p.File
-			if err := saved.WriteFile(save); err != nil {
+			t, err := engine.Tune(fs, p, save)
+			if err != nil {
 				return err
 			}
-			if _, err := sysctl.Apply(fs, p.Host.Sysctl); err != nil {
-				return err
+			if t.File == "" {
+				fmt.Fprintln(stderr, "the plan has no host.sysctl: nothing to apply")
+				return nil
 			}
 			fmt.Fprintf(stderr, "applied; previous values saved in %s: undo with `wsplan tune --restore %s`\n", save, save)
 			return nil

@@ -89,7 +89,7 @@ func TestTune(t *testing.T) {
 	p.File = "p.yaml"
 	p.Host.Sysctl = map[string]string{"net.core.somaxconn": "4096", "net.ipv4.ip_local_port_range": "1024 65535"}
 	dir := filepath.Join(t.TempDir(), "out")
-	tu, err := Tune(fs, p, dir)
+	tu, err := Tune(fs, p, filepath.Join(dir, SavedSysctlFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestTune(t *testing.T) {
 	// No host.sysctl: nothing written, nothing saved.
 	p.Host.Sysctl = nil
 	dir = filepath.Join(t.TempDir(), "none")
-	if tu, err = Tune(fs, p, dir); err != nil || len(tu.Keys()) != 0 || tu.Restore() != nil {
+	if tu, err = Tune(fs, p, filepath.Join(dir, SavedSysctlFile)); err != nil || len(tu.Keys()) != 0 || tu.Restore() != nil {
 		t.Errorf("no sysctl: %+v, %v", tu, err)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
@@ -123,7 +123,7 @@ func TestTune(t *testing.T) {
 	// A key that cannot be read: nothing changes, and the error stops the
 	// run before anything starts.
 	p.Host.Sysctl = map[string]string{"net.core.somaxconn": "4096", "net.core.wsplan_nope": "1"}
-	if _, err := Tune(fs, p, t.TempDir()); !errors.Is(err, ErrPreflight) {
+	if _, err := Tune(fs, p, filepath.Join(t.TempDir(), SavedSysctlFile)); !errors.Is(err, ErrPreflight) {
 		t.Errorf("unreadable key: %v", err)
 	}
 	if v, _ := fs.Get("net.core.somaxconn"); v != "128" {

@@ -24,26 +24,28 @@ type Tuning struct {
 }
 
 // Tune applies the plan's sysctls through fs, first saving the values it
-// will change to dir/SavedSysctlFile, so that `wsplan tune --restore` can
-// undo a crashed run. With no host.sysctl it changes nothing and returns a
-// Tuning that restores nothing. Call Restore on every exit path.
-func Tune(fs sysctl.FS, p *plan.Plan, dir string) (*Tuning, error) {
+// will change to file (run --tune uses <out>/SavedSysctlFile), so that
+// `wsplan tune --restore FILE` can undo a crashed run. With no host.sysctl
+// it changes and saves nothing and returns a Tuning that restores nothing.
+// Its errors match ErrPreflight: nothing was started. Call Restore on every
+// exit path.
+func Tune(fs sysctl.FS, p *plan.Plan, file string) (*Tuning, error) {
 	t := &Tuning{fs: fs, Want: p.Host.Sysctl, Applied: sysctl.Saved{Sysctl: map[string]string{}}}
 	if len(p.Host.Sysctl) == 0 {
 		return t, nil
 	}
 	saved := sysctl.Previous(sysctl.Check(fs, p.Host.Sysctl))
 	saved.Plan = p.File
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return nil, preflightError{err}
 	}
-	t.File = filepath.Join(dir, SavedSysctlFile)
-	if err := saved.WriteFile(t.File); err != nil {
-		return nil, fmt.Errorf("saving sysctls before --tune: %w", err)
+	t.File = file
+	if err := saved.WriteFile(file); err != nil {
+		return nil, preflightError{fmt.Errorf("saving sysctls before tuning: %w", err)}
 	}
 	applied, err := sysctl.Apply(fs, p.Host.Sysctl)
 	if err != nil {
-		return nil, preflightError{fmt.Errorf("--tune: %w", err)}
+		return nil, preflightError{fmt.Errorf("tuning: %w", err)}
 	}
 	t.Applied = applied
 	return t, nil
