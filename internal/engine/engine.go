@@ -1,8 +1,12 @@
 // Package engine runs a loaded plan: for each server it starts the server
 // process, opens the client, runs every phase while sampling CPU and memory
 // of both sides, stops the server, and collects one result.Result per
-// (server, phase). It never prints: progress and notices go to the writers
-// and callbacks the caller passes in.
+// (server, phase). Before a run, Preflight checks the plan against the host
+// and Tune applies its sysctls (Restore puts them back).
+//
+// It never prints: progress and notices go to the writers and callbacks the
+// caller passes in, and Preflight and Tune return what they found for the
+// caller (cmd/wsplan) to show.
 package engine
 
 import (

@@ -11,6 +11,10 @@ import (
 	"github.com/wsplan/wsplan/internal/result"
 )
 
+// summary is the one-line notice of a finished phase. It reads echo's tps
+// and rate's achieved_rate, lost and late by name: phase kinds do not
+// declare their own one-line summary (yet), so these names are the only
+// kind knowledge left in the engine's output.
 func summary(r result.Result) string {
 	if !r.OK {
 		return "FAILED: " + r.Error
