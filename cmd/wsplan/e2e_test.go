@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,11 +124,43 @@ func (r *wsplanRun) wait(t *testing.T, timeout time.Duration) int {
 
 func writePlan(t *testing.T, body string) string {
 	t.Helper()
+	if !strings.Contains(body, "defaults:") {
+		body = fmt.Sprintf("defaults: {base_port: %d}\n", freeBasePort(t, 16)) + body
+	}
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "plan.yaml"), []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// freeBasePort returns the first of n consecutive loopback ports that are
+// free now, picked at random below the kernel's usual ephemeral range, so
+// that tests running side by side (other packages, other checkouts of this
+// repository) do not collide on the default base port 9000.
+func freeBasePort(t *testing.T, n int) int {
+	t.Helper()
+	for range 100 {
+		base := 10000 + rand.IntN(20000)
+		free := true
+		var ls []net.Listener
+		for p := base; p < base+n && free; p++ {
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+			if err != nil {
+				free = false
+				break
+			}
+			ls = append(ls, l)
+		}
+		for _, l := range ls {
+			l.Close()
+		}
+		if free {
+			return base
+		}
+	}
+	t.Fatal("no free range of loopback ports found")
+	return 0
 }
 
 func assertNoLeftovers(t *testing.T, dir string) {
