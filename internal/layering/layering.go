@@ -2,10 +2,13 @@
 // that `go test ./...` fails when one is broken:
 //
 //   - only internal/launch imports os/exec (it owns child processes);
-//   - only cmd/ writes to the terminal: no os.Stdout, os.Stderr, fmt.Print*,
-//     log.Print*/Fatal*/Panic* (the standard logger writes to stderr),
-//     print or println anywhere else — other packages return values and
-//     errors, or write to an io.Writer their caller passes in;
+//   - only cmd/ uses the terminal: no os.Stdin, os.Stdout, os.Stderr,
+//     fmt.Print*, log.Print*/Fatal*/Panic* (the standard logger writes to
+//     stderr), print or println anywhere else — other packages return
+//     values and errors, or use the io.Reader/io.Writer their caller passes
+//     in;
+//   - only cmd/ ends the process (os.Exit): exit codes are decided in one
+//     place;
 //   - internal/client imports nothing of this module (it is the hot path,
 //     kept free of plan, report and engine types).
 //
@@ -29,14 +32,16 @@ import (
 // The rules, as named in a Violation.
 const (
 	RuleExec     = "os/exec outside internal/launch"
-	RuleTerminal = "terminal output outside cmd/"
+	RuleTerminal = "terminal I/O outside cmd/"
+	RuleExit     = "os.Exit outside cmd/"
 	RuleClient   = "internal/client imports the module"
 )
 
 // Hints say how to fix a violation of each rule.
 var Hints = map[string]string{
 	RuleExec:     "start processes through internal/launch",
-	RuleTerminal: "return values and errors, or write to an io.Writer the caller (cmd/) passes in",
+	RuleTerminal: "return values and errors, or use an io.Reader/io.Writer the caller (cmd/) passes in",
+	RuleExit:     "return an error; cmd/ maps it to an exit code",
 	RuleClient:   "pass plain values in internal/client's own types; convert in the caller",
 }
 
@@ -93,8 +98,11 @@ func CheckFile(fset *token.FileSet, f *ast.File, mod, pkg string) []Violation {
 			sel := n.Sel.Name
 			switch names[id.Name] {
 			case "os":
-				if sel == "Stdout" || sel == "Stderr" {
+				switch sel {
+				case "Stdin", "Stdout", "Stderr":
 					add(n.Pos(), RuleTerminal, "os."+sel)
+				case "Exit":
+					add(n.Pos(), RuleExit, "os.Exit")
 				}
 			case "fmt":
 				if strings.HasPrefix(sel, "Print") {
