@@ -51,6 +51,22 @@ type Options struct {
 	Abort func(r *result.Result, run *result.Run) string
 }
 
+// planPayload is the payload of the plan's first echo phase, else of its
+// first rate phase (a buffer-size hint for servers), or 1024.
+func planPayload(p *plan.Plan) int {
+	for _, ph := range p.Phases {
+		if e, ok := ph.Spec.(*scenarios.Echo); ok && e.Bytes() > 0 {
+			return e.Bytes()
+		}
+	}
+	for _, ph := range p.Phases {
+		if r, ok := ph.Spec.(*scenarios.Rate); ok {
+			return r.Bytes()
+		}
+	}
+	return scenarios.DefaultEchoPayload
+}
+
 // driver opens the load-generating client for one server: in this process,
 // or as shard processes when the plan asks for them.
 func (e *runner) driver(srv plan.Server, addrs []string) (Driver, error) {

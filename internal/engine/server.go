@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/wsplan/wsplan/internal/plan"
-	"github.com/wsplan/wsplan/scenarios"
 )
 
 // serverAddrs returns the listen addresses of the i-th server: each server
@@ -51,22 +50,6 @@ func (e *runner) serverArgv(i int, srv plan.Server, addrs []string) []string {
 		argv = append(argv, "--opt", k+"="+srv.Options[k])
 	}
 	return argv
-}
-
-// planPayload is the payload of the plan's first echo phase, else of its
-// first rate phase (a buffer-size hint for servers), or 1024.
-func planPayload(p *plan.Plan) int {
-	for _, ph := range p.Phases {
-		if e, ok := ph.Spec.(*scenarios.Echo); ok && e.Bytes() > 0 {
-			return e.Bytes()
-		}
-	}
-	for _, ph := range p.Phases {
-		if r, ok := ph.Spec.(*scenarios.Rate); ok {
-			return r.Bytes()
-		}
-	}
-	return scenarios.DefaultEchoPayload
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
