@@ -11,6 +11,9 @@ package engine
 
 import (
 	"io"
+	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/plan"
@@ -49,6 +52,27 @@ type Options struct {
 	// Abort is called with each result as soon as it is measured; when it
 	// returns a reason, the run stops there (assertions with `abort: true`).
 	Abort func(r *result.Result, run *result.Run) string
+}
+
+func (e *runner) serverArgv(i int, srv plan.Server, addrs []string) []string {
+	if len(srv.Command) > 0 {
+		return srv.Command
+	}
+	fw := srv.Framework
+	if fw == "" {
+		fw = srv.Name
+	}
+	argv := []string{e.o.Exe, "serve", "--framework", fw, "--path", srv.Path,
+		"--payload", strconv.Itoa(planPayload(e.plan)), "--addrs", strings.Join(addrs, ",")}
+	keys := make([]string, 0, len(srv.Options))
+	for k := range srv.Options {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		argv = append(argv, "--opt", k+"="+srv.Options[k])
+	}
+	return argv
 }
 
 // planPayload is the payload of the plan's first echo phase, else of its

@@ -3,7 +3,6 @@ package engine
 import (
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -29,27 +28,6 @@ func joinHostPort(h string, port int) string {
 		return "[" + h + "]:" + strconv.Itoa(port)
 	}
 	return h + ":" + strconv.Itoa(port)
-}
-
-func (e *runner) serverArgv(i int, srv plan.Server, addrs []string) []string {
-	if len(srv.Command) > 0 {
-		return srv.Command
-	}
-	fw := srv.Framework
-	if fw == "" {
-		fw = srv.Name
-	}
-	argv := []string{e.o.Exe, "serve", "--framework", fw, "--path", srv.Path,
-		"--payload", strconv.Itoa(planPayload(e.plan)), "--addrs", strings.Join(addrs, ",")}
-	keys := make([]string, 0, len(srv.Options))
-	for k := range srv.Options {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		argv = append(argv, "--opt", k+"="+srv.Options[k])
-	}
-	return argv
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
