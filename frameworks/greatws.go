@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"runtime"
 	"sync"
 
@@ -90,7 +89,7 @@ func greatwsLoop(lc greatwsLoopConfig) *greatws.MultiEventLoop {
 		greatws.WithLogLevel(slog.LevelError),
 	)
 	// greatws logs to stdout; a server's stdout is not its log.
-	m.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	m.Logger = slog.New(slog.NewJSONHandler(LogOutput, &slog.HandlerOptions{Level: slog.LevelError}))
 	m.Start()
 	greatwsLoops[lc] = m
 	return m

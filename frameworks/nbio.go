@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 
@@ -83,7 +82,7 @@ func init() {
 // sees them.
 func startNbio(cfg Config) (Server, error) {
 	// nbio logs to stdout by default; a server's stdout is not its log.
-	nbioLogOnce.Do(func() { logging.Output = os.Stderr })
+	nbioLogOnce.Do(func() { logging.Output = LogOutput })
 
 	mode := cfg.String("io_mode")
 	explicitBuf := cfg.Int("read_buffer") // 0 = library defaults
