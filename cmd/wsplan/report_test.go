@@ -22,7 +22,6 @@ func TestHTMLOfRealRun(t *testing.T) {
 	bin := chromiumBinary(t)
 	dir := writePlan(t, `
 name: tiny
-defaults: {base_port: 9400}
 servers: [{name: gorilla}, {name: gws}]
 phases:
   - connect: {connections: 40, concurrency: 20}

@@ -1,7 +1,9 @@
 package procstat
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"time"
 )
 
@@ -55,7 +57,9 @@ type Sampler struct {
 	fs       FS
 	pid      int
 	interval time.Duration
-	tree     bool // measure pid and all its descendants
+	tree     bool         // measure pid and all its descendants
+	scrape   string       // a Prometheus endpoint to read instead of proc (NewScrapeSampler)
+	client   *http.Client // for scrape
 
 	procs               int           // most processes at one reading
 	rootFirst, rootLast time.Duration // the root process's own CPU time
@@ -98,7 +102,7 @@ func (s *Sampler) Start() {
 	}
 	s.stop = make(chan struct{})
 	s.done = make(chan struct{})
-	if s.fs.live() {
+	if s.fs.live() && s.scrape == "" {
 		_, err := ProcessCPUTime(s.pid)
 		s.precise = err == nil
 	}
@@ -178,6 +182,18 @@ func (s *Sampler) Stop() Summary {
 }
 
 func (s *Sampler) read() (reading, error) {
+	if s.scrape != "" {
+		cpu, rss, err := Scrape(context.Background(), s.client, s.scrape)
+		if err != nil {
+			return reading{}, err
+		}
+		s.procs = 1
+		if s.w.n == 0 {
+			s.rootFirst = cpu
+		}
+		s.rootLast = cpu
+		return reading{at: time.Now(), cpu: cpu, rss: rss}, nil
+	}
 	stats := []Stat{}
 	if s.tree {
 		var err error
