@@ -218,6 +218,7 @@ type drawnCharts struct {
 		Points int    `json:"points"`
 		Drawn  bool   `json:"drawn"`
 	} `json:"charts"`
+	Resources []string `json:"resources"` // every resource the page loaded
 }
 
 // BrowserCheck opens an HTML report in headless Chromium and returns what
@@ -274,6 +275,9 @@ func TestHTMLInBrowser(t *testing.T) {
 			d, errs := browserCheck(t, bin, path)
 			if len(errs) > 0 {
 				t.Errorf("page errors: %q", errs)
+			}
+			if d.Resources == nil || len(d.Resources) > 0 {
+				t.Errorf("the page loaded resources %q, want none (and the list)", d.Resources)
 			}
 			want := map[string][2]int{}
 			for _, s := range chartModel(runs, runLabels(runs)) {

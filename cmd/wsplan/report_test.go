@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"html"
 	"os"
 	"os/exec"
@@ -108,7 +109,8 @@ func openInChromium(t *testing.T, bin, path string) ([]drawnChart, []string) {
 		return html.UnescapeString(string(m[1]))
 	}
 	var d struct {
-		Charts []drawnChart `json:"charts"`
+		Charts    []drawnChart `json:"charts"`
+		Resources []string     `json:"resources"`
 	}
 	if err := json.Unmarshal([]byte(text("wsplan-drawn")), &d); err != nil {
 		t.Fatalf("#wsplan-drawn: %v", err)
@@ -116,6 +118,9 @@ func openInChromium(t *testing.T, bin, path string) ([]drawnChart, []string) {
 	var errs []string
 	if err := json.Unmarshal([]byte(text("wsplan-errors")), &errs); err != nil {
 		t.Fatalf("#wsplan-errors: %v", err)
+	}
+	if d.Resources == nil || len(d.Resources) > 0 {
+		errs = append(errs, fmt.Sprintf("the page loaded resources %q, want none (and the list)", d.Resources))
 	}
 	return d.Charts, errs
 }

@@ -15,9 +15,15 @@
     errors.push(String(msg));
     put("wsplan-errors", errors);
   }
+  // Capturing, so a resource that fails to load (an <img>, a <link>) is
+  // caught too: those error events do not bubble.
   window.addEventListener("error", function (e) {
+    if (e.target && e.target !== window && e.target.tagName) {
+      fail("failed to load a " + e.target.tagName.toLowerCase() + ": " + (e.target.src || e.target.href || ""));
+      return;
+    }
     fail((e.message || "error") + (e.filename ? " at " + e.filename + ":" + e.lineno : ""));
-  });
+  }, true);
   window.addEventListener("unhandledrejection", function (e) { fail("unhandled rejection: " + e.reason); });
   var consoleError = console.error;
   console.error = function () {
@@ -236,7 +242,7 @@
             got = drawBars(box, c);
             rec.drawn = true;
           } else {
-            got = drawLines(box, c, function () { rec.drawn = true; put("wsplan-drawn", { charts: drawn }); });
+            got = drawLines(box, c, function () { rec.drawn = true; put("wsplan-drawn", summary()); });
           }
           rec.series = got.series;
           rec.points = got.points;
@@ -246,7 +252,17 @@
       });
     });
     toc.appendChild(el("a", { href: "#run-0" }, "Tables"));
-    put("wsplan-drawn", { charts: drawn });
+    put("wsplan-drawn", summary());
+  }
+
+  // summary is what #wsplan-drawn holds: the charts drawn and every
+  // resource the page loaded (none: everything is inline).
+  function summary() {
+    var res = [];
+    if (window.performance && performance.getEntriesByType) {
+      res = performance.getEntriesByType("resource").map(function (e) { return e.name; });
+    }
+    return { charts: drawn, resources: res };
   }
 
   function colourVerdicts() {
@@ -257,6 +273,9 @@
       else if (/client-bound/.test(t)) cells[i].className = "bound";
     }
   }
+
+  // Resources finish loading after DOMContentLoaded: list them again then.
+  window.addEventListener("load", function () { put("wsplan-drawn", summary()); });
 
   document.addEventListener("DOMContentLoaded", function () {
     try {
