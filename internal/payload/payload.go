@@ -32,8 +32,9 @@ const (
 	// existed: ChaCha8 bytes from a zero seed (lowercase letters in text
 	// messages). It is incompressible by design.
 	Random = "random"
-	// Text is chat-like English: lines of "[hh:mm] name: message" built
-	// deterministically from an embedded list of chat messages.
+	// Text is chat-like English as a chat application sends it: JSON
+	// chat events, one a line, built deterministically from an embedded
+	// list of chat messages.
 	Text = "text"
 	// File is the bytes of a file, cycled to the payload size.
 	File = "file"
@@ -46,6 +47,9 @@ var Kinds = []string{Random, Text, File}
 //
 //go:embed chat.txt
 var chat []byte
+
+// chatChannels are the channels of the text kind.
+var chatChannels = []string{"general", "dev", "ops", "random", "support"}
 
 // chatNames are the speakers of the text kind.
 var chatNames = []string{"alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi", "ivan", "judy", "mallory", "oscar"}
@@ -107,25 +111,31 @@ func randomBytes(n int) []byte {
 	return b
 }
 
-// chatText returns n bytes of chat lines, "[09:00] alice: morning all\n"
-// and so on: speakers and messages drawn from a seeded ChaCha8, the clock
-// advancing 0-2 minutes a line, the last line cut at n bytes.
+// chatText returns n bytes of chat events as a chat application sends
+// them over a WebSocket, one JSON object a line:
+//
+//	{"type":"message","channel":"general","user":"alice","time":"09:00","text":"morning all"}
+//
+// channels, users and texts drawn from a seeded ChaCha8, the clock
+// advancing 0-2 minutes an event, the last line cut at n bytes.
 func chatText(n int) []byte {
 	lines := bytes.Split(bytes.TrimSpace(chat), []byte("\n"))
 	r := rand.New(rand.NewChaCha8([32]byte{'w', 's', 'p', 'l', 'a', 'n'}))
-	b := make([]byte, 0, n+128)
+	b := make([]byte, 0, n+256)
 	minute := 9 * 60
 	for len(b) < n {
 		minute += r.IntN(3)
-		b = append(b, '[')
+		b = append(b, `{"type":"message","channel":"`...)
+		b = append(b, chatChannels[r.IntN(len(chatChannels))]...)
+		b = append(b, `","user":"`...)
+		b = append(b, chatNames[r.IntN(len(chatNames))]...)
+		b = append(b, `","time":"`...)
 		b = appendTwo(b, minute/60%24)
 		b = append(b, ':')
 		b = appendTwo(b, minute%60)
-		b = append(b, "] "...)
-		b = append(b, chatNames[r.IntN(len(chatNames))]...)
-		b = append(b, ": "...)
+		b = append(b, `","text":"`...)
 		b = append(b, lines[r.IntN(len(lines))]...)
-		b = append(b, '\n')
+		b = append(b, "\"}\n"...)
 	}
 	return b[:n]
 }

@@ -49,7 +49,7 @@ func TestText(t *testing.T) {
 	if !bytes.Equal(short, a[:100]) {
 		t.Errorf("a shorter text payload is not a prefix of a longer one")
 	}
-	if !strings.HasPrefix(string(a), "[09:") || !strings.Contains(string(a[:200]), ": ") {
+	if !strings.HasPrefix(string(a), `{"type":"message","channel":"`) || !strings.Contains(string(a[:200]), `"time":"09:`) {
 		t.Errorf("not chat lines: %q", a[:200])
 	}
 	if e, _ := Payload(Text, 0, nil); len(e) != 0 {
