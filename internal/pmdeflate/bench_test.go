@@ -113,7 +113,9 @@ func BenchmarkPrecomputed(b *testing.B) {
 
 // byteReader is the reader both libraries get in BenchmarkLibrary: a
 // *bytes.Reader, which each inflater reads without a bufio wrapper.
-func byteReader(p []byte) *bytes.Reader { return bytes.NewReader(append(append([]byte(nil), p...), inflateTail...)) }
+func byteReader(p []byte) *bytes.Reader {
+	return bytes.NewReader(append(append([]byte(nil), p...), inflateTail...))
+}
 
 // BenchmarkLibrary compares compress/flate and klauspost/compress/flate at
 // level 1 on one 1 KiB chat message without context (the choice of
