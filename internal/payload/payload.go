@@ -1,7 +1,7 @@
 // Package payload makes the bytes an echo or stream phase sends: what the
 // message holds decides what permessage-deflate can do with it, so a
 // compression benchmark must choose it (issue 15, item 5). Scenarios call
-// Payload (binary messages) or Text (text messages) once per phase; the
+// Payload (binary messages) or TextPayload (text messages) once per phase; the
 // client sends the result, pre-encoded, over and over.
 //
 // Compression ratio of each kind at 1 KiB, deflate level 1 (BestSpeed),

@@ -25,9 +25,10 @@ var ErrTooLarge = errors.New("inflated message exceeds the limit")
 // history. An Inflater is not safe for concurrent use. The zero value is
 // ready.
 type Inflater struct {
-	fr  io.ReadCloser // also a flate.Resetter; made on first use
-	src bytes.Reader  // a concrete *bytes.Reader takes klauspost's fast path
-	in  []byte
+	fr   io.ReadCloser // also a flate.Resetter; made on first use
+	src  bytes.Reader  // a concrete *bytes.Reader takes klauspost's fast path
+	in   []byte
+	free [][]byte // buffers lent to Decompressors for messages in pieces
 }
 
 // Decompressor is one connection's receiving half of permessage-deflate.
@@ -41,12 +42,14 @@ type Decompressor struct {
 	takeover bool
 	limit    int
 	hist     []byte
+	pending  []byte // Feed: the pieces so far, in a buffer lent by f
 }
 
 // Init prepares d to inflate messages under negotiated parameters p,
 // using the loop's shared Inflater f. A message that inflates to more
 // than limit bytes fails with ErrTooLarge; limit must be > 0.
 func (d *Decompressor) Init(f *Inflater, p Params, limit int) {
+	d.Discard()
 	*d = Decompressor{f: f, window: 1 << windowBits(p.ServerMaxWindowBits), takeover: !p.ServerNoContextTakeover, limit: limit}
 }
 
@@ -102,4 +105,52 @@ func (d *Decompressor) Decompress(dst, payload []byte) ([]byte, error) {
 		d.hist = slide(d.hist, dst[start:], d.window)
 	}
 	return dst, nil
+}
+
+// Feed takes a compressed message in the pieces it arrives in, as the
+// client's frame decoder hands payload bytes out: chunk is the next piece
+// (frame boundaries do not matter), end says it completes the message.
+// Until the end it returns dst unchanged and keeps a copy of the pieces,
+// in a buffer borrowed from the loop's Inflater (so a connection with no
+// message in pieces holds none); at the end it inflates the whole message
+// into dst like Decompress. A message that arrives in one piece is not
+// copied first. Compressed input beyond twice the limit is ErrTooLarge.
+func (d *Decompressor) Feed(dst, chunk []byte, end bool) ([]byte, error) {
+	if end && d.pending == nil {
+		return d.Decompress(dst, chunk)
+	}
+	if d.pending == nil {
+		d.pending = d.f.borrow()
+	}
+	if len(d.pending)+len(chunk) > 2*d.limit+64 {
+		d.Discard()
+		return dst, fmt.Errorf("%w (%d bytes), compressed message already longer than twice that", ErrTooLarge, d.limit)
+	}
+	d.pending = append(d.pending, chunk...)
+	if !end {
+		return dst, nil
+	}
+	out, err := d.Decompress(dst, d.pending)
+	d.Discard()
+	return out, err
+}
+
+// Discard drops a message fed in part (the connection is closing) and
+// gives its buffer back to the Inflater. Init calls it.
+func (d *Decompressor) Discard() {
+	if d.pending != nil {
+		d.f.free = append(d.f.free, d.pending[:0])
+		d.pending = nil
+	}
+}
+
+// borrow lends out a buffer for a message in pieces.
+func (f *Inflater) borrow() []byte {
+	if n := len(f.free); n > 0 {
+		b := f.free[n-1]
+		f.free[n-1] = nil
+		f.free = f.free[:n-1]
+		return b
+	}
+	return make([]byte, 0, 4<<10)
 }

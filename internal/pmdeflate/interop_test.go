@@ -259,8 +259,8 @@ func (w *wsConn) send(wire []byte) {
 	w.writeFrame(0x80|RSV1|0x1, wire)
 }
 
-// recv reads one data message (joining its frames) and returns it
-// inflated if its first frame had RSV1.
+// recv reads one data message and returns it, inflated (frame by frame,
+// through Feed) if its first frame had RSV1.
 func (w *wsConn) recv() []byte {
 	var msg []byte
 	compressed := false
@@ -292,20 +292,20 @@ func (w *wsConn) recv() []byte {
 		if _, err := io.ReadFull(w.r, buf); err != nil {
 			w.t.Fatal(err)
 		}
-		msg = append(msg, buf...)
-		if h[0]&0x80 != 0 {
-			break
+		fin := h[0]&0x80 != 0
+		if compressed {
+			w.wireRecv += n
+			var err error
+			if msg, err = w.dec.Feed(msg, buf, fin); err != nil {
+				w.t.Fatalf("inflate: %v", err)
+			}
+		} else {
+			msg = append(msg, buf...)
+		}
+		if fin {
+			return msg
 		}
 	}
-	if !compressed {
-		return msg
-	}
-	w.wireRecv += len(msg)
-	out, err := w.dec.Decompress(nil, msg)
-	if err != nil {
-		w.t.Fatalf("inflate: %v", err)
-	}
-	return out
 }
 
 // TestInterop negotiates permessage-deflate with each library's server,

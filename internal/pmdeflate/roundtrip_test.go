@@ -228,3 +228,65 @@ func ExampleCompressor() {
 	fmt.Println(len(msg), "->", len(out), "bytes;", p)
 	// Output: 420 -> 20 bytes; permessage-deflate; client_no_context_takeover; server_max_window_bits=15; client_max_window_bits=15
 }
+
+// TestFeed inflates messages handed over in pieces of every size, from
+// two connections interleaved on one Inflater, and checks that the pieces'
+// buffers go back to the Inflater and that the steady state allocates
+// nothing.
+func TestFeed(t *testing.T) {
+	msgs := messages(t, 16, 3000)
+	p := Params{}
+	wire := serverStream(t, msgs, 15, true)
+	var f Inflater
+	var a, b Decompressor
+	a.Init(&f, p, 1<<20)
+	b.Init(&f, p, 1<<20)
+	for _, piece := range []int{1, 7, 100, 1000, 1 << 20} {
+		a.Init(&f, p, 1<<20)
+		b.Init(&f, p, 1<<20)
+		for i, w := range wire {
+			var outA, outB []byte
+			for off := 0; off < len(w); off += piece {
+				chunk := w[off:min(off+piece, len(w))]
+				end := off+piece >= len(w)
+				var err error
+				if outA, err = a.Feed(outA, chunk, end); err != nil {
+					t.Fatal(err)
+				}
+				if outB, err = b.Feed(outB, chunk, end); err != nil {
+					t.Fatal(err)
+				}
+				if !end && (len(outA) != 0 || len(outB) != 0) {
+					t.Fatal("output before the end")
+				}
+			}
+			if !bytes.Equal(outA, msgs[i]) || !bytes.Equal(outB, msgs[i]) {
+				t.Fatalf("piece %d, message %d differs", piece, i)
+			}
+		}
+		if a.pending != nil || b.pending != nil {
+			t.Fatal("a buffer still held after the message ended")
+		}
+	}
+	if len(f.free) != 2 {
+		t.Errorf("%d buffers in the pool, want 2 (one per connection that was mid-message)", len(f.free))
+	}
+	// Steady state: same message, no context, in 3 pieces.
+	var c Decompressor
+	c.Init(&f, Params{ServerNoContextTakeover: true}, 1<<20)
+	one := Precompute(Params{}, msgs[0])
+	out := make([]byte, 0, 4096)
+	if n := testing.AllocsPerRun(100, func() {
+		out = out[:0]
+		out, _ = c.Feed(out, one[:10], false)
+		out, _ = c.Feed(out, one[10:20], false)
+		out, _ = c.Feed(out, one[20:], true)
+	}); n != 0 || !bytes.Equal(out, msgs[0]) {
+		t.Errorf("%v allocations per message in pieces (output equal: %v)", n, bytes.Equal(out, msgs[0]))
+	}
+	var small Decompressor
+	small.Init(&f, p, 10)
+	if _, err := small.Feed(nil, make([]byte, 100), false); !errors.Is(err, ErrTooLarge) || small.pending != nil {
+		t.Errorf("100 compressed bytes with limit 10: %v", err)
+	}
+}
