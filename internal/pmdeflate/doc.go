@@ -21,9 +21,12 @@
 // valid under any negotiated context takeover.
 //
 // Receiving: a message whose first frame has RSV1 set is inflated with
-// Decompressor.Decompress(dst, payload) — all its frames' payloads joined
-// — and compared byte for byte after inflation; a message without RSV1 is
-// not compressed (servers skip small messages).
+// Decompressor.Feed(dst, chunk, end), given its payload bytes in the
+// pieces the frame decoder hands out (or Decompress, given them joined),
+// and compared byte for byte after inflation; a message without RSV1 is
+// not compressed (servers skip small messages). With server context
+// takeover every compressed message must be inflated, verified or not:
+// the history has to follow the server's.
 //
 // # Shared and per-connection state
 //
