@@ -39,3 +39,36 @@ func FuzzDecompress(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAccept: any response header either fails or gives parameters in
+// range that read back the same from their own String form.
+func FuzzAccept(f *testing.F) {
+	for _, h := range []string{
+		"permessage-deflate",
+		"permessage-deflate; server_no_context_takeover; client_no_context_takeover",
+		"permessage-deflate; server_max_window_bits=12; client_max_window_bits=12",
+		`permessage-deflate; server_max_window_bits="9"`,
+		"permessage-deflate, x", "", ";;", "permessage-deflate; client_max_window_bits=",
+	} {
+		f.Add(h, false, 0, 0)
+	}
+	f.Fuzz(func(t *testing.T, header string, noCtx bool, sBits, cBits int) {
+		offered := Params{ServerNoContextTakeover: noCtx, ServerMaxWindowBits: sBits, ClientMaxWindowBits: cBits}
+		if len(offered.Validate()) != 0 {
+			return
+		}
+		p, err := Accept(header, offered)
+		if err != nil {
+			return
+		}
+		for _, b := range []int{p.ServerMaxWindowBits, p.ClientMaxWindowBits} {
+			if b < MinWindowBits || b > MaxWindowBits {
+				t.Fatalf("%q: window bits %d", header, b)
+			}
+		}
+		again, err := Accept(p.String(), offered)
+		if err != nil || again != p {
+			t.Fatalf("%q gave %+v; its String %q gave %+v, %v", header, p, p.String(), again, err)
+		}
+	})
+}

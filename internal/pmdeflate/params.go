@@ -50,7 +50,7 @@ type Params struct {
 	// client_max_window_bits without a value (the server may pick any
 	// limit, the compressor honours all of them), 8..15 sends it with that
 	// value (a promise not to exceed it); negotiated, the limit the client
-	// honours, 15 when the server named none.
+	// honours: the server's value, else the one offered, else 15.
 	ClientMaxWindowBits int
 }
 
@@ -187,6 +187,10 @@ func Accept(header string, offered Params) (Params, error) {
 		return fail("server_no_context_takeover was asked and not agreed to")
 	case offered.ServerMaxWindowBits != 0 && got.ServerMaxWindowBits == 0:
 		return fail("server_max_window_bits=%d was asked and not agreed to", offered.ServerMaxWindowBits)
+	}
+	if got.ClientMaxWindowBits == 0 {
+		// The server set no limit; the client keeps the one it offered.
+		got.ClientMaxWindowBits = offered.ClientMaxWindowBits
 	}
 	got.ServerMaxWindowBits = windowBits(got.ServerMaxWindowBits)
 	got.ClientMaxWindowBits = windowBits(got.ClientMaxWindowBits)

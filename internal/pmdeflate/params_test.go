@@ -56,6 +56,8 @@ func TestAccept(t *testing.T) {
 			Params{ServerMaxWindowBits: 12, ClientMaxWindowBits: 12}},
 		{"case, spaces, quotes", " Permessage-Deflate ;Server_Max_Window_Bits=\"9\" ; client_max_window_bits = 8", Params{ServerMaxWindowBits: 10},
 			Params{ServerMaxWindowBits: 9, ClientMaxWindowBits: 8}},
+		{"client keeps its offered limit", "permessage-deflate", Params{ClientMaxWindowBits: 10},
+			Params{ServerMaxWindowBits: 15, ClientMaxWindowBits: 10}},
 		{"window equal to offer", "permessage-deflate; server_max_window_bits=10; client_max_window_bits=11", Params{ServerMaxWindowBits: 10, ClientMaxWindowBits: 11},
 			Params{ServerMaxWindowBits: 10, ClientMaxWindowBits: 11}},
 	} {
