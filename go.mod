@@ -13,6 +13,7 @@ require (
 	github.com/gobwas/ws v1.5.0
 	github.com/gorilla/websocket v1.5.3
 	github.com/hertz-contrib/websocket v0.2.0
+	github.com/klauspost/compress v1.17.11
 	github.com/lesismal/nbio v1.6.8
 	github.com/lxzan/gws v1.8.9
 	github.com/olekukonko/tablewriter v1.1.5
@@ -49,7 +50,6 @@ require (
 	github.com/go-netty/go-netty-transport v1.7.10 // indirect
 	github.com/gobwas/httphead v0.1.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
-	github.com/klauspost/compress v1.17.11 // indirect
 	github.com/klauspost/cpuid/v2 v2.2.9 // indirect
 	github.com/lesismal/llib v1.2.2 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect

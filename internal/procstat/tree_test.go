@@ -119,8 +119,10 @@ func TestTreeSamplerLive(t *testing.T) {
 	if s.Procs < 2 {
 		t.Errorf("procs = %d, want >= 2 (the shell and its child)", s.Procs)
 	}
-	if s.CPUSeconds < 0.1 || s.RootCPUSeconds > s.CPUSeconds/4 {
-		t.Errorf("tree CPU %.3f s, wrapper alone %.3f s: want the tree busy (>= 0.1 s of 0.4 s) and the wrapper idle",
+	// On a loaded host the busy child may get little of its core: ask
+	// only that the tree did work the wrapper did not.
+	if s.CPUSeconds < 0.02 || s.RootCPUSeconds > s.CPUSeconds/4 {
+		t.Errorf("tree CPU %.3f s, wrapper alone %.3f s: want the tree busy (>= 0.02 s of 0.4 s) and the wrapper idle",
 			s.CPUSeconds, s.RootCPUSeconds)
 	}
 	if !s.PreciseCPU {
