@@ -3,12 +3,36 @@ module github.com/wsplan/wsplan
 go 1.26.8
 
 require (
+	github.com/HdrHistogram/hdrhistogram-go v1.4.0
+	github.com/antlabs/greatws v0.2.2
+	github.com/antlabs/quickws v0.1.9
+	github.com/cloudwego/hertz v0.10.4
+	github.com/expr-lang/expr v1.17.8
+	github.com/fasthttp/websocket v1.5.12
+	github.com/go-netty/go-netty-ws v1.0.7
+	github.com/gobwas/ws v1.5.0
+	github.com/gorilla/websocket v1.5.3
+	github.com/hertz-contrib/websocket v0.2.0
+	github.com/klauspost/compress v1.17.11
+	github.com/lesismal/nbio v1.6.8
+	github.com/lxzan/gws v1.8.9
+	github.com/olekukonko/tablewriter v1.1.5
+	github.com/prometheus/client_model v0.6.2
+	github.com/prometheus/common v0.67.5
+	github.com/rogpeppe/go-internal v1.16.0
+	github.com/spf13/cobra v1.10.2
+	github.com/valyala/fasthttp v1.58.0
+	go.uber.org/goleak v1.3.0
+	golang.org/x/net v0.59.0
+	golang.org/x/sys v0.50.0
+	gopkg.in/yaml.v3 v3.0.1
+	nhooyr.io/websocket v1.8.17
+)
+
+require (
 	github.com/BurntSushi/toml v1.4.1-0.20240526193622-a339e1f7089c // indirect
-	github.com/HdrHistogram/hdrhistogram-go v1.4.0 // indirect
 	github.com/andybalholm/brotli v1.1.1 // indirect
 	github.com/antlabs/cpuproc v0.0.0-20240615150837-aa4bcf33806c // indirect
-	github.com/antlabs/greatws v0.2.2 // indirect
-	github.com/antlabs/quickws v0.1.9 // indirect
 	github.com/antlabs/wsutil v0.1.10 // indirect
 	github.com/bytedance/gopkg v0.1.3 // indirect
 	github.com/bytedance/sonic v1.15.0 // indirect
@@ -18,56 +42,41 @@ require (
 	github.com/clipperhouse/uax29/v2 v2.6.0 // indirect
 	github.com/cloudwego/base64x v0.1.6 // indirect
 	github.com/cloudwego/gopkg v0.1.4 // indirect
-	github.com/cloudwego/hertz v0.10.4 // indirect
 	github.com/cloudwego/netpoll v0.7.2 // indirect
 	github.com/dolthub/maphash v0.1.0 // indirect
-	github.com/expr-lang/expr v1.17.8 // indirect
-	github.com/fasthttp/websocket v1.5.12 // indirect
 	github.com/fatih/color v1.18.0 // indirect
 	github.com/fsnotify/fsnotify v1.5.4 // indirect
 	github.com/go-netty/go-netty v1.6.5 // indirect
 	github.com/go-netty/go-netty-transport v1.7.10 // indirect
-	github.com/go-netty/go-netty-ws v1.0.7 // indirect
 	github.com/gobwas/httphead v0.1.0 // indirect
-	github.com/gobwas/ws v1.5.0 // indirect
-	github.com/gorilla/websocket v1.5.3 // indirect
-	github.com/hertz-contrib/websocket v0.2.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
-	github.com/klauspost/compress v1.17.11 // indirect
 	github.com/klauspost/cpuid/v2 v2.2.9 // indirect
 	github.com/lesismal/llib v1.2.2 // indirect
-	github.com/lesismal/nbio v1.6.8 // indirect
-	github.com/lxzan/gws v1.8.9 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/mattn/go-runewidth v0.0.19 // indirect
+	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/olekukonko/cat v0.0.0-20250911104152-50322a0618f6 // indirect
 	github.com/olekukonko/errors v1.2.0 // indirect
 	github.com/olekukonko/ll v0.1.6 // indirect
-	github.com/olekukonko/tablewriter v1.1.5 // indirect
-	github.com/rogpeppe/go-internal v1.16.0 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2 // indirect
 	github.com/savsgio/gotils v0.0.0-20240704082632-aef3928b8a38 // indirect
-	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	github.com/tidwall/gjson v1.14.4 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/tidwall/pretty v1.2.0 // indirect
 	github.com/twitchyliquid64/golang-asm v0.15.1 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
-	github.com/valyala/fasthttp v1.58.0 // indirect
-	go.uber.org/goleak v1.3.0 // indirect
+	go.yaml.in/yaml/v2 v2.4.3 // indirect
 	golang.org/x/arch v0.0.0-20210923205945-b76863e36670 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/exp/typeparams v0.0.0-20231108232855-2478ac86f678 // indirect
 	golang.org/x/mod v0.41.0 // indirect
-	golang.org/x/net v0.59.0 // indirect
 	golang.org/x/sync v0.23.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
 	golang.org/x/tools v0.51.0 // indirect
-	google.golang.org/protobuf v1.34.1 // indirect
-	gopkg.in/yaml.v3 v3.0.1 // indirect
+	google.golang.org/protobuf v1.36.11 // indirect
 	honnef.co/go/tools v0.8.2 // indirect
-	nhooyr.io/websocket v1.8.17 // indirect
 )
 
 tool honnef.co/go/tools/cmd/staticcheck

@@ -30,6 +30,37 @@ func startOpts(t *testing.T, name string, opts map[string]string) (Server, []str
 	return srv, addrs, err
 }
 
+// Option values the libraries would replace by their own defaults, or
+// cannot start with, are refused by Resolve (that is, at plan load and by
+// `wsplan serve --opt`), before anything listens.
+func TestBatchBResolveRejects(t *testing.T) {
+	tests := []struct {
+		name    string
+		opts    map[string]string
+		wantErr string
+	}{
+		{"nbio_mixed", map[string]string{"max_blocking_online": "0"}, "option max_blocking_online: must be >= 1, got 0"},
+		{"greatws", map[string]string{"pool_init": "0"}, "option pool_init: must be >= 1, got 0"},
+		{"greatws", map[string]string{"pool_min": "0"}, "option pool_min: must be >= 1, got 0"},
+		{"greatws_event", map[string]string{"pool_max": "0"}, "option pool_max: must be >= 1, got 0"},
+		{"greatws", map[string]string{"max_events": "0"}, "option max_events: must be >= 1, got 0"},
+		{"greatws", map[string]string{"pool_min": "241"}, "options pool_init (240) and pool_min (241) must be <= pool_max (240)"},
+		{"greatws", map[string]string{"pool_init": "500", "pool_max": "300"}, "options pool_init (500) and pool_min (240) must be <= pool_max (300)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+"/"+optString(tt.opts), func(t *testing.T) {
+			_, _, errs := Resolve(tt.name, "", tt.opts)
+			if err := errors.Join(errs...); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("Resolve error %v, want it to contain %q", err, tt.wantErr)
+			}
+		})
+	}
+	// The bounds hold together: a pool of 80 is fine when all three say so.
+	if _, _, errs := Resolve("greatws", "", map[string]string{"pool_init": "80", "pool_min": "80", "pool_max": "80"}); len(errs) > 0 {
+		t.Errorf("greatws pool of 80: %v", errs)
+	}
+}
+
 func TestBatchBStartRejects(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -37,13 +68,6 @@ func TestBatchBStartRejects(t *testing.T) {
 		wantErr string // substring of the error
 		wantIs  error  // or an error it wraps
 	}{
-		{"nbio_mixed", map[string]string{"max_blocking_online": "0"}, "option max_blocking_online: must be > 0 with io_mode=mixed, got 0", nil},
-		{"greatws", map[string]string{"pool_init": "0"}, "option pool_init: must be > 0, got 0", nil},
-		{"greatws", map[string]string{"pool_min": "0"}, "option pool_min: must be > 0, got 0", nil},
-		{"greatws_event", map[string]string{"pool_max": "0"}, "option pool_max: must be > 0, got 0", nil},
-		{"greatws", map[string]string{"max_events": "0"}, "option max_events: must be > 0, got 0", nil},
-		{"greatws", map[string]string{"pool_min": "241"}, "options pool_init (240) and pool_min (241) must be <= pool_max (240)", nil},
-		{"greatws", map[string]string{"pool_init": "500", "pool_max": "300"}, "options pool_init (500) and pool_min (240) must be <= pool_max (300)", nil},
 		{"nettyws", map[string]string{"compression": "true"}, "compression:", ErrUnsupported},
 	}
 	for _, tt := range tests {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"runtime"
 	"sync"
 
@@ -25,12 +24,16 @@ func init() {
 		Options: []Option{
 			{Name: "callback", Type: TypeEnum, Enum: []string{greatwsPool, greatwsEventLoop}, Default: greatwsPool,
 				Doc: "where OnMessage runs: pool = the business goroutine pool; event_loop = the IO goroutine that parsed the message (WithServerCallbackInEventLoop)"},
-			{Name: "pool_init", Type: TypeInt, Default: "240", Doc: "business goroutines started, across all event loops (WithBusinessGoNum); must be > 0"},
-			{Name: "pool_min", Type: TypeInt, Default: "240", Doc: "business goroutines kept when idle, across all event loops; must be > 0"},
-			{Name: "pool_max", Type: TypeInt, Default: "240", Doc: "most business goroutines, across all event loops; must be > 0"},
+			{Name: "pool_init", Type: TypeInt, Default: "240", Min: 1, Doc: "business goroutines started, across all event loops (WithBusinessGoNum); <= pool_max"},
+			{Name: "pool_min", Type: TypeInt, Default: "240", Min: 1, Doc: "business goroutines kept when idle, across all event loops; <= pool_max"},
+			{Name: "pool_max", Type: TypeInt, Default: "240", Min: 1, Doc: "most business goroutines, across all event loops"},
 			{Name: "event_loops", Type: TypeInt, Default: "0", Doc: "epoll event loops (WithEventLoops); 0 = runtime.NumCPU()"},
-			{Name: "max_events", Type: TypeInt, Default: "1000", Doc: "most events one epoll_wait returns (WithMaxEventNum); must be > 0"},
+			{Name: "max_events", Type: TypeInt, Default: "1000", Min: 1, Doc: "most events one epoll_wait returns (WithMaxEventNum)"},
 		},
+		// greatws replaces values <= 0 by its own defaults (8/50/30000, 256
+		// events), hence the Min of 1 above, and starts nothing sensible
+		// with a pool smaller than its initial or idle size.
+		Check: checkGreatws,
 		Start: startGreatws,
 	})
 	RegisterPreset(Preset{
@@ -86,10 +89,19 @@ func greatwsLoop(lc greatwsLoopConfig) *greatws.MultiEventLoop {
 		greatws.WithLogLevel(slog.LevelError),
 	)
 	// greatws logs to stdout; a server's stdout is not its log.
-	m.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	m.Logger = slog.New(slog.NewJSONHandler(LogOutput, &slog.HandlerOptions{Level: slog.LevelError}))
 	m.Start()
 	greatwsLoops[lc] = m
 	return m
+}
+
+// checkGreatws checks the pool sizes against each other.
+func checkGreatws(values map[string]string) error {
+	c := Config{Values: values}
+	if start, low, high := c.Int("pool_init"), c.Int("pool_min"), c.Int("pool_max"); start > high || low > high {
+		return fmt.Errorf("options pool_init (%d) and pool_min (%d) must be <= pool_max (%d): set them with pool_max (their default is 240)", start, low, high)
+	}
+	return nil
 }
 
 // startGreatws upgrades on net/http (greatws takes the socket over by
@@ -113,20 +125,6 @@ func startGreatws(cfg Config) (Server, error) {
 		// greatws's own 0 means one loop, not one per CPU.
 		lc.loops = runtime.NumCPU()
 	}
-	// greatws replaces values <= 0 by its own defaults (8/50/30000, 256
-	// events): reject them rather than run something other than asked.
-	for _, o := range []struct {
-		name string
-		v    int
-	}{{"pool_init", lc.poolInit}, {"pool_min", lc.poolMin}, {"pool_max", lc.poolMax}, {"max_events", lc.maxEvents}} {
-		if o.v <= 0 {
-			return nil, fmt.Errorf("option %s: must be > 0, got %d", o.name, o.v)
-		}
-	}
-	if lc.poolMin > lc.poolMax || lc.poolInit > lc.poolMax {
-		return nil, fmt.Errorf("options pool_init (%d) and pool_min (%d) must be <= pool_max (%d)", lc.poolInit, lc.poolMin, lc.poolMax)
-	}
-
 	h := &greatwsHandler{conns: map[*greatws.Conn]struct{}{}}
 	opts := []greatws.ServerOption{
 		greatws.WithServerCallback(h),

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 
@@ -44,8 +43,8 @@ func init() {
 		Options: []Option{
 			{Name: "io_mode", Type: TypeEnum, Enum: []string{nbioBlocking, nbioMixed, nbioNonBlocking, nbioStd}, Default: nbioNonBlocking,
 				Doc: "nbhttp IOMod (blocking: goroutine per connection; nonblocking: epoll loop; mixed: blocking up to max_blocking_online, then epoll) or std: nbio's upgrader on net/http"},
-			{Name: "max_blocking_online", Type: TypeInt, Default: "10000",
-				Doc: "io_mode=mixed only: connections served blocking before new ones go to the epoll loop; must be > 0"},
+			{Name: "max_blocking_online", Type: TypeInt, Default: "10000", Min: 1,
+				Doc: "io_mode=mixed only: connections served blocking before new ones go to the epoll loop"},
 		},
 		Start: startNbio,
 	})
@@ -83,7 +82,7 @@ func init() {
 // sees them.
 func startNbio(cfg Config) (Server, error) {
 	// nbio logs to stdout by default; a server's stdout is not its log.
-	nbioLogOnce.Do(func() { logging.Output = os.Stderr })
+	nbioLogOnce.Do(func() { logging.Output = LogOutput })
 
 	mode := cfg.String("io_mode")
 	explicitBuf := cfg.Int("read_buffer") // 0 = library defaults
@@ -136,10 +135,7 @@ func startNbio(cfg Config) (Server, error) {
 		nbioMixed:       nbhttp.IOModMixed,
 		nbioNonBlocking: nbhttp.IOModNonBlocking,
 	}[mode]
-	maxBlocking := cfg.Int("max_blocking_online")
-	if mode == nbioMixed && maxBlocking <= 0 {
-		return nil, fmt.Errorf("option max_blocking_online: must be > 0 with io_mode=mixed, got %d", maxBlocking)
-	}
+	maxBlocking := cfg.Int("max_blocking_online") // >= 1: declared Min
 	// Open every listener before the engine starts: when one of nbio's own
 	// Listen calls fails, nbhttp.Engine.Start closes the listeners it
 	// opened and then waits forever in Stop for their accept goroutines,

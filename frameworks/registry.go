@@ -34,13 +34,21 @@ type Option struct {
 	Type    OptionType
 	Default string   // as written on the command line; "" = the type's zero value
 	Enum    []string // allowed values for TypeEnum
-	Doc     string   // one line, states what the default means
+	// Min and Max bound a TypeInt value, inclusive. Min 0 (the zero value)
+	// is the lowest any int option takes: no option is negative. Max 0 =
+	// no upper bound.
+	Min, Max int
+	Doc      string // one line, states what the default means
 }
+
+// MaxReadBuffer is the largest read_buffer: a buffer per connection larger
+// than the largest payload a plan may send (64 MiB) buys nothing.
+const MaxReadBuffer = 64 << 20
 
 // Common options every adapter accepts. Adapters read them from Config.
 var Common = []Option{
 	{Name: "nodelay", Type: TypeBool, Default: "true", Doc: "set TCP_NODELAY on accepted connections"},
-	{Name: "read_buffer", Type: TypeInt, Default: "0", Doc: "read buffer size in bytes; 0 = the plan's payload size (1024 outside a plan)"},
+	{Name: "read_buffer", Type: TypeInt, Default: "0", Max: MaxReadBuffer, Doc: "read buffer size in bytes; 0 = the plan's payload size (1024 outside a plan)"},
 	{Name: "compression", Type: TypeBool, Default: "false", Doc: "negotiate permessage-deflate where the library supports it"},
 }
 
@@ -54,6 +62,10 @@ type Adapter struct {
 	// Limits are what the library cannot do; the conformance test skips
 	// those checks with the reason, and `wsplan frameworks` prints them.
 	Limits Limits
+	// Check, when set, checks the complete option values together, for
+	// bounds that tie options to each other (each value has already passed
+	// its own type and bounds); nil = no such bound.
+	Check func(values map[string]string) error
 	// Start listens on every address in cfg.Addrs (host:port) and serves
 	// WebSocket upgrades on cfg.Path. It returns once the listeners are open.
 	Start func(cfg Config) (Server, error)
@@ -204,7 +216,9 @@ func (a Adapter) AllOptions() []Option {
 // options) into the adapter to start and its complete option values. name is
 // tried as a preset when framework is empty; otherwise framework names an
 // adapter or a preset to start from. opts override the defaults. Every
-// problem is returned, one error each.
+// problem is returned, one error each: each option's own (type, enum,
+// bounds) as "option NAME: ...", then, when those pass, the adapter's
+// Check of the values together.
 func Resolve(name, framework string, opts map[string]string) (Adapter, map[string]string, []error) {
 	base := map[string]string{}
 	key := framework
@@ -248,7 +262,36 @@ func Resolve(name, framework string, opts map[string]string) (Adapter, map[strin
 		}
 		vals[k] = opts[k]
 	}
+	if len(errs) == 0 && a.Check != nil {
+		if err := a.Check(vals); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return a, vals, errs
+}
+
+// CheckOption checks one option value against its declaration: that the
+// adapter has it, its type or enum, and its bounds. The error is the
+// message alone ("must be >= 1, got 0"), without the option's name.
+func (a Adapter) CheckOption(name, value string) error {
+	for _, o := range a.AllOptions() {
+		if o.Name == name {
+			return o.check(value)
+		}
+	}
+	return fmt.Errorf("framework %s has no option %q (options: %s)", a.Name, name, strings.Join(optionNames(a), ", "))
+}
+
+// Bounds describes an int option's bounds for people ("1..", "0..67108864"),
+// "" for other types.
+func (o Option) Bounds() string {
+	if o.Type != TypeInt {
+		return ""
+	}
+	if o.Max > 0 {
+		return fmt.Sprintf("%d..%d", o.Min, o.Max)
+	}
+	return fmt.Sprintf(">= %d", o.Min)
 }
 
 // Names returns every preset and adapter name, sorted, without duplicates.
@@ -287,8 +330,11 @@ func (o Option) check(v string) error {
 		if err != nil {
 			return fmt.Errorf("want an integer, got %q", v)
 		}
-		if n < 0 {
-			return fmt.Errorf("must be >= 0, got %d", n)
+		if n < o.Min {
+			return fmt.Errorf("must be >= %d, got %d", o.Min, n)
+		}
+		if o.Max > 0 && n > o.Max {
+			return fmt.Errorf("must be <= %d, got %d", o.Max, n)
 		}
 	case TypeEnum:
 		for _, e := range o.Enum {

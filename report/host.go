@@ -60,6 +60,9 @@ func Host(w io.Writer, run *result.Run) error {
 	}
 	line("memory", mem)
 	line("go", h.Go)
+	if run.Wsplan != nil {
+		line("wsplan", strings.TrimPrefix(run.Wsplan.String(), "wsplan "))
+	}
 	nofile := ""
 	if h.NoFileSoft > 0 || h.NoFileHard > 0 {
 		nofile = fmt.Sprintf("soft %d, hard %d", h.NoFileSoft, h.NoFileHard)

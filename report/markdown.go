@@ -37,9 +37,24 @@ func Markdown(w io.Writer, run *result.Run, baseline *result.Run) error {
 	if err := Host(&host, run); err != nil {
 		return err
 	}
-	ew.printf("## Host\n\n```text\n%s\n```\n\n## Results\n\n", strings.TrimRight(host.String(), "\n"))
+	ew.printf("## Host\n\n```text\n%s\n```\n\n", strings.TrimRight(host.String(), "\n"))
+	if p := run.Wsplan; p != nil && len(p.Libraries) > 0 {
+		libs := make([]string, 0, len(p.Libraries))
+		for _, l := range p.LibraryNames() {
+			libs = append(libs, "`"+l+"` "+p.Libraries[l])
+		}
+		ew.printf("Libraries measured: %s.\n\n", strings.Join(libs, ", "))
+	}
+	ew.printf("## Results\n\n")
 	if err := Tables(ew, run, baseline, FormatMarkdown); err != nil {
 		return err
+	}
+	var charts strings.Builder
+	if err := Mermaid(&charts, run); err != nil {
+		return err
+	}
+	if charts.Len() > 0 {
+		ew.printf("## Charts\n\n%s", charts.String())
 	}
 	if len(run.Assertions) > 0 {
 		ew.printf("## Assertions\n\n")

@@ -18,10 +18,10 @@ const (
 // Connect opens connections to the server and measures handshake latency
 // (TCP connect start to the 101 response).
 type Connect struct {
-	Connections int            `yaml:"connections" required:"true" min:"1" doc:"connections to open"`
-	Concurrency int            `yaml:"concurrency" min:"1" doc:"handshakes in progress at once; default min(1000, connections)"`
-	Timeout     units.Duration `yaml:"timeout" default:"5s" min:"1ns" doc:"per attempt (TCP connect and upgrade)"`
-	Retries     int            `yaml:"retries" default:"3" min:"-1" doc:"extra attempts per connection after a failure; -1 = none"`
+	Connections int            `yaml:"connections" required:"true" min:"1" doc:"connections to open"`                            // to open; required, > 0
+	Concurrency int            `yaml:"concurrency" min:"1" doc:"handshakes in progress at once; default min(1000, connections)"` // handshakes in progress at once; default min(1000, connections)
+	Timeout     units.Duration `yaml:"timeout" default:"5s" min:"1ns" doc:"time allowed for one attempt"`                        // per attempt; default 5s
+	Retries     int            `yaml:"retries" default:"3" doc:"extra attempts per connection; negative = none"`                 // extra attempts per connection; default 3 (set -1 for none)
 }
 
 func init() {

@@ -15,8 +15,8 @@ import (
 // every connection also sends a ping every Ping (spread over the interval)
 // and the pongs are counted.
 type Hold struct {
-	Duration units.Duration `yaml:"duration" required:"true" min:"1ns" doc:"how long to hold"`
-	Ping     units.Duration `yaml:"ping" min:"0" hint:"0 = no pings" doc:"ping interval per connection; 0 = idle, no pings"`
+	Duration units.Duration `yaml:"duration" required:"true" min:"1ns" doc:"how long to hold every connection open"`                       // how long to hold; required, > 0
+	Ping     units.Duration `yaml:"ping" default:"0s" min:"0s" hint:"0 = no pings" doc:"ping interval per connection; 0 = idle, no pings"` // ping interval per connection; default 0 = idle, no pings
 }
 
 func init() {

@@ -44,13 +44,26 @@ func Defaults(p Phase, c Context) {
 
 // Check returns every problem with p: its fields against their tag bounds
 // (required, min, max), then its own cross-field rules (Phase.Validate).
+// A field Validate reports on is not also reported "is required": its
+// rule says more (rate: "must be > 0 messages per connection per second").
 func Check(p Phase, c Context) []FieldError {
-	var errs []FieldError
+	var tagErrs []FieldError
 	v := reflect.ValueOf(p)
 	if v.Kind() == reflect.Pointer && v.Elem().Kind() == reflect.Struct {
-		errs = tagBounds(v.Elem())
+		tagErrs = tagBounds(v.Elem())
 	}
-	return append(errs, p.Validate(c)...)
+	own := p.Validate(c)
+	said := map[string]bool{}
+	for _, e := range own {
+		said[e.Field] = true
+	}
+	var errs []FieldError
+	for _, e := range tagErrs {
+		if !(e.Msg == "is required" && said[e.Field]) {
+			errs = append(errs, e)
+		}
+	}
+	return append(errs, own...)
 }
 
 // Field is one tagged parameter of a kind, as the schema sees it.

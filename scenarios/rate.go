@@ -30,20 +30,20 @@ const (
 // and scheduled send time) and its latency runs from the scheduled time:
 // when the server or the client falls behind, the latency shows it.
 type Rate struct {
-	Duration    units.Duration `yaml:"duration" required:"true" min:"1ns" doc:"sending time"`
-	Rate        units.Rate     `yaml:"rate" doc:"messages per connection per second; required, > 0 (checked by Validate: no exclusive bound tag); fractions allowed"`
-	Payload     *units.Size    `yaml:"payload" default:"1KiB" min:"16" max:"64MiB" hint:"the latency marker: 8-byte sequence number and 8-byte scheduled send time" doc:"bytes per message; the first 16 carry the latency marker"`
-	Connections int            `yaml:"connections" min:"0" doc:"connections that send; default: every open one"`
-	Ramp        units.Duration `yaml:"ramp" min:"0" doc:"time to reach the full rate linearly; 0 = none; <= duration"`
-	Batch       units.Size     `yaml:"batch" default:"16KiB" min:"0" doc:"most bytes per write when several messages are due on a connection"`
-	MaxInflight int            `yaml:"max_inflight" min:"0" doc:"messages sent and not echoed per connection; default rate × 1 s, in [16, 1000]"`
+	Duration    units.Duration `yaml:"duration" required:"true" min:"1ns" doc:"sending time"`                                                                                                                                     // sending time; required, > 0
+	Rate        units.Rate     `yaml:"rate" required:"true" doc:"messages per connection per second, > 0; fractions allowed"`                                                                                                     // messages per connection per second; required, > 0, fractions allowed
+	Payload     *units.Size    `yaml:"payload" default:"1KiB" min:"16" max:"64MiB" hint:"the latency marker: 8-byte sequence number and 8-byte scheduled send time" doc:"bytes per message, the 16-byte latency marker included"` // bytes per message; default 1024; >= 16 (the marker)
+	Connections int            `yaml:"connections" min:"0" doc:"connections that send; default: every open one"`                                                                                                                  // connections that send; default: every open one
+	Ramp        units.Duration `yaml:"ramp" default:"0s" min:"0s" doc:"time to reach the full rate linearly, at most duration; 0 = none"`                                                                                         // time to reach the full rate linearly; default 0 (none)
+	Batch       units.Size     `yaml:"batch" default:"16KiB" min:"0" doc:"most bytes per write when several messages are due on a connection"`                                                                                    // most bytes per write when several messages are due on a connection; default 16KiB
+	MaxInflight int            `yaml:"max_inflight" min:"0" doc:"messages sent and not echoed per connection; default rate × 1 s, in [16, 1000]"`                                                                                 // messages sent and not echoed per connection; default rate × 1 s, in [16, 1000]
 	// MaxInflightBytes bounds the payload bytes sent and not echoed over
 	// every connection, so an overloaded server cannot make the client fill
-	// the kernel's socket memory.
+	// the kernel's socket memory; default 64MiB.
 	MaxInflightBytes units.Size     `yaml:"max_inflight_bytes" default:"64MiB" min:"0" doc:"payload bytes sent and not echoed over every connection"`
-	Drain            units.Duration `yaml:"drain" default:"2s" min:"0" doc:"wait for the echoes still due after duration"`
-	LateAfter        units.Duration `yaml:"late_after" default:"1ms" min:"0" doc:"a message written later than this after its schedule is late"`
-	Verify           *bool          `yaml:"verify" default:"true" doc:"compare every echoed payload byte (the marker is always checked)"`
+	Drain            units.Duration `yaml:"drain" default:"2s" min:"0s" doc:"wait for the echoes still due after duration"`                       // wait for the echoes still due after duration; default 2s
+	LateAfter        units.Duration `yaml:"late_after" default:"1ms" min:"0s" doc:"a message written later than this after its schedule is late"` // a message written later than this after its schedule is late; default 1ms
+	Verify           *bool          `yaml:"verify" default:"true" doc:"compare every echoed payload byte (the marker is always checked)"`         // compare every echoed payload byte (the marker is always checked); default true
 }
 
 func init() {

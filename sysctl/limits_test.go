@@ -1,7 +1,9 @@
 package sysctl
 
 import (
+	"bytes"
 	"errors"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -24,7 +26,38 @@ func childSoftNoFile(t *testing.T) uint64 {
 	return n
 }
 
+// childEnv marks the child process inChild starts; its value is the test
+// the child runs.
+const childEnv = "WSPLAN_SYSCTL_TEST_CHILD"
+
+// inChild reruns the calling test alone in a child process of this test
+// binary, so the limits it sets never change the test process (as root,
+// SetNoFile can raise the hard limit, which no Cleanup can be trusted to
+// undo for the tests that follow). It returns true in the child, where the
+// test's body runs, and false in the parent, which only reports the
+// child's outcome.
+func inChild(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv(childEnv) == t.Name() {
+		return true
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), childEnv+"="+t.Name())
+	out, err := cmd.CombinedOutput()
+	switch {
+	case err != nil:
+		t.Fatalf("in a child process: %v\n%s", err, out)
+	case bytes.Contains(out, []byte("--- SKIP")):
+		t.Skipf("in a child process:\n%s", out)
+	}
+	t.Logf("in a child process:\n%s", out)
+	return false
+}
+
 func TestRaiseNoFile(t *testing.T) {
+	if !inChild(t) {
+		return
+	}
 	soft0, hard0 := NoFile()
 	if hard0 == 0 {
 		t.Fatal("NoFile: cannot read RLIMIT_NOFILE")
@@ -63,6 +96,9 @@ func TestRaiseNoFile(t *testing.T) {
 // Raising the hard limit needs CAP_SYS_RESOURCE; without it the error says
 // what to do instead.
 func TestSetNoFileAboveHard(t *testing.T) {
+	if !inChild(t) {
+		return
+	}
 	soft0, hard0 := NoFile()
 	t.Cleanup(func() {
 		if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: soft0, Max: hard0}); err != nil {

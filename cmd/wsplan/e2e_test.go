@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,11 +124,43 @@ func (r *wsplanRun) wait(t *testing.T, timeout time.Duration) int {
 
 func writePlan(t *testing.T, body string) string {
 	t.Helper()
+	if !strings.Contains(body, "defaults:") {
+		body = fmt.Sprintf("defaults: {base_port: %d}\n", freeBasePort(t, 16)) + body
+	}
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "plan.yaml"), []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// freeBasePort returns the first of n consecutive loopback ports that are
+// free now, picked at random below the kernel's usual ephemeral range, so
+// that tests running side by side (other packages, other checkouts of this
+// repository) do not collide on the default base port 9000.
+func freeBasePort(t *testing.T, n int) int {
+	t.Helper()
+	for range 100 {
+		base := 10000 + rand.IntN(20000)
+		free := true
+		var ls []net.Listener
+		for p := base; p < base+n && free; p++ {
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+			if err != nil {
+				free = false
+				break
+			}
+			ls = append(ls, l)
+		}
+		for _, l := range ls {
+			l.Close()
+		}
+		if free {
+			return base
+		}
+	}
+	t.Fatal("no free range of loopback ports found")
+	return 0
 }
 
 func assertNoLeftovers(t *testing.T, dir string) {
@@ -225,23 +259,31 @@ phases:
 
 // TestInterruptRestoresHost: SIGINT in the middle of an echo phase of a
 // --tune run prints the partial results, restores the sysctl, exits 130 and
-// leaves no process.
+// leaves no process. The sysctl lives in a fake /proc/sys tree
+// (EnvProcSysRoot): the test never changes the host it runs on.
 func TestInterruptRestoresHost(t *testing.T) {
-	const key = "/proc/sys/net/ipv4/ip_local_port_range"
-	before, err := os.ReadFile(key)
-	if err != nil {
-		t.Skip(err)
+	root := t.TempDir()
+	key := filepath.Join(root, "net", "ipv4", "ip_local_port_range")
+	if err := os.MkdirAll(filepath.Dir(key), 0o755); err != nil {
+		t.Fatal(err)
 	}
+	before := []byte("32768\t60999\n")
+	if err := os.WriteFile(key, before, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(EnvProcSysRoot, root) // inherited by the wsplan child
+	const hostKey = "/proc/sys/net/ipv4/ip_local_port_range"
+	hostBefore, _ := os.ReadFile(hostKey)
 	want := "1024 65535"
-	if strings.Join(strings.Fields(string(before)), " ") == want {
-		want = "1025 65535"
-	}
 	dir := writePlan(t, fmt.Sprintf(longEcho, 0, `net.ipv4.ip_local_port_range: "`+want+`"`))
 	r := startWsplan(t, dir, "run", "plan.yaml", "--tune", "--progress", "off", "--json", "r.json", "--out", "logs")
 	r.waitLine(t, `^gws: connect done`, time.Minute)
 	now, _ := os.ReadFile(key)
 	if got := strings.Join(strings.Fields(string(now)), " "); got != want {
 		t.Errorf("during the run %s = %q, want %q", key, got, want)
+	}
+	if hostNow, _ := os.ReadFile(hostKey); string(hostNow) != string(hostBefore) {
+		t.Errorf("the host's %s changed to %q (was %q)", hostKey, hostNow, hostBefore)
 	}
 	time.Sleep(500 * time.Millisecond)
 	if err := r.cmd.Process.Signal(syscall.SIGINT); err != nil {

@@ -54,6 +54,9 @@ func listFrameworks(w io.Writer) {
 			if def == "" {
 				def = `""`
 			}
+			if b := o.Bounds(); b != "" {
+				typ += " " + b
+			}
 			fmt.Fprintf(w, "    %-20s %-22s default %-8s %s\n", o.Name, typ, def, o.Doc)
 		}
 	}

@@ -1,97 +1,61 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/wsplan/wsplan/internal/engine"
 	"github.com/wsplan/wsplan/internal/plan"
 	"github.com/wsplan/wsplan/sysctl"
 )
 
-// preflight raises the fd limit, splits the CPUs, and checks what the plan
-// needs against the host (as it will be after --tune when tune is set). It
-// prints warnings and the sysctl differences to w and returns a usage error
-// naming every fatal shortfall.
+// EnvProcSysRoot names a directory that stands in for /proc/sys. It exists
+// for tests only, so that `run --tune` and `tune` can be tested against a
+// fake sysctl tree without changing the host; users never need it.
+const EnvProcSysRoot = "WSPLAN_PROCSYS_ROOT"
+
+// sysctlFS is where `run --tune`, `tune` and preflight read and write
+// sysctls: /proc/sys, unless a test set EnvProcSysRoot.
+func sysctlFS() sysctl.FS { return sysctl.FS{Root: os.Getenv(EnvProcSysRoot)} }
+
+// preflight runs engine.Preflight and prints what it found to w.
 func preflight(p *plan.Plan, tune bool, w io.Writer) (engine.Layout, error) {
-	if _, _, err := sysctl.RaiseNoFile(); err != nil {
-		fmt.Fprintf(w, "warning: raising the open-file soft limit: %v\n", err)
+	c, err := engine.Preflight(sysctlFS(), p, tune)
+	for _, s := range c.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", s)
 	}
-	if p.Host.NoFile > 0 {
-		if _, hard, err := sysctl.SetNoFile(uint64(p.Host.NoFile)); err != nil {
-			return engine.Layout{}, usageErr(fmt.Errorf("%s: host.nofile %d: %w (the hard limit is %d: lower host.nofile or raise `ulimit -Hn`)", p.File, p.Host.NoFile, err, hard))
-		}
-	}
-	if errs := engine.CheckLimits(p); len(errs) > 0 {
-		return engine.Layout{}, usageErr(errors.Join(errs...))
-	}
-	layout, err := engine.ComputeLayout(p.Host.ServerCPUs, p.Host.ClientCPUs, sysctl.OnlineCPUs())
-	if err != nil {
-		return layout, usageErr(fmt.Errorf("%s: preflight: %w", p.File, err))
-	}
-	facts, err := engine.Facts(p, tune)
-	if err != nil {
-		fmt.Fprintf(w, "warning: some host facts could not be read, their checks are skipped: %v\n", err)
-	}
-	var fatal []error
-	for _, f := range sysctl.Preflight(engine.Needs(p, layout, facts.NoFileHard), facts) {
+	for _, f := range c.Findings {
 		if f.Fatal {
 			fmt.Fprintf(w, "preflight: %s\n", f)
-			fatal = append(fatal, errors.New(f.What))
 		} else {
 			fmt.Fprintf(w, "preflight warning: %s\n", f)
 		}
 	}
-	if !tune {
-		for _, r := range sysctl.Check(sysctl.FS{}, p.Host.Sysctl) {
-			switch {
-			case r.Err != nil:
-				fmt.Fprintf(w, "host: %s: %v\n", r.Key, r.Err)
-			case !r.OK:
-				fmt.Fprintf(w, "host: %s is %q, the plan wants %q (apply with --tune)\n", r.Key, r.Current, r.Want)
-			}
+	for _, r := range c.Sysctl {
+		if r.Err != nil {
+			fmt.Fprintf(w, "host: %s: %v\n", r.Key, r.Err)
+		} else {
+			fmt.Fprintf(w, "host: %s is %q, the plan wants %q (apply with --tune)\n", r.Key, r.Current, r.Want)
 		}
 	}
-	if len(fatal) > 0 {
-		return layout, usageErr(fmt.Errorf("%s: preflight failed (%d problems above); nothing was started", p.File, len(fatal)))
-	}
-	return layout, nil
+	return c.Layout, err
 }
 
-// tuneHost applies the plan's sysctls, first saving the previous values to
-// dir/sysctl-saved.json (so `wsplan tune --restore` can undo a crashed run).
-// The returned func restores them; call it on every exit path.
-func tuneHost(p *plan.Plan, dir string, w io.Writer) (func(), error) {
-	if len(p.Host.Sysctl) == 0 {
-		return func() {}, nil
+// printTuned says what `run --tune` changed and where the old values are.
+func printTuned(w io.Writer, t *engine.Tuning) {
+	for _, k := range t.Keys() {
+		fmt.Fprintf(w, "tune: %s = %q (was %q; saved in %s)\n", k, t.Want[k], t.Applied.Sysctl[k], t.File)
 	}
-	fs := sysctl.FS{}
-	saved := sysctl.Previous(sysctl.Check(fs, p.Host.Sysctl))
-	saved.Plan = p.File
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+}
+
+// restoreHost undoes `run --tune` and says what it did.
+func restoreHost(w io.Writer, t *engine.Tuning) {
+	if err := t.Restore(); err != nil {
+		fmt.Fprintf(w, "restore FAILED: %v\nrun `wsplan tune --restore %s`\n", err, t.File)
+		return
 	}
-	file := filepath.Join(dir, "sysctl-saved.json")
-	if err := saved.WriteFile(file); err != nil {
-		return nil, fmt.Errorf("saving sysctls before --tune: %w", err)
+	for _, k := range t.Keys() {
+		fmt.Fprintf(w, "restored %s = %q\n", k, t.Applied.Sysctl[k])
 	}
-	applied, err := sysctl.Apply(fs, p.Host.Sysctl)
-	if err != nil {
-		return nil, usageErr(fmt.Errorf("--tune: %w", err))
-	}
-	for k, old := range applied.Sysctl {
-		fmt.Fprintf(w, "tune: %s = %q (was %q; saved in %s)\n", k, p.Host.Sysctl[k], old, file)
-	}
-	return func() {
-		if err := sysctl.Restore(fs, applied); err != nil {
-			fmt.Fprintf(w, "restore FAILED: %v\nrun `wsplan tune --restore %s`\n", err, file)
-			return
-		}
-		for k, old := range applied.Sysctl {
-			fmt.Fprintf(w, "restored %s = %q\n", k, old)
-		}
-	}, nil
 }

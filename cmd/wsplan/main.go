@@ -12,6 +12,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/wsplan/wsplan/internal/engine"
 )
 
 // Exit codes, as documented in README.md.
@@ -26,23 +28,25 @@ func main() {
 	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// exitError carries an exit code up to Main.
-type exitError struct {
-	code int
-	err  error
-}
+// usageError marks a problem with the plan, the flags or the input files,
+// found before anything started (exit 2).
+type usageError struct{ err error }
 
-func (e *exitError) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("exit %d", e.code)
-	}
-	return e.err.Error()
-}
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
 
-func (e *exitError) Unwrap() error { return e.err }
+// usageErr marks err as a plan/flag problem (exit 2).
+func usageErr(err error) error { return usageError{err} }
 
-// usageErr marks err as a plan/flag/preflight problem (exit 2).
-func usageErr(err error) error { return &exitError{ExitUsage, err} }
+// errInterrupted ends a run stopped by SIGINT/SIGTERM (exit 130).
+var errInterrupted = errors.New("interrupted")
+
+// commandError is an error returned by a command's RunE, as opposed to one
+// of cobra's own flag and argument checks.
+type commandError struct{ err error }
+
+func (e commandError) Error() string { return e.err.Error() }
+func (e commandError) Unwrap() error { return e.err }
 
 // Main runs the CLI with args and returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
@@ -54,21 +58,24 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	return exitCode(err, stderr)
 }
 
-// exitCode is the one place where outcomes become exit codes.
+// exitCode is the one place where outcomes become exit codes; it prints
+// the error.
 func exitCode(err error, stderr io.Writer) int {
 	if err == nil {
 		return ExitOK
 	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintln(stderr, "wsplan:", ee.err)
-		}
-		return ee.code
-	}
-	// Anything else comes from cobra's flag and argument checks.
 	fmt.Fprintln(stderr, "wsplan:", err)
-	return ExitUsage
+	var ce commandError
+	var ue usageError
+	switch {
+	case !errors.As(err, &ce):
+		return ExitUsage // cobra's flag and argument checks
+	case errors.Is(err, errInterrupted):
+		return ExitInterrupted
+	case errors.As(err, &ue), errors.Is(err, engine.ErrPreflight):
+		return ExitUsage
+	}
+	return ExitFailed
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
@@ -86,6 +93,20 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newCompareCmd(stdout),
 		newTuneCmd(stdout, stderr),
 		newShardCmd(),
+		newSchemaCmd(stdout),
+		newVersionCmd(stdout),
+		newReportCmd(stdout),
 	)
+	setVersion(root)
+	for _, c := range root.Commands() {
+		if run := c.RunE; run != nil {
+			c.RunE = func(cmd *cobra.Command, args []string) error {
+				if err := run(cmd, args); err != nil {
+					return commandError{err}
+				}
+				return nil
+			}
+		}
+	}
 	return root
 }

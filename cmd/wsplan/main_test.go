@@ -60,6 +60,10 @@ func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
 	cmd := exec.Command(path, args[2:]...)
 	cmd.Dir = ts.Getenv("WORK")
 	cmd.Env = append(os.Environ(), "HOME="+ts.Getenv("WORK"))
+	if root := ts.Getenv(EnvProcSysRoot); root != "" {
+		// The script's fake /proc/sys: never the host's.
+		cmd.Env = append(cmd.Env, EnvProcSysRoot+"="+root)
+	}
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err = cmd.Run()

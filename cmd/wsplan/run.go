@@ -56,6 +56,7 @@ type runFlags struct {
 	json     string
 	junit    string
 	summary  string
+	html     string
 	baseline string
 	out      string
 	format   string
@@ -77,6 +78,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd.Flags().StringVar(&f.json, "json", "", "write every figure as JSON to FILE")
 	cmd.Flags().StringVar(&f.junit, "junit", "", "write assertions as JUnit XML to FILE (one testsuite per server)")
 	cmd.Flags().StringVar(&f.summary, "summary", "", "write the Markdown report to FILE (e.g. a CI step summary)")
+	cmd.Flags().StringVar(&f.html, "html", "", "write a self-contained HTML report with charts to FILE")
 	cmd.Flags().StringVar(&f.baseline, "baseline", "", "compare with an earlier --json FILE: deltas in the tables, `baseline.*` in assertions")
 	cmd.Flags().StringVar(&f.out, "out", "", "directory for server logs (default wsplan-out/<plan>-<time>)")
 	cmd.Flags().StringVar(&f.format, "format", "md", "table format: md or ascii")
@@ -129,11 +131,12 @@ func runPlan(parent context.Context, path string, f *runFlags, stdout, stderr io
 		out = filepath.Join("wsplan-out", p.Name+"-"+time.Now().Format("20060102-150405"))
 	}
 	if f.tune {
-		restore, err := tuneHost(p, out, stderr)
+		t, err := engine.Tune(sysctlFS(), p, filepath.Join(out, engine.SavedSysctlFile))
 		if err != nil {
 			return err
 		}
-		defer restore()
+		printTuned(stderr, t)
+		defer restoreHost(stderr, t)
 	}
 	if parent == nil {
 		parent = context.Background()
@@ -149,7 +152,7 @@ func runPlan(parent context.Context, path string, f *runFlags, stdout, stderr io
 	}
 	exe, err := launch.SelfExe()
 	if err != nil {
-		return &exitError{ExitFailed, err}
+		return err
 	}
 	abort := func(r *result.Result, run *result.Run) string {
 		for _, a := range asserts {
@@ -164,24 +167,25 @@ func runPlan(parent context.Context, path string, f *runFlags, stdout, stderr io
 	}
 	run, runErr := engine.Run(ctx, engine.Options{Plan: p, Layout: layout, Exe: exe, OutDir: out, Progress: progress, Notice: notice, Abort: abort})
 	if run == nil {
-		return &exitError{ExitFailed, runErr}
+		return runErr
 	}
 	run.Assertions = assert.Evaluate(asserts, run, baseline)
+	run.Wsplan = result.NewProvenance(planLibraries(p))
 	if err := writeOutputs(run, baseline, f, stdout); err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "server logs: %s\n", out)
 	if run.Aborted != "" {
-		return &exitError{ExitFailed, fmt.Errorf("stopped early (abort: true): %s", run.Aborted)}
+		return fmt.Errorf("stopped early (abort: true): %s", run.Aborted)
 	}
 	if errors.Is(runErr, context.Canceled) || run.Interrupted {
-		return &exitError{ExitInterrupted, errors.New("interrupted: partial results above")}
+		return fmt.Errorf("%w: partial results above", errInterrupted)
 	}
 	if runErr != nil {
-		return &exitError{ExitFailed, runErr}
+		return runErr
 	}
 	if n := failures(run); n > 0 {
-		return &exitError{ExitFailed, fmt.Errorf("%d failure(s): see the Verdict column and the assertions", n)}
+		return fmt.Errorf("%d failure(s): see the Verdict column and the assertions", n)
 	}
 	return nil
 }
@@ -201,7 +205,7 @@ func writeOutputs(run, baseline *result.Run, f *runFlags, stdout io.Writer) erro
 	}
 	if f.json != "" {
 		if err := run.WriteFile(f.json); err != nil {
-			return &exitError{ExitFailed, fmt.Errorf("writing %s: %w", f.json, err)}
+			return fmt.Errorf("writing %s: %w", f.json, err)
 		}
 	}
 	if f.junit != "" {
@@ -214,20 +218,20 @@ func writeOutputs(run, baseline *result.Run, f *runFlags, stdout io.Writer) erro
 			return err
 		}
 	}
-	return nil
+	return writeHTML(f.html, []*result.Run{run})
 }
 
 func writeFile(path string, write func(io.Writer) error) error {
 	fh, err := os.Create(path)
 	if err != nil {
-		return &exitError{ExitFailed, err}
+		return err
 	}
 	if err := write(fh); err != nil {
 		fh.Close()
-		return &exitError{ExitFailed, fmt.Errorf("writing %s: %w", path, err)}
+		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err := fh.Close(); err != nil {
-		return &exitError{ExitFailed, err}
+		return err
 	}
 	return nil
 }
@@ -239,14 +243,9 @@ func readRun(path string) (*result.Run, error) {
 
 // failures counts failed results and assertions.
 func failures(run *result.Run) int {
-	n := 0
+	n := assert.Failed(run.Assertions)
 	for _, r := range run.Results {
 		if !r.OK {
-			n++
-		}
-	}
-	for _, a := range run.Assertions {
-		if !a.Pass {
 			n++
 		}
 	}

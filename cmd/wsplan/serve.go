@@ -41,8 +41,10 @@ func newServeCmd(stderr io.Writer) *cobra.Command {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			fmt.Fprintf(stderr, "serve %s on %s%s (pid %d)\n", name, addrs, path, os.Getpid())
+			// Libraries that log on their own write to the server's log.
+			frameworks.LogOutput = stderr
 			if err := frameworks.Serve(ctx, name, o, list, path, payload); err != nil {
-				return &exitError{ExitFailed, err}
+				return err
 			}
 			return nil
 		},

@@ -35,7 +35,7 @@ func newShardCmd() *cobra.Command {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM)
 			defer stop()
 			if err := shard.Serve(ctx, opts, os.Stdin, os.Stdout); err != nil {
-				return &exitError{ExitFailed, err}
+				return err
 			}
 			return nil
 		},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wsplan/wsplan/internal/engine"
 	"github.com/wsplan/wsplan/report"
 	"github.com/wsplan/wsplan/sysctl"
 )
@@ -24,7 +25,7 @@ func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Host tuning alone: compare, apply, or restore the plan's host.sysctl",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			fs := sysctl.FS{}
+			fs := sysctlFS()
 			if restore != "" {
 				if len(args) > 0 || check || apply {
 					return usageErr(errors.New("--restore FILE takes no plan and no --check/--apply"))
@@ -34,7 +35,7 @@ func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
 					return usageErr(err)
 				}
 				if err := sysctl.Restore(fs, saved); err != nil {
-					return &exitError{ExitFailed, err}
+					return err
 				}
 				for k, v := range saved.Sysctl {
 					fmt.Fprintf(stdout, "restored %s = %q\n", k, v)
@@ -55,13 +56,13 @@ func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
 			if check {
 				return nil
 			}
-			saved := sysctl.Previous(rows)
-			saved.Plan = p.File
-			if err := saved.WriteFile(save); err != nil {
-				return &exitError{ExitFailed, err}
+			t, err := engine.Tune(fs, p, save)
+			if err != nil {
+				return err
 			}
-			if _, err := sysctl.Apply(fs, p.Host.Sysctl); err != nil {
-				return &exitError{ExitFailed, err}
+			if t.File == "" {
+				fmt.Fprintln(stderr, "the plan has no host.sysctl: nothing to apply")
+				return nil
 			}
 			fmt.Fprintf(stderr, "applied; previous values saved in %s: undo with `wsplan tune --restore %s`\n", save, save)
 			return nil

@@ -3,8 +3,11 @@
 // run's results.
 //
 // Data flow: Compile runs right after the plan loads, so a typo, a wrong type
-// or a metric the phase does not have fails before anything starts. Evaluate
-// runs after the run (and Check after each phase, for `abort: true`).
+// or a metric the phase does not have fails before anything starts; it also
+// evaluates each expression once against a zero-valued environment (the dry
+// run), so one that blows expr's memory budget or runs for seconds fails
+// then too, not after the whole run. Evaluate runs after the run (and Check
+// after each phase, for `abort: true`).
 //
 // The environment of an expression (documented in README.md):
 //   - every metric of the phase, by name (scenarios.MetricDefs): counts and
@@ -20,6 +23,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
@@ -29,6 +33,23 @@ import (
 	"github.com/wsplan/wsplan/internal/result"
 	"github.com/wsplan/wsplan/scenarios"
 )
+
+// MemoryBudget is what one evaluation of an expression may allocate, in
+// expr's units (about one per element of a range, array or map it builds):
+// expr's default, conf.DefaultMemoryBudget. The dry run at load and the evaluation after a phase use
+// the same budget.
+const MemoryBudget uint = 1e6
+
+// DryRunTimeout bounds the dry run of one expression at load. An expression
+// within the memory budget evaluates in well under a millisecond to a few
+// hundred; one that takes longer than this fails to load.
+const DryRunTimeout = 2 * time.Second
+
+// dryRunTimeout is DryRunTimeout; tests lower it.
+var dryRunTimeout = DryRunTimeout
+
+// budgetExceeded is how expr's VM reports a blown memory budget.
+const budgetExceeded = "memory budget exceeded"
 
 // Assertion is one compiled `assert:` entry.
 type Assertion struct {
@@ -101,6 +122,10 @@ func Compile(p *plan.Plan) ([]*Assertion, error) {
 			fail(i, a, "%q: %v", a.Expr, firstErr)
 			continue
 		}
+		if err := c.dryRun(p); err != nil {
+			fail(i, a, "%q: %v", a.Expr, err)
+			continue
+		}
 		for _, prog := range c.progs {
 			c.paths = paths(prog.Node())
 			break
@@ -116,6 +141,83 @@ func Compile(p *plan.Plan) ([]*Assertion, error) {
 		return out, errs
 	}
 	return out, nil
+}
+
+// dryRun evaluates the assertion once per phase kind against a zero-valued
+// environment of that kind: every metric zero, results.<server>.<phase> of
+// every server and phase of the plan with zero metrics, baseline with zero
+// metrics. Only a blown memory budget or an evaluation longer than
+// DryRunTimeout is an error: other runtime errors (a modulo by a zero
+// metric, a missing key) depend on the values a run produces.
+func (a *Assertion) dryRun(p *plan.Plan) error {
+	kinds := make([]string, 0, len(a.progs))
+	for k := range a.progs {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		if err := dryRun(a.progs[k], zeroEnv(p, k), dryRunTimeout); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dryRun runs prog on env and reports a blown memory budget or a run
+// longer than timeout.
+func dryRun(prog *vm.Program, env map[string]any, timeout time.Duration) error {
+	done := make(chan error, 1)
+	go func() {
+		// expr's VM cannot be interrupted: after a timeout this goroutine
+		// runs on until the expression ends, and the plan fails to load,
+		// so the process exits with the load error.
+		_, err := eval(prog, env)
+		done <- err
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		if err != nil && strings.Contains(err.Error(), budgetExceeded) {
+			return fmt.Errorf("exceeds expr's memory budget (%d) when evaluated once at load with every metric zero: build smaller ranges, arrays or strings", MemoryBudget)
+		}
+		return nil
+	case <-t.C:
+		return fmt.Errorf("still running after %s when evaluated once at load with every metric zero: an assertion must evaluate in milliseconds", timeout)
+	}
+}
+
+// eval evaluates prog on env within MemoryBudget.
+func eval(prog *vm.Program, env map[string]any) (any, error) {
+	m := vm.VM{MemoryBudget: MemoryBudget}
+	return m.Run(prog, env)
+}
+
+// zeroEnv is the dry run's environment for a phase kind: env(kind) with
+// results and baseline filled with zero metrics.
+func zeroEnv(p *plan.Plan, kind string) map[string]any {
+	e := env(kind)
+	e["kind"] = kind
+	results := map[string]any{}
+	for _, s := range p.Servers {
+		byPhase := map[string]any{}
+		for _, ph := range p.Phases {
+			byPhase[ph.Name] = zeroMetrics(ph.Kind)
+		}
+		results[s.Name] = byPhase
+	}
+	e["results"] = results
+	e["baseline"] = zeroMetrics(kind)
+	return e
+}
+
+// zeroMetrics is every metric of a kind at its zero value.
+func zeroMetrics(kind string) map[string]any {
+	m := map[string]any{}
+	for _, d := range scenarios.MetricDefs(kind) {
+		m[d.Name] = d.Kind.Zero()
+	}
+	return m
 }
 
 // kindsFor returns the phase kinds an assertion's `phase:` selects: the
@@ -266,7 +368,7 @@ func (a *Assertion) Check(r *result.Result, run *result.Run, baseline *result.Ru
 			out.Values[p] = v
 		}
 	}
-	v, err := expr.Run(a.progs[r.Kind], e)
+	v, err := eval(a.progs[r.Kind], e)
 	if err != nil {
 		out.Error = oneLine(err.Error())
 		return out

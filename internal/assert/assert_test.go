@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/expr-lang/expr/conf"
+
 	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/plan"
 	"github.com/wsplan/wsplan/internal/result"
@@ -125,5 +127,62 @@ func TestEvaluate(t *testing.T) {
 	// Without a baseline file, a baseline assertion is an error, not a pass.
 	if g := as[2].Check(&run.Results[0], run, nil); g.Pass || !strings.Contains(g.Error, "--baseline") {
 		t.Errorf("no baseline: %+v", g)
+	}
+}
+
+func TestMemoryBudgetIsExprs(t *testing.T) {
+	if MemoryBudget != conf.DefaultMemoryBudget {
+		t.Errorf("MemoryBudget = %d, expr's default is %d", MemoryBudget, conf.DefaultMemoryBudget)
+	}
+}
+
+// The dry run at load fails an expression that blows the memory budget,
+// and only that: runtime errors that depend on the run's values pass.
+func TestCompileDryRun(t *testing.T) {
+	cases := []struct {
+		expr, phase string
+		want        string // "" = compiles
+	}{
+		{`map(1..100000000, # * 2) | len() > 0`, "", "exceeds expr's memory budget (1000000) when evaluated once at load with every metric zero"},
+		{`len(1..2000000) > 0`, "echo", "exceeds expr's memory budget"},
+		{`all(1..2000, {all(1..2000, {# > 0})})`, "echo", "exceeds expr's memory budget"},
+		{`len(repeat("x", 2000000)) > 0`, "echo", "exceeds expr's memory budget"},
+		// results and baseline hold every server and phase of the plan at
+		// load, so the budget is reached behind them too.
+		{`results.gws.echo.tps >= 0 && baseline.tps >= 0 && len(1..2000000) > 0`, "echo", "exceeds expr's memory budget"},
+		// Within the budget.
+		{`len(1..1000) == 1000`, "", ""},
+		// Values of the run, zero at load: no load error.
+		{`tps >= 0.8 * results.gorilla.echo.tps`, "echo", ""},
+		{`results.gws.connect.success > 0`, "", ""},
+		{`tps >= 0.9 * baseline.tps`, "echo", ""},
+		{`success % failed == 0`, "echo", ""},                // integer modulo by zero
+		{`tps / cpu_avg > 1`, "echo", ""},                    // float division by zero
+		{`results.nobody.echo.tps > 0`, "echo", ""},          // no such server: nil at load
+		{`results["gorilla"]["echo#2"].tps > 0`, "echo", ""}, // no such phase
+		{`failed == 0 && p99 < duration("200ms")`, "", ""},
+	}
+	for _, c := range cases {
+		p := testPlan(plan.Assertion{Expr: c.expr, Phase: c.phase, Line: 3})
+		p.Servers = []plan.Server{{Name: "gorilla"}, {Name: "gws"}}
+		_, err := Compile(p)
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%q: %v, want it to compile", c.expr, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), `p.yaml:3: assert[0].expr: "`) {
+			t.Errorf("%q: %v, want p.yaml:3 and %q", c.expr, err, c.want)
+		}
+	}
+}
+
+func TestCompileDryRunTimeout(t *testing.T) {
+	defer func(d time.Duration) { dryRunTimeout = d }(dryRunTimeout)
+	dryRunTimeout = time.Nanosecond
+	_, err := Compile(testPlan(plan.Assertion{Expr: `all(1..900000, {# > 0})`, Phase: "echo", Line: 4}))
+	if err == nil || !strings.Contains(err.Error(), "p.yaml:4: assert[0].expr: ") || !strings.Contains(err.Error(), "still running after 1ns") {
+		t.Errorf("got %v, want a timeout at p.yaml:4", err)
 	}
 }

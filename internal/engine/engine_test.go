@@ -189,3 +189,47 @@ func TestEfficiency(t *testing.T) {
 		}
 	}
 }
+
+func TestWindowMetrics(t *testing.T) {
+	l := Layout{ServerCPUs: []int{0}, ClientCPUs: []int{1, 2}}
+	eff := &scenarios.Efficiency{Rate: "tps", EER: "eer", Count: "success"}
+	cases := []struct {
+		name    string
+		sv, cv  procstat.Summary
+		usable  int
+		eff     *scenarios.Efficiency
+		bound   bool
+		warning string
+	}{
+		{"idle client", procstat.Summary{CPUAvg: 90}, procstat.Summary{CPUAvg: 20}, 2, nil, false, ""},
+		{"bound", procstat.Summary{CPUAvg: 50}, procstat.Summary{CPUAvg: 190}, 2, eff, true, "client-bound: client CPU 190% of 2 usable core(s), server 50%; this row measures the client"},
+		{"near", procstat.Summary{CPUAvg: 99}, procstat.Summary{CPUAvg: 170}, 2, nil, false, "client CPU 170% of 2 usable core(s) (server 99%): close to measuring itself"},
+	}
+	for _, c := range cases {
+		m := metrics.Values{"tps": 1000.0, "success": int64(1000)}
+		got := windowMetrics(m, c.sv, c.cv, l, c.usable, c.eff)
+		if got != c.warning {
+			t.Errorf("%s: warning %q, want %q", c.name, got, c.warning)
+		}
+		if m.Bool(metrics.ClientBound) != c.bound || m.Int(metrics.ClientCPUs) != 2 || m.Float(metrics.CPUAvg) != c.sv.CPUAvg {
+			t.Errorf("%s: metrics %v", c.name, m)
+		}
+		// Every metric the engine writes is declared in metrics.Common (or
+		// is an efficiency figure), so assertions and reports can name it.
+		declared := map[string]bool{"tps": true, "success": true, "eer": true, metrics.ClientCPUPer1M: true, metrics.ServerCPUPer1M: true}
+		for _, d := range metrics.Common {
+			declared[d.Name] = true
+			if _, ok := m[d.Name]; !ok {
+				t.Errorf("%s: %s not written", c.name, d.Name)
+			}
+		}
+		for k := range m {
+			if !declared[k] {
+				t.Errorf("%s: undeclared metric %q written", c.name, k)
+			}
+		}
+		if _, ok := m["eer"]; ok != (c.eff != nil) {
+			t.Errorf("%s: eer written = %v, want %v", c.name, ok, c.eff != nil)
+		}
+	}
+}

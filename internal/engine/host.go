@@ -2,9 +2,14 @@ package engine
 
 import (
 	"fmt"
+	"path/filepath"
+	"runtime"
+	"strings"
 
 	"github.com/wsplan/wsplan/frameworks"
 	"github.com/wsplan/wsplan/internal/plan"
+	"github.com/wsplan/wsplan/internal/procstat"
+	"github.com/wsplan/wsplan/internal/result"
 	"github.com/wsplan/wsplan/scenarios"
 	"github.com/wsplan/wsplan/sysctl"
 )
@@ -113,16 +118,6 @@ func shardSources(all []string, i, n int) []string {
 	return out
 }
 
-// Facts reads the host and, when tune is set, assumes the plan's sysctls
-// applied, so preflight judges the host as the run will see it.
-func Facts(p *plan.Plan, tune bool) (sysctl.HostFacts, error) {
-	h, err := sysctl.ReadHostFacts(sysctl.FS{}, "")
-	if tune {
-		h = h.Assume(p.Host.Sysctl)
-	}
-	return h, err
-}
-
 // CheckLimits returns an error for every server that cannot run a phase of
 // the plan because of a declared library limit (frameworks.Limits): empty
 // messages (scenarios.Messenger) for a library that never delivers them, or
@@ -155,4 +150,35 @@ func CheckLimits(p *plan.Plan) []error {
 		}
 	}
 	return errs
+}
+
+// HostFacts collects what the report prints about the machine.
+func HostFacts(fs procstat.FS, p *plan.Plan, l Layout) result.Host {
+	h := result.Host{Go: runtime.Version(), ServerCPUs: sysctl.FormatCPUList(l.ServerCPUs), ClientCPUs: sysctl.FormatCPUList(l.ClientCPUs)}
+	if info, err := procstat.HostInfo(fs); err == nil {
+		h.Kernel, h.CPUModel, h.Cores, h.MemTotal = info.Kernel, info.CPUModel, info.Cores, info.MemTotal
+	}
+	h.NoFileSoft, h.NoFileHard = sysctl.NoFile()
+	h.Sysctl = map[string]string{}
+	keys := append([]string(nil), ReportedSysctls...)
+	for k := range p.Host.Sysctl {
+		keys = append(keys, k)
+	}
+	sfs := sysctl.FS{Root: filepath.Join(fs.Root, "sys")}
+	for _, k := range keys {
+		if v, err := sfs.Get(k); err == nil {
+			h.Sysctl[k] = strings.Join(strings.Fields(v), " ")
+		}
+	}
+	return h
+}
+
+// ReportedSysctls are recorded with every run: they bound what a run can do.
+var ReportedSysctls = []string{
+	"net.ipv4.ip_local_port_range",
+	"net.core.somaxconn",
+	"net.ipv4.tcp_max_syn_backlog",
+	"net.ipv4.tcp_tw_reuse",
+	"fs.file-max",
+	"fs.nr_open",
 }

@@ -2,12 +2,16 @@ package engine
 
 import (
 	"bufio"
+	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/launch"
 )
 
 // portsFree checks that nothing listens on addrs yet. Servers listen with
@@ -60,3 +64,30 @@ func probe(addr, path string) error {
 	}
 	return nil
 }
+
+// WaitReady polls until every address accepts a WebSocket upgrade, the
+// process exits, ctx ends, or timeout passes.
+func WaitReady(ctx context.Context, proc *launch.Process, addrs []string, path string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for _, a := range addrs {
+		for {
+			if exited, _ := proc.Exited(); exited {
+				return fmt.Errorf("server %s before accepting connections", proc.ExitReason())
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if last = probe(a, path); last == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s did not accept a WebSocket upgrade within %s: %w", a, timeout, last)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+var errNotUpgraded = errors.New("no 101 response")

@@ -145,36 +145,69 @@ func (v Values) Normalize(defs []Def) {
 	}
 }
 
+// Names of the metrics the engine writes for every phase (Common) and for
+// kinds that declare efficiency figures (ClientCPUPer1M, ServerCPUPer1M).
+// Code that writes or reads them uses these names, never a literal.
+const (
+	CPUMin         = "cpu_min"
+	CPUAvg         = "cpu_avg"
+	CPUMax         = "cpu_max"
+	MemMin         = "mem_min"
+	MemAvg         = "mem_avg"
+	MemMax         = "mem_max"
+	ClientCPUAvg   = "client_cpu_avg"
+	ClientCPUSecs  = "client_cpu_s"
+	ServerCPUSecs  = "server_cpu_s"
+	ClientMemMax   = "client_mem_max"
+	ClientCPUs     = "client_cpus"
+	ClientBound    = "client_bound"
+	ClientCPUPer1M = "client_cpu_per_1m"
+	ServerCPUPer1M = "server_cpu_per_1m"
+)
+
 // Common are the metrics every phase reports: the server's and the client's
 // CPU and memory over exactly the phase window, and whether the client was
 // saturated.
 var Common = []Def{
-	{"cpu_min", Percent, "server CPU, lowest sample, percent of one core"},
-	{"cpu_avg", Percent, "server CPU over the phase window, percent of one core"},
-	{"cpu_max", Percent, "server CPU, highest sample, percent of one core"},
-	{"mem_min", Bytes, "server RSS, lowest sample"},
-	{"mem_avg", Bytes, "server RSS, mean of the samples"},
-	{"mem_max", Bytes, "server RSS, highest sample"},
-	{"client_cpu_avg", Percent, "load-generating client CPU over the phase window, percent of one core"},
-	{"client_cpu_s", Float, "client CPU seconds (user+sys) spent in the phase window"},
-	{"server_cpu_s", Float, "server CPU seconds (user+sys) spent in the phase window"},
-	{"client_mem_max", Bytes, "client RSS, highest sample"},
-	{"client_cpus", Count, "CPUs the client may run on"},
-	{"client_bound", Bool, "true when the client's CPU was saturated (≥ 90% of its usable cores, and not below the server's share by more than 5 points): the result measures the client"},
+	{CPUMin, Percent, "server CPU, lowest sample, percent of one core"},
+	{CPUAvg, Percent, "server CPU over the phase window, percent of one core"},
+	{CPUMax, Percent, "server CPU, highest sample, percent of one core"},
+	{MemMin, Bytes, "server RSS, lowest sample"},
+	{MemAvg, Bytes, "server RSS, mean of the samples"},
+	{MemMax, Bytes, "server RSS, highest sample"},
+	{ClientCPUAvg, Percent, "load-generating client CPU over the phase window, percent of one core"},
+	{ClientCPUSecs, Float, "client CPU seconds (user+sys) spent in the phase window"},
+	{ServerCPUSecs, Float, "server CPU seconds (user+sys) spent in the phase window"},
+	{ClientMemMax, Bytes, "client RSS, highest sample"},
+	{ClientCPUs, Count, "CPUs the client may run on"},
+	{ClientBound, Bool, "true when the client's CPU was saturated (≥ 90% of its usable cores, and not below the server's share by more than 5 points): the result measures the client"},
 }
+
+// Names of the Latency metrics.
+const (
+	Min  = "min"
+	Avg  = "avg"
+	Max  = "max"
+	P50  = "p50"
+	P75  = "p75"
+	P90  = "p90"
+	P95  = "p95"
+	P99  = "p99"
+	P999 = "p999"
+)
 
 // Latency are the latency distribution metrics shared by phases that time
 // something (handshakes, echoes).
 var Latency = []Def{
-	{"min", Duration, "fastest"},
-	{"avg", Duration, "mean"},
-	{"max", Duration, "slowest"},
-	{"p50", Duration, "50th percentile"},
-	{"p75", Duration, "75th percentile"},
-	{"p90", Duration, "90th percentile"},
-	{"p95", Duration, "95th percentile"},
-	{"p99", Duration, "99th percentile"},
-	{"p999", Duration, "99.9th percentile"},
+	{Min, Duration, "fastest"},
+	{Avg, Duration, "mean"},
+	{Max, Duration, "slowest"},
+	{P50, Duration, "50th percentile"},
+	{P75, Duration, "75th percentile"},
+	{P90, Duration, "90th percentile"},
+	{P95, Duration, "95th percentile"},
+	{P99, Duration, "99th percentile"},
+	{P999, Duration, "99.9th percentile"},
 }
 
 // Join concatenates definition lists, later names replacing earlier ones.

@@ -36,6 +36,8 @@ type loader struct {
 	// badHits counts attempts to decode a bad node: a value that failed,
 	// though the problem was reported before decoding.
 	badHits int
+	// secrets holds the values of ${env:NAME} references.
+	secrets map[string]bool
 }
 
 // problems counts the problems found so far, including values that could
@@ -43,7 +45,7 @@ type loader struct {
 func (l *loader) problems() int { return len(l.errs) + l.badHits }
 
 func newLoader(file string) *loader {
-	return &loader{file: file, lines: map[string]int{}, bad: map[*yaml.Node]bool{}}
+	return &loader{file: file, lines: map[string]int{}, bad: map[*yaml.Node]bool{}, secrets: map[string]bool{}}
 }
 
 // errf records a problem at a line and field path.

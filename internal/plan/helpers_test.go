@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"fmt"
+
 	"github.com/wsplan/wsplan/frameworks"
 )
 
@@ -13,7 +15,14 @@ func init() {
 		Doc:     "plan loader tests",
 		Options: []frameworks.Option{
 			{Name: "mode", Type: frameworks.TypeEnum, Enum: []string{"event", "pool"}, Default: "event", Doc: "where callbacks run"},
-			{Name: "pool_size", Type: frameworks.TypeInt, Default: "0", Doc: "workers"},
+			{Name: "pool_size", Type: frameworks.TypeInt, Default: "0", Max: 1000, Doc: "workers"},
+		},
+		Check: func(v map[string]string) error {
+			c := frameworks.Config{Values: v}
+			if c.String("mode") == "pool" && c.Int("pool_size") < 1 {
+				return fmt.Errorf("mode pool needs pool_size >= 1, got %d", c.Int("pool_size"))
+			}
+			return nil
 		},
 		Start: func(frameworks.Config) (frameworks.Server, error) { return nil, nil },
 	})

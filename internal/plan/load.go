@@ -21,63 +21,91 @@ import (
 	"github.com/wsplan/wsplan/scenarios"
 )
 
-// The file's syntax, decoded strictly before it is turned into a Plan.
+// The file's syntax, decoded strictly before it is turned into a Plan. The
+// tags other than yaml declare each key for people and for the JSON Schema
+// (package schema): doc (one line), default (as a user would write it; the
+// loader applies it in setDefaults), min and max (inclusive, written as the
+// value; for a list, its length), required. Validation is done by the
+// check* functions below; TestSyntaxTags holds the two together.
 type fileDoc struct {
-	Name        string      `yaml:"name"`
-	Description string      `yaml:"description"`
-	Vars        yaml.Node   `yaml:"vars"` // resolved before anything else
-	Host        hostDoc     `yaml:"host"`
-	Defaults    defaultsDoc `yaml:"defaults"`
-	Client      clientDoc   `yaml:"client"`
-	Servers     []serverDoc `yaml:"servers"`
-	Phases      []yaml.Node `yaml:"phases"` // two-pass: kind key, then body
-	Assert      []assertDoc `yaml:"assert"`
+	Name        string      `yaml:"name" doc:"plan name shown in reports; default: the file's base name without extension"`
+	Description string      `yaml:"description" doc:"one line shown with the results"`
+	Vars        yaml.Node   `yaml:"vars" doc:"variables: name → scalar value, referenced as ${name} in any value; override with --set name=value"` // resolved before anything else
+	Host        hostDoc     `yaml:"host" doc:"what the host must look like"`
+	Defaults    defaultsDoc `yaml:"defaults" doc:"settings for every server"`
+	Client      clientDoc   `yaml:"client" doc:"the load-generating client"`
+	Servers     []serverDoc `yaml:"servers" required:"true" min:"1" doc:"the servers to benchmark, each through every phase in turn"`
+	Phases      []yaml.Node `yaml:"phases" required:"true" min:"1" doc:"what to run against each server, in order; each item has one key, its kind"` // two-pass: kind key, then body
+	Assert      []assertDoc `yaml:"assert" doc:"boolean expressions checked against each result; a failure exits 1"`
 }
 
 type hostDoc struct {
-	Sysctl     map[string]string `yaml:"sysctl"`
-	NoFile     int               `yaml:"nofile"`
-	ServerCPUs string            `yaml:"server_cpus"`
-	ClientCPUs string            `yaml:"client_cpus"`
+	Sysctl     map[string]string `yaml:"sysctl" doc:"sysctl name → value as sysctl -w takes it; checked before a run, applied by wsplan tune"`
+	NoFile     int               `yaml:"nofile" default:"0" min:"0" doc:"RLIMIT_NOFILE for every process; 0 = raise the soft limit to the hard limit"`
+	ServerCPUs string            `yaml:"server_cpus" doc:"CPU list for the servers (0, 0-1, 0,2); default: the first half of the online CPUs"`
+	ClientCPUs string            `yaml:"client_cpus" doc:"CPU list for the client; default: the other half (all CPUs on a 1-CPU host)"`
 }
 
 type defaultsDoc struct {
-	NoDelay        *bool             `yaml:"nodelay"`
-	Options        map[string]string `yaml:"options"`
-	ReadyTimeout   units.Duration    `yaml:"ready_timeout"`
-	StopGrace      units.Duration    `yaml:"stop_grace"`
-	Ports          int               `yaml:"ports"`
-	BasePort       int               `yaml:"base_port"`
-	Listen         string            `yaml:"listen"`
-	SampleInterval units.Duration    `yaml:"sample_interval"`
-	AllowRemote    bool              `yaml:"allow_remote"`
+	NoDelay        *bool             `yaml:"nodelay" default:"true" doc:"TCP_NODELAY on the client and, when written, on every built-in server"`
+	Options        map[string]string `yaml:"options" doc:"framework options for every built-in server (each server's options: win)"`
+	ReadyTimeout   units.Duration    `yaml:"ready_timeout" default:"20s" min:"1ns" doc:"how long a server may take to accept its first upgrade"`
+	StopGrace      units.Duration    `yaml:"stop_grace" default:"3s" min:"1ns" doc:"time between SIGTERM and SIGKILL when a server stops"`
+	Ports          int               `yaml:"ports" default:"1" min:"1" max:"1000" doc:"listen ports per server"`
+	BasePort       int               `yaml:"base_port" default:"9000" min:"1" max:"65534" doc:"first listen port; server i listens on base_port + i × ports …, up to 65535"`
+	Listen         string            `yaml:"listen" default:"127.0.0.1" doc:"IP address servers listen on; loopback unless allow_remote"`
+	SampleInterval units.Duration    `yaml:"sample_interval" default:"1s" min:"1ns" doc:"CPU and RSS sampling interval (shorter for short phases)"`
+	AllowRemote    bool              `yaml:"allow_remote" default:"false" doc:"permit non-loopback listen, source and target addresses"`
+
+	Headers      map[string]string `yaml:"headers" doc:"extra upgrade request headers for every server (a server's own win); values may be ${env:NAME} secrets"`
+	Subprotocols []string          `yaml:"subprotocols" doc:"offered in Sec-WebSocket-Protocol; the server must pick one of them"`
+	Origin       string            `yaml:"origin" doc:"the Origin header; default none"`
+	TLS          tlsDoc            `yaml:"tls" doc:"client TLS settings for every server: true, false, or a mapping of ca_file, server_name, insecure_skip_verify, session_resumption"`
 }
 
 type clientDoc struct {
-	Shards      shards   `yaml:"shards"`
-	SourceAddrs []string `yaml:"source_addrs"`
-	Loops       int      `yaml:"loops"`
+	Shards      shards   `yaml:"shards" default:"0" doc:"client processes: 0 = inside wsplan, N, or auto (the engine decides)"`
+	SourceAddrs []string `yaml:"source_addrs" doc:"local IP addresses the client binds, round-robin; default: the kernel picks"`
+	Loops       int      `yaml:"loops" default:"0" min:"0" doc:"event loops per client process; 0 = one per client CPU"`
 }
 
 type serverDoc struct {
-	Name      string            `yaml:"name"`
-	Framework string            `yaml:"framework"`
-	Options   map[string]string `yaml:"options"`
-	Command   argv              `yaml:"command"`
-	Addrs     []string          `yaml:"addrs"`
-	Path      string            `yaml:"path"`
+	Name      string            `yaml:"name" required:"true" doc:"row label: a preset (wsplan frameworks), or any label with framework:, command: or url:"`
+	Framework string            `yaml:"framework" doc:"adapter or preset to start from; default: name"`
+	Options   map[string]string `yaml:"options" doc:"framework options over the preset's and defaults.options (wsplan frameworks lists them)"`
+	Command   argv              `yaml:"command" doc:"your own server instead of a built-in one: a list of arguments, or a string split on white space"`
+	Addrs     []string          `yaml:"addrs" doc:"with command: where it listens, host:port (required then)"`
+	Path      string            `yaml:"path" default:"/ws" doc:"upgrade path"`
+
+	URL          string            `yaml:"url" doc:"a running server wsplan never starts, signals or stops: its ws:// or wss:// URL"`
+	URLs         []string          `yaml:"urls" doc:"several URLs of one running server; the connections spread over them"`
+	Headers      map[string]string `yaml:"headers" doc:"extra upgrade request headers, over defaults.headers; values may be ${env:NAME} secrets"`
+	Subprotocols []string          `yaml:"subprotocols" doc:"offered in Sec-WebSocket-Protocol; the server must pick one of them"`
+	Origin       string            `yaml:"origin" doc:"the Origin header; default none"`
+	TLS          tlsDoc            `yaml:"tls" doc:"true (or a mapping): a preset serves TLS with the run's certificate; a mapping of ca_file, server_name, insecure_skip_verify, session_resumption sets how the client verifies"`
+	PID          int               `yaml:"pid" min:"0" doc:"with url: the server's process on this host, sampled from /proc with its descendants"`
+	PIDFile      string            `yaml:"pid_file" doc:"with url: a file holding that process id, read when the server's run starts"`
+	MetricsURL   string            `yaml:"metrics_url" doc:"with url: a Prometheus endpoint exporting process_cpu_seconds_total and process_resident_memory_bytes"`
 }
 
 type assertDoc struct {
-	Name   string     `yaml:"name"`
-	Expr   string     `yaml:"expr"`
-	Phase  string     `yaml:"phase"`
-	Server stringList `yaml:"server"`
-	Abort  bool       `yaml:"abort"`
+	Name   string     `yaml:"name" doc:"shown instead of the expression"`
+	Expr   string     `yaml:"expr" required:"true" doc:"an expr-lang boolean expression over the phase's metrics, e.g. failed == 0"`
+	Phase  string     `yaml:"phase" doc:"phase name or kind it applies to; default: every phase that has the metrics it uses"`
+	Server stringList `yaml:"server" doc:"a server name or a list of names it applies to; default: all"`
+	Abort  bool       `yaml:"abort" default:"false" doc:"stop the run at the first failure"`
 }
 
 // shards is `client.shards`: an integer, or "auto" (-1).
 type shards int
+
+// JSONSchema describes the values UnmarshalYAML takes, for package schema.
+func (shards) JSONSchema() map[string]any {
+	return map[string]any{"anyOf": []any{
+		map[string]any{"type": "integer", "minimum": 0},
+		map[string]any{"const": "auto"},
+	}}
+}
 
 func (s *shards) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind == yaml.ScalarNode && n.Value == "auto" {
@@ -95,6 +123,14 @@ func (s *shards) UnmarshalYAML(n *yaml.Node) error {
 // argv is `command:`: a list of arguments, or one string split on white
 // space (no shell quoting: use the list form for arguments with spaces).
 type argv []string
+
+// JSONSchema describes the values UnmarshalYAML takes, for package schema.
+func (argv) JSONSchema() map[string]any {
+	return map[string]any{"anyOf": []any{
+		map[string]any{"type": "string"},
+		map[string]any{"type": "array", "items": map[string]any{"type": []any{"string", "number", "boolean"}}},
+	}}
+}
 
 func (a *argv) UnmarshalYAML(n *yaml.Node) error {
 	switch n.Kind {
@@ -117,6 +153,14 @@ func (a *argv) UnmarshalYAML(n *yaml.Node) error {
 
 // stringList is a string or a list of strings.
 type stringList []string
+
+// JSONSchema describes the values UnmarshalYAML takes, for package schema.
+func (stringList) JSONSchema() map[string]any {
+	return map[string]any{"anyOf": []any{
+		map[string]any{"type": "string"},
+		map[string]any{"type": "array", "items": map[string]any{"type": []any{"string", "number", "boolean"}}},
+	}}
+}
 
 func (s *stringList) UnmarshalYAML(n *yaml.Node) error {
 	switch n.Kind {
@@ -235,6 +279,7 @@ func (l *loader) load(data []byte, opts LoadOptions) *Plan {
 		Name:        doc.Name,
 		Description: doc.Description,
 		Vars:        vt.resolved(),
+		Secrets:     sortSecrets(l.secrets),
 		Host: Host{
 			Sysctl:     doc.Host.Sysctl,
 			NoFile:     doc.Host.NoFile,
@@ -251,6 +296,12 @@ func (l *loader) load(data []byte, opts LoadOptions) *Plan {
 			Host:        doc.Defaults.Listen,
 			Sample:      doc.Defaults.SampleInterval,
 			AllowRemote: doc.Defaults.AllowRemote,
+			Target: Target{
+				Headers:      doc.Defaults.Headers,
+				Subprotocols: doc.Defaults.Subprotocols,
+				Origin:       doc.Defaults.Origin,
+				TLS:          doc.Defaults.TLS.config,
+			},
 		},
 		Client: Client{
 			Shards:      int(doc.Client.Shards),
@@ -264,8 +315,12 @@ func (l *loader) load(data []byte, opts LoadOptions) *Plan {
 			p.Host.SysctlLine[k] = l.lineOf(keyPath("host.sysctl", k))
 		}
 	}
+	if doc.Defaults.TLS.set && doc.Defaults.TLS.config == nil {
+		l.fieldErr("defaults.tls", "want a mapping of client TLS settings (ca_file, server_name, insecure_skip_verify, session_resumption); tls: true is a server's")
+	}
+	l.checkTarget(&p.Defaults.Target, "defaults")
 	for i, s := range doc.Servers {
-		p.Servers = append(p.Servers, Server{
+		srv := Server{
 			Name:      s.Name,
 			Framework: s.Framework,
 			Options:   s.Options,
@@ -273,7 +328,34 @@ func (l *loader) load(data []byte, opts LoadOptions) *Plan {
 			Addrs:     s.Addrs,
 			Path:      s.Path,
 			Line:      l.lineOf(indexPath("servers", i)),
-		})
+			Target: Target{
+				Headers:      s.Headers,
+				Subprotocols: s.Subprotocols,
+				Origin:       s.Origin,
+				TLS:          s.TLS.config,
+			},
+			ServeTLS:   s.TLS.on,
+			PID:        s.PID,
+			PIDFile:    s.PIDFile,
+			MetricsURL: s.MetricsURL,
+		}
+		switch {
+		case s.URL != "" && len(s.URLs) > 0:
+			l.fieldErr(indexPath("servers", i)+".urls", "give url: or urls:, not both")
+		case s.URL != "":
+			srv.URLs = []string{s.URL}
+		case len(s.URLs) > 0:
+			srv.URLs, srv.urlList = s.URLs, true
+		}
+		if len(srv.URLs) > 0 && s.Path != "" {
+			l.fieldErr(indexPath("servers", i)+".path", "with url: the path comes from the URL")
+		}
+		l.checkTarget(&srv.Target, indexPath("servers", i))
+		srv.Target = mergeTarget(p.Defaults.Target, srv.Target)
+		p.Servers = append(p.Servers, srv)
+	}
+	for k, v := range p.Vars {
+		p.Vars[k] = p.Redact(v)
 	}
 	nodelaySet := p.Defaults.NoDelay != nil
 	p.setDefaults()
@@ -396,6 +478,11 @@ func (l *loader) checkServers(p *Plan, nodelaySet bool) {
 				first[s.Name] = i
 			}
 		}
+		if s.External() {
+			l.checkURLServer(s, base, p.Defaults.AllowRemote)
+			continue
+		}
+		l.checkNotExternal(s, base)
 		if !strings.HasPrefix(s.Path, "/") {
 			l.fieldErr(base+".path", "want a path starting with /, got %q", s.Path)
 		}
@@ -514,15 +601,20 @@ func (l *loader) resolveServer(s *Server, base string, d Defaults, nodelaySet bo
 			}
 			continue
 		}
-		if _, _, errs := frameworks.Resolve(s.Name, s.Framework, map[string]string{k: merged[k]}); len(errs) > 0 {
-			for _, err := range errs {
-				l.fieldErr(field, "%s%s", prefix, strings.TrimPrefix(err.Error(), "option "+k+": "))
-			}
+		if err := a.CheckOption(k, merged[k]); err != nil {
+			l.fieldErr(field, "%s%s", prefix, err)
 			continue
 		}
 		good[k] = merged[k]
 	}
-	a, vals, _ := frameworks.Resolve(s.Name, s.Framework, good)
+	a, vals, errs := frameworks.Resolve(s.Name, s.Framework, good)
+	if len(good) == len(merged) {
+		// Each value is good: what is left are bounds between options
+		// (the adapter's Check), reported at the server's options.
+		for _, err := range errs {
+			l.fieldErr(base+".options", "%s", err)
+		}
+	}
 	s.Adapter, s.Options, s.Values = a.Name, merged, vals
 }
 

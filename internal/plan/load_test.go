@@ -62,6 +62,12 @@ func TestLoadBadPlans(t *testing.T) {
 			`8: servers[0].options.mode: want one of event|pool, got "turbo"`,
 			`9: servers[0].options.compression: want true or false, got "yes"`,
 		}},
+		{file: "invalid-option-bounds.yaml", want: []string{
+			`5: servers[0].options.pool_size: must be <= 1000, got 5000`,
+			`6: servers[0].options.read_buffer: must be <= 67108864, got 70000000`,
+			`9: servers[1].options: mode pool needs pool_size >= 1, got 0`,
+			`12: servers[2].options.pool_size: must be >= 0, got -1`,
+		}},
 		{file: "invalid-duration.yaml", want: []string{
 			`6: phases[0].connect.timeout: bad duration "10 seconds": want e.g. 500ms, 10s, 1m30s`,
 			`7: phases[1].echo.timeout: bad duration "5": add a unit, e.g. 5s`,

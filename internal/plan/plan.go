@@ -38,6 +38,12 @@ const (
 	MaxPort  = 65535 // highest listen port
 )
 
+// Syntax returns the zero value of the struct a plan file is strictly
+// decoded into (phase bodies excepted: those are each kind's, in
+// scenarios). Its yaml, doc, default, min, max and required tags declare
+// every key; package schema generates the plan's JSON Schema from them.
+func Syntax() any { return fileDoc{} }
+
 // Plan is a loaded, defaulted and validated plan.
 type Plan struct {
 	File        string            // path it was loaded from
@@ -50,6 +56,9 @@ type Plan struct {
 	Servers     []Server          // `servers:`, in plan order, after --only
 	Phases      []Phase           // `phases:`, in plan order
 	Assert      []Assertion       // `assert:`
+	// Secrets are the values taken from the environment with
+	// ${env:NAME}, longest first; Redact removes them from text.
+	Secrets []string
 }
 
 // Host is the `host:` section: what the host must look like.
@@ -73,6 +82,7 @@ type Defaults struct {
 	Host        string            // `listen:` address servers listen on; default 127.0.0.1 (loopback only unless allow_remote)
 	Sample      units.Duration    // `sample_interval:` CPU/RSS sampling interval; default 1s, shorter for short phases
 	AllowRemote bool              // `allow_remote:` permit a non-loopback listen/target address; default false
+	Target                        // `headers:`, `subprotocols:`, `origin:`, `tls:` for every server (a server's own win)
 }
 
 // Client is the `client:` section.
@@ -93,10 +103,28 @@ type Server struct {
 	Addrs     []string          // `addrs:` with command: where it listens (host:port), required then
 	Path      string            // `path:` upgrade path; default /ws
 	Line      int               // line of the entry, for messages
+
+	// Target holds the handshake options, defaults' merged under the
+	// server's own.
+	Target
+	URLs       []string    // `url:` or `urls:` a running server wsplan never starts, signals or stops; connections spread over them
+	Targets    []URLTarget // URLs parsed
+	ServeTLS   bool        // `tls: true` (or a tls: mapping): a preset serves TLS with the run's certificate; the client speaks TLS
+	PID        int         // `pid:` a url target's process on this host, sampled from /proc with its descendants
+	PIDFile    string      // `pid_file:` a file holding that pid, read when the server's run starts
+	MetricsURL string      // `metrics_url:` a Prometheus endpoint exporting process_cpu_seconds_total and process_resident_memory_bytes
+	urlList    bool        // written as urls:
 }
 
-// BuiltIn reports whether wsplan starts the server itself (not a command:).
-func (s Server) BuiltIn() bool { return len(s.Command) == 0 }
+// BuiltIn reports whether wsplan starts the server itself from a preset
+// (not a command: or a url:).
+func (s Server) BuiltIn() bool { return len(s.Command) == 0 && len(s.URLs) == 0 }
+
+// Resources reports whether the server's CPU and memory can be measured:
+// wsplan started it, or a url target has pid:, pid_file: or metrics_url:.
+func (s Server) Resources() bool {
+	return !s.External() || s.PID != 0 || s.PIDFile != "" || s.MetricsURL != ""
+}
 
 // Phase is one entry of `phases:`.
 type Phase struct {

@@ -3,6 +3,7 @@ package plan
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -33,8 +34,40 @@ import (
 // reference to the variable itself or to one declared below it is an error,
 // so there are no cycles and the result does not depend on evaluation
 // order. --set values are taken literally, never expanded.
+//
+// `${env:NAME}` takes the environment variable NAME (explicitly: the
+// environment is never read otherwise); an unset variable is an error. Its
+// value is a secret: Plan.Secrets lists it and Plan.Redact replaces it with
+// *** in everything wsplan prints or writes.
 
 var varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// envPrefix starts a reference to an environment variable: ${env:NAME}.
+const envPrefix = "env:"
+
+// MinSecretLen is the shortest value ${env:NAME} may have: shorter ones
+// could not be redacted without garbling ordinary output.
+const MinSecretLen = 4
+
+// validRef reports whether ref (the text between ${ and }) is a variable
+// name or env:NAME.
+func validRef(ref string) bool {
+	return varName.MatchString(strings.TrimPrefix(ref, envPrefix))
+}
+
+// envLookup resolves ${env:NAME} and records its value as a secret.
+func (l *loader) envLookup(ref string) (*yaml.Node, string) {
+	name := strings.TrimPrefix(ref, envPrefix)
+	v, ok := os.LookupEnv(name)
+	switch {
+	case !ok:
+		return nil, fmt.Sprintf("environment variable %s is not set (referenced as ${%s})", name, ref)
+	case len(v) < MinSecretLen:
+		return nil, fmt.Sprintf("environment variable %s is shorter than %d bytes: too short to be redacted from the output as a secret", name, MinSecretLen)
+	}
+	l.secrets[v] = true
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v, Style: yaml.DoubleQuotedStyle}, ""
+}
 
 // varTable is the resolved `vars:`.
 type varTable struct {
@@ -198,7 +231,16 @@ func (l *loader) expandScalar(n *yaml.Node, path string, lookup func(string) (*y
 	literal := n.Style&(quotedStyles|yaml.TaggedStyle) != 0
 	// An unquoted scalar that is exactly one reference takes the value
 	// with its own YAML type.
-	if !literal && strings.HasPrefix(n.Value, "${") && strings.HasSuffix(n.Value, "}") && varName.MatchString(n.Value[2:len(n.Value)-1]) {
+	if strings.Contains(n.Value, "${"+envPrefix) {
+		plain := lookup
+		lookup = func(ref string) (*yaml.Node, string) {
+			if strings.HasPrefix(ref, envPrefix) {
+				return l.envLookup(ref)
+			}
+			return plain(ref)
+		}
+	}
+	if !literal && strings.HasPrefix(n.Value, "${") && strings.HasSuffix(n.Value, "}") && validRef(n.Value[2:len(n.Value)-1]) {
 		v, problem := lookup(n.Value[2 : len(n.Value)-1])
 		if v == nil {
 			if problem != "" {
@@ -234,8 +276,8 @@ func (l *loader) expandScalar(n *yaml.Node, path string, lookup func(string) (*y
 			break
 		}
 		ref := s[i+2 : i+j]
-		if !varName.MatchString(ref) {
-			l.errf(n.Line, path, "bad variable reference %q: a name has letters, digits and _ (write $${ for a literal ${)", "${"+ref+"}")
+		if !validRef(ref) {
+			l.errf(n.Line, path, "bad variable reference %q: a name has letters, digits and _, or is env:NAME (write $${ for a literal ${)", "${"+ref+"}")
 			ok = false
 		} else if v, problem := lookup(ref); v == nil {
 			if problem != "" {
@@ -265,8 +307,8 @@ func (l *loader) expandScalar(n *yaml.Node, path string, lookup func(string) (*y
 // after parsing, every scalar gets its ${name} back. The placeholder is
 // reserved: a plan cannot contain it literally.
 var (
-	refPattern         = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
-	placeholderPattern = regexp.MustCompile(`\$\x{27E6}([A-Za-z_][A-Za-z0-9_]*)\x{27E7}`)
+	refPattern         = regexp.MustCompile(`\$\{((?:env:)?[A-Za-z_][A-Za-z0-9_]*)\}`)
+	placeholderPattern = regexp.MustCompile(`\$\x{27E6}((?:env:)?[A-Za-z_][A-Za-z0-9_]*)\x{27E7}`)
 )
 
 func protectRefs(data []byte) []byte {

@@ -51,6 +51,8 @@ type Stat struct {
 	PPID       int           // parent pid
 	UTime      time.Duration // user-mode CPU time, all threads
 	STime      time.Duration // kernel-mode CPU time, all threads
+	CUTime     time.Duration // user-mode CPU time of its waited-for (exited and reaped) children
+	CSTime     time.Duration // kernel-mode CPU time of its waited-for children
 	NumThreads int64
 	StartTime  time.Duration // when the process started, after system boot
 	VSize      int64         // virtual memory size in bytes
@@ -95,6 +97,8 @@ func ParseStat(b []byte) (Stat, error) {
 		fPPID       = 4
 		fUTime      = 14
 		fSTime      = 15
+		fCUTime     = 16
+		fCSTime     = 17
 		fNumThreads = 20
 		fStartTime  = 22
 		fVSize      = 23
@@ -128,6 +132,14 @@ func ParseStat(b []byte) (Stat, error) {
 		return s, err
 	}
 	s.STime = time.Duration(v) * tick
+	if v, err = num(fCUTime, "cutime"); err != nil {
+		return s, err
+	}
+	s.CUTime = time.Duration(v) * tick
+	if v, err = num(fCSTime, "cstime"); err != nil {
+		return s, err
+	}
+	s.CSTime = time.Duration(v) * tick
 	if s.NumThreads, err = num(fNumThreads, "num_threads"); err != nil {
 		return s, err
 	}
@@ -424,4 +436,39 @@ func (fs FS) RSS(pid int) (int64, error) {
 		return 0, err
 	}
 	return st.RSS(fs.pageSize()), nil
+}
+
+// Tree returns the process pid and every process descending from it, pid
+// first, found through the parent pid of every process in proc (a process
+// that exits during the scan is left out). pid 0 is the calling process. An
+// error wraps ErrExited when pid itself is gone or a zombie.
+func (fs FS) Tree(pid int) ([]Stat, error) {
+	root, err := fs.ReadStat(pid)
+	if err != nil {
+		return nil, err
+	}
+	if root.Exited() {
+		return nil, fmt.Errorf("procstat: pid %d: %w (state %c)", root.PID, ErrExited, root.State)
+	}
+	entries, err := os.ReadDir(fs.root())
+	if err != nil {
+		return nil, fmt.Errorf("procstat: %w", err)
+	}
+	children := map[int][]Stat{}
+	for _, e := range entries {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil || n == root.PID {
+			continue
+		}
+		st, err := fs.ReadStat(n)
+		if err != nil {
+			continue // gone since the directory was read, or unreadable: not ours to measure
+		}
+		children[st.PPID] = append(children[st.PPID], st)
+	}
+	out := []Stat{root}
+	for i := 0; i < len(out); i++ {
+		out = append(out, children[out[i].PID]...)
+	}
+	return out, nil
 }

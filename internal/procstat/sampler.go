@@ -1,7 +1,9 @@
 package procstat
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"time"
 )
 
@@ -35,6 +37,14 @@ type Summary struct {
 	// Wall is the wall time the figures cover: Start to Stop, or to the last
 	// reading if the process exited.
 	Wall time.Duration
+	// Procs is the most processes measured at one reading: 1 for a
+	// single process; with a tree sampler, the process and its descendants.
+	Procs int
+	// RootCPUSeconds is the CPU time of the sampled process alone (without
+	// its descendants) in the window; with a single-process sampler it
+	// equals CPUSeconds. A root that idles while CPUSeconds is large is a
+	// wrapper (a shell, npm, a supervisor) around the real server.
+	RootCPUSeconds float64
 	// Err is the first read failure, nil if none. When the process exited
 	// during the window it wraps ErrExited, and the other fields describe the
 	// window up to the last successful reading.
@@ -47,6 +57,12 @@ type Sampler struct {
 	fs       FS
 	pid      int
 	interval time.Duration
+	tree     bool         // measure pid and all its descendants
+	scrape   string       // a Prometheus endpoint to read instead of proc (NewScrapeSampler)
+	client   *http.Client // for scrape
+
+	procs               int           // most processes at one reading
+	rootFirst, rootLast time.Duration // the root process's own CPU time
 
 	w       window
 	err     error
@@ -66,6 +82,19 @@ func NewSampler(fs FS, pid int, interval time.Duration) *Sampler {
 	return &Sampler{fs: fs, pid: pid, interval: interval}
 }
 
+// NewTreeSampler is NewSampler for a process and all its descendants,
+// found again at every reading: their CPU times (and those of descendants
+// that exited and were reaped inside the tree) and their resident sets are
+// summed. This measures a server started through a wrapper (`sh -c`, npm,
+// a supervisor) as the whole server, not as the wrapper. A descendant that
+// leaves the tree (re-parented to init after its parent exited) is no
+// longer counted.
+func NewTreeSampler(fs FS, pid int, interval time.Duration) *Sampler {
+	s := NewSampler(fs, pid, interval)
+	s.tree = true
+	return s
+}
+
 // Start takes the first reading and starts sampling every interval.
 func (s *Sampler) Start() {
 	if s.stop != nil {
@@ -73,7 +102,7 @@ func (s *Sampler) Start() {
 	}
 	s.stop = make(chan struct{})
 	s.done = make(chan struct{})
-	if s.fs.live() {
+	if s.fs.live() && s.scrape == "" {
 		_, err := ProcessCPUTime(s.pid)
 		s.precise = err == nil
 	}
@@ -146,25 +175,73 @@ func (s *Sampler) Stop() Summary {
 	}
 	sum := s.w.summary()
 	sum.Err = s.err
+	sum.Procs = s.procs
+	sum.RootCPUSeconds = (s.rootLast - s.rootFirst).Seconds()
 	sum.PreciseCPU = s.precise && sum.Samples > 0
 	return sum
 }
 
 func (s *Sampler) read() (reading, error) {
-	st, err := s.fs.ReadStat(s.pid)
-	if err != nil {
-		return reading{}, err
-	}
-	if st.Exited() {
-		return reading{}, fmt.Errorf("procstat: pid %d: %w (state %c)", s.pid, ErrExited, st.State)
-	}
-	cpu := st.CPU()
-	if s.precise {
-		if cpu, err = ProcessCPUTime(s.pid); err != nil {
+	if s.scrape != "" {
+		cpu, rss, err := Scrape(context.Background(), s.client, s.scrape)
+		if err != nil {
 			return reading{}, err
 		}
+		s.procs = 1
+		if s.w.n == 0 {
+			s.rootFirst = cpu
+		}
+		s.rootLast = cpu
+		return reading{at: time.Now(), cpu: cpu, rss: rss}, nil
 	}
-	return reading{at: time.Now(), cpu: cpu, rss: st.RSS(s.fs.pageSize())}, nil
+	stats := []Stat{}
+	if s.tree {
+		var err error
+		if stats, err = s.fs.Tree(s.pid); err != nil {
+			return reading{}, err
+		}
+	} else {
+		st, err := s.fs.ReadStat(s.pid)
+		if err != nil {
+			return reading{}, err
+		}
+		if st.Exited() {
+			return reading{}, fmt.Errorf("procstat: pid %d: %w (state %c)", s.pid, ErrExited, st.State)
+		}
+		stats = append(stats, st)
+	}
+	r := reading{at: time.Now()}
+	for i, st := range stats {
+		cpu := st.CPU()
+		if s.precise {
+			pid := st.PID
+			if i == 0 {
+				pid = s.pid // 0 reads the calling process's own clock
+			}
+			c, err := ProcessCPUTime(pid)
+			switch {
+			case err == nil:
+				cpu = c
+			case i == 0:
+				return reading{}, err
+			}
+			// A descendant that exited since the scan keeps its ticks.
+		}
+		if i == 0 {
+			if s.w.n == 0 {
+				s.rootFirst = cpu
+			}
+			s.rootLast = cpu
+		}
+		if s.tree {
+			// Children reaped inside the tree move their time here.
+			cpu += st.CUTime + st.CSTime
+		}
+		r.cpu += cpu
+		r.rss += st.RSS(s.fs.pageSize())
+	}
+	s.procs = max(s.procs, len(stats))
+	return r, nil
 }
 
 // reading is one sample of a process.

@@ -30,6 +30,9 @@ type Run struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 	// Aborted names the assertion (`abort: true`) that stopped the run early.
 	Aborted string `json:"aborted,omitempty"`
+	// Wsplan is the build that measured the run and the versions of the
+	// framework libraries it measured; nil in files written before it existed.
+	Wsplan *Provenance `json:"wsplan,omitempty"`
 }
 
 // PlanInfo identifies the plan that ran.

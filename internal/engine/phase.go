@@ -1,0 +1,97 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/launch"
+	"github.com/wsplan/wsplan/internal/metrics"
+	"github.com/wsplan/wsplan/internal/plan"
+	"github.com/wsplan/wsplan/internal/result"
+	"github.com/wsplan/wsplan/scenarios"
+)
+
+// deathGrace is how long a failed phase waits for the server's exit to be
+// reaped before deciding whether the server died.
+const deathGrace = 500 * time.Millisecond
+
+// phase runs one phase with sampling; died reports that the server exited.
+func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc *launch.Process, drv Driver, env *scenarios.Env) (result.Result, bool) {
+	res := result.Result{Server: srv.Name, Framework: e.framework(srv), Phase: ph.Name, Kind: ph.Kind, Metrics: metrics.Values{}}
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-proc.Done():
+			cancel()
+		case <-pctx.Done():
+		}
+	}()
+
+	w := e.newWindow(proc.Pid, drv)
+	pr := &client.Progress{}
+	env.Progress = pr
+	stopProgress := e.progress(ph.Name, srv.Name, pr)
+	w.start()
+	out, err := ph.Spec.Run(pctx, env)
+	sv, cv := w.stop()
+	stopProgress()
+
+	m := out.Metrics
+	if m == nil {
+		m = metrics.Values{}
+	}
+	var eff *scenarios.Efficiency
+	if k, ok := scenarios.Lookup(ph.Kind); ok {
+		eff = k.Efficiency
+	}
+	warning := windowMetrics(m, sv, cv, e.o.Layout, e.usableClientCPU(), eff)
+	res.Metrics = m
+	res.Timeline = out.Timeline
+	res.Warnings = out.Warnings
+	if warning != "" {
+		res.Warnings = append(res.Warnings, warning)
+	}
+
+	died := serverDied(proc, err != nil || out.Failed)
+	res.OK, res.Error = verdict(ctx, proc, died, err, out.Failed, out.Error)
+	if died {
+		res.ServerLog = proc.Tail(2048)
+	}
+	e.o.Notice("%s: %s done (%s)", srv.Name, ph.Name, summary(res))
+	return res, died
+}
+
+// serverDied reports whether the server exited on its own during the phase.
+// A killed server's sockets reset before its exit is reaped: when the phase
+// went wrong, give the exit a moment to show, so the row names the real
+// cause.
+func serverDied(proc *launch.Process, wentWrong bool) bool {
+	if wentWrong {
+		select {
+		case <-proc.Done():
+		case <-time.After(deathGrace):
+		}
+	}
+	exited, _ := proc.Exited()
+	return exited && !proc.Stopping()
+}
+
+// verdict decides a phase's row: the server's death first, then an
+// interrupt or abort, then the phase's own error or failure.
+func verdict(ctx context.Context, proc *launch.Process, died bool, err error, failed bool, failure string) (ok bool, reason string) {
+	switch {
+	case died:
+		return false, "server " + proc.ExitReason() + " during the phase"
+	case err != nil && ctx.Err() != nil:
+		return false, stopReason(ctx)
+	case err != nil:
+		return false, err.Error()
+	case failed:
+		return false, failure
+	case ctx.Err() != nil:
+		return false, stopReason(ctx)
+	}
+	return true, ""
+}

@@ -1,0 +1,97 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/wsplan/wsplan/internal/plan"
+	"github.com/wsplan/wsplan/sysctl"
+)
+
+// ErrPreflight matches (errors.Is) every error Preflight returns: the plan
+// does not fit this host as it is, and nothing was started (exit code 2).
+var ErrPreflight = errors.New("preflight failed")
+
+// preflightError is an error of Preflight; its message is the cause's.
+type preflightError struct{ error }
+
+func (e preflightError) Unwrap() error        { return e.error }
+func (e preflightError) Is(target error) bool { return target == ErrPreflight }
+
+// HostCheck is what Preflight found out before a run. The caller shows it;
+// Preflight itself never prints.
+type HostCheck struct {
+	// Layout is the CPU split between servers and the client.
+	Layout Layout
+	// Warnings are problems that do not stop the run, one line each.
+	Warnings []string
+	// Findings are the shortfalls sysctl.Preflight found, fatal or not,
+	// in its order; a fatal one makes Preflight fail.
+	Findings []sysctl.Finding
+	// Sysctl are the plan's host.sysctl keys that differ from the host or
+	// cannot be read; empty when tune is set (the run applies them).
+	Sysctl []sysctl.Row
+}
+
+// Preflight prepares this process for the plan and checks the host: it
+// raises the open-file soft limit (and sets host.nofile), checks declared
+// library limits, splits the CPUs, and checks what the plan needs against
+// the host as fs shows it — as it will be after Tune when tune is set. It
+// returns what it found, and an error wrapping ErrPreflight that names
+// every fatal problem when the run cannot start.
+func Preflight(fs sysctl.FS, p *plan.Plan, tune bool) (HostCheck, error) {
+	var c HostCheck
+	if _, _, err := sysctl.RaiseNoFile(); err != nil {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("raising the open-file soft limit: %v", err))
+	}
+	if p.Host.NoFile > 0 {
+		if _, hard, err := sysctl.SetNoFile(uint64(p.Host.NoFile)); err != nil {
+			return c, preflightError{fmt.Errorf("%s: host.nofile %d: %w (the hard limit is %d: lower host.nofile or raise `ulimit -Hn`)", p.File, p.Host.NoFile, err, hard)}
+		}
+	}
+	if errs := CheckLimits(p); len(errs) > 0 {
+		return c, preflightError{errors.Join(errs...)}
+	}
+	layout, err := ComputeLayout(p.Host.ServerCPUs, p.Host.ClientCPUs, sysctl.OnlineCPUs())
+	c.Layout = layout
+	if err != nil {
+		return c, preflightError{fmt.Errorf("%s: preflight: %w", p.File, err)}
+	}
+	facts, err := readFacts(fs, p, tune)
+	if err != nil {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("some host facts could not be read, their checks are skipped: %v", err))
+	}
+	c.Findings = sysctl.Preflight(Needs(p, layout, facts.NoFileHard), facts)
+	if !tune {
+		for _, r := range sysctl.Check(fs, p.Host.Sysctl) {
+			if r.Err != nil || !r.OK {
+				c.Sysctl = append(c.Sysctl, r)
+			}
+		}
+	}
+	if n := fatal(c.Findings); n > 0 {
+		return c, preflightError{fmt.Errorf("%s: preflight failed (%d problems above); nothing was started", p.File, n)}
+	}
+	return c, nil
+}
+
+// readFacts reads the host and, when tune is set, assumes the plan's
+// sysctls applied, so preflight judges the host as the run will see it.
+func readFacts(fs sysctl.FS, p *plan.Plan, tune bool) (sysctl.HostFacts, error) {
+	h, err := sysctl.ReadHostFacts(fs, "")
+	if tune {
+		h = h.Assume(p.Host.Sysctl)
+	}
+	return h, err
+}
+
+// fatal counts the findings that stop a run.
+func fatal(findings []sysctl.Finding) int {
+	n := 0
+	for _, f := range findings {
+		if f.Fatal {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,132 @@
+package engine
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/wsplan/wsplan/sysctl"
+)
+
+// fakeProcSys writes a sysctl tree under a temporary directory: tests read
+// and write it instead of the host's /proc/sys.
+func fakeProcSys(t *testing.T, values map[string]string) sysctl.FS {
+	t.Helper()
+	fs := sysctl.FS{Root: t.TempDir()}
+	for k, v := range values {
+		path, err := fs.Path(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(v+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return fs
+}
+
+func TestPreflight(t *testing.T) {
+	fs := fakeProcSys(t, map[string]string{"net.core.somaxconn": "128", "net.ipv4.ip_local_port_range": "1024\t65535"})
+	cases := []struct {
+		name     string
+		conns    int
+		sysctl   map[string]string
+		tune     bool
+		err      string // "" = fits
+		diffKeys []string
+	}{
+		{"fits", 100, nil, false, "", nil},
+		{"sysctl differs", 100, map[string]string{"net.core.somaxconn": "4096"}, false, "", []string{"net.core.somaxconn"}},
+		{"sysctl applied by --tune", 100, map[string]string{"net.core.somaxconn": "4096"}, true, "", nil},
+		{"sysctl missing", 100, map[string]string{"net.core.wsplan_nope": "1"}, false, "", []string{"net.core.wsplan_nope"}},
+		{"too many fds", 100_000_000, nil, false, "p.yaml: preflight failed (", nil},
+	}
+	for _, c := range cases {
+		p := planWith([]int{c.conns}, 0, nil)
+		p.File = "p.yaml"
+		p.Host.Sysctl = c.sysctl
+		got, err := Preflight(fs, p, c.tune)
+		if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.HasPrefix(err.Error(), c.err)) {
+			t.Errorf("%s: err %v, want %q", c.name, err, c.err)
+		}
+		if err != nil && !errors.Is(err, ErrPreflight) {
+			t.Errorf("%s: %v is not ErrPreflight", c.name, err)
+		}
+		if c.err != "" && fatal(got.Findings) == 0 {
+			t.Errorf("%s: no fatal finding in %v", c.name, got.Findings)
+		}
+		var keys []string
+		for _, r := range got.Sysctl {
+			keys = append(keys, r.Key)
+		}
+		if !reflect.DeepEqual(keys, c.diffKeys) {
+			t.Errorf("%s: sysctl differences %v, want %v", c.name, keys, c.diffKeys)
+		}
+		if len(got.Layout.ServerCPUs) == 0 || len(got.Layout.ClientCPUs) == 0 {
+			t.Errorf("%s: layout %+v", c.name, got.Layout)
+		}
+	}
+	// A bad CPU list stops preflight with the plan's file named.
+	p := planWith([]int{1}, 0, nil)
+	p.File = "p.yaml"
+	p.Host.ServerCPUs = "4096"
+	if _, err := Preflight(fs, p, false); !errors.Is(err, ErrPreflight) || !strings.Contains(err.Error(), "p.yaml: preflight: host.server_cpus") {
+		t.Errorf("bad server_cpus: %v", err)
+	}
+}
+
+// TestTune applies and restores a plan's sysctls on a fake /proc/sys: the
+// previous values are saved first, only changed keys are restored.
+func TestTune(t *testing.T) {
+	fs := fakeProcSys(t, map[string]string{"net.core.somaxconn": "128", "net.ipv4.ip_local_port_range": "1024\t65535"})
+	p := planWith([]int{1}, 0, nil)
+	p.File = "p.yaml"
+	p.Host.Sysctl = map[string]string{"net.core.somaxconn": "4096", "net.ipv4.ip_local_port_range": "1024 65535"}
+	dir := filepath.Join(t.TempDir(), "out")
+	tu, err := Tune(fs, p, filepath.Join(dir, SavedSysctlFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tu.Keys(); !reflect.DeepEqual(got, []string{"net.core.somaxconn"}) {
+		t.Errorf("changed %v, want only somaxconn (the port range already matched)", got)
+	}
+	if v, _ := fs.Get("net.core.somaxconn"); v != "4096" {
+		t.Errorf("somaxconn during the run = %q", v)
+	}
+	saved, err := sysctl.ReadSaved(filepath.Join(dir, SavedSysctlFile))
+	if err != nil || saved.Sysctl["net.core.somaxconn"] != "128" || saved.Plan != "p.yaml" {
+		t.Errorf("saved file: %+v, %v", saved, err)
+	}
+	if err := tu.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := fs.Get("net.core.somaxconn"); v != "128" {
+		t.Errorf("somaxconn after Restore = %q", v)
+	}
+
+	// No host.sysctl: nothing written, nothing saved.
+	p.Host.Sysctl = nil
+	dir = filepath.Join(t.TempDir(), "none")
+	if tu, err = Tune(fs, p, filepath.Join(dir, SavedSysctlFile)); err != nil || len(tu.Keys()) != 0 || tu.Restore() != nil {
+		t.Errorf("no sysctl: %+v, %v", tu, err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("no sysctl created %s: %v", dir, err)
+	}
+
+	// A key that cannot be read: nothing changes, and the error stops the
+	// run before anything starts.
+	p.Host.Sysctl = map[string]string{"net.core.somaxconn": "4096", "net.core.wsplan_nope": "1"}
+	if _, err := Tune(fs, p, filepath.Join(t.TempDir(), SavedSysctlFile)); !errors.Is(err, ErrPreflight) {
+		t.Errorf("unreadable key: %v", err)
+	}
+	if v, _ := fs.Get("net.core.somaxconn"); v != "128" {
+		t.Errorf("somaxconn after a failed Tune = %q", v)
+	}
+}

@@ -1,0 +1,65 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/metrics"
+	"github.com/wsplan/wsplan/internal/result"
+)
+
+// summary is the one-line notice of a finished phase. It reads echo's tps
+// and rate's achieved_rate, lost and late by name: phase kinds do not
+// declare their own one-line summary (yet), so these names are the only
+// kind knowledge left in the engine's output.
+func summary(r result.Result) string {
+	if !r.OK {
+		return "FAILED: " + r.Error
+	}
+	parts := []string{}
+	if v, ok := r.Metrics["tps"].(float64); ok {
+		parts = append(parts, fmt.Sprintf("%.0f/s", v))
+	}
+	if v, ok := r.Metrics["achieved_rate"].(float64); ok {
+		parts = append(parts, fmt.Sprintf("%.0f/s sent, %d lost, %d late", v, r.Metrics.Int("lost"), r.Metrics.Int("late")))
+	}
+	if v, ok := r.Metrics[metrics.P99].(time.Duration); ok {
+		parts = append(parts, "p99 "+v.String())
+	}
+	return strings.Join(parts, ", ")
+}
+
+// progress starts the live line; the returned func stops and clears it.
+func (e *runner) progress(phase, server string, pr *client.Progress) func() {
+	w := e.o.Progress
+	if w == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		start := time.Now()
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		var lastN int64
+		last := start
+		for {
+			select {
+			case <-done:
+				fmt.Fprint(w, "\r\033[K")
+				return
+			case now := <-t.C:
+				n := pr.Done.Load()
+				rate := float64(n-lastN) / now.Sub(last).Seconds()
+				lastN, last = n, now
+				fmt.Fprintf(w, "\r\033[K%s %s: %d/%d  %.0f/s  %s", phase, server, n, pr.Total.Load(), rate, now.Sub(start).Truncate(100*time.Millisecond))
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}

@@ -1,0 +1,114 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/wsplan/wsplan/internal/metrics"
+	"github.com/wsplan/wsplan/internal/procstat"
+	"github.com/wsplan/wsplan/scenarios"
+)
+
+// ClientBoundThreshold is the share of the client's usable CPU above which a
+// result is flagged client_bound (when the server was not busier still):
+// the client, not the server, set the pace.
+const ClientBoundThreshold = 0.9
+
+// ClientNearThreshold is the share above which a result carries a warning
+// that the client came close to measuring itself.
+const ClientNearThreshold = 0.8
+
+// window samples CPU and memory of the server and of every client process
+// (this one and any shards) over exactly one phase.
+type window struct {
+	server  *procstat.Sampler
+	clients []*procstat.Sampler
+}
+
+// newWindow prepares the samplers of one phase; start starts them.
+func (e *runner) newWindow(server int, drv Driver) *window {
+	interval := e.plan.Defaults.Sample.D()
+	w := &window{server: procstat.NewSampler(e.o.Proc, server, interval)}
+	clientPids := []int{os.Getpid()}
+	if ps, ok := drv.(pidser); ok {
+		clientPids = append(clientPids, ps.Pids()...)
+	}
+	for _, pid := range clientPids {
+		w.clients = append(w.clients, procstat.NewSampler(e.o.Proc, pid, interval))
+	}
+	return w
+}
+
+func (w *window) start() {
+	w.server.Start()
+	for _, s := range w.clients {
+		s.Start()
+	}
+}
+
+// stop ends the window and returns the server's summary and the client's,
+// summed over its processes (CPU average and seconds, peak memory).
+func (w *window) stop() (server, client procstat.Summary) {
+	server = w.server.Stop()
+	for _, s := range w.clients {
+		x := s.Stop()
+		client.CPUAvg += x.CPUAvg
+		client.CPUSeconds += x.CPUSeconds
+		client.MemMax += x.MemMax
+	}
+	return server, client
+}
+
+// windowMetrics writes the metrics every phase reports (metrics.Common),
+// and the kind's efficiency figures when eff is set, into m. usable is how
+// many cores the client can keep busy. It returns a warning when the client
+// was bound or close to it, else "".
+func windowMetrics(m metrics.Values, sv, cv procstat.Summary, l Layout, usable int, eff *scenarios.Efficiency) (warning string) {
+	m[metrics.CPUMin], m[metrics.CPUAvg], m[metrics.CPUMax] = sv.CPUMin, sv.CPUAvg, sv.CPUMax
+	m[metrics.MemMin], m[metrics.MemAvg], m[metrics.MemMax] = sv.MemMin, sv.MemAvg, sv.MemMax
+	m[metrics.ServerCPUSecs] = sv.CPUSeconds
+	m[metrics.ClientCPUAvg] = cv.CPUAvg
+	m[metrics.ClientCPUSecs] = cv.CPUSeconds
+	m[metrics.ClientMemMax] = cv.MemMax
+	m[metrics.ClientCPUs] = int64(len(l.ClientCPUs))
+	clientShare := cv.CPUAvg / (100 * float64(usable))
+	serverShare := sv.CPUAvg / (100 * float64(max(1, len(l.ServerCPUs))))
+	bound := clientBound(clientShare, serverShare)
+	m[metrics.ClientBound] = bound
+	if eff != nil {
+		efficiency(m, *eff, sv, cv)
+	}
+	switch {
+	case bound:
+		return fmt.Sprintf("client-bound: client CPU %.0f%% of %d usable core(s), server %.0f%%; this row measures the client", cv.CPUAvg, usable, sv.CPUAvg)
+	case clientShare >= ClientNearThreshold:
+		return fmt.Sprintf("client CPU %.0f%% of %d usable core(s) (server %.0f%%): close to measuring itself", cv.CPUAvg, usable, sv.CPUAvg)
+	}
+	return ""
+}
+
+// clientBound decides whether the client set the pace: its CPU (share of
+// the cores it can use) reached ClientBoundThreshold and was not clearly
+// below the server's share of its cores (then the server was the
+// bottleneck, both being near saturation).
+func clientBound(clientShare, serverShare float64) bool {
+	return clientShare >= ClientBoundThreshold && clientShare >= serverShare-0.05
+}
+
+// efficiency fills a kind's EER and the CPU seconds each side spent per
+// million messages: the figures that show whether the client could measure
+// this server at all.
+func efficiency(m metrics.Values, eff scenarios.Efficiency, server, client procstat.Summary) {
+	rate, ok := m[eff.Rate].(float64)
+	if !ok {
+		return // the phase failed before it measured anything
+	}
+	m[eff.EER] = float64(0)
+	if server.CPUAvg > 0 {
+		m[eff.EER] = rate / server.CPUAvg
+	}
+	if n := m.Int(eff.Count); n > 0 {
+		m[metrics.ClientCPUPer1M] = client.CPUSeconds / float64(n) * 1e6
+		m[metrics.ServerCPUPer1M] = server.CPUSeconds / float64(n) * 1e6
+	}
+}

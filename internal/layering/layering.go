@@ -1,0 +1,187 @@
+// Package layering checks the module's layering rules on its source, so
+// that `go test ./...` fails when one is broken:
+//
+//   - only internal/launch imports os/exec (it owns child processes);
+//   - only cmd/ uses the terminal: no os.Stdin, os.Stdout, os.Stderr,
+//     fmt.Print*, log.Print*/Fatal*/Panic* (the standard logger writes to
+//     stderr), print or println anywhere else — other packages return
+//     values and errors, or use the io.Reader/io.Writer their caller passes
+//     in;
+//   - only cmd/ ends the process (os.Exit): exit codes are decided in one
+//     place;
+//   - internal/client imports nothing of this module (it is the hot path,
+//     kept free of plan, report and engine types).
+//
+// Test files are not checked: tests may run processes and print.
+package layering
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// The rules, as named in a Violation.
+const (
+	RuleExec     = "os/exec outside internal/launch"
+	RuleTerminal = "terminal I/O outside cmd/"
+	RuleExit     = "os.Exit outside cmd/"
+	RuleClient   = "internal/client imports the module"
+)
+
+// Hints say how to fix a violation of each rule.
+var Hints = map[string]string{
+	RuleExec:     "start processes through internal/launch",
+	RuleTerminal: "return values and errors, or use an io.Reader/io.Writer the caller (cmd/) passes in",
+	RuleExit:     "return an error; cmd/ maps it to an exit code",
+	RuleClient:   "pass plain values in internal/client's own types; convert in the caller",
+}
+
+// A Violation is one broken rule at one place.
+type Violation struct {
+	Pos  string // file:line
+	Rule string // one of the Rule constants
+	What string // what was found, e.g. "fmt.Println"
+}
+
+// String is "file:line: rule: what (hint)".
+func (v Violation) String() string {
+	return v.Pos + ": " + v.Rule + ": " + v.What + " (" + Hints[v.Rule] + ")"
+}
+
+// CheckFile checks one parsed non-test file of the package with import path
+// pkg, in module mod.
+func CheckFile(fset *token.FileSet, f *ast.File, mod, pkg string) []Violation {
+	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, mod), "/")
+	isCmd := rel == "cmd" || strings.HasPrefix(rel, "cmd/")
+	var out []Violation
+	add := func(pos token.Pos, rule, what string) {
+		p := fset.Position(pos)
+		out = append(out, Violation{Pos: fmt.Sprintf("%s:%d", p.Filename, p.Line), Rule: rule, What: what})
+	}
+	names := map[string]string{} // local name → import path
+	for _, imp := range f.Imports {
+		ip, err := strconv.Unquote(imp.Path.Value)
+		if err != nil {
+			continue
+		}
+		name := path.Base(ip)
+		if imp.Name != nil {
+			name = imp.Name.Name
+		}
+		names[name] = ip
+		if ip == "os/exec" && rel != "internal/launch" {
+			add(imp.Pos(), RuleExec, "imports os/exec")
+		}
+		if (rel == "internal/client" || strings.HasPrefix(rel, "internal/client/")) && (ip == mod || strings.HasPrefix(ip, mod+"/")) {
+			add(imp.Pos(), RuleClient, "imports "+ip)
+		}
+	}
+	if isCmd {
+		return out
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.SelectorExpr:
+			id, ok := n.X.(*ast.Ident)
+			if !ok {
+				return true
+			}
+			sel := n.Sel.Name
+			switch names[id.Name] {
+			case "os":
+				switch sel {
+				case "Stdin", "Stdout", "Stderr":
+					add(n.Pos(), RuleTerminal, "os."+sel)
+				case "Exit":
+					add(n.Pos(), RuleExit, "os.Exit")
+				}
+			case "fmt":
+				if strings.HasPrefix(sel, "Print") {
+					add(n.Pos(), RuleTerminal, "fmt."+sel)
+				}
+			case "log":
+				if strings.HasPrefix(sel, "Print") || strings.HasPrefix(sel, "Fatal") || strings.HasPrefix(sel, "Panic") {
+					add(n.Pos(), RuleTerminal, "log."+sel)
+				}
+			}
+		case *ast.CallExpr:
+			if id, ok := n.Fun.(*ast.Ident); ok && (id.Name == "print" || id.Name == "println") {
+				add(n.Pos(), RuleTerminal, id.Name)
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// CheckModule parses every non-test Go file under root (the directory of
+// module mod; testdata and hidden directories skipped) and returns every
+// violation, sorted by position.
+func CheckModule(root, mod string) ([]Violation, error) {
+	fset := token.NewFileSet()
+	var out []Violation
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if p != root && (name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			return nil
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		src, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		f, err := parser.ParseFile(fset, filepath.ToSlash(rel), src, 0)
+		if err != nil {
+			return err
+		}
+		dir := filepath.Dir(rel)
+		pkg := mod
+		if dir != "." {
+			pkg = mod + "/" + filepath.ToSlash(dir)
+		}
+		out = append(out, CheckFile(fset, f, mod, pkg)...)
+		return nil
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].Pos < out[j].Pos })
+	return out, err
+}
+
+// ModuleRoot returns the directory of the go.mod above dir and the module
+// path it declares.
+func ModuleRoot(dir string) (root, mod string, err error) {
+	for d := dir; ; d = filepath.Dir(d) {
+		b, err := os.ReadFile(filepath.Join(d, "go.mod"))
+		if err == nil {
+			for _, l := range strings.Split(string(b), "\n") {
+				if m, ok := strings.CutPrefix(strings.TrimSpace(l), "module "); ok {
+					return d, strings.Trim(strings.TrimSpace(m), `"`), nil
+				}
+			}
+			return "", "", fmt.Errorf("%s: no module line", filepath.Join(d, "go.mod"))
+		}
+		if filepath.Dir(d) == d {
+			return "", "", fmt.Errorf("no go.mod above %s", dir)
+		}
+	}
+}

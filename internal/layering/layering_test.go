@@ -1,0 +1,73 @@
+package layering
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// TestModule: the module keeps its layering rules. A failure names the
+// file, the line, the rule and what broke it.
+func TestModule(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, mod, err := ModuleRoot(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := CheckModule(root, mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs {
+		t.Errorf("%s", v)
+	}
+}
+
+// TestCheckFile: the checker catches each kind of violation, and only those.
+func TestCheckFile(t *testing.T) {
+	const mod = "example.com/m"
+	cases := []struct {
+		name, pkg, src string
+		want           []string // "rule: what"
+	}{
+		{"exec in launch", "internal/launch", `import "os/exec"; var _ = exec.Command`, nil},
+		{"exec elsewhere", "internal/engine", `import "os/exec"; var _ = exec.Command`, []string{RuleExec + ": imports os/exec"}},
+		{"exec in cmd", "cmd/tool", `import "os/exec"; var _ = exec.Command`, []string{RuleExec + ": imports os/exec"}},
+		{"printing in cmd", "cmd/tool", `import ("fmt"; "os"); func f() { fmt.Println(); fmt.Fprintln(os.Stderr); println() }`, nil},
+		{"fmt.Print", "report", `import "fmt"; func f() { fmt.Printf("x") }`, []string{RuleTerminal + ": fmt.Printf"}},
+		{"os.Stderr", "frameworks", `import "os"; var w = os.Stderr`, []string{RuleTerminal + ": os.Stderr"}},
+		{"aliased os.Stdout", "frameworks", `import xos "os"; var w = xos.Stdout`, []string{RuleTerminal + ": os.Stdout"}},
+		{"os.Stdin", "internal/shard", `import "os"; var r = os.Stdin`, []string{RuleTerminal + ": os.Stdin"}},
+		{"os.Exit", "internal/launch", `import "os"; func f() { os.Exit(1) }`, []string{RuleExit + ": os.Exit"}},
+		{"os.Exit in cmd", "cmd/tool", `import "os"; func main() { os.Exit(1) }`, nil},
+		{"log.Fatal", "internal/plan", `import "log"; func f() { log.Fatalf("x") }`, []string{RuleTerminal + ": log.Fatalf"}},
+		{"println", "internal/plan", `func f() { println("x") }`, []string{RuleTerminal + ": println"}},
+		{"writer passed in", "report", `import ("fmt"; "io"); func f(w io.Writer) { fmt.Fprintf(w, "x"); _ = fmt.Sprint(1) }`, nil},
+		{"client imports module", "internal/client", `import "example.com/m/internal/metrics"; var _ = metrics.X`, []string{RuleClient + ": imports example.com/m/internal/metrics"}},
+		{"client imports std", "internal/client", `import "net"; var _ = net.Dial`, nil},
+		{"others import module", "internal/engine", `import "example.com/m/internal/client"; var _ = client.X`, nil},
+	}
+	for _, c := range cases {
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, "x.go", "package p; "+c.src, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var got []string
+		for _, v := range CheckFile(fset, f, mod, mod+"/"+c.pkg) {
+			if !strings.HasPrefix(v.Pos, "x.go:") {
+				t.Errorf("%s: position %q", c.name, v.Pos)
+			}
+			got = append(got, v.Rule+": "+v.What)
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,88 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestURLTargets(t *testing.T) {
+	src := `defaults:
+  headers: {X-Team: bench, Authorization: "Bearer default"}
+  subprotocols: [chat]
+servers:
+  - name: prod
+    urls: ["ws://127.0.0.1:9700/ws?room=1", "ws://[::1]/feed"]
+    headers: {authorization: "Bearer mine"}
+    pid: 1234
+  - name: secure
+    url: wss://localhost:9443/
+    tls: {ca_file: testdata/ca.pem, server_name: example.test, session_resumption: true}
+    metrics_url: http://127.0.0.1:9100/metrics
+    origin: https://example.test
+  - name: gws
+    tls: true
+phases:
+  - connect: {connections: 10}
+`
+	p, err := LoadBytes("t.yaml", []byte(src), LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod, sec, gws := p.Servers[0], p.Servers[1], p.Servers[2]
+	if !prod.External() || prod.BuiltIn() || !gws.BuiltIn() {
+		t.Errorf("External/BuiltIn wrong: %v %v %v", prod.External(), prod.BuiltIn(), gws.BuiltIn())
+	}
+	want := []URLTarget{
+		{URL: "ws://127.0.0.1:9700/ws?room=1", Addr: "127.0.0.1:9700", Host: "127.0.0.1:9700", RequestURI: "/ws?room=1"},
+		{URL: "ws://[::1]/feed", Addr: "[::1]:80", Host: "[::1]", RequestURI: "/feed"},
+	}
+	for i, w := range want {
+		if prod.Targets[i] != w {
+			t.Errorf("target %d = %+v, want %+v", i, prod.Targets[i], w)
+		}
+	}
+	if prod.Headers["Authorization"] != "Bearer mine" || prod.Headers["X-Team"] != "bench" {
+		t.Errorf("headers = %v: the server's own win over defaults, names canonical", prod.Headers)
+	}
+	if len(prod.Subprotocols) != 1 || prod.PID != 1234 || !prod.Resources() {
+		t.Errorf("prod = %+v", prod)
+	}
+	if !sec.Targets[0].TLS || sec.Targets[0].Addr != "localhost:9443" || sec.TLS.ServerName != "example.test" || !sec.TLS.SessionResumption || sec.Origin != "https://example.test" {
+		t.Errorf("secure = %+v, tls %+v", sec, sec.TLS)
+	}
+	if !gws.ServeTLS || gws.TLS != nil {
+		t.Errorf("gws tls: true: ServeTLS %v, TLS %+v", gws.ServeTLS, gws.TLS)
+	}
+}
+
+func TestURLTargetErrors(t *testing.T) {
+	tests := []struct{ server, want string }{
+		{`{name: a, url: "http://127.0.0.1:1/"}`, `servers[0].url: want a ws:// or wss:// URL`},
+		{`{name: a, url: "ws://10.0.0.1:80/"}`, `servers[0].url: 10.0.0.1 is not a loopback address: set defaults.allow_remote: true`},
+		{`{name: a, url: "ws://example.com/"}`, `host "example.com" is not loopback`},
+		{`{name: a, url: "ws://u:p@127.0.0.1:1/"}`, `credentials in the URL are not sent`},
+		{`{name: a, urls: ["ws://127.0.0.1:1/", "wss://127.0.0.1:2/"]}`, `servers[0].urls[1]: mixes ws:// and wss://`},
+		{`{name: a, url: "ws://127.0.0.1:1/", command: [x]}`, `servers[0].command: give url: or command:, not both`},
+		{`{name: a, url: "ws://127.0.0.1:1/", path: /x}`, `servers[0].path: with url: the path comes from the URL`},
+		{`{name: a, url: "ws://127.0.0.1:1/", pid: 5, metrics_url: "http://127.0.0.1:2/m"}`, `give one of pid:, pid_file: or metrics_url:`},
+		{`{name: a, url: "ws://127.0.0.1:1/", metrics_url: "ftp://x/"}`, `want an http:// or https:// URL`},
+		{`{name: a, url: "ws://127.0.0.1:1/", tls: {ca_file: /nonexistent.pem}}`, `servers[0].tls.ca_file:`},
+		{`{name: a, url: "ws://127.0.0.1:1/", tls: {insecure_skip_verify: true}}`, `tls settings need wss:// URLs`},
+		{`{name: a, url: "wss://127.0.0.1:1/", tls: {verify: true}}`, `unknown tls key "verify"`},
+		{`{name: gws, pid: 5}`, `pid:, pid_file: and metrics_url: are for url: servers`},
+		{`{name: a, url: "ws://127.0.0.1:1/", headers: {Sec-WebSocket-Protocol: x}}`, `Sec-Websocket-Protocol cannot be set here: use subprotocols:`},
+		{`{name: a, url: "ws://127.0.0.1:1/", headers: {"bad name": x}}`, `bad header name "bad name"`},
+		{`{name: a, url: "ws://127.0.0.1:1/", subprotocols: [chat, chat]}`, `servers[0].subprotocols[1]: duplicate subprotocol "chat"`},
+		{`{name: a, url: "ws://127.0.0.1:1/", subprotocols: ["a b"]}`, `bad subprotocol "a b"`},
+	}
+	for _, tt := range tests {
+		src := "servers:\n  - " + tt.server + "\nphases:\n  - connect: {connections: 1}\n"
+		_, err := LoadBytes("t.yaml", []byte(src), LoadOptions{})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s:\n  err = %v\n want %q", tt.server, err, tt.want)
+		}
+		if err != nil && !strings.Contains(err.Error(), "t.yaml:2") {
+			t.Errorf("%s: err %v does not name line 2", tt.server, err)
+		}
+	}
+}

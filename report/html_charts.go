@@ -1,0 +1,333 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/wsplan/wsplan/internal/result"
+)
+
+// The chart types the page's script draws.
+const (
+	chartBars        = "bars"        // one group of bars per category (server), one bar per series
+	chartPercentiles = "percentiles" // latency by percentile on a log "nines" axis
+	chartTimeline    = "timeline"    // a value per second of a phase
+)
+
+// chart is one chart of the HTML page, computed here so the script only
+// draws: what to show is a pure function of the runs, tested in Go.
+type chart struct {
+	ID    string `json:"id"`
+	Type  string `json:"type"`
+	Title string `json:"title"`
+	Unit  string `json:"unit"` // of the values: "echoes/s", "ms", "KiB"
+	Note  string `json:"note,omitempty"`
+	// Categories are the bar groups (servers), for bars.
+	Categories []string      `json:"categories,omitempty"`
+	Series     []chartSeries `json:"series"`
+}
+
+// chartSeries is one series: Values for bars (one per category, null where
+// the result lacks it), Points for percentiles ((percentile, value)) and
+// timelines ((second, value)).
+//
+// Color and Dash pick the line's look where a series is one (server, run):
+// the colour follows the server and the dash the run, so one server's runs
+// read as one colour; nil = by series index, solid.
+type chartSeries struct {
+	Name   string       `json:"name"`
+	Values []*float64   `json:"values,omitempty"`
+	Points [][2]float64 `json:"points,omitempty"`
+	Color  *int         `json:"color,omitempty"`
+	Dash   *int         `json:"dash,omitempty"`
+}
+
+// chartSection is the charts of one phase.
+type chartSection struct {
+	Phase  string  `json:"phase"`
+	Kind   string  `json:"kind"`
+	Title  string  `json:"title"`
+	Charts []chart `json:"charts"`
+}
+
+// rateMetric is the figure a kind's TPS bar shows: the rate the phase
+// measures. A kind not listed shows "tps" when its results have it.
+var rateMetric = map[string]struct{ name, unit string }{
+	"connect": {"tps", "connections/s"},
+	"echo":    {"tps", "echoes/s"},
+	"rate":    {"recv_rate", "echoes received/s"},
+}
+
+// percentilePoints are the latency metrics by percentile; a result that one
+// day stores a full histogram can add points up to 99.999.
+var percentilePoints = []struct {
+	name string
+	p    float64
+}{{"p50", 50}, {"p75", 75}, {"p90", 90}, {"p95", 95}, {"p99", 99}, {"p999", 99.9}}
+
+// chartModel computes every chart, phase by phase in order of first
+// appearance over the runs; servers in order of first appearance too.
+func chartModel(runs []*result.Run, labels []string) []chartSection {
+	var phases []string
+	kinds := map[string]string{}
+	for _, run := range runs {
+		for _, ph := range phasesOf(run) {
+			if _, ok := kinds[ph]; !ok {
+				phases = append(phases, ph)
+				kinds[ph] = run.Results[indexOfPhase(run, ph)].Kind
+			}
+		}
+	}
+	var servers []string
+	seen := map[string]bool{}
+	for _, run := range runs {
+		for _, r := range run.Results {
+			if !seen[r.Server] {
+				seen[r.Server] = true
+				servers = append(servers, r.Server)
+			}
+		}
+	}
+	out := []chartSection{}
+	for i, ph := range phases {
+		p := phaseCharts{runs: runs, labels: labels, servers: servers, phase: ph, kind: kinds[ph], multi: len(runs) > 1, index: i}
+		sec := chartSection{Phase: ph, Kind: p.kind, Title: Title(p.kind, ph), Charts: []chart{}}
+		for _, c := range []*chart{p.throughput(), p.cpu(), p.memory(), p.percentiles()} {
+			if c != nil {
+				sec.Charts = append(sec.Charts, *c)
+			}
+		}
+		sec.Charts = append(sec.Charts, p.timelines()...)
+		out = append(out, sec)
+	}
+	return out
+}
+
+// phaseCharts computes the charts of one phase over every run.
+type phaseCharts struct {
+	runs        []*result.Run
+	labels      []string // legend name of each run
+	servers     []string // bar categories, over every run
+	phase, kind string
+	multi       bool // several runs: series name their run
+	index       int  // of the phase, for chart ids
+}
+
+func (p *phaseCharts) id(what string) string { return fmt.Sprintf("c%d-%s", p.index, what) }
+
+// result returns a server's result in a run if it succeeded, or nil: a
+// failed result's figures are partial and draw nothing.
+func (p *phaseCharts) result(run *result.Run, server string) *result.Result {
+	r := run.Find(server, p.phase)
+	if r == nil || !r.OK {
+		return nil
+	}
+	return r
+}
+
+// bars returns a bar chart with a series per run, or nil when no result
+// has the figure f reads.
+func (p *phaseCharts) bars(what, title, unit, note string, f func(r *result.Result) (float64, bool)) *chart {
+	c := &chart{ID: p.id(what), Type: chartBars, Title: title, Unit: unit, Note: note, Categories: p.servers}
+	drawn := false
+	for i, run := range p.runs {
+		name := "this run"
+		if p.multi {
+			name = p.labels[i]
+		}
+		s := chartSeries{Name: name, Values: make([]*float64, len(p.servers))}
+		for j, srv := range p.servers {
+			if r := p.result(run, srv); r != nil {
+				if x, ok := f(r); ok && !math.IsNaN(x) && !math.IsInf(x, 0) {
+					s.Values[j] = &x
+					drawn = true
+				}
+			}
+		}
+		c.Series = append(c.Series, s)
+	}
+	if !drawn {
+		return nil
+	}
+	return c
+}
+
+// throughput is the phase's rate per server (rateMetric).
+func (p *phaseCharts) throughput() *chart {
+	rm, ok := rateMetric[p.kind]
+	if !ok {
+		rm.name, rm.unit = "tps", "per second"
+	}
+	return p.bars("tps", "Throughput: "+rm.name, rm.unit, "", metricOf(rm.name))
+}
+
+// cpu is the CPU-seconds per million messages, server next to client.
+func (p *phaseCharts) cpu() *chart {
+	c := &chart{ID: p.id("cpu"), Type: chartBars, Title: "CPU-seconds per million messages: server vs client", Unit: "CPU-s / 1M",
+		Categories: p.servers, Note: "the client must spend less than the server, or the row measures the client"}
+	drawn := false
+	for i, run := range p.runs {
+		for _, side := range []struct{ name, metric string }{{"server", "server_cpu_per_1m"}, {"client", "client_cpu_per_1m"}} {
+			name := side.name
+			if p.multi {
+				name += " · " + p.labels[i]
+			}
+			s := chartSeries{Name: name, Values: make([]*float64, len(p.servers))}
+			for j, srv := range p.servers {
+				if r := p.result(run, srv); r != nil {
+					if x, ok := metricOf(side.metric)(r); ok {
+						s.Values[j] = &x
+						drawn = true
+					}
+				}
+			}
+			c.Series = append(c.Series, s)
+		}
+	}
+	if !drawn {
+		return nil
+	}
+	return c
+}
+
+// memory is the server memory per connection.
+func (p *phaseCharts) memory() *chart {
+	note := "server RSS (highest sample) / connections open: the process's base memory included"
+	if p.kind == "hold" {
+		note = "server RSS growth from before the first phase to the start of the hold / connections"
+	}
+	return p.bars("mem", "Memory per connection", "KiB", note, memPerConn)
+}
+
+// percentiles is the latency spectrum, a series per (server, run).
+func (p *phaseCharts) percentiles() *chart {
+	c := &chart{ID: p.id("lat"), Type: chartPercentiles, Title: "Latency by percentile", Unit: "ms"}
+	if p.kind == "connect" {
+		c.Title = "Connect (handshake) latency by percentile"
+	}
+	for j, srv := range p.servers {
+		for i, run := range p.runs {
+			r := p.result(run, srv)
+			if r == nil {
+				continue
+			}
+			s := p.series(srv, j, i)
+			for _, q := range percentilePoints {
+				if _, ok := r.Metrics[q.name]; ok {
+					if d := r.Metrics.Dur(q.name); d > 0 {
+						s.Points = append(s.Points, [2]float64{q.p, ms(d)})
+					}
+				}
+			}
+			if len(s.Points) > 0 {
+				c.Series = append(c.Series, s)
+			}
+		}
+	}
+	if len(c.Series) == 0 {
+		return nil
+	}
+	return c
+}
+
+// timelines are the per-second charts of results that carry a timeline
+// (failed ones too: the seconds before the failure are real), a series per
+// (server, run). A late-messages chart of zeros is left out: the table's 0
+// says it better.
+func (p *phaseCharts) timelines() []chart {
+	var out []chart
+	for _, tl := range []struct {
+		what, title, unit string
+		f                 func(p result.Point) float64
+	}{
+		{"sent", "Messages sent per second", "messages/s", func(p result.Point) float64 { return float64(p.Sent) }},
+		{"recv", "Echoes received per second", "echoes/s", func(p result.Point) float64 { return float64(p.Recv) }},
+		{"late", "Late messages per second", "messages/s", func(p result.Point) float64 { return float64(p.Late) }},
+		{"p99", "p99 latency per second", "ms", func(p result.Point) float64 { return ms(p.P99) }},
+	} {
+		c := chart{ID: p.id("tl-" + tl.what), Type: chartTimeline, Title: tl.title, Unit: tl.unit}
+		nonZero := false
+		for j, srv := range p.servers {
+			for i, run := range p.runs {
+				r := run.Find(srv, p.phase)
+				if r == nil || len(r.Timeline) == 0 {
+					continue
+				}
+				s := p.series(srv, j, i)
+				for _, pt := range r.Timeline {
+					v := tl.f(pt)
+					s.Points = append(s.Points, [2]float64{float64(pt.T), v})
+					nonZero = nonZero || v != 0
+				}
+				c.Series = append(c.Series, s)
+			}
+		}
+		if len(c.Series) > 0 && (nonZero || tl.what != "late") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// series starts the line of server j in run i: named by the server (and
+// the run when there are several), coloured by the server, dashed by run.
+func (p *phaseCharts) series(server string, j, i int) chartSeries {
+	if !p.multi {
+		return chartSeries{Name: server}
+	}
+	return chartSeries{Name: server + " · " + p.labels[i], Color: &j, Dash: &i}
+}
+
+// phasesOf returns a run's phase names in order of first appearance (the
+// order of the tables).
+func phasesOf(run *result.Run) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range run.Results {
+		if !seen[r.Phase] {
+			seen[r.Phase] = true
+			out = append(out, r.Phase)
+		}
+	}
+	return out
+}
+
+func indexOfPhase(run *result.Run, phase string) int {
+	for i := range run.Results {
+		if run.Results[i].Phase == phase {
+			return i
+		}
+	}
+	return -1
+}
+
+// metricOf reads a metric as a float; ok false when absent.
+func metricOf(name string) func(r *result.Result) (float64, bool) {
+	return func(r *result.Result) (float64, bool) {
+		if _, ok := r.Metrics[name]; !ok {
+			return 0, false
+		}
+		return r.Metrics.Float(name), true
+	}
+}
+
+// memPerConn is the server memory per connection in KiB: the kind's own
+// mem_per_conn when it has one, else mem_max over the connections open.
+func memPerConn(r *result.Result) (float64, bool) {
+	if _, ok := r.Metrics["mem_per_conn"]; ok {
+		return float64(r.Metrics.Int("mem_per_conn")) / 1024, true
+	}
+	if _, ok := r.Metrics[metricMemMax]; !ok {
+		return 0, false
+	}
+	conns := r.Metrics.Int("conns")
+	if conns <= 0 {
+		return 0, false
+	}
+	return float64(r.Metrics.Int(metricMemMax)) / float64(conns) / 1024, true
+}
+
+const metricMemMax = "mem_max"
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
