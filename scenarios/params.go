@@ -17,11 +17,13 @@ import (
 //
 // `default` fills a zero field (nil for a pointer); `min` and `max` bound
 // it (inclusive); `required:"true"` marks a field the plan must give;
-// `hint` adds a parenthesised reason to the error of a value below min; `doc` is the
-// field's one-line documentation. A default that depends on the rest of
-// the plan has no `default` tag, says so in `doc`, and is set by the
-// phase's ContextDefaults. Defaults and Check apply them, for every kind,
-// here; the JSON Schema (wsplan schema) is generated from the same tags.
+// `hint` adds a parenthesised reason to the error of a value below min
+// (and to the schema's description); `doc` is the field's one-line
+// documentation. A default that depends on the rest of the plan has no
+// `default` tag, says so in `doc`, and is set by the phase's
+// ContextDefaults. Defaults and Check apply the tags for every kind, here;
+// internal/schema generates the JSON Schema (wsplan schema) from the same
+// tags.
 
 // ContextDefaults is implemented by phases with defaults that depend on
 // the rest of the plan (e.g. "every open connection") or on other fields.
@@ -66,43 +68,7 @@ func Check(p Phase, c Context) []FieldError {
 	return append(errs, own...)
 }
 
-// Field is one tagged parameter of a kind, as the schema sees it.
-type Field struct {
-	Name     string       // YAML key
-	Type     reflect.Type // the field's type (a pointer's element type)
-	Default  string       // as written in the tag; "" = none
-	Min, Max string       // as written in the tag; "" = unbounded
-	Required bool
-	Doc      string
-}
-
-// Fields returns the tagged parameters of a kind's phase struct, in
-// declaration order.
-func Fields(p Phase) []Field {
-	t := reflect.TypeOf(p)
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Kind() != reflect.Struct {
-		return nil
-	}
-	var out []Field
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name := yamlName(f)
-		if name == "" {
-			continue
-		}
-		ft := f.Type
-		if ft.Kind() == reflect.Pointer {
-			ft = ft.Elem()
-		}
-		out = append(out, Field{Name: name, Type: ft, Default: f.Tag.Get("default"), Min: f.Tag.Get("min"), Max: f.Tag.Get("max"),
-			Required: f.Tag.Get("required") == "true", Doc: f.Tag.Get("doc")})
-	}
-	return out
-}
-
+// yamlName is a field's YAML key; "" for a field plans cannot set.
 func yamlName(f reflect.StructField) string {
 	if !f.IsExported() {
 		return ""
