@@ -256,28 +256,32 @@ type rateConn struct {
 // with their scheduled times. Nothing waits for replies.
 type rateRun struct {
 	baseRun
-	job       rateJob
-	cu        cursor
-	conns     []rateConn
-	flen      int   // frame length
-	start     int64 // loop clock at t = 0
-	end       int64 // start + Duration: sending stops
-	stopAt    int64 // end + drain: the phase stops here at the latest
-	sending   bool
-	inflight  int64 // messages sent whose echo is still due, over live connections
-	live      int
-	left      int   // bytes this pump may still write
-	wake      int64 // loop clock of the next pump
-	part      RateResult
-	noConns   bool                    // every connection was lost
-	cur       *hdrhistogram.Histogram // latencies of the second curSec, not yet in part.Latency
-	curSec    int
-	unflushed int64
+	job      rateJob
+	cu       cursor
+	conns    []rateConn
+	flen     int   // frame length
+	start    int64 // loop clock at t = 0
+	end      int64 // start + Duration: sending stops
+	stopAt   int64 // end + drain: the phase stops here at the latest
+	sending  bool
+	inflight int64 // messages sent whose echo is still due, over live connections
+	live     int
+	left     int   // bytes this pump may still write
+	wake     int64 // loop clock of the next pump
+	part     RateResult
+	noConns  bool                    // every connection was lost
+	cur      *hdrhistogram.Histogram // latencies of the second curSec, not yet in part.Latency
+	curSec   int
+	// secIdx is the timeline second last asked for, [secFrom, secTo) its
+	// loop clock span (see second).
+	secIdx         int
+	secFrom, secTo int64
+	unflushed      int64
 }
 
 // rateStart begins a rate phase in this loop.
 func (l *loop) rateStart(job *rateJob) {
-	r := &rateRun{baseRun: baseRun{job.phase}, job: *job, cur: NewHistogram(), part: RateResult{Latency: NewHist()}}
+	r := &rateRun{baseRun: baseRun{job.phase}, job: *job, cur: NewHistogram(), part: RateResult{Latency: NewHist()}, secFrom: math.MaxInt64}
 	l.ph = r
 	r.flen = len(job.hdr) + len(job.payload)
 	if need := max(job.batch, r.flen); cap(l.wbuf) < need {
@@ -301,19 +305,24 @@ func (l *loop) rateStart(job *rateJob) {
 	r.pump(l, l.now())
 }
 
-// second returns the timeline entry of loop time now, growing the
-// timeline to it: per-second state grows as the phase runs, never ahead.
-func (r *rateRun) second(now int64) *RateSecond {
-	s := r.secondIndex(now)
-	for len(r.part.Seconds) <= s {
-		r.part.Seconds = append(r.part.Seconds, RateSecond{})
+// second returns the timeline index and entry of loop time now, growing
+// the timeline to it: per-second state grows as the phase runs, never
+// ahead. The second last asked for is cached (two compares per message,
+// no division).
+func (r *rateRun) second(now int64) (int, *RateSecond) {
+	if now < r.secFrom || now >= r.secTo {
+		s := max(0, int((now-r.start)/int64(time.Second)))
+		for len(r.part.Seconds) <= s {
+			r.part.Seconds = append(r.part.Seconds, RateSecond{})
+		}
+		r.secIdx = s
+		r.secFrom = r.start + int64(s)*int64(time.Second)
+		if s == 0 {
+			r.secFrom = math.MinInt64 // before t = 0 counts in second 0
+		}
+		r.secTo = r.start + int64(s+1)*int64(time.Second)
 	}
-	return &r.part.Seconds[s]
-}
-
-// secondIndex is the timeline index of loop time now.
-func (r *rateRun) secondIndex(now int64) int {
-	return max(0, int((now-r.start)/int64(time.Second)))
+	return r.secIdx, &r.part.Seconds[r.secIdx]
 }
 
 // wakeAt implements loopRun.
@@ -403,7 +412,7 @@ func (l *loop) rateSend(r *rateRun, j int, now int64) {
 	if rc.next >= due {
 		return
 	}
-	sec := r.second(now)
+	_, sec := r.second(now)
 	buf := l.wbuf[:0]
 	for rc.next < due && r.inflight < r.job.loopMax && r.left > 0 {
 		if rc.next-rc.acked >= r.job.maxInflight {
@@ -546,11 +555,11 @@ func (r *rateRun) onData(l *loop, c *conn, ev *event, now int64) {
 		rc.acked++
 		r.inflight--
 	}
-	sec := r.second(now)
+	s, sec := r.second(now)
 	if reason == "" {
 		r.part.Recv++
 		sec.Recv++
-		if s := r.secondIndex(now); s != r.curSec {
+		if s != r.curSec {
 			r.roll()
 			r.curSec = s
 		}
