@@ -1,0 +1,279 @@
+package client
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+)
+
+func init() {
+	Register(Kind{Name: "ping", NewParams: func() Params { return &PingParams{} }, NewResult: func() Result { return &PingResult{} }})
+}
+
+// DefaultPingTimeout is PingParams.Timeout when it is 0.
+const DefaultPingTimeout = 10 * time.Second
+
+// PingParams configure a closed-loop ping phase: Concurrency connections
+// each keep one ping in flight and send the next as soon as its pong
+// comes, until Total pongs were measured. It measures the server's
+// control-frame round trip, without a data message's decoding and
+// copying.
+type PingParams struct {
+	Total       int64         `json:"total"`       // pongs to measure, > 0
+	Concurrency int           `json:"concurrency"` // pings in flight, each on its own connection; <= open connections
+	Timeout     time.Duration `json:"timeout"`     // max wait for one pong; a late pong fails and drops its connection; 0 = DefaultPingTimeout
+}
+
+// PingResult is what a ping phase measured.
+type PingResult struct {
+	Total   int64         `json:"total"`   // pongs asked for
+	Success int64         `json:"success"` // pongs received
+	Failed  int64         `json:"failed"`  // pings whose connection was lost or timed out
+	Used    time.Duration `json:"used"`
+	Latency Hist          `json:"latency"` // ns, ping written to pong received
+	Errors  Reasons       `json:"errors"`  // failure reason -> count
+	Stopped StopReason    `json:"stopped"` // StopCanceled, StopClosed, StopNoConnections; "" = it ran to its end
+}
+
+// Kind implements Params.
+func (p *PingParams) Kind() string { return "ping" }
+
+// Validate implements Params.
+func (p *PingParams) Validate() error {
+	var errs []error
+	if p.Total <= 0 {
+		errs = append(errs, fmt.Errorf("total must be > 0, got %d", p.Total))
+	}
+	if p.Concurrency <= 0 {
+		errs = append(errs, fmt.Errorf("concurrency must be > 0, got %d", p.Concurrency))
+	}
+	if p.Timeout < 0 || p.Timeout > time.Duration(HistMax) {
+		errs = append(errs, fmt.Errorf("timeout must be in [0, %v], got %v", time.Duration(HistMax), p.Timeout))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("client: ping: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// Split implements Params: concurrency in proportion to the parts' open
+// connections, total in proportion to the concurrency.
+func (p *PingParams) Split(weights []int) []Params {
+	conc := distribute(p.Concurrency, weights)
+	tot := splitInt64(p.Total, conc)
+	out := make([]Params, len(weights))
+	for i := range out {
+		if conc[i] > 0 && tot[i] > 0 {
+			q := *p
+			q.Concurrency, q.Total = conc[i], tot[i]
+			out[i] = &q
+		}
+	}
+	return out
+}
+
+// Merge implements Result.
+func (r *PingResult) Merge(other Result) {
+	o := other.(*PingResult)
+	r.Total += o.Total
+	r.Success += o.Success
+	r.Failed += o.Failed
+	r.Used = max(r.Used, o.Used)
+	r.Latency.add(o.Latency)
+	r.Errors.merge(o.Errors)
+	r.Stopped = MergeStop(r.Stopped, o.Stopped)
+}
+
+// Stop implements Result.
+func (r *PingResult) Stop() StopReason { return r.Stopped }
+
+// Ping runs a ping phase (see PingParams).
+func (c *Client) Ping(ctx context.Context, p PingParams, pr *Progress) (PingResult, error) {
+	return runAs[PingResult](c, ctx, &p, pr)
+}
+
+// start implements Params: each loop gets its share of the pings.
+func (p *PingParams) start(ph *phaseEnv) (*phasePlan, error) {
+	total := 0
+	for _, o := range ph.open {
+		total += o
+	}
+	if p.Concurrency > total {
+		return nil, fmt.Errorf("client: ping: concurrency %d exceeds the %d open connections: open more in a connect phase or lower concurrency", p.Concurrency, total)
+	}
+	timeout := p.Timeout
+	if timeout == 0 {
+		timeout = DefaultPingTimeout
+	}
+	if ph.pr != nil {
+		ph.pr.Total.Store(p.Total)
+		ph.pr.Done.Store(0)
+	}
+	plan := &phasePlan{starts: make([]func(*loop), len(ph.open))}
+	for i, part := range p.Split(ph.open) {
+		if part == nil {
+			continue
+		}
+		q := part.(*PingParams)
+		id, pr := ph.id, ph.pr
+		plan.starts[i] = func(l *loop) { l.pingStart(id, q.Concurrency, q.Total, int64(timeout), pr) }
+	}
+	plan.done = func(res Result, why StopReason, wall time.Duration) StopReason {
+		r := res.(*PingResult)
+		r.Total, r.Used = p.Total, wall
+		if r.Latency.Histogram == nil {
+			r.Latency = NewHist()
+		}
+		if why == "" {
+			why = r.Stopped
+		}
+		r.Stopped = why
+		return why
+	}
+	return plan, nil
+}
+
+// pingRun is a ping phase running in a loop. Its connections are the
+// loop's first slots open ones; conn.sentAt holds a connection's index.
+type pingRun struct {
+	baseRun
+	conns     []*conn
+	sent      []int64 // loop clock of the ping in flight per connection; -1 = none
+	seq       []uint64
+	left      int64 // pings still to send here
+	inflight  int
+	live      int
+	timeout   int64
+	pr        *Progress
+	unflushed int64
+	part      PingResult
+}
+
+// pingStart begins a ping phase in this loop.
+func (l *loop) pingStart(id int64, slots int, total, timeout int64, pr *Progress) {
+	n := min(slots, len(l.open))
+	r := &pingRun{baseRun: baseRun{id}, conns: append([]*conn(nil), l.open[:n]...), sent: make([]int64, n), seq: make([]uint64, n),
+		left: total, live: n, timeout: timeout, pr: pr, part: PingResult{Latency: NewHist()}}
+	l.ph = r
+	l.setTick(time.Duration(timeout / 10))
+	now := l.now()
+	for i, c := range r.conns {
+		c.sentAt = int64(i)
+		r.sent[i] = -1
+	}
+	for i := range r.conns {
+		if l.ph != r {
+			return
+		}
+		r.send(l, i, now)
+	}
+	r.maybeDone(l)
+}
+
+// send writes connection i's next ping if one is left.
+func (r *pingRun) send(l *loop, i int, now int64) {
+	if r.left == 0 || r.conns[i].state != stOpen {
+		return
+	}
+	r.left--
+	r.inflight++
+	r.seq[i]++
+	r.sent[i] = now
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], r.seq[i])
+	l.sendControl(r.conns[i], opPing, b[:])
+}
+
+// slot returns c's index in the run, or -1.
+func (r *pingRun) slot(c *conn) int {
+	if i := c.sentAt; i >= 0 && i < int64(len(r.conns)) && r.conns[i] == c {
+		return int(i)
+	}
+	return -1
+}
+
+// onPong implements loopRun: the pong of connection i's ping in flight
+// (a pong carrying another payload is not: it is ignored).
+func (r *pingRun) onPong(l *loop, c *conn, payload []byte) {
+	i := r.slot(c)
+	if i < 0 || r.sent[i] < 0 || len(payload) != 8 || binary.BigEndian.Uint64(payload) != r.seq[i] {
+		return
+	}
+	now := l.now()
+	record(r.part.Latency.Histogram, now-r.sent[i])
+	r.part.Success++
+	r.sent[i] = -1
+	r.inflight--
+	r.progress()
+	r.send(l, i, now)
+	r.maybeDone(l)
+}
+
+// lost implements loopRun: a lost connection fails its ping in flight.
+func (r *pingRun) lost(l *loop, c *conn, _ uint8, reason Reason) {
+	i := r.slot(c)
+	if i < 0 {
+		return
+	}
+	r.live--
+	if r.sent[i] >= 0 {
+		r.sent[i] = -1
+		r.inflight--
+		r.part.Failed++
+		r.part.Errors.add(reason)
+		r.progress()
+	}
+	r.maybeDone(l)
+}
+
+// tick implements loopRun: it fails pings older than the timeout
+// (dropping their connections) and publishes progress.
+func (r *pingRun) tick(l *loop, now int64) {
+	for i, c := range r.conns {
+		if l.ph != r {
+			return
+		}
+		if r.sent[i] >= 0 && now-r.sent[i] > r.timeout {
+			l.lost(c, ReasonTimeout)
+		}
+	}
+	if r.pr != nil && r.unflushed > 0 {
+		r.pr.Done.Add(r.unflushed)
+		r.unflushed = 0
+	}
+}
+
+func (r *pingRun) progress() {
+	if r.unflushed++; r.unflushed >= progressBatch && r.pr != nil {
+		r.pr.Done.Add(r.unflushed)
+		r.unflushed = 0
+	}
+}
+
+// maybeDone ends the phase here once nothing is in flight.
+func (r *pingRun) maybeDone(l *loop) {
+	if l.ph != r || r.inflight > 0 {
+		return
+	}
+	if r.left > 0 && r.live > 0 {
+		return // cannot happen: an open connection without a ping in flight sends one
+	}
+	r.finish(l, false, 0)
+}
+
+// finish implements loopRun. Pongs of pings still in flight are ignored
+// when they come.
+func (r *pingRun) finish(l *loop, stopped bool, _ int64) {
+	for _, c := range r.conns {
+		c.sentAt = 0
+	}
+	if r.left > 0 && !stopped {
+		r.part.Stopped = StopNoConnections
+	}
+	if r.pr != nil && r.unflushed > 0 {
+		r.pr.Done.Add(r.unflushed)
+	}
+	l.finished(r.id(), &r.part, stopped)
+}

@@ -1,0 +1,30 @@
+package client
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestPing(t *testing.T) {
+	addr := (&echoServer{}).start(t)
+	c := newClient(t, Options{Targets: []string{addr}, Loops: 2})
+	mustConnect(t, c, 10)
+	pr := &Progress{}
+	res, err := c.Ping(t.Context(), PingParams{Total: 2000, Concurrency: 10}, pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Total != 2000 || res.Success != 2000 || res.Failed != 0 || res.Stopped != "" || res.Latency.TotalCount() != 2000 || res.Latency.Min() <= 0 {
+		t.Errorf("result %+v", res)
+	}
+	if pr.Done.Load() != 2000 || pr.Total.Load() != 2000 {
+		t.Errorf("progress %d/%d", pr.Done.Load(), pr.Total.Load())
+	}
+	// An echo phase after it sees no stray pong or message.
+	if e, err := c.Echo(t.Context(), EchoParams{Total: 100, Concurrency: 10, Payload: 16, Verify: true}, nil); err != nil || e.Success != 100 {
+		t.Errorf("echo after ping: %+v, %v", e, err)
+	}
+	if _, err := c.Ping(t.Context(), PingParams{Total: 10, Concurrency: 11}, nil); err == nil || !strings.Contains(err.Error(), "exceeds the 10 open connections") {
+		t.Errorf("too much concurrency: %v", err)
+	}
+}

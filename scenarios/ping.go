@@ -1,0 +1,95 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/metrics"
+	"github.com/wsplan/wsplan/internal/units"
+)
+
+// Ping is a closed loop of control frames: Concurrency connections each
+// keep one ping in flight and send the next as soon as its pong comes,
+// until Total pongs were measured. It measures how fast a server answers
+// pings (its control-frame path and the round trip), apart from any data
+// message's decoding and copying.
+type Ping struct {
+	Total       int64          `yaml:"total" required:"true" min:"1" doc:"pongs to measure"`
+	Concurrency int            `yaml:"concurrency" min:"1" doc:"pings in flight, each on its own connection; default: every open connection"`
+	Timeout     units.Duration `yaml:"timeout" default:"10s" min:"1ns" max:"120s" doc:"longest wait for one pong; a late pong fails and drops its connection"`
+}
+
+func init() {
+	Register(Kind{
+		Name:       "ping",
+		Doc:        "closed loop of pings: C pings in flight, one per connection, until total pongs; control-frame round trip",
+		New:        func() Phase { return &Ping{} },
+		Efficiency: &Efficiency{Rate: "tps", EER: "eer", Count: "success"},
+		Metrics: metrics.Join([]metrics.Def{
+			{Name: "tps", Kind: metrics.Float, Doc: "pongs per second"},
+			{Name: "eer", Kind: metrics.Float, Doc: "tps / server cpu_avg: pongs per second per percent of a core"},
+		}, metrics.Latency, []metrics.Def{
+			{Name: "used", Kind: metrics.Duration, Doc: "wall time of the phase"},
+			{Name: "total", Kind: metrics.Count, Doc: "pongs asked for"},
+			{Name: "success", Kind: metrics.Count, Doc: "pongs received"},
+			{Name: "failed", Kind: metrics.Count, Doc: "pings lost or late"},
+			{Name: "conns", Kind: metrics.Count, Doc: "connections open"},
+			{Name: "concurrency", Kind: metrics.Count, Doc: "pings in flight"},
+			{Name: "client_cpu_per_1m", Kind: metrics.Float, Doc: "client CPU seconds per million pongs"},
+			{Name: "server_cpu_per_1m", Kind: metrics.Float, Doc: "server CPU seconds per million pongs"},
+		}),
+	})
+}
+
+// Defaults implements ContextDefaults: concurrency is every open
+// connection.
+func (p *Ping) Defaults(c Context) {
+	if p.Concurrency == 0 {
+		p.Concurrency = c.Conns
+	}
+}
+
+// Validate implements Phase.
+func (p *Ping) Validate(c Context) []FieldError {
+	var errs []FieldError
+	if c.Conns > 0 && p.Concurrency > c.Conns {
+		errs = append(errs, FieldError{"concurrency", fmt.Sprintf("must be <= the connections opened before it (%d), got %d", c.Conns, p.Concurrency)})
+	}
+	if c.Conns == 0 {
+		errs = append(errs, FieldError{"", "needs open connections: put a connect phase before it"})
+	}
+	return errs
+}
+
+// Run implements Phase.
+func (p *Ping) Run(ctx context.Context, env *Env) (Outcome, error) {
+	conc := min(p.Concurrency, env.Driver.Conns())
+	if conc <= 0 {
+		return Outcome{}, fmt.Errorf("no open connections")
+	}
+	r, err := run[client.PingResult](ctx, env, &client.PingParams{Total: p.Total, Concurrency: conc, Timeout: p.Timeout.D()})
+	if r == nil {
+		return Outcome{}, err // nothing was measured
+	}
+	v := metrics.Values{
+		"used":        r.Used,
+		"total":       r.Total,
+		"success":     r.Success,
+		"failed":      r.Failed,
+		"conns":       int64(env.Driver.Conns()),
+		"concurrency": int64(conc),
+		"tps":         rate(r.Success, r.Used),
+	}
+	latencyValues(v, r.Latency)
+	out := Outcome{Metrics: v}
+	if conc < p.Concurrency {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("concurrency lowered from %d to %d: only %d connections are open", p.Concurrency, conc, conc))
+	}
+	if r.Failed > 0 || r.Stopped == client.StopNoConnections {
+		out.Failed = true
+		out.Error = fmt.Sprintf("%d of %d pings failed: %s", r.Failed, r.Total, errorSummary(r.Errors))
+	}
+	// Interrupted: what was measured so far is kept, with the error.
+	return out, err
+}
