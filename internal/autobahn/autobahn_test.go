@@ -3,7 +3,8 @@ package autobahn
 import (
 	"context"
 	"encoding/json"
-	"flag"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -15,8 +16,6 @@ import (
 	"github.com/gorilla/websocket"
 	"go.uber.org/goleak"
 )
-
-var big = flag.Bool("autobahn.big", false, "also run the cases that move 1 MiB or more (9.1.3-9.1.6, 9.2.3-9.2.6)")
 
 // echoServer is an echo server on gorilla/websocket. With correct set it
 // is the conformant server of gorilla's own Autobahn setup: it checks
@@ -56,9 +55,10 @@ func echoServer(t *testing.T, correct bool) *httptest.Server {
 	return srv
 }
 
-// testCases is every case unless -autobahn.big, then all but the big ones.
+// testExclude leaves out the cases that move 1 MiB or more under -short.
+// (They take well under a second each against an in-process server.)
 func testExclude() []string {
-	if *big {
+	if !testing.Short() {
 		return nil
 	}
 	var ex []string
@@ -82,32 +82,157 @@ func idsWith(rep Report, v Verdict) []string {
 	return ids
 }
 
-func TestGorillaEcho(t *testing.T) {
+// pingCases expect a pong with the ping's payload.
+var pingCases = []string{"2.1", "2.2", "2.3", "2.4", "2.6", "2.9", "2.10", "2.11", "5.6", "5.7", "5.8", "5.19", "5.20"}
+
+// invalidUTF8Cases are the cases whose text is not valid UTF-8: 6.3.x,
+// 6.4.x and the invalid payloads of 6.5-6.23.
+func invalidUTF8Cases() []string {
+	ids := []string{"6.3.1", "6.3.2", "6.4.1", "6.4.2", "6.4.3", "6.4.4"}
+	for gi, g := range utf8Groups() {
+		for pi, p := range g.payloads {
+			if !utf8.ValidString(p) {
+				ids = append(ids, fmt.Sprintf("6.%d.%d", gi+5, pi+1))
+			}
+		}
+	}
+	return ids
+}
+
+func sorted(ids []string) []string {
+	var cs []*Case
+	for _, id := range ids {
+		cs = append(cs, registry[id])
+	}
+	slices.SortFunc(cs, func(a, b *Case) int { return slices.Compare(a.key, b.key) })
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.ID
+	}
+	return out
+}
+
+func checkOrder(t *testing.T, rep Report) {
+	t.Helper()
+	want, err := Select(nil, testExclude())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != len(want) {
+		t.Fatalf("%d results, want %d", len(rep.Results), len(want))
+	}
+	for i, r := range rep.Results {
+		if r.ID != want[i].ID {
+			t.Fatalf("result %d is %s, want %s (case-id order)", i, r.ID, want[i].ID)
+		}
+	}
+}
+
+// TestCorrectServer runs every case against a conformant echo server.
+// What it does not get OK is data about that server, asserted exactly:
+// it validates UTF-8 per message, not per frame, so the fail-fast cases
+// 6.4.x are NON-STRICT; 7.1.6 and 7.13.x are INFORMATIONAL by definition.
+func TestCorrectServer(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	srv := echoServer(t, true)
-	rep, err := Run(context.Background(), Target{URL: wsURL(srv)}, Options{Exclude: testExclude(), Parallel: 8, CaseTimeout: 20 * time.Second})
+	rep, err := Run(context.Background(), Target{URL: wsURL(srv)},
+		Options{Exclude: testExclude(), Parallel: 8, Behavior: Lenient})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv.Close()
+	checkOrder(t, rep)
 	for _, r := range rep.Results {
 		if r.Verdict != OK {
 			t.Logf("%s %s: %s", r.ID, r.Verdict, r.Observed)
 		}
 	}
+	if got, want := idsWith(rep, NonStrict), []string{"6.4.1", "6.4.2", "6.4.3", "6.4.4"}; !slices.Equal(got, want) {
+		t.Errorf("NON-STRICT %v, want %v", got, want)
+	}
+	if got, want := idsWith(rep, Informational), []string{"7.1.6", "7.13.1", "7.13.2"}; !slices.Equal(got, want) {
+		t.Errorf("INFORMATIONAL %v, want %v", got, want)
+	}
+	if got := idsWith(rep, Failed); len(got) != 0 {
+		t.Errorf("FAILED %v, want none", got)
+	}
+	if rep.OK != rep.Cases-7 || rep.Failing != 0 || !rep.Pass() {
+		t.Errorf("counts %+v failing %d: want all OK but 7, none failing under lenient", rep.Counts, rep.Failing)
+	}
 	b, _ := json.Marshal(rep.Counts)
-	t.Logf("counts %s failing %d in %v", b, rep.Failing, rep.Duration)
+	t.Logf("counts %s in %v", b, rep.Duration)
 }
 
-func TestBrokenEcho(t *testing.T) {
+// TestBrokenServer injects two bugs (invalid UTF-8 echoed, pings answered
+// with a wrong payload): exactly the UTF-8 cases and the ping cases fail.
+func TestBrokenServer(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	srv := echoServer(t, false)
-	rep, err := Run(context.Background(), Target{URL: wsURL(srv)}, Options{Exclude: testExclude(), Parallel: 8, CaseTimeout: 20 * time.Second})
+	rep, err := Run(context.Background(), Target{URL: wsURL(srv)},
+		Options{Exclude: testExclude(), Parallel: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv.Close()
-	t.Logf("failed: %v", idsWith(rep, Failed))
-	t.Logf("non-strict: %v", idsWith(rep, NonStrict))
-	_ = slices.Contains[[]string]
+	checkOrder(t, rep)
+	want := sorted(append(slices.Clone(pingCases), invalidUTF8Cases()...))
+	if got := idsWith(rep, Failed); !slices.Equal(got, want) {
+		t.Errorf("FAILED\n got %v\nwant %v", got, want)
+	}
+	if rep.Failed != len(want) || rep.Failing != len(want) || rep.Pass() {
+		t.Errorf("counts %+v failing %d, want %d failed", rep.Counts, rep.Failing, len(want))
+	}
+	byID := map[string]Result{}
+	for _, r := range rep.Results {
+		byID[r.ID] = r
+	}
+	for id, sub := range map[string]string{
+		"2.2":   `got [pong "wrong"], expected [pong "Hello, world!"] (OK)`,
+		"6.3.1": "client started the closing handshake",
+		"6.8.1": `got nothing, expected nothing (OK)`,
+	} {
+		if r := byID[id]; !strings.Contains(r.Observed, sub) {
+			t.Errorf("%s observed %q, want it to contain %q", id, r.Observed, sub)
+		}
+	}
+	if r := byID["6.3.1"]; !strings.Contains(r.Observed, "server sent a bad frame: encountered invalid UTF-8") {
+		t.Errorf("6.3.1 observed %q: want the echoed invalid text reported", r.Observed)
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	rep, err := Run(context.Background(), Target{Addr: addr}, Options{Cases: []string{"1.1.*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Cases != 8 || rep.Failed != 8 {
+		t.Fatalf("counts %+v, want 8 failed", rep.Counts)
+	}
+	if o := rep.Results[0].Observed; !strings.Contains(o, "opening handshake failed: dial "+addr) {
+		t.Errorf("observed %q", o)
+	}
+}
+
+func TestRunBadOptions(t *testing.T) {
+	for _, c := range []struct {
+		t    Target
+		o    Options
+		want string
+	}{
+		{Target{URL: "http://x/"}, Options{}, `target url "http://x/": scheme must be ws or wss`},
+		{Target{}, Options{}, "target: neither url nor addr given"},
+		{Target{Addr: "x:1"}, Options{Behavior: "loose"}, `behavior "loose": must be "strict" or "lenient"`},
+		{Target{Addr: "x:1"}, Options{Cases: []string{"8.*"}}, `case pattern "8.*" matches no implemented case`},
+	} {
+		if _, err := Run(context.Background(), c.t, c.o); err == nil || err.Error() != c.want {
+			t.Errorf("%+v %+v: error %v, want %q", c.t, c.o, err, c.want)
+		}
+	}
 }

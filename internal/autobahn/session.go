@@ -241,8 +241,6 @@ func (s *session) after(d time.Duration, fn func()) *timerRef {
 
 // --- what cases call (Autobahn's protocol API) ---
 
-func seconds(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
-
 // expect adds an acceptable outcome.
 func (s *session) expect(v Verdict, evs ...event) {
 	s.expected = append(s.expected, outcome{verdict: v, events: evs})
