@@ -25,6 +25,7 @@ type Case struct {
 	onMessage     func(s *session, ev event) // replaces "record and finish when done" (9.x)
 	post          func(s *session)           // after judging (Autobahn's onConnectionLost overrides)
 	suppressClose bool                       // finishWhenDone does not start the closing handshake
+	offers        []deflateOffer             // permessage-deflate offers (12.x, 13.x); nil: no extension offered
 }
 
 var registry = map[string]*Case{}

@@ -19,7 +19,7 @@ func TestCatalog(t *testing.T) {
 			t.Errorf("%s: description or expectation missing", c.ID)
 		}
 	}
-	want := map[string]int{"1": 16, "2": 11, "3": 7, "4": 10, "5": 20, "6": 145, "7": 37, "9": 12}
+	want := map[string]int{"1": 16, "2": 11, "3": 7, "4": 10, "5": 20, "6": 145, "7": 37, "9": 12, "12": 90, "13": 126}
 	for sec, n := range want {
 		if per[sec] != n {
 			t.Errorf("section %s: %d cases, want %d", sec, per[sec], n)
@@ -30,12 +30,15 @@ func TestCatalog(t *testing.T) {
 	}
 	var bigs []string
 	for _, c := range Cases() {
-		if c.Big {
+		if c.Big && !strings.HasPrefix(c.ID, "12.") && !strings.HasPrefix(c.ID, "13.") {
 			bigs = append(bigs, c.ID)
+		}
+		if deflate := c.key[0] == 12 || c.key[0] == 13; deflate && c.Big != (c.key[2] >= 5) {
+			t.Errorf("%s: Big %v, want it for 4 KiB messages and up", c.ID, c.Big)
 		}
 	}
 	if want := []string{"9.1.3", "9.1.4", "9.1.5", "9.1.6", "9.2.3", "9.2.4", "9.2.5", "9.2.6"}; !slices.Equal(bigs, want) {
-		t.Errorf("big cases %v, want %v", bigs, want)
+		t.Errorf("big cases outside 12/13: %v, want %v", bigs, want)
 	}
 }
 
@@ -47,15 +50,17 @@ func TestSelect(t *testing.T) {
 		last   string
 		err    string
 	}{
-		{nil, nil, 258, "1.1.1", "9.2.6", ""},
+		{nil, nil, 474, "1.1.1", "13.7.18", ""},
+		{nil, []string{"12.*", "13.*"}, 258, "1.1.1", "9.2.6", ""},
 		{[]string{"1.*"}, nil, 16, "1.1.1", "1.2.8", ""},
 		{[]string{"2.1"}, nil, 1, "2.1", "2.1", ""},
 		{[]string{"2.1*"}, nil, 3, "2.1", "2.11", ""},
 		{[]string{"6.4.*"}, nil, 4, "6.4.1", "6.4.4", ""},
-		{[]string{"*.1"}, []string{"6.*"}, 15, "1.1.1", "9.2.1", ""},
+		{[]string{"*.1"}, []string{"6.*"}, 27, "1.1.1", "13.7.1", ""},
+		{[]string{"12.*"}, nil, 90, "12.1.1", "12.5.18", ""},
 		{[]string{"7.*"}, []string{"7.7.*", "7.9.*"}, 15, "7.1.1", "7.13.2", ""},
 		{[]string{"5.2", "5.10", "5.1"}, nil, 3, "5.1", "5.10", ""},
-		{[]string{"12.*"}, nil, 0, "", "", `case pattern "12.*" matches no implemented case`},
+		{[]string{"14.*"}, nil, 0, "", "", `case pattern "14.*" matches no implemented case`},
 		{nil, []string{"1.1.9"}, 0, "", "", `case pattern "1.1.9" matches no implemented case`},
 	} {
 		got, err := Select(c.in, c.ex)
@@ -172,4 +177,67 @@ func FuzzReadFrame(f *testing.F) {
 			t.Fatalf("payload of %d bytes from %d input bytes", len(got.payload), len(b))
 		}
 	})
+}
+
+func TestParseDeflateResponse(t *testing.T) {
+	for _, c := range []struct {
+		h    string
+		want deflateParams
+		err  string
+	}{
+		{"permessage-deflate", deflateParams{}, ""},
+		{"permessage-deflate; server_no_context_takeover; client_no_context_takeover", deflateParams{serverNoContextTakeover: true, clientNoContextTakeover: true}, ""},
+		{"permessage-deflate;server_max_window_bits=9; client_max_window_bits=\"12\"", deflateParams{serverMaxWindowBits: 9, clientMaxWindowBits: 12}, ""},
+		{"x-webkit-deflate-frame", deflateParams{}, `server accepted extension "x-webkit-deflate-frame" that was not offered`},
+		{"permessage-deflate, permessage-deflate", deflateParams{}, `server accepted 2 extensions "permessage-deflate, permessage-deflate", want one permessage-deflate`},
+		{"permessage-deflate; server_max_window_bits=7", deflateParams{}, `permessage-deflate server_max_window_bits="7": must be 8-15`},
+		{"permessage-deflate; client_max_window_bits", deflateParams{}, `permessage-deflate client_max_window_bits="": must be 8-15`},
+		{"permessage-deflate; server_no_context_takeover; server_no_context_takeover", deflateParams{}, "permessage-deflate parameter server_no_context_takeover given twice"},
+		{"permessage-deflate; mystery=1", deflateParams{}, `permessage-deflate parameter "mystery" unknown`},
+	} {
+		got, err := parseDeflateResponse(c.h)
+		if c.err != "" {
+			if err == nil || err.Error() != c.err {
+				t.Errorf("%q: error %v, want %q", c.h, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%q: %+v, %v; want %+v", c.h, got, err, c.want)
+		}
+	}
+}
+
+// TestDeflateRoundTrip compresses messages with and without context
+// takeover and inflates them with a peer that keeps (or not) its window.
+func TestDeflateRoundTrip(t *testing.T) {
+	msg := bytes.Repeat([]byte("context takeover pays when messages repeat. "), 20)
+	for _, noTakeover := range []bool{false, true} {
+		p := deflateParams{clientNoContextTakeover: noTakeover, serverNoContextTakeover: noTakeover}
+		tx, err := newDeflater(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rx, _ := newDeflater(p)
+		var sizes []int
+		for range 3 {
+			c, err := tx.compress(msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sizes = append(sizes, len(c))
+			out, err := rx.inflate(c)
+			if err != nil || !bytes.Equal(out, msg) {
+				t.Fatalf("noTakeover=%v: inflate: %v (%d bytes back)", noTakeover, err, len(out))
+			}
+		}
+		if shrinks := sizes[1] < sizes[0]/2; shrinks == noTakeover {
+			t.Errorf("noTakeover=%v: compressed sizes %v", noTakeover, sizes)
+		}
+	}
+	// An empty message compresses to one byte (RFC 7692 7.2.3.6).
+	d, _ := newDeflater(deflateParams{})
+	if c, err := d.compress(nil); err != nil || len(c) != 1 {
+		t.Errorf("empty message: %x, %v", c, err)
+	}
 }

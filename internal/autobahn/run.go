@@ -239,7 +239,7 @@ func runCase(ctx context.Context, c *Case, ep endpoint, timeout time.Duration) R
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	res := Result{ID: c.ID, Description: c.Description}
-	conn, br, err := ep.open(ctx)
+	conn, br, pmd, err := ep.open(ctx, c.offers)
 	if err != nil {
 		res.Verdict, res.Behavior, res.CloseBehavior = Failed, Failed, closeFailed
 		res.Observed = err.Error()
@@ -248,6 +248,15 @@ func runCase(ctx context.Context, c *Case, ep endpoint, timeout time.Duration) R
 	}
 	deadline, _ := ctx.Deadline()
 	s := newSession(c, conn, br, deadline)
+	if pmd != nil {
+		if s.pmd, err = newDeflater(*pmd); err != nil {
+			_ = conn.Close() // the deflater error is what matters
+			res.Verdict, res.Behavior, res.CloseBehavior = Failed, Failed, closeFailed
+			res.Observed = err.Error()
+			res.Duration = time.Since(start)
+			return res
+		}
+	}
 	s.run(ctx)
 	res.Verdict = s.verdict()
 	res.Behavior = s.behavior
@@ -260,12 +269,13 @@ func runCase(ctx context.Context, c *Case, ep endpoint, timeout time.Duration) R
 	return res
 }
 
-// open dials and performs the opening handshake (RFC 6455 4.1). No
-// extension and no subprotocol is offered.
-func (ep endpoint) open(ctx context.Context) (net.Conn, *bufio.Reader, error) {
+// open dials and performs the opening handshake (RFC 6455 4.1). It offers
+// permessage-deflate when offers is not empty and returns what the server
+// accepted (nil: no extension); no subprotocol is offered.
+func (ep endpoint) open(ctx context.Context, offers []deflateOffer) (net.Conn, *bufio.Reader, *deflateParams, error) {
 	conn, err := ep.dial(ctx, "tcp", ep.addr)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: dial %s: %w", errHandshake, ep.addr, err)
+		return nil, nil, nil, fmt.Errorf("%w: dial %s: %w", errHandshake, ep.addr, err)
 	}
 	if tc, ok := conn.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true) // already Go's default; an error changes nothing here
@@ -274,13 +284,13 @@ func (ep endpoint) open(ctx context.Context) (net.Conn, *bufio.Reader, error) {
 		tc := tls.Client(conn, ep.tls)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			_ = conn.Close() // the TLS error is what matters
-			return nil, nil, fmt.Errorf("%w: tls: %w", errHandshake, err)
+			return nil, nil, nil, fmt.Errorf("%w: tls: %w", errHandshake, err)
 		}
 		conn = tc
 	}
-	fail := func(format string, args ...any) (net.Conn, *bufio.Reader, error) {
+	fail := func(format string, args ...any) (net.Conn, *bufio.Reader, *deflateParams, error) {
 		_ = conn.Close() // the handshake error is what matters
-		return nil, nil, fmt.Errorf("%w: %s", errHandshake, fmt.Sprintf(format, args...))
+		return nil, nil, nil, fmt.Errorf("%w: %s", errHandshake, fmt.Sprintf(format, args...))
 	}
 	if d, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(d) // an error shows up in the I/O below
@@ -291,6 +301,9 @@ func (ep endpoint) open(ctx context.Context) (net.Conn, *bufio.Reader, error) {
 	var req strings.Builder
 	fmt.Fprintf(&req, "GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n", ep.path, ep.host)
 	fmt.Fprintf(&req, "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\nUser-Agent: wsplan-autobahn\r\n", key)
+	if len(offers) > 0 {
+		fmt.Fprintf(&req, "Sec-WebSocket-Extensions: %s\r\n", offersHeader(offers))
+	}
 	for k, vs := range ep.header {
 		for _, v := range vs {
 			fmt.Fprintf(&req, "%s: %s\r\n", k, v)
@@ -315,9 +328,17 @@ func (ep endpoint) open(ctx context.Context) (net.Conn, *bufio.Reader, error) {
 	if got, want := resp.Header.Get("Sec-WebSocket-Accept"), base64.StdEncoding.EncodeToString(h[:]); got != want {
 		return fail("Sec-WebSocket-Accept %q, want %q", got, want)
 	}
-	if ext := resp.Header.Get("Sec-WebSocket-Extensions"); ext != "" {
-		return fail("server accepted extension %q that was not offered", ext)
+	var pmd *deflateParams
+	if ext := strings.Join(resp.Header.Values("Sec-WebSocket-Extensions"), ", "); ext != "" {
+		if len(offers) == 0 {
+			return fail("server accepted extension %q that was not offered", ext)
+		}
+		p, err := parseDeflateResponse(ext)
+		if err != nil {
+			return fail("%v", err)
+		}
+		pmd = &p
 	}
 	_ = conn.SetDeadline(time.Time{}) // reads run until the case ends; writes set their own deadline
-	return conn, br, nil
+	return conn, br, pmd, nil
 }

@@ -134,6 +134,11 @@ type session struct {
 	msgBuf  []byte
 	checked int // msgBuf[:checked] is known valid UTF-8 up to a code point end
 
+	// permessage-deflate, when the server accepted the case's offer.
+	pmd           *deflater
+	msgCompressed bool
+	deflateNext   func(ev event) // 12.x/13.x: check an echo, send the next message
+
 	violation string // first protocol violation by the server that the client saw
 	lostErr   error  // why the read side ended, if the server ended it
 	writeErr  error
@@ -275,6 +280,33 @@ func (s *session) sendMessage(p string, binaryMsg bool, fragSize int) {
 	}
 }
 
+// sendCompressed sends one compressed message (RSV1 on its first frame),
+// its compressed payload cut into frames of frag bytes when frag > 0
+// (Autobahn's autoFragmentSize).
+func (s *session) sendCompressed(msg []byte, binaryMsg bool, frag int) {
+	p, err := s.pmd.compress(msg)
+	if err != nil {
+		s.result = "client could not compress: " + err.Error()
+		s.sendClose(closeNormal, "")
+		return
+	}
+	op := opText
+	if binaryMsg {
+		op = opBinary
+	}
+	if frag <= 0 {
+		frag = len(p)
+	}
+	for i := 0; i == 0 || i < len(p); i += frag {
+		end := min(i+frag, len(p))
+		f := frame{op: opCont, fin: end == len(p), payload: p[i:end]}
+		if i == 0 {
+			f.op, f.rsv = op, 4
+		}
+		s.send(f)
+	}
+}
+
 // write puts b on the wire, in chops of chop bytes if chop > 0, each chop
 // (or the whole, when sync) followed by a short pause.
 func (s *session) write(b []byte, chop int, sync bool) {
@@ -390,8 +422,11 @@ func (s *session) connectionLost(err error) {
 
 func (s *session) processFrame(f rxFrame) {
 	bad := ""
+	// RSV1 marks a compressed message: only on its first frame, and only
+	// with permessage-deflate negotiated (RFC 7692 6).
+	rsv1OK := s.pmd != nil && f.rsv == 4 && (f.op == opText || f.op == opBinary) && !s.inMsg
 	switch {
-	case f.rsv != 0:
+	case f.rsv != 0 && !rsv1OK:
 		bad = "RSV != 0 and no extension negotiated"
 	case f.masked:
 		bad = "masked server-to-client frame"
@@ -441,9 +476,10 @@ func (s *session) onDataFrame(f rxFrame) {
 		s.msgOp = f.op
 		s.msgBuf = nil
 		s.checked = 0
+		s.msgCompressed = f.rsv == 4
 	}
 	s.msgBuf = append(s.msgBuf, f.payload...)
-	if s.msgOp == opText {
+	if s.msgOp == opText && !s.msgCompressed {
 		n, ok := validPrefix(s.msgBuf[s.checked:])
 		s.checked += n
 		if !ok {
@@ -455,6 +491,19 @@ func (s *session) onDataFrame(f rxFrame) {
 		return
 	}
 	s.inMsg = false
+	if s.msgCompressed {
+		out, err := s.pmd.inflate(s.msgBuf)
+		if err != nil {
+			s.protocolViolation(closeProtocolError, "compressed message does not inflate: "+err.Error())
+			return
+		}
+		s.msgBuf = out
+		if s.msgOp == opText && !utf8.Valid(out) {
+			s.protocolViolationPayload("encountered invalid UTF-8 while processing text message")
+			return
+		}
+		s.checked = len(out)
+	}
 	if s.msgOp == opText && s.checked != len(s.msgBuf) {
 		s.protocolViolationPayload("UTF-8 text message payload ended within Unicode code point")
 		return

@@ -118,9 +118,13 @@ func (s *session) observed() string {
 	}
 	if len(s.expected) == 0 {
 		// The case judges its events itself (9.x): its result says how.
-		fmt.Fprintf(&b, "%s: ", strings.TrimSuffix(s.result, "."))
+		b.WriteString(strings.TrimSuffix(s.result, "."))
+		if len(s.received) > 0 {
+			fmt.Fprintf(&b, ": got %s", describeEvents(s.received))
+		}
+	} else {
+		fmt.Fprintf(&b, "got %s", describeEvents(s.received))
 	}
-	fmt.Fprintf(&b, "got %s", describeEvents(s.received))
 	if s.behavior != OK && s.behavior != Informational && len(s.expected) > 0 {
 		var alts []string
 		for _, o := range s.expected {
