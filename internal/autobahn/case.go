@@ -17,7 +17,9 @@ type Case struct {
 	Description string
 	// Expectation says what a conformant server does.
 	Expectation string
-	// Big marks cases that move 1 MiB or more (9.1.3-9.1.6, 9.2.3-9.2.6).
+	// Big marks the heavy cases: 1 MiB messages and up (9.1.3-9.1.6,
+	// 9.2.3-9.2.6) and 1000 compressed messages of 4 KiB and up
+	// (12.x.5-18, 13.x.5-18).
 	Big bool
 
 	key           []int                      // ID as numbers, for ordering

@@ -23,7 +23,7 @@
 // stream (octet-wise chops, frame-wise "sync" writes), the same timers
 // (killAfter, closeAfter, continueLater, and the client's 1 s close
 // handshake and server-drop timeouts) and the same expected events and
-// close behavior. Implemented (258 cases):
+// close behavior. Implemented (474 cases):
 //
 //	1.1.1-1.2.8   text and binary messages of 0, 125, 126, 127, 128, 65535
 //	              and 65536 bytes, the last also in 997-byte chops
@@ -43,16 +43,38 @@
 //	              close payload sizes 0-126, invalid UTF-8 reason, valid
 //	              (7.7.x) and invalid (7.9.x) close codes, 5000 and 65535
 //	              (7.13.x, informational)
-//	9.1.1-9.2.6   text and binary messages of 64 KiB to 16 MiB (Case.Big
-//	              marks the ones of 1 MiB and more)
+//	9.1.1-9.2.6   text and binary messages of 64 KiB to 16 MiB
+//	12.1.1-12.5.18  permessage-deflate, default offer: 1000 compressed
+//	              messages of 16 B to 128 KiB each, whole or auto-fragmented
+//	              into 256 B-32 KiB frames, on five data sets
+//	13.1.1-13.7.18  the same on the JSON data set with seven offers
+//	              (server_no_context_takeover, server_max_window_bits 9/15,
+//	              and a list of three offers)
+//
+// Case.Big marks the heavy cases: 9.1.3-9.1.6 and 9.2.3-9.2.6 (1-16 MiB
+// messages, fast on loopback) and 12.x/13.x from the 4 KiB size up
+// (12.x.5-18, 13.x.5-18: 1000 messages of 4-128 KiB each, seconds per
+// case).
+//
+// Deflate cases offer permessage-deflate as Autobahn's client does
+// (client_no_context_takeover and client_max_window_bits always, plus the
+// case's server parameters); a server that does not accept gets
+// UNIMPLEMENTED. Every other case offers no extension, and a server that
+// answers with one fails the opening handshake. The client compresses
+// with context takeover unless the server asks client_no_context_takeover,
+// Huffman-only when the server limits client_max_window_bits (Go's flate
+// always uses a 32 KiB window), and inflates with the server's window
+// carried over unless server_no_context_takeover. Autobahn's deflate data
+// sets are files shipped with the testsuite (Faust, the Lena bitmap, a
+// PDF, a JSON and an HTML file); they are not copied here but replaced by
+// deterministic generated data of the same nature, so verdicts are
+// comparable and compression ratios are not.
 //
 // Not implemented: 9.3-9.8 (fragmented and chopped big messages, message
-// throughput), 10.1.1 (client auto-fragmentation), 12.x and 13.x
-// (permessage-deflate; the client offers no extension, and a server that
-// answers with one fails the opening handshake). Where Autobahn's case
-// text and code disagree (3.6 says "ping" but sends a binary frame) the
-// code is followed. 9.x also checks the echoed bytes, not only the length
-// (Autobahn's FIXME).
+// throughput) and 10.1.1 (client auto-fragmentation, a check of the
+// client itself). Where Autobahn's case text and code disagree (3.6 says
+// "ping" but sends a binary frame) the code is followed. 9.x also checks
+// the echoed bytes, not only the length (Autobahn's FIXME).
 //
 // # Verdicts
 //
@@ -61,7 +83,8 @@
 // "timeout" marks) equal one of the case's expected sequences, each tied
 // to a verdict: OK, NON-STRICT (e.g. 6.4.x when the server rejects bad
 // UTF-8 only at the end of the message), INFORMATIONAL (7.1.6, 7.13.x:
-// the RFC leaves it open), UNIMPLEMENTED (reserved for extension cases),
+// the RFC leaves it open), UNIMPLEMENTED (12.x/13.x when the server does
+// not negotiate permessage-deflate),
 // or FAILED. CloseBehavior judges the closing handshake, in this order:
 // FAILED (the wrong side started it), UNCLEAN (a clean close was required
 // and did not happen), WRONG CODE (the server's close code is not one the
