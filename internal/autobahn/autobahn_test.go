@@ -320,3 +320,48 @@ func TestDeflateContextTakeover(t *testing.T) {
 	}
 	t.Logf("counts %+v in %v", rep.Counts, rep.Duration)
 }
+
+// TestInterrupted cancels a run in the middle: finished cases are
+// reported, the rest are left out, and nothing leaks.
+func TestInterrupted(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	srv := echoServer(t, true)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(1500*time.Millisecond, cancel)
+	// 6.4.x take 2 s each against this server; 1.1.1 a few ms.
+	rep, err := Run(ctx, Target{URL: wsURL(srv)}, Options{Cases: []string{"1.1.1", "6.4.*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	if !rep.Interrupted || rep.Cases != 1 || rep.Results[0].ID != "1.1.1" || rep.OK != 1 {
+		t.Errorf("interrupted %v, %d cases %+v", rep.Interrupted, rep.Cases, rep.Results)
+	}
+}
+
+// TestCaseTimeout: a server that never answers is cut by CaseTimeout
+// when that is shorter than the case's own timers.
+func TestCaseTimeout(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	stop := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		up := websocket.Upgrader{}
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		<-stop // never reads: the case's frames go unanswered
+	}))
+	defer srv.Close()
+	rep, err := Run(context.Background(), Target{URL: wsURL(srv)}, Options{Cases: []string{"9.1.1"}, CaseTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	srv.Close()
+	r := rep.Results[0]
+	if r.Verdict != Failed || !strings.HasPrefix(r.Observed, "case timeout") || r.Duration > 5*time.Second {
+		t.Errorf("%s %s after %v: %s", r.ID, r.Verdict, r.Duration, r.Observed)
+	}
+}

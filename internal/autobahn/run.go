@@ -97,6 +97,9 @@ type Report struct {
 	Failing  int           `json:"failing"`
 	Results  []Result      `json:"results"`
 	Duration time.Duration `json:"duration"` // ns, wall time of the whole run
+	// Interrupted says the caller's context ended the run early; cases
+	// that did not finish are left out.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // Pass reports whether every case passed under the report's Behavior.
@@ -106,7 +109,8 @@ func (r Report) Pass() bool { return r.Failing == 0 }
 // It returns an error only for bad options or target (an unknown case
 // pattern, an unparsable URL); a server that cannot be reached fails each
 // case with the dial error as the observed behavior. Cancelling ctx stops
-// the run: cases not yet started are left out of the report.
+// the run: cases not finished are left out of the report, which is then
+// marked Interrupted.
 func Run(ctx context.Context, t Target, o Options) (Report, error) {
 	cases, err := Select(o.Cases, o.Exclude)
 	if err != nil {
@@ -138,6 +142,9 @@ func Run(ctx context.Context, t Target, o Options) (Report, error) {
 			defer wg.Done()
 			for i := range next {
 				r := runCase(ctx, cases[i], ep, o.CaseTimeout)
+				if ctx.Err() != nil {
+					continue // cut short by the caller: no verdict
+				}
 				r.Pass = o.Behavior.Passes(r.Verdict)
 				results[i] = &r
 			}
@@ -157,6 +164,7 @@ feed:
 	rep := Report{Behavior: o.Behavior, Duration: time.Since(start)}
 	for _, r := range results {
 		if r == nil {
+			rep.Interrupted = true
 			continue
 		}
 		rep.Results = append(rep.Results, *r)

@@ -114,7 +114,7 @@ func (s *session) verdict() Verdict {
 func (s *session) observed() string {
 	var b strings.Builder
 	if s.timedOut {
-		b.WriteString("case timeout; ")
+		b.WriteString("case timeout (the case's own timers did not end it); ")
 	}
 	if len(s.expected) == 0 {
 		// The case judges its events itself (9.x): its result says how.
