@@ -210,6 +210,7 @@ func registerDeflate(prefix string, d testData, offers []deflateOffer, offerDesc
 					s.sendCompressed(want, d.binary, sz.frag)
 				}
 				s.deflateNext = func(ev event) {
+					s.progress = fmt.Sprintf("%d of %d messages echoed", count, sz.count)
 					switch {
 					case ev.binary != d.binary:
 						s.result = fmt.Sprintf("Echo'ed message %d: type differs from what I sent (got binary %t, expected binary %t).", count, ev.binary, d.binary)

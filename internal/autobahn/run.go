@@ -256,6 +256,7 @@ func runCase(ctx context.Context, c *Case, ep endpoint, timeout time.Duration) R
 	}
 	deadline, _ := ctx.Deadline()
 	s := newSession(c, conn, br, deadline)
+	s.timeout = timeout
 	if pmd != nil {
 		if s.pmd, err = newDeflater(*pmd); err != nil {
 			_ = conn.Close() // the deflater error is what matters

@@ -143,6 +143,8 @@ type session struct {
 	lostErr   error  // why the read side ended, if the server ended it
 	writeErr  error
 	timedOut  bool
+	timeout   time.Duration // the case timeout, for the observed text
+	progress  string        // how far a long case got (12.x/13.x), for the observed text
 	killed    bool
 }
 

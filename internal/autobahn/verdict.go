@@ -114,9 +114,13 @@ func (s *session) verdict() Verdict {
 func (s *session) observed() string {
 	var b strings.Builder
 	if s.timedOut {
-		b.WriteString("case timeout (the case's own timers did not end it); ")
+		fmt.Fprintf(&b, "case timeout after %v (the case's own timers had not ended it)", s.timeout)
+		if s.progress != "" {
+			fmt.Fprintf(&b, ", %s", s.progress)
+		}
+		b.WriteString("; ")
 	}
-	if len(s.expected) == 0 {
+	if len(s.expected) == 0 && !s.timedOut {
 		// The case judges its events itself (9.x): its result says how.
 		b.WriteString(strings.TrimSuffix(s.result, "."))
 		if len(s.received) > 0 {
