@@ -369,7 +369,7 @@ func (s *session) sendCloseFrame(code int, reason []byte, isReply bool) {
 // killAfter: with failByDrop off this sends close 1001).
 func (s *session) killAfter(d time.Duration) {
 	s.after(d, func() {
-		s.killed = true
+		s.killed = s.state == stateOpen // else the closing handshake is already under way
 		s.failConnection(closeGoingAway, "Going Away")
 	})
 }
