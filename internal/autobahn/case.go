@@ -18,7 +18,7 @@ type Case struct {
 	// Expectation says what a conformant server does.
 	Expectation string
 	// Big marks the heavy cases: 1 MiB messages and up (9.1.3-9.1.6,
-	// 9.2.3-9.2.6) and 1000 compressed messages of 4 KiB and up
+	// 9.2.3-9.2.6, 9.3-9.6) and 1000 compressed messages of 4 KiB and up
 	// (12.x.5-18, 13.x.5-18).
 	Big bool
 

@@ -139,46 +139,120 @@ func init() {
 		})
 	}
 
-	// 9.1.x / 9.2.x: text and binary messages of 64 KiB to 16 MiB.
+	registerLimits()
+}
+
+// bigEcho registers a 9.x case that sends one big message (send writes
+// it) and checks the one echo: kind and length as Autobahn does, and the
+// bytes too (Autobahn's FIXME).
+func bigEcho(id, desc, kind string, want []byte, waitSecs int, send func(s *session)) {
+	register(&Case{
+		ID: id, Description: desc,
+		Expectation: fmt.Sprintf("Receive echo'ed %s message (with payload as sent).", kind),
+		Big:         len(want) >= 1<<20,
+		open: func(s *session) {
+			s.behavior = Failed
+			s.result = fmt.Sprintf("Did not receive message within %d seconds.", waitSecs)
+			s.expClose = normalClose()
+			send(s)
+			s.closeAfter(time.Duration(waitSecs) * time.Second)
+		},
+		onMessage: func(s *session, ev event) {
+			switch {
+			case ev.binary != (kind == "binary"):
+				s.result = fmt.Sprintf("Expected %s message with payload, but got the other kind.", kind)
+			case len(ev.payload) != len(want):
+				s.result = fmt.Sprintf("Expected %s message with payload of length %d, but got %d.", kind, len(want), len(ev.payload))
+			case string(ev.payload) != string(want):
+				s.result = fmt.Sprintf("Received %s message of length %d with a different payload.", kind, len(want))
+			default:
+				s.behavior = OK
+				s.result = fmt.Sprintf("Received %s message of length %d.", kind, len(want))
+			}
+			s.received = append(s.received, event{kind: "message", payload: ev.payload[:min(len(ev.payload), 32)], binary: ev.binary})
+			s.sendClose(closeNormal, "")
+		},
+	})
+}
+
+// registerLimits adds section 9 ("limits/performance"): big messages,
+// whole (9.1, 9.2), fragmented (9.3, 9.4), chopped (9.5, 9.6), and 1000
+// small messages one after the other (9.7, 9.8).
+func registerLimits() {
+	kinds := []struct {
+		name    string
+		op      byte
+		pattern string // repeated to the message size (9.1, 9.2, 9.5, 9.6)
+		fill    string // the one byte of 9.3, 9.4, 9.7, 9.8
+	}{{"text", opText, "BAsd7&jh23", "*"}, {"binary", opBinary, "\x00\xfe\x23\xfa\xf0", "\xfe"}}
+
 	sizes := []struct {
 		n    int
 		name string
 	}{{64 << 10, "64k"}, {256 << 10, "256k"}, {1 << 20, "1M"}, {4 << 20, "4M"}, {8 << 20, "8M"}, {16 << 20, "16M"}}
 	// Autobahn's WAITSECS per case, 9.1.x then 9.2.x.
 	waits := [2][6]int{{10, 10, 100, 100, 100, 100}, {10, 10, 10, 10, 100, 100}}
-	for sec, kind := range []string{"text", "binary"} {
+	for sec, k := range kinds {
 		for i, sz := range sizes {
-			wait := time.Duration(waits[sec][i]) * time.Second
-			op, pattern := opText, "BAsd7&jh23"
-			if kind == "binary" {
-				op, pattern = opBinary, "\x00\xfe\x23\xfa\xf0"
-			}
+			f := fr(k.op, k.pattern).repeatTo(sz.n)
+			bigEcho(fmt.Sprintf("9.%d.%d", sec+1, i+1), fmt.Sprintf("Send %s message with payload of length %d (%s).", k.name, sz.n, sz.name),
+				k.name, f.body(), waits[sec][i], func(s *session) { s.send(f) })
+		}
+	}
+
+	// 9.3.x / 9.4.x: a 4 MiB message in fragments of 64 B to 4 MiB.
+	frags := []struct {
+		n    int
+		name string
+	}{{64, "64"}, {256, "256"}, {1 << 10, "1k"}, {4 << 10, "4k"}, {16 << 10, "16k"}, {64 << 10, "64k"}, {256 << 10, "256k"}, {1 << 20, "1M"}, {4 << 20, "4M"}}
+	for sec, k := range kinds {
+		msg := strings.Repeat(k.fill, 4<<20)
+		for i, fs := range frags {
+			bigEcho(fmt.Sprintf("9.%d.%d", sec+3, i+1),
+				fmt.Sprintf("Send fragmented %s message with message payload of length 4 * 2**20 (4M). Sent out in fragments of %s.", k.name, fs.name),
+				k.name, []byte(msg), 100, func(s *session) { s.sendMessage(msg, k.op == opBinary, fs.n) })
+		}
+	}
+
+	// 9.5.x / 9.6.x: a 1 MiB message written in chops of 64 B to 2 KiB.
+	for sec, k := range kinds {
+		f := fr(k.op, k.pattern).repeatTo(1 << 20)
+		for i, chop := range []int{64, 128, 256, 512, 1024, 2048} {
+			bigEcho(fmt.Sprintf("9.%d.%d", sec+5, i+1),
+				fmt.Sprintf("Send %s message with payload of length 1 * 2**20 (1M). Sent out data in chops of %d octets.", k.name, chop),
+				k.name, f.body(), 1000, func(s *session) { s.send(f.chopped(chop)) })
+		}
+	}
+
+	// 9.7.x / 9.8.x: 1000 messages of 0 B to 4 KiB, each sent when the
+	// previous one came back.
+	for sec, k := range kinds {
+		for i, t := range []struct{ n, count, wait int }{{0, 1000, 60}, {16, 1000, 60}, {64, 1000, 60}, {256, 1000, 120}, {1024, 1000, 240}, {4096, 1000, 480}} {
 			register(&Case{
-				ID:          fmt.Sprintf("9.%d.%d", sec+1, i+1),
-				Description: fmt.Sprintf("Send %s message with payload of length %d (%s).", kind, sz.n, sz.name),
-				Expectation: fmt.Sprintf("Receive echo'ed %s message (with payload as sent).", kind),
-				Big:         sz.n >= 1<<20,
+				ID:          fmt.Sprintf("9.%d.%d", sec+7, i+1),
+				Description: fmt.Sprintf("Send %d %s messages of payload size %d to measure implementation/network RTT (round trip time) / latency.", t.count, k.name, t.n),
+				Expectation: fmt.Sprintf("Receive echo'ed %s messages (with payload as sent). Timeout case after %d secs.", k.name, t.wait),
 				open: func(s *session) {
 					s.behavior = Failed
-					s.result = fmt.Sprintf("Did not receive message within %d seconds.", waits[sec][i])
+					s.result = fmt.Sprintf("Case did not finish within %d seconds.", t.wait)
 					s.expClose = normalClose()
-					s.send(fr(op, pattern).repeatTo(sz.n))
-					s.closeAfter(wait)
+					s.closeAfter(time.Duration(t.wait) * time.Second)
+					s.count = 1
+					s.send(fr(k.op, strings.Repeat(k.fill, t.n)))
 				},
 				onMessage: func(s *session, ev event) {
+					s.progress = fmt.Sprintf("%d of %d messages echoed", s.count, t.count)
 					switch {
-					case ev.binary != (kind == "binary"):
-						s.result = fmt.Sprintf("Expected %s message with payload, but got the other kind.", kind)
-					case len(ev.payload) != sz.n:
-						s.result = fmt.Sprintf("Expected %s message with payload of length %d, but got %d.", kind, sz.n, len(ev.payload))
-					case string(ev.payload) != string(fr(op, pattern).repeatTo(sz.n).body()):
-						// Autobahn only checks the length (its FIXME); we check the bytes too.
-						s.result = fmt.Sprintf("Received %s message of length %d with a different payload.", kind, sz.n)
+					case ev.binary != (k.op == opBinary) || len(ev.payload) != t.n:
+						s.result = fmt.Sprintf("Echo'ed message type or length differs from what I sent (got binary = %t, payload length = %d).", ev.binary, len(ev.payload))
+					case s.count < t.count:
+						s.count++
+						s.send(fr(k.op, strings.Repeat(k.fill, t.n)))
+						return
 					default:
 						s.behavior = OK
-						s.result = fmt.Sprintf("Received %s message of length %d.", kind, sz.n)
+						s.result = "Ok, received all echo'ed messages in time."
 					}
-					s.received = append(s.received, event{kind: "message", payload: ev.payload[:min(len(ev.payload), 32)], binary: ev.binary})
 					s.sendClose(closeNormal, "")
 				},
 			})

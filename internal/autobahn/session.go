@@ -144,7 +144,8 @@ type session struct {
 	writeErr  error
 	timedOut  bool
 	timeout   time.Duration // the case timeout, for the observed text
-	progress  string        // how far a long case got (12.x/13.x), for the observed text
+	progress  string        // how far a long case got (9.7, 9.8, 12.x, 13.x), for the observed text
+	count     int           // messages sent so far (9.7, 9.8)
 	killed    bool
 }
 
@@ -271,6 +272,9 @@ func (s *session) sendMessage(p string, binaryMsg bool, fragSize int) {
 		s.send(fr(op, p))
 		return
 	}
+	// The frames go out in one write, as Autobahn's sendMessage queues
+	// them without sync.
+	var b []byte
 	for i := 0; i < len(p); i += fragSize {
 		end := min(i+fragSize, len(p))
 		f := fr(opCont, p[i:end])
@@ -278,8 +282,9 @@ func (s *session) sendMessage(p string, binaryMsg bool, fragSize int) {
 			f.op = op
 		}
 		f.fin = end == len(p)
-		s.send(f)
+		b = append(b, f.encode()...)
 	}
+	s.write(b, 0, false)
 }
 
 // sendCompressed sends one compressed message (RSV1 on its first frame),
