@@ -15,7 +15,10 @@ package scenarios
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"sort"
 	"sync"
 	"time"
@@ -41,6 +44,17 @@ type Kind struct {
 	// own metrics in definition order, then the common CPU and memory
 	// columns.
 	Columns []Column
+	// Tables, when set, returns the extra tables the report prints under
+	// the phase's table for one server's result, from its Detail (e.g.
+	// conformance: the cases that did not pass); nil = none.
+	Tables func(r *result.Result) []Table
+}
+
+// Table is an extra table of one result (Kind.Tables).
+type Table struct {
+	Title  string // e.g. "gws: cases not passed"
+	Header []string
+	Rows   [][]string
 }
 
 // Column is one column of a kind's report table: a metric, or one of the
@@ -171,13 +185,35 @@ func run[R any](ctx context.Context, env *Env, p client.Params) (*R, error) {
 
 // Env is what a phase runs with.
 type Env struct {
-	Driver   Driver
+	Driver Driver
+	// Target is the server the Driver's connections go to, for phases
+	// that open connections of their own in this process instead
+	// (conformance).
+	Target Target
 	Progress *client.Progress // the live progress line reads it
 	// Mem reads the resident memory of the server and of the client (every
 	// client process) now; nil when unknown.
 	Mem func() Mem
 	// Base is Mem read after the server was ready, before the first phase.
 	Base Mem
+}
+
+// Target is the server under test as a phase that dials it itself sees
+// it.
+type Target struct {
+	// URL is the upgrade URL: ws://host:port/path or wss://host:port/path.
+	URL string
+	// Addr is the host:port to dial; "" = the URL's host and port.
+	Addr string
+	// Header holds the plan's extra upgrade headers (headers:, origin:,
+	// subprotocols: as Sec-WebSocket-Protocol).
+	Header http.Header
+	// TLS is the client's TLS configuration for wss://; nil = plain ws://
+	// (or, for wss://, the system roots and the URL's host name).
+	TLS *tls.Config
+	// Compression says the server was asked to negotiate
+	// permessage-deflate (its compression option).
+	Compression bool
 }
 
 // Mem is a reading of resident memory, in bytes.
@@ -197,6 +233,10 @@ type Outcome struct {
 	// Timeline is the phase second by second (rate phases); the engine
 	// copies it into the result.
 	Timeline []result.Point
+	// Detail is the kind's own JSON record of the phase (conformance: every
+	// case's verdict); the engine copies it into the result, and the
+	// kind's Tables read it back.
+	Detail json.RawMessage
 }
 
 var (

@@ -185,6 +185,11 @@ func (e *runner) server(ctx context.Context, i int, srv plan.Server) {
 		}
 	}()
 
+	tgt, err := target(srv, addrs)
+	if err != nil {
+		e.failRest(srv, 0, err.Error(), "")
+		return
+	}
 	mem := e.memReader(proc.Pid, drv)
 	base := mem()
 	for k, ph := range e.plan.Phases {
@@ -192,7 +197,7 @@ func (e *runner) server(ctx context.Context, i int, srv plan.Server) {
 			e.failRest(srv, k, stopReason(ctx), "")
 			return
 		}
-		r, died := e.phase(ctx, srv, ph, proc, drv, &scenarios.Env{Driver: drv, Mem: mem, Base: base})
+		r, died := e.phase(ctx, srv, ph, proc, drv, &scenarios.Env{Driver: drv, Target: tgt, Mem: mem, Base: base})
 		e.add(r)
 		if died {
 			e.failRest(srv, k+1, "skipped: server "+proc.ExitReason(), proc.Tail(2048))

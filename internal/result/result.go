@@ -71,6 +71,9 @@ type Result struct {
 	ServerLog string `json:"server_log,omitempty"`
 	// Timeline is the phase second by second, for plotting (rate phases).
 	Timeline []Point `json:"timeline,omitempty"`
+	// Detail is the phase kind's own record (conformance: every case with
+	// its verdict), as the kind wrote it.
+	Detail json.RawMessage `json:"detail,omitempty"`
 }
 
 // Point is one second of a phase's timeline: entry T covers [T s, T+1 s)
