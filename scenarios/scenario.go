@@ -189,7 +189,7 @@ type Env struct {
 	// Target is the server the Driver's connections go to, for phases
 	// that open connections of their own in this process instead
 	// (conformance).
-	Target Target
+	Target   Target
 	Progress *client.Progress // the live progress line reads it
 	// Mem reads the resident memory of the server and of the client (every
 	// client process) now; nil when unknown.
