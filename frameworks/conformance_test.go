@@ -782,9 +782,9 @@ func firstDiff(got, want []byte) string {
 	return fmt.Sprintf("got %d bytes, want %d (common prefix equal)", len(got), len(want))
 }
 
-// limiter applies an adapter's declared Limits to the checks: a check the
-// library cannot pass is skipped with the reason, and checks that merely
-// use a message type switch to the one the server handles.
+// limiter applies an adapter's declared Limits to the checks: the Autobahn
+// cases the library cannot pass must fail (testAutobahn), and checks that
+// merely use a message type switch to the one the server handles.
 type limiter struct {
 	l    Limits
 	only ws.OpCode // 0 = both types
