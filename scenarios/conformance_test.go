@@ -132,6 +132,8 @@ func TestConformancePhase(t *testing.T) {
 					ids = append(ids, r.ID)
 				}
 			}
+			t.Logf("%d cases in %v: %d OK, %d NON-STRICT, %d FAILED; failing (%s): %s",
+				rep.Cases, rep.Duration.Round(time.Millisecond), rep.OK, rep.NonStrict, rep.Failed, rep.Behavior, CaseRanges(ids))
 			if got := CaseRanges(ids); got != c.failing {
 				t.Errorf("failing cases\n got %s\nwant %s", got, c.failing)
 			}
