@@ -205,5 +205,3 @@ func clientConfig(t testing.TB, srv *testServer, resume bool) *tls.Config {
 	}
 	return cfg
 }
-
-
