@@ -573,4 +573,3 @@ func BenchmarkHandshake(b *testing.B) {
 		}
 	}
 }
-
