@@ -15,6 +15,7 @@ import (
 type testServer struct {
 	ln    net.Listener
 	ca    RunCA
+	cfg   *tls.Config // the benchmarks' shared client config
 	mu    sync.Mutex
 	sni   []string
 	conns []net.Conn

@@ -485,6 +485,9 @@ func (s *Session) nextRecord() ([]byte, error) {
 	if len(s.in) >= need {
 		rec := s.in[:need]
 		s.in = s.in[need:]
+		if len(s.in) == 0 {
+			s.in = nil // do not keep the caller's buffer alive
+		}
 		return rec, nil
 	}
 	s.stash = append(s.stash, s.in...)
