@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -334,4 +335,69 @@ func intsToBytes(v []int) []byte {
 		b[i] = byte(x)
 	}
 	return b
+}
+
+// lockedLog is a server KeyLogWriter the test can read safely.
+type lockedLog struct {
+	mu sync.Mutex
+	kl keyLog
+}
+
+func (l *lockedLog) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.kl.Write(b)
+}
+
+// TestKeyUpdate plays the server's side of a TLS 1.3 KeyUpdate with the
+// server's logged secrets: the client must take the new read key, answer
+// update_requested with a KeyUpdate of its own before its next record,
+// and switch its write key.
+func TestKeyUpdate(t *testing.T) {
+	var sl lockedLog
+	srv := newTestServer(t, false, func(c *tls.Config) {
+		c.SessionTicketsDisabled = true
+		c.KeyLogWriter = &sl
+	})
+	s, _ := dialSession(t, srv, clientConfig(t, srv, false), false)
+	sl.mu.Lock()
+	serverSecret, clientSecret := sl.kl.serverApp, sl.kl.clientApp
+	sl.mu.Unlock()
+	if serverSecret == nil || clientSecret == nil {
+		t.Fatal("no secrets logged")
+	}
+	// peer is the server's record layer.
+	peer := &Session{version: tls.VersionTLS13, st: s.st, mode: modeFast, maxRec: maxCipher13}
+	if err := peer.wr.set13(s.st, serverSecret); err != nil {
+		t.Fatal(err)
+	}
+	if err := peer.rd.set13(s.st, clientSecret); err != nil {
+		t.Fatal(err)
+	}
+	ct := peer.sealRecord(nil, recHandshake, []byte{24, 0, 0, 1, 1}) // KeyUpdate, update_requested
+	next, err := nextSecret13(s.st, peer.wr.secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := peer.wr.set13(s.st, next); err != nil {
+		t.Fatal(err)
+	}
+	ct = peer.sealRecord(ct, recAppData, []byte("after"))
+	s.Feed(ct)
+	p, err := s.Next()
+	if err != nil || string(p) != "after" {
+		t.Fatalf("client read %q, %v; want after", p, err)
+	}
+	out, err := s.Seal(nil, []byte("reply"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer.Feed(out)
+	p, err = peer.Next()
+	if err != nil || string(p) != "reply" {
+		t.Fatalf("server read %q, %v; want reply after the client's KeyUpdate", p, err)
+	}
+	if s.keyUpd || peer.keyUpd {
+		t.Fatal("KeyUpdate still due")
+	}
 }
