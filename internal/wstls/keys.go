@@ -124,7 +124,7 @@ func keyBlock12(s suite, master, clientRandom, serverRandom []byte) (ck, sk, civ
 // a KeyLogWriter the caller configured.
 type keyLog struct {
 	next                 interface{ Write([]byte) (int, error) }
-	clientRandom, master []byte // TLS 1.2
+	master               []byte // TLS 1.2
 	clientApp, serverApp []byte // TLS 1.3 *_TRAFFIC_SECRET_0
 }
 
@@ -146,10 +146,6 @@ func (k *keyLog) Write(line []byte) (int, error) {
 	switch string(f[0]) {
 	case "CLIENT_RANDOM":
 		k.master = secret
-		k.clientRandom = make([]byte, hex.DecodedLen(len(f[1])))
-		if _, err := hex.Decode(k.clientRandom, f[1]); err != nil {
-			return 0, errors.New("wstls: bad key log line")
-		}
 	case "CLIENT_TRAFFIC_SECRET_0":
 		k.clientApp = secret
 	case "SERVER_TRAFFIC_SECRET_0":

@@ -98,19 +98,22 @@ type Session struct {
 	noFast bool  // tests and benchmarks: keep crypto/tls as the record layer
 
 	// Handshake.
-	next   func() (struct{}, bool)
-	stop   func()
-	yield  func(struct{}) bool
-	hsErr  error
-	hsIn   []byte // ciphertext handed in, owned
-	hsOff  int    // bytes of hsIn given to crypto/tls
-	rt     recTracker
-	head   [43]byte // the server's first bytes: ServerHello's random (TLS 1.2)
-	headN  int
-	kl     keyLog
-	start  time.Time
-	hsTime time.Duration
-	state  State
+	next    func() (struct{}, bool)
+	stop    func()
+	yield   func(struct{}) bool
+	hsErr   error
+	offered *tls.ClientSessionState // the cached session crypto/tls offered, if any
+	hsIn    []byte                  // ciphertext handed in, owned
+	hsOff   int                     // bytes of hsIn given to crypto/tls
+	rt      recTracker
+	head    [43]byte // the server's first bytes: ServerHello's random (TLS 1.2)
+	headN   int
+	crand   [32]byte // ClientHello's random
+	crandN  int
+	kl      keyLog
+	start   time.Time
+	hsTime  time.Duration
+	state   State
 
 	out []byte // the in-memory conn's output (ciphertext to write)
 
@@ -156,6 +159,9 @@ func (s *Session) Handshake(dst, in []byte) (out []byte, done bool, err error) {
 		cfg := s.cfg.Clone()
 		s.kl.next = s.cfg.KeyLogWriter
 		cfg.KeyLogWriter = &s.kl
+		if cfg.ClientSessionCache != nil {
+			cfg.ClientSessionCache = &cacheSpy{inner: cfg.ClientSessionCache, s: s}
+		}
 		s.conn = tls.Client((*memConn)(s), cfg)
 		s.next, s.stop = iter.Pull(s.runHandshake)
 		s.mode = modeHandshake
@@ -170,8 +176,13 @@ func (s *Session) Handshake(dst, in []byte) (out []byte, done bool, err error) {
 	}
 	s.hsIn = append(s.hsIn, in...)
 	s.out = dst
+	first := s.crandN == 0
 	_, more := s.next()
 	out, s.out = s.out, nil
+	if hello := out[len(dst):]; first && len(hello) >= 43 && hello[0] == recHandshake && hello[5] == 1 {
+		// ClientHello: record header, handshake header, version, random.
+		s.crandN = copy(s.crand[:], hello[11:43])
+	}
 	if more {
 		return out, false, nil
 	}
@@ -243,10 +254,13 @@ func (s *Session) established() error {
 	s.stashOff = 0
 	s.hsIn, s.hsOff = nil, 0
 	st, ok := suiteFor(cs.Version, cs.CipherSuite)
-	// A resumed TLS 1.2 handshake logs no master secret (crypto/tls
-	// takes it from the session state): crypto/tls keeps the records.
-	resumed12 := cs.Version == tls.VersionTLS12 && cs.DidResume
-	if !ok || s.noFast || resumed12 {
+	if cs.Version == tls.VersionTLS12 && cs.DidResume {
+		// A resumed TLS 1.2 handshake logs no master secret: it is the
+		// resumed session's.
+		s.kl.master = resumedMaster(s.offered, cs.CipherSuite)
+	}
+	s.offered = nil
+	if !ok || s.noFast {
 		s.mode = modeStd
 		s.kl = keyLog{}
 		return nil
@@ -271,10 +285,14 @@ func (s *Session) established() error {
 		s.inSync = s.cfg.ClientSessionCache != nil && !s.cfg.SessionTicketsDisabled
 	case tls.VersionTLS12:
 		// ServerHello: record header, handshake header, version, random.
-		if s.headN < len(s.head) || s.head[0] != recHandshake || s.head[5] != 2 || s.kl.master == nil {
-			return errors.New("wstls: no TLS 1.2 server random or master secret")
+		if s.headN < len(s.head) || s.head[0] != recHandshake || s.head[5] != 2 || s.crandN != len(s.crand) || s.kl.master == nil {
+			// Not a plain ServerHello first, or no secret: crypto/tls
+			// keeps the records.
+			s.mode = modeStd
+			s.kl = keyLog{}
+			return nil
 		}
-		ck, sk, civ, siv := keyBlock12(st, s.kl.master, s.kl.clientRandom, s.head[11:43])
+		ck, sk, civ, siv := keyBlock12(st, s.kl.master, s.crand[:], s.head[11:43])
 		var err error
 		if s.wr.aead, err = st.newAEAD(ck); err != nil {
 			return err
@@ -868,4 +886,45 @@ func (t *recTracker) take(b []byte) int {
 		t.hdrN = 0
 	}
 	return n + k
+}
+
+// cacheSpy passes a ClientSessionCache through, noting which session
+// crypto/tls offers: a resumed TLS 1.2 session's master secret is in it.
+type cacheSpy struct {
+	inner tls.ClientSessionCache
+	s     *Session
+}
+
+func (c *cacheSpy) Get(key string) (*tls.ClientSessionState, bool) {
+	cs, ok := c.inner.Get(key)
+	c.s.offered = cs
+	return cs, ok
+}
+
+func (c *cacheSpy) Put(key string, cs *tls.ClientSessionState) { c.inner.Put(key, cs) }
+
+// resumedMaster returns the master secret of a TLS 1.2 client session,
+// read from its serialised form (crypto/tls ticket.go, SessionState.Bytes:
+// version(2) type(1) cipher_suite(2) created_at(8) secret<1..255> ...), or
+// nil if it is not one; the session then stays on crypto/tls's records.
+func resumedMaster(cs *tls.ClientSessionState, suite uint16) []byte {
+	if cs == nil {
+		return nil
+	}
+	_, st, err := cs.ResumptionState()
+	if err != nil || st == nil {
+		return nil
+	}
+	b, err := st.Bytes()
+	if err != nil || len(b) < 14 {
+		return nil
+	}
+	if binary.BigEndian.Uint16(b) != tls.VersionTLS12 || b[2] != 2 || binary.BigEndian.Uint16(b[3:]) != suite {
+		return nil
+	}
+	n := int(b[13])
+	if n != 48 || len(b) < 14+n { // RFC 5246 §8.1: 48 bytes
+		return nil
+	}
+	return append([]byte(nil), b[14:14+n]...)
 }
