@@ -539,15 +539,28 @@ func BenchmarkIdleMemory(b *testing.B) {
 // included), full and resumed, on the calling thread: the handshake
 // coroutine runs there too.
 func BenchmarkHandshake(b *testing.B) {
-	for _, v := range []uint16{tls.VersionTLS13, tls.VersionTLS12} {
-		for _, resume := range []bool{false, true} {
-			name := map[uint16]string{tls.VersionTLS13: "1.3", tls.VersionTLS12: "1.2"}[v]
-			if resume {
-				name += "-resumed"
-			}
-			b.Run(name, func(b *testing.B) {
+	type hsCase struct {
+		name    string
+		version uint16
+		resume  bool
+		x25519  bool // offer X25519 only, not Go's default hybrid X25519MLKEM768 first
+	}
+	cases := []hsCase{
+		{"1.3", tls.VersionTLS13, false, false},
+		{"1.3-resumed", tls.VersionTLS13, true, false},
+		{"1.3-x25519", tls.VersionTLS13, false, true},
+		{"1.2", tls.VersionTLS12, false, false},
+		{"1.2-resumed", tls.VersionTLS12, true, false},
+	}
+	for _, tc := range cases {
+		v, resume := tc.version, tc.resume
+		{
+			b.Run(tc.name, func(b *testing.B) {
 				srv := newTestServer(b, false, func(cfg *tls.Config) { cfg.MaxVersion = v })
 				cfg := clientConfig(b, srv, resume)
+				if tc.x25519 {
+					cfg.CurvePreferences = []tls.CurveID{tls.X25519}
+				}
 				msg := []byte("x")
 				// Prime the session cache.
 				s, c := dialSession(b, srv, cfg, false)
@@ -591,4 +604,57 @@ func BenchmarkHandshake(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkRecordLayer measures the fast record layer alone: seal 1 KiB,
+// hand the record back in, open it (a session whose read keys are its
+// write keys), per cipher suite.
+func BenchmarkRecordLayer(b *testing.B) {
+	for _, tc := range []struct {
+		name    string
+		version uint16
+		suite   uint16
+	}{
+		{"1.3-aes128gcm", tls.VersionTLS13, tls.TLS_AES_128_GCM_SHA256},
+		{"1.3-chacha20", tls.VersionTLS13, tls.TLS_CHACHA20_POLY1305_SHA256},
+		{"1.2-aes128gcm", tls.VersionTLS12, tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256},
+		{"1.2-chacha20", tls.VersionTLS12, tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			s := loopSession(b, tc.version, tc.suite)
+			msg := payload(1024)
+			wbuf := make([]byte, 0, 4096)
+			b.SetBytes(int64(len(msg)))
+			b.ReportAllocs()
+			for b.Loop() {
+				ct, err := s.Seal(wbuf[:0], msg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				s.Feed(ct)
+				if p, err := s.Next(); err != nil || len(p) != len(msg) {
+					b.Fatalf("%d bytes, %v", len(p), err)
+				}
+			}
+		})
+	}
+}
+
+// loopSession returns an established fast-path session that reads what
+// it writes.
+func loopSession(tb testing.TB, version, id uint16) *Session {
+	st, ok := suiteFor(version, id)
+	if !ok {
+		tb.Fatalf("suite %#x", id)
+	}
+	s := &Session{mode: modeFast, version: version, st: st, maxRec: maxCipher12}
+	key := make([]byte, st.keyLen)
+	for _, h := range []*halfConn{&s.rd, &s.wr} {
+		a, err := st.newAEAD(key)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		h.aead = a
+	}
+	return s
 }
