@@ -249,6 +249,14 @@ func BenchmarkEcho(b *testing.B) {
 	b.Run("ktls", func(b *testing.B) { b.Skip(kernelTLS()) })
 }
 
+// BenchmarkEcho2k is BenchmarkEcho over 2,000 connections (the issue's
+// plan size): session state no longer fits in the CPU caches.
+func BenchmarkEcho2k(b *testing.B) {
+	for _, c := range candidates() {
+		b.Run(c.name, func(b *testing.B) { benchEcho(b, c, 2000) })
+	}
+}
+
 func benchEcho(b *testing.B, cand candidate, n int) {
 	srv := benchServer(b, cand)
 	type lconn struct {
