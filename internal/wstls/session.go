@@ -74,11 +74,11 @@ type State struct {
 // halfConn is one direction of the fast record layer.
 type halfConn struct {
 	aead   cipher.AEAD
-	iv     [12]byte
 	seq    uint64
-	secret []byte   // TLS 1.3 traffic secret, for KeyUpdate
+	iv     [12]byte
 	nonce  [12]byte // scratch, kept here so that it does not escape per record
 	aad    [13]byte // TLS 1.2 additional data scratch
+	secret []byte   // TLS 1.3 traffic secret, for KeyUpdate
 }
 
 // Session is the client side of one TLS connection, driven by an event
@@ -91,20 +91,42 @@ type halfConn struct {
 // handshake is in progress and will not be finished, to end the handshake
 // coroutine.
 type Session struct {
-	cfg    *tls.Config
-	conn   *tls.Conn // nil once the fast path no longer needs it
-	mode   uint8
-	err    error // sticky failure
-	noFast bool  // tests and benchmarks: keep crypto/tls as the record layer
+	// Steady state first: the fields every message touches share a few
+	// cache lines (at thousands of connections they are cold).
+	mode     uint8
+	inSync   bool // crypto/tls has seen every record so far (TLS 1.3 tickets can go to it)
+	keyUpd   bool // TLS 1.3: the peer asked for a KeyUpdate; send one before the next record
+	version  uint16
+	maxRec   int
+	in       []byte // fed ciphertext, borrowed from the caller
+	stash    []byte // owned: an incomplete record, or handshake leftovers
+	stashOff int
+	plain    []byte // plaintext not yet returned by ReadPlain
+	rd, wr   halfConn
+	st       suite
 
-	// Handshake.
+	out     []byte // the in-memory conn's output (ciphertext to write)
+	src     []byte // a ticket record being handed to crypto/tls
+	scratch []byte // sync phase copy of a record; crypto/tls plaintext
+	one     [1]byte
+	err     error // sticky failure
+	cfg     *tls.Config
+	conn    *tls.Conn // nil once the fast path no longer needs it
+	hs      *hsState  // nil outside the handshake
+	hsTime  time.Duration
+	state   State
+	noFast  bool // tests and benchmarks: keep crypto/tls as the record layer
+}
+
+// hsState is a Session's state during the handshake only.
+type hsState struct {
 	next    func() (struct{}, bool)
 	stop    func()
 	yield   func(struct{}) bool
-	hsErr   error
+	err     error
 	offered *tls.ClientSessionState // the cached session crypto/tls offered, if any
-	hsIn    []byte                  // ciphertext handed in, owned
-	hsOff   int                     // bytes of hsIn given to crypto/tls
+	in      []byte                  // ciphertext handed in, owned
+	off     int                     // bytes of in given to crypto/tls
 	rt      recTracker
 	head    [43]byte // the server's first bytes: ServerHello's random (TLS 1.2)
 	headN   int
@@ -112,25 +134,6 @@ type Session struct {
 	crandN  int
 	kl      keyLog
 	start   time.Time
-	hsTime  time.Duration
-	state   State
-
-	out []byte // the in-memory conn's output (ciphertext to write)
-
-	// Steady state.
-	st       suite
-	version  uint16
-	maxRec   int
-	rd, wr   halfConn
-	inSync   bool   // crypto/tls has seen every record so far (TLS 1.3 tickets can go to it)
-	in       []byte // fed ciphertext, borrowed from the caller
-	stash    []byte // owned: an incomplete record, or handshake leftovers
-	stashOff int
-	src      []byte // a ticket record being handed to crypto/tls
-	plain    []byte // plaintext not yet returned by ReadPlain
-	scratch  []byte // sync phase copy of a record; crypto/tls plaintext
-	keyUpd   bool   // TLS 1.3: the peer asked for a KeyUpdate; send one before the next record
-	one      [1]byte
 }
 
 // NewClient returns a client session. cfg is used read-only and may be
@@ -155,15 +158,15 @@ func NewClient(cfg *tls.Config) *Session {
 func (s *Session) Handshake(dst, in []byte) (out []byte, done bool, err error) {
 	switch s.mode {
 	case modeNew:
-		s.start = time.Now()
+		s.hs = &hsState{start: time.Now()}
 		cfg := s.cfg.Clone()
-		s.kl.next = s.cfg.KeyLogWriter
-		cfg.KeyLogWriter = &s.kl
+		s.hs.kl.next = s.cfg.KeyLogWriter
+		cfg.KeyLogWriter = &s.hs.kl
 		if cfg.ClientSessionCache != nil {
 			cfg.ClientSessionCache = &cacheSpy{inner: cfg.ClientSessionCache, s: s}
 		}
 		s.conn = tls.Client((*memConn)(s), cfg)
-		s.next, s.stop = iter.Pull(s.runHandshake)
+		s.hs.next, s.hs.stop = iter.Pull(s.runHandshake)
 		s.mode = modeHandshake
 	case modeHandshake:
 	case modeDead:
@@ -171,28 +174,30 @@ func (s *Session) Handshake(dst, in []byte) (out []byte, done bool, err error) {
 	default:
 		return dst, true, ErrHandshakeDone
 	}
-	if s.hsOff == len(s.hsIn) {
-		s.hsIn, s.hsOff = s.hsIn[:0], 0
+	if s.hs.off == len(s.hs.in) {
+		s.hs.in, s.hs.off = s.hs.in[:0], 0
 	}
-	s.hsIn = append(s.hsIn, in...)
+	s.hs.in = append(s.hs.in, in...)
 	s.out = dst
-	first := s.crandN == 0
-	_, more := s.next()
+	first := s.hs.crandN == 0
+	_, more := s.hs.next()
 	out, s.out = s.out, nil
 	if hello := out[len(dst):]; first && len(hello) >= 43 && hello[0] == recHandshake && hello[5] == 1 {
 		// ClientHello: record header, handshake header, version, random.
-		s.crandN = copy(s.crand[:], hello[11:43])
+		s.hs.crandN = copy(s.hs.crand[:], hello[11:43])
 	}
 	if more {
 		return out, false, nil
 	}
-	s.next, s.stop = nil, nil
-	if s.hsErr != nil {
-		s.fail(fmt.Errorf("tls handshake: %w", s.hsErr))
+	s.hs.next, s.hs.stop = nil, nil
+	if s.hs.err != nil {
+		s.fail(fmt.Errorf("tls handshake: %w", s.hs.err))
 		return out, false, s.err
 	}
-	s.hsTime = time.Since(s.start)
-	if err := s.established(); err != nil {
+	s.hsTime = time.Since(s.hs.start)
+	err = s.established()
+	s.hs = nil
+	if err != nil {
 		s.fail(err)
 		return out, false, err
 	}
@@ -201,9 +206,9 @@ func (s *Session) Handshake(dst, in []byte) (out []byte, done bool, err error) {
 
 // runHandshake is the handshake coroutine.
 func (s *Session) runHandshake(yield func(struct{}) bool) {
-	s.yield = yield
-	s.hsErr = s.conn.Handshake()
-	s.yield = nil
+	s.hs.yield = yield
+	s.hs.err = s.conn.Handshake()
+	s.hs.yield = nil
 }
 
 // HandshakeTime is the wall time from the first Handshake call to the
@@ -217,9 +222,9 @@ func (s *Session) State() State { return s.state }
 // Abort ends the session without a close_notify: it stops a handshake in
 // progress (ending its coroutine) and drops all state. Idempotent.
 func (s *Session) Abort() {
-	if s.stop != nil {
-		s.stop()
-		s.next, s.stop = nil, nil
+	if s.hs != nil && s.hs.stop != nil {
+		s.hs.stop()
+		s.hs.next, s.hs.stop = nil, nil
 	}
 	if s.mode != modeDead {
 		s.fail(errAborted)
@@ -231,9 +236,9 @@ func (s *Session) fail(err error) {
 	s.mode = modeDead
 	s.err = err
 	s.conn = nil
-	s.hsIn, s.stash, s.scratch, s.plain, s.in, s.src = nil, nil, nil, nil, nil, nil
+	s.hs = nil
+	s.stash, s.scratch, s.plain, s.in, s.src = nil, nil, nil, nil, nil
 	s.rd, s.wr = halfConn{}, halfConn{}
-	s.kl = keyLog{}
 }
 
 // established sets up the record layer after crypto/tls finished the
@@ -250,19 +255,16 @@ func (s *Session) established() error {
 	s.version = cs.Version
 	// Records that arrived with the last handshake flight (TLS 1.3
 	// tickets, early application data) were not given to crypto/tls.
-	s.stash = append(s.stash[:0], s.hsIn[s.hsOff:]...)
+	s.stash = append(s.stash[:0], s.hs.in[s.hs.off:]...)
 	s.stashOff = 0
-	s.hsIn, s.hsOff = nil, 0
 	st, ok := suiteFor(cs.Version, cs.CipherSuite)
 	if cs.Version == tls.VersionTLS12 && cs.DidResume {
 		// A resumed TLS 1.2 handshake logs no master secret: it is the
 		// resumed session's.
-		s.kl.master = resumedMaster(s.offered, cs.CipherSuite)
+		s.hs.kl.master = resumedMaster(s.hs.offered, cs.CipherSuite)
 	}
-	s.offered = nil
 	if !ok || s.noFast {
 		s.mode = modeStd
-		s.kl = keyLog{}
 		return nil
 	}
 	s.st = st
@@ -270,13 +272,13 @@ func (s *Session) established() error {
 	switch cs.Version {
 	case tls.VersionTLS13:
 		s.maxRec = maxCipher13
-		if s.kl.clientApp == nil || s.kl.serverApp == nil {
+		if s.hs.kl.clientApp == nil || s.hs.kl.serverApp == nil {
 			return errors.New("wstls: no TLS 1.3 traffic secrets from crypto/tls")
 		}
-		if err := s.rd.set13(st, s.kl.serverApp); err != nil {
+		if err := s.rd.set13(st, s.hs.kl.serverApp); err != nil {
 			return err
 		}
-		if err := s.wr.set13(st, s.kl.clientApp); err != nil {
+		if err := s.wr.set13(st, s.hs.kl.clientApp); err != nil {
 			return err
 		}
 		// Tickets come after the handshake in TLS 1.3: crypto/tls takes
@@ -285,14 +287,13 @@ func (s *Session) established() error {
 		s.inSync = s.cfg.ClientSessionCache != nil && !s.cfg.SessionTicketsDisabled
 	case tls.VersionTLS12:
 		// ServerHello: record header, handshake header, version, random.
-		if s.headN < len(s.head) || s.head[0] != recHandshake || s.head[5] != 2 || s.crandN != len(s.crand) || s.kl.master == nil {
+		if s.hs.headN < len(s.hs.head) || s.hs.head[0] != recHandshake || s.hs.head[5] != 2 || s.hs.crandN != len(s.hs.crand) || s.hs.kl.master == nil {
 			// Not a plain ServerHello first, or no secret: crypto/tls
 			// keeps the records.
 			s.mode = modeStd
-			s.kl = keyLog{}
 			return nil
 		}
-		ck, sk, civ, siv := keyBlock12(st, s.kl.master, s.crand[:], s.head[11:43])
+		ck, sk, civ, siv := keyBlock12(st, s.hs.kl.master, s.hs.crand[:], s.hs.head[11:43])
 		var err error
 		if s.wr.aead, err = st.newAEAD(ck); err != nil {
 			return err
@@ -307,7 +308,6 @@ func (s *Session) established() error {
 	default:
 		return fmt.Errorf("wstls: unexpected version %#x", cs.Version)
 	}
-	s.kl = keyLog{}
 	s.state.Fast = true
 	s.mode = modeFast
 	if !s.inSync {
@@ -786,21 +786,21 @@ func (m *memConn) Read(p []byte) (int, error) {
 	s := (*Session)(m)
 	switch s.mode {
 	case modeHandshake:
-		for s.hsOff == len(s.hsIn) {
-			if s.yield == nil || !s.yield(struct{}{}) {
+		for s.hs.off == len(s.hs.in) {
+			if s.hs.yield == nil || !s.hs.yield(struct{}{}) {
 				return 0, errAborted
 			}
 		}
-		b := s.hsIn[s.hsOff:]
+		b := s.hs.in[s.hs.off:]
 		if len(b) > len(p) {
 			b = b[:len(p)]
 		}
-		n := s.rt.take(b)
-		if s.headN < len(s.head) {
-			s.headN += copy(s.head[s.headN:], b[:n])
+		n := s.hs.rt.take(b)
+		if s.hs.headN < len(s.hs.head) {
+			s.hs.headN += copy(s.hs.head[s.hs.headN:], b[:n])
 		}
 		copy(p, b[:n])
-		s.hsOff += n
+		s.hs.off += n
 		return n, nil
 	case modeFast:
 		if len(s.src) == 0 {
@@ -897,7 +897,7 @@ type cacheSpy struct {
 
 func (c *cacheSpy) Get(key string) (*tls.ClientSessionState, bool) {
 	cs, ok := c.inner.Get(key)
-	c.s.offered = cs
+	c.s.hs.offered = cs
 	return cs, ok
 }
 
