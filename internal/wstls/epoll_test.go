@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"net"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -36,6 +37,10 @@ type epConn struct {
 }
 
 func epollEcho(t *testing.T, srv *testServer, cfg *tls.Config, nconn, echoes int) {
+	// The client's loops are locked to their threads; the handshake
+	// coroutines then run on the same thread.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	addr := srv.ln.Addr().(*net.TCPAddr)
 	sa := &unix.SockaddrInet4{Port: addr.Port}
 	copy(sa.Addr[:], addr.IP.To4())
