@@ -16,6 +16,7 @@ type testServer struct {
 	ln    net.Listener
 	ca    RunCA
 	cfg   *tls.Config // the benchmarks' shared client config
+	greet []byte
 	mu    sync.Mutex
 	sni   []string
 	conns []net.Conn
@@ -26,11 +27,18 @@ type testServer struct {
 // tweak adjusts its config (versions, suites). plain serves TCP without TLS.
 func newTestServer(t testing.TB, plain bool, tweak func(*tls.Config)) *testServer {
 	t.Helper()
+	return newGreetServer(t, plain, nil, tweak)
+}
+
+// newGreetServer is newTestServer whose server writes greet on each
+// connection as soon as the handshake is done, before echoing.
+func newGreetServer(t testing.TB, plain bool, greet []byte, tweak func(*tls.Config)) *testServer {
+	t.Helper()
 	ca, err := NewRunCA(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &testServer{ca: ca}
+	srv := &testServer{ca: ca, greet: greet}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +80,11 @@ func (srv *testServer) accept() {
 		go func() {
 			defer srv.wg.Done()
 			defer c.Close()
+			if len(srv.greet) > 0 {
+				if _, err := c.Write(srv.greet); err != nil {
+					return
+				}
+			}
 			buf := make([]byte, 64<<10)
 			for {
 				n, err := c.Read(buf)
@@ -115,13 +128,16 @@ func (srv *testServer) snis() []string {
 
 // handshake runs s's handshake over a blocking conn, as a loop would:
 // write what Handshake returns, hand in what the socket gives.
-func handshake(s *Session, c net.Conn) error {
+func handshake(s *Session, c net.Conn) error { return handshakeChunks(s, c, 4096) }
+
+// handshakeChunks is handshake reading at most chunk bytes at a time.
+func handshakeChunks(s *Session, c net.Conn, chunk int) error {
 	if err := c.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
 		return err
 	}
 	defer c.SetDeadline(time.Time{})
 	out, done, err := s.Handshake(nil, nil)
-	buf := make([]byte, 4096)
+	buf := make([]byte, chunk)
 	for {
 		if len(out) > 0 {
 			if _, werr := c.Write(out); werr != nil && err == nil {

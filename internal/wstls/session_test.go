@@ -3,6 +3,7 @@ package wstls
 import (
 	"bytes"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -399,5 +400,92 @@ func TestKeyUpdate(t *testing.T) {
 	}
 	if s.keyUpd || peer.keyUpd {
 		t.Fatal("KeyUpdate still due")
+	}
+}
+
+// TestHandshakeByteWise hands the handshake in one byte at a time: the
+// coroutine must wait for input at every byte and still see whole records.
+func TestHandshakeByteWise(t *testing.T) {
+	for _, v := range []uint16{tls.VersionTLS13, tls.VersionTLS12} {
+		t.Run(tls.VersionName(v), func(t *testing.T) {
+			srv := newTestServer(t, false, func(c *tls.Config) { c.MaxVersion = v })
+			c, err := net.Dial("tcp", srv.addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			s := NewClient(clientConfig(t, srv, true))
+			if err := handshakeChunks(s, c, 1); err != nil {
+				t.Fatal(err)
+			}
+			if !s.State().Fast {
+				t.Fatalf("state %+v", s.State())
+			}
+			if err := echo(s, c, payload(2000), 1); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestServerSpeaksFirst: application data the server sends right after
+// its last handshake flight can arrive in the same read as that flight;
+// the session must keep it (with TLS 1.3 tickets before it) for Next.
+func TestServerSpeaksFirst(t *testing.T) {
+	greet := []byte("hello from the server")
+	for _, v := range []uint16{tls.VersionTLS13, tls.VersionTLS12} {
+		for _, resume := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/cache=%v", tls.VersionName(v), resume), func(t *testing.T) {
+				srv := newGreetServer(t, false, greet, func(c *tls.Config) { c.MaxVersion = v })
+				c, err := net.Dial("tcp", srv.addr())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				s := NewClient(clientConfig(t, srv, resume))
+				if err := handshake(s, c); err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("left over after the handshake: %d bytes", len(s.stash)-s.stashOff)
+				// Whatever of the greeting came with the handshake is in the
+				// session; read the rest from the socket.
+				var got []byte
+				for {
+					p, err := s.Next()
+					if err != nil {
+						t.Fatal(err)
+					}
+					if p == nil {
+						break
+					}
+					got = append(got, p...)
+				}
+				buf := make([]byte, 4096)
+				c.SetReadDeadline(time.Now().Add(10 * time.Second))
+				for len(got) < len(greet) {
+					n, err := c.Read(buf)
+					if err != nil {
+						t.Fatal(err)
+					}
+					s.Feed(buf[:n])
+					for {
+						p, err := s.Next()
+						if err != nil {
+							t.Fatal(err)
+						}
+						if p == nil {
+							break
+						}
+						got = append(got, p...)
+					}
+				}
+				if string(got) != string(greet) {
+					t.Fatalf("got %q", got)
+				}
+				if err := echo(s, c, []byte("and back"), 4096); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
 	}
 }
