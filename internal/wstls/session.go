@@ -409,7 +409,6 @@ func (s *Session) Next() ([]byte, error) {
 				s.fail(err)
 				return nil, err
 			}
-		case 0: // a ticket crypto/tls took
 		default:
 			err := fmt.Errorf("tls: unexpected record type %d", typ)
 			s.fail(err)
@@ -564,8 +563,8 @@ func (s *Session) open(rec []byte) ([]byte, byte, error) {
 
 // openSync opens a record while crypto/tls is still in step: a record of
 // NewSessionTicket messages goes to crypto/tls (which stores the ticket
-// in the ClientSessionCache) and is reported as type 0; anything else ends
-// the sync phase and is returned as open would.
+// in the ClientSessionCache) and is reported as an empty handshake record;
+// anything else ends the sync phase and is returned as open would.
 func (s *Session) openSync(rec []byte) ([]byte, byte, error) {
 	s.scratch = append(s.scratch[:0], rec...)
 	plain, typ, err := s.open(s.scratch)
@@ -576,10 +575,13 @@ func (s *Session) openSync(rec []byte) ([]byte, byte, error) {
 		s.src = rec
 		n, err := s.conn.Read(s.one[:])
 		s.src = nil
-		if n != 0 || err != error(errWouldBlock) {
-			return nil, 0, fmt.Errorf("tls: session ticket: %v", err)
+		switch {
+		case n != 0:
+			return nil, 0, errors.New("tls: session ticket record carried data")
+		case err != error(errWouldBlock):
+			return nil, 0, fmt.Errorf("tls: session ticket: %w", err)
 		}
-		return nil, 0, nil
+		return nil, recHandshake, nil
 	}
 	s.inSync = false
 	s.conn = nil
