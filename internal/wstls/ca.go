@@ -131,12 +131,14 @@ func serial() *big.Int {
 // insecure skips verification (the handshake still runs), and resume keeps
 // a session cache shared by every connection made with this config, so
 // that connections after the first resume (TLS 1.2 tickets, TLS 1.3 PSK).
-// TLS 1.2 is the minimum.
+// TLS 1.2 is the minimum. ALPN offers http/1.1, the protocol a WebSocket
+// upgrade speaks (so that a server that also serves h2 does not pick it).
 func ClientConfig(caFile, serverName string, insecure, resume bool) (*tls.Config, error) {
 	cfg := &tls.Config{
 		ServerName:         serverName,
 		InsecureSkipVerify: insecure,
 		MinVersion:         tls.VersionTLS12,
+		NextProtos:         []string{"http/1.1"},
 	}
 	if caFile != "" {
 		pemBytes, err := os.ReadFile(caFile)

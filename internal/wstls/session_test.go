@@ -175,7 +175,7 @@ func TestInsecureSkipVerify(t *testing.T) {
 }
 
 func TestSNI(t *testing.T) {
-	srv := newTestServer(t, false, nil)
+	srv := newTestServer(t, false, func(c *tls.Config) { c.NextProtos = []string{"h2", "http/1.1"} })
 	for _, name := range []string{"localhost", "127.0.0.1"} {
 		cfg, err := ClientConfig(srv.ca.CAFile, name, false, false)
 		if err != nil {
@@ -188,6 +188,9 @@ func TestSNI(t *testing.T) {
 		}
 		if s.State().ServerName != want {
 			t.Errorf("state server name %q, want %q", s.State().ServerName, want)
+		}
+		if s.State().NegotiatedProtocol != "http/1.1" {
+			t.Errorf("ALPN %q, want http/1.1", s.State().NegotiatedProtocol)
 		}
 	}
 	// An IP address is not sent as SNI (RFC 6066 §3).
