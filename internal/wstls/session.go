@@ -312,6 +312,36 @@ func (s *Session) established() error {
 	s.mode = modeFast
 	if !s.inSync {
 		s.conn = nil
+		return nil
+	}
+	return s.takeTickets()
+}
+
+// takeTickets hands crypto/tls the tickets that came with the server's
+// last handshake flight (crypto/tls servers send them there), so that the
+// next connection can resume at once, before this one reads anything.
+// It stops at the first record that is not tickets, leaving it for Next.
+func (s *Session) takeTickets() error {
+	for s.inSync {
+		b := s.stash[s.stashOff:]
+		need, err := s.recordLen(b)
+		if err != nil || len(b) < need {
+			return nil // Next reports it, or waits for the rest
+		}
+		rec := b[:need]
+		s.scratch = append(s.scratch[:0], rec...)
+		plain, typ, err := s.open(s.scratch)
+		if err != nil {
+			return nil // Next fails on it again
+		}
+		s.rd.seq-- // peeked, not consumed: Next opens it again
+		if typ != recHandshake || !onlyTickets(plain) {
+			return nil
+		}
+		s.stashOff += need
+		if _, _, err := s.openSync(rec); err != nil {
+			return err
+		}
 	}
 	return nil
 }

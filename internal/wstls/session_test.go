@@ -492,3 +492,38 @@ func TestServerSpeaksFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestResumeBeforeFirstRead: crypto/tls servers send TLS 1.3 tickets with
+// their last handshake flight; a second connection can resume before the
+// first has read anything, as in a connection storm.
+func TestResumeBeforeFirstRead(t *testing.T) {
+	srv := newTestServer(t, false, nil)
+	cfg := clientConfig(t, srv, true)
+	type sc struct {
+		s *Session
+		c net.Conn
+	}
+	var conns []sc
+	resumed := 0
+	for i := 0; i < 5; i++ {
+		s, c := dialSession(t, srv, cfg, false)
+		if s.State().DidResume {
+			resumed++
+		}
+		conns = append(conns, sc{s, c})
+	}
+	// The records taken at handshake end are not seen again; the
+	// connections work.
+	for _, x := range conns {
+		if err := echo(x.s, x.c, []byte("x"), 4096); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Tickets may come in a later read than the server's Finished (then
+	// the next connection does a full handshake); here they mostly come
+	// with it.
+	t.Logf("%d of 4 later connections resumed before any read", resumed)
+	if resumed == 0 {
+		t.Error("no connection resumed before the first read")
+	}
+}
