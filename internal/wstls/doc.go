@@ -37,7 +37,9 @@
 // given. Records are opened in place in the caller's read buffer and
 // sealed into the caller's write buffer. TLS 1.3 session tickets that
 // follow the handshake go to crypto/tls (which stores them in the
-// ClientSessionCache) as long as it has seen every record; KeyUpdate is
+// ClientSessionCache) as long as it has seen every record — at handshake
+// end already when they came with the server's last flight, as crypto/tls
+// servers send them, so that the next connection resumes; KeyUpdate is
 // handled here; CBC suites (TLS 1.2 only) stay on crypto/tls's record
 // layer (State.Fast is false; correct, but it allocates). Every record is
 // authenticated, so a key or sequence mistake fails the connection with
