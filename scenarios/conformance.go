@@ -67,6 +67,9 @@ func init() {
 			{Header: "Time", Metric: "used", Format: FormatDuration},
 			{Metric: ColVerdict},
 		},
+		Summary: func(v metrics.Values) string {
+			return fmt.Sprintf("%d cases: %d OK, %d non-strict, %d failed; %d failing", v.Int("cases"), v.Int("ok"), v.Int("non_strict"), v.Int("failed"), v.Int("failing"))
+		},
 		Tables: conformanceTables,
 	})
 }
