@@ -180,8 +180,8 @@ func (p *Conformance) Run(ctx context.Context, env *Env) (Outcome, error) {
 	return out, ctx.Err()
 }
 
-// failingSummary lists the failing case ids by section, shortest first:
-// "2.10, 6.4.1-6.4.4 (4), 7.5.1".
+// failingSummary lists the failing case ids in case order, runs of one
+// section collapsed: "2.10, 6.4.1-6.4.4 (4), 7.5.1".
 func failingSummary(rep autobahn.Report) string {
 	var ids []string
 	for _, r := range rep.Results {
