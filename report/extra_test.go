@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -37,5 +38,22 @@ func TestExtraTables(t *testing.T) {
 	}
 	if i, j := strings.Index(out, "[Conformance] Report"), strings.Index(out, "a: 2 cases not OK"); i < 0 || j < i {
 		t.Errorf("the extra table does not follow the phase's table:\n%s", out)
+	}
+}
+
+// TestParseExtraTables: on the HTML page, a kind's extra table is a block
+// of its own, titled, not rows appended to the phase's table.
+func TestParseExtraTables(t *testing.T) {
+	md := "[X] Report\n\n| A |\n|:--|\n| 1 |\n\n- a: 2 of 3 cases do not pass\n\na: 2 cases not OK\n\n| Case | Verdict |\n|:--|:--|\n| 2.2 | FAILED |\n\nb: 1 cases not OK\n\n| Case | Verdict |\n|:--|:--|\n| 7.5.1 | FAILED |\n"
+	got := parseMarkdownTables(md)
+	want := []mdBlock{
+		{Title: "[X] Report", Header: []string{"A"}, Rows: [][]string{{"1"}}, Notes: []string{"a: 2 of 3 cases do not pass"}},
+		{Title: "a: 2 cases not OK", Header: []string{"Case", "Verdict"}, Rows: [][]string{{"2.2", "FAILED"}}},
+		{Title: "b: 1 cases not OK", Header: []string{"Case", "Verdict"}, Rows: [][]string{{"7.5.1", "FAILED"}}},
+	}
+	gb, _ := json.Marshal(got)
+	wb, _ := json.Marshal(want)
+	if string(gb) != string(wb) {
+		t.Errorf("got  %s\nwant %s", gb, wb)
 	}
 }
