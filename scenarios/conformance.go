@@ -19,8 +19,8 @@ import (
 // itself (one connection per case) and does not use the Driver's
 // connections, so it needs no connect phase before it.
 type Conformance struct {
-	Cases       []string       `yaml:"cases" doc:"Autobahn case ids or globs to run (\"1.*\", \"6.4.*\", \"2.10\"; \"*\" = every case); default every case but the big ones (messages of 1 MiB and up in 9.x, 12.x/13.x cases of 4 KiB messages and up)"`
-	Exclude     []string       `yaml:"exclude" doc:"case ids or globs left out of cases"`
+	Cases       []string       `yaml:"cases,flow" doc:"Autobahn case ids or globs to run (\"1.*\", \"6.4.*\", \"2.10\"; \"*\" = every case); default every case but the big ones (messages of 1 MiB and up in 9.x, 12.x/13.x cases of 4 KiB messages and up)"`
+	Exclude     []string       `yaml:"exclude,flow" doc:"case ids or globs left out of cases"`
 	CaseTimeout units.Duration `yaml:"case_timeout" default:"30s" min:"1s" max:"10m" doc:"longest wall time of one case, connect and handshake included; a case that hits it is FAILED (cases end sooner on their own Autobahn timers)"`
 	Behavior    Behavior       `yaml:"behavior" default:"strict" doc:"what a NON-STRICT verdict counts as: strict = failing, lenient = passing"`
 	Parallel    int            `yaml:"parallel" default:"1" min:"1" max:"64" doc:"cases run at once, each on its own connection; 1 = one after another, as Autobahn runs them"`
