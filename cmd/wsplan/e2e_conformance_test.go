@@ -10,12 +10,14 @@ import (
 )
 
 // TestRunConformance runs the conformance phase through the engine on two
-// presets: the phase dials each server itself (Env.Target), the JSON
+// presets: the phase dials each server itself (Env.Target) from the
+// orchestrating process, also when the plan has client shards, the JSON
 // carries every case, the report lists the cases not OK per server, and
 // the failed assertion makes the exit status 1.
 func TestRunConformance(t *testing.T) {
 	dir := writePlan(t, `
 servers: [{name: gobwas}, {name: nbio_std}]
+client: {shards: 2}
 phases:
   - conformance: {cases: ["1.1.1", "1.2.2", "2.2", "6.3.1"], parallel: 2}
 assert:
@@ -24,6 +26,9 @@ assert:
 	r := startWsplan(t, dir, "run", "plan.yaml", "--progress", "off", "--json", "r.json", "--out", "logs")
 	if code := r.wait(t, 2*time.Minute); code != 1 {
 		t.Fatalf("exit %d, want 1 (nbio_std fails 1.1.1); stderr:\n%s", code, r.stderrText())
+	}
+	if !strings.Contains(r.stderrText(), "nbio_std: 2 client shards") {
+		t.Errorf("no shards started; stderr:\n%s", r.stderrText())
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "r.json"))
 	if err != nil {
