@@ -278,6 +278,9 @@ func runCase(ctx context.Context, c *Case, ep endpoint, timeout time.Duration) R
 	return res
 }
 
+// errHandshake wraps every failure to open the WebSocket connection.
+var errHandshake = errors.New("opening handshake failed")
+
 // open dials and performs the opening handshake (RFC 6455 4.1). It offers
 // permessage-deflate when offers is not empty and returns what the server
 // accepted (nil: no extension); no subprotocol is offered.

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"net"
 	"sync"
 	"time"
@@ -663,5 +662,3 @@ func properPrefix(b []byte) bool {
 	}
 	return true
 }
-
-var errHandshake = errors.New("opening handshake failed")
