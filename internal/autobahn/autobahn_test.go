@@ -203,7 +203,7 @@ func TestBrokenServer(t *testing.T) {
 	if got := idsWith(rep, Failed); !slices.Equal(got, want) {
 		t.Errorf("FAILED\n got %v\nwant %v", got, want)
 	}
-	if rep.Failed != len(want) || rep.Failing != len(want) || rep.Pass() {
+	if rep.Failed != len(want) || rep.Failing != len(want) || rep.Pass() || len(rep.Failures()) != len(want) {
 		t.Errorf("counts %+v failing %d, want %d failed", rep.Counts, rep.Failing, len(want))
 	}
 	byID := map[string]Result{}
@@ -363,5 +363,48 @@ func TestCaseTimeout(t *testing.T) {
 	r := rep.Results[0]
 	if r.Verdict != Failed || !strings.HasPrefix(r.Observed, "case timeout") || r.Duration > 5*time.Second {
 		t.Errorf("%s %s after %v: %s", r.ID, r.Verdict, r.Duration, r.Observed)
+	}
+}
+
+// TestTLSAndHeader runs cases over wss:// with an extra request header the
+// server insists on, and shows a handshake refusal as the observed text.
+func TestTLSAndHeader(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	up := websocket.Upgrader{}
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer x" {
+			http.Error(w, "no", http.StatusForbidden)
+			return
+		}
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		for {
+			mt, data, err := c.ReadMessage()
+			if err != nil || c.WriteMessage(mt, data) != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	url := "wss" + strings.TrimPrefix(srv.URL, "https") + "/echo"
+	tlsConf := srv.Client().Transport.(*http.Transport).TLSClientConfig
+	rep, err := Run(context.Background(), Target{URL: url, TLS: tlsConf, Header: http.Header{"Authorization": {"Bearer x"}}},
+		Options{Cases: []string{"1.1.*", "1.2.*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OK != 16 {
+		t.Errorf("counts %+v: %+v", rep.Counts, rep.Results)
+	}
+	rep, err = Run(context.Background(), Target{URL: url, TLS: tlsConf}, Options{Cases: []string{"1.1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	if o := rep.Results[0].Observed; rep.Failed != 1 || o != "opening handshake failed: status 403 Forbidden, want 101" {
+		t.Errorf("without the header: %+v", rep.Results[0])
 	}
 }

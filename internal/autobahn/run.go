@@ -105,6 +105,18 @@ type Report struct {
 // Pass reports whether every case passed under the report's Behavior.
 func (r Report) Pass() bool { return r.Failing == 0 }
 
+// Failures returns the results that do not pass under the report's
+// Behavior, in case-id order: the rows of a "failed cases" table.
+func (r Report) Failures() []Result {
+	var out []Result
+	for _, x := range r.Results {
+		if !x.Pass {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
 // Run plays the selected cases against the target and returns the report.
 // It returns an error only for bad options or target (an unknown case
 // pattern, an unparsable URL); a server that cannot be reached fails each
