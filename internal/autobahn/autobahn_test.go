@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -205,6 +206,15 @@ func TestBrokenServer(t *testing.T) {
 	}
 	if rep.Failed != len(want) || rep.Failing != len(want) || rep.Pass() || len(rep.Failures()) != len(want) {
 		t.Errorf("counts %+v failing %d, want %d failed", rep.Counts, rep.Failing, len(want))
+	}
+	// The report is data: its JSON reads back to the same value.
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, rep) {
+		t.Errorf("JSON round trip: %v, equal %v", err, reflect.DeepEqual(back, rep))
 	}
 	byID := map[string]Result{}
 	for _, r := range rep.Results {
