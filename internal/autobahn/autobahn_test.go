@@ -264,6 +264,8 @@ func TestRunBadOptions(t *testing.T) {
 		{Target{}, Options{}, "target: neither url nor addr given"},
 		{Target{Addr: "x:1"}, Options{Behavior: "loose"}, `behavior "loose": must be "strict" or "lenient"`},
 		{Target{Addr: "x:1"}, Options{Cases: []string{"8.*"}}, `case pattern "8.*" matches no implemented case`},
+		{Target{Addr: "x:1"}, Options{CaseTimeout: -time.Second}, "case timeout: must be >= 0, got -1s"},
+		{Target{Addr: "x:1"}, Options{Parallel: -2}, "parallel: must be >= 0, got -2"},
 	} {
 		if _, err := Run(context.Background(), c.t, c.o); err == nil || err.Error() != c.want {
 			t.Errorf("%+v %+v: error %v, want %q", c.t, c.o, err, c.want)

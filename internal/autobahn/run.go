@@ -42,15 +42,17 @@ type Options struct {
 	// Exclude removes cases matching these ids or globs.
 	Exclude []string
 	// CaseTimeout bounds one case's wall time, connect and handshake
-	// included (default DefaultCaseTimeout). Cases have their own,
-	// shorter, Autobahn timers; this is a safety net. A case that hits it
-	// is FAILED.
+	// included; 0 = DefaultCaseTimeout, < 0 is an error. Cases end on
+	// their own Autobahn timers (1-2 s for most; 10-100 s for 9.x and
+	// 60-480 s for 12.x/13.x, which a working server beats by far); this
+	// bounds them all. A case that hits it is FAILED.
 	CaseTimeout time.Duration
 	// Behavior says whether NON-STRICT passes (Lenient) or fails (Strict,
 	// the default).
 	Behavior Behavior
-	// Parallel is how many cases run at once, each on its own connection
-	// (default 1: cases one after another, as Autobahn runs them).
+	// Parallel is how many cases run at once, each on its own connection;
+	// 0 = 1 (cases one after another, as Autobahn runs them), < 0 is an
+	// error.
 	Parallel int
 }
 
@@ -132,7 +134,12 @@ func Run(ctx context.Context, t Target, o Options) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	if o.CaseTimeout <= 0 {
+	switch {
+	case o.CaseTimeout < 0:
+		return Report{}, fmt.Errorf("case timeout: must be >= 0, got %v", o.CaseTimeout)
+	case o.Parallel < 0:
+		return Report{}, fmt.Errorf("parallel: must be >= 0, got %d", o.Parallel)
+	case o.CaseTimeout == 0:
 		o.CaseTimeout = DefaultCaseTimeout
 	}
 	switch o.Behavior {
