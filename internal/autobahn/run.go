@@ -244,6 +244,7 @@ func (t Target) endpoint() (endpoint, error) {
 			return endpoint{}, fmt.Errorf("target url %q: scheme must be ws or wss", t.URL)
 		}
 		ep.addr = net.JoinHostPort(u.Hostname(), port)
+		ep.host = u.Host
 		ep.path = u.RequestURI()
 	}
 	if ep.addr == "" {
@@ -252,7 +253,9 @@ func (t Target) endpoint() (endpoint, error) {
 	if ep.path == "" {
 		ep.path = "/"
 	}
-	ep.host = ep.addr
+	if ep.host == "" {
+		ep.host = ep.addr
+	}
 	if ep.dial == nil {
 		var d net.Dialer
 		ep.dial = d.DialContext
