@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -204,8 +205,17 @@ func TestBrokenServer(t *testing.T) {
 	if got := idsWith(rep, Failed); !slices.Equal(got, want) {
 		t.Errorf("FAILED\n got %v\nwant %v", got, want)
 	}
-	if rep.Failed != len(want) || rep.Failing != len(want) || rep.Pass() {
+	if rep.Failed != len(want) || rep.Failing != len(want) || rep.Pass() || len(rep.Failures()) != len(want) {
 		t.Errorf("counts %+v failing %d, want %d failed", rep.Counts, rep.Failing, len(want))
+	}
+	// The report is data: its JSON reads back to the same value.
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, rep) {
+		t.Errorf("JSON round trip: %v, equal %v", err, reflect.DeepEqual(back, rep))
 	}
 	byID := map[string]Result{}
 	for _, r := range rep.Results {
@@ -255,11 +265,23 @@ func TestRunBadOptions(t *testing.T) {
 		{Target{}, Options{}, "target: neither url nor addr given"},
 		{Target{Addr: "x:1"}, Options{Behavior: "loose"}, `behavior "loose": must be "strict" or "lenient"`},
 		{Target{Addr: "x:1"}, Options{Cases: []string{"8.*"}}, `case pattern "8.*" matches no implemented case`},
+		{Target{Addr: "x:1"}, Options{CaseTimeout: -time.Second}, "case timeout: must be >= 0, got -1s"},
+		{Target{Addr: "x:1"}, Options{Parallel: -2}, "parallel: must be >= 0, got -2"},
 	} {
 		if _, err := Run(context.Background(), c.t, c.o); err == nil || err.Error() != c.want {
 			t.Errorf("%+v %+v: error %v, want %q", c.t, c.o, err, c.want)
 		}
 	}
+}
+
+// deflateCases keeps the deflate tests short (1000 messages per case add
+// up on a shared 2-core host): the given patterns, or every 12.x and 13.x
+// case with -autobahn.big.
+func deflateCases(patterns ...string) []string {
+	if *big {
+		return []string{"12.*", "13.*"}
+	}
+	return patterns
 }
 
 // TestDeflateGorilla runs 12.x and 13.x against gorilla, which negotiates
@@ -268,7 +290,7 @@ func TestDeflateGorilla(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	srv := echoServerOpts(t, true, true)
 	rep, err := Run(context.Background(), Target{URL: wsURL(srv)},
-		Options{Cases: []string{"12.*", "13.*"}, Exclude: testExclude(), Parallel: 4})
+		Options{Cases: deflateCases("12.*.1", "13.*.1"), Exclude: testExclude(), Parallel: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +331,7 @@ func TestDeflateContextTakeover(t *testing.T) {
 	}))
 	defer srv.Close()
 	rep, err := Run(context.Background(), Target{URL: wsURL(srv)},
-		Options{Cases: []string{"12.*", "13.*"}, Exclude: testExclude(), Parallel: 4})
+		Options{Cases: deflateCases("12.*.1", "12.*.4", "13.*.1", "13.*.4"), Exclude: testExclude(), Parallel: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,6 +386,49 @@ func TestCaseTimeout(t *testing.T) {
 	r := rep.Results[0]
 	if r.Verdict != Failed || !strings.HasPrefix(r.Observed, "case timeout") || r.Duration > 5*time.Second {
 		t.Errorf("%s %s after %v: %s", r.ID, r.Verdict, r.Duration, r.Observed)
+	}
+}
+
+// TestTLSAndHeader runs cases over wss:// with an extra request header the
+// server insists on, and shows a handshake refusal as the observed text.
+func TestTLSAndHeader(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	up := websocket.Upgrader{}
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer x" {
+			http.Error(w, "no", http.StatusForbidden)
+			return
+		}
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		for {
+			mt, data, err := c.ReadMessage()
+			if err != nil || c.WriteMessage(mt, data) != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	url := "wss" + strings.TrimPrefix(srv.URL, "https") + "/echo"
+	tlsConf := srv.Client().Transport.(*http.Transport).TLSClientConfig
+	rep, err := Run(context.Background(), Target{URL: url, TLS: tlsConf, Header: http.Header{"Authorization": {"Bearer x"}}},
+		Options{Cases: []string{"1.1.*", "1.2.*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OK != 16 {
+		t.Errorf("counts %+v: %+v", rep.Counts, rep.Results)
+	}
+	rep, err = Run(context.Background(), Target{URL: url, TLS: tlsConf}, Options{Cases: []string{"1.1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	if o := rep.Results[0].Observed; rep.Failed != 1 || o != "opening handshake failed: status 403 Forbidden, want 101" {
+		t.Errorf("without the header: %+v", rep.Results[0])
 	}
 }
 

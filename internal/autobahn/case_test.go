@@ -20,7 +20,7 @@ func TestCatalog(t *testing.T) {
 			t.Errorf("%s: description or expectation missing", c.ID)
 		}
 	}
-	want := map[string]int{"1": 16, "2": 11, "3": 7, "4": 10, "5": 20, "6": 145, "7": 37, "9": 54, "12": 90, "13": 126}
+	want := map[string]int{"1": 16, "2": 11, "3": 7, "4": 10, "5": 20, "6": 145, "7": 37, "9": 54, "10": 1, "12": 90, "13": 126}
 	for sec, n := range want {
 		if per[sec] != n {
 			t.Errorf("section %s: %d cases, want %d", sec, per[sec], n)
@@ -62,13 +62,13 @@ func TestSelect(t *testing.T) {
 		last   string
 		err    string
 	}{
-		{nil, nil, 516, "1.1.1", "13.7.18", ""},
-		{nil, []string{"12.*", "13.*"}, 300, "1.1.1", "9.8.6", ""},
+		{nil, nil, 517, "1.1.1", "13.7.18", ""},
+		{nil, []string{"12.*", "13.*"}, 301, "1.1.1", "10.1.1", ""},
 		{[]string{"1.*"}, nil, 16, "1.1.1", "1.2.8", ""},
 		{[]string{"2.1"}, nil, 1, "2.1", "2.1", ""},
 		{[]string{"2.1*"}, nil, 3, "2.1", "2.11", ""},
 		{[]string{"6.4.*"}, nil, 4, "6.4.1", "6.4.4", ""},
-		{[]string{"*.1"}, []string{"6.*"}, 33, "1.1.1", "13.7.1", ""},
+		{[]string{"*.1"}, []string{"6.*"}, 34, "1.1.1", "13.7.1", ""},
 		{[]string{"12.*"}, nil, 90, "12.1.1", "12.5.18", ""},
 		{[]string{"7.*"}, []string{"7.7.*", "7.9.*"}, 15, "7.1.1", "7.13.2", ""},
 		{[]string{"5.2", "5.10", "5.1"}, nil, 3, "5.1", "5.10", ""},
@@ -176,6 +176,20 @@ func TestFrameRoundTrip(t *testing.T) {
 	}
 	if _, err := readFrame(bufio.NewReader(bytes.NewReader([]byte{0x82, 127, 0, 0, 0, 1, 0, 0, 0, 0}))); err == nil {
 		t.Error("4 GiB frame accepted")
+	}
+}
+
+// TestSplitFrame: the parts of 6.4.3/6.4.4's frame, written one after the
+// other, read back as one frame with the whole payload.
+func TestSplitFrame(t *testing.T) {
+	parts := []string{kosme, "\xf4\x90\x80\x80", "edited"}
+	chunks := splitFrame(opText, parts)
+	if len(chunks) != 3 {
+		t.Fatalf("%d chunks", len(chunks))
+	}
+	got, err := readFrame(bufio.NewReader(bytes.NewReader(bytes.Join(chunks, nil))))
+	if err != nil || !got.fin || got.op != opText || string(got.payload) != strings.Join(parts, "") {
+		t.Errorf("%+v, %v", got, err)
 	}
 }
 

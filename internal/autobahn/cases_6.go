@@ -181,6 +181,30 @@ func utf8Fails() closeExpect {
 	return closeExpect{closedByMe: false, codes: []int{closeInvalidPayload}, wrongEndpointFatal: true}
 }
 
+// splitFrame encodes one final, masked frame whose payload is the parts
+// concatenated, and returns its bytes cut at the part boundaries (the
+// header goes with the first part): Autobahn's beginMessageFrame and
+// sendMessageFrameData.
+func splitFrame(op byte, parts []string) [][]byte {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	key := newKey()
+	out := [][]byte{appendHeader(nil, true, 0, op, n, key)}
+	off := 0
+	for i, p := range parts {
+		if i > 0 {
+			out = append(out, nil)
+		}
+		start := len(out[i])
+		out[i] = append(out[i], p...)
+		mask(out[i][start:], key, off)
+		off += len(p)
+	}
+	return out
+}
+
 // registerFailFast adds 6.4.1-6.4.4: an invalid text message in three
 // parts with 1 s pauses. A server that fails on the part making the text
 // invalid is OK; one that waits for the end of the message is NON-STRICT.
@@ -209,10 +233,8 @@ func registerFailFast() {
 				s.expect(OK, timeoutMark("A"))
 				s.expect(NonStrict, timeoutMark("A"), timeoutMark("B"))
 				s.expClose = utf8Fails()
-				// For the one-frame variants the header announces the
-				// whole payload and the parts are masked at their offsets.
-				var key [4]byte
-				off := 0
+				// The one-frame variants write one frame in three parts.
+				chunks := splitFrame(opText, c.p[:])
 				sendPart := func(i int) {
 					if !c.oneFrame {
 						f := fr(opCont, c.p[i])
@@ -223,16 +245,7 @@ func registerFailFast() {
 						s.send(f)
 						return
 					}
-					var b []byte
-					if i == 0 {
-						key = newKey()
-						b = appendHeader(nil, true, 0, opText, len(payload), key)
-					}
-					start := len(b)
-					b = append(b, c.p[i]...)
-					mask(b[start:], key, off)
-					off += len(c.p[i])
-					s.write(b, 0, false)
+					s.write(chunks[i], 0, false)
 				}
 				sendPart(0)
 				s.continueLater(time.Second, func() {

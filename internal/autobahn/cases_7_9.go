@@ -140,6 +140,20 @@ func init() {
 	}
 
 	registerLimits()
+
+	// 10.1.1: auto-fragmentation. Autobahn also checks that its own client
+	// sent 50 frames of 1300 bytes and one of 536; this client always does.
+	payload := strings.Repeat("*", 65536)
+	register(&Case{
+		ID: "10.1.1", Description: "Send text message with payload of length 65536 auto-fragmented with autoFragmentSize = 1300.",
+		Expectation: "Receive echo'ed text message (with payload as sent and transmitted frame counts as expected). Clean close with normal code.",
+		open: func(s *session) {
+			s.expect(OK, message(payload))
+			s.expClose = normalClose()
+			s.sendMessage(payload, false, 1300)
+			s.killAfter(10 * time.Second)
+		},
+	})
 }
 
 // bigEcho registers a 9.x case that sends one big message (send writes

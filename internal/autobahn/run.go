@@ -42,15 +42,17 @@ type Options struct {
 	// Exclude removes cases matching these ids or globs.
 	Exclude []string
 	// CaseTimeout bounds one case's wall time, connect and handshake
-	// included (default DefaultCaseTimeout). Cases have their own,
-	// shorter, Autobahn timers; this is a safety net. A case that hits it
-	// is FAILED.
+	// included; 0 = DefaultCaseTimeout, < 0 is an error. Cases end on
+	// their own Autobahn timers (1-2 s for most; 10-100 s for 9.x and
+	// 60-480 s for 12.x/13.x, which a working server beats by far); this
+	// bounds them all. A case that hits it is FAILED.
 	CaseTimeout time.Duration
 	// Behavior says whether NON-STRICT passes (Lenient) or fails (Strict,
 	// the default).
 	Behavior Behavior
-	// Parallel is how many cases run at once, each on its own connection
-	// (default 1: cases one after another, as Autobahn runs them).
+	// Parallel is how many cases run at once, each on its own connection;
+	// 0 = 1 (cases one after another, as Autobahn runs them), < 0 is an
+	// error.
 	Parallel int
 	// Selected, when set, is called once before the first case with the
 	// number of cases selected.
@@ -112,6 +114,18 @@ type Report struct {
 // Pass reports whether every case passed under the report's Behavior.
 func (r Report) Pass() bool { return r.Failing == 0 }
 
+// Failures returns the results that do not pass under the report's
+// Behavior, in case-id order: the rows of a "failed cases" table.
+func (r Report) Failures() []Result {
+	var out []Result
+	for _, x := range r.Results {
+		if !x.Pass {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
 // Run plays the selected cases against the target and returns the report.
 // It returns an error only for bad options or target (an unknown case
 // pattern, an unparsable URL); a server that cannot be reached fails each
@@ -127,7 +141,12 @@ func Run(ctx context.Context, t Target, o Options) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	if o.CaseTimeout <= 0 {
+	switch {
+	case o.CaseTimeout < 0:
+		return Report{}, fmt.Errorf("case timeout: must be >= 0, got %v", o.CaseTimeout)
+	case o.Parallel < 0:
+		return Report{}, fmt.Errorf("parallel: must be >= 0, got %d", o.Parallel)
+	case o.CaseTimeout == 0:
 		o.CaseTimeout = DefaultCaseTimeout
 	}
 	switch o.Behavior {
@@ -238,6 +257,7 @@ func (t Target) endpoint() (endpoint, error) {
 			return endpoint{}, fmt.Errorf("target url %q: scheme must be ws or wss", t.URL)
 		}
 		ep.addr = net.JoinHostPort(u.Hostname(), port)
+		ep.host = u.Host
 		ep.path = u.RequestURI()
 	}
 	if ep.addr == "" {
@@ -246,7 +266,9 @@ func (t Target) endpoint() (endpoint, error) {
 	if ep.path == "" {
 		ep.path = "/"
 	}
-	ep.host = ep.addr
+	if ep.host == "" {
+		ep.host = ep.addr
+	}
 	if ep.dial == nil {
 		var d net.Dialer
 		ep.dial = d.DialContext
@@ -290,6 +312,9 @@ func runCase(ctx context.Context, c *Case, ep endpoint, timeout time.Duration) R
 	res.Duration = time.Since(start)
 	return res
 }
+
+// errHandshake wraps every failure to open the WebSocket connection.
+var errHandshake = errors.New("opening handshake failed")
 
 // open dials and performs the opening handshake (RFC 6455 4.1). It offers
 // permessage-deflate when offers is not empty and returns what the server
