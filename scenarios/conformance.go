@@ -184,10 +184,8 @@ func (p *Conformance) Run(ctx context.Context, env *Env) (Outcome, error) {
 // section collapsed: "2.10, 6.4.1-6.4.4 (4), 7.5.1".
 func failingSummary(rep autobahn.Report) string {
 	var ids []string
-	for _, r := range rep.Results {
-		if !r.Pass {
-			ids = append(ids, r.ID)
-		}
+	for _, r := range rep.Failures() {
+		ids = append(ids, r.ID)
 	}
 	return CaseRanges(ids)
 }
