@@ -142,6 +142,14 @@ type dialJob struct {
 	timeout int64 // per attempt, ns
 	retries int
 	pr      *Progress
+	// Hooks for a kind that opens connections of its own (broadcast); nil
+	// = a plain connect phase. req returns connection idx's upgrade
+	// request (else its target's); opened is told of each connection that
+	// finished its handshake; done takes over when the dial ends here,
+	// instead of reporting the connect result.
+	req    func(idx int64, target int) *upgradeRequest
+	opened func(c *conn, idx int64)
+	done   func(l *loop, part *ConnectResult, stopped bool)
 }
 
 // dialRun is a connect phase running in a loop.
@@ -296,6 +304,9 @@ func (l *loop) onConnected(c *conn) {
 func (l *loop) sendRequest(c *conn) {
 	x := c.ext
 	req := &l.cl.targets[x.target].req
+	if d, ok := l.ph.(*dialRun); ok && d.job.req != nil {
+		req = d.job.req(x.index, x.target)
+	}
 	l.cbuf = append(l.cbuf[:0], req.buf...)
 	copy(l.cbuf[req.keyOff:], x.key[:])
 	n, e := rawWrite(c.fd, l.cbuf[x.written:])
@@ -350,6 +361,9 @@ func (l *loop) readResponse(c *conn) {
 	d.removeInflight(c)
 	d.part.Success++
 	d.progress(1)
+	if d.job.opened != nil {
+		d.job.opened(c, x.index)
+	}
 	rest := copy(l.rbuf, x.pend[end:])
 	l.putExt(c)
 	l.addOpen(c)
@@ -438,6 +452,10 @@ func (d *dialRun) finish(l *loop, stopped bool, _ int64) {
 	}
 	if d.job.pr != nil && d.unflushed > 0 {
 		d.job.pr.Done.Add(d.unflushed)
+	}
+	if d.job.done != nil {
+		d.job.done(l, &d.part, stopped)
+		return
 	}
 	l.finished(d.job.phase, &d.part, stopped)
 }
