@@ -69,6 +69,10 @@ type Adapter struct {
 	// Start listens on every address in cfg.Addrs (host:port) and serves
 	// WebSocket upgrades on cfg.Path. It returns once the listeners are open.
 	Start func(cfg Config) (Server, error)
+	// Broadcast serves BroadcastPath (rooms, fan-out) when the server's
+	// path is BroadcastPath; nil = the library cannot (Limits.NoBroadcast
+	// says why).
+	Broadcast *Broadcast
 }
 
 // Limits states what a library cannot do, each with its reason, so that
@@ -83,6 +87,9 @@ type Limits struct {
 	OneMessageType func(values map[string]string) string
 	// OneMessageTypeWhy is the reason for OneMessageType.
 	OneMessageTypeWhy string
+	// NoBroadcast is why the adapter does not serve BroadcastPath; "" =
+	// it does (Adapter.Broadcast).
+	NoBroadcast string
 }
 
 // Strings lists the limits as sentences, for `wsplan frameworks`.
@@ -93,6 +100,9 @@ func (l Limits) Strings() []string {
 	}
 	if l.OneMessageType != nil {
 		out = append(out, "one message type per server: "+l.OneMessageTypeWhy)
+	}
+	if l.NoBroadcast != "" {
+		out = append(out, "no broadcast endpoint: "+l.NoBroadcast)
 	}
 	return out
 }
