@@ -272,6 +272,9 @@ func BroadcastMetrics(r client.BroadcastResult, q *client.BroadcastParams) metri
 // server did with slow subscribers, as observed.
 func BroadcastWarnings(r client.BroadcastResult, q *client.BroadcastParams) []string {
 	var w []string
+	if all, _ := q.Receivers(); all > 1 && r.Published > 0 && r.Delivered <= r.Published {
+		w = append(w, fmt.Sprintf("only %d deliveries of %d messages: does the server fan out? A preset does on path %s (servers[].path), your own server on the same convention (README: The broadcast phase)", r.Delivered, r.Published, "/broadcast"))
+	}
 	fastLost := r.Lost() - (r.SlowDeliveries - r.SlowDelivered)
 	if fastLost > 0 {
 		w = append(w, fmt.Sprintf("%d of %d deliveries to subscribers that read never came", fastLost, r.Deliveries-r.SlowDeliveries))

@@ -67,3 +67,18 @@ func TestBroadcastMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestBroadcastNoFanout: an echo server (the wrong path) sends each
+// message back to its publisher only; the warning says where to look.
+func TestBroadcastNoFanout(t *testing.T) {
+	q := &client.BroadcastParams{Rooms: 2, RoomSize: 10, Publishers: 1, Include: true}
+	r := client.BroadcastResult{Published: 20, Deliveries: 200, Delivered: 20, Latency: client.NewHist(), SlowLatency: client.NewHist()}
+	w := strings.Join(BroadcastWarnings(r, q), "\n")
+	if !strings.Contains(w, "does the server fan out? A preset does on path /broadcast") {
+		t.Errorf("warnings %q", w)
+	}
+	r.Delivered = 200
+	if w := strings.Join(BroadcastWarnings(r, q), "\n"); strings.Contains(w, "fan out") {
+		t.Errorf("warned with every delivery in: %q", w)
+	}
+}
