@@ -79,6 +79,7 @@ func init() {
 			{Name: "publishers", Kind: metrics.Count, Doc: "publishers per room"},
 			{Name: "published", Kind: metrics.Count, Doc: "messages published"},
 			{Name: "late", Kind: metrics.Count, Doc: "messages published more than late_after after their schedule, or never (unsent)"},
+			{Name: "publish_lag_max", Kind: metrics.Duration, Doc: "the most a message was published after its schedule: how far the client itself fell behind (its deliveries carry it)"},
 			{Name: "deliveries", Kind: metrics.Count, Doc: "deliveries expected: each message published × its room's receivers"},
 			{Name: "delivered", Kind: metrics.Count, Doc: "distinct messages received intact, over every subscriber"},
 			{Name: "lost", Kind: metrics.Count, Doc: "deliveries − delivered: never received by the end of the drain"},
@@ -231,26 +232,27 @@ func BroadcastMetrics(r client.BroadcastResult, q *client.BroadcastParams) metri
 	all, slow := q.Receivers()
 	fan, incomplete := r.Fanout.Last(int32(all - slow))
 	v := metrics.Values{
-		"conns":         int64(q.Rooms * q.RoomSize),
-		"rooms":         int64(q.Rooms),
-		"room_size":     int64(q.RoomSize),
-		"publishers":    int64(q.Publishers),
-		"published":     r.Published,
-		"late":          r.Late + r.Unsent,
-		"deliveries":    r.Deliveries,
-		"delivered":     r.Delivered,
-		"lost":          r.Lost(),
-		"duplicated":    r.Duplicated,
-		"out_of_order":  r.OutOfOrder,
-		"failed":        r.Failed,
-		"delivery_rate": rate(r.Delivered, r.Used+r.Drain),
-		"duration":      r.Used,
-		"drain":         r.Drain,
-		"incomplete":    incomplete,
-		"slow":          r.Slow,
-		"slow_lost":     r.SlowDeliveries - r.SlowDelivered,
-		"slow_dropped":  r.SlowDropped,
-		"dropped":       r.Dropped,
+		"conns":           int64(q.Rooms * q.RoomSize),
+		"rooms":           int64(q.Rooms),
+		"room_size":       int64(q.RoomSize),
+		"publishers":      int64(q.Publishers),
+		"published":       r.Published,
+		"late":            r.Late + r.Unsent,
+		"publish_lag_max": r.LagMax,
+		"deliveries":      r.Deliveries,
+		"delivered":       r.Delivered,
+		"lost":            r.Lost(),
+		"duplicated":      r.Duplicated,
+		"out_of_order":    r.OutOfOrder,
+		"failed":          r.Failed,
+		"delivery_rate":   rate(r.Delivered, r.Used+r.Drain),
+		"duration":        r.Used,
+		"drain":           r.Drain,
+		"incomplete":      incomplete,
+		"slow":            r.Slow,
+		"slow_lost":       r.SlowDeliveries - r.SlowDelivered,
+		"slow_dropped":    r.SlowDropped,
+		"dropped":         r.Dropped,
 	}
 	latencyValues(v, r.Latency)
 	v["fanout_p50"], v["fanout_p99"], v["fanout_max"] = time.Duration(0), time.Duration(0), time.Duration(0)
@@ -283,7 +285,7 @@ func BroadcastWarnings(r client.BroadcastResult, q *client.BroadcastParams) []st
 		w = append(w, fmt.Sprintf("%d deliveries duplicated, %d out of order", r.Duplicated, r.OutOfOrder))
 	}
 	if late := r.Late + r.Unsent; r.Published > 0 && float64(late) > RateLateShare*float64(r.Published+r.Unsent) {
-		w = append(w, fmt.Sprintf("%d of %d messages published late (%d never): their latency counts from their schedule", late, r.Published+r.Unsent, r.Unsent))
+		w = append(w, fmt.Sprintf("%d of %d messages published late (%d never; up to %v): their latency counts from their schedule", late, r.Published+r.Unsent, r.Unsent, r.LagMax.Round(time.Microsecond)))
 	}
 	if d := r.Dropped - r.SlowDropped; d > 0 {
 		w = append(w, fmt.Sprintf("%d subscribers that read were disconnected", d))

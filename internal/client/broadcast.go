@@ -94,11 +94,15 @@ type BroadcastResult struct {
 	Published   int64 `json:"published"`   // messages written by publishers
 	Late        int64 `json:"late"`        // published more than LateAfter after their time
 	Unsent      int64 `json:"unsent"`      // due before Duration but never written
-	Deliveries  int64 `json:"deliveries"`  // expected: each published message × its room's receivers
-	Delivered   int64 `json:"delivered"`   // distinct messages received intact, over every subscriber
-	Duplicated  int64 `json:"duplicated"`  // a message received again by the same subscriber
-	OutOfOrder  int64 `json:"out_of_order"`
-	Failed      int64 `json:"failed"` // deliveries received but wrong (marker, length, opcode, payload)
+	// LagMax is the most a message was published after its scheduled
+	// time: how far the client itself fell behind (its loop busy, or not
+	// scheduled by the kernel); every delivery of that message carries it.
+	LagMax     time.Duration `json:"lag_max"`
+	Deliveries int64         `json:"deliveries"` // expected: each published message × its room's receivers
+	Delivered  int64         `json:"delivered"`  // distinct messages received intact, over every subscriber
+	Duplicated int64         `json:"duplicated"` // a message received again by the same subscriber
+	OutOfOrder int64         `json:"out_of_order"`
+	Failed     int64         `json:"failed"` // deliveries received but wrong (marker, length, opcode, payload)
 	// SlowDeliveries and SlowDelivered are the part of Deliveries and
 	// Delivered that slow subscribers were due and got.
 	SlowDeliveries int64         `json:"slow_deliveries"`
@@ -219,6 +223,7 @@ func (r *BroadcastResult) Merge(other Result) {
 	r.Published += o.Published
 	r.Late += o.Late
 	r.Unsent += o.Unsent
+	r.LagMax = max(r.LagMax, o.LagMax)
 	r.Deliveries += o.Deliveries
 	r.Delivered += o.Delivered
 	r.Duplicated += o.Duplicated
@@ -768,8 +773,9 @@ func (r *bcastRun) publish(l *loop, j int, now int64) int {
 		r.part.Published++
 		r.part.Deliveries += r.recv
 		r.part.SlowDeliveries += r.slowRcv
-		if now-(r.start+at) > r.lateAfter {
+		if lag := now - (r.start + at); lag > r.lateAfter {
 			r.part.Late++
+			r.part.LagMax = max(r.part.LagMax, time.Duration(lag))
 		}
 	}
 	if len(buf) > 0 {
