@@ -61,7 +61,7 @@ func TestBroadcastMetrics(t *testing.T) {
 		t.Errorf("metrics %v", v)
 	}
 	w := strings.Join(BroadcastWarnings(r, q), "\n")
-	for _, want := range []string{"1 of 30 deliveries to subscribers that read never came", "the server buffered (8 of 10 delivered late", "dropped 2 deliveries"} {
+	for _, want := range []string{"1 of 30 deliveries to subscribers that read never came", "the server held their messages (8 of 10 delivered late", "had not delivered 2 by the end of the drain"} {
 		if !strings.Contains(w, want) {
 			t.Errorf("warnings %q, want %q", w, want)
 		}

@@ -69,6 +69,7 @@ type BroadcastParams struct {
 	Include    bool          `json:"include"`     // the server sends a message to its publisher too (include_sender)
 	Slow       float64       `json:"slow"`        // fraction of each room's members that are slow subscribers, in [0, 1)
 	ReadPause  time.Duration `json:"read_pause"`  // slow subscribers stop reading for ReadPause, read for ReadPause, and so on
+	SlowRcvBuf int           `json:"slow_rcvbuf"` // SO_RCVBUF of slow subscribers' sockets, bytes; 0 = the kernel's (autotuned)
 	Conc       int           `json:"concurrency"` // open: handshakes in flight
 	Timeout    time.Duration `json:"timeout"`     // open: per attempt
 	Retries    int           `json:"retries"`     // open: extra attempts
@@ -290,6 +291,9 @@ func (p *BroadcastParams) Validate() error {
 		errs = append(errs, fmt.Errorf("slow fraction must be in [0, 1), got %v", p.Slow))
 	} else if n := p.SlowPerRoom(); n > 0 && n > p.RoomSize-p.Publishers {
 		errs = append(errs, fmt.Errorf("slow subscribers (%d per room) must not include publishers: at most room size - publishers = %d", n, p.RoomSize-p.Publishers))
+	}
+	if p.SlowRcvBuf < 0 {
+		errs = append(errs, fmt.Errorf("slow rcvbuf must be >= 0, got %d", p.SlowRcvBuf))
 	}
 	if p.ReadPause < 0 || (p.Slow > 0 && p.ReadPause == 0) {
 		errs = append(errs, fmt.Errorf("read pause must be > 0 with slow subscribers, got %v", p.ReadPause))
@@ -601,6 +605,12 @@ func (l *loop) bcRun(id int64, start time.Time, p *BroadcastParams, set *bcSet, 
 		if c != nil && c.state == stOpen {
 			si = len(r.subs)
 			sub := bcSub{c: c, room: int32(room), member: int32(member), slow: member >= slowFrom, live: true}
+			if sub.slow && p.SlowRcvBuf > 0 {
+				// A small receive buffer moves the backlog of a subscriber
+				// that does not read to the server. Best effort: the run
+				// goes on with the kernel's buffer if it fails.
+				_ = unix.SetsockoptInt(int(c.fd), unix.SOL_SOCKET, unix.SO_RCVBUF, p.SlowRcvBuf)
+			}
 			for q := range p.Publishers {
 				if q != member || p.Include {
 					sub.want += r.pacer.Total(float64(room*p.Publishers+q) / float64(totalPubs))
