@@ -158,8 +158,9 @@ func TestBroadcast(t *testing.T) {
 }
 
 // TestBroadcastSlow: slow subscribers that stop reading 200 ms at a time
-// get every message late; the others do not wait for them (the test server
-// writes small messages that fit in socket buffers).
+// get every message, late, measured apart from the others. (Whether the
+// others wait for them is a timing, measured by plans/broadcast-slow.yaml,
+// not asserted here.)
 func TestBroadcastSlow(t *testing.T) {
 	var srv roomServer
 	addr := srv.start(t)
@@ -173,8 +174,8 @@ func TestBroadcastSlow(t *testing.T) {
 	if p99 := time.Duration(r.SlowLatency.ValueAtQuantile(99)); p99 < 100*time.Millisecond {
 		t.Errorf("slow p99 %v, want >= 100ms (they paused 200 ms at a time)", p99)
 	}
-	if p50 := time.Duration(r.Latency.ValueAtQuantile(50)); p50 > 50*time.Millisecond {
-		t.Errorf("the others' p50 %v: they waited for the slow ones", p50)
+	if n, slow := r.Latency.TotalCount(), r.SlowLatency.TotalCount(); n != r.Delivered-r.SlowDelivered || slow != r.SlowDelivered {
+		t.Errorf("latencies %d + slow %d, want %d + %d", n, slow, r.Delivered-r.SlowDelivered, r.SlowDelivered)
 	}
 }
 
