@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/units"
@@ -325,4 +327,16 @@ func slowVerdict(r client.BroadcastResult, q *client.BroadcastParams) string {
 		did = append(did, "nothing observable")
 	}
 	return fmt.Sprintf("slow subscribers (%d, pausing %v): the server %s", r.Slow, q.ReadPause, strings.Join(did, ", "))
+}
+
+// MarshalYAML implements yaml.Marshaler: a flow mapping, so that the
+// phase prints on one line (wsplan validate).
+func (s BroadcastSlow) MarshalYAML() (any, error) {
+	type plain BroadcastSlow // without this method
+	var n yaml.Node
+	if err := n.Encode(plain(s)); err != nil {
+		return nil, err
+	}
+	n.Style = yaml.FlowStyle
+	return &n, nil
 }
