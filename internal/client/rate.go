@@ -54,6 +54,10 @@ type RateParams struct {
 	// connections of every loop and shard spread over one period together.
 	PhaseFirst int `json:"phase_first"`
 	PhaseTotal int `json:"phase_total"`
+	// PayloadKind and PayloadFile are what the messages hold after their
+	// marker, as in EchoParams.
+	PayloadKind string `json:"payload_kind,omitempty"`
+	PayloadFile []byte `json:"payload_file,omitempty"`
 }
 
 // RateResult is what a rate phase measured. Every message carries a
@@ -70,6 +74,12 @@ type RateResult struct {
 	Unsent    int64         `json:"unsent"`     // Scheduled - Sent: due, but never written before Duration ended
 	BytesSent int64         `json:"bytes_sent"` // payload bytes written
 	BytesRecv int64         `json:"bytes_recv"` // payload bytes received
+	// BytesPayload is BytesSent + BytesRecv; BytesWire is the same data
+	// as the frames carried it (received messages compressed under
+	// permessage-deflate; the rate phase sends its messages uncompressed,
+	// each with a different marker). Frame headers and TLS not counted.
+	BytesPayload int64 `json:"bytes_payload"`
+	BytesWire    int64 `json:"bytes_wire"`
 	Used      time.Duration `json:"used"`
 	Drain     time.Duration `json:"drain"`   // time after Duration spent waiting for echoes
 	Latency   Hist          `json:"latency"` // ns, intact echoes, from the scheduled send time; exact over loops and shards
@@ -124,6 +134,8 @@ func (r *RateResult) Merge(other Result) {
 	r.Unsent += o.Unsent
 	r.BytesSent += o.BytesSent
 	r.BytesRecv += o.BytesRecv
+	r.BytesPayload += o.BytesPayload
+	r.BytesWire += o.BytesWire
 	r.Used = max(r.Used, o.Used)
 	r.Drain = max(r.Drain, o.Drain)
 	r.Latency.add(o.Latency)
@@ -256,6 +268,7 @@ type rateConn struct {
 // with their scheduled times. Nothing waits for replies.
 type rateRun struct {
 	baseRun
+	wireIn0  int64 // the loop's received wire bytes at the start
 	job      rateJob
 	cu       cursor
 	conns    []rateConn
@@ -281,7 +294,7 @@ type rateRun struct {
 
 // rateStart begins a rate phase in this loop.
 func (l *loop) rateStart(job *rateJob) {
-	r := &rateRun{baseRun: baseRun{job.phase}, job: *job, cur: NewHistogram(), part: RateResult{Latency: NewHist()}, secFrom: math.MaxInt64}
+	r := &rateRun{baseRun: baseRun{job.phase}, job: *job, cur: NewHistogram(), part: RateResult{Latency: NewHist()}, secFrom: math.MaxInt64, wireIn0: l.wireIn}
 	l.ph = r
 	r.flen = len(job.hdr) + len(job.payload)
 	if need := max(job.batch, r.flen); cap(l.wbuf) < need {
@@ -471,7 +484,7 @@ func (r *rateRun) appendFrame(l *loop, buf []byte, seq uint64, at int64) []byte 
 // rateWrite writes b to c; what the socket does not take is queued for
 // flush. It reports whether everything was written.
 func (l *loop) rateWrite(c *conn, b []byte) bool {
-	n, e := rawWrite(c.fd, b)
+	n, e := l.write(c, b)
 	if e != 0 {
 		if !wouldBlock(e) {
 			l.lost(c, Reason("write: "+e.Error()))
@@ -649,6 +662,8 @@ func (r *rateRun) finish(l *loop, stopped bool, now int64) {
 	if r.job.pr != nil && r.unflushed > 0 {
 		r.job.pr.Done.Add(r.unflushed)
 	}
+	r.part.BytesPayload = r.part.BytesSent + r.part.BytesRecv
+	r.part.BytesWire = r.part.BytesSent + l.wireIn - r.wireIn0
 	l.finished(r.job.phase, &r.part, stopped)
 }
 
@@ -681,6 +696,9 @@ func (p *RateParams) Validate() error {
 	}
 	if p.Drain < 0 {
 		errs = append(errs, fmt.Errorf("drain must be >= 0, got %v", p.Drain))
+	}
+	if err := checkPayloadKind(p.PayloadKind, p.PayloadFile); err != nil {
+		errs = append(errs, err)
 	}
 	if p.LateAfter < 0 {
 		errs = append(errs, fmt.Errorf("late after must be >= 0, got %v", p.LateAfter))
@@ -729,7 +747,10 @@ func (p *RateParams) start(ph *phaseEnv) (*phasePlan, error) {
 		phaseTotal = p.PhaseFirst + n
 	}
 	pacer := Pacer{Rate: p.Rate, Ramp: p.Ramp, Duration: p.Duration}
-	payload := makePayload(p.Payload, false)
+	payload, err := makeKindPayload(p.PayloadKind, p.Payload, false, p.PayloadFile)
+	if err != nil {
+		return nil, err
+	}
 	hdr := appendClientHeader(nil, opBinary, len(payload), 0)
 	if ph.pr != nil {
 		var want int64
