@@ -43,11 +43,11 @@ type ConnectResult struct {
 	// to: the negotiated subprotocol, permessage-deflate's parameters
 	// (pmdeflate.Params.String) and the TLS version ("TLS 1.3"); "" =
 	// none. Should connections differ, the values are joined with " | ".
-	Subprotocol string `json:"subprotocol,omitempty"`
-	Extensions  string `json:"extensions,omitempty"`
-	TLSVersion  string `json:"tls_version,omitempty"`
-	Errors  Reasons       `json:"errors"`  // failure reason -> count, over every failed attempt (retried or not)
-	Stopped StopReason    `json:"stopped"` // StopCanceled, StopClosed; "" = it ran to its end
+	Subprotocol string     `json:"subprotocol,omitempty"`
+	Extensions  string     `json:"extensions,omitempty"`
+	TLSVersion  string     `json:"tls_version,omitempty"`
+	Errors      Reasons    `json:"errors"`  // failure reason -> count, over every failed attempt (retried or not)
+	Stopped     StopReason `json:"stopped"` // StopCanceled, StopClosed; "" = it ran to its end
 }
 
 // Kind implements Params.
@@ -178,11 +178,11 @@ type dialRun struct {
 	lastExt       pmdeflate.Params // the last extension added to ext
 	haveExt       bool
 	lastVer       uint16
-	job       dialJob
-	started   int     // connections begun
-	inflight  []*conn // attempts in progress; conn.ext.slot is the index
-	part      ConnectResult
-	unflushed int64 // finished connections not yet added to Progress
+	job           dialJob
+	started       int     // connections begun
+	inflight      []*conn // attempts in progress; conn.ext.slot is the index
+	part          ConnectResult
+	unflushed     int64 // finished connections not yet added to Progress
 }
 
 // dialStart begins a connect phase in this loop.

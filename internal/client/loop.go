@@ -144,24 +144,24 @@ type loop struct {
 	done    chan struct{}
 	nopen   atomic.Int64 // len(open), for the caller's slot distribution
 
-	events  []unix.EpollEvent
-	ts      unix.Timespec // epollWait's timeout
-	byFD    []*conn       // fd -> connection
-	open    []*conn       // open WebSocket connections
-	gen     uint32
-	rbuf    []byte
-	wbuf    []byte
-	cbuf    []byte // control frames and upgrade requests
-	tin     []byte // TLS: ciphertext read; made on first use
-	tout    []byte // TLS: sealed records to write
-	ibuf    []byte // permessage-deflate: the inflated message
-	fc      *conn  // the connection whose pending data frame flush or spill asks the run for (loopRun.frame)
+	events []unix.EpollEvent
+	ts     unix.Timespec // epollWait's timeout
+	byFD   []*conn       // fd -> connection
+	open   []*conn       // open WebSocket connections
+	gen    uint32
+	rbuf   []byte
+	wbuf   []byte
+	cbuf   []byte // control frames and upgrade requests
+	tin    []byte // TLS: ciphertext read; made on first use
+	tout   []byte // TLS: sealed records to write
+	ibuf   []byte // permessage-deflate: the inflated message
+	fc     *conn  // the connection whose pending data frame flush or spill asks the run for (loopRun.frame)
 
 	inflater pmdeflate.Inflater // shared by the loop's compressed connections
 	deflater pmdeflate.Deflater
-	rng     *rand.ChaCha8
-	epoch   time.Time
-	extFree []*connExt
+	rng      *rand.ChaCha8
+	epoch    time.Time
+	extFree  []*connExt
 
 	// Per-loop copies of the targets' socket addresses: unix.Connect
 	// writes into a Sockaddr, so loops must not share them.
@@ -179,7 +179,7 @@ type loop struct {
 	// Data bytes received: as the frames carried them (compressed or not)
 	// and as payload (inflated); runs read them at their start and end.
 	wireIn, payloadIn int64
-	stopping  bool  // a cmdClose arrived
+	stopping          bool // a cmdClose arrived
 }
 
 // newLoop creates a loop's epoll and eventfd; run starts it.

@@ -65,24 +65,24 @@ type RateParams struct {
 // send time); latency runs from the scheduled time to the complete echo, so
 // a message that left late carries its lateness into its latency.
 type RateResult struct {
-	Conns     int           `json:"conns"`      // connections that took part
-	Scheduled int64         `json:"scheduled"`  // messages the timetable had due before Duration on them
-	Sent      int64         `json:"sent"`       // messages written
-	Recv      int64         `json:"recv"`       // echoes received intact (marker, length, opcode, payload)
-	Failed    int64         `json:"failed"`     // echoes received but wrong, or messages nobody sent
-	Late      int64         `json:"late"`       // messages written more than LateAfter after their scheduled time
-	Unsent    int64         `json:"unsent"`     // Scheduled - Sent: due, but never written before Duration ended
-	BytesSent int64         `json:"bytes_sent"` // payload bytes written
-	BytesRecv int64         `json:"bytes_recv"` // payload bytes received
+	Conns     int   `json:"conns"`      // connections that took part
+	Scheduled int64 `json:"scheduled"`  // messages the timetable had due before Duration on them
+	Sent      int64 `json:"sent"`       // messages written
+	Recv      int64 `json:"recv"`       // echoes received intact (marker, length, opcode, payload)
+	Failed    int64 `json:"failed"`     // echoes received but wrong, or messages nobody sent
+	Late      int64 `json:"late"`       // messages written more than LateAfter after their scheduled time
+	Unsent    int64 `json:"unsent"`     // Scheduled - Sent: due, but never written before Duration ended
+	BytesSent int64 `json:"bytes_sent"` // payload bytes written
+	BytesRecv int64 `json:"bytes_recv"` // payload bytes received
 	// BytesPayload is BytesSent + BytesRecv; BytesWire is the same data
 	// as the frames carried it (received messages compressed under
 	// permessage-deflate; the rate phase sends its messages uncompressed,
 	// each with a different marker). Frame headers and TLS not counted.
-	BytesPayload int64 `json:"bytes_payload"`
-	BytesWire    int64 `json:"bytes_wire"`
-	Used      time.Duration `json:"used"`
-	Drain     time.Duration `json:"drain"`   // time after Duration spent waiting for echoes
-	Latency   Hist          `json:"latency"` // ns, intact echoes, from the scheduled send time; exact over loops and shards
+	BytesPayload int64         `json:"bytes_payload"`
+	BytesWire    int64         `json:"bytes_wire"`
+	Used         time.Duration `json:"used"`
+	Drain        time.Duration `json:"drain"`   // time after Duration spent waiting for echoes
+	Latency      Hist          `json:"latency"` // ns, intact echoes, from the scheduled send time; exact over loops and shards
 	// Seconds is the timeline: entry i covers [i s, i+1 s) from the start
 	// of the phase (drain included). Sends count in the second they were
 	// written, echoes and their latencies in the second they completed. It
