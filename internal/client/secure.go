@@ -1,6 +1,7 @@
 package client
 
 import (
+	"crypto/x509"
 	"errors"
 	"io"
 	"strings"
@@ -187,20 +188,26 @@ func (l *loop) handshakeStep(c *conn, in []byte) {
 	l.sendRequest(c)
 }
 
-// tlsReason is the failure reason of a TLS error: its last clause, which
-// names the cause ("tls handshake: tls: failed to verify certificate:
-// x509: certificate signed by unknown authority" reads "tls: x509:
-// certificate signed by unknown authority").
+// tlsReason is the failure reason of a TLS error, with as few distinct
+// texts as possible (they are Errors keys): a certificate problem by its
+// kind, anything else by crypto/tls's message.
 func tlsReason(err error) Reason {
-	msg := err.Error()
-	if i := strings.LastIndex(msg, ": "); i >= 0 {
-		if j := strings.LastIndex(msg[:i], ": "); j >= 0 && strings.HasPrefix(msg[j+2:], "x509") {
-			msg = msg[j+2:]
-		} else {
-			msg = msg[i+2:]
-		}
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	switch {
+	case errors.As(err, &unknown):
+		return "tls: x509: certificate signed by unknown authority"
+	case errors.As(err, &host):
+		return "tls: x509: certificate is not valid for the server name"
+	case errors.As(err, &invalid):
+		return Reason("tls: " + invalid.Error())
 	}
-	return Reason("tls: " + msg)
+	msg := strings.TrimPrefix(err.Error(), "tls handshake: ")
+	if !strings.HasPrefix(msg, "tls: ") {
+		msg = "tls: " + msg
+	}
+	return Reason(msg)
 }
 
 // readSealed reads what a TLS connection's socket has, decrypts it and
