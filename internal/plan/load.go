@@ -61,6 +61,7 @@ type defaultsDoc struct {
 	Subprotocols []string          `yaml:"subprotocols" doc:"offered in Sec-WebSocket-Protocol; the server must pick one of them"`
 	Origin       string            `yaml:"origin" doc:"the Origin header; default none"`
 	TLS          tlsDoc            `yaml:"tls" doc:"client TLS settings for every server: true, false, or a mapping of ca_file, server_name, insecure_skip_verify, session_resumption"`
+	Compression  compressionDoc    `yaml:"compression" doc:"permessage-deflate for every server: true, false, or a mapping of client_no_context_takeover, server_no_context_takeover, client_max_window_bits, server_max_window_bits; a server that declines fails its rows"`
 }
 
 type clientDoc struct {
@@ -83,6 +84,7 @@ type serverDoc struct {
 	Subprotocols []string          `yaml:"subprotocols" doc:"offered in Sec-WebSocket-Protocol; the server must pick one of them"`
 	Origin       string            `yaml:"origin" doc:"the Origin header; default none"`
 	TLS          tlsDoc            `yaml:"tls" doc:"true (or a mapping): a preset serves TLS with the run's certificate; a mapping of ca_file, server_name, insecure_skip_verify, session_resumption sets how the client verifies"`
+	Compression  compressionDoc    `yaml:"compression" doc:"the client offers permessage-deflate: true, false, or a mapping of client_no_context_takeover, server_no_context_takeover, client_max_window_bits, server_max_window_bits; default: false, or true for a preset with options: {compression: true}; a server that declines fails its rows"`
 	PID          int               `yaml:"pid" min:"0" doc:"with url: the server's process on this host, sampled from /proc with its descendants"`
 	PIDFile      string            `yaml:"pid_file" doc:"with url: a file holding that process id, read when the server's run starts"`
 	MetricsURL   string            `yaml:"metrics_url" doc:"with url: a Prometheus endpoint exporting process_cpu_seconds_total and process_resident_memory_bytes"`
@@ -301,6 +303,9 @@ func (l *loader) load(data []byte, opts LoadOptions) *Plan {
 				Subprotocols: doc.Defaults.Subprotocols,
 				Origin:       doc.Defaults.Origin,
 				TLS:          doc.Defaults.TLS.config,
+
+				Compression:    doc.Defaults.Compression.params,
+				compressionSet: doc.Defaults.Compression.set,
 			},
 		},
 		Client: Client{
@@ -333,6 +338,9 @@ func (l *loader) load(data []byte, opts LoadOptions) *Plan {
 				Subprotocols: s.Subprotocols,
 				Origin:       s.Origin,
 				TLS:          s.TLS.config,
+
+				Compression:    s.Compression.params,
+				compressionSet: s.Compression.set,
 			},
 			ServeTLS:   s.TLS.on,
 			PID:        s.PID,
@@ -497,6 +505,13 @@ func (l *loader) checkServers(p *Plan, nodelaySet bool) {
 			continue // nothing to resolve
 		}
 		l.resolveServer(s, base, p.Defaults, nodelaySet)
+		if s.Compression != nil && s.Values != nil && s.Values["compression"] != "true" {
+			field := base + ".compression"
+			if !s.compressionSet {
+				field = "defaults.compression"
+			}
+			l.fieldErr(field, "the client would ask %s (servers[%d]) for permessage-deflate, but it serves without: add options: {compression: true}", s.Name, i)
+		}
 	}
 }
 
