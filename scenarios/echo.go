@@ -25,6 +25,8 @@ type Echo struct {
 	Verify      *bool          `yaml:"verify" default:"true" doc:"compare every echoed byte"`                                            // compare every echoed byte; default true
 	Timeout     units.Duration `yaml:"timeout" default:"10s" min:"1ns" max:"120s" doc:"longest wait for one echo"`                       // longest wait for one echo; default 10s
 	Deadline    units.Duration `yaml:"deadline" default:"0s" min:"0s" doc:"longest phase; 0 = none"`                                     // longest phase; default none
+	PayloadKind string         `yaml:"payload_kind" default:"random" doc:"what messages hold: random (incompressible bytes), text (chat-like JSON lines), file"` // what messages hold; default random
+	File        string         `yaml:"file" doc:"with payload_kind: file, the file whose bytes are cycled to the payload size"`                     // with payload_kind file: its path (read at Run)
 }
 
 func init() {
@@ -68,7 +70,7 @@ func init() {
 			{Name: "payload", Kind: metrics.Bytes, Doc: "bytes per message"},
 			{Name: "client_cpu_per_1m", Kind: metrics.Float, Doc: "client CPU seconds per million echoes"},
 			{Name: "server_cpu_per_1m", Kind: metrics.Float, Doc: "server CPU seconds per million echoes"},
-		}),
+		}, wireDefs),
 	})
 }
 
@@ -93,7 +95,7 @@ func (p *Echo) Bytes() int {
 
 // Validate implements Phase.
 func (p *Echo) Validate(c Context) []FieldError {
-	var errs []FieldError
+	errs := validatePayloadKind(p.PayloadKind, p.File, p.Bytes())
 	if c.Conns > 0 && p.Concurrency > c.Conns {
 		errs = append(errs, FieldError{"concurrency", fmt.Sprintf("must be <= the connections opened before it (%d), got %d", c.Conns, p.Concurrency)})
 	}
@@ -109,7 +111,13 @@ func (p *Echo) Run(ctx context.Context, env *Env) (Outcome, error) {
 	if conc <= 0 {
 		return Outcome{}, fmt.Errorf("no open connections")
 	}
+	file, err := payloadFile(p.PayloadKind, p.File, p.Bytes())
+	if err != nil {
+		return Outcome{}, err
+	}
 	r, err := run[client.EchoResult](ctx, env, &client.EchoParams{
+		PayloadKind: p.PayloadKind,
+		PayloadFile: file,
 		Total:       p.Total,
 		Concurrency: conc,
 		Payload:     p.Bytes(),
@@ -132,6 +140,7 @@ func (p *Echo) Run(ctx context.Context, env *Env) (Outcome, error) {
 		"payload":     int64(p.Bytes()),
 		"tps":         rate(r.Success, r.Used),
 	}
+	wireValues(v, r.BytesPayload, r.BytesWire)
 	latencyValues(v, r.Latency)
 	out := Outcome{Metrics: v}
 	if conc < p.Concurrency {

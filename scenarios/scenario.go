@@ -197,6 +197,10 @@ type Outcome struct {
 	// Timeline is the phase second by second (rate phases); the engine
 	// copies it into the result.
 	Timeline []result.Point
+	// Info holds string facts about the phase that metrics cannot carry:
+	// the negotiated "subprotocol", "extensions" and "tls_version" of a
+	// connect phase. The engine copies it into the result.
+	Info map[string]string
 }
 
 var (

@@ -49,6 +49,7 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 	warning := windowMetrics(m, sv, cv, e.o.Layout, e.usableClientCPU(), eff)
 	res.Metrics = m
 	res.Timeline = out.Timeline
+	res.Info = out.Info
 	res.Warnings = out.Warnings
 	if warning != "" {
 		res.Warnings = append(res.Warnings, warning)

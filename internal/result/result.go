@@ -71,6 +71,10 @@ type Result struct {
 	ServerLog string `json:"server_log,omitempty"`
 	// Timeline is the phase second by second, for plotting (rate phases).
 	Timeline []Point `json:"timeline,omitempty"`
+	// Info holds what the phase learned that is not a number: a connect
+	// phase's negotiated "subprotocol", "extensions" (permessage-deflate
+	// parameters) and "tls_version".
+	Info map[string]string `json:"info,omitempty"`
 }
 
 // Point is one second of a phase's timeline: entry T covers [T s, T+1 s)
