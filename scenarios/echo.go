@@ -17,16 +17,16 @@ const DefaultEchoPayload = 1024
 // sent, until Total echoes were measured. Warmup echoes come first and are
 // not counted.
 type Echo struct {
-	Total       int64          `yaml:"total" required:"true" min:"1" doc:"echoes to measure"`                                            // echoes to measure; required, > 0
-	Concurrency int            `yaml:"concurrency" min:"1" doc:"messages in flight, one per connection; default: every open connection"` // in flight; default: every open connection
-	Payload     *units.Size    `yaml:"payload" default:"1KiB" min:"0" max:"64MiB" doc:"bytes per message; 0 = empty messages"`           // bytes per message; default 1024 (0 = empty messages)
-	Warmup      int64          `yaml:"warmup" default:"0" min:"0" doc:"echoes before measuring, not counted"`                            // echoes before measuring; default 0
-	Text        bool           `yaml:"text" default:"false" doc:"send text frames instead of binary"`                                    // text frames instead of binary; default false
-	Verify      *bool          `yaml:"verify" default:"true" doc:"compare every echoed byte"`                                            // compare every echoed byte; default true
-	Timeout     units.Duration `yaml:"timeout" default:"10s" min:"1ns" max:"120s" doc:"longest wait for one echo"`                       // longest wait for one echo; default 10s
-	Deadline    units.Duration `yaml:"deadline" default:"0s" min:"0s" doc:"longest phase; 0 = none"`                                     // longest phase; default none
+	Total       int64          `yaml:"total" required:"true" min:"1" doc:"echoes to measure"`                                                                    // echoes to measure; required, > 0
+	Concurrency int            `yaml:"concurrency" min:"1" doc:"messages in flight, one per connection; default: every open connection"`                         // in flight; default: every open connection
+	Payload     *units.Size    `yaml:"payload" default:"1KiB" min:"0" max:"64MiB" doc:"bytes per message; 0 = empty messages"`                                   // bytes per message; default 1024 (0 = empty messages)
+	Warmup      int64          `yaml:"warmup" default:"0" min:"0" doc:"echoes before measuring, not counted"`                                                    // echoes before measuring; default 0
+	Text        bool           `yaml:"text" default:"false" doc:"send text frames instead of binary"`                                                            // text frames instead of binary; default false
+	Verify      *bool          `yaml:"verify" default:"true" doc:"compare every echoed byte"`                                                                    // compare every echoed byte; default true
+	Timeout     units.Duration `yaml:"timeout" default:"10s" min:"1ns" max:"120s" doc:"longest wait for one echo"`                                               // longest wait for one echo; default 10s
+	Deadline    units.Duration `yaml:"deadline" default:"0s" min:"0s" doc:"longest phase; 0 = none"`                                                             // longest phase; default none
 	PayloadKind string         `yaml:"payload_kind" default:"random" doc:"what messages hold: random (incompressible bytes), text (chat-like JSON lines), file"` // what messages hold; default random
-	File        string         `yaml:"file" doc:"with payload_kind: file, the file whose bytes are cycled to the payload size"`                     // with payload_kind file: its path (read at Run)
+	File        string         `yaml:"file" doc:"with payload_kind: file, the file whose bytes are cycled to the payload size"`                                  // with payload_kind file: its path (read at Run)
 }
 
 func init() {

@@ -41,11 +41,11 @@ type Rate struct {
 	// every connection, so an overloaded server cannot make the client fill
 	// the kernel's socket memory; default 64MiB.
 	MaxInflightBytes units.Size     `yaml:"max_inflight_bytes" default:"64MiB" min:"0" doc:"payload bytes sent and not echoed over every connection"`
-	Drain            units.Duration `yaml:"drain" default:"2s" min:"0s" doc:"wait for the echoes still due after duration"`                       // wait for the echoes still due after duration; default 2s
-	LateAfter        units.Duration `yaml:"late_after" default:"1ms" min:"0s" doc:"a message written later than this after its schedule is late"` // a message written later than this after its schedule is late; default 1ms
-	Verify           *bool          `yaml:"verify" default:"true" doc:"compare every echoed payload byte (the marker is always checked)"`         // compare every echoed payload byte (the marker is always checked); default true
-	PayloadKind string `yaml:"payload_kind" default:"random" doc:"what messages hold after the marker: random (incompressible bytes), text (chat-like JSON lines), file"` // what messages hold; default random
-	File        string `yaml:"file" doc:"with payload_kind: file, the file whose bytes are cycled to the payload size"`                                    // with payload_kind file: its path (read at Run)
+	Drain            units.Duration `yaml:"drain" default:"2s" min:"0s" doc:"wait for the echoes still due after duration"`                                                            // wait for the echoes still due after duration; default 2s
+	LateAfter        units.Duration `yaml:"late_after" default:"1ms" min:"0s" doc:"a message written later than this after its schedule is late"`                                      // a message written later than this after its schedule is late; default 1ms
+	Verify           *bool          `yaml:"verify" default:"true" doc:"compare every echoed payload byte (the marker is always checked)"`                                              // compare every echoed payload byte (the marker is always checked); default true
+	PayloadKind      string         `yaml:"payload_kind" default:"random" doc:"what messages hold after the marker: random (incompressible bytes), text (chat-like JSON lines), file"` // what messages hold; default random
+	File             string         `yaml:"file" doc:"with payload_kind: file, the file whose bytes are cycled to the payload size"`                                                   // with payload_kind file: its path (read at Run)
 }
 
 func init() {
