@@ -1,6 +1,7 @@
 package client
 
 import (
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -11,5 +12,8 @@ import (
 // before any test are not the tests': nbio's package init starts task
 // pools that nothing stops (the interop servers import it).
 func TestMain(m *testing.M) {
+	if addr := os.Getenv(childEnv); addr != "" {
+		os.Exit(serveChild(addr, os.Getenv(childTLSEnv)))
+	}
 	goleak.VerifyTestMain(m, goleak.IgnoreCurrent())
 }
