@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"net"
 	"runtime"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -21,7 +22,8 @@ func TestEpollDriven(t *testing.T) {
 		t.Run(tls.VersionName(v), func(t *testing.T) {
 			srv := newTestServer(t, false, func(c *tls.Config) { c.MaxVersion = v })
 			cfg := clientConfig(t, srv, true)
-			epollEcho(t, srv, cfg, 50, 20)
+			st := epollEcho(t, srv, cfg, 50, 20)
+			t.Logf("50 connections, 20 echoes each, %d resumed", st.resumed)
 		})
 	}
 }
@@ -36,11 +38,20 @@ type epConn struct {
 	pend      []byte // output not yet written
 }
 
-func epollEcho(t *testing.T, srv *testServer, cfg *tls.Config, nconn, echoes int) {
+// stormStats is what epollEcho measured.
+type stormStats struct {
+	cpu, wall time.Duration   // loop thread CPU and wall time, connect to last echo
+	hs        []time.Duration // each connection's HandshakeTime
+	resumed   int
+}
+
+func epollEcho(t testing.TB, srv *testServer, cfg *tls.Config, nconn, echoes int) stormStats {
 	// The client's loops are locked to their threads; the handshake
 	// coroutines then run on the same thread.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	var st stormStats
+	start, cpu0 := time.Now(), threadCPU()
 	addr := srv.ln.Addr().(*net.TCPAddr)
 	sa := &unix.SockaddrInet4{Port: addr.Port}
 	copy(sa.Addr[:], addr.IP.To4())
@@ -175,11 +186,56 @@ func epollEcho(t *testing.T, srv *testServer, cfg *tls.Config, nconn, echoes int
 			}
 		}
 	}
-	resumed := 0
+	st.cpu, st.wall = threadCPU()-cpu0, time.Since(start)
 	for _, c := range conns {
 		if c.s.State().DidResume {
-			resumed++
+			st.resumed++
+		}
+		st.hs = append(st.hs, c.s.HandshakeTime())
+	}
+	return st
+}
+
+// BenchmarkHandshakeStorm opens 1,000 connections at once from one loop
+// (the connect phase of a storm) and does one echo on each: client thread
+// CPU per connection, TLS handshake p50/p99, connections per second. The
+// echo server runs in this process on the other CPU.
+func BenchmarkHandshakeStorm(b *testing.B) {
+	for _, v := range []uint16{tls.VersionTLS13, tls.VersionTLS12} {
+		for _, resume := range []bool{false, true} {
+			name := tls.VersionName(v)
+			if resume {
+				name += "-resumption"
+			}
+			b.Run(name, func(b *testing.B) {
+				const n = 1000
+				srv := newTestServer(b, false, func(c *tls.Config) { c.MaxVersion = v })
+				cfg := clientConfig(b, srv, resume)
+				if resume { // prime the cache, as an earlier phase would
+					s, c := dialSession(b, srv, cfg, false)
+					if err := echo(s, c, []byte("x"), 4096); err != nil {
+						b.Fatal(err)
+					}
+				}
+				var cpu, wall time.Duration
+				var hs []time.Duration
+				resumed := 0
+				for i := 0; i < b.N; i++ {
+					st := epollEcho(b, srv, cfg, n, 1)
+					cpu += st.cpu
+					wall += st.wall
+					hs = append(hs, st.hs...)
+					resumed += st.resumed
+					srv.dropConns()
+				}
+				slices.Sort(hs)
+				conns := float64(b.N * n)
+				b.ReportMetric(float64(cpu.Nanoseconds())/conns, "cpu-ns/conn")
+				b.ReportMetric(conns/wall.Seconds(), "conns/s")
+				b.ReportMetric(float64(hs[len(hs)/2].Microseconds()), "tls-p50-µs")
+				b.ReportMetric(float64(hs[len(hs)*99/100].Microseconds()), "tls-p99-µs")
+				b.ReportMetric(float64(resumed)/conns, "resumed/conn")
+			})
 		}
 	}
-	t.Logf("%d connections, %d echoes each, %d resumed", nconn, echoes, resumed)
 }
