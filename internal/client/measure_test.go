@@ -20,7 +20,7 @@ import (
 // Environment of the measurement (TestMeasureTLSCost) and of the echo
 // server child it starts.
 const (
-	measureEnv  = "WSPLAN_MEASURE"      // set to 1 to run the measurement
+	measureEnv  = "WSPLAN_MEASURE"     // set to 1 to run the measurement
 	childEnv    = "WSPLAN_TEST_SERVER" // child: serve gws echo on this address
 	childTLSEnv = "WSPLAN_TEST_SERVER_CA_DIR"
 )
