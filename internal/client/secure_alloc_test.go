@@ -34,7 +34,10 @@ type secureRig struct {
 func newSecureRig(tb testing.TB, withTLS, deflate bool) *secureRig {
 	tb.Helper()
 	l, c, peer := loopPair(tb)
-	p := makePayload(1024, true)
+	p, err := makeKindPayload("text", 1024, true, nil) // chat-like: deflate has work to do
+	if err != nil {
+		tb.Fatal(err)
+	}
 	echo := serverFrame(true, opText, p)
 	if deflate {
 		np := pmdeflate.Params{ClientNoContextTakeover: true, ServerNoContextTakeover: true}
@@ -59,7 +62,8 @@ func newSecureRig(tb testing.TB, withTLS, deflate bool) *secureRig {
 	if withTLS {
 		cfg, caFile := runCA(tb, tls.VersionTLS13)
 		f := os.NewFile(uintptr(peer), "peer")
-		nc, err := net.FileConn(f)
+		var nc net.Conn
+		nc, err = net.FileConn(f)
 		f.Close()
 		if err != nil {
 			tb.Fatal(err)
