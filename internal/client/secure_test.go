@@ -83,6 +83,9 @@ func (gwsEcho) OnMessage(c *gws.Conn, m *gws.Message) {
 	_ = c.WriteMessage(m.Opcode, m.Bytes()) // a failed write closes c
 }
 
+// OnPing answers a ping (gws's built-in handler ignores them).
+func (gwsEcho) OnPing(c *gws.Conn, p []byte) { _ = c.WritePong(p) }
+
 // startGwsDeflate serves gws with permessage-deflate (every message
 // compressed; takeover as asked).
 func startGwsDeflate(t testing.TB, cfg *tls.Config, compress, takeover bool) string {
@@ -444,5 +447,39 @@ func TestTLSCompression(t *testing.T) {
 	cr, er := connectEcho(t, c, 10, EchoParams{Total: 1000, Payload: 4096, Verify: true, PayloadKind: "text"})
 	if er.Success != 1000 || er.Failed != 0 || cr.TLSVersion != "TLS 1.3" || cr.Extensions == "" {
 		t.Fatalf("echo %d/%d %v, tls %q ext %q", er.Success, er.Failed, er.Errors, cr.TLSVersion, cr.Extensions)
+	}
+}
+
+// TestTLSPhases: every phase kind over TLS with compression: large
+// messages (many records, partial writes), the open loop, pings, holds.
+func TestTLSPhases(t *testing.T) {
+	cfg, caFile := runCA(t, 0)
+	addr := startGwsDeflate(t, cfg, true, true)
+	c := newClient(t, Options{Targets: []string{addr}, Loops: 2, TLS: &TLSOptions{CAFile: caFile}, Compression: &pmdeflate.Params{}})
+	cr, er := connectEcho(t, c, 8, EchoParams{Total: 40, Payload: 1 << 20, Verify: true, PayloadKind: "text"})
+	if er.Success != 40 || er.Failed != 0 || cr.Extensions == "" {
+		t.Fatalf("1 MiB echoes: %d ok, %d failed %v", er.Success, er.Failed, er.Errors)
+	}
+	er, err := c.Echo(t.Context(), EchoParams{Total: 40, Concurrency: 8, Payload: 1 << 20, Verify: true}, nil)
+	if err != nil || er.Success != 40 || er.Failed != 0 {
+		t.Fatalf("1 MiB random echoes: %+v %v", er.Errors, err)
+	}
+	rr, err := c.Rate(t.Context(), RateParams{Duration: time.Second, Rate: 200, Payload: 4096, Verify: true, PayloadKind: "text"}, nil)
+	if err != nil || rr.Failed != 0 || rr.Lost() != 0 || rr.Recv != rr.Sent || rr.Sent < 1500 {
+		t.Fatalf("rate: sent %d recv %d failed %d lost %d %v %v", rr.Sent, rr.Recv, rr.Failed, rr.Lost(), rr.Errors, err)
+	}
+	if rr.BytesWire >= rr.BytesPayload || rr.BytesPayload != rr.BytesSent+rr.BytesRecv {
+		t.Errorf("rate bytes: payload %d wire %d (sent %d recv %d): echoes come back compressed", rr.BytesPayload, rr.BytesWire, rr.BytesSent, rr.BytesRecv)
+	}
+	pr, err := c.Ping(t.Context(), PingParams{Total: 500, Concurrency: 8}, nil)
+	if err != nil || pr.Success != 500 || pr.Failed != 0 {
+		t.Fatalf("ping: %+v %v", pr, err)
+	}
+	hr, err := c.Hold(t.Context(), HoldParams{Duration: 300 * time.Millisecond, Ping: 50 * time.Millisecond}, nil)
+	if err != nil || hr.Alive != hr.Conns || hr.Pongs == 0 {
+		t.Fatalf("hold: %+v %v", hr, err)
+	}
+	if c.Conns() != 8 {
+		t.Errorf("%d connections open at the end, want 8", c.Conns())
 	}
 }
