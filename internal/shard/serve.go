@@ -48,7 +48,7 @@ func Serve(ctx context.Context, opts client.Options, in io.Reader, out io.Writer
 		for sc.Scan() {
 			var r Request
 			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-				readErr <- fmt.Errorf("bad request %q: %w", sc.Text(), err)
+				readErr <- fmt.Errorf("bad request (%d bytes; not shown: an options line may hold secrets): %w", len(sc.Bytes()), err)
 				return
 			}
 			select {
