@@ -483,3 +483,51 @@ func TestTLSPhases(t *testing.T) {
 		t.Errorf("%d connections open at the end, want 8", c.Conns())
 	}
 }
+
+// TestTLSServerName: SNI is the Host's name (or tls.server_name); an IP
+// address sends none and is verified against the certificate's IPs.
+func TestTLSServerName(t *testing.T) {
+	cfg, caFile := runCA(t, 0)
+	var mu sync.Mutex
+	var seen []string
+	base := cfg.Clone()
+	cfg.GetConfigForClient = func(h *tls.ClientHelloInfo) (*tls.Config, error) {
+		mu.Lock()
+		seen = append(seen, h.ServerName)
+		mu.Unlock()
+		return base, nil
+	}
+	addr := serveHTTP(t, cfg, gorillaEcho(false, nil, nil))
+	_, port, _ := net.SplitHostPort(addr)
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"ip", Options{Targets: []string{addr}, TLS: &TLSOptions{CAFile: caFile}}, ""},
+		{"host", Options{Targets: []string{addr}, Hosts: []string{"localhost:" + port}, TLS: &TLSOptions{CAFile: caFile}}, "localhost"},
+		{"server_name", Options{Targets: []string{addr}, TLS: &TLSOptions{CAFile: caFile, ServerName: "localhost"}}, "localhost"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			seen = nil
+			mu.Unlock()
+			c := newClient(t, tc.opts)
+			cr, err := c.Connect(t.Context(), ConnectParams{Connections: 2, Concurrency: 2, Timeout: 5 * time.Second}, nil)
+			if err != nil || cr.Success != 2 {
+				t.Fatalf("connect %+v %v", cr.Errors, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) != 2 || seen[0] != tc.want || seen[1] != tc.want {
+				t.Errorf("server saw SNI %q, want 2 x %q", seen, tc.want)
+			}
+		})
+	}
+	// A name the certificate does not hold fails verification.
+	c := newClient(t, Options{Targets: []string{addr}, TLS: &TLSOptions{CAFile: caFile, ServerName: "example.com"}})
+	cr, err := c.Connect(t.Context(), ConnectParams{Connections: 1, Concurrency: 1, Timeout: 5 * time.Second}, nil)
+	if err != nil || cr.Errors["tls: x509: certificate is not valid for the server name"] != 1 {
+		t.Errorf("wrong name: %v %v", cr.Errors, err)
+	}
+}
