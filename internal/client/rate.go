@@ -9,6 +9,8 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/wsplan/wsplan/internal/pmdeflate"
 )
 
 func init() {
@@ -75,9 +77,9 @@ type RateResult struct {
 	BytesSent int64 `json:"bytes_sent"` // payload bytes written
 	BytesRecv int64 `json:"bytes_recv"` // payload bytes received
 	// BytesPayload is BytesSent + BytesRecv; BytesWire is the same data
-	// as the frames carried it (received messages compressed under
-	// permessage-deflate; the rate phase sends its messages uncompressed,
-	// each with a different marker). Frame headers and TLS not counted.
+	// as the frames carried it (compressed under permessage-deflate: each
+	// message sent is compressed on its own, as they differ in their
+	// marker). Frame headers and TLS not counted.
 	BytesPayload int64         `json:"bytes_payload"`
 	BytesWire    int64         `json:"bytes_wire"`
 	Used         time.Duration `json:"used"`
@@ -290,6 +292,14 @@ type rateRun struct {
 	secIdx         int
 	secFrom, secTo int64
 	unflushed      int64
+
+	// Permessage-deflate: each message is compressed on its own (they
+	// all differ in their marker), with the loop's shared deflater.
+	zc      pmdeflate.Compressor
+	zbits   uint8  // client window bits zc was set up for; 0 = none yet
+	zin     []byte // the message before compression
+	zout    []byte // compressed
+	wireOut int64  // data bytes written as framed (compressed or not)
 }
 
 // rateStart begins a rate phase in this loop.
@@ -297,7 +307,9 @@ func (l *loop) rateStart(job *rateJob) {
 	r := &rateRun{baseRun: baseRun{job.phase}, job: *job, cur: NewHistogram(), part: RateResult{Latency: NewHist()}, secFrom: math.MaxInt64, wireIn0: l.wireIn}
 	l.ph = r
 	r.flen = len(job.hdr) + len(job.payload)
-	if need := max(job.batch, r.flen); cap(l.wbuf) < need {
+	// Room for a compressed frame too: deflate can grow a message that
+	// does not compress by a few bytes per block.
+	if need := max(job.batch, r.flen) + r.flen/64 + 64; cap(l.wbuf) < need {
 		l.wbuf = make([]byte, need)
 	}
 	r.start = int64(job.start.Sub(l.epoch))
@@ -440,7 +452,15 @@ func (l *loop) rateSend(r *rateRun, j int, now int64) {
 			buf = l.wbuf[:0]
 		}
 		at := int64(r.job.pacer.At(rc.next, phase))
-		buf = r.appendFrame(l, buf, uint64(rc.next), at)
+		if c.sec != nil && c.sec.deflate {
+			var ok bool
+			if buf, ok = r.appendZFrame(l, c, buf, uint64(rc.next), at); !ok {
+				break // the socket refused the batch before it
+			}
+		} else {
+			buf = r.appendFrame(l, buf, uint64(rc.next), at)
+			r.wireOut += int64(len(r.job.payload))
+		}
 		r.left -= r.flen
 		rc.next++
 		r.inflight++
@@ -479,6 +499,40 @@ func (r *rateRun) appendFrame(l *loop, buf []byte, seq uint64, at int64) []byte 
 	maskCopy(f[hl+MarkerLen:], r.job.payload[MarkerLen:], key, MarkerLen)
 	r.part.BytesSent += int64(len(r.job.payload))
 	return buf
+}
+
+// appendZFrame appends message seq compressed (RSV1 set), masked with a
+// fresh key. A compressed frame that does not fit behind buf's batch is
+// preceded by writing the batch (ok false: the socket refused it).
+func (r *rateRun) appendZFrame(l *loop, c *conn, buf []byte, seq uint64, at int64) ([]byte, bool) {
+	if bits := c.sec.bits; bits != r.zbits {
+		r.zc.Init(&l.deflater, pmdeflate.Params{ClientNoContextTakeover: true, ClientMaxWindowBits: int(bits)})
+		r.zbits = bits
+	}
+	r.zin = append(r.zin[:0], r.job.payload...)
+	putMarker(r.zin[:MarkerLen], seq, at)
+	r.zout = r.zc.Compress(r.zout[:0], r.zin)
+	need := maxHeader + len(r.zout)
+	if len(buf) > 0 && len(buf)+need > cap(buf) {
+		if !l.rateWrite(c, buf) {
+			return buf[:0], false
+		}
+		buf = l.wbuf[:0]
+	}
+	if cap(buf) < need { // a message that grew under compression
+		l.wbuf = make([]byte, 0, need)
+		buf = l.wbuf[:0]
+	}
+	key := uint32(l.rng.Uint64())
+	n := len(buf)
+	buf = appendClientHeader(buf, opBinary, len(r.zout), key)
+	buf[n] |= rsv1
+	h := len(buf)
+	buf = buf[:h+len(r.zout)]
+	maskCopy(buf[h:], r.zout, key, 0)
+	r.part.BytesSent += int64(len(r.job.payload))
+	r.wireOut += int64(len(r.zout))
+	return buf, true
 }
 
 // rateWrite writes b to c; what the socket does not take is queued for
@@ -663,7 +717,7 @@ func (r *rateRun) finish(l *loop, stopped bool, now int64) {
 		r.job.pr.Done.Add(r.unflushed)
 	}
 	r.part.BytesPayload = r.part.BytesSent + r.part.BytesRecv
-	r.part.BytesWire = r.part.BytesSent + l.wireIn - r.wireIn0
+	r.part.BytesWire = r.wireOut + l.wireIn - r.wireIn0
 	l.finished(r.job.phase, &r.part, stopped)
 }
 
