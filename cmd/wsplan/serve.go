@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -33,6 +34,11 @@ func newServeCmd(stderr io.Writer) *cobra.Command {
 					return usageErr(fmt.Errorf("--opt %q: want KEY=VALUE", kv))
 				}
 				o[k] = v
+			}
+			// A bad framework or option is the caller's mistake (exit 2),
+			// found before anything listens.
+			if _, _, errs := frameworks.Resolve(name, "", o); len(errs) > 0 {
+				return usageErr(errors.Join(errs...))
 			}
 			list, err := frameworks.ParseAddrs(addrs)
 			if err != nil {
