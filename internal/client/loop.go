@@ -374,6 +374,7 @@ func (l *loop) shutdown() {
 			l.cbuf = appendControl(l.cbuf[:0], opClose, []byte{0x03, 0xe8}, uint32(l.rng.Uint64())) // 1000: normal closure
 			// Best effort: the connection is closed right after either way.
 			_, _ = l.write(c, l.cbuf)
+			l.closeNotify(c)
 		}
 		l.closeFD(c)
 		l.byFD[fd] = nil

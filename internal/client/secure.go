@@ -98,6 +98,19 @@ func (l *loop) flushSealed(c *conn) bool {
 	return true
 }
 
+// closeNotify sends a TLS connection's close_notify, best effort (the
+// socket is closed right after): the polite end a server expects.
+func (l *loop) closeNotify(c *conn) {
+	if c.sec == nil || c.sec.tls == nil || len(c.sec.out) > 0 {
+		return
+	}
+	ct, err := c.sec.tls.Close(l.tout[:0])
+	l.tout = ct[:0]
+	if err == nil && len(ct) > 0 {
+		_, _ = rawWrite(c.fd, ct) // best effort, as above
+	}
+}
+
 // dropSec releases c's TLS session and inflate state (the socket is
 // closing).
 func dropSec(c *conn) {
