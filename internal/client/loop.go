@@ -469,18 +469,12 @@ func (l *loop) putExt(c *conn) {
 // handle dispatches one epoll event.
 func (l *loop) handle(c *conn, events uint32) {
 	if c.sec != nil && len(c.sec.out) > 0 && events&unix.EPOLLOUT != 0 {
-		if !l.flushSealed(c) || c.state == stClosed {
-			if c.state != stClosed && events&(unix.EPOLLIN|unix.EPOLLERR|unix.EPOLLHUP) != 0 && c.state != stConnecting {
-				l.handleIn(c, events)
-			}
+		// Sealed TLS records precede any other output.
+		l.flushSealed(c)
+		if c.state == stClosed {
 			return
 		}
 	}
-	l.handleIn(c, events)
-}
-
-// handleIn dispatches an epoll event once sealed output is out of the way.
-func (l *loop) handleIn(c *conn, events uint32) {
 	switch c.state {
 	case stConnecting:
 		l.onConnected(c)
