@@ -543,3 +543,22 @@ func TestTLSServerName(t *testing.T) {
 		t.Errorf("wrong name: %v %v", cr.Errors, err)
 	}
 }
+
+// FuzzCheckResponse: any response head is accepted or refused with a
+// reason, never a panic, and a negotiated subprotocol is one offered.
+func FuzzCheckResponse(f *testing.F) {
+	key := []byte("dGhlIHNhbXBsZSBub25jZQ==")
+	accept := acceptFor(key)
+	ok := "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " + string(accept[:]) + "\r\n"
+	f.Add([]byte(ok + "\r\n"))
+	f.Add([]byte(ok + "Sec-WebSocket-Protocol: b\r\nSec-WebSocket-Extensions: permessage-deflate; server_max_window_bits=10\r\n\r\n"))
+	f.Add([]byte(ok + "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\nSec-WebSocket-Extensions: x\r\n\r\n"))
+	f.Add([]byte("HTTP/1.1 401 Unauthorized\r\n\r\n"))
+	o := &offer{subprotocols: []string{"a", "b"}, compression: &pmdeflate.Params{}}
+	f.Fuzz(func(t *testing.T, head []byte) {
+		neg, err := checkResponse(head, key, o)
+		if err == nil && (neg.subprotocol < -1 || neg.subprotocol >= len(o.subprotocols) || !neg.deflate) {
+			t.Fatalf("accepted %q with %+v", head, neg)
+		}
+	})
+}
