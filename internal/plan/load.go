@@ -615,6 +615,9 @@ func (l *loader) resolveServer(s *Server, base string, d Defaults, nodelaySet bo
 			l.fieldErr(base+".options", "%s", err)
 		}
 	}
+	if why := a.TLSRefusal(vals); s.ServeTLS && why != "" && a.Name != "" {
+		l.fieldErr(base+".tls", "%s cannot serve TLS: %s", a.Name, why)
+	}
 	s.Adapter, s.Options, s.Values = a.Name, merged, vals
 }
 
