@@ -71,7 +71,25 @@ type Result struct {
 	ServerLog string `json:"server_log,omitempty"`
 	// Timeline is the phase second by second, for plotting (rate phases).
 	Timeline []Point `json:"timeline,omitempty"`
+	// ServerResources is how the server's CPU and memory were read: one of
+	// the Resources* constants; "" in files written before it existed
+	// (read as ResourcesTree's single-process predecessor). With
+	// ResourcesNone the server's metrics (metrics.ServerResource) are
+	// absent from Metrics and reports show them as n/a.
+	ServerResources string `json:"server_resources,omitempty"`
 }
+
+// How a server's resources were read (Result.ServerResources).
+const (
+	ResourcesTree    = "tree"        // a process wsplan started, with its descendants
+	ResourcesPID     = "pid"         // a url: server's pid: or pid_file:, with its descendants
+	ResourcesMetrics = "metrics_url" // a url: server's Prometheus endpoint
+	ResourcesNone    = "none"        // a url: server without them: n/a
+)
+
+// NoServerResources reports whether the server's resources were not
+// measured, so its resource metrics are n/a rather than missing.
+func (r *Result) NoServerResources() bool { return r.ServerResources == ResourcesNone }
 
 // Point is one second of a phase's timeline: entry T covers [T s, T+1 s)
 // from the start of the phase (its drain included). Messages count in the
