@@ -109,6 +109,12 @@ type runner struct {
 var errAborted = errors.New("aborted")
 
 func (e *runner) add(r result.Result) {
+	// No secret of the plan (a header value from the environment) leaves
+	// the engine in a result, whatever renders it (JSON escapes, HTML).
+	r.Error, r.ServerLog = e.plan.Redact(r.Error), e.plan.Redact(r.ServerLog)
+	for i, w := range r.Warnings {
+		r.Warnings[i] = e.plan.Redact(w)
+	}
 	e.mu.Lock()
 	e.run.Results = append(e.run.Results, r)
 	e.mu.Unlock()

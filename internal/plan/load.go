@@ -199,6 +199,11 @@ func LoadBytes(name string, data []byte, opts LoadOptions) (*Plan, error) {
 	l := newLoader(name)
 	p := l.load(data, opts)
 	if len(l.errs) > 0 {
+		// A message may quote a value taken from the environment.
+		red := &Plan{Secrets: sortSecrets(l.secrets)}
+		for _, e := range l.errs {
+			e.Msg = red.Redact(e.Msg)
+		}
 		return nil, l.errs.sorted()
 	}
 	return p, nil

@@ -7,6 +7,7 @@ package result
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -134,6 +135,16 @@ func (r *Run) WriteFile(path string) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// Write writes the run as WriteFile does, to w, in one Write call.
+func (r *Run) Write(w io.Writer) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
 }
 
 // ReadFile reads a run written by WriteFile. defs gives each phase kind's
