@@ -226,5 +226,76 @@ phases:
 		t.Errorf("no warning that the wrapped server's started process is a wrapper:\n%s\n%s", out, r.stderrText())
 	}
 	assertNoLeftovers(t, dir)
-	t.Logf("stdout:\n%s\nstderr:\n%s", out, r.stderrText())
+}
+
+// TestSecretsNeverWritten: a header value taken from the environment
+// appears in no output of wsplan: stdout, stderr, --json, --junit,
+// --summary, --html, the out dir (server logs), validate's resolved plan,
+// and an error message that quotes the URL holding it.
+func TestSecretsNeverWritten(t *testing.T) {
+	secret := fmt.Sprintf("s3cr3t-%d-%d", os.Getpid(), time.Now().UnixNano())
+	t.Setenv("WSPLAN_TEST_TOKEN", secret)
+	dir := t.TempDir()
+	h := startByHand(t, t.TempDir(), "--framework", "gorilla")
+	dead := "127.0.0.1:" + strconv.Itoa(freeBasePort(t, 1))
+	plan := fmt.Sprintf(`
+defaults:
+  base_port: %d
+  headers: {Authorization: "Bearer ${env:WSPLAN_TEST_TOKEN}"}
+servers:
+  - {name: gws}
+  - {name: byhand, url: "ws://%s/ws", pid: %d, origin: "https://${env:WSPLAN_TEST_TOKEN}.example"}
+  - {name: gone, url: "ws://%s/ws?token=${env:WSPLAN_TEST_TOKEN}"}
+phases:
+  - connect: {connections: 20, concurrency: 10}
+  - echo: {total: 2000, concurrency: 20, payload: 1KiB}
+assert:
+  - expr: failed == 0
+`, freeBasePort(t, 4), h.addr, h.cmd.Process.Pid, dead)
+	if err := os.WriteFile(filepath.Join(dir, "plan.yaml"), []byte(plan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := startWsplan(t, dir, "run", "plan.yaml", "--progress", "on", "--json", "r.json", "--junit", "r.xml",
+		"--summary", "r.md", "--html", "r.html", "--out", "logs")
+	if code := r.wait(t, 3*time.Minute); code != ExitFailed {
+		t.Fatalf("exit %d, want %d (gone fails); stderr:\n%s", code, ExitFailed, r.stderrText())
+	}
+	v := startWsplan(t, dir, "validate", "plan.yaml")
+	if code := v.wait(t, time.Minute); code != ExitOK {
+		t.Fatalf("validate: exit %d; stderr:\n%s", code, v.stderrText())
+	}
+	outputs := map[string]string{
+		"run stdout":      r.stdout.String(),
+		"run stderr":      r.stderrText(),
+		"validate stdout": v.stdout.String(),
+		"validate stderr": v.stderrText(),
+	}
+	err := filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() || info.Name() == "plan.yaml" {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		outputs[path] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"r.json", "r.xml", "r.md", "r.html"} {
+		if _, ok := outputs[filepath.Join(dir, f)]; !ok {
+			t.Errorf("%s not written", f)
+		}
+	}
+	for name, text := range outputs {
+		if strings.Contains(text, secret) {
+			t.Errorf("%s contains the secret", name)
+		}
+	}
+	// The redaction is visible where the secret would have been.
+	if !strings.Contains(v.stdout.String(), "Authorization=Bearer ***") {
+		t.Errorf("validate does not show the redacted header:\n%s", v.stdout.String())
+	}
+	if !strings.Contains(r.stdout.String(), "token=***") {
+		t.Errorf("the failure of gone does not quote its redacted URL:\n%s", r.stdout.String())
+	}
 }
