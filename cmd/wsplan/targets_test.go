@@ -299,3 +299,43 @@ assert:
 		t.Errorf("the failure of gone does not quote its redacted URL:\n%s", r.stdout.String())
 	}
 }
+
+// TestPresetTLS: `tls: true` on a preset makes a throw-away CA and server
+// certificate in the out dir (the key readable by its owner only), starts
+// the server with them, and the readiness probe upgrades over TLS trusting
+// only that CA. (The phases' TLS is the client's: its checks live with the
+// client's tests.)
+func TestPresetTLS(t *testing.T) {
+	dir := writePlan(t, `
+servers: [{name: gws, tls: true}]
+phases:
+  - connect: {connections: 10, concurrency: 5}
+`)
+	r := startWsplan(t, dir, "run", "plan.yaml", "--progress", "off", "--json", "r.json", "--out", "logs")
+	r.wait(t, 2*time.Minute)
+	for _, f := range []string{"ca.pem", "server.pem", "server.key"} {
+		if _, err := os.Stat(filepath.Join(dir, "logs", "tls", f)); err != nil {
+			t.Errorf("run CA file: %v", err)
+		}
+	}
+	if st, err := os.Stat(filepath.Join(dir, "logs", "tls", "server.key")); err == nil && st.Mode().Perm() != 0o600 {
+		t.Errorf("server.key mode %v, want 0600", st.Mode().Perm())
+	}
+	if !strings.Contains(r.stderrText(), "gws: started pid") {
+		t.Fatalf("server not started:\n%s", r.stderrText())
+	}
+	res := readJSON(t, filepath.Join(dir, "r.json"))
+	for _, x := range res.Results {
+		if strings.Contains(x.Error, "server not ready") || strings.Contains(x.Error, "tls") && strings.Contains(x.Error, "certificate") {
+			t.Errorf("%s/%s: %s", x.Server, x.Phase, x.Error)
+		}
+	}
+	log, err := os.ReadFile(filepath.Join(dir, "logs", "server-gws.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), "serve gws") {
+		t.Errorf("server log: %s", log)
+	}
+	assertNoLeftovers(t, dir)
+}
