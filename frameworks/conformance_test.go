@@ -125,6 +125,7 @@ func optString(opts map[string]string) string {
 
 func resolveT(t *testing.T, name string, opts map[string]string) Adapter {
 	t.Helper()
+	skipNoCompression(t, name, opts)
 	a, _, errs := Resolve(name, "", opts)
 	if len(errs) > 0 {
 		t.Fatalf("resolve %s %v: %v", name, opts, errors.Join(errs...))
@@ -137,11 +138,7 @@ func resolveT(t *testing.T, name string, opts map[string]string) Adapter {
 // permessage-deflate (Limits.NoCompression) and opts ask for it.
 func startT(t *testing.T, name string, opts map[string]string) (a Adapter, srv Server, addrs []string) {
 	t.Helper()
-	if on, _ := strconv.ParseBool(opts["compression"]); on {
-		if a, _, _ := Resolve(name, "", nil); a.Limits.NoCompression != "" {
-			t.Skipf("%s: no permessage-deflate: %s", name, a.Limits.NoCompression)
-		}
-	}
+	skipNoCompression(t, name, opts)
 	a, vals, errs := Resolve(name, "", opts)
 	if len(errs) > 0 {
 		t.Fatalf("resolve %s %v: %v", name, opts, errors.Join(errs...))
@@ -152,6 +149,17 @@ func startT(t *testing.T, name string, opts map[string]string) (a Adapter, srv S
 		t.Fatalf("start %s %v on %v: %v", name, opts, addrs, err)
 	}
 	return a, srv, addrs
+}
+
+// skipNoCompression skips the test when opts ask for compression of an
+// adapter that declares it has no permessage-deflate (Resolve refuses it).
+func skipNoCompression(t *testing.T, name string, opts map[string]string) {
+	t.Helper()
+	if on, _ := strconv.ParseBool(opts["compression"]); on {
+		if a, _, _ := Resolve(name, "", nil); a.Limits.NoCompression != "" {
+			t.Skipf("%s: no permessage-deflate: %s", name, a.Limits.NoCompression)
+		}
+	}
 }
 
 // testServer runs the conformance suite on preset or adapter name with

@@ -165,7 +165,7 @@ func (e *runner) server(ctx context.Context, i int, srv plan.Server) {
 		return
 	}
 	argv := e.serverArgv(i, srv, addrs)
-	if srv.ServeTLS {
+	if srv.ServeTLS && srv.BuiltIn() {
 		args, err := e.presetTLS(&srv)
 		if err != nil {
 			e.failRest(srv, 0, err.Error(), "")

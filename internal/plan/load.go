@@ -515,6 +515,9 @@ func (l *loader) checkCommandServer(s *Server, base string, allowRemote bool) {
 	if len(s.Addrs) == 0 {
 		l.fieldErr(base+".addrs", "is required with command: list where the server listens, e.g. [127.0.0.1:9000]")
 	}
+	if s.ServeTLS && s.TLS == nil {
+		l.fieldErr(base+".tls", "wsplan hands no certificate to your command: serve TLS yourself and give tls: {ca_file: YOUR-CA.pem} (or insecure_skip_verify: true)")
+	}
 	for j, a := range s.Addrs {
 		if msg := checkHostPort(a, allowRemote); msg != "" {
 			l.fieldErr(indexPath(base+".addrs", j), "%s", msg)
