@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -37,6 +38,12 @@ func newServeCmd(stderr io.Writer) *cobra.Command {
 				}
 				o[k] = v
 			}
+			// A bad framework or option is the caller's mistake (exit 2),
+			// found before anything listens.
+			a, vals, errs := frameworks.Resolve(name, "", o)
+			if len(errs) > 0 {
+				return usageErr(errors.Join(errs...))
+			}
 			list, err := frameworks.ParseAddrs(addrs)
 			if err != nil {
 				return usageErr(err)
@@ -51,6 +58,9 @@ func newServeCmd(stderr io.Writer) *cobra.Command {
 					return usageErr(fmt.Errorf("--tls-cert/--tls-key: %w", err))
 				}
 				tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+				if why := a.TLSRefusal(vals); why != "" {
+					return usageErr(fmt.Errorf("%s cannot serve TLS: %s", name, why))
+				}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()

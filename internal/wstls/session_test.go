@@ -32,11 +32,13 @@ func TestEcho(t *testing.T) {
 		name     string
 		max      uint16
 		suite    uint16 // TLS 1.2 suite the server offers only; 0 = defaults
+		p256     bool   // the server wants P-256 only: TLS 1.3 HelloRetryRequest
 		noFast   bool
 		wantVer  uint16
 		wantFast bool
 	}{
 		{name: "tls13", max: tls.VersionTLS13, wantVer: tls.VersionTLS13, wantFast: true},
+		{name: "tls13-helloretry", max: tls.VersionTLS13, p256: true, wantVer: tls.VersionTLS13, wantFast: true},
 		{name: "tls12-aes128gcm", max: tls.VersionTLS12, suite: tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, wantVer: tls.VersionTLS12, wantFast: true},
 		{name: "tls12-aes256gcm", max: tls.VersionTLS12, suite: tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, wantVer: tls.VersionTLS12, wantFast: true},
 		{name: "tls12-chacha20", max: tls.VersionTLS12, suite: tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, wantVer: tls.VersionTLS12, wantFast: true},
@@ -50,6 +52,9 @@ func TestEcho(t *testing.T) {
 				c.MaxVersion = tt.max
 				if tt.suite != 0 {
 					c.CipherSuites = []uint16{tt.suite}
+				}
+				if tt.p256 {
+					c.CurvePreferences = []tls.CurveID{tls.CurveP256}
 				}
 			})
 			cfg := clientConfig(t, srv, true)
