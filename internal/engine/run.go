@@ -22,6 +22,9 @@ import (
 // Run executes the plan. It returns the results measured so far together
 // with ctx.Err() when interrupted; other errors mean the run could not start.
 func Run(ctx context.Context, o Options) (*result.Run, error) {
+	if o.Plan == nil && len(o.Plans) > 0 {
+		o.Plan = o.Plans[0]
+	}
 	p := o.Plan
 	if o.Exe == "" {
 		exe, err := os.Executable()
@@ -53,7 +56,7 @@ func Run(ctx context.Context, o Options) (*result.Run, error) {
 	}
 	run := &result.Run{
 		Schema:  result.Schema,
-		Plan:    result.PlanInfo{Name: p.Name, File: p.File, Description: p.Description, Vars: p.Vars},
+		Plan:    planInfo(&o),
 		Host:    HostFacts(o.Proc, p, o.Layout),
 		Started: time.Now(),
 	}
@@ -69,14 +72,7 @@ func Run(ctx context.Context, o Options) (*result.Run, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	e := &runner{o: o, plan: p, run: run, abort: cancel}
-	for i, srv := range p.Servers {
-		if ctx.Err() != nil {
-			// Servers never started still get their rows, saying why.
-			e.failRest(srv, 0, stopReason(ctx), "")
-			continue
-		}
-		e.server(ctx, i, srv)
-	}
+	e.schedule(ctx)
 	if cause := context.Cause(ctx); cause != nil && errors.Is(cause, errAborted) {
 		run.Finished = time.Now()
 		run.Aborted = strings.TrimPrefix(cause.Error(), errAborted.Error()+": ")
@@ -96,11 +92,17 @@ type runner struct {
 	run   *result.Run
 	mu    sync.Mutex
 	abort context.CancelCauseFunc
+
+	// The combination and repeat being run (repeat.go).
+	vars   map[string]string
+	repeat int
+	logTag string
 }
 
 var errAborted = errors.New("aborted")
 
 func (e *runner) add(r result.Result) {
+	e.stamp(&r)
 	e.mu.Lock()
 	e.run.Results = append(e.run.Results, r)
 	e.mu.Unlock()

@@ -105,6 +105,11 @@ func Collapse(run *Run) *Run {
 	if run == nil || !run.HasRepeats() {
 		return run
 	}
+	for _, x := range run.Results {
+		if x.N > 0 {
+			return run // already collapsed
+		}
+	}
 	out := *run
 	out.Results = nil
 	type key struct{ vars, server, phase string }
