@@ -108,3 +108,12 @@ func varsPrefix(r *result.Result) string {
 	}
 	return "[" + result.VarsString(r.Vars, nil) + "] "
 }
+
+// serverLabel names a result in a chart: its server, and its matrix
+// combination when it has one ("gws payload=64").
+func serverLabel(r *result.Result) string {
+	if len(r.Vars) == 0 {
+		return r.Server
+	}
+	return r.Server + " " + result.VarsString(r.Vars, nil)
+}
