@@ -59,7 +59,7 @@ func BenchName(r *result.Result, names []string) string {
 //
 // The iteration count is the phase's successful messages (success, else
 // recv, else 1). Each line carries the figures of benchMetrics the phase
-// has: tps as msgs/s (connections/s for connect), recv_rate, p50/p99/p999
+// has: tps as msgs/s (conns/s for connect), recv_rate, p50/p99/p999
 // in ns, server and client CPU-seconds per million messages, memory per
 // connection. Failed results are left out (a sample shorter by one).
 func Benchfmt(w io.Writer, run *result.Run) error {
@@ -81,6 +81,7 @@ func Benchfmt(w io.Writer, run *result.Run) error {
 		}
 		ew.printf("Unit %s better=%s\n", m.unit, better)
 	}
+	ew.printf("Unit conns/s better=higher\n")
 	names := run.MatrixNames()
 	for i := range run.Results {
 		r := &run.Results[i]
@@ -92,7 +93,11 @@ func Benchfmt(w io.Writer, run *result.Run) error {
 			if _, ok := r.Metrics[m.metric]; !ok {
 				continue
 			}
-			vals = append(vals, fmt.Sprintf("%s %s", benchNumber(r.Metrics.Float(m.metric)), m.unit))
+			unit := m.unit
+			if m.metric == "tps" && r.Kind == "connect" {
+				unit = "conns/s"
+			}
+			vals = append(vals, fmt.Sprintf("%s %s", benchNumber(r.Metrics.Float(m.metric)), unit))
 		}
 		if len(vals) == 0 {
 			continue

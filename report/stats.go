@@ -21,7 +21,7 @@ import (
 // " (~ p=0.421)" when the samples may well come from one distribution.
 
 // RepeatsNote is printed under a table of medians.
-const RepeatsNote = "medians of the repeats; ±x%: the farthest repeat from the median, relative to it"
+const RepeatsNote = "medians of the repeats; ±x%: the farthest repeat from the median, relative to it (none: the same in every repeat)"
 
 // SignificanceNote explains the p-values of a comparison of repeats.
 const SignificanceNote = "with repeats on both sides, p is the Mann-Whitney U test's (as benchstat's) and ~ means no significant difference (p ≥ 0.05; 4 repeats a side are needed to ever show one)"
@@ -35,8 +35,8 @@ func spread(r *result.Result, name string) string {
 		return ""
 	}
 	sp, ok := r.Spread[name]
-	if !ok || math.IsNaN(sp) {
-		return ""
+	if !ok || math.IsNaN(sp) || sp < 0.005 {
+		return "" // equal in every repeat (to the shown precision)
 	}
 	return fmt.Sprintf(" ±%.0f%%", 100*sp)
 }
