@@ -350,3 +350,21 @@ func terminalWidth(w io.Writer) int {
 	}
 	return int(ws.Col)
 }
+
+// printMatrix says how many times `wsplan run` runs the plan: the repeats
+// and the matrix combinations (printPlan shows the first combination).
+func printMatrix(w io.Writer, p *plan.Plan) {
+	if p.Repeat > 1 {
+		fmt.Fprintf(w, "repeat: %d (each server's phases, each time on a fresh server)\n", p.Repeat)
+	}
+	if len(p.Matrix) == 0 {
+		return
+	}
+	n := 1
+	var parts []string
+	for _, m := range p.Matrix {
+		n *= len(m.Values)
+		parts = append(parts, m.Name+" ["+strings.Join(m.Values, ", ")+"]")
+	}
+	fmt.Fprintf(w, "matrix: %s: %d combinations (above: the first)\n", strings.Join(parts, " × "), n)
+}
