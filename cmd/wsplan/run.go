@@ -326,14 +326,14 @@ func printTables(stdout io.Writer, run, baseline *result.Run, f *runFlags) error
 // fullTablesAt says where the full tables of a compact view are.
 func fullTablesAt(f *runFlags) string {
 	var at []string
-	for _, o := range []struct{ flag, file string }{{"--summary", f.summary}, {"--html", f.html}, {"--json", f.json}} {
+	for _, o := range []struct{ flag, file string }{{"--summary", f.summary}, {"--html", f.html}} {
 		if o.file != "" {
-			at = append(at, o.flag+" "+o.file)
+			at = append(at, o.file)
 		}
 	}
-	s := "compact view for a terminal narrower than the tables; the full tables: "
+	s := "compact view (the terminal is narrower than the tables); full tables: "
 	if len(at) > 0 {
-		s += "in " + strings.Join(at, ", ") + ", or "
+		return s + strings.Join(at, ", ") + ", or pipe the output (wsplan run ... | less -S)"
 	}
 	return s + "pipe the output (wsplan run ... | less -S), or write them with --summary FILE or --html FILE"
 }
