@@ -60,10 +60,7 @@ func Compact(w io.Writer, run *result.Run, format string) error {
 				rs = append(rs, &run.Results[i])
 			}
 		}
-		rate := "tps"
-		if _, ok := rs[0].Metrics[rate]; !ok {
-			rate = "recv_rate"
-		}
+		rate, _ := rateMetric(rs[0].Kind)
 		cols := []column{{"Server", func(r row) string {
 			s := r.res.Server
 			if len(r.res.Vars) > 0 {

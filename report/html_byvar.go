@@ -9,14 +9,11 @@ import (
 // server and combination of the other vars, per run when there are
 // several), from the medians. Nil without a matrix.
 func (p *phaseCharts) byVar() []chart {
-	rm, ok := rateMetric[p.kind]
-	if !ok {
-		rm.name, rm.unit = "tps", "per second"
-	}
+	name, unit := rateMetric(p.kind)
 	var out []chart
 	for _, v := range matrixVars(p.runs) {
-		c := chart{ID: p.id("by-" + v.Name), Type: chartByVar, Title: "Throughput (" + rm.name + ") by " + v.Name,
-			Unit: rm.unit, XLabel: v.Name, Categories: v.Values}
+		c := chart{ID: p.id("by-" + v.Name), Type: chartByVar, Title: "Throughput (" + name + ") by " + v.Name,
+			Unit: unit, XLabel: v.Name, Categories: v.Values}
 		index := map[string]int{}
 		for i, x := range v.Values {
 			index[x] = i
@@ -29,7 +26,7 @@ func (p *phaseCharts) byVar() []chart {
 				if r.Phase != p.phase || !r.OK || !has {
 					continue
 				}
-				y, ok := metricOf(rm.name)(r)
+				y, ok := metricOf(name)(r)
 				if !ok {
 					continue
 				}
@@ -39,18 +36,18 @@ func (p *phaseCharts) byVar() []chart {
 						rest[n] = val
 					}
 				}
-				name := r.Server
+				line := r.Server
 				if len(rest) > 0 {
-					name += " " + result.VarsString(rest, nil)
+					line += " " + result.VarsString(rest, nil)
 				}
 				if p.multi {
-					name += " · " + p.labels[i]
+					line += " · " + p.labels[i]
 				}
-				j, seen := lines[name]
+				j, seen := lines[line]
 				if !seen {
 					j = len(c.Series)
-					lines[name] = j
-					c.Series = append(c.Series, chartSeries{Name: name})
+					lines[line] = j
+					c.Series = append(c.Series, chartSeries{Name: line})
 				}
 				c.Series[j].Points = append(c.Series[j].Points, [2]float64{float64(index[x]), y})
 			}
