@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 
 	"github.com/wsplan/wsplan/internal/plan"
 	"github.com/wsplan/wsplan/internal/result"
@@ -52,6 +53,9 @@ func (e *runner) schedule(ctx context.Context) {
 				e.repeat = rep
 			}
 			e.logTag = logTag(p.Combo, p.Matrix, e.repeat)
+			if n > 1 || len(p.Combo) > 0 {
+				e.o.Notice("%s", roundName(p, rep, n))
+			}
 			for i, srv := range p.Servers {
 				if ctx.Err() != nil {
 					// Servers never started still get their rows, saying why.
@@ -105,4 +109,22 @@ func planInfo(o *Options) result.PlanInfo {
 		}
 	}
 	return info
+}
+
+// roundName announces a combination's repeat: "payload=64, repeat 2 of 3".
+func roundName(p *plan.Plan, rep, n int) string {
+	var parts []string
+	for _, v := range p.Matrix {
+		if x, ok := p.Combo[v.Name]; ok {
+			parts = append(parts, v.Name+"="+x)
+		}
+	}
+	s := strings.Join(parts, " ")
+	if n > 1 {
+		if s != "" {
+			s += ", "
+		}
+		s += fmt.Sprintf("repeat %d of %d", rep, n)
+	}
+	return "== " + s
 }
