@@ -175,3 +175,23 @@ func TestCompact(t *testing.T) {
 		}
 	}
 }
+
+// TestJUnitRepeatsMatrix: JUnit has one case per (combination, server,
+// phase), the median, named with its combination.
+func TestJUnitRepeatsMatrix(t *testing.T) {
+	run := matrixRun()
+	run.Assertions = []result.Assertion{{Server: "gws", Phase: "echo", Expr: "tps > 0", Pass: true, Vars: map[string]string{"payload": "64"}}}
+	var buf bytes.Buffer
+	if err := JUnit(&buf, run); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if n := strings.Count(out, "<testcase "); n != 7 {
+		t.Errorf("%d test cases, want 3 payloads × 2 servers + 1 assertion:\n%s", n, out)
+	}
+	for _, s := range []string{`name="echo [payload=16KiB]"`, `name="echo [payload=64]: tps &gt; 0"`} {
+		if !strings.Contains(out, s) {
+			t.Errorf("no %s in:\n%s", s, out)
+		}
+	}
+}
