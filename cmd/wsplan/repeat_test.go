@@ -77,3 +77,30 @@ assert:
 	}
 	assertNoLeftovers(t, dir)
 }
+
+// TestReportBenchfmt: `wsplan report RUN.json --benchfmt FILE` writes the
+// run's every repeat in Go benchmark format, as `run --benchfmt` does.
+func TestReportBenchfmt(t *testing.T) {
+	dir := t.TempDir()
+	run := &result.Run{Schema: result.Schema, Plan: result.PlanInfo{Name: "x", Count: 2}}
+	for rep := 1; rep <= 2; rep++ {
+		run.Results = append(run.Results, result.Result{Server: "gws", Phase: "echo", Kind: "echo", OK: true, Repeat: rep,
+			Metrics: map[string]any{"tps": float64(1000 * rep), "success": int64(10)}})
+	}
+	if err := run.WriteFile(filepath.Join(dir, "r.json")); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr strings.Builder
+	if code := Main([]string{"report", filepath.Join(dir, "r.json"), "--benchfmt", filepath.Join(dir, "r.txt")}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "r.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"BenchmarkEcho/server=gws\t10\t1000 msgs/s\n", "BenchmarkEcho/server=gws\t10\t2000 msgs/s\n"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("no %q in:\n%s", want, b)
+		}
+	}
+}
