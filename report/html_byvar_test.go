@@ -53,8 +53,9 @@ func TestChartByVar(t *testing.T) {
 			t.Errorf("%s: %v, want %v", name, g, w)
 		}
 	}
-	if bars := model[0].Charts[1]; bars.Type != chartBars || len(bars.Categories) != 6 || bars.Categories[0] != "gws payload=64" {
-		t.Errorf("bars categories %v", bars.Categories)
+	if bars := model[0].Charts[1]; bars.Type != chartBars || len(bars.Categories) != 6 || bars.Categories[0] != "gws payload=64" ||
+		!strings.Contains(bars.Note, "medians of 2 repeats") {
+		t.Errorf("bars categories %v, note %q", bars.Categories, bars.Note)
 	}
 	var md strings.Builder
 	if err := Tables(&md, matrixRun(), nil, FormatMarkdown); err != nil {

@@ -123,6 +123,31 @@ type phaseCharts struct {
 	index       int  // of the phase, for chart ids
 }
 
+// repeats is the most repeats a result of the phase is the median of.
+func (p *phaseCharts) repeats() int {
+	n := 0
+	for _, run := range p.runs {
+		for _, r := range run.Results {
+			if r.Phase == p.phase {
+				n = max(n, r.N)
+			}
+		}
+	}
+	return n
+}
+
+// withRepeats adds to a bar chart's note that its bars are medians.
+func withRepeats(note string, n int) string {
+	if n < 2 {
+		return note
+	}
+	s := fmt.Sprintf("medians of %d repeats (the tables show each figure's spread)", n)
+	if note == "" {
+		return s
+	}
+	return note + "; " + s
+}
+
 func (p *phaseCharts) id(what string) string { return fmt.Sprintf("c%d-%s", p.index, what) }
 
 // result returns a server's result in a run if it succeeded, or nil: a
@@ -149,7 +174,7 @@ func (p *phaseCharts) find(run *result.Run, label string) *result.Result {
 // bars returns a bar chart with a series per run, or nil when no result
 // has the figure f reads.
 func (p *phaseCharts) bars(what, title, unit, note string, f func(r *result.Result) (float64, bool)) *chart {
-	c := &chart{ID: p.id(what), Type: chartBars, Title: title, Unit: unit, Note: note, Categories: p.servers}
+	c := &chart{ID: p.id(what), Type: chartBars, Title: title, Unit: unit, Note: withRepeats(note, p.repeats()), Categories: p.servers}
 	drawn := false
 	for i, run := range p.runs {
 		name := "this run"
