@@ -7,6 +7,7 @@ package result
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -83,6 +84,12 @@ type Result struct {
 	ServerLog string `json:"server_log,omitempty"`
 	// Timeline is the phase second by second, for plotting (rate phases).
 	Timeline []Point `json:"timeline,omitempty"`
+	// ServerResources is how the server's CPU and memory were read: one of
+	// the Resources* constants; "" in files written before it existed
+	// (read as ResourcesTree's single-process predecessor). With
+	// ResourcesNone the server's metrics (metrics.ServerResource) are
+	// absent from Metrics and reports show them as n/a.
+	ServerResources string `json:"server_resources,omitempty"`
 	// Repeat is which of the run's repeats (--count, `repeat:`) measured
 	// this result, from 1; 0 when the run measured each server once.
 	Repeat int `json:"repeat,omitempty"`
@@ -92,15 +99,26 @@ type Result struct {
 	// N is the number of repeats a median result (Collapse) was taken
 	// over; 0 in a measured result.
 	N int `json:"n,omitempty"`
-	// Spread is, in a median result of several repeats, each metric's
-	// relative spread: the larger distance from the median to the ends of
-	// its 95% confidence interval (benchstat's ±), over the median
-	// (0.03 = ±3%). Nil in a measured result.
+	// Spread is, in a median result of several repeats, each numeric
+	// metric's relative spread: the farthest repeat from the median, over
+	// the median (0.03 = ±3%). Nil in a measured result.
 	Spread map[string]float64 `json:"spread,omitempty"`
 	// Repeats holds, in a median result, the measured repeats' metrics in
 	// repeat order; assertions see them as repeats.<metric>. Not written.
 	Repeats []metrics.Values `json:"-"`
 }
+
+// How a server's resources were read (Result.ServerResources).
+const (
+	ResourcesTree    = "tree"        // a process wsplan started, with its descendants
+	ResourcesPID     = "pid"         // a url: server's pid: or pid_file:, with its descendants
+	ResourcesMetrics = "metrics_url" // a url: server's Prometheus endpoint
+	ResourcesNone    = "none"        // a url: server without them: n/a
+)
+
+// NoServerResources reports whether the server's resources were not
+// measured, so its resource metrics are n/a rather than missing.
+func (r *Result) NoServerResources() bool { return r.ServerResources == ResourcesNone }
 
 // Point is one second of a phase's timeline: entry T covers [T s, T+1 s)
 // from the start of the phase (its drain included). Messages count in the
@@ -160,6 +178,16 @@ func (r *Run) WriteFile(path string) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// Write writes the run as WriteFile does, to w, in one Write call.
+func (r *Run) Write(w io.Writer) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
 }
 
 // ReadFile reads a run written by WriteFile. defs gives each phase kind's
