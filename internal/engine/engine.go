@@ -33,6 +33,13 @@ type Driver interface {
 // Options configure a run.
 type Options struct {
 	Plan *plan.Plan
+	// Plans are the matrix combinations to run in turn (plan.LoadMatrix),
+	// each result stamped with its plan's Combo; nil = Plan alone. Plan
+	// defaults to Plans[0] and gives the host layout and the run's record.
+	Plans []*plan.Plan
+	// Count runs every server's phases this many times, each on a fresh
+	// server process, servers interleaved; 0 = the plan's repeat:.
+	Count int
 	// Exe is the wsplan binary started as `Exe serve ...` for built-in
 	// frameworks; default os.Executable().
 	Exe string

@@ -37,6 +37,8 @@ type fileDoc struct {
 	Servers     []serverDoc `yaml:"servers" required:"true" min:"1" doc:"the servers to benchmark, each through every phase in turn"`
 	Phases      []yaml.Node `yaml:"phases" required:"true" min:"1" doc:"what to run against each server, in order; each item has one key, its kind"` // two-pass: kind key, then body
 	Assert      []assertDoc `yaml:"assert" doc:"boolean expressions checked against each result; a failure exits 1"`
+	Repeat      int         `yaml:"repeat" default:"1" min:"1" max:"1000" doc:"run every server's phases this many times, each on a fresh server process, servers interleaved; tables show the median (--count wins)"`
+	Matrix      yaml.Node   `yaml:"matrix" doc:"declared vars → lists of values: the plan runs for every combination (--set fixes a var, --only-matrix VAR=VALUE picks values)"`
 }
 
 type hostDoc struct {
@@ -383,6 +385,14 @@ func (l *loader) load(data []byte, opts LoadOptions) *Plan {
 	}
 	p.Assert = l.asserts(doc.Assert, p)
 	p.Servers = l.only(p.Servers, opts.Only)
+	p.Repeat = doc.Repeat
+	if p.Repeat == 0 {
+		p.Repeat = 1
+	}
+	if p.Repeat < 1 || p.Repeat > MaxRepeat {
+		l.fieldErr("repeat", "must be in [1, %d], got %d", MaxRepeat, doc.Repeat)
+	}
+	p.Matrix = l.matrix(&doc.Matrix, vt, opts.Sets, opts.OnlyMatrix)
 	return p
 }
 
