@@ -137,7 +137,7 @@ func median(g []*Result) Result {
 	first := g[0]
 	m := Result{Server: first.Server, Framework: first.Framework, Phase: first.Phase, Kind: first.Kind,
 		OK: true, Vars: first.Vars, N: len(g), Metrics: metrics.Values{}, Spread: map[string]float64{},
-		ServerResources: first.ServerResources}
+		ServerResources: first.ServerResources, Info: first.Info}
 	var ok []*Result
 	var errs []string
 	for _, x := range g {
