@@ -153,10 +153,24 @@ var (
 	}
 )
 
-// declaredCols renders a kind's declared columns.
-func declaredCols(k scenarios.Kind) []column {
+// anyHas reports whether a result has the metric.
+func anyHas(results []*result.Result, metric string) bool {
+	for _, r := range results {
+		if _, ok := r.Metrics[metric]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// declaredCols renders a kind's declared columns (optional ones only when
+// a result has their metric).
+func declaredCols(k scenarios.Kind, results []*result.Result) []column {
 	var cols []column
 	for _, d := range k.Columns {
+		if d.Optional && !anyHas(results, d.Metric) {
+			continue
+		}
 		switch d.Metric {
 		case scenarios.ColFramework:
 			cols = append(cols, frameworkCol)
@@ -292,7 +306,7 @@ func phaseTable(ew *errWriter, run, baseline *result.Run, format, phase string) 
 	kind := results[0].Kind
 	var cols []column
 	if k, ok := scenarios.Lookup(kind); ok && len(k.Columns) > 0 {
-		cols = declaredCols(k)
+		cols = declaredCols(k, results)
 	} else {
 		cols = genericCols(kind, results)
 	}

@@ -69,6 +69,9 @@ type Column struct {
 	Delta bool
 	// Format overrides how the metric's kind is shown.
 	Format Format
+	// Optional columns appear only when a result of the table has the
+	// metric (e.g. TLS figures, in a table of TLS and plain servers).
+	Optional bool
 }
 
 // Column groups every table shares.
