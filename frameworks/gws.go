@@ -119,7 +119,7 @@ type gwsServer struct {
 func startGwsServer(cfg Config) (Server, error) {
 	opt := gwsOption(cfg)
 	opt.Authorize = func(r *http.Request, _ gws.SessionStorage) bool { return r.URL.Path == cfg.Path }
-	lns, err := listenAll(cfg.Addrs, cfg.Bool("nodelay"))
+	lns, err := listenCfg(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +236,7 @@ func startGwsBroadcast(cfg Config) (Server, error) {
 			}()
 		})
 	}
-	lns, err := listenAll(cfg.Addrs, cfg.Bool("nodelay"))
+	lns, err := listenCfg(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/wsplan/wsplan/internal/result"
+	"github.com/wsplan/wsplan/scenarios"
 )
 
 // mermaidHorizontalAbove is the server count from which bar charts are drawn
@@ -26,10 +27,11 @@ func Mermaid(w io.Writer, run *result.Run) error {
 	ew := &errWriter{w: w}
 	for _, ph := range phasesOf(run) {
 		kind := run.Results[indexOfPhase(run, ph)].Kind
-		rm, ok := rateMetric[kind]
-		if !ok || kind == "connect" {
+		k, ok := scenarios.Lookup(kind)
+		if !ok || !k.Throughput.Messages {
 			continue
 		}
+		rm := struct{ name, unit string }{k.Throughput.Metric, k.Throughput.Unit}
 		var names []string
 		var vals []float64
 		var failed []string
@@ -37,11 +39,11 @@ func Mermaid(w io.Writer, run *result.Run) error {
 			if r.Phase != ph {
 				continue
 			}
-			names = append(names, r.Server)
+			names = append(names, serverLabel(&r))
 			v := r.Metrics.Float(rm.name)
 			if !r.OK {
 				v = 0
-				failed = append(failed, r.Server)
+				failed = append(failed, serverLabel(&r))
 			}
 			vals = append(vals, v)
 		}
@@ -85,7 +87,7 @@ func Mermaid(w io.Writer, run *result.Run) error {
 				p99 = math.Max(p99, ms(p.P99))
 			}
 			ew.printf("```mermaid\nxychart-beta\n    title %s\n    x-axis %s [%s]\n    y-axis %s 0 --> %s\n    line [%s]\n```\n\n",
-				mermaidString(fmt.Sprintf("%s, %s: echoes received per second (worst second's p99: %s ms)", r.Phase, r.Server, mermaidNumber(p99))),
+				mermaidString(fmt.Sprintf("%s, %s: echoes received per second (worst second's p99: %s ms)", r.Phase, serverLabel(r), mermaidNumber(p99))),
 				mermaidString("second"), mermaidList(xs), mermaidString("echoes/s"),
 				mermaidNumber(top), mermaidNumbers(ys))
 		}

@@ -502,7 +502,8 @@ func (l *loop) bcClose(id int64, set *bcSet) {
 		if c.flags&(fDataPend|fWantOut) == 0 {
 			l.cbuf = appendControl(l.cbuf[:0], opClose, []byte{0x03, 0xe8}, uint32(l.rng.Uint64()))
 			// Best effort: the connection is closed right after.
-			_, _ = rawWrite(c.fd, l.cbuf)
+			_, _ = l.write(c, l.cbuf)
+			l.closeNotify(c)
 		}
 		l.closeFD(c)
 	}

@@ -331,10 +331,10 @@ func TestLoadFull(t *testing.T) {
 		{Kind: "connect", Name: "connect", Line: 41, Spec: &scenarios.Connect{
 			Connections: 100, Concurrency: 10, Timeout: units.Duration(2 * time.Second), Retries: 3}},
 		{Kind: "echo", Name: "warm", Line: 42, Spec: &scenarios.Echo{
-			Total: 1000, Concurrency: 100, Payload: size(512), Verify: &tr, Timeout: units.Duration(10 * time.Second)}},
+			Total: 1000, Concurrency: 100, Payload: size(512), Verify: &tr, Timeout: units.Duration(10 * time.Second), PayloadKind: "random"}},
 		{Kind: "echo", Name: "echo#2", Line: 43, Spec: &scenarios.Echo{
 			Total: 1000, Concurrency: 50, Payload: size(scenarios.DefaultEchoPayload), Verify: &tr,
-			Timeout: units.Duration(10 * time.Second), Deadline: units.Duration(10 * time.Second)}},
+			Timeout: units.Duration(10 * time.Second), Deadline: units.Duration(10 * time.Second), PayloadKind: "random"}},
 	})
 	check(t, "Assert", p.Assert, []Assertion{
 		{Expr: "failed == 0", Phase: "warm", Line: 46},
@@ -482,7 +482,7 @@ func TestAnchorsAndMergeKeys(t *testing.T) {
 
 	// A merged key is checked like a written one.
 	_, err = LoadBytes("m.yaml", []byte("x: &c {connections: 1, timeot: 1s}\n"), LoadOptions{})
-	if err == nil || !strings.Contains(err.Error(), "\n"+`m.yaml:1: unknown key "x" (known: name, description, vars, host, defaults, client, servers, phases, assert)`) {
+	if err == nil || !strings.Contains(err.Error(), "\n"+`m.yaml:1: unknown key "x" (known: name, description, vars, host, defaults, client, servers, phases, assert, repeat, matrix)`) {
 		t.Errorf("unknown top-level key: %v", err)
 	}
 	_, err = LoadBytes("m.yaml", []byte("servers: [{name: fake_plan_test}]\nphases:\n  - connect: &c {connections: 1, timeot: 1s}\n  - connect:\n      <<: *c\n"), LoadOptions{})
