@@ -321,6 +321,9 @@ func phaseTable(ew *errWriter, run, baseline *result.Run, format, phase string) 
 	if bound {
 		ew.printf("%s\n\n", ClientBoundNote)
 	}
+	if err := stepTables(ew, format, results); err != nil {
+		return err
+	}
 	if baseline != nil {
 		s := "(+x.x%): change against the baseline " + runName(baseline)
 		if noBase {

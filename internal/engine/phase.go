@@ -32,6 +32,7 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 	w := e.newWindow(proc.Pid, drv)
 	pr := &client.Progress{}
 	env.Progress = pr
+	env.Window = e.stepWindow(proc.Pid, drv)
 	stopProgress := e.progress(ph.Name, srv.Name, pr)
 	w.start()
 	out, err := ph.Spec.Run(pctx, env)
@@ -49,6 +50,7 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 	warning := windowMetrics(m, sv, cv, e.o.Layout, e.usableClientCPU(), eff)
 	res.Metrics = m
 	res.Timeline = out.Timeline
+	res.Steps, res.Stop = out.Steps, out.Stop
 	res.Warnings = out.Warnings
 	if warning != "" {
 		res.Warnings = append(res.Warnings, warning)
