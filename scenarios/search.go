@@ -262,7 +262,7 @@ func (p *Search) compile() error {
 	if p.slo != nil || strings.TrimSpace(p.SLO) == "" {
 		return nil // required: the tag check says so
 	}
-	prog, err := expr.Compile(p.SLO, expr.Env(sloEnv()), expr.AsBool())
+	prog, err := expr.Compile(p.SLO, expr.Env(sloEnv()), expr.AsBool(), exprlimit.Builtins())
 	if err != nil {
 		msg, _, _ := strings.Cut(err.Error(), "\n")
 		if strings.Contains(msg, "mismatched types time.Duration") || strings.Contains(msg, "and time.Duration)") {

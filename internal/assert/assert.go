@@ -213,7 +213,7 @@ func kindsFor(p *plan.Plan, phase string) []string {
 }
 
 func compileFor(code, kind string) (*vm.Program, error) {
-	prog, err := expr.Compile(code, expr.Env(env(kind)), expr.AsBool())
+	prog, err := expr.Compile(code, expr.Env(env(kind)), expr.AsBool(), exprlimit.Builtins())
 	if err != nil {
 		msg := oneLine(err.Error())
 		if strings.Contains(msg, "mismatched types time.Duration") || strings.Contains(msg, "and time.Duration)") {

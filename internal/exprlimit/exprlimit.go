@@ -14,6 +14,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/builtin"
 	"github.com/expr-lang/expr/vm"
 )
 
@@ -61,4 +64,31 @@ func DryRun(prog *vm.Program, env map[string]any, timeout time.Duration) error {
 	case <-t.C:
 		return fmt.Errorf("still running after %s when evaluated once at load with every metric zero: an expression must evaluate in milliseconds", timeout)
 	}
+}
+
+// Builtins is the compile option every plan expression uses: a call of one
+// of expr's builtin functions (duration, len, …) stays the builtin even
+// when a metric has that name. The rate phase's `duration` metric would
+// otherwise shadow duration(), and `p99 < duration("5ms")` would fail to
+// compile with "time.Duration is not callable"; the metric itself is still
+// read as `duration`.
+func Builtins() expr.Option { return expr.Patch(builtinCalls{}) }
+
+// builtinCalls turns a call of an identifier naming a builtin into a call
+// of the builtin.
+type builtinCalls struct{}
+
+func (builtinCalls) Visit(n *ast.Node) {
+	c, ok := (*n).(*ast.CallNode)
+	if !ok {
+		return
+	}
+	id, ok := c.Callee.(*ast.IdentifierNode)
+	if !ok {
+		return
+	}
+	if _, isBuiltin := builtin.Index[id.Value]; !isBuiltin {
+		return
+	}
+	ast.Patch(n, &ast.BuiltinNode{Name: id.Value, Arguments: c.Arguments})
 }
