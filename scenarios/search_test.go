@@ -222,7 +222,9 @@ func TestSearchRun(t *testing.T) {
 		},
 		{
 			name: "connections", capacity: 300,
-			edit:    func(s *Search) { s.Vary, s.Rate, s.Start, s.Factor, s.Step, s.Max = VaryConnections, 1, 100, 0, 100, 1000 },
+			edit: func(s *Search) {
+				s.Vary, s.Rate, s.Start, s.Factor, s.Step, s.Max = VaryConnections, 1, 100, 0, 100, 1000
+			},
 			targets: []float64{100, 200, 300, 400, 350, 325, 312}, bisect: 4,
 			capacityOut: 300, conns: 300,
 			stop: "slo failed at 400 connections × 1 msg/s; bisected to 300 connections × 1 msg/s (passes) – 312 connections × 1 msg/s (fails), within 5%: capacity 300 msg/s",
