@@ -44,7 +44,9 @@ const (
 // rate phase's machinery (one client rate run per step, latency from the
 // scheduled send) at growing targets, start, start×factor (or start+step)
 // … up to max, each measured for step_duration after settle; after the
-// first step whose metrics fail the SLO, bisection between the last passing
+// first step whose metrics fail the SLO (or that sent less than
+// RateShortfall of its timetable: it did not deliver its target),
+// bisection between the last passing
 // and the first failing target until they are within tolerance. The
 // capacity is the highest target that held. A step where the client's CPU
 // was saturated stops the search: the client, not the server, set that
@@ -544,6 +546,12 @@ func (s *searcher) measure(ctx context.Context, x float64, bisect bool) (*result
 		s.out.Stop = fmt.Sprintf("slo could not be evaluated at %s", s.what(x))
 		s.out.Failed, s.out.Error = true, fmt.Sprintf("slo %q at %s: %v", p.SLO, s.what(x), err)
 		return nil, nil
+	}
+	if r.Scheduled > 0 && float64(r.Sent) < RateShortfall*float64(r.Scheduled) {
+		// The step did not deliver its target: whatever held, it held at a
+		// lower rate. Not a pass (a step where the client saturated says
+		// client-bound below).
+		short = strings.TrimPrefix(short+fmt.Sprintf("; shortfall: %d of %d scheduled sent (%.0f%%)", r.Sent, r.Scheduled, 100*float64(r.Sent)/float64(r.Scheduled)), "; ")
 	}
 	if short != "" {
 		ok, why = false, short+"; "+why

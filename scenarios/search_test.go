@@ -313,3 +313,37 @@ func TestSearchSLORuntimeError(t *testing.T) {
 		t.Errorf("failed %v error %q steps %+v", out.Failed, out.Error, out.Steps)
 	}
 }
+
+// shortDriver sends only 90% of what each step schedules, lossless and
+// fast, above 1500 msg/s: those steps held the SLO at a rate below their
+// targets.
+type shortDriver struct{ searchDriver }
+
+func (d *shortDriver) Run(ctx context.Context, p client.Params, pr *client.Progress) (client.Result, error) {
+	res, err := d.searchDriver.Run(ctx, p, pr)
+	if r, ok := res.(*client.RateResult); ok && d.last > 1500 {
+		r.Sent = r.Scheduled * 9 / 10
+		r.Recv = r.Sent
+	}
+	return res, err
+}
+
+// A step that did not send its timetable is not a pass, whatever the SLO
+// says.
+func TestSearchShortfallFails(t *testing.T) {
+	d := &shortDriver{searchDriver{conns: 100, capacity: 1e9}}
+	s, ctx := validSearch(func(s *Search) { s.Max, s.StepDuration, s.Settle = 4000, units.Duration(time.Second), 0 })
+	if errs := Check(s, ctx); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	out, err := s.Run(t.Context(), &Env{Driver: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Metrics.Float("capacity") != 1500 || len(out.Steps) != 6 {
+		t.Fatalf("capacity %v, steps %+v", out.Metrics["capacity"], out.Steps)
+	}
+	if st := out.Steps[1]; st.Verdict != VerdictFail || !strings.HasPrefix(st.Why, "shortfall: 1800 of 2000 scheduled sent (90%); lost=0 p99=") {
+		t.Errorf("step 2: %q %q", st.Verdict, st.Why)
+	}
+}
