@@ -515,6 +515,21 @@ func (s *searcher) measure(ctx context.Context, x float64, bisect bool) (*result
 		stop = env.Window()
 	}
 	params.Duration = p.StepDuration.D()
+	if open := env.Driver.Conns(); open < conns {
+		// Connections were lost while settling: measure what is left,
+		// and the step cannot pass.
+		short = strings.TrimPrefix(short+fmt.Sprintf("; %d of %d connections lost while settling", conns-open, conns), "; ")
+		params.Connections = open
+		if p.Vary == VaryRate && open > 0 {
+			perConn = x / float64(open) // the step's target stays
+			params.Rate = perConn
+		}
+		if open <= 0 {
+			s.out.Stop = fmt.Sprintf("every connection was lost at %s", s.what(x))
+			s.out.Warnings = append(s.out.Warnings, s.out.Stop)
+			return nil, nil
+		}
+	}
 	r, err := run[client.RateResult](ctx, env, &params)
 	m := metrics.Values{}
 	if r != nil {

@@ -347,3 +347,43 @@ func TestSearchShortfallFails(t *testing.T) {
 		t.Errorf("step 2: %q %q", st.Verdict, st.Why)
 	}
 }
+
+// dropDriver loses half of its connections in the settle run of the second
+// step.
+type dropDriver struct {
+	searchDriver
+	runs int
+}
+
+func (d *dropDriver) Run(ctx context.Context, p client.Params, pr *client.Progress) (client.Result, error) {
+	res, err := d.searchDriver.Run(ctx, p, pr)
+	if _, ok := p.(*client.RateParams); ok {
+		if d.runs++; d.runs == 3 {
+			d.conns = 50
+		}
+	}
+	return res, err
+}
+
+// Connections lost while a step settles: the step is measured on those
+// left and fails.
+func TestSearchConnectionsLostWhileSettling(t *testing.T) {
+	d := &dropDriver{searchDriver: searchDriver{conns: 100, capacity: 1e9}}
+	s, ctx := validSearch(func(s *Search) {
+		s.Max, s.StepDuration, s.Settle = 4000, units.Duration(time.Second), units.Duration(100*time.Millisecond)
+	})
+	if errs := Check(s, ctx); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	out, err := s.Run(t.Context(), &Env{Driver: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The second step fails; the bisection after it runs on the 50 left.
+	if len(out.Steps) != 6 || out.Metrics.Float("capacity") != 1937.5 {
+		t.Fatalf("capacity %v steps %+v", out.Metrics["capacity"], out.Steps)
+	}
+	if st := out.Steps[1]; st.Verdict != VerdictFail || st.Conns != 50 || st.Achieved != 2000 || !strings.HasPrefix(st.Why, "50 of 100 connections lost while settling; lost=0") {
+		t.Errorf("step 2: %+v", st)
+	}
+}
