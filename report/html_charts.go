@@ -5,7 +5,9 @@ import (
 	"math"
 	"time"
 
+	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/result"
+	"github.com/wsplan/wsplan/scenarios"
 )
 
 // The chart types the page's script draws.
@@ -51,12 +53,13 @@ type chartSection struct {
 	Charts []chart `json:"charts"`
 }
 
-// rateMetric is the figure a kind's TPS bar shows: the rate the phase
-// measures. A kind not listed shows "tps" when its results have it.
-var rateMetric = map[string]struct{ name, unit string }{
-	"connect": {"tps", "connections/s"},
-	"echo":    {"tps", "echoes/s"},
-	"rate":    {"recv_rate", "echoes received/s"},
+// rateMetric is the figure a kind's throughput bar shows: its declared
+// Throughput, or "tps" per second when it declares none.
+func rateMetric(kind string) (name, unit string) {
+	if k, ok := scenarios.Lookup(kind); ok && k.Throughput.Metric != "" {
+		return k.Throughput.Metric, k.Throughput.Unit
+	}
+	return "tps", "per second"
 }
 
 // percentilePoints are the latency metrics by percentile; a result that one
@@ -155,11 +158,8 @@ func (p *phaseCharts) bars(what, title, unit, note string, f func(r *result.Resu
 
 // throughput is the phase's rate per server (rateMetric).
 func (p *phaseCharts) throughput() *chart {
-	rm, ok := rateMetric[p.kind]
-	if !ok {
-		rm.name, rm.unit = "tps", "per second"
-	}
-	return p.bars("tps", "Throughput: "+rm.name, rm.unit, "", metricOf(rm.name))
+	name, unit := rateMetric(p.kind)
+	return p.bars("tps", "Throughput: "+name, unit, "", metricOf(name))
 }
 
 // cpu is the CPU-seconds per million messages, server next to client.
@@ -194,8 +194,8 @@ func (p *phaseCharts) cpu() *chart {
 // memory is the server memory per connection.
 func (p *phaseCharts) memory() *chart {
 	note := "server RSS (highest sample) / connections open: the process's base memory included"
-	if p.kind == "hold" {
-		note = "server RSS growth from before the first phase to the start of the hold / connections"
+	if d, ok := metricDef(p.kind, "mem_per_conn"); ok {
+		note = d.Doc // the kind measures it itself
 	}
 	return p.bars("mem", "Memory per connection", "KiB", note, memPerConn)
 }
@@ -203,9 +203,6 @@ func (p *phaseCharts) memory() *chart {
 // percentiles is the latency spectrum, a series per (server, run).
 func (p *phaseCharts) percentiles() *chart {
 	c := &chart{ID: p.id("lat"), Type: chartPercentiles, Title: "Latency by percentile", Unit: "ms"}
-	if p.kind == "connect" {
-		c.Title = "Connect (handshake) latency by percentile"
-	}
 	for j, srv := range p.servers {
 		for i, run := range p.runs {
 			r := p.result(run, srv)
@@ -329,5 +326,15 @@ func memPerConn(r *result.Result) (float64, bool) {
 }
 
 const metricMemMax = "mem_max"
+
+// metricDef returns a kind's declaration of a metric.
+func metricDef(kind, name string) (metrics.Def, bool) {
+	for _, d := range scenarios.MetricDefs(kind) {
+		if d.Name == name {
+			return d, true
+		}
+	}
+	return metrics.Def{}, false
+}
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/wsplan/wsplan/internal/result"
+	"github.com/wsplan/wsplan/scenarios"
 )
 
 // mermaidHorizontalAbove is the server count from which bar charts are drawn
@@ -26,10 +27,11 @@ func Mermaid(w io.Writer, run *result.Run) error {
 	ew := &errWriter{w: w}
 	for _, ph := range phasesOf(run) {
 		kind := run.Results[indexOfPhase(run, ph)].Kind
-		rm, ok := rateMetric[kind]
-		if !ok || kind == "connect" {
+		k, ok := scenarios.Lookup(kind)
+		if !ok || !k.Throughput.Messages {
 			continue
 		}
+		rm := struct{ name, unit string }{k.Throughput.Metric, k.Throughput.Unit}
 		var names []string
 		var vals []float64
 		var failed []string

@@ -26,10 +26,11 @@ type Connect struct {
 
 func init() {
 	Register(Kind{
-		Name:  "connect",
-		Doc:   "open N connections at concurrency C; handshake latency and connection rate",
-		New:   func() Phase { return &Connect{} },
-		Title: "[Connections] Report",
+		Name:       "connect",
+		Throughput: Throughput{Metric: "tps", Unit: "connections/s"},
+		Doc:        "open N connections at concurrency C; handshake latency and connection rate",
+		New:        func() Phase { return &Connect{} },
+		Title:      "[Connections] Report",
 		Columns: []Column{
 			{Metric: ColFramework},
 			{Header: "TPS", Metric: "tps", Delta: true, Format: FormatRate},

@@ -29,10 +29,11 @@ type Echo struct {
 
 func init() {
 	Register(Kind{
-		Name:  "echo",
-		Doc:   "closed loop: C messages in flight, one echo at a time per connection, until total",
-		New:   func() Phase { return &Echo{} },
-		Title: "[BenchEcho] Report",
+		Name:       "echo",
+		Throughput: Throughput{Metric: "tps", Unit: "echoes/s", Messages: true},
+		Doc:        "closed loop: C messages in flight, one echo at a time per connection, until total",
+		New:        func() Phase { return &Echo{} },
+		Title:      "[BenchEcho] Report",
 		Columns: []Column{
 			{Metric: ColFramework},
 			{Header: "TPS", Metric: "tps", Delta: true, Format: FormatRate},

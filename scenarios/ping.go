@@ -23,6 +23,7 @@ type Ping struct {
 func init() {
 	Register(Kind{
 		Name:       "ping",
+		Throughput: Throughput{Metric: "tps", Unit: "pongs/s", Messages: true},
 		Doc:        "closed loop of pings: C pings in flight, one per connection, until total pongs; control-frame round trip",
 		New:        func() Phase { return &Ping{} },
 		Efficiency: &Efficiency{Rate: "tps", EER: "eer", Count: "success"},

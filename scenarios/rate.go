@@ -48,9 +48,13 @@ type Rate struct {
 
 func init() {
 	Register(Kind{
-		Name: "rate",
-		Doc:  "open loop: every connection sends rate msgs/s for duration on a timetable; latency from the scheduled send",
-		New:  func() Phase { return &Rate{} },
+		Name:       "rate",
+		Throughput: Throughput{Metric: "recv_rate", Unit: "echoes received/s", Messages: true},
+		Summary: func(v metrics.Values) string {
+			return fmt.Sprintf("%.0f/s sent, %d lost, %d late", v.Float("achieved_rate"), v.Int("lost"), v.Int("late"))
+		},
+		Doc: "open loop: every connection sends rate msgs/s for duration on a timetable; latency from the scheduled send",
+		New: func() Phase { return &Rate{} },
 		// The published rate table's columns (go-websocket-benchmark's
 		// BenchRate), then what an open loop must also show: the rate
 		// achieved, the messages that left late or never, the echoes lost,

@@ -41,6 +41,22 @@ type Kind struct {
 	// own metrics in definition order, then the common CPU and memory
 	// columns.
 	Columns []Column
+	// Throughput names the metric that says how fast the phase went, for
+	// the charts and the one-line notice of a finished phase; zero = none.
+	Throughput Throughput
+	// Summary adds the kind's own figures to the one-line notice of a
+	// finished phase (after the throughput, before p99); nil = none.
+	Summary func(metrics.Values) string
+}
+
+// Throughput is a kind's headline rate: a metric and what it counts.
+type Throughput struct {
+	Metric string // e.g. "tps"
+	Unit   string // e.g. "echoes/s"
+	// Messages is true when the rate counts data messages (echoes, pongs,
+	// deliveries), false for connections: message rates are charted in
+	// the Markdown summary.
+	Messages bool
 }
 
 // Column is one column of a kind's report table: a metric, or one of the
@@ -191,6 +207,10 @@ type Env struct {
 // Mem is a reading of resident memory, in bytes.
 type Mem struct {
 	Server, Client int64
+	// NoServer is set when the server's memory cannot be read (a url:
+	// server without pid:, pid_file: or metrics_url:): Server is 0 and
+	// means nothing.
+	NoServer bool
 }
 
 // Outcome is what a phase returns: its metrics and any warnings that must be

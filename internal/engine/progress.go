@@ -9,22 +9,22 @@ import (
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/result"
+	"github.com/wsplan/wsplan/scenarios"
 )
 
-// summary is the one-line notice of a finished phase. It reads echo's tps
-// and rate's achieved_rate, lost and late by name: phase kinds do not
-// declare their own one-line summary (yet), so these names are the only
-// kind knowledge left in the engine's output.
+// summary is the one-line notice of a finished phase: the kind's
+// throughput, its own figures (Kind.Summary) and p99.
 func summary(r result.Result) string {
 	if !r.OK {
 		return "FAILED: " + r.Error
 	}
+	k, _ := scenarios.Lookup(r.Kind)
 	parts := []string{}
-	if v, ok := r.Metrics["tps"].(float64); ok {
+	if v, ok := r.Metrics[k.Throughput.Metric].(float64); ok {
 		parts = append(parts, fmt.Sprintf("%.0f/s", v))
 	}
-	if v, ok := r.Metrics["achieved_rate"].(float64); ok {
-		parts = append(parts, fmt.Sprintf("%.0f/s sent, %d lost, %d late", v, r.Metrics.Int("lost"), r.Metrics.Int("late")))
+	if k.Summary != nil {
+		parts = append(parts, k.Summary(r.Metrics))
 	}
 	if v, ok := r.Metrics[metrics.P99].(time.Duration); ok {
 		parts = append(parts, "p99 "+v.String())

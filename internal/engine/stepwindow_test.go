@@ -18,7 +18,7 @@ func TestStepWindow(t *testing.T) {
 	p := &plan.Plan{}
 	p.Defaults.Sample = 0 // procstat's default interval
 	e := &runner{o: Options{Layout: Layout{ServerCPUs: []int{0}, ClientCPUs: []int{1}}}, plan: p, run: &result.Run{}}
-	window := e.stepWindow(os.Getpid(), nil) // this process plays the server (and is the client)
+	window := e.stepWindow(resources{how: result.ResourcesTree, pid: os.Getpid()}, nil) // this process plays the server (and is the client)
 	k, _ := scenarios.Lookup("rate")
 	for step := range 2 {
 		stop := window()

@@ -1,0 +1,155 @@
+package wstls
+
+import (
+	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/sha512"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"hash"
+
+	"golang.org/x/crypto/chacha20poly1305"
+)
+
+// suite describes the record protection of a cipher suite the fast path
+// implements: every AEAD suite of TLS 1.3 and the ECDHE/RSA AEAD suites of
+// TLS 1.2. Any other suite (CBC) keeps crypto/tls as the record layer.
+type suite struct {
+	keyLen   int              // AEAD key bytes
+	ivLen    int              // TLS 1.2 fixed IV bytes (4 for GCM, 12 for ChaCha20); TLS 1.3 always 12
+	hash     func() hash.Hash // HKDF (1.3) or PRF (1.2) hash
+	chacha   bool             // ChaCha20-Poly1305, else AES-GCM
+	explicit bool             // TLS 1.2 GCM: an 8-byte explicit nonce leads each record
+}
+
+// suiteFor returns the fast-path description of a negotiated cipher suite.
+func suiteFor(version, id uint16) (suite, bool) {
+	switch id {
+	case tls.TLS_AES_128_GCM_SHA256:
+		return suite{keyLen: 16, ivLen: 12, hash: sha256.New}, version == tls.VersionTLS13
+	case tls.TLS_AES_256_GCM_SHA384:
+		return suite{keyLen: 32, ivLen: 12, hash: sha512.New384}, version == tls.VersionTLS13
+	case tls.TLS_CHACHA20_POLY1305_SHA256:
+		return suite{keyLen: 32, ivLen: 12, hash: sha256.New, chacha: true}, version == tls.VersionTLS13
+	case tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, tls.TLS_RSA_WITH_AES_128_GCM_SHA256:
+		return suite{keyLen: 16, ivLen: 4, hash: sha256.New, explicit: true}, version == tls.VersionTLS12
+	case tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384, tls.TLS_RSA_WITH_AES_256_GCM_SHA384:
+		return suite{keyLen: 32, ivLen: 4, hash: sha512.New384, explicit: true}, version == tls.VersionTLS12
+	case tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256:
+		return suite{keyLen: 32, ivLen: 12, hash: sha256.New, chacha: true}, version == tls.VersionTLS12
+	}
+	return suite{}, false
+}
+
+// newAEAD returns the record cipher for key.
+func (s suite) newAEAD(key []byte) (cipher.AEAD, error) {
+	if s.chacha {
+		return chacha20poly1305.New(key)
+	}
+	b, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(b)
+}
+
+// expandLabel is TLS 1.3's HKDF-Expand-Label (RFC 8446 §7.1) with an empty
+// context.
+func expandLabel(h func() hash.Hash, secret []byte, label string, n int) ([]byte, error) {
+	full := "tls13 " + label
+	info := make([]byte, 0, 4+len(full))
+	info = append(info, byte(n>>8), byte(n), byte(len(full)))
+	info = append(info, full...)
+	info = append(info, 0) // empty context
+	return hkdf.Expand(h, secret, string(info), n)
+}
+
+// trafficKeys13 derives a TLS 1.3 record key and IV from a traffic secret.
+func trafficKeys13(s suite, secret []byte) (cipher.AEAD, []byte, error) {
+	key, err := expandLabel(s.hash, secret, "key", s.keyLen)
+	if err != nil {
+		return nil, nil, err
+	}
+	iv, err := expandLabel(s.hash, secret, "iv", 12)
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := s.newAEAD(key)
+	return a, iv, err
+}
+
+// nextSecret13 is the KeyUpdate step: application_traffic_secret_N+1.
+func nextSecret13(s suite, secret []byte) ([]byte, error) {
+	return expandLabel(s.hash, secret, "traffic upd", s.hash().Size())
+}
+
+// prf12 is the TLS 1.2 PRF (RFC 5246 §5): P_hash(secret, label + seed).
+func prf12(h func() hash.Hash, secret []byte, label string, seed []byte, n int) []byte {
+	ls := append([]byte(label), seed...)
+	out := make([]byte, 0, n)
+	mac := hmac.New(h, secret)
+	mac.Write(ls)
+	a := mac.Sum(nil) // A(1)
+	for len(out) < n {
+		mac.Reset()
+		mac.Write(a)
+		mac.Write(ls)
+		out = mac.Sum(out)
+		mac.Reset()
+		mac.Write(a)
+		a = mac.Sum(a[:0])
+	}
+	return out[:n]
+}
+
+// keyBlock12 derives the TLS 1.2 client and server write keys and IVs
+// (RFC 5246 §6.3; AEAD suites have no MAC keys).
+func keyBlock12(s suite, master, clientRandom, serverRandom []byte) (ck, sk, civ, siv []byte) {
+	seed := append(append([]byte{}, serverRandom...), clientRandom...)
+	kb := prf12(s.hash, master, "key expansion", seed, 2*s.keyLen+2*s.ivLen)
+	ck, kb = kb[:s.keyLen], kb[s.keyLen:]
+	sk, kb = kb[:s.keyLen], kb[s.keyLen:]
+	civ, kb = kb[:s.ivLen], kb[s.ivLen:]
+	siv = kb[:s.ivLen]
+	return
+}
+
+// keyLog collects the secrets crypto/tls logs for one handshake, in NSS key
+// log format ("LABEL <client random> <secret>\n"), passing every line on to
+// a KeyLogWriter the caller configured.
+type keyLog struct {
+	next                 interface{ Write([]byte) (int, error) }
+	master               []byte // TLS 1.2
+	clientApp, serverApp []byte // TLS 1.3 *_TRAFFIC_SECRET_0
+}
+
+// Write parses one key log line.
+func (k *keyLog) Write(line []byte) (int, error) {
+	if k.next != nil {
+		if _, err := k.next.Write(line); err != nil {
+			return 0, err
+		}
+	}
+	f := bytes.Fields(line)
+	if len(f) != 3 {
+		return len(line), nil
+	}
+	secret := make([]byte, hex.DecodedLen(len(f[2])))
+	if _, err := hex.Decode(secret, f[2]); err != nil {
+		return 0, errors.New("wstls: bad key log line")
+	}
+	switch string(f[0]) {
+	case "CLIENT_RANDOM":
+		k.master = secret
+	case "CLIENT_TRAFFIC_SECRET_0":
+		k.clientApp = secret
+	case "SERVER_TRAFFIC_SECRET_0":
+		k.serverApp = secret
+	}
+	return len(line), nil
+}
