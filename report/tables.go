@@ -368,6 +368,9 @@ func phaseTable(ew *errWriter, run, baseline *result.Run, format, phase string) 
 	if repeats {
 		ew.printf("%s\n\n", RepeatsNote)
 	}
+	if err := stepTables(ew, format, results); err != nil {
+		return err
+	}
 	if baseline != nil {
 		s := "(+x.x%): change against the baseline " + runName(baseline)
 		if tested {

@@ -197,6 +197,14 @@ type Env struct {
 	Mem func() Mem
 	// Base is Mem read after the server was ready, before the first phase.
 	Base Mem
+	// Window, when set, starts a sampling window of the server's and the
+	// client's CPU and memory, like the one the engine keeps over every
+	// phase; the func it returns ends the window, writes metrics.Common
+	// into m (and eff's figures, when eff is set, from the rate and count
+	// metrics m already holds) and returns the client-bound warning or "".
+	// Kinds that measure several steps in one phase (search) call it per
+	// step. nil when nothing samples (tests without an engine).
+	Window func() (stop func(m metrics.Values, eff *Efficiency) (warning string))
 }
 
 // Mem is a reading of resident memory, in bytes.
@@ -224,6 +232,10 @@ type Outcome struct {
 	// the negotiated "subprotocol", "extensions" and "tls_version" of a
 	// connect phase. The engine copies it into the result.
 	Info map[string]string
+	// Steps and Stop are a search's measured steps and why it ended; the
+	// engine copies them into the result.
+	Steps []result.Step
+	Stop  string
 }
 
 var (

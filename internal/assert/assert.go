@@ -39,6 +39,7 @@ import (
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/vm"
 
+	"github.com/wsplan/wsplan/internal/exprlimit"
 	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/plan"
 	"github.com/wsplan/wsplan/internal/result"
@@ -46,22 +47,17 @@ import (
 	"github.com/wsplan/wsplan/scenarios"
 )
 
-// MemoryBudget is what one evaluation of an expression may allocate, in
-// expr's units (about one per element of a range, array or map it builds):
-// expr's default, conf.DefaultMemoryBudget. The dry run at load and the evaluation after a phase use
-// the same budget.
-const MemoryBudget uint = 1e6
+// MemoryBudget is what one evaluation of an expression may allocate
+// (exprlimit.MemoryBudget, shared with a search phase's slo). The dry run at
+// load and the evaluation after a phase use the same budget.
+const MemoryBudget = exprlimit.MemoryBudget
 
-// DryRunTimeout bounds the dry run of one expression at load. An expression
-// within the memory budget evaluates in well under a millisecond to a few
-// hundred; one that takes longer than this fails to load.
-const DryRunTimeout = 2 * time.Second
+// DryRunTimeout bounds the dry run of one expression at load
+// (exprlimit.DryRunTimeout).
+const DryRunTimeout = exprlimit.DryRunTimeout
 
 // dryRunTimeout is DryRunTimeout; tests lower it.
 var dryRunTimeout = DryRunTimeout
-
-// budgetExceeded is how expr's VM reports a blown memory budget.
-const budgetExceeded = "memory budget exceeded"
 
 // Assertion is one compiled `assert:` entry.
 type Assertion struct {
@@ -225,34 +221,13 @@ func (a *Assertion) dryRun(p *plan.Plan) error {
 }
 
 // dryRun runs prog on env and reports a blown memory budget or a run
-// longer than timeout.
+// longer than timeout (exprlimit.DryRun).
 func dryRun(prog *vm.Program, env map[string]any, timeout time.Duration) error {
-	done := make(chan error, 1)
-	go func() {
-		// expr's VM cannot be interrupted: after a timeout this goroutine
-		// runs on until the expression ends, and the plan fails to load,
-		// so the process exits with the load error.
-		_, err := eval(prog, env)
-		done <- err
-	}()
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case err := <-done:
-		if err != nil && strings.Contains(err.Error(), budgetExceeded) {
-			return fmt.Errorf("exceeds expr's memory budget (%d) when evaluated once at load with every metric zero: build smaller ranges, arrays or strings", MemoryBudget)
-		}
-		return nil
-	case <-t.C:
-		return fmt.Errorf("still running after %s when evaluated once at load with every metric zero: an assertion must evaluate in milliseconds", timeout)
-	}
+	return exprlimit.DryRun(prog, env, timeout)
 }
 
 // eval evaluates prog on env within MemoryBudget.
-func eval(prog *vm.Program, env map[string]any) (any, error) {
-	m := vm.VM{MemoryBudget: MemoryBudget}
-	return m.Run(prog, env)
-}
+func eval(prog *vm.Program, env map[string]any) (any, error) { return exprlimit.Eval(prog, env) }
 
 // zeroEnv is the dry run's environment for a phase kind: env(kind) with
 // results and baseline filled with zero metrics.
@@ -309,7 +284,7 @@ func kindsFor(p *plan.Plan, phase string) []string {
 }
 
 func compileFor(code, kind string) (*vm.Program, error) {
-	prog, err := expr.Compile(code, expr.Env(env(kind)), expr.AsBool())
+	prog, err := expr.Compile(code, expr.Env(env(kind)), expr.AsBool(), exprlimit.Builtins())
 	if err != nil {
 		msg := oneLine(err.Error())
 		if strings.Contains(msg, "mismatched types time.Duration") || strings.Contains(msg, "and time.Duration)") {

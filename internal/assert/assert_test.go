@@ -236,3 +236,21 @@ func TestRepeatsAndVars(t *testing.T) {
 		}
 	}
 }
+
+// The rate phase's `duration` metric does not shadow duration(): both read
+// as the plan means them.
+func TestDurationMetricAndBuiltin(t *testing.T) {
+	prog, err := compileFor(`p99 < duration("5ms") && duration >= duration("10s")`, "rate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := env("rate")
+	e["p99"], e["duration"] = time.Millisecond, 10*time.Second
+	if v, err := eval(prog, e); err != nil || v != true {
+		t.Errorf("got %v, %v; want true", v, err)
+	}
+	e["duration"] = 9 * time.Second
+	if v, err := eval(prog, e); err != nil || v != false {
+		t.Errorf("got %v, %v; want false", v, err)
+	}
+}

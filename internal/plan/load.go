@@ -660,9 +660,9 @@ func (l *loader) resolveServer(s *Server, base string, d Defaults, nodelaySet bo
 // Each phase is validated with a scenarios.Context: Conns is the sum of
 // the connections the phases before it open (scenarios.Opener). A phase
 // whose body has errors is not validated, nor is any phase after an
-// opening phase whose body has errors or that opens no connection, since
-// their context would be a guess (that phase's own error says what to
-// fix).
+// opening phase whose body has errors or that opens no connection because
+// of an error, since their context would be a guess (that phase's own
+// error says what to fix).
 func (l *loader) phases(items []yaml.Node) []Phase {
 	type decoded struct {
 		Phase
@@ -712,8 +712,10 @@ func (l *loader) phases(items []yaml.Node) []Phase {
 	for _, d := range ds {
 		ctx := scenarios.Context{Conns: conns}
 		scenarios.Defaults(d.Spec, ctx)
+		var errs []scenarios.FieldError
 		if d.ok && connsKnown {
-			for _, fe := range scenarios.Check(d.Spec, ctx) {
+			errs = scenarios.Check(d.Spec, ctx)
+			for _, fe := range errs {
 				field := d.path
 				if fe.Field != "" {
 					field += "." + fe.Field
@@ -724,7 +726,9 @@ func (l *loader) phases(items []yaml.Node) []Phase {
 		if o, opens := d.Spec.(scenarios.Opener); opens {
 			n, _ := o.Opens()
 			conns += n
-			if !d.ok || n <= 0 {
+			// An opener that opens none without an error (a search that
+			// varies the rate) leaves the count known.
+			if !d.ok || (n <= 0 && (len(errs) > 0 || !connsKnown)) {
 				connsKnown = false
 			}
 		}

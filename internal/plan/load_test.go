@@ -171,6 +171,14 @@ func TestLoadBadPlans(t *testing.T) {
 			`4: phases[0].connect: key "connections" is written twice (first at line 4)`,
 			`5: key "servers" is written twice (first at line 1)`,
 		}},
+		// A search that varies the rate opens no connection: the phases
+		// after it are still checked against the 10 open ones.
+		{file: "invalid-search.yaml", want: []string{
+			`6: phases[2].rate.connections: must be <= the connections opened before it (10), got 11`,
+			`9: phases[3].search.max: must be >= start (1000), got 500`,
+			`10: phases[3].search.factor: must be > 1, got 1`,
+			`11: phases[3].search.slo: "p99 < 5 && lost == 0": invalid operation: < (mismatched types time.Duration and int) (1:5): latencies are durations, write the bound as one, e.g. duration("5ms")`,
+		}},
 		{file: "invalid-rate.yaml", want: []string{
 			`4: phases[0].rate: needs open connections: put a connect phase before it`,
 			`7: phases[2].rate.duration: must be > 0, got 0s`,

@@ -84,6 +84,13 @@ type Result struct {
 	ServerLog string `json:"server_log,omitempty"`
 	// Timeline is the phase second by second, for plotting (rate phases).
 	Timeline []Point `json:"timeline,omitempty"`
+	// Steps are the measured steps of a phase that runs several (a
+	// search), in the order they ran.
+	Steps []Step `json:"steps,omitempty"`
+	// Stop says why such a phase ended, e.g. "slo failed at 40000 msg/s;
+	// bisected to within 5%", "client-bound at 60000 msg/s: capacity ≥
+	// 60000"; "" for other phases.
+	Stop string `json:"stop,omitempty"`
 	// ServerResources is how the server's CPU and memory were read: one of
 	// the Resources* constants; "" in files written before it existed
 	// (read as ResourcesTree's single-process predecessor). With
@@ -137,6 +144,35 @@ type Point struct {
 	P50  time.Duration `json:"p50"`  // latency of this second's echoes, ns; 0 when none
 	P99  time.Duration `json:"p99"`  // ns
 	Max  time.Duration `json:"max"`  // ns
+}
+
+// Step is one measured step of a search: an open loop at one target rate
+// over one number of connections, and its verdict against the SLO.
+type Step struct {
+	Target    float64       `json:"target"`     // messages per second asked for, over every connection
+	Conns     int           `json:"conns"`      // connections that sent
+	Achieved  float64       `json:"achieved"`   // messages written per second (sent / duration)
+	Scheduled int64         `json:"scheduled"`  // messages the timetable had due
+	Sent      int64         `json:"sent"`       // messages written
+	Recv      int64         `json:"recv"`       // echoes received intact
+	Late      int64         `json:"late"`       // written later than late_after after their schedule, or never
+	Lost      int64         `json:"lost"`       // written, never echoed
+	Failed    int64         `json:"failed"`     // echoes received corrupt
+	P50       time.Duration `json:"p50"`        // ns, from the scheduled send time
+	P99       time.Duration `json:"p99"`        // ns
+	P999      time.Duration `json:"p999"`       // ns
+	ServerCPU float64       `json:"server_cpu"` // server CPU over the step, percent of one core
+	ClientCPU float64       `json:"client_cpu"` // client CPU over the step, percent of one core
+	// ClientBound is set when the client's CPU was saturated during the
+	// step: the step measured the client, and the search stopped there.
+	ClientBound bool `json:"client_bound"`
+	// Bisect is set for the steps between the last passing and the first
+	// failing rate.
+	Bisect bool `json:"bisect,omitempty"`
+	// Verdict is "pass", "fail" (the SLO did not hold; Why says which
+	// figures) or "client-bound".
+	Verdict string `json:"verdict"`
+	Why     string `json:"why,omitempty"`
 }
 
 // Assertion is one evaluated assertion.
