@@ -306,3 +306,26 @@ func BenchmarkBroadcastDelivery(b *testing.B) {
 	l.ph.finish(l, true, l.now())
 	<-l.results
 }
+
+// TestBroadcastCloseDropsSets: a client closed between the open and close
+// steps leaves nothing in the package's table of sets.
+func TestBroadcastCloseDropsSets(t *testing.T) {
+	var srv roomServer
+	addr := srv.start(t)
+	c, err := New(Options{Targets: []string{addr}, Path: "/broadcast"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := BroadcastParams{Step: BroadcastOpen, Rooms: 1, RoomSize: 3, Publishers: 1, Rate: 1, Duration: time.Second, Payload: 24,
+		Include: true, Conc: 3, Timeout: 5 * time.Second}
+	if _, err := runAs[BroadcastResult](c, t.Context(), &p, nil); err != nil {
+		t.Fatal(err)
+	}
+	if setsOf(c, false) == nil {
+		t.Fatal("no sets after the open step")
+	}
+	c.Close()
+	if setsOf(c, false) != nil {
+		t.Errorf("sets left after Close")
+	}
+}
