@@ -83,6 +83,9 @@ type Column struct {
 	Delta bool
 	// Format overrides how the metric's kind is shown.
 	Format Format
+	// Optional columns appear only when a result of the table has the
+	// metric (e.g. TLS figures, in a table of TLS and plain servers).
+	Optional bool
 }
 
 // Column groups every table shares.
@@ -212,6 +215,14 @@ type Env struct {
 	Mem func() Mem
 	// Base is Mem read after the server was ready, before the first phase.
 	Base Mem
+	// Window, when set, starts a sampling window of the server's and the
+	// client's CPU and memory, like the one the engine keeps over every
+	// phase; the func it returns ends the window, writes metrics.Common
+	// into m (and eff's figures, when eff is set, from the rate and count
+	// metrics m already holds) and returns the client-bound warning or "".
+	// Kinds that measure several steps in one phase (search) call it per
+	// step. nil when nothing samples (tests without an engine).
+	Window func() (stop func(m metrics.Values, eff *Efficiency) (warning string))
 }
 
 // Target is the server under test as a phase that dials it itself sees
@@ -235,6 +246,10 @@ type Target struct {
 // Mem is a reading of resident memory, in bytes.
 type Mem struct {
 	Server, Client int64
+	// NoServer is set when the server's memory cannot be read (a url:
+	// server without pid:, pid_file: or metrics_url:): Server is 0 and
+	// means nothing.
+	NoServer bool
 }
 
 // Outcome is what a phase returns: its metrics and any warnings that must be
@@ -249,6 +264,14 @@ type Outcome struct {
 	// Timeline is the phase second by second (rate phases); the engine
 	// copies it into the result.
 	Timeline []result.Point
+	// Info holds string facts about the phase that metrics cannot carry:
+	// the negotiated "subprotocol", "extensions" and "tls_version" of a
+	// connect phase. The engine copies it into the result.
+	Info map[string]string
+	// Steps and Stop are a search's measured steps and why it ended; the
+	// engine copies them into the result.
+	Steps []result.Step
+	Stop  string
 	// Detail is the kind's own JSON record of the phase (conformance: every
 	// case's verdict); the engine copies it into the result, and the
 	// kind's Tables read it back.

@@ -10,7 +10,7 @@ import (
 	"github.com/wsplan/wsplan/internal/plan"
 )
 
-func TestTarget(t *testing.T) {
+func TestEnvTarget(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.pem")
 	if err := os.WriteFile(bad, []byte("not a certificate"), 0o644); err != nil {
@@ -25,7 +25,7 @@ func TestTarget(t *testing.T) {
 	badCA := url
 	badCA.Target = plan.Target{TLS: &plan.TLSConfig{CAFile: bad}}
 
-	got, err := target(preset, []string{"127.0.0.1:9000", "127.0.0.1:9001"})
+	got, err := envTarget(preset, []string{"127.0.0.1:9000", "127.0.0.1:9001"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,18 +33,18 @@ func TestTarget(t *testing.T) {
 	if got.URL != "ws://127.0.0.1:9000/ws" || got.Addr != "" || got.TLS != nil || !got.Compression || !equalHeader(got.Header, wantHeader) {
 		t.Errorf("preset: %+v", got)
 	}
-	if got, err := target(tlsPreset, []string{"127.0.0.1:9000"}); err != nil || got.URL != "wss://127.0.0.1:9000/p" || got.Compression {
+	if got, err := envTarget(tlsPreset, []string{"127.0.0.1:9000"}); err != nil || got.URL != "wss://127.0.0.1:9000/p" || got.Compression {
 		t.Errorf("tls preset: %+v, %v", got, err)
 	}
-	got, err = target(url, nil)
+	got, err = envTarget(url, nil)
 	if err != nil || got.URL != "wss://example.com/q?x=1" || got.Addr != "example.com:443" || got.TLS == nil ||
 		got.TLS.ServerName != "srv" || !got.TLS.InsecureSkipVerify {
 		t.Errorf("url: %+v, %v", got, err)
 	}
-	if _, err := target(badCA, nil); err == nil || !strings.Contains(err.Error(), "no PEM certificate") {
+	if _, err := envTarget(badCA, nil); err == nil || !strings.Contains(err.Error(), "no PEM certificate") {
 		t.Errorf("bad ca_file: %v", err)
 	}
-	if _, err := target(plan.Server{Name: "x"}, nil); err == nil {
+	if _, err := envTarget(plan.Server{Name: "x"}, nil); err == nil {
 		t.Error("no address: no error")
 	}
 }
