@@ -18,6 +18,10 @@ package shard
 
 import (
 	"encoding/json"
+	"time"
+
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/sysctl"
 )
 
 // Request is one line from the orchestrator to a shard.
@@ -25,6 +29,13 @@ type Request struct {
 	Op     string          `json:"op"`               // "run", "cancel", "close"
 	Kind   string          `json:"kind,omitempty"`   // run: the phase kind, e.g. "echo"
 	Params json.RawMessage `json:"params,omitempty"` // run: the kind's parameters (client.<Kind>Params as JSON)
+
+	// A remote shard's first request (Op "open" or "probe") carries what a
+	// local shard gets on its command line.
+	Options  *client.Options `json:"options,omitempty"`   // open: the client's options
+	IdleExit time.Duration   `json:"idle_exit,omitempty"` // open: exit this long after the orchestrator leaves (ns)
+
+	recv time.Time // when the shard read the line, for Reply.Delay
 }
 
 // Reply is one line from a shard to the orchestrator: progress while a
@@ -40,4 +51,11 @@ type Reply struct {
 	Ready    bool            `json:"ready,omitempty"` // first line: the shard is up
 	Pid      int             `json:"pid,omitempty"`
 	Warnings []string        `json:"warnings,omitempty"`
+
+	// Delay is the time between reading the request and acting on it
+	// (starting the phase, answering a probe), ns: with the link's round
+	// trip, the orchestrator places each shard's phase start on its own
+	// clock to measure the start skew.
+	Delay time.Duration     `json:"delay,omitempty"`
+	Host  *sysctl.HostFacts `json:"host,omitempty"` // hello: what a remote shard's host offers, for preflight
 }
