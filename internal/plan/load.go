@@ -67,6 +67,11 @@ type clientDoc struct {
 	Shards      shards   `yaml:"shards" default:"0" doc:"client processes: 0 = inside wsplan, N, or auto (the engine decides)"`
 	SourceAddrs []string `yaml:"source_addrs" doc:"local IP addresses the client binds, round-robin; default: the kernel picks"`
 	Loops       int      `yaml:"loops" default:"0" min:"0" doc:"event loops per client process; 0 = one per client CPU"`
+
+	Remote   []string       `yaml:"remote" doc:"host:port of remote shards (wsplan shard --listen) that run the client instead of this host"`
+	Weights  []int          `yaml:"weights" doc:"with remote: each shard's share of the connections; default: 1,000 per CPU of its host, at most its fd hard limit"`
+	Certs    string         `yaml:"certs" doc:"with remote: directory of the run's certificates (wsplan shard certs DIR) the shards were started with; relative to the plan's directory"`
+	IdleExit units.Duration `yaml:"idle_exit" default:"30s" min:"1ns" doc:"with remote: how long a shard waits for the next orchestrator after this one leaves before it exits"`
 }
 
 type serverDoc struct {
@@ -307,6 +312,10 @@ func (l *loader) load(data []byte, opts LoadOptions) *Plan {
 			Shards:      int(doc.Client.Shards),
 			SourceAddrs: doc.Client.SourceAddrs,
 			Loops:       doc.Client.Loops,
+			Remote:      doc.Client.Remote,
+			Weights:     doc.Client.Weights,
+			Certs:       doc.Client.Certs,
+			IdleExit:    doc.Client.IdleExit,
 		},
 	}
 	if len(p.Host.Sysctl) > 0 {
@@ -442,6 +451,7 @@ func (l *loader) checkClient(c *Client, allowRemote bool) {
 	if c.Loops < 0 {
 		l.fieldErr("client.loops", "must be >= 0 (0 = one per client CPU), got %d", c.Loops)
 	}
+	l.checkRemote(c)
 	for i, a := range c.SourceAddrs {
 		path := indexPath("client.source_addrs", i)
 		addr, err := netip.ParseAddr(a)

@@ -30,6 +30,7 @@ const (
 	DefaultListen         = "127.0.0.1"
 	DefaultSampleInterval = time.Second
 	DefaultPath           = "/ws"
+	DefaultIdleExit       = 30 * time.Second // client.idle_exit
 )
 
 // Limits checked by validation.
@@ -90,6 +91,11 @@ type Client struct {
 	Shards      int      // `shards:` client processes; default 0 = run in the wsplan process; "auto" = -1 (the engine decides)
 	SourceAddrs []string // `source_addrs:` local IPs the client binds, round-robin; default: none (the kernel picks); loopback unless allow_remote
 	Loops       int      // `loops:` event loops per client process; default 0 = one per client CPU (the engine decides)
+
+	Remote   []string       // `remote:` host:port of remote shards (wsplan shard --listen); default none = the client runs on this host
+	Weights  []int          // `weights:` with remote: each shard's share of connections; default nil = 1,000 per CPU of its host, at most its fd limit
+	Certs    string         // `certs:` with remote: the run's certificate directory (wsplan shard certs), resolved against the plan's directory
+	IdleExit units.Duration // `idle_exit:` with remote: how long a shard waits for the next orchestrator before it exits; default 30s
 }
 
 // Server is one entry of `servers:`.
@@ -173,6 +179,9 @@ func (p *Plan) setDefaults() {
 	}
 	if d.Sample == 0 {
 		d.Sample = units.Duration(DefaultSampleInterval)
+	}
+	if p.Client.IdleExit == 0 {
+		p.Client.IdleExit = units.Duration(DefaultIdleExit)
 	}
 	for i := range p.Servers {
 		if p.Servers[i].Path == "" {
