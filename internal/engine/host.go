@@ -87,6 +87,10 @@ func Needs(p *plan.Plan, l Layout, hard uint64) sysctl.Needs {
 			n.Targets = min(n.Targets, len(s.Addrs))
 		}
 	}
+	if len(p.Client.Remote) > 0 {
+		n.MemPerConnClient = 0 // remote shards: remotePreflight checks their hosts
+		return n
+	}
 	shards := max(1, Shards(p, hard))
 	for i := range shards {
 		c := conns / shards
