@@ -25,6 +25,9 @@ type RemoteSpec struct {
 	IdleExit time.Duration
 	Ready    time.Duration // how long a shard may take to answer and open its client; default HandshakeTimeout
 	Link     time.Duration // link timeout; default LinkTimeout
+	// DialContext opens the TCP link to a shard; default a net.Dialer's
+	// (a test dials from another network namespace with it).
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Hello is what a remote shard says about itself when it is reached.
@@ -52,7 +55,7 @@ func DefaultWeight(h sysctl.HostFacts) int {
 // Probe reaches the shard at addr, reads its hello and ends the session:
 // preflight learns each host's facts before anything starts.
 func Probe(ctx context.Context, addr string, cfg *tls.Config, idleExit time.Duration) (Hello, error) {
-	p, h, err := dialOne(ctx, 0, addr, cfg, Request{Op: "probe", IdleExit: idleExit}, HandshakeTimeout, LinkTimeout)
+	p, h, err := dialOne(ctx, -1, addr, cfg, Request{Op: "probe", IdleExit: idleExit}, HandshakeTimeout, LinkTimeout, nil)
 	if p != nil {
 		p.in.Close()
 	}
@@ -88,7 +91,7 @@ func Dial(ctx context.Context, s RemoteSpec) (*Group, []Hello, error) {
 	for i, addr := range s.Addrs {
 		go func() {
 			opts := s.Client
-			p, h, err := dialOne(ctx, i, addr, s.TLS, Request{Op: "open", Options: &opts, IdleExit: s.IdleExit}, s.Ready, s.Link)
+			p, h, err := dialOne(ctx, i, addr, s.TLS, Request{Op: "open", Options: &opts, IdleExit: s.IdleExit}, s.Ready, s.Link, s.DialContext)
 			if err == nil {
 				var r Reply
 				if r, err = p.read(s.Ready); err == nil && !r.Ready {
@@ -155,14 +158,27 @@ func (g *Group) heartbeat(p *proc, every time.Duration) {
 }
 
 // dialOne connects to one shard over TLS, sends first and reads its hello.
-func dialOne(ctx context.Context, i int, addr string, cfg *tls.Config, first Request, ready, link time.Duration) (*proc, Hello, error) {
+func dialOne(ctx context.Context, i int, addr string, cfg *tls.Config, first Request, ready, link time.Duration,
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)) (*proc, Hello, error) {
 	h := Hello{Addr: addr}
-	fail := func(err error) error { return fmt.Errorf("shard %d (%s): %w", i, addr, err) }
+	fail := func(err error) error {
+		if i < 0 { // a probe
+			return fmt.Errorf("shard %s: %w", addr, err)
+		}
+		return fmt.Errorf("shard %d (%s): %w", i, addr, err)
+	}
 	dctx, cancel := context.WithTimeout(ctx, ready)
 	defer cancel()
-	d := tls.Dialer{NetDialer: &net.Dialer{KeepAlive: link}, Config: cfg}
-	c, err := d.DialContext(dctx, "tcp", addr)
+	if dial == nil {
+		dial = (&net.Dialer{KeepAlive: link}).DialContext
+	}
+	raw, err := dial(dctx, "tcp", addr)
 	if err != nil {
+		return nil, h, fail(err)
+	}
+	c := tls.Client(raw, cfg)
+	if err := c.HandshakeContext(dctx); err != nil {
+		raw.Close()
 		return nil, h, fail(err)
 	}
 	lc := &linkConn{Conn: c, timeout: ready}

@@ -36,9 +36,10 @@ type Spec struct {
 type Group struct {
 	shards  []*proc
 	grace   time.Duration
-	weights []int         // remote: how the first phase splits (client.weights or the shards' hosts)
-	skew    time.Duration // the last phase's start skew
-	stop    chan struct{} // remote: ends the heartbeats
+	weights []int           // remote: how the first phase splits (client.weights or the shards' hosts)
+	skew    time.Duration   // the last phase's start skew
+	parts   []client.Result // the last phase's result of each shard
+	stop    chan struct{}   // remote: ends the heartbeats
 	wg      sync.WaitGroup
 }
 
@@ -148,6 +149,10 @@ func (g *Group) Pids() []int {
 	}
 	return out
 }
+
+// Parts returns the last phase's result of each shard before they were
+// merged (nil for a shard that had nothing to do or sent none).
+func (g *Group) Parts() []client.Result { return g.parts }
 
 // StartSkew is the last phase's start skew: the spread of the moments the
 // shards started it, each placed on the orchestrator's clock as the
@@ -390,6 +395,7 @@ func (g *Group) Run(ctx context.Context, p client.Params, pr *client.Progress) (
 		errs = append(errs, ctx.Err()) // as an in-process client returns it
 	}
 	var res client.Result
+	g.parts = make([]client.Result, len(replies))
 	for i, r := range replies {
 		// A cancellation the group sent is said once above, not per shard.
 		if r.Err != "" && !(len(errs) > 0 && r.Err == context.Canceled.Error()) {
@@ -402,6 +408,9 @@ func (g *Group) Run(ctx context.Context, p client.Params, pr *client.Progress) (
 		if derr != nil {
 			errs = append(errs, fmt.Errorf("shard %d: %w", i, derr))
 			continue
+		}
+		if y, derr := client.DecodeResult(r.Kind, r.Result); derr == nil {
+			g.parts[i] = y // a copy: Merge adds into x
 		}
 		if res == nil {
 			res = x
