@@ -317,53 +317,162 @@ func TestMultiHostNetns(t *testing.T) {
 	a, b = startShards("2")
 
 	t.Run("shard killed mid-phase", func(t *testing.T) {
-		plan := writeRemotePlan(t, dir, certs, remote, target, idleExit, 2000)
-		r := startWsplanIn(t, h.orch, dir, plan)
-		r.waitLine(t, `gws: connect done`, 60*time.Second) // the rate phase starts
-		time.Sleep(time.Second)
-		if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		if code := r.wait(t, 60*time.Second); code == 0 {
-			t.Errorf("run exited 0 with a shard killed; stderr:\n%s", r.stderrText())
-		}
-		res := readJSON(t, filepath.Join(dir, "r.json"))
-		failed := false
-		for _, x := range res.Results {
-			if x.Phase == "rate" && !x.OK && strings.Contains(x.Error, "shard 0 ("+remote[0]+")") {
-				failed = true
+		g := dialRemote(t, remote, target, certs, idleExit, nsDialer(t, h.orch))
+		defer g.Close()
+		env := &scenarios.Env{Driver: g}
+		runPhase(t, env, &scenarios.Connect{Connections: 4000, Concurrency: 200}, scenarios.Context{})
+		time.AfterFunc(time.Second, func() {
+			if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Error(err)
 			}
+		})
+		pay := units.Size(64)
+		p := &scenarios.Rate{Duration: units.Duration(20 * time.Second), Rate: units.Rate(1), Payload: &pay}
+		scenarios.Defaults(p, scenarios.Context{Conns: 4000})
+		t0 := time.Now()
+		out, err := p.Run(t.Context(), env)
+		took := time.Since(t0)
+		t.Logf("rate with shard 0 killed after 1s: ended after %s, error %v, row error %q", took.Round(time.Millisecond), err, out.Error)
+		// The engine fails the row with err (its verdict).
+		if err == nil || !strings.Contains(err.Error(), "shard 0 ("+remote[0]+")") {
+			t.Errorf("phase with shard 0 killed: error %v; want one naming shard 0", err)
 		}
-		if !failed {
-			t.Errorf("no failed rate row naming shard 0; results %+v", res.Results)
+		if took > 10*time.Second {
+			t.Errorf("the phase went on %s after shard 0 died; the other shard should have been stopped", took)
+		}
+		if err := g.Close(); err != nil {
+			t.Errorf("close: %v", err)
 		}
 		waitServer(t, srv, 0)
 		if !b.exited(idleExit + 5*time.Second) {
-			t.Errorf("the surviving shard still runs %s after the run", idleExit+5*time.Second)
+			t.Errorf("the surviving shard still runs %s after the session", idleExit+5*time.Second)
 		}
 	})
 
 	a, b = startShards("3")
 	t.Run("orchestrator SIGKILLed mid-phase", func(t *testing.T) {
-		plan := writeRemotePlan(t, dir, certs, remote, target, idleExit, 2000)
-		r := startWsplanIn(t, h.orch, dir, plan)
-		r.waitLine(t, `gws: connect done`, 60*time.Second)
+		f, err := os.Create(filepath.Join(dir, "orchestrator.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		cmd := exec.Command("ip", "netns", "exec", h.orch, os.Args[0], "-test.run", "^TestNetnsOrchestratorChild$", "-test.v")
+		cmd.Env = append(os.Environ(), envChild+"="+strings.Join([]string{remote[0], remote[1], target, certs, idleExit.String()}, ","))
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = f
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waited := make(chan struct{})
+		started := make(chan struct{})
+		go func() {
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				fmt.Fprintln(f, sc.Text())
+				if strings.Contains(sc.Text(), childStarted) {
+					close(started)
+				}
+			}
+			// Killed below: its exit status is the SIGKILL.
+			_ = cmd.Wait()
+			close(waited)
+		}()
+		t.Cleanup(func() {
+			select {
+			case <-waited:
+			default:
+				_ = cmd.Process.Kill() // only our own child, by pid
+				<-waited
+			}
+		})
+		select {
+		case <-started:
+		case <-waited:
+			b, _ := os.ReadFile(f.Name())
+			t.Fatalf("orchestrator ended before the phase: %s", b)
+		case <-time.After(60 * time.Second):
+			t.Fatal("orchestrator did not start the phase within 60s")
+		}
 		time.Sleep(time.Second)
 		if n := established(t, srv.cmd.Process.Pid, srvPort); n != 4000 {
 			t.Errorf("server holds %d connections mid-phase, want 4000", n)
 		}
 		killed := time.Now()
-		if err := r.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
+		waitServer(t, srv, 0)
+		closed := time.Since(killed)
 		for _, p := range []*nsProc{a, b} {
-			if !p.exited(idleExit + shard.LinkTimeout + 3*time.Second) {
+			if !p.exited(idleExit + 5*time.Second) {
 				t.Errorf("shard pid %d still running %s after the orchestrator's SIGKILL", p.cmd.Process.Pid, time.Since(killed))
 			}
 		}
-		t.Logf("both shards exited %s after the orchestrator's SIGKILL (idle_exit %s)", time.Since(killed).Round(time.Millisecond), idleExit)
-		waitServer(t, srv, 0)
+		t.Logf("orchestrator SIGKILLed: the server had no connection left after %s, both shards exited after %s (idle_exit %s)",
+			closed.Round(time.Millisecond), time.Since(killed).Round(time.Millisecond), idleExit)
 	})
+}
+
+const (
+	envChild     = "WSPLAN_NETNS_CHILD"
+	childStarted = "rate phase started"
+)
+
+// TestNetnsOrchestratorChild is the orchestrator TestMultiHostNetns
+// SIGKILLs: started in the orchestrator's namespace with envChild set to
+// "shardA,shardB,target,certs,idle_exit", it opens 2 × 2,000 connections
+// and runs a long rate phase.
+func TestNetnsOrchestratorChild(t *testing.T) {
+	v := os.Getenv(envChild)
+	if v == "" {
+		t.Skip("the orchestrator process of TestMultiHostNetns")
+	}
+	f := strings.Split(v, ",")
+	idle, err := time.ParseDuration(f[4])
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := dialRemote(t, f[:2], f[2], f[3], idle, nil)
+	defer g.Close()
+	env := &scenarios.Env{Driver: g}
+	runPhase(t, env, &scenarios.Connect{Connections: 4000, Concurrency: 200}, scenarios.Context{})
+	fmt.Println(childStarted)
+	pay := units.Size(64)
+	runPhase(t, env, &scenarios.Rate{Duration: units.Duration(60 * time.Second), Rate: units.Rate(1), Payload: &pay}, scenarios.Context{Conns: 4000})
+}
+
+// dialRemote reaches the two shards (retrying while they start).
+func dialRemote(t *testing.T, remote []string, target, certs string, idle time.Duration,
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)) *shard.Group {
+	t.Helper()
+	cfg, err := shard.OrchestratorTLS(certs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		g, _, err := shard.Dial(t.Context(), shard.RemoteSpec{
+			Addrs: remote, Weights: []int{1, 1}, TLS: cfg, IdleExit: idle, DialContext: dial,
+			Client: client.Options{Targets: []string{target}, Path: "/ws", Loops: 1, NoDelay: true},
+		})
+		if err == nil {
+			return g
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+	}
+}
+
+func runPhase(t *testing.T, env *scenarios.Env, p scenarios.Phase, ctx scenarios.Context) {
+	t.Helper()
+	scenarios.Defaults(p, ctx)
+	out, err := p.Run(t.Context(), env)
+	if err != nil || out.Failed {
+		t.Fatalf("%T: %v %s", p, err, out.Error)
+	}
 }
 
 // checkMerged compares the merged latency percentiles of a phase with
@@ -415,73 +524,4 @@ func waitServer(t *testing.T, srv *nsProc, want int) {
 		}
 	}
 	t.Errorf("server holds %d connections, want %d", n, want)
-}
-
-func writeRemotePlan(t *testing.T, dir, certs string, remote []string, target string, idle time.Duration, perShard int) string {
-	t.Helper()
-	body := fmt.Sprintf(`defaults: {allow_remote: true}
-client: {remote: [%s], weights: [1, 1], certs: %s, idle_exit: %s, loops: 1}
-servers: [{name: gws, url: "ws://%s/ws"}]
-phases:
-  - connect: {connections: %d, concurrency: 200}
-  - rate: {rate: 1, duration: 20s, payload: 64}
-`, strings.Join(remote, ", "), certs, idle, target, 2*perShard)
-	path := filepath.Join(dir, "plan.yaml")
-	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// startWsplanIn starts `wsplan run PLAN` in namespace ns.
-func startWsplanIn(t *testing.T, ns, dir, plan string) *wsplanRun {
-	t.Helper()
-	exe, err := exec.LookPath("wsplan")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &wsplanRun{lines: make(chan string, 1000), done: make(chan struct{})}
-	r.cmd = exec.Command("ip", "netns", "exec", ns, exe, "run", plan, "--progress", "off", "--json", filepath.Join(dir, "r.json"), "--out", filepath.Join(dir, "out"))
-	r.cmd.Dir = dir
-	r.cmd.Stdout = &r.stdout
-	errPipe, err := r.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(errPipe)
-		for sc.Scan() {
-			r.mu.Lock()
-			r.stderr = append(r.stderr, sc.Text())
-			r.mu.Unlock()
-			select {
-			case r.lines <- sc.Text():
-			default:
-			}
-		}
-		close(r.lines)
-		close(lines)
-	}()
-	go func() {
-		<-lines
-		err := r.cmd.Wait()
-		if ee, ok := err.(*exec.ExitError); ok {
-			r.code = ee.ExitCode()
-		}
-		close(r.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-r.done:
-		default:
-			// Only our own child, by pid.
-			_ = r.cmd.Process.Kill()
-			<-r.done
-		}
-	})
-	return r
 }
