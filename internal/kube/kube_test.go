@@ -157,7 +157,9 @@ func (k *kubelet) startShard(j batchv1.Job, i int, name string) bool {
 	k.mu.Lock()
 	k.shards[name] = done
 	k.mu.Unlock()
-	go func() { done <- shard.Listen(k.ctx, shard.ListenSpec{Listener: ln, TLS: cfg, IdleExit: time.Minute, Loops: 1}) }()
+	go func() {
+		done <- shard.Listen(k.ctx, shard.ListenSpec{Listener: ln, TLS: cfg, IdleExit: time.Minute, Loops: 1})
+	}()
 	return true
 }
 
