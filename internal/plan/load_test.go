@@ -143,6 +143,13 @@ func TestLoadBadPlans(t *testing.T) {
 			`4: client.source_addrs[1]: 10.0.0.1 is not a loopback address: set defaults.allow_remote: true to use it`,
 			`4: client.source_addrs[2]: want an IP address such as 127.0.0.2, got "nope"`,
 		}},
+		{file: "invalid-kube.yaml", want: []string{
+			`4: client.kubernetes: cannot be combined with client.remote: wsplan makes the remote shards itself`,
+			`5: client.kubernetes.shards: must be >= 1, got -1`,
+			`6: client.kubernetes.port: must be in 1..65535, got 70000`,
+			`7: client.kubernetes.resources.cpu: want a Kubernetes quantity such as 2, 1500m or 4Gi, got "two"`,
+			`8: client.kubernetes.ready_timeout: must be > 0, got -1s`,
+		}},
 		{file: "invalid-remote.yaml", want: []string{
 			"1: client.certs: is required with client.remote: the directory `wsplan shard certs DIR` wrote, whose shard.pem/shard.key the shards were started with",
 			`2: client.shards: cannot be combined with client.remote: remote shards replace local ones`,

@@ -31,6 +31,14 @@ const (
 	DefaultSampleInterval = time.Second
 	DefaultPath           = "/ws"
 	DefaultIdleExit       = 30 * time.Second // client.idle_exit
+
+	// client.kubernetes defaults.
+	DefaultKubeNamespace      = "default"
+	DefaultKubeShards         = 2
+	DefaultKubePort           = 7070
+	DefaultKubeReadyTimeout   = 5 * time.Minute
+	DefaultKubeActiveDeadline = 2 * time.Hour
+	DefaultKubeTTL            = 10 * time.Minute
 )
 
 // Limits checked by validation.
@@ -96,6 +104,27 @@ type Client struct {
 	Weights  []int          // `weights:` with remote: each shard's share of connections; default nil = 1,000 per CPU of its host, at most its fd limit
 	Certs    string         // `certs:` with remote: the run's certificate directory (wsplan shard certs), resolved against the plan's directory
 	IdleExit units.Duration // `idle_exit:` with remote: how long a shard waits for the next orchestrator before it exits; default 30s
+
+	// Kubernetes is `kubernetes:`: the client runs as remote shards in an
+	// Indexed Job wsplan creates before the run and deletes after it;
+	// nil = not on Kubernetes.
+	Kubernetes *Kube
+}
+
+// Kube is `client.kubernetes:`, defaults applied.
+type Kube struct {
+	Namespace      string            // `namespace:` default "default"
+	Image          string            // `image:` default DefaultImage + the version ("" here = the cmd fills it in)
+	Shards         int               // `shards:` pods; default 2
+	NodeSelector   map[string]string // `node_selector:`
+	CPU, Memory    string            // `resources: {cpu, memory}` request and limit; "" = none
+	Spread         bool              // `spread:` default true
+	Kubeconfig     string            // `kubeconfig:` default: in-cluster, else $KUBECONFIG or ~/.kube/config
+	Port           int               // `port:` default 7070
+	ReadyTimeout   units.Duration    // `ready_timeout:` default 5m
+	ActiveDeadline units.Duration    // `active_deadline:` default 2h
+	TTL            units.Duration    // `ttl_after_finished:` default 10m
+	Line           int               // line of client.kubernetes, for messages
 }
 
 // Server is one entry of `servers:`.
