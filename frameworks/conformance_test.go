@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -124,6 +125,7 @@ func optString(opts map[string]string) string {
 
 func resolveT(t *testing.T, name string, opts map[string]string) Adapter {
 	t.Helper()
+	skipNoCompression(t, name, opts)
 	a, _, errs := Resolve(name, "", opts)
 	if len(errs) > 0 {
 		t.Fatalf("resolve %s %v: %v", name, opts, errors.Join(errs...))
@@ -132,10 +134,11 @@ func resolveT(t *testing.T, name string, opts map[string]string) Adapter {
 }
 
 // startT resolves name with opts and starts it on two free loopback ports.
-// The test is skipped when the adapter refuses compression=true with
-// ErrUnsupported (the library has no permessage-deflate).
+// The test is skipped when the adapter declares it has no
+// permessage-deflate (Limits.NoCompression) and opts ask for it.
 func startT(t *testing.T, name string, opts map[string]string) (a Adapter, srv Server, addrs []string) {
 	t.Helper()
+	skipNoCompression(t, name, opts)
 	a, vals, errs := Resolve(name, "", opts)
 	if len(errs) > 0 {
 		t.Fatalf("resolve %s %v: %v", name, opts, errors.Join(errs...))
@@ -143,12 +146,20 @@ func startT(t *testing.T, name string, opts map[string]string) (a Adapter, srv S
 	addrs = freeAddrs(t, 2)
 	srv, err := a.Start(Config{Addrs: addrs, Path: testPath, Payload: testPayload, Values: vals})
 	if err != nil {
-		if opts["compression"] == "true" && errors.Is(err, ErrUnsupported) {
-			t.Skipf("%s: %v", name, err)
-		}
 		t.Fatalf("start %s %v on %v: %v", name, opts, addrs, err)
 	}
 	return a, srv, addrs
+}
+
+// skipNoCompression skips the test when opts ask for compression of an
+// adapter that declares it has no permessage-deflate (Resolve refuses it).
+func skipNoCompression(t *testing.T, name string, opts map[string]string) {
+	t.Helper()
+	if on, _ := strconv.ParseBool(opts["compression"]); on {
+		if a, _, _ := Resolve(name, "", nil); a.Limits.NoCompression != "" {
+			t.Skipf("%s: no permessage-deflate: %s", name, a.Limits.NoCompression)
+		}
+	}
 }
 
 // testServer runs the conformance suite on preset or adapter name with

@@ -46,7 +46,7 @@ type fasthttpServer struct {
 // answered and close frames echoed by the library's default handlers. The
 // upgrader's I/O buffers are left at 0 (4 KiB).
 func startFasthttp(cfg Config) (Server, error) {
-	lns, err := listenAll(cfg.Addrs, cfg.Bool("nodelay"))
+	lns, err := listenCfg(cfg)
 	if err != nil {
 		return nil, err
 	}

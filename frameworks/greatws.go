@@ -18,7 +18,10 @@ const (
 
 func init() {
 	Register(Adapter{
-		Name:    "greatws",
+		Name: "greatws",
+		Limits: Limits{
+			NoTLS: always("greatws moves the socket's fd into its own event loops after the upgrade; greatws v0.2.2 has no TLS there"),
+		},
 		Library: "github.com/antlabs/greatws",
 		Doc:     "net/http upgrade, then greatws's epoll event loops; OnMessage on a worker pool or in the event loop; read_buffer does not apply (greatws sizes its own)",
 		Options: []Option{

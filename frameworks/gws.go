@@ -118,7 +118,7 @@ type gwsServer struct {
 func startGwsServer(cfg Config) (Server, error) {
 	opt := gwsOption(cfg)
 	opt.Authorize = func(r *http.Request, _ gws.SessionStorage) bool { return r.URL.Path == cfg.Path }
-	lns, err := listenAll(cfg.Addrs, cfg.Bool("nodelay"))
+	lns, err := listenCfg(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -38,7 +38,10 @@ const (
 
 func init() {
 	Register(Adapter{
-		Name:    "hertz",
+		Name: "hertz",
+		Limits: Limits{
+			NoTLS: always("hertz serves its own listeners here (netpoll takes the socket); serving hertz's TLS is not wired in this adapter"),
+		},
 		Library: "github.com/hertz-contrib/websocket",
 		Doc:     "hertz server (one per address), goroutine per connection, NextReader into a reused read buffer, WriteMessage",
 		Options: []Option{

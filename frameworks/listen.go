@@ -2,6 +2,7 @@ package frameworks
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -88,6 +89,21 @@ func acceptLoop(ln net.Listener, handle func(net.Conn) bool) {
 			return
 		}
 	}
+}
+
+// listenCfg is listenAll on cfg.Addrs with cfg's nodelay option, each
+// listener serving TLS with cfg.TLS when it is set: the handshake runs on
+// the first Read or Write of an accepted connection, in the goroutine that
+// serves it.
+func listenCfg(cfg Config) ([]net.Listener, error) {
+	lns, err := listenAll(cfg.Addrs, cfg.Bool("nodelay"))
+	if err != nil || cfg.TLS == nil {
+		return lns, err
+	}
+	for i, ln := range lns {
+		lns[i] = tls.NewListener(ln, cfg.TLS)
+	}
+	return lns, nil
 }
 
 func closeListeners(lns []net.Listener) {

@@ -39,7 +39,15 @@ func init() {
 		Name:    "nbio",
 		Library: "github.com/lesismal/nbio",
 		Doc:     "nbhttp engine (blocking, mixed or epoll non-blocking IO) or net/http; OnMessage writes the message back; read_buffer sizes the message pool (+1024) and, only when set, nbio's socket reads",
-		Limits:  Limits{NoEmptyMessages: "nbio v1.6.8 never passes a message without payload bytes to any handler"},
+		Limits: Limits{
+			NoEmptyMessages: "nbio v1.6.8 never passes a message without payload bytes to any handler",
+			NoTLS: func(v map[string]string) string {
+				if v != nil && v["io_mode"] == nbioStd {
+					return ""
+				}
+				return "nbio's engine io modes take the raw socket from the listener; only io_mode=std (net/http) serves TLS here"
+			},
+		},
 		Options: []Option{
 			{Name: "io_mode", Type: TypeEnum, Enum: []string{nbioBlocking, nbioMixed, nbioNonBlocking, nbioStd}, Default: nbioNonBlocking,
 				Doc: "nbhttp IOMod (blocking: goroutine per connection; nonblocking: epoll loop; mixed: blocking up to max_blocking_online, then epoll) or std: nbio's upgrader on net/http"},

@@ -29,6 +29,11 @@ func init() {
 		Limits: Limits{
 			OneMessageType:    func(v map[string]string) string { return v["message_type"] },
 			OneMessageTypeWhy: "go-netty-ws fixes the opcode per server (message_type, binary as published) and does not tell the handler which one arrived",
+			// go-netty-transport (v1.7.10) negotiates permessage-deflate
+			// but then compresses every message of 512 bytes or more on
+			// every connection, also those whose client did not offer the
+			// extension: such a client receives RSV1 frames it cannot read.
+			NoCompression: "go-netty-ws v1.0.7 compresses without regard to negotiation (clients that did not offer the extension get RSV1 frames)",
 		},
 		Options: []Option{
 			{Name: "message_type", Type: TypeEnum, Enum: []string{nettywsBinary, nettywsText}, Default: nettywsBinary,
@@ -67,13 +72,6 @@ func startNettyws(cfg Config) (Server, error) {
 	}
 	if cfg.String("message_type") == nettywsBinary {
 		opts = append(opts, nettyws.WithBinary())
-	}
-	if cfg.Bool("compression") {
-		// go-netty-transport (v1.7.10) negotiates permessage-deflate but
-		// then compresses every message of 512 bytes or more on every
-		// connection, also those whose client did not offer the
-		// extension: such a client receives RSV1 frames it cannot read.
-		return nil, fmt.Errorf("compression: %w (go-netty-ws compresses without regard to negotiation)", ErrUnsupported)
 	}
 	ws := nettyws.NewWebsocket(opts...)
 	s := &nettywsServer{ws: ws}

@@ -10,6 +10,7 @@
 package frameworks
 
 import (
+	"crypto/tls"
 	"fmt"
 	"sort"
 	"strconv"
@@ -83,6 +84,29 @@ type Limits struct {
 	OneMessageType func(values map[string]string) string
 	// OneMessageTypeWhy is the reason for OneMessageType.
 	OneMessageTypeWhy string
+	// NoTLS, when set, returns why the server cannot serve TLS with these
+	// option values ("" = it can); nil = it always can. A plan asking
+	// `tls: true` of such a server fails to load.
+	NoTLS func(values map[string]string) string
+	// NoCompression is why the library cannot negotiate
+	// permessage-deflate; "" = it does when the compression option is true.
+	// compression=true on such a server is refused by Resolve (a load
+	// error), never served uncompressed.
+	NoCompression string
+}
+
+// always is a NoTLS func with one reason whatever the option values.
+func always(reason string) func(map[string]string) string {
+	return func(map[string]string) string { return reason }
+}
+
+// TLSRefusal returns why the adapter cannot serve TLS with these option
+// values, "" when it can.
+func (a Adapter) TLSRefusal(values map[string]string) string {
+	if a.Limits.NoTLS == nil {
+		return ""
+	}
+	return a.Limits.NoTLS(values)
 }
 
 // Strings lists the limits as sentences, for `wsplan frameworks`.
@@ -93,6 +117,14 @@ func (l Limits) Strings() []string {
 	}
 	if l.OneMessageType != nil {
 		out = append(out, "one message type per server: "+l.OneMessageTypeWhy)
+	}
+	if l.NoTLS != nil {
+		if why := l.NoTLS(nil); why != "" {
+			out = append(out, "no TLS (tls: true): "+why)
+		}
+	}
+	if l.NoCompression != "" {
+		out = append(out, "no permessage-deflate (compression: true): "+l.NoCompression)
 	}
 	return out
 }
@@ -118,6 +150,10 @@ type Config struct {
 	Path    string   // upgrade path, "/ws"
 	Payload int      // expected message size, a hint for buffer sizes (>0)
 	Values  map[string]string
+	// TLS, when set, is served on every listener (the certificate of the
+	// run's CA, see internal/wstls.RunCA); nil = plain ws://. Adapters
+	// whose Limits.NoTLS refuses these values never see it set.
+	TLS *tls.Config
 }
 
 // Bool returns a bool option.
@@ -261,6 +297,9 @@ func Resolve(name, framework string, opts map[string]string) (Adapter, map[strin
 			continue
 		}
 		vals[k] = opts[k]
+	}
+	if on, _ := strconv.ParseBool(vals["compression"]); on && a.Limits.NoCompression != "" {
+		errs = append(errs, fmt.Errorf("option compression: %s has no permessage-deflate: %s", a.Name, a.Limits.NoCompression))
 	}
 	if len(errs) == 0 && a.Check != nil {
 		if err := a.Check(vals); err != nil {

@@ -2,6 +2,7 @@ package frameworks
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -82,13 +83,19 @@ func parsePort(s string) (int, error) {
 // Serve runs one echo server until ctx is done: it resolves name (a preset
 // or an adapter) with opts overriding the defaults, starts it on addrs with
 // the upgrade on path, and closes it when ctx ends. payload is the expected
-// message size, a hint for buffer sizes (> 0). It returns the problems with
-// name and opts all at once, a start error (such as a port already in
-// use), or Close's error.
-func Serve(ctx context.Context, name string, opts map[string]string, addrs []string, path string, payload int) error {
+// message size, a hint for buffer sizes (> 0). tlsCfg, when set, is
+// served on every address (an adapter that cannot is refused with
+// Limits.NoTLS's reason). It returns the problems with name and opts all
+// at once, a start error (such as a port already in use), or Close's error.
+func Serve(ctx context.Context, name string, opts map[string]string, addrs []string, path string, payload int, tlsCfg *tls.Config) error {
 	a, vals, errs := Resolve(name, "", opts)
 	if len(errs) > 0 {
 		return errors.Join(errs...)
+	}
+	if tlsCfg != nil {
+		if why := a.TLSRefusal(vals); why != "" {
+			return fmt.Errorf("%s cannot serve TLS: %s", name, why)
+		}
 	}
 	switch {
 	case len(addrs) == 0:
@@ -98,7 +105,7 @@ func Serve(ctx context.Context, name string, opts map[string]string, addrs []str
 	case payload <= 0:
 		return fmt.Errorf("payload: must be > 0, got %d", payload)
 	}
-	srv, err := a.Start(Config{Addrs: addrs, Path: path, Payload: payload, Values: vals})
+	srv, err := a.Start(Config{Addrs: addrs, Path: path, Payload: payload, Values: vals, TLS: tlsCfg})
 	if err != nil {
 		return fmt.Errorf("start %s: %w", name, err)
 	}

@@ -145,7 +145,7 @@ func TestServeErrors(t *testing.T) {
 			// returns at once instead of hanging the test.
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
-			err := Serve(ctx, tc.fw, tc.opts, tc.addrs, tc.path, tc.payload)
+			err := Serve(ctx, tc.fw, tc.opts, tc.addrs, tc.path, tc.payload, nil)
 			if err == nil {
 				t.Fatalf("Serve succeeded, want an error containing %q", tc.wantErr)
 			}
@@ -168,7 +168,9 @@ func TestServeRunsUntilCancelled(t *testing.T) {
 	addrs := freeAddrs(t, 2)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, "gorilla", map[string]string{"read_buffer": "64"}, addrs, "/echo", 1024) }()
+	go func() {
+		done <- Serve(ctx, "gorilla", map[string]string{"read_buffer": "64"}, addrs, "/echo", 1024, nil)
+	}()
 
 	// Wait for the listeners, then echo once on each address.
 	for _, addr := range addrs {

@@ -21,7 +21,7 @@ type httpServer struct {
 // startHTTP opens cfg.Addrs and serves handler on cfg.Path; any other path
 // gets 404. handler receives the server so it can register connections.
 func startHTTP(cfg Config, handler func(s *httpServer, w http.ResponseWriter, r *http.Request)) (*httpServer, error) {
-	lns, err := listenAll(cfg.Addrs, cfg.Bool("nodelay"))
+	lns, err := listenCfg(cfg)
 	if err != nil {
 		return nil, err
 	}

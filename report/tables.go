@@ -29,7 +29,9 @@ const ClientBoundNote = "client-bound: the client's CPU was saturated; these row
 // saturated) and a Verdict: "ok", "client-bound", "FAIL: <short error>" for
 // a failed result, "FAIL (n asserts)" when assertions on the row failed.
 // Under each table come the rows' warnings and full errors, and a note when a
-// row is client-bound. A metric a result lacks shows as "-".
+// row is client-bound. A metric a result lacks shows as "-"; the server's
+// CPU and memory of a server whose resources were not measured show as
+// "n/a".
 //
 // baseline may be nil. Otherwise each measured figure (rates, latencies,
 // CPU, memory; not the counts the plan fixed) of a row whose server and
@@ -79,11 +81,20 @@ type column struct {
 	cell   func(r row) string
 }
 
-// metricCol shows one metric, "-" when absent; with deltas when withDelta.
+// NotAvailable is shown for a server metric of a server whose resources
+// were not measured (a url: server without pid:, pid_file: or
+// metrics_url:): not measured, as opposed to "-", not produced.
+const NotAvailable = "n/a"
+
+// metricCol shows one metric, "-" when absent (NotAvailable for a server
+// resource that was not measured); with deltas when withDelta.
 func metricCol(header, name string, withDelta bool, f func(v metrics.Values, name string) string) column {
 	return column{header, func(r row) string {
 		v := r.res.Metrics
 		if _, ok := v[name]; !ok {
+			if r.res.NoServerResources() && metrics.ServerResource(name, eerOf(r.res.Kind)...) {
+				return NotAvailable
+			}
 			return "-"
 		}
 		s := f(v, name)
@@ -94,6 +105,14 @@ func metricCol(header, name string, withDelta bool, f func(v metrics.Values, nam
 		}
 		return s
 	}}
+}
+
+// eerOf returns the EER metric of a kind that declares efficiency figures.
+func eerOf(kind string) []string {
+	if k, ok := scenarios.Lookup(kind); ok && k.Efficiency != nil {
+		return []string{k.Efficiency.EER}
+	}
+	return nil
 }
 
 func fmtTPS(v metrics.Values, n string) string { return fmt.Sprintf("%.0f", v.Float(n)) }

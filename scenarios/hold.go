@@ -54,8 +54,10 @@ func (p *Hold) Run(ctx context.Context, env *Env) (Outcome, error) {
 	v := metrics.Values{"conns": conns}
 	if env.Mem != nil {
 		now := env.Mem()
-		v["server_rss"], v["client_rss"] = now.Server, now.Client
-		v["mem_per_conn"], v["client_mem_per_conn"] = perConn(now.Server-env.Base.Server, conns), perConn(now.Client-env.Base.Client, conns)
+		v["client_rss"], v["client_mem_per_conn"] = now.Client, perConn(now.Client-env.Base.Client, conns)
+		if !now.NoServer {
+			v["server_rss"], v["mem_per_conn"] = now.Server, perConn(now.Server-env.Base.Server, conns)
+		}
 	}
 	r, err := run[client.HoldResult](ctx, env, &client.HoldParams{Duration: p.Duration.D(), Ping: p.Ping.D()})
 	if r == nil {

@@ -199,6 +199,10 @@ type Env struct {
 // Mem is a reading of resident memory, in bytes.
 type Mem struct {
 	Server, Client int64
+	// NoServer is set when the server's memory cannot be read (a url:
+	// server without pid:, pid_file: or metrics_url:): Server is 0 and
+	// means nothing.
+	NoServer bool
 }
 
 // Outcome is what a phase returns: its metrics and any warnings that must be

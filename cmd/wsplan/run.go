@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -48,6 +49,7 @@ func (f *planFlags) load(path string) (*plan.Plan, error) {
 	if err != nil {
 		return nil, usageErr(err)
 	}
+	secrets.add(p)
 	return p, nil
 }
 
@@ -209,8 +211,8 @@ func writeOutputs(run, baseline *result.Run, f *runFlags, stdout io.Writer) erro
 		}
 	}
 	if f.json != "" {
-		if err := run.WriteFile(f.json); err != nil {
-			return fmt.Errorf("writing %s: %w", f.json, err)
+		if err := writeFile(f.json, run.Write); err != nil {
+			return err
 		}
 	}
 	if f.junit != "" {
@@ -226,12 +228,18 @@ func writeOutputs(run, baseline *result.Run, f *runFlags, stdout io.Writer) erro
 	return writeHTML(f.html, []*result.Run{run})
 }
 
+// writeFile creates path and writes it with write, redacted as one piece
+// (no secret of the plan reaches a file, whatever the writes' boundaries).
 func writeFile(path string, write func(io.Writer) error) error {
+	var buf bytes.Buffer
+	if err := write(&buf); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
 	fh, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := write(fh); err != nil {
+	if _, err := secrets.writer(fh).Write(buf.Bytes()); err != nil {
 		fh.Close()
 		return fmt.Errorf("writing %s: %w", path, err)
 	}

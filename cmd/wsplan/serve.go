@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,6 +22,8 @@ func newServeCmd(stderr io.Writer) *cobra.Command {
 		addrs   string
 		path    string
 		payload int
+		tlsCert string
+		tlsKey  string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve --framework NAME --addrs 127.0.0.1:9000[-9049] [--opt K=V]...",
@@ -34,16 +38,36 @@ func newServeCmd(stderr io.Writer) *cobra.Command {
 				}
 				o[k] = v
 			}
+			// A bad framework or option is the caller's mistake (exit 2),
+			// found before anything listens.
+			a, vals, errs := frameworks.Resolve(name, "", o)
+			if len(errs) > 0 {
+				return usageErr(errors.Join(errs...))
+			}
 			list, err := frameworks.ParseAddrs(addrs)
 			if err != nil {
 				return usageErr(err)
+			}
+			var tlsCfg *tls.Config
+			switch {
+			case (tlsCert == "") != (tlsKey == ""):
+				return usageErr(fmt.Errorf("--tls-cert and --tls-key go together"))
+			case tlsCert != "":
+				cert, err := tls.LoadX509KeyPair(tlsCert, tlsKey)
+				if err != nil {
+					return usageErr(fmt.Errorf("--tls-cert/--tls-key: %w", err))
+				}
+				tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+				if why := a.TLSRefusal(vals); why != "" {
+					return usageErr(fmt.Errorf("%s cannot serve TLS: %s", name, why))
+				}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			fmt.Fprintf(stderr, "serve %s on %s%s (pid %d)\n", name, addrs, path, os.Getpid())
 			// Libraries that log on their own write to the server's log.
 			frameworks.LogOutput = stderr
-			if err := frameworks.Serve(ctx, name, o, list, path, payload); err != nil {
+			if err := frameworks.Serve(ctx, name, o, list, path, payload, tlsCfg); err != nil {
 				return err
 			}
 			return nil
@@ -54,6 +78,8 @@ func newServeCmd(stderr io.Writer) *cobra.Command {
 	cmd.Flags().StringVar(&addrs, "addrs", "127.0.0.1:9000", "listen addresses: host:port, host:port-port, comma-separated")
 	cmd.Flags().StringVar(&path, "path", "/ws", "upgrade path")
 	cmd.Flags().IntVar(&payload, "payload", 1024, "expected message size, a hint for buffer sizes")
+	cmd.Flags().StringVar(&tlsCert, "tls-cert", "", "serve TLS (wss://) with this PEM certificate (with --tls-key)")
+	cmd.Flags().StringVar(&tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	if err := cmd.MarkFlagRequired("framework"); err != nil {
 		panic(err)
 	}

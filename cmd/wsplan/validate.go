@@ -53,8 +53,39 @@ func printPlan(w io.Writer, p *plan.Plan) {
 	}
 	fmt.Fprintln(w, "servers:")
 	for _, s := range p.Servers {
-		if len(s.Command) > 0 {
+		printTarget := func() {
+			if len(s.Headers) > 0 {
+				keys := make([]string, 0, len(s.Headers))
+				for k := range s.Headers {
+					keys = append(keys, k+"="+p.Redact(s.Headers[k]))
+				}
+				sort.Strings(keys)
+				fmt.Fprintf(w, "    headers: %s\n", strings.Join(keys, " "))
+			}
+			if len(s.Subprotocols) > 0 {
+				fmt.Fprintf(w, "    subprotocols: %s\n", strings.Join(s.Subprotocols, ", "))
+			}
+			if s.Origin != "" {
+				fmt.Fprintf(w, "    origin: %s\n", p.Redact(s.Origin))
+			}
+		}
+		switch {
+		case s.External():
+			res := "n/a (no pid:, pid_file: or metrics_url:)"
+			switch {
+			case s.PID != 0:
+				res = fmt.Sprintf("pid %d", s.PID)
+			case s.PIDFile != "":
+				res = "pid_file " + s.PIDFile
+			case s.MetricsURL != "":
+				res = "metrics_url " + s.MetricsURL
+			}
+			fmt.Fprintf(w, "  - %s: url %s (not started by wsplan; server resources: %s)\n", s.Name, p.Redact(strings.Join(s.URLs, ", ")), res)
+			printTarget()
+			continue
+		case len(s.Command) > 0:
 			fmt.Fprintf(w, "  - %s: command %q on %s\n", s.Name, s.Command, strings.Join(s.Addrs, ","))
+			printTarget()
 			continue
 		}
 		fw := s.Framework
@@ -66,7 +97,12 @@ func printPlan(w io.Writer, p *plan.Plan) {
 			keys = append(keys, k+"="+s.Options[k])
 		}
 		sort.Strings(keys)
-		fmt.Fprintf(w, "  - %s: %s %s\n", s.Name, fw, strings.Join(keys, " "))
+		tls := ""
+		if s.ServeTLS {
+			tls = " (tls: served with the run's certificate)"
+		}
+		fmt.Fprintf(w, "  - %s: %s %s%s\n", s.Name, fw, strings.Join(keys, " "), tls)
+		printTarget()
 	}
 	fmt.Fprintln(w, "phases:")
 	for _, ph := range p.Phases {

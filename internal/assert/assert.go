@@ -21,6 +21,7 @@ package assert
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -29,6 +30,7 @@ import (
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/vm"
 
+	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/plan"
 	"github.com/wsplan/wsplan/internal/result"
 	"github.com/wsplan/wsplan/scenarios"
@@ -135,12 +137,59 @@ func Compile(p *plan.Plan) ([]*Assertion, error) {
 				c.base = true
 			}
 		}
+		if msg := c.unmeasured(p, kinds); msg != "" {
+			fail(i, a, "%q: %s", a.Expr, msg)
+			continue
+		}
 		out = append(out, c)
 	}
 	if len(errs) > 0 {
 		return out, errs
 	}
 	return out, nil
+}
+
+// unmeasured returns why the assertion reads a server resource metric
+// (metrics.ServerResource) of a server whose resources are not measured (a
+// url: server without pid:, pid_file: or metrics_url:), "" when it does
+// not: such a metric would be absent from every result it checks.
+func (a *Assertion) unmeasured(p *plan.Plan, kinds []string) string {
+	var eer []string
+	for _, k := range kinds {
+		if kd, ok := scenarios.Lookup(k); ok && kd.Efficiency != nil {
+			eer = append(eer, kd.Efficiency.EER)
+		}
+	}
+	applies := func(name string) bool {
+		return len(a.Servers) == 0 || slices.Contains(a.Servers, name)
+	}
+	for _, path := range a.paths {
+		parts := strings.Split(path, ".")
+		var metric string
+		var servers []string
+		switch {
+		case len(parts) == 1:
+			metric = parts[0]
+		case parts[0] == "baseline" && len(parts) == 2:
+			metric = parts[1]
+		case parts[0] == "results" && len(parts) == 4:
+			metric, servers = parts[3], []string{parts[1]}
+		default:
+			continue
+		}
+		if !metrics.ServerResource(metric, eer...) {
+			continue
+		}
+		for _, s := range p.Servers {
+			if s.Resources() {
+				continue
+			}
+			if (servers == nil && applies(s.Name)) || slices.Contains(servers, s.Name) {
+				return fmt.Sprintf("%s is a server resource and server %s is a url: target without pid:, pid_file: or metrics_url:, so it is not measured (n/a): add one of them, or limit the assertion with server:", metric, s.Name)
+			}
+		}
+	}
+	return ""
 }
 
 // dryRun evaluates the assertion once per phase kind against a zero-valued

@@ -529,7 +529,9 @@ func TestConnectCancel(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || res.Stopped != StopCanceled {
 		t.Errorf("%+v, %v; want a canceled phase", res, err)
 	}
-	if d := time.Since(start); d > 200*time.Millisecond {
+	// Canceled at 100 ms, it must not wait for the 10 s handshake timeout
+	// (1 s leaves room for a loaded host).
+	if d := time.Since(start); d > time.Second {
 		t.Errorf("returned after %v, want ~100ms", d)
 	}
 	if res.Success != 0 || res.Failed != 0 {

@@ -283,3 +283,20 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// retryTiming runs attempt up to three times while it reports a timing
+// miss: a figure a loaded host can push out of bounds (sends that left
+// late, bunching, wall time). Counts and sums are asserted by attempt
+// itself, with t, on every try; only a timing miss on all three tries
+// fails the test.
+func retryTiming(t *testing.T, attempt func() string) {
+	t.Helper()
+	var miss string
+	for i := range 3 {
+		if miss = attempt(); miss == "" {
+			return
+		}
+		t.Logf("try %d: %s (timing depends on the host's load: trying again)", i+1, miss)
+	}
+	t.Error(miss)
+}

@@ -155,21 +155,28 @@ func TestEfficiency(t *testing.T) {
 	cli := procstat.Summary{CPUAvg: 60, CPUSeconds: 3}
 
 	m := metrics.Values{"tps": 40000.0, "success": int64(200000)}
-	efficiency(m, eff, srv, cli)
+	efficiency(m, eff, &srv, cli)
 	if m["eer"] != 500.0 || m["server_cpu_per_1m"] != 20.0 || m["client_cpu_per_1m"] != 15.0 {
 		t.Errorf("measured: %v", m)
 	}
 	// An idle server has no EER rather than a division by zero.
 	m = metrics.Values{"tps": 10.0, "success": int64(0)}
-	efficiency(m, eff, procstat.Summary{}, cli)
+	efficiency(m, eff, &procstat.Summary{}, cli)
 	if m["eer"] != 0.0 || m["client_cpu_per_1m"] != nil {
 		t.Errorf("idle server: %v", m)
 	}
 	// A phase that measured nothing gets no figures at all.
 	m = metrics.Values{}
-	efficiency(m, eff, srv, cli)
+	efficiency(m, eff, &srv, cli)
 	if len(m) != 0 {
 		t.Errorf("failed phase: %v", m)
+	}
+	// A server whose resources are not measured (a url: target without
+	// pid:) has the client's figure only: no EER, no server CPU per 1M.
+	m = metrics.Values{"tps": 40000.0, "success": int64(200000)}
+	efficiency(m, eff, nil, cli)
+	if _, ok := m["eer"]; ok || m["server_cpu_per_1m"] != nil || m["client_cpu_per_1m"] != 15.0 {
+		t.Errorf("no server resources: %v", m)
 	}
 	// Each kind that reports throughput declares its efficiency metrics,
 	// and they are metrics of that kind.
@@ -207,7 +214,7 @@ func TestWindowMetrics(t *testing.T) {
 	}
 	for _, c := range cases {
 		m := metrics.Values{"tps": 1000.0, "success": int64(1000)}
-		got := windowMetrics(m, c.sv, c.cv, l, c.usable, c.eff)
+		got := windowMetrics(m, &c.sv, c.cv, l, c.usable, c.eff)
 		if got != c.warning {
 			t.Errorf("%s: warning %q, want %q", c.name, got, c.warning)
 		}
@@ -231,5 +238,42 @@ func TestWindowMetrics(t *testing.T) {
 		if _, ok := m["eer"]; ok != (c.eff != nil) {
 			t.Errorf("%s: eer written = %v, want %v", c.name, ok, c.eff != nil)
 		}
+	}
+}
+
+func TestWindowMetricsNoServer(t *testing.T) {
+	l := Layout{ServerCPUs: []int{0}, ClientCPUs: []int{1}}
+	eff := &scenarios.Efficiency{Rate: "tps", EER: "eer", Count: "success"}
+	m := metrics.Values{"tps": 1000.0, "success": int64(1000)}
+	windowMetrics(m, nil, procstat.Summary{CPUAvg: 50, CPUSeconds: 1}, l, 1, eff)
+	for k := range m {
+		if metrics.ServerResource(k, "eer") {
+			t.Errorf("server metric %s written for a server without resources: %v", k, m)
+		}
+	}
+	if m.Float(metrics.ClientCPUAvg) != 50 || m.Float(metrics.ClientCPUPer1M) != 1000 {
+		t.Errorf("client metrics: %v", m)
+	}
+}
+
+func TestWrapperWarning(t *testing.T) {
+	cases := []struct {
+		name string
+		sv   procstat.Summary
+		want bool
+	}{
+		{"one process", procstat.Summary{Procs: 1, CPUSeconds: 5, RootCPUSeconds: 0}, false},
+		{"wrapper idle", procstat.Summary{Procs: 2, CPUSeconds: 5, RootCPUSeconds: 0.01}, true},
+		{"root works", procstat.Summary{Procs: 3, CPUSeconds: 5, RootCPUSeconds: 4}, false},
+		{"all idle", procstat.Summary{Procs: 2, CPUSeconds: 0.01, RootCPUSeconds: 0}, false},
+	}
+	for _, c := range cases {
+		got := wrapperWarning(c.sv)
+		if (got != "") != c.want {
+			t.Errorf("%s: warning %q, want one: %v", c.name, got, c.want)
+		}
+	}
+	if got := wrapperWarning(procstat.Summary{Procs: 2, CPUSeconds: 5, RootCPUSeconds: 0.01}); got != "the server's started process used 0.01 of the 5.00 CPU-seconds of its 2 processes: it is a wrapper; the figures are the whole process tree's" {
+		t.Errorf("warning text %q", got)
 	}
 }

@@ -2,12 +2,13 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
-	"github.com/wsplan/wsplan/internal/launch"
 	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/plan"
+	"github.com/wsplan/wsplan/internal/procstat"
 	"github.com/wsplan/wsplan/internal/result"
 	"github.com/wsplan/wsplan/scenarios"
 )
@@ -17,8 +18,9 @@ import (
 const deathGrace = 500 * time.Millisecond
 
 // phase runs one phase with sampling; died reports that the server exited.
-func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc *launch.Process, drv Driver, env *scenarios.Env) (result.Result, bool) {
-	res := result.Result{Server: srv.Name, Framework: e.framework(srv), Phase: ph.Name, Kind: ph.Kind, Metrics: metrics.Values{}}
+func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc serverProc, sres resources, drv Driver, env *scenarios.Env) (result.Result, bool) {
+	res := result.Result{Server: srv.Name, Framework: e.framework(srv), Phase: ph.Name, Kind: ph.Kind, Metrics: metrics.Values{},
+		ServerResources: sres.how}
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -29,7 +31,7 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 		}
 	}()
 
-	w := e.newWindow(proc.Pid, drv)
+	w := e.newWindow(sres, drv)
 	pr := &client.Progress{}
 	env.Progress = pr
 	stopProgress := e.progress(ph.Name, srv.Name, pr)
@@ -54,6 +56,14 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 	if warning != "" {
 		res.Warnings = append(res.Warnings, warning)
 	}
+	if sv != nil {
+		if wrapper := wrapperWarning(*sv); wrapper != "" {
+			res.Warnings = append(res.Warnings, wrapper)
+		}
+		if sv.Err != nil && !errors.Is(sv.Err, procstat.ErrExited) {
+			res.Warnings = append(res.Warnings, "server resources: "+sv.Err.Error())
+		}
+	}
 
 	died := serverDied(proc, err != nil || out.Failed)
 	res.OK, res.Error = verdict(ctx, proc, died, err, out.Failed, out.Error)
@@ -68,7 +78,7 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 // A killed server's sockets reset before its exit is reaped: when the phase
 // went wrong, give the exit a moment to show, so the row names the real
 // cause.
-func serverDied(proc *launch.Process, wentWrong bool) bool {
+func serverDied(proc serverProc, wentWrong bool) bool {
 	if wentWrong {
 		select {
 		case <-proc.Done():
@@ -81,7 +91,7 @@ func serverDied(proc *launch.Process, wentWrong bool) bool {
 
 // verdict decides a phase's row: the server's death first, then an
 // interrupt or abort, then the phase's own error or failure.
-func verdict(ctx context.Context, proc *launch.Process, died bool, err error, failed bool, failure string) (ok bool, reason string) {
+func verdict(ctx context.Context, proc serverProc, died bool, err error, failed bool, failure string) (ok bool, reason string) {
 	switch {
 	case died:
 		return false, "server " + proc.ExitReason() + " during the phase"

@@ -15,6 +15,7 @@ import (
 	"github.com/wsplan/wsplan/internal/plan"
 	"github.com/wsplan/wsplan/internal/procstat"
 	"github.com/wsplan/wsplan/internal/result"
+	"github.com/wsplan/wsplan/internal/wstls"
 	"github.com/wsplan/wsplan/scenarios"
 	"github.com/wsplan/wsplan/sysctl"
 )
@@ -69,6 +70,11 @@ func Run(ctx context.Context, o Options) (*result.Run, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	e := &runner{o: o, plan: p, run: run, abort: cancel}
+	defer func() {
+		for _, f := range e.cleanup {
+			f()
+		}
+	}()
 	for i, srv := range p.Servers {
 		if ctx.Err() != nil {
 			// Servers never started still get their rows, saying why.
@@ -91,16 +97,24 @@ func Run(ctx context.Context, o Options) (*result.Run, error) {
 }
 
 type runner struct {
-	o     Options
-	plan  *plan.Plan
-	run   *result.Run
-	mu    sync.Mutex
-	abort context.CancelCauseFunc
+	o       Options
+	plan    *plan.Plan
+	run     *result.Run
+	mu      sync.Mutex
+	abort   context.CancelCauseFunc
+	ca      wstls.RunCA // made by the first server with tls: true
+	cleanup []func()    // run at the end of Run
 }
 
 var errAborted = errors.New("aborted")
 
 func (e *runner) add(r result.Result) {
+	// No secret of the plan (a header value from the environment) leaves
+	// the engine in a result, whatever renders it (JSON escapes, HTML).
+	r.Error, r.ServerLog = e.plan.Redact(r.Error), e.plan.Redact(r.ServerLog)
+	for i, w := range r.Warnings {
+		r.Warnings[i] = e.plan.Redact(w)
+	}
 	e.mu.Lock()
 	e.run.Results = append(e.run.Results, r)
 	e.mu.Unlock()
@@ -112,6 +126,9 @@ func (e *runner) add(r result.Result) {
 }
 
 func (e *runner) framework(srv plan.Server) string {
+	if srv.External() {
+		return "url"
+	}
 	if len(srv.Command) > 0 {
 		return "custom"
 	}
@@ -138,13 +155,31 @@ func (e *runner) failRest(srv plan.Server, k int, reason, logTail string) {
 }
 
 func (e *runner) server(ctx context.Context, i int, srv plan.Server) {
+	if srv.External() {
+		e.external(ctx, srv)
+		return
+	}
 	addrs := serverAddrs(e.plan, i, srv)
 	if err := portsFree(addrs); err != nil {
 		e.failRest(srv, 0, err.Error(), "")
 		return
 	}
+	argv := e.serverArgv(i, srv, addrs)
+	if srv.ServeTLS && srv.BuiltIn() {
+		args, err := e.presetTLS(&srv)
+		if err != nil {
+			e.failRest(srv, 0, err.Error(), "")
+			return
+		}
+		argv = append(argv, args...)
+	}
+	hs, err := readyHandshakes(srv, addrs)
+	if err != nil {
+		e.failRest(srv, 0, "tls: "+err.Error(), "")
+		return
+	}
 	proc, err := launch.Start(launch.Spec{
-		Argv:    e.serverArgv(i, srv, addrs),
+		Argv:    argv,
 		LogPath: e.logPath(srv.Name),
 		CPUs:    e.o.Layout.ServerCPUs,
 	})
@@ -159,7 +194,7 @@ func (e *runner) server(ctx context.Context, i int, srv plan.Server) {
 		}
 	}()
 	e.o.Notice("%s: started pid %d on %s (CPUs %s)", srv.Name, proc.Pid, strings.Join(addrs, ","), sysctl.FormatCPUList(e.o.Layout.ServerCPUs))
-	if err := WaitReady(ctx, proc, addrs, srv.Path, e.plan.Defaults.ReadyTime.D()); err != nil {
+	if err := waitReady(ctx, proc, hs, e.plan.Defaults.ReadyTime.D()); err != nil {
 		if ctx.Err() != nil {
 			e.failRest(srv, 0, stopReason(ctx), "")
 			return
@@ -184,26 +219,14 @@ func (e *runner) server(ctx context.Context, i int, srv plan.Server) {
 			e.o.Notice("%s: %v", srv.Name, err)
 		}
 	}()
-
-	mem := e.memReader(proc.Pid, drv)
-	base := mem()
-	for k, ph := range e.plan.Phases {
-		if ctx.Err() != nil {
-			e.failRest(srv, k, stopReason(ctx), "")
-			return
-		}
-		r, died := e.phase(ctx, srv, ph, proc, drv, &scenarios.Env{Driver: drv, Mem: mem, Base: base})
-		e.add(r)
-		if died {
-			e.failRest(srv, k+1, "skipped: server "+proc.ExitReason(), proc.Tail(2048))
-			return
-		}
-	}
+	// The whole process tree: a server started through a wrapper (sh -c,
+	// npm, a supervisor) is measured as the server, not as the wrapper.
+	e.phases(ctx, srv, proc, drv, resources{how: result.ResourcesTree, pid: proc.Pid})
 }
 
-// memReader returns a func reading the RSS of the server and of every
-// client process (this one and any shards).
-func (e *runner) memReader(server int, drv Driver) func() scenarios.Mem {
+// memReader returns a func reading the RSS of the server (when it is
+// measured) and of every client process (this one and any shards).
+func (e *runner) memReader(res resources, drv Driver) func() scenarios.Mem {
 	clients := []int{os.Getpid()}
 	if ps, ok := drv.(pidser); ok {
 		clients = append(clients, ps.Pids()...)
@@ -216,7 +239,10 @@ func (e *runner) memReader(server int, drv Driver) func() scenarios.Mem {
 		return n
 	}
 	return func() scenarios.Mem {
-		m := scenarios.Mem{Server: rss(server)}
+		var m scenarios.Mem
+		var ok bool
+		m.Server, ok = res.rss(e.o.Proc)
+		m.NoServer = !ok
 		for _, pid := range clients {
 			m.Client += rss(pid)
 		}

@@ -18,17 +18,17 @@ const ClientBoundThreshold = 0.9
 // that the client came close to measuring itself.
 const ClientNearThreshold = 0.8
 
-// window samples CPU and memory of the server and of every client process
-// (this one and any shards) over exactly one phase.
+// window samples CPU and memory of the server (when it can be read) and
+// of every client process (this one and any shards) over exactly one phase.
 type window struct {
-	server  *procstat.Sampler
+	server  *procstat.Sampler // nil: the server's resources are not measured
 	clients []*procstat.Sampler
 }
 
 // newWindow prepares the samplers of one phase; start starts them.
-func (e *runner) newWindow(server int, drv Driver) *window {
+func (e *runner) newWindow(res resources, drv Driver) *window {
 	interval := e.plan.Defaults.Sample.D()
-	w := &window{server: procstat.NewSampler(e.o.Proc, server, interval)}
+	w := &window{server: res.sampler(e.o.Proc, interval)}
 	clientPids := []int{os.Getpid()}
 	if ps, ok := drv.(pidser); ok {
 		clientPids = append(clientPids, ps.Pids()...)
@@ -40,16 +40,22 @@ func (e *runner) newWindow(server int, drv Driver) *window {
 }
 
 func (w *window) start() {
-	w.server.Start()
+	if w.server != nil {
+		w.server.Start()
+	}
 	for _, s := range w.clients {
 		s.Start()
 	}
 }
 
-// stop ends the window and returns the server's summary and the client's,
-// summed over its processes (CPU average and seconds, peak memory).
-func (w *window) stop() (server, client procstat.Summary) {
-	server = w.server.Stop()
+// stop ends the window and returns the server's summary (nil when it is
+// not measured) and the client's, summed over its processes (CPU average
+// and seconds, peak memory).
+func (w *window) stop() (server *procstat.Summary, client procstat.Summary) {
+	if w.server != nil {
+		sv := w.server.Stop()
+		server = &sv
+	}
 	for _, s := range w.clients {
 		x := s.Stop()
 		client.CPUAvg += x.CPUAvg
@@ -59,14 +65,35 @@ func (w *window) stop() (server, client procstat.Summary) {
 	return server, client
 }
 
+// WrapperIdleShare is the share of a server tree's CPU time below which
+// the started process itself counts as idle while its descendants work: a
+// wrapper (sh -c, npm, a supervisor) around the real server.
+const WrapperIdleShare = 0.05
+
+// wrapperWarning returns a warning when the server's root process idled
+// while its descendants did the work, else "".
+func wrapperWarning(sv procstat.Summary) string {
+	if sv.Procs < 2 || sv.CPUSeconds < 0.05 || sv.RootCPUSeconds > WrapperIdleShare*sv.CPUSeconds {
+		return ""
+	}
+	return fmt.Sprintf("the server's started process used %.2f of the %.2f CPU-seconds of its %d processes: it is a wrapper; the figures are the whole process tree's", sv.RootCPUSeconds, sv.CPUSeconds, sv.Procs)
+}
+
 // windowMetrics writes the metrics every phase reports (metrics.Common),
-// and the kind's efficiency figures when eff is set, into m. usable is how
-// many cores the client can keep busy. It returns a warning when the client
-// was bound or close to it, else "".
-func windowMetrics(m metrics.Values, sv, cv procstat.Summary, l Layout, usable int, eff *scenarios.Efficiency) (warning string) {
-	m[metrics.CPUMin], m[metrics.CPUAvg], m[metrics.CPUMax] = sv.CPUMin, sv.CPUAvg, sv.CPUMax
-	m[metrics.MemMin], m[metrics.MemAvg], m[metrics.MemMax] = sv.MemMin, sv.MemAvg, sv.MemMax
-	m[metrics.ServerCPUSecs] = sv.CPUSeconds
+// and the kind's efficiency figures when eff is set, into m. sv is nil
+// when the server's resources are not measured: then its metrics
+// (metrics.ServerResource) are left out. usable is how many cores the
+// client can keep busy. It returns a warning when the client was bound or
+// close to it, else "".
+func windowMetrics(m metrics.Values, svp *procstat.Summary, cv procstat.Summary, l Layout, usable int, eff *scenarios.Efficiency) (warning string) {
+	var sv procstat.Summary
+	if svp != nil {
+		sv = *svp
+		m[metrics.CPUMin], m[metrics.CPUAvg], m[metrics.CPUMax] = sv.CPUMin, sv.CPUAvg, sv.CPUMax
+		m[metrics.MemMin], m[metrics.MemAvg], m[metrics.MemMax] = sv.MemMin, sv.MemAvg, sv.MemMax
+		m[metrics.ServerCPUSecs] = sv.CPUSeconds
+		m[metrics.ServerProcs] = int64(sv.Procs)
+	}
 	m[metrics.ClientCPUAvg] = cv.CPUAvg
 	m[metrics.ClientCPUSecs] = cv.CPUSeconds
 	m[metrics.ClientMemMax] = cv.MemMax
@@ -76,7 +103,7 @@ func windowMetrics(m metrics.Values, sv, cv procstat.Summary, l Layout, usable i
 	bound := clientBound(clientShare, serverShare)
 	m[metrics.ClientBound] = bound
 	if eff != nil {
-		efficiency(m, *eff, sv, cv)
+		efficiency(m, *eff, svp, cv)
 	}
 	switch {
 	case bound:
@@ -98,17 +125,24 @@ func clientBound(clientShare, serverShare float64) bool {
 // efficiency fills a kind's EER and the CPU seconds each side spent per
 // million messages: the figures that show whether the client could measure
 // this server at all.
-func efficiency(m metrics.Values, eff scenarios.Efficiency, server, client procstat.Summary) {
+//
+// server is nil when the server's resources are not measured: only the
+// client's figure is written then.
+func efficiency(m metrics.Values, eff scenarios.Efficiency, server *procstat.Summary, client procstat.Summary) {
 	rate, ok := m[eff.Rate].(float64)
 	if !ok {
 		return // the phase failed before it measured anything
 	}
-	m[eff.EER] = float64(0)
-	if server.CPUAvg > 0 {
-		m[eff.EER] = rate / server.CPUAvg
+	if server != nil {
+		m[eff.EER] = float64(0)
+		if server.CPUAvg > 0 {
+			m[eff.EER] = rate / server.CPUAvg
+		}
 	}
 	if n := m.Int(eff.Count); n > 0 {
 		m[metrics.ClientCPUPer1M] = client.CPUSeconds / float64(n) * 1e6
-		m[metrics.ServerCPUPer1M] = server.CPUSeconds / float64(n) * 1e6
+		if server != nil {
+			m[metrics.ServerCPUPer1M] = server.CPUSeconds / float64(n) * 1e6
+		}
 	}
 }

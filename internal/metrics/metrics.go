@@ -163,11 +163,33 @@ const (
 	ClientBound    = "client_bound"
 	ClientCPUPer1M = "client_cpu_per_1m"
 	ServerCPUPer1M = "server_cpu_per_1m"
+	ServerProcs    = "server_procs"
 )
+
+// ServerResource reports whether a metric is read from the server's
+// process (CPU, memory, and the figures made from them: efficiency,
+// memory per connection). A server wsplan can not see (a url: target
+// without pid:, pid_file: or metrics_url:) has none of them: they are
+// absent from its results, shown as n/a, and an assertion using one is a
+// load error. eer is every kind's EER name (scenarios.Efficiency).
+func ServerResource(name string, eer ...string) bool {
+	switch name {
+	case CPUMin, CPUAvg, CPUMax, MemMin, MemAvg, MemMax, ServerCPUSecs, ServerCPUPer1M, ServerProcs,
+		"server_rss", "mem_per_conn":
+		return true
+	}
+	for _, e := range eer {
+		if name == e {
+			return true
+		}
+	}
+	return false
+}
 
 // Common are the metrics every phase reports: the server's and the client's
 // CPU and memory over exactly the phase window, and whether the client was
-// saturated.
+// saturated. The server's (ServerResource) are absent when its resources
+// cannot be read.
 var Common = []Def{
 	{CPUMin, Percent, "server CPU, lowest sample, percent of one core"},
 	{CPUAvg, Percent, "server CPU over the phase window, percent of one core"},
@@ -180,6 +202,7 @@ var Common = []Def{
 	{ServerCPUSecs, Float, "server CPU seconds (user+sys) spent in the phase window"},
 	{ClientMemMax, Bytes, "client RSS, highest sample"},
 	{ClientCPUs, Count, "CPUs the client may run on"},
+	{ServerProcs, Count, "server processes measured at once, most of the window: the started process (or pid:) and its descendants; 1 with metrics_url:"},
 	{ClientBound, Bool, "true when the client's CPU was saturated (≥ 90% of its usable cores, and not below the server's share by more than 5 points): the result measures the client"},
 }
 

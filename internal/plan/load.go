@@ -225,6 +225,11 @@ func LoadBytes(name string, data []byte, opts LoadOptions) (*Plan, error) {
 	l := newLoader(name)
 	p := l.load(data, opts)
 	if len(l.errs) > 0 {
+		// A message may quote a value taken from the environment.
+		red := &Plan{Secrets: sortSecrets(l.secrets)}
+		for _, e := range l.errs {
+			e.Msg = red.Redact(e.Msg)
+		}
 		return nil, l.errs.sorted()
 	}
 	return p, nil
@@ -542,6 +547,9 @@ func (l *loader) checkCommandServer(s *Server, base string, allowRemote bool) {
 	if len(s.Addrs) == 0 {
 		l.fieldErr(base+".addrs", "is required with command: list where the server listens, e.g. [127.0.0.1:9000]")
 	}
+	if s.ServeTLS && s.TLS == nil {
+		l.fieldErr(base+".tls", "wsplan hands no certificate to your command: serve TLS yourself and give tls: {ca_file: YOUR-CA.pem} (or insecure_skip_verify: true)")
+	}
 	for j, a := range s.Addrs {
 		if msg := checkHostPort(a, allowRemote); msg != "" {
 			l.fieldErr(indexPath(base+".addrs", j), "%s", msg)
@@ -646,6 +654,9 @@ func (l *loader) resolveServer(s *Server, base string, d Defaults, nodelaySet bo
 		for _, err := range errs {
 			l.fieldErr(base+".options", "%s", err)
 		}
+	}
+	if why := a.TLSRefusal(vals); s.ServeTLS && why != "" && a.Name != "" {
+		l.fieldErr(base+".tls", "%s cannot serve TLS: %s", a.Name, why)
 	}
 	s.Adapter, s.Options, s.Values = a.Name, merged, vals
 }

@@ -7,6 +7,7 @@ package result
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -75,7 +76,25 @@ type Result struct {
 	ServerLog string `json:"server_log,omitempty"`
 	// Timeline is the phase second by second, for plotting (rate phases).
 	Timeline []Point `json:"timeline,omitempty"`
+	// ServerResources is how the server's CPU and memory were read: one of
+	// the Resources* constants; "" in files written before it existed
+	// (read as ResourcesTree's single-process predecessor). With
+	// ResourcesNone the server's metrics (metrics.ServerResource) are
+	// absent from Metrics and reports show them as n/a.
+	ServerResources string `json:"server_resources,omitempty"`
 }
+
+// How a server's resources were read (Result.ServerResources).
+const (
+	ResourcesTree    = "tree"        // a process wsplan started, with its descendants
+	ResourcesPID     = "pid"         // a url: server's pid: or pid_file:, with its descendants
+	ResourcesMetrics = "metrics_url" // a url: server's Prometheus endpoint
+	ResourcesNone    = "none"        // a url: server without them: n/a
+)
+
+// NoServerResources reports whether the server's resources were not
+// measured, so its resource metrics are n/a rather than missing.
+func (r *Result) NoServerResources() bool { return r.ServerResources == ResourcesNone }
 
 // Point is one second of a phase's timeline: entry T covers [T s, T+1 s)
 // from the start of the phase (its drain included). Messages count in the
@@ -120,6 +139,16 @@ func (r *Run) WriteFile(path string) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// Write writes the run as WriteFile does, to w, in one Write call.
+func (r *Run) Write(w io.Writer) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
 }
 
 // ReadFile reads a run written by WriteFile. defs gives each phase kind's

@@ -1,0 +1,106 @@
+package frameworks
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"strings"
+	"testing"
+	"time"
+
+	gorilla "github.com/gorilla/websocket"
+
+	"github.com/wsplan/wsplan/internal/wstls"
+)
+
+// TestTLS serves every preset and adapter over TLS with a run CA's
+// certificate, as `wsplan serve --tls-cert --tls-key` does, and echoes a
+// message through a client that trusts only that CA; the ones whose Limits
+// refuse TLS are refused by Serve with that reason.
+func TestTLS(t *testing.T) {
+	ca, err := wstls.NewRunCA(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvCfg, err := ca.ServerConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cliCfg, err := wstls.ClientConfig(ca.CAFile, "127.0.0.1", false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{}
+	for _, p := range Presets() {
+		names = append(names, p.Name)
+	}
+	for _, a := range Adapters() {
+		if _, isPreset := LookupPreset(a.Name); !isPreset {
+			names = append(names, a.Name)
+		}
+	}
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			a, vals, errs := Resolve(name, "", nil)
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			addrs := freeAddrs(t, 1)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- Serve(ctx, name, nil, addrs, testPath, testPayload, srvCfg) }()
+			defer func() {
+				cancel()
+				if err := <-done; err != nil && a.TLSRefusal(vals) == "" {
+					t.Errorf("Serve: %v", err)
+				}
+			}()
+			if why := a.TLSRefusal(vals); why != "" {
+				select {
+				case err := <-done:
+					done <- nil
+					if err == nil || !strings.Contains(err.Error(), "cannot serve TLS: "+why) {
+						t.Fatalf("Serve with TLS on %s: %v, want the refusal %q", name, err, why)
+					}
+				case <-time.After(ioTimeout):
+					t.Fatalf("Serve with TLS on %s started, want the refusal %q", name, why)
+				}
+				return
+			}
+			c := dialTLS(t, addrs[0], cliCfg)
+			defer c.Close()
+			typ := gorilla.BinaryMessage
+			if a.Limits.OneMessageType != nil && a.Limits.OneMessageType(vals) == "text" {
+				typ = gorilla.TextMessage
+			}
+			msg := bytes.Repeat([]byte("wss "), 1024)
+			if err := c.WriteMessage(typ, msg); err != nil {
+				t.Fatal(err)
+			}
+			gotTyp, got, err := c.ReadMessage()
+			if err != nil || gotTyp != typ || !bytes.Equal(got, msg) {
+				t.Fatalf("echo over TLS: type %d, %d bytes, err %v; want type %d, %d bytes", gotTyp, len(got), err, typ, len(msg))
+			}
+			if st, ok := c.NetConn().(*tls.Conn); !ok || !st.ConnectionState().HandshakeComplete {
+				t.Fatalf("connection is not TLS: %T", c.NetConn())
+			}
+		})
+	}
+}
+
+// dialTLS upgrades over TLS to addr, retrying while the server starts.
+func dialTLS(t *testing.T, addr string, cfg *tls.Config) *gorilla.Conn {
+	t.Helper()
+	d := gorilla.Dialer{TLSClientConfig: cfg, HandshakeTimeout: ioTimeout}
+	deadline := time.Now().Add(ioTimeout)
+	for {
+		c, _, err := d.Dial("wss://"+addr+testPath, nil)
+		if err == nil {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("wss dial %s: %v", addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

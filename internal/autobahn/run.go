@@ -1,0 +1,378 @@
+package autobahn
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"crypto/sha1"
+	"crypto/tls"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Target names the server under test.
+type Target struct {
+	// URL is ws://host:port/path or wss://…; when set, Addr and Path are
+	// taken from it.
+	URL string
+	// Addr is host:port, used when URL is empty.
+	Addr string
+	// Path is the request path when URL is empty; default "/".
+	Path string
+	// Header holds extra request headers for the opening handshake.
+	Header http.Header
+	// Dial opens the TCP connection; default a net.Dialer.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// TLS is used for wss:// URLs; default: ServerName from the URL.
+	TLS *tls.Config
+}
+
+// Options says which cases to run and how.
+type Options struct {
+	// Cases are case ids or globs ("1.*", "6.4.*", "2.10"); empty means
+	// every implemented case. See Select.
+	Cases []string
+	// Exclude removes cases matching these ids or globs.
+	Exclude []string
+	// CaseTimeout bounds one case's wall time, connect and handshake
+	// included; 0 = DefaultCaseTimeout, < 0 is an error. Cases end on
+	// their own Autobahn timers (1-2 s for most; 10-100 s for 9.x and
+	// 60-480 s for 12.x/13.x, which a working server beats by far); this
+	// bounds them all. A case that hits it is FAILED.
+	CaseTimeout time.Duration
+	// Behavior says whether NON-STRICT passes (Lenient) or fails (Strict,
+	// the default).
+	Behavior Behavior
+	// Parallel is how many cases run at once, each on its own connection;
+	// 0 = 1 (cases one after another, as Autobahn runs them), < 0 is an
+	// error.
+	Parallel int
+}
+
+// DefaultCaseTimeout is Options.CaseTimeout's default.
+const DefaultCaseTimeout = 30 * time.Second
+
+// Result is one case's outcome.
+type Result struct {
+	ID          string  `json:"id"`
+	Description string  `json:"description"`
+	Verdict     Verdict `json:"verdict"`
+	// Pass says whether Verdict passes under the run's Behavior.
+	Pass bool `json:"pass"`
+	// Behavior and CloseBehavior are Autobahn's two raw fields
+	// (behavior: OK, NON-STRICT, INFORMATIONAL, FAILED; behaviorClose:
+	// OK, WRONG CODE, UNCLEAN, FAILED BY CLIENT, FAILED, INFORMATIONAL);
+	// Verdict folds them into one.
+	Behavior      Verdict `json:"behavior"`
+	CloseBehavior string  `json:"close_behavior"`
+	// RemoteCloseCode is the code of the server's close frame; 0 when it
+	// sent none or one without a code.
+	RemoteCloseCode int `json:"remote_close_code,omitempty"`
+	// Observed says what the server did; set for every verdict but OK.
+	Observed string        `json:"observed,omitempty"`
+	Duration time.Duration `json:"duration"` // ns
+}
+
+// Counts are the number of cases per verdict.
+type Counts struct {
+	Cases         int `json:"cases"`
+	OK            int `json:"ok"`
+	NonStrict     int `json:"non_strict"`
+	Informational int `json:"informational"`
+	Unimplemented int `json:"unimplemented"`
+	Failed        int `json:"failed"`
+}
+
+// Report is the outcome of a run: counts, and every case in case-id order.
+type Report struct {
+	Behavior Behavior `json:"behavior"`
+	Counts
+	// Failing is the number of cases that do not pass under Behavior:
+	// Failed, plus NonStrict when Behavior is Strict.
+	Failing  int           `json:"failing"`
+	Results  []Result      `json:"results"`
+	Duration time.Duration `json:"duration"` // ns, wall time of the whole run
+	// Interrupted says the caller's context ended the run early; cases
+	// that did not finish are left out.
+	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// Pass reports whether every case passed under the report's Behavior.
+func (r Report) Pass() bool { return r.Failing == 0 }
+
+// Failures returns the results that do not pass under the report's
+// Behavior, in case-id order: the rows of a "failed cases" table.
+func (r Report) Failures() []Result {
+	var out []Result
+	for _, x := range r.Results {
+		if !x.Pass {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// Run plays the selected cases against the target and returns the report.
+// It returns an error only for bad options or target (an unknown case
+// pattern, an unparsable URL); a server that cannot be reached fails each
+// case with the dial error as the observed behavior. Cancelling ctx stops
+// the run: cases not finished are left out of the report, which is then
+// marked Interrupted.
+func Run(ctx context.Context, t Target, o Options) (Report, error) {
+	cases, err := Select(o.Cases, o.Exclude)
+	if err != nil {
+		return Report{}, err
+	}
+	ep, err := t.endpoint()
+	if err != nil {
+		return Report{}, err
+	}
+	switch {
+	case o.CaseTimeout < 0:
+		return Report{}, fmt.Errorf("case timeout: must be >= 0, got %v", o.CaseTimeout)
+	case o.Parallel < 0:
+		return Report{}, fmt.Errorf("parallel: must be >= 0, got %d", o.Parallel)
+	case o.CaseTimeout == 0:
+		o.CaseTimeout = DefaultCaseTimeout
+	}
+	switch o.Behavior {
+	case "":
+		o.Behavior = Strict
+	case Strict, Lenient:
+	default:
+		return Report{}, fmt.Errorf("behavior %q: must be %q or %q", o.Behavior, Strict, Lenient)
+	}
+	par := max(o.Parallel, 1)
+
+	start := time.Now()
+	results := make([]*Result, len(cases))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(par, len(cases)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				r := runCase(ctx, cases[i], ep, o.CaseTimeout)
+				if ctx.Err() != nil {
+					continue // cut short by the caller: no verdict
+				}
+				r.Pass = o.Behavior.Passes(r.Verdict)
+				results[i] = &r
+			}
+		}()
+	}
+feed:
+	for i := range cases {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+
+	rep := Report{Behavior: o.Behavior, Duration: time.Since(start)}
+	for _, r := range results {
+		if r == nil {
+			rep.Interrupted = true
+			continue
+		}
+		rep.Results = append(rep.Results, *r)
+		rep.Cases++
+		switch r.Verdict {
+		case OK:
+			rep.OK++
+		case NonStrict:
+			rep.NonStrict++
+		case Informational:
+			rep.Informational++
+		case Unimplemented:
+			rep.Unimplemented++
+		default:
+			rep.Failed++
+		}
+		if !r.Pass {
+			rep.Failing++
+		}
+	}
+	return rep, nil
+}
+
+// endpoint is a resolved Target.
+type endpoint struct {
+	addr, host, path string
+	tls              *tls.Config
+	header           http.Header
+	dial             func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+func (t Target) endpoint() (endpoint, error) {
+	ep := endpoint{addr: t.Addr, path: t.Path, header: t.Header, dial: t.Dial}
+	if t.URL != "" {
+		u, err := url.Parse(t.URL)
+		if err != nil {
+			return endpoint{}, fmt.Errorf("target url: %w", err)
+		}
+		port := u.Port()
+		switch u.Scheme {
+		case "ws":
+			if port == "" {
+				port = "80"
+			}
+		case "wss":
+			if port == "" {
+				port = "443"
+			}
+			ep.tls = t.TLS
+			if ep.tls == nil {
+				ep.tls = &tls.Config{}
+			}
+			if ep.tls.ServerName == "" {
+				ep.tls = ep.tls.Clone()
+				ep.tls.ServerName = u.Hostname()
+			}
+		default:
+			return endpoint{}, fmt.Errorf("target url %q: scheme must be ws or wss", t.URL)
+		}
+		ep.addr = net.JoinHostPort(u.Hostname(), port)
+		ep.host = u.Host
+		ep.path = u.RequestURI()
+	}
+	if ep.addr == "" {
+		return endpoint{}, errors.New("target: neither url nor addr given")
+	}
+	if ep.path == "" {
+		ep.path = "/"
+	}
+	if ep.host == "" {
+		ep.host = ep.addr
+	}
+	if ep.dial == nil {
+		var d net.Dialer
+		ep.dial = d.DialContext
+	}
+	return ep, nil
+}
+
+// runCase plays one case on a fresh connection.
+func runCase(ctx context.Context, c *Case, ep endpoint, timeout time.Duration) Result {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	res := Result{ID: c.ID, Description: c.Description}
+	conn, br, pmd, err := ep.open(ctx, c.offers)
+	if err != nil {
+		res.Verdict, res.Behavior, res.CloseBehavior = Failed, Failed, closeFailed
+		res.Observed = err.Error()
+		res.Duration = time.Since(start)
+		return res
+	}
+	deadline, _ := ctx.Deadline()
+	s := newSession(c, conn, br, deadline)
+	s.timeout = timeout
+	if pmd != nil {
+		if s.pmd, err = newDeflater(*pmd); err != nil {
+			_ = conn.Close() // the deflater error is what matters
+			res.Verdict, res.Behavior, res.CloseBehavior = Failed, Failed, closeFailed
+			res.Observed = err.Error()
+			res.Duration = time.Since(start)
+			return res
+		}
+	}
+	s.run(ctx)
+	res.Verdict = s.verdict()
+	res.Behavior = s.behavior
+	res.CloseBehavior = s.closeBehavior
+	res.RemoteCloseCode = max(s.remoteCloseCode, 0)
+	if res.Verdict != OK {
+		res.Observed = s.observed()
+	}
+	res.Duration = time.Since(start)
+	return res
+}
+
+// errHandshake wraps every failure to open the WebSocket connection.
+var errHandshake = errors.New("opening handshake failed")
+
+// open dials and performs the opening handshake (RFC 6455 4.1). It offers
+// permessage-deflate when offers is not empty and returns what the server
+// accepted (nil: no extension); no subprotocol is offered.
+func (ep endpoint) open(ctx context.Context, offers []deflateOffer) (net.Conn, *bufio.Reader, *deflateParams, error) {
+	conn, err := ep.dial(ctx, "tcp", ep.addr)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: dial %s: %w", errHandshake, ep.addr, err)
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true) // already Go's default; an error changes nothing here
+	}
+	if ep.tls != nil {
+		tc := tls.Client(conn, ep.tls)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			_ = conn.Close() // the TLS error is what matters
+			return nil, nil, nil, fmt.Errorf("%w: tls: %w", errHandshake, err)
+		}
+		conn = tc
+	}
+	fail := func(format string, args ...any) (net.Conn, *bufio.Reader, *deflateParams, error) {
+		_ = conn.Close() // the handshake error is what matters
+		return nil, nil, nil, fmt.Errorf("%w: %s", errHandshake, fmt.Sprintf(format, args...))
+	}
+	if d, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(d) // an error shows up in the I/O below
+	}
+	var nonce [16]byte
+	_, _ = rand.Read(nonce[:]) // crypto/rand.Read never fails (Go 1.24+)
+	key := base64.StdEncoding.EncodeToString(nonce[:])
+	var req strings.Builder
+	fmt.Fprintf(&req, "GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n", ep.path, ep.host)
+	fmt.Fprintf(&req, "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\nUser-Agent: wsplan-autobahn\r\n", key)
+	if len(offers) > 0 {
+		fmt.Fprintf(&req, "Sec-WebSocket-Extensions: %s\r\n", offersHeader(offers))
+	}
+	for k, vs := range ep.header {
+		for _, v := range vs {
+			fmt.Fprintf(&req, "%s: %s\r\n", k, v)
+		}
+	}
+	req.WriteString("\r\n")
+	if _, err := conn.Write([]byte(req.String())); err != nil {
+		return fail("write request: %v", err)
+	}
+	br := bufio.NewReaderSize(conn, 64<<10)
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodGet})
+	if err != nil {
+		return fail("read response: %v", err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		return fail("status %s, want 101", resp.Status)
+	}
+	if !strings.EqualFold(resp.Header.Get("Upgrade"), "websocket") {
+		return fail("Upgrade header %q, want websocket", resp.Header.Get("Upgrade"))
+	}
+	h := sha1.Sum([]byte(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+	if got, want := resp.Header.Get("Sec-WebSocket-Accept"), base64.StdEncoding.EncodeToString(h[:]); got != want {
+		return fail("Sec-WebSocket-Accept %q, want %q", got, want)
+	}
+	var pmd *deflateParams
+	if ext := strings.Join(resp.Header.Values("Sec-WebSocket-Extensions"), ", "); ext != "" {
+		if len(offers) == 0 {
+			return fail("server accepted extension %q that was not offered", ext)
+		}
+		p, err := parseDeflateResponse(ext)
+		if err != nil {
+			return fail("%v", err)
+		}
+		pmd = &p
+	}
+	_ = conn.SetDeadline(time.Time{}) // reads run until the case ends; writes set their own deadline
+	return conn, br, pmd, nil
+}
