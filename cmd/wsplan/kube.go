@@ -11,7 +11,6 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -124,7 +123,7 @@ func kubeUp(parent context.Context, p *plan.Plan, stderr io.Writer) (func(), err
 	if err != nil {
 		return nil, usageErr(fmt.Errorf("%s:%d: client.kubernetes: %w", p.File, k.Line, err))
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kube.NewClient(cfg)
 	if err != nil {
 		return nil, err
 	}

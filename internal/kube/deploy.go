@@ -14,15 +14,47 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	batchclient "k8s.io/client-go/kubernetes/typed/batch/v1"
+	coreclient "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 )
+
+// Client is the part of the Kubernetes API wsplan uses: core/v1 and
+// batch/v1. A kubernetes.Interface (the fake clientset in tests) is one;
+// NewClient makes one that links only those two groups, not all of
+// client-go's (which would double the binary).
+type Client interface {
+	CoreV1() coreclient.CoreV1Interface
+	BatchV1() batchclient.BatchV1Interface
+}
+
+type typedClient struct {
+	core  *coreclient.CoreV1Client
+	batch *batchclient.BatchV1Client
+}
+
+func (c typedClient) CoreV1() coreclient.CoreV1Interface    { return c.core }
+func (c typedClient) BatchV1() batchclient.BatchV1Interface { return c.batch }
+
+// NewClient connects to the cluster cfg describes.
+func NewClient(cfg *rest.Config) (Client, error) {
+	core, err := coreclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	batch, err := batchclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return typedClient{core, batch}, nil
+}
 
 // PollInterval is how often Deploy looks at the shard pods while it waits.
 var PollInterval = 500 * time.Millisecond
 
 // Deployment is a run's objects in a cluster.
 type Deployment struct {
-	cs   kubernetes.Interface
+	cs   Client
 	spec Spec
 	job  *batchv1.Job
 }
@@ -35,7 +67,7 @@ type Deployment struct {
 // pull its image or start, or a Job the namespace's quota refuses, fails
 // Deploy at once with the reason; ctx ending (SIGINT) fails it with ctx's
 // error. When Deploy fails it has deleted what it created.
-func Deploy(ctx context.Context, cs kubernetes.Interface, s Spec, ready time.Duration) (*Deployment, []string, error) {
+func Deploy(ctx context.Context, cs Client, s Spec, ready time.Duration) (*Deployment, []string, error) {
 	d, addrs, err := deploy(ctx, cs, s, ready)
 	if err != nil && d != nil {
 		if derr := d.Delete(); derr != nil {
@@ -46,7 +78,7 @@ func Deploy(ctx context.Context, cs kubernetes.Interface, s Spec, ready time.Dur
 	return d, addrs, err
 }
 
-func deploy(ctx context.Context, cs kubernetes.Interface, s Spec, ready time.Duration) (*Deployment, []string, error) {
+func deploy(ctx context.Context, cs Client, s Spec, ready time.Duration) (*Deployment, []string, error) {
 	if s.Shards < 1 {
 		return nil, nil, fmt.Errorf("kubernetes: shards must be >= 1, got %d", s.Shards)
 	}
