@@ -44,7 +44,11 @@ func Assertions(w io.Writer, run *result.Run, format string) error {
 				verdict += ": " + a.Error
 			}
 		}
-		rows[i] = []string{a.Server, a.Phase, name, assertionValues(run, a), verdict}
+		server := a.Server
+		if len(a.Vars) > 0 {
+			server += " [" + result.VarsString(a.Vars, run.MatrixNames()) + "]"
+		}
+		rows[i] = []string{server, a.Phase, name, assertionValues(run, a), verdict}
 	}
 	if err := renderTable(ew, format, []string{"Server", "Phase", "Assertion", "Values", "Result"}, rows); err != nil {
 		return err

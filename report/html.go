@@ -38,6 +38,11 @@ func HTML(w io.Writer, runs []*result.Run) error {
 	if len(runs) == 0 {
 		return fmt.Errorf("report: html: no runs")
 	}
+	medians := make([]*result.Run, len(runs))
+	for i, r := range runs {
+		medians[i] = result.Collapse(r)
+	}
+	runs = medians
 	page, err := htmlPage(runs)
 	if err != nil {
 		return err

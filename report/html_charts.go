@@ -15,6 +15,7 @@ const (
 	chartBars        = "bars"        // one group of bars per category (server), one bar per series
 	chartPercentiles = "percentiles" // latency by percentile on a log "nines" axis
 	chartTimeline    = "timeline"    // a value per second of a phase
+	chartByVar       = "byvar"       // a value by the values of a matrix var (Categories), a line per server
 )
 
 // chart is one chart of the HTML page, computed here so the script only
@@ -25,9 +26,12 @@ type chart struct {
 	Title string `json:"title"`
 	Unit  string `json:"unit"` // of the values: "echoes/s", "ms", "KiB"
 	Note  string `json:"note,omitempty"`
-	// Categories are the bar groups (servers), for bars.
-	Categories []string      `json:"categories,omitempty"`
-	Series     []chartSeries `json:"series"`
+	// Categories are the bar groups (servers), for bars; the values of the
+	// matrix var (the x axis, points at their index), for byvar.
+	Categories []string `json:"categories,omitempty"`
+	// XLabel names the x axis of a byvar chart: the matrix var.
+	XLabel string        `json:"xlabel,omitempty"`
+	Series []chartSeries `json:"series"`
 }
 
 // chartSeries is one series: Values for bars (one per category, null where
@@ -85,10 +89,11 @@ func chartModel(runs []*result.Run, labels []string) []chartSection {
 	var servers []string
 	seen := map[string]bool{}
 	for _, run := range runs {
-		for _, r := range run.Results {
-			if !seen[r.Server] {
-				seen[r.Server] = true
-				servers = append(servers, r.Server)
+		for i := range run.Results {
+			// With a matrix, a category is a (server, combination).
+			if l := serverLabel(&run.Results[i]); !seen[l] {
+				seen[l] = true
+				servers = append(servers, l)
 			}
 		}
 	}
@@ -102,6 +107,7 @@ func chartModel(runs []*result.Run, labels []string) []chartSection {
 			}
 		}
 		sec.Charts = append(sec.Charts, p.timelines()...)
+		sec.Charts = append(p.byVar(), sec.Charts...)
 		out = append(out, sec)
 	}
 	return out
@@ -117,22 +123,58 @@ type phaseCharts struct {
 	index       int  // of the phase, for chart ids
 }
 
+// repeats is the most repeats a result of the phase is the median of.
+func (p *phaseCharts) repeats() int {
+	n := 0
+	for _, run := range p.runs {
+		for _, r := range run.Results {
+			if r.Phase == p.phase {
+				n = max(n, r.N)
+			}
+		}
+	}
+	return n
+}
+
+// withRepeats adds to a bar chart's note that its bars are medians.
+func withRepeats(note string, n int) string {
+	if n < 2 {
+		return note
+	}
+	s := fmt.Sprintf("medians of %d repeats (the tables show each figure's spread)", n)
+	if note == "" {
+		return s
+	}
+	return note + "; " + s
+}
+
 func (p *phaseCharts) id(what string) string { return fmt.Sprintf("c%d-%s", p.index, what) }
 
 // result returns a server's result in a run if it succeeded, or nil: a
 // failed result's figures are partial and draw nothing.
 func (p *phaseCharts) result(run *result.Run, server string) *result.Result {
-	r := run.Find(server, p.phase)
+	r := p.find(run, server)
 	if r == nil || !r.OK {
 		return nil
 	}
 	return r
 }
 
+// find returns the result of a category (serverLabel) in a run, or nil.
+func (p *phaseCharts) find(run *result.Run, label string) *result.Result {
+	for i := range run.Results {
+		r := &run.Results[i]
+		if r.Phase == p.phase && serverLabel(r) == label {
+			return r
+		}
+	}
+	return nil
+}
+
 // bars returns a bar chart with a series per run, or nil when no result
 // has the figure f reads.
 func (p *phaseCharts) bars(what, title, unit, note string, f func(r *result.Result) (float64, bool)) *chart {
-	c := &chart{ID: p.id(what), Type: chartBars, Title: title, Unit: unit, Note: note, Categories: p.servers}
+	c := &chart{ID: p.id(what), Type: chartBars, Title: title, Unit: unit, Note: withRepeats(note, p.repeats()), Categories: p.servers}
 	drawn := false
 	for i, run := range p.runs {
 		name := "this run"
@@ -247,7 +289,7 @@ func (p *phaseCharts) timelines() []chart {
 		nonZero := false
 		for j, srv := range p.servers {
 			for i, run := range p.runs {
-				r := run.Find(srv, p.phase)
+				r := p.find(run, srv)
 				if r == nil || len(r.Timeline) == 0 {
 					continue
 				}

@@ -266,6 +266,7 @@ func TestHTMLInBrowser(t *testing.T) {
 		"two runs":     {baselineRun(), testRun()},
 		"unknown kind": {unknownKindRun()},
 		"empty run":    {{Schema: result.Schema}},
+		"matrix":       {result.Collapse(matrixRun())},
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "report.html")

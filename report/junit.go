@@ -17,8 +17,18 @@ import (
 // (the error and the tail of the server's log as the failure text), and one
 // per assertion, failed when it did not hold (its values as the failure
 // text). A phase's time is its "used" metric; its metrics and warnings are
-// the case's <system-out>.
+// the case's <system-out>. With repeats the cases are the medians
+// (result.Collapse), failed when any repeat failed; with a matrix a case's
+// name ends with its combination: "echo [payload=64]".
 func JUnit(w io.Writer, run *result.Run) error {
+	run = result.Collapse(run)
+	names := run.MatrixNames()
+	combo := func(vars map[string]string) string {
+		if len(vars) == 0 {
+			return ""
+		}
+		return " [" + result.VarsString(vars, names) + "]"
+	}
 	name := "wsplan"
 	if run.Plan.Name != "" {
 		name += ": " + run.Plan.Name
@@ -38,7 +48,7 @@ func JUnit(w io.Writer, run *result.Run) error {
 		r := &run.Results[i]
 		s := suite(r.Server)
 		secs := r.Metrics.Dur("used").Seconds()
-		c := junitCase{Classname: "wsplan." + r.Server, Name: r.Phase, Time: fmt.Sprintf("%.3f", secs)}
+		c := junitCase{Classname: "wsplan." + r.Server, Name: r.Phase + combo(r.Vars), Time: fmt.Sprintf("%.3f", secs)}
 		var out []string
 		if m := metricsLine(r); m != "" {
 			out = append(out, m)
@@ -65,7 +75,7 @@ func JUnit(w io.Writer, run *result.Run) error {
 		if label == "" {
 			label = a.Expr
 		}
-		c := junitCase{Classname: "wsplan." + a.Server, Name: a.Phase + ": " + label, Time: "0.000"}
+		c := junitCase{Classname: "wsplan." + a.Server, Name: a.Phase + combo(a.Vars) + ": " + label, Time: "0.000"}
 		if !a.Pass {
 			msg := "assertion failed: " + a.Expr
 			if a.Error != "" {

@@ -14,6 +14,7 @@ import (
 // nil; otherwise the tables show changes against it, as Tables does.
 func Markdown(w io.Writer, run *result.Run, baseline *result.Run) error {
 	ew := &errWriter{w: w}
+	run, baseline = result.Collapse(run), result.Collapse(baseline)
 	title := run.Plan.Name
 	if title == "" {
 		title = run.Plan.File

@@ -39,11 +39,11 @@ func Mermaid(w io.Writer, run *result.Run) error {
 			if r.Phase != ph {
 				continue
 			}
-			names = append(names, r.Server)
+			names = append(names, serverLabel(&r))
 			v := r.Metrics.Float(rm.name)
 			if !r.OK {
 				v = 0
-				failed = append(failed, r.Server)
+				failed = append(failed, serverLabel(&r))
 			}
 			vals = append(vals, v)
 		}
@@ -87,7 +87,7 @@ func Mermaid(w io.Writer, run *result.Run) error {
 				p99 = math.Max(p99, ms(p.P99))
 			}
 			ew.printf("```mermaid\nxychart-beta\n    title %s\n    x-axis %s [%s]\n    y-axis %s 0 --> %s\n    line [%s]\n```\n\n",
-				mermaidString(fmt.Sprintf("%s, %s: echoes received per second (worst second's p99: %s ms)", r.Phase, r.Server, mermaidNumber(p99))),
+				mermaidString(fmt.Sprintf("%s, %s: echoes received per second (worst second's p99: %s ms)", r.Phase, serverLabel(r), mermaidNumber(p99))),
 				mermaidString("second"), mermaidList(xs), mermaidString("echoes/s"),
 				mermaidNumber(top), mermaidNumbers(ys))
 		}

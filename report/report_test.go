@@ -522,3 +522,32 @@ func TestTimelineRoundTrip(t *testing.T) {
 		t.Errorf("echo result has a timeline")
 	}
 }
+
+// TestOptionalColumns: the connect table shows its TLS columns only when a
+// server of the table spoke TLS, and "-" for the plain ones beside it.
+func TestOptionalColumns(t *testing.T) {
+	plain := result.Result{Server: "ws", Phase: "connect", Kind: "connect", OK: true, Metrics: metrics.Values{"tps": 100.0}}
+	secure := result.Result{Server: "wss", Phase: "connect", Kind: "connect", OK: true, Metrics: metrics.Values{
+		"tps": 80.0, "tls_handshakes_per_s": 80.0, "tls_p99": 12 * time.Millisecond, "tls_resumed": int64(0)}}
+	for _, c := range []struct {
+		results []result.Result
+		want    []string
+		lacks   string
+	}{
+		{[]result.Result{plain}, nil, "TLS P99"},
+		{[]result.Result{plain, secure}, []string{"| TLS/s | TLS P99 | Resumed |", "| 80    | 12.00ms | 0       |", "| -           | -     | -       | -       |"}, ""},
+	} {
+		var b bytes.Buffer
+		if err := Tables(&b, &result.Run{Schema: result.Schema, Results: c.results}, nil, "md"); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(strings.Join(strings.Fields(b.String()), " "), strings.Join(strings.Fields(w), " ")) {
+				t.Errorf("table lacks %q:\n%s", w, b.String())
+			}
+		}
+		if c.lacks != "" && strings.Contains(b.String(), c.lacks) {
+			t.Errorf("plain-only table shows %q:\n%s", c.lacks, b.String())
+		}
+	}
+}

@@ -42,6 +42,7 @@ func Tables(w io.Writer, run *result.Run, baseline *result.Run, format string) e
 		return err
 	}
 	ew := &errWriter{w: w}
+	run, baseline = result.Collapse(run), result.Collapse(baseline)
 	phases := phaseOrder(run)
 	if len(phases) == 0 {
 		ew.printf("(no results)\n\n")
@@ -72,6 +73,7 @@ func phaseOrder(run *result.Run) []string {
 type row struct {
 	res     *result.Result
 	base    metrics.Values // nil without a baseline result
+	baseRes *result.Result // the baseline result, nil without one
 	asserts int            // failed assertions on this (server, phase)
 }
 
@@ -98,9 +100,12 @@ func metricCol(header, name string, withDelta bool, f func(v metrics.Values, nam
 			return "-"
 		}
 		s := f(v, name)
+		if withDelta {
+			s += spread(r.res, name)
+		}
 		if withDelta && r.base != nil {
 			if _, ok := r.base[name]; ok {
-				s += delta(v.Float(name), r.base.Float(name))
+				s += change(r.res, r.baseRes, name)
 			}
 		}
 		return s
@@ -148,10 +153,24 @@ var (
 	}
 )
 
-// declaredCols renders a kind's declared columns.
-func declaredCols(k scenarios.Kind) []column {
+// anyHas reports whether a result has the metric.
+func anyHas(results []*result.Result, metric string) bool {
+	for _, r := range results {
+		if _, ok := r.Metrics[metric]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// declaredCols renders a kind's declared columns (optional ones only when
+// a result has their metric).
+func declaredCols(k scenarios.Kind, results []*result.Result) []column {
 	var cols []column
 	for _, d := range k.Columns {
+		if d.Optional && !anyHas(results, d.Metric) {
+			continue
+		}
 		switch d.Metric {
 		case scenarios.ColFramework:
 			cols = append(cols, frameworkCol)
@@ -287,7 +306,7 @@ func phaseTable(ew *errWriter, run, baseline *result.Run, format, phase string) 
 	kind := results[0].Kind
 	var cols []column
 	if k, ok := scenarios.Lookup(kind); ok && len(k.Columns) > 0 {
-		cols = declaredCols(k)
+		cols = declaredCols(k, results)
 	} else {
 		cols = genericCols(kind, results)
 	}
@@ -296,17 +315,23 @@ func phaseTable(ew *errWriter, run, baseline *result.Run, format, phase string) 
 	for i, c := range cols {
 		header[i] = c.header
 	}
+	if names := run.MatrixNames(); len(names) > 0 {
+		cols = append(varCols(names), cols...)
+		header = append(names, header...)
+	}
 	rows := make([][]string, len(results))
 	var notes []string
-	var bound, noBase bool
+	var bound, noBase, repeats, tested bool
 	for i, res := range results {
-		r := row{res: res, asserts: failedAsserts(run, res.Server, res.Phase)}
+		r := row{res: res, asserts: failedAsserts(run, res)}
+		repeats = repeats || res.N > 1
 		if baseline != nil {
-			if b := baseline.Find(res.Server, res.Phase); b != nil && b.OK {
-				r.base = b.Metrics
+			if b := baseline.FindVars(res.Vars, res.Server, res.Phase); b != nil && b.OK {
+				r.base, r.baseRes = b.Metrics, b
+				tested = tested || res.N > 1 && b.N > 1
 			} else {
 				noBase = true
-				notes = append(notes, fmt.Sprintf("- %s: no baseline result for %s", res.Server, res.Phase))
+				notes = append(notes, fmt.Sprintf("- %s%s: no baseline result for %s", varsPrefix(res), res.Server, res.Phase))
 			}
 		}
 		rows[i] = make([]string, len(cols))
@@ -314,14 +339,14 @@ func phaseTable(ew *errWriter, run, baseline *result.Run, format, phase string) 
 			rows[i][j] = c.cell(r)
 		}
 		for _, warn := range res.Warnings {
-			notes = append(notes, fmt.Sprintf("- %s: %s", res.Server, oneLine(warn)))
+			notes = append(notes, fmt.Sprintf("- %s%s: %s", varsPrefix(res), res.Server, oneLine(warn)))
 		}
 		if !res.OK {
 			why := oneLine(res.Error)
 			if why == "" {
 				why = "no reason recorded"
 			}
-			notes = append(notes, fmt.Sprintf("- %s: failed: %s", res.Server, why))
+			notes = append(notes, fmt.Sprintf("- %s%s: failed: %s", varsPrefix(res), res.Server, why))
 		}
 		bound = bound || res.Metrics.Bool("client_bound")
 	}
@@ -340,8 +365,17 @@ func phaseTable(ew *errWriter, run, baseline *result.Run, format, phase string) 
 	if bound {
 		ew.printf("%s\n\n", ClientBoundNote)
 	}
+	if repeats {
+		ew.printf("%s\n\n", RepeatsNote)
+	}
+	if err := stepTables(ew, format, results); err != nil {
+		return err
+	}
 	if baseline != nil {
 		s := "(+x.x%): change against the baseline " + runName(baseline)
+		if tested {
+			s += "; " + SignificanceNote
+		}
 		if noBase {
 			s += "; rows without a baseline result show none"
 		}
@@ -365,11 +399,12 @@ func runName(r *result.Run) string {
 	return s
 }
 
-// failedAsserts counts the failed assertions on one (server, phase).
-func failedAsserts(run *result.Run, server, phase string) int {
+// failedAsserts counts the failed assertions on one (combination,
+// server, phase).
+func failedAsserts(run *result.Run, r *result.Result) int {
 	n := 0
 	for _, a := range run.Assertions {
-		if a.Server == server && a.Phase == phase && !a.Pass {
+		if a.Server == r.Server && a.Phase == r.Phase && !a.Pass && result.SameVars(a.Vars, r.Vars) {
 			n++
 		}
 	}
@@ -387,10 +422,10 @@ func clientCPU(r row) string {
 		}
 		return "-"
 	}
-	s := fmt.Sprintf("%.1f%%", v.Float("client_cpu_avg"))
+	s := fmt.Sprintf("%.1f%%", v.Float("client_cpu_avg")) + spread(r.res, "client_cpu_avg")
 	if r.base != nil {
 		if _, ok := r.base["client_cpu_avg"]; ok {
-			s += delta(v.Float("client_cpu_avg"), r.base.Float("client_cpu_avg"))
+			s += change(r.res, r.baseRes, "client_cpu_avg")
 		}
 	}
 	if bound {

@@ -40,6 +40,9 @@ func init() {
 			{Header: "Success", Metric: "success", Format: FormatInt},
 			{Header: "Failed", Metric: "failed", Format: FormatInt},
 			{Header: "Concurrency", Metric: "concurrency", Format: FormatInt},
+			{Header: "TLS/s", Metric: "tls_handshakes_per_s", Delta: true, Format: FormatRate, Optional: true},
+			{Header: "TLS P99", Metric: "tls_p99", Delta: true, Optional: true},
+			{Header: "Resumed", Metric: "tls_resumed", Format: FormatInt, Optional: true},
 			{Metric: ColServer},
 			{Metric: ColClientCPU},
 			{Metric: ColVerdict},
@@ -54,6 +57,14 @@ func init() {
 			{Name: "retried", Kind: metrics.Count, Doc: "attempts that failed and were retried"},
 			{Name: "concurrency", Kind: metrics.Count, Doc: "handshakes in progress at once"},
 			{Name: "conns", Kind: metrics.Count, Doc: "connections open after the phase"},
+			{Name: "tcp_p50", Kind: metrics.Duration, Doc: "TCP connect, median (successful connections)"},
+			{Name: "tcp_p99", Kind: metrics.Duration, Doc: "TCP connect, 99th percentile"},
+			{Name: "tls_p50", Kind: metrics.Duration, Doc: "TLS handshake, median; absent without TLS"},
+			{Name: "tls_p99", Kind: metrics.Duration, Doc: "TLS handshake, 99th percentile; absent without TLS"},
+			{Name: "upgrade_p50", Kind: metrics.Duration, Doc: "upgrade request to 101 response, median"},
+			{Name: "upgrade_p99", Kind: metrics.Duration, Doc: "upgrade request to 101 response, 99th percentile"},
+			{Name: "tls_handshakes_per_s", Kind: metrics.Float, Doc: "TLS handshakes completed per second of the phase; absent without TLS"},
+			{Name: "tls_resumed", Kind: metrics.Count, Doc: "TLS handshakes that resumed a session; absent without TLS"},
 		}),
 	})
 }
@@ -99,7 +110,14 @@ func (p *Connect) Run(ctx context.Context, env *Env) (Outcome, error) {
 		"tps":         rate(r.Success, r.Used),
 	}
 	latencyValues(v, r.Latency)
-	out := Outcome{Metrics: v}
+	splitValues(v, "tcp", r.TCP)
+	splitValues(v, "upgrade", r.Upgrade)
+	if n := histCount(r.TLS); n > 0 {
+		splitValues(v, "tls", r.TLS)
+		v["tls_handshakes_per_s"] = rate(n, r.Used)
+		v["tls_resumed"] = r.TLSResumed
+	}
+	out := Outcome{Metrics: v, Info: negotiatedInfo(r)}
 	if r.Failed > 0 {
 		out.Failed = true
 		out.Error = fmt.Sprintf("%d of %d connections failed: %s", r.Failed, r.Total, errorSummary(r.Errors))
@@ -109,6 +127,37 @@ func (p *Connect) Run(ctx context.Context, env *Env) (Outcome, error) {
 	}
 	// Interrupted: what was measured so far is kept, with the error.
 	return out, err
+}
+
+// splitValues records a part of the handshake: <name>_p50 and _p99.
+func splitValues(v metrics.Values, name string, h client.Hist) {
+	if histCount(h) == 0 {
+		v[name+"_p50"], v[name+"_p99"] = time.Duration(0), time.Duration(0)
+		return
+	}
+	v[name+"_p50"] = time.Duration(h.ValueAtQuantile(50))
+	v[name+"_p99"] = time.Duration(h.ValueAtQuantile(99))
+}
+
+func histCount(h client.Hist) int64 {
+	if h.Histogram == nil {
+		return 0
+	}
+	return h.TotalCount()
+}
+
+// negotiatedInfo is what the servers agreed to, for the result's info.
+func negotiatedInfo(r *client.ConnectResult) map[string]string {
+	info := map[string]string{}
+	for k, s := range map[string]string{"subprotocol": r.Subprotocol, "extensions": r.Extensions, "tls_version": r.TLSVersion} {
+		if s != "" {
+			info[k] = s
+		}
+	}
+	if len(info) == 0 {
+		return nil
+	}
+	return info
 }
 
 func rate(n int64, d time.Duration) float64 {

@@ -17,14 +17,16 @@ const DefaultEchoPayload = 1024
 // sent, until Total echoes were measured. Warmup echoes come first and are
 // not counted.
 type Echo struct {
-	Total       int64          `yaml:"total" required:"true" min:"1" doc:"echoes to measure"`                                            // echoes to measure; required, > 0
-	Concurrency int            `yaml:"concurrency" min:"1" doc:"messages in flight, one per connection; default: every open connection"` // in flight; default: every open connection
-	Payload     *units.Size    `yaml:"payload" default:"1KiB" min:"0" max:"64MiB" doc:"bytes per message; 0 = empty messages"`           // bytes per message; default 1024 (0 = empty messages)
-	Warmup      int64          `yaml:"warmup" default:"0" min:"0" doc:"echoes before measuring, not counted"`                            // echoes before measuring; default 0
-	Text        bool           `yaml:"text" default:"false" doc:"send text frames instead of binary"`                                    // text frames instead of binary; default false
-	Verify      *bool          `yaml:"verify" default:"true" doc:"compare every echoed byte"`                                            // compare every echoed byte; default true
-	Timeout     units.Duration `yaml:"timeout" default:"10s" min:"1ns" max:"120s" doc:"longest wait for one echo"`                       // longest wait for one echo; default 10s
-	Deadline    units.Duration `yaml:"deadline" default:"0s" min:"0s" doc:"longest phase; 0 = none"`                                     // longest phase; default none
+	Total       int64          `yaml:"total" required:"true" min:"1" doc:"echoes to measure"`                                                                    // echoes to measure; required, > 0
+	Concurrency int            `yaml:"concurrency" min:"1" doc:"messages in flight, one per connection; default: every open connection"`                         // in flight; default: every open connection
+	Payload     *units.Size    `yaml:"payload" default:"1KiB" min:"0" max:"64MiB" doc:"bytes per message; 0 = empty messages"`                                   // bytes per message; default 1024 (0 = empty messages)
+	Warmup      int64          `yaml:"warmup" default:"0" min:"0" doc:"echoes before measuring, not counted"`                                                    // echoes before measuring; default 0
+	Text        bool           `yaml:"text" default:"false" doc:"send text frames instead of binary"`                                                            // text frames instead of binary; default false
+	Verify      *bool          `yaml:"verify" default:"true" doc:"compare every echoed byte"`                                                                    // compare every echoed byte; default true
+	Timeout     units.Duration `yaml:"timeout" default:"10s" min:"1ns" max:"120s" doc:"longest wait for one echo"`                                               // longest wait for one echo; default 10s
+	Deadline    units.Duration `yaml:"deadline" default:"0s" min:"0s" doc:"longest phase; 0 = none"`                                                             // longest phase; default none
+	PayloadKind string         `yaml:"payload_kind" default:"random" doc:"what messages hold: random (incompressible bytes), text (chat-like JSON lines), file"` // what messages hold; default random
+	File        string         `yaml:"file" doc:"with payload_kind: file, the file whose bytes are cycled to the payload size"`                                  // with payload_kind file: its path (read at Run)
 }
 
 func init() {
@@ -69,7 +71,7 @@ func init() {
 			{Name: "payload", Kind: metrics.Bytes, Doc: "bytes per message"},
 			{Name: "client_cpu_per_1m", Kind: metrics.Float, Doc: "client CPU seconds per million echoes"},
 			{Name: "server_cpu_per_1m", Kind: metrics.Float, Doc: "server CPU seconds per million echoes"},
-		}),
+		}, wireDefs),
 	})
 }
 
@@ -94,7 +96,7 @@ func (p *Echo) Bytes() int {
 
 // Validate implements Phase.
 func (p *Echo) Validate(c Context) []FieldError {
-	var errs []FieldError
+	errs := validatePayloadKind(p.PayloadKind, p.File, p.Bytes())
 	if c.Conns > 0 && p.Concurrency > c.Conns {
 		errs = append(errs, FieldError{"concurrency", fmt.Sprintf("must be <= the connections opened before it (%d), got %d", c.Conns, p.Concurrency)})
 	}
@@ -110,7 +112,13 @@ func (p *Echo) Run(ctx context.Context, env *Env) (Outcome, error) {
 	if conc <= 0 {
 		return Outcome{}, fmt.Errorf("no open connections")
 	}
+	file, err := payloadFile(p.PayloadKind, p.File, p.Bytes())
+	if err != nil {
+		return Outcome{}, err
+	}
 	r, err := run[client.EchoResult](ctx, env, &client.EchoParams{
+		PayloadKind: p.PayloadKind,
+		PayloadFile: file,
 		Total:       p.Total,
 		Concurrency: conc,
 		Payload:     p.Bytes(),
@@ -133,6 +141,7 @@ func (p *Echo) Run(ctx context.Context, env *Env) (Outcome, error) {
 		"payload":     int64(p.Bytes()),
 		"tps":         rate(r.Success, r.Used),
 	}
+	wireValues(v, r.BytesPayload, r.BytesWire)
 	latencyValues(v, r.Latency)
 	out := Outcome{Metrics: v}
 	if conc < p.Concurrency {

@@ -41,9 +41,11 @@ type Rate struct {
 	// every connection, so an overloaded server cannot make the client fill
 	// the kernel's socket memory; default 64MiB.
 	MaxInflightBytes units.Size     `yaml:"max_inflight_bytes" default:"64MiB" min:"0" doc:"payload bytes sent and not echoed over every connection"`
-	Drain            units.Duration `yaml:"drain" default:"2s" min:"0s" doc:"wait for the echoes still due after duration"`                       // wait for the echoes still due after duration; default 2s
-	LateAfter        units.Duration `yaml:"late_after" default:"1ms" min:"0s" doc:"a message written later than this after its schedule is late"` // a message written later than this after its schedule is late; default 1ms
-	Verify           *bool          `yaml:"verify" default:"true" doc:"compare every echoed payload byte (the marker is always checked)"`         // compare every echoed payload byte (the marker is always checked); default true
+	Drain            units.Duration `yaml:"drain" default:"2s" min:"0s" doc:"wait for the echoes still due after duration"`                                                            // wait for the echoes still due after duration; default 2s
+	LateAfter        units.Duration `yaml:"late_after" default:"1ms" min:"0s" doc:"a message written later than this after its schedule is late"`                                      // a message written later than this after its schedule is late; default 1ms
+	Verify           *bool          `yaml:"verify" default:"true" doc:"compare every echoed payload byte (the marker is always checked)"`                                              // compare every echoed payload byte (the marker is always checked); default true
+	PayloadKind      string         `yaml:"payload_kind" default:"random" doc:"what messages hold after the marker: random (incompressible bytes), text (chat-like JSON lines), file"` // what messages hold; default random
+	File             string         `yaml:"file" doc:"with payload_kind: file, the file whose bytes are cycled to the payload size"`                                                   // with payload_kind file: its path (read at Run)
 }
 
 func init() {
@@ -105,7 +107,7 @@ func init() {
 		}, metrics.Latency, []metrics.Def{
 			{Name: "client_cpu_per_1m", Kind: metrics.Float, Doc: "client CPU seconds per million messages sent and echoed"},
 			{Name: "server_cpu_per_1m", Kind: metrics.Float, Doc: "server CPU seconds per million echoes"},
-		}),
+		}, wireDefs),
 	})
 }
 
@@ -133,7 +135,7 @@ func (p *Rate) Bytes() int {
 
 // Validate implements Phase.
 func (p *Rate) Validate(c Context) []FieldError {
-	var errs []FieldError
+	errs := validatePayloadKind(p.PayloadKind, p.File, p.Bytes())
 	if !(p.Rate > 0) {
 		errs = append(errs, FieldError{"rate", fmt.Sprintf("must be > 0 messages per connection per second, got %s", p.Rate)})
 	}
@@ -158,7 +160,13 @@ func (p *Rate) Run(ctx context.Context, env *Env) (Outcome, error) {
 	if conns <= 0 {
 		return Outcome{}, fmt.Errorf("no open connections")
 	}
+	file, err := payloadFile(p.PayloadKind, p.File, p.Bytes())
+	if err != nil {
+		return Outcome{}, err
+	}
 	r, err := run[client.RateResult](ctx, env, &client.RateParams{
+		PayloadKind:      p.PayloadKind,
+		PayloadFile:      file,
 		Duration:         p.Duration.D(),
 		Rate:             float64(p.Rate),
 		Payload:          p.Bytes(),
@@ -209,6 +217,7 @@ func RateMetrics(r client.RateResult, perConn float64, payload int64) metrics.Va
 		"rate":          perConn,
 		"payload":       payload,
 	}
+	wireValues(v, r.BytesPayload, r.BytesWire)
 	latencyValues(v, r.Latency)
 	return v
 }

@@ -69,6 +69,9 @@ type Column struct {
 	Delta bool
 	// Format overrides how the metric's kind is shown.
 	Format Format
+	// Optional columns appear only when a result of the table has the
+	// metric (e.g. TLS figures, in a table of TLS and plain servers).
+	Optional bool
 }
 
 // Column groups every table shares.
@@ -194,6 +197,14 @@ type Env struct {
 	Mem func() Mem
 	// Base is Mem read after the server was ready, before the first phase.
 	Base Mem
+	// Window, when set, starts a sampling window of the server's and the
+	// client's CPU and memory, like the one the engine keeps over every
+	// phase; the func it returns ends the window, writes metrics.Common
+	// into m (and eff's figures, when eff is set, from the rate and count
+	// metrics m already holds) and returns the client-bound warning or "".
+	// Kinds that measure several steps in one phase (search) call it per
+	// step. nil when nothing samples (tests without an engine).
+	Window func() (stop func(m metrics.Values, eff *Efficiency) (warning string))
 }
 
 // Mem is a reading of resident memory, in bytes.
@@ -217,6 +228,14 @@ type Outcome struct {
 	// Timeline is the phase second by second (rate phases); the engine
 	// copies it into the result.
 	Timeline []result.Point
+	// Info holds string facts about the phase that metrics cannot carry:
+	// the negotiated "subprotocol", "extensions" and "tls_version" of a
+	// connect phase. The engine copies it into the result.
+	Info map[string]string
+	// Steps and Stop are a search's measured steps and why it ended; the
+	// engine copies them into the result.
+	Steps []result.Step
+	Stop  string
 }
 
 var (

@@ -7,6 +7,7 @@ import (
 
 	"github.com/wsplan/wsplan/internal/engine"
 	"github.com/wsplan/wsplan/internal/plan"
+	"github.com/wsplan/wsplan/internal/result"
 	"github.com/wsplan/wsplan/sysctl"
 )
 
@@ -58,4 +59,24 @@ func restoreHost(w io.Writer, t *engine.Tuning) {
 	for _, k := range t.Keys() {
 		fmt.Fprintf(w, "restored %s = %q\n", k, t.Applied.Sysctl[k])
 	}
+}
+
+// preflightMatrix checks the other combinations of a matrix: the first was
+// checked (and printed) by preflight; a fatal finding of another one is
+// printed with its combination.
+func preflightMatrix(plans []*plan.Plan, tune bool, w io.Writer) error {
+	for _, p := range plans {
+		c, err := engine.Preflight(sysctlFS(), p, tune)
+		if err == nil {
+			continue
+		}
+		combo := result.VarsString(p.Combo, nil)
+		for _, f := range c.Findings {
+			if f.Fatal {
+				fmt.Fprintf(w, "preflight (%s): %s\n", combo, f)
+			}
+		}
+		return err
+	}
+	return nil
 }

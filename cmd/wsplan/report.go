@@ -10,7 +10,7 @@ import (
 )
 
 func newReportCmd(stdout io.Writer) *cobra.Command {
-	var htmlOut, summary string
+	var htmlOut, summary, benchOut string
 	cmd := &cobra.Command{
 		Use:   "report RUN.json... --html FILE",
 		Short: "Render --json files again: one HTML page comparing them (--html), a Markdown summary (--summary)",
@@ -21,7 +21,8 @@ with the tables and charts of every run; several files are compared on one
 page, each run a series, the tables of every run after the first showing
 their changes against the first. --summary FILE writes the Markdown summary
 of the last run (with deltas against the first when there are two or more).
-Without either flag, the tables of the last run are printed.`,
+--benchfmt FILE writes the last run in Go benchmark format, for benchstat.
+Without any of them, the tables of the last run are printed.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			runs := make([]*result.Run, len(args))
@@ -37,7 +38,12 @@ Without either flag, the tables of the last run are printed.`,
 				base = runs[0]
 			}
 			last := runs[len(runs)-1]
-			if htmlOut == "" && summary == "" {
+			if benchOut != "" {
+				if err := writeFile(benchOut, func(w io.Writer) error { return report.Benchfmt(w, last) }); err != nil {
+					return err
+				}
+			}
+			if htmlOut == "" && summary == "" && benchOut == "" {
 				return report.Tables(stdout, last, base, report.FormatMarkdown)
 			}
 			if htmlOut != "" {
@@ -55,6 +61,7 @@ Without either flag, the tables of the last run are printed.`,
 	}
 	cmd.Flags().StringVar(&htmlOut, "html", "", "write one self-contained HTML page of every run to FILE")
 	cmd.Flags().StringVar(&summary, "summary", "", "write the Markdown report of the last run to FILE")
+	cmd.Flags().StringVar(&benchOut, "benchfmt", "", "write the last run in Go benchmark format to FILE (every repeat), for benchstat")
 	return cmd
 }
 

@@ -27,30 +27,66 @@ import (
 
 // planFlags are the flags that shape how a plan loads.
 type planFlags struct {
-	sets []string
-	only []string
+	sets       []string
+	only       []string
+	onlyMatrix []string
 }
 
 func (f *planFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.sets, "set", nil, "override a plan variable: --set conns=2000 (repeatable)")
 	cmd.Flags().StringSliceVar(&f.only, "only", nil, "run only these servers: --only gorilla,gws")
+	cmd.Flags().StringArrayVar(&f.onlyMatrix, "only-matrix", nil, "run only these values of a matrix var: --only-matrix payload=64 (repeatable)")
 }
 
-func (f *planFlags) load(path string) (*plan.Plan, error) {
-	sets := map[string]string{}
+func (f *planFlags) options() (plan.LoadOptions, error) {
+	o := plan.LoadOptions{Sets: map[string]string{}, Only: f.only}
 	for _, s := range f.sets {
 		k, v, ok := strings.Cut(s, "=")
 		if !ok || k == "" {
-			return nil, usageErr(fmt.Errorf("--set %q: want VAR=VALUE", s))
+			return o, usageErr(fmt.Errorf("--set %q: want VAR=VALUE", s))
 		}
-		sets[k] = v
+		o.Sets[k] = v
 	}
-	p, err := plan.Load(path, plan.LoadOptions{Sets: sets, Only: f.only})
+	for _, s := range f.onlyMatrix {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok || k == "" {
+			return o, usageErr(fmt.Errorf("--only-matrix %q: want VAR=VALUE", s))
+		}
+		if o.OnlyMatrix == nil {
+			o.OnlyMatrix = map[string][]string{}
+		}
+		o.OnlyMatrix[k] = append(o.OnlyMatrix[k], v)
+	}
+	return o, nil
+}
+
+func (f *planFlags) load(path string) (*plan.Plan, error) {
+	o, err := f.options()
+	if err != nil {
+		return nil, err
+	}
+	p, err := plan.Load(path, o)
 	if err != nil {
 		return nil, usageErr(err)
 	}
 	secrets.add(p)
 	return p, nil
+}
+
+// loadMatrix loads the plan once per combination of its matrix.
+func (f *planFlags) loadMatrix(path string) ([]*plan.Plan, error) {
+	o, err := f.options()
+	if err != nil {
+		return nil, err
+	}
+	ps, err := plan.LoadMatrix(path, o)
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	for _, p := range ps {
+		secrets.add(p)
+	}
+	return ps, nil
 }
 
 type runFlags struct {
@@ -60,6 +96,8 @@ type runFlags struct {
 	summary  string
 	html     string
 	baseline string
+	benchfmt string
+	count    int
 	out      string
 	format   string
 	progress string
@@ -82,6 +120,8 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd.Flags().StringVar(&f.summary, "summary", "", "write the Markdown report to FILE (e.g. a CI step summary)")
 	cmd.Flags().StringVar(&f.html, "html", "", "write a self-contained HTML report with charts to FILE")
 	cmd.Flags().StringVar(&f.baseline, "baseline", "", "compare with an earlier --json FILE: deltas in the tables, `baseline.*` in assertions")
+	cmd.Flags().StringVar(&f.benchfmt, "benchfmt", "", "write the results in Go benchmark format to FILE, for benchstat (one line per repeat)")
+	cmd.Flags().IntVar(&f.count, "count", 0, "run every server's phases N times, each on a fresh server, servers interleaved; tables show medians (default: the plan's repeat:, 1)")
 	cmd.Flags().StringVar(&f.out, "out", "", "directory for server logs (default wsplan-out/<plan>-<time>)")
 	cmd.Flags().StringVar(&f.format, "format", "md", "table format: md or ascii")
 	cmd.Flags().BoolVar(&f.tune, "tune", false, "apply host.sysctl for the run and restore it afterwards (saved in the --out dir)")
@@ -105,10 +145,14 @@ func runPlan(parent context.Context, path string, f *runFlags, stdout, stderr io
 	default:
 		return usageErr(fmt.Errorf("--progress %q: want auto, on or off", f.progress))
 	}
-	p, err := f.load(path)
+	if f.count < 0 || f.count > plan.MaxRepeat {
+		return usageErr(fmt.Errorf("--count %d: want 1 to %d", f.count, plan.MaxRepeat))
+	}
+	plans, err := f.loadMatrix(path)
 	if err != nil {
 		return err
 	}
+	p := plans[0]
 	asserts, err := assert.Compile(p)
 	if err != nil {
 		return usageErr(err)
@@ -131,6 +175,9 @@ func runPlan(parent context.Context, path string, f *runFlags, stdout, stderr io
 	defer undoKube()
 	layout, err := preflight(p, f.tune, stderr)
 	if err != nil {
+		return err
+	}
+	if err := preflightMatrix(plans[1:], f.tune, stderr); err != nil {
 		return err
 	}
 	out := f.out
@@ -172,11 +219,13 @@ func runPlan(parent context.Context, path string, f *runFlags, stdout, stderr io
 		}
 		return ""
 	}
-	run, runErr := engine.Run(ctx, engine.Options{Plan: p, Layout: layout, Exe: exe, OutDir: out, Progress: progress, Notice: notice, Abort: abort})
+	run, runErr := engine.Run(ctx, engine.Options{Plan: p, Plans: plans, Count: f.count, Layout: layout, Exe: exe, OutDir: out,
+		Progress: progress, Notice: notice, Abort: abort})
 	if run == nil {
 		return runErr
 	}
-	run.Assertions = assert.Evaluate(asserts, run, baseline)
+	// Assertions see the median of the repeats (result.Collapse).
+	run.Assertions = assert.Evaluate(asserts, result.Collapse(run), result.Collapse(baseline))
 	run.Wsplan = result.NewProvenance(planLibraries(p))
 	if err := writeOutputs(run, baseline, f, stdout); err != nil {
 		return err
@@ -198,15 +247,14 @@ func runPlan(parent context.Context, path string, f *runFlags, stdout, stderr io
 }
 
 // writeOutputs prints the report and writes the files the flags ask for.
+// The JSON and benchfmt files keep every repeat; the tables, the summary
+// and the HTML page show their medians.
 func writeOutputs(run, baseline *result.Run, f *runFlags, stdout io.Writer) error {
-	if err := report.Host(stdout, run); err != nil {
+	if err := printTables(stdout, run, baseline, f); err != nil {
 		return err
 	}
-	if err := report.Tables(stdout, run, baseline, f.format); err != nil {
-		return err
-	}
-	if len(run.Assertions) > 0 {
-		if err := report.Assertions(stdout, run, f.format); err != nil {
+	if f.benchfmt != "" {
+		if err := writeFile(f.benchfmt, func(w io.Writer) error { return report.Benchfmt(w, run) }); err != nil {
 			return err
 		}
 	}
@@ -272,4 +320,67 @@ func isTerminal(w io.Writer) bool {
 	}
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
+}
+
+// printTables prints the host, the tables and the assertions. On a
+// terminal narrower than the tables it prints the compact view instead,
+// and says where the full tables are; pipes and files get the full tables.
+func printTables(stdout io.Writer, run, baseline *result.Run, f *runFlags) error {
+	if err := report.Host(stdout, run); err != nil {
+		return err
+	}
+	compact, err := report.TablesFit(stdout, run, baseline, f.format, terminalWidth(stdout), fullTablesAt(f))
+	if err != nil {
+		return err
+	}
+	if len(run.Assertions) > 0 && !compact {
+		return report.Assertions(stdout, run, f.format)
+	}
+	return nil
+}
+
+// fullTablesAt says where the full tables of a compact view are.
+func fullTablesAt(f *runFlags) string {
+	var at []string
+	for _, o := range []struct{ flag, file string }{{"--summary", f.summary}, {"--html", f.html}} {
+		if o.file != "" {
+			at = append(at, o.file)
+		}
+	}
+	s := "compact view (the terminal is narrower than the tables); full tables: "
+	if len(at) > 0 {
+		return s + strings.Join(at, ", ") + ", or pipe the output (wsplan run ... | less -S)"
+	}
+	return s + "pipe the output (wsplan run ... | less -S), or write them with --summary FILE or --html FILE"
+}
+
+// terminalWidth is the width of w when it is a terminal, else 0.
+func terminalWidth(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0
+	}
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil || ws.Col == 0 {
+		return 0
+	}
+	return int(ws.Col)
+}
+
+// printMatrix says how many times `wsplan run` runs the plan: the repeats
+// and the matrix combinations (printPlan shows the first combination).
+func printMatrix(w io.Writer, p *plan.Plan) {
+	if p.Repeat > 1 {
+		fmt.Fprintf(w, "repeat: %d (each server's phases, each time on a fresh server)\n", p.Repeat)
+	}
+	if len(p.Matrix) == 0 {
+		return
+	}
+	n := 1
+	var parts []string
+	for _, m := range p.Matrix {
+		n *= len(m.Values)
+		parts = append(parts, m.Name+" ["+strings.Join(m.Values, ", ")+"]")
+	}
+	fmt.Fprintf(w, "matrix: %s: %d combinations (above: the first)\n", strings.Join(parts, " × "), n)
 }

@@ -20,16 +20,20 @@ func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Load and check a plan without starting anything; print it resolved",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := f.load(args[0])
+			plans, err := f.loadMatrix(args[0])
 			if err != nil {
 				return err
 			}
+			p := plans[0]
 			if _, err := assert.Compile(p); err != nil {
 				return usageErr(err)
 			}
 			printPlan(stdout, p)
-			_, err = preflight(p, false, stderr)
-			return err
+			printMatrix(stdout, p)
+			if _, err = preflight(p, false, stderr); err != nil {
+				return err
+			}
+			return preflightMatrix(plans[1:], false, stderr)
 		},
 	}
 	f.register(cmd)

@@ -16,13 +16,22 @@
 //   - server, framework, phase (the phase's name) and kind, strings;
 //   - results: every result of the run, results.<server>.<phase>.<metric>;
 //   - baseline: the same server and phase in the --baseline file,
-//     baseline.<metric>.
+//     baseline.<metric>;
+//   - repeats: repeats.<metric>, the metric in every repeat (--count) in
+//     repeat order, while the bare metric is their median;
+//   - vars: vars.<name>, the matrix combination the result was measured
+//     with (numbers and sizes as integers: vars.payload == 1024).
+//
+// With repeats or a matrix, Evaluate is given the collapsed run
+// (result.Collapse): one median result per combination, server and phase;
+// results.<server>.<phase> and baseline see the same combination.
 package assert
 
 import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,28 +39,25 @@ import (
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/vm"
 
+	"github.com/wsplan/wsplan/internal/exprlimit"
 	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/plan"
 	"github.com/wsplan/wsplan/internal/result"
+	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/scenarios"
 )
 
-// MemoryBudget is what one evaluation of an expression may allocate, in
-// expr's units (about one per element of a range, array or map it builds):
-// expr's default, conf.DefaultMemoryBudget. The dry run at load and the evaluation after a phase use
-// the same budget.
-const MemoryBudget uint = 1e6
+// MemoryBudget is what one evaluation of an expression may allocate
+// (exprlimit.MemoryBudget, shared with a search phase's slo). The dry run at
+// load and the evaluation after a phase use the same budget.
+const MemoryBudget = exprlimit.MemoryBudget
 
-// DryRunTimeout bounds the dry run of one expression at load. An expression
-// within the memory budget evaluates in well under a millisecond to a few
-// hundred; one that takes longer than this fails to load.
-const DryRunTimeout = 2 * time.Second
+// DryRunTimeout bounds the dry run of one expression at load
+// (exprlimit.DryRunTimeout).
+const DryRunTimeout = exprlimit.DryRunTimeout
 
 // dryRunTimeout is DryRunTimeout; tests lower it.
 var dryRunTimeout = DryRunTimeout
-
-// budgetExceeded is how expr's VM reports a blown memory budget.
-const budgetExceeded = "memory budget exceeded"
 
 // Assertion is one compiled `assert:` entry.
 type Assertion struct {
@@ -82,6 +88,8 @@ func env(kind string) map[string]any {
 		"kind":      "",
 		"results":   map[string]any{},
 		"baseline":  map[string]any{},
+		"repeats":   map[string]any{},
+		"vars":      map[string]any{},
 	}
 	for _, d := range scenarios.MetricDefs(kind) {
 		e[d.Name] = d.Kind.Zero()
@@ -213,34 +221,13 @@ func (a *Assertion) dryRun(p *plan.Plan) error {
 }
 
 // dryRun runs prog on env and reports a blown memory budget or a run
-// longer than timeout.
+// longer than timeout (exprlimit.DryRun).
 func dryRun(prog *vm.Program, env map[string]any, timeout time.Duration) error {
-	done := make(chan error, 1)
-	go func() {
-		// expr's VM cannot be interrupted: after a timeout this goroutine
-		// runs on until the expression ends, and the plan fails to load,
-		// so the process exits with the load error.
-		_, err := eval(prog, env)
-		done <- err
-	}()
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case err := <-done:
-		if err != nil && strings.Contains(err.Error(), budgetExceeded) {
-			return fmt.Errorf("exceeds expr's memory budget (%d) when evaluated once at load with every metric zero: build smaller ranges, arrays or strings", MemoryBudget)
-		}
-		return nil
-	case <-t.C:
-		return fmt.Errorf("still running after %s when evaluated once at load with every metric zero: an assertion must evaluate in milliseconds", timeout)
-	}
+	return exprlimit.DryRun(prog, env, timeout)
 }
 
 // eval evaluates prog on env within MemoryBudget.
-func eval(prog *vm.Program, env map[string]any) (any, error) {
-	m := vm.VM{MemoryBudget: MemoryBudget}
-	return m.Run(prog, env)
-}
+func eval(prog *vm.Program, env map[string]any) (any, error) { return exprlimit.Eval(prog, env) }
 
 // zeroEnv is the dry run's environment for a phase kind: env(kind) with
 // results and baseline filled with zero metrics.
@@ -257,6 +244,16 @@ func zeroEnv(p *plan.Plan, kind string) map[string]any {
 	}
 	e["results"] = results
 	e["baseline"] = zeroMetrics(kind)
+	reps := map[string]any{}
+	for n, v := range zeroMetrics(kind) {
+		reps[n] = []any{v}
+	}
+	e["repeats"] = reps
+	vars := map[string]any{}
+	for _, m := range p.Matrix {
+		vars[m.Name] = varValue(m.Values[0])
+	}
+	e["vars"] = vars
 	return e
 }
 
@@ -287,7 +284,7 @@ func kindsFor(p *plan.Plan, phase string) []string {
 }
 
 func compileFor(code, kind string) (*vm.Program, error) {
-	prog, err := expr.Compile(code, expr.Env(env(kind)), expr.AsBool())
+	prog, err := expr.Compile(code, expr.Env(env(kind)), expr.AsBool(), exprlimit.Builtins())
 	if err != nil {
 		msg := oneLine(err.Error())
 		if strings.Contains(msg, "mismatched types time.Duration") || strings.Contains(msg, "and time.Duration)") {
@@ -395,7 +392,7 @@ func Evaluate(as []*Assertion, run *result.Run, baseline *result.Run) []result.A
 
 // Check evaluates one assertion against one result.
 func (a *Assertion) Check(r *result.Result, run *result.Run, baseline *result.Run) result.Assertion {
-	out := result.Assertion{Server: r.Server, Phase: r.Phase, Name: a.Name, Expr: a.Expr}
+	out := result.Assertion{Server: r.Server, Phase: r.Phase, Name: a.Name, Expr: a.Expr, Vars: r.Vars}
 	if !r.OK {
 		out.Error = "phase failed: " + r.Error
 		return out
@@ -433,10 +430,11 @@ func Env(r *result.Result, run *result.Run, baseline *result.Run) map[string]any
 		e[k] = v
 	}
 	e["server"], e["framework"], e["phase"], e["kind"] = r.Server, r.Framework, r.Phase, r.Kind
-	e["results"] = byServer(run)
+	e["results"] = byServer(run, r.Vars)
+	e["repeats"], e["vars"] = repeats(r), varsEnv(r.Vars)
 	b := map[string]any{}
 	if baseline != nil {
-		if br := baseline.Find(r.Server, r.Phase); br != nil && br.OK {
+		if br := baseline.FindVars(r.Vars, r.Server, r.Phase); br != nil && br.OK {
 			for k, v := range br.Metrics {
 				b[k] = v
 			}
@@ -446,13 +444,15 @@ func Env(r *result.Result, run *result.Run, baseline *result.Run) map[string]any
 	return e
 }
 
-func byServer(run *result.Run) map[string]any {
+// byServer is results.<server>.<phase>: the run's results measured with
+// the same matrix combination.
+func byServer(run *result.Run, vars map[string]string) map[string]any {
 	out := map[string]any{}
 	if run == nil {
 		return out
 	}
 	for _, r := range run.Results {
-		if !r.OK {
+		if !r.OK || !result.SameVars(r.Vars, vars) {
 			continue
 		}
 		s, _ := out[r.Server].(map[string]any)
@@ -474,4 +474,47 @@ func Failed(rs []result.Assertion) int {
 		}
 	}
 	return n
+}
+
+// repeats is repeats.<metric>: the metric in every repeat of a median
+// result, in repeat order; a list of the one value for a single result.
+func repeats(r *result.Result) map[string]any {
+	out := map[string]any{}
+	if len(r.Repeats) == 0 {
+		for k, v := range r.Metrics {
+			out[k] = []any{v}
+		}
+		return out
+	}
+	for _, m := range r.Repeats {
+		for k, v := range m {
+			l, _ := out[k].([]any)
+			out[k] = append(l, v)
+		}
+	}
+	return out
+}
+
+// varsEnv is vars.<name>: a result's matrix combination, each value an
+// integer when it is one (vars.payload == 64), a size in bytes when it
+// parses as one (1KiB is 1024), else the text.
+func varsEnv(vars map[string]string) map[string]any {
+	out := make(map[string]any, len(vars))
+	for k, v := range vars {
+		out[k] = varValue(v)
+	}
+	return out
+}
+
+func varValue(s string) any {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n
+	}
+	if n, err := units.ParseSize(s); err == nil {
+		return int64(n)
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		return f
+	}
+	return s
 }

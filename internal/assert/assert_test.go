@@ -186,3 +186,71 @@ func TestCompileDryRunTimeout(t *testing.T) {
 		t.Errorf("got %v, want a timeout at p.yaml:4", err)
 	}
 }
+
+// TestRepeatsAndVars: on a collapsed run the bare metric is the median,
+// repeats.<metric> every repeat, vars.<name> the combination (sizes as
+// bytes), and results.<server> the same combination's.
+func TestRepeatsAndVars(t *testing.T) {
+	p := testPlan(
+		plan.Assertion{Name: "median", Expr: `tps == 1000`, Phase: "echo"},
+		plan.Assertion{Name: "every repeat", Expr: `all(repeats.tps, # >= 900)`, Phase: "echo"},
+		plan.Assertion{Name: "count", Expr: `len(repeats.tps) == 3`, Phase: "echo"},
+		plan.Assertion{Name: "by payload", Expr: `vars.payload == 1024 ? tps < 1500 : tps > 1500`, Phase: "echo"},
+		plan.Assertion{Name: "same combination", Expr: `results.gorilla.echo.tps == tps`, Phase: "echo"},
+	)
+	p.Matrix = []plan.MatrixVar{{Name: "payload", Values: []string{"64", "1KiB"}}}
+	as, err := Compile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []result.Result
+	for _, c := range []struct {
+		payload string
+		tps     []float64
+	}{{"1KiB", []float64{950, 1000, 1100}}, {"64", []float64{2000, 880, 2100}}} {
+		for i, tps := range c.tps {
+			r := echoResult("gorilla", tps, time.Millisecond, true)
+			r.Repeat, r.Vars = i+1, map[string]string{"payload": c.payload}
+			rs = append(rs, r)
+		}
+	}
+	view := result.Collapse(&result.Run{Results: rs})
+	if len(view.Results) != 2 {
+		t.Fatalf("collapsed to %d results, want 2", len(view.Results))
+	}
+	got := Evaluate(as, view, nil)
+	want := map[string][]bool{ // per assertion: 1KiB, 64
+		"median":           {true, false},
+		"every repeat":     {true, false},
+		"count":            {true, true},
+		"by payload":       {true, true},
+		"same combination": {true, true},
+	}
+	if len(got) != 10 {
+		t.Fatalf("got %d outcomes: %+v", len(got), got)
+	}
+	for i, g := range got {
+		w := want[g.Name][i%2]
+		if g.Pass != w || g.Error != "" {
+			t.Errorf("%s %v: pass=%v err=%q, want pass=%v", g.Name, g.Vars, g.Pass, g.Error, w)
+		}
+	}
+}
+
+// The rate phase's `duration` metric does not shadow duration(): both read
+// as the plan means them.
+func TestDurationMetricAndBuiltin(t *testing.T) {
+	prog, err := compileFor(`p99 < duration("5ms") && duration >= duration("10s")`, "rate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := env("rate")
+	e["p99"], e["duration"] = time.Millisecond, 10*time.Second
+	if v, err := eval(prog, e); err != nil || v != true {
+		t.Errorf("got %v, %v; want true", v, err)
+	}
+	e["duration"] = 9 * time.Second
+	if v, err := eval(prog, e); err != nil || v != false {
+		t.Errorf("got %v, %v; want false", v, err)
+	}
+}

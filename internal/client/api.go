@@ -4,6 +4,13 @@
 // latencies into HDR histograms. It is designed for 1M connections across
 // several processes: per connection it keeps only a small struct while idle.
 //
+// The handshake carries the Options' headers, subprotocols and origin; a
+// connection may speak TLS (internal/wstls: crypto/tls's handshake stepped
+// on the loop, an allocation-free record layer after it; secure.go) and
+// permessage-deflate (internal/pmdeflate: a deflater and an inflater per
+// loop, only the history per connection), with the same allocation-free
+// per-message path.
+//
 // Phases in scenarios/ call it through Client.Run with a kind's Params
 // (kind.go describes the contract a phase kind fulfils); shards (separate
 // processes) run the same kinds and send their results back as JSON, which
@@ -16,6 +23,8 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/wsplan/wsplan/internal/pmdeflate"
 )
 
 // Options configure a Client. Zero values are defaults.
@@ -40,6 +49,55 @@ type Options struct {
 	// NoDelay sets TCP_NODELAY on client sockets; default false here, the
 	// plan's defaults.nodelay (true) is passed in by the engine.
 	NoDelay bool
+
+	// Hosts, when set, has one entry per target: the Host header of the
+	// upgrade request (and the TLS server name unless TLS.ServerName says
+	// otherwise), host[:port] as a URL wrote it. "" or a missing entry =
+	// the target's address.
+	Hosts []string `json:",omitempty"`
+	// RequestURIs, when set, has one entry per target: the request target
+	// of the upgrade, path and query ("/ws?room=1"). "" or a missing entry
+	// = Path.
+	RequestURIs []string `json:",omitempty"`
+	// Headers are extra upgrade request headers, name and value, sent
+	// verbatim in this order. Values may be secrets: the client never puts
+	// them in an error, a reason or a result. The plan forbids the headers
+	// the client writes itself (Host, Upgrade, Sec-WebSocket-*, Origin).
+	Headers [][2]string `json:",omitempty"`
+	// Subprotocols are offered in Sec-WebSocket-Protocol, in this order;
+	// empty = none offered. A server that picks one not offered fails the
+	// connection with ReasonBadSubprotocol; one that picks none is
+	// accepted (results record the negotiated one, "" for none).
+	Subprotocols []string `json:",omitempty"`
+	// Origin is the Origin header; "" = none sent.
+	Origin string `json:",omitempty"`
+	// TLS, when non-nil, makes every connection speak TLS (wss://) with
+	// these settings; nil = plain ws://.
+	TLS *TLSOptions `json:",omitempty"`
+	// Compression, when non-nil, offers permessage-deflate (RFC 7692)
+	// with these parameters on every connection; a server that declines
+	// fails the connection with "compression asked, server declined".
+	// nil = no extension offered, and a server that answers with one
+	// fails the connection ("unrequested extension").
+	Compression *pmdeflate.Params `json:",omitempty"`
+}
+
+// TLSOptions are how the client's TLS connections verify the server. They
+// are plain data (a shard gets them as JSON); each Client builds its
+// tls.Config from them with wstls.ClientConfig.
+type TLSOptions struct {
+	// CAFile is a PEM bundle of the CAs to trust; "" = the system roots.
+	CAFile string `json:",omitempty"`
+	// ServerName is the SNI sent and the name verified; "" = the host of
+	// the target's Host (Hosts[i], else the target address). An IP literal
+	// is verified against the certificate's IP SANs and sends no SNI.
+	ServerName string `json:",omitempty"`
+	// InsecureSkipVerify accepts any certificate; default false.
+	InsecureSkipVerify bool `json:",omitempty"`
+	// SessionResumption shares one session cache over the client's
+	// connections (TLS 1.2 tickets, TLS 1.3 PSK), so that later handshakes
+	// resume; default false: every handshake is a full one.
+	SessionResumption bool `json:",omitempty"`
 }
 
 // Progress is read by the live progress line while a phase runs.

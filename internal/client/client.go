@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -12,6 +13,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wsplan/wsplan/internal/pmdeflate"
+	"github.com/wsplan/wsplan/internal/wstls"
 )
 
 // Defaults applied by New and the phases.
@@ -32,6 +36,7 @@ var ErrClosed = errors.New("client: closed")
 // goroutine. Call Close to stop the loops.
 type Client struct {
 	opts       Options
+	offer      offer
 	targets    []target
 	src4, src6 []unix.Sockaddr
 	loops      []*loop
@@ -50,6 +55,7 @@ type target struct {
 	addr string
 	sa   unix.Sockaddr
 	req  upgradeRequest
+	tls  *tls.Config // nil = plain; shared by the target's connections (and its session cache)
 }
 
 // New validates opts, resolves the targets and starts the event loops.
@@ -69,7 +75,12 @@ func New(opts Options) (*Client, error) {
 	if len(opts.Targets) == 0 {
 		return nil, errors.New("client: targets is empty: give at least one host:port")
 	}
-	c := &Client{opts: opts}
+	c := &Client{opts: opts, offer: offer{subprotocols: opts.Subprotocols, compression: opts.Compression}}
+	if p := opts.Compression; p != nil {
+		if errs := p.Validate(); len(errs) > 0 {
+			return nil, fmt.Errorf("client: compression: %w", errors.Join(errs...))
+		}
+	}
 	for i, s := range opts.SourceAddrs {
 		ip, err := parseIP(s)
 		if err != nil {
@@ -104,7 +115,29 @@ func New(opts Options) (*Client, error) {
 				return nil, fmt.Errorf("client: targets[%d] %q is IPv6 but source_addrs has no IPv6 address: add one or leave source_addrs empty", i, t)
 			}
 		}
-		c.targets = append(c.targets, target{addr: t, sa: sa, req: newUpgradeRequest(t, opts.Path)})
+		spec := requestSpec{host: t, uri: opts.Path, origin: opts.Origin, subprotocols: opts.Subprotocols, headers: opts.Headers}
+		if i < len(opts.Hosts) && opts.Hosts[i] != "" {
+			spec.host = opts.Hosts[i]
+		}
+		if i < len(opts.RequestURIs) && opts.RequestURIs[i] != "" {
+			spec.uri = opts.RequestURIs[i]
+		}
+		if opts.Compression != nil {
+			spec.extensions = pmdeflate.Offer(*opts.Compression)
+		}
+		tg := target{addr: t, sa: sa, req: newUpgradeRequest(spec)}
+		if o := opts.TLS; o != nil {
+			name := o.ServerName
+			if name == "" {
+				name = hostOnly(spec.host)
+			}
+			cfg, err := c.tlsConfig(o, name)
+			if err != nil {
+				return nil, fmt.Errorf("client: targets[%d] %q: %w", i, t, err)
+			}
+			tg.tls = cfg
+		}
+		c.targets = append(c.targets, tg)
 	}
 	for i := 0; i < opts.Loops; i++ {
 		l, err := newLoop(c, i)
@@ -120,6 +153,26 @@ func New(opts Options) (*Client, error) {
 		go l.run()
 	}
 	return c, nil
+}
+
+// tlsConfig returns the TLS configuration for server name name: one per
+// name, so that targets with the same name share a session cache.
+func (c *Client) tlsConfig(o *TLSOptions, name string) (*tls.Config, error) {
+	for _, t := range c.targets {
+		if t.tls != nil && t.tls.ServerName == name {
+			return t.tls, nil
+		}
+	}
+	return wstls.ClientConfig(o.CAFile, name, o.InsecureSkipVerify, o.SessionResumption)
+}
+
+// hostOnly returns the host of a Host header value, without port or
+// IPv6 brackets.
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return strings.Trim(hostport, "[]")
 }
 
 // parseIP parses an IP literal, with an optional %zone for IPv6.
@@ -172,6 +225,7 @@ func (c *Client) Close() error {
 		for _, l := range c.loops {
 			<-l.done
 		}
+		dropSets(c) // a broadcast phase cut short before its close step
 	})
 	return nil
 }

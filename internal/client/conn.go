@@ -4,6 +4,7 @@ package client
 const (
 	stClosed     uint8 = iota
 	stConnecting       // connect() in progress, waiting for EPOLLOUT
+	stTLS              // TLS handshake in progress
 	stSending          // writing the upgrade request
 	stReceiving        // reading the upgrade response
 	stOpen             // WebSocket open
@@ -21,11 +22,14 @@ const (
 
 // conn is one connection, owned by one loop. An idle open connection is
 // only this struct (plus a slot in the loop's fd table and open list): no
-// buffers. ext is allocated only while something is partial.
+// buffers. ext is allocated only while something is partial; sec only on
+// a TLS or compressed connection (about 2 KB with TLS, plus the inflate
+// history under server context takeover).
 type conn struct {
 	dec    decoder  // server frame stream state (24 bytes)
 	sentAt int64    // echo: loop clock (ns) when the in-flight message was sent; rate, hold: the connection's index in the run
 	ext    *connExt // partial input/output, handshake state; nil when idle
+	sec    *connSec // TLS session and permessage-deflate state; nil on a plain, uncompressed connection
 	fd     int32
 	gen    uint32 // loop-unique, carried in epoll event data
 	idx    int32  // position in loop.open
@@ -48,6 +52,8 @@ type connExt struct {
 	tries    int   // failed attempts so far
 	slot     int   // position in dialRun.inflight
 	started  int64 // loop clock at connect()
+	tcpAt    int64 // loop clock when TCP connect completed
+	tlsAt    int64 // loop clock when the TLS handshake completed; 0 = plain
 	deadline int64 // loop clock when the attempt times out
 	written  int   // request bytes written
 	target   int   // index into the loop's targets

@@ -1,11 +1,17 @@
 package client
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wsplan/wsplan/internal/pmdeflate"
+	"github.com/wsplan/wsplan/internal/wstls"
 )
 
 func init() {
@@ -28,8 +34,20 @@ type ConnectResult struct {
 	Retried int64         `json:"retried"` // attempts that failed and were retried
 	Used    time.Duration `json:"used"`    // wall time of the phase
 	Latency Hist          `json:"latency"` // successful handshakes: TCP connect start to 101 response, ns
-	Errors  Reasons       `json:"errors"`  // failure reason -> count, over every failed attempt (retried or not)
-	Stopped StopReason    `json:"stopped"` // StopCanceled, StopClosed; "" = it ran to its end
+	TCP     Hist          `json:"tcp"`     // successful handshakes: TCP connect, ns
+	TLS     Hist          `json:"tls"`     // successful handshakes: TLS handshake, ns; empty on plain connections
+	Upgrade Hist          `json:"upgrade"` // successful handshakes: upgrade request to 101 response, ns
+	// TLSResumed counts TLS handshakes that resumed a session.
+	TLSResumed int64 `json:"tls_resumed"`
+	// Subprotocol, Extensions and TLSVersion are what the server agreed
+	// to: the negotiated subprotocol, permessage-deflate's parameters
+	// (pmdeflate.Params.String) and the TLS version ("TLS 1.3"); "" =
+	// none. Should connections differ, the values are joined with " | ".
+	Subprotocol string     `json:"subprotocol,omitempty"`
+	Extensions  string     `json:"extensions,omitempty"`
+	TLSVersion  string     `json:"tls_version,omitempty"`
+	Errors      Reasons    `json:"errors"`  // failure reason -> count, over every failed attempt (retried or not)
+	Stopped     StopReason `json:"stopped"` // StopCanceled, StopClosed; "" = it ran to its end
 }
 
 // Kind implements Params.
@@ -95,6 +113,13 @@ func (r *ConnectResult) Merge(other Result) {
 	r.Retried += o.Retried
 	r.Used = max(r.Used, o.Used)
 	r.Latency.add(o.Latency)
+	r.TCP.add(o.TCP)
+	r.TLS.add(o.TLS)
+	r.Upgrade.add(o.Upgrade)
+	r.TLSResumed += o.TLSResumed
+	r.Subprotocol = mergeSet(r.Subprotocol, o.Subprotocol)
+	r.Extensions = mergeSet(r.Extensions, o.Extensions)
+	r.TLSVersion = mergeSet(r.TLSVersion, o.TLSVersion)
 	r.Errors.merge(o.Errors)
 	r.Stopped = MergeStop(r.Stopped, o.Stopped)
 }
@@ -139,8 +164,10 @@ func (p *ConnectParams) start(ph *phaseEnv) (*phasePlan, error) {
 		r := res.(*ConnectResult)
 		r.Total = int64(p.Connections)
 		r.Used = wall
-		if r.Latency.Histogram == nil {
-			r.Latency = NewHist()
+		for _, h := range []*Hist{&r.Latency, &r.TCP, &r.TLS, &r.Upgrade} {
+			if h.Histogram == nil {
+				*h = NewHist()
+			}
 		}
 		r.Stopped = why
 		return why
@@ -158,21 +185,33 @@ type dialJob struct {
 	timeout int64 // per attempt, ns
 	retries int
 	pr      *Progress
+	// Hooks for a kind that opens connections of its own (broadcast); nil
+	// = a plain connect phase. req returns connection idx's upgrade
+	// request (else its target's); opened is told of each connection that
+	// finished its handshake; done takes over when the dial ends here,
+	// instead of reporting the connect result.
+	req    func(idx int64, target int) *upgradeRequest
+	opened func(c *conn, idx int64)
+	done   func(l *loop, part *ConnectResult, stopped bool)
 }
 
 // dialRun is a connect phase running in a loop.
 type dialRun struct {
 	baseRun
-	job       dialJob
-	started   int     // connections begun
-	inflight  []*conn // attempts in progress; conn.ext.slot is the index
-	part      ConnectResult
-	unflushed int64 // finished connections not yet added to Progress
+	sub, ext, ver string           // negotiated subprotocols, extensions, TLS versions seen (sets)
+	lastExt       pmdeflate.Params // the last extension added to ext
+	haveExt       bool
+	lastVer       uint16
+	job           dialJob
+	started       int     // connections begun
+	inflight      []*conn // attempts in progress; conn.ext.slot is the index
+	part          ConnectResult
+	unflushed     int64 // finished connections not yet added to Progress
 }
 
 // dialStart begins a connect phase in this loop.
 func (l *loop) dialStart(job *dialJob) {
-	d := &dialRun{baseRun: baseRun{job.phase}, job: *job, part: ConnectResult{Latency: NewHist()}}
+	d := &dialRun{baseRun: baseRun{job.phase}, job: *job, part: ConnectResult{Latency: NewHist(), TCP: NewHist(), TLS: NewHist(), Upgrade: NewHist()}}
 	l.ph = d
 	l.setTick(time.Duration(job.timeout / 10))
 	l.dialFill(d)
@@ -304,6 +343,11 @@ func (l *loop) onConnected(c *conn) {
 		l.attemptFailed(c, Reason("connect: "+unix.Errno(soerr).Error()))
 		return
 	}
+	c.ext.tcpAt = l.now()
+	if t := &l.cl.targets[c.ext.target]; t.tls != nil {
+		l.startTLS(c, t)
+		return
+	}
 	c.state = stSending
 	l.sendRequest(c)
 }
@@ -312,9 +356,12 @@ func (l *loop) onConnected(c *conn) {
 func (l *loop) sendRequest(c *conn) {
 	x := c.ext
 	req := &l.cl.targets[x.target].req
+	if d, ok := l.ph.(*dialRun); ok && d.job.req != nil {
+		req = d.job.req(x.index, x.target)
+	}
 	l.cbuf = append(l.cbuf[:0], req.buf...)
 	copy(l.cbuf[req.keyOff:], x.key[:])
-	n, e := rawWrite(c.fd, l.cbuf[x.written:])
+	n, e := l.write(c, l.cbuf[x.written:])
 	if e != 0 {
 		if !wouldBlock(e) {
 			l.attemptFailed(c, Reason("write: "+e.Error()))
@@ -325,9 +372,11 @@ func (l *loop) sendRequest(c *conn) {
 	if x.written < len(l.cbuf) {
 		return // EPOLLOUT is still registered
 	}
-	if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, c.gen, evIn); err != nil {
-		l.attemptFailed(c, Reason("epoll_ctl: "+errnoText(err)))
-		return
+	if c.flags&fWantOut == 0 {
+		if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, c.gen, evIn); err != nil {
+			l.attemptFailed(c, Reason("epoll_ctl: "+errnoText(err)))
+			return
+		}
 	}
 	c.state = stReceiving
 }
@@ -336,7 +385,10 @@ func (l *loop) sendRequest(c *conn) {
 // start of the frame stream. A response that is not complete after a read
 // shorter than the buffer waits for the next EPOLLIN edge.
 func (l *loop) readResponse(c *conn) {
-	x := c.ext
+	if c.sec != nil && c.sec.tls != nil {
+		l.readSealed(c)
+		return
+	}
 	n, e := rawRead(c.fd, l.rbuf)
 	if e != 0 {
 		if !wouldBlock(e) {
@@ -348,7 +400,18 @@ func (l *loop) readResponse(c *conn) {
 		l.attemptFailed(c, ReasonHandshakeEOF)
 		return
 	}
-	x.pend = append(x.pend, l.rbuf[:n]...)
+	l.responseBytes(c, l.rbuf[:n])
+	if n == len(l.rbuf) && c.state == stOpen {
+		l.readFrames(c) // the socket may hold more, and no new edge would say so
+	}
+}
+
+// responseBytes takes the next bytes of c's upgrade response (plaintext)
+// and, once its head is complete, checks it and opens the connection; the
+// bytes after the head are the start of the frame stream.
+func (l *loop) responseBytes(c *conn, b []byte) {
+	x := c.ext
+	x.pend = append(x.pend, b...)
 	end := responseEnd(x.pend)
 	if end == 0 {
 		if len(x.pend) > maxResponse {
@@ -356,16 +419,32 @@ func (l *loop) readResponse(c *conn) {
 		}
 		return
 	}
-	if err := checkResponse(x.pend[:end], x.key[:]); err != nil {
+	neg, err := checkResponse(x.pend[:end], x.key[:], &l.cl.offer)
+	if err != nil {
 		l.attemptFailed(c, Reason(err.Error()))
 		return
 	}
 	now := l.now()
 	d := l.ph.(*dialRun)
-	record(d.part.Latency.Histogram, now-x.started)
+	d.opened(l, c, neg, now)
+	if neg.deflate {
+		if c.sec == nil {
+			c.sec = &connSec{}
+		}
+		c.sec.deflate = true
+		c.sec.bits = uint8(neg.params.ClientMaxWindowBits)
+		if c.sec.bits == 0 {
+			c.sec.bits = pmdeflate.MaxWindowBits
+		}
+		c.sec.dec.Init(&l.inflater, neg.params, maxPayload)
+		c.dec.deflate = true
+	}
 	d.removeInflight(c)
 	d.part.Success++
 	d.progress(1)
+	if d.job.opened != nil {
+		d.job.opened(c, x.index)
+	}
 	rest := copy(l.rbuf, x.pend[end:])
 	l.putExt(c)
 	l.addOpen(c)
@@ -373,12 +452,63 @@ func (l *loop) readResponse(c *conn) {
 	if rest > 0 {
 		l.feed(c, l.rbuf[:rest], now)
 	}
-	if n == len(l.rbuf) && c.state == stOpen {
-		l.readFrames(c) // the socket may hold more, and no new edge would say so
-	}
 	if l.ph == d {
 		l.dialFill(d)
 	}
+}
+
+// opened records the timings and negotiated options of a handshake that
+// succeeded at now.
+func (d *dialRun) opened(l *loop, c *conn, neg negotiated, now int64) {
+	x := c.ext
+	record(d.part.Latency.Histogram, now-x.started)
+	record(d.part.TCP.Histogram, x.tcpAt-x.started)
+	up := x.tcpAt
+	if x.tlsAt > 0 {
+		record(d.part.TLS.Histogram, x.tlsAt-x.tcpAt)
+		up = x.tlsAt
+	}
+	record(d.part.Upgrade.Histogram, now-up)
+	if neg.subprotocol >= 0 {
+		d.sub = mergeSet(d.sub, l.cl.opts.Subprotocols[neg.subprotocol])
+	}
+	if neg.deflate && (!d.haveExt || neg.params != d.lastExt) {
+		d.haveExt, d.lastExt = true, neg.params
+		d.ext = mergeSet(d.ext, neg.params.String())
+	}
+}
+
+// tlsDone records an established TLS session.
+func (d *dialRun) tlsDone(st wstls.State) {
+	if st.DidResume {
+		d.part.TLSResumed++
+	}
+	if st.Version != d.lastVer {
+		d.lastVer = st.Version
+		d.ver = mergeSet(d.ver, tls.VersionName(st.Version))
+	}
+}
+
+// mergeSet is the union of two " | "-separated sets, sorted.
+func mergeSet(a, b string) string {
+	if a == b || b == "" {
+		return a
+	}
+	if a == "" {
+		return b
+	}
+	seen := map[string]bool{}
+	for _, s := range []string{a, b} {
+		for v := range strings.SplitSeq(s, " | ") {
+			seen[v] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for v := range seen {
+		out = append(out, v)
+	}
+	sort.Strings(out)
+	return strings.Join(out, " | ")
 }
 
 // removeInflight takes an attempt off the in-flight list.
@@ -454,6 +584,11 @@ func (d *dialRun) finish(l *loop, stopped bool, _ int64) {
 	}
 	if d.job.pr != nil && d.unflushed > 0 {
 		d.job.pr.Done.Add(d.unflushed)
+	}
+	d.part.Subprotocol, d.part.Extensions, d.part.TLSVersion = d.sub, d.ext, d.ver
+	if d.job.done != nil {
+		d.job.done(l, &d.part, stopped)
+		return
 	}
 	l.finished(d.job.phase, &d.part, stopped)
 }

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/wsplan/wsplan/internal/payload"
+	"github.com/wsplan/wsplan/internal/pmdeflate"
 )
 
 func init() {
@@ -30,6 +33,54 @@ type EchoParams struct {
 	Verify      bool          `json:"verify"`      // compare every echoed payload byte for byte
 	Timeout     time.Duration `json:"timeout"`     // max wait for one echo; a late echo counts as failed and its connection is dropped; 0 = 10s
 	Deadline    time.Duration `json:"deadline"`    // max wall time for the phase; 0 = none
+	// PayloadKind is what the message holds (internal/payload's kinds):
+	// "" or "random" (incompressible), "text" (chat-like JSON), "file".
+	PayloadKind string `json:"payload_kind,omitempty"`
+	// PayloadFile is the content of the payload file (kind "file"),
+	// cycled to Payload bytes; the scenario reads the file, so that shards
+	// need none.
+	PayloadFile []byte `json:"payload_file,omitempty"`
+}
+
+// payload makes the message an echo phase sends.
+func (p *EchoParams) payload() ([]byte, error) {
+	return makeKindPayload(p.PayloadKind, p.Payload, p.Text, p.PayloadFile)
+}
+
+// checkPayloadKind checks a phase's payload kind and file.
+func checkPayloadKind(kind string, file []byte) error {
+	switch kind {
+	case "", payload.Random, payload.Text:
+		if len(file) > 0 {
+			return fmt.Errorf("payload file given for payload kind %q: only %q uses one", kind, payload.File)
+		}
+		return nil
+	case payload.File:
+		if len(file) == 0 {
+			return fmt.Errorf("payload kind %q needs the file's content, got none", kind)
+		}
+		return nil
+	}
+	return fmt.Errorf("payload kind must be one of %v, got %q", payload.Kinds, kind)
+}
+
+// makeKindPayload returns n bytes of the given payload kind, valid UTF-8
+// for text messages.
+func makeKindPayload(kind string, n int, text bool, file []byte) ([]byte, error) {
+	if kind == "" {
+		kind = payload.Random
+	}
+	var b []byte
+	var err error
+	if text {
+		b, err = payload.TextPayload(kind, n, file)
+	} else {
+		b, err = payload.Payload(kind, n, file)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	return b, nil
 }
 
 // EchoResult is what an echo phase measured.
@@ -41,6 +92,13 @@ type EchoResult struct {
 	Latency Hist          `json:"latency"` // ns, successful echoes
 	Errors  Reasons       `json:"errors"`  // failure reason -> count
 	Stopped StopReason    `json:"stopped"` // StopCanceled, StopDeadline, StopClosed, StopNoConnections; "" = it ran to its end
+	// BytesPayload and BytesWire count the data sent and received during
+	// the phase (warm-up included), both directions: as message payload,
+	// and as the frames carried it (compressed under permessage-deflate;
+	// frame headers and TLS records not counted). Without compression
+	// they are equal.
+	BytesPayload int64 `json:"bytes_payload"`
+	BytesWire    int64 `json:"bytes_wire"`
 }
 
 // Kind implements Params.
@@ -66,6 +124,9 @@ func (p *EchoParams) Validate() error {
 	}
 	if p.Deadline < 0 {
 		errs = append(errs, fmt.Errorf("deadline must be >= 0, got %v", p.Deadline))
+	}
+	if err := checkPayloadKind(p.PayloadKind, p.PayloadFile); err != nil {
+		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("client: echo: %w", errors.Join(errs...))
@@ -103,6 +164,8 @@ func (r *EchoResult) Merge(other Result) {
 	r.Latency.add(o.Latency)
 	r.Errors.merge(o.Errors)
 	r.Stopped = MergeStop(r.Stopped, o.Stopped)
+	r.BytesPayload += o.BytesPayload
+	r.BytesWire += o.BytesWire
 }
 
 // Stop implements Result.
@@ -126,7 +189,10 @@ func (p *EchoParams) start(ph *phaseEnv) (*phasePlan, error) {
 	if p.Text {
 		op = opText
 	}
-	payload := makePayload(p.Payload, p.Text)
+	payload, err := p.payload()
+	if err != nil {
+		return nil, err
+	}
 	hdr := appendClientHeader(nil, op, len(payload), 0)
 	pool := &tokenPool{}
 	pool.warm.Store(p.Warmup)
@@ -223,11 +289,42 @@ type echoRun struct {
 	part      EchoResult
 	unflushed int64
 	starting  bool // echoStart is sending the first messages
+
+	// z holds the phase's frame compressed on its own, per negotiated
+	// client window bits (index), made on first use by a connection that
+	// negotiated permessage-deflate.
+	z                   [pmdeflate.MaxWindowBits + 1]*zframe
+	wireOut, payloadOut int64 // data bytes sent: as framed, as payload
+	wireIn0, payloadIn0 int64 // the loop's received counts at the start
+}
+
+// zframe is a pre-computed compressed frame: its header (RSV1 set, mask
+// key zeroed) and payload.
+type zframe struct {
+	hdr, payload []byte
+}
+
+// zframe returns the phase's frame compressed for client window bits.
+func (e *echoRun) zframe(l *loop, bits uint8) *zframe {
+	if z := e.z[bits]; z != nil {
+		return z
+	}
+	var c pmdeflate.Compressor
+	c.Init(&l.deflater, pmdeflate.Params{ClientNoContextTakeover: true, ClientMaxWindowBits: int(bits)})
+	pl := c.Compress(nil, e.job.payload)
+	hdr := appendClientHeader(nil, e.job.op, len(pl), 0)
+	hdr[0] |= rsv1
+	z := &zframe{hdr: hdr, payload: pl}
+	if need := len(hdr) + len(pl); cap(l.wbuf) < need {
+		l.wbuf = make([]byte, need)
+	}
+	e.z[bits] = z
+	return z
 }
 
 // echoStart begins an echo phase in this loop.
 func (l *loop) echoStart(job *echoJob) {
-	e := &echoRun{baseRun: baseRun{job.phase}, job: *job, part: EchoResult{Latency: NewHist()}}
+	e := &echoRun{baseRun: baseRun{job.phase}, job: *job, part: EchoResult{Latency: NewHist()}, wireIn0: l.wireIn, payloadIn0: l.payloadIn}
 	l.ph = e
 	if need := len(job.hdr) + len(job.payload); cap(l.wbuf) < need {
 		l.wbuf = make([]byte, need)
@@ -295,8 +392,14 @@ func (l *loop) sendData(e *echoRun, c *conn) {
 		c.flags |= fDataPend // written by flush, after the queued output
 		return
 	}
+	l.fc = c
 	b := e.frame(l, key, 0)
-	n, errno := rawWrite(c.fd, b)
+	e.payloadOut += int64(len(e.job.payload))
+	e.wireOut += int64(len(b) - len(e.job.hdr))
+	if c.sec != nil && c.sec.deflate {
+		e.wireOut += int64(len(e.job.hdr) - len(e.z[c.sec.bits].hdr))
+	}
+	n, errno := l.write(c, b)
 	if errno != 0 {
 		if !wouldBlock(errno) {
 			l.lost(c, Reason("write: "+errno.Error()))
@@ -313,13 +416,20 @@ func (l *loop) sendData(e *echoRun, c *conn) {
 
 // frame implements loopRun: it writes bytes [off:] of the phase's frame,
 // masked with key, into the loop's write buffer and returns them.
+// The connection is l.fc: one that negotiated permessage-deflate gets
+// the compressed frame.
 func (e *echoRun) frame(l *loop, key uint32, off int) []byte {
-	hl := len(e.job.hdr)
-	out := l.wbuf[:hl+len(e.job.payload)-off]
+	hdr, payload := e.job.hdr, e.job.payload
+	if c := l.fc; c != nil && c.sec != nil && c.sec.deflate {
+		z := e.zframe(l, c.sec.bits)
+		hdr, payload = z.hdr, z.payload
+	}
+	hl := len(hdr)
+	out := l.wbuf[:hl+len(payload)-off]
 	n := 0
 	if off < hl {
 		var h [maxHeader]byte
-		copy(h[:], e.job.hdr)
+		copy(h[:], hdr)
 		h[hl-4] = byte(key)
 		h[hl-3] = byte(key >> 8)
 		h[hl-2] = byte(key >> 16)
@@ -327,7 +437,7 @@ func (e *echoRun) frame(l *loop, key uint32, off int) []byte {
 		n = copy(out, h[off:hl])
 		off = hl
 	}
-	maskCopy(out[n:], e.job.payload[off-hl:], key, off-hl)
+	maskCopy(out[n:], payload[off-hl:], key, off-hl)
 	return out
 }
 
@@ -459,12 +569,15 @@ func (e *echoRun) finish(l *loop, stopped bool, _ int64) {
 	if e.job.pr != nil && e.unflushed > 0 {
 		e.job.pr.Done.Add(e.unflushed)
 	}
+	e.part.BytesPayload = e.payloadOut + l.payloadIn - e.payloadIn0
+	e.part.BytesWire = e.wireOut + l.wireIn - e.wireIn0
 	l.finished(e.job.phase, &e.part, stopped)
 }
 
 // spill turns c's pending data frame into queued output bytes, so that it
 // is finished after the phase (and its frame) is gone.
 func (l *loop) spill(r loopRun, c *conn) {
+	l.fc = c
 	b := r.frame(l, c.wkey, int(c.woff))
 	x := l.getExt(c)
 	if c.woff > 0 {

@@ -24,6 +24,9 @@ const (
 	// maxStash is the most unparsed input a connection ever keeps between
 	// reads: an incomplete header, or an incomplete control frame.
 	maxStash = maxHeader + maxControl
+	// rsv1 marks the first frame of a compressed message
+	// (pmdeflate.RSV1).
+	rsv1 = 0x40
 )
 
 // Protocol errors found in server frames. Their texts become Errors keys
@@ -105,6 +108,7 @@ type event struct {
 	end   bool   // evData: this chunk completes the message
 	data  []byte // evData: payload chunk (may be empty); evControl: the payload
 	total int64  // evData: message bytes received so far, this chunk included
+	comp  bool   // evData: the message is compressed (permessage-deflate); data and total are as on the wire
 }
 
 // decoder turns a server's byte stream into message chunks and control
@@ -119,6 +123,10 @@ type decoder struct {
 	total  int64 // payload bytes of the current message so far
 	msgOp  byte  // opcode of the message in progress; 0 = none
 	fin    bool  // the current data frame ends its message
+	// deflate allows RSV1 on a message's first frame: permessage-deflate
+	// was negotiated.
+	deflate bool
+	comp    bool // the message in progress is compressed
 }
 
 // next decodes the start of b. n is the number of bytes consumed; n == 0
@@ -130,8 +138,12 @@ func (d *decoder) next(b []byte) (ev event, n int, err error) {
 		if err != nil || hn == 0 {
 			return ev, 0, err
 		}
+		rsv, comp := h.rsv, false
+		if rsv == rsv1 && d.deflate && (h.op == opText || h.op == opBinary) {
+			rsv, comp = 0, true
+		}
 		switch {
-		case h.rsv != 0:
+		case rsv != 0:
 			return ev, 0, errRSV
 		case h.masked:
 			return ev, 0, errMasked
@@ -160,6 +172,7 @@ func (d *decoder) next(b []byte) (ev event, n int, err error) {
 			}
 			d.msgOp = h.op
 			d.total = 0
+			d.comp = comp
 		default:
 			return ev, 0, errOpcode
 		}
@@ -174,7 +187,7 @@ func (d *decoder) next(b []byte) (ev event, n int, err error) {
 	}
 	d.remain -= k
 	d.total += k
-	ev = event{kind: evData, op: d.msgOp, data: b[:k], total: d.total}
+	ev = event{kind: evData, op: d.msgOp, data: b[:k], total: d.total, comp: d.comp}
 	if d.remain == 0 && d.fin {
 		ev.end = true
 		d.msgOp = 0

@@ -244,7 +244,7 @@ func TestCheckResponse(t *testing.T) {
 		if end := responseEnd(head); end != len(head) {
 			t.Errorf("responseEnd = %d, want %d", end, len(head))
 		}
-		err := checkResponse(head, key)
+		_, err := checkResponse(head, key, &offer{})
 		got := ""
 		if err != nil {
 			got = err.Error()
@@ -259,7 +259,7 @@ func TestCheckResponse(t *testing.T) {
 }
 
 func TestUpgradeRequest(t *testing.T) {
-	r := newUpgradeRequest("127.0.0.1:80", "/ws")
+	r := newUpgradeRequest(requestSpec{host: "127.0.0.1:80", uri: "/ws"})
 	var key [keyLen]byte
 	encodeKey(&key, [16]byte{1, 2, 3})
 	buf := append([]byte(nil), r.buf...)

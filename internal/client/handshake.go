@@ -7,6 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+
+	"github.com/wsplan/wsplan/internal/pmdeflate"
 )
 
 // wsGUID is the RFC 6455 §1.3 constant appended to the key.
@@ -27,7 +30,21 @@ var (
 	errBadAccept      = errors.New("bad accept")
 	errExtension      = errors.New("unrequested extension")
 	errResponseTooBig = errors.New("response too large")
+	errSubprotocol    = errors.New(string(ReasonBadSubprotocol))
 )
+
+// negotiated is what a server's upgrade response agreed to.
+type negotiated struct {
+	subprotocol int              // index into the offered subprotocols; -1 = none
+	deflate     bool             // permessage-deflate is on
+	params      pmdeflate.Params // its parameters, when deflate
+}
+
+// offer is what the request offered that the response must match.
+type offer struct {
+	subprotocols []string
+	compression  *pmdeflate.Params // nil = no extension offered
+}
 
 // upgradeRequest is a pre-built HTTP/1.1 upgrade request for one target;
 // each attempt copies it and writes its own key at keyOff.
@@ -36,11 +53,34 @@ type upgradeRequest struct {
 	keyOff int
 }
 
-// newUpgradeRequest builds the request for host (the Host header, as given
-// in Options.Targets) and path.
-func newUpgradeRequest(host, path string) upgradeRequest {
-	head := "GET " + path + " HTTP/1.1\r\nHost: " + host +
-		"\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: "
+// requestSpec is what an upgrade request says besides its key.
+type requestSpec struct {
+	host         string      // Host header
+	uri          string      // request target: path and query
+	origin       string      // "" = no Origin header
+	subprotocols []string    // offered, in order
+	extensions   string      // Sec-WebSocket-Extensions value; "" = none
+	headers      [][2]string // extra headers, verbatim
+}
+
+// newUpgradeRequest builds the request a spec describes. The key comes
+// last, so that a request without options reads as it always did.
+func newUpgradeRequest(s requestSpec) upgradeRequest {
+	head := "GET " + s.uri + " HTTP/1.1\r\nHost: " + s.host +
+		"\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+	if s.origin != "" {
+		head += "Origin: " + s.origin + "\r\n"
+	}
+	if len(s.subprotocols) > 0 {
+		head += "Sec-WebSocket-Protocol: " + strings.Join(s.subprotocols, ", ") + "\r\n"
+	}
+	if s.extensions != "" {
+		head += "Sec-WebSocket-Extensions: " + s.extensions + "\r\n"
+	}
+	for _, h := range s.headers {
+		head += h[0] + ": " + h[1] + "\r\n"
+	}
+	head += "Sec-WebSocket-Key: "
 	buf := make([]byte, 0, len(head)+keyLen+4)
 	buf = append(buf, head...)
 	off := len(buf)
@@ -76,26 +116,30 @@ func responseEnd(b []byte) int {
 }
 
 // checkResponse validates an upgrade response head (as delimited by
-// responseEnd) for a request that sent key. The error text is the failure
-// reason: "bad status 404", "bad accept", ...
-func checkResponse(head, key []byte) error {
+// responseEnd) for a request that sent key and offered o, and returns what
+// was negotiated. The error text is the failure reason: "bad status 404",
+// "bad accept", "subprotocol not offered", "compression asked, server
+// declined", ... It never contains what the request sent.
+func checkResponse(head, key []byte, o *offer) (negotiated, error) {
+	neg := negotiated{subprotocol: -1}
 	line, rest, ok := bytes.Cut(head, []byte("\r\n"))
 	if !ok {
-		return errNoStatus
+		return neg, errNoStatus
 	}
 	// "HTTP/1.1 101 Switching Protocols"
 	_, after, ok := bytes.Cut(line, []byte(" "))
 	if !ok || !bytes.HasPrefix(line, []byte("HTTP/")) || len(after) < 3 {
-		return errNoStatus
+		return neg, errNoStatus
 	}
 	code, err := strconv.Atoi(string(after[:3]))
 	if err != nil {
-		return errNoStatus
+		return neg, errNoStatus
 	}
 	if code != 101 {
-		return fmt.Errorf("bad status %d", code)
+		return neg, fmt.Errorf("bad status %d", code)
 	}
-	var upgrade, connection, accept bool
+	var upgrade, connection, accept, protocol bool
+	var ext []byte
 	want := acceptFor(key)
 	for len(rest) > 0 {
 		line, rest, _ = bytes.Cut(rest, []byte("\r\n"))
@@ -118,17 +162,44 @@ func checkResponse(head, key []byte) error {
 			accept = bytes.Equal(value, want[:])
 		case bytes.EqualFold(name, []byte("Sec-WebSocket-Extensions")):
 			if len(value) > 0 {
-				return errExtension
+				if len(ext) > 0 {
+					ext = append(ext, ", "...)
+				}
+				ext = append(ext, value...)
+			}
+		case bytes.EqualFold(name, []byte("Sec-WebSocket-Protocol")):
+			if protocol || len(value) == 0 {
+				return neg, errSubprotocol // a second answer, or an empty one
+			}
+			protocol = true
+			for i, sp := range o.subprotocols {
+				if string(value) == sp {
+					neg.subprotocol = i
+				}
+			}
+			if neg.subprotocol < 0 {
+				return neg, errSubprotocol
 			}
 		}
 	}
 	switch {
 	case !upgrade:
-		return errNoUpgrade
+		return neg, errNoUpgrade
 	case !connection:
-		return errNoConnection
+		return neg, errNoConnection
 	case !accept:
-		return errBadAccept
+		return neg, errBadAccept
 	}
-	return nil
+	if o.compression == nil {
+		if len(ext) > 0 {
+			return neg, errExtension
+		}
+		return neg, nil
+	}
+	p, err := pmdeflate.Accept(string(ext), *o.compression)
+	if err != nil {
+		return neg, err
+	}
+	neg.deflate, neg.params = true, p
+	return neg, nil
 }

@@ -153,15 +153,19 @@ type Reason string
 
 // Failure reasons.
 const (
-	ReasonTimeout         Reason = "timeout"            // no echo, pong or handshake in time
-	ReasonEOF             Reason = "eof"                // the server closed the TCP connection
-	ReasonHandshakeEOF    Reason = "handshake eof"      // closed during the upgrade
-	ReasonServerClose     Reason = "server close"       // a close frame without a code
-	ReasonWrongLength     Reason = "wrong length"       // an echo of another length
-	ReasonPayloadMismatch Reason = "payload mismatch"   // an echo with other bytes
-	ReasonWrongOpcode     Reason = "wrong opcode"       // text for binary or the reverse
-	ReasonMarkerMismatch  Reason = "marker mismatch"    // a rate echo out of order or altered
-	ReasonUnexpected      Reason = "unexpected message" // a message nobody sent
+	ReasonTimeout         Reason = "timeout"                 // no echo, pong or handshake in time
+	ReasonEOF             Reason = "eof"                     // the server closed the TCP connection
+	ReasonHandshakeEOF    Reason = "handshake eof"           // closed during the upgrade
+	ReasonServerClose     Reason = "server close"            // a close frame without a code
+	ReasonWrongLength     Reason = "wrong length"            // an echo of another length
+	ReasonPayloadMismatch Reason = "payload mismatch"        // an echo with other bytes
+	ReasonWrongOpcode     Reason = "wrong opcode"            // text for binary or the reverse
+	ReasonMarkerMismatch  Reason = "marker mismatch"         // a rate echo out of order or altered
+	ReasonUnexpected      Reason = "unexpected message"      // a message nobody sent
+	ReasonBadSubprotocol  Reason = "subprotocol not offered" // the server picked a subprotocol the client did not offer (or answered twice)
+	// ReasonDeclined is a handshake whose server answered an offer of
+	// permessage-deflate without it (pmdeflate.ErrDeclined's text).
+	ReasonDeclined Reason = "compression asked, server declined"
 )
 
 // Corrupt reports whether r is a message that came back wrong, as opposed

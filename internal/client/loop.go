@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wsplan/wsplan/internal/pmdeflate"
 )
 
 const (
@@ -142,17 +144,24 @@ type loop struct {
 	done    chan struct{}
 	nopen   atomic.Int64 // len(open), for the caller's slot distribution
 
-	events  []unix.EpollEvent
-	ts      unix.Timespec // epollWait's timeout
-	byFD    []*conn       // fd -> connection
-	open    []*conn       // open WebSocket connections
-	gen     uint32
-	rbuf    []byte
-	wbuf    []byte
-	cbuf    []byte // control frames and upgrade requests
-	rng     *rand.ChaCha8
-	epoch   time.Time
-	extFree []*connExt
+	events []unix.EpollEvent
+	ts     unix.Timespec // epollWait's timeout
+	byFD   []*conn       // fd -> connection
+	open   []*conn       // open WebSocket connections
+	gen    uint32
+	rbuf   []byte
+	wbuf   []byte
+	cbuf   []byte // control frames and upgrade requests
+	tin    []byte // TLS: ciphertext read; made on first use
+	tout   []byte // TLS: sealed records to write
+	ibuf   []byte // permessage-deflate: the inflated message
+	fc     *conn  // the connection whose pending data frame flush or spill asks the run for (loopRun.frame)
+
+	inflater pmdeflate.Inflater // shared by the loop's compressed connections
+	deflater pmdeflate.Deflater
+	rng      *rand.ChaCha8
+	epoch    time.Time
+	extFree  []*connExt
 
 	// Per-loop copies of the targets' socket addresses: unix.Connect
 	// writes into a Sockaddr, so loops must not share them.
@@ -165,7 +174,12 @@ type loop struct {
 	nextTick  int64
 	cmdTmp    []command
 	ev        event // the data event being handled (see feed)
-	stopping  bool  // a cmdClose arrived
+	evz       event // an inflated message's event (see onData)
+
+	// Data bytes received: as the frames carried them (compressed or not)
+	// and as payload (inflated); runs read them at their start and end.
+	wireIn, payloadIn int64
+	stopping          bool // a cmdClose arrived
 }
 
 // newLoop creates a loop's epoll and eventfd; run starts it.
@@ -359,7 +373,8 @@ func (l *loop) shutdown() {
 		if c.state == stOpen && c.flags&(fDataPend|fWantOut) == 0 {
 			l.cbuf = appendControl(l.cbuf[:0], opClose, []byte{0x03, 0xe8}, uint32(l.rng.Uint64())) // 1000: normal closure
 			// Best effort: the connection is closed right after either way.
-			_, _ = rawWrite(c.fd, l.cbuf)
+			_, _ = l.write(c, l.cbuf)
+			l.closeNotify(c)
 		}
 		l.closeFD(c)
 		l.byFD[fd] = nil
@@ -407,6 +422,7 @@ func (l *loop) closeFD(c *conn) {
 		l.byFD[c.fd] = nil
 	}
 	unix.Close(int(c.fd))
+	dropSec(c)
 	c.state = stClosed
 	c.flags = 0
 	l.putExt(c)
@@ -452,9 +468,20 @@ func (l *loop) putExt(c *conn) {
 
 // handle dispatches one epoll event.
 func (l *loop) handle(c *conn, events uint32) {
+	if c.sec != nil && len(c.sec.out) > 0 && events&unix.EPOLLOUT != 0 {
+		// Sealed TLS records precede any other output.
+		l.flushSealed(c)
+		if c.state == stClosed {
+			return
+		}
+	}
 	switch c.state {
 	case stConnecting:
 		l.onConnected(c)
+	case stTLS:
+		if events&(unix.EPOLLIN|unix.EPOLLERR|unix.EPOLLHUP) != 0 {
+			l.readHandshake(c)
+		}
 	case stSending:
 		l.sendRequest(c)
 	case stReceiving:
@@ -476,6 +503,10 @@ func (l *loop) handle(c *conn, events uint32) {
 // the read filled the buffer (then the socket may hold more, and with
 // edge-triggered epoll no new event would say so).
 func (l *loop) readFrames(c *conn) {
+	if c.sec != nil && c.sec.tls != nil {
+		l.readSealed(c)
+		return
+	}
 	for {
 		off := 0
 		if c.ext != nil && len(c.ext.pend) > 0 {
@@ -537,8 +568,28 @@ func (l *loop) feed(c *conn, b []byte, now int64) {
 	}
 }
 
-// onData handles a chunk of a data message.
+// onData handles a chunk of a data message. A compressed message is
+// inflated (whole, at its end) before anyone sees it: with server context
+// takeover every one must be, even those nobody checks.
 func (l *loop) onData(c *conn, ev *event, now int64) {
+	if ev.comp {
+		l.wireIn += int64(len(ev.data))
+		out, err := c.sec.dec.Feed(l.ibuf[:0], ev.data, ev.end)
+		if err != nil {
+			l.lost(c, Reason("inflate: "+err.Error()))
+			return
+		}
+		if !ev.end {
+			return
+		}
+		l.ibuf = out[:0]
+		l.payloadIn += int64(len(out))
+		l.evz = event{kind: evData, op: ev.op, end: true, data: out, total: int64(len(out))}
+		ev = &l.evz
+	} else {
+		l.wireIn += int64(len(ev.data))
+		l.payloadIn += int64(len(ev.data))
+	}
 	if c.skip > 0 {
 		if ev.end {
 			c.skip--
@@ -572,7 +623,7 @@ func (l *loop) onControl(c *conn, op byte, payload []byte) {
 		if c.flags&(fDataPend|fWantOut) == 0 {
 			l.cbuf = appendControl(l.cbuf[:0], opClose, payload, uint32(l.rng.Uint64()))
 			// Best effort reply: the connection is dropped right after.
-			_, _ = rawWrite(c.fd, l.cbuf)
+			_, _ = l.write(c, l.cbuf)
 		}
 		l.lost(c, reason)
 	}
@@ -614,7 +665,7 @@ func (l *loop) sendControl(c *conn, op byte, payload []byte) {
 	l.cbuf = appendControl(l.cbuf[:0], op, payload, uint32(l.rng.Uint64()))
 	b := l.cbuf
 	if c.flags&fWantOut == 0 {
-		n, e := rawWrite(c.fd, b)
+		n, e := l.write(c, b)
 		if e != 0 && !wouldBlock(e) {
 			l.lost(c, Reason("write: "+e.Error()))
 			return
@@ -643,12 +694,16 @@ func (l *loop) wantOut(c *conn) {
 // flush writes c's pending output in order: the rest of a started data
 // frame, queued control frames, then a queued data frame.
 func (l *loop) flush(c *conn) {
+	if !l.flushSealed(c) {
+		return
+	}
 	for {
 		var b []byte
 		data := false
 		switch {
 		case c.flags&fDataPend != 0 && (c.woff > 0 || c.ext == nil || len(c.ext.out) == 0):
 			if l.ph != nil {
+				l.fc = c
 				b = l.ph.frame(l, c.wkey, int(c.woff))
 			}
 			if b == nil { // cannot happen: runs spill pending frames when they finish
@@ -672,10 +727,21 @@ func (l *loop) flush(c *conn) {
 			}
 			return
 		}
-		n, e := rawWrite(c.fd, b)
+		n, e := l.write(c, b)
 		if e != 0 {
 			if !wouldBlock(e) {
 				l.lost(c, Reason("write: "+e.Error()))
+			}
+			return
+		}
+		if c.sec != nil && len(c.sec.out) > 0 {
+			// A TLS connection took all of b, but the socket did not:
+			// the rest waits as ciphertext for the next EPOLLOUT.
+			if data {
+				c.flags &^= fDataPend
+				c.woff = 0
+			} else {
+				c.ext.out = c.ext.out[:0]
 			}
 			return
 		}

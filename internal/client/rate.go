@@ -9,6 +9,8 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/wsplan/wsplan/internal/pmdeflate"
 )
 
 func init() {
@@ -54,6 +56,10 @@ type RateParams struct {
 	// connections of every loop and shard spread over one period together.
 	PhaseFirst int `json:"phase_first"`
 	PhaseTotal int `json:"phase_total"`
+	// PayloadKind and PayloadFile are what the messages hold after their
+	// marker, as in EchoParams.
+	PayloadKind string `json:"payload_kind,omitempty"`
+	PayloadFile []byte `json:"payload_file,omitempty"`
 }
 
 // RateResult is what a rate phase measured. Every message carries a
@@ -61,18 +67,24 @@ type RateParams struct {
 // send time); latency runs from the scheduled time to the complete echo, so
 // a message that left late carries its lateness into its latency.
 type RateResult struct {
-	Conns     int           `json:"conns"`      // connections that took part
-	Scheduled int64         `json:"scheduled"`  // messages the timetable had due before Duration on them
-	Sent      int64         `json:"sent"`       // messages written
-	Recv      int64         `json:"recv"`       // echoes received intact (marker, length, opcode, payload)
-	Failed    int64         `json:"failed"`     // echoes received but wrong, or messages nobody sent
-	Late      int64         `json:"late"`       // messages written more than LateAfter after their scheduled time
-	Unsent    int64         `json:"unsent"`     // Scheduled - Sent: due, but never written before Duration ended
-	BytesSent int64         `json:"bytes_sent"` // payload bytes written
-	BytesRecv int64         `json:"bytes_recv"` // payload bytes received
-	Used      time.Duration `json:"used"`
-	Drain     time.Duration `json:"drain"`   // time after Duration spent waiting for echoes
-	Latency   Hist          `json:"latency"` // ns, intact echoes, from the scheduled send time; exact over loops and shards
+	Conns     int   `json:"conns"`      // connections that took part
+	Scheduled int64 `json:"scheduled"`  // messages the timetable had due before Duration on them
+	Sent      int64 `json:"sent"`       // messages written
+	Recv      int64 `json:"recv"`       // echoes received intact (marker, length, opcode, payload)
+	Failed    int64 `json:"failed"`     // echoes received but wrong, or messages nobody sent
+	Late      int64 `json:"late"`       // messages written more than LateAfter after their scheduled time
+	Unsent    int64 `json:"unsent"`     // Scheduled - Sent: due, but never written before Duration ended
+	BytesSent int64 `json:"bytes_sent"` // payload bytes written
+	BytesRecv int64 `json:"bytes_recv"` // payload bytes received
+	// BytesPayload is BytesSent + BytesRecv; BytesWire is the same data
+	// as the frames carried it (compressed under permessage-deflate: each
+	// message sent is compressed on its own, as they differ in their
+	// marker). Frame headers and TLS not counted.
+	BytesPayload int64         `json:"bytes_payload"`
+	BytesWire    int64         `json:"bytes_wire"`
+	Used         time.Duration `json:"used"`
+	Drain        time.Duration `json:"drain"`   // time after Duration spent waiting for echoes
+	Latency      Hist          `json:"latency"` // ns, intact echoes, from the scheduled send time; exact over loops and shards
 	// Seconds is the timeline: entry i covers [i s, i+1 s) from the start
 	// of the phase (drain included). Sends count in the second they were
 	// written, echoes and their latencies in the second they completed. It
@@ -124,6 +136,8 @@ func (r *RateResult) Merge(other Result) {
 	r.Unsent += o.Unsent
 	r.BytesSent += o.BytesSent
 	r.BytesRecv += o.BytesRecv
+	r.BytesPayload += o.BytesPayload
+	r.BytesWire += o.BytesWire
 	r.Used = max(r.Used, o.Used)
 	r.Drain = max(r.Drain, o.Drain)
 	r.Latency.add(o.Latency)
@@ -256,6 +270,7 @@ type rateConn struct {
 // with their scheduled times. Nothing waits for replies.
 type rateRun struct {
 	baseRun
+	wireIn0  int64 // the loop's received wire bytes at the start
 	job      rateJob
 	cu       cursor
 	conns    []rateConn
@@ -277,14 +292,24 @@ type rateRun struct {
 	secIdx         int
 	secFrom, secTo int64
 	unflushed      int64
+
+	// Permessage-deflate: each message is compressed on its own (they
+	// all differ in their marker), with the loop's shared deflater.
+	zc      pmdeflate.Compressor
+	zbits   uint8  // client window bits zc was set up for; 0 = none yet
+	zin     []byte // the message before compression
+	zout    []byte // compressed
+	wireOut int64  // data bytes written as framed (compressed or not)
 }
 
 // rateStart begins a rate phase in this loop.
 func (l *loop) rateStart(job *rateJob) {
-	r := &rateRun{baseRun: baseRun{job.phase}, job: *job, cur: NewHistogram(), part: RateResult{Latency: NewHist()}, secFrom: math.MaxInt64}
+	r := &rateRun{baseRun: baseRun{job.phase}, job: *job, cur: NewHistogram(), part: RateResult{Latency: NewHist()}, secFrom: math.MaxInt64, wireIn0: l.wireIn}
 	l.ph = r
 	r.flen = len(job.hdr) + len(job.payload)
-	if need := max(job.batch, r.flen); cap(l.wbuf) < need {
+	// Room for a compressed frame too: deflate can grow a message that
+	// does not compress by a few bytes per block.
+	if need := max(job.batch, r.flen) + r.flen/64 + 64; cap(l.wbuf) < need {
 		l.wbuf = make([]byte, need)
 	}
 	r.start = int64(job.start.Sub(l.epoch))
@@ -427,7 +452,15 @@ func (l *loop) rateSend(r *rateRun, j int, now int64) {
 			buf = l.wbuf[:0]
 		}
 		at := int64(r.job.pacer.At(rc.next, phase))
-		buf = r.appendFrame(l, buf, uint64(rc.next), at)
+		if c.sec != nil && c.sec.deflate {
+			var ok bool
+			if buf, ok = r.appendZFrame(l, c, buf, uint64(rc.next), at); !ok {
+				break // the socket refused the batch before it
+			}
+		} else {
+			buf = r.appendFrame(l, buf, uint64(rc.next), at)
+			r.wireOut += int64(len(r.job.payload))
+		}
 		r.left -= r.flen
 		rc.next++
 		r.inflight++
@@ -468,10 +501,44 @@ func (r *rateRun) appendFrame(l *loop, buf []byte, seq uint64, at int64) []byte 
 	return buf
 }
 
+// appendZFrame appends message seq compressed (RSV1 set), masked with a
+// fresh key. A compressed frame that does not fit behind buf's batch is
+// preceded by writing the batch (ok false: the socket refused it).
+func (r *rateRun) appendZFrame(l *loop, c *conn, buf []byte, seq uint64, at int64) ([]byte, bool) {
+	if bits := c.sec.bits; bits != r.zbits {
+		r.zc.Init(&l.deflater, pmdeflate.Params{ClientNoContextTakeover: true, ClientMaxWindowBits: int(bits)})
+		r.zbits = bits
+	}
+	r.zin = append(r.zin[:0], r.job.payload...)
+	putMarker(r.zin[:MarkerLen], seq, at)
+	r.zout = r.zc.Compress(r.zout[:0], r.zin)
+	need := maxHeader + len(r.zout)
+	if len(buf) > 0 && len(buf)+need > cap(buf) {
+		if !l.rateWrite(c, buf) {
+			return buf[:0], false
+		}
+		buf = l.wbuf[:0]
+	}
+	if cap(buf) < need { // a message that grew under compression
+		l.wbuf = make([]byte, 0, need)
+		buf = l.wbuf[:0]
+	}
+	key := uint32(l.rng.Uint64())
+	n := len(buf)
+	buf = appendClientHeader(buf, opBinary, len(r.zout), key)
+	buf[n] |= rsv1
+	h := len(buf)
+	buf = buf[:h+len(r.zout)]
+	maskCopy(buf[h:], r.zout, key, 0)
+	r.part.BytesSent += int64(len(r.job.payload))
+	r.wireOut += int64(len(r.zout))
+	return buf, true
+}
+
 // rateWrite writes b to c; what the socket does not take is queued for
 // flush. It reports whether everything was written.
 func (l *loop) rateWrite(c *conn, b []byte) bool {
-	n, e := rawWrite(c.fd, b)
+	n, e := l.write(c, b)
 	if e != 0 {
 		if !wouldBlock(e) {
 			l.lost(c, Reason("write: "+e.Error()))
@@ -649,6 +716,8 @@ func (r *rateRun) finish(l *loop, stopped bool, now int64) {
 	if r.job.pr != nil && r.unflushed > 0 {
 		r.job.pr.Done.Add(r.unflushed)
 	}
+	r.part.BytesPayload = r.part.BytesSent + r.part.BytesRecv
+	r.part.BytesWire = r.wireOut + l.wireIn - r.wireIn0
 	l.finished(r.job.phase, &r.part, stopped)
 }
 
@@ -681,6 +750,9 @@ func (p *RateParams) Validate() error {
 	}
 	if p.Drain < 0 {
 		errs = append(errs, fmt.Errorf("drain must be >= 0, got %v", p.Drain))
+	}
+	if err := checkPayloadKind(p.PayloadKind, p.PayloadFile); err != nil {
+		errs = append(errs, err)
 	}
 	if p.LateAfter < 0 {
 		errs = append(errs, fmt.Errorf("late after must be >= 0, got %v", p.LateAfter))
@@ -729,7 +801,10 @@ func (p *RateParams) start(ph *phaseEnv) (*phasePlan, error) {
 		phaseTotal = p.PhaseFirst + n
 	}
 	pacer := Pacer{Rate: p.Rate, Ramp: p.Ramp, Duration: p.Duration}
-	payload := makePayload(p.Payload, false)
+	payload, err := makeKindPayload(p.PayloadKind, p.Payload, false, p.PayloadFile)
+	if err != nil {
+		return nil, err
+	}
 	hdr := appendClientHeader(nil, opBinary, len(payload), 0)
 	if ph.pr != nil {
 		var want int64

@@ -33,6 +33,13 @@ type Driver interface {
 // Options configure a run.
 type Options struct {
 	Plan *plan.Plan
+	// Plans are the matrix combinations to run in turn (plan.LoadMatrix),
+	// each result stamped with its plan's Combo; nil = Plan alone. Plan
+	// defaults to Plans[0] and gives the host layout and the run's record.
+	Plans []*plan.Plan
+	// Count runs every server's phases this many times, each on a fresh
+	// server process, servers interleaved; 0 = the plan's repeat:.
+	Count int
 	// Exe is the wsplan binary started as `Exe serve ...` for built-in
 	// frameworks; default os.Executable().
 	Exe string
@@ -88,13 +95,10 @@ func planPayload(p *plan.Plan) int {
 // driver opens the load-generating client for one server: in this process,
 // or as shard processes when the plan asks for them.
 func (e *runner) driver(srv plan.Server, addrs []string) (Driver, error) {
-	co := client.Options{
-		Targets:     addrs,
-		Path:        srv.Path,
-		SourceAddrs: e.plan.Client.SourceAddrs,
-		Loops:       loops(e.plan, e.o.Layout),
-		NoDelay:     e.plan.Defaults.NoDelay == nil || *e.plan.Defaults.NoDelay,
-	}
+	co := ClientOptions(srv, addrs)
+	co.SourceAddrs = e.plan.Client.SourceAddrs
+	co.Loops = loops(e.plan, e.o.Layout)
+	co.NoDelay = e.plan.Defaults.NoDelay == nil || *e.plan.Defaults.NoDelay
 	if len(e.plan.Client.Remote) > 0 {
 		return e.remoteDriver(srv, co)
 	}
@@ -117,6 +121,43 @@ func (e *runner) driver(srv plan.Server, addrs []string) (Driver, error) {
 	}
 	e.o.Notice("%s: %d client shards, pids %v", srv.Name, n, g.Pids())
 	return g, nil
+}
+
+// ClientOptions are the client options that say how to reach and greet
+// srv at addrs (one per target; for a url server addrs[i] is
+// srv.Targets[i].Addr): the request's Host and URI per target, headers
+// (in name order), subprotocols, origin, TLS (wss:// URLs, or a preset
+// served with tls: true, trusting srv.TLS.CAFile, which the engine sets to
+// the run's CA) and the permessage-deflate offer.
+func ClientOptions(srv plan.Server, addrs []string) client.Options {
+	co := client.Options{
+		Targets:      addrs,
+		Path:         srv.Path,
+		Subprotocols: srv.Subprotocols,
+		Origin:       srv.Origin,
+		Compression:  srv.Offer(),
+	}
+	if len(srv.Targets) == len(addrs) {
+		for _, t := range srv.Targets {
+			co.Hosts = append(co.Hosts, t.Host)
+			co.RequestURIs = append(co.RequestURIs, t.RequestURI)
+		}
+	}
+	names := make([]string, 0, len(srv.Headers))
+	for k := range srv.Headers {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		co.Headers = append(co.Headers, [2]string{k, srv.Headers[k]})
+	}
+	if srv.ServeTLS || (len(srv.Targets) > 0 && srv.Targets[0].TLS) {
+		co.TLS = &client.TLSOptions{}
+		if t := srv.TLS; t != nil {
+			co.TLS = &client.TLSOptions{CAFile: t.CAFile, ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify, SessionResumption: t.SessionResumption}
+		}
+	}
+	return co
 }
 
 func (e *runner) shards() int {

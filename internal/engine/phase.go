@@ -34,6 +34,7 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 	w := e.newWindow(sres, drv)
 	pr := &client.Progress{}
 	env.Progress = pr
+	env.Window = e.stepWindow(sres, drv)
 	stopProgress := e.progress(ph.Name, srv.Name, pr)
 	w.start()
 	out, err := ph.Spec.Run(pctx, env)
@@ -52,6 +53,8 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 	res.Metrics = m
 	res.StartSkew = startSkew(drv)
 	res.Timeline = out.Timeline
+	res.Info = out.Info
+	res.Steps, res.Stop = out.Steps, out.Stop
 	res.Warnings = out.Warnings
 	if warning != "" {
 		res.Warnings = append(res.Warnings, warning)

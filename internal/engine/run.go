@@ -23,6 +23,9 @@ import (
 // Run executes the plan. It returns the results measured so far together
 // with ctx.Err() when interrupted; other errors mean the run could not start.
 func Run(ctx context.Context, o Options) (*result.Run, error) {
+	if o.Plan == nil && len(o.Plans) > 0 {
+		o.Plan = o.Plans[0]
+	}
 	p := o.Plan
 	if o.Exe == "" {
 		exe, err := os.Executable()
@@ -54,7 +57,7 @@ func Run(ctx context.Context, o Options) (*result.Run, error) {
 	}
 	run := &result.Run{
 		Schema:  result.Schema,
-		Plan:    result.PlanInfo{Name: p.Name, File: p.File, Description: p.Description, Vars: p.Vars},
+		Plan:    planInfo(&o),
 		Host:    HostFacts(o.Proc, p, o.Layout),
 		Started: time.Now(),
 	}
@@ -75,14 +78,7 @@ func Run(ctx context.Context, o Options) (*result.Run, error) {
 			f()
 		}
 	}()
-	for i, srv := range p.Servers {
-		if ctx.Err() != nil {
-			// Servers never started still get their rows, saying why.
-			e.failRest(srv, 0, stopReason(ctx), "")
-			continue
-		}
-		e.server(ctx, i, srv)
-	}
+	e.schedule(ctx)
 	if cause := context.Cause(ctx); cause != nil && errors.Is(cause, errAborted) {
 		run.Finished = time.Now()
 		run.Aborted = strings.TrimPrefix(cause.Error(), errAborted.Error()+": ")
@@ -104,11 +100,17 @@ type runner struct {
 	abort   context.CancelCauseFunc
 	ca      wstls.RunCA // made by the first server with tls: true
 	cleanup []func()    // run at the end of Run
+
+	// The combination and repeat being run (repeat.go).
+	vars   map[string]string
+	repeat int
+	logTag string
 }
 
 var errAborted = errors.New("aborted")
 
 func (e *runner) add(r result.Result) {
+	e.stamp(&r)
 	// No secret of the plan (a header value from the environment) leaves
 	// the engine in a result, whatever renders it (JSON escapes, HTML).
 	r.Error, r.ServerLog = e.plan.Redact(r.Error), e.plan.Redact(r.ServerLog)

@@ -27,6 +27,28 @@ func TestModule(t *testing.T) {
 	for _, v := range vs {
 		t.Errorf("%s", v)
 	}
+	// The leaves stay leaves.
+	for leaf := range ClientLeaves {
+		entries, err := os.ReadDir(root + "/" + leaf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+				continue
+			}
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, root+"/"+leaf+"/"+e.Name(), nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range f.Imports {
+				if ip := strings.Trim(imp.Path.Value, `"`); strings.HasPrefix(ip, mod+"/") {
+					t.Errorf("%s/%s imports %s: a package internal/client may import must import nothing of the module", leaf, e.Name(), ip)
+				}
+			}
+		}
+	}
 }
 
 // TestCheckFile: the checker catches each kind of violation, and only those.
@@ -50,6 +72,7 @@ func TestCheckFile(t *testing.T) {
 		{"println", "internal/plan", `func f() { println("x") }`, []string{RuleTerminal + ": println"}},
 		{"writer passed in", "report", `import ("fmt"; "io"); func f(w io.Writer) { fmt.Fprintf(w, "x"); _ = fmt.Sprint(1) }`, nil},
 		{"client imports module", "internal/client", `import "example.com/m/internal/metrics"; var _ = metrics.X`, []string{RuleClient + ": imports example.com/m/internal/metrics"}},
+		{"client imports a leaf", "internal/client", `import "example.com/m/internal/wstls"; var _ = wstls.X`, nil},
 		{"client imports std", "internal/client", `import "net"; var _ = net.Dial`, nil},
 		{"others import module", "internal/engine", `import "example.com/m/internal/client"; var _ = client.X`, nil},
 	}

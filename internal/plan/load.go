@@ -37,6 +37,8 @@ type fileDoc struct {
 	Servers     []serverDoc `yaml:"servers" required:"true" min:"1" doc:"the servers to benchmark, each through every phase in turn"`
 	Phases      []yaml.Node `yaml:"phases" required:"true" min:"1" doc:"what to run against each server, in order; each item has one key, its kind"` // two-pass: kind key, then body
 	Assert      []assertDoc `yaml:"assert" doc:"boolean expressions checked against each result; a failure exits 1"`
+	Repeat      int         `yaml:"repeat" default:"1" min:"1" max:"1000" doc:"run every server's phases this many times, each on a fresh server process, servers interleaved; tables show the median (--count wins)"`
+	Matrix      yaml.Node   `yaml:"matrix" doc:"declared vars → lists of values: the plan runs for every combination (--set fixes a var, --only-matrix VAR=VALUE picks values)"`
 }
 
 type hostDoc struct {
@@ -61,6 +63,7 @@ type defaultsDoc struct {
 	Subprotocols []string          `yaml:"subprotocols" doc:"offered in Sec-WebSocket-Protocol; the server must pick one of them"`
 	Origin       string            `yaml:"origin" doc:"the Origin header; default none"`
 	TLS          tlsDoc            `yaml:"tls" doc:"client TLS settings for every server: true, false, or a mapping of ca_file, server_name, insecure_skip_verify, session_resumption"`
+	Compression  compressionDoc    `yaml:"compression" doc:"permessage-deflate for every server: true, false, or a mapping of client_no_context_takeover, server_no_context_takeover, client_max_window_bits, server_max_window_bits; a server that declines fails its rows"`
 }
 
 type clientDoc struct {
@@ -109,6 +112,7 @@ type serverDoc struct {
 	Subprotocols []string          `yaml:"subprotocols" doc:"offered in Sec-WebSocket-Protocol; the server must pick one of them"`
 	Origin       string            `yaml:"origin" doc:"the Origin header; default none"`
 	TLS          tlsDoc            `yaml:"tls" doc:"true (or a mapping): a preset serves TLS with the run's certificate; a mapping of ca_file, server_name, insecure_skip_verify, session_resumption sets how the client verifies"`
+	Compression  compressionDoc    `yaml:"compression" doc:"the client offers permessage-deflate: true, false, or a mapping of client_no_context_takeover, server_no_context_takeover, client_max_window_bits, server_max_window_bits; default: false, or true for a preset with options: {compression: true}; a server that declines fails its rows"`
 	PID          int               `yaml:"pid" min:"0" doc:"with url: the server's process on this host, sampled from /proc with its descendants"`
 	PIDFile      string            `yaml:"pid_file" doc:"with url: a file holding that process id, read when the server's run starts"`
 	MetricsURL   string            `yaml:"metrics_url" doc:"with url: a Prometheus endpoint exporting process_cpu_seconds_total and process_resident_memory_bytes"`
@@ -332,6 +336,9 @@ func (l *loader) load(data []byte, opts LoadOptions) *Plan {
 				Subprotocols: doc.Defaults.Subprotocols,
 				Origin:       doc.Defaults.Origin,
 				TLS:          doc.Defaults.TLS.config,
+
+				Compression:    doc.Defaults.Compression.params,
+				compressionSet: doc.Defaults.Compression.set,
 			},
 		},
 		Client: Client{
@@ -369,6 +376,9 @@ func (l *loader) load(data []byte, opts LoadOptions) *Plan {
 				Subprotocols: s.Subprotocols,
 				Origin:       s.Origin,
 				TLS:          s.TLS.config,
+
+				Compression:    s.Compression.params,
+				compressionSet: s.Compression.set,
 			},
 			ServeTLS:   s.TLS.on,
 			PID:        s.PID,
@@ -406,6 +416,14 @@ func (l *loader) load(data []byte, opts LoadOptions) *Plan {
 	}
 	p.Assert = l.asserts(doc.Assert, p)
 	p.Servers = l.only(p.Servers, opts.Only)
+	p.Repeat = doc.Repeat
+	if p.Repeat == 0 {
+		p.Repeat = 1
+	}
+	if p.Repeat < 1 || p.Repeat > MaxRepeat {
+		l.fieldErr("repeat", "must be in [1, %d], got %d", MaxRepeat, doc.Repeat)
+	}
+	p.Matrix = l.matrix(&doc.Matrix, vt, opts.Sets, opts.OnlyMatrix)
 	return p
 }
 
@@ -534,6 +552,13 @@ func (l *loader) checkServers(p *Plan, nodelaySet bool) {
 			continue // nothing to resolve
 		}
 		l.resolveServer(s, base, p.Defaults, nodelaySet)
+		if s.Compression != nil && s.Values != nil && s.Values["compression"] != "true" {
+			field := base + ".compression"
+			if !s.compressionSet {
+				field = "defaults.compression"
+			}
+			l.fieldErr(field, "the client would ask %s (servers[%d]) for permessage-deflate, but it serves without: add options: {compression: true}", s.Name, i)
+		}
 	}
 }
 
@@ -667,9 +692,9 @@ func (l *loader) resolveServer(s *Server, base string, d Defaults, nodelaySet bo
 // Each phase is validated with a scenarios.Context: Conns is the sum of
 // the connections the phases before it open (scenarios.Opener). A phase
 // whose body has errors is not validated, nor is any phase after an
-// opening phase whose body has errors or that opens no connection, since
-// their context would be a guess (that phase's own error says what to
-// fix).
+// opening phase whose body has errors or that opens no connection because
+// of an error, since their context would be a guess (that phase's own
+// error says what to fix).
 func (l *loader) phases(items []yaml.Node) []Phase {
 	type decoded struct {
 		Phase
@@ -719,8 +744,10 @@ func (l *loader) phases(items []yaml.Node) []Phase {
 	for _, d := range ds {
 		ctx := scenarios.Context{Conns: conns}
 		scenarios.Defaults(d.Spec, ctx)
+		var errs []scenarios.FieldError
 		if d.ok && connsKnown {
-			for _, fe := range scenarios.Check(d.Spec, ctx) {
+			errs = scenarios.Check(d.Spec, ctx)
+			for _, fe := range errs {
 				field := d.path
 				if fe.Field != "" {
 					field += "." + fe.Field
@@ -731,7 +758,9 @@ func (l *loader) phases(items []yaml.Node) []Phase {
 		if o, opens := d.Spec.(scenarios.Opener); opens {
 			n, _ := o.Opens()
 			conns += n
-			if !d.ok || n <= 0 {
+			// An opener that opens none without an error (a search that
+			// varies the rate) leaves the count known.
+			if !d.ok || (n <= 0 && (len(errs) > 0 || !connsKnown)) {
 				connsKnown = false
 			}
 		}

@@ -188,6 +188,14 @@ func TestLoadBadPlans(t *testing.T) {
 			`4: phases[0].connect: key "connections" is written twice (first at line 4)`,
 			`5: key "servers" is written twice (first at line 1)`,
 		}},
+		// A search that varies the rate opens no connection: the phases
+		// after it are still checked against the 10 open ones.
+		{file: "invalid-search.yaml", want: []string{
+			`6: phases[2].rate.connections: must be <= the connections opened before it (10), got 11`,
+			`9: phases[3].search.max: must be >= start (1000), got 500`,
+			`10: phases[3].search.factor: must be > 1, got 1`,
+			`11: phases[3].search.slo: "p99 < 5 && lost == 0": invalid operation: < (mismatched types time.Duration and int) (1:5): latencies are durations, write the bound as one, e.g. duration("5ms")`,
+		}},
 		{file: "invalid-rate.yaml", want: []string{
 			`4: phases[0].rate: needs open connections: put a connect phase before it`,
 			`7: phases[2].rate.duration: must be > 0, got 0s`,
@@ -348,10 +356,10 @@ func TestLoadFull(t *testing.T) {
 		{Kind: "connect", Name: "connect", Line: 41, Spec: &scenarios.Connect{
 			Connections: 100, Concurrency: 10, Timeout: units.Duration(2 * time.Second), Retries: 3}},
 		{Kind: "echo", Name: "warm", Line: 42, Spec: &scenarios.Echo{
-			Total: 1000, Concurrency: 100, Payload: size(512), Verify: &tr, Timeout: units.Duration(10 * time.Second)}},
+			Total: 1000, Concurrency: 100, Payload: size(512), Verify: &tr, Timeout: units.Duration(10 * time.Second), PayloadKind: "random"}},
 		{Kind: "echo", Name: "echo#2", Line: 43, Spec: &scenarios.Echo{
 			Total: 1000, Concurrency: 50, Payload: size(scenarios.DefaultEchoPayload), Verify: &tr,
-			Timeout: units.Duration(10 * time.Second), Deadline: units.Duration(10 * time.Second)}},
+			Timeout: units.Duration(10 * time.Second), Deadline: units.Duration(10 * time.Second), PayloadKind: "random"}},
 	})
 	check(t, "Assert", p.Assert, []Assertion{
 		{Expr: "failed == 0", Phase: "warm", Line: 46},
@@ -499,7 +507,7 @@ func TestAnchorsAndMergeKeys(t *testing.T) {
 
 	// A merged key is checked like a written one.
 	_, err = LoadBytes("m.yaml", []byte("x: &c {connections: 1, timeot: 1s}\n"), LoadOptions{})
-	if err == nil || !strings.Contains(err.Error(), "\n"+`m.yaml:1: unknown key "x" (known: name, description, vars, host, defaults, client, servers, phases, assert)`) {
+	if err == nil || !strings.Contains(err.Error(), "\n"+`m.yaml:1: unknown key "x" (known: name, description, vars, host, defaults, client, servers, phases, assert, repeat, matrix)`) {
 		t.Errorf("unknown top-level key: %v", err)
 	}
 	_, err = LoadBytes("m.yaml", []byte("servers: [{name: fake_plan_test}]\nphases:\n  - connect: &c {connections: 1, timeot: 1s}\n  - connect:\n      <<: *c\n"), LoadOptions{})

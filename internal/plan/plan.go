@@ -17,6 +17,10 @@ type LoadOptions struct {
 	// Only keeps the servers with these names, in plan order: --only a,b.
 	// Empty = every server. Each name must be a server of the plan.
 	Only []string
+	// OnlyMatrix keeps only these values of matrix vars: --only-matrix
+	// payload=64 (repeatable). Each var must be in the matrix and each
+	// value in its list.
+	OnlyMatrix map[string][]string
 }
 
 // Plan-level defaults, applied by setDefaults (the one place) to zero
@@ -65,6 +69,15 @@ type Plan struct {
 	Servers     []Server          // `servers:`, in plan order, after --only
 	Phases      []Phase           // `phases:`, in plan order
 	Assert      []Assertion       // `assert:`
+	// Repeat is `repeat:`, how many times each server's phases run, each
+	// on a fresh server process; default 1.
+	Repeat int
+	// Matrix is `matrix:` after --set and --only-matrix: the vars the run
+	// sweeps, in plan order; nil without one.
+	Matrix []MatrixVar
+	// Combo is the matrix combination this plan was loaded with
+	// (LoadMatrix); nil for a plan loaded on its own.
+	Combo map[string]string
 	// Secrets are the values taken from the environment with
 	// ${env:NAME}, longest first; Redact removes them from text.
 	Secrets []string

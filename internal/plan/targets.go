@@ -12,6 +12,8 @@ import (
 
 	"golang.org/x/net/http/httpguts"
 	"gopkg.in/yaml.v3"
+
+	"github.com/wsplan/wsplan/internal/pmdeflate"
 )
 
 // Target is how the client reaches and greets a server: the handshake
@@ -22,6 +24,109 @@ type Target struct {
 	Subprotocols []string          // `subprotocols:` offered in Sec-WebSocket-Protocol; the server must pick one of them
 	Origin       string            // `origin:` the Origin header; default none
 	TLS          *TLSConfig        // `tls:` client TLS settings; nil = plain ws:// (or the run's CA for a preset with tls: true)
+	// Compression is `compression:` the permessage-deflate offer: true,
+	// or a mapping of client_no_context_takeover,
+	// server_no_context_takeover, client_max_window_bits,
+	// server_max_window_bits; nil = not asked (false). A built-in server
+	// whose options say compression: true is asked with the zero Params
+	// even without it (see Server.Offer).
+	Compression *pmdeflate.Params
+	// compressionSet: `compression:` was written (false included), so
+	// that a server's false wins over defaults' true.
+	compressionSet bool
+}
+
+// compressionDoc is `compression:`: true/false, or a mapping of
+// permessage-deflate offer parameters.
+type compressionDoc struct {
+	set    bool
+	params *pmdeflate.Params // nil = false
+	line   int
+}
+
+// JSONSchema describes the values UnmarshalYAML takes, for package schema.
+func (compressionDoc) JSONSchema() map[string]any {
+	flag := map[string]any{"type": "boolean"}
+	bits := map[string]any{"type": "integer", "minimum": pmdeflate.MinWindowBits, "maximum": pmdeflate.MaxWindowBits}
+	return map[string]any{"anyOf": []any{
+		map[string]any{"type": "boolean"},
+		map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"client_no_context_takeover": described(flag, "the client compresses each message on its own; default false"),
+				"server_no_context_takeover": described(flag, "ask the server to compress each message on its own; default false"),
+				"client_max_window_bits":     described(bits, "the client's LZ77 window, 8-15; default: offered without a value (the server may pick)"),
+				"server_max_window_bits":     described(bits, "ask the server for at most this window, 8-15; default: not asked (15)"),
+			},
+			"additionalProperties": false,
+		},
+	}}
+}
+
+func (c *compressionDoc) UnmarshalYAML(n *yaml.Node) error {
+	c.set, c.line = true, n.Line
+	known := []string{"client_no_context_takeover", "server_no_context_takeover", "client_max_window_bits", "server_max_window_bits"}
+	switch n.Kind {
+	case yaml.ScalarNode:
+		var on bool
+		if err := decodeBool(n, &on); err != nil {
+			return fmt.Errorf("want true, false or a mapping (%s), got %s", strings.Join(known, ", "), describe(n))
+		}
+		if on {
+			c.params = &pmdeflate.Params{}
+		}
+		return nil
+	case yaml.MappingNode:
+		p := &pmdeflate.Params{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			var err error
+			switch k.Value {
+			case "client_no_context_takeover":
+				err = decodeBool(v, &p.ClientNoContextTakeover)
+			case "server_no_context_takeover":
+				err = decodeBool(v, &p.ServerNoContextTakeover)
+			case "client_max_window_bits":
+				err = decodeBits(v, &p.ClientMaxWindowBits)
+			case "server_max_window_bits":
+				err = decodeBits(v, &p.ServerMaxWindowBits)
+			default:
+				return fmt.Errorf("line %d: %s", k.Line, unknownMsg("compression key", k.Value, known))
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", k.Value, err)
+			}
+		}
+		c.params = p
+		return nil
+	}
+	return fmt.Errorf("want true, false or a mapping, got %s", describe(n))
+}
+
+func decodeBits(n *yaml.Node, b *int) error {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
+		return fmt.Errorf("want an integer between %d and %d, got %s", pmdeflate.MinWindowBits, pmdeflate.MaxWindowBits, describe(n))
+	}
+	if err := n.Decode(b); err != nil {
+		return err
+	}
+	if *b < pmdeflate.MinWindowBits || *b > pmdeflate.MaxWindowBits {
+		return fmt.Errorf("want an integer between %d and %d, got %d", pmdeflate.MinWindowBits, pmdeflate.MaxWindowBits, *b)
+	}
+	return nil
+}
+
+// Offer is the permessage-deflate offer the client makes to this server:
+// its `compression:` (or defaults'), else the zero Params when the
+// server is a built-in one whose options turn compression on, else nil.
+func (s Server) Offer() *pmdeflate.Params {
+	if s.Compression != nil {
+		return s.Compression
+	}
+	if s.BuiltIn() && s.Values["compression"] == "true" {
+		return &pmdeflate.Params{}
+	}
+	return nil
 }
 
 // TLSConfig is the mapping form of `tls:`: how the client verifies the
@@ -198,6 +303,9 @@ func mergeTarget(d Target, s Target) Target {
 	}
 	if out.TLS == nil {
 		out.TLS = d.TLS
+	}
+	if !s.compressionSet {
+		out.Compression = d.Compression
 	}
 	return out
 }

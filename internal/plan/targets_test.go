@@ -3,6 +3,8 @@ package plan
 import (
 	"strings"
 	"testing"
+
+	"github.com/wsplan/wsplan/internal/pmdeflate"
 )
 
 func TestURLTargets(t *testing.T) {
@@ -83,6 +85,67 @@ func TestURLTargetErrors(t *testing.T) {
 		}
 		if err != nil && !strings.Contains(err.Error(), "t.yaml:2") {
 			t.Errorf("%s: err %v does not name line 2", tt.server, err)
+		}
+	}
+}
+
+func TestCompressionKey(t *testing.T) {
+	src := `defaults:
+  compression: {server_no_context_takeover: true, client_max_window_bits: 12}
+servers:
+  - name: a
+    url: ws://127.0.0.1:9700/
+  - name: b
+    url: ws://127.0.0.1:9701/
+    compression: false
+  - name: c
+    url: ws://127.0.0.1:9702/
+    compression: true
+  - name: gws
+    options: {compression: true}
+  - name: gorilla
+    compression: false
+phases:
+  - connect: {connections: 10}
+`
+	p, err := LoadBytes("t.yaml", []byte(src), LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, c, gws, gorilla := p.Servers[0], p.Servers[1], p.Servers[2], p.Servers[3], p.Servers[4]
+	if o := a.Offer(); o == nil || !o.ServerNoContextTakeover || o.ClientMaxWindowBits != 12 {
+		t.Errorf("a: offer %+v, want defaults'", o)
+	}
+	if b.Offer() != nil {
+		t.Errorf("b: compression: false gave offer %+v", b.Offer())
+	}
+	if o := c.Offer(); o == nil || o.ServerNoContextTakeover || o.ClientMaxWindowBits != 0 {
+		t.Errorf("c: offer %+v, want the zero params", o)
+	}
+	if o := gws.Offer(); o == nil || *o != (pmdeflate.Params{ServerNoContextTakeover: true, ClientMaxWindowBits: 12}) {
+		t.Errorf("gws: offer %+v", o)
+	}
+	if gorilla.Offer() != nil {
+		t.Errorf("gorilla: offer %+v, want none", gorilla.Offer())
+	}
+	_, err = LoadBytes("t.yaml", []byte("defaults: {compression: true}\nservers: [{name: gorilla}]\nphases: [{connect: {connections: 1}}]\n"), LoadOptions{})
+	if err == nil || !strings.Contains(err.Error(), "t.yaml:1: defaults.compression: the client would ask gorilla (servers[0])") {
+		t.Errorf("defaults.compression on a preset without it: %v", err)
+	}
+}
+
+func TestCompressionKeyErrors(t *testing.T) {
+	tests := []struct{ server, want string }{
+		{`{name: a, url: "ws://127.0.0.1:1/", compression: yes please}`, `want true, false or a mapping`},
+		{`{name: a, url: "ws://127.0.0.1:1/", compression: {window: 9}}`, `unknown compression key "window"`},
+		{`{name: a, url: "ws://127.0.0.1:1/", compression: {client_max_window_bits: 7}}`, `want an integer between 8 and 15, got 7`},
+		{`{name: gws, compression: true}`, `servers[0].compression: the client would ask gws (servers[0]) for permessage-deflate, but it serves without: add options: {compression: true}`},
+	}
+	for _, tt := range tests {
+		src := "servers:\n  - " + tt.server + "\nphases:\n  - connect: {connections: 1}\n"
+		_, err := LoadBytes("t.yaml", []byte(src), LoadOptions{})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s:\n  err = %v\n want %q", tt.server, err, tt.want)
 		}
 	}
 }

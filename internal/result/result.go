@@ -42,6 +42,18 @@ type PlanInfo struct {
 	File        string            `json:"file"`
 	Description string            `json:"description,omitempty"`
 	Vars        map[string]string `json:"vars,omitempty"`
+	// Count is how many times each server's phases ran (--count,
+	// `repeat:`); 0 or 1 = once.
+	Count int `json:"count,omitempty"`
+	// Matrix is the plan's `matrix:` after --set and --only-matrix: each
+	// var with the values the run went through, in plan order.
+	Matrix []MatrixVar `json:"matrix,omitempty"`
+}
+
+// MatrixVar is one var of a matrix and its values, as text.
+type MatrixVar struct {
+	Name   string   `json:"name"`
+	Values []string `json:"values"`
 }
 
 // Host is the machine the run was measured on.
@@ -76,12 +88,39 @@ type Result struct {
 	ServerLog string `json:"server_log,omitempty"`
 	// Timeline is the phase second by second, for plotting (rate phases).
 	Timeline []Point `json:"timeline,omitempty"`
+	// Steps are the measured steps of a phase that runs several (a
+	// search), in the order they ran.
+	Steps []Step `json:"steps,omitempty"`
+	// Stop says why such a phase ended, e.g. "slo failed at 40000 msg/s;
+	// bisected to within 5%", "client-bound at 60000 msg/s: capacity ≥
+	// 60000"; "" for other phases.
+	Stop string `json:"stop,omitempty"`
 	// ServerResources is how the server's CPU and memory were read: one of
 	// the Resources* constants; "" in files written before it existed
 	// (read as ResourcesTree's single-process predecessor). With
 	// ResourcesNone the server's metrics (metrics.ServerResource) are
 	// absent from Metrics and reports show them as n/a.
 	ServerResources string `json:"server_resources,omitempty"`
+	// Repeat is which of the run's repeats (--count, `repeat:`) measured
+	// this result, from 1; 0 when the run measured each server once.
+	Repeat int `json:"repeat,omitempty"`
+	// Vars is the matrix combination (`matrix:`) this result was measured
+	// with, var name → value as text; nil without a matrix.
+	Vars map[string]string `json:"vars,omitempty"`
+	// N is the number of repeats a median result (Collapse) was taken
+	// over; 0 in a measured result.
+	N int `json:"n,omitempty"`
+	// Spread is, in a median result of several repeats, each numeric
+	// metric's relative spread: the farthest repeat from the median, over
+	// the median (0.03 = ±3%). Nil in a measured result.
+	Spread map[string]float64 `json:"spread,omitempty"`
+	// Repeats holds, in a median result, the measured repeats' metrics in
+	// repeat order; assertions see them as repeats.<metric>. Not written.
+	Repeats []metrics.Values `json:"-"`
+	// Info holds what the phase learned that is not a number: a connect
+	// phase's negotiated "subprotocol", "extensions" (permessage-deflate
+	// parameters) and "tls_version".
+	Info map[string]string `json:"info,omitempty"`
 }
 
 // How a server's resources were read (Result.ServerResources).
@@ -111,6 +150,35 @@ type Point struct {
 	Max  time.Duration `json:"max"`  // ns
 }
 
+// Step is one measured step of a search: an open loop at one target rate
+// over one number of connections, and its verdict against the SLO.
+type Step struct {
+	Target    float64       `json:"target"`     // messages per second asked for, over every connection
+	Conns     int           `json:"conns"`      // connections that sent
+	Achieved  float64       `json:"achieved"`   // messages written per second (sent / duration)
+	Scheduled int64         `json:"scheduled"`  // messages the timetable had due
+	Sent      int64         `json:"sent"`       // messages written
+	Recv      int64         `json:"recv"`       // echoes received intact
+	Late      int64         `json:"late"`       // written later than late_after after their schedule, or never
+	Lost      int64         `json:"lost"`       // written, never echoed
+	Failed    int64         `json:"failed"`     // echoes received corrupt
+	P50       time.Duration `json:"p50"`        // ns, from the scheduled send time
+	P99       time.Duration `json:"p99"`        // ns
+	P999      time.Duration `json:"p999"`       // ns
+	ServerCPU float64       `json:"server_cpu"` // server CPU over the step, percent of one core
+	ClientCPU float64       `json:"client_cpu"` // client CPU over the step, percent of one core
+	// ClientBound is set when the client's CPU was saturated during the
+	// step: the step measured the client, and the search stopped there.
+	ClientBound bool `json:"client_bound"`
+	// Bisect is set for the steps between the last passing and the first
+	// failing rate.
+	Bisect bool `json:"bisect,omitempty"`
+	// Verdict is "pass", "fail" (the SLO did not hold; Why says which
+	// figures) or "client-bound".
+	Verdict string `json:"verdict"`
+	Why     string `json:"why,omitempty"`
+}
+
 // Assertion is one evaluated assertion.
 type Assertion struct {
 	Server string         `json:"server"`
@@ -120,13 +188,28 @@ type Assertion struct {
 	Pass   bool           `json:"pass"`
 	Error  string         `json:"error,omitempty"`
 	Values map[string]any `json:"values,omitempty"`
+	// Vars is the matrix combination of the result it was checked on.
+	Vars map[string]string `json:"vars,omitempty"`
 }
 
-// Find returns the result for a server and phase, or nil.
+// Find returns the result for a server and phase, or nil; the first one
+// when the run has repeats or a matrix (see FindVars).
 func (r *Run) Find(server, phase string) *Result {
 	for i := range r.Results {
 		if r.Results[i].Server == server && r.Results[i].Phase == phase {
 			return &r.Results[i]
+		}
+	}
+	return nil
+}
+
+// FindVars returns the first result for a server and phase measured with
+// the matrix combination vars (nil = none), or nil.
+func (r *Run) FindVars(vars map[string]string, server, phase string) *Result {
+	for i := range r.Results {
+		x := &r.Results[i]
+		if x.Server == server && x.Phase == phase && SameVars(x.Vars, vars) {
+			return x
 		}
 	}
 	return nil

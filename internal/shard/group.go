@@ -97,6 +97,30 @@ func Start(s Spec) (*Group, error) {
 		g.Close()
 		return nil, errors.Join(all...)
 	}
+	// The handshake, TLS and compression options go over stdin (header
+	// values may be secrets); each shard opens its client with them.
+	for _, p := range g.shards {
+		go func() {
+			if err := p.send(Request{Op: "options", Options: wireOptions(s.Client)}); err != nil {
+				errs <- p.died()
+				return
+			}
+			r, err := p.read(s.Ready)
+			if err == nil && r.Err != "" {
+				err = fmt.Errorf("shard %d: %s", p.i, r.Err)
+			}
+			errs <- err
+		}()
+	}
+	for range g.shards {
+		if err := <-errs; err != nil {
+			all = append(all, err)
+		}
+	}
+	if len(all) > 0 {
+		g.Close()
+		return nil, errors.Join(all...)
+	}
 	return g, nil
 }
 

@@ -71,6 +71,10 @@ func fakeShard() {
 		if json.Unmarshal(sc.Bytes(), &r) != nil || r.Op == "close" {
 			return
 		}
+		if r.Op == "options" {
+			_ = enc.Encode(Reply{Op: "options"})
+			continue
+		}
 		if r.Op != "run" {
 			continue
 		}

@@ -26,16 +26,34 @@ import (
 
 // Request is one line from the orchestrator to a shard.
 type Request struct {
-	Op     string          `json:"op"`               // "run", "cancel", "close"
+	Op     string          `json:"op"`               // "options", "run", "cancel", "close"
 	Kind   string          `json:"kind,omitempty"`   // run: the phase kind, e.g. "echo"
 	Params json.RawMessage `json:"params,omitempty"` // run: the kind's parameters (client.<Kind>Params as JSON)
-
-	// A remote shard's first request (Op "open" or "probe") carries what a
-	// local shard gets on its command line.
-	Options  *client.Options `json:"options,omitempty"`   // open: the client's options
-	IdleExit time.Duration   `json:"idle_exit,omitempty"` // open: exit this long after the orchestrator leaves (ns)
+	// Options (op "options", before the first run) carries the client
+	// options the command line does not: the handshake's Hosts,
+	// RequestURIs, Headers, Subprotocols and Origin, TLS and Compression.
+	// Header values may be secrets, which is why they travel here and
+	// never in the shard's argv (visible in ps). A remote shard's first
+	// request (op "open") carries all of them, over its TLS link.
+	Options  *client.Options `json:"options,omitempty"`
+	IdleExit time.Duration   `json:"idle_exit,omitempty"` // open, probe: a remote shard exits this long after the orchestrator leaves (ns)
 
 	recv time.Time // when the shard read the line, for Reply.Delay
+}
+
+// applyOptions copies the fields an "options" request carries into opts.
+func applyOptions(opts *client.Options, o *client.Options) {
+	opts.Hosts, opts.RequestURIs = o.Hosts, o.RequestURIs
+	opts.Headers, opts.Subprotocols, opts.Origin = o.Headers, o.Subprotocols, o.Origin
+	opts.TLS, opts.Compression = o.TLS, o.Compression
+}
+
+// wireOptions is what Group sends in its "options" request: opts without
+// what the command line carries.
+func wireOptions(opts client.Options) *client.Options {
+	o := &client.Options{}
+	applyOptions(o, &opts)
+	return o
 }
 
 // Reply is one line from a shard to the orchestrator: progress while a

@@ -16,16 +16,19 @@ import (
 // ProgressInterval is how often a shard reports progress while a phase runs.
 const ProgressInterval = 250 * time.Millisecond
 
-// Serve is the shard side: it opens a client with opts and answers the
-// orchestrator's requests from in until "close" or EOF, writing replies to
-// out. A "cancel" line stops the running phase, which then replies with
-// what it measured.
+// Serve is the shard side: it answers the orchestrator's requests from in
+// until "close" or EOF, writing replies to out. It opens its client with
+// opts when an "options" request (which adds the handshake, TLS and
+// compression options) arrives, or at the first phase without one. A
+// "cancel" line stops the running phase, which then replies with what it
+// measured.
 func Serve(ctx context.Context, opts client.Options, in io.Reader, out io.Writer) error {
-	c, err := client.New(opts)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
+	var c *client.Client
+	defer func() {
+		if c != nil {
+			c.Close()
+		}
+	}()
 	var wmu sync.Mutex
 	enc := json.NewEncoder(out)
 	send := func(r Reply) error {
@@ -45,7 +48,7 @@ func Serve(ctx context.Context, opts client.Options, in io.Reader, out io.Writer
 		for sc.Scan() {
 			var r Request
 			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-				readErr <- fmt.Errorf("bad request %q: %w", sc.Text(), err)
+				readErr <- fmt.Errorf("bad request (%d bytes; not shown: an options line may hold secrets): %w", len(sc.Bytes()), err)
 				return
 			}
 			r.recv = time.Now()
@@ -101,10 +104,40 @@ func Serve(ctx context.Context, opts client.Options, in io.Reader, out io.Writer
 			if running {
 				return fmt.Errorf("request %q while a phase runs", r.Op)
 			}
+			if r.Op == "options" {
+				reply := Reply{Op: "options"}
+				switch {
+				case c != nil:
+					reply.Err = "options after the client was opened"
+				case r.Options == nil:
+					reply.Err = "options request without options"
+				default:
+					applyOptions(&opts, r.Options)
+					var err error
+					if c, err = client.New(opts); err != nil {
+						c = nil
+						reply.Err = err.Error()
+					}
+				}
+				if err := send(reply); err != nil {
+					return err
+				}
+				continue
+			}
+			if c == nil {
+				var err error
+				if c, err = client.New(opts); err != nil {
+					c = nil
+					if err := send(Reply{Op: r.Op, Kind: r.Kind, Err: err.Error()}); err != nil {
+						return err
+					}
+					continue
+				}
+			}
 			pctx, stop := context.WithCancel(ctx)
 			cancel = stop
 			running = true
-			go func() { finished <- runPhase(pctx, c, r, send) }()
+			go func(c *client.Client) { finished <- runPhase(pctx, c, r, send) }(c)
 		}
 	}
 }

@@ -164,15 +164,18 @@
 
   function drawLines(box, c, onDraw) {
     var pct = c.type === "percentiles";
+    var byvar = c.type === "byvar"; // x: the index of a matrix var's value
     var a = aligned(c.series, pct ? pctX : function (x) { return x; });
     var width = Math.max(320, box.clientWidth - 4);
-    var series = [{ label: pct ? "percentile" : "second", value: function (u, v) { return v == null ? "-" : (pct ? pctLabel(v) : v + " s"); } }];
+    var catLabel = function (v) { return v == null ? "-" : (c.categories[Math.round(v)] || ""); };
+    var series = [{ label: pct ? "percentile" : (byvar ? c.xlabel : "second"),
+      value: function (u, v) { return v == null ? "-" : (pct ? pctLabel(v) : (byvar ? catLabel(v) : v + " s")); } }];
     var DASHES = [null, [6, 4], [2, 3], [10, 3, 2, 3]];
     c.series.forEach(function (s, i) {
       series.push({
         label: s.name, stroke: color(s.color != null ? s.color : i), width: 1.5, spanGaps: true,
         dash: s.dash ? DASHES[s.dash % DASHES.length] : undefined,
-        points: { show: pct || a.data[0].length < 40, size: 4 },
+        points: { show: pct || byvar || a.data[0].length < 40, size: byvar ? 6 : 4 },
         value: function (u, v) { return v == null ? "-" : fmt(v) + " " + c.unit; }
       });
     });
@@ -188,6 +191,11 @@
         return s;
       };
       xAxis.values = function (u, splits) { return splits.map(pctLabel); };
+    } else if (byvar) {
+      xAxis.label = c.xlabel;
+      xScale.range = function () { return [-0.25, c.categories.length - 0.75]; };
+      xAxis.splits = function () { return c.categories.map(function (_, i) { return i; }); };
+      xAxis.values = function (u, splits) { return splits.map(catLabel); };
     } else {
       xAxis.incrs = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600];
     }

@@ -1,0 +1,83 @@
+package scenarios
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/wsplan/wsplan/internal/metrics"
+	"github.com/wsplan/wsplan/internal/payload"
+)
+
+// wireDefs are the byte counts of the phases that send messages: what
+// permessage-deflate saved.
+var wireDefs = []metrics.Def{
+	{Name: "bytes_payload", Kind: metrics.Bytes, Doc: "message bytes sent and received (uncompressed), warm-up included"},
+	{Name: "bytes_wire", Kind: metrics.Bytes, Doc: "the same messages as their frames carried them: compressed under permessage-deflate (frame headers and TLS not counted)"},
+	{Name: "wire_ratio", Kind: metrics.Float, Doc: "bytes_wire / bytes_payload: 1 without compression, lower is better"},
+}
+
+// wireValues records the byte counts and their ratio.
+func wireValues(v metrics.Values, payloadBytes, wire int64) {
+	v["bytes_payload"] = payloadBytes
+	v["bytes_wire"] = wire
+	v["wire_ratio"] = 1.0 // nothing sent: nothing saved
+	if payloadBytes > 0 {
+		v["wire_ratio"] = float64(wire) / float64(payloadBytes)
+	}
+}
+
+// validatePayloadKind checks payload_kind and file: the kind is one of
+// internal/payload's, a file is given exactly with kind file, and it can
+// be read (the client needs size bytes of it).
+func validatePayloadKind(kind, file string, size int) []FieldError {
+	var errs []FieldError
+	switch kind {
+	case "", payload.Random, payload.Text:
+		if file != "" {
+			errs = append(errs, FieldError{"file", fmt.Sprintf("only with payload_kind: %s, got payload_kind: %s", payload.File, kindOrDefault(kind))})
+		}
+	case payload.File:
+		if file == "" {
+			errs = append(errs, FieldError{"file", "is required with payload_kind: file: the file whose bytes messages hold"})
+		} else if b, err := readPayloadFile(file, size); err != nil {
+			errs = append(errs, FieldError{"file", err.Error()})
+		} else if len(b) == 0 && size > 0 {
+			errs = append(errs, FieldError{"file", fmt.Sprintf("%s is empty: messages of %d bytes need content", file, size)})
+		}
+	default:
+		errs = append(errs, FieldError{"payload_kind", fmt.Sprintf("want one of %v, got %q", payload.Kinds, kind)})
+	}
+	return errs
+}
+
+func kindOrDefault(kind string) string {
+	if kind == "" {
+		return payload.Random
+	}
+	return kind
+}
+
+// payloadFile returns the bytes of a payload_kind: file phase (at most
+// size: the client cycles them to the payload size), nil for other kinds.
+func payloadFile(kind, file string, size int) ([]byte, error) {
+	if kind != payload.File {
+		return nil, nil
+	}
+	return readPayloadFile(file, size)
+}
+
+// readPayloadFile reads the first size bytes of a file (the client cycles
+// them, so no more are needed).
+func readPayloadFile(path string, size int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, int64(size)))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return b, nil
+}

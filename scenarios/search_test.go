@@ -1,0 +1,389 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/metrics"
+	"github.com/wsplan/wsplan/internal/units"
+)
+
+// searchDriver is a fake client in front of a fake server that carries
+// capacity messages/s: a step above it answers with 100 ms latency, one at
+// or below it with 1 ms. Its Window reports the client saturated from
+// clientLimit messages/s on (0 = never).
+type searchDriver struct {
+	conns       int
+	capacity    float64
+	clientLimit float64
+	clientUpto  float64   // the client is bound below this only; 0 = no bound
+	targets     []float64 // every rate run's target (settle runs included)
+	connects    []int     // connections each connect run asked for
+	last        float64
+}
+
+func (d *searchDriver) Run(_ context.Context, p client.Params, _ *client.Progress) (client.Result, error) {
+	switch q := p.(type) {
+	case *client.RateParams:
+		target := q.Rate * float64(q.Connections)
+		d.last = target
+		d.targets = append(d.targets, target)
+		n := int64(math.Round(target * q.Duration.Seconds()))
+		lat := client.NewHistogram()
+		v := time.Millisecond
+		if target > d.capacity {
+			v = 100 * time.Millisecond
+		}
+		lat.RecordValues(int64(v), max(n, 1))
+		return &client.RateResult{Conns: q.Connections, Scheduled: n, Sent: n, Recv: n, Used: q.Duration, Latency: client.Hist{Histogram: lat}}, nil
+	case *client.ConnectParams:
+		d.connects = append(d.connects, q.Connections)
+		d.conns += q.Connections
+		return &client.ConnectResult{Total: int64(q.Connections), Success: int64(q.Connections)}, nil
+	}
+	return client.NewResult(p), nil
+}
+
+func (d *searchDriver) Conns() int { return d.conns }
+
+// bound reports whether the fake client saturates at target.
+func (d *searchDriver) bound(target float64) bool {
+	return d.clientLimit > 0 && target >= d.clientLimit && (d.clientUpto == 0 || target < d.clientUpto)
+}
+
+// window is the fake Env.Window: server CPU follows the target, the client
+// is bound from clientLimit on.
+func (d *searchDriver) window() func(metrics.Values, *Efficiency) string {
+	return func(m metrics.Values, _ *Efficiency) string {
+		m[metrics.CPUAvg] = d.last / 100
+		m[metrics.ClientCPUAvg] = 50.0
+		bound := d.bound(d.last)
+		m[metrics.ClientBound] = bound
+		if bound {
+			m[metrics.ClientCPUAvg] = 99.0
+		}
+		return ""
+	}
+}
+
+// validSearch is a search over 100 open connections with its defaults.
+func validSearch(edit func(s *Search)) (*Search, Context) {
+	s := &Search{Start: 1000, Max: 100000, SLO: `p99 < duration("20ms") && lost == 0`}
+	ctx := Context{Conns: 100}
+	if edit != nil {
+		edit(s)
+	}
+	if s.Vary == VaryConnections {
+		ctx = Context{}
+	}
+	Defaults(s, ctx)
+	return s, ctx
+}
+
+func TestSearchValidate(t *testing.T) {
+	s, ctx := validSearch(nil)
+	if errs := Check(s, ctx); len(errs) != 0 {
+		t.Fatalf("valid search: %v", errs)
+	}
+	if s.Vary != "rate" || s.Factor != 2 || s.StepDuration.D() != 10*time.Second || s.Settle.D() != 2*time.Second || s.Tolerance != 0.05 ||
+		s.Connections != 100 || s.Bytes() != 1024 || s.Drain.D() != 2*time.Second || s.Verify == nil || !*s.Verify {
+		t.Errorf("defaults %+v", s)
+	}
+	if n, c := s.Opens(); n != 0 || c != 0 {
+		t.Errorf("vary rate opens %d, %d", n, c)
+	}
+	conns, cctx := validSearch(func(s *Search) { s.Vary, s.Rate, s.Start, s.Step, s.Max = VaryConnections, 1, 100, 100, 5000 })
+	if errs := Check(conns, cctx); len(errs) != 0 {
+		t.Fatalf("valid connections search: %v", errs)
+	}
+	if n, c := conns.Opens(); n != 5000 || c != 1000 {
+		t.Errorf("vary connections opens %d, %d; want 5000, 1000", n, c)
+	}
+	cases := []struct {
+		edit func(s *Search)
+		want string
+	}{
+		{func(s *Search) { s.SLO = "" }, "slo: is required"},
+		{func(s *Search) { s.SLO = "p99x < 5" }, `slo: "p99x < 5": unknown name p99x (1:1)`},
+		{func(s *Search) { s.SLO = "p99 < 5" }, `slo: "p99 < 5": invalid operation: < (mismatched types time.Duration and int) (1:5): latencies are durations, write the bound as one, e.g. duration("5ms")`},
+		{func(s *Search) { s.SLO = "lost" }, `slo: "lost": expected bool, but got int64`},
+		{func(s *Search) { s.SLO = "map(1..100000000, # * 2) | len() > 0" }, `slo: "map(1..100000000, # * 2) | len() > 0": exceeds expr's memory budget (1000000) when evaluated once at load with every metric zero: build smaller ranges, arrays or strings`},
+		{func(s *Search) { s.Vary = "users" }, `vary: must be rate or connections, got "users"`},
+		{func(s *Search) { s.Start = 0 }, "start: must be > 0 messages/s, got 0"},
+		{func(s *Search) { s.Max = 500 }, "max: must be >= start (1000), got 500"},
+		{func(s *Search) { s.Factor = 1 }, "factor: must be > 1, got 1"},
+		{func(s *Search) { s.Factor = 1.01 }, "factor: makes 101 steps from start 1000 to max 100000, at most 100: grow faster"},
+		{func(s *Search) { s.Factor, s.Step = 3, 10000 }, "step: give factor or step, not both"},
+		{func(s *Search) { s.Factor, s.Step = 0, 500 }, "step: makes 101 steps from start 1000 to max 100000, at most 100: grow faster"},
+		{func(s *Search) { s.Tolerance = 2 }, "tolerance: must be <= 1, got 2"},
+		{func(s *Search) { s.Tolerance = 0.0001 }, "tolerance: must be >= 0.001, got 0.0001"},
+		{func(s *Search) { s.Rate = 5 }, "rate: is for vary: connections (messages per connection per second); with vary: rate, start, step and max are messages/s over every connection"},
+		{func(s *Search) { s.Connections = 101 }, "connections: must be <= the connections opened before it (100), got 101"},
+		{func(s *Search) { s.StepDuration = -1 }, "step_duration: must be > 0, got -1ns"},
+		{func(s *Search) { s.Payload = size(8) }, "payload: must be >= 16 (the latency marker: 8-byte sequence number and 8-byte scheduled send time), got 8"},
+		{func(s *Search) { s.Vary, s.Start, s.Max = VaryConnections, 10, 100 }, "rate: must be > 0 messages per connection per second with vary: connections, got 0"},
+		{func(s *Search) { s.Vary, s.Rate, s.Start, s.Max = VaryConnections, 1, 10.5, 100 }, "start: must be a whole number of connections with vary: connections, got 10.5"},
+	}
+	for _, c := range cases {
+		s, ctx := validSearch(c.edit)
+		errs := Check(s, ctx)
+		if len(errs) != 1 || errs[0].Error() != c.want {
+			t.Errorf("got %v,\nwant [%s]", errs, c.want)
+		}
+	}
+	// vary: rate needs open connections.
+	s = &Search{Start: 1000, Max: 2000, SLO: "lost == 0"}
+	Defaults(s, Context{})
+	if errs := Check(s, Context{}); len(errs) != 1 || errs[0].Error() != "needs open connections: put a connect phase before it (or search with vary: connections)" {
+		t.Errorf("no connections: %v", errs)
+	}
+}
+
+// runSearch runs a search against d with the fake window.
+func runSearch(t *testing.T, d *searchDriver, edit func(s *Search)) (Outcome, *Search) {
+	t.Helper()
+	s, ctx := validSearch(func(s *Search) {
+		s.StepDuration, s.Settle = units.Duration(time.Second), units.Duration(100*time.Millisecond)
+		if edit != nil {
+			edit(s)
+		}
+	})
+	if errs := Check(s, ctx); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	env := &Env{Driver: d, Window: func() func(metrics.Values, *Efficiency) string { return d.window() }}
+	out, err := s.Run(t.Context(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, s
+}
+
+func TestSearchRun(t *testing.T) {
+	cases := []struct {
+		name        string
+		capacity    float64 // the fake server's
+		clientLimit float64
+		clientUpto  float64
+		edit        func(s *Search)
+		targets     []float64 // measured steps
+		bisect      int       // the first bisection step's index; -1 = none
+		capacityOut float64
+		conns       int64
+		limited     bool
+		maxReached  bool
+		stop        string
+	}{
+		{
+			name: "bisection", capacity: 10000,
+			targets: []float64{1000, 2000, 4000, 8000, 16000, 12000, 10000, 11000, 10500}, bisect: 5,
+			capacityOut: 10000, conns: 100,
+			stop: "slo failed at 16000 msg/s; bisected to 10000 msg/s (passes) – 10500 msg/s (fails), within 5%: capacity 10000 msg/s",
+		},
+		{
+			name: "linear steps", capacity: 2600, edit: func(s *Search) { s.Factor, s.Step, s.Max, s.Tolerance = 0, 1000, 10000, 0.1 },
+			targets: []float64{1000, 2000, 3000, 2500, 2750}, bisect: 3,
+			capacityOut: 2500, conns: 100,
+			stop: "slo failed at 3000 msg/s; bisected to 2500 msg/s (passes) – 2750 msg/s (fails), within 10%: capacity 2500 msg/s",
+		},
+		{
+			name: "client saturates first", capacity: 10000, clientLimit: 4000,
+			targets: []float64{1000, 2000, 4000}, bisect: -1,
+			capacityOut: 4000, conns: 100, limited: true,
+			stop: "client-bound at 4000 msg/s: capacity ≥ 4000 msg/s",
+		},
+		{
+			name: "client saturates on a failing step", capacity: 3000, clientLimit: 4000,
+			targets: []float64{1000, 2000, 4000}, bisect: -1,
+			capacityOut: 2000, conns: 100, limited: true,
+			stop: "client-bound at 4000 msg/s: capacity ≥ 2000 msg/s",
+		},
+		{
+			name: "client saturates while bisecting", capacity: 10000, clientLimit: 11000, clientUpto: 14000,
+			targets: []float64{1000, 2000, 4000, 8000, 16000, 12000}, bisect: 5,
+			capacityOut: 8000, conns: 100, limited: true,
+			stop: "client-bound at 12000 msg/s: capacity ≥ 8000 msg/s",
+		},
+		{
+			name: "max reached", capacity: 1e9, edit: func(s *Search) { s.Max = 5000 },
+			targets: []float64{1000, 2000, 4000, 5000}, bisect: -1,
+			capacityOut: 5000, conns: 100, maxReached: true,
+			stop: "max reached: every step up to 5000 msg/s held the SLO: capacity ≥ 5000 msg/s",
+		},
+		{
+			name: "first step fails", capacity: 500,
+			targets: []float64{1000}, bisect: -1,
+			stop: "slo failed at the first step (1000 msg/s): capacity < 1000 msg/s",
+		},
+		{
+			name: "connections", capacity: 300,
+			edit: func(s *Search) {
+				s.Vary, s.Rate, s.Start, s.Factor, s.Step, s.Max = VaryConnections, 1, 100, 0, 100, 1000
+			},
+			targets: []float64{100, 200, 300, 400, 350, 325, 312}, bisect: 4,
+			capacityOut: 300, conns: 300,
+			stop: "slo failed at 400 connections × 1 msg/s; bisected to 300 connections × 1 msg/s (passes) – 312 connections × 1 msg/s (fails), within 5%: capacity 300 msg/s",
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := &searchDriver{conns: 100, capacity: c.capacity, clientLimit: c.clientLimit, clientUpto: c.clientUpto}
+			edit := c.edit
+			if c.name == "connections" {
+				d.conns = 0
+			}
+			out, _ := runSearch(t, d, edit)
+			var got []float64
+			for i, st := range out.Steps {
+				got = append(got, st.Target)
+				if st.Bisect != (c.bisect >= 0 && i >= c.bisect) {
+					t.Errorf("step %d bisect = %v", i, st.Bisect)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(c.targets) {
+				t.Errorf("steps %v, want %v", got, c.targets)
+			}
+			// Every step was settled first: two rate runs per step.
+			if len(d.targets) != 2*len(c.targets) {
+				t.Errorf("%d rate runs for %d steps", len(d.targets), len(c.targets))
+			}
+			m := out.Metrics
+			if m.Float("capacity") != c.capacityOut || m.Int("capacity_conns") != c.conns || m.Bool("client_limited") != c.limited ||
+				m.Bool("max_reached") != c.maxReached || m.Int("steps") != int64(len(c.targets)) {
+				t.Errorf("metrics %v", m)
+			}
+			if c.capacityOut > 0 && !near(m.Dur("p99"), time.Millisecond) {
+				t.Errorf("p99 at capacity %v", m["p99"])
+			}
+			if out.Stop != c.stop {
+				t.Errorf("stop %q,\nwant %q", out.Stop, c.stop)
+			}
+			if out.Failed {
+				t.Errorf("failed: %s", out.Error)
+			}
+			for _, st := range out.Steps {
+				want := VerdictPass
+				switch {
+				case d.bound(st.Target):
+					want = VerdictClientBound
+				case st.Target > c.capacity:
+					want = VerdictFail
+				}
+				if st.Verdict != want || (st.Target > c.capacity) != (st.Why != "") {
+					t.Errorf("step %v: verdict %q why %q, want %q", st.Target, st.Verdict, st.Why, want)
+				}
+				if st.Why != "" && st.Why != "lost=0 p99=100.01ms" {
+					t.Errorf("why %q", st.Why)
+				}
+				if st.ServerCPU != st.Target/100 || st.ClientBound != (want == VerdictClientBound) {
+					t.Errorf("step %+v", st)
+				}
+			}
+			if c.limited {
+				if len(out.Warnings) != 1 || !strings.HasPrefix(out.Warnings[0], c.stop+": the client, not the server, set this bound") {
+					t.Errorf("warnings %q", out.Warnings)
+				}
+			}
+			if c.name == "connections" {
+				// Opened as the steps needed them, never closed.
+				if fmt.Sprint(d.connects) != "[100 100 100 100]" || d.conns != 400 {
+					t.Errorf("connects %v", d.connects)
+				}
+				for _, st := range out.Steps {
+					if float64(st.Conns) != st.Target {
+						t.Errorf("step %v ran on %d connections", st.Target, st.Conns)
+					}
+				}
+			}
+		})
+	}
+}
+
+// An SLO that fails at run time (modulo by a zero metric) fails the phase
+// with the reason, the steps so far kept.
+func TestSearchSLORuntimeError(t *testing.T) {
+	d := &searchDriver{conns: 100, capacity: 1e9}
+	out, _ := runSearch(t, d, func(s *Search) { s.SLO = "lost % failed == 0" })
+	if !out.Failed || !strings.Contains(out.Error, "integer divide by zero") || len(out.Steps) != 1 || !strings.HasPrefix(out.Steps[0].Why, "slo: ") {
+		t.Errorf("failed %v error %q steps %+v", out.Failed, out.Error, out.Steps)
+	}
+}
+
+// shortDriver sends only 90% of what each step schedules, lossless and
+// fast, above 1500 msg/s: those steps held the SLO at a rate below their
+// targets.
+type shortDriver struct{ searchDriver }
+
+func (d *shortDriver) Run(ctx context.Context, p client.Params, pr *client.Progress) (client.Result, error) {
+	res, err := d.searchDriver.Run(ctx, p, pr)
+	if r, ok := res.(*client.RateResult); ok && d.last > 1500 {
+		r.Sent = r.Scheduled * 9 / 10
+		r.Recv = r.Sent
+	}
+	return res, err
+}
+
+// A step that did not send its timetable is not a pass, whatever the SLO
+// says.
+func TestSearchShortfallFails(t *testing.T) {
+	d := &shortDriver{searchDriver{conns: 100, capacity: 1e9}}
+	s, ctx := validSearch(func(s *Search) { s.Max, s.StepDuration, s.Settle = 4000, units.Duration(time.Second), 0 })
+	if errs := Check(s, ctx); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	out, err := s.Run(t.Context(), &Env{Driver: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Metrics.Float("capacity") != 1500 || len(out.Steps) != 6 {
+		t.Fatalf("capacity %v, steps %+v", out.Metrics["capacity"], out.Steps)
+	}
+	if st := out.Steps[1]; st.Verdict != VerdictFail || !strings.HasPrefix(st.Why, "shortfall: 1800 of 2000 scheduled sent (90%); lost=0 p99=") {
+		t.Errorf("step 2: %q %q", st.Verdict, st.Why)
+	}
+}
+
+// dropDriver loses half of its connections in the settle run of the second
+// step.
+type dropDriver struct {
+	searchDriver
+	runs int
+}
+
+func (d *dropDriver) Run(ctx context.Context, p client.Params, pr *client.Progress) (client.Result, error) {
+	res, err := d.searchDriver.Run(ctx, p, pr)
+	if _, ok := p.(*client.RateParams); ok {
+		if d.runs++; d.runs == 3 {
+			d.conns = 50
+		}
+	}
+	return res, err
+}
+
+// Connections lost while a step settles: the step is measured on those
+// left and fails.
+func TestSearchConnectionsLostWhileSettling(t *testing.T) {
+	d := &dropDriver{searchDriver: searchDriver{conns: 100, capacity: 1e9}}
+	s, ctx := validSearch(func(s *Search) {
+		s.Max, s.StepDuration, s.Settle = 4000, units.Duration(time.Second), units.Duration(100*time.Millisecond)
+	})
+	if errs := Check(s, ctx); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	out, err := s.Run(t.Context(), &Env{Driver: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The second step fails; the bisection after it runs on the 50 left.
+	if len(out.Steps) != 6 || out.Metrics.Float("capacity") != 1937.5 {
+		t.Fatalf("capacity %v steps %+v", out.Metrics["capacity"], out.Steps)
+	}
+	if st := out.Steps[1]; st.Verdict != VerdictFail || st.Conns != 50 || st.Achieved != 2000 || !strings.HasPrefix(st.Why, "50 of 100 connections lost while settling; lost=0") {
+		t.Errorf("step 2: %+v", st)
+	}
+}
