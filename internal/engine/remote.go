@@ -110,6 +110,10 @@ func remotePreflight(p *plan.Plan) ([]sysctl.Finding, error) {
 			MemPerConnClient: MemPerConnClient,
 		}
 		for _, f := range sysctl.Preflight(need, h) {
+			if strings.Contains(f.What, "client process needs") {
+				// Local shards are no fix on another host.
+				f.Fix = "raise that host's hard limit (ulimit -Hn, limits.conf, or the container runtime's nofile), lower its share in client.weights, or add remote shards"
+			}
 			f.What = fmt.Sprintf("client.remote[%d] (%s): %s", i, p.Client.Remote[i], f.What)
 			out = append(out, f)
 		}
