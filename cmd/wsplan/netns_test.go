@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -350,6 +351,55 @@ func TestMultiHostNetns(t *testing.T) {
 	})
 
 	a, b = startShards("3")
+	t.Run("wsplan run in the orchestrator namespace", func(t *testing.T) {
+		plan := filepath.Join(dir, "plan.yaml")
+		body := fmt.Sprintf(`defaults: {allow_remote: true}
+client: {remote: [%s], certs: %s, idle_exit: %s, loops: 1}
+servers: [{name: gws, url: "ws://%s/ws"}]
+phases:
+  - connect: {connections: 4000, concurrency: 200}
+  - echo: {total: 20000, concurrency: 1000, payload: 64}
+`, strings.Join(remote, ", "), certs, idleExit, target)
+		if err := os.WriteFile(plan, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command("ip", "netns", "exec", h.orch, exe, "run", plan, "--progress", "off",
+			"--json", filepath.Join(dir, "r.json"), "--out", filepath.Join(dir, "out")).CombinedOutput()
+		if err != nil {
+			t.Fatalf("wsplan run: %v\n%s", err, out)
+		}
+		var res struct {
+			Results []struct {
+				Phase     string `json:"phase"`
+				OK        bool   `json:"ok"`
+				StartSkew int64  `json:"start_skew"`
+			} `json:"results"`
+		}
+		js, err := os.ReadFile(filepath.Join(dir, "r.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(js, &res); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res.Results {
+			t.Logf("wsplan run: %s ok=%v start_skew=%s", r.Phase, r.OK, time.Duration(r.StartSkew))
+			if !r.OK || r.StartSkew <= 0 {
+				t.Errorf("%s: ok %v, start skew %d", r.Phase, r.OK, r.StartSkew)
+			}
+		}
+		if len(res.Results) != 2 {
+			t.Errorf("%d results, want 2:\n%s", len(res.Results), out)
+		}
+		waitServer(t, srv, 0)
+		for _, p := range []*nsProc{a, b} {
+			if !p.exited(idleExit + 5*time.Second) {
+				t.Errorf("shard pid %d still runs after the run and idle_exit", p.cmd.Process.Pid)
+			}
+		}
+	})
+
+	a, b = startShards("4")
 	t.Run("orchestrator SIGKILLed mid-phase", func(t *testing.T) {
 		f, err := os.Create(filepath.Join(dir, "orchestrator.log"))
 		if err != nil {
