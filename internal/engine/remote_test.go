@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wsplan/wsplan/internal/plan"
 	"github.com/wsplan/wsplan/internal/shard"
 	"github.com/wsplan/wsplan/sysctl"
 )
@@ -100,5 +101,25 @@ func TestRemoteShares(t *testing.T) {
 	p.Client.Weights = []int{1, 1, 2}
 	if got := RemoteShares(p, hosts, 10); got[0] != 3 || got[1] != 2 || got[2] != 5 {
 		t.Errorf("weights 1:1:2 of 10: %v, want 3, 2, 5", got)
+	}
+}
+
+// TestNeedsRemote: with remote or Kubernetes shards, this host's
+// preflight checks no client process, and no server either when every
+// server is a url target.
+func TestNeedsRemote(t *testing.T) {
+	p := planWith([]int{1_000_000}, 0, nil)
+	p.Client.Kubernetes = &plan.Kube{Shards: 4}
+	p.Servers = []plan.Server{{Name: "gws"}}
+	n := Needs(p, Layout{}, 20000)
+	if len(n.ClientProcesses) != 0 || n.MemPerConnClient != 0 || n.ServerFDs == 0 {
+		t.Errorf("kubernetes client, built-in server: %+v; want no client process, the server's fds", n)
+	}
+	p.Servers = []plan.Server{{Name: "prod", URLs: []string{"ws://10.0.0.1:8080/ws"}}}
+	if n := Needs(p, Layout{}, 20000); n.ServerFDs != 0 || n.MemPerConnServer != 0 || len(n.ClientProcesses) != 0 {
+		t.Errorf("kubernetes client, url server: %+v; want nothing checked here", n)
+	}
+	if f := sysctl.Preflight(Needs(p, Layout{}, 20000), sysctl.HostFacts{NoFileHard: 20000, MemAvailable: 1 << 30}); len(f) != 0 {
+		t.Errorf("findings %v, want none", f)
 	}
 }
