@@ -40,11 +40,13 @@ func newShardCmd() *cobra.Command {
 			"without an orchestrator (the plan's client.idle_exit replaces it once one came).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
-			defer stop()
 			if listen != "" {
+				ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
+				defer stop()
 				return serveRemote(ctx, cmd, listen, certs, idleExit, opts.Loops)
 			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM)
+			defer stop()
 			opts.Targets = strings.Split(targets, ",")
 			if srcs != "" {
 				opts.SourceAddrs = strings.Split(srcs, ",")
