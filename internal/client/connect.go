@@ -75,10 +75,26 @@ func (p *ConnectParams) Validate() error {
 }
 
 // Split implements Params: connections and concurrency split evenly over
-// the first min(parts, concurrency, connections) parts, whatever their
-// weights (a connect phase opens connections where there were none).
+// the first min(parts, concurrency, connections) parts (a connect phase
+// opens connections where there were none) — unless every weight is > 0
+// and they differ (remote shards' client.weights): then both split in
+// proportion to the weights, each part with connections getting at least
+// 1 of concurrency.
 func (p *ConnectParams) Split(weights []int) []Params {
 	out := make([]Params, len(weights))
+	if weighted(weights) {
+		conns := splitInt64(int64(p.Connections), weights)
+		conc := splitInt64(int64(p.Concurrency), weights)
+		for j := range out {
+			if conns[j] == 0 {
+				continue
+			}
+			q := *p
+			q.Connections, q.Concurrency = int(conns[j]), int(min(max(conc[j], 1), conns[j]))
+			out[j] = &q
+		}
+		return out
+	}
 	m := min(len(weights), p.Concurrency, p.Connections)
 	for j := 0; j < m; j++ {
 		q := *p
@@ -575,4 +591,16 @@ func (d *dialRun) finish(l *loop, stopped bool, _ int64) {
 		return
 	}
 	l.finished(d.job.phase, &d.part, stopped)
+}
+
+// weighted reports whether weights are all > 0 and not all equal.
+func weighted(weights []int) bool {
+	differ := false
+	for _, w := range weights {
+		if w <= 0 {
+			return false
+		}
+		differ = differ || w != weights[0]
+	}
+	return differ
 }
