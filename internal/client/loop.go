@@ -179,7 +179,8 @@ type loop struct {
 	// Data bytes received: as the frames carried them (compressed or not)
 	// and as payload (inflated); runs read them at their start and end.
 	wireIn, payloadIn int64
-	stopping          bool // a cmdClose arrived
+	wakes             int64 // epoll waits returned: wake-ups (runs read it at their start and end)
+	stopping          bool  // a cmdClose arrived
 }
 
 // newLoop creates a loop's epoll and eventfd; run starts it.
@@ -260,6 +261,7 @@ func (l *loop) run() {
 			timeout = max(0, at-now)
 		}
 		n, err := epollWait(l.epfd, l.events, timeout, &l.ts)
+		l.wakes++
 		if err != nil && err != unix.EINTR {
 			// epoll_wait fails only for a bad epfd or events buffer, which
 			// would be a bug here; stop rather than spin.
