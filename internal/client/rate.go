@@ -306,6 +306,7 @@ type rateRun struct {
 	live     int
 	left     int   // bytes this pump may still write
 	wake     int64 // loop clock of the next pump
+	due      int64 // loop clock of the next due event (wake without the slack)
 	part     RateResult
 	noConns  bool                    // every connection was lost
 	cur      *hdrhistogram.Histogram // latencies of the second curSec, not yet in part.Latency
@@ -378,6 +379,9 @@ func (r *rateRun) second(now int64) (int, *RateSecond) {
 // wakeAt implements loopRun.
 func (r *rateRun) wakeAt() int64 { return r.wake }
 
+// dueAt implements slackRun.
+func (r *rateRun) dueAt() int64 { return r.due }
+
 // ratePump runs the pump (tests call it by this name).
 func (l *loop) ratePump(now int64) { l.ph.pump(l, now) }
 
@@ -423,15 +427,16 @@ func (r *rateRun) pump(l *loop, now int64) {
 		return
 	}
 	if r.sending {
-		r.wake = r.end
+		r.wake, r.due = r.end, r.end
 		if at := r.cu.at(); at < r.job.pacer.Duration {
-			r.wake = min(r.wake, r.gate.wake(r.start+int64(at)))
+			r.due = min(r.due, r.start+int64(at))
+			r.wake = min(r.wake, r.gate.wake(r.due))
 		}
 		if more {
-			r.wake = now
+			r.wake, r.due = now, now
 		}
 	} else {
-		r.wake = r.stopAt
+		r.wake, r.due = r.stopAt, r.stopAt
 	}
 }
 
@@ -700,7 +705,7 @@ func (r *rateRun) lost(_ *loop, c *conn, _ uint8, reason Reason) {
 	r.live--
 	r.part.Errors.add(reason)
 	if r.live == 0 || (!r.sending && r.inflight == 0) {
-		r.wake = 0 // the next pump ends the phase
+		r.wake, r.due = 0, 0 // the next pump ends the phase
 	}
 }
 
