@@ -108,7 +108,7 @@ func TestRateRun(t *testing.T) {
 		},
 		Errors:   client.Reasons{client.ReasonMarkerMismatch: 2, client.ReasonEOF: 1},
 		Slack:    time.Millisecond,
-		Wakeups:  891,
+		Wakeups:  890,
 		SendLate: client.Hist{Histogram: sendLate},
 	}}
 	p := &Rate{Duration: units.Duration(5 * time.Second), Rate: 5, Payload: size(64)}
