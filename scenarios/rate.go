@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
@@ -41,11 +42,15 @@ type Rate struct {
 	// every connection, so an overloaded server cannot make the client fill
 	// the kernel's socket memory; default 64MiB.
 	MaxInflightBytes units.Size     `yaml:"max_inflight_bytes" default:"64MiB" min:"0" doc:"payload bytes sent and not echoed over every connection"`
-	Drain            units.Duration `yaml:"drain" default:"2s" min:"0s" doc:"wait for the echoes still due after duration"`                                                            // wait for the echoes still due after duration; default 2s
-	LateAfter        units.Duration `yaml:"late_after" default:"1ms" min:"0s" doc:"a message written later than this after its schedule is late"`                                      // a message written later than this after its schedule is late; default 1ms
-	Verify           *bool          `yaml:"verify" default:"true" doc:"compare every echoed payload byte (the marker is always checked)"`                                              // compare every echoed payload byte (the marker is always checked); default true
-	PayloadKind      string         `yaml:"payload_kind" default:"random" doc:"what messages hold after the marker: random (incompressible bytes), text (chat-like JSON lines), file"` // what messages hold; default random
-	File             string         `yaml:"file" doc:"with payload_kind: file, the file whose bytes are cycled to the payload size"`                                                   // with payload_kind file: its path (read at Run)
+	Drain            units.Duration `yaml:"drain" default:"2s" min:"0s" doc:"wait for the echoes still due after duration"` // wait for the echoes still due after duration; default 2s
+	// Slack is the timer slack: the loop wakes at most once per slack and
+	// writes every message due by then together (each one's latency still
+	// counts from its own schedule; send_late_* say how late they left).
+	Slack       *units.Duration `yaml:"slack" default:"200us" min:"0s" doc:"timer slack: sends due within it share one wake-up (at most this late); 0 = a wake-up per message"`
+	LateAfter   units.Duration  `yaml:"late_after" default:"1ms" min:"0s" doc:"a message written later than this after its schedule is late"`                                      // a message written later than this after its schedule is late; default 1ms
+	Verify      *bool           `yaml:"verify" default:"true" doc:"compare every echoed payload byte (the marker is always checked)"`                                              // compare every echoed payload byte (the marker is always checked); default true
+	PayloadKind string          `yaml:"payload_kind" default:"random" doc:"what messages hold after the marker: random (incompressible bytes), text (chat-like JSON lines), file"` // what messages hold; default random
+	File        string          `yaml:"file" doc:"with payload_kind: file, the file whose bytes are cycled to the payload size"`                                                   // with payload_kind file: its path (read at Run)
 }
 
 func init() {
@@ -104,6 +109,12 @@ func init() {
 			{Name: "conns", Kind: metrics.Count, Doc: "connections that sent"},
 			{Name: "rate", Kind: metrics.Float, Doc: "messages per connection per second asked for"},
 			{Name: "payload", Kind: metrics.Bytes, Doc: "bytes per message"},
+			{Name: "slack", Kind: metrics.Duration, Doc: "the timer slack the phase ran with"},
+			{Name: "send_late_p50", Kind: metrics.Duration, Doc: "median of how late messages left (write − scheduled time)"},
+			{Name: "send_late_p99", Kind: metrics.Duration, Doc: "99th percentile of how late messages left"},
+			{Name: "send_late_max", Kind: metrics.Duration, Doc: "the latest a message left after its scheduled time"},
+			{Name: "wakeups", Kind: metrics.Count, Doc: "client loop wake-ups during the phase"},
+			{Name: "wakeups_per_msg", Kind: metrics.Float, Doc: "wakeups / (sent + recv): client wake-ups per message sent or echoed"},
 		}, metrics.Latency, []metrics.Def{
 			{Name: "client_cpu_per_1m", Kind: metrics.Float, Doc: "client CPU seconds per million messages sent and echoed"},
 			{Name: "server_cpu_per_1m", Kind: metrics.Float, Doc: "server CPU seconds per million echoes"},
@@ -178,6 +189,7 @@ func (p *Rate) Run(ctx context.Context, env *Env) (Outcome, error) {
 		Drain:            p.Drain.D(),
 		LateAfter:        p.LateAfter.D(),
 		Verify:           p.Verify == nil || *p.Verify,
+		Slack:            p.slack(),
 	})
 	if r == nil {
 		return Outcome{}, err // nothing was measured
@@ -217,9 +229,31 @@ func RateMetrics(r client.RateResult, perConn float64, payload int64) metrics.Va
 		"rate":          perConn,
 		"payload":       payload,
 	}
+	v["slack"] = r.Slack
+	v["wakeups"] = r.Wakeups
+	v["wakeups_per_msg"] = 0.0
+	if n := r.Sent + r.Recv; n > 0 {
+		v["wakeups_per_msg"] = float64(r.Wakeups) / float64(n)
+	}
+	var p50, p99, mx time.Duration
+	if h := r.SendLate.Histogram; h != nil && h.TotalCount() > 0 {
+		p50, p99, mx = time.Duration(h.ValueAtQuantile(50)), time.Duration(h.ValueAtQuantile(99)), time.Duration(h.Max())
+	}
+	v["send_late_p50"], v["send_late_p99"], v["send_late_max"] = p50, p99, mx
 	wireValues(v, r.BytesPayload, r.BytesWire)
 	latencyValues(v, r.Latency)
 	return v
+}
+
+// slack returns the client's RateParams.Slack: nil is the default, 0 none.
+func (p *Rate) slack() time.Duration {
+	switch {
+	case p.Slack == nil:
+		return client.DefaultSlack
+	case *p.Slack == 0:
+		return client.NoSlack
+	}
+	return p.Slack.D()
 }
 
 // RateWarnings are what a reader of a rate result must not miss: a

@@ -93,6 +93,10 @@ func TestRateRun(t *testing.T) {
 	for _, v := range []time.Duration{time.Millisecond, 2 * time.Millisecond, 100 * time.Millisecond} {
 		lat.RecordValue(int64(v))
 	}
+	sendLate := client.NewHistogram()
+	for _, v := range []time.Duration{10 * time.Microsecond, 20 * time.Microsecond, 3 * time.Millisecond} {
+		sendLate.RecordValue(int64(v))
+	}
 	drv := &fakeDriver{conns: 40, connsNext: -1, rateRes: client.RateResult{
 		Conns: 40, Scheduled: 1000, Sent: 900, Recv: 880, Failed: 2, Late: 50, Unsent: 100,
 		BytesSent: 900 * 64, BytesRecv: 882 * 64, Used: 5 * time.Second, Drain: 500 * time.Millisecond,
@@ -102,7 +106,10 @@ func TestRateRun(t *testing.T) {
 			{Sent: 400, Recv: 390, Late: 40, P50: 100 * time.Millisecond, P99: 100 * time.Millisecond, Max: 100 * time.Millisecond},
 			{Recv: 0},
 		},
-		Errors: client.Reasons{client.ReasonMarkerMismatch: 2, client.ReasonEOF: 1},
+		Errors:   client.Reasons{client.ReasonMarkerMismatch: 2, client.ReasonEOF: 1},
+		Slack:    time.Millisecond,
+		Wakeups:  890,
+		SendLate: client.Hist{Histogram: sendLate},
 	}}
 	p := &Rate{Duration: units.Duration(5 * time.Second), Rate: 5, Payload: size(64)}
 	Defaults(p, Context{Conns: 50}) // 10 of them closed since
@@ -118,6 +125,7 @@ func TestRateRun(t *testing.T) {
 		"sent": int64(900), "recv": int64(880), "failed": int64(2), "lost": int64(18), "late": int64(150), "unsent": int64(100),
 		"scheduled": int64(1000), "send_rate": 200.0, "achieved_rate": 180.0, "recv_rate": 160.0, "duration": 5 * time.Second,
 		"drain": 500 * time.Millisecond, "conns": int64(40), "payload": int64(64), "bytes_sent": int64(900 * 64),
+		"slack": time.Millisecond, "wakeups": int64(890), "wakeups_per_msg": 0.5,
 	} {
 		if fmt.Sprint(m[name]) != fmt.Sprint(want) {
 			t.Errorf("%s = %v, want %v", name, m[name], want)
@@ -129,6 +137,12 @@ func TestRateRun(t *testing.T) {
 	}
 	if w := RateWarnings(client.RateResult{Scheduled: 1000, Sent: 1000, Recv: 1000, Late: 11}); len(w) != 1 {
 		t.Errorf("1.1%% late: warnings %v", w)
+	}
+	if !near(m.Dur("send_late_p50"), 20*time.Microsecond) || !near(m.Dur("send_late_p99"), 3*time.Millisecond) || !near(m.Dur("send_late_max"), 3*time.Millisecond) {
+		t.Errorf("send_late p50 %v p99 %v max %v, want 20µs, 3ms, 3ms", m.Dur("send_late_p50"), m.Dur("send_late_p99"), m.Dur("send_late_max"))
+	}
+	if drv.rate.Slack != client.DefaultSlack {
+		t.Errorf("slack passed %v, want the default %v", drv.rate.Slack, client.DefaultSlack)
 	}
 	if !near(m.Dur("p99"), 100*time.Millisecond) || !near(m.Dur("p50"), 2*time.Millisecond) {
 		t.Errorf("p50 %v p99 %v, want 2ms, 100ms (HDR precision)", m.Dur("p50"), m.Dur("p99"))
@@ -250,5 +264,23 @@ func TestRateRunInterrupted(t *testing.T) {
 	out, err = p.Run(t.Context(), &Env{Driver: drv})
 	if err != context.Canceled || out.Metrics != nil {
 		t.Errorf("nothing measured: %v, %v", out.Metrics, err)
+	}
+}
+
+// TestRateSlack: the plan's slack reaches the client: absent is the
+// default, 0s is none (a wake-up per message), any other value itself.
+func TestRateSlack(t *testing.T) {
+	d := func(v time.Duration) *units.Duration { u := units.Duration(v); return &u }
+	for _, tc := range []struct {
+		slack *units.Duration
+		want  time.Duration
+	}{
+		{nil, client.DefaultSlack},
+		{d(0), client.NoSlack},
+		{d(time.Millisecond), time.Millisecond},
+	} {
+		if got := (&Rate{Slack: tc.slack}).slack(); got != tc.want {
+			t.Errorf("slack %v: client gets %v, want %v", tc.slack, got, tc.want)
+		}
 	}
 }

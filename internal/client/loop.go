@@ -179,7 +179,8 @@ type loop struct {
 	// Data bytes received: as the frames carried them (compressed or not)
 	// and as payload (inflated); runs read them at their start and end.
 	wireIn, payloadIn int64
-	stopping          bool // a cmdClose arrived
+	wakes             int64 // epoll waits returned: wake-ups (runs read it at their start and end)
+	stopping          bool  // a cmdClose arrived
 }
 
 // newLoop creates a loop's epoll and eventfd; run starts it.
@@ -260,6 +261,7 @@ func (l *loop) run() {
 			timeout = max(0, at-now)
 		}
 		n, err := epollWait(l.epfd, l.events, timeout, &l.ts)
+		l.wakes++
 		if err != nil && err != unix.EINTR {
 			// epoll_wait fails only for a bad epfd or events buffer, which
 			// would be a bug here; stop rather than spin.
@@ -288,7 +290,7 @@ func (l *loop) run() {
 			l.nextTick = now + l.tickEvery
 		}
 		if r := l.ph; r != nil {
-			if w := r.wakeAt(); w >= 0 && now >= w {
+			if w := r.wakeAt(); w >= 0 && (now >= w || n > 0 && dueEarly(r, now)) {
 				r.pump(l, now)
 				now = l.now() // the pump's writes take time; wake on time
 			}
@@ -298,6 +300,19 @@ func (l *loop) run() {
 			return
 		}
 	}
+}
+
+// slackRun is a run whose wake-ups a timer slack delays past its next due
+// message (pacedWake): dueAt is the loop clock that message is due.
+type slackRun interface{ dueAt() int64 }
+
+// dueEarly reports whether r has a message due by now although its
+// (slack-delayed) wake-up has not come: a loop awake anyway, for an echo,
+// then pumps at once, so that one wake-up serves the sends too and the
+// message leaves as early as it can.
+func dueEarly(r loopRun, now int64) bool {
+	s, ok := r.(slackRun)
+	return ok && now >= s.dueAt()
 }
 
 // deadline returns the loop clock of the next timer event, if any.

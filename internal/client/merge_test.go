@@ -161,11 +161,12 @@ func TestMergeResults(t *testing.T) {
 		sameHist(t, "connect", c.Latency, all)
 
 		all = NewHist()
-		r := &RateResult{Conns: 2, Scheduled: 20, Sent: 19, Recv: 18, Failed: 1, Late: 3, Unsent: 1, BytesSent: 190, BytesRecv: 180,
+		late := NewHist()
+		r := &RateResult{Slack: time.Millisecond, Wakeups: 7, SendLate: hist(late, 5, 900_000), Conns: 2, Scheduled: 20, Sent: 19, Recv: 18, Failed: 1, Late: 3, Unsent: 1, BytesSent: 190, BytesRecv: 180,
 			Used: time.Second, Drain: 100 * time.Millisecond, Latency: hist(all, 10, 20, 30),
 			Seconds: []RateSecond{{Sent: 10, Recv: 9, Late: 1, P50: 10, P99: 20, Max: 20}, {Sent: 9, Recv: 9, Late: 2, P50: 30, P99: 30, Max: 30}},
 			Errors:  Reasons{ReasonMarkerMismatch: 1}, Stopped: StopNoConnections}
-		s := &RateResult{Conns: 1, Scheduled: 10, Sent: 10, Recv: 10, BytesSent: 100, BytesRecv: 100,
+		s := &RateResult{Slack: time.Millisecond, Wakeups: 4, SendLate: hist(late, 3_000_000), Conns: 1, Scheduled: 10, Sent: 10, Recv: 10, BytesSent: 100, BytesRecv: 100,
 			Used: time.Second, Drain: 300 * time.Millisecond, Latency: hist(all, 40),
 			Seconds: []RateSecond{{Sent: 10, Recv: 10, P50: 40, P99: 40, Max: 40}}, Stopped: StopNoConnections}
 		if viaWire {
@@ -178,6 +179,10 @@ func TestMergeResults(t *testing.T) {
 			t.Errorf("rate merge (wire %v): %+v", viaWire, r)
 		}
 		sameHist(t, "rate", r.Latency, all)
+		sameHist(t, "rate send_late", r.SendLate, late)
+		if r.Slack != time.Millisecond || r.Wakeups != 11 {
+			t.Errorf("rate merge (wire %v): slack %v wakeups %d, want 1ms, 11", viaWire, r.Slack, r.Wakeups)
+		}
 
 		h := &HoldResult{Conns: 10, Alive: 9, Pings: 100, Pongs: 99, Used: time.Second, Errors: Reasons{ReasonEOF: 1}}
 		k := &HoldResult{Conns: 5, Alive: 5, Pings: 50, Pongs: 50, Used: 2 * time.Second, Stopped: StopClosed}

@@ -50,6 +50,12 @@ type RateParams struct {
 	// Verify compares every echoed payload byte after the marker (the
 	// marker itself is always checked).
 	Verify bool `json:"verify"`
+	// Slack is the timer slack: after a wake-up the loop sleeps at least
+	// Slack before the next, and writes every message due by then
+	// together, so a message leaves at most Slack late (RateResult.SendLate
+	// says how late they left). 0 = DefaultSlack; NoSlack = a wake-up per
+	// due message.
+	Slack time.Duration `json:"slack"`
 	// PhaseFirst and PhaseTotal place this client's connections in the
 	// timetable: its connection j gets phase (PhaseFirst+j)/PhaseTotal of
 	// a period. Zero values = j/Connections. Split sets them so that the
@@ -85,6 +91,14 @@ type RateResult struct {
 	Used         time.Duration `json:"used"`
 	Drain        time.Duration `json:"drain"`   // time after Duration spent waiting for echoes
 	Latency      Hist          `json:"latency"` // ns, intact echoes, from the scheduled send time; exact over loops and shards
+	// Slack is the timer slack the phase ran with (RateParams.Slack).
+	Slack time.Duration `json:"slack"`
+	// SendLate is how late each message left: its write minus its
+	// scheduled time, ns; exact over loops and shards.
+	SendLate Hist `json:"send_late"`
+	// Wakeups counts the loop wake-ups (epoll_pwait2 returns) during the
+	// phase, over every loop: the client's cost driver at sparse rates.
+	Wakeups int64 `json:"wakeups"`
 	// Seconds is the timeline: entry i covers [i s, i+1 s) from the start
 	// of the phase (drain included). Sends count in the second they were
 	// written, echoes and their latencies in the second they completed. It
@@ -141,6 +155,9 @@ func (r *RateResult) Merge(other Result) {
 	r.Used = max(r.Used, o.Used)
 	r.Drain = max(r.Drain, o.Drain)
 	r.Latency.add(o.Latency)
+	r.Slack = max(r.Slack, o.Slack)
+	r.SendLate.add(o.SendLate)
+	r.Wakeups += o.Wakeups
 	for len(r.Seconds) < len(o.Seconds) {
 		r.Seconds = append(r.Seconds, RateSecond{})
 	}
@@ -170,6 +187,9 @@ func (p RateParams) withDefaults() RateParams {
 	}
 	if p.LateAfter == 0 {
 		p.LateAfter = DefaultLateAfter
+	}
+	if p.Slack == 0 {
+		p.Slack = DefaultSlack
 	}
 	return p
 }
@@ -248,6 +268,7 @@ type rateJob struct {
 	maxInflight int64 // per connection
 	loopMax     int64 // messages in flight over the loop's connections
 	lateAfter   int64 // ns
+	slack       time.Duration
 	pr          *Progress
 }
 
@@ -271,6 +292,8 @@ type rateConn struct {
 type rateRun struct {
 	baseRun
 	wireIn0  int64 // the loop's received wire bytes at the start
+	wakes0   int64 // the loop's wake-ups at the start
+	gate     pacedWake
 	job      rateJob
 	cu       cursor
 	conns    []rateConn
@@ -283,6 +306,7 @@ type rateRun struct {
 	live     int
 	left     int   // bytes this pump may still write
 	wake     int64 // loop clock of the next pump
+	due      int64 // loop clock of the next due event (wake without the slack)
 	part     RateResult
 	noConns  bool                    // every connection was lost
 	cur      *hdrhistogram.Histogram // latencies of the second curSec, not yet in part.Latency
@@ -312,6 +336,8 @@ func (l *loop) rateStart(job *rateJob) {
 	if need := max(job.batch, r.flen) + r.flen/64 + 64; cap(l.wbuf) < need {
 		l.wbuf = make([]byte, need)
 	}
+	r.gate = newPacedWake(job.slack)
+	r.wakes0 = l.wakes
 	r.start = int64(job.start.Sub(l.epoch))
 	r.end = r.start + int64(job.pacer.Duration)
 	r.stopAt = r.end + job.drain
@@ -353,6 +379,9 @@ func (r *rateRun) second(now int64) (int, *RateSecond) {
 // wakeAt implements loopRun.
 func (r *rateRun) wakeAt() int64 { return r.wake }
 
+// dueAt implements slackRun.
+func (r *rateRun) dueAt() int64 { return r.due }
+
 // ratePump runs the pump (tests call it by this name).
 func (l *loop) ratePump(now int64) { l.ph.pump(l, now) }
 
@@ -361,6 +390,7 @@ func (l *loop) ratePump(now int64) { l.ph.pump(l, now) }
 // left to wait for, and sets the time of the next pump.
 func (r *rateRun) pump(l *loop, now int64) {
 	more := false
+	r.gate.pumped(now)
 	if r.sending {
 		el := time.Duration(now - r.start)
 		visited := 0
@@ -397,15 +427,16 @@ func (r *rateRun) pump(l *loop, now int64) {
 		return
 	}
 	if r.sending {
-		r.wake = r.end
+		r.wake, r.due = r.end, r.end
 		if at := r.cu.at(); at < r.job.pacer.Duration {
-			r.wake = min(r.wake, r.start+int64(at))
+			r.due = min(r.due, r.start+int64(at))
+			r.wake = min(r.wake, r.gate.wake(r.due))
 		}
 		if more {
-			r.wake = now
+			r.wake, r.due = now, now
 		}
 	} else {
-		r.wake = r.stopAt
+		r.wake, r.due = r.stopAt, r.stopAt
 	}
 }
 
@@ -470,6 +501,7 @@ func (l *loop) rateSend(r *rateRun, j int, now int64) {
 			r.part.Late++
 			sec.Late++
 		}
+		r.gate.sent(now, r.start+at)
 		r.unflushed++
 	}
 	if len(buf) > 0 {
@@ -673,7 +705,7 @@ func (r *rateRun) lost(_ *loop, c *conn, _ uint8, reason Reason) {
 	r.live--
 	r.part.Errors.add(reason)
 	if r.live == 0 || (!r.sending && r.inflight == 0) {
-		r.wake = 0 // the next pump ends the phase
+		r.wake, r.due = 0, 0 // the next pump ends the phase
 	}
 }
 
@@ -716,6 +748,9 @@ func (r *rateRun) finish(l *loop, stopped bool, now int64) {
 	if r.job.pr != nil && r.unflushed > 0 {
 		r.job.pr.Done.Add(r.unflushed)
 	}
+	r.part.Slack = time.Duration(r.gate.slack)
+	r.part.SendLate = Hist{r.gate.late}
+	r.part.Wakeups = l.wakes - r.wakes0
 	r.part.BytesPayload = r.part.BytesSent + r.part.BytesRecv
 	r.part.BytesWire = r.wireOut + l.wireIn - r.wireIn0
 	l.finished(r.job.phase, &r.part, stopped)
@@ -753,6 +788,9 @@ func (p *RateParams) Validate() error {
 	}
 	if err := checkPayloadKind(p.PayloadKind, p.PayloadFile); err != nil {
 		errs = append(errs, err)
+	}
+	if p.Slack < 0 && p.Slack != NoSlack {
+		errs = append(errs, fmt.Errorf("slack must be >= 0 (or NoSlack), got %v", p.Slack))
 	}
 	if p.LateAfter < 0 {
 		errs = append(errs, fmt.Errorf("late after must be >= 0, got %v", p.LateAfter))
@@ -835,6 +873,7 @@ func (p *RateParams) start(ph *phaseEnv) (*phasePlan, error) {
 			maxInflight: int64(d.MaxInflight),
 			loopMax:     max(1, q.MaxInflightBytes/int64(p.Payload)),
 			lateAfter:   int64(d.LateAfter),
+			slack:       d.Slack,
 			pr:          ph.pr,
 		}
 		plan.starts[i] = func(l *loop) { l.rateStart(job) }
@@ -843,6 +882,9 @@ func (p *RateParams) start(ph *phaseEnv) (*phasePlan, error) {
 		r := res.(*RateResult)
 		if r.Latency.Histogram == nil {
 			r.Latency = NewHist()
+		}
+		if r.SendLate.Histogram == nil {
+			r.SendLate = NewHist()
 		}
 		if why == "" {
 			why = r.Stopped

@@ -137,6 +137,9 @@ func TestRatePathAllocs(t *testing.T) {
 			t.Errorf("%d per step: sent %d recv %d failed %d late %d; want %d, %d, 0, 0 (errors %v)",
 				per, p.Sent-before.Sent, p.Recv-before.Recv, p.Failed, p.Late, want, want, p.Errors)
 		}
+		if n := r.l.ph.(*rateRun).gate.late.TotalCount(); n != p.Sent {
+			t.Errorf("%d per step: send_late holds %d, want every message sent (%d)", per, n, p.Sent)
+		}
 		if lat := r.l.ph.(*rateRun).cur.Max(); lat < 100_000 || lat > 100_000+int64(per)*r.period+1000 {
 			t.Errorf("%d per step: latency up to %d ns, want 100 µs after the last send", per, lat)
 		}

@@ -70,6 +70,9 @@ func TestRate(t *testing.T) {
 				if res.BytesSent != 1000*1024 || res.BytesRecv != 1000*1024 {
 					t.Errorf("bytes sent %d recv %d, want %d", res.BytesSent, res.BytesRecv, 1000*1024)
 				}
+				if res.Slack != DefaultSlack || res.SendLate.TotalCount() != 1000 || res.Wakeups <= 0 {
+					t.Errorf("slack %v, send_late count %d, wakeups %d; want %v, 1000, > 0", res.Slack, res.SendLate.TotalCount(), res.Wakeups, DefaultSlack)
+				}
 				if pr.Total.Load() != 1000 || pr.Done.Load() != 1000 {
 					t.Errorf("progress %d/%d, want 1000/1000", pr.Done.Load(), pr.Total.Load())
 				}
