@@ -252,7 +252,7 @@ func RateWarnings(r client.RateResult) []string {
 	return w
 }
 
-// Timeline turns a rate result's seconds into the result's timeline.
+// Timeline turns a rate or echo result's seconds into the result's timeline.
 func Timeline(secs []client.RateSecond) []result.Point {
 	out := make([]result.Point, len(secs))
 	for i, s := range secs {

@@ -225,7 +225,7 @@ type Outcome struct {
 	// (e.g. connections that could not be opened); the reason is Error.
 	Failed bool
 	Error  string
-	// Timeline is the phase second by second (rate phases); the engine
+	// Timeline is the phase second by second (rate and echo phases); the engine
 	// copies it into the result.
 	Timeline []result.Point
 	// Info holds string facts about the phase that metrics cannot carry:

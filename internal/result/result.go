@@ -82,7 +82,7 @@ type Result struct {
 	Metrics   metrics.Values `json:"metrics"`
 	// ServerLog is the tail of the server's log when the server failed.
 	ServerLog string `json:"server_log,omitempty"`
-	// Timeline is the phase second by second, for plotting (rate phases).
+	// Timeline is the phase second by second, for plotting (rate and echo phases).
 	Timeline []Point `json:"timeline,omitempty"`
 	// Steps are the measured steps of a phase that runs several (a
 	// search), in the order they ran.
