@@ -50,6 +50,9 @@ type chartSeries struct {
 	Points [][2]float64 `json:"points,omitempty"`
 	Color  *int         `json:"color,omitempty"`
 	Dash   *int         `json:"dash,omitempty"`
+	// PointsOnly draws the series' points without a line (a steps chart's
+	// steps that did not pass).
+	PointsOnly bool `json:"points_only,omitempty"`
 }
 
 // chartSection is the charts of one phase.
@@ -143,6 +146,7 @@ func chartModel(runs []*result.Run, labels []string) []chartSection {
 			}
 		}
 		sec.Charts = append(sec.Charts, p.timelines()...)
+		sec.Charts = append(sec.Charts, p.steps()...)
 		sec.Charts = append(p.byVar(), sec.Charts...)
 		out = append(out, sec)
 	}

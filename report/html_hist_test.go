@@ -1,6 +1,7 @@
 package report
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -93,5 +94,100 @@ func TestPercentileChartSources(t *testing.T) {
 	}
 	if o := got["old"]; len(o) != 3 || o[2] != [2]float64{99.9, 3} {
 		t.Errorf("from the metrics: %v", o)
+	}
+}
+
+// richRun is a run whose results carry what the newer charts draw: an
+// echo phase's timeline, stored latency histograms and a search's steps
+// (one failing, one client-bound).
+func richRun() *result.Run {
+	hist := func(scale int64) string {
+		h := client.NewHist()
+		for v := int64(1); v <= 50_000; v++ {
+			_ = h.RecordValue(v * scale)
+		}
+		return scenarios.HistString(h)
+	}
+	timeline := func(tps int64) []result.Point {
+		var out []result.Point
+		for t := range 5 {
+			out = append(out, result.Point{T: t, Sent: tps, Recv: tps - int64(t), P50: time.Duration(t+1) * time.Millisecond,
+				P99: time.Duration(t+3) * time.Millisecond, Max: time.Duration(t+9) * time.Millisecond})
+		}
+		return out
+	}
+	step := func(target, achieved float64, p99 time.Duration, verdict string) result.Step {
+		return result.Step{Target: target, Conns: 100, Achieved: achieved, P50: p99 / 4, P99: p99, P999: 2 * p99,
+			ServerCPU: target / 1000, ClientCPU: target / 2000, ClientBound: verdict == "client-bound", Verdict: verdict}
+	}
+	lat := metrics.Values{"p50": time.Millisecond, "p99": 5 * time.Millisecond, "p999": 9 * time.Millisecond}
+	with := func(v metrics.Values) metrics.Values {
+		out := metrics.Values{}
+		for k, x := range lat {
+			out[k] = x
+		}
+		for k, x := range v {
+			out[k] = x
+		}
+		return out
+	}
+	return &result.Run{Schema: result.Schema, Results: []result.Result{
+		{Server: "gws", Framework: "gws", Phase: "echo", Kind: "echo", OK: true, Metrics: with(metrics.Values{"tps": 52000.0}),
+			Timeline: timeline(52000), Histogram: hist(1000)},
+		{Server: "gorilla", Framework: "gorilla", Phase: "echo", Kind: "echo", OK: true, Metrics: with(metrics.Values{"tps": 31000.0}),
+			Timeline: timeline(31000), Histogram: hist(1700)},
+		{Server: "gws", Framework: "gws", Phase: "capacity", Kind: "search", OK: true, Metrics: with(metrics.Values{"capacity": 40000.0}),
+			Steps: []result.Step{step(10000, 10000, 2*time.Millisecond, "pass"), step(20000, 19990, 3*time.Millisecond, "pass"),
+				step(40000, 39800, 4*time.Millisecond, "pass"), step(80000, 52000, 900*time.Millisecond, "fail"),
+				step(60000, 51000, 300*time.Millisecond, "fail")},
+			Stop: "slo failed at 60000 msg/s"},
+		{Server: "gorilla", Framework: "gorilla", Phase: "capacity", Kind: "search", OK: true, Metrics: with(metrics.Values{"capacity": 30000.0}),
+			Steps: []result.Step{step(10000, 10000, 2*time.Millisecond, "pass"), step(20000, 20000, 3*time.Millisecond, "pass"),
+				step(40000, 33000, 6*time.Millisecond, "client-bound")},
+			Stop: "client-bound at 40000 msg/s"},
+	}}
+}
+
+// TestRichCharts: the echo timeline, the spectrum from stored histograms
+// and the search steps are charted, with the values of the results.
+func TestRichCharts(t *testing.T) {
+	runs := []*result.Run{richRun()}
+	charts := map[string]chart{}
+	for _, sec := range chartModel(runs, runLabels(runs)) {
+		for _, c := range sec.Charts {
+			charts[c.ID] = c
+		}
+	}
+	points := func(id, series string) [][2]float64 {
+		for _, s := range charts[id].Series {
+			if s.Name == series {
+				return s.Points
+			}
+		}
+		return nil
+	}
+	for _, tc := range []struct {
+		id, series string
+		n          int
+		first      [2]float64
+		last       [2]float64
+	}{
+		{"c0-tl-recv", "gws", 5, [2]float64{0, 52000}, [2]float64{4, 51996}},
+		{"c0-tl-p99", "gorilla", 5, [2]float64{0, 3}, [2]float64{4, 7}},
+		{"c0-lat", "gws", 11, [2]float64{50, 25}, [2]float64{99.999, 50}},
+		{"c1-steps-achieved", "gws", 5, [2]float64{10000, 10000}, [2]float64{80000, 52000}},
+		{"c1-steps-achieved", "gws: not passed", 2, [2]float64{60000, 51000}, [2]float64{80000, 52000}},
+		{"c1-steps-p99", "gorilla", 3, [2]float64{10000, 2}, [2]float64{40000, 6}},
+		{"c1-steps-p99", "gorilla: not passed", 1, [2]float64{40000, 6}, [2]float64{40000, 6}},
+	} {
+		p := points(tc.id, tc.series)
+		if len(p) != tc.n || p[0][0] != tc.first[0] || !within(p[0][1], tc.first[1]) || p[len(p)-1][0] != tc.last[0] || !within(p[len(p)-1][1], tc.last[1]) {
+			t.Errorf("%s %s: %v, want %d points from %v to %v", tc.id, tc.series, p, tc.n, tc.first, tc.last)
+		}
+	}
+	for _, s := range charts["c1-steps-achieved"].Series {
+		if s.PointsOnly != strings.HasSuffix(s.Name, ": not passed") || s.Color == nil {
+			t.Errorf("series %q: points only %v, colour %v", s.Name, s.PointsOnly, s.Color)
+		}
 	}
 }
