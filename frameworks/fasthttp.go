@@ -11,10 +11,11 @@ import (
 
 func init() {
 	Register(Adapter{
-		Name:    "fasthttp",
-		Library: "github.com/fasthttp/websocket",
-		Doc:     "valyala/fasthttp server, goroutine per connection, NextReader into a reused buffer, WriteMessage",
-		Start:   startFasthttp,
+		Name:      "fasthttp",
+		Library:   "github.com/fasthttp/websocket",
+		Doc:       "valyala/fasthttp server, goroutine per connection, NextReader into a reused buffer, WriteMessage",
+		Start:     startFasthttp,
+		Broadcast: &Broadcast{Doc: "PreparedMessage (encoded once per message), WritePreparedMessage to each member in turn from the publisher's goroutine", Start: startFasthttpBroadcast},
 	})
 	RegisterPreset(Preset{
 		Name:      "fasthttp",
@@ -101,4 +102,80 @@ func (s *fasthttpServer) Close() error {
 		err = nil
 	}
 	return err
+}
+
+// fasthttpMember is a connection in a broadcast room; the gorilla fork
+// allows one writer at a time.
+type fasthttpMember struct {
+	mu sync.Mutex
+	c  *websocket.Conn
+}
+
+// startFasthttpBroadcast serves BroadcastPath as gorilla does: each
+// message is encoded once as a websocket.PreparedMessage and written to
+// every member of the room in turn from the publisher's goroutine.
+func startFasthttpBroadcast(cfg Config) (Server, error) {
+	lns, err := listenCfg(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &fasthttpServer{lns: lns}
+	up := &websocket.FastHTTPUpgrader{
+		CheckOrigin:       func(*fasthttp.RequestCtx) bool { return true },
+		EnableCompression: cfg.Bool("compression"),
+	}
+	var rooms hub[*fasthttpMember]
+	serve := func(c *websocket.Conn, room string, include bool) {
+		raw := c.NetConn()
+		if u, ok := raw.(interface{ UnsafeConn() net.Conn }); ok {
+			raw = u.UnsafeConn()
+		}
+		if !s.conns.add(raw) {
+			return
+		}
+		defer s.conns.done(raw)
+		me := &fasthttpMember{c: c}
+		rooms.join(room, me)
+		defer rooms.leave(room, me)
+		var to []*fasthttpMember
+		for {
+			mt, data, err := c.ReadMessage()
+			if err != nil {
+				return
+			}
+			pm, err := websocket.NewPreparedMessage(mt, data)
+			if err != nil {
+				return
+			}
+			to = rooms.members(to[:0], room, me, include)
+			for _, m := range to {
+				m.mu.Lock()
+				// A failed member ends in its own read loop.
+				_ = m.c.WritePreparedMessage(pm)
+				m.mu.Unlock()
+			}
+		}
+	}
+	s.srv = &fasthttp.Server{
+		Handler: func(ctx *fasthttp.RequestCtx) {
+			if string(ctx.Path()) != cfg.Path {
+				ctx.Error("not found", fasthttp.StatusNotFound)
+				return
+			}
+			args := ctx.QueryArgs()
+			room := string(args.Peek("room"))
+			include := string(args.Peek("include_sender")) != "false"
+			// On error Upgrade has written the HTTP error response.
+			_ = up.Upgrade(ctx, func(c *websocket.Conn) { serve(c, room, include) })
+		},
+	}
+	for _, ln := range lns {
+		s.wg.Add(1)
+		go func(ln net.Listener) {
+			defer s.wg.Done()
+			// Serve returns when Shutdown closes ln.
+			_ = s.srv.Serve(ln)
+		}(ln)
+	}
+	return s, nil
 }

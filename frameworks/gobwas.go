@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"compress/flate"
 	"io"
+	"net"
 	"net/http"
 
 	"github.com/gobwas/ws"
@@ -13,10 +14,11 @@ import (
 
 func init() {
 	Register(Adapter{
-		Name:    "gobwas",
-		Library: "github.com/gobwas/ws",
-		Doc:     "net/http UpgradeHTTP, goroutine per connection, wsutil.ReadClientData / WriteServerMessage; read_buffer 0 = read frames unbuffered",
-		Start:   startGobwas,
+		Name:      "gobwas",
+		Library:   "github.com/gobwas/ws",
+		Doc:       "net/http UpgradeHTTP, goroutine per connection, wsutil.ReadClientData / WriteServerMessage; read_buffer 0 = read frames unbuffered",
+		Start:     startGobwas,
+		Broadcast: &Broadcast{Doc: "ws.CompileFrame once per message, the same bytes written to each member's net.Conn in turn", Start: startGobwasBroadcast},
 	})
 	RegisterPreset(Preset{
 		Name:      "gobwas",
@@ -145,4 +147,57 @@ func gobwasDeflateEcho(rw io.ReadWriter) error {
 			return err
 		}
 	}
+}
+
+// startGobwasBroadcast serves BroadcastPath the gobwas way: each message
+// is compiled once into a server frame (ws.CompileFrame) and the same
+// bytes are written to every member's net.Conn in turn (net.Conn.Write is
+// safe for concurrent use, so frames never interleave; it blocks while a
+// member does not read). Compression is not negotiated here.
+func startGobwasBroadcast(cfg Config) (Server, error) {
+	bufSize := cfg.Int("read_buffer")
+	var rooms hub[net.Conn]
+	return startHTTP(cfg, func(s *httpServer, w http.ResponseWriter, r *http.Request) {
+		room, include := roomOf(r)
+		conn, brw, _, err := ws.DefaultHTTPUpgrader.Upgrade(r, w)
+		if err != nil {
+			if conn != nil {
+				conn.Close() // hijacked: gobwas wrote the error response
+			}
+			return
+		}
+		if !s.conns.add(conn) {
+			return
+		}
+		defer s.conns.done(conn)
+		var src io.Reader = conn
+		if brw.Reader.Buffered() > 0 {
+			src = brw.Reader
+		}
+		if bufSize > 0 {
+			src = bufio.NewReaderSize(src, bufSize)
+		}
+		rw := struct {
+			io.Reader
+			io.Writer
+		}{src, conn}
+		rooms.join(room, conn)
+		defer rooms.leave(room, conn)
+		var to []net.Conn
+		for {
+			msg, op, err := wsutil.ReadClientData(rw)
+			if err != nil {
+				return
+			}
+			frame, err := ws.CompileFrame(ws.NewFrame(op, true, msg))
+			if err != nil {
+				return
+			}
+			to = rooms.members(to[:0], room, conn, include)
+			for _, m := range to {
+				// A failed member ends in its own read loop.
+				_, _ = m.Write(frame)
+			}
+		}
+	})
 }

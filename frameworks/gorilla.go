@@ -2,16 +2,18 @@ package frameworks
 
 import (
 	"net/http"
+	"sync"
 
 	"github.com/gorilla/websocket"
 )
 
 func init() {
 	Register(Adapter{
-		Name:    "gorilla",
-		Library: "github.com/gorilla/websocket",
-		Doc:     "net/http server, goroutine per connection, NextReader into a reused buffer, WriteMessage",
-		Start:   startGorilla,
+		Name:      "gorilla",
+		Library:   "github.com/gorilla/websocket",
+		Doc:       "net/http server, goroutine per connection, NextReader into a reused buffer, WriteMessage",
+		Start:     startGorilla,
+		Broadcast: &Broadcast{Doc: "PreparedMessage (encoded once per message), WritePreparedMessage to each member in turn from the publisher's goroutine", Start: startGorillaBroadcast},
 	})
 	RegisterPreset(Preset{
 		Name:      "gorilla",
@@ -42,5 +44,57 @@ func startGorilla(cfg Config) (Server, error) {
 		}
 		defer s.conns.done(c.NetConn())
 		echoLoop(c, bufSize)
+	})
+}
+
+// gorillaMember is a connection in a broadcast room; gorilla allows one
+// writer at a time.
+type gorillaMember struct {
+	mu sync.Mutex
+	c  *websocket.Conn
+}
+
+// startGorillaBroadcast serves BroadcastPath: each connection's goroutine
+// reads a message, encodes it once as a websocket.PreparedMessage and
+// writes it to every member of its room with WritePreparedMessage, in
+// turn and without a write deadline (a member that does not read blocks
+// its publisher).
+func startGorillaBroadcast(cfg Config) (Server, error) {
+	up := &websocket.Upgrader{
+		CheckOrigin:       func(*http.Request) bool { return true },
+		EnableCompression: cfg.Bool("compression"),
+	}
+	var rooms hub[*gorillaMember]
+	return startHTTP(cfg, func(s *httpServer, w http.ResponseWriter, r *http.Request) {
+		room, include := roomOf(r)
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return // Upgrade has written the HTTP error response
+		}
+		if !s.conns.add(c.NetConn()) {
+			return
+		}
+		defer s.conns.done(c.NetConn())
+		me := &gorillaMember{c: c}
+		rooms.join(room, me)
+		defer rooms.leave(room, me)
+		var to []*gorillaMember
+		for {
+			mt, data, err := c.ReadMessage()
+			if err != nil {
+				return
+			}
+			pm, err := websocket.NewPreparedMessage(mt, data)
+			if err != nil {
+				return
+			}
+			to = rooms.members(to[:0], room, me, include)
+			for _, m := range to {
+				m.mu.Lock()
+				// A member that failed ends in its own read loop.
+				_ = m.c.WritePreparedMessage(pm)
+				m.mu.Unlock()
+			}
+		}
 	})
 }

@@ -36,8 +36,9 @@ func init() {
 		// greatws replaces values <= 0 by its own defaults (8/50/30000, 256
 		// events), hence the Min of 1 above, and starts nothing sensible
 		// with a pool smaller than its initial or idle size.
-		Check: checkGreatws,
-		Start: startGreatws,
+		Check:     checkGreatws,
+		Start:     startGreatws,
+		Broadcast: &Broadcast{Doc: "a callback per connection (UpgradeV2); WriteMessage to each member in turn (no pre-encoded message in greatws)", Start: startGreatwsBroadcast},
 	})
 	RegisterPreset(Preset{
 		Name:      "greatws",
@@ -225,4 +226,74 @@ func (h *greatwsHandler) closeAll() {
 	for _, c := range conns {
 		c.Close()
 	}
+}
+
+// greatwsRoom is one broadcast connection's callback (UpgradeV2): it
+// joins its room on open, leaves on close, and writes each message to
+// every member with WriteMessage, in turn (greatws has no pre-encoded
+// message).
+type greatwsRoom struct {
+	h       *greatwsHandler
+	rooms   *hub[*greatws.Conn]
+	room    string
+	include bool
+}
+
+func (g *greatwsRoom) OnOpen(c *greatws.Conn) {
+	g.h.OnOpen(c)
+	g.rooms.join(g.room, c)
+}
+
+func (g *greatwsRoom) OnClose(c *greatws.Conn, err error) {
+	g.rooms.leave(g.room, c)
+	g.h.OnClose(c, err)
+}
+
+func (g *greatwsRoom) OnMessage(c *greatws.Conn, op greatws.Opcode, msg []byte) {
+	if op != greatws.Text && op != greatws.Binary {
+		return
+	}
+	for _, to := range g.rooms.members(nil, g.room, c, g.include) {
+		// A failed member is closed by greatws and leaves in OnClose.
+		_ = to.WriteMessage(op, msg)
+	}
+}
+
+// startGreatwsBroadcast serves BroadcastPath on the same event loops and
+// callback placement as startGreatws, with a greatwsRoom per connection.
+func startGreatwsBroadcast(cfg Config) (Server, error) {
+	lc := greatwsLoopConfig{
+		loops:     cfg.Int("event_loops"),
+		maxEvents: cfg.Int("max_events"),
+		poolInit:  cfg.Int("pool_init"),
+		poolMin:   cfg.Int("pool_min"),
+		poolMax:   cfg.Int("pool_max"),
+	}
+	if lc.loops == 0 {
+		lc.loops = runtime.NumCPU()
+	}
+	h := &greatwsHandler{conns: map[*greatws.Conn]struct{}{}}
+	var rooms hub[*greatws.Conn]
+	opts := []greatws.ServerOption{
+		greatws.WithServerCallback(h),
+		greatws.WithServerMultiEventLoop(greatwsLoop(lc)),
+		greatws.WithServerReplyPing(),
+	}
+	if cfg.String("callback") == greatwsEventLoop {
+		opts = append(opts, greatws.WithServerCallbackInEventLoop())
+	}
+	if !cfg.Bool("nodelay") {
+		opts = append(opts, greatws.WithServerTCPDelay())
+	}
+	up := greatws.NewUpgrade(opts...)
+	s, err := startHTTP(cfg, func(_ *httpServer, w http.ResponseWriter, r *http.Request) {
+		room, include := roomOf(r)
+		if _, err := up.UpgradeV2(w, r, &greatwsRoom{h: h, rooms: &rooms, room: room, include: include}); err != nil {
+			return // greatws has answered with an HTTP error, or the connection is gone
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &greatwsServer{http: s, h: h}, nil
 }

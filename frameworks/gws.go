@@ -29,7 +29,8 @@ func init() {
 			{Name: "check_utf8", Type: TypeBool, Default: "false",
 				Doc: "CheckUtf8Enabled: validate text messages; false = gws's default, no check"},
 		},
-		Start: startGws,
+		Start:     startGws,
+		Broadcast: &Broadcast{Doc: "gws.Broadcaster: each message framed once, queued on every member's asynchronous write queue (a member that does not read never blocks the publisher)", Start: startGwsBroadcast},
 	})
 	RegisterPreset(Preset{
 		Name:      "gws",
@@ -166,4 +167,83 @@ func (s *gwsServer) Close() error {
 	s.accepts.Wait()
 	s.conns.closeAll()
 	return first
+}
+
+// gwsRooms is the broadcast event handler: a message is encoded once by a
+// gws.Broadcaster and queued on every member of its room (Broadcast
+// writes through each connection's own asynchronous write queue, so a
+// member that does not read never blocks the publisher). The room and
+// include_sender come from the upgrade request (Authorize stores them in
+// the session).
+type gwsRooms struct {
+	gwsEcho
+	rooms hub[*gws.Conn]
+}
+
+func gwsRoom(c *gws.Conn) (room string, include bool) {
+	v, _ := c.Session().Load("room")
+	i, _ := c.Session().Load("include")
+	room, _ = v.(string)
+	include, _ = i.(bool)
+	return room, include
+}
+
+func (h *gwsRooms) OnOpen(c *gws.Conn) {
+	room, _ := gwsRoom(c)
+	h.rooms.join(room, c)
+}
+
+func (h *gwsRooms) OnClose(c *gws.Conn, _ error) {
+	room, _ := gwsRoom(c)
+	h.rooms.leave(room, c)
+}
+
+func (h *gwsRooms) OnMessage(c *gws.Conn, m *gws.Message) {
+	defer m.Close()
+	room, include := gwsRoom(c)
+	b := gws.NewBroadcaster(m.Opcode, m.Bytes())
+	defer b.Close()
+	for _, to := range h.rooms.members(nil, room, c, include) {
+		// A failed member is closed by gws and leaves in OnClose.
+		_ = b.Broadcast(to)
+	}
+}
+
+// startGwsBroadcast serves BroadcastPath with gwsRooms, on gws's own
+// listener or on net/http as the server option says.
+func startGwsBroadcast(cfg Config) (Server, error) {
+	h := &gwsRooms{}
+	opt := gwsOption(cfg)
+	opt.Authorize = func(r *http.Request, s gws.SessionStorage) bool {
+		room, include := roomOf(r)
+		s.Store("room", room)
+		s.Store("include", include)
+		return r.URL.Path == cfg.Path
+	}
+	if cfg.String("server") == "std" {
+		up := gws.NewUpgrader(h, opt)
+		return startHTTP(cfg, func(s *httpServer, w http.ResponseWriter, r *http.Request) {
+			socket, err := up.Upgrade(w, r)
+			if err != nil {
+				return // gws has answered 400 and closed the connection
+			}
+			if !s.conns.add(socket.NetConn()) {
+				return
+			}
+			go func() {
+				defer s.conns.done(socket.NetConn())
+				socket.ReadLoop()
+			}()
+		})
+	}
+	lns, err := listenCfg(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &gwsServer{srv: gws.NewServer(h, opt), lns: lns, bufSize: cfg.ReadBuffer()}
+	for _, ln := range lns {
+		s.accepts.Add(1)
+		go s.accept(ln)
+	}
+	return s, nil
 }

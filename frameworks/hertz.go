@@ -48,7 +48,8 @@ func init() {
 			{Name: "transport", Type: TypeEnum, Enum: []string{hertzNetpoll, hertzStandard}, Default: hertzNetpoll,
 				Doc: "hertz network library: netpoll (hertz's default, epoll based) or standard (net, standard.NewTransporter)"},
 		},
-		Start: startHertz,
+		Start:     startHertz,
+		Broadcast: &Broadcast{Doc: "PreparedMessage (encoded once per message), WritePreparedMessage to each member in turn from the publisher's goroutine", Start: startHertzBroadcast},
 	})
 	RegisterPreset(Preset{
 		Name:      "hertz",
@@ -245,4 +246,119 @@ func (s *hertzServer) Close() error {
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
+}
+
+// hertzMember is a connection in a broadcast room; the gorilla fork
+// allows one writer at a time.
+type hertzMember struct {
+	mu sync.Mutex
+	c  *websocket.Conn
+}
+
+// startHertzBroadcast serves BroadcastPath on the same servers and
+// transport as startHertz: each message is encoded once as a
+// websocket.PreparedMessage and written to every member of the room in
+// turn from the publisher's goroutine.
+func startHertzBroadcast(cfg Config) (Server, error) {
+	if len(cfg.Addrs) == 0 {
+		return nil, errors.New("no listen address")
+	}
+	// netpoll runs each connection's handler on bytedance/gopkg's global
+	// gopool, and an upgraded connection keeps its goroutine. The published
+	// servers raised the pool's cap to 1000000 (gopool.SetCap) because
+	// older gopkg versions capped it at 10000; gopkg v0.1.3's default cap
+	// is math.MaxInt32, so it is left alone here.
+	nodelay := cfg.Bool("nodelay")
+	s := &hertzServer{}
+	up := websocket.HertzUpgrader{
+		CheckOrigin:       func(*app.RequestContext) bool { return true },
+		EnableCompression: cfg.Bool("compression"),
+	}
+	var rooms hub[*hertzMember]
+	handler := func(_ context.Context, ctx *app.RequestContext) {
+		room := string(ctx.Query("room"))
+		include := string(ctx.Query("include_sender")) != "false"
+		// Upgrade answers a bad handshake with an HTTP error itself.
+		_ = up.Upgrade(ctx, func(c *websocket.Conn) {
+			nc := c.NetConn()
+			if !s.conns.add(nc) {
+				return
+			}
+			defer s.conns.done(nc)
+			if err := nc.(network.Conn).SetReadTimeout(0); err != nil {
+				return
+			}
+			me := &hertzMember{c: c}
+			rooms.join(room, me)
+			defer rooms.leave(room, me)
+			var to []*hertzMember
+			for {
+				mt, data, err := c.ReadMessage()
+				if err != nil {
+					return
+				}
+				pm, err := websocket.NewPreparedMessage(mt, data)
+				if err != nil {
+					return
+				}
+				to = rooms.members(to[:0], room, me, include)
+				for _, m := range to {
+					m.mu.Lock()
+					// A failed member ends in its own read loop.
+					_ = m.c.WritePreparedMessage(pm)
+					m.mu.Unlock()
+				}
+			}
+		})
+	}
+
+	opts := []config.Option{server.WithDisablePrintRoute(true)}
+	switch cfg.String("transport") {
+	case hertzStandard:
+		opts = append(opts, server.WithTransport(standard.NewTransporter))
+	default:
+		opts = append(opts, server.WithTransport(netpoll.NewTransporter))
+		// netpoll sets TCP_NODELAY on every connection and takes the raw
+		// listener (it polls its fd), so nodelay=false is applied per
+		// connection instead of by a listener wrapper.
+		if !nodelay {
+			opts = append(opts, server.WithOnAccept(func(c net.Conn) context.Context {
+				netpollDelay(c)
+				return context.Background()
+			}))
+		}
+	}
+	lns := make([]net.Listener, 0, len(cfg.Addrs))
+	for _, addr := range cfg.Addrs {
+		ln, err := listen(addr)
+		if err != nil {
+			closeListeners(lns)
+			return nil, err
+		}
+		if cfg.String("transport") == hertzStandard {
+			ln = noDelayListener{Listener: ln, noDelay: nodelay}
+		}
+		lns = append(lns, ln)
+	}
+	for _, ln := range lns {
+		h := server.New(append(opts, server.WithListener(ln))...)
+		// By default hertz closes a hijacked connection when the handler
+		// returns and makes Close on it a no-op, so Close could not end a
+		// connection blocked in a read. With KeepHijackedConns the
+		// handler's tracker closes it (after the handler, or from Close);
+		// NoHijackConnPool keeps a second Close from reaching a pooled
+		// wrapper already handed to another connection.
+		h.KeepHijackedConns = true
+		h.NoHijackConnPool = true
+		h.GET(cfg.Path, handler)
+		done := make(chan struct{})
+		s.servers = append(s.servers, hertzRun{h, done})
+		go func() {
+			defer close(done)
+			// Run returns once the listener is closed; an error before
+			// that ends this address only.
+			_ = h.Run()
+		}()
+	}
+	return s, nil
 }

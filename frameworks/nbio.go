@@ -54,7 +54,8 @@ func init() {
 			{Name: "max_blocking_online", Type: TypeInt, Default: "10000", Min: 1,
 				Doc: "io_mode=mixed only: connections served blocking before new ones go to the epoll loop"},
 		},
-		Start: startNbio,
+		Start:     startNbio,
+		Broadcast: &Broadcast{Doc: "OnMessage writes to each member with WriteMessage in turn (nbio has no pre-encoded message; in the engine's io modes writes are buffered and never block the publisher)", Start: startNbioBroadcast},
 	})
 	for _, p := range []Preset{
 		{Name: "nbio_blocking", Options: map[string]string{"io_mode": nbioBlocking},
@@ -220,4 +221,119 @@ func (s *nbioServer) Close() error {
 		}
 	})
 	return s.closeErr
+}
+
+// nbioMember is what a broadcast connection keeps in its nbio session.
+type nbioMember struct {
+	room    string
+	include bool
+}
+
+// startNbioBroadcast serves BroadcastPath with the same engine and
+// io_mode as startNbio: OnMessage writes the message to every member of
+// the sender's room with WriteMessage, in turn (nbio has no pre-encoded
+// message; in the engine's io modes WriteMessage appends to the
+// connection's buffered writer and never blocks the publisher).
+func startNbioBroadcast(cfg Config) (Server, error) {
+	nbioLogOnce.Do(func() { logging.Output = LogOutput })
+	mode := cfg.String("io_mode")
+	explicitBuf := cfg.Int("read_buffer")
+	pool := mempool.New(cfg.ReadBuffer()+nbioMemPoolExtra, nbioMemPoolFreeSize)
+	var rooms hub[*websocket.Conn]
+	up := websocket.NewUpgrader()
+	up.KeepaliveTime = 0
+	up.BlockingModAsyncWrite = false
+	up.CheckOrigin = func(*http.Request) bool { return true }
+	up.EnableCompression(cfg.Bool("compression"))
+	if explicitBuf > 0 {
+		up.BlockingModReadBufferSize = explicitBuf
+	}
+	up.OnMessage(func(c *websocket.Conn, mt websocket.MessageType, data []byte) {
+		m, ok := c.Session().(*nbioMember)
+		if !ok {
+			return
+		}
+		for _, to := range rooms.members(nil, m.room, c, m.include) {
+			// A failed member is closed by nbio and leaves in OnClose.
+			_ = to.WriteMessage(mt, data)
+		}
+	})
+	up.OnClose(func(c *websocket.Conn, _ error) {
+		if m, ok := c.Session().(*nbioMember); ok {
+			rooms.leave(m.room, c)
+		}
+	})
+	join := func(c *websocket.Conn, r *http.Request) {
+		room, include := roomOf(r)
+		c.SetSession(&nbioMember{room: room, include: include})
+		rooms.join(room, c)
+	}
+	if mode == nbioStd {
+		up.Engine = nbhttp.NewEngine(nbhttp.Config{
+			ReleaseWebsocketPayload: true,
+			BodyAllocator:           pool,
+			ServerExecutor:          func(f func()) { f() },
+			SupportServerOnly:       true,
+		})
+		bufSize := up.BlockingModReadBufferSize
+		return startHTTP(cfg, func(s *httpServer, w http.ResponseWriter, r *http.Request) {
+			c, err := up.UpgradeWithoutHandlingReadForConnFromSTDServer(w, r, nil)
+			if err != nil {
+				return // Upgrade has written the HTTP error response
+			}
+			nc := c.UnderlayerConn()
+			if !s.conns.add(nc) {
+				return
+			}
+			defer s.conns.done(nc)
+			join(c, r)
+			c.HandleRead(bufSize)
+		})
+	}
+	ioMod := map[string]int{
+		nbioBlocking:    nbhttp.IOModBlocking,
+		nbioMixed:       nbhttp.IOModMixed,
+		nbioNonBlocking: nbhttp.IOModNonBlocking,
+	}[mode]
+	lns, err := listenAll(cfg.Addrs, cfg.Bool("nodelay"))
+	if err != nil {
+		return nil, err
+	}
+	opened := make(map[string]net.Listener, len(lns))
+	for i, ln := range lns {
+		opened[cfg.Addrs[i]] = ln
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc(cfg.Path, func(w http.ResponseWriter, r *http.Request) {
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return // Upgrade has written the HTTP error response
+		}
+		join(c, r)
+	})
+	e := nbhttp.NewEngine(nbhttp.Config{
+		Network: "tcp",
+		Addrs:   append([]string(nil), cfg.Addrs...),
+		Listen: func(_, addr string) (net.Listener, error) {
+			ln, ok := opened[addr]
+			if !ok {
+				return nil, fmt.Errorf("nbio asked to listen on %s, not one of %v", addr, cfg.Addrs)
+			}
+			delete(opened, addr)
+			return ln, nil
+		},
+		IOMod:                   ioMod,
+		MaxBlockingOnline:       cfg.Int("max_blocking_online"),
+		ReleaseWebsocketPayload: true,
+		BodyAllocator:           pool,
+		ReadBufferSize:          explicitBuf,
+		BlockingReadBufferSize:  explicitBuf,
+		Handler:                 mux,
+	})
+	up.Engine = e
+	if err := e.Start(); err != nil {
+		closeListeners(lns)
+		return nil, fmt.Errorf("nbio %s engine: %w", mode, err)
+	}
+	return &nbioServer{e: e}, nil
 }

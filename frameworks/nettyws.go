@@ -3,6 +3,7 @@ package frameworks
 import (
 	"fmt"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -39,7 +40,8 @@ func init() {
 			{Name: "message_type", Type: TypeEnum, Enum: []string{nettywsBinary, nettywsText}, Default: nettywsBinary,
 				Doc: "the one opcode served: go-netty-ws writes every message with it (binary = WithBinary()) and answers messages of the other type with close 1003, unsupported data"},
 		},
-		Start: startNettyws,
+		Start:     startNettyws,
+		Broadcast: &Broadcast{Doc: "OnData writes to each member with Write in turn (no pre-encoded message in go-netty-ws); rooms recorded at upgrade, as the handler does not see the URL", Start: startNettywsBroadcast},
 	})
 	RegisterPreset(Preset{
 		Name:      "nettyws",
@@ -119,4 +121,65 @@ func (s *nettywsServer) Close() error {
 		time.Sleep(5 * time.Millisecond)
 	}
 	return err
+}
+
+// nettywsRoom is where a broadcast connection belongs.
+type nettywsRoom struct {
+	room    string
+	include bool
+}
+
+// startNettywsBroadcast serves BroadcastPath: go-netty-ws does not show
+// the handler the request URL, so the upgrade handler records each
+// connection's room as it upgrades (before it can publish), and OnData
+// writes each message to every member with Write, in turn (no
+// pre-encoded message in go-netty-ws).
+func startNettywsBroadcast(cfg Config) (Server, error) {
+	opts := []nettyws.Option{
+		nettyws.WithNoDelay(cfg.Bool("nodelay")),
+		nettyws.WithBufferSize(cfg.ReadBuffer(), 0),
+	}
+	if cfg.String("message_type") == nettywsBinary {
+		opts = append(opts, nettyws.WithBinary())
+	}
+	if cfg.Bool("compression") {
+		return nil, fmt.Errorf("compression: %w (go-netty-ws compresses without regard to negotiation)", ErrUnsupported)
+	}
+	ws := nettyws.NewWebsocket(opts...)
+	s := &nettywsServer{ws: ws}
+	var rooms hub[nettyws.Conn]
+	var where sync.Map // nettyws.Conn -> nettywsRoom
+	ws.OnOpen = func(nettyws.Conn) { s.open.Add(1) }
+	ws.OnClose = func(c nettyws.Conn, _ error) {
+		if v, ok := where.LoadAndDelete(c); ok {
+			rooms.leave(v.(nettywsRoom).room, c)
+		}
+		s.open.Add(-1)
+	}
+	ws.OnData = func(c nettyws.Conn, data []byte) {
+		v, ok := where.Load(c)
+		if !ok {
+			return
+		}
+		m := v.(nettywsRoom)
+		for _, to := range rooms.members(nil, m.room, c, m.include) {
+			// A failed member is closed by go-netty-ws and leaves in OnClose.
+			_ = to.Write(data)
+		}
+	}
+	hs, err := startHTTP(cfg, func(_ *httpServer, w http.ResponseWriter, r *http.Request) {
+		room, include := roomOf(r)
+		c, err := ws.UpgradeHTTP(w, r)
+		if err != nil {
+			return
+		}
+		where.Store(c, nettywsRoom{room: room, include: include})
+		rooms.join(room, c)
+	})
+	if err != nil {
+		_ = ws.Close()
+		return nil, err
+	}
+	s.http = hs
+	return s, nil
 }

@@ -19,7 +19,8 @@ func init() {
 			{Name: "read_limit", Type: TypeInt, Default: "0",
 				Doc: "SetReadLimit: largest message accepted, in bytes; 0 = no limit (the library's own default, 32768, would close 1 MiB echoes with 1009)"},
 		},
-		Start: startNhooyr,
+		Start:     startNhooyr,
+		Broadcast: &Broadcast{Doc: "a plain write loop: Write to each member in turn from the publisher's goroutine (no pre-encoded message in nhooyr)", Start: startNhooyrBroadcast},
 	})
 	RegisterPreset(Preset{
 		Name:      "nhooyr",
@@ -78,6 +79,50 @@ func startNhooyr(cfg Config) (Server, error) {
 			}
 			if err := wr.Close(); err != nil {
 				return
+			}
+		}
+	})
+}
+
+// startNhooyrBroadcast serves BroadcastPath: each connection's goroutine
+// reads a message with Read and writes it to every member of its room
+// with Write, in turn (nhooyr has no pre-encoded message; Write is safe
+// for concurrent use and blocks while a member does not read).
+func startNhooyrBroadcast(cfg Config) (Server, error) {
+	opts := &websocket.AcceptOptions{InsecureSkipVerify: true, CompressionMode: websocket.CompressionDisabled}
+	if cfg.Bool("compression") {
+		opts.CompressionMode = websocket.CompressionNoContextTakeover
+	}
+	limit := int64(cfg.Int("read_limit"))
+	if limit == 0 {
+		limit = -1
+	}
+	var rooms hub[*websocket.Conn]
+	return startHTTP(cfg, func(s *httpServer, w http.ResponseWriter, r *http.Request) {
+		room, include := roomOf(r)
+		c, err := websocket.Accept(w, r, opts)
+		if err != nil {
+			return // Accept has written the HTTP error response
+		}
+		nc := nhooyrConn{c}
+		if !s.conns.add(nc) {
+			return
+		}
+		defer s.conns.done(nc)
+		c.SetReadLimit(limit)
+		rooms.join(room, c)
+		defer rooms.leave(room, c)
+		ctx := context.Background()
+		var to []*websocket.Conn
+		for {
+			typ, data, err := c.Read(ctx)
+			if err != nil {
+				return
+			}
+			to = rooms.members(to[:0], room, c, include)
+			for _, m := range to {
+				// A failed member ends in its own read loop.
+				_ = m.Write(ctx, typ, data)
 			}
 		}
 	})

@@ -16,7 +16,8 @@ func init() {
 			{Name: "parse_mode", Type: TypeEnum, Enum: []string{"window", "bufio"}, Default: "window",
 				Doc: "window = quickws's default fixed-window frame parser; bufio = WithServerBufioParseMode, frames parsed from a bufio.Reader"},
 		},
-		Start: startQuickws,
+		Start:     startQuickws,
+		Broadcast: &Broadcast{Doc: "a callback per connection; WriteMessage to each member in turn from the publisher's read loop (no pre-encoded message in quickws)", Start: startQuickwsBroadcast},
 	})
 	RegisterPreset(Preset{
 		Name:      "quickws",
@@ -106,4 +107,62 @@ func offersDeflate(r *http.Request) bool {
 		}
 	}
 	return false
+}
+
+// quickwsRoom is one broadcast connection's callback: it joins its room
+// on open, leaves on close, and writes each message to every member of
+// the room with WriteMessage, in turn (quickws has no pre-encoded
+// message; WriteMessage is safe for concurrent use and blocks while a
+// member does not read).
+type quickwsRoom struct {
+	rooms   *hub[*quickws.Conn]
+	room    string
+	include bool
+}
+
+func (q *quickwsRoom) OnOpen(c *quickws.Conn) { q.rooms.join(q.room, c) }
+
+func (q *quickwsRoom) OnClose(c *quickws.Conn, _ error) { q.rooms.leave(q.room, c) }
+
+func (q *quickwsRoom) OnMessage(c *quickws.Conn, op quickws.Opcode, data []byte) {
+	if op != quickws.Text && op != quickws.Binary {
+		return
+	}
+	for _, to := range q.rooms.members(nil, q.room, c, q.include) {
+		// A failed member ends in its own read loop.
+		_ = to.WriteMessage(op, data)
+	}
+}
+
+// startQuickwsBroadcast serves BroadcastPath with a quickwsRoom callback
+// per connection, on net/http as startQuickws does.
+func startQuickwsBroadcast(cfg Config) (Server, error) {
+	mult := float32(cfg.ReadBuffer()) / 1024
+	var rooms hub[*quickws.Conn]
+	return startHTTP(cfg, func(s *httpServer, w http.ResponseWriter, r *http.Request) {
+		room, include := roomOf(r)
+		opts := []quickws.ServerOption{
+			quickws.WithServerCallback(&quickwsRoom{rooms: &rooms, room: room, include: include}),
+			quickws.WithServerReplyPing(),
+		}
+		if cfg.String("parse_mode") == "bufio" {
+			opts = append(opts, quickws.WithServerBufioParseMode(), quickws.WithServerBufioMultipleTimesPayloadSize(mult))
+		} else {
+			opts = append(opts, quickws.WithServerWindowsMultipleTimesPayloadSize(mult))
+		}
+		if !cfg.Bool("nodelay") {
+			opts = append(opts, quickws.WithServerTCPDelay())
+		}
+		c, err := quickws.Upgrade(w, r, opts...)
+		if err != nil {
+			return // quickws has answered the request, or lost it with the connection
+		}
+		if !s.conns.add(c.NetConn()) {
+			return
+		}
+		go func() {
+			defer s.conns.done(c.NetConn())
+			_ = c.ReadLoop()
+		}()
+	})
 }

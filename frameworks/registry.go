@@ -70,6 +70,10 @@ type Adapter struct {
 	// Start listens on every address in cfg.Addrs (host:port) and serves
 	// WebSocket upgrades on cfg.Path. It returns once the listeners are open.
 	Start func(cfg Config) (Server, error)
+	// Broadcast serves BroadcastPath (rooms, fan-out) when the server's
+	// path is BroadcastPath; nil = the library cannot (Limits.NoBroadcast
+	// says why).
+	Broadcast *Broadcast
 }
 
 // Limits states what a library cannot do, each with its reason, so that
@@ -93,6 +97,9 @@ type Limits struct {
 	// compression=true on such a server is refused by Resolve (a load
 	// error), never served uncompressed.
 	NoCompression string
+	// NoBroadcast is why the adapter does not serve BroadcastPath; "" =
+	// it does (Adapter.Broadcast).
+	NoBroadcast string
 }
 
 // always is a NoTLS func with one reason whatever the option values.
@@ -125,6 +132,9 @@ func (l Limits) Strings() []string {
 	}
 	if l.NoCompression != "" {
 		out = append(out, "no permessage-deflate (compression: true): "+l.NoCompression)
+	}
+	if l.NoBroadcast != "" {
+		out = append(out, "no broadcast endpoint: "+l.NoBroadcast)
 	}
 	return out
 }

@@ -105,7 +105,14 @@ func Serve(ctx context.Context, name string, opts map[string]string, addrs []str
 	case payload <= 0:
 		return fmt.Errorf("payload: must be > 0, got %d", payload)
 	}
-	srv, err := a.Start(Config{Addrs: addrs, Path: path, Payload: payload, Values: vals, TLS: tlsCfg})
+	start := a.Start
+	if path == BroadcastPath {
+		if a.Broadcast == nil {
+			return fmt.Errorf("%s serves no %s endpoint: %s", name, BroadcastPath, a.NoBroadcastWhy())
+		}
+		start = a.Broadcast.Start
+	}
+	srv, err := start(Config{Addrs: addrs, Path: path, Payload: payload, Values: vals, TLS: tlsCfg})
 	if err != nil {
 		return fmt.Errorf("start %s: %w", name, err)
 	}

@@ -42,6 +42,11 @@ func listFrameworks(w io.Writer) {
 	fmt.Fprintln(w, "Frameworks and their options (use as `framework: NAME` + `options: {...}`):")
 	for _, a := range frameworks.Adapters() {
 		fmt.Fprintf(w, "\n  %s (%s): %s\n", a.Name, a.Library, a.Doc)
+		if a.Broadcast != nil {
+			fmt.Fprintf(w, "    broadcast: %s\n", a.Broadcast.Doc)
+		} else if a.Limits.NoBroadcast == "" {
+			fmt.Fprintf(w, "    broadcast: not served (%s)\n", a.NoBroadcastWhy())
+		}
 		for _, l := range a.Limits.Strings() {
 			fmt.Fprintf(w, "    limit: %s\n", l)
 		}

@@ -94,6 +94,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newCompareCmd(stdout),
 		newTuneCmd(stdout, stderr),
 		newShardCmd(),
+		newKubeCmd(stdout, stderr),
 		newSchemaCmd(stdout),
 		newVersionCmd(stdout),
 		newReportCmd(stdout),

@@ -168,6 +168,11 @@ func runPlan(parent context.Context, path string, f *runFlags, stdout, stderr io
 			return usageErr(fmt.Errorf("%s:%d: assertion %q reads baseline: pass --baseline OLD.json", p.File, a.Line, a.Label()))
 		}
 	}
+	undoKube, err := kubeUp(parent, p, stderr) // client.kubernetes: the shards, before their preflight
+	if err != nil {
+		return err
+	}
+	defer undoKube()
 	layout, err := preflight(p, f.tune, stderr)
 	if err != nil {
 		return err

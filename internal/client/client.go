@@ -225,6 +225,7 @@ func (c *Client) Close() error {
 		for _, l := range c.loops {
 			<-l.done
 		}
+		dropSets(c) // a broadcast phase cut short before its close step
 	})
 	return nil
 }

@@ -75,10 +75,26 @@ func (p *ConnectParams) Validate() error {
 }
 
 // Split implements Params: connections and concurrency split evenly over
-// the first min(parts, concurrency, connections) parts, whatever their
-// weights (a connect phase opens connections where there were none).
+// the first min(parts, concurrency, connections) parts (a connect phase
+// opens connections where there were none) — unless every weight is > 0
+// and they differ (remote shards' client.weights): then both split in
+// proportion to the weights, each part with connections getting at least
+// 1 of concurrency.
 func (p *ConnectParams) Split(weights []int) []Params {
 	out := make([]Params, len(weights))
+	if weighted(weights) {
+		conns := splitInt64(int64(p.Connections), weights)
+		conc := splitInt64(int64(p.Concurrency), weights)
+		for j := range out {
+			if conns[j] == 0 {
+				continue
+			}
+			q := *p
+			q.Connections, q.Concurrency = int(conns[j]), int(min(max(conc[j], 1), conns[j]))
+			out[j] = &q
+		}
+		return out
+	}
 	m := min(len(weights), p.Concurrency, p.Connections)
 	for j := 0; j < m; j++ {
 		q := *p
@@ -169,6 +185,14 @@ type dialJob struct {
 	timeout int64 // per attempt, ns
 	retries int
 	pr      *Progress
+	// Hooks for a kind that opens connections of its own (broadcast); nil
+	// = a plain connect phase. req returns connection idx's upgrade
+	// request (else its target's); opened is told of each connection that
+	// finished its handshake; done takes over when the dial ends here,
+	// instead of reporting the connect result.
+	req    func(idx int64, target int) *upgradeRequest
+	opened func(c *conn, idx int64)
+	done   func(l *loop, part *ConnectResult, stopped bool)
 }
 
 // dialRun is a connect phase running in a loop.
@@ -332,6 +356,9 @@ func (l *loop) onConnected(c *conn) {
 func (l *loop) sendRequest(c *conn) {
 	x := c.ext
 	req := &l.cl.targets[x.target].req
+	if d, ok := l.ph.(*dialRun); ok && d.job.req != nil {
+		req = d.job.req(x.index, x.target)
+	}
 	l.cbuf = append(l.cbuf[:0], req.buf...)
 	copy(l.cbuf[req.keyOff:], x.key[:])
 	n, e := l.write(c, l.cbuf[x.written:])
@@ -415,6 +442,9 @@ func (l *loop) responseBytes(c *conn, b []byte) {
 	d.removeInflight(c)
 	d.part.Success++
 	d.progress(1)
+	if d.job.opened != nil {
+		d.job.opened(c, x.index)
+	}
 	rest := copy(l.rbuf, x.pend[end:])
 	l.putExt(c)
 	l.addOpen(c)
@@ -556,5 +586,21 @@ func (d *dialRun) finish(l *loop, stopped bool, _ int64) {
 		d.job.pr.Done.Add(d.unflushed)
 	}
 	d.part.Subprotocol, d.part.Extensions, d.part.TLSVersion = d.sub, d.ext, d.ver
+	if d.job.done != nil {
+		d.job.done(l, &d.part, stopped)
+		return
+	}
 	l.finished(d.job.phase, &d.part, stopped)
+}
+
+// weighted reports whether weights are all > 0 and not all equal.
+func weighted(weights []int) bool {
+	differ := false
+	for _, w := range weights {
+		if w <= 0 {
+			return false
+		}
+		differ = differ || w != weights[0]
+	}
+	return differ
 }

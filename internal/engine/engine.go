@@ -99,6 +99,9 @@ func (e *runner) driver(srv plan.Server, addrs []string) (Driver, error) {
 	co.SourceAddrs = e.plan.Client.SourceAddrs
 	co.Loops = loops(e.plan, e.o.Layout)
 	co.NoDelay = e.plan.Defaults.NoDelay == nil || *e.plan.Defaults.NoDelay
+	if len(e.plan.Client.Remote) > 0 {
+		return e.remoteDriver(srv, co)
+	}
 	n := e.shards()
 	if n == 0 {
 		return e.o.NewDriver(co)

@@ -87,6 +87,15 @@ func Needs(p *plan.Plan, l Layout, hard uint64) sysctl.Needs {
 			n.Targets = min(n.Targets, len(s.Addrs))
 		}
 	}
+	if len(p.Client.Remote) > 0 || p.Client.Kubernetes != nil {
+		// The client runs elsewhere: remotePreflight checks the shards'
+		// hosts (Kubernetes pods once they exist, before the run).
+		n.MemPerConnClient = 0
+		if allExternal(p) { // and the servers too: nothing runs here
+			n.ServerFDs, n.MemPerConnServer, n.ConnectConcurrency = 0, 0, 0
+		}
+		return n
+	}
 	shards := max(1, Shards(p, hard))
 	for i := range shards {
 		c := conns / shards
@@ -181,4 +190,15 @@ var ReportedSysctls = []string{
 	"net.ipv4.tcp_tw_reuse",
 	"fs.file-max",
 	"fs.nr_open",
+}
+
+// allExternal reports whether every server is a url target, one wsplan
+// neither starts nor runs on this host.
+func allExternal(p *plan.Plan) bool {
+	for _, s := range p.Servers {
+		if !s.External() {
+			return false
+		}
+	}
+	return len(p.Servers) > 0
 }

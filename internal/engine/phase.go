@@ -51,6 +51,7 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 	}
 	warning := windowMetrics(m, sv, cv, e.o.Layout, e.usableClientCPU(), eff)
 	res.Metrics = m
+	res.StartSkew = startSkew(drv)
 	res.Timeline = out.Timeline
 	res.Histogram = out.Histogram
 	res.Info = out.Info

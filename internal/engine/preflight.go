@@ -62,6 +62,13 @@ func Preflight(fs sysctl.FS, p *plan.Plan, tune bool) (HostCheck, error) {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("some host facts could not be read, their checks are skipped: %v", err))
 	}
 	c.Findings = sysctl.Preflight(Needs(p, layout, facts.NoFileHard), facts)
+	if len(p.Client.Remote) > 0 {
+		f, err := remotePreflight(p)
+		if err != nil {
+			return c, preflightError{err}
+		}
+		c.Findings = append(c.Findings, f...)
+	}
 	if !tune {
 		for _, r := range sysctl.Check(fs, p.Host.Sysctl) {
 			if r.Err != nil || !r.OK {

@@ -70,6 +70,32 @@ type clientDoc struct {
 	Shards      shards   `yaml:"shards" default:"0" doc:"client processes: 0 = inside wsplan, N, or auto (the engine decides)"`
 	SourceAddrs []string `yaml:"source_addrs" doc:"local IP addresses the client binds, round-robin; default: the kernel picks"`
 	Loops       int      `yaml:"loops" default:"0" min:"0" doc:"event loops per client process; 0 = one per client CPU"`
+
+	Remote   []string       `yaml:"remote" doc:"host:port of remote shards (wsplan shard --listen) that run the client instead of this host"`
+	Weights  []int          `yaml:"weights" doc:"with remote: each shard's share of the connections; default: 1,000 per CPU of its host, at most its fd hard limit"`
+	Certs    string         `yaml:"certs" doc:"with remote: directory of the run's certificates (wsplan shard certs DIR) the shards were started with; relative to the plan's directory"`
+	IdleExit units.Duration `yaml:"idle_exit" default:"30s" min:"1ns" doc:"with remote or kubernetes: how long a shard waits for the next orchestrator after this one leaves before it exits"`
+
+	Kubernetes *kubeDoc `yaml:"kubernetes" doc:"run the client as remote shards in a Kubernetes cluster (an Indexed Job wsplan creates and deletes)"`
+}
+
+type kubeDoc struct {
+	Namespace      string            `yaml:"namespace" doc:"namespace of the Job, Service and Secret; default: default"`
+	Image          string            `yaml:"image" doc:"the wsplan image the shard pods run (see Dockerfile); default ghcr.io/wsplan/wsplan:<this version>"`
+	Shards         int               `yaml:"shards" min:"1" doc:"shard pods; default 2"`
+	NodeSelector   map[string]string `yaml:"node_selector" doc:"node labels the pods must run on"`
+	Resources      kubeResources     `yaml:"resources" doc:"each pod's CPU and memory, as request and limit"`
+	Spread         *bool             `yaml:"spread" doc:"spread the pods over nodes (topology spread + anti-affinity); default true"`
+	Kubeconfig     string            `yaml:"kubeconfig" doc:"kubeconfig file; default: in-cluster, else $KUBECONFIG or ~/.kube/config"`
+	Port           int               `yaml:"port" min:"1" max:"65535" doc:"the shards' listen port; default 7070"`
+	ReadyTimeout   units.Duration    `yaml:"ready_timeout" min:"1ns" doc:"how long the pods may take to be ready; default 5m"`
+	ActiveDeadline units.Duration    `yaml:"active_deadline" min:"1s" doc:"the Job's activeDeadlineSeconds, so nothing outlives a killed orchestrator for long; default 2h"`
+	TTL            units.Duration    `yaml:"ttl_after_finished" min:"0s" doc:"the Job's ttlSecondsAfterFinished (its Service and Secret go with it); default 10m"`
+}
+
+type kubeResources struct {
+	CPU    string `yaml:"cpu" doc:"CPU request and limit, a Kubernetes quantity such as 2 or 1500m"`
+	Memory string `yaml:"memory" doc:"memory request and limit, a Kubernetes quantity such as 4Gi"`
 }
 
 type serverDoc struct {
@@ -319,6 +345,11 @@ func (l *loader) load(data []byte, opts LoadOptions) *Plan {
 			Shards:      int(doc.Client.Shards),
 			SourceAddrs: doc.Client.SourceAddrs,
 			Loops:       doc.Client.Loops,
+			Remote:      doc.Client.Remote,
+			Weights:     doc.Client.Weights,
+			Certs:       doc.Client.Certs,
+			IdleExit:    doc.Client.IdleExit,
+			Kubernetes:  kubeOf(doc.Client.Kubernetes),
 		},
 	}
 	if len(p.Host.Sysctl) > 0 {
@@ -465,6 +496,7 @@ func (l *loader) checkClient(c *Client, allowRemote bool) {
 	if c.Loops < 0 {
 		l.fieldErr("client.loops", "must be >= 0 (0 = one per client CPU), got %d", c.Loops)
 	}
+	l.checkRemote(c)
 	for i, a := range c.SourceAddrs {
 		path := indexPath("client.source_addrs", i)
 		addr, err := netip.ParseAddr(a)

@@ -143,6 +143,23 @@ func TestLoadBadPlans(t *testing.T) {
 			`4: client.source_addrs[1]: 10.0.0.1 is not a loopback address: set defaults.allow_remote: true to use it`,
 			`4: client.source_addrs[2]: want an IP address such as 127.0.0.2, got "nope"`,
 		}},
+		{file: "invalid-kube.yaml", want: []string{
+			`4: client.kubernetes: cannot be combined with client.remote: wsplan makes the remote shards itself`,
+			`5: client.kubernetes.shards: must be >= 1, got -1`,
+			`6: client.kubernetes.port: must be in 1..65535, got 70000`,
+			`7: client.kubernetes.resources.cpu: want a Kubernetes quantity such as 2, 1500m or 4Gi, got "two"`,
+			`8: client.kubernetes.ready_timeout: must be > 0, got -1s`,
+		}},
+		{file: "invalid-remote.yaml", want: []string{
+			"1: client.certs: is required with client.remote: the directory `wsplan shard certs DIR` wrote, whose shard.pem/shard.key the shards were started with",
+			`2: client.shards: cannot be combined with client.remote: remote shards replace local ones`,
+			`3: client.remote[1]: want host:port of a ` + "`wsplan shard --listen`" + `, e.g. 10.0.0.7:7070, got "nope"`,
+			`3: client.remote[2]: 10.0.0.7:7070 is also client.remote[0]: a shard serves one orchestrator link`,
+			`3: client.remote[3]: want host:port of a ` + "`wsplan shard --listen`" + `, e.g. 10.0.0.7:7070, got "10.0.0.8:99999"`,
+			`4: client.weights: want one weight per remote shard (4), got 2`,
+			`4: client.weights[1]: must be >= 1, got 0`,
+			`5: client.idle_exit: must be > 0, got -1s`,
+		}},
 		{file: "invalid-command.yaml", want: []string{
 			`2: servers[0].addrs: is required with command: list where the server listens, e.g. [127.0.0.1:9000]`,
 			`3: servers[0].framework: a server with command: is your own: remove framework:`,
@@ -309,7 +326,7 @@ func TestLoadFull(t *testing.T) {
 		ClientCPUs: "1-3",
 	})
 	check(t, "Defaults", p.Defaults, wantDefaults)
-	check(t, "Client", p.Client, Client{Shards: -1, SourceAddrs: []string{"127.0.0.2", "127.0.0.3"}, Loops: 2})
+	check(t, "Client", p.Client, Client{Shards: -1, SourceAddrs: []string{"127.0.0.2", "127.0.0.3"}, Loops: 2, IdleExit: units.Duration(DefaultIdleExit)})
 	base := map[string]string{"nodelay": "false", "read_buffer": "4096"}
 	check(t, "Servers", p.Servers, []Server{
 		{
@@ -368,7 +385,7 @@ func TestDefaults(t *testing.T) {
 		Host:      "127.0.0.1",
 		Sample:    units.Duration(time.Second),
 	})
-	check(t, "Client", p.Client, Client{})
+	check(t, "Client", p.Client, Client{IdleExit: units.Duration(DefaultIdleExit)})
 	check(t, "Host", p.Host, Host{})
 	check(t, "Vars", p.Vars, map[string]string{})
 	// defaults.nodelay not written: the adapter's own default stands and

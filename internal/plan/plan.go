@@ -34,6 +34,15 @@ const (
 	DefaultListen         = "127.0.0.1"
 	DefaultSampleInterval = time.Second
 	DefaultPath           = "/ws"
+	DefaultIdleExit       = 30 * time.Second // client.idle_exit
+
+	// client.kubernetes defaults.
+	DefaultKubeNamespace      = "default"
+	DefaultKubeShards         = 2
+	DefaultKubePort           = 7070
+	DefaultKubeReadyTimeout   = 5 * time.Minute
+	DefaultKubeActiveDeadline = 2 * time.Hour
+	DefaultKubeTTL            = 10 * time.Minute
 )
 
 // Limits checked by validation.
@@ -103,6 +112,32 @@ type Client struct {
 	Shards      int      // `shards:` client processes; default 0 = run in the wsplan process; "auto" = -1 (the engine decides)
 	SourceAddrs []string // `source_addrs:` local IPs the client binds, round-robin; default: none (the kernel picks); loopback unless allow_remote
 	Loops       int      // `loops:` event loops per client process; default 0 = one per client CPU (the engine decides)
+
+	Remote   []string       // `remote:` host:port of remote shards (wsplan shard --listen); default none = the client runs on this host
+	Weights  []int          // `weights:` with remote: each shard's share of connections; default nil = 1,000 per CPU of its host, at most its fd limit
+	Certs    string         // `certs:` with remote: the run's certificate directory (wsplan shard certs), resolved against the plan's directory
+	IdleExit units.Duration // `idle_exit:` with remote: how long a shard waits for the next orchestrator before it exits; default 30s
+
+	// Kubernetes is `kubernetes:`: the client runs as remote shards in an
+	// Indexed Job wsplan creates before the run and deletes after it;
+	// nil = not on Kubernetes.
+	Kubernetes *Kube
+}
+
+// Kube is `client.kubernetes:`, defaults applied.
+type Kube struct {
+	Namespace      string            // `namespace:` default "default"
+	Image          string            // `image:` default DefaultImage + the version ("" here = the cmd fills it in)
+	Shards         int               // `shards:` pods; default 2
+	NodeSelector   map[string]string // `node_selector:`
+	CPU, Memory    string            // `resources: {cpu, memory}` request and limit; "" = none
+	Spread         bool              // `spread:` default true
+	Kubeconfig     string            // `kubeconfig:` default: in-cluster, else $KUBECONFIG or ~/.kube/config
+	Port           int               // `port:` default 7070
+	ReadyTimeout   units.Duration    // `ready_timeout:` default 5m
+	ActiveDeadline units.Duration    // `active_deadline:` default 2h
+	TTL            units.Duration    // `ttl_after_finished:` default 10m
+	Line           int               // line of client.kubernetes, for messages
 }
 
 // Server is one entry of `servers:`.
@@ -186,6 +221,9 @@ func (p *Plan) setDefaults() {
 	}
 	if d.Sample == 0 {
 		d.Sample = units.Duration(DefaultSampleInterval)
+	}
+	if p.Client.IdleExit == 0 {
+		p.Client.IdleExit = units.Duration(DefaultIdleExit)
 	}
 	for i := range p.Servers {
 		if p.Servers[i].Path == "" {

@@ -76,6 +76,7 @@ var syntaxGetters = map[string]func(*Plan) any{
 	"defaults.allow_remote":    func(p *Plan) any { return p.Defaults.AllowRemote },
 	"client.shards":            func(p *Plan) any { return p.Client.Shards },
 	"client.loops":             func(p *Plan) any { return p.Client.Loops },
+	"client.idle_exit":         func(p *Plan) any { return p.Client.IdleExit },
 	"servers[].path":           func(p *Plan) any { return p.Servers[0].Path },
 	"assert[].abort":           func(p *Plan) any { return p.Assert[0].Abort },
 }

@@ -80,6 +80,10 @@ type Result struct {
 	Error     string         `json:"error,omitempty"`
 	Warnings  []string       `json:"warnings,omitempty"`
 	Metrics   metrics.Values `json:"metrics"`
+	// StartSkew is the spread of the moments remote client shards started
+	// the phase, on the orchestrator's clock (ns); absent for a client on
+	// the orchestrator's host.
+	StartSkew time.Duration `json:"start_skew,omitempty"`
 	// ServerLog is the tail of the server's log when the server failed.
 	ServerLog string `json:"server_log,omitempty"`
 	// Timeline is the phase second by second, for plotting (rate and echo phases).

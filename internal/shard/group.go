@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -32,16 +34,25 @@ type Spec struct {
 // Group is a set of shard processes driven as one client; it implements the
 // engine's Driver.
 type Group struct {
-	shards []*proc
-	grace  time.Duration
+	shards  []*proc
+	grace   time.Duration
+	weights []int           // remote: how the first phase splits (client.weights or the shards' hosts)
+	skew    time.Duration   // the last phase's start skew
+	parts   []client.Result // the last phase's result of each shard
+	stop    chan struct{}   // remote: ends the heartbeats
+	wg      sync.WaitGroup
 }
 
 type proc struct {
 	i     int
-	p     *launch.Process
-	in    *os.File
+	p     *launch.Process // a local shard; nil for a remote one
+	addr  string          // a remote shard's host:port
+	link  net.Conn        // a remote shard's TLS link
+	rtt   time.Duration   // a remote shard's round trip, measured at open
+	in    io.WriteCloser
 	out   *bufio.Scanner
 	conns int
+	sent  time.Time  // when the phase's request went out
 	mu    sync.Mutex // serialises writes to in
 }
 
@@ -152,13 +163,27 @@ func startOne(s Spec, i int) (*proc, error) {
 }
 
 // Pids returns the shard processes' pids, for CPU and memory sampling.
+// Remote shards run on other hosts and have none here.
 func (g *Group) Pids() []int {
-	out := make([]int, len(g.shards))
-	for i, p := range g.shards {
-		out[i] = p.p.Pid
+	out := make([]int, 0, len(g.shards))
+	for _, p := range g.shards {
+		if p.p != nil {
+			out = append(out, p.p.Pid)
+		}
 	}
 	return out
 }
+
+// Parts returns the last phase's result of each shard before they were
+// merged (nil for a shard that had nothing to do or sent none).
+func (g *Group) Parts() []client.Result { return g.parts }
+
+// StartSkew is the last phase's start skew: the spread of the moments the
+// shards started it, each placed on the orchestrator's clock as the
+// request's send time + half the link's round trip + the shard's delay
+// between reading the request and starting (so hosts' clocks need no
+// sync). 0 for a single shard.
+func (g *Group) StartSkew() time.Duration { return g.skew }
 
 // Conns returns the open connections over all shards.
 func (g *Group) Conns() int {
@@ -173,12 +198,20 @@ func (g *Group) Conns() int {
 // process group if it does not exit.
 func (g *Group) Close() error {
 	var errs []error
+	if g.stop != nil {
+		close(g.stop)
+		g.stop = nil
+		g.wg.Wait()
+	}
 	for _, p := range g.shards {
 		// A shard that already died cannot read: its exit is what matters.
 		_ = p.send(Request{Op: "close"})
 		p.in.Close()
 	}
 	for _, p := range g.shards {
+		if p.p == nil {
+			continue // a remote shard closes its client when its link ends
+		}
 		select {
 		case <-p.p.Done():
 		case <-time.After(g.grace):
@@ -228,12 +261,19 @@ func (p *proc) read(timeout time.Duration) (Reply, error) {
 	case l := <-ch:
 		return l.r, l.err
 	case <-time.After(timeout):
-		return Reply{}, fmt.Errorf("shard %d (pid %d) did not answer within %s", p.i, p.p.Pid, timeout)
+		return Reply{}, fmt.Errorf("%s did not answer within %s", p, timeout)
 	}
 }
 
 // died describes a shard whose output ended.
 func (p *proc) died() error {
+	if p.p == nil {
+		why := "closed by the shard"
+		if err := p.out.Err(); err != nil {
+			why = err.Error()
+		}
+		return fmt.Errorf("shard %d (%s): link lost: %s", p.i, p.addr, why)
+	}
 	select {
 	case <-p.p.Done():
 	case <-time.After(2 * time.Second):
@@ -243,6 +283,13 @@ func (p *proc) died() error {
 		tail = ": " + strings.ReplaceAll(tail, "\n", " | ")
 	}
 	return fmt.Errorf("shard %d (pid %d) %s%s", p.i, p.p.Pid, p.p.ExitReason(), tail)
+}
+
+func (p *proc) String() string {
+	if p.p == nil {
+		return fmt.Sprintf("shard %d (%s)", p.i, p.addr)
+	}
+	return fmt.Sprintf("shard %d (pid %d)", p.i, p.p.Pid)
 }
 
 // phase sends one request per shard and collects the replies, forwarding
@@ -263,6 +310,7 @@ func (g *Group) phase(ctx context.Context, reqs []Request, pr *client.Progress) 
 			results <- outcome{i, nil}
 			continue
 		}
+		p.sent = time.Now()
 		if err := p.send(reqs[i]); err != nil {
 			results <- outcome{i, p.died()}
 			continue
@@ -338,8 +386,13 @@ func (g *Group) Run(ctx context.Context, p client.Params, pr *client.Progress) (
 		return nil, err
 	}
 	w := make([]int, len(g.shards))
+	open := 0
 	for i, s := range g.shards {
 		w[i] = s.conns
+		open += s.conns
+	}
+	if open == 0 && g.weights != nil {
+		w = g.weights // nothing open yet: the plan's or the hosts' weights
 	}
 	reqs := make([]Request, len(g.shards))
 	for i, part := range p.Split(w) {
@@ -357,6 +410,7 @@ func (g *Group) Run(ctx context.Context, p client.Params, pr *client.Progress) (
 		pr.Total.Store(0) // the shards' progress lines bring their totals
 	}
 	replies, err := g.phase(ctx, reqs, pr)
+	g.skew = g.startSkew(reqs, replies)
 	var errs []error
 	switch {
 	case err != nil: // a shard died; the others were canceled because of it
@@ -365,6 +419,7 @@ func (g *Group) Run(ctx context.Context, p client.Params, pr *client.Progress) (
 		errs = append(errs, ctx.Err()) // as an in-process client returns it
 	}
 	var res client.Result
+	g.parts = make([]client.Result, len(replies))
 	for i, r := range replies {
 		// A cancellation the group sent is said once above, not per shard.
 		if r.Err != "" && !(len(errs) > 0 && r.Err == context.Canceled.Error()) {
@@ -378,6 +433,9 @@ func (g *Group) Run(ctx context.Context, p client.Params, pr *client.Progress) (
 			errs = append(errs, fmt.Errorf("shard %d: %w", i, derr))
 			continue
 		}
+		if y, derr := client.DecodeResult(r.Kind, r.Result); derr == nil {
+			g.parts[i] = y // a copy: Merge adds into x
+		}
 		if res == nil {
 			res = x
 		} else {
@@ -388,4 +446,23 @@ func (g *Group) Run(ctx context.Context, p client.Params, pr *client.Progress) (
 		res = client.NewResult(p)
 	}
 	return res, errors.Join(errs...)
+}
+
+// startSkew places each shard's phase start on the orchestrator's clock
+// and returns their spread (see StartSkew).
+func (g *Group) startSkew(reqs []Request, replies []Reply) time.Duration {
+	var first, last time.Time
+	for i, p := range g.shards {
+		if reqs[i].Op == "" || replies[i].Op == "" {
+			continue
+		}
+		t := p.sent.Add(p.rtt/2 + replies[i].Delay)
+		if first.IsZero() || t.Before(first) {
+			first = t
+		}
+		if last.IsZero() || t.After(last) {
+			last = t
+		}
+	}
+	return last.Sub(first)
 }

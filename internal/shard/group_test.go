@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,7 +95,11 @@ type dropServer struct {
 	*httptest.Server
 	mu    sync.Mutex
 	conns []net.Conn
+	live  atomic.Int64 // connections upgraded and not yet closed
 }
+
+// open is the number of the server's live connections.
+func (s *dropServer) open() int64 { return s.live.Load() }
 
 func newDropServer(t *testing.T) *dropServer {
 	t.Helper()
@@ -106,6 +111,8 @@ func newDropServer(t *testing.T) *dropServer {
 			return
 		}
 		defer ws.Close()
+		s.live.Add(1)
+		defer s.live.Add(-1)
 		s.mu.Lock()
 		s.conns = append(s.conns, ws.NetConn())
 		s.mu.Unlock()

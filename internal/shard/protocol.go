@@ -18,8 +18,10 @@ package shard
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/sysctl"
 )
 
 // Request is one line from the orchestrator to a shard.
@@ -31,8 +33,12 @@ type Request struct {
 	// options the command line does not: the handshake's Hosts,
 	// RequestURIs, Headers, Subprotocols and Origin, TLS and Compression.
 	// Header values may be secrets, which is why they travel here and
-	// never in the shard's argv (visible in ps).
-	Options *client.Options `json:"options,omitempty"`
+	// never in the shard's argv (visible in ps). A remote shard's first
+	// request (op "open") carries all of them, over its TLS link.
+	Options  *client.Options `json:"options,omitempty"`
+	IdleExit time.Duration   `json:"idle_exit,omitempty"` // open, probe: a remote shard exits this long after the orchestrator leaves (ns)
+
+	recv time.Time // when the shard read the line, for Reply.Delay
 }
 
 // applyOptions copies the fields an "options" request carries into opts.
@@ -63,4 +69,11 @@ type Reply struct {
 	Ready    bool            `json:"ready,omitempty"` // first line: the shard is up
 	Pid      int             `json:"pid,omitempty"`
 	Warnings []string        `json:"warnings,omitempty"`
+
+	// Delay is the time between reading the request and acting on it
+	// (starting the phase, answering a probe), ns: with the link's round
+	// trip, the orchestrator places each shard's phase start on its own
+	// clock to measure the start skew.
+	Delay time.Duration     `json:"delay,omitempty"`
+	Host  *sysctl.HostFacts `json:"host,omitempty"` // hello: what a remote shard's host offers, for preflight
 }

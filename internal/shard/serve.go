@@ -51,6 +51,7 @@ func Serve(ctx context.Context, opts client.Options, in io.Reader, out io.Writer
 				readErr <- fmt.Errorf("bad request (%d bytes; not shown: an options line may hold secrets): %w", len(sc.Bytes()), err)
 				return
 			}
+			r.recv = time.Now()
 			select {
 			case reqs <- r:
 			case <-ctx.Done():
@@ -87,6 +88,8 @@ func Serve(ctx context.Context, opts client.Options, in io.Reader, out io.Writer
 			}
 		case r := <-reqs:
 			switch r.Op {
+			case "ping": // a remote orchestrator's heartbeat: the link is up
+				continue
 			case "cancel":
 				cancel()
 				continue
@@ -167,6 +170,9 @@ func runPhase(ctx context.Context, c *client.Client, r Request, send func(Reply)
 		var p client.Params
 		if p, err = client.DecodeParams(r.Kind, r.Params); err == nil {
 			var res client.Result
+			if !r.recv.IsZero() {
+				reply.Delay = time.Since(r.recv)
+			}
 			// A phase cut short still replies with what it measured.
 			res, err = c.Run(ctx, p, pr)
 			if res != nil {

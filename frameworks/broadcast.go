@@ -1,0 +1,96 @@
+package frameworks
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+)
+
+// BroadcastPath is the path a server started for a broadcast plan serves
+// (the plan's servers[].path): a connection upgraded on
+// /broadcast?room=N joins room N, and every message received on it is
+// sent to every connection in the room, the sender included unless the
+// query says include_sender=false. Users' own servers measured with the
+// broadcast phase follow the same convention.
+const BroadcastPath = "/broadcast"
+
+// Broadcast describes how an adapter serves BroadcastPath.
+type Broadcast struct {
+	// Doc says how the library fans a message out (`wsplan frameworks`).
+	Doc string
+	// Start is Adapter.Start for BroadcastPath.
+	Start func(cfg Config) (Server, error)
+}
+
+// roomOf reads the room and include_sender of a broadcast upgrade request.
+func roomOf(r *http.Request) (room string, include bool) {
+	q := r.URL.Query()
+	include = true
+	if v := q.Get("include_sender"); v != "" {
+		if b, err := strconv.ParseBool(v); err == nil {
+			include = b
+		}
+	}
+	return q.Get("room"), include
+}
+
+// hub is the rooms of a broadcast server: connections of type C by room.
+// Publishers copy a room's members under the read lock into their own
+// reused slice and write outside it, so a slow member blocks only the
+// publisher writing to it, never the hub.
+type hub[C comparable] struct {
+	mu    sync.RWMutex
+	rooms map[string][]C
+}
+
+// join adds c to room.
+func (h *hub[C]) join(room string, c C) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.rooms == nil {
+		h.rooms = map[string][]C{}
+	}
+	h.rooms[room] = append(h.rooms[room], c)
+}
+
+// leave removes c from room.
+func (h *hub[C]) leave(room string, c C) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	m := h.rooms[room]
+	for i, x := range m {
+		if x == c {
+			m[i] = m[len(m)-1]
+			var zero C
+			m[len(m)-1] = zero
+			m = m[:len(m)-1]
+			break
+		}
+	}
+	if len(m) == 0 {
+		delete(h.rooms, room)
+	} else {
+		h.rooms[room] = m
+	}
+}
+
+// members appends room's members except skip (when !include) to dst.
+func (h *hub[C]) members(dst []C, room string, skip C, include bool) []C {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for _, c := range h.rooms[room] {
+		if include || c != skip {
+			dst = append(dst, c)
+		}
+	}
+	return dst
+}
+
+// NoBroadcastWhy is why a serves no broadcast endpoint: its declared
+// limit, or that its handler is not written yet.
+func (a Adapter) NoBroadcastWhy() string {
+	if a.Limits.NoBroadcast != "" {
+		return a.Limits.NoBroadcast
+	}
+	return "its broadcast handler is not written yet"
+}

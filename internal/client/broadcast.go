@@ -1,0 +1,991 @@
+package client
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func init() {
+	Register(Kind{Name: "broadcast", NewParams: func() Params { return &BroadcastParams{} }, NewResult: func() Result { return &BroadcastResult{} }})
+}
+
+// A broadcast phase runs in three steps, each one Client.Run of
+// BroadcastParams (the scenario runs them in turn, so every loop and shard
+// has opened its subscribers before any publisher starts):
+//
+//   - BroadcastOpen opens Rooms × RoomSize connections of its own, each to
+//     the server's path with "?room=N" (the convention every preset
+//     serves; "&include_sender=false" when IncludeSender is off);
+//   - BroadcastRun publishes on the timetable and measures every delivery;
+//   - BroadcastClose closes the connections the open step opened.
+//
+// Subscriber s (of Rooms × RoomSize, numbered over every loop and shard)
+// is member s % RoomSize of room s / RoomSize; members 0 … Publishers-1
+// publish, the last round(SlowFraction × RoomSize) are slow.
+const (
+	BroadcastOpen  = "open"
+	BroadcastRun   = "run"
+	BroadcastClose = "close"
+)
+
+// BroadcastMarkerLen is the marker at the start of every broadcast
+// message: bytes 0–7 its number on its publisher, 8–15 its scheduled
+// publish time (Unix ns, so that subscribers in other shards read it on
+// the same clock), 16–19 its room, 20–23 the publisher's member number in
+// the room; all little-endian.
+const BroadcastMarkerLen = 24
+
+// Broadcast defaults and bounds.
+const (
+	// DefaultBroadcastDrain is BroadcastParams.Drain when 0.
+	DefaultBroadcastDrain = 2 * time.Second
+	// MaxFanoutTracked bounds the messages whose last delivery is tracked
+	// (12 bytes each per event loop); beyond it every k-th message of a
+	// publisher is tracked (FanoutTable.Stride).
+	MaxFanoutTracked = 1 << 20
+)
+
+// BroadcastParams configure one step of a broadcast phase.
+type BroadcastParams struct {
+	Step       string        `json:"step"`        // BroadcastOpen, BroadcastRun or BroadcastClose
+	Rooms      int           `json:"rooms"`       // > 0
+	RoomSize   int           `json:"room_size"`   // subscribers per room (publishers included), > 0
+	Publishers int           `json:"publishers"`  // per room, in [1, RoomSize]
+	Rate       float64       `json:"rate"`        // messages per publisher per second, > 0
+	Duration   time.Duration `json:"duration"`    // publishing time, > 0
+	Payload    int           `json:"payload"`     // bytes per message, >= BroadcastMarkerLen
+	Drain      time.Duration `json:"drain"`       // wait after Duration for deliveries still due; 0 = DefaultBroadcastDrain
+	LateAfter  time.Duration `json:"late_after"`  // a message published later than this after its time is late; 0 = DefaultLateAfter
+	Verify     bool          `json:"verify"`      // compare every delivered byte after the marker
+	Include    bool          `json:"include"`     // the server sends a message to its publisher too (include_sender)
+	Slow       float64       `json:"slow"`        // fraction of each room's members that are slow subscribers, in [0, 1)
+	ReadPause  time.Duration `json:"read_pause"`  // slow subscribers stop reading for ReadPause, read for ReadPause, and so on
+	SlowRcvBuf int           `json:"slow_rcvbuf"` // SO_RCVBUF of slow subscribers' sockets, bytes; 0 = the kernel's (autotuned)
+	Conc       int           `json:"concurrency"` // open: handshakes in flight
+	Timeout    time.Duration `json:"timeout"`     // open: per attempt
+	Retries    int           `json:"retries"`     // open: extra attempts
+	// First and Count are this part's subscribers: [First, First+Count);
+	// Count 0 = every one from First on. Split sets them.
+	First int `json:"first"`
+	Count int `json:"count"`
+}
+
+// BroadcastResult is what a broadcast step measured. Latency runs from a
+// message's scheduled publish time to its complete delivery, on each
+// subscriber.
+type BroadcastResult struct {
+	// Open step.
+	Opened     int64   `json:"opened"`      // connections opened
+	OpenFailed int64   `json:"open_failed"` // connections given up after all retries
+	Connect    Hist    `json:"connect"`     // handshake latency, ns
+	OpenErrors Reasons `json:"open_errors"`
+
+	// Run step.
+	Subscribers int64 `json:"subscribers"` // open at the start of the run
+	Slow        int64 `json:"slow"`        // of which slow
+	Published   int64 `json:"published"`   // messages written by publishers
+	Late        int64 `json:"late"`        // published more than LateAfter after their time
+	Unsent      int64 `json:"unsent"`      // due before Duration but never written
+	// LagMax is the most a message was published after its scheduled
+	// time: how far the client itself fell behind (its loop busy, or not
+	// scheduled by the kernel); every delivery of that message carries it.
+	LagMax     time.Duration `json:"lag_max"`
+	Deliveries int64         `json:"deliveries"` // expected: each published message × its room's receivers
+	Delivered  int64         `json:"delivered"`  // distinct messages received intact, over every subscriber
+	Duplicated int64         `json:"duplicated"` // a message received again by the same subscriber
+	OutOfOrder int64         `json:"out_of_order"`
+	Failed     int64         `json:"failed"` // deliveries received but wrong (marker, length, opcode, payload)
+	// SlowDeliveries and SlowDelivered are the part of Deliveries and
+	// Delivered that slow subscribers were due and got.
+	SlowDeliveries int64         `json:"slow_deliveries"`
+	SlowDelivered  int64         `json:"slow_delivered"`
+	Dropped        int64         `json:"dropped"`      // subscribers whose connection was lost during the run
+	SlowDropped    int64         `json:"slow_dropped"` // of which slow
+	Used           time.Duration `json:"used"`
+	Drain          time.Duration `json:"drain"`
+	Latency        Hist          `json:"latency"`      // ns, deliveries to the other (not slow) subscribers
+	SlowLatency    Hist          `json:"slow_latency"` // ns, deliveries to slow subscribers
+	Fanout         FanoutTable   `json:"fanout"`       // last delivery of each message, to the other subscribers
+	Errors         Reasons       `json:"errors"`
+	Stopped        StopReason    `json:"stopped"`
+}
+
+// Lost returns the deliveries expected and not received.
+func (r BroadcastResult) Lost() int64 { return r.Deliveries - r.Delivered }
+
+// FanoutTable holds, per tracked message, how many of the subscribers
+// that are not slow received it and the latency of the last one. Message
+// seq of publisher g (room × Publishers + member) is entry g × PerPub +
+// seq / Stride when seq % Stride == 0. It merges entry by entry, so the
+// fanout is exact over loops and shards.
+type FanoutTable struct {
+	Stride int64
+	PerPub int64
+	Max    []int64 // ns; 0 = no delivery
+	Count  []int32
+}
+
+type fanoutJSON struct {
+	Stride int64  `json:"stride"`
+	PerPub int64  `json:"per_pub"`
+	Max    []byte `json:"max"`   // little-endian int64s
+	Count  []byte `json:"count"` // little-endian int32s
+}
+
+// MarshalJSON implements json.Marshaler (binary, base64).
+func (t FanoutTable) MarshalJSON() ([]byte, error) {
+	j := fanoutJSON{Stride: t.Stride, PerPub: t.PerPub, Max: make([]byte, 8*len(t.Max)), Count: make([]byte, 4*len(t.Count))}
+	for i, v := range t.Max {
+		binary.LittleEndian.PutUint64(j.Max[8*i:], uint64(v))
+	}
+	for i, v := range t.Count {
+		binary.LittleEndian.PutUint32(j.Count[4*i:], uint32(v))
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (t *FanoutTable) UnmarshalJSON(b []byte) error {
+	var j fanoutJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	if len(j.Max)%8 != 0 || len(j.Count)%4 != 0 || len(j.Max)/8 != len(j.Count)/4 {
+		return fmt.Errorf("fanout table: %d max bytes and %d count bytes do not match", len(j.Max), len(j.Count))
+	}
+	t.Stride, t.PerPub = j.Stride, j.PerPub
+	t.Max = make([]int64, len(j.Max)/8)
+	t.Count = make([]int32, len(j.Count)/4)
+	for i := range t.Max {
+		t.Max[i] = int64(binary.LittleEndian.Uint64(j.Max[8*i:]))
+		t.Count[i] = int32(binary.LittleEndian.Uint32(j.Count[4*i:]))
+	}
+	return nil
+}
+
+// merge adds o entry by entry.
+func (t *FanoutTable) merge(o FanoutTable) {
+	if len(o.Max) == 0 {
+		return
+	}
+	if len(t.Max) == 0 {
+		t.Stride, t.PerPub = o.Stride, o.PerPub
+		t.Max = append([]int64(nil), o.Max...)
+		t.Count = append([]int32(nil), o.Count...)
+		return
+	}
+	for i := range min(len(t.Max), len(o.Max)) {
+		t.Max[i] = max(t.Max[i], o.Max[i])
+		t.Count[i] += o.Count[i]
+	}
+}
+
+// Last returns the fanout latencies (ns) of the tracked messages that
+// reached want subscribers (the room's receivers that are not slow), and
+// how many tracked messages reached some but fewer (a message that reached
+// none is indistinguishable from one never published: Lost counts it).
+func (t FanoutTable) Last(want int32) (h Hist, incomplete int64) {
+	h = NewHist()
+	for i, c := range t.Count {
+		switch {
+		case c >= want && want > 0:
+			record(h.Histogram, t.Max[i])
+		case c > 0:
+			incomplete++
+		}
+	}
+	return h, incomplete
+}
+
+// Kind implements Params.
+func (p *BroadcastParams) Kind() string { return "broadcast" }
+
+// Stop implements Result.
+func (r *BroadcastResult) Stop() StopReason { return r.Stopped }
+
+// Merge implements Result.
+func (r *BroadcastResult) Merge(other Result) {
+	o := other.(*BroadcastResult)
+	r.Opened += o.Opened
+	r.OpenFailed += o.OpenFailed
+	r.Connect.add(o.Connect)
+	r.OpenErrors.merge(o.OpenErrors)
+	r.Subscribers += o.Subscribers
+	r.Slow += o.Slow
+	r.Published += o.Published
+	r.Late += o.Late
+	r.Unsent += o.Unsent
+	r.LagMax = max(r.LagMax, o.LagMax)
+	r.Deliveries += o.Deliveries
+	r.Delivered += o.Delivered
+	r.Duplicated += o.Duplicated
+	r.OutOfOrder += o.OutOfOrder
+	r.Failed += o.Failed
+	r.SlowDeliveries += o.SlowDeliveries
+	r.SlowDelivered += o.SlowDelivered
+	r.Dropped += o.Dropped
+	r.SlowDropped += o.SlowDropped
+	r.Used = max(r.Used, o.Used)
+	r.Drain = max(r.Drain, o.Drain)
+	r.Latency.add(o.Latency)
+	r.SlowLatency.add(o.SlowLatency)
+	r.Fanout.merge(o.Fanout)
+	r.Errors.merge(o.Errors)
+	r.Stopped = MergeStop(r.Stopped, o.Stopped)
+}
+
+// SlowPerRoom is how many members of each room are slow subscribers.
+func (p *BroadcastParams) SlowPerRoom() int {
+	return int(math.Round(p.Slow * float64(p.RoomSize)))
+}
+
+// Receivers is how many subscribers of a room receive each message, and
+// how many of them are slow.
+func (p *BroadcastParams) Receivers() (all, slow int) {
+	all = p.RoomSize
+	if !p.Include {
+		all--
+	}
+	return all, p.SlowPerRoom()
+}
+
+// Validate implements Params.
+func (p *BroadcastParams) Validate() error {
+	var errs []error
+	switch p.Step {
+	case BroadcastOpen, BroadcastRun, BroadcastClose:
+	default:
+		errs = append(errs, fmt.Errorf("step must be open, run or close, got %q", p.Step))
+	}
+	if p.Rooms <= 0 || p.RoomSize <= 0 {
+		errs = append(errs, fmt.Errorf("rooms and room size must be > 0, got %d and %d", p.Rooms, p.RoomSize))
+	}
+	if p.Publishers <= 0 || p.Publishers > p.RoomSize {
+		errs = append(errs, fmt.Errorf("publishers must be in [1, room size %d], got %d", p.RoomSize, p.Publishers))
+	}
+	if !p.Include && p.RoomSize < 2 {
+		errs = append(errs, fmt.Errorf("without include_sender a room needs at least 2 members, got %d", p.RoomSize))
+	}
+	if !(p.Rate > 0) || math.IsInf(p.Rate, 0) {
+		errs = append(errs, fmt.Errorf("rate must be > 0 messages per second, got %v", p.Rate))
+	}
+	if p.Duration <= 0 {
+		errs = append(errs, fmt.Errorf("duration must be > 0, got %v", p.Duration))
+	}
+	if p.Payload < BroadcastMarkerLen || p.Payload > maxPayload {
+		errs = append(errs, fmt.Errorf("payload must be in [%d, %d] (the first %d bytes carry the marker), got %d", BroadcastMarkerLen, maxPayload, BroadcastMarkerLen, p.Payload))
+	}
+	if p.Drain < 0 || p.LateAfter < 0 {
+		errs = append(errs, fmt.Errorf("drain and late after must be >= 0, got %v and %v", p.Drain, p.LateAfter))
+	}
+	if p.Slow < 0 || p.Slow >= 1 {
+		errs = append(errs, fmt.Errorf("slow fraction must be in [0, 1), got %v", p.Slow))
+	} else if n := p.SlowPerRoom(); n > 0 && n > p.RoomSize-p.Publishers {
+		errs = append(errs, fmt.Errorf("slow subscribers (%d per room) must not include publishers: at most room size - publishers = %d", n, p.RoomSize-p.Publishers))
+	}
+	if p.SlowRcvBuf < 0 {
+		errs = append(errs, fmt.Errorf("slow rcvbuf must be >= 0, got %d", p.SlowRcvBuf))
+	}
+	if p.ReadPause < 0 || (p.Slow > 0 && p.ReadPause == 0) {
+		errs = append(errs, fmt.Errorf("read pause must be > 0 with slow subscribers, got %v", p.ReadPause))
+	}
+	if p.Step == BroadcastOpen && (p.Conc <= 0 || p.Timeout <= 0 || p.Retries < 0) {
+		errs = append(errs, fmt.Errorf("open: concurrency and timeout must be > 0 and retries >= 0, got %d, %v, %d", p.Conc, p.Timeout, p.Retries))
+	}
+	if n := p.Rooms * p.RoomSize; p.First < 0 || p.Count < 0 || p.First+p.Count > n {
+		errs = append(errs, fmt.Errorf("first %d + count %d must be within the %d subscribers", p.First, p.Count, n))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("client: broadcast: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// count returns how many subscribers this part has.
+func (p *BroadcastParams) count() int {
+	if p.Count > 0 {
+		return p.Count
+	}
+	return p.Rooms*p.RoomSize - p.First
+}
+
+// Split implements Params: the subscribers in contiguous, nearly equal
+// ranges over the parts, whatever their weights, so that each step splits
+// them alike (the run and close steps find the connections the open step
+// put on each loop and shard).
+func (p *BroadcastParams) Split(weights []int) []Params {
+	n := p.count()
+	out := make([]Params, len(weights))
+	m := min(len(weights), n)
+	first := p.First
+	for j := 0; j < m; j++ {
+		q := *p
+		q.First, q.Count = first, share(n, m, j)
+		if p.Conc > 0 {
+			q.Conc = max(1, share(p.Conc, m, j))
+		}
+		first += q.Count
+		out[j] = &q
+	}
+	return out
+}
+
+// bcSet is what a loop's open step opened: connection k is subscriber
+// first+k (nil: it did not open).
+type bcSet struct {
+	first int
+	conns []*conn
+}
+
+// bcSets keeps each client's sets from the open step to the close step
+// (entry i for loop i; each loop touches only its own).
+var bcSets struct {
+	sync.Mutex
+	m map[*Client][]*bcSet
+}
+
+func setsOf(c *Client, create bool) []*bcSet {
+	bcSets.Lock()
+	defer bcSets.Unlock()
+	if create {
+		if bcSets.m == nil {
+			bcSets.m = map[*Client][]*bcSet{}
+		}
+		bcSets.m[c] = make([]*bcSet, len(c.loops))
+	}
+	return bcSets.m[c]
+}
+
+func dropSets(c *Client) {
+	bcSets.Lock()
+	defer bcSets.Unlock()
+	delete(bcSets.m, c)
+}
+
+// start implements Params.
+func (p *BroadcastParams) start(ph *phaseEnv) (*phasePlan, error) {
+	sets := setsOf(ph.c, p.Step == BroadcastOpen)
+	if sets == nil {
+		return nil, fmt.Errorf("client: broadcast: %s step without an open step before it", p.Step)
+	}
+	if p.Step == BroadcastClose {
+		dropSets(ph.c)
+	}
+	plan := &phasePlan{starts: make([]func(*loop), len(ph.open))}
+	parts := p.Split(ph.open)
+	switch p.Step {
+	case BroadcastOpen:
+		if ph.pr != nil {
+			ph.pr.Total.Store(int64(p.count()))
+			ph.pr.Done.Store(0)
+		}
+		for i, part := range parts {
+			if part == nil {
+				continue
+			}
+			q := part.(*BroadcastParams)
+			set := &bcSet{first: q.First, conns: make([]*conn, q.Count)}
+			sets[i] = set
+			plan.starts[i] = func(l *loop) { l.bcOpen(ph.id, q, set, ph.pr) }
+		}
+		ph.c.next += int64(p.count())
+	case BroadcastRun:
+		if ph.pr != nil {
+			all, _ := p.Receivers()
+			ph.pr.Total.Store(int64(math.Ceil(p.Rate*p.Duration.Seconds())) * int64(p.Rooms*p.Publishers*all))
+			ph.pr.Done.Store(0)
+		}
+		payload := makePayload(p.Payload, false)
+		hdr := appendClientHeader(nil, opBinary, len(payload), 0)
+		for i, part := range parts {
+			if part == nil || sets[i] == nil {
+				continue
+			}
+			q, set := part.(*BroadcastParams), sets[i]
+			plan.starts[i] = func(l *loop) { l.bcRun(ph.id, ph.start, q, set, hdr, payload, ph.pr) }
+		}
+	case BroadcastClose:
+		for i := range parts {
+			if set := sets[i]; set != nil {
+				plan.starts[i] = func(l *loop) { l.bcClose(ph.id, set) }
+			}
+		}
+	}
+	plan.done = func(res Result, why StopReason, wall time.Duration) StopReason {
+		r := res.(*BroadcastResult)
+		for _, h := range []*Hist{&r.Connect, &r.Latency, &r.SlowLatency} {
+			if h.Histogram == nil {
+				*h = NewHist()
+			}
+		}
+		if why == "" {
+			why = r.Stopped
+		}
+		r.Stopped = why
+		return why
+	}
+	return plan, nil
+}
+
+// bcOpen runs the open step here: a connect run whose connections go to
+// their room's path and are kept in set.
+func (l *loop) bcOpen(id int64, p *BroadcastParams, set *bcSet, pr *Progress) {
+	reqs := map[int64]*upgradeRequest{}
+	nt := int64(len(l.cl.targets))
+	job := &dialJob{
+		phase:   id,
+		n:       p.Count,
+		first:   int64(p.First),
+		stride:  1,
+		conc:    p.Conc,
+		timeout: int64(p.Timeout),
+		retries: p.Retries,
+		pr:      pr,
+		req: func(idx int64, t int) *upgradeRequest {
+			room := idx / int64(p.RoomSize)
+			key := room*nt + int64(t)
+			if r, ok := reqs[key]; ok {
+				return r
+			}
+			r := roomRequest(l.cl.targets[t].req, room, p.Include)
+			reqs[key] = &r
+			return &r
+		},
+		opened: func(c *conn, idx int64) {
+			if k := idx - int64(set.first); k >= 0 && k < int64(len(set.conns)) {
+				set.conns[k] = c
+			}
+		},
+		done: func(l *loop, part *ConnectResult, stopped bool) {
+			res := &BroadcastResult{Opened: part.Success, OpenFailed: part.Failed, Connect: part.Latency, OpenErrors: part.Errors, Stopped: part.Stopped}
+			l.finished(id, res, stopped)
+		},
+	}
+	l.dialStart(job)
+}
+
+// roomRequest returns base with "room=N" (and "include_sender=false")
+// added to its path's query.
+func roomRequest(base upgradeRequest, room int64, include bool) upgradeRequest {
+	sp := bytes.IndexByte(base.buf[4:], ' ') + 4 // "GET <path> HTTP/1.1"
+	q := "?room="
+	if bytes.IndexByte(base.buf[4:sp], '?') >= 0 {
+		q = "&room="
+	}
+	q += strconv.FormatInt(room, 10)
+	if !include {
+		q += "&include_sender=false"
+	}
+	buf := make([]byte, 0, len(base.buf)+len(q))
+	buf = append(buf, base.buf[:sp]...)
+	buf = append(buf, q...)
+	buf = append(buf, base.buf[sp:]...)
+	return upgradeRequest{buf: buf, keyOff: base.keyOff + len(q)}
+}
+
+// bcClose runs the close step here: every connection of the set still
+// open gets a close frame (best effort) and is closed.
+func (l *loop) bcClose(id int64, set *bcSet) {
+	for _, c := range set.conns {
+		if c == nil || c.state != stOpen {
+			continue
+		}
+		if c.flags&(fDataPend|fWantOut) == 0 {
+			l.cbuf = appendControl(l.cbuf[:0], opClose, []byte{0x03, 0xe8}, uint32(l.rng.Uint64()))
+			// Best effort: the connection is closed right after.
+			_, _ = l.write(c, l.cbuf)
+			l.closeNotify(c)
+		}
+		l.closeFD(c)
+	}
+	l.finished(id, &BroadcastResult{}, false)
+}
+
+// bcSub is a subscriber's state in the run; conn.sentAt holds its index.
+type bcSub struct {
+	c      *conn
+	room   int32
+	member int32
+	slow   bool
+	paused bool
+	bad    bool
+	live   bool
+	want   int64 // messages its publishers are due to publish to it
+	got    int64 // distinct messages received intact
+	mark   [BroadcastMarkerLen]byte
+}
+
+// bcWin is what a subscriber saw of one publisher: the highest number and
+// a bitmap of the 64 numbers up to it.
+type bcWin struct {
+	max  int64
+	bits uint64
+}
+
+// bcPub is a publisher of this loop; its phase in the timetable is g /
+// (Rooms × Publishers).
+type bcPub struct {
+	sub  int // index in subs; -1 = it did not open
+	g    int
+	next int64
+}
+
+// bcastRun is the run step in a loop.
+type bcastRun struct {
+	baseRun
+	p       BroadcastParams
+	pacer   Pacer
+	cu      cursor
+	subs    []bcSub
+	wins    []bcWin // subs × Publishers
+	pubs    []bcPub
+	hdr     []byte
+	payload []byte
+	flen    int
+	recv    int64 // receivers of each message
+	slowRcv int64 // of which slow
+	// Loop clock: t = 0 of the timetable, end of publishing, latest end.
+	start, end, stopAt int64
+	epochUnix          int64 // Unix ns of loop clock 0
+	lateAfter          int64
+	sending            bool
+	pausedNow          bool
+	toggle             int64 // loop clock of the next slow pause or resume
+	want, got          int64 // over live subscribers: deliveries due and received (capped per subscriber)
+	wake               int64
+	fan                FanoutTable
+	pr                 *Progress
+	unflushed          int64
+	part               BroadcastResult
+}
+
+// bcRun begins the run step in this loop.
+func (l *loop) bcRun(id int64, start time.Time, p *BroadcastParams, set *bcSet, hdr, payload []byte, pr *Progress) {
+	r := &bcastRun{baseRun: baseRun{id}, p: *p, hdr: hdr, payload: payload, pr: pr,
+		part: BroadcastResult{Latency: NewHist(), SlowLatency: NewHist()}}
+	l.ph = r
+	r.pacer = Pacer{Rate: p.Rate, Duration: p.Duration}
+	r.flen = len(hdr) + len(payload)
+	if need := max(DefaultRateBatch, r.flen); cap(l.wbuf) < need {
+		l.wbuf = make([]byte, need)
+	}
+	r.start = int64(start.Sub(l.epoch))
+	r.end = r.start + int64(p.Duration)
+	drain := p.Drain
+	if drain == 0 {
+		drain = DefaultBroadcastDrain
+	}
+	r.stopAt = r.end + int64(drain)
+	r.lateAfter = int64(p.LateAfter)
+	if r.lateAfter == 0 {
+		r.lateAfter = int64(DefaultLateAfter)
+	}
+	r.epochUnix = l.epoch.UnixNano()
+	all, slow := p.Receivers()
+	r.recv, r.slowRcv = int64(all), int64(slow)
+	slowFrom := p.RoomSize - slow
+	totalPubs := p.Rooms * p.Publishers
+	perPub := int64(math.Ceil(p.Rate*p.Duration.Seconds())) + 1
+	stride := max(1, (int64(totalPubs)*perPub+MaxFanoutTracked-1)/MaxFanoutTracked)
+	ks := (perPub + stride - 1) / stride
+	r.fan = FanoutTable{Stride: stride, PerPub: ks, Max: make([]int64, int64(totalPubs)*ks), Count: make([]int32, int64(totalPubs)*ks)}
+	firstG := -1
+	for k, c := range set.conns {
+		s := set.first + k
+		room, member := s/p.RoomSize, s%p.RoomSize
+		si := -1
+		if c != nil && c.state == stOpen {
+			si = len(r.subs)
+			sub := bcSub{c: c, room: int32(room), member: int32(member), slow: member >= slowFrom, live: true}
+			if sub.slow && p.SlowRcvBuf > 0 {
+				// A small receive buffer moves the backlog of a subscriber
+				// that does not read to the server. Best effort: the run
+				// goes on with the kernel's buffer if it fails.
+				_ = unix.SetsockoptInt(int(c.fd), unix.SOL_SOCKET, unix.SO_RCVBUF, p.SlowRcvBuf)
+			}
+			for q := range p.Publishers {
+				if q != member || p.Include {
+					sub.want += r.pacer.Total(float64(room*p.Publishers+q) / float64(totalPubs))
+				}
+			}
+			c.sentAt = int64(si)
+			r.subs = append(r.subs, sub)
+			r.want += sub.want
+			r.part.Subscribers++
+			if sub.slow {
+				r.part.Slow++
+			}
+		}
+		if member < p.Publishers {
+			g := room*p.Publishers + member
+			if firstG < 0 {
+				firstG = g
+			}
+			r.pubs = append(r.pubs, bcPub{sub: si, g: g})
+		}
+	}
+	r.wins = make([]bcWin, len(r.subs)*p.Publishers)
+	for i := range r.wins {
+		r.wins[i].max = -1
+	}
+	r.cu = cursor{p: r.pacer, first: max(firstG, 0), total: totalPubs, n: len(r.pubs)}
+	r.sending = true
+	r.toggle = math.MaxInt64
+	if slow > 0 {
+		r.toggle = r.start + int64(p.ReadPause)
+	}
+	l.setTick(maxTick)
+	r.pump(l, l.now())
+}
+
+// wakeAt implements loopRun.
+func (r *bcastRun) wakeAt() int64 { return r.wake }
+
+// pump implements loopRun: it publishes what the timetable has due, pauses
+// and resumes the slow subscribers, ends publishing at Duration and the
+// run when every delivery due here came or the drain is over.
+func (r *bcastRun) pump(l *loop, now int64) {
+	more := false
+	if r.sending && len(r.pubs) > 0 {
+		el := time.Duration(now - r.start)
+		visited := 0
+		left := pumpBytes
+		for {
+			at := r.cu.at()
+			if at >= r.pacer.Duration || at > el {
+				break
+			}
+			left -= r.publish(l, r.cu.j, now)
+			if l.ph != r {
+				return
+			}
+			if left <= 0 {
+				more = true
+				break
+			}
+			r.cu.advance()
+			if visited++; visited >= len(r.pubs) {
+				r.cu.seek(el)
+				visited = 0
+			}
+		}
+	}
+	if r.sending && now >= r.end {
+		r.closeWindow(l, now)
+	}
+	for r.sending && now >= r.toggle {
+		r.pausedNow = !r.pausedNow
+		r.setPaused(l, r.pausedNow)
+		if l.ph != r {
+			return
+		}
+		r.toggle += int64(r.p.ReadPause)
+	}
+	if !r.sending && (r.got >= r.want || now >= r.stopAt) {
+		r.finish(l, false, now)
+		return
+	}
+	switch {
+	case more:
+		r.wake = now
+	case r.sending:
+		r.wake = min(r.end, r.toggle)
+		if len(r.pubs) > 0 {
+			if at := r.cu.at(); at < r.pacer.Duration {
+				r.wake = min(r.wake, r.start+int64(at))
+			}
+		}
+	default:
+		r.wake = r.stopAt
+	}
+}
+
+// closeWindow ends publishing: what was due and not written stays unsent,
+// and slow subscribers read again.
+func (r *bcastRun) closeWindow(l *loop, now int64) {
+	r.sending = false
+	el := time.Duration(now - r.start)
+	for j, pb := range r.pubs {
+		due := r.pacer.Due(min(el, r.pacer.Duration), r.cu.phase(j))
+		r.part.Unsent += max(0, due-pb.next)
+	}
+	if r.pausedNow {
+		r.pausedNow = false
+		r.setPaused(l, false)
+	}
+}
+
+// setPaused stops or restarts reading on every live slow subscriber.
+func (r *bcastRun) setPaused(l *loop, paused bool) {
+	for i := range r.subs {
+		s := &r.subs[i]
+		if !s.slow || !s.live || s.c.state != stOpen || s.paused == paused {
+			continue
+		}
+		ev := uint32(evIn)
+		if paused {
+			ev = unix.EPOLLET
+		}
+		if s.c.flags&fWantOut != 0 {
+			ev |= unix.EPOLLOUT
+		}
+		if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, s.c.fd, s.c.gen, ev); err != nil {
+			l.lost(s.c, Reason("epoll_ctl: "+errnoText(err)))
+			if l.ph != r {
+				return
+			}
+			continue
+		}
+		s.paused = paused
+		if !paused {
+			l.readFrames(s.c) // what arrived while it did not read
+			if l.ph != r {
+				return
+			}
+		}
+	}
+}
+
+// publish writes publisher j's due messages and returns the bytes written.
+func (r *bcastRun) publish(l *loop, j int, now int64) int {
+	pb := &r.pubs[j]
+	if pb.sub < 0 {
+		return 0
+	}
+	c := r.subs[pb.sub].c
+	if c.state != stOpen || c.flags&fWantOut != 0 {
+		return 0 // closed, or blocked until flush empties its output (resume sends)
+	}
+	phase := r.cu.phase(j)
+	due := r.pacer.Due(time.Duration(now-r.start), phase)
+	buf := l.wbuf[:0]
+	wrote := 0
+	room, member := uint32(pb.g/r.p.Publishers), uint32(pb.g%r.p.Publishers)
+	for pb.next < due {
+		if len(buf)+r.flen > cap(l.wbuf) {
+			if !l.rateWrite(c, buf) {
+				return wrote
+			}
+			buf = l.wbuf[:0]
+		}
+		at := int64(r.pacer.At(pb.next, phase))
+		buf = r.appendFrame(l, buf, uint64(pb.next), r.epochUnix+r.start+at, room, member)
+		wrote += r.flen
+		pb.next++
+		r.part.Published++
+		r.part.Deliveries += r.recv
+		r.part.SlowDeliveries += r.slowRcv
+		if lag := now - (r.start + at); lag > r.lateAfter {
+			r.part.Late++
+			r.part.LagMax = max(r.part.LagMax, time.Duration(lag))
+		}
+	}
+	if len(buf) > 0 {
+		l.rateWrite(c, buf)
+	}
+	return wrote
+}
+
+// appendFrame appends one message as a masked frame with a fresh key.
+func (r *bcastRun) appendFrame(l *loop, buf []byte, seq uint64, atUnix int64, room, member uint32) []byte {
+	key := uint32(l.rng.Uint64())
+	n := len(buf)
+	buf = buf[:n+r.flen]
+	hl := copy(buf[n:], r.hdr)
+	f := buf[n:]
+	f[hl-4] = byte(key)
+	f[hl-3] = byte(key >> 8)
+	f[hl-2] = byte(key >> 16)
+	f[hl-1] = byte(key >> 24)
+	var m [BroadcastMarkerLen]byte
+	putMarker(m[:], seq, atUnix)
+	binary.LittleEndian.PutUint32(m[16:], room)
+	binary.LittleEndian.PutUint32(m[20:], member)
+	maskCopy(f[hl:], m[:], key, 0)
+	maskCopy(f[hl+BroadcastMarkerLen:], r.payload[BroadcastMarkerLen:], key, BroadcastMarkerLen)
+	return buf
+}
+
+// slot returns c's subscriber index, or -1.
+func (r *bcastRun) slot(c *conn) int {
+	if i := c.sentAt; i >= 0 && i < int64(len(r.subs)) && r.subs[i].c == c {
+		return int(i)
+	}
+	return -1
+}
+
+// resume implements loopRun: a publisher whose output drained sends what
+// is due.
+func (r *bcastRun) resume(l *loop, c *conn) {
+	i := r.slot(c)
+	if i < 0 || !r.sending || int(r.subs[i].member) >= r.p.Publishers {
+		return
+	}
+	for j := range r.pubs {
+		if r.pubs[j].sub == i {
+			r.publish(l, j, l.now())
+			return
+		}
+	}
+}
+
+// onData implements loopRun: a chunk of a delivery. At its end the marker
+// must name a publisher of the subscriber's room; its latency runs from
+// the scheduled publish time.
+func (r *bcastRun) onData(l *loop, c *conn, ev *event, now int64) {
+	i := r.slot(c)
+	if i < 0 {
+		return
+	}
+	s := &r.subs[i]
+	d := ev.data
+	pos := ev.total - int64(len(d))
+	if pos < BroadcastMarkerLen {
+		k := copy(s.mark[pos:], d)
+		d = d[k:]
+		pos += int64(k)
+	}
+	if ev.total > int64(len(r.payload)) {
+		s.bad = true
+	} else if r.p.Verify && len(d) > 0 && !bytes.Equal(d, r.payload[pos:ev.total]) {
+		s.bad = true
+	}
+	if !ev.end {
+		return
+	}
+	var reason Reason
+	seq, atUnix := readMarker(s.mark[:])
+	room := binary.LittleEndian.Uint32(s.mark[16:])
+	member := binary.LittleEndian.Uint32(s.mark[20:])
+	switch {
+	case ev.total != int64(len(r.payload)):
+		reason = ReasonWrongLength
+	case ev.op != opBinary:
+		reason = ReasonWrongOpcode
+	case s.bad:
+		reason = ReasonPayloadMismatch
+	case room != uint32(s.room) || member >= uint32(r.p.Publishers) || seq > 1<<62:
+		reason = ReasonMarkerMismatch
+	case !r.p.Include && member == uint32(s.member):
+		reason = ReasonUnexpected
+	}
+	s.bad = false
+	s.mark = [BroadcastMarkerLen]byte{}
+	if reason != "" {
+		r.part.Failed++
+		r.part.Errors.add(reason)
+		return
+	}
+	w := &r.wins[i*r.p.Publishers+int(member)]
+	q := int64(seq)
+	switch {
+	case q > w.max:
+		if sh := q - w.max; sh >= 64 {
+			w.bits = 1
+		} else {
+			w.bits = w.bits<<uint(sh) | 1
+		}
+		w.max = q
+	case w.max-q >= 64:
+		r.part.OutOfOrder++ // too old to tell from a duplicate: counted as late
+	default:
+		bit := uint64(1) << uint(w.max-q)
+		if w.bits&bit != 0 {
+			r.part.Duplicated++
+			return
+		}
+		w.bits |= bit
+		r.part.OutOfOrder++
+	}
+	lat := max(0, r.epochUnix+now-atUnix)
+	r.part.Delivered++
+	if s.got < s.want {
+		r.got++
+	}
+	s.got++
+	if s.slow {
+		r.part.SlowDelivered++
+		record(r.part.SlowLatency.Histogram, lat)
+	} else {
+		record(r.part.Latency.Histogram, lat)
+		if q%r.fan.Stride == 0 && q/r.fan.Stride < r.fan.PerPub {
+			g := int64(room)*int64(r.p.Publishers) + int64(member)
+			k := g*r.fan.PerPub + q/r.fan.Stride
+			r.fan.Count[k]++
+			r.fan.Max[k] = max(r.fan.Max[k], lat)
+		}
+	}
+	if r.unflushed++; r.unflushed >= progressBatch && r.pr != nil {
+		r.pr.Done.Add(r.unflushed)
+		r.unflushed = 0
+	}
+	if !r.sending && r.got >= r.want {
+		r.finish(l, false, now)
+	}
+}
+
+// lost implements loopRun: a subscriber the server dropped (or that
+// failed) leaves the run; what it was still due counts as lost.
+func (r *bcastRun) lost(l *loop, c *conn, _ uint8, reason Reason) {
+	i := r.slot(c)
+	if i < 0 {
+		return
+	}
+	s := &r.subs[i]
+	if !s.live {
+		return
+	}
+	s.live = false
+	r.want -= s.want
+	r.got -= min(s.got, s.want)
+	r.part.Dropped++
+	if s.slow {
+		r.part.SlowDropped++
+	}
+	r.part.Errors.add(reason)
+	if !r.sending && r.got >= r.want {
+		r.wake = 0 // the next pump ends the run
+	}
+}
+
+// tick implements loopRun: it publishes progress.
+func (r *bcastRun) tick(*loop, int64) {
+	if r.pr != nil && r.unflushed > 0 {
+		r.pr.Done.Add(r.unflushed)
+		r.unflushed = 0
+	}
+}
+
+// finish implements loopRun. Deliveries still due are ignored when they
+// come; the close step closes the connections.
+func (r *bcastRun) finish(l *loop, stopped bool, now int64) {
+	if r.sending {
+		r.closeWindow(l, now)
+	}
+	for i := range r.subs {
+		s := &r.subs[i]
+		if s.c.sentAt == int64(i) {
+			s.c.sentAt = 0
+		}
+	}
+	elapsed := max(0, time.Duration(now-r.start))
+	r.part.Used = min(elapsed, r.pacer.Duration)
+	r.part.Drain = elapsed - r.part.Used
+	r.part.Fanout = r.fan
+	if r.part.Subscribers > 0 && r.part.Dropped == r.part.Subscribers {
+		r.part.Stopped = StopNoConnections
+	}
+	if r.pr != nil && r.unflushed > 0 {
+		r.pr.Done.Add(r.unflushed)
+	}
+	l.finished(r.id(), &r.part, stopped)
+}

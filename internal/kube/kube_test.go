@@ -1,0 +1,410 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"go.uber.org/goleak"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/shard"
+)
+
+func TestMain(m *testing.M) {
+	PollInterval = 20 * time.Millisecond
+	goleak.VerifyTestMain(m)
+}
+
+// kubelet plays the cluster for a fake clientset: it creates the pods of
+// every Job and moves them as mode says. "ready": each pod i runs a real
+// shard.Listen on 127.0.0.(2+i) with the Secret's certificates, then is
+// Ready; "unschedulable", "imagepull": the pod's status says so;
+// "pending": nothing happens.
+type kubelet struct {
+	t      *testing.T
+	cs     *fake.Clientset
+	mode   string
+	port   int
+	stop   chan struct{}
+	wg     sync.WaitGroup
+	cancel context.CancelFunc
+	ctx    context.Context
+	mu     sync.Mutex
+	shards map[string]chan error // pod name → its Listen's end
+}
+
+func startKubelet(t *testing.T, cs *fake.Clientset, mode string, port int) *kubelet {
+	ctx, cancel := context.WithCancel(context.Background())
+	k := &kubelet{t: t, cs: cs, mode: mode, port: port, stop: make(chan struct{}), ctx: ctx, cancel: cancel, shards: map[string]chan error{}}
+	k.wg.Add(1)
+	go k.loop()
+	t.Cleanup(k.close)
+	return k
+}
+
+func (k *kubelet) close() {
+	select {
+	case <-k.stop:
+		return
+	default:
+	}
+	close(k.stop)
+	k.cancel()
+	k.wg.Wait()
+}
+
+func (k *kubelet) loop() {
+	defer k.wg.Done()
+	for {
+		select {
+		case <-k.stop:
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+		jobs, err := k.cs.BatchV1().Jobs("").List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			k.t.Error(err)
+			return
+		}
+		for _, j := range jobs.Items {
+			k.pods(j)
+		}
+	}
+}
+
+func (k *kubelet) pods(j batchv1.Job) {
+	ctx := context.Background()
+	for i := range int(*j.Spec.Completions) {
+		name := fmt.Sprintf("%s-%d-x", j.Name, i)
+		pods := k.cs.CoreV1().Pods(j.Namespace)
+		p, err := pods.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			p = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: j.Namespace, Labels: j.Spec.Template.Labels,
+				Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: strconv.Itoa(i)}}, Spec: j.Spec.Template.Spec}
+			p.Status.Phase = corev1.PodPending
+			if p, err = pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+				k.t.Error(err)
+				return
+			}
+		}
+		switch k.mode {
+		case "unschedulable":
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+				Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."}}
+		case "imagepull":
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "shard", State: corev1.ContainerState{
+				Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: `Back-off pulling image "nope:latest"`}}}}
+		case "ready":
+			if podReady(*p) {
+				continue
+			}
+			if !k.startShard(j, i, name) {
+				continue // the Secret is not there yet, as a real pod waits for its volume
+			}
+			p.Status.Phase = corev1.PodRunning
+			p.Status.PodIP = fmt.Sprintf("127.0.0.%d", 2+i)
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		default:
+			continue
+		}
+		if _, err := pods.UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+			k.t.Error(err)
+		}
+	}
+}
+
+// startShard runs pod i's container: `wsplan shard --listen` with the
+// mounted Secret.
+func (k *kubelet) startShard(j batchv1.Job, i int, name string) bool {
+	sec, err := k.cs.CoreV1().Secrets(j.Namespace).Get(context.Background(), j.Spec.Template.Spec.Volumes[0].Secret.SecretName, metav1.GetOptions{})
+	if err != nil {
+		return false
+	}
+	dir := k.t.TempDir()
+	for f, b := range sec.Data {
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
+			k.t.Error(err)
+			return false
+		}
+	}
+	cfg, err := shard.ShardTLS(dir)
+	if err != nil {
+		k.t.Error(err)
+		return false
+	}
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.%d:%d", 2+i, k.port))
+	if err != nil {
+		k.t.Error(err)
+		return false
+	}
+	done := make(chan error, 1)
+	k.mu.Lock()
+	k.shards[name] = done
+	k.mu.Unlock()
+	go func() {
+		done <- shard.Listen(k.ctx, shard.ListenSpec{Listener: ln, TLS: cfg, IdleExit: time.Minute, Loops: 1})
+	}()
+	return true
+}
+
+// shardsEnded waits for every shard's Listen to return and returns their
+// results.
+func (k *kubelet) shardsEnded(t *testing.T, within time.Duration) []error {
+	t.Helper()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []error
+	for name, ch := range k.shards {
+		select {
+		case err := <-ch:
+			out = append(out, err)
+		case <-time.After(within):
+			t.Errorf("shard %s still running %s after its orchestrator left", name, within)
+		}
+	}
+	return out
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	for range 50 {
+		ls := []net.Listener{}
+		ok := true
+		var port int
+		for i := range 2 {
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.%d:%d", 2+i, port))
+			if err != nil {
+				ok = false
+				break
+			}
+			port = l.Addr().(*net.TCPAddr).Port
+			ls = append(ls, l)
+		}
+		for _, l := range ls {
+			l.Close()
+		}
+		if ok {
+			return port
+		}
+	}
+	t.Fatal("no free port on 127.0.0.2 and .3")
+	return 0
+}
+
+func testSpec(t *testing.T, port int) Spec {
+	t.Helper()
+	certs, err := shard.NewCerts(filepath.Join(t.TempDir(), "certs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Spec{RunID: NewRunID(), Namespace: "bench", Image: "ghcr.io/wsplan/wsplan:test", Shards: 2, Port: port,
+		Spread: true, IdleExit: 500 * time.Millisecond, ActiveDeadline: time.Hour, TTL: 10 * time.Minute, Certs: certs}
+}
+
+// assertGone checks that the run's Job, Service and Secret are deleted.
+func assertGone(t *testing.T, cs *fake.Clientset, s Spec) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := cs.BatchV1().Jobs(s.Namespace).Get(ctx, s.name(), metav1.GetOptions{}); err == nil {
+		t.Error("job left behind")
+	}
+	if _, err := cs.CoreV1().Services(s.Namespace).Get(ctx, s.name(), metav1.GetOptions{}); err == nil {
+		t.Error("service left behind")
+	}
+	if _, err := cs.CoreV1().Secrets(s.Namespace).Get(ctx, s.name(), metav1.GetOptions{}); err == nil {
+		t.Error("secret left behind")
+	}
+}
+
+func echoServer(t *testing.T) string {
+	t.Helper()
+	up := websocket.Upgrader{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer ws.Close()
+		for {
+			op, msg, err := ws.ReadMessage()
+			if err != nil {
+				return
+			}
+			if err := ws.WriteMessage(op, msg); err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// run deploys, runs connect + echo on the shards (until ctx ends for the
+// echo when long is set) and returns the echo's error.
+func runOn(t *testing.T, ctx context.Context, addrs []string, dir string, long bool) error {
+	t.Helper()
+	cfg, err := shard.OrchestratorTLS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _, err := shard.Dial(ctx, shard.RemoteSpec{Addrs: addrs, TLS: cfg, IdleExit: 300 * time.Millisecond,
+		Client: client.Options{Targets: []string{echoServer(t)}, Path: "/ws", Loops: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if _, err := g.Run(ctx, &client.ConnectParams{Connections: 20, Concurrency: 10, Timeout: 5 * time.Second}, nil); err != nil {
+		t.Fatal(err)
+	}
+	total := int64(200)
+	if long {
+		total = 1 << 40
+	}
+	res, err := g.Run(ctx, &client.EchoParams{Total: total, Concurrency: 20, Payload: 16, Timeout: 5 * time.Second}, nil)
+	if !long && (err != nil || res.(*client.EchoResult).Success != 200) {
+		t.Errorf("echo on the pods: %+v, %v", res, err)
+	}
+	return err
+}
+
+// TestDeployRunDelete: create → ready → run → delete, against client-go's
+// fake clientset with real shards behind the pods.
+func TestDeployRunDelete(t *testing.T) {
+	cs := fake.NewClientset()
+	s := testSpec(t, freePort(t))
+	dir := t.TempDir()
+	for f, b := range s.Certs {
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k := startKubelet(t, cs, "ready", s.Port)
+	d, addrs, err := Deploy(t.Context(), cs, s, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{fmt.Sprintf("127.0.0.2:%d", s.Port), fmt.Sprintf("127.0.0.3:%d", s.Port)}
+	if strings.Join(addrs, ",") != strings.Join(want, ",") {
+		t.Errorf("addresses %v, want %v", addrs, want)
+	}
+	// The Secret carries the shard's certificates, not the orchestrator's key.
+	sec, err := cs.CoreV1().Secrets("bench").Get(t.Context(), s.name(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := sec.Data[shard.OrchKeyFile]; ok || len(sec.Data) != 3 {
+		t.Errorf("secret holds %d files (orchestrator key: %v), want ca.pem, shard.pem, shard.key", len(sec.Data), ok)
+	}
+	if len(sec.OwnerReferences) != 1 || sec.OwnerReferences[0].Kind != "Job" {
+		t.Errorf("secret owners %v, want the job (its TTL deletes the secret)", sec.OwnerReferences)
+	}
+	if err := runOn(t, t.Context(), addrs, dir, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Delete(); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, cs, s)
+	k.close()
+	k.shardsEnded(t, 5*time.Second)
+}
+
+// TestDeployFailures: a pod that cannot be scheduled or pull its image,
+// a quota refusing the pods, a timeout and SIGINT while waiting each fail
+// Deploy with a clear error, and nothing is left in the cluster.
+func TestDeployFailures(t *testing.T) {
+	for _, tc := range []struct {
+		mode, want string
+		timeout    time.Duration
+		cancel     bool
+		quota      bool
+	}{
+		{mode: "unschedulable", want: "unschedulable: 0/3 nodes are available", timeout: 10 * time.Second},
+		{mode: "imagepull", want: `image pull: ImagePullBackOff: Back-off pulling image "nope:latest"`, timeout: 10 * time.Second},
+		{mode: "none", want: "cannot create its pods: pods \"x\" is forbidden: exceeded quota", timeout: 10 * time.Second, quota: true},
+		{mode: "pending", want: "not ready after 300ms: 2 of 2 pods created, 0 ready", timeout: 300 * time.Millisecond},
+		{mode: "pending", want: "context canceled", timeout: 10 * time.Second, cancel: true},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			cs := fake.NewClientset()
+			s := testSpec(t, 7070)
+			startKubelet(t, cs, tc.mode, s.Port)
+			if tc.quota {
+				_, err := cs.CoreV1().Events("bench").Create(t.Context(), &corev1.Event{
+					ObjectMeta:     metav1.ObjectMeta{Name: "e1", Namespace: "bench"},
+					InvolvedObject: corev1.ObjectReference{Kind: "Job", Name: s.name(), Namespace: "bench"},
+					Reason:         "FailedCreate", Message: `pods "x" is forbidden: exceeded quota: q, requested: cpu=2, used: cpu=8, limited: cpu=8`,
+				}, metav1.CreateOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			if tc.cancel {
+				time.AfterFunc(200*time.Millisecond, cancel) // SIGINT
+			}
+			d, _, err := Deploy(ctx, cs, s, tc.timeout)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Deploy: %v, want %q", err, tc.want)
+			}
+			if tc.cancel && !errors.Is(err, context.Canceled) {
+				t.Errorf("interrupted Deploy: %v, want context.Canceled", err)
+			}
+			if d != nil {
+				t.Error("a failed Deploy returned a deployment")
+			}
+			assertGone(t, cs, s)
+		})
+	}
+}
+
+// TestSIGINTMidRun: SIGINT during a phase (the run's context ends): the
+// phase stops, the orchestrator deletes the objects, and the shards,
+// their link gone, close their connections and exit after idle_exit.
+func TestSIGINTMidRun(t *testing.T) {
+	cs := fake.NewClientset()
+	s := testSpec(t, freePort(t))
+	dir := t.TempDir()
+	for f, b := range s.Certs {
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k := startKubelet(t, cs, "ready", s.Port)
+	d, addrs, err := Deploy(t.Context(), cs, s, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(500*time.Millisecond, cancel) // SIGINT
+	if err := runOn(t, ctx, addrs, dir, true); !errors.Is(err, context.Canceled) {
+		t.Errorf("interrupted echo: %v, want context.Canceled", err)
+	}
+	if err := d.Delete(); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, cs, s)
+	// The shards' idle_exit is the orchestrator's (300ms): they exit on their own.
+	for _, err := range k.shardsEnded(t, 5*time.Second) {
+		if !errors.Is(err, shard.ErrIdle) {
+			t.Errorf("shard ended with %v, want ErrIdle after idle_exit", err)
+		}
+	}
+}

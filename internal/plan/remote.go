@@ -1,0 +1,133 @@
+package plan
+
+import (
+	"net"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/wsplan/wsplan/internal/units"
+)
+
+// kubeOf applies client.kubernetes' defaults (nil stays nil).
+func kubeOf(d *kubeDoc) *Kube {
+	if d == nil {
+		return nil
+	}
+	k := &Kube{Namespace: d.Namespace, Image: d.Image, Shards: d.Shards, NodeSelector: d.NodeSelector,
+		CPU: d.Resources.CPU, Memory: d.Resources.Memory, Spread: d.Spread == nil || *d.Spread, Kubeconfig: d.Kubeconfig,
+		Port: d.Port, ReadyTimeout: d.ReadyTimeout, ActiveDeadline: d.ActiveDeadline, TTL: d.TTL}
+	def := func(v *units.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = units.Duration(d)
+		}
+	}
+	if k.Namespace == "" {
+		k.Namespace = DefaultKubeNamespace
+	}
+	if k.Shards == 0 {
+		k.Shards = DefaultKubeShards
+	}
+	if k.Port == 0 {
+		k.Port = DefaultKubePort
+	}
+	def(&k.ReadyTimeout, DefaultKubeReadyTimeout)
+	def(&k.ActiveDeadline, DefaultKubeActiveDeadline)
+	if d.TTL == 0 {
+		k.TTL = units.Duration(DefaultKubeTTL)
+	}
+	return k
+}
+
+// quantity is a Kubernetes resource quantity (checked again by the API).
+var quantity = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$`)
+
+// checkKube checks client.kubernetes.
+func (l *loader) checkKube(c *Client) {
+	k := c.Kubernetes
+	if k == nil {
+		return
+	}
+	k.Line = l.lineOf("client.kubernetes")
+	switch {
+	case len(c.Remote) > 0:
+		l.fieldErr("client.kubernetes", "cannot be combined with client.remote: wsplan makes the remote shards itself")
+	case c.Shards != 0:
+		l.fieldErr("client.kubernetes", "cannot be combined with client.shards: set kubernetes.shards")
+	case len(c.SourceAddrs) > 0:
+		l.fieldErr("client.kubernetes", "cannot be combined with client.source_addrs: each pod binds its own address")
+	}
+	if k.Shards < 1 {
+		l.fieldErr("client.kubernetes.shards", "must be >= 1, got %d", k.Shards)
+	}
+	if k.Port < 1 || k.Port > 65535 {
+		l.fieldErr("client.kubernetes.port", "must be in 1..65535, got %d", k.Port)
+	}
+	for _, q := range []struct{ key, v string }{{"cpu", k.CPU}, {"memory", k.Memory}} {
+		if q.v != "" && !quantity.MatchString(q.v) {
+			l.fieldErr("client.kubernetes.resources."+q.key, "want a Kubernetes quantity such as 2, 1500m or 4Gi, got %q", q.v)
+		}
+	}
+	if k.ReadyTimeout <= 0 {
+		l.fieldErr("client.kubernetes.ready_timeout", "must be > 0, got %s", k.ReadyTimeout)
+	}
+	if k.ActiveDeadline < units.Duration(time.Second) {
+		l.fieldErr("client.kubernetes.active_deadline", "must be >= 1s, got %s", k.ActiveDeadline)
+	}
+	if k.TTL < 0 {
+		l.fieldErr("client.kubernetes.ttl_after_finished", "must be >= 0, got %s", k.TTL)
+	}
+}
+
+// checkRemote checks client.remote, weights and certs, and resolves certs
+// against the plan's directory.
+func (l *loader) checkRemote(c *Client) {
+	if c.IdleExit <= 0 {
+		l.fieldErr("client.idle_exit", "must be > 0, got %s", c.IdleExit)
+	}
+	l.checkKube(c)
+	if len(c.Remote) == 0 {
+		if len(c.Weights) > 0 {
+			l.fieldErr("client.weights", "needs client.remote: one weight per remote shard")
+		}
+		if c.Certs != "" {
+			l.fieldErr("client.certs", "needs client.remote: the certificates of remote shards")
+		}
+		return
+	}
+	if c.Shards != 0 {
+		l.fieldErr("client.shards", "cannot be combined with client.remote: remote shards replace local ones")
+	}
+	if len(c.SourceAddrs) > 0 {
+		l.fieldErr("client.source_addrs", "cannot be combined with client.remote: each remote shard binds its own host's addresses")
+	}
+	seen := map[string]int{}
+	for i, a := range c.Remote {
+		path := indexPath("client.remote", i)
+		host, port, err := net.SplitHostPort(a)
+		n, perr := strconv.Atoi(port)
+		switch {
+		case err != nil || host == "" || perr != nil || n < 1 || n > 65535:
+			l.fieldErr(path, "want host:port of a `wsplan shard --listen`, e.g. 10.0.0.7:7070, got %q", a)
+			continue
+		}
+		if j, dup := seen[a]; dup {
+			l.fieldErr(path, "%s is also client.remote[%d]: a shard serves one orchestrator link", a, j)
+		}
+		seen[a] = i
+	}
+	if len(c.Weights) > 0 && len(c.Weights) != len(c.Remote) {
+		l.fieldErr("client.weights", "want one weight per remote shard (%d), got %d", len(c.Remote), len(c.Weights))
+	}
+	for i, w := range c.Weights {
+		if w < 1 {
+			l.fieldErr(indexPath("client.weights", i), "must be >= 1, got %d", w)
+		}
+	}
+	if c.Certs == "" {
+		l.fieldErr("client.certs", "is required with client.remote: the directory `wsplan shard certs DIR` wrote, whose shard.pem/shard.key the shards were started with")
+	} else if !filepath.IsAbs(c.Certs) && l.file != "" {
+		c.Certs = filepath.Join(filepath.Dir(l.file), c.Certs)
+	}
+}

@@ -1,0 +1,342 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/metrics"
+	"github.com/wsplan/wsplan/internal/units"
+)
+
+// Broadcast is fan-out: the phase opens Rooms × RoomSize connections of
+// its own, each to the server's path with "?room=N" (the convention in
+// README "The broadcast phase"), and Publishers members of every room
+// publish Rate messages per second for Duration on the rate phase's
+// timetable. The server sends each message to every connection in its
+// room; every subscriber records the latency of each delivery from the
+// message's scheduled publish time (a 24-byte marker: number, Unix time,
+// room, publisher). The connections are closed at the end of the phase.
+type Broadcast struct {
+	Rooms         int            `yaml:"rooms" min:"0" doc:"rooms; default: connections / room_size"`
+	RoomSize      int            `yaml:"room_size" required:"true" min:"1" doc:"connections per room, publishers included"`
+	Connections   int            `yaml:"connections" min:"0" doc:"connections in all (rooms × room_size); give rooms or connections"`
+	Publishers    int            `yaml:"publishers" default:"1" min:"1" doc:"publishers per room (the room's first members)"`
+	Rate          units.Rate     `yaml:"rate" required:"true" doc:"messages per publisher per second, > 0; fractions allowed"`
+	Duration      units.Duration `yaml:"duration" required:"true" min:"1ns" doc:"publishing time"`
+	Payload       *units.Size    `yaml:"payload" default:"256" min:"24" max:"64MiB" hint:"the marker: number, scheduled time, room and publisher" doc:"bytes per message, the 24-byte marker included"`
+	Drain         units.Duration `yaml:"drain" default:"2s" min:"0s" doc:"wait after duration for deliveries still due"`
+	LateAfter     units.Duration `yaml:"late_after" default:"1ms" min:"0s" doc:"a message published later than this after its schedule is late"`
+	IncludeSender *bool          `yaml:"include_sender" default:"true" doc:"the server sends a message to its publisher too; false adds include_sender=false to the URL"`
+	Verify        *bool          `yaml:"verify" default:"true" doc:"compare every delivered payload byte (the marker is always checked)"`
+	Slow          *BroadcastSlow `yaml:"slow" doc:"slow subscribers: some members stop reading now and then"`
+	Concurrency   int            `yaml:"concurrency" min:"0" doc:"handshakes in progress at once while opening; default min(1000, connections)"`
+	Timeout       units.Duration `yaml:"timeout" default:"5s" min:"1ns" doc:"time allowed for one handshake attempt"`
+	Retries       int            `yaml:"retries" default:"3" doc:"extra attempts per connection; negative = none"`
+}
+
+// BroadcastSlow configures slow subscribers: the last round(fraction ×
+// room_size) members of each room (never a publisher) stop reading for
+// read_pause, read for read_pause, and so on while messages are
+// published.
+type BroadcastSlow struct {
+	Fraction  float64        `yaml:"fraction" doc:"share of each room's members that are slow, in (0, 1)"`
+	ReadPause units.Duration `yaml:"read_pause" doc:"how long a slow subscriber stops reading each time, > 0"`
+	RcvBuf    units.Size     `yaml:"rcvbuf" doc:"SO_RCVBUF of the slow subscribers' sockets; small values move their backlog into the server (on loopback keep it >= 128KiB: below two 64 KiB segments TCP stalls); default: the kernel's (autotuned, megabytes)"`
+}
+
+func init() {
+	Register(Kind{
+		Name:  "broadcast",
+		Doc:   "fan-out: rooms of subscribers, publishers at rate msgs/s on a timetable; latency of every delivery from the scheduled publish",
+		New:   func() Phase { return &Broadcast{} },
+		Title: "[BenchBroadcast] Report",
+		Columns: []Column{
+			{Metric: ColFramework},
+			{Header: "Conns", Metric: "conns", Format: FormatInt},
+			{Header: "Rooms", Metric: "rooms", Format: FormatInt},
+			{Header: "Published", Metric: "published", Format: FormatInt},
+			{Header: "Deliveries", Metric: "deliveries", Format: FormatInt},
+			{Header: "Delivered", Metric: "delivered", Delta: true, Format: FormatInt},
+			{Header: "Lost", Metric: "lost", Delta: true, Format: FormatInt},
+			{Header: "Deliv/s", Metric: "delivery_rate", Delta: true, Format: FormatRate},
+			{Header: "TP50", Metric: "p50", Delta: true},
+			{Header: "TP99", Metric: "p99", Delta: true},
+			{Header: "Fanout P99", Metric: "fanout_p99", Delta: true},
+			{Header: "Slow P99", Metric: "slow_p99"},
+			{Header: "Srv CPU-s/1M", Metric: "server_cpu_per_1m", Delta: true, Format: FormatFloat2},
+			{Header: "Cli CPU-s/1M", Metric: "client_cpu_per_1m", Format: FormatFloat2},
+			{Metric: ColServer},
+			{Metric: ColClientCPU},
+			{Metric: ColVerdict},
+		},
+		Efficiency: &Efficiency{Rate: "delivery_rate", EER: "eer", Count: "delivered"},
+		Metrics: metrics.Join([]metrics.Def{
+			{Name: "conns", Kind: metrics.Count, Doc: "connections the phase opened (rooms × room_size)"},
+			{Name: "rooms", Kind: metrics.Count, Doc: "rooms"},
+			{Name: "room_size", Kind: metrics.Count, Doc: "connections per room"},
+			{Name: "publishers", Kind: metrics.Count, Doc: "publishers per room"},
+			{Name: "published", Kind: metrics.Count, Doc: "messages published"},
+			{Name: "late", Kind: metrics.Count, Doc: "messages published more than late_after after their schedule, or never (unsent)"},
+			{Name: "publish_lag_max", Kind: metrics.Duration, Doc: "the most a message was published after its schedule: how far the client itself fell behind (its deliveries carry it)"},
+			{Name: "deliveries", Kind: metrics.Count, Doc: "deliveries expected: each message published × its room's receivers"},
+			{Name: "delivered", Kind: metrics.Count, Doc: "distinct messages received intact, over every subscriber"},
+			{Name: "lost", Kind: metrics.Count, Doc: "deliveries − delivered: never received by the end of the drain"},
+			{Name: "duplicated", Kind: metrics.Count, Doc: "a message received again by the same subscriber"},
+			{Name: "out_of_order", Kind: metrics.Count, Doc: "a message received after a later one of the same publisher, per subscriber"},
+			{Name: "failed", Kind: metrics.Count, Doc: "deliveries received corrupt (marker, length, opcode or payload)"},
+			{Name: "delivery_rate", Kind: metrics.Float, Doc: "delivered / (duration + drain)"},
+			{Name: "eer", Kind: metrics.Float, Doc: "delivery_rate / server cpu_avg: deliveries per second per percent of a core"},
+			{Name: "duration", Kind: metrics.Duration, Doc: "publishing time"},
+			{Name: "drain", Kind: metrics.Duration, Doc: "time after duration spent waiting for deliveries"},
+		}, metrics.Latency, []metrics.Def{
+			{Name: "fanout_p50", Kind: metrics.Duration, Doc: "latency of the last delivery of a message to the room (slow subscribers excepted), median"},
+			{Name: "fanout_p99", Kind: metrics.Duration, Doc: "latency of the last delivery of a message to the room (slow subscribers excepted): time until the whole room has it"},
+			{Name: "fanout_max", Kind: metrics.Duration, Doc: "fanout, the slowest message"},
+			{Name: "incomplete", Kind: metrics.Count, Doc: "tracked messages that reached only part of their room (not in the fanout figures)"},
+			{Name: "slow", Kind: metrics.Count, Doc: "slow subscribers"},
+			{Name: "slow_lost", Kind: metrics.Count, Doc: "deliveries slow subscribers were due and never received"},
+			{Name: "slow_dropped", Kind: metrics.Count, Doc: "slow subscribers whose connection was lost (closed by the server) during the phase"},
+			{Name: "dropped", Kind: metrics.Count, Doc: "subscribers whose connection was lost during the phase, slow ones included"},
+			{Name: "slow_p50", Kind: metrics.Duration, Doc: "delivery latency to slow subscribers, median"},
+			{Name: "slow_p99", Kind: metrics.Duration, Doc: "delivery latency to slow subscribers, 99th percentile"},
+			{Name: "client_cpu_per_1m", Kind: metrics.Float, Doc: "client CPU seconds per million deliveries"},
+			{Name: "server_cpu_per_1m", Kind: metrics.Float, Doc: "server CPU seconds per million deliveries"},
+		}),
+	})
+}
+
+// Defaults implements ContextDefaults: rooms from connections, and the
+// handshake concurrency.
+func (p *Broadcast) Defaults(Context) {
+	if p.Rooms == 0 && p.RoomSize > 0 {
+		p.Rooms = p.Connections / p.RoomSize
+	}
+	if p.Connections == 0 {
+		p.Connections = p.Rooms * p.RoomSize
+	}
+	if p.Concurrency == 0 {
+		p.Concurrency = min(DefaultConnectConcurrency, max(p.Connections, 1))
+	}
+}
+
+// Opens implements Opener: the phase opens its own connections (and
+// closes them at its end).
+func (p *Broadcast) Opens() (conns, concurrency int) { return p.Rooms * p.RoomSize, p.Concurrency }
+
+// Message implements Messenger: broadcast messages are binary.
+func (p *Broadcast) Message() (int, bool) { return p.Bytes(), false }
+
+// Bytes returns the payload size (the default before Defaults ran).
+func (p *Broadcast) Bytes() int {
+	if p.Payload == nil {
+		return 256
+	}
+	return int(*p.Payload)
+}
+
+// Validate implements Phase.
+func (p *Broadcast) Validate(Context) []FieldError {
+	var errs []FieldError
+	if p.Rooms <= 0 {
+		errs = append(errs, FieldError{"rooms", fmt.Sprintf("give rooms, or connections >= room_size (%d)", p.RoomSize)})
+	}
+	if p.Connections > 0 && p.Rooms > 0 && p.Connections != p.Rooms*p.RoomSize {
+		errs = append(errs, FieldError{"connections", fmt.Sprintf("must be rooms × room_size = %d, got %d (give one of rooms and connections)", p.Rooms*p.RoomSize, p.Connections)})
+	}
+	if p.Publishers > p.RoomSize {
+		errs = append(errs, FieldError{"publishers", fmt.Sprintf("must be <= room_size (%d), got %d", p.RoomSize, p.Publishers)})
+	}
+	if !(p.Rate > 0) {
+		errs = append(errs, FieldError{"rate", fmt.Sprintf("must be > 0 messages per publisher per second, got %s", p.Rate)})
+	}
+	if p.IncludeSender != nil && !*p.IncludeSender && p.RoomSize < 2 {
+		errs = append(errs, FieldError{"room_size", "must be >= 2 without include_sender"})
+	}
+	if s := p.Slow; s != nil {
+		if !(s.Fraction > 0 && s.Fraction < 1) {
+			errs = append(errs, FieldError{"slow.fraction", fmt.Sprintf("must be in (0, 1), got %v", s.Fraction)})
+		} else if n := int(s.Fraction*float64(p.RoomSize) + 0.5); n > p.RoomSize-p.Publishers {
+			errs = append(errs, FieldError{"slow.fraction", fmt.Sprintf("%d slow members per room leave no room for %d publishers in rooms of %d", n, p.Publishers, p.RoomSize)})
+		}
+		if s.RcvBuf < 0 || s.RcvBuf > 1<<30 {
+			errs = append(errs, FieldError{"slow.rcvbuf", fmt.Sprintf("must be in [0, 1GiB], got %d", int64(s.RcvBuf))})
+		}
+		if s.ReadPause <= 0 {
+			errs = append(errs, FieldError{"slow.read_pause", fmt.Sprintf("must be > 0, got %s", s.ReadPause)})
+		}
+	}
+	return errs
+}
+
+// params returns the client parameters of one step.
+func (p *Broadcast) params(step string) *client.BroadcastParams {
+	q := &client.BroadcastParams{
+		Step:       step,
+		Rooms:      p.Rooms,
+		RoomSize:   p.RoomSize,
+		Publishers: p.Publishers,
+		Rate:       float64(p.Rate),
+		Duration:   p.Duration.D(),
+		Payload:    p.Bytes(),
+		Drain:      p.Drain.D(),
+		LateAfter:  p.LateAfter.D(),
+		Verify:     p.Verify == nil || *p.Verify,
+		Include:    p.IncludeSender == nil || *p.IncludeSender,
+		Conc:       p.Concurrency,
+		Timeout:    p.Timeout.D(),
+		Retries:    max(p.Retries, 0),
+	}
+	if s := p.Slow; s != nil {
+		q.Slow, q.ReadPause, q.SlowRcvBuf = s.Fraction, s.ReadPause.D(), int(s.RcvBuf)
+	}
+	return q
+}
+
+// Run implements Phase: open the rooms' connections, publish and measure,
+// close them (also when the run failed).
+func (p *Broadcast) Run(ctx context.Context, env *Env) (Outcome, error) {
+	open, err := run[client.BroadcastResult](ctx, env, p.params(client.BroadcastOpen))
+	if open == nil {
+		return Outcome{}, err
+	}
+	closeAll := func() error {
+		_, cerr := run[client.BroadcastResult](context.WithoutCancel(ctx), env, p.params(client.BroadcastClose))
+		return cerr
+	}
+	if err != nil || open.OpenFailed > 0 {
+		cerr := closeAll()
+		if err == nil {
+			err = cerr
+		}
+		return Outcome{Failed: true, Error: fmt.Sprintf("%d of %d connections failed to open: %s", open.OpenFailed, p.Rooms*p.RoomSize, errorSummary(open.OpenErrors))}, err
+	}
+	r, err := run[client.BroadcastResult](ctx, env, p.params(client.BroadcastRun))
+	if cerr := closeAll(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if r == nil {
+		return Outcome{}, err
+	}
+	q := p.params(client.BroadcastRun)
+	out := Outcome{Metrics: BroadcastMetrics(*r, q)}
+	out.Warnings = BroadcastWarnings(*r, q)
+	if r.Failed > 0 {
+		out.Failed = true
+		out.Error = fmt.Sprintf("%d of %d deliveries were corrupt: %s", r.Failed, r.Deliveries, errorSummary(r.Errors))
+	}
+	return out, err
+}
+
+// BroadcastMetrics turns a broadcast result into the phase's metrics
+// (without eer and the CPU figures, which the engine adds).
+func BroadcastMetrics(r client.BroadcastResult, q *client.BroadcastParams) metrics.Values {
+	all, slow := q.Receivers()
+	fan, incomplete := r.Fanout.Last(int32(all - slow))
+	v := metrics.Values{
+		"conns":           int64(q.Rooms * q.RoomSize),
+		"rooms":           int64(q.Rooms),
+		"room_size":       int64(q.RoomSize),
+		"publishers":      int64(q.Publishers),
+		"published":       r.Published,
+		"late":            r.Late + r.Unsent,
+		"publish_lag_max": r.LagMax,
+		"deliveries":      r.Deliveries,
+		"delivered":       r.Delivered,
+		"lost":            r.Lost(),
+		"duplicated":      r.Duplicated,
+		"out_of_order":    r.OutOfOrder,
+		"failed":          r.Failed,
+		"delivery_rate":   rate(r.Delivered, r.Used+r.Drain),
+		"duration":        r.Used,
+		"drain":           r.Drain,
+		"incomplete":      incomplete,
+		"slow":            r.Slow,
+		"slow_lost":       r.SlowDeliveries - r.SlowDelivered,
+		"slow_dropped":    r.SlowDropped,
+		"dropped":         r.Dropped,
+	}
+	latencyValues(v, r.Latency)
+	v["fanout_p50"], v["fanout_p99"], v["fanout_max"] = time.Duration(0), time.Duration(0), time.Duration(0)
+	if h := fan.Histogram; h.TotalCount() > 0 {
+		v["fanout_p50"] = time.Duration(h.ValueAtQuantile(50))
+		v["fanout_p99"] = time.Duration(h.ValueAtQuantile(99))
+		v["fanout_max"] = time.Duration(h.Max())
+	}
+	v["slow_p50"], v["slow_p99"] = time.Duration(0), time.Duration(0)
+	if h := r.SlowLatency.Histogram; h != nil && h.TotalCount() > 0 {
+		v["slow_p50"] = time.Duration(h.ValueAtQuantile(50))
+		v["slow_p99"] = time.Duration(h.ValueAtQuantile(99))
+	}
+	return v
+}
+
+// BroadcastWarnings are what a reader must not miss: lost, duplicated and
+// reordered deliveries, late publishing, dropped subscribers, and what the
+// server did with slow subscribers, as observed.
+func BroadcastWarnings(r client.BroadcastResult, q *client.BroadcastParams) []string {
+	var w []string
+	if all, _ := q.Receivers(); all > 1 && r.Published > 0 && r.Delivered <= r.Published {
+		w = append(w, fmt.Sprintf("only %d deliveries of %d messages: does the server fan out? A preset does on path %s (servers[].path), your own server on the same convention (README: The broadcast phase)", r.Delivered, r.Published, "/broadcast"))
+	}
+	fastLost := r.Lost() - (r.SlowDeliveries - r.SlowDelivered)
+	if fastLost > 0 {
+		w = append(w, fmt.Sprintf("%d of %d deliveries to subscribers that read never came", fastLost, r.Deliveries-r.SlowDeliveries))
+	}
+	if r.Duplicated > 0 || r.OutOfOrder > 0 {
+		w = append(w, fmt.Sprintf("%d deliveries duplicated, %d out of order", r.Duplicated, r.OutOfOrder))
+	}
+	if late := r.Late + r.Unsent; r.Published > 0 && float64(late) > RateLateShare*float64(r.Published+r.Unsent) {
+		w = append(w, fmt.Sprintf("%d of %d messages published late (%d never; up to %v): their latency counts from their schedule", late, r.Published+r.Unsent, r.Unsent, r.LagMax.Round(time.Microsecond)))
+	}
+	if d := r.Dropped - r.SlowDropped; d > 0 {
+		w = append(w, fmt.Sprintf("%d subscribers that read were disconnected", d))
+	}
+	if r.Slow > 0 {
+		w = append(w, slowVerdict(r, q))
+	}
+	if r.Stopped != "" {
+		w = append(w, "stopped early: "+string(r.Stopped))
+	}
+	return w
+}
+
+// slowVerdict says what the server did with the slow subscribers, from
+// what they received.
+func slowVerdict(r client.BroadcastResult, q *client.BroadcastParams) string {
+	lost := r.SlowDeliveries - r.SlowDelivered
+	var did []string
+	if r.SlowDelivered > 0 {
+		did = append(did, fmt.Sprintf("held their messages (%d of %d delivered late", r.SlowDelivered, r.SlowDeliveries))
+		if h := r.SlowLatency.Histogram; h != nil && h.TotalCount() > 0 {
+			did[0] += fmt.Sprintf(", p99 %v", time.Duration(h.ValueAtQuantile(99)))
+		}
+		did[0] += ")"
+	}
+	if lost > 0 && r.SlowDropped < r.Slow {
+		did = append(did, fmt.Sprintf("had not delivered %d by the end of the drain (dropped, or still queued)", lost))
+	}
+	if r.SlowDropped > 0 {
+		did = append(did, fmt.Sprintf("disconnected %d of %d", r.SlowDropped, r.Slow))
+	}
+	if len(did) == 0 {
+		did = append(did, "nothing observable")
+	}
+	return fmt.Sprintf("slow subscribers (%d, pausing %v): the server %s", r.Slow, q.ReadPause, strings.Join(did, ", "))
+}
+
+// MarshalYAML implements yaml.Marshaler: a flow mapping, so that the
+// phase prints on one line (wsplan validate).
+func (s BroadcastSlow) MarshalYAML() (any, error) {
+	type plain BroadcastSlow // without this method
+	var n yaml.Node
+	if err := n.Encode(plain(s)); err != nil {
+		return nil, err
+	}
+	n.Style = yaml.FlowStyle
+	return &n, nil
+}

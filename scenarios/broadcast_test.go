@@ -1,0 +1,84 @@
+package scenarios
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/units"
+)
+
+func TestBroadcastValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		p     Broadcast
+		field string // "" = valid
+		want  string
+	}{
+		{name: "rooms", p: Broadcast{Rooms: 20, RoomSize: 100, Rate: 10, Duration: units.Duration(time.Second)}},
+		{name: "connections", p: Broadcast{Connections: 2000, RoomSize: 100, Rate: 10, Duration: units.Duration(time.Second)}},
+		{name: "no rooms", p: Broadcast{Connections: 50, RoomSize: 100, Rate: 10, Duration: units.Duration(time.Second)}, field: "rooms", want: "give rooms"},
+		{name: "both disagree", p: Broadcast{Rooms: 3, Connections: 200, RoomSize: 100, Rate: 10, Duration: units.Duration(time.Second)}, field: "connections", want: "rooms × room_size = 300"},
+		{name: "publishers", p: Broadcast{Rooms: 1, RoomSize: 4, Publishers: 5, Rate: 10, Duration: units.Duration(time.Second)}, field: "publishers", want: "<= room_size (4)"},
+		{name: "slow fraction", p: Broadcast{Rooms: 1, RoomSize: 10, Rate: 10, Duration: units.Duration(time.Second), Slow: &BroadcastSlow{Fraction: 1, ReadPause: units.Duration(time.Second)}}, field: "slow.fraction", want: "(0, 1)"},
+		{name: "slow pause", p: Broadcast{Rooms: 1, RoomSize: 10, Rate: 10, Duration: units.Duration(time.Second), Slow: &BroadcastSlow{Fraction: 0.1}}, field: "slow.read_pause", want: "> 0"},
+		{name: "slow publishers", p: Broadcast{Rooms: 1, RoomSize: 10, Publishers: 3, Rate: 10, Duration: units.Duration(time.Second), Slow: &BroadcastSlow{Fraction: 0.8, ReadPause: units.Duration(time.Second)}}, field: "slow.fraction", want: "no room for 3 publishers"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.p
+			Defaults(&p, Context{})
+			errs := Check(&p, Context{})
+			if tc.field == "" {
+				if len(errs) > 0 {
+					t.Fatalf("errors %v", errs)
+				}
+				if c, _ := p.Opens(); c != 2000 {
+					t.Errorf("opens %d, want 2000", c)
+				}
+				return
+			}
+			for _, e := range errs {
+				if e.Field == tc.field && strings.Contains(e.Msg, tc.want) {
+					return
+				}
+			}
+			t.Errorf("errors %v, want %s: …%s…", errs, tc.field, tc.want)
+		})
+	}
+}
+
+// TestBroadcastMetrics: lost, slow_lost and the fanout come from the
+// result as documented; the verdict says what the server did.
+func TestBroadcastMetrics(t *testing.T) {
+	q := &client.BroadcastParams{Rooms: 1, RoomSize: 4, Publishers: 1, Include: true, Slow: 0.25, ReadPause: time.Second}
+	r := client.BroadcastResult{Published: 10, Deliveries: 40, Delivered: 37, SlowDeliveries: 10, SlowDelivered: 8, Slow: 1,
+		Latency: client.NewHist(), SlowLatency: client.NewHist(),
+		Fanout: client.FanoutTable{Stride: 1, PerPub: 2, Max: []int64{int64(time.Millisecond), int64(3 * time.Millisecond)}, Count: []int32{3, 2}}}
+	r.SlowLatency.RecordValue(int64(2 * time.Second))
+	v := BroadcastMetrics(r, q)
+	if v.Int("lost") != 3 || v.Int("slow_lost") != 2 || v.Int("incomplete") != 1 || v.Dur("fanout_max") > 2*time.Millisecond || v.Dur("fanout_p99") < time.Millisecond {
+		t.Errorf("metrics %v", v)
+	}
+	w := strings.Join(BroadcastWarnings(r, q), "\n")
+	for _, want := range []string{"1 of 30 deliveries to subscribers that read never came", "the server held their messages (8 of 10 delivered late", "had not delivered 2 by the end of the drain"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warnings %q, want %q", w, want)
+		}
+	}
+}
+
+// TestBroadcastNoFanout: an echo server (the wrong path) sends each
+// message back to its publisher only; the warning says where to look.
+func TestBroadcastNoFanout(t *testing.T) {
+	q := &client.BroadcastParams{Rooms: 2, RoomSize: 10, Publishers: 1, Include: true}
+	r := client.BroadcastResult{Published: 20, Deliveries: 200, Delivered: 20, Latency: client.NewHist(), SlowLatency: client.NewHist()}
+	w := strings.Join(BroadcastWarnings(r, q), "\n")
+	if !strings.Contains(w, "does the server fan out? A preset does on path /broadcast") {
+		t.Errorf("warnings %q", w)
+	}
+	r.Delivered = 200
+	if w := strings.Join(BroadcastWarnings(r, q), "\n"); strings.Contains(w, "fan out") {
+		t.Errorf("warned with every delivery in: %q", w)
+	}
+}
