@@ -147,6 +147,7 @@ func chartModel(runs []*result.Run, labels []string) []chartSection {
 		}
 		sec.Charts = append(sec.Charts, p.timelines()...)
 		sec.Charts = append(sec.Charts, p.steps()...)
+		sec.Charts = append(sec.Charts, p.fanout()...)
 		sec.Charts = append(p.byVar(), sec.Charts...)
 		out = append(out, sec)
 	}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,8 +99,8 @@ func TestPercentileChartSources(t *testing.T) {
 }
 
 // richRun is a run whose results carry what the newer charts draw: an
-// echo phase's timeline, stored latency histograms and a search's steps
-// (one failing, one client-bound).
+// echo phase's timeline, stored latency histograms, a search's steps (one
+// failing, one client-bound) and a broadcast's fan-out.
 func richRun() *result.Run {
 	hist := func(scale int64) string {
 		h := client.NewHist()
@@ -145,6 +146,10 @@ func richRun() *result.Run {
 			Steps: []result.Step{step(10000, 10000, 2*time.Millisecond, "pass"), step(20000, 20000, 3*time.Millisecond, "pass"),
 				step(40000, 33000, 6*time.Millisecond, "client-bound")},
 			Stop: "client-bound at 40000 msg/s"},
+		{Server: "gws", Framework: "gws", Phase: "fanout", Kind: "broadcast", OK: true, Histogram: hist(3000),
+			Metrics: with(metrics.Values{"delivery_rate": 99000.0, "fanout_p50": 4 * time.Millisecond, "fanout_p99": 12 * time.Millisecond})},
+		{Server: "gorilla", Framework: "gorilla", Phase: "fanout", Kind: "broadcast", OK: true,
+			Metrics: with(metrics.Values{"delivery_rate": 61000.0, "fanout_p50": 6 * time.Millisecond, "fanout_p99": 30 * time.Millisecond})},
 	}}
 }
 
@@ -184,6 +189,42 @@ func TestRichCharts(t *testing.T) {
 		if len(p) != tc.n || p[0][0] != tc.first[0] || !within(p[0][1], tc.first[1]) || p[len(p)-1][0] != tc.last[0] || !within(p[len(p)-1][1], tc.last[1]) {
 			t.Errorf("%s %s: %v, want %d points from %v to %v", tc.id, tc.series, p, tc.n, tc.first, tc.last)
 		}
+	}
+	bar := func(id, series string) []float64 {
+		for _, s := range charts[id].Series {
+			if s.Name == series {
+				var out []float64
+				for _, v := range s.Values {
+					if v == nil {
+						out = append(out, -1)
+					} else {
+						out = append(out, *v)
+					}
+				}
+				return out
+			}
+		}
+		return nil
+	}
+	// Categories: gws then gorilla (order of first appearance).
+	for _, tc := range []struct {
+		id, series string
+		want       []float64
+	}{
+		{"c2-fanout-rate", "this run", []float64{99000, 61000}},
+		{"c2-fanout-lat", "fan-out p50", []float64{4, 6}},
+		{"c2-fanout-lat", "fan-out p99", []float64{12, 30}},
+		{"c2-fanout-lat", "delivery p99", []float64{5, 5}},
+	} {
+		if got := bar(tc.id, tc.series); !slices.Equal(got, tc.want) {
+			t.Errorf("%s %s: %v, want %v", tc.id, tc.series, got, tc.want)
+		}
+	}
+	if p := points("c2-lat", "gws"); len(p) != 11 || p[len(p)-1][0] != 99.999 || !within(p[10][1], 150) {
+		t.Errorf("broadcast spectrum from its histogram: %v", p)
+	}
+	if p := points("c2-lat", "gorilla"); len(p) != 3 || p[2][0] != 99.9 {
+		t.Errorf("broadcast spectrum from its metrics: %v", p)
 	}
 	for _, s := range charts["c1-steps-achieved"].Series {
 		if s.PointsOnly != strings.HasSuffix(s.Name, ": not passed") || s.Color == nil {
