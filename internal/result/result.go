@@ -91,7 +91,7 @@ type Result struct {
 	// Histogram is the phase's latency histogram (ns, merged over every
 	// client loop and shard: exact) as the base64 of its HdrHistogram V2
 	// compressed encoding, for the latency spectrum up to 99.999%; phases
-	// that measure latency (connect, echo, rate, ping) store it, "" in
+	// that measure latency (connect, echo, rate, ping, broadcast) store it, "" in
 	// others and in files written before it existed.
 	Histogram string `json:"histogram,omitempty"`
 	// Steps are the measured steps of a phase that runs several (a
