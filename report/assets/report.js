@@ -190,8 +190,11 @@
     var xScale = { time: false };
     if (pct) {
       // 99.9% maps to 3.0000000000000004: round before taking the ceiling.
-      var maxX = Math.ceil(Math.max(3, a.data[0][a.data[0].length - 1] || 3) - 1e-9);
-      xScale.range = function () { return [pctX(50), maxX]; };
+      var lastX = a.data[0][a.data[0].length - 1] || 3;
+      var maxX = Math.ceil(Math.max(3, lastX) - 1e-9);
+      // The range must hold the last point itself (3.0000000000000004 for
+      // 99.9%): uPlot fits the y axis to the points inside the x range.
+      xScale.range = function () { return [pctX(50), Math.max(maxX, lastX)]; };
       xAxis.splits = function () {
         var s = [pctX(50), pctX(90)];
         for (var k = 2; k <= maxX; k++) s.push(k);
