@@ -22,22 +22,26 @@ import (
 	"github.com/gobwas/ws"
 	gorilla "github.com/gorilla/websocket"
 	"go.uber.org/goleak"
+
+	"github.com/wsplan/wsplan/internal/autobahn"
 )
 
 // The conformance test runs every registered preset (so a new adapter file
 // is covered without touching this one) as an echo server on two loopback
-// ports and checks it with a raw-frame client built on gobwas/ws, asserting
-// exact opcodes and bytes:
+// ports and checks its wiring:
 //
-//   - text, binary, 0 B, 1 KiB and 1 MiB messages come back unchanged, also
-//     one after the other on one connection (buffer reuse);
-//   - a message sent as a first frame plus 3 continuation frames comes back
-//     as one message with the same opcode and bytes (the server may fragment
-//     its reply any way it likes);
-//   - a ping is answered by a pong with the same payload, also between two
-//     fragments of a message;
-//   - a close frame (1000) is answered by a close frame and the server ends
-//     the TCP connection;
+//   - the Autobahn cases of the conformance phase (internal/autobahn, the
+//     same code `conformance:` runs) for what they cover: text and binary
+//     messages of 0 B to 64 KiB (1.1.x, 1.2.x) and of 64 KiB and 1 MiB
+//     (9.1.1, 9.2.1, 9.2.3), pings of 0-125 bytes (2.1-2.4), fragmented
+//     text with pings between the fragments (5.3-5.8), a message then close
+//     1000 (7.1.1): every case is OK (strict), except exactly the cases the
+//     adapter's declared Limits explain (empty messages, one message type),
+//     which must fail: a limit is neither hidden nor stale;
+//   - with a raw-frame client built on gobwas/ws, asserting exact opcodes
+//     and bytes: messages of 1 MiB down to 0 B one after the other on one
+//     connection (buffer reuse); a binary message sent as a first frame plus
+//     3 continuation frames comes back as one message;
 //   - connections on both listen addresses are served concurrently;
 //   - a path other than cfg.Path is refused;
 //   - Close returns nil, ends open connections, stops the listeners and
@@ -188,29 +192,8 @@ func testServer(t *testing.T, name string, opts map[string]string) {
 	for i := range allBytes {
 		allBytes[i] = byte(i)
 	}
-	echoes := []struct {
-		name    string
-		op      ws.OpCode
-		payload []byte
-	}{
-		{"text", ws.OpText, []byte("hello, wsplan ✓")},
-		{"binary", ws.OpBinary, allBytes},
-		{"empty_text", ws.OpText, []byte{}},
-		{"empty_binary", ws.OpBinary, []byte{}},
-		{"1KiB", ws.OpBinary, kib},
-		{"1MiB", ws.OpBinary, mib},
-		{"64KiB_text", ws.OpText, bytes.Repeat([]byte("wsplan-echo "), 64<<10/12)},
-	}
-	for _, e := range echoes {
-		t.Run("echo_"+e.name, func(t *testing.T) {
-			lim.skip(t, e.op, e.payload)
-			c := dialT(t, addrs[0])
-			defer c.conn.Close()
-			c.mustSend(t, e.op, e.payload)
-			c.mustEcho(t, e.op, e.payload)
-			c.closeHandshake(t)
-		})
-	}
+
+	t.Run("autobahn", func(t *testing.T) { testAutobahn(t, addrs[0], lim) })
 
 	t.Run("sequence", func(t *testing.T) {
 		// Large then small messages on one connection: a reused read buffer
@@ -235,65 +218,17 @@ func testServer(t *testing.T, name string, opts map[string]string) {
 		c.closeHandshake(t)
 	})
 
-	for _, op := range []ws.OpCode{ws.OpText, ws.OpBinary} {
-		t.Run("fragmented_"+opName(op), func(t *testing.T) {
-			lim.skip(t, op, []byte("x"))
-			c := dialT(t, addrs[0])
-			defer c.conn.Close()
-			parts := [][]byte{[]byte("frag"), []byte("mented "), []byte("in four "), []byte("frames")}
-			c.mustWrite(t, ws.NewFrame(op, false, parts[0]))
-			for i, part := range parts[1:] {
-				c.mustWrite(t, ws.NewFrame(ws.OpContinuation, i == len(parts)-2, part))
-			}
-			c.mustEcho(t, op, bytes.Join(parts, nil))
-			c.closeHandshake(t)
-		})
-	}
-
-	t.Run("ping", func(t *testing.T) {
+	t.Run("fragmented_binary", func(t *testing.T) {
+		// Autobahn's fragmentation cases (5.x) send text; this one binary.
+		op := lim.op(ws.OpBinary)
 		c := dialT(t, addrs[0])
 		defer c.conn.Close()
-		for _, payload := range [][]byte{[]byte("wsplan-ping-1"), {}, bytes.Repeat([]byte{0xAB}, 125)} {
-			c.mustWrite(t, ws.NewPingFrame(payload))
-			c.mustPong(t, payload)
+		parts := [][]byte{[]byte("frag"), []byte("mented "), []byte("in four "), []byte("frames")}
+		c.mustWrite(t, ws.NewFrame(op, false, parts[0]))
+		for i, part := range parts[1:] {
+			c.mustWrite(t, ws.NewFrame(ws.OpContinuation, i == len(parts)-2, part))
 		}
-		c.mustSend(t, lim.op(ws.OpText), []byte("after ping"))
-		c.mustEcho(t, lim.op(ws.OpText), []byte("after ping"))
-		c.closeHandshake(t)
-	})
-
-	t.Run("ping_between_fragments", func(t *testing.T) {
-		// RFC 6455 5.4: control frames may be injected in the middle of a
-		// fragmented message. A streaming server may already be echoing
-		// the first fragment, so the pong may come before, inside or after
-		// the echo.
-		c := dialT(t, addrs[0])
-		defer c.conn.Close()
-		c.mustWrite(t, ws.NewFrame(lim.op(ws.OpBinary), false, []byte("first half, ")))
-		c.mustWrite(t, ws.NewPingFrame([]byte("mid")))
-		c.mustWrite(t, ws.NewFrame(ws.OpContinuation, true, []byte("second half")))
-		op, msg, pongs, err := c.readMessageAndPongs()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(pongs) == 0 { // not answered before the echo: must come next
-			c.mustPong(t, []byte("mid"))
-			pongs = append(pongs, []byte("mid"))
-		}
-		if len(pongs) != 1 || string(pongs[0]) != "mid" {
-			t.Errorf("pongs = %q, want one with the ping's payload \"mid\"", pongs)
-		}
-		if op != lim.op(ws.OpBinary) || string(msg) != "first half, second half" {
-			t.Errorf("echo = %s %q, want binary %q", opName(op), msg, "first half, second half")
-		}
-		c.closeHandshake(t)
-	})
-
-	t.Run("close", func(t *testing.T) {
-		c := dialT(t, addrs[1])
-		defer c.conn.Close()
-		c.mustSend(t, lim.op(ws.OpText), []byte("before close"))
-		c.mustEcho(t, lim.op(ws.OpText), []byte("before close"))
+		c.mustEcho(t, op, bytes.Join(parts, nil))
 		c.closeHandshake(t)
 	})
 
@@ -366,6 +301,57 @@ func testServer(t *testing.T, name string, opts map[string]string) {
 	}
 	if err := goleak.Find(leakOpts...); err != nil {
 		t.Errorf("goroutines left after Close (if the library keeps them by design, list them with lingeringGoroutines in %s.go): %v", a.Name, err)
+	}
+}
+
+// wiringCases are the Autobahn cases the test runs on every adapter, by
+// what they send: text messages, binary messages, or control frames only.
+var wiringCases = struct{ text, binary, control []string }{
+	text:    []string{"1.1.1", "1.1.2", "1.1.3", "1.1.4", "1.1.5", "1.1.6", "1.1.7", "1.1.8", "5.3", "5.4", "5.5", "5.6", "5.7", "5.8", "7.1.1", "9.1.1"},
+	binary:  []string{"1.2.1", "1.2.2", "1.2.3", "1.2.4", "1.2.5", "1.2.6", "1.2.7", "1.2.8", "9.2.1", "9.2.3"},
+	control: []string{"2.1", "2.2", "2.3", "2.4"},
+}
+
+// emptyMessageCases send an empty message.
+var emptyMessageCases = []string{"1.1.1", "1.2.1"}
+
+// testAutobahn runs wiringCases with internal/autobahn: each is OK, but
+// those the adapter's declared limits explain, which must not be.
+func testAutobahn(t *testing.T, addr string, lim limiter) {
+	cases := slices.Concat(wiringCases.text, wiringCases.binary, wiringCases.control)
+	why := map[string]string{} // case id -> the limit that makes it fail
+	for _, id := range cases {
+		op := ws.OpCode(0)
+		switch {
+		case slices.Contains(wiringCases.text, id):
+			op = ws.OpText
+		case slices.Contains(wiringCases.binary, id):
+			op = ws.OpBinary
+		}
+		if op != 0 && lim.only != 0 && op != lim.only {
+			why[id] = lim.l.OneMessageTypeWhy
+		}
+		if slices.Contains(emptyMessageCases, id) && lim.l.NoEmptyMessages != "" {
+			why[id] = lim.l.NoEmptyMessages
+		}
+	}
+	rep, err := autobahn.Run(t.Context(), autobahn.Target{URL: "ws://" + addr + testPath},
+		autobahn.Options{Cases: cases, Parallel: 4, CaseTimeout: ioTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Cases != len(cases) {
+		t.Fatalf("%d cases ran, want %d", rep.Cases, len(cases))
+	}
+	for _, r := range rep.Results {
+		switch limit, limited := why[r.ID]; {
+		case !r.Pass && !limited:
+			t.Errorf("case %s (%s): %s: %s", r.ID, r.Description, r.Verdict, r.Observed)
+		case r.Pass && limited:
+			t.Errorf("case %s (%s) is %s, but the adapter declares a limit that should fail it (%s): remove the stale limit", r.ID, r.Description, r.Verdict, limit)
+		case limited:
+			t.Logf("case %s %s as the declared limit says: %s", r.ID, r.Verdict, limit)
+		}
 	}
 }
 
@@ -807,9 +793,9 @@ func firstDiff(got, want []byte) string {
 	return fmt.Sprintf("got %d bytes, want %d (common prefix equal)", len(got), len(want))
 }
 
-// limiter applies an adapter's declared Limits to the checks: a check the
-// library cannot pass is skipped with the reason, and checks that merely
-// use a message type switch to the one the server handles.
+// limiter applies an adapter's declared Limits to the checks: the Autobahn
+// cases the library cannot pass must fail (testAutobahn), and checks that
+// merely use a message type switch to the one the server handles.
 type limiter struct {
 	l    Limits
 	only ws.OpCode // 0 = both types
@@ -837,13 +823,6 @@ func (lim limiter) cannot(op ws.OpCode, payload []byte) string {
 		return lim.l.OneMessageTypeWhy
 	}
 	return ""
-}
-
-func (lim limiter) skip(t *testing.T, op ws.OpCode, payload []byte) {
-	t.Helper()
-	if why := lim.cannot(op, payload); why != "" {
-		t.Skip("declared library limit: " + why)
-	}
 }
 
 // op is the message type to use where a check needs one: the server's own

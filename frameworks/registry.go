@@ -60,8 +60,10 @@ type Adapter struct {
 	Library string   // module path, e.g. "github.com/lesismal/nbio"
 	Doc     string   // one line
 	Options []Option // library-specific options; Common ones are implied
-	// Limits are what the library cannot do; the conformance test skips
-	// those checks with the reason, and `wsplan frameworks` prints them.
+	// Limits are what the library cannot do; the conformance test expects
+	// exactly the Autobahn cases they explain to fail (and the conformance
+	// phase reports them as failed cases, not skips), and `wsplan
+	// frameworks` prints them.
 	Limits Limits
 	// Check, when set, checks the complete option values together, for
 	// bounds that tie options to each other (each value has already passed

@@ -207,7 +207,8 @@ type mdBlock struct {
 // Markdown, so the page shows exactly the terminal's tables (one renderer,
 // no second copy of the columns): a "[...] Report" line is a title, lines
 // starting with '|' a table (the second, the alignment row, skipped), other
-// non-empty lines notes.
+// non-empty lines notes; a table that follows another table's notes is a
+// block of its own, titled by the line before it.
 func parseMarkdownTables(md string) []mdBlock {
 	var out []mdBlock
 	var cur *mdBlock
@@ -227,6 +228,20 @@ func parseMarkdownTables(md string) []mdBlock {
 			inTable = false
 		case strings.HasPrefix(line, "|"):
 			cells := splitMarkdownRow(line)
+			if !inTable && cur != nil && cur.Header != nil {
+				// A second table under one title (a kind's extra tables,
+				// scenarios.Kind.Tables): its own block, titled by the line
+				// written before it.
+				title := ""
+				if n := len(cur.Notes); n > 0 {
+					title, cur.Notes = cur.Notes[n-1], cur.Notes[:n-1]
+					if n == 1 {
+						cur.Notes = nil
+					}
+				}
+				flush()
+				cur = &mdBlock{Title: title}
+			}
 			if cur == nil {
 				cur = &mdBlock{}
 			}

@@ -371,6 +371,9 @@ func phaseTable(ew *errWriter, run, baseline *result.Run, format, phase string) 
 	if err := stepTables(ew, format, results); err != nil {
 		return err
 	}
+	if err := extraTables(ew, format, kind, results); err != nil {
+		return err
+	}
 	if baseline != nil {
 		s := "(+x.x%): change against the baseline " + runName(baseline)
 		if tested {
@@ -380,6 +383,28 @@ func phaseTable(ew *errWriter, run, baseline *result.Run, format, phase string) 
 			s += "; rows without a baseline result show none"
 		}
 		ew.printf("%s\n\n", s)
+	}
+	return ew.err
+}
+
+// extraTables writes the tables a kind declares for each result
+// (scenarios.Kind.Tables), each under its title.
+func extraTables(ew *errWriter, format, kind string, results []*result.Result) error {
+	k, ok := scenarios.Lookup(kind)
+	if !ok || k.Tables == nil {
+		return nil
+	}
+	for _, res := range results {
+		for _, t := range k.Tables(res) {
+			ew.printf("%s\n\n", t.Title)
+			if ew.err != nil {
+				return ew.err
+			}
+			if err := renderTable(ew, format, t.Header, t.Rows); err != nil {
+				return err
+			}
+			ew.printf("\n")
+		}
 	}
 	return ew.err
 }

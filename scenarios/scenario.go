@@ -15,8 +15,10 @@ package scenarios
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"sort"
 	"sync"
 	"time"
@@ -48,6 +50,10 @@ type Kind struct {
 	// Summary adds the kind's own figures to the one-line notice of a
 	// finished phase (after the throughput, before p99); nil = none.
 	Summary func(metrics.Values) string
+	// Tables, when set, returns the extra tables the report prints under
+	// the phase's table for one server's result, from its Detail (e.g.
+	// conformance: the cases that did not pass); nil = none.
+	Tables func(r *result.Result) []Table
 }
 
 // Throughput is a kind's headline rate: a metric and what it counts.
@@ -58,6 +64,13 @@ type Throughput struct {
 	// deliveries), false for connections: message rates are charted in
 	// the Markdown summary.
 	Messages bool
+}
+
+// Table is an extra table of one result (Kind.Tables).
+type Table struct {
+	Title  string // e.g. "gws: 3 cases not OK"
+	Header []string
+	Rows   [][]string
 }
 
 // Column is one column of a kind's report table: a metric, or one of the
@@ -191,7 +204,11 @@ func run[R any](ctx context.Context, env *Env, p client.Params) (*R, error) {
 
 // Env is what a phase runs with.
 type Env struct {
-	Driver   Driver
+	Driver Driver
+	// Target is the server the Driver's connections go to, for phases
+	// that open connections of their own in this process instead
+	// (conformance).
+	Target   Target
 	Progress *client.Progress // the live progress line reads it
 	// Mem reads the resident memory of the server and of the client (every
 	// client process) now; nil when unknown.
@@ -206,6 +223,24 @@ type Env struct {
 	// Kinds that measure several steps in one phase (search) call it per
 	// step. nil when nothing samples (tests without an engine).
 	Window func() (stop func(m metrics.Values, eff *Efficiency) (warning string))
+}
+
+// Target is the server under test as a phase that dials it itself sees
+// it.
+type Target struct {
+	// URL is the upgrade URL: ws://host:port/path or wss://host:port/path.
+	URL string
+	// Addr is the host:port to dial; "" = the URL's host and port.
+	Addr string
+	// Header holds the plan's extra upgrade headers (headers:, origin:,
+	// subprotocols: as Sec-WebSocket-Protocol).
+	Header http.Header
+	// TLS is the client's TLS configuration for wss://; nil = plain ws://
+	// (or, for wss://, the system roots and the URL's host name).
+	TLS *tls.Config
+	// Compression says the server was asked to negotiate
+	// permessage-deflate (its compression option).
+	Compression bool
 }
 
 // Mem is a reading of resident memory, in bytes.
@@ -240,6 +275,10 @@ type Outcome struct {
 	// engine copies them into the result.
 	Steps []result.Step
 	Stop  string
+	// Detail is the kind's own JSON record of the phase (conformance: every
+	// case's verdict); the engine copies it into the result, and the
+	// kind's Tables read it back.
+	Detail json.RawMessage
 }
 
 var (

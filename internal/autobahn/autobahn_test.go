@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -428,5 +429,42 @@ func TestTLSAndHeader(t *testing.T) {
 	srv.Close()
 	if o := rep.Results[0].Observed; rep.Failed != 1 || o != "opening handshake failed: status 403 Forbidden, want 101" {
 		t.Errorf("without the header: %+v", rep.Results[0])
+	}
+}
+
+// TestRunCallbacks: Selected gets the number of cases before the first one
+// runs, and Done every case's result once, with its verdict and Pass set.
+func TestRunCallbacks(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	srv := echoServer(t, false)
+	var (
+		mu       sync.Mutex
+		selected = -1
+		done     []string
+	)
+	rep, err := Run(context.Background(), Target{URL: wsURL(srv)}, Options{
+		Cases:    []string{"1.1.1", "1.1.2", "2.2", "2.3"},
+		Parallel: 3,
+		Selected: func(n int) {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(done) > 0 {
+				t.Error("Selected called after a case finished")
+			}
+			selected = n
+		},
+		Done: func(r Result) {
+			mu.Lock()
+			defer mu.Unlock()
+			done = append(done, fmt.Sprintf("%s=%s/%v", r.ID, r.Verdict, r.Pass))
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	slices.Sort(done)
+	if want := []string{"1.1.1=OK/true", "1.1.2=OK/true", "2.2=FAILED/false", "2.3=FAILED/false"}; selected != 4 || !slices.Equal(done, want) || rep.Cases != 4 {
+		t.Errorf("selected %d, done %v, want 4 and %v", selected, done, want)
 	}
 }

@@ -54,6 +54,13 @@ type Options struct {
 	// 0 = 1 (cases one after another, as Autobahn runs them), < 0 is an
 	// error.
 	Parallel int
+	// Selected, when set, is called once before the first case with the
+	// number of cases selected.
+	Selected func(n int)
+	// Done, when set, is called with each case's result as soon as it has
+	// its verdict, from the goroutine that ran it: concurrently when
+	// Parallel > 1.
+	Done func(r Result)
 }
 
 // DefaultCaseTimeout is Options.CaseTimeout's default.
@@ -151,6 +158,9 @@ func Run(ctx context.Context, t Target, o Options) (Report, error) {
 	}
 	par := max(o.Parallel, 1)
 
+	if o.Selected != nil {
+		o.Selected(len(cases))
+	}
 	start := time.Now()
 	results := make([]*Result, len(cases))
 	next := make(chan int)
@@ -166,6 +176,9 @@ func Run(ctx context.Context, t Target, o Options) (Report, error) {
 				}
 				r.Pass = o.Behavior.Passes(r.Verdict)
 				results[i] = &r
+				if o.Done != nil {
+					o.Done(r)
+				}
 			}
 		}()
 	}

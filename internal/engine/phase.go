@@ -55,6 +55,7 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 	res.Timeline = out.Timeline
 	res.Histogram = out.Histogram
 	res.Info = out.Info
+	res.Detail = out.Detail
 	res.Steps, res.Stop = out.Steps, out.Stop
 	res.Warnings = out.Warnings
 	if warning != "" {

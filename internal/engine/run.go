@@ -223,7 +223,7 @@ func (e *runner) server(ctx context.Context, i int, srv plan.Server) {
 	}()
 	// The whole process tree: a server started through a wrapper (sh -c,
 	// npm, a supervisor) is measured as the server, not as the wrapper.
-	e.phases(ctx, srv, proc, drv, resources{how: result.ResourcesTree, pid: proc.Pid})
+	e.phases(ctx, srv, addrs, proc, drv, resources{how: result.ResourcesTree, pid: proc.Pid})
 }
 
 // memReader returns a func reading the RSS of the server (when it is

@@ -162,11 +162,16 @@ func (e *runner) external(ctx context.Context, srv plan.Server) {
 			e.o.Notice("%s: closing client: %v", srv.Name, err)
 		}
 	}()
-	e.phases(ctx, srv, running{}, drv, res)
+	e.phases(ctx, srv, addrs, running{}, drv, res)
 }
 
 // phases runs every phase of the plan against one server.
-func (e *runner) phases(ctx context.Context, srv plan.Server, proc serverProc, drv Driver, res resources) {
+func (e *runner) phases(ctx context.Context, srv plan.Server, addrs []string, proc serverProc, drv Driver, res resources) {
+	tgt, err := envTarget(srv, addrs)
+	if err != nil {
+		e.failRest(srv, 0, err.Error(), "")
+		return
+	}
 	mem := e.memReader(res, drv)
 	base := mem()
 	for k, ph := range e.plan.Phases {
@@ -174,7 +179,7 @@ func (e *runner) phases(ctx context.Context, srv plan.Server, proc serverProc, d
 			e.failRest(srv, k, stopReason(ctx), "")
 			return
 		}
-		r, died := e.phase(ctx, srv, ph, proc, res, drv, &scenarios.Env{Driver: drv, Mem: mem, Base: base})
+		r, died := e.phase(ctx, srv, ph, proc, res, drv, &scenarios.Env{Driver: drv, Target: tgt, Mem: mem, Base: base})
 		e.add(r)
 		if died {
 			e.failRest(srv, k+1, "skipped: server "+proc.ExitReason(), proc.Tail(2048))

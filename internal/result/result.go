@@ -127,6 +127,9 @@ type Result struct {
 	// phase's negotiated "subprotocol", "extensions" (permessage-deflate
 	// parameters) and "tls_version".
 	Info map[string]string `json:"info,omitempty"`
+	// Detail is the phase kind's own record (conformance: every case with
+	// its verdict), as the kind wrote it.
+	Detail json.RawMessage `json:"detail,omitempty"`
 }
 
 // How a server's resources were read (Result.ServerResources).
