@@ -1,9 +1,12 @@
 package report
 
 import (
+	"encoding/base64"
 	"fmt"
 	"math"
 	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/result"
@@ -47,6 +50,9 @@ type chartSeries struct {
 	Points [][2]float64 `json:"points,omitempty"`
 	Color  *int         `json:"color,omitempty"`
 	Dash   *int         `json:"dash,omitempty"`
+	// PointsOnly draws the series' points without a line (a steps chart's
+	// steps that did not pass).
+	PointsOnly bool `json:"points_only,omitempty"`
 }
 
 // chartSection is the charts of one phase.
@@ -66,8 +72,41 @@ func rateMetric(kind string) (name, unit string) {
 	return "tps", "per second"
 }
 
-// percentilePoints are the latency metrics by percentile; a result that one
-// day stores a full histogram can add points up to 99.999.
+// spectrumPoints are the percentiles the latency spectrum shows from a
+// result's stored histogram (result.Result.Histogram): up to 99.999%.
+var spectrumPoints = []float64{50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 99.995, 99.999}
+
+// histogramPoints are the (percentile, ms) points of a stored histogram:
+// the spectrum's percentiles up to the first one that its count cannot
+// resolve (fewer than one sample above it), shown at the maximum. ok is
+// false when there is no histogram or it cannot be read (then the
+// p50..p999 metrics are used: files written before histograms were
+// stored).
+func histogramPoints(s string) (pts [][2]float64, ok bool) {
+	if s == "" {
+		return nil, false
+	}
+	raw, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, false
+	}
+	h, err := hdrhistogram.Decode(raw)
+	if err != nil || h.TotalCount() == 0 {
+		return nil, false
+	}
+	n := float64(h.TotalCount())
+	for _, q := range spectrumPoints {
+		if (100-q)/100*n < 1-1e-9 { // 1e-9: 100-99.9 is 0.0999…
+			pts = append(pts, [2]float64{q, ms(time.Duration(h.Max()))})
+			break
+		}
+		pts = append(pts, [2]float64{q, ms(time.Duration(h.ValueAtQuantile(q)))})
+	}
+	return pts, true
+}
+
+// percentilePoints are the latency metrics by percentile, the spectrum of
+// a result without a stored histogram.
 var percentilePoints = []struct {
 	name string
 	p    float64
@@ -107,6 +146,8 @@ func chartModel(runs []*result.Run, labels []string) []chartSection {
 			}
 		}
 		sec.Charts = append(sec.Charts, p.timelines()...)
+		sec.Charts = append(sec.Charts, p.steps()...)
+		sec.Charts = append(sec.Charts, p.fanout()...)
 		sec.Charts = append(p.byVar(), sec.Charts...)
 		out = append(out, sec)
 	}
@@ -252,10 +293,14 @@ func (p *phaseCharts) percentiles() *chart {
 				continue
 			}
 			s := p.series(srv, j, i)
-			for _, q := range percentilePoints {
-				if _, ok := r.Metrics[q.name]; ok {
-					if d := r.Metrics.Dur(q.name); d > 0 {
-						s.Points = append(s.Points, [2]float64{q.p, ms(d)})
+			if pts, ok := histogramPoints(r.Histogram); ok {
+				s.Points = pts
+			} else {
+				for _, q := range percentilePoints {
+					if _, ok := r.Metrics[q.name]; ok {
+						if d := r.Metrics.Dur(q.name); d > 0 {
+							s.Points = append(s.Points, [2]float64{q.p, ms(d)})
+						}
 					}
 				}
 			}

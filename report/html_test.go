@@ -267,6 +267,7 @@ func TestHTMLInBrowser(t *testing.T) {
 		"unknown kind": {unknownKindRun()},
 		"empty run":    {{Schema: result.Schema}},
 		"matrix":       {result.Collapse(matrixRun())},
+		"echo timeline, histograms, search steps, fan-out": {richRun()},
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "report.html")

@@ -66,14 +66,14 @@ func Mermaid(w io.Writer, run *result.Run) error {
 		}
 	}
 	if len(timelines) > 0 {
-		// One y axis for every server's chart, so the charts compare.
-		top := 0.0
+		// One y axis for every server's chart of a phase, so the charts
+		// compare (an echo phase's rate would flatten a rate phase's).
+		top := map[string]float64{}
 		for _, r := range timelines {
 			for _, p := range r.Timeline {
-				top = math.Max(top, float64(p.Recv))
+				top[r.Phase] = math.Max(top[r.Phase], float64(p.Recv))
 			}
 		}
-		top = niceCeil(top)
 		ew.printf("<details><summary>Per-second timelines: echoes received per second</summary>\n\n")
 		for _, r := range timelines {
 			xs := make([]string, len(r.Timeline))
@@ -89,7 +89,7 @@ func Mermaid(w io.Writer, run *result.Run) error {
 			ew.printf("```mermaid\nxychart-beta\n    title %s\n    x-axis %s [%s]\n    y-axis %s 0 --> %s\n    line [%s]\n```\n\n",
 				mermaidString(fmt.Sprintf("%s, %s: echoes received per second (worst second's p99: %s ms)", r.Phase, serverLabel(r), mermaidNumber(p99))),
 				mermaidString("second"), mermaidList(xs), mermaidString("echoes/s"),
-				mermaidNumber(top), mermaidNumbers(ys))
+				mermaidNumber(niceCeil(top[r.Phase])), mermaidNumbers(ys))
 		}
 		ew.printf("</details>\n\n")
 	}

@@ -27,6 +27,11 @@ func TestMermaid(t *testing.T) {
 			"<details>", "line [99970, 30]"}, []string{"horizontal", "custom", "connect"}},
 		{"seven servers lie horizontal", many, []string{"xychart-beta horizontal", "y-axis \"echoes/s\" 0 --> 10000", "bar [1000, 2000, 3000, 4000, 5000, 6000, 7000]"}, []string{"<details>"}},
 		{"connect only: nothing", connectOnly, nil, []string{"mermaid"}},
+		// An echo phase's 52000/s must not flatten a rate phase's 4000/s:
+		// one y axis per phase.
+		{"echo and rate timelines: an axis per phase", richTimelines(), []string{
+			"echo, gws: echoes received per second (worst second's p99: 7 ms)\"\n    x-axis \"second\" [\"0\", \"1\", \"2\", \"3\", \"4\"]\n    y-axis \"echoes/s\" 0 --> 100000",
+			"rate, gws: echoes received per second (worst second's p99: 2 ms)\"\n    x-axis \"second\" [\"0\", \"1\"]\n    y-axis \"echoes/s\" 0 --> 5000"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer
@@ -77,4 +82,13 @@ func TestSummaryProvenance(t *testing.T) {
 			t.Errorf("summary lacks %q", w)
 		}
 	}
+}
+
+// richTimelines is richRun's echo phase with a rate phase's timeline.
+func richTimelines() *result.Run {
+	run := richRun()
+	run.Results = append(run.Results[:2:2], result.Result{Server: "gws", Framework: "gws", Phase: "rate", Kind: "rate", OK: true,
+		Metrics:  metrics.Values{"recv_rate": 4000.0},
+		Timeline: []result.Point{{T: 0, Sent: 4000, Recv: 4000, P99: 2_000_000}, {T: 1, Sent: 4000, Recv: 3990, P99: 1_000_000}}})
+	return run
 }

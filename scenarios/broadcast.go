@@ -223,7 +223,7 @@ func (p *Broadcast) Run(ctx context.Context, env *Env) (Outcome, error) {
 		return Outcome{}, err
 	}
 	q := p.params(client.BroadcastRun)
-	out := Outcome{Metrics: BroadcastMetrics(*r, q)}
+	out := Outcome{Metrics: BroadcastMetrics(*r, q), Histogram: HistString(r.Latency)}
 	out.Warnings = BroadcastWarnings(*r, q)
 	if r.Failed > 0 {
 		out.Failed = true

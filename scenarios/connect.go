@@ -117,7 +117,7 @@ func (p *Connect) Run(ctx context.Context, env *Env) (Outcome, error) {
 		v["tls_handshakes_per_s"] = rate(n, r.Used)
 		v["tls_resumed"] = r.TLSResumed
 	}
-	out := Outcome{Metrics: v, Info: negotiatedInfo(r)}
+	out := Outcome{Metrics: v, Info: negotiatedInfo(r), Histogram: HistString(r.Latency)}
 	if r.Failed > 0 {
 		out.Failed = true
 		out.Error = fmt.Sprintf("%d of %d connections failed: %s", r.Failed, r.Total, errorSummary(r.Errors))

@@ -143,7 +143,7 @@ func (p *Echo) Run(ctx context.Context, env *Env) (Outcome, error) {
 	}
 	wireValues(v, r.BytesPayload, r.BytesWire)
 	latencyValues(v, r.Latency)
-	out := Outcome{Metrics: v}
+	out := Outcome{Metrics: v, Timeline: Timeline(r.Seconds), Histogram: HistString(r.Latency)}
 	if conc < p.Concurrency {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("concurrency lowered from %d to %d: only %d connections are open", p.Concurrency, conc, conc))
 	}

@@ -83,7 +83,7 @@ func (p *Ping) Run(ctx context.Context, env *Env) (Outcome, error) {
 		"tps":         rate(r.Success, r.Used),
 	}
 	latencyValues(v, r.Latency)
-	out := Outcome{Metrics: v}
+	out := Outcome{Metrics: v, Histogram: HistString(r.Latency)}
 	if conc < p.Concurrency {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("concurrency lowered from %d to %d: only %d connections are open", p.Concurrency, conc, conc))
 	}

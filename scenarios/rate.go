@@ -194,7 +194,7 @@ func (p *Rate) Run(ctx context.Context, env *Env) (Outcome, error) {
 	if r == nil {
 		return Outcome{}, err // nothing was measured
 	}
-	out := Outcome{Metrics: RateMetrics(*r, float64(p.Rate), int64(p.Bytes())), Timeline: Timeline(r.Seconds)}
+	out := Outcome{Metrics: RateMetrics(*r, float64(p.Rate), int64(p.Bytes())), Timeline: Timeline(r.Seconds), Histogram: HistString(r.Latency)}
 	if conns < p.Connections {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("connections lowered from %d to %d: only %d are open", p.Connections, conns, conns))
 	}
@@ -286,7 +286,7 @@ func RateWarnings(r client.RateResult) []string {
 	return w
 }
 
-// Timeline turns a rate result's seconds into the result's timeline.
+// Timeline turns a rate or echo result's seconds into the result's timeline.
 func Timeline(secs []client.RateSecond) []result.Point {
 	out := make([]result.Point, len(secs))
 	for i, s := range secs {

@@ -261,9 +261,12 @@ type Outcome struct {
 	// (e.g. connections that could not be opened); the reason is Error.
 	Failed bool
 	Error  string
-	// Timeline is the phase second by second (rate phases); the engine
+	// Timeline is the phase second by second (rate and echo phases); the engine
 	// copies it into the result.
 	Timeline []result.Point
+	// Histogram is the phase's latency histogram as client.Hist marshals
+	// it (HistString); the engine copies it into the result.
+	Histogram string
 	// Info holds string facts about the phase that metrics cannot carry:
 	// the negotiated "subprotocol", "extensions" and "tls_version" of a
 	// connect phase. The engine copies it into the result.
@@ -375,6 +378,24 @@ func errorSummary(m client.Reasons) string {
 			s += "; "
 		}
 		s += fmt.Sprintf("%s ×%d", k, m[k])
+	}
+	return s
+}
+
+// HistString is a latency histogram as a result stores it: the base64 of
+// its HdrHistogram V2 compressed encoding (as client.Hist marshals it);
+// "" when it is empty.
+func HistString(h client.Hist) string {
+	if h.Histogram == nil || h.TotalCount() == 0 {
+		return ""
+	}
+	b, err := h.MarshalJSON()
+	if err != nil {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(b, &s) != nil {
+		return ""
 	}
 	return s
 }

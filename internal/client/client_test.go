@@ -242,6 +242,16 @@ func TestEchoVerify(t *testing.T) {
 					if got := res.Latency.TotalCount(); got != total {
 						t.Errorf("latency count = %d, want %d", got, total)
 					}
+					// The timeline, merged over the loops, adds up to the
+					// phase: measured messages sent, echoes, the maximum.
+					var sent, recv int64
+					var worst time.Duration
+					for _, s := range res.Seconds {
+						sent, recv, worst = sent+s.Sent, recv+s.Recv, max(worst, s.Max)
+					}
+					if sent != total || recv != total || worst != time.Duration(res.Latency.Max()) || len(res.Seconds) == 0 {
+						t.Errorf("timeline %+v: %d sent, %d received, max %v; want %d, %d, %v", res.Seconds, sent, recv, worst, total, total, time.Duration(res.Latency.Max()))
+					}
 					if pr.Total.Load() != total+20 || pr.Done.Load() != total+20 {
 						t.Errorf("progress %d/%d, want %d/%d", pr.Done.Load(), pr.Total.Load(), total+20, total+20)
 					}

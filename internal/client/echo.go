@@ -99,6 +99,13 @@ type EchoResult struct {
 	// they are equal.
 	BytesPayload int64 `json:"bytes_payload"`
 	BytesWire    int64 `json:"bytes_wire"`
+	// Seconds is the timeline: entry i covers [i s, i+1 s) from the start
+	// of the phase (warm-up included). Measured messages count in the
+	// second they were written (Sent), intact echoes and their latencies
+	// in the second they completed (Recv, P50, P99, Max); Late is unused.
+	// It grows as the phase runs, one RateSecond (48 bytes) per second;
+	// merged as a rate phase's (Max exact, P50 and P99 upper bounds).
+	Seconds []RateSecond `json:"seconds,omitempty"`
 }
 
 // Kind implements Params.
@@ -166,6 +173,7 @@ func (r *EchoResult) Merge(other Result) {
 	r.Stopped = MergeStop(r.Stopped, o.Stopped)
 	r.BytesPayload += o.BytesPayload
 	r.BytesWire += o.BytesWire
+	r.Seconds = mergeSeconds(r.Seconds, o.Seconds)
 }
 
 // Stop implements Result.
@@ -206,6 +214,7 @@ func (p *EchoParams) start(ph *phaseEnv) (*phasePlan, error) {
 		ph.pr.Done.Store(0)
 	}
 	plan := &phasePlan{starts: make([]func(*loop), len(ph.open)), deadline: p.Deadline}
+	start := time.Now()
 	for i, slots := range distribute(p.Concurrency, ph.open) {
 		if slots == 0 {
 			continue
@@ -221,6 +230,7 @@ func (p *EchoParams) start(ph *phaseEnv) (*phasePlan, error) {
 			pool:    pool,
 			batch:   batch,
 			pr:      ph.pr,
+			start:   start,
 		}
 		plan.starts[i] = func(l *loop) { l.echoStart(job) }
 	}
@@ -252,6 +262,7 @@ type echoJob struct {
 	pool    *tokenPool
 	batch   int64 // tokens taken from the pool at a time
 	pr      *Progress
+	start   time.Time // t = 0 of the timeline, the same for every loop
 }
 
 // tokenPool holds the messages still to send in a phase, shared by its
@@ -289,6 +300,7 @@ type echoRun struct {
 	part      EchoResult
 	unflushed int64
 	starting  bool // echoStart is sending the first messages
+	tl        timeline
 
 	// z holds the phase's frame compressed on its own, per negotiated
 	// client window bits (index), made on first use by a connection that
@@ -324,7 +336,8 @@ func (e *echoRun) zframe(l *loop, bits uint8) *zframe {
 
 // echoStart begins an echo phase in this loop.
 func (l *loop) echoStart(job *echoJob) {
-	e := &echoRun{baseRun: baseRun{job.phase}, job: *job, part: EchoResult{Latency: NewHist()}, wireIn0: l.wireIn, payloadIn0: l.payloadIn}
+	e := &echoRun{baseRun: baseRun{job.phase}, job: *job, part: EchoResult{Latency: NewHist()}, wireIn0: l.wireIn, payloadIn0: l.payloadIn,
+		tl: newTimeline(int64(job.start.Sub(l.epoch)))}
 	l.ph = e
 	if need := len(job.hdr) + len(job.payload); cap(l.wbuf) < need {
 		l.wbuf = make([]byte, need)
@@ -375,6 +388,9 @@ func (l *loop) echoNext(e *echoRun, c *conn, now int64) bool {
 	c.flags |= fInflight
 	if warm {
 		c.flags |= fWarm
+	} else {
+		_, s := e.tl.second(now)
+		s.Sent++
 	}
 	c.sentAt = now
 	e.inflight++
@@ -476,7 +492,7 @@ func (e *echoRun) onData(l *loop, c *conn, ev *event, now int64) {
 	if !warm {
 		if reason == "" {
 			e.part.Success++
-			record(e.part.Latency.Histogram, now-c.sentAt)
+			e.tl.echo(now, now-c.sentAt, e.part.Latency.Histogram)
 		} else {
 			e.part.Failed++
 			e.part.Errors.add(reason)
@@ -571,6 +587,8 @@ func (e *echoRun) finish(l *loop, stopped bool, _ int64) {
 	}
 	e.part.BytesPayload = e.payloadOut + l.payloadIn - e.payloadIn0
 	e.part.BytesWire = e.wireOut + l.wireIn - e.wireIn0
+	e.tl.roll(e.part.Latency.Histogram)
+	e.part.Seconds = e.tl.secs
 	l.finished(e.job.phase, &e.part, stopped)
 }
 

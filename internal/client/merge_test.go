@@ -137,14 +137,19 @@ func sameHist(t *testing.T, kind string, got, want Hist) {
 func TestMergeResults(t *testing.T) {
 	for _, viaWire := range []bool{false, true} {
 		all := NewHist()
-		a := &EchoResult{Total: 10, Success: 8, Failed: 2, Used: time.Second, Latency: hist(all, 1000, 2000, 3000), Errors: Reasons{ReasonTimeout: 2}, Stopped: StopNoConnections}
-		b := &EchoResult{Total: 5, Success: 5, Used: 2 * time.Second, Latency: hist(all, 5000, 7_000_000), Errors: Reasons{ReasonTimeout: 1, ReasonWrongLength: 1}}
+		a := &EchoResult{Total: 10, Success: 8, Failed: 2, Used: time.Second, Latency: hist(all, 1000, 2000, 3000), Errors: Reasons{ReasonTimeout: 2}, Stopped: StopNoConnections,
+			Seconds: []RateSecond{{Sent: 10, Recv: 8, P50: 2000, P99: 3000, Max: 3000}}}
+		b := &EchoResult{Total: 5, Success: 5, Used: 2 * time.Second, Latency: hist(all, 5000, 7_000_000), Errors: Reasons{ReasonTimeout: 1, ReasonWrongLength: 1},
+			Seconds: []RateSecond{{Sent: 3, Recv: 3, P50: 5000, P99: 5000, Max: 5000}, {Sent: 2, Recv: 2, P50: 7_000_000, P99: 7_000_000, Max: 7_000_000}}}
 		if viaWire {
 			a, b = wire(t, a), wire(t, b)
 		}
 		a.Merge(b)
 		if a.Total != 15 || a.Success != 13 || a.Failed != 2 || a.Used != 2*time.Second || a.Errors[ReasonTimeout] != 3 || a.Errors[ReasonWrongLength] != 1 || a.Stopped != "" {
 			t.Errorf("echo merge (wire %v): %+v", viaWire, a)
+		}
+		if want := []RateSecond{{Sent: 13, Recv: 11, P50: 5000, P99: 5000, Max: 5000}, {Sent: 2, Recv: 2, P50: 7_000_000, P99: 7_000_000, Max: 7_000_000}}; !reflect.DeepEqual(a.Seconds, want) {
+			t.Errorf("echo timeline merge (wire %v): %+v, want %+v", viaWire, a.Seconds, want)
 		}
 		sameHist(t, "echo", a.Latency, all)
 

@@ -53,6 +53,7 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 	res.Metrics = m
 	res.StartSkew = startSkew(drv)
 	res.Timeline = out.Timeline
+	res.Histogram = out.Histogram
 	res.Info = out.Info
 	res.Detail = out.Detail
 	res.Steps, res.Stop = out.Steps, out.Stop

@@ -86,8 +86,14 @@ type Result struct {
 	StartSkew time.Duration `json:"start_skew,omitempty"`
 	// ServerLog is the tail of the server's log when the server failed.
 	ServerLog string `json:"server_log,omitempty"`
-	// Timeline is the phase second by second, for plotting (rate phases).
+	// Timeline is the phase second by second, for plotting (rate and echo phases).
 	Timeline []Point `json:"timeline,omitempty"`
+	// Histogram is the phase's latency histogram (ns, merged over every
+	// client loop and shard: exact) as the base64 of its HdrHistogram V2
+	// compressed encoding, for the latency spectrum up to 99.999%; phases
+	// that measure latency (connect, echo, rate, ping, broadcast) store it, "" in
+	// others and in files written before it existed.
+	Histogram string `json:"histogram,omitempty"`
 	// Steps are the measured steps of a phase that runs several (a
 	// search), in the order they ran.
 	Steps []Step `json:"steps,omitempty"`

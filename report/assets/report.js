@@ -165,32 +165,45 @@
   function drawLines(box, c, onDraw) {
     var pct = c.type === "percentiles";
     var byvar = c.type === "byvar"; // x: the index of a matrix var's value
+    var steps = c.type === "steps"; // x: a search step's target rate
     var a = aligned(c.series, pct ? pctX : function (x) { return x; });
     var width = Math.max(320, box.clientWidth - 4);
     var catLabel = function (v) { return v == null ? "-" : (c.categories[Math.round(v)] || ""); };
-    var series = [{ label: pct ? "percentile" : (byvar ? c.xlabel : "second"),
-      value: function (u, v) { return v == null ? "-" : (pct ? pctLabel(v) : (byvar ? catLabel(v) : v + " s")); } }];
+    var series = [{ label: pct ? "percentile" : (byvar || steps ? c.xlabel : "second"),
+      value: function (u, v) { return v == null ? "-" : (pct ? pctLabel(v) : (byvar ? catLabel(v) : (steps ? fmt(v) : v + " s"))); } }];
     var DASHES = [null, [6, 4], [2, 3], [10, 3, 2, 3]];
     c.series.forEach(function (s, i) {
-      series.push({
+      var o = {
         label: s.name, stroke: color(s.color != null ? s.color : i), width: 1.5, spanGaps: true,
         dash: s.dash ? DASHES[s.dash % DASHES.length] : undefined,
-        points: { show: pct || byvar || a.data[0].length < 40, size: byvar ? 6 : 4 },
+        points: { show: pct || byvar || steps || a.data[0].length < 40, size: byvar ? 6 : 4 },
         value: function (u, v) { return v == null ? "-" : fmt(v) + " " + c.unit; }
-      });
+      };
+      if (s.points_only) {
+        // marks only: a step that did not pass, drawn over its line
+        o.paths = function () { return null; };
+        o.points = { show: true, size: 11, width: 2, fill: "#fff" };
+      }
+      series.push(o);
     });
     var xAxis = { label: pct ? "percentile" : "seconds since the phase started" };
     var xScale = { time: false };
     if (pct) {
       // 99.9% maps to 3.0000000000000004: round before taking the ceiling.
-      var maxX = Math.ceil(Math.max(3, a.data[0][a.data[0].length - 1] || 3) - 1e-9);
-      xScale.range = function () { return [pctX(50), maxX]; };
+      var lastX = a.data[0][a.data[0].length - 1] || 3;
+      var maxX = Math.ceil(Math.max(3, lastX) - 1e-9);
+      // The range must hold the last point itself (3.0000000000000004 for
+      // 99.9%): uPlot fits the y axis to the points inside the x range.
+      xScale.range = function () { return [pctX(50), Math.max(maxX, lastX)]; };
       xAxis.splits = function () {
         var s = [pctX(50), pctX(90)];
         for (var k = 2; k <= maxX; k++) s.push(k);
         return s;
       };
       xAxis.values = function (u, splits) { return splits.map(pctLabel); };
+    } else if (steps) {
+      xAxis.label = c.xlabel;
+      xAxis.values = function (u, splits) { return splits.map(fmt); };
     } else if (byvar) {
       xAxis.label = c.xlabel;
       xScale.range = function () { return [-0.25, c.categories.length - 0.75]; };

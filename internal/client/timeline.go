@@ -1,0 +1,85 @@
+package client
+
+import (
+	"math"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// timeline is a loop's per-second timeline of a phase: entry i of secs
+// covers [i s, i+1 s) of loop time from start. A finished second keeps
+// only its summary (RateSecond: 48 bytes); its latencies go to a
+// current-second histogram that rolls into the phase's histogram when the
+// second changes. Nothing is allocated per message: secs grows once per
+// second, and the second last asked for is cached (two compares, no
+// division).
+type timeline struct {
+	secs     []RateSecond
+	start    int64 // loop clock at t = 0
+	idx      int   // the second last asked for
+	from, to int64 // its loop clock span
+	cur      *hdrhistogram.Histogram
+	curSec   int // the second cur's latencies belong to
+}
+
+// newTimeline starts a timeline at loop clock start.
+func newTimeline(start int64) timeline {
+	return timeline{start: start, from: math.MaxInt64, cur: NewHistogram()}
+}
+
+// second returns the index and entry of loop time now, growing the
+// timeline to it. Times before start count in second 0.
+func (t *timeline) second(now int64) (int, *RateSecond) {
+	if now < t.from || now >= t.to {
+		s := max(0, int((now-t.start)/int64(time.Second)))
+		for len(t.secs) <= s {
+			t.secs = append(t.secs, RateSecond{})
+		}
+		t.idx = s
+		t.from = t.start + int64(s)*int64(time.Second)
+		if s == 0 {
+			t.from = math.MinInt64
+		}
+		t.to = t.start + int64(s+1)*int64(time.Second)
+	}
+	return t.idx, &t.secs[t.idx]
+}
+
+// echo counts an intact echo completed at now with latency v: in the
+// second of now, its latency in that second's summary and (when the
+// second rolls) in all.
+func (t *timeline) echo(now, v int64, all *hdrhistogram.Histogram) {
+	i, s := t.second(now)
+	s.Recv++
+	if i != t.curSec {
+		t.roll(all)
+		t.curSec = i
+	}
+	record(t.cur, v)
+}
+
+// roll ends second curSec's latencies: its entry keeps their summary
+// (p50, p99, max), all takes them.
+func (t *timeline) roll(all *hdrhistogram.Histogram) {
+	if t.cur.TotalCount() == 0 {
+		return
+	}
+	s := &t.secs[t.curSec]
+	s.P50 = time.Duration(t.cur.ValueAtQuantile(50))
+	s.P99 = time.Duration(t.cur.ValueAtQuantile(99))
+	s.Max = time.Duration(t.cur.Max())
+	all.Merge(t.cur)
+	t.cur.Reset()
+}
+
+// mergeSeconds adds o into secs, second by second.
+func mergeSeconds(secs []RateSecond, o []RateSecond) []RateSecond {
+	for len(secs) < len(o) {
+		secs = append(secs, RateSecond{})
+	}
+	for i, s := range o {
+		secs[i].merge(s)
+	}
+	return secs
+}
