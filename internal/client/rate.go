@@ -8,8 +8,6 @@ import (
 	"math"
 	"time"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/wsplan/wsplan/internal/pmdeflate"
 )
 
@@ -291,31 +289,26 @@ type rateConn struct {
 // with their scheduled times. Nothing waits for replies.
 type rateRun struct {
 	baseRun
-	wireIn0  int64 // the loop's received wire bytes at the start
-	wakes0   int64 // the loop's wake-ups at the start
-	gate     pacedWake
-	job      rateJob
-	cu       cursor
-	conns    []rateConn
-	flen     int   // frame length
-	start    int64 // loop clock at t = 0
-	end      int64 // start + Duration: sending stops
-	stopAt   int64 // end + drain: the phase stops here at the latest
-	sending  bool
-	inflight int64 // messages sent whose echo is still due, over live connections
-	live     int
-	left     int   // bytes this pump may still write
-	wake     int64 // loop clock of the next pump
-	due      int64 // loop clock of the next due event (wake without the slack)
-	part     RateResult
-	noConns  bool                    // every connection was lost
-	cur      *hdrhistogram.Histogram // latencies of the second curSec, not yet in part.Latency
-	curSec   int
-	// secIdx is the timeline second last asked for, [secFrom, secTo) its
-	// loop clock span (see second).
-	secIdx         int
-	secFrom, secTo int64
-	unflushed      int64
+	wireIn0   int64 // the loop's received wire bytes at the start
+	wakes0    int64 // the loop's wake-ups at the start
+	gate      pacedWake
+	job       rateJob
+	cu        cursor
+	conns     []rateConn
+	flen      int   // frame length
+	start     int64 // loop clock at t = 0
+	end       int64 // start + Duration: sending stops
+	stopAt    int64 // end + drain: the phase stops here at the latest
+	sending   bool
+	inflight  int64 // messages sent whose echo is still due, over live connections
+	live      int
+	left      int   // bytes this pump may still write
+	wake      int64 // loop clock of the next pump
+	due       int64 // loop clock of the next due event (wake without the slack)
+	part      RateResult
+	noConns   bool     // every connection was lost
+	tl        timeline // per second: sends, echoes and their latencies
+	unflushed int64
 
 	// Permessage-deflate: each message is compressed on its own (they
 	// all differ in their marker), with the loop's shared deflater.
@@ -328,7 +321,7 @@ type rateRun struct {
 
 // rateStart begins a rate phase in this loop.
 func (l *loop) rateStart(job *rateJob) {
-	r := &rateRun{baseRun: baseRun{job.phase}, job: *job, cur: NewHistogram(), part: RateResult{Latency: NewHist()}, secFrom: math.MaxInt64, wireIn0: l.wireIn}
+	r := &rateRun{baseRun: baseRun{job.phase}, job: *job, part: RateResult{Latency: NewHist()}, wireIn0: l.wireIn}
 	l.ph = r
 	r.flen = len(job.hdr) + len(job.payload)
 	// Room for a compressed frame too: deflate can grow a message that
@@ -339,6 +332,7 @@ func (l *loop) rateStart(job *rateJob) {
 	r.gate = newPacedWake(job.slack)
 	r.wakes0 = l.wakes
 	r.start = int64(job.start.Sub(l.epoch))
+	r.tl = newTimeline(r.start)
 	r.end = r.start + int64(job.pacer.Duration)
 	r.stopAt = r.end + job.drain
 	n := min(job.slots, len(l.open))
@@ -354,26 +348,6 @@ func (l *loop) rateStart(job *rateJob) {
 	r.sending = true
 	l.setTick(maxTick)
 	r.pump(l, l.now())
-}
-
-// second returns the timeline index and entry of loop time now, growing
-// the timeline to it: per-second state grows as the phase runs, never
-// ahead. The second last asked for is cached (two compares per message,
-// no division).
-func (r *rateRun) second(now int64) (int, *RateSecond) {
-	if now < r.secFrom || now >= r.secTo {
-		s := max(0, int((now-r.start)/int64(time.Second)))
-		for len(r.part.Seconds) <= s {
-			r.part.Seconds = append(r.part.Seconds, RateSecond{})
-		}
-		r.secIdx = s
-		r.secFrom = r.start + int64(s)*int64(time.Second)
-		if s == 0 {
-			r.secFrom = math.MinInt64 // before t = 0 counts in second 0
-		}
-		r.secTo = r.start + int64(s+1)*int64(time.Second)
-	}
-	return r.secIdx, &r.part.Seconds[r.secIdx]
 }
 
 // wakeAt implements loopRun.
@@ -468,7 +442,7 @@ func (l *loop) rateSend(r *rateRun, j int, now int64) {
 	if rc.next >= due {
 		return
 	}
-	_, sec := r.second(now)
+	_, sec := r.tl.second(now)
 	buf := l.wbuf[:0]
 	for rc.next < due && r.inflight < r.job.loopMax && r.left > 0 {
 		if rc.next-rc.acked >= r.job.maxInflight {
@@ -654,15 +628,9 @@ func (r *rateRun) onData(l *loop, c *conn, ev *event, now int64) {
 		rc.acked++
 		r.inflight--
 	}
-	s, sec := r.second(now)
 	if reason == "" {
 		r.part.Recv++
-		sec.Recv++
-		if s != r.curSec {
-			r.roll()
-			r.curSec = s
-		}
-		record(r.cur, max(0, now-(r.start+at)))
+		r.tl.echo(now, max(0, now-(r.start+at)), r.part.Latency.Histogram)
 	} else {
 		r.part.Failed++
 		r.part.Errors.add(reason)
@@ -677,20 +645,6 @@ func (r *rateRun) onData(l *loop, c *conn, ev *event, now int64) {
 	if !r.sending && r.inflight == 0 {
 		r.finish(l, false, now)
 	}
-}
-
-// roll ends second curSec's latencies: its timeline entry keeps their
-// summary (p50, p99, max), the phase's histogram takes them all.
-func (r *rateRun) roll() {
-	if r.cur.TotalCount() == 0 {
-		return
-	}
-	s := &r.part.Seconds[r.curSec]
-	s.P50 = time.Duration(r.cur.ValueAtQuantile(50))
-	s.P99 = time.Duration(r.cur.ValueAtQuantile(99))
-	s.Max = time.Duration(r.cur.Max())
-	r.part.Latency.Merge(r.cur)
-	r.cur.Reset()
 }
 
 // lost implements loopRun: it takes a dropped connection out of the
@@ -726,7 +680,7 @@ func (r *rateRun) finish(l *loop, stopped bool, now int64) {
 	if r.sending {
 		r.closeWindow(now)
 	}
-	r.roll()
+	r.tl.roll(r.part.Latency.Histogram)
 	for i := range r.conns {
 		rc := &r.conns[i]
 		c := rc.c
@@ -738,7 +692,8 @@ func (r *rateRun) finish(l *loop, stopped bool, now int64) {
 		c.sentAt = 0
 	}
 	elapsed := max(0, time.Duration(now-r.start))
-	r.second(now) // the timeline reaches the end
+	r.tl.second(now) // the timeline reaches the end
+	r.part.Seconds = r.tl.secs
 	r.part.Used = min(elapsed, r.job.pacer.Duration)
 	r.part.Drain = elapsed - r.part.Used
 	r.part.Unsent = r.part.Scheduled - r.part.Sent

@@ -140,7 +140,7 @@ func TestRatePathAllocs(t *testing.T) {
 		if n := r.l.ph.(*rateRun).gate.late.TotalCount(); n != p.Sent {
 			t.Errorf("%d per step: send_late holds %d, want every message sent (%d)", per, n, p.Sent)
 		}
-		if lat := r.l.ph.(*rateRun).cur.Max(); lat < 100_000 || lat > 100_000+int64(per)*r.period+1000 {
+		if lat := r.l.ph.(*rateRun).tl.cur.Max(); lat < 100_000 || lat > 100_000+int64(per)*r.period+1000 {
 			t.Errorf("%d per step: latency up to %d ns, want 100 µs after the last send", per, lat)
 		}
 	}
@@ -183,10 +183,10 @@ func TestRateMemoryFollowsTimeRun(t *testing.T) {
 		r := l.ph.(*rateRun)
 		start := r.start
 		for s := int64(0); s < 5; s++ {
-			r.second(start + s*int64(time.Second) + 1)
+			r.tl.second(start + s*int64(time.Second) + 1)
 		}
-		if len(r.part.Seconds) != 5 || cap(r.part.Seconds) > 8 {
-			t.Errorf("duration %v: timeline of %d seconds (capacity %d) after 5 s, want 5", d, len(r.part.Seconds), cap(r.part.Seconds))
+		if len(r.tl.secs) != 5 || cap(r.tl.secs) > 8 {
+			t.Errorf("duration %v: timeline of %d seconds (capacity %d) after 5 s, want 5", d, len(r.tl.secs), cap(r.tl.secs))
 		}
 		l.rateFinish(true, start+5*int64(time.Second))
 		<-l.results
