@@ -1,19 +1,16 @@
 package shard
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/wstls"
 )
 
 // ShardName is the name in every shard's certificate and the one the
@@ -47,30 +44,11 @@ func NewCerts(dir string) (map[string][]byte, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("shard certificates: %w", err)
 	}
-	now := time.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := wstls.NewCA("wsplan shard CA", CertsValidity)
 	if err != nil {
 		return nil, fmt.Errorf("shard certificates: %w", err)
 	}
-	caTmpl := &x509.Certificate{
-		SerialNumber:          serialNumber(),
-		Subject:               pkix.Name{CommonName: "wsplan shard CA", Organization: []string{"wsplan"}},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(CertsValidity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLenZero:        true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, fmt.Errorf("shard certificates: %w", err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, fmt.Errorf("shard certificates: %w", err)
-	}
-	files := map[string][]byte{CAFile: pemOf("CERTIFICATE", caDER)}
+	files := map[string][]byte{CAFile: wstls.PEM("CERTIFICATE", ca.DER)}
 	for _, c := range []struct {
 		cert, key, name string
 		usage           x509.ExtKeyUsage
@@ -78,29 +56,16 @@ func NewCerts(dir string) (map[string][]byte, error) {
 		{ShardCertFile, ShardKeyFile, ShardName, x509.ExtKeyUsageServerAuth},
 		{OrchCertFile, OrchKeyFile, orchestratorName, x509.ExtKeyUsageClientAuth},
 	} {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		der, keyDER, err := ca.Issue(x509.Certificate{
+			Subject:     pkix.Name{CommonName: c.name, Organization: []string{"wsplan"}},
+			ExtKeyUsage: []x509.ExtKeyUsage{c.usage},
+			DNSNames:    []string{c.name},
+		})
 		if err != nil {
 			return nil, fmt.Errorf("shard certificates: %w", err)
 		}
-		tmpl := &x509.Certificate{
-			SerialNumber: serialNumber(),
-			Subject:      pkix.Name{CommonName: c.name, Organization: []string{"wsplan"}},
-			NotBefore:    now.Add(-time.Hour),
-			NotAfter:     now.Add(CertsValidity),
-			KeyUsage:     x509.KeyUsageDigitalSignature,
-			ExtKeyUsage:  []x509.ExtKeyUsage{c.usage},
-			DNSNames:     []string{c.name},
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		if err != nil {
-			return nil, fmt.Errorf("shard certificates: %w", err)
-		}
-		keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-		if err != nil {
-			return nil, fmt.Errorf("shard certificates: %w", err)
-		}
-		files[c.cert] = pemOf("CERTIFICATE", der)
-		files[c.key] = pemOf("PRIVATE KEY", keyDER)
+		files[c.cert] = wstls.PEM("CERTIFICATE", der)
+		files[c.key] = wstls.PEM("PRIVATE KEY", keyDER)
 	}
 	for name, b := range files {
 		mode := os.FileMode(0o644)
@@ -112,18 +77,6 @@ func NewCerts(dir string) (map[string][]byte, error) {
 		}
 	}
 	return files, nil
-}
-
-func pemOf(typ string, der []byte) []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
-}
-
-func serialNumber() *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
-	if err != nil { // crypto/rand does not fail on Linux
-		return big.NewInt(time.Now().UnixNano())
-	}
-	return n
 }
 
 // ShardTLS is the TLS configuration of `wsplan shard --listen`: its

@@ -29,6 +29,69 @@ type RunCA struct {
 // starting an hour ago (clock skew between client and server hosts).
 const RunCAValidity = 24 * time.Hour
 
+// CA is a throw-away certificate authority (ECDSA P-256) that signs the
+// certificates of one run: the run's servers (NewRunCA) and the remote
+// shards and their orchestrator (internal/shard).
+type CA struct {
+	Cert *x509.Certificate
+	DER  []byte // Cert, DER-encoded
+	key  *ecdsa.PrivateKey
+}
+
+// NewCA makes a CA named name, valid from an hour ago (clock skew between
+// hosts) for validity.
+func NewCA(name string, validity time.Duration) (*CA, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: name, Organization: []string{"wsplan"}},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(validity),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		MaxPathLenZero:        true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	return &CA{Cert: cert, DER: der, key: key}, nil
+}
+
+// Issue signs a new ECDSA P-256 key's certificate for tmpl's names and
+// usages, with a fresh serial number and the CA's validity; it returns the
+// certificate and the PKCS #8 private key, DER-encoded.
+func (ca *CA) Issue(tmpl x509.Certificate) (certDER, keyDER []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl.SerialNumber = serial()
+	tmpl.NotBefore, tmpl.NotAfter = ca.Cert.NotBefore, ca.Cert.NotAfter
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	if certDER, err = x509.CreateCertificate(rand.Reader, &tmpl, ca.Cert, &key.PublicKey, ca.key); err != nil {
+		return nil, nil, err
+	}
+	if keyDER, err = x509.MarshalPKCS8PrivateKey(key); err != nil {
+		return nil, nil, err
+	}
+	return certDER, keyDER, nil
+}
+
+// PEM encodes a DER block ("CERTIFICATE", "PRIVATE KEY").
+func PEM(typ string, der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
+}
+
 // NewRunCA makes a throw-away CA and a server certificate signed by it,
 // both ECDSA P-256, and writes them into dir (created if needed; the out
 // dir of a run, never the repository). The server certificate is for
@@ -37,48 +100,16 @@ func NewRunCA(dir string) (RunCA, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return RunCA{}, fmt.Errorf("tls: run CA: %w", err)
 	}
-	now := time.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := NewCA("wsplan run CA", RunCAValidity)
 	if err != nil {
 		return RunCA{}, fmt.Errorf("tls: run CA: %w", err)
 	}
-	caTmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "wsplan run CA", Organization: []string{"wsplan"}},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(RunCAValidity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLenZero:        true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return RunCA{}, fmt.Errorf("tls: run CA: %w", err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return RunCA{}, fmt.Errorf("tls: run CA: %w", err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return RunCA{}, fmt.Errorf("tls: run CA: %w", err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: "localhost", Organization: []string{"wsplan"}},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(RunCAValidity),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     []string{"localhost"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return RunCA{}, fmt.Errorf("tls: run CA: %w", err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	der, keyDER, err := ca.Issue(x509.Certificate{
+		Subject:     pkix.Name{CommonName: "localhost", Organization: []string{"wsplan"}},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:    []string{"localhost"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+	})
 	if err != nil {
 		return RunCA{}, fmt.Errorf("tls: run CA: %w", err)
 	}
@@ -92,13 +123,12 @@ func NewRunCA(dir string) (RunCA, error) {
 		der       []byte
 		mode      os.FileMode
 	}{
-		{r.CAFile, "CERTIFICATE", caDER, 0o644},
+		{r.CAFile, "CERTIFICATE", ca.DER, 0o644},
 		{r.CertFile, "CERTIFICATE", der, 0o644},
 		{r.KeyFile, "PRIVATE KEY", keyDER, 0o600},
 	}
 	for _, f := range files {
-		b := pem.EncodeToMemory(&pem.Block{Type: f.typ, Bytes: f.der})
-		if err := os.WriteFile(f.path, b, f.mode); err != nil {
+		if err := os.WriteFile(f.path, PEM(f.typ, f.der), f.mode); err != nil {
 			return RunCA{}, fmt.Errorf("tls: run CA: %w", err)
 		}
 	}
