@@ -94,3 +94,47 @@ func (a Adapter) NoBroadcastWhy() string {
 	}
 	return "its broadcast handler is not written yet"
 }
+
+// preparedConn is a connection of the gorilla/websocket API (gorilla and
+// its forks fasthttp/websocket and hertz-contrib/websocket), with P that
+// fork's PreparedMessage.
+type preparedConn[P any] interface {
+	comparable
+	ReadMessage() (int, []byte, error)
+	WritePreparedMessage(P) error
+}
+
+// preparedMember is a room member of a gorilla-API server: the library
+// allows one writer at a time.
+type preparedMember[C any] struct {
+	mu sync.Mutex
+	c  C
+}
+
+// preparedLoop is the broadcast loop of the gorilla-API forks: it joins c to
+// room, and sends every message c reads, prepared once (framed once per
+// compression setting), to each member in turn, without a write deadline
+// (a member that does not read blocks its publisher). It returns when c
+// fails; a member whose write failed ends in its own loop.
+func preparedLoop[C preparedConn[P], P any](rooms *hub[*preparedMember[C]], c C, room string, include bool, prepare func(int, []byte) (P, error)) {
+	me := &preparedMember[C]{c: c}
+	rooms.join(room, me)
+	defer rooms.leave(room, me)
+	var to []*preparedMember[C]
+	for {
+		mt, data, err := c.ReadMessage()
+		if err != nil {
+			return
+		}
+		pm, err := prepare(mt, data)
+		if err != nil {
+			return
+		}
+		to = rooms.members(to[:0], room, me, include)
+		for _, m := range to {
+			m.mu.Lock()
+			_ = m.c.WritePreparedMessage(pm) // reported by the member's own loop
+			m.mu.Unlock()
+		}
+	}
+}

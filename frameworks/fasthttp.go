@@ -104,13 +104,6 @@ func (s *fasthttpServer) Close() error {
 	return err
 }
 
-// fasthttpMember is a connection in a broadcast room; the gorilla fork
-// allows one writer at a time.
-type fasthttpMember struct {
-	mu sync.Mutex
-	c  *websocket.Conn
-}
-
 // startFasthttpBroadcast serves BroadcastPath as gorilla does: each
 // message is encoded once as a websocket.PreparedMessage and written to
 // every member of the room in turn from the publisher's goroutine.
@@ -124,7 +117,7 @@ func startFasthttpBroadcast(cfg Config) (Server, error) {
 		CheckOrigin:       func(*fasthttp.RequestCtx) bool { return true },
 		EnableCompression: cfg.Bool("compression"),
 	}
-	var rooms hub[*fasthttpMember]
+	var rooms hub[*preparedMember[*websocket.Conn]]
 	serve := func(c *websocket.Conn, room string, include bool) {
 		raw := c.NetConn()
 		if u, ok := raw.(interface{ UnsafeConn() net.Conn }); ok {
@@ -134,27 +127,7 @@ func startFasthttpBroadcast(cfg Config) (Server, error) {
 			return
 		}
 		defer s.conns.done(raw)
-		me := &fasthttpMember{c: c}
-		rooms.join(room, me)
-		defer rooms.leave(room, me)
-		var to []*fasthttpMember
-		for {
-			mt, data, err := c.ReadMessage()
-			if err != nil {
-				return
-			}
-			pm, err := websocket.NewPreparedMessage(mt, data)
-			if err != nil {
-				return
-			}
-			to = rooms.members(to[:0], room, me, include)
-			for _, m := range to {
-				m.mu.Lock()
-				// A failed member ends in its own read loop.
-				_ = m.c.WritePreparedMessage(pm)
-				m.mu.Unlock()
-			}
-		}
+		preparedLoop(&rooms, c, room, include, websocket.NewPreparedMessage)
 	}
 	s.srv = &fasthttp.Server{
 		Handler: func(ctx *fasthttp.RequestCtx) {

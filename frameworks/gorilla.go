@@ -2,7 +2,6 @@ package frameworks
 
 import (
 	"net/http"
-	"sync"
 
 	"github.com/gorilla/websocket"
 )
@@ -47,13 +46,6 @@ func startGorilla(cfg Config) (Server, error) {
 	})
 }
 
-// gorillaMember is a connection in a broadcast room; gorilla allows one
-// writer at a time.
-type gorillaMember struct {
-	mu sync.Mutex
-	c  *websocket.Conn
-}
-
 // startGorillaBroadcast serves BroadcastPath: each connection's goroutine
 // reads a message, encodes it once as a websocket.PreparedMessage and
 // writes it to every member of its room with WritePreparedMessage, in
@@ -64,7 +56,7 @@ func startGorillaBroadcast(cfg Config) (Server, error) {
 		CheckOrigin:       func(*http.Request) bool { return true },
 		EnableCompression: cfg.Bool("compression"),
 	}
-	var rooms hub[*gorillaMember]
+	var rooms hub[*preparedMember[*websocket.Conn]]
 	return startHTTP(cfg, func(s *httpServer, w http.ResponseWriter, r *http.Request) {
 		room, include := roomOf(r)
 		c, err := up.Upgrade(w, r, nil)
@@ -75,26 +67,6 @@ func startGorillaBroadcast(cfg Config) (Server, error) {
 			return
 		}
 		defer s.conns.done(c.NetConn())
-		me := &gorillaMember{c: c}
-		rooms.join(room, me)
-		defer rooms.leave(room, me)
-		var to []*gorillaMember
-		for {
-			mt, data, err := c.ReadMessage()
-			if err != nil {
-				return
-			}
-			pm, err := websocket.NewPreparedMessage(mt, data)
-			if err != nil {
-				return
-			}
-			to = rooms.members(to[:0], room, me, include)
-			for _, m := range to {
-				m.mu.Lock()
-				// A member that failed ends in its own read loop.
-				_ = m.c.WritePreparedMessage(pm)
-				m.mu.Unlock()
-			}
-		}
+		preparedLoop(&rooms, c, room, include, websocket.NewPreparedMessage)
 	})
 }

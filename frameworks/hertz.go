@@ -248,13 +248,6 @@ func (s *hertzServer) Close() error {
 	return s.closeErr
 }
 
-// hertzMember is a connection in a broadcast room; the gorilla fork
-// allows one writer at a time.
-type hertzMember struct {
-	mu sync.Mutex
-	c  *websocket.Conn
-}
-
 // startHertzBroadcast serves BroadcastPath on the same servers and
 // transport as startHertz: each message is encoded once as a
 // websocket.PreparedMessage and written to every member of the room in
@@ -274,7 +267,7 @@ func startHertzBroadcast(cfg Config) (Server, error) {
 		CheckOrigin:       func(*app.RequestContext) bool { return true },
 		EnableCompression: cfg.Bool("compression"),
 	}
-	var rooms hub[*hertzMember]
+	var rooms hub[*preparedMember[*websocket.Conn]]
 	handler := func(_ context.Context, ctx *app.RequestContext) {
 		room := string(ctx.Query("room"))
 		include := string(ctx.Query("include_sender")) != "false"
@@ -288,27 +281,7 @@ func startHertzBroadcast(cfg Config) (Server, error) {
 			if err := nc.(network.Conn).SetReadTimeout(0); err != nil {
 				return
 			}
-			me := &hertzMember{c: c}
-			rooms.join(room, me)
-			defer rooms.leave(room, me)
-			var to []*hertzMember
-			for {
-				mt, data, err := c.ReadMessage()
-				if err != nil {
-					return
-				}
-				pm, err := websocket.NewPreparedMessage(mt, data)
-				if err != nil {
-					return
-				}
-				to = rooms.members(to[:0], room, me, include)
-				for _, m := range to {
-					m.mu.Lock()
-					// A failed member ends in its own read loop.
-					_ = m.c.WritePreparedMessage(pm)
-					m.mu.Unlock()
-				}
-			}
+			preparedLoop(&rooms, c, room, include, websocket.NewPreparedMessage)
 		})
 	}
 
