@@ -80,6 +80,16 @@ func init() {
 // WriteMessage. hertz-contrib/websocket answers pings with pongs and echoes
 // close frames; the read deadline hertz set for HTTP is cleared.
 func startHertz(cfg Config) (Server, error) {
+	bufSize := cfg.ReadBuffer()
+	return startHertzWith(cfg, func(*app.RequestContext) func(*websocket.Conn) {
+		return func(c *websocket.Conn) { hertzEcho(c, bufSize) }
+	})
+}
+
+// startHertzWith runs the hertz servers of startHertz; for each upgrade
+// request, serve returns what runs on the upgraded connection (on the
+// goroutine hertz ran the handler on, after the read timeout is cleared).
+func startHertzWith(cfg Config, serve func(*app.RequestContext) func(*websocket.Conn)) (Server, error) {
 	if len(cfg.Addrs) == 0 {
 		return nil, errors.New("no listen address")
 	}
@@ -94,8 +104,8 @@ func startHertz(cfg Config) (Server, error) {
 		CheckOrigin:       func(*app.RequestContext) bool { return true },
 		EnableCompression: cfg.Bool("compression"),
 	}
-	bufSize := cfg.ReadBuffer()
 	handler := func(_ context.Context, ctx *app.RequestContext) {
+		run := serve(ctx) // reads the request before the upgrade hijacks it
 		// Upgrade answers a bad handshake with an HTTP error itself.
 		_ = up.Upgrade(ctx, func(c *websocket.Conn) {
 			nc := c.NetConn()
@@ -110,7 +120,7 @@ func startHertz(cfg Config) (Server, error) {
 			if err := nc.(network.Conn).SetReadTimeout(0); err != nil {
 				return
 			}
-			hertzEcho(c, bufSize)
+			run(c)
 		})
 	}
 
@@ -253,85 +263,10 @@ func (s *hertzServer) Close() error {
 // websocket.PreparedMessage and written to every member of the room in
 // turn from the publisher's goroutine.
 func startHertzBroadcast(cfg Config) (Server, error) {
-	if len(cfg.Addrs) == 0 {
-		return nil, errors.New("no listen address")
-	}
-	// netpoll runs each connection's handler on bytedance/gopkg's global
-	// gopool, and an upgraded connection keeps its goroutine. The published
-	// servers raised the pool's cap to 1000000 (gopool.SetCap) because
-	// older gopkg versions capped it at 10000; gopkg v0.1.3's default cap
-	// is math.MaxInt32, so it is left alone here.
-	nodelay := cfg.Bool("nodelay")
-	s := &hertzServer{}
-	up := websocket.HertzUpgrader{
-		CheckOrigin:       func(*app.RequestContext) bool { return true },
-		EnableCompression: cfg.Bool("compression"),
-	}
 	var rooms hub[*preparedMember[*websocket.Conn]]
-	handler := func(_ context.Context, ctx *app.RequestContext) {
+	return startHertzWith(cfg, func(ctx *app.RequestContext) func(*websocket.Conn) {
 		room := string(ctx.Query("room"))
 		include := string(ctx.Query("include_sender")) != "false"
-		// Upgrade answers a bad handshake with an HTTP error itself.
-		_ = up.Upgrade(ctx, func(c *websocket.Conn) {
-			nc := c.NetConn()
-			if !s.conns.add(nc) {
-				return
-			}
-			defer s.conns.done(nc)
-			if err := nc.(network.Conn).SetReadTimeout(0); err != nil {
-				return
-			}
-			preparedLoop(&rooms, c, room, include, websocket.NewPreparedMessage)
-		})
-	}
-
-	opts := []config.Option{server.WithDisablePrintRoute(true)}
-	switch cfg.String("transport") {
-	case hertzStandard:
-		opts = append(opts, server.WithTransport(standard.NewTransporter))
-	default:
-		opts = append(opts, server.WithTransport(netpoll.NewTransporter))
-		// netpoll sets TCP_NODELAY on every connection and takes the raw
-		// listener (it polls its fd), so nodelay=false is applied per
-		// connection instead of by a listener wrapper.
-		if !nodelay {
-			opts = append(opts, server.WithOnAccept(func(c net.Conn) context.Context {
-				netpollDelay(c)
-				return context.Background()
-			}))
-		}
-	}
-	lns := make([]net.Listener, 0, len(cfg.Addrs))
-	for _, addr := range cfg.Addrs {
-		ln, err := listen(addr)
-		if err != nil {
-			closeListeners(lns)
-			return nil, err
-		}
-		if cfg.String("transport") == hertzStandard {
-			ln = noDelayListener{Listener: ln, noDelay: nodelay}
-		}
-		lns = append(lns, ln)
-	}
-	for _, ln := range lns {
-		h := server.New(append(opts, server.WithListener(ln))...)
-		// By default hertz closes a hijacked connection when the handler
-		// returns and makes Close on it a no-op, so Close could not end a
-		// connection blocked in a read. With KeepHijackedConns the
-		// handler's tracker closes it (after the handler, or from Close);
-		// NoHijackConnPool keeps a second Close from reaching a pooled
-		// wrapper already handed to another connection.
-		h.KeepHijackedConns = true
-		h.NoHijackConnPool = true
-		h.GET(cfg.Path, handler)
-		done := make(chan struct{})
-		s.servers = append(s.servers, hertzRun{h, done})
-		go func() {
-			defer close(done)
-			// Run returns once the listener is closed; an error before
-			// that ends this address only.
-			_ = h.Run()
-		}()
-	}
-	return s, nil
+		return func(c *websocket.Conn) { preparedLoop(&rooms, c, room, include, websocket.NewPreparedMessage) }
+	})
 }
