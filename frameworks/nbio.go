@@ -90,6 +90,18 @@ func init() {
 // buffered some), so empty messages are not echoed; nothing outside nbio
 // sees them.
 func startNbio(cfg Config) (Server, error) {
+	return startNbioWith(cfg, func(up *websocket.Upgrader) {
+		up.OnMessage(func(c *websocket.Conn, mt websocket.MessageType, data []byte) {
+			// A failed write closes the connection inside nbio; nothing to add.
+			_ = c.WriteMessage(mt, data)
+		})
+	}, nil)
+}
+
+// startNbioWith runs startNbio's server and engine; handlers sets the
+// upgrader's callbacks, and opened (when not nil) is called with each
+// upgraded connection and its request before nbio reads from it.
+func startNbioWith(cfg Config, handlers func(*websocket.Upgrader), opened func(*websocket.Conn, *http.Request)) (Server, error) {
 	// nbio logs to stdout by default; a server's stdout is not its log.
 	nbioLogOnce.Do(func() { logging.Output = LogOutput })
 
@@ -105,10 +117,7 @@ func startNbio(cfg Config) (Server, error) {
 	if explicitBuf > 0 {
 		up.BlockingModReadBufferSize = explicitBuf
 	}
-	up.OnMessage(func(c *websocket.Conn, mt websocket.MessageType, data []byte) {
-		// A failed write closes the connection inside nbio; nothing to add.
-		_ = c.WriteMessage(mt, data)
-	})
+	handlers(up)
 
 	if mode == nbioStd {
 		// The upgrader takes its buffer pool and payload release setting
@@ -135,6 +144,9 @@ func startNbio(cfg Config) (Server, error) {
 				return
 			}
 			defer s.conns.done(nc)
+			if opened != nil {
+				opened(c, r)
+			}
 			c.HandleRead(bufSize)
 		})
 	}
@@ -154,17 +166,21 @@ func startNbio(cfg Config) (Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	opened := make(map[string]net.Listener, len(lns))
+	byAddr := make(map[string]net.Listener, len(lns))
 	for i, ln := range lns {
-		opened[cfg.Addrs[i]] = ln
+		byAddr[cfg.Addrs[i]] = ln
 	}
 
 	mux := http.NewServeMux()
 	mux.HandleFunc(cfg.Path, func(w http.ResponseWriter, r *http.Request) {
 		// The engine owns the connection from here on: the poller (or its
 		// blocking read goroutine) parses frames and calls OnMessage.
-		if _, err := up.Upgrade(w, r, nil); err != nil {
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
 			return // Upgrade has written the HTTP error response
+		}
+		if opened != nil {
+			opened(c, r)
 		}
 	})
 	e := nbhttp.NewEngine(nbhttp.Config{
@@ -173,11 +189,11 @@ func startNbio(cfg Config) (Server, error) {
 		Addrs: append([]string(nil), cfg.Addrs...),
 		// Start calls Listen once per address, from its own goroutine.
 		Listen: func(_, addr string) (net.Listener, error) {
-			ln, ok := opened[addr]
+			ln, ok := byAddr[addr]
 			if !ok {
 				return nil, fmt.Errorf("nbio asked to listen on %s, not one of %v", addr, cfg.Addrs)
 			}
-			delete(opened, addr)
+			delete(byAddr, addr)
 			return ln, nil
 		},
 		IOMod:                   ioMod,
@@ -235,105 +251,26 @@ type nbioMember struct {
 // message; in the engine's io modes WriteMessage appends to the
 // connection's buffered writer and never blocks the publisher).
 func startNbioBroadcast(cfg Config) (Server, error) {
-	nbioLogOnce.Do(func() { logging.Output = LogOutput })
-	mode := cfg.String("io_mode")
-	explicitBuf := cfg.Int("read_buffer")
-	pool := mempool.New(cfg.ReadBuffer()+nbioMemPoolExtra, nbioMemPoolFreeSize)
 	var rooms hub[*websocket.Conn]
-	up := websocket.NewUpgrader()
-	up.KeepaliveTime = 0
-	up.BlockingModAsyncWrite = false
-	up.CheckOrigin = func(*http.Request) bool { return true }
-	up.EnableCompression(cfg.Bool("compression"))
-	if explicitBuf > 0 {
-		up.BlockingModReadBufferSize = explicitBuf
-	}
-	up.OnMessage(func(c *websocket.Conn, mt websocket.MessageType, data []byte) {
-		m, ok := c.Session().(*nbioMember)
-		if !ok {
-			return
-		}
-		for _, to := range rooms.members(nil, m.room, c, m.include) {
-			// A failed member is closed by nbio and leaves in OnClose.
-			_ = to.WriteMessage(mt, data)
-		}
-	})
-	up.OnClose(func(c *websocket.Conn, _ error) {
-		if m, ok := c.Session().(*nbioMember); ok {
-			rooms.leave(m.room, c)
-		}
-	})
-	join := func(c *websocket.Conn, r *http.Request) {
+	return startNbioWith(cfg, func(up *websocket.Upgrader) {
+		up.OnMessage(func(c *websocket.Conn, mt websocket.MessageType, data []byte) {
+			m, ok := c.Session().(*nbioMember)
+			if !ok {
+				return
+			}
+			for _, to := range rooms.members(nil, m.room, c, m.include) {
+				// A failed member is closed by nbio and leaves in OnClose.
+				_ = to.WriteMessage(mt, data)
+			}
+		})
+		up.OnClose(func(c *websocket.Conn, _ error) {
+			if m, ok := c.Session().(*nbioMember); ok {
+				rooms.leave(m.room, c)
+			}
+		})
+	}, func(c *websocket.Conn, r *http.Request) {
 		room, include := roomOf(r)
 		c.SetSession(&nbioMember{room: room, include: include})
 		rooms.join(room, c)
-	}
-	if mode == nbioStd {
-		up.Engine = nbhttp.NewEngine(nbhttp.Config{
-			ReleaseWebsocketPayload: true,
-			BodyAllocator:           pool,
-			ServerExecutor:          func(f func()) { f() },
-			SupportServerOnly:       true,
-		})
-		bufSize := up.BlockingModReadBufferSize
-		return startHTTP(cfg, func(s *httpServer, w http.ResponseWriter, r *http.Request) {
-			c, err := up.UpgradeWithoutHandlingReadForConnFromSTDServer(w, r, nil)
-			if err != nil {
-				return // Upgrade has written the HTTP error response
-			}
-			nc := c.UnderlayerConn()
-			if !s.conns.add(nc) {
-				return
-			}
-			defer s.conns.done(nc)
-			join(c, r)
-			c.HandleRead(bufSize)
-		})
-	}
-	ioMod := map[string]int{
-		nbioBlocking:    nbhttp.IOModBlocking,
-		nbioMixed:       nbhttp.IOModMixed,
-		nbioNonBlocking: nbhttp.IOModNonBlocking,
-	}[mode]
-	lns, err := listenAll(cfg.Addrs, cfg.Bool("nodelay"))
-	if err != nil {
-		return nil, err
-	}
-	opened := make(map[string]net.Listener, len(lns))
-	for i, ln := range lns {
-		opened[cfg.Addrs[i]] = ln
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc(cfg.Path, func(w http.ResponseWriter, r *http.Request) {
-		c, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return // Upgrade has written the HTTP error response
-		}
-		join(c, r)
 	})
-	e := nbhttp.NewEngine(nbhttp.Config{
-		Network: "tcp",
-		Addrs:   append([]string(nil), cfg.Addrs...),
-		Listen: func(_, addr string) (net.Listener, error) {
-			ln, ok := opened[addr]
-			if !ok {
-				return nil, fmt.Errorf("nbio asked to listen on %s, not one of %v", addr, cfg.Addrs)
-			}
-			delete(opened, addr)
-			return ln, nil
-		},
-		IOMod:                   ioMod,
-		MaxBlockingOnline:       cfg.Int("max_blocking_online"),
-		ReleaseWebsocketPayload: true,
-		BodyAllocator:           pool,
-		ReadBufferSize:          explicitBuf,
-		BlockingReadBufferSize:  explicitBuf,
-		Handler:                 mux,
-	})
-	up.Engine = e
-	if err := e.Start(); err != nil {
-		closeListeners(lns)
-		return nil, fmt.Errorf("nbio %s engine: %w", mode, err)
-	}
-	return &nbioServer{e: e}, nil
 }
