@@ -96,14 +96,7 @@ func (p *Echo) Bytes() int {
 
 // Validate implements Phase.
 func (p *Echo) Validate(c Context) []FieldError {
-	errs := validatePayloadKind(p.PayloadKind, p.File, p.Bytes())
-	if c.Conns > 0 && p.Concurrency > c.Conns {
-		errs = append(errs, FieldError{"concurrency", fmt.Sprintf("must be <= the connections opened before it (%d), got %d", c.Conns, p.Concurrency)})
-	}
-	if c.Conns == 0 {
-		errs = append(errs, FieldError{"", "needs open connections: put a connect phase before it"})
-	}
-	return errs
+	return append(validatePayloadKind(p.PayloadKind, p.File, p.Bytes()), needsOpen(c, "concurrency", p.Concurrency)...)
 }
 
 // Run implements Phase.

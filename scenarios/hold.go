@@ -41,11 +41,7 @@ func init() {
 
 // Validate implements Phase.
 func (p *Hold) Validate(c Context) []FieldError {
-	var errs []FieldError
-	if c.Conns == 0 {
-		errs = append(errs, FieldError{"", "needs open connections: put a connect phase before it"})
-	}
-	return errs
+	return needsOpen(c, "", 0)
 }
 
 // Run implements Phase.

@@ -53,14 +53,7 @@ func (p *Ping) Defaults(c Context) {
 
 // Validate implements Phase.
 func (p *Ping) Validate(c Context) []FieldError {
-	var errs []FieldError
-	if c.Conns > 0 && p.Concurrency > c.Conns {
-		errs = append(errs, FieldError{"concurrency", fmt.Sprintf("must be <= the connections opened before it (%d), got %d", c.Conns, p.Concurrency)})
-	}
-	if c.Conns == 0 {
-		errs = append(errs, FieldError{"", "needs open connections: put a connect phase before it"})
-	}
-	return errs
+	return needsOpen(c, "concurrency", p.Concurrency)
 }
 
 // Run implements Phase.

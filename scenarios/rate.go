@@ -150,12 +150,7 @@ func (p *Rate) Validate(c Context) []FieldError {
 	if !(p.Rate > 0) {
 		errs = append(errs, FieldError{"rate", fmt.Sprintf("must be > 0 messages per connection per second, got %s", p.Rate)})
 	}
-	if c.Conns > 0 && p.Connections > c.Conns {
-		errs = append(errs, FieldError{"connections", fmt.Sprintf("must be <= the connections opened before it (%d), got %d", c.Conns, p.Connections)})
-	}
-	if c.Conns == 0 {
-		errs = append(errs, FieldError{"", "needs open connections: put a connect phase before it"})
-	}
+	errs = append(errs, needsOpen(c, "connections", p.Connections)...)
 	if p.Ramp > p.Duration {
 		errs = append(errs, FieldError{"ramp", fmt.Sprintf("must be in [0, duration %s], got %s", p.Duration, p.Ramp)})
 	}

@@ -166,6 +166,19 @@ type Context struct {
 	Conns int // connections open when this phase starts (sum of what earlier Openers open)
 }
 
+// needsOpen checks a phase that uses the connections opened before it:
+// there must be some, and field (when not "") asks for at most as many
+// (n of them).
+func needsOpen(c Context, field string, n int) []FieldError {
+	switch {
+	case c.Conns == 0:
+		return []FieldError{{"", "needs open connections: put a connect phase before it"}}
+	case field != "" && n > c.Conns:
+		return []FieldError{{field, fmt.Sprintf("must be <= the connections opened before it (%d), got %d", c.Conns, n)}}
+	}
+	return nil
+}
+
 // FieldError is a problem with one field of a phase; the loader adds the
 // file and line of that field.
 type FieldError struct {
