@@ -18,6 +18,7 @@ const (
 	fWantOut                    // EPOLLOUT is registered: output is pending
 	fDataPend                   // the data frame is not fully written (woff bytes are)
 	fNew                        // opened by the connect phase now running
+	fStamp                      // SO_TIMESTAMPNS is on: reads take the kernel's receive time (rxstamp.go)
 )
 
 // conn is one connection, owned by one loop. An idle open connection is

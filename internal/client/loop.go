@@ -181,6 +181,13 @@ type loop struct {
 	wireIn, payloadIn int64
 	wakes             int64 // epoll waits returned: wake-ups (runs read it at their start and end)
 	stopping          bool  // a cmdClose arrived
+
+	// Batched reads (rxstamp.go): a paced phase's loop sleeps through
+	// arrivals until its next wake-up, and its reads carry kernel
+	// receive timestamps.
+	batching bool
+	more     bool // the last epoll_wait filled the event batch: more may be ready
+	rxs      rxStamps
 }
 
 // newLoop creates a loop's epoll and eventfd; run starts it.
@@ -260,8 +267,20 @@ func (l *loop) run() {
 		if at, ok := l.deadline(); ok {
 			timeout = max(0, at-now)
 		}
+		if l.batching {
+			if timeout > 0 && timeout <= rawWaitMax && !l.more {
+				// Sleep through arrivals: what comes waits in the
+				// socket, stamped by the kernel, until the wake-up.
+				l.sleep(timeout)
+				timeout = 0
+			}
+		}
 		n, err := epollWait(l.epfd, l.events, timeout, &l.ts)
 		l.wakes++
+		l.more = n == len(l.events)
+		if l.batching {
+			l.rxs.calibrate(l.epoch)
+		}
 		if err != nil && err != unix.EINTR {
 			// epoll_wait fails only for a bad epfd or events buffer, which
 			// would be a bug here; stop rather than spin.
@@ -527,7 +546,7 @@ func (l *loop) readFrames(c *conn) {
 		if c.ext != nil && len(c.ext.pend) > 0 {
 			off = copy(l.rbuf, c.ext.pend)
 		}
-		n, e := rawRead(c.fd, l.rbuf[off:])
+		n, at, e := l.read(c, l.rbuf[off:])
 		if e != 0 {
 			if !wouldBlock(e) {
 				l.lost(c, Reason("read: "+e.Error()))
@@ -544,14 +563,17 @@ func (l *loop) readFrames(c *conn) {
 				l.putExt(c)
 			}
 		}
-		l.feed(c, l.rbuf[:off+n], l.now())
+		l.feed(c, l.rbuf[:off+n], at)
 		if n < len(l.rbuf)-off || c.state != stOpen {
 			return
 		}
 	}
 }
 
-// feed decodes b, a piece of c's input stream, and acts on it.
+// feed decodes b, a piece of c's input stream, and acts on it. now is
+// when b arrived: the read's clock, or on a stamped connection the
+// kernel's receive time (rxstamp.go), which runs that send in response
+// must not take for the time of their write.
 func (l *loop) feed(c *conn, b []byte, now int64) {
 	for len(b) > 0 {
 		// The event is decoded into a loop field: a pointer to a local

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"fmt"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -38,6 +39,9 @@ type pacedWake struct {
 	// late is how late each message left: actual write − scheduled time,
 	// ns (0 for one written early, which never happens).
 	late *hdrhistogram.Histogram
+	// conns are the phase's connections while their reads are batched
+	// (begin); nil with prompt reads.
+	conns []*conn
 }
 
 // newPacedWake returns the wake gate of a sender with slack (NoSlack or
@@ -50,6 +54,59 @@ func newPacedWake(slack time.Duration) pacedWake {
 		slack = 0
 	}
 	return pacedWake{slack: int64(slack), last: -1 << 62, late: NewHistogram()}
+}
+
+// Read modes of a paced phase (RateParams.Reads).
+const (
+	// ReadsBatched: the loop sleeps through echo arrivals until its next
+	// send window (at most rawWaitMax away) and reads them with the sends,
+	// one wake-up for both; each read's latency ends at the kernel's
+	// receive timestamp of its data (rxstamp.go), not at the read.
+	ReadsBatched = "batched"
+	// ReadsPrompt: the loop wakes for every arrival and a read's latency
+	// ends at the read (the behaviour before batched reads).
+	ReadsPrompt = "prompt"
+)
+
+// checkReads validates a read mode ("" is the default, ReadsBatched).
+func checkReads(mode string) error {
+	switch mode {
+	case "", ReadsBatched, ReadsPrompt:
+		return nil
+	}
+	return fmt.Errorf("reads must be %q or %q, got %q", ReadsBatched, ReadsPrompt, mode)
+}
+
+// mergeReads merges the read modes of two parts of a phase: prompt where
+// any part read promptly (a kernel refused timestamps), which is what the
+// phase's figures then partly rest on.
+func mergeReads(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "" || a == b:
+		return a
+	}
+	return ReadsPrompt
+}
+
+// begin starts the gate's phase on l over its connections conns with the
+// read mode asked for, and returns the mode it runs with: batched reads
+// fall back to prompt ones where the kernel refuses receive timestamps.
+func (w *pacedWake) begin(l *loop, conns []*conn, mode string) string {
+	if mode == ReadsPrompt || !l.batchReads(conns) {
+		return ReadsPrompt
+	}
+	w.conns = append([]*conn(nil), conns...) // conns may be l.open, which changes
+	return ReadsBatched
+}
+
+// end ends the gate's phase on l: prompt reads again.
+func (w *pacedWake) end(l *loop) {
+	if w.conns != nil {
+		l.promptReads(w.conns)
+		w.conns = nil
+	}
 }
 
 // pumped notes a pump at now.

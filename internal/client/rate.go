@@ -54,6 +54,9 @@ type RateParams struct {
 	// says how late they left). 0 = DefaultSlack; NoSlack = a wake-up per
 	// due message.
 	Slack time.Duration `json:"slack"`
+	// Reads is when the loop reads the echoes: ReadsBatched (the default,
+	// "" too) or ReadsPrompt; see ReadsBatched.
+	Reads string `json:"reads,omitempty"`
 	// PhaseFirst and PhaseTotal place this client's connections in the
 	// timetable: its connection j gets phase (PhaseFirst+j)/PhaseTotal of
 	// a period. Zero values = j/Connections. Split sets them so that the
@@ -97,6 +100,9 @@ type RateResult struct {
 	// Wakeups counts the loop wake-ups (epoll_pwait2 returns) during the
 	// phase, over every loop: the client's cost driver at sparse rates.
 	Wakeups int64 `json:"wakeups"`
+	// Reads is how the echoes were read: ReadsBatched, or ReadsPrompt
+	// (asked for, or where the kernel refused receive timestamps).
+	Reads string `json:"reads"`
 	// Seconds is the timeline: entry i covers [i s, i+1 s) from the start
 	// of the phase (drain included). Sends count in the second they were
 	// written, echoes and their latencies in the second they completed. It
@@ -156,6 +162,7 @@ func (r *RateResult) Merge(other Result) {
 	r.Slack = max(r.Slack, o.Slack)
 	r.SendLate.add(o.SendLate)
 	r.Wakeups += o.Wakeups
+	r.Reads = mergeReads(r.Reads, o.Reads)
 	for len(r.Seconds) < len(o.Seconds) {
 		r.Seconds = append(r.Seconds, RateSecond{})
 	}
@@ -188,6 +195,9 @@ func (p RateParams) withDefaults() RateParams {
 	}
 	if p.Slack == 0 {
 		p.Slack = DefaultSlack
+	}
+	if p.Reads == "" {
+		p.Reads = ReadsBatched
 	}
 	return p
 }
@@ -267,6 +277,7 @@ type rateJob struct {
 	loopMax     int64 // messages in flight over the loop's connections
 	lateAfter   int64 // ns
 	slack       time.Duration
+	reads       string
 	pr          *Progress
 }
 
@@ -344,6 +355,7 @@ func (l *loop) rateStart(job *rateJob) {
 	}
 	r.live = n
 	r.part.Conns = n
+	r.part.Reads = r.gate.begin(l, l.open[:n], job.reads)
 	r.cu = cursor{p: job.pacer, first: job.first, total: job.total, n: n}
 	r.sending = true
 	l.setTick(maxTick)
@@ -637,7 +649,7 @@ func (r *rateRun) onData(l *loop, c *conn, ev *event, now int64) {
 	}
 	if rc.capped && r.sending {
 		rc.capped = false
-		l.rateSend(r, int(c.sentAt), now)
+		l.rateSend(r, int(c.sentAt), l.now()) // now may be the echo's arrival, before this read
 		if l.ph != r {
 			return
 		}
@@ -703,6 +715,7 @@ func (r *rateRun) finish(l *loop, stopped bool, now int64) {
 	if r.job.pr != nil && r.unflushed > 0 {
 		r.job.pr.Done.Add(r.unflushed)
 	}
+	r.gate.end(l)
 	r.part.Slack = time.Duration(r.gate.slack)
 	r.part.SendLate = Hist{r.gate.late}
 	r.part.Wakeups = l.wakes - r.wakes0
@@ -746,6 +759,9 @@ func (p *RateParams) Validate() error {
 	}
 	if p.Slack < 0 && p.Slack != NoSlack {
 		errs = append(errs, fmt.Errorf("slack must be >= 0 (or NoSlack), got %v", p.Slack))
+	}
+	if err := checkReads(p.Reads); err != nil {
+		errs = append(errs, err)
 	}
 	if p.LateAfter < 0 {
 		errs = append(errs, fmt.Errorf("late after must be >= 0, got %v", p.LateAfter))
@@ -829,6 +845,7 @@ func (p *RateParams) start(ph *phaseEnv) (*phasePlan, error) {
 			loopMax:     max(1, q.MaxInflightBytes/int64(p.Payload)),
 			lateAfter:   int64(d.LateAfter),
 			slack:       d.Slack,
+			reads:       d.Reads,
 			pr:          ph.pr,
 		}
 		plan.starts[i] = func(l *loop) { l.rateStart(job) }

@@ -232,7 +232,7 @@ func (l *loop) readSealed(c *conn) {
 	}
 	s := c.sec.tls
 	for {
-		n, e := rawRead(c.fd, l.tin)
+		n, at, e := l.read(c, l.tin)
 		if e != 0 {
 			if !wouldBlock(e) {
 				l.lost(c, Reason("read: "+e.Error()))
@@ -274,7 +274,7 @@ func (l *loop) readSealed(c *conn) {
 					}
 				}
 				k := copy(l.rbuf[off:], p)
-				l.feed(c, l.rbuf[:off+k], l.now())
+				l.feed(c, l.rbuf[:off+k], at)
 			}
 			if c.state != stOpen && c.state != stReceiving {
 				return

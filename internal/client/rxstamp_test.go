@@ -1,0 +1,201 @@
+package client
+
+import (
+	"fmt"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// tcpPair returns a loop with one registered TCP loopback connection (the
+// loop's end, non-blocking) and the peer's fd.
+func tcpPair(tb testing.TB) (*loop, *conn, int) {
+	tb.Helper()
+	ln, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer unix.Close(ln)
+	if err := unix.Bind(ln, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		tb.Fatal(err)
+	}
+	if err := unix.Listen(ln, 1); err != nil {
+		tb.Fatal(err)
+	}
+	sa, err := unix.Getsockname(ln)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := unix.Connect(fd, sa); err != nil {
+		tb.Fatal(err)
+	}
+	peer, _, err := unix.Accept4(ln, unix.SOCK_CLOEXEC)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		tb.Fatal(err)
+	}
+	l, err := newLoop(&Client{}, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c := &conn{fd: int32(fd)}
+	if err := l.register(c, evIn); err != nil {
+		tb.Fatal(err)
+	}
+	l.addOpen(c)
+	tb.Cleanup(func() {
+		l.shutdown()
+		unix.Close(peer)
+	})
+	return l, c, peer
+}
+
+// TestStampedRead: on a stamped connection a read late by 30 ms still
+// says when the data arrived (the kernel's receive timestamp); unstamped,
+// it says when it was read; the stamp of several segments read together
+// is the last one's; and a stamped read allocates nothing.
+func TestStampedRead(t *testing.T) {
+	l, c, peer := tcpPair(t)
+	buf := make([]byte, 4096)
+	send := func(s string) int64 {
+		t.Helper()
+		at := l.now()
+		if _, err := unix.Write(peer, []byte(s)); err != nil {
+			t.Fatal(err)
+		}
+		return at
+	}
+	const late = 30 * time.Millisecond
+	retryTiming(t, func() string {
+		if !l.batchReads([]*conn{c}) || c.flags&fStamp == 0 || !l.batching {
+			t.Fatal("batchReads refused on a TCP socket")
+		}
+		sent := send("hello")
+		time.Sleep(late)
+		read := l.now()
+		n, at, e := l.read(c, buf)
+		if e != 0 || string(buf[:n]) != "hello" {
+			t.Fatalf("read %q, errno %v", buf[:n], e)
+		}
+		if d := time.Duration(at - sent); d < 0 || d > late/3 {
+			return fmt.Sprintf("stamped read: arrival %v after the write, want about 0 (the read came %v later)", d, time.Duration(read-sent))
+		}
+		// Two segments read together: the stamp is the second's.
+		send("a")
+		time.Sleep(late)
+		second := send("b")
+		time.Sleep(late)
+		n, at, _ = l.read(c, buf)
+		if string(buf[:n]) != "ab" {
+			t.Fatalf("read %q, want ab", buf[:n])
+		}
+		if d := time.Duration(at - second); d < 0 || d > late/3 {
+			return fmt.Sprintf("two segments: stamp %v after the second write, want about 0", d)
+		}
+		l.promptReads([]*conn{c})
+		if c.flags&fStamp != 0 || l.batching {
+			t.Fatal("promptReads left the stamp on")
+		}
+		sent = send("x")
+		time.Sleep(late)
+		n, at, _ = l.read(c, buf)
+		if n != 1 {
+			t.Fatalf("read %d bytes, want 1", n)
+		}
+		if d := time.Duration(at - sent); d < late {
+			return fmt.Sprintf("unstamped read: %v after the write, want the read's own time (>= %v)", d, late)
+		}
+		return ""
+	})
+	l.batchReads([]*conn{c})
+	one := []byte{1}
+	if got := testing.AllocsPerRun(200, func() {
+		_, _ = unix.Write(peer, one)
+		if n, _, e := l.read(c, buf); n != 1 || e != 0 {
+			t.Fatalf("read %d, errno %v", n, e)
+		}
+	}); got != 0 {
+		t.Errorf("a stamped read allocates %v times, want 0", got)
+	}
+}
+
+// TestStampParse: the timestamp is found among control messages, and a
+// malformed control buffer yields none rather than garbage.
+func TestStampParse(t *testing.T) {
+	var s rxStamps
+	put := func(level, typ int32, data []byte) int {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&s.oob[0]))
+		h.Level, h.Type = level, typ
+		h.SetLen(unix.CmsgLen(len(data)))
+		copy(s.oob[unix.CmsgLen(0):], data)
+		return unix.CmsgSpace(len(data))
+	}
+	ts := unix.NsecToTimespec(1_700_000_000_123_456_789)
+	tsb := unsafe.Slice((*byte)(unsafe.Pointer(&ts)), unsafe.Sizeof(ts))
+	s.msg.Controllen = uint64(put(unix.SOL_SOCKET, unix.SCM_TIMESTAMPNS, tsb))
+	if got, ok := s.stamp(); !ok || got != 1_700_000_000_123_456_789 {
+		t.Errorf("stamp() = %d, %v; want the timespec", got, ok)
+	}
+	s.msg.Controllen = uint64(put(unix.SOL_SOCKET, unix.SCM_RIGHTS, tsb))
+	if _, ok := s.stamp(); ok {
+		t.Error("an SCM_RIGHTS message read as a timestamp")
+	}
+	put(unix.SOL_SOCKET, unix.SCM_TIMESTAMPNS, tsb)
+	(*unix.Cmsghdr)(unsafe.Pointer(&s.oob[0])).Len = 1000
+	if _, ok := s.stamp(); ok {
+		t.Error("a control message longer than the buffer read as a timestamp")
+	}
+	s.msg.Controllen = 0
+	if _, ok := s.stamp(); ok {
+		t.Error("no control data read as a timestamp")
+	}
+}
+
+// TestRateBatchedReads: a rate phase reads batched by default: far fewer
+// wake-ups than prompt reads on the same timetable, every echo counted,
+// latencies alike; reads: prompt is the old behaviour.
+func TestRateBatchedReads(t *testing.T) {
+	s := &echoServer{}
+	addr := s.start(t)
+	c := newClient(t, Options{Targets: []string{addr}, Loops: 1, NoDelay: true})
+	mustConnect(t, c, 100)
+	run := func(reads string) RateResult {
+		t.Helper()
+		res, err := c.Rate(t.Context(), RateParams{Duration: time.Second, Rate: 50, Payload: 256, Verify: true, Reads: reads}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkRateSums(t, res)
+		if res.Recv != res.Sent || res.Failed != 0 || res.Sent < 4500 {
+			t.Fatalf("reads %q: sent %d recv %d failed %d, want ~5000 all echoed", reads, res.Sent, res.Recv, res.Failed)
+		}
+		return res
+	}
+	retryTiming(t, func() string {
+		b, p := run(""), run(ReadsPrompt)
+		if b.Reads != ReadsBatched || p.Reads != ReadsPrompt {
+			t.Fatalf("reads %q and %q, want batched and prompt", b.Reads, p.Reads)
+		}
+		wb := float64(b.Wakeups) / float64(b.Sent+b.Recv)
+		wp := float64(p.Wakeups) / float64(p.Sent+p.Recv)
+		t.Logf("wake-ups per message: batched %.3f, prompt %.3f; p50 %v vs %v", wb, wp,
+			time.Duration(b.Latency.ValueAtQuantile(50)), time.Duration(p.Latency.ValueAtQuantile(50)))
+		if wb > 0.7*wp {
+			return fmt.Sprintf("batched reads woke %.3f times per message, prompt %.3f: want far fewer", wb, wp)
+		}
+		// The stamps end each latency at the echo's arrival: batched
+		// latencies are not inflated by the reads' delay (up to 1 ms).
+		if bp, pp := b.Latency.ValueAtQuantile(50), p.Latency.ValueAtQuantile(50); bp > pp+int64(500*time.Microsecond) {
+			return fmt.Sprintf("batched p50 %v vs prompt %v: the read's delay leaked into the latency", time.Duration(bp), time.Duration(pp))
+		}
+		return ""
+	})
+}
