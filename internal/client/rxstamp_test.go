@@ -160,8 +160,8 @@ func TestStampParse(t *testing.T) {
 }
 
 // TestRateBatchedReads: a rate phase reads batched by default: far fewer
-// wake-ups than prompt reads on the same timetable, every echo counted,
-// latencies alike; reads: prompt is the old behaviour.
+// wake-ups than prompt reads on the same timetable, every echo counted;
+// reads: prompt is the old behaviour.
 func TestRateBatchedReads(t *testing.T) {
 	s := &echoServer{}
 	addr := s.start(t)
@@ -186,16 +186,15 @@ func TestRateBatchedReads(t *testing.T) {
 		}
 		wb := float64(b.Wakeups) / float64(b.Sent+b.Recv)
 		wp := float64(p.Wakeups) / float64(p.Sent+p.Recv)
-		t.Logf("wake-ups per message: batched %.3f, prompt %.3f; p50 %v vs %v", wb, wp,
-			time.Duration(b.Latency.ValueAtQuantile(50)), time.Duration(p.Latency.ValueAtQuantile(50)))
+		t.Logf("wake-ups per message: batched %.3f, prompt %.3f; p50 %v vs %v; send late p50 %v vs %v", wb, wp,
+			time.Duration(b.Latency.ValueAtQuantile(50)), time.Duration(p.Latency.ValueAtQuantile(50)),
+			time.Duration(b.SendLate.ValueAtQuantile(50)), time.Duration(p.SendLate.ValueAtQuantile(50)))
 		if wb > 0.7*wp {
 			return fmt.Sprintf("batched reads woke %.3f times per message, prompt %.3f: want far fewer", wb, wp)
 		}
-		// The stamps end each latency at the echo's arrival: batched
-		// latencies are not inflated by the reads' delay (up to 1 ms).
-		if bp, pp := b.Latency.ValueAtQuantile(50), p.Latency.ValueAtQuantile(50); bp > pp+int64(500*time.Microsecond) {
-			return fmt.Sprintf("batched p50 %v vs prompt %v: the read's delay leaked into the latency", time.Duration(bp), time.Duration(pp))
-		}
+		// That the latencies end at each echo's arrival, not at its
+		// delayed read, TestStampedRead shows deterministically; here
+		// they are only logged: on a loaded host they are noise.
 		return ""
 	})
 }
