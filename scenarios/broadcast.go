@@ -22,21 +22,26 @@ import (
 // message's scheduled publish time (a 24-byte marker: number, Unix time,
 // room, publisher). The connections are closed at the end of the phase.
 type Broadcast struct {
-	Rooms         int            `yaml:"rooms" min:"0" doc:"rooms; default: connections / room_size"`
-	RoomSize      int            `yaml:"room_size" required:"true" min:"1" doc:"connections per room, publishers included"`
-	Connections   int            `yaml:"connections" min:"0" doc:"connections in all (rooms × room_size); give rooms or connections"`
-	Publishers    int            `yaml:"publishers" default:"1" min:"1" doc:"publishers per room (the room's first members)"`
-	Rate          units.Rate     `yaml:"rate" required:"true" doc:"messages per publisher per second, > 0; fractions allowed"`
-	Duration      units.Duration `yaml:"duration" required:"true" min:"1ns" doc:"publishing time"`
-	Payload       *units.Size    `yaml:"payload" default:"256" min:"24" max:"64MiB" hint:"the marker: number, scheduled time, room and publisher" doc:"bytes per message, the 24-byte marker included"`
-	Drain         units.Duration `yaml:"drain" default:"2s" min:"0s" doc:"wait after duration for deliveries still due"`
-	LateAfter     units.Duration `yaml:"late_after" default:"1ms" min:"0s" doc:"a message published later than this after its schedule is late"`
-	IncludeSender *bool          `yaml:"include_sender" default:"true" doc:"the server sends a message to its publisher too; false adds include_sender=false to the URL"`
-	Verify        *bool          `yaml:"verify" default:"true" doc:"compare every delivered payload byte (the marker is always checked)"`
-	Slow          *BroadcastSlow `yaml:"slow" doc:"slow subscribers: some members stop reading now and then"`
-	Concurrency   int            `yaml:"concurrency" min:"0" doc:"handshakes in progress at once while opening; default min(1000, connections)"`
-	Timeout       units.Duration `yaml:"timeout" default:"5s" min:"1ns" doc:"time allowed for one handshake attempt"`
-	Retries       int            `yaml:"retries" default:"3" doc:"extra attempts per connection; negative = none"`
+	Rooms       int            `yaml:"rooms" min:"0" doc:"rooms; default: connections / room_size"`
+	RoomSize    int            `yaml:"room_size" required:"true" min:"1" doc:"connections per room, publishers included"`
+	Connections int            `yaml:"connections" min:"0" doc:"connections in all (rooms × room_size); give rooms or connections"`
+	Publishers  int            `yaml:"publishers" default:"1" min:"1" doc:"publishers per room (the room's first members)"`
+	Rate        units.Rate     `yaml:"rate" required:"true" doc:"messages per publisher per second, > 0; fractions allowed"`
+	Duration    units.Duration `yaml:"duration" required:"true" min:"1ns" doc:"publishing time"`
+	Payload     *units.Size    `yaml:"payload" default:"256" min:"24" max:"64MiB" hint:"the marker: number, scheduled time, room and publisher" doc:"bytes per message, the 24-byte marker included"`
+	Drain       units.Duration `yaml:"drain" default:"2s" min:"0s" doc:"wait after duration for deliveries still due"`
+	LateAfter   units.Duration `yaml:"late_after" default:"1ms" min:"0s" doc:"a message published later than this after its schedule is late"`
+	// Slack is the publishers' timer slack, as the rate phase's: the loop
+	// wakes at most once per slack and publishes every message due by then
+	// together (each one's latency still counts from its own schedule;
+	// send_late_* say how late they left).
+	Slack         *units.Duration `yaml:"slack" default:"200us" min:"0s" doc:"timer slack: sends due within it share one wake-up (at most this late); 0 = a wake-up per message"`
+	IncludeSender *bool           `yaml:"include_sender" default:"true" doc:"the server sends a message to its publisher too; false adds include_sender=false to the URL"`
+	Verify        *bool           `yaml:"verify" default:"true" doc:"compare every delivered payload byte (the marker is always checked)"`
+	Slow          *BroadcastSlow  `yaml:"slow" doc:"slow subscribers: some members stop reading now and then"`
+	Concurrency   int             `yaml:"concurrency" min:"0" doc:"handshakes in progress at once while opening; default min(1000, connections)"`
+	Timeout       units.Duration  `yaml:"timeout" default:"5s" min:"1ns" doc:"time allowed for one handshake attempt"`
+	Retries       int             `yaml:"retries" default:"3" doc:"extra attempts per connection; negative = none"`
 }
 
 // BroadcastSlow configures slow subscribers: the last round(fraction ×
@@ -82,7 +87,7 @@ func init() {
 			{Name: "publishers", Kind: metrics.Count, Doc: "publishers per room"},
 			{Name: "published", Kind: metrics.Count, Doc: "messages published"},
 			{Name: "late", Kind: metrics.Count, Doc: "messages published more than late_after after their schedule, or never (unsent)"},
-			{Name: "publish_lag_max", Kind: metrics.Duration, Doc: "the most a message was published after its schedule: how far the client itself fell behind (its deliveries carry it)"},
+			{Name: "publish_lag_max", Kind: metrics.Duration, Doc: "the most a message was published after its schedule: how far the client itself fell behind (its deliveries carry it); the same figure as send_late_max"},
 			{Name: "deliveries", Kind: metrics.Count, Doc: "deliveries expected: each message published × its room's receivers"},
 			{Name: "delivered", Kind: metrics.Count, Doc: "distinct messages received intact, over every subscriber"},
 			{Name: "lost", Kind: metrics.Count, Doc: "deliveries − delivered: never received by the end of the drain"},
@@ -93,7 +98,7 @@ func init() {
 			{Name: "eer", Kind: metrics.Float, Doc: "delivery_rate / server cpu_avg: deliveries per second per percent of a core"},
 			{Name: "duration", Kind: metrics.Duration, Doc: "publishing time"},
 			{Name: "drain", Kind: metrics.Duration, Doc: "time after duration spent waiting for deliveries"},
-		}, metrics.Latency, []metrics.Def{
+		}, pacedDefs("wakeups / (published + delivered): client wake-ups per message published or delivered"), metrics.Latency, []metrics.Def{
 			{Name: "fanout_p50", Kind: metrics.Duration, Doc: "latency of the last delivery of a message to the room (slow subscribers excepted), median"},
 			{Name: "fanout_p99", Kind: metrics.Duration, Doc: "latency of the last delivery of a message to the room (slow subscribers excepted): time until the whole room has it"},
 			{Name: "fanout_max", Kind: metrics.Duration, Doc: "fanout, the slowest message"},
@@ -185,6 +190,7 @@ func (p *Broadcast) params(step string) *client.BroadcastParams {
 		Payload:    p.Bytes(),
 		Drain:      p.Drain.D(),
 		LateAfter:  p.LateAfter.D(),
+		Slack:      clientSlack(p.Slack),
 		Verify:     p.Verify == nil || *p.Verify,
 		Include:    p.IncludeSender == nil || *p.IncludeSender,
 		Conc:       p.Concurrency,
@@ -244,7 +250,7 @@ func BroadcastMetrics(r client.BroadcastResult, q *client.BroadcastParams) metri
 		"publishers":      int64(q.Publishers),
 		"published":       r.Published,
 		"late":            r.Late + r.Unsent,
-		"publish_lag_max": r.LagMax,
+		"publish_lag_max": sendLateMax(r),
 		"deliveries":      r.Deliveries,
 		"delivered":       r.Delivered,
 		"lost":            r.Lost(),
@@ -260,6 +266,7 @@ func BroadcastMetrics(r client.BroadcastResult, q *client.BroadcastParams) metri
 		"slow_dropped":    r.SlowDropped,
 		"dropped":         r.Dropped,
 	}
+	pacedValues(v, r.Slack, r.SendLate, r.Wakeups, r.Published+r.Delivered)
 	latencyValues(v, r.Latency)
 	v["fanout_p50"], v["fanout_p99"], v["fanout_max"] = time.Duration(0), time.Duration(0), time.Duration(0)
 	if h := fan.Histogram; h.TotalCount() > 0 {
@@ -291,7 +298,7 @@ func BroadcastWarnings(r client.BroadcastResult, q *client.BroadcastParams) []st
 		w = append(w, fmt.Sprintf("%d deliveries duplicated, %d out of order", r.Duplicated, r.OutOfOrder))
 	}
 	if late := r.Late + r.Unsent; r.Published > 0 && float64(late) > RateLateShare*float64(r.Published+r.Unsent) {
-		w = append(w, fmt.Sprintf("%d of %d messages published late (%d never; up to %v): their latency counts from their schedule", late, r.Published+r.Unsent, r.Unsent, r.LagMax.Round(time.Microsecond)))
+		w = append(w, fmt.Sprintf("%d of %d messages published late (%d never; up to %v): their latency counts from their schedule", late, r.Published+r.Unsent, r.Unsent, sendLateMax(r).Round(time.Microsecond)))
 	}
 	if d := r.Dropped - r.SlowDropped; d > 0 {
 		w = append(w, fmt.Sprintf("%d subscribers that read were disconnected", d))
@@ -339,4 +346,12 @@ func (s BroadcastSlow) MarshalYAML() (any, error) {
 	}
 	n.Style = yaml.FlowStyle
 	return &n, nil
+}
+
+// sendLateMax is the latest a message was published after its schedule.
+func sendLateMax(r client.BroadcastResult) time.Duration {
+	if h := r.SendLate.Histogram; h != nil && h.TotalCount() > 0 {
+		return time.Duration(h.Max())
+	}
+	return 0
 }

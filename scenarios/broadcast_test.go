@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -52,16 +53,39 @@ func TestBroadcastValidate(t *testing.T) {
 // result as documented; the verdict says what the server did.
 func TestBroadcastMetrics(t *testing.T) {
 	q := &client.BroadcastParams{Rooms: 1, RoomSize: 4, Publishers: 1, Include: true, Slow: 0.25, ReadPause: time.Second}
-	r := client.BroadcastResult{Published: 10, Deliveries: 40, Delivered: 37, SlowDeliveries: 10, SlowDelivered: 8, Slow: 1,
+	r := client.BroadcastResult{Published: 10, Late: 2, Deliveries: 40, Delivered: 37, SlowDeliveries: 10, SlowDelivered: 8, Slow: 1,
 		Latency: client.NewHist(), SlowLatency: client.NewHist(),
 		Fanout: client.FanoutTable{Stride: 1, PerPub: 2, Max: []int64{int64(time.Millisecond), int64(3 * time.Millisecond)}, Count: []int32{3, 2}}}
 	r.SlowLatency.RecordValue(int64(2 * time.Second))
+	r.Slack, r.Wakeups, r.SendLate = client.DefaultSlack, 94, client.NewHist()
+	for _, d := range []time.Duration{10 * time.Microsecond, 20 * time.Microsecond, 150 * time.Microsecond, 3 * time.Millisecond} {
+		r.SendLate.RecordValue(int64(d))
+	}
 	v := BroadcastMetrics(r, q)
 	if v.Int("lost") != 3 || v.Int("slow_lost") != 2 || v.Int("incomplete") != 1 || v.Dur("fanout_max") > 2*time.Millisecond || v.Dur("fanout_p99") < time.Millisecond {
 		t.Errorf("metrics %v", v)
 	}
+	// The pacing figures, as the rate phase's: wake-ups per message
+	// published or delivered (94 / (10 + 37)), send lateness from its
+	// histogram, whose max is publish_lag_max.
+	if v.Dur("slack") != client.DefaultSlack || v.Int("wakeups") != 94 || v.Float("wakeups_per_msg") != 2 ||
+		!near(v.Dur("send_late_p50"), 20*time.Microsecond) || !near(v.Dur("send_late_p99"), 3*time.Millisecond) ||
+		!near(v.Dur("send_late_max"), 3*time.Millisecond) || v.Dur("publish_lag_max") != v.Dur("send_late_max") {
+		t.Errorf("slack %v wakeups %d (%v per message), send_late p50 %v p99 %v max %v, publish_lag_max %v; want 200µs, 94 (2), 20µs, 3ms, 3ms, 3ms",
+			v.Dur("slack"), v.Int("wakeups"), v.Float("wakeups_per_msg"), v.Dur("send_late_p50"), v.Dur("send_late_p99"), v.Dur("send_late_max"), v.Dur("publish_lag_max"))
+	}
+	// Every metric the kind declares (but those the engine adds) is set.
+	k, _ := Lookup("broadcast")
+	for _, d := range k.Metrics {
+		if _, ok := v[d.Name]; !ok && d.Name != "eer" && !strings.HasSuffix(d.Name, "_per_1m") {
+			t.Errorf("metric %s declared but not set", d.Name)
+		}
+		if x, ok := v[d.Name]; ok && fmt.Sprintf("%T", x) != fmt.Sprintf("%T", d.Kind.Zero()) {
+			t.Errorf("metric %s is a %T, its kind wants %T", d.Name, x, d.Kind.Zero())
+		}
+	}
 	w := strings.Join(BroadcastWarnings(r, q), "\n")
-	for _, want := range []string{"1 of 30 deliveries to subscribers that read never came", "the server held their messages (8 of 10 delivered late", "had not delivered 2 by the end of the drain"} {
+	for _, want := range []string{"2 of 10 messages published late (0 never; up to 3ms)", "1 of 30 deliveries to subscribers that read never came", "the server held their messages (8 of 10 delivered late", "had not delivered 2 by the end of the drain"} {
 		if !strings.Contains(w, want) {
 			t.Errorf("warnings %q, want %q", w, want)
 		}
@@ -80,5 +104,34 @@ func TestBroadcastNoFanout(t *testing.T) {
 	r.Delivered = 200
 	if w := strings.Join(BroadcastWarnings(r, q), "\n"); strings.Contains(w, "fan out") {
 		t.Errorf("warned with every delivery in: %q", w)
+	}
+}
+
+// TestBroadcastSlack: the plan's slack reaches the client's publishers as
+// the rate phase's does: absent is the default, 0s is none (a wake-up per
+// message), any other value itself.
+func TestBroadcastSlack(t *testing.T) {
+	d := func(v time.Duration) *units.Duration { u := units.Duration(v); return &u }
+	for _, tc := range []struct {
+		slack *units.Duration
+		want  time.Duration
+	}{
+		{nil, client.DefaultSlack},
+		{d(0), client.NoSlack},
+		{d(time.Millisecond), time.Millisecond},
+	} {
+		p := Broadcast{Rooms: 1, RoomSize: 2, Rate: 10, Duration: units.Duration(time.Second), Slack: tc.slack}
+		Defaults(&p, Context{})
+		if errs := Check(&p, Context{}); len(errs) > 0 {
+			t.Fatalf("slack %v: errors %v", tc.slack, errs)
+		}
+		if got := p.params(client.BroadcastRun).Slack; got != tc.want {
+			t.Errorf("slack %v: client gets %v, want %v", tc.slack, got, tc.want)
+		}
+	}
+	p := Broadcast{Rooms: 1, RoomSize: 2, Rate: 10, Duration: units.Duration(time.Second), Slack: d(-time.Millisecond)}
+	Defaults(&p, Context{})
+	if errs := Check(&p, Context{}); len(errs) != 1 || errs[0].Field != "slack" {
+		t.Errorf("slack -1ms: errors %v, want one on slack", errs)
 	}
 }

@@ -110,13 +110,7 @@ func init() {
 			{Name: "conns", Kind: metrics.Count, Doc: "connections that sent"},
 			{Name: "rate", Kind: metrics.Float, Doc: "messages per connection per second asked for"},
 			{Name: "payload", Kind: metrics.Bytes, Doc: "bytes per message"},
-			{Name: "slack", Kind: metrics.Duration, Doc: "the timer slack the phase ran with"},
-			{Name: "send_late_p50", Kind: metrics.Duration, Doc: "median of how late messages left (write − scheduled time)"},
-			{Name: "send_late_p99", Kind: metrics.Duration, Doc: "99th percentile of how late messages left"},
-			{Name: "send_late_max", Kind: metrics.Duration, Doc: "the latest a message left after its scheduled time"},
-			{Name: "wakeups", Kind: metrics.Count, Doc: "client loop wake-ups during the phase"},
-			{Name: "wakeups_per_msg", Kind: metrics.Float, Doc: "wakeups / (sent + recv): client wake-ups per message sent or echoed"},
-		}, metrics.Latency, []metrics.Def{
+		}, pacedDefs("wakeups / (sent + recv): client wake-ups per message sent or echoed"), metrics.Latency, []metrics.Def{
 			{Name: "client_cpu_per_1m", Kind: metrics.Float, Doc: "client CPU seconds per million messages sent and echoed"},
 			{Name: "server_cpu_per_1m", Kind: metrics.Float, Doc: "server CPU seconds per million echoes"},
 		}, wireDefs),
@@ -232,32 +226,14 @@ func RateMetrics(r client.RateResult, perConn float64, payload int64) metrics.Va
 		"rate":          perConn,
 		"payload":       payload,
 	}
-	v["slack"] = r.Slack
-	v["wakeups"] = r.Wakeups
-	v["wakeups_per_msg"] = 0.0
-	if n := r.Sent + r.Recv; n > 0 {
-		v["wakeups_per_msg"] = float64(r.Wakeups) / float64(n)
-	}
-	var p50, p99, mx time.Duration
-	if h := r.SendLate.Histogram; h != nil && h.TotalCount() > 0 {
-		p50, p99, mx = time.Duration(h.ValueAtQuantile(50)), time.Duration(h.ValueAtQuantile(99)), time.Duration(h.Max())
-	}
-	v["send_late_p50"], v["send_late_p99"], v["send_late_max"] = p50, p99, mx
+	pacedValues(v, r.Slack, r.SendLate, r.Wakeups, r.Sent+r.Recv)
 	wireValues(v, r.BytesPayload, r.BytesWire)
 	latencyValues(v, r.Latency)
 	return v
 }
 
 // slack returns the client's RateParams.Slack: nil is the default, 0 none.
-func (p *Rate) slack() time.Duration {
-	switch {
-	case p.Slack == nil:
-		return client.DefaultSlack
-	case *p.Slack == 0:
-		return client.NoSlack
-	}
-	return p.Slack.D()
-}
+func (p *Rate) slack() time.Duration { return clientSlack(p.Slack) }
 
 // RateWarnings are what a reader of a rate result must not miss: a
 // shortfall against the timetable, more than 1% late messages, lost

@@ -73,6 +73,12 @@ type BroadcastParams struct {
 	Conc       int           `json:"concurrency"` // open: handshakes in flight
 	Timeout    time.Duration `json:"timeout"`     // open: per attempt
 	Retries    int           `json:"retries"`     // open: extra attempts
+	// Slack is the publishers' timer slack, as RateParams.Slack: after a
+	// wake-up the loop sleeps at least Slack before the next and publishes
+	// every message due by then together, so a message leaves at most
+	// Slack late (BroadcastResult.SendLate says how late they left).
+	// 0 = DefaultSlack; NoSlack = a wake-up per due message.
+	Slack time.Duration `json:"slack"`
 	// First and Count are this part's subscribers: [First, First+Count);
 	// Count 0 = every one from First on. Split sets them.
 	First int `json:"first"`
@@ -95,15 +101,21 @@ type BroadcastResult struct {
 	Published   int64 `json:"published"`   // messages written by publishers
 	Late        int64 `json:"late"`        // published more than LateAfter after their time
 	Unsent      int64 `json:"unsent"`      // due before Duration but never written
-	// LagMax is the most a message was published after its scheduled
-	// time: how far the client itself fell behind (its loop busy, or not
-	// scheduled by the kernel); every delivery of that message carries it.
-	LagMax     time.Duration `json:"lag_max"`
-	Deliveries int64         `json:"deliveries"` // expected: each published message × its room's receivers
-	Delivered  int64         `json:"delivered"`  // distinct messages received intact, over every subscriber
-	Duplicated int64         `json:"duplicated"` // a message received again by the same subscriber
-	OutOfOrder int64         `json:"out_of_order"`
-	Failed     int64         `json:"failed"` // deliveries received but wrong (marker, length, opcode, payload)
+	// Slack is the timer slack the run published with (BroadcastParams.Slack).
+	Slack time.Duration `json:"slack"`
+	// SendLate is how late each message was published: its write minus
+	// its scheduled time, ns; exact over loops and shards. Its Max is how
+	// far the client itself fell behind (its loop busy, or not scheduled
+	// by the kernel); every delivery of that message carries it.
+	SendLate Hist `json:"send_late"`
+	// Wakeups counts the loop wake-ups (epoll_pwait2 returns) during the
+	// run, over every loop: publishing and delivery alike.
+	Wakeups    int64 `json:"wakeups"`
+	Deliveries int64 `json:"deliveries"` // expected: each published message × its room's receivers
+	Delivered  int64 `json:"delivered"`  // distinct messages received intact, over every subscriber
+	Duplicated int64 `json:"duplicated"` // a message received again by the same subscriber
+	OutOfOrder int64 `json:"out_of_order"`
+	Failed     int64 `json:"failed"` // deliveries received but wrong (marker, length, opcode, payload)
 	// SlowDeliveries and SlowDelivered are the part of Deliveries and
 	// Delivered that slow subscribers were due and got.
 	SlowDeliveries int64         `json:"slow_deliveries"`
@@ -224,7 +236,9 @@ func (r *BroadcastResult) Merge(other Result) {
 	r.Published += o.Published
 	r.Late += o.Late
 	r.Unsent += o.Unsent
-	r.LagMax = max(r.LagMax, o.LagMax)
+	r.Slack = max(r.Slack, o.Slack)
+	r.SendLate.add(o.SendLate)
+	r.Wakeups += o.Wakeups
 	r.Deliveries += o.Deliveries
 	r.Delivered += o.Delivered
 	r.Duplicated += o.Duplicated
@@ -286,6 +300,9 @@ func (p *BroadcastParams) Validate() error {
 	}
 	if p.Drain < 0 || p.LateAfter < 0 {
 		errs = append(errs, fmt.Errorf("drain and late after must be >= 0, got %v and %v", p.Drain, p.LateAfter))
+	}
+	if p.Slack < 0 && p.Slack != NoSlack {
+		errs = append(errs, fmt.Errorf("slack must be >= 0 (or NoSlack), got %v", p.Slack))
 	}
 	if p.Slow < 0 || p.Slow >= 1 {
 		errs = append(errs, fmt.Errorf("slow fraction must be in [0, 1), got %v", p.Slow))
@@ -422,7 +439,7 @@ func (p *BroadcastParams) start(ph *phaseEnv) (*phasePlan, error) {
 	}
 	plan.done = func(res Result, why StopReason, wall time.Duration) StopReason {
 		r := res.(*BroadcastResult)
-		for _, h := range []*Hist{&r.Connect, &r.Latency, &r.SlowLatency} {
+		for _, h := range []*Hist{&r.Connect, &r.Latency, &r.SlowLatency, &r.SendLate} {
 			if h.Histogram == nil {
 				*h = NewHist()
 			}
@@ -539,10 +556,14 @@ type bcPub struct {
 	next int64
 }
 
-// bcastRun is the run step in a loop.
+// bcastRun is the run step in a loop. Its publishers wake the loop as
+// the rate phase's senders do (pacedWake: a timer slack, and a loop awake
+// anyway for deliveries publishes what is due at once).
 type bcastRun struct {
 	baseRun
 	p       BroadcastParams
+	gate    pacedWake
+	wakes0  int64 // the loop's wake-ups at the start
 	pacer   Pacer
 	cu      cursor
 	subs    []bcSub
@@ -561,7 +582,8 @@ type bcastRun struct {
 	pausedNow          bool
 	toggle             int64 // loop clock of the next slow pause or resume
 	want, got          int64 // over live subscribers: deliveries due and received (capped per subscriber)
-	wake               int64
+	wake               int64 // loop clock of the next pump
+	due                int64 // loop clock of the next due event (wake without the slack)
 	fan                FanoutTable
 	pr                 *Progress
 	unflushed          int64
@@ -590,6 +612,8 @@ func (l *loop) bcRun(id int64, start time.Time, p *BroadcastParams, set *bcSet, 
 		r.lateAfter = int64(DefaultLateAfter)
 	}
 	r.epochUnix = l.epoch.UnixNano()
+	r.gate = newPacedWake(p.Slack)
+	r.wakes0 = l.wakes
 	all, slow := p.Receivers()
 	r.recv, r.slowRcv = int64(all), int64(slow)
 	slowFrom := p.RoomSize - slow
@@ -650,11 +674,15 @@ func (l *loop) bcRun(id int64, start time.Time, p *BroadcastParams, set *bcSet, 
 // wakeAt implements loopRun.
 func (r *bcastRun) wakeAt() int64 { return r.wake }
 
+// dueAt implements slackRun.
+func (r *bcastRun) dueAt() int64 { return r.due }
+
 // pump implements loopRun: it publishes what the timetable has due, pauses
 // and resumes the slow subscribers, ends publishing at Duration and the
 // run when every delivery due here came or the drain is over.
 func (r *bcastRun) pump(l *loop, now int64) {
 	more := false
+	r.gate.pumped(now)
 	if r.sending && len(r.pubs) > 0 {
 		el := time.Duration(now - r.start)
 		visited := 0
@@ -696,16 +724,17 @@ func (r *bcastRun) pump(l *loop, now int64) {
 	}
 	switch {
 	case more:
-		r.wake = now
+		r.wake, r.due = now, now
 	case r.sending:
-		r.wake = min(r.end, r.toggle)
+		r.wake, r.due = min(r.end, r.toggle), min(r.end, r.toggle)
 		if len(r.pubs) > 0 {
 			if at := r.cu.at(); at < r.pacer.Duration {
-				r.wake = min(r.wake, r.start+int64(at))
+				r.due = min(r.due, r.start+int64(at))
+				r.wake = min(r.wake, r.gate.wake(r.due))
 			}
 		}
 	default:
-		r.wake = r.stopAt
+		r.wake, r.due = r.stopAt, r.stopAt
 	}
 }
 
@@ -784,10 +813,10 @@ func (r *bcastRun) publish(l *loop, j int, now int64) int {
 		r.part.Published++
 		r.part.Deliveries += r.recv
 		r.part.SlowDeliveries += r.slowRcv
-		if lag := now - (r.start + at); lag > r.lateAfter {
+		if now-(r.start+at) > r.lateAfter {
 			r.part.Late++
-			r.part.LagMax = max(r.part.LagMax, time.Duration(lag))
 		}
+		r.gate.sent(now, r.start+at)
 	}
 	if len(buf) > 0 {
 		l.rateWrite(c, buf)
@@ -953,7 +982,7 @@ func (r *bcastRun) lost(l *loop, c *conn, _ uint8, reason Reason) {
 	}
 	r.part.Errors.add(reason)
 	if !r.sending && r.got >= r.want {
-		r.wake = 0 // the next pump ends the run
+		r.wake, r.due = 0, 0 // the next pump ends the run
 	}
 }
 
@@ -981,6 +1010,9 @@ func (r *bcastRun) finish(l *loop, stopped bool, now int64) {
 	r.part.Used = min(elapsed, r.pacer.Duration)
 	r.part.Drain = elapsed - r.part.Used
 	r.part.Fanout = r.fan
+	r.part.Slack = time.Duration(r.gate.slack)
+	r.part.SendLate = Hist{r.gate.late}
+	r.part.Wakeups = l.wakes - r.wakes0
 	if r.part.Subscribers > 0 && r.part.Dropped == r.part.Subscribers {
 		r.part.Stopped = StopNoConnections
 	}

@@ -3,6 +3,7 @@ package client
 import (
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -328,4 +329,161 @@ func TestBroadcastCloseDropsSets(t *testing.T) {
 	if setsOf(c, false) != nil {
 		t.Errorf("sets left after Close")
 	}
+}
+
+// TestBroadcastMerge: a run's parts from loops and shards merge exactly,
+// straight or after the shard wire: counts sum, the slack is the phase's,
+// the send-lateness histogram is the one of every message.
+func TestBroadcastMerge(t *testing.T) {
+	for _, viaWire := range []bool{false, true} {
+		lat, all := NewHist(), NewHist()
+		a := &BroadcastResult{Subscribers: 10, Published: 5, Late: 1, Deliveries: 50, Delivered: 49, Slack: DefaultSlack, Wakeups: 30,
+			SendLate: hist(all, 10_000, 150_000, 2_000_000), Latency: hist(lat, 1_000_000), Used: time.Second, Errors: Reasons{ReasonEOF: 1}}
+		b := &BroadcastResult{Subscribers: 6, Published: 3, Unsent: 2, Deliveries: 30, Delivered: 30, Slack: DefaultSlack, Wakeups: 12,
+			SendLate: hist(all, 5_000, 90_000_000), Latency: hist(lat, 2_000_000), Used: time.Second, Drain: time.Millisecond, Stopped: StopNoConnections}
+		if viaWire {
+			a, b = wire(t, a), wire(t, b)
+		}
+		a.Merge(b)
+		if a.Subscribers != 16 || a.Published != 8 || a.Late != 1 || a.Unsent != 2 || a.Deliveries != 80 || a.Delivered != 79 ||
+			a.Slack != DefaultSlack || a.Wakeups != 42 || a.Used != time.Second || a.Drain != time.Millisecond || a.Errors[ReasonEOF] != 1 || a.Stopped != "" {
+			t.Errorf("merge (wire %v): %+v", viaWire, a)
+		}
+		sameHist(t, "broadcast send_late", a.SendLate, all)
+		sameHist(t, "broadcast latency", a.Latency, lat)
+	}
+}
+
+// bcPublisher starts a run step on a loop whose one connection is member
+// 0 of a room of 2 (the publisher), publishing rate messages per second
+// with slack from t = 0 an hour in the loop clock's future; the test plays
+// the server on peer and pumps the run on a fake clock.
+func bcPublisher(tb testing.TB, rate float64, slack time.Duration) (*loop, *bcastRun, int) {
+	tb.Helper()
+	l, c, peer := loopPair(tb)
+	payload := makePayload(256, false)
+	p := &BroadcastParams{Rooms: 1, RoomSize: 2, Publishers: 1, Rate: rate, Duration: time.Hour, Payload: 256, Include: true, Slack: slack}
+	set := &bcSet{first: 0, conns: []*conn{c}}
+	l.bcRun(1, l.epoch.Add(time.Hour), p, set, appendClientHeader(nil, opBinary, 256, 0), payload, nil)
+	r := l.ph.(*bcastRun)
+	if r.part.Published != 0 {
+		tb.Fatal("bcRun published before t = 0")
+	}
+	tb.Cleanup(func() {
+		if l.ph != nil {
+			l.ph.finish(l, true, l.now())
+			<-l.results
+		}
+		l.shutdown()
+		unix.Close(peer)
+	})
+	return l, r, peer
+}
+
+// TestBroadcastPublishAllocs: the publish path (pacing, marker, masking,
+// write, send lateness) allocates nothing per message, and every message
+// published is in the send-lateness histogram.
+func TestBroadcastPublishAllocs(t *testing.T) {
+	l, r, peer := bcPublisher(t, 1000, 0)
+	flen := r.flen
+	in := make([]byte, 2*flen)
+	now := r.start - int64(time.Millisecond)
+	step := func() {
+		now += int64(time.Millisecond) // one message due
+		r.pump(l, now)
+		if n, err := unix.Read(peer, in); err != nil || n != flen {
+			t.Fatalf("peer read %d bytes (%v), want one frame of %d", n, err, flen)
+		}
+	}
+	step()
+	allocs := testing.AllocsPerRun(1000, step)
+	if allocs != 0 {
+		t.Errorf("%.2f allocations per published message, want 0", allocs)
+	}
+	// Message k is due at k ms: at each pump one is due, the last one
+	// exactly on time, and the next 1 ms later (beyond the slack).
+	// (An HDR histogram's 0 reads back as at most 1.)
+	if r.part.Published != 1002 || r.part.Late != 0 || r.gate.late.TotalCount() != r.part.Published || r.gate.late.Max() > 1 {
+		t.Errorf("published %d late %d, send_late count %d max %d; want 1002, 0, 1002, 0", r.part.Published, r.part.Late, r.gate.late.TotalCount(), r.gate.late.Max())
+	}
+	if next := now + int64(time.Millisecond); r.wakeAt() != next || r.dueAt() != next {
+		t.Errorf("next wake %d due %d, want both at the next message %d", r.wakeAt(), r.dueAt(), next)
+	}
+}
+
+// TestBroadcastSlackBatches: publishers use the rate phase's timer slack:
+// after a pump the next wake-up is not before the slack, the pump then
+// publishes every message due by then in one write, each one's lateness
+// recorded from its own schedule; NoSlack wakes for each message.
+func TestBroadcastSlackBatches(t *testing.T) {
+	us := int64(time.Microsecond)
+	for _, tc := range []struct {
+		name      string
+		slack     time.Duration
+		wake      int64 // after the first pump at t = 0, from t = 0
+		published int64 // by the second pump, at the wake
+	}{
+		{"default slack", 0, int64(DefaultSlack), 5},
+		{"1ms", time.Millisecond, 1000 * us, 21},
+		{"no slack", NoSlack, 50 * us, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, r, peer := bcPublisher(t, 20_000, tc.slack) // a message every 50 µs
+			r.pump(l, r.start)
+			if r.part.Published != 1 || r.wakeAt() != r.start+tc.wake || r.dueAt() != r.start+50*us {
+				t.Fatalf("first pump: published %d, wake at +%d due at +%d; want 1, +%d, +%d", r.part.Published, r.wakeAt()-r.start, r.dueAt()-r.start, tc.wake, 50*us)
+			}
+			r.pump(l, r.wakeAt())
+			if r.part.Published != tc.published {
+				t.Errorf("second pump: published %d, want %d", r.part.Published, tc.published)
+			}
+			h := r.gate.late
+			if wantMax := tc.wake - 50*us; h.TotalCount() != tc.published || (h.Max() < wantMax*999/1000 || h.Max() > wantMax*1001/1000) {
+				t.Errorf("send_late: %d values up to %d ns, want %d up to %d (the first message after t = 0 waited the longest)", h.TotalCount(), h.Max(), tc.published, wantMax)
+			}
+			in := make([]byte, 64*r.flen)
+			if n, err := unix.Read(peer, in); err != nil || n != int(tc.published)*r.flen {
+				t.Errorf("peer read %d bytes (%v), want %d frames", n, err, tc.published)
+			}
+		})
+	}
+}
+
+// TestBroadcastSlackWakeups: on the same timetable (50 publishers × 400/s:
+// a message due every 50 µs), the default slack wakes the loop less often
+// than NoSlack (about a third as often here), at most once per slack; every message published is
+// in the send-lateness histogram. The server takes the messages and
+// delivers none, so the loop wakes only to publish.
+func TestBroadcastSlackWakeups(t *testing.T) {
+	srv := &roomServer{dropEvery: 1}
+	addr := srv.start(t)
+	c := newClient(t, Options{Targets: []string{addr}, Path: "/broadcast", Loops: 1})
+	p := BroadcastParams{Rooms: 50, RoomSize: 2, Publishers: 1, Rate: 400, Duration: 500 * time.Millisecond, Payload: 64,
+		Drain: 10 * time.Millisecond, Conc: 16, Timeout: 5 * time.Second}
+	const scheduled = 50 * 400 / 2
+	run := func(slack time.Duration) BroadcastResult {
+		q := p
+		q.Slack = slack
+		r := runBroadcast(t, c, q)
+		if r.Published+r.Unsent != scheduled || r.SendLate.TotalCount() != r.Published || r.Delivered != 0 {
+			t.Fatalf("slack %v: published %d + unsent %d, send_late count %d, delivered %d; want %d, every one published, 0",
+				slack, r.Published, r.Unsent, r.SendLate.TotalCount(), r.Delivered, scheduled)
+		}
+		if want := map[time.Duration]time.Duration{0: DefaultSlack, NoSlack: 0}[slack]; r.Slack != want {
+			t.Errorf("slack %v: result says %v, want %v", slack, r.Slack, want)
+		}
+		return r
+	}
+	retryTiming(t, func() string {
+		def, none := run(0), run(NoSlack)
+		// At most one wake-up per slack while publishing and draining, plus
+		// the loop's ticks and commands.
+		bound := int64((p.Duration+p.Drain)/DefaultSlack) + 50
+		if def.Unsent != 0 || none.Unsent != 0 || def.Wakeups > bound || def.Wakeups >= none.Wakeups {
+			return fmt.Sprintf("wake-ups: %d with the default slack (bound %d), %d without; unsent %d and %d",
+				def.Wakeups, bound, none.Wakeups, def.Unsent, none.Unsent)
+		}
+		t.Logf("wake-ups for %d messages: %d with the default slack, %d without", scheduled, def.Wakeups, none.Wakeups)
+		return ""
+	})
 }
