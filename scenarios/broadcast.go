@@ -36,6 +36,7 @@ type Broadcast struct {
 	// together (each one's latency still counts from its own schedule;
 	// send_late_* say how late they left).
 	Slack         *units.Duration `yaml:"slack" default:"200us" min:"0s" doc:"timer slack: sends due within it share one wake-up (at most this late); 0 = a wake-up per message"`
+	Reads         string          `yaml:"reads" default:"batched" doc:"when the client reads what arrives: batched (it sleeps through arrivals until its next send window, latency ends at the kernel's receive timestamp) or prompt (it wakes for each arrival); slow subscribers always read promptly"`
 	IncludeSender *bool           `yaml:"include_sender" default:"true" doc:"the server sends a message to its publisher too; false adds include_sender=false to the URL"`
 	Verify        *bool           `yaml:"verify" default:"true" doc:"compare every delivered payload byte (the marker is always checked)"`
 	Slow          *BroadcastSlow  `yaml:"slow" doc:"slow subscribers: some members stop reading now and then"`
@@ -146,7 +147,7 @@ func (p *Broadcast) Bytes() int {
 
 // Validate implements Phase.
 func (p *Broadcast) Validate(Context) []FieldError {
-	var errs []FieldError
+	errs := checkReads(p.Reads)
 	if p.Rooms <= 0 {
 		errs = append(errs, FieldError{"rooms", fmt.Sprintf("give rooms, or connections >= room_size (%d)", p.RoomSize)})
 	}
@@ -191,6 +192,7 @@ func (p *Broadcast) params(step string) *client.BroadcastParams {
 		Drain:      p.Drain.D(),
 		LateAfter:  p.LateAfter.D(),
 		Slack:      clientSlack(p.Slack),
+		Reads:      p.Reads,
 		Verify:     p.Verify == nil || *p.Verify,
 		Include:    p.IncludeSender == nil || *p.IncludeSender,
 		Conc:       p.Concurrency,
@@ -231,6 +233,9 @@ func (p *Broadcast) Run(ctx context.Context, env *Env) (Outcome, error) {
 	q := p.params(client.BroadcastRun)
 	out := Outcome{Metrics: BroadcastMetrics(*r, q), Histogram: HistString(r.Latency)}
 	out.Warnings = BroadcastWarnings(*r, q)
+	if w := readsWarning(q.Reads, r.Reads); w != "" {
+		out.Warnings = append(out.Warnings, w)
+	}
 	if r.Failed > 0 {
 		out.Failed = true
 		out.Error = fmt.Sprintf("%d of %d deliveries were corrupt: %s", r.Failed, r.Deliveries, errorSummary(r.Errors))

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
@@ -52,4 +53,21 @@ func clientSlack(d *units.Duration) time.Duration {
 		return client.NoSlack
 	}
 	return d.D()
+}
+
+// checkReads validates a plan's `reads` key.
+func checkReads(reads string) []FieldError {
+	if reads != "" && reads != client.ReadsBatched && reads != client.ReadsPrompt {
+		return []FieldError{{"reads", fmt.Sprintf("must be %s or %s, got %q", client.ReadsBatched, client.ReadsPrompt, reads)}}
+	}
+	return nil
+}
+
+// readsWarning is the warning of a phase that asked for batched reads and
+// ran with prompt ones ("" if none).
+func readsWarning(asked, got string) string {
+	if asked != client.ReadsPrompt && got == client.ReadsPrompt {
+		return "reads: prompt, not batched: the kernel refused receive timestamps (SO_TIMESTAMPNS), so the client woke for every arrival"
+	}
+	return ""
 }

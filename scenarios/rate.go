@@ -47,7 +47,7 @@ type Rate struct {
 	// writes every message due by then together (each one's latency still
 	// counts from its own schedule; send_late_* say how late they left).
 	Slack       *units.Duration `yaml:"slack" default:"200us" min:"0s" doc:"timer slack: sends due within it share one wake-up (at most this late); 0 = a wake-up per message"`
-	Reads       string          `yaml:"reads" default:"batched" doc:"when the client reads echoes: batched (it sleeps through arrivals until its next send window, latency ends at the kernel's receive timestamp) or prompt (it wakes for each echo)"`
+	Reads       string          `yaml:"reads" default:"batched" doc:"when the client reads what arrives: batched (it sleeps through arrivals until its next send window, latency ends at the kernel's receive timestamp) or prompt (it wakes for each arrival)"`
 	LateAfter   units.Duration  `yaml:"late_after" default:"1ms" min:"0s" doc:"a message written later than this after its schedule is late"`                                      // a message written later than this after its schedule is late; default 1ms
 	Verify      *bool           `yaml:"verify" default:"true" doc:"compare every echoed payload byte (the marker is always checked)"`                                              // compare every echoed payload byte (the marker is always checked); default true
 	PayloadKind string          `yaml:"payload_kind" default:"random" doc:"what messages hold after the marker: random (incompressible bytes), text (chat-like JSON lines), file"` // what messages hold; default random
@@ -149,9 +149,7 @@ func (p *Rate) Validate(c Context) []FieldError {
 	if p.Ramp > p.Duration {
 		errs = append(errs, FieldError{"ramp", fmt.Sprintf("must be in [0, duration %s], got %s", p.Duration, p.Ramp)})
 	}
-	if p.Reads != "" && p.Reads != client.ReadsBatched && p.Reads != client.ReadsPrompt {
-		errs = append(errs, FieldError{"reads", fmt.Sprintf("must be %s or %s, got %q", client.ReadsBatched, client.ReadsPrompt, p.Reads)})
-	}
+	errs = append(errs, checkReads(p.Reads)...)
 	return errs
 }
 
@@ -193,8 +191,8 @@ func (p *Rate) Run(ctx context.Context, env *Env) (Outcome, error) {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("connections lowered from %d to %d: only %d are open", p.Connections, conns, conns))
 	}
 	out.Warnings = append(out.Warnings, RateWarnings(*r)...)
-	if p.Reads != client.ReadsPrompt && r.Reads == client.ReadsPrompt {
-		out.Warnings = append(out.Warnings, "reads: prompt, not batched: the kernel refused receive timestamps (SO_TIMESTAMPNS), so the client woke for every echo")
+	if w := readsWarning(p.Reads, r.Reads); w != "" {
+		out.Warnings = append(out.Warnings, w)
 	}
 	if r.Failed > 0 {
 		out.Failed = true

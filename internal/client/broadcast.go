@@ -79,6 +79,10 @@ type BroadcastParams struct {
 	// Slack late (BroadcastResult.SendLate says how late they left).
 	// 0 = DefaultSlack; NoSlack = a wake-up per due message.
 	Slack time.Duration `json:"slack"`
+	// Reads is when the loop reads deliveries, as RateParams.Reads; slow
+	// subscribers are always read promptly (their latency is when they
+	// read).
+	Reads string `json:"reads,omitempty"`
 	// First and Count are this part's subscribers: [First, First+Count);
 	// Count 0 = every one from First on. Split sets them.
 	First int `json:"first"`
@@ -110,12 +114,14 @@ type BroadcastResult struct {
 	SendLate Hist `json:"send_late"`
 	// Wakeups counts the loop wake-ups (epoll_pwait2 returns) during the
 	// run, over every loop: publishing and delivery alike.
-	Wakeups    int64 `json:"wakeups"`
-	Deliveries int64 `json:"deliveries"` // expected: each published message × its room's receivers
-	Delivered  int64 `json:"delivered"`  // distinct messages received intact, over every subscriber
-	Duplicated int64 `json:"duplicated"` // a message received again by the same subscriber
-	OutOfOrder int64 `json:"out_of_order"`
-	Failed     int64 `json:"failed"` // deliveries received but wrong (marker, length, opcode, payload)
+	Wakeups int64 `json:"wakeups"`
+	// Reads is how deliveries were read: ReadsBatched or ReadsPrompt.
+	Reads      string `json:"reads,omitempty"`
+	Deliveries int64  `json:"deliveries"` // expected: each published message × its room's receivers
+	Delivered  int64  `json:"delivered"`  // distinct messages received intact, over every subscriber
+	Duplicated int64  `json:"duplicated"` // a message received again by the same subscriber
+	OutOfOrder int64  `json:"out_of_order"`
+	Failed     int64  `json:"failed"` // deliveries received but wrong (marker, length, opcode, payload)
 	// SlowDeliveries and SlowDelivered are the part of Deliveries and
 	// Delivered that slow subscribers were due and got.
 	SlowDeliveries int64         `json:"slow_deliveries"`
@@ -239,6 +245,7 @@ func (r *BroadcastResult) Merge(other Result) {
 	r.Slack = max(r.Slack, o.Slack)
 	r.SendLate.add(o.SendLate)
 	r.Wakeups += o.Wakeups
+	r.Reads = mergeReads(r.Reads, o.Reads)
 	r.Deliveries += o.Deliveries
 	r.Delivered += o.Delivered
 	r.Duplicated += o.Duplicated
@@ -303,6 +310,9 @@ func (p *BroadcastParams) Validate() error {
 	}
 	if p.Slack < 0 && p.Slack != NoSlack {
 		errs = append(errs, fmt.Errorf("slack must be >= 0 (or NoSlack), got %v", p.Slack))
+	}
+	if err := checkReads(p.Reads); err != nil {
+		errs = append(errs, err)
 	}
 	if p.Slow < 0 || p.Slow >= 1 {
 		errs = append(errs, fmt.Errorf("slow fraction must be in [0, 1), got %v", p.Slow))
@@ -662,6 +672,15 @@ func (l *loop) bcRun(id int64, start time.Time, p *BroadcastParams, set *bcSet, 
 		r.wins[i].max = -1
 	}
 	r.cu = cursor{p: r.pacer, first: max(firstG, 0), total: totalPubs, n: len(r.pubs)}
+	// Batched reads for the subscribers that read as they can; a slow
+	// one's latency is when it reads, so it keeps prompt reads.
+	fast := make([]*conn, 0, len(r.subs))
+	for i := range r.subs {
+		if !r.subs[i].slow {
+			fast = append(fast, r.subs[i].c)
+		}
+	}
+	r.part.Reads = r.gate.begin(l, fast, p.Reads)
 	r.sending = true
 	r.toggle = math.MaxInt64
 	if slow > 0 {
@@ -1010,6 +1029,7 @@ func (r *bcastRun) finish(l *loop, stopped bool, now int64) {
 	r.part.Used = min(elapsed, r.pacer.Duration)
 	r.part.Drain = elapsed - r.part.Used
 	r.part.Fanout = r.fan
+	r.gate.end(l)
 	r.part.Slack = time.Duration(r.gate.slack)
 	r.part.SendLate = Hist{r.gate.late}
 	r.part.Wakeups = l.wakes - r.wakes0

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -121,6 +122,7 @@ func TestBroadcast(t *testing.T) {
 		{name: "without the sender", change: func(p *BroadcastParams) { p.Include = false }, deliveries: 60 * 4, delivered: 60 * 4},
 		{name: "server drops every 10th", dropEvery: 10, deliveries: 300, delivered: 270},
 		{name: "server duplicates every 10th", dupEvery: 10, deliveries: 300, delivered: 300, dup: true},
+		{name: "prompt reads", change: func(p *BroadcastParams) { p.Reads = ReadsPrompt }, deliveries: 300, delivered: 300},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := &roomServer{dupEvery: tc.dupEvery, dropEvery: tc.dropEvery}
@@ -136,6 +138,9 @@ func TestBroadcast(t *testing.T) {
 			}
 			if r.Failed != 0 || r.Subscribers != 15 || r.Dropped != 0 {
 				t.Errorf("failed %d subscribers %d dropped %d (errors %v)", r.Failed, r.Subscribers, r.Dropped, r.Errors)
+			}
+			if want := cmp.Or(p.Reads, ReadsBatched); r.Reads != want {
+				t.Errorf("reads %q, want %q", r.Reads, want)
 			}
 			if tc.dup != (r.Duplicated > 0) || (!tc.dup && r.OutOfOrder != 0) {
 				t.Errorf("duplicated %d out of order %d", r.Duplicated, r.OutOfOrder)
