@@ -260,6 +260,7 @@ func (l *loop) post(cmd command) bool {
 func (l *loop) run() {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	defer preciseTimers()()
 	defer close(l.done)
 	now := l.now() // read once per iteration, after the events
 	for {

@@ -95,3 +95,20 @@ func epollWait(epfd int, events []unix.EpollEvent, timeout int64, ts *unix.Times
 	}
 	return unix.EpollWait(epfd, events, ms)
 }
+
+// preciseTimers sets the calling thread's timer slack to 1 ns and returns
+// the function that restores it. Linux lets a normal thread's timed sleeps
+// (epoll_pwait2, clock_nanosleep) end up to its timer slack late, 50 µs by
+// default, to coalesce wake-ups; a paced loop has its own, bounded slack
+// (pacedWake), so the kernel's would only add unmeasured lateness to every
+// paced send. The caller must be locked to its thread.
+func preciseTimers() (restore func()) {
+	old, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
+	if err != nil || old <= 1 {
+		return func() {}
+	}
+	if unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0) != nil {
+		return func() {}
+	}
+	return func() { _ = unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(old), 0, 0, 0) }
+}
