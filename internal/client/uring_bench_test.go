@@ -21,6 +21,19 @@ package client
 // (CLOCK_THREAD_CPUTIME_ID: getrusage(RUSAGE_THREAD) in ns) of one phase.
 //
 //	go test ./internal/client -run XXX -bench 'Uring|WriteBatch' -benchtime 2s -count 5
+//
+// Found (Linux 6.18, Firecracker, 2 vCPUs, shared host, December 2026;
+// medians of 13 interleaved runs): io_uring sends of a batch with one
+// io_uring_enter cost 0.88x (B=16), 0.83x (B=64), 0.71x (B=256) the write
+// phase of one write(2) per message, i.e. 190, 235, 455 ns less per
+// message (range 80-1200 ns: the gap widens when the host is busy); with
+// the peers' work, under 0.2 µs of about 2.5 µs. perf shows the saving is
+// do_syscall_64, fdget_pos, vfs_write and the user-side stub, partly
+// spent again in io_issue_sqe and sock_from_file. Registered files add
+// nothing measurable. Receiving with one io_uring recv armed per
+// connection costs the same as epoll_wait plus one read(2) per ready
+// connection (0.98-1.00x). Against the client's 4-8 µs per message at
+// 1,000 connections x 100 msg/s that is 2-6%, all of it on the send side.
 
 import (
 	"fmt"
