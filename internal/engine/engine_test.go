@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/plan"
@@ -155,26 +156,26 @@ func TestEfficiency(t *testing.T) {
 	cli := procstat.Summary{CPUAvg: 60, CPUSeconds: 3}
 
 	m := metrics.Values{"tps": 40000.0, "success": int64(200000)}
-	efficiency(m, eff, &srv, cli)
+	efficiency(m, eff, &srv, cli, softirqs{})
 	if m["eer"] != 500.0 || m["server_cpu_per_1m"] != 20.0 || m["client_cpu_per_1m"] != 15.0 {
 		t.Errorf("measured: %v", m)
 	}
 	// An idle server has no EER rather than a division by zero.
 	m = metrics.Values{"tps": 10.0, "success": int64(0)}
-	efficiency(m, eff, &procstat.Summary{}, cli)
+	efficiency(m, eff, &procstat.Summary{}, cli, softirqs{})
 	if m["eer"] != 0.0 || m["client_cpu_per_1m"] != nil {
 		t.Errorf("idle server: %v", m)
 	}
 	// A phase that measured nothing gets no figures at all.
 	m = metrics.Values{}
-	efficiency(m, eff, &srv, cli)
+	efficiency(m, eff, &srv, cli, softirqs{})
 	if len(m) != 0 {
 		t.Errorf("failed phase: %v", m)
 	}
 	// A server whose resources are not measured (a url: target without
 	// pid:) has the client's figure only: no EER, no server CPU per 1M.
 	m = metrics.Values{"tps": 40000.0, "success": int64(200000)}
-	efficiency(m, eff, nil, cli)
+	efficiency(m, eff, nil, cli, softirqs{})
 	if _, ok := m["eer"]; ok || m["server_cpu_per_1m"] != nil || m["client_cpu_per_1m"] != 15.0 {
 		t.Errorf("no server resources: %v", m)
 	}
@@ -214,7 +215,7 @@ func TestWindowMetrics(t *testing.T) {
 	}
 	for _, c := range cases {
 		m := metrics.Values{"tps": 1000.0, "success": int64(1000)}
-		got := windowMetrics(m, &c.sv, c.cv, l, c.usable, c.eff)
+		got := windowMetrics(m, &c.sv, c.cv, softirqs{}, l, c.usable, c.eff)
 		if got != c.warning {
 			t.Errorf("%s: warning %q, want %q", c.name, got, c.warning)
 		}
@@ -245,7 +246,7 @@ func TestWindowMetricsNoServer(t *testing.T) {
 	l := Layout{ServerCPUs: []int{0}, ClientCPUs: []int{1}}
 	eff := &scenarios.Efficiency{Rate: "tps", EER: "eer", Count: "success"}
 	m := metrics.Values{"tps": 1000.0, "success": int64(1000)}
-	windowMetrics(m, nil, procstat.Summary{CPUAvg: 50, CPUSeconds: 1}, l, 1, eff)
+	windowMetrics(m, nil, procstat.Summary{CPUAvg: 50, CPUSeconds: 1}, softirqs{ok: true, client: time.Second}, l, 1, eff)
 	for k := range m {
 		if metrics.ServerResource(k, "eer") {
 			t.Errorf("server metric %s written for a server without resources: %v", k, m)
@@ -253,6 +254,41 @@ func TestWindowMetricsNoServer(t *testing.T) {
 	}
 	if m.Float(metrics.ClientCPUAvg) != 50 || m.Float(metrics.ClientCPUPer1M) != 1000 {
 		t.Errorf("client metrics: %v", m)
+	}
+}
+
+// TestEfficiencyLoopbackDelivery: the _net figures move each side's
+// softirq time to the other: the client spent 3 s of which 1.2 s softirq
+// (delivering into the server), the server 4 s of which 0.2 s (into the
+// client); without softirq figures there are none.
+func TestEfficiencyLoopbackDelivery(t *testing.T) {
+	eff := scenarios.Efficiency{Rate: "tps", EER: "eer", Count: "success"}
+	srv := procstat.Summary{CPUAvg: 80, CPUSeconds: 4}
+	cli := procstat.Summary{CPUAvg: 60, CPUSeconds: 3}
+	m := metrics.Values{"tps": 40000.0, "success": int64(200000)}
+	efficiency(m, eff, &srv, cli, softirqs{ok: true, client: 1200 * time.Millisecond, server: 200 * time.Millisecond})
+	near := func(got any, want float64) bool { f, _ := got.(float64); return f > want-1e-9 && f < want+1e-9 }
+	if !near(m[metrics.ClientCPUPer1MNet], 10) || !near(m[metrics.ServerCPUPer1MNet], 25) || m[metrics.ClientCPUPer1M] != 15.0 {
+		t.Errorf("net figures: %v", m)
+	}
+	// Never below zero, whatever the softirq figures say.
+	m = metrics.Values{"tps": 40000.0, "success": int64(200000)}
+	efficiency(m, eff, &srv, cli, softirqs{ok: true, client: 10 * time.Second})
+	if m[metrics.ClientCPUPer1MNet] != 0.0 {
+		t.Errorf("client net %v, want 0", m[metrics.ClientCPUPer1MNet])
+	}
+	m = metrics.Values{"tps": 40000.0, "success": int64(200000)}
+	efficiency(m, eff, &srv, cli, softirqs{})
+	if _, ok := m[metrics.ClientCPUPer1MNet]; ok {
+		t.Errorf("net figures without softirq figures: %v", m)
+	}
+	for _, c := range []struct {
+		a, b []int
+		want bool
+	}{{[]int{0}, []int{1}, true}, {[]int{0, 1}, []int{1}, false}, {nil, []int{1}, false}, {[]int{2, 3}, []int{0, 1}, true}} {
+		if got := disjoint(c.a, c.b); got != c.want {
+			t.Errorf("disjoint(%v, %v) = %v", c.a, c.b, got)
+		}
 	}
 }
 

@@ -38,7 +38,7 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 	stopProgress := e.progress(ph.Name, srv.Name, pr)
 	w.start()
 	out, err := ph.Spec.Run(pctx, env)
-	sv, cv := w.stop()
+	sv, cv, si := w.stop()
 	stopProgress()
 
 	m := out.Metrics
@@ -49,7 +49,7 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 	if k, ok := scenarios.Lookup(ph.Kind); ok {
 		eff = k.Efficiency
 	}
-	warning := windowMetrics(m, sv, cv, e.o.Layout, e.usableClientCPU(), eff)
+	warning := windowMetrics(m, sv, cv, si, e.o.Layout, e.usableClientCPU(), eff)
 	res.Metrics = m
 	res.StartSkew = startSkew(drv)
 	res.Timeline = out.Timeline

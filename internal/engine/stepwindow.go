@@ -15,8 +15,8 @@ func (e *runner) stepWindow(sres resources, drv Driver) func() func(metrics.Valu
 		w := e.newWindow(sres, drv)
 		w.start()
 		return func(m metrics.Values, eff *scenarios.Efficiency) string {
-			sv, cv := w.stop()
-			return windowMetrics(m, sv, cv, e.o.Layout, e.usableClientCPU(), eff)
+			sv, cv, si := w.stop()
+			return windowMetrics(m, sv, cv, si, e.o.Layout, e.usableClientCPU(), eff)
 		}
 	}
 }

@@ -3,9 +3,12 @@ package engine
 import (
 	"fmt"
 	"os"
+	"slices"
+	"time"
 
 	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/procstat"
+	"github.com/wsplan/wsplan/internal/result"
 	"github.com/wsplan/wsplan/scenarios"
 )
 
@@ -23,6 +26,25 @@ const ClientNearThreshold = 0.8
 type window struct {
 	server  *procstat.Sampler // nil: the server's resources are not measured
 	clients []*procstat.Sampler
+
+	// Loopback delivery (see softirqs): the softirq time of the server's
+	// and the client's CPUs at the start; cpus nil = not attributed.
+	proc           procstat.FS
+	srvCPUs, cCPUs []int
+	srv0, cli0     time.Duration
+}
+
+// softirqs is the softirq time each side's CPUs spent over a window. On
+// loopback a write delivers its packet into the receiving socket, and wakes
+// the reader, in the writer's softirq: the client's CPU time includes the
+// server's receive path and wake-ups, and the other way round. With a
+// network between them each side would pay for its own. wsplan moves it
+// back (client_cpu_per_1m_net, server_cpu_per_1m_net) when it can tell the
+// sides apart: the server and the client pinned to disjoint CPU sets of
+// this host, the server's resources read on this host, no remote shards.
+type softirqs struct {
+	ok             bool
+	server, client time.Duration
 }
 
 // newWindow prepares the samplers of one phase; start starts them.
@@ -36,10 +58,41 @@ func (e *runner) newWindow(res resources, drv Driver) *window {
 	for _, pid := range clientPids {
 		w.clients = append(w.clients, procstat.NewSampler(e.o.Proc, pid, interval))
 	}
+	l := e.o.Layout
+	if w.server != nil && (res.how == result.ResourcesTree || res.how == result.ResourcesPID) &&
+		len(e.plan.Client.Remote) == 0 && e.plan.Client.Kubernetes == nil && disjoint(l.ServerCPUs, l.ClientCPUs) {
+		w.proc, w.srvCPUs, w.cCPUs = e.o.Proc, l.ServerCPUs, l.ClientCPUs
+	}
 	return w
 }
 
+// disjoint reports whether a and b are both non-empty and share no CPU.
+func disjoint(a, b []int) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return false
+	}
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// softirq reads both sides' softirq time; ok false if either read failed.
+func (w *window) softirq() (srv, cli time.Duration, ok bool) {
+	srv, err1 := w.proc.ReadSoftirq(w.srvCPUs)
+	cli, err2 := w.proc.ReadSoftirq(w.cCPUs)
+	return srv, cli, err1 == nil && err2 == nil
+}
+
 func (w *window) start() {
+	if w.srvCPUs != nil {
+		var ok bool
+		if w.srv0, w.cli0, ok = w.softirq(); !ok {
+			w.srvCPUs = nil
+		}
+	}
 	if w.server != nil {
 		w.server.Start()
 	}
@@ -51,7 +104,12 @@ func (w *window) start() {
 // stop ends the window and returns the server's summary (nil when it is
 // not measured) and the client's, summed over its processes (CPU average
 // and seconds, peak memory).
-func (w *window) stop() (server *procstat.Summary, client procstat.Summary) {
+func (w *window) stop() (server *procstat.Summary, client procstat.Summary, si softirqs) {
+	if w.srvCPUs != nil {
+		if srv, cli, ok := w.softirq(); ok {
+			si = softirqs{ok: true, server: srv - w.srv0, client: cli - w.cli0}
+		}
+	}
 	if w.server != nil {
 		sv := w.server.Stop()
 		server = &sv
@@ -62,7 +120,7 @@ func (w *window) stop() (server *procstat.Summary, client procstat.Summary) {
 		client.CPUSeconds += x.CPUSeconds
 		client.MemMax += x.MemMax
 	}
-	return server, client
+	return server, client, si
 }
 
 // WrapperIdleShare is the share of a server tree's CPU time below which
@@ -85,7 +143,7 @@ func wrapperWarning(sv procstat.Summary) string {
 // (metrics.ServerResource) are left out. usable is how many cores the
 // client can keep busy. It returns a warning when the client was bound or
 // close to it, else "".
-func windowMetrics(m metrics.Values, svp *procstat.Summary, cv procstat.Summary, l Layout, usable int, eff *scenarios.Efficiency) (warning string) {
+func windowMetrics(m metrics.Values, svp *procstat.Summary, cv procstat.Summary, si softirqs, l Layout, usable int, eff *scenarios.Efficiency) (warning string) {
 	var sv procstat.Summary
 	if svp != nil {
 		sv = *svp
@@ -103,7 +161,7 @@ func windowMetrics(m metrics.Values, svp *procstat.Summary, cv procstat.Summary,
 	bound := clientBound(clientShare, serverShare)
 	m[metrics.ClientBound] = bound
 	if eff != nil {
-		efficiency(m, *eff, svp, cv)
+		efficiency(m, *eff, svp, cv, si)
 	}
 	switch {
 	case bound:
@@ -128,7 +186,11 @@ func clientBound(clientShare, serverShare float64) bool {
 //
 // server is nil when the server's resources are not measured: only the
 // client's figure is written then.
-func efficiency(m metrics.Values, eff scenarios.Efficiency, server *procstat.Summary, client procstat.Summary) {
+//
+// With si (softirqs), the same figures with loopback delivery moved to
+// its receiver: the softirq time of the client's CPUs is the server's,
+// the server CPUs' the client's (each side never below 0).
+func efficiency(m metrics.Values, eff scenarios.Efficiency, server *procstat.Summary, client procstat.Summary, si softirqs) {
 	rate, ok := m[eff.Rate].(float64)
 	if !ok {
 		return // the phase failed before it measured anything
@@ -143,6 +205,11 @@ func efficiency(m metrics.Values, eff scenarios.Efficiency, server *procstat.Sum
 		m[metrics.ClientCPUPer1M] = client.CPUSeconds / float64(n) * 1e6
 		if server != nil {
 			m[metrics.ServerCPUPer1M] = server.CPUSeconds / float64(n) * 1e6
+			if si.ok {
+				moved := si.client.Seconds() - si.server.Seconds()
+				m[metrics.ClientCPUPer1MNet] = max(0, client.CPUSeconds-moved) / float64(n) * 1e6
+				m[metrics.ServerCPUPer1MNet] = max(0, server.CPUSeconds+moved) / float64(n) * 1e6
+			}
 		}
 	}
 }

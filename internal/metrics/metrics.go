@@ -163,7 +163,11 @@ const (
 	ClientBound    = "client_bound"
 	ClientCPUPer1M = "client_cpu_per_1m"
 	ServerCPUPer1M = "server_cpu_per_1m"
-	ServerProcs    = "server_procs"
+	// The per-1M figures with loopback delivery moved to its receiver
+	// (engine: softirqs); only where the sides run on disjoint pinned CPUs.
+	ClientCPUPer1MNet = "client_cpu_per_1m_net"
+	ServerCPUPer1MNet = "server_cpu_per_1m_net"
+	ServerProcs       = "server_procs"
 )
 
 // ServerResource reports whether a metric is read from the server's
@@ -174,7 +178,7 @@ const (
 // load error. eer is every kind's EER name (scenarios.Efficiency).
 func ServerResource(name string, eer ...string) bool {
 	switch name {
-	case CPUMin, CPUAvg, CPUMax, MemMin, MemAvg, MemMax, ServerCPUSecs, ServerCPUPer1M, ServerProcs,
+	case CPUMin, CPUAvg, CPUMax, MemMin, MemAvg, MemMax, ServerCPUSecs, ServerCPUPer1M, ServerCPUPer1MNet, ClientCPUPer1MNet, ServerProcs,
 		"server_rss", "mem_per_conn":
 		return true
 	}

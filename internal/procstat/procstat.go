@@ -472,3 +472,43 @@ func (fs FS) Tree(pid int) ([]Stat, error) {
 	}
 	return out, nil
 }
+
+// ParseSoftirq sums the softirq time of the given CPUs from the contents
+// of /proc/stat (the seventh figure of each "cpuN" line, in USER_HZ
+// ticks). A CPU missing from b is an error.
+func ParseSoftirq(b []byte, cpus []int) (time.Duration, error) {
+	want := make(map[string]bool, len(cpus))
+	for _, c := range cpus {
+		want["cpu"+strconv.Itoa(c)] = true
+	}
+	var sum int64
+	found := 0
+	for line := range strings.Lines(string(b)) {
+		f := strings.Fields(line)
+		if len(f) < 8 || !want[f[0]] {
+			continue
+		}
+		v, err := strconv.ParseInt(f[7], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("procstat: /proc/stat %s: softirq %q: %w", f[0], f[7], err)
+		}
+		sum += v
+		found++
+		delete(want, f[0])
+	}
+	if found < len(cpus) {
+		return 0, fmt.Errorf("procstat: /proc/stat: %d of the CPUs %v missing", len(cpus)-found, cpus)
+	}
+	return time.Duration(sum) * tick, nil
+}
+
+// ReadSoftirq reads the softirq time spent so far on the given CPUs, from
+// /proc/stat: on loopback, mostly delivering packets written on those CPUs
+// into the receiving sockets (and waking their readers).
+func (fs FS) ReadSoftirq(cpus []int) (time.Duration, error) {
+	b, err := os.ReadFile(filepath.Join(fs.root(), "stat"))
+	if err != nil {
+		return 0, fmt.Errorf("procstat: %w", err)
+	}
+	return ParseSoftirq(b, cpus)
+}

@@ -185,3 +185,27 @@ func TestHostInfoLive(t *testing.T) {
 		t.Errorf("HostInfo(/proc) = %+v: implausible", h)
 	}
 }
+
+func TestParseSoftirq(t *testing.T) {
+	stat := []byte(`cpu  100 0 200 3000 0 0 77 0 0 0
+cpu0 50 0 100 1500 0 0 12 0 0 0
+cpu1 50 0 100 1500 0 0 65 0 0 0
+cpu10 1 0 1 1 0 0 1000 0 0 0
+intr 1 2 3
+`)
+	for _, c := range []struct {
+		cpus []int
+		want time.Duration
+	}{{[]int{0}, 120 * time.Millisecond}, {[]int{1}, 650 * time.Millisecond}, {[]int{0, 1}, 770 * time.Millisecond}, {[]int{10}, 10 * time.Second}} {
+		got, err := ParseSoftirq(stat, c.cpus)
+		if err != nil || got != c.want {
+			t.Errorf("ParseSoftirq(%v) = %v, %v; want %v", c.cpus, got, err, c.want)
+		}
+	}
+	if _, err := ParseSoftirq(stat, []int{2}); err == nil {
+		t.Error("a missing CPU gave no error")
+	}
+	if _, err := ParseSoftirq([]byte("cpu0 1 2 3 4 5 6 x 8\n"), []int{0}); err == nil {
+		t.Error("a bad figure gave no error")
+	}
+}
