@@ -329,6 +329,7 @@ func TestVerdictAndClientCPU(t *testing.T) {
 		"| FAIL (1 assert) |",
 		"| FAIL: server exited (signal: killed) during the phase |",
 		"- gorilla: failed: server exited (signal: killed) during the phase: echo: read tcp", // full error under the table
+		"connection reset by peer | retry (server log: fatal error: out of memory)\n",        // and the log's telling line
 		"- gws: 12 connection attempts were retried\n",
 		ClientBoundNote + "\n",
 		`connection reset by peer | retry`, // not escaped outside the table
@@ -548,6 +549,20 @@ func TestOptionalColumns(t *testing.T) {
 		}
 		if c.lacks != "" && strings.Contains(b.String(), c.lacks) {
 			t.Errorf("plain-only table shows %q:\n%s", c.lacks, b.String())
+		}
+	}
+}
+
+func TestLastLogLine(t *testing.T) {
+	for _, c := range []struct{ log, want string }{
+		{"", ""},
+		{"starting\nlistening\n\n  \n", "listening"},
+		{"node-ws: the ws package is not installed: run `npm ci --prefix examples/node-ws`\n", "node-ws: the ws package is not installed: run `npm ci --prefix examples/node-ws`"},
+		{"ok\npanic: boom\n\ngoroutine 1 [running]:\nmain.main()\n", "panic: boom"},
+		{strings.Repeat("x", 300), strings.Repeat("x", maxLogLine) + "…"},
+	} {
+		if got := lastLogLine(c.log); got != c.want {
+			t.Errorf("lastLogLine(%q) = %q, want %q", c.log, got, c.want)
 		}
 	}
 }

@@ -346,6 +346,9 @@ func phaseTable(ew *errWriter, run, baseline *result.Run, format, phase string) 
 			if why == "" {
 				why = "no reason recorded"
 			}
+			if last := lastLogLine(res.ServerLog); last != "" {
+				why += " (server log: " + last + ")"
+			}
 			notes = append(notes, fmt.Sprintf("- %s%s: failed: %s", varsPrefix(res), res.Server, why))
 		}
 		bound = bound || res.Metrics.Bool("client_bound")
@@ -482,3 +485,29 @@ func verdict(r row) string {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// maxLogLine bounds the server log line a failure note quotes.
+const maxLogLine = 200
+
+// lastLogLine returns the line of a server log tail a failure note
+// quotes: a Go runtime's "panic: " or "fatal error: " line when there is
+// one (the stack below it says less), else the last non-blank line (what
+// a server that gave up says last is usually why), cut to maxLogLine
+// bytes. The whole tail is in the JSON, JUnit and Markdown reports.
+func lastLogLine(log string) string {
+	line := ""
+	for l := range strings.Lines(log) {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ") {
+			line = l
+			break
+		}
+		if l != "" {
+			line = l
+		}
+	}
+	if len(line) > maxLogLine {
+		line = strings.ToValidUTF8(line[:maxLogLine], "") + "…"
+	}
+	return line
+}
