@@ -76,6 +76,9 @@ type Search struct {
 	Drain            units.Duration `yaml:"drain" default:"2s" min:"0s" doc:"wait for the echoes still due after each step"`
 	LateAfter        units.Duration `yaml:"late_after" default:"1ms" min:"0s" doc:"a message written later than this after its schedule is late"`
 	Verify           *bool          `yaml:"verify" default:"true" doc:"compare every echoed payload byte (the marker is always checked)"`
+	// Slack and Reads pace each step as the rate phase's do.
+	Slack *units.Duration `yaml:"slack" default:"200us" min:"0s" doc:"timer slack: sends due within it share one wake-up (at most this late); 0 = a wake-up per message"`
+	Reads string          `yaml:"reads" default:"batched" doc:"when the client reads what arrives: batched (it sleeps through arrivals until its next send window, latency ends at the kernel's receive timestamp) or prompt (it wakes for each arrival)"`
 
 	open int         // connections open before the phase (Defaults)
 	slo  *vm.Program // compiled by Validate
@@ -160,7 +163,7 @@ func (p *Search) Bytes() int {
 // memory budget and time bound: a typo, a wrong type or an expression too
 // costly to evaluate fails the plan's load.
 func (p *Search) Validate(c Context) []FieldError {
-	var errs []FieldError
+	errs := checkReads(p.Reads)
 	add := func(field, format string, args ...any) {
 		errs = append(errs, FieldError{field, fmt.Sprintf(format, args...)})
 	}
@@ -503,6 +506,8 @@ func (s *searcher) measure(ctx context.Context, x float64, bisect bool) (*result
 		Drain:            p.Drain.D(),
 		LateAfter:        p.LateAfter.D(),
 		Verify:           p.Verify == nil || *p.Verify,
+		Slack:            clientSlack(p.Slack),
+		Reads:            p.Reads,
 	}
 	if params.Duration > 0 {
 		settle := params

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -385,5 +386,51 @@ func TestSearchConnectionsLostWhileSettling(t *testing.T) {
 	}
 	if st := out.Steps[1]; st.Verdict != VerdictFail || st.Conns != 50 || st.Achieved != 2000 || !strings.HasPrefix(st.Why, "50 of 100 connections lost while settling; lost=0") {
 		t.Errorf("step 2: %+v", st)
+	}
+}
+
+// pacingDriver records the pacing each rate run was given.
+type pacingDriver struct {
+	searchDriver
+	slack []time.Duration
+	reads []string
+}
+
+func (d *pacingDriver) Run(ctx context.Context, p client.Params, pr *client.Progress) (client.Result, error) {
+	if q, ok := p.(*client.RateParams); ok {
+		d.slack, d.reads = append(d.slack, q.Slack), append(d.reads, q.Reads)
+	}
+	return d.searchDriver.Run(ctx, p, pr)
+}
+
+// TestSearchPacing: every step (settle runs too) is paced with the
+// phase's slack and read mode, as a rate phase's; bad reads is a load error.
+func TestSearchPacing(t *testing.T) {
+	zero := units.Duration(0)
+	for _, c := range []struct {
+		slack *units.Duration
+		reads string
+		want  time.Duration
+	}{{nil, "", client.DefaultSlack}, {&zero, client.ReadsPrompt, client.NoSlack}} {
+		d := &pacingDriver{searchDriver: searchDriver{conns: 100, capacity: 2500}}
+		s, ctx := validSearch(func(s *Search) { s.Max, s.Slack, s.Reads = 4000, c.slack, c.reads })
+		if errs := Check(s, ctx); len(errs) != 0 {
+			t.Fatal(errs)
+		}
+		if _, err := s.Run(t.Context(), &Env{Driver: d}); err != nil {
+			t.Fatal(err)
+		}
+		if len(d.slack) < 4 {
+			t.Fatalf("%d rate runs, want the steps and their settles", len(d.slack))
+		}
+		for i := range d.slack {
+			if want := cmp.Or(c.reads, client.ReadsBatched); d.slack[i] != c.want || d.reads[i] != want {
+				t.Errorf("run %d: slack %v reads %q, want %v %q", i, d.slack[i], d.reads[i], c.want, want)
+			}
+		}
+	}
+	s, ctx := validSearch(func(s *Search) { s.Reads = "lazy" })
+	if errs := Check(s, ctx); len(errs) != 1 || errs[0].Field != "reads" {
+		t.Errorf("reads: lazy: %v", errs)
 	}
 }
