@@ -339,3 +339,57 @@ phases:
 	}
 	assertNoLeftovers(t, dir)
 }
+
+// TestURLServerDies: a url: server named by pid: that dies mid-run is
+// noticed as a started server's death is: the phase in progress stops with
+// "server pid N exited during the phase" instead of running its 20 s,
+// the phases after it are skipped, what was measured before is kept, and
+// wsplan never signalled it (the test killed it).
+func TestURLServerDies(t *testing.T) {
+	dir := t.TempDir()
+	h := startByHand(t, t.TempDir(), "--framework", "gws")
+	pid := h.cmd.Process.Pid
+	plan := fmt.Sprintf(`
+servers:
+  - {name: bypid, url: "ws://%s/ws", pid: %d}
+phases:
+  - connect: {connections: 20, concurrency: 10}
+  - hold: {duration: 20s}
+  - echo: {total: 1000, concurrency: 20}
+`, h.addr, pid)
+	if err := os.WriteFile(filepath.Join(dir, "plan.yaml"), []byte(plan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := startWsplan(t, dir, "run", "plan.yaml", "--progress", "off", "--json", "r.json", "--out", "logs")
+	r.waitLine(t, `bypid: connect done`, time.Minute)
+	time.Sleep(500 * time.Millisecond)
+	killed := time.Now()
+	if err := h.cmd.Process.Kill(); err != nil { // the test's own child, by pid
+		t.Fatal(err)
+	}
+	if code := r.wait(t, time.Minute); code != ExitFailed {
+		t.Fatalf("exit %d, want %d; stderr:\n%s", code, ExitFailed, r.stderrText())
+	}
+	if d := time.Since(killed); d > 10*time.Second {
+		t.Errorf("wsplan ended %v after the server died: the hold ran on", d)
+	}
+	res := readJSON(t, filepath.Join(dir, "r.json"))
+	want := map[string]string{
+		"connect": "",
+		"hold":    fmt.Sprintf("server pid %d exited", pid),
+		"echo":    fmt.Sprintf("skipped: server pid %d exited", pid),
+	}
+	if len(res.Results) != 3 {
+		t.Fatalf("%d results, want 3", len(res.Results))
+	}
+	for _, x := range res.Results {
+		w := want[x.Phase]
+		switch {
+		case w == "" && !x.OK:
+			t.Errorf("%s failed: %s (measured before the death: kept)", x.Phase, x.Error)
+		case w != "" && (x.OK || !strings.HasPrefix(x.Error, w)):
+			t.Errorf("%s: ok=%v error %q, want %q…", x.Phase, x.OK, x.Error, w)
+		}
+	}
+	assertNoLeftovers(t, dir)
+}

@@ -162,7 +162,15 @@ func (e *runner) external(ctx context.Context, srv plan.Server) {
 			e.o.Notice("%s: closing client: %v", srv.Name, err)
 		}
 	}()
-	e.phases(ctx, srv, addrs, running{}, drv, res)
+	var proc serverProc = running{}
+	if res.how == result.ResourcesPID {
+		if st, err := e.o.Proc.ReadStat(res.pid); err == nil {
+			w := watchPID(e.o.Proc, res.pid, st)
+			defer w.close()
+			proc = w
+		}
+	}
+	e.phases(ctx, srv, addrs, proc, drv, res)
 }
 
 // phases runs every phase of the plan against one server.
