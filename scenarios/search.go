@@ -77,8 +77,10 @@ type Search struct {
 	LateAfter        units.Duration `yaml:"late_after" default:"1ms" min:"0s" doc:"a message written later than this after its schedule is late"`
 	Verify           *bool          `yaml:"verify" default:"true" doc:"compare every echoed payload byte (the marker is always checked)"`
 	// Slack and Reads pace each step as the rate phase's do.
-	Slack *units.Duration `yaml:"slack" default:"200us" min:"0s" doc:"timer slack: sends due within it share one wake-up (at most this late); 0 = a wake-up per message"`
-	Reads string          `yaml:"reads" default:"batched" doc:"when the client reads what arrives: batched (it sleeps through arrivals until its next send window, latency ends at the kernel's receive timestamp) or prompt (it wakes for each arrival)"`
+	Slack       *units.Duration `yaml:"slack" default:"200us" min:"0s" doc:"timer slack: sends due within it share one wake-up (at most this late); 0 = a wake-up per message"`
+	PayloadKind string          `yaml:"payload_kind" default:"random" doc:"what messages hold after the marker: random (incompressible bytes), text (chat-like JSON lines), file"`
+	File        string          `yaml:"file" doc:"with payload_kind: file, the file whose bytes are cycled to the payload size"`
+	Reads       string          `yaml:"reads" default:"batched" doc:"when the client reads what arrives: batched (it sleeps through arrivals until its next send window, latency ends at the kernel's receive timestamp) or prompt (it wakes for each arrival)"`
 
 	open int         // connections open before the phase (Defaults)
 	slo  *vm.Program // compiled by Validate
@@ -163,7 +165,7 @@ func (p *Search) Bytes() int {
 // memory budget and time bound: a typo, a wrong type or an expression too
 // costly to evaluate fails the plan's load.
 func (p *Search) Validate(c Context) []FieldError {
-	errs := checkReads(p.Reads)
+	errs := append(checkReads(p.Reads), validatePayloadKind(p.PayloadKind, p.File, p.Bytes())...)
 	add := func(field, format string, args ...any) {
 		errs = append(errs, FieldError{field, fmt.Sprintf(format, args...)})
 	}
@@ -312,7 +314,8 @@ type searcher struct {
 	rate  *Efficiency // the rate kind's efficiency figures, for each step's metrics
 	steps []result.Step
 	out   Outcome
-	best  int // index in steps of the capacity step; -1 = none
+	best  int    // index in steps of the capacity step; -1 = none
+	file  []byte // payload_kind: file, its bytes (read once at Run)
 }
 
 // Run implements Phase.
@@ -324,11 +327,15 @@ func (p *Search) Run(ctx context.Context, env *Env) (Outcome, error) {
 		return Outcome{}, fmt.Errorf("no open connections")
 	}
 	s := &searcher{p: p, env: env, best: -1}
+	var err error
+	if s.file, err = payloadFile(p.PayloadKind, p.File, p.Bytes()); err != nil {
+		return Outcome{}, err
+	}
 	if k, ok := Lookup("rate"); ok {
 		s.rate = k.Efficiency
 	}
 	began := time.Now()
-	err := s.search(ctx)
+	err = s.search(ctx)
 	m := metrics.Values{
 		"capacity":       float64(0),
 		"capacity_conns": int64(0),
@@ -508,6 +515,8 @@ func (s *searcher) measure(ctx context.Context, x float64, bisect bool) (*result
 		Verify:           p.Verify == nil || *p.Verify,
 		Slack:            clientSlack(p.Slack),
 		Reads:            p.Reads,
+		PayloadKind:      p.PayloadKind,
+		PayloadFile:      s.file,
 	}
 	if params.Duration > 0 {
 		settle := params

@@ -394,17 +394,19 @@ type pacingDriver struct {
 	searchDriver
 	slack []time.Duration
 	reads []string
+	kinds []string
 }
 
 func (d *pacingDriver) Run(ctx context.Context, p client.Params, pr *client.Progress) (client.Result, error) {
 	if q, ok := p.(*client.RateParams); ok {
-		d.slack, d.reads = append(d.slack, q.Slack), append(d.reads, q.Reads)
+		d.slack, d.reads, d.kinds = append(d.slack, q.Slack), append(d.reads, q.Reads), append(d.kinds, q.PayloadKind)
 	}
 	return d.searchDriver.Run(ctx, p, pr)
 }
 
 // TestSearchPacing: every step (settle runs too) is paced with the
-// phase's slack and read mode, as a rate phase's; bad reads is a load error.
+// phase's slack and read mode, as a rate phase's, and carries its
+// payload_kind; bad reads or payload_kind is a load error.
 func TestSearchPacing(t *testing.T) {
 	zero := units.Duration(0)
 	for _, c := range []struct {
@@ -413,7 +415,7 @@ func TestSearchPacing(t *testing.T) {
 		want  time.Duration
 	}{{nil, "", client.DefaultSlack}, {&zero, client.ReadsPrompt, client.NoSlack}} {
 		d := &pacingDriver{searchDriver: searchDriver{conns: 100, capacity: 2500}}
-		s, ctx := validSearch(func(s *Search) { s.Max, s.Slack, s.Reads = 4000, c.slack, c.reads })
+		s, ctx := validSearch(func(s *Search) { s.Max, s.Slack, s.Reads, s.PayloadKind = 4000, c.slack, c.reads, "text" })
 		if errs := Check(s, ctx); len(errs) != 0 {
 			t.Fatal(errs)
 		}
@@ -424,13 +426,17 @@ func TestSearchPacing(t *testing.T) {
 			t.Fatalf("%d rate runs, want the steps and their settles", len(d.slack))
 		}
 		for i := range d.slack {
-			if want := cmp.Or(c.reads, client.ReadsBatched); d.slack[i] != c.want || d.reads[i] != want {
-				t.Errorf("run %d: slack %v reads %q, want %v %q", i, d.slack[i], d.reads[i], c.want, want)
+			if want := cmp.Or(c.reads, client.ReadsBatched); d.slack[i] != c.want || d.reads[i] != want || d.kinds[i] != "text" {
+				t.Errorf("run %d: slack %v reads %q payload_kind %q, want %v %q text", i, d.slack[i], d.reads[i], d.kinds[i], c.want, want)
 			}
 		}
 	}
 	s, ctx := validSearch(func(s *Search) { s.Reads = "lazy" })
 	if errs := Check(s, ctx); len(errs) != 1 || errs[0].Field != "reads" {
 		t.Errorf("reads: lazy: %v", errs)
+	}
+	s, ctx = validSearch(func(s *Search) { s.PayloadKind = "poems" })
+	if errs := Check(s, ctx); len(errs) != 1 || errs[0].Field != "payload_kind" {
+		t.Errorf("payload_kind: poems: %v", errs)
 	}
 }
