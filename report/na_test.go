@@ -49,3 +49,26 @@ func TestTablesNotAvailable(t *testing.T) {
 		t.Errorf("measured row: %s", local)
 	}
 }
+
+// A search against a server whose resources are not measured shows n/a,
+// not 0%, as each step's server CPU.
+func TestStepsNotAvailable(t *testing.T) {
+	steps := []result.Step{{Target: 1000, Conns: 10, Achieved: 1000, ClientCPU: 12, Verdict: "pass"}}
+	run := &result.Run{Results: []result.Result{
+		{Server: "remote", Framework: "url", Phase: "search", Kind: "search", OK: true, ServerResources: result.ResourcesNone, Metrics: metrics.Values{}, Steps: steps},
+		{Server: "local", Framework: "url", Phase: "search", Kind: "search", OK: true, ServerResources: result.ResourcesPID, Metrics: metrics.Values{}, Steps: steps},
+	}}
+	var b bytes.Buffer
+	if err := Tables(&b, run, nil, FormatMarkdown); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	remote := out[strings.Index(out, "Steps: remote"):strings.Index(out, "Steps: local")]
+	local := out[strings.Index(out, "Steps: local"):]
+	if !strings.Contains(remote, "| n/a ") || strings.Contains(remote, "0.00%") {
+		t.Errorf("remote steps: want n/a server CPU:\n%s", remote)
+	}
+	if strings.Contains(local, "n/a") || !strings.Contains(local, "0.00%") {
+		t.Errorf("local steps: want the measured 0.00%%:\n%s", local)
+	}
+}

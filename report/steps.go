@@ -25,13 +25,17 @@ func stepTables(ew *errWriter, format string, results []*result.Result) error {
 			if s.Bisect {
 				n += " (bisect)"
 			}
+			srv := Percent(s.ServerCPU)
+			if res.ServerResources == result.ResourcesNone {
+				srv = NotAvailable // not measured (a url: server without pid:), not idle
+			}
 			cli := Percent(s.ClientCPU)
 			if s.ClientBound {
 				cli += " (bound)"
 			}
 			rows[i] = []string{n, fmt.Sprintf("%.0f", s.Target), strconv.Itoa(s.Conns), fmt.Sprintf("%.0f", s.Achieved),
 				Duration(s.P50), Duration(s.P99), Duration(s.P999), strconv.FormatInt(s.Late, 10), strconv.FormatInt(s.Lost, 10),
-				Percent(s.ServerCPU), cli, stepVerdict(s)}
+				srv, cli, stepVerdict(s)}
 		}
 		if ew.err != nil {
 			return ew.err
