@@ -110,11 +110,7 @@ func init() {
 			{Name: "dropped", Kind: metrics.Count, Doc: "subscribers whose connection was lost during the phase, slow ones included"},
 			{Name: "slow_p50", Kind: metrics.Duration, Doc: "delivery latency to slow subscribers, median"},
 			{Name: "slow_p99", Kind: metrics.Duration, Doc: "delivery latency to slow subscribers, 99th percentile"},
-			{Name: "client_cpu_per_1m", Kind: metrics.Float, Doc: "client CPU seconds per million deliveries"},
-			{Name: "server_cpu_per_1m", Kind: metrics.Float, Doc: "server CPU seconds per million deliveries"},
-			{Name: metrics.ClientCPUPer1MNet, Kind: metrics.Float, Doc: "client_cpu_per_1m with loopback delivery moved to its receiver (softirq time of each side's CPUs charged to the other): what the client would cost with a network between them; only with disjoint pinned CPU sets on this host"},
-			{Name: metrics.ServerCPUPer1MNet, Kind: metrics.Float, Doc: "server_cpu_per_1m with loopback delivery moved to its receiver, as client_cpu_per_1m_net"},
-		}),
+		}, cpuPer1MDefs("deliveries", "deliveries")),
 	})
 }
 

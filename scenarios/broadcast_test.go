@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -74,16 +73,7 @@ func TestBroadcastMetrics(t *testing.T) {
 		t.Errorf("slack %v wakeups %d (%v per message), send_late p50 %v p99 %v max %v, publish_lag_max %v; want 200µs, 94 (2), 20µs, 3ms, 3ms, 3ms",
 			v.Dur("slack"), v.Int("wakeups"), v.Float("wakeups_per_msg"), v.Dur("send_late_p50"), v.Dur("send_late_p99"), v.Dur("send_late_max"), v.Dur("publish_lag_max"))
 	}
-	// Every metric the kind declares (but those the engine adds) is set.
-	k, _ := Lookup("broadcast")
-	for _, d := range k.Metrics {
-		if _, ok := v[d.Name]; !ok && d.Name != "eer" && !strings.Contains(d.Name, "_per_1m") {
-			t.Errorf("metric %s declared but not set", d.Name)
-		}
-		if x, ok := v[d.Name]; ok && fmt.Sprintf("%T", x) != fmt.Sprintf("%T", d.Kind.Zero()) {
-			t.Errorf("metric %s is a %T, its kind wants %T", d.Name, x, d.Kind.Zero())
-		}
-	}
+	checkDeclaredSet(t, "broadcast", v)
 	w := strings.Join(BroadcastWarnings(r, q), "\n")
 	for _, want := range []string{"2 of 10 messages published late (0 never; up to 3ms)", "1 of 30 deliveries to subscribers that read never came", "the server held their messages (8 of 10 delivered late", "had not delivered 2 by the end of the drain"} {
 		if !strings.Contains(w, want) {
@@ -107,29 +97,20 @@ func TestBroadcastNoFanout(t *testing.T) {
 	}
 }
 
-// TestBroadcastSlack: the plan's slack reaches the client's publishers as
-// the rate phase's does: absent is the default, 0s is none (a wake-up per
-// message), any other value itself.
+// TestBroadcastSlack: the plan's slack reaches the client's publishers
+// (clientSlack, TestClientSlack), and a negative one is a load error.
 func TestBroadcastSlack(t *testing.T) {
-	d := func(v time.Duration) *units.Duration { u := units.Duration(v); return &u }
-	for _, tc := range []struct {
-		slack *units.Duration
-		want  time.Duration
-	}{
-		{nil, client.DefaultSlack},
-		{d(0), client.NoSlack},
-		{d(time.Millisecond), time.Millisecond},
-	} {
-		p := Broadcast{Rooms: 1, RoomSize: 2, Rate: 10, Duration: units.Duration(time.Second), Slack: tc.slack}
-		Defaults(&p, Context{})
-		if errs := Check(&p, Context{}); len(errs) > 0 {
-			t.Fatalf("slack %v: errors %v", tc.slack, errs)
-		}
-		if got := p.params(client.BroadcastRun).Slack; got != tc.want {
-			t.Errorf("slack %v: client gets %v, want %v", tc.slack, got, tc.want)
-		}
+	ms := units.Duration(time.Millisecond)
+	p := Broadcast{Rooms: 1, RoomSize: 2, Rate: 10, Duration: units.Duration(time.Second), Slack: &ms}
+	Defaults(&p, Context{})
+	if errs := Check(&p, Context{}); len(errs) > 0 {
+		t.Fatalf("slack 1ms: errors %v", errs)
 	}
-	p := Broadcast{Rooms: 1, RoomSize: 2, Rate: 10, Duration: units.Duration(time.Second), Slack: d(-time.Millisecond)}
+	if got := p.params(client.BroadcastRun).Slack; got != time.Millisecond {
+		t.Errorf("slack 1ms: client gets %v", got)
+	}
+	neg := units.Duration(-time.Millisecond)
+	p = Broadcast{Rooms: 1, RoomSize: 2, Rate: 10, Duration: units.Duration(time.Second), Slack: &neg}
 	Defaults(&p, Context{})
 	if errs := Check(&p, Context{}); len(errs) != 1 || errs[0].Field != "slack" {
 		t.Errorf("slack -1ms: errors %v, want one on slack", errs)

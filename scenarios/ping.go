@@ -37,11 +37,7 @@ func init() {
 			{Name: "failed", Kind: metrics.Count, Doc: "pings lost or late"},
 			{Name: "conns", Kind: metrics.Count, Doc: "connections open"},
 			{Name: "concurrency", Kind: metrics.Count, Doc: "pings in flight"},
-			{Name: "client_cpu_per_1m", Kind: metrics.Float, Doc: "client CPU seconds per million pongs"},
-			{Name: "server_cpu_per_1m", Kind: metrics.Float, Doc: "server CPU seconds per million pongs"},
-			{Name: metrics.ClientCPUPer1MNet, Kind: metrics.Float, Doc: "client_cpu_per_1m with loopback delivery moved to its receiver (softirq time of each side's CPUs charged to the other): what the client would cost with a network between them; only with disjoint pinned CPU sets on this host"},
-			{Name: metrics.ServerCPUPer1MNet, Kind: metrics.Float, Doc: "server_cpu_per_1m with loopback delivery moved to its receiver, as client_cpu_per_1m_net"},
-		}),
+		}, cpuPer1MDefs("pongs", "pongs")),
 	})
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
@@ -110,12 +109,7 @@ func init() {
 			{Name: "conns", Kind: metrics.Count, Doc: "connections that sent"},
 			{Name: "rate", Kind: metrics.Float, Doc: "messages per connection per second asked for"},
 			{Name: "payload", Kind: metrics.Bytes, Doc: "bytes per message"},
-		}, pacedDefs("wakeups / (sent + recv): client wake-ups per message sent or echoed"), metrics.Latency, []metrics.Def{
-			{Name: "client_cpu_per_1m", Kind: metrics.Float, Doc: "client CPU seconds per million messages sent and echoed"},
-			{Name: "server_cpu_per_1m", Kind: metrics.Float, Doc: "server CPU seconds per million echoes"},
-			{Name: metrics.ClientCPUPer1MNet, Kind: metrics.Float, Doc: "client_cpu_per_1m with loopback delivery moved to its receiver (softirq time of each side's CPUs charged to the other): what the client would cost with a network between them; only with disjoint pinned CPU sets on this host"},
-			{Name: metrics.ServerCPUPer1MNet, Kind: metrics.Float, Doc: "server_cpu_per_1m with loopback delivery moved to its receiver, as client_cpu_per_1m_net"},
-		}, wireDefs),
+		}, pacedDefs("wakeups / (sent + recv): client wake-ups per message sent or echoed"), metrics.Latency, cpuPer1MDefs("messages sent and echoed", "echoes"), wireDefs),
 	})
 }
 
@@ -182,7 +176,7 @@ func (p *Rate) Run(ctx context.Context, env *Env) (Outcome, error) {
 		Drain:            p.Drain.D(),
 		LateAfter:        p.LateAfter.D(),
 		Verify:           p.Verify == nil || *p.Verify,
-		Slack:            p.slack(),
+		Slack:            clientSlack(p.Slack),
 		Reads:            p.Reads,
 	})
 	if r == nil {
@@ -231,9 +225,6 @@ func RateMetrics(r client.RateResult, perConn float64, payload int64) metrics.Va
 	latencyValues(v, r.Latency)
 	return v
 }
-
-// slack returns the client's RateParams.Slack: nil is the default, 0 none.
-func (p *Rate) slack() time.Duration { return clientSlack(p.Slack) }
 
 // RateWarnings are what a reader of a rate result must not miss: a
 // shortfall against the timetable, more than 1% late messages, lost

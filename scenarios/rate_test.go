@@ -147,16 +147,7 @@ func TestRateRun(t *testing.T) {
 	if !near(m.Dur("p99"), 100*time.Millisecond) || !near(m.Dur("p50"), 2*time.Millisecond) {
 		t.Errorf("p50 %v p99 %v, want 2ms, 100ms (HDR precision)", m.Dur("p50"), m.Dur("p99"))
 	}
-	// Every metric the kind declares (but those the engine adds) is set.
-	k, _ := Lookup("rate")
-	for _, d := range k.Metrics {
-		if _, ok := m[d.Name]; !ok && d.Name != "echo_eer" && !strings.Contains(d.Name, "_per_1m") {
-			t.Errorf("metric %s declared but not set", d.Name)
-		}
-		if x, ok := m[d.Name]; ok && fmt.Sprintf("%T", x) != fmt.Sprintf("%T", d.Kind.Zero()) {
-			t.Errorf("metric %s is a %T, its kind wants %T", d.Name, x, d.Kind.Zero())
-		}
-	}
+	checkDeclaredSet(t, "rate", m)
 	if !out.Failed || !strings.Contains(out.Error, "2 of 900 echoes were corrupt: marker mismatch ×2") {
 		t.Errorf("failed %v %q", out.Failed, out.Error)
 	}
@@ -264,23 +255,5 @@ func TestRateRunInterrupted(t *testing.T) {
 	out, err = p.Run(t.Context(), &Env{Driver: drv})
 	if err != context.Canceled || out.Metrics != nil {
 		t.Errorf("nothing measured: %v, %v", out.Metrics, err)
-	}
-}
-
-// TestRateSlack: the plan's slack reaches the client: absent is the
-// default, 0s is none (a wake-up per message), any other value itself.
-func TestRateSlack(t *testing.T) {
-	d := func(v time.Duration) *units.Duration { u := units.Duration(v); return &u }
-	for _, tc := range []struct {
-		slack *units.Duration
-		want  time.Duration
-	}{
-		{nil, client.DefaultSlack},
-		{d(0), client.NoSlack},
-		{d(time.Millisecond), time.Millisecond},
-	} {
-		if got := (&Rate{Slack: tc.slack}).slack(); got != tc.want {
-			t.Errorf("slack %v: client gets %v, want %v", tc.slack, got, tc.want)
-		}
 	}
 }

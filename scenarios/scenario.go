@@ -150,6 +150,19 @@ type Efficiency struct {
 	Count string // messages measured, e.g. "success"
 }
 
+// cpuPer1MDefs declares the CPU figures the engine writes for a kind with
+// Efficiency: client and server CPU seconds per million of what each
+// side's figure counts (clientPer, serverPer: "echoes", …), as charged and
+// with loopback delivery attributed (the _net pair).
+func cpuPer1MDefs(clientPer, serverPer string) []metrics.Def {
+	return []metrics.Def{
+		{Name: metrics.ClientCPUPer1M, Kind: metrics.Float, Doc: "client CPU seconds per million " + clientPer},
+		{Name: metrics.ServerCPUPer1M, Kind: metrics.Float, Doc: "server CPU seconds per million " + serverPer},
+		{Name: metrics.ClientCPUPer1MNet, Kind: metrics.Float, Doc: "client_cpu_per_1m with loopback delivery moved to its receiver (softirq time of each side's CPUs charged to the other): what the client would cost with a network between them; only with disjoint pinned CPU sets on this host"},
+		{Name: metrics.ServerCPUPer1MNet, Kind: metrics.Float, Doc: "server_cpu_per_1m with loopback delivery moved to its receiver, as client_cpu_per_1m_net"},
+	}
+}
+
 // Phase is one configured phase of a plan. Its tag defaults and bounds are
 // applied by Defaults and Check (params.go); a kind with defaults that
 // depend on the plan implements ContextDefaults too.

@@ -76,7 +76,7 @@ type Search struct {
 	Drain            units.Duration `yaml:"drain" default:"2s" min:"0s" doc:"wait for the echoes still due after each step"`
 	LateAfter        units.Duration `yaml:"late_after" default:"1ms" min:"0s" doc:"a message written later than this after its schedule is late"`
 	Verify           *bool          `yaml:"verify" default:"true" doc:"compare every echoed payload byte (the marker is always checked)"`
-	// Slack and Reads pace each step as the rate phase's do.
+	// Slack, Reads, PayloadKind and File are the rate phase's, for every step.
 	Slack       *units.Duration `yaml:"slack" default:"200us" min:"0s" doc:"timer slack: sends due within it share one wake-up (at most this late); 0 = a wake-up per message"`
 	PayloadKind string          `yaml:"payload_kind" default:"random" doc:"what messages hold after the marker: random (incompressible bytes), text (chat-like JSON lines), file"`
 	File        string          `yaml:"file" doc:"with payload_kind: file, the file whose bytes are cycled to the payload size"`

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"net"
 	"os"
 	"os/exec"
@@ -37,23 +36,7 @@ func TestNodePlan(t *testing.T) {
 	if code := r.wait(t, 2*time.Minute); code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s\nstdout:\n%s", code, r.stderrText(), r.stdout.String())
 	}
-	b, err := os.ReadFile(filepath.Join(out, "r.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res struct {
-		Results []struct {
-			Server    string         `json:"server"`
-			Phase     string         `json:"phase"`
-			OK        bool           `json:"ok"`
-			Error     string         `json:"error"`
-			Resources string         `json:"server_resources"`
-			Metrics   map[string]any `json:"metrics"`
-		} `json:"results"`
-	}
-	if err := json.Unmarshal(b, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := readJSON(t, filepath.Join(out, "r.json"))
 	if len(res.Results) != 2 {
 		t.Fatalf("got %d results, want connect and rate", len(res.Results))
 	}

@@ -179,12 +179,13 @@ func assertNoLeftovers(t *testing.T, dir string) {
 type jsonRun struct {
 	Interrupted bool `json:"interrupted"`
 	Results     []struct {
-		Server  string         `json:"server"`
-		Phase   string         `json:"phase"`
-		OK      bool           `json:"ok"`
-		Error   string         `json:"error"`
-		Log     string         `json:"server_log"`
-		Metrics map[string]any `json:"metrics"`
+		Server    string         `json:"server"`
+		Phase     string         `json:"phase"`
+		OK        bool           `json:"ok"`
+		Error     string         `json:"error"`
+		Log       string         `json:"server_log"`
+		Resources string         `json:"server_resources"`
+		Metrics   map[string]any `json:"metrics"`
 	} `json:"results"`
 }
 

@@ -268,13 +268,11 @@ func (l *loop) run() {
 		if at, ok := l.deadline(); ok {
 			timeout = max(0, at-now)
 		}
-		if l.batching {
-			if timeout > 0 && timeout <= rawWaitMax && !l.more {
-				// Sleep through arrivals: what comes waits in the
-				// socket, stamped by the kernel, until the wake-up.
-				l.sleep(timeout)
-				timeout = 0
-			}
+		if l.batching && timeout > 0 && timeout <= rawWaitMax && !l.more {
+			// Sleep through arrivals: what comes waits in the socket,
+			// stamped by the kernel, until the wake-up.
+			l.sleep(timeout)
+			timeout = 0
 		}
 		n, err := epollWait(l.epfd, l.events, timeout, &l.ts)
 		l.wakes++
@@ -573,8 +571,8 @@ func (l *loop) readFrames(c *conn) {
 
 // feed decodes b, a piece of c's input stream, and acts on it. now is
 // when b arrived: the read's clock, or on a stamped connection the
-// kernel's receive time (rxstamp.go), which runs that send in response
-// must not take for the time of their write.
+// kernel's receive time (rxstamp.go), which may be well before the read;
+// a run that writes in response takes l.now() for the write's time.
 func (l *loop) feed(c *conn, b []byte, now int64) {
 	for len(b) > 0 {
 		// The event is decoded into a loop field: a pointer to a local

@@ -39,9 +39,8 @@ type pacedWake struct {
 	// late is how late each message left: actual write − scheduled time,
 	// ns (0 for one written early, which never happens).
 	late *hdrhistogram.Histogram
-	// conns are the phase's connections while their reads are batched
-	// (begin); nil with prompt reads.
-	conns []*conn
+	// batched: the phase's reads are batched (begin), until end.
+	batched bool
 }
 
 // newPacedWake returns the wake gate of a sender with slack (NoSlack or
@@ -97,15 +96,15 @@ func (w *pacedWake) begin(l *loop, conns []*conn, mode string) string {
 	if mode == ReadsPrompt || !l.batchReads(conns) {
 		return ReadsPrompt
 	}
-	w.conns = append([]*conn(nil), conns...) // conns may be l.open, which changes
+	w.batched = true
 	return ReadsBatched
 }
 
 // end ends the gate's phase on l: prompt reads again.
 func (w *pacedWake) end(l *loop) {
-	if w.conns != nil {
-		l.promptReads(w.conns)
-		w.conns = nil
+	if w.batched {
+		l.promptReads()
+		w.batched = false
 	}
 }
 

@@ -49,29 +49,26 @@ func (s *rxStamps) calibrate(epoch time.Time) {
 }
 
 // stampReads turns kernel receive timestamps on or off for c. It returns
-// false if the kernel refused (the connection is then read without).
+// false if the kernel refused (c's flag is then left as it was).
 func stampReads(c *conn, on bool) bool {
 	v := 0
 	if on {
 		v = 1
 	}
-	if err := unix.SetsockoptInt(int(c.fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, v); err != nil {
-		c.flags &^= fStamp
+	if unix.SetsockoptInt(int(c.fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, v) != nil {
 		return false
 	}
+	c.flags &^= fStamp
 	if on {
 		c.flags |= fStamp
-	} else {
-		c.flags &^= fStamp
 	}
 	return true
 }
 
 // batchReads makes the loop's reads batched (see above) for the paced
-// phase that starts on it: its open connections get receive timestamps,
-// and sleeps up to rawWaitMax ignore echoes. It returns false, changing
-// nothing, where the kernel refuses timestamps: the phase then runs with
-// prompt reads.
+// phase that starts on it: conns get receive timestamps, and sleeps up to
+// rawWaitMax ignore arrivals. It returns false, changing nothing, where
+// the kernel refuses timestamps: the phase then runs with prompt reads.
 func (l *loop) batchReads(conns []*conn) bool {
 	for i, c := range conns {
 		if !stampReads(c, true) {
@@ -87,11 +84,12 @@ func (l *loop) batchReads(conns []*conn) bool {
 }
 
 // promptReads ends batched reads: the loop wakes for each arrival again
-// and conns lose their timestamps.
-func (l *loop) promptReads(conns []*conn) {
+// and its connections lose their timestamps (the flag on each says which
+// have them; a closed one has no flags).
+func (l *loop) promptReads() {
 	l.batching = false
-	for _, c := range conns {
-		if c.state == stOpen && c.flags&fStamp != 0 {
+	for _, c := range l.open {
+		if c.flags&fStamp != 0 {
 			stampReads(c, false)
 		}
 	}

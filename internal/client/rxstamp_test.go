@@ -10,52 +10,25 @@ import (
 )
 
 // tcpPair returns a loop with one registered TCP loopback connection (the
-// loop's end, non-blocking) and the peer's fd.
+// loop's end, non-blocking; newTCPPairs) and the peer's fd.
 func tcpPair(tb testing.TB) (*loop, *conn, int) {
 	tb.Helper()
-	ln, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer unix.Close(ln)
-	if err := unix.Bind(ln, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		tb.Fatal(err)
-	}
-	if err := unix.Listen(ln, 1); err != nil {
-		tb.Fatal(err)
-	}
-	sa, err := unix.Getsockname(ln)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := unix.Connect(fd, sa); err != nil {
-		tb.Fatal(err)
-	}
-	peer, _, err := unix.Accept4(ln, unix.SOCK_CLOEXEC)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := unix.SetNonblock(fd, true); err != nil {
-		tb.Fatal(err)
-	}
+	p := newTCPPairs(tb, 1)
 	l, err := newLoop(&Client{}, 0)
 	if err != nil {
+		p.close()
 		tb.Fatal(err)
 	}
-	c := &conn{fd: int32(fd)}
+	c := &conn{fd: p.cli[0]}
 	if err := l.register(c, evIn); err != nil {
 		tb.Fatal(err)
 	}
 	l.addOpen(c)
 	tb.Cleanup(func() {
-		l.shutdown()
-		unix.Close(peer)
+		l.shutdown() // closes c
+		unix.Close(int(p.peer[0]))
 	})
-	return l, c, peer
+	return l, c, int(p.peer[0])
 }
 
 // TestStampedRead: on a stamped connection a read late by 30 ms still
@@ -100,7 +73,7 @@ func TestStampedRead(t *testing.T) {
 		if d := time.Duration(at - second); d < 0 || d > late/3 {
 			return fmt.Sprintf("two segments: stamp %v after the second write, want about 0", d)
 		}
-		l.promptReads([]*conn{c})
+		l.promptReads()
 		if c.flags&fStamp != 0 || l.batching {
 			t.Fatal("promptReads left the stamp on")
 		}

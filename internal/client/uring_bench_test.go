@@ -226,7 +226,7 @@ func (u *uring) reap(dst []uringCQE) int {
 // loopback connection, both non-blocking.
 type tcpPairs struct{ cli, peer []int32 }
 
-func newTCPPairs(b *testing.B, k int) *tcpPairs {
+func newTCPPairs(b testing.TB, k int) *tcpPairs {
 	b.Helper()
 	p := &tcpPairs{}
 	fail := func(what string, err error) {

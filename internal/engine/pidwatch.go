@@ -18,19 +18,16 @@ const pidPoll = 100 * time.Millisecond
 // is kept). A pid reused by another process counts as an exit: its start
 // time is compared.
 type watchedPID struct {
-	pid   int
-	done  chan struct{}
-	stop  chan struct{}
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	why   string
-	start time.Duration
+	done chan struct{}  // closed when the process exited
+	why  string         // written before done is closed, read after
+	stop chan struct{}  // closed by close
+	wg   sync.WaitGroup // the watching goroutine
 }
 
-// watchPID starts watching pid, whose /proc/<pid>/stat is st; close stops
-// the watch.
-func watchPID(fs procstat.FS, pid int, st procstat.Stat) *watchedPID {
-	w := &watchedPID{pid: pid, done: make(chan struct{}), stop: make(chan struct{}), start: st.StartTime}
+// watchPID starts watching pid, a process started at started (its
+// procstat.Stat.StartTime); close stops the watch.
+func watchPID(fs procstat.FS, pid int, started time.Duration) *watchedPID {
+	w := &watchedPID{done: make(chan struct{}), stop: make(chan struct{})}
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
@@ -42,23 +39,19 @@ func watchPID(fs procstat.FS, pid int, st procstat.Stat) *watchedPID {
 				return
 			case <-t.C:
 			}
-			st, err := fs.ReadStat(pid)
-			why := ""
+			now, err := fs.ReadStat(pid)
 			switch {
 			case err != nil:
-				why = fmt.Sprintf("pid %d exited", pid)
-			case st.Exited():
-				why = fmt.Sprintf("pid %d exited (state %c)", pid, st.State)
-			case st.StartTime != w.start:
-				why = fmt.Sprintf("pid %d exited (the pid now names another process)", pid)
+				w.why = fmt.Sprintf("pid %d exited", pid)
+			case now.Exited():
+				w.why = fmt.Sprintf("pid %d exited (state %c)", pid, now.State)
+			case now.StartTime != started:
+				w.why = fmt.Sprintf("pid %d exited (the pid now names another process)", pid)
+			default:
+				continue
 			}
-			if why != "" {
-				w.mu.Lock()
-				w.why = why
-				w.mu.Unlock()
-				close(w.done)
-				return
-			}
+			close(w.done)
+			return
 		}
 	}()
 	return w
@@ -81,10 +74,12 @@ func (w *watchedPID) Exited() (bool, error) {
 	}
 }
 
+// ExitReason is why the process counts as exited ("" while it runs).
 func (w *watchedPID) ExitReason() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.why
+	if exited, _ := w.Exited(); exited {
+		return w.why
+	}
+	return ""
 }
 
 func (*watchedPID) Stopping() bool  { return false }

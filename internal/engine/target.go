@@ -40,9 +40,10 @@ func (running) Tail(int) string       { return "" }
 
 // resources says how the server's CPU and memory are read.
 type resources struct {
-	how string // result.Resources*
-	pid int    // ResourcesTree, ResourcesPID
-	url string // ResourcesMetrics
+	how     string        // result.Resources*
+	pid     int           // ResourcesTree, ResourcesPID
+	started time.Duration // ResourcesPID: the process's start time (procstat.Stat), to tell a reused pid
+	url     string        // ResourcesMetrics
 }
 
 // sampler returns the server's sampler over one window, nil when its
@@ -113,7 +114,7 @@ func (e *runner) externalResources(ctx context.Context, srv plan.Server) (resour
 		if err != nil || st.Exited() {
 			return resources{}, fmt.Errorf("pid %d: no such process on this host (pid:/pid_file: name a process of the machine wsplan runs on)", pid)
 		}
-		return resources{how: result.ResourcesPID, pid: pid}, nil
+		return resources{how: result.ResourcesPID, pid: pid, started: st.StartTime}, nil
 	case srv.MetricsURL != "":
 		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
@@ -164,11 +165,9 @@ func (e *runner) external(ctx context.Context, srv plan.Server) {
 	}()
 	var proc serverProc = running{}
 	if res.how == result.ResourcesPID {
-		if st, err := e.o.Proc.ReadStat(res.pid); err == nil {
-			w := watchPID(e.o.Proc, res.pid, st)
-			defer w.close()
-			proc = w
-		}
+		w := watchPID(e.o.Proc, res.pid, res.started)
+		defer w.close()
+		proc = w
 	}
 	e.phases(ctx, srv, addrs, proc, drv, res)
 }

@@ -1,0 +1,57 @@
+package scenarios
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/metrics"
+	"github.com/wsplan/wsplan/internal/units"
+)
+
+// checkDeclaredSet checks that v, a kind's own metrics (before the engine
+// adds its efficiency figures: the EER and cpuPer1MDefs), sets every
+// metric the kind declares, each of its declared type.
+func checkDeclaredSet(t *testing.T, kind string, v metrics.Values) {
+	t.Helper()
+	k, ok := Lookup(kind)
+	if !ok {
+		t.Fatalf("no kind %s", kind)
+	}
+	engine := map[string]bool{}
+	if k.Efficiency != nil {
+		engine[k.Efficiency.EER] = true
+		for _, d := range cpuPer1MDefs("", "") {
+			engine[d.Name] = true
+		}
+	}
+	for _, d := range k.Metrics {
+		x, ok := v[d.Name]
+		if !ok && !engine[d.Name] {
+			t.Errorf("%s: metric %s declared but not set", kind, d.Name)
+		}
+		if ok && fmt.Sprintf("%T", x) != fmt.Sprintf("%T", d.Kind.Zero()) {
+			t.Errorf("%s: metric %s is a %T, its kind wants %T", kind, d.Name, x, d.Kind.Zero())
+		}
+	}
+}
+
+// TestClientSlack: a plan's slack reaches the client as every paced kind
+// passes it: absent is the default, 0s is none (a wake-up per message),
+// any other value itself.
+func TestClientSlack(t *testing.T) {
+	d := func(v time.Duration) *units.Duration { u := units.Duration(v); return &u }
+	for _, tc := range []struct {
+		slack *units.Duration
+		want  time.Duration
+	}{
+		{nil, client.DefaultSlack},
+		{d(0), client.NoSlack},
+		{d(time.Millisecond), time.Millisecond},
+	} {
+		if got := clientSlack(tc.slack); got != tc.want {
+			t.Errorf("slack %v: client gets %v, want %v", tc.slack, got, tc.want)
+		}
+	}
+}
