@@ -69,6 +69,9 @@ func Host(w io.Writer, run *result.Run) error {
 	}
 	line("nofile", nofile)
 	line("cpus", fmt.Sprintf("server %s, client %s", orUnknown(h.ServerCPUs), orUnknown(h.ClientCPUs)))
+	if h.CPUIdle != "" {
+		line("cpuidle", h.CPUIdle)
+	}
 	keys := make([]string, 0, len(h.Sysctl))
 	for k := range h.Sysctl {
 		keys = append(keys, k)

@@ -22,6 +22,9 @@ const DefaultRoot = "/proc/sys"
 // writable on the host can be read-only (or absent) inside a container.
 type FS struct {
 	Root string // directory holding the sysctl tree; default DefaultRoot
+	// Label is what errors print before a key: "" = "sysctl " (the FS for
+	// /sys, whose keys are paths, uses SysLabel).
+	Label string
 }
 
 // The kinds of sysctl failure. An *Error wraps one of them, so callers can
@@ -47,13 +50,16 @@ type Error struct {
 	Value string // value being written; "" for a read
 	Kind  error  // ErrNoSuchKey, ErrNotWritable, ErrInvalidValue, or nil when unclassified
 	Err   error  // the underlying error, usually a syscall.Errno
+	Label string // printed before Key; "" = "sysctl " (see FS.Label)
 }
 
 // Error formats the failure as shown in the type's comment.
 func (e *Error) Error() string {
 	var b strings.Builder
-	b.WriteString("sysctl ")
-	b.WriteString(e.Key)
+	if e.Label == "" {
+		b.WriteString("sysctl ")
+	}
+	b.WriteString(e.Label + e.Key)
 	if e.Op == "write" {
 		b.WriteString("=" + strconv.Quote(e.Value))
 	}
@@ -110,6 +116,11 @@ const maxValue = 1 << 16
 // kernel's trailing newline) removed; inner tabs and spaces are kept as the
 // kernel wrote them.
 func (f FS) Get(key string) (string, error) {
+	v, err := f.get(key)
+	return v, f.label(err)
+}
+
+func (f FS) get(key string) (string, error) {
 	p, err := f.Path(key)
 	if err != nil {
 		return "", err
@@ -129,6 +140,18 @@ func (f FS) Get(key string) (string, error) {
 // Set writes value (plus a newline, as echo(1) and sysctl(8) do) to key. It
 // never creates a key: a missing file is ErrNoSuchKey.
 func (f FS) Set(key, value string) error {
+	return f.label(f.set(key, value))
+}
+
+// label sets f's Label on an *Error.
+func (f FS) label(err error) error {
+	if e, ok := err.(*Error); ok {
+		e.Label = f.Label
+	}
+	return err
+}
+
+func (f FS) set(key, value string) error {
 	p, err := f.Path(key)
 	if err != nil {
 		e := err.(*Error)

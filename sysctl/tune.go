@@ -37,10 +37,14 @@ func Check(fs FS, want map[string]string) []Row {
 // form is
 //
 //	{"sysctl": {"net.core.somaxconn": "4096"}, "time": "2026-…", "plan": "plans/1m.yaml"}
+//
+// with "sys": {"module/haltpoll/parameters/guest_halt_poll_ns": "0"} when
+// the run also changed a key under /sys (host.idle_poll).
 type Saved struct {
-	Sysctl map[string]string `json:"sysctl"` // key → value before Apply changed it; only keys Apply wrote
-	Time   time.Time         `json:"time"`   // when Apply ran
-	Plan   string            `json:"plan"`   // plan file that asked for the values; set by the caller
+	Sysctl map[string]string `json:"sysctl"`        // key → value before Apply changed it; only keys Apply wrote
+	Sys    map[string]string `json:"sys,omitempty"` // the same for keys under /sys (see IdlePoll); RestoreSys puts them back
+	Time   time.Time         `json:"time"`          // when Apply ran
+	Plan   string            `json:"plan"`          // plan file that asked for the values; set by the caller
 }
 
 // Previous returns what Apply would save for these rows (from Check): the
@@ -110,9 +114,24 @@ func Apply(fs FS, want map[string]string) (Saved, error) {
 // Restore writes back every saved key (in sorted order) whose value differs
 // from the saved one. It goes on past failures and returns them joined.
 func Restore(fs FS, saved Saved) error {
+	if err := restore(fs, saved.Sysctl); err != nil {
+		return fmt.Errorf("restoring sysctls: %w", err)
+	}
+	return nil
+}
+
+// RestoreSys is Restore for the keys under /sys (saved.Sys), through sys.
+func RestoreSys(sys FS, saved Saved) error {
+	if err := restore(sys, saved.Sys); err != nil {
+		return fmt.Errorf("restoring %s: %w", SysRoot, err)
+	}
+	return nil
+}
+
+func restore(fs FS, saved map[string]string) error {
 	var errs []error
-	for _, k := range slices.Sorted(maps.Keys(saved.Sysctl)) {
-		prev := saved.Sysctl[k]
+	for _, k := range slices.Sorted(maps.Keys(saved)) {
+		prev := saved[k]
 		if cur, err := fs.Get(k); err == nil && Equal(cur, prev) {
 			continue
 		}
@@ -120,10 +139,7 @@ func Restore(fs FS, saved Saved) error {
 			errs = append(errs, err)
 		}
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("restoring sysctls: %w", errors.Join(errs...))
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // WriteFile writes s as indented JSON to path, through a temporary file in

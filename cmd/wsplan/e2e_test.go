@@ -257,18 +257,29 @@ phases:
 const longEcho = `
 servers: [{name: gws}, {name: gorilla}]
 client: {shards: %d}
-host:
-  sysctl: {%s}
+host: {sysctl: {%s}%s}
 phases:
   - connect: {connections: 100, concurrency: 50}
   - echo: {total: 50000000, concurrency: 100, deadline: 30s}
 `
 
 // TestInterruptRestoresHost: SIGINT in the middle of an echo phase of a
-// --tune run prints the partial results, restores the sysctl, exits 130 and
-// leaves no process. The sysctl lives in a fake /proc/sys tree
-// (EnvProcSysRoot): the test never changes the host it runs on.
+// --tune run prints the partial results, restores the sysctl and the idle
+// polling, exits 130 and leaves no process. The sysctl lives in a fake
+// /proc/sys tree (EnvProcSysRoot), the poll window in a fake /sys
+// (EnvSysRoot): the test never changes the host it runs on.
 func TestInterruptRestoresHost(t *testing.T) {
+	sys := t.TempDir()
+	poll := filepath.Join(sys, "module", "haltpoll", "parameters", "guest_halt_poll_ns")
+	for f, v := range map[string]string{poll: "0\n", filepath.Join(sys, "devices", "system", "cpu", "cpuidle", "current_driver"): "haltpoll\n"} {
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv(EnvSysRoot, sys)
 	root := t.TempDir()
 	key := filepath.Join(root, "net", "ipv4", "ip_local_port_range")
 	if err := os.MkdirAll(filepath.Dir(key), 0o755); err != nil {
@@ -282,9 +293,12 @@ func TestInterruptRestoresHost(t *testing.T) {
 	const hostKey = "/proc/sys/net/ipv4/ip_local_port_range"
 	hostBefore, _ := os.ReadFile(hostKey)
 	want := "1024 65535"
-	dir := writePlan(t, fmt.Sprintf(longEcho, 0, `net.ipv4.ip_local_port_range: "`+want+`"`))
+	dir := writePlan(t, fmt.Sprintf(longEcho, 0, `net.ipv4.ip_local_port_range: "`+want+`"`, ", idle_poll: 300us"))
 	r := startWsplan(t, dir, "run", "plan.yaml", "--tune", "--progress", "off", "--json", "r.json", "--out", "logs")
 	r.waitLine(t, `^gws: connect done`, time.Minute)
+	if b, _ := os.ReadFile(poll); string(b) != "300000\n" {
+		t.Errorf("poll window during the run: %q, want 300000", b)
+	}
 	now, _ := os.ReadFile(key)
 	if got := strings.Join(strings.Fields(string(now)), " "); got != want {
 		t.Errorf("during the run %s = %q, want %q", key, got, want)
@@ -302,6 +316,12 @@ func TestInterruptRestoresHost(t *testing.T) {
 	after, _ := os.ReadFile(key)
 	if string(after) != string(before) {
 		t.Errorf("%s = %q after the run, was %q", key, after, before)
+	}
+	if b, _ := os.ReadFile(poll); string(b) != "0\n" {
+		t.Errorf("poll window after the run: %q, want 0", b)
+	}
+	if e := r.stderrText(); !strings.Contains(e, `restored /sys/module/haltpoll/parameters/guest_halt_poll_ns = "0"`) {
+		t.Errorf("stderr does not say the poll window was restored:\n%s", e)
 	}
 	out := r.stdout.String()
 	if !strings.Contains(out, "[BenchEcho] Report") || !strings.Contains(out, "interrupted") {
@@ -360,7 +380,7 @@ phases:
 // that phase with the shard's reason; the run goes on with new shards for
 // the next server; nothing is left behind.
 func TestShardDiesMidPhase(t *testing.T) {
-	dir := writePlan(t, fmt.Sprintf(longEcho, 2, ""))
+	dir := writePlan(t, fmt.Sprintf(longEcho, 2, "", ""))
 	r := startWsplan(t, dir, "run", "plan.yaml", "--progress", "off", "--json", "r.json", "--out", "logs")
 	m := r.waitLine(t, `^gws: 2 client shards, pids \[(\d+) (\d+)\]`, time.Minute)
 	victim, _ := strconv.Atoi(m[2])
@@ -399,7 +419,7 @@ func TestShardDiesMidPhase(t *testing.T) {
 // TestKilledWsplanTakesItsChildren: wsplan killed with SIGKILL (no chance
 // to clean up) still leaves no server or shard behind: they die with it.
 func TestKilledWsplanTakesItsChildren(t *testing.T) {
-	dir := writePlan(t, fmt.Sprintf(longEcho, 2, ""))
+	dir := writePlan(t, fmt.Sprintf(longEcho, 2, "", ""))
 	r := startWsplan(t, dir, "run", "plan.yaml", "--progress", "off", "--out", "logs")
 	m := r.waitLine(t, `^gws: 2 client shards, pids \[(\d+) (\d+)\]`, time.Minute)
 	r.waitLine(t, `^gws: connect done`, time.Minute)

@@ -16,13 +16,27 @@ import (
 // fake sysctl tree without changing the host; users never need it.
 const EnvProcSysRoot = "WSPLAN_PROCSYS_ROOT"
 
+// EnvSysRoot names a directory that stands in for /sys (host.idle_poll),
+// for tests only, as EnvProcSysRoot does for /proc/sys.
+const EnvSysRoot = "WSPLAN_SYS_ROOT"
+
 // sysctlFS is where `run --tune`, `tune` and preflight read and write
 // sysctls: /proc/sys, unless a test set EnvProcSysRoot.
 func sysctlFS() sysctl.FS { return sysctl.FS{Root: os.Getenv(EnvProcSysRoot)} }
 
+// sysFS is where they read and write host.idle_poll: /sys, unless a test
+// set EnvSysRoot.
+func sysFS() sysctl.FS {
+	root := os.Getenv(EnvSysRoot)
+	if root == "" {
+		root = sysctl.SysRoot
+	}
+	return sysctl.FS{Root: root, Label: sysctl.SysLabel}
+}
+
 // preflight runs engine.Preflight and prints what it found to w.
 func preflight(p *plan.Plan, tune bool, w io.Writer) (engine.Layout, error) {
-	c, err := engine.Preflight(sysctlFS(), p, tune)
+	c, err := engine.Preflight(sysctlFS(), sysFS(), p, tune)
 	for _, s := range c.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", s)
 	}
@@ -45,8 +59,8 @@ func preflight(p *plan.Plan, tune bool, w io.Writer) (engine.Layout, error) {
 
 // printTuned says what `run --tune` changed and where the old values are.
 func printTuned(w io.Writer, t *engine.Tuning) {
-	for _, k := range t.Keys() {
-		fmt.Fprintf(w, "tune: %s = %q (was %q; saved in %s)\n", k, t.Want[k], t.Applied.Sysctl[k], t.File)
+	for _, c := range t.Changes() {
+		fmt.Fprintf(w, "tune: %s = %q (was %q; saved in %s)\n", c.Name, c.Want, c.Was, t.File)
 	}
 }
 
@@ -56,8 +70,8 @@ func restoreHost(w io.Writer, t *engine.Tuning) {
 		fmt.Fprintf(w, "restore FAILED: %v\nrun `wsplan tune --restore %s`\n", err, t.File)
 		return
 	}
-	for _, k := range t.Keys() {
-		fmt.Fprintf(w, "restored %s = %q\n", k, t.Applied.Sysctl[k])
+	for _, c := range t.Changes() {
+		fmt.Fprintf(w, "restored %s = %q\n", c.Name, c.Was)
 	}
 }
 
@@ -66,7 +80,7 @@ func restoreHost(w io.Writer, t *engine.Tuning) {
 // printed with its combination.
 func preflightMatrix(plans []*plan.Plan, tune bool, w io.Writer) error {
 	for _, p := range plans {
-		c, err := engine.Preflight(sysctlFS(), p, tune)
+		c, err := engine.Preflight(sysctlFS(), sysFS(), p, tune)
 		if err == nil {
 			continue
 		}

@@ -185,7 +185,7 @@ func runPlan(parent context.Context, path string, f *runFlags, stdout, stderr io
 		out = filepath.Join("wsplan-out", p.Name+"-"+time.Now().Format("20060102-150405"))
 	}
 	if f.tune {
-		t, err := engine.Tune(sysctlFS(), p, filepath.Join(out, engine.SavedSysctlFile))
+		t, err := engine.Tune(sysctlFS(), sysFS(), p, filepath.Join(out, engine.SavedSysctlFile))
 		if err != nil {
 			return err
 		}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -22,10 +24,10 @@ func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "tune PLAN --check|--apply [--save FILE] | tune --restore FILE",
-		Short: "Host tuning alone: compare, apply, or restore the plan's host.sysctl",
+		Short: "Host tuning alone: compare, apply, or restore the plan's host.sysctl and host.idle_poll",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			fs := sysctlFS()
+			fs, sys := sysctlFS(), sysFS()
 			if restore != "" {
 				if len(args) > 0 || check || apply {
 					return usageErr(errors.New("--restore FILE takes no plan and no --check/--apply"))
@@ -34,11 +36,14 @@ func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
 				if err != nil {
 					return usageErr(err)
 				}
-				if err := sysctl.Restore(fs, saved); err != nil {
+				if err := errors.Join(sysctl.RestoreSys(sys, saved), sysctl.Restore(fs, saved)); err != nil {
 					return err
 				}
-				for k, v := range saved.Sysctl {
-					fmt.Fprintf(stdout, "restored %s = %q\n", k, v)
+				for _, k := range slices.Sorted(maps.Keys(saved.Sysctl)) {
+					fmt.Fprintf(stdout, "restored %s = %q\n", k, saved.Sysctl[k])
+				}
+				for _, k := range slices.Sorted(maps.Keys(saved.Sys)) {
+					fmt.Fprintf(stdout, "restored %s%s = %q\n", sysctl.SysLabel, k, saved.Sys[k])
 				}
 				return nil
 			}
@@ -49,19 +54,27 @@ func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			wantSys, warning := engine.HostSys(sys, p)
+			if warning != "" {
+				fmt.Fprintf(stderr, "warning: %s\n", warning)
+			}
 			rows := sysctl.Check(fs, p.Host.Sysctl)
+			for _, r := range sysctl.Check(sys, wantSys) {
+				r.Key = sysctl.SysLabel + r.Key
+				rows = append(rows, r)
+			}
 			if err := report.Sysctl(stdout, rows, "md"); err != nil {
 				return err
 			}
 			if check {
 				return nil
 			}
-			t, err := engine.Tune(fs, p, save)
+			t, err := engine.Tune(fs, sys, p, save)
 			if err != nil {
 				return err
 			}
 			if t.File == "" {
-				fmt.Fprintln(stderr, "the plan has no host.sysctl: nothing to apply")
+				fmt.Fprintln(stderr, "nothing to apply: the plan has no host.sysctl, and no host.idle_poll this host can take")
 				return nil
 			}
 			fmt.Fprintf(stderr, "applied; previous values saved in %s: undo with `wsplan tune --restore %s`\n", save, save)

@@ -54,6 +54,8 @@ type Options struct {
 	NewDriver func(client.Options) (Driver, error)
 	// Proc is the /proc used for sampling; default /proc.
 	Proc procstat.FS
+	// Sys is the /sys the header's cpuidle line is read from; default /sys.
+	Sys sysctl.FS
 	// Layout is the CPU split; zero = computed from the plan and the host.
 	Layout Layout
 	// Abort is called with each result as soon as it is measured; when it

@@ -161,13 +161,15 @@ func CheckLimits(p *plan.Plan) []error {
 	return errs
 }
 
-// HostFacts collects what the report prints about the machine.
-func HostFacts(fs procstat.FS, p *plan.Plan, l Layout) result.Host {
+// HostFacts collects what the report prints about the machine, from /proc
+// (fs) and /sys (sys).
+func HostFacts(fs procstat.FS, sys sysctl.FS, p *plan.Plan, l Layout) result.Host {
 	h := result.Host{Go: runtime.Version(), ServerCPUs: sysctl.FormatCPUList(l.ServerCPUs), ClientCPUs: sysctl.FormatCPUList(l.ClientCPUs)}
 	if info, err := procstat.HostInfo(fs); err == nil {
 		h.Kernel, h.CPUModel, h.Cores, h.MemTotal = info.Kernel, info.CPUModel, info.Cores, info.MemTotal
 	}
 	h.NoFileSoft, h.NoFileHard = sysctl.NoFile()
+	h.CPUIdle = sysctl.CPUIdle(sys)
 	h.Sysctl = map[string]string{}
 	keys := append([]string(nil), ReportedSysctls...)
 	for k := range p.Host.Sysctl {

@@ -28,8 +28,9 @@ type HostCheck struct {
 	// Findings are the shortfalls sysctl.Preflight found, fatal or not,
 	// in its order; a fatal one makes Preflight fail.
 	Findings []sysctl.Finding
-	// Sysctl are the plan's host.sysctl keys that differ from the host or
-	// cannot be read; empty when tune is set (the run applies them).
+	// Sysctl are the plan's host.sysctl keys, and its keys under /sys
+	// (host.idle_poll, named "/sys/…"), that differ from the host or cannot
+	// be read; empty when tune is set (the run applies them).
 	Sysctl []sysctl.Row
 }
 
@@ -38,8 +39,9 @@ type HostCheck struct {
 // library limits, splits the CPUs, and checks what the plan needs against
 // the host as fs shows it — as it will be after Tune when tune is set. It
 // returns what it found, and an error wrapping ErrPreflight that names
-// every fatal problem when the run cannot start.
-func Preflight(fs sysctl.FS, p *plan.Plan, tune bool) (HostCheck, error) {
+// every fatal problem when the run cannot start. sys is the /sys tree
+// host.idle_poll is read from.
+func Preflight(fs, sys sysctl.FS, p *plan.Plan, tune bool) (HostCheck, error) {
 	var c HostCheck
 	if _, _, err := sysctl.RaiseNoFile(); err != nil {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("raising the open-file soft limit: %v", err))
@@ -69,17 +71,30 @@ func Preflight(fs sysctl.FS, p *plan.Plan, tune bool) (HostCheck, error) {
 		}
 		c.Findings = append(c.Findings, f...)
 	}
+	wantSys, warning := HostSys(sys, p)
+	if warning != "" {
+		c.Warnings = append(c.Warnings, warning)
+	}
 	if !tune {
-		for _, r := range sysctl.Check(fs, p.Host.Sysctl) {
-			if r.Err != nil || !r.OK {
-				c.Sysctl = append(c.Sysctl, r)
-			}
-		}
+		c.Sysctl = append(differing(fs, p.Host.Sysctl, ""), differing(sys, wantSys, sysctl.SysLabel)...)
 	}
 	if n := fatal(c.Findings); n > 0 {
 		return c, preflightError{fmt.Errorf("%s: preflight failed (%d problems above); nothing was started", p.File, n)}
 	}
 	return c, nil
+}
+
+// differing returns the rows of want that differ from the host or cannot
+// be read, their keys prefixed with label.
+func differing(fs sysctl.FS, want map[string]string, label string) []sysctl.Row {
+	var rows []sysctl.Row
+	for _, r := range sysctl.Check(fs, want) {
+		if r.Err != nil || !r.OK {
+			r.Key = label + r.Key
+			rows = append(rows, r)
+		}
+	}
+	return rows
 }
 
 // readFacts reads the host and, when tune is set, assumes the plan's

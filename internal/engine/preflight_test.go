@@ -7,7 +7,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/sysctl"
 )
 
@@ -31,6 +33,18 @@ func fakeProcSys(t *testing.T, values map[string]string) sysctl.FS {
 	return fs
 }
 
+// noSys is a /sys with nothing in it, for plans without host.idle_poll.
+var noSys = sysctl.FS{Root: "/nonexistent/sys", Label: sysctl.SysLabel}
+
+// fakeSys is a /sys tree whose cpuidle driver is haltpoll, polling for
+// poll nanoseconds.
+func fakeSys(t *testing.T, poll string) sysctl.FS {
+	t.Helper()
+	fs := fakeProcSys(t, map[string]string{sysctl.CPUIdleDriverKey: "haltpoll", sysctl.HaltPollKey: poll})
+	fs.Label = sysctl.SysLabel
+	return fs
+}
+
 func TestPreflight(t *testing.T) {
 	fs := fakeProcSys(t, map[string]string{"net.core.somaxconn": "128", "net.ipv4.ip_local_port_range": "1024\t65535"})
 	cases := []struct {
@@ -51,7 +65,7 @@ func TestPreflight(t *testing.T) {
 		p := planWith([]int{c.conns}, 0, nil)
 		p.File = "p.yaml"
 		p.Host.Sysctl = c.sysctl
-		got, err := Preflight(fs, p, c.tune)
+		got, err := Preflight(fs, noSys, p, c.tune)
 		if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.HasPrefix(err.Error(), c.err)) {
 			t.Errorf("%s: err %v, want %q", c.name, err, c.err)
 		}
@@ -76,7 +90,7 @@ func TestPreflight(t *testing.T) {
 	p := planWith([]int{1}, 0, nil)
 	p.File = "p.yaml"
 	p.Host.ServerCPUs = "4096"
-	if _, err := Preflight(fs, p, false); !errors.Is(err, ErrPreflight) || !strings.Contains(err.Error(), "p.yaml: preflight: host.server_cpus") {
+	if _, err := Preflight(fs, noSys, p, false); !errors.Is(err, ErrPreflight) || !strings.Contains(err.Error(), "p.yaml: preflight: host.server_cpus") {
 		t.Errorf("bad server_cpus: %v", err)
 	}
 }
@@ -89,11 +103,11 @@ func TestTune(t *testing.T) {
 	p.File = "p.yaml"
 	p.Host.Sysctl = map[string]string{"net.core.somaxconn": "4096", "net.ipv4.ip_local_port_range": "1024 65535"}
 	dir := filepath.Join(t.TempDir(), "out")
-	tu, err := Tune(fs, p, filepath.Join(dir, SavedSysctlFile))
+	tu, err := Tune(fs, noSys, p, filepath.Join(dir, SavedSysctlFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := tu.Keys(); !reflect.DeepEqual(got, []string{"net.core.somaxconn"}) {
+	if got := tu.Changes(); !reflect.DeepEqual(got, []Change{{"net.core.somaxconn", "4096", "128"}}) {
 		t.Errorf("changed %v, want only somaxconn (the port range already matched)", got)
 	}
 	if v, _ := fs.Get("net.core.somaxconn"); v != "4096" {
@@ -113,7 +127,7 @@ func TestTune(t *testing.T) {
 	// No host.sysctl: nothing written, nothing saved.
 	p.Host.Sysctl = nil
 	dir = filepath.Join(t.TempDir(), "none")
-	if tu, err = Tune(fs, p, filepath.Join(dir, SavedSysctlFile)); err != nil || len(tu.Keys()) != 0 || tu.Restore() != nil {
+	if tu, err = Tune(fs, noSys, p, filepath.Join(dir, SavedSysctlFile)); err != nil || len(tu.Changes()) != 0 || tu.Restore() != nil {
 		t.Errorf("no sysctl: %+v, %v", tu, err)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
@@ -123,10 +137,86 @@ func TestTune(t *testing.T) {
 	// A key that cannot be read: nothing changes, and the error stops the
 	// run before anything starts.
 	p.Host.Sysctl = map[string]string{"net.core.somaxconn": "4096", "net.core.wsplan_nope": "1"}
-	if _, err := Tune(fs, p, filepath.Join(t.TempDir(), SavedSysctlFile)); !errors.Is(err, ErrPreflight) {
+	if _, err := Tune(fs, noSys, p, filepath.Join(t.TempDir(), SavedSysctlFile)); !errors.Is(err, ErrPreflight) {
 		t.Errorf("unreadable key: %v", err)
 	}
 	if v, _ := fs.Get("net.core.somaxconn"); v != "128" {
 		t.Errorf("somaxconn after a failed Tune = %q", v)
 	}
+}
+
+// TestIdlePoll: host.idle_poll is checked like a sysctl (a row named by
+// its path under /sys), applied and restored by Tune with the sysctls and
+// saved in the same file; a host without haltpoll gets a warning, not an
+// error, and nothing is written.
+func TestIdlePoll(t *testing.T) {
+	fs := fakeProcSys(t, map[string]string{"net.core.somaxconn": "128"})
+	sys := fakeSys(t, "0")
+	p := planWith([]int{1}, 0, nil)
+	p.File = "p.yaml"
+	d := units.Duration(200 * time.Microsecond)
+	p.Host.IdlePoll = &d
+	p.Host.Sysctl = map[string]string{"net.core.somaxconn": "4096"}
+
+	c, err := Preflight(fs, sys, p, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for _, r := range c.Sysctl {
+		rows = append(rows, r.Key+"="+r.Current+"→"+r.Want)
+	}
+	if want := []string{"net.core.somaxconn=128→4096", "/sys/" + sysctl.HaltPollKey + "=0→200000"}; !reflect.DeepEqual(rows, want) {
+		t.Errorf("preflight rows %v, want %v", rows, want)
+	}
+	if w := idleWarnings(c.Warnings); len(w) != 0 {
+		t.Errorf("warnings on a haltpoll host: %v", w)
+	}
+
+	file := filepath.Join(t.TempDir(), SavedSysctlFile)
+	tu, err := Tune(fs, sys, p, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Change{{"net.core.somaxconn", "4096", "128"}, {"/sys/" + sysctl.HaltPollKey, "200000", "0"}}
+	if got := tu.Changes(); !reflect.DeepEqual(got, want) {
+		t.Errorf("changes %v, want %v", got, want)
+	}
+	if v, _ := sys.Get(sysctl.HaltPollKey); v != "200000" {
+		t.Errorf("poll window during the run = %q", v)
+	}
+	saved, err := sysctl.ReadSaved(file)
+	if err != nil || saved.Sys[sysctl.HaltPollKey] != "0" || saved.Sysctl["net.core.somaxconn"] != "128" {
+		t.Errorf("saved file: %+v, %v", saved, err)
+	}
+	if err := tu.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := sys.Get(sysctl.HaltPollKey); v != "0" {
+		t.Errorf("poll window after Restore = %q", v)
+	}
+
+	// Not a haltpoll host: a warning naming the driver; Tune writes only
+	// the sysctls.
+	other := fakeProcSys(t, map[string]string{sysctl.CPUIdleDriverKey: "intel_idle"})
+	other.Label = sysctl.SysLabel
+	c, err = Preflight(fs, other, p, false)
+	if w := idleWarnings(c.Warnings); err != nil || len(w) != 1 || !strings.Contains(w[0], `host.idle_poll 200µs is not applied: the cpuidle driver is not haltpoll, so idle polling cannot be set here (this host's is "intel_idle")`) {
+		t.Errorf("intel_idle host: %q, %v", idleWarnings(c.Warnings), err)
+	}
+	if tu, err = Tune(fs, other, p, filepath.Join(t.TempDir(), SavedSysctlFile)); err != nil || len(tu.Changes()) != 1 || tu.Restore() != nil {
+		t.Errorf("intel_idle host: Tune %+v, %v", tu, err)
+	}
+}
+
+// idleWarnings are the warnings about host.idle_poll (the fake /proc/sys
+// lacks the facts the other checks read).
+func idleWarnings(ws []string) []string {
+	var idle []string
+	for _, w := range ws {
+		if strings.Contains(w, "idle_poll") {
+			idle = append(idle, w)
+		}
+	}
+	return idle
 }

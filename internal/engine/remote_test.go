@@ -70,7 +70,7 @@ func TestRemotePreflight(t *testing.T) {
 			p := planWith([]int{2000}, 0, nil)
 			p.File = "p.yaml"
 			p.Client.Remote, p.Client.Weights, p.Client.Certs = c.remote, c.weights, certs
-			got, err := Preflight(fs, p, false)
+			got, err := Preflight(fs, noSys, p, false)
 			if c.err == "" {
 				if err != nil {
 					t.Fatalf("preflight: %v (%v)", err, got.Findings)

@@ -43,6 +43,9 @@ func Run(ctx context.Context, o Options) (*result.Run, error) {
 	if o.Proc.Root == "" {
 		o.Proc = procstat.FS{Root: "/proc"}
 	}
+	if o.Sys.Root == "" {
+		o.Sys = sysctl.FS{Root: sysctl.SysRoot, Label: sysctl.SysLabel}
+	}
 	if len(o.Layout.ServerCPUs) == 0 {
 		l, err := ComputeLayout(p.Host.ServerCPUs, p.Host.ClientCPUs, sysctl.OnlineCPUs())
 		if err != nil {
@@ -58,7 +61,7 @@ func Run(ctx context.Context, o Options) (*result.Run, error) {
 	run := &result.Run{
 		Schema:  result.Schema,
 		Plan:    planInfo(&o),
-		Host:    HostFacts(o.Proc, p, o.Layout),
+		Host:    HostFacts(o.Proc, o.Sys, p, o.Layout),
 		Started: time.Now(),
 	}
 

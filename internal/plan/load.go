@@ -46,6 +46,7 @@ type hostDoc struct {
 	NoFile     int               `yaml:"nofile" default:"0" min:"0" doc:"RLIMIT_NOFILE for every process; 0 = raise the soft limit to the hard limit"`
 	ServerCPUs string            `yaml:"server_cpus" doc:"CPU list for the servers (0, 0-1, 0,2); default: the first half of the online CPUs"`
 	ClientCPUs string            `yaml:"client_cpus" doc:"CPU list for the client; default: the other half (all CPUs on a 1-CPU host)"`
+	IdlePoll   *units.Duration   `yaml:"idle_poll" min:"0s" max:"10ms" doc:"how long an idle CPU polls before it halts (the haltpoll cpuidle driver of KVM guests); checked before a run, applied by --tune; default: leave the host as it is"`
 }
 
 type defaultsDoc struct {
@@ -320,6 +321,7 @@ func (l *loader) load(data []byte, opts LoadOptions) *Plan {
 			NoFile:     doc.Host.NoFile,
 			ServerCPUs: doc.Host.ServerCPUs,
 			ClientCPUs: doc.Host.ClientCPUs,
+			IdlePoll:   doc.Host.IdlePoll,
 		},
 		Defaults: Defaults{
 			NoDelay:     doc.Defaults.NoDelay,
@@ -447,6 +449,9 @@ func (l *loader) checkHost(h *Host) {
 	}
 	if h.NoFile < 0 {
 		l.fieldErr("host.nofile", "must be >= 0, got %d", h.NoFile)
+	}
+	if d := h.IdlePoll; d != nil && (*d < 0 || d.D() > MaxIdlePoll) {
+		l.fieldErr("host.idle_poll", "must be between 0s and %v, got %s", MaxIdlePoll, *d)
 	}
 	for _, f := range []struct{ key, v string }{{"server_cpus", h.ServerCPUs}, {"client_cpus", h.ClientCPUs}} {
 		if f.v == "" {

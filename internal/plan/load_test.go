@@ -136,6 +136,7 @@ func TestLoadBadPlans(t *testing.T) {
 			`6: host.nofile: must be >= 0, got -1`,
 			`7: host.server_cpus: bad CPU list "3-1": range 3-1 goes down`,
 			`8: host.client_cpus: bad CPU list "0,x": want CPU numbers and ranges such as 0,2-3, got "x"`,
+			`9: host.idle_poll: must be between 0s and 10ms, got 20ms`,
 		}},
 		{file: "invalid-client.yaml", want: []string{
 			`2: client.shards: want an integer or "auto", got "lots"`,
@@ -599,4 +600,29 @@ func show(v any) any {
 		return out
 	}
 	return v
+}
+
+// host.idle_poll: unset is nil (leave the host alone), 0s is a value (turn
+// polling off), and the duration is kept as written.
+func TestIdlePoll(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		line string
+		want *units.Duration
+	}{
+		{"", nil},
+		{"idle_poll: 0s", new(units.Duration(0))},
+		{"idle_poll: 200us", new(units.Duration(200 * time.Microsecond))},
+	} {
+		path := filepath.Join(dir, "p.yaml")
+		body := "host:\n  nofile: 0\n  " + tc.line + "\nservers: [{name: fake_plan_test}]\nphases:\n  - connect: {connections: 1}\n"
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p, err := Load(path, LoadOptions{})
+		if err != nil {
+			t.Fatalf("%q: %v", tc.line, err)
+		}
+		check(t, tc.line, p.Host.IdlePoll, tc.want)
+	}
 }

@@ -36,6 +36,10 @@ const (
 	DefaultPath           = "/ws"
 	DefaultIdleExit       = 30 * time.Second // client.idle_exit
 
+	// MaxIdlePoll bounds host.idle_poll: a CPU that polls longer burns
+	// its time for wake-ups that are no longer coming.
+	MaxIdlePoll = 10 * time.Millisecond
+
 	// client.kubernetes defaults.
 	DefaultKubeNamespace      = "default"
 	DefaultKubeShards         = 2
@@ -90,6 +94,7 @@ type Host struct {
 	NoFile     int               // RLIMIT_NOFILE wanted for every process; default 0 = raise the soft limit to the hard limit
 	ServerCPUs string            // CPU list for servers ("0", "0-1", "0,2"); default: first half of the CPUs
 	ClientCPUs string            // CPU list for the client; default: the other half (all CPUs on a 1-CPU host)
+	IdlePoll   *units.Duration   // how long an idle CPU polls before it halts (sysctl.IdlePoll); nil = leave the host as it is
 }
 
 // Defaults is the `defaults:` section: options applied to every server

@@ -142,6 +142,9 @@ func TestSyntaxTags(t *testing.T) {
 // stepped returns a bound and the value one step beyond it, as YAML text;
 // a zero value means "the default", so the step skips it.
 func stepped(t reflect.Type, text string, step int64) (at, beyond string, err error) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem() // an optional key: unset is nil
+	}
 	switch t {
 	case reflect.TypeFor[units.Duration]():
 		var d units.Duration

@@ -64,6 +64,7 @@ type Host struct {
 	MemTotal   int64             `json:"mem_total"`
 	Go         string            `json:"go"`
 	Sysctl     map[string]string `json:"sysctl,omitempty"`
+	CPUIdle    string            `json:"cpuidle,omitempty"` // how idle CPUs wait (sysctl.CPUIdle), e.g. "haltpoll, polls up to 200µs before halting"
 	NoFileSoft uint64            `json:"nofile_soft"`
 	NoFileHard uint64            `json:"nofile_hard"`
 	ServerCPUs string            `json:"server_cpus"`
