@@ -1,6 +1,6 @@
 // Package sysctl checks and tunes the host a run measures on: kernel
-// parameters under /proc/sys, the RLIMIT_NOFILE of this process, and CPU
-// affinity. It also holds the preflight, the capacity check that decides
+// parameters under /proc/sys, idle polling under /sys (IdlePoll), the
+// RLIMIT_NOFILE of this process, and CPU affinity. It also holds the preflight, the capacity check that decides
 // whether a plan can run here at all.
 //
 // Its place in a run (see DESIGN.md §1 and §7):
