@@ -58,6 +58,7 @@ type BroadcastSlow struct {
 func init() {
 	Register(Kind{
 		Name:  "broadcast",
+		Paced: true,
 		Doc:   "fan-out: rooms of subscribers, publishers at rate msgs/s on a timetable; latency of every delivery from the scheduled publish",
 		New:   func() Phase { return &Broadcast{} },
 		Title: "[BenchBroadcast] Report",

@@ -56,6 +56,7 @@ type Rate struct {
 func init() {
 	Register(Kind{
 		Name:       "rate",
+		Paced:      true,
 		Throughput: Throughput{Metric: "recv_rate", Unit: "echoes received/s", Messages: true},
 		Summary: func(v metrics.Values) string {
 			return fmt.Sprintf("%.0f/s sent, %d lost, %d late", v.Float("achieved_rate"), v.Int("lost"), v.Int("late"))

@@ -34,6 +34,10 @@ type Kind struct {
 	Doc     string        // one line
 	New     func() Phase  // returns a pointer to a zero config, ready for YAML decoding
 	Metrics []metrics.Def // what Run reports (metrics.Common is added by the engine)
+	// Paced is true for a kind whose client sends on a timetable and sleeps
+	// between sends (rate, search, broadcast): wake-ups are much of its
+	// cost, so preflight points at host.idle_poll where they are dear.
+	Paced bool
 	// Efficiency, when set, names the metrics the engine turns into CPU
 	// efficiency figures once it knows the CPU both sides spent.
 	Efficiency *Efficiency

@@ -104,6 +104,7 @@ var searchMetrics = []metrics.Def{
 func init() {
 	Register(Kind{
 		Name:  "search",
+		Paced: true,
 		Doc:   "capacity under an SLO: open-loop rate steps growing to the first that fails, then bisection; stops when the client saturates",
 		New:   func() Phase { return &Search{} },
 		Title: "[Search] Report",

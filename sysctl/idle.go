@@ -49,6 +49,17 @@ func IdlePoll(sys FS, d time.Duration) (map[string]string, error) {
 	return map[string]string{HaltPollKey: strconv.FormatInt(d.Nanoseconds(), 10)}, nil
 }
 
+// HaltsAtOnce reports whether idle CPUs here are haltpoll's and poll not
+// at all before they halt: every wake-up of an idle CPU is then a VM exit.
+func HaltsAtOnce(sys FS) bool {
+	drv, err := sys.Get(CPUIdleDriverKey)
+	if err != nil || drv != "haltpoll" {
+		return false
+	}
+	v, err := sys.Get(HaltPollKey)
+	return err == nil && v == "0"
+}
+
 // CPUIdle describes how idle CPUs wait, for the run's header: the cpuidle
 // driver, and with haltpoll how long it polls before it halts, e.g.
 // "haltpoll, polls up to 200µs before halting" or "haltpoll, halts at once

@@ -42,15 +42,22 @@ func TestIdlePoll(t *testing.T) {
 }
 
 func TestCPUIdle(t *testing.T) {
-	for _, tc := range []struct{ driver, poll, want string }{
-		{"haltpoll", "200000", "haltpoll, polls up to 200µs before halting"},
-		{"haltpoll", "0", "haltpoll, halts at once (no polling)"},
-		{"haltpoll", "", "haltpoll"},
-		{"intel_idle", "", "intel_idle"},
-		{"", "", ""},
+	for _, tc := range []struct {
+		driver, poll, want string
+		halts              bool
+	}{
+		{"haltpoll", "200000", "haltpoll, polls up to 200µs before halting", false},
+		{"haltpoll", "0", "haltpoll, halts at once (no polling)", true},
+		{"haltpoll", "", "haltpoll", false},
+		{"intel_idle", "", "intel_idle", false},
+		{"", "", "", false},
 	} {
-		if got := CPUIdle(fakeSys(t, tc.driver, tc.poll)); got != tc.want {
+		sys := fakeSys(t, tc.driver, tc.poll)
+		if got := CPUIdle(sys); got != tc.want {
 			t.Errorf("driver %q poll %q: %q, want %q", tc.driver, tc.poll, got, tc.want)
+		}
+		if got := HaltsAtOnce(sys); got != tc.halts {
+			t.Errorf("driver %q poll %q: HaltsAtOnce %v, want %v", tc.driver, tc.poll, got, tc.halts)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/wsplan/wsplan/internal/plan"
+	"github.com/wsplan/wsplan/scenarios"
 	"github.com/wsplan/wsplan/sysctl"
 )
 
@@ -75,6 +76,9 @@ func Preflight(fs, sys sysctl.FS, p *plan.Plan, tune bool) (HostCheck, error) {
 	if warning != "" {
 		c.Warnings = append(c.Warnings, warning)
 	}
+	if w := idleHint(sys, p); w != "" {
+		c.Warnings = append(c.Warnings, w)
+	}
 	if !tune {
 		c.Sysctl = append(differing(fs, p.Host.Sysctl, ""), differing(sys, wantSys, sysctl.SysLabel)...)
 	}
@@ -82,6 +86,20 @@ func Preflight(fs, sys sysctl.FS, p *plan.Plan, tune bool) (HostCheck, error) {
 		return c, preflightError{fmt.Errorf("%s: preflight failed (%d problems above); nothing was started", p.File, n)}
 	}
 	return c, nil
+}
+
+// idleHint points at host.idle_poll for a plan with paced phases against a
+// server on this host, where idle CPUs halt at once; "" otherwise.
+func idleHint(sys sysctl.FS, p *plan.Plan) string {
+	if p.Host.IdlePoll != nil || allExternal(p) || !sysctl.HaltsAtOnce(sys) {
+		return ""
+	}
+	for _, ph := range p.Phases {
+		if k, ok := scenarios.Lookup(ph.Kind); ok && k.Paced {
+			return fmt.Sprintf("idle CPUs here halt at once (cpuidle haltpoll, no polling): each wake-up of an idle CPU is a VM exit, and on loopback the client of phase %s pays one for most messages it sends; host.idle_poll: 200us with --tune measures as a host with cheap wake-ups would (README: Host tuning and preflight)", ph.Name)
+		}
+	}
+	return ""
 }
 
 // differing returns the rows of want that differ from the host or cannot

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wsplan/wsplan/internal/plan"
 	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/sysctl"
 )
@@ -219,4 +220,29 @@ func idleWarnings(ws []string) []string {
 		}
 	}
 	return idle
+}
+
+// TestIdleHint: a plan with a paced phase against a server on this host,
+// on a haltpoll host that does not poll, is pointed at host.idle_poll;
+// not when the host polls, the plan sets it, or no phase is paced.
+func TestIdleHint(t *testing.T) {
+	p := planWith([]int{1}, 0, nil)
+	p.Servers = []plan.Server{{Name: "gws"}}
+	p.Phases = append(p.Phases, plan.Phase{Kind: "rate", Name: "rate#2"})
+	if got := idleHint(fakeSys(t, "0"), p); !strings.Contains(got, "idle CPUs here halt at once") || !strings.Contains(got, "phase rate#2") {
+		t.Errorf("no polling: %q", got)
+	}
+	if got := idleHint(fakeSys(t, "200000"), p); got != "" {
+		t.Errorf("polling host: %q", got)
+	}
+	d := units.Duration(0)
+	p.Host.IdlePoll = &d
+	if got := idleHint(fakeSys(t, "0"), p); got != "" {
+		t.Errorf("plan sets idle_poll: %q", got)
+	}
+	p.Host.IdlePoll = nil
+	p.Phases = p.Phases[:1] // connect only
+	if got := idleHint(fakeSys(t, "0"), p); got != "" {
+		t.Errorf("no paced phase: %q", got)
+	}
 }
