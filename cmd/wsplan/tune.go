@@ -58,11 +58,7 @@ func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
 			if warning != "" {
 				fmt.Fprintf(stderr, "warning: %s\n", warning)
 			}
-			rows := sysctl.Check(fs, p.Host.Sysctl)
-			for _, r := range sysctl.Check(sys, wantSys) {
-				r.Key = sysctl.SysLabel + r.Key
-				rows = append(rows, r)
-			}
+			rows := engine.HostRows(fs, sys, p.Host.Sysctl, wantSys)
 			if err := report.Sysctl(stdout, rows, "md"); err != nil {
 				return err
 			}

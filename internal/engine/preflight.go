@@ -80,7 +80,11 @@ func Preflight(fs, sys sysctl.FS, p *plan.Plan, tune bool) (HostCheck, error) {
 		c.Warnings = append(c.Warnings, w)
 	}
 	if !tune {
-		c.Sysctl = append(differing(fs, p.Host.Sysctl, ""), differing(sys, wantSys, sysctl.SysLabel)...)
+		for _, r := range HostRows(fs, sys, p.Host.Sysctl, wantSys) {
+			if r.Err != nil || !r.OK {
+				c.Sysctl = append(c.Sysctl, r)
+			}
+		}
 	}
 	if n := fatal(c.Findings); n > 0 {
 		return c, preflightError{fmt.Errorf("%s: preflight failed (%d problems above); nothing was started", p.File, n)}
@@ -102,15 +106,14 @@ func idleHint(sys sysctl.FS, p *plan.Plan) string {
 	return ""
 }
 
-// differing returns the rows of want that differ from the host or cannot
-// be read, their keys prefixed with label.
-func differing(fs sysctl.FS, want map[string]string, label string) []sysctl.Row {
-	var rows []sysctl.Row
-	for _, r := range sysctl.Check(fs, want) {
-		if r.Err != nil || !r.OK {
-			r.Key = label + r.Key
-			rows = append(rows, r)
-		}
+// HostRows compares the plan's sysctls (want) and its keys under /sys
+// (wantSys, from HostSys) with the host: one row per key, the sysctls
+// first, the others named by their path ("/sys/…").
+func HostRows(fs, sys sysctl.FS, want, wantSys map[string]string) []sysctl.Row {
+	rows := sysctl.Check(fs, want)
+	for _, r := range sysctl.Check(sys, wantSys) {
+		r.Key = sysctl.SysLabel + r.Key
+		rows = append(rows, r)
 	}
 	return rows
 }
