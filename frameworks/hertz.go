@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -167,12 +168,36 @@ func startHertzWith(cfg Config, serve func(*app.RequestContext) func(*websocket.
 		s.servers = append(s.servers, hertzRun{h, done})
 		go func() {
 			defer close(done)
+			defer recoverNetpollExit(h, ln)
 			// Run returns once the listener is closed; an error before
 			// that ends this address only.
 			_ = h.Run()
 		}()
 	}
 	return s, nil
+}
+
+// netpollExit is what hertz's netpoll transport panics with where netpoll's
+// Serve returns an error, instead of returning it from Run.
+const netpollExit = "netpoll server exit"
+
+// recoverNetpollExit, deferred in the goroutine that runs h, turns hertz's
+// netpollExit panic into the end of that address, as an error from Run
+// would be: netpoll's Serve can fail when the server is closed right after
+// it started (seen under load in TestBatchBCloseRightAfterStart). The
+// transport and the listener are closed, so the address is free; the line
+// goes to the server's log. Any other panic goes on.
+func recoverNetpollExit(h *server.Hertz, ln net.Listener) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if r != netpollExit {
+		panic(r)
+	}
+	_ = h.Close()  // the netpoll listener (a dup of ln's fd), if it still serves
+	_ = ln.Close() // closed already unless Serve failed first
+	fmt.Fprintf(os.Stderr, "hertz on %s: %s\n", ln.Addr(), netpollExit)
 }
 
 // hertzEcho echoes messages until the connection fails or closes.
