@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"sync"
 	"time"
 
@@ -185,8 +184,8 @@ const netpollExit = "netpoll server exit"
 // netpollExit panic into the end of that address, as an error from Run
 // would be: netpoll's Serve can fail when the server is closed right after
 // it started (seen under load in TestBatchBCloseRightAfterStart). The
-// transport and the listener are closed, so the address is free; the line
-// goes to the server's log. Any other panic goes on.
+// transport and the listener are closed, so the address is free. Any other
+// panic goes on.
 func recoverNetpollExit(h *server.Hertz, ln net.Listener) {
 	r := recover()
 	if r == nil {
@@ -197,7 +196,6 @@ func recoverNetpollExit(h *server.Hertz, ln net.Listener) {
 	}
 	_ = h.Close()  // the netpoll listener (a dup of ln's fd), if it still serves
 	_ = ln.Close() // closed already unless Serve failed first
-	fmt.Fprintf(os.Stderr, "hertz on %s: %s\n", ln.Addr(), netpollExit)
 }
 
 // hertzEcho echoes messages until the connection fails or closes.
