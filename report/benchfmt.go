@@ -54,6 +54,7 @@ func BenchName(r *result.Result, names []string) string {
 //	goos: linux
 //	cpu: AMD EPYC 7B13
 //	wsplan-plan: ci
+//	wsplan-cpuidle: haltpoll, polls up to 200µs before halting
 //	Unit msgs/s better=higher
 //	BenchmarkEcho/server=gws/payload=1KiB  20000  41234 msgs/s  812345 p99-ns  ...
 //
@@ -70,6 +71,11 @@ func Benchfmt(w io.Writer, run *result.Run) error {
 	}
 	if run.Plan.Name != "" {
 		ew.printf("wsplan-plan: %s\n", oneLine(run.Plan.Name))
+	}
+	if run.Host.CPUIdle != "" {
+		// benchstat prints configuration that differs between its inputs:
+		// runs on hosts whose idle CPUs wait differently are told apart.
+		ew.printf("wsplan-cpuidle: %s\n", oneLine(run.Host.CPUIdle))
 	}
 	if run.Wsplan != nil {
 		ew.printf("wsplan-version: %s\n", oneLine(run.Wsplan.String()))

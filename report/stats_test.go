@@ -109,6 +109,7 @@ func TestSignificance(t *testing.T) {
 func TestBenchfmt(t *testing.T) {
 	run := repeatsRun([]float64{100, 110, 90}, []float64{50, 55, 45}, map[string]string{"payload": "1KiB"})
 	run.Plan.Matrix = []result.MatrixVar{{Name: "payload", Values: []string{"1KiB"}}}
+	run.Host.CPUIdle = "haltpoll, polls up to 200µs before halting"
 	run.Results = append(run.Results, result.Result{Server: "nbio", Phase: "echo", Kind: "echo", OK: false})
 	run.Results = append(run.Results, result.Result{Server: "gws", Phase: "connect", Kind: "connect", OK: true,
 		Metrics: metrics.Values{"tps": 2000.0, "success": int64(10)}})
@@ -127,6 +128,9 @@ func TestBenchfmt(t *testing.T) {
 				t.Errorf("iters %d", rec.Iters)
 			}
 			got = append(got, string(rec.Name.Full())+" "+benchNumber(v))
+			if c := rec.GetConfig("wsplan-cpuidle"); c != run.Host.CPUIdle {
+				t.Errorf("wsplan-cpuidle %q, want %q", c, run.Host.CPUIdle)
+			}
 		case *benchfmt.UnitMetadata:
 			units++
 		case *benchfmt.SyntaxError:
