@@ -42,6 +42,15 @@ func Tables(w io.Writer, run *result.Run, baseline *result.Run, format string) e
 		return err
 	}
 	ew := &errWriter{w: w}
+	if baseline != nil {
+		if d := HostDiff(baseline.Host, run.Host); len(d) > 0 {
+			ew.printf("The baseline was measured on a different host or setup; its deltas include that:\n")
+			for _, s := range d {
+				ew.printf("- %s\n", s)
+			}
+			ew.printf("\n")
+		}
+	}
 	run, baseline = result.Collapse(run), result.Collapse(baseline)
 	phases := phaseOrder(run)
 	if len(phases) == 0 {
