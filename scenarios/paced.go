@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
@@ -57,8 +56,8 @@ func clientSlack(d *units.Duration) time.Duration {
 
 // checkReads validates a plan's `reads` key.
 func checkReads(reads string) []FieldError {
-	if reads != "" && reads != client.ReadsBatched && reads != client.ReadsPrompt {
-		return []FieldError{{"reads", fmt.Sprintf("must be %s or %s, got %q", client.ReadsBatched, client.ReadsPrompt, reads)}}
+	if err := client.CheckReads(reads); err != nil {
+		return []FieldError{{"reads", err.Error()}}
 	}
 	return nil
 }

@@ -432,7 +432,7 @@ func TestSearchPacing(t *testing.T) {
 		}
 	}
 	s, ctx := validSearch(func(s *Search) { s.Reads = "lazy" })
-	if errs := Check(s, ctx); len(errs) != 1 || errs[0].Field != "reads" {
+	if errs := Check(s, ctx); len(errs) != 1 || errs[0].Field != "reads" || errs[0].Msg != `must be batched or prompt, got "lazy"` {
 		t.Errorf("reads: lazy: %v", errs)
 	}
 	s, ctx = validSearch(func(s *Search) { s.PayloadKind = "poems" })

@@ -22,8 +22,8 @@ const DefaultRoot = "/proc/sys"
 // writable on the host can be read-only (or absent) inside a container.
 type FS struct {
 	Root string // directory holding the sysctl tree; default DefaultRoot
-	// Label is what errors print before a key: "" = "sysctl " (the FS for
-	// /sys, whose keys are paths, uses SysLabel).
+	// Label is what errors print before a key: "" = "sysctl " (SysFS's is
+	// SysLabel: its keys are paths under /sys).
 	Label string
 }
 
@@ -103,7 +103,7 @@ func (f FS) Path(key string) (string, error) {
 	}
 	for _, part := range strings.Split(rel, "/") {
 		if part == "" || part == "." || part == ".." {
-			return "", &Error{Op: "read", Key: key, Kind: ErrNoSuchKey, Err: errors.New("malformed name")}
+			return "", &Error{Op: "read", Key: key, Kind: ErrNoSuchKey, Err: errors.New("malformed name"), Label: f.Label}
 		}
 	}
 	return filepath.Join(f.root(), filepath.FromSlash(rel)), nil
@@ -116,23 +116,18 @@ const maxValue = 1 << 16
 // kernel's trailing newline) removed; inner tabs and spaces are kept as the
 // kernel wrote them.
 func (f FS) Get(key string) (string, error) {
-	v, err := f.get(key)
-	return v, f.label(err)
-}
-
-func (f FS) get(key string) (string, error) {
 	p, err := f.Path(key)
 	if err != nil {
 		return "", err
 	}
 	file, err := os.Open(p)
 	if err != nil {
-		return "", classify("read", key, "", err)
+		return "", f.classify("read", key, "", err)
 	}
 	defer file.Close()
 	b, err := io.ReadAll(io.LimitReader(file, maxValue))
 	if err != nil {
-		return "", classify("read", key, "", err)
+		return "", f.classify("read", key, "", err)
 	}
 	return strings.TrimSpace(string(b)), nil
 }
@@ -140,18 +135,6 @@ func (f FS) get(key string) (string, error) {
 // Set writes value (plus a newline, as echo(1) and sysctl(8) do) to key. It
 // never creates a key: a missing file is ErrNoSuchKey.
 func (f FS) Set(key, value string) error {
-	return f.label(f.set(key, value))
-}
-
-// label sets f's Label on an *Error.
-func (f FS) label(err error) error {
-	if e, ok := err.(*Error); ok {
-		e.Label = f.Label
-	}
-	return err
-}
-
-func (f FS) set(key, value string) error {
 	p, err := f.Path(key)
 	if err != nil {
 		e := err.(*Error)
@@ -160,22 +143,22 @@ func (f FS) set(key, value string) error {
 	}
 	file, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
 	if err != nil {
-		return classify("write", key, value, err)
+		return f.classify("write", key, value, err)
 	}
 	if _, err := file.Write([]byte(value + "\n")); err != nil {
 		file.Close()
-		return classify("write", key, value, err)
+		return f.classify("write", key, value, err)
 	}
 	if err := file.Close(); err != nil {
-		return classify("write", key, value, err)
+		return f.classify("write", key, value, err)
 	}
 	return nil
 }
 
 // classify turns an OS error into an *Error of the right kind, keeping only
 // the errno when there is one (the path is implied by the key).
-func classify(op, key, value string, err error) error {
-	e := &Error{Op: op, Key: key, Value: value, Err: err}
+func (f FS) classify(op, key, value string, err error) error {
+	e := &Error{Op: op, Key: key, Value: value, Err: err, Label: f.Label}
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
 		e.Err = errno

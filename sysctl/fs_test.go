@@ -183,7 +183,7 @@ func TestKindOf(t *testing.T) {
 		}
 	}
 	// The message of an invalid write, as the kernel reports it.
-	err := classify("write", "net.core.somaxconn", "abc", &fs.PathError{Op: "write", Path: "/proc/sys/net/core/somaxconn", Err: syscall.EINVAL})
+	err := FS{}.classify("write", "net.core.somaxconn", "abc", &fs.PathError{Op: "write", Path: "/proc/sys/net/core/somaxconn", Err: syscall.EINVAL})
 	if want := `sysctl net.core.somaxconn="abc": invalid value: invalid argument`; err.Error() != want {
 		t.Errorf("got %s\nwant %s", err, want)
 	}

@@ -19,13 +19,11 @@ func fakeSys(t *testing.T, driver, poll string) FS {
 	if poll != "" {
 		files[HaltPollKey] = poll + "\n"
 	}
-	f := newRoot(t, files, nil)
-	f.Label = SysLabel
-	return f
+	return SysFS(newRoot(t, files, nil).Root)
 }
 
 func TestIdlePoll(t *testing.T) {
-	got, err := IdlePoll(fakeSys(t, "haltpoll", "0"), 200*time.Microsecond)
+	got, err := ReadIdle(fakeSys(t, "haltpoll", "0")).Keys(200 * time.Microsecond)
 	if err != nil || !reflect.DeepEqual(got, map[string]string{HaltPollKey: "200000"}) {
 		t.Errorf("haltpoll: %v, %v; want guest_halt_poll_ns = 200000", got, err)
 	}
@@ -34,14 +32,14 @@ func TestIdlePoll(t *testing.T) {
 		{"none", `this host's is "none"`},
 		{"", "reading it: /sys/devices/system/cpu/cpuidle/current_driver: no such sysctl"},
 	} {
-		got, err := IdlePoll(fakeSys(t, tc.driver, ""), time.Millisecond)
+		got, err := ReadIdle(fakeSys(t, tc.driver, "")).Keys(time.Millisecond)
 		if got != nil || !errors.Is(err, ErrNoHaltPoll) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("driver %q: %v, %v; want ErrNoHaltPoll saying %q", tc.driver, got, err, tc.want)
 		}
 	}
 }
 
-func TestCPUIdle(t *testing.T) {
+func TestIdleString(t *testing.T) {
 	for _, tc := range []struct {
 		driver, poll, want string
 		halts              bool
@@ -52,11 +50,11 @@ func TestCPUIdle(t *testing.T) {
 		{"intel_idle", "", "intel_idle", false},
 		{"", "", "", false},
 	} {
-		sys := fakeSys(t, tc.driver, tc.poll)
-		if got := CPUIdle(sys); got != tc.want {
+		idle := ReadIdle(fakeSys(t, tc.driver, tc.poll))
+		if got := idle.String(); got != tc.want {
 			t.Errorf("driver %q poll %q: %q, want %q", tc.driver, tc.poll, got, tc.want)
 		}
-		if got := HaltsAtOnce(sys); got != tc.halts {
+		if got := idle.HaltsAtOnce(); got != tc.halts {
 			t.Errorf("driver %q poll %q: HaltsAtOnce %v, want %v", tc.driver, tc.poll, got, tc.halts)
 		}
 	}
@@ -66,7 +64,7 @@ func TestCPUIdle(t *testing.T) {
 // sysctls, and their errors name the path under /sys.
 func TestRestoreSys(t *testing.T) {
 	sys := fakeSys(t, "haltpoll", "0")
-	want, err := IdlePoll(sys, 100*time.Microsecond)
+	want, err := ReadIdle(sys).Keys(100 * time.Microsecond)
 	if err != nil {
 		t.Fatal(err)
 	}

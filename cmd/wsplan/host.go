@@ -26,13 +26,7 @@ func sysctlFS() sysctl.FS { return sysctl.FS{Root: os.Getenv(EnvProcSysRoot)} }
 
 // sysFS is where they read and write host.idle_poll: /sys, unless a test
 // set EnvSysRoot.
-func sysFS() sysctl.FS {
-	root := os.Getenv(EnvSysRoot)
-	if root == "" {
-		root = sysctl.SysRoot
-	}
-	return sysctl.FS{Root: root, Label: sysctl.SysLabel}
-}
+func sysFS() sysctl.FS { return sysctl.SysFS(os.Getenv(EnvSysRoot)) }
 
 // preflight runs engine.Preflight and prints what it found to w.
 func preflight(p *plan.Plan, tune bool, w io.Writer) (engine.Layout, error) {

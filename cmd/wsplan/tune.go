@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -36,14 +34,12 @@ func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
 				if err != nil {
 					return usageErr(err)
 				}
-				if err := errors.Join(sysctl.RestoreSys(sys, saved), sysctl.Restore(fs, saved)); err != nil {
+				t := engine.Restoring(fs, sys, saved)
+				if err := t.Restore(); err != nil {
 					return err
 				}
-				for _, k := range slices.Sorted(maps.Keys(saved.Sysctl)) {
-					fmt.Fprintf(stdout, "restored %s = %q\n", k, saved.Sysctl[k])
-				}
-				for _, k := range slices.Sorted(maps.Keys(saved.Sys)) {
-					fmt.Fprintf(stdout, "restored %s%s = %q\n", sysctl.SysLabel, k, saved.Sys[k])
+				for _, c := range t.Changes() {
+					fmt.Fprintf(stdout, "restored %s = %q\n", c.Name, c.Was)
 				}
 				return nil
 			}
@@ -54,7 +50,7 @@ func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			wantSys, warning := engine.HostSys(sys, p)
+			wantSys, warning := engine.HostSys(sysctl.ReadIdle(sys), p)
 			if warning != "" {
 				fmt.Fprintf(stderr, "warning: %s\n", warning)
 			}

@@ -311,8 +311,8 @@ func (p *BroadcastParams) Validate() error {
 	if p.Slack < 0 && p.Slack != NoSlack {
 		errs = append(errs, fmt.Errorf("slack must be >= 0 (or NoSlack), got %v", p.Slack))
 	}
-	if err := checkReads(p.Reads); err != nil {
-		errs = append(errs, err)
+	if err := CheckReads(p.Reads); err != nil {
+		errs = append(errs, fmt.Errorf("reads %w", err))
 	}
 	if p.Slow < 0 || p.Slow >= 1 {
 		errs = append(errs, fmt.Errorf("slow fraction must be in [0, 1), got %v", p.Slow))

@@ -67,13 +67,14 @@ const (
 	ReadsPrompt = "prompt"
 )
 
-// checkReads validates a read mode ("" is the default, ReadsBatched).
-func checkReads(mode string) error {
+// CheckReads validates a read mode ("" is the default, ReadsBatched); its
+// error reads "must be batched or prompt, got …".
+func CheckReads(mode string) error {
 	switch mode {
 	case "", ReadsBatched, ReadsPrompt:
 		return nil
 	}
-	return fmt.Errorf("reads must be %q or %q, got %q", ReadsBatched, ReadsPrompt, mode)
+	return fmt.Errorf("must be %s or %s, got %q", ReadsBatched, ReadsPrompt, mode)
 }
 
 // mergeReads merges the read modes of two parts of a phase: prompt where

@@ -760,8 +760,8 @@ func (p *RateParams) Validate() error {
 	if p.Slack < 0 && p.Slack != NoSlack {
 		errs = append(errs, fmt.Errorf("slack must be >= 0 (or NoSlack), got %v", p.Slack))
 	}
-	if err := checkReads(p.Reads); err != nil {
-		errs = append(errs, err)
+	if err := CheckReads(p.Reads); err != nil {
+		errs = append(errs, fmt.Errorf("reads %w", err))
 	}
 	if p.LateAfter < 0 {
 		errs = append(errs, fmt.Errorf("late after must be >= 0, got %v", p.LateAfter))

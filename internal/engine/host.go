@@ -169,7 +169,7 @@ func HostFacts(fs procstat.FS, sys sysctl.FS, p *plan.Plan, l Layout) result.Hos
 		h.Kernel, h.CPUModel, h.Cores, h.MemTotal = info.Kernel, info.CPUModel, info.Cores, info.MemTotal
 	}
 	h.NoFileSoft, h.NoFileHard = sysctl.NoFile()
-	h.CPUIdle = sysctl.CPUIdle(sys)
+	h.CPUIdle = sysctl.ReadIdle(sys).String()
 	h.Sysctl = map[string]string{}
 	keys := append([]string(nil), ReportedSysctls...)
 	for k := range p.Host.Sysctl {

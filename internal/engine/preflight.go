@@ -72,11 +72,12 @@ func Preflight(fs, sys sysctl.FS, p *plan.Plan, tune bool) (HostCheck, error) {
 		}
 		c.Findings = append(c.Findings, f...)
 	}
-	wantSys, warning := HostSys(sys, p)
+	idle := sysctl.ReadIdle(sys)
+	wantSys, warning := HostSys(idle, p)
 	if warning != "" {
 		c.Warnings = append(c.Warnings, warning)
 	}
-	if w := idleHint(sys, p); w != "" {
+	if w := idleHint(idle, p); w != "" {
 		c.Warnings = append(c.Warnings, w)
 	}
 	if !tune {
@@ -94,8 +95,8 @@ func Preflight(fs, sys sysctl.FS, p *plan.Plan, tune bool) (HostCheck, error) {
 
 // idleHint points at host.idle_poll for a plan with paced phases against a
 // server on this host, where idle CPUs halt at once; "" otherwise.
-func idleHint(sys sysctl.FS, p *plan.Plan) string {
-	if p.Host.IdlePoll != nil || allExternal(p) || !sysctl.HaltsAtOnce(sys) {
+func idleHint(idle sysctl.Idle, p *plan.Plan) string {
+	if p.Host.IdlePoll != nil || allExternal(p) || !idle.HaltsAtOnce() {
 		return ""
 	}
 	for _, ph := range p.Phases {

@@ -35,15 +35,13 @@ func fakeProcSys(t *testing.T, values map[string]string) sysctl.FS {
 }
 
 // noSys is a /sys with nothing in it, for plans without host.idle_poll.
-var noSys = sysctl.FS{Root: "/nonexistent/sys", Label: sysctl.SysLabel}
+var noSys = sysctl.SysFS("/nonexistent/sys")
 
 // fakeSys is a /sys tree whose cpuidle driver is haltpoll, polling for
 // poll nanoseconds.
 func fakeSys(t *testing.T, poll string) sysctl.FS {
 	t.Helper()
-	fs := fakeProcSys(t, map[string]string{sysctl.CPUIdleDriverKey: "haltpoll", sysctl.HaltPollKey: poll})
-	fs.Label = sysctl.SysLabel
-	return fs
+	return sysctl.SysFS(fakeProcSys(t, map[string]string{sysctl.CPUIdleDriverKey: "haltpoll", sysctl.HaltPollKey: poll}).Root)
 }
 
 func TestPreflight(t *testing.T) {
@@ -199,8 +197,7 @@ func TestIdlePoll(t *testing.T) {
 
 	// Not a haltpoll host: a warning naming the driver; Tune writes only
 	// the sysctls.
-	other := fakeProcSys(t, map[string]string{sysctl.CPUIdleDriverKey: "intel_idle"})
-	other.Label = sysctl.SysLabel
+	other := sysctl.SysFS(fakeProcSys(t, map[string]string{sysctl.CPUIdleDriverKey: "intel_idle"}).Root)
 	c, err = Preflight(fs, other, p, false)
 	if w := idleWarnings(c.Warnings); err != nil || len(w) != 1 || !strings.Contains(w[0], `host.idle_poll 200µs is not applied: the cpuidle driver is not haltpoll, so idle polling cannot be set here (this host's is "intel_idle")`) {
 		t.Errorf("intel_idle host: %q, %v", idleWarnings(c.Warnings), err)
@@ -229,20 +226,20 @@ func TestIdleHint(t *testing.T) {
 	p := planWith([]int{1}, 0, nil)
 	p.Servers = []plan.Server{{Name: "gws"}}
 	p.Phases = append(p.Phases, plan.Phase{Kind: "rate", Name: "rate#2"})
-	if got := idleHint(fakeSys(t, "0"), p); !strings.Contains(got, "idle CPUs here halt at once") || !strings.Contains(got, "phase rate#2") {
+	if got := idleHint(sysctl.ReadIdle(fakeSys(t, "0")), p); !strings.Contains(got, "idle CPUs here halt at once") || !strings.Contains(got, "phase rate#2") {
 		t.Errorf("no polling: %q", got)
 	}
-	if got := idleHint(fakeSys(t, "200000"), p); got != "" {
+	if got := idleHint(sysctl.ReadIdle(fakeSys(t, "200000")), p); got != "" {
 		t.Errorf("polling host: %q", got)
 	}
 	d := units.Duration(0)
 	p.Host.IdlePoll = &d
-	if got := idleHint(fakeSys(t, "0"), p); got != "" {
+	if got := idleHint(sysctl.ReadIdle(fakeSys(t, "0")), p); got != "" {
 		t.Errorf("plan sets idle_poll: %q", got)
 	}
 	p.Host.IdlePoll = nil
 	p.Phases = p.Phases[:1] // connect only
-	if got := idleHint(fakeSys(t, "0"), p); got != "" {
+	if got := idleHint(sysctl.ReadIdle(fakeSys(t, "0")), p); got != "" {
 		t.Errorf("no paced phase: %q", got)
 	}
 }

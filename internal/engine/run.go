@@ -44,7 +44,7 @@ func Run(ctx context.Context, o Options) (*result.Run, error) {
 		o.Proc = procstat.FS{Root: "/proc"}
 	}
 	if o.Sys.Root == "" {
-		o.Sys = sysctl.FS{Root: sysctl.SysRoot, Label: sysctl.SysLabel}
+		o.Sys = sysctl.SysFS("")
 	}
 	if len(o.Layout.ServerCPUs) == 0 {
 		l, err := ComputeLayout(p.Host.ServerCPUs, p.Host.ClientCPUs, sysctl.OnlineCPUs())

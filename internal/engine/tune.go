@@ -30,14 +30,14 @@ type Tuning struct {
 // /sys.
 type Change struct{ Name, Want, Was string }
 
-// HostSys returns the keys under /sys (read and written through sys) that
-// the plan's host.idle_poll sets, or a warning when this host cannot have
-// them; nil and "" without host.idle_poll.
-func HostSys(sys sysctl.FS, p *plan.Plan) (want map[string]string, warning string) {
+// HostSys returns the keys under /sys that the plan's host.idle_poll sets
+// on a host whose idle CPUs wait as idle says, or a warning when this host
+// cannot have them; nil and "" without host.idle_poll.
+func HostSys(idle sysctl.Idle, p *plan.Plan) (want map[string]string, warning string) {
 	if p.Host.IdlePoll == nil {
 		return nil, ""
 	}
-	want, err := sysctl.IdlePoll(sys, p.Host.IdlePoll.D())
+	want, err := idle.Keys(p.Host.IdlePoll.D())
 	if err != nil {
 		return nil, fmt.Sprintf("host.idle_poll %s is not applied: %v; on bare metal an idle CPU is woken without an interrupt, in a virtual machine without haltpoll each wake-up of an idle CPU costs the waker an interrupt and a VM exit", p.Host.IdlePoll, err)
 	}
@@ -51,7 +51,7 @@ func HostSys(sys sysctl.FS, p *plan.Plan) (want map[string]string, warning strin
 // and returns a Tuning that restores nothing. Its errors match
 // ErrPreflight: nothing was started. Call Restore on every exit path.
 func Tune(fs, sys sysctl.FS, p *plan.Plan, file string) (*Tuning, error) {
-	wantSys, _ := HostSys(sys, p) // Preflight has shown the warning
+	wantSys, _ := HostSys(sysctl.ReadIdle(sys), p) // Preflight has shown the warning
 	t := &Tuning{fs: fs, sys: sys, Want: p.Host.Sysctl, WantSys: wantSys, Applied: sysctl.Saved{Sysctl: map[string]string{}}}
 	if len(p.Host.Sysctl) == 0 && len(wantSys) == 0 {
 		return t, nil
@@ -80,6 +80,13 @@ func Tune(fs, sys sysctl.FS, p *plan.Plan, file string) (*Tuning, error) {
 	t.Applied = applied
 	t.Applied.Sys = appliedSys.Sysctl
 	return t, nil
+}
+
+// Restoring is the Tuning that saved (from Saved.WriteFile) describes, for
+// `wsplan tune --restore` after a crash: Restore puts the values back,
+// Changes lists them (Want is unknown there: "").
+func Restoring(fs, sys sysctl.FS, saved sysctl.Saved) *Tuning {
+	return &Tuning{fs: fs, sys: sys, Applied: saved}
 }
 
 // Changes returns what Tune changed: the sysctls sorted by key, then the
