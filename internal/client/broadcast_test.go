@@ -267,9 +267,9 @@ func TestBroadcastDeliveryAllocs(t *testing.T) {
 	defer unix.Close(peer)
 	payload := makePayload(256, false)
 	p := &BroadcastParams{Rooms: 1, RoomSize: 2, Publishers: 1, Rate: 1000, Duration: time.Hour, Payload: 256, Verify: true, Include: true}
-	set := &bcSet{first: 1, conns: []*conn{c}} // member 1: a subscriber only
-	l.bcRun(1, l.epoch.Add(time.Hour), p, set, appendClientHeader(nil, opBinary, 256, 0), payload, nil)
-	r := l.ph.(*bcastRun)
+	set := &subscriberSet{first: 1, conns: []*conn{c}} // member 1: a subscriber only
+	l.broadcastStart(1, l.epoch.Add(time.Hour), p, set, appendClientHeader(nil, opBinary, 256, 0), payload, nil)
+	r := l.ph.(*broadcastRun)
 	frames := make([][]byte, 4000)
 	for i := range frames {
 		frames[i] = bcFrame(payload, uint64(i), r.epochUnix+r.start+int64(i)*int64(time.Millisecond), 0, 0)
@@ -295,9 +295,9 @@ func BenchmarkBroadcastDelivery(b *testing.B) {
 	defer unix.Close(peer)
 	payload := makePayload(256, false)
 	p := &BroadcastParams{Rooms: 1, RoomSize: 2, Publishers: 1, Rate: 1e6, Duration: time.Hour, Payload: 256, Verify: true, Include: true}
-	set := &bcSet{first: 1, conns: []*conn{c}}
-	l.bcRun(1, l.epoch.Add(time.Hour), p, set, appendClientHeader(nil, opBinary, 256, 0), payload, nil)
-	r := l.ph.(*bcastRun)
+	set := &subscriberSet{first: 1, conns: []*conn{c}}
+	l.broadcastStart(1, l.epoch.Add(time.Hour), p, set, appendClientHeader(nil, opBinary, 256, 0), payload, nil)
+	r := l.ph.(*broadcastRun)
 	const n = 1 << 16
 	frames := make([][]byte, n)
 	for i := range frames {
@@ -363,16 +363,16 @@ func TestBroadcastMerge(t *testing.T) {
 // 0 of a room of 2 (the publisher), publishing rate messages per second
 // with slack from t = 0 an hour in the loop clock's future; the test plays
 // the server on peer and pumps the run on a fake clock.
-func bcPublisher(tb testing.TB, rate float64, slack time.Duration) (*loop, *bcastRun, int) {
+func bcPublisher(tb testing.TB, rate float64, slack time.Duration) (*loop, *broadcastRun, int) {
 	tb.Helper()
 	l, c, peer := loopPair(tb)
 	payload := makePayload(256, false)
 	p := &BroadcastParams{Rooms: 1, RoomSize: 2, Publishers: 1, Rate: rate, Duration: time.Hour, Payload: 256, Include: true, Slack: slack}
-	set := &bcSet{first: 0, conns: []*conn{c}}
-	l.bcRun(1, l.epoch.Add(time.Hour), p, set, appendClientHeader(nil, opBinary, 256, 0), payload, nil)
-	r := l.ph.(*bcastRun)
+	set := &subscriberSet{first: 0, conns: []*conn{c}}
+	l.broadcastStart(1, l.epoch.Add(time.Hour), p, set, appendClientHeader(nil, opBinary, 256, 0), payload, nil)
+	r := l.ph.(*broadcastRun)
 	if r.part.Published != 0 {
-		tb.Fatal("bcRun published before t = 0")
+		tb.Fatal("broadcastStart published before t = 0")
 	}
 	tb.Cleanup(func() {
 		if l.ph != nil {

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"strings"
 	"sync"
@@ -410,20 +409,4 @@ func splitInt64(n int64, weights []int) []int64 {
 		}
 	}
 	return out
-}
-
-// makePayload returns n bytes to echo: random bytes, or random lowercase
-// letters (valid UTF-8) for text.
-func makePayload(n int, text bool) []byte {
-	b := make([]byte, n)
-	var seed [32]byte
-	r := rand.NewChaCha8(seed)
-	// ChaCha8.Read never fails.
-	_, _ = r.Read(b)
-	if text {
-		for i := range b {
-			b[i] = 'a' + b[i]%26
-		}
-	}
-	return b
 }

@@ -27,18 +27,21 @@ const (
 // a TLS or compressed connection (about 2 KB with TLS, plus the inflate
 // history under server context takeover).
 type conn struct {
-	dec    decoder  // server frame stream state (24 bytes)
-	sentAt int64    // echo: loop clock (ns) when the in-flight message was sent; rate, hold: the connection's index in the run
-	ext    *connExt // partial input/output, handshake state; nil when idle
-	sec    *connSec // TLS session and permessage-deflate state; nil on a plain, uncompressed connection
-	fd     int32
-	gen    uint32 // loop-unique, carried in epoll event data
-	idx    int32  // position in loop.open
-	woff   int32  // bytes of the pending data frame already written
-	wkey   uint32 // mask key of the pending data frame
-	state  uint8
-	flags  uint8
-	skip   uint16 // replies still due from stopped phases, to discard
+	dec decoder // server frame stream state (24 bytes)
+	// slot belongs to the run in progress: runs that keep a table of
+	// per-connection state (rate, hold, ping, broadcast) hold c's index in
+	// it here; echo holds the loop clock (ns) its message in flight was sent.
+	slot  int64
+	ext   *connExt // partial input/output, handshake state; nil when idle
+	sec   *connSec // TLS session and permessage-deflate state; nil on a plain, uncompressed connection
+	fd    int32
+	gen   uint32 // loop-unique, carried in epoll event data
+	idx   int32  // position in loop.open
+	woff  int32  // bytes of the pending data frame already written
+	wkey  uint32 // mask key of the pending data frame
+	state uint8
+	flags uint8
+	skip  uint16 // replies still due from stopped phases, to discard
 }
 
 // connExt holds what a connection needs only while something is partial:

@@ -9,7 +9,6 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/wsplan/wsplan/internal/payload"
 	"github.com/wsplan/wsplan/internal/pmdeflate"
 )
 
@@ -45,42 +44,6 @@ type EchoParams struct {
 // payload makes the message an echo phase sends.
 func (p *EchoParams) payload() ([]byte, error) {
 	return makeKindPayload(p.PayloadKind, p.Payload, p.Text, p.PayloadFile)
-}
-
-// checkPayloadKind checks a phase's payload kind and file.
-func checkPayloadKind(kind string, file []byte) error {
-	switch kind {
-	case "", payload.Random, payload.Text:
-		if len(file) > 0 {
-			return fmt.Errorf("payload file given for payload kind %q: only %q uses one", kind, payload.File)
-		}
-		return nil
-	case payload.File:
-		if len(file) == 0 {
-			return fmt.Errorf("payload kind %q needs the file's content, got none", kind)
-		}
-		return nil
-	}
-	return fmt.Errorf("payload kind must be one of %v, got %q", payload.Kinds, kind)
-}
-
-// makeKindPayload returns n bytes of the given payload kind, valid UTF-8
-// for text messages.
-func makeKindPayload(kind string, n int, text bool, file []byte) ([]byte, error) {
-	if kind == "" {
-		kind = payload.Random
-	}
-	var b []byte
-	var err error
-	if text {
-		b, err = payload.TextPayload(kind, n, file)
-	} else {
-		b, err = payload.Payload(kind, n, file)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("client: %w", err)
-	}
-	return b, nil
 }
 
 // EchoResult is what an echo phase measured.
@@ -392,7 +355,7 @@ func (l *loop) echoNext(e *echoRun, c *conn, now int64) bool {
 		_, s := e.tl.second(now)
 		s.Sent++
 	}
-	c.sentAt = now
+	c.slot = now
 	e.inflight++
 	l.sendData(e, c)
 	return true
@@ -492,7 +455,7 @@ func (e *echoRun) onData(l *loop, c *conn, ev *event, now int64) {
 	if !warm {
 		if reason == "" {
 			e.part.Success++
-			e.tl.echo(now, now-c.sentAt, e.part.Latency.Histogram)
+			e.tl.echo(now, now-c.slot, e.part.Latency.Histogram)
 		} else {
 			e.part.Failed++
 			e.part.Errors.add(reason)
@@ -554,7 +517,7 @@ func (e *echoRun) tick(l *loop, now int64) {
 		if i >= len(l.open) {
 			continue
 		}
-		if c := l.open[i]; c.flags&fInflight != 0 && now-c.sentAt > e.job.timeout {
+		if c := l.open[i]; c.flags&fInflight != 0 && now-c.slot > e.job.timeout {
 			l.lost(c, ReasonTimeout)
 		}
 	}

@@ -185,7 +185,7 @@ func (l *loop) holdStart(job *holdJob) {
 	h.next = make([]int64, len(h.conns))
 	h.waiting = make([]int32, len(h.conns))
 	for i, c := range h.conns {
-		c.sentAt = int64(i)
+		c.slot = int64(i)
 	}
 	h.part.Conns = int64(len(h.conns))
 	h.cu = cursor{p: job.pacer, first: job.first, total: job.total, n: len(h.conns)}
@@ -268,7 +268,7 @@ func (l *loop) holdPing(h *holdRun, j int, el time.Duration) {
 
 // slot returns c's index in the hold, or -1.
 func (h *holdRun) slot(c *conn) int {
-	if i := c.sentAt; i >= 0 && i < int64(len(h.conns)) && h.conns[i] == c {
+	if i := c.slot; i >= 0 && i < int64(len(h.conns)) && h.conns[i] == c {
 		return int(i)
 	}
 	return -1
@@ -312,7 +312,7 @@ func (h *holdRun) finish(l *loop, stopped bool, now int64) {
 		if c.state == stOpen {
 			h.part.Alive++
 		}
-		c.sentAt = 0
+		c.slot = 0
 	}
 	if h.job.clock && h.job.pr != nil {
 		h.job.pr.Done.Store(int64(min(time.Duration(now-h.start), h.job.pacer.Duration) / time.Second))

@@ -136,7 +136,7 @@ func (p *PingParams) start(ph *phaseEnv) (*phasePlan, error) {
 }
 
 // pingRun is a ping phase running in a loop. Its connections are the
-// loop's first slots open ones; conn.sentAt holds a connection's index.
+// loop's first slots open ones; conn.slot holds a connection's index.
 type pingRun struct {
 	baseRun
 	conns     []*conn
@@ -160,7 +160,7 @@ func (l *loop) pingStart(id int64, slots int, total, timeout int64, pr *Progress
 	l.setTick(time.Duration(timeout / 10))
 	now := l.now()
 	for i, c := range r.conns {
-		c.sentAt = int64(i)
+		c.slot = int64(i)
 		r.sent[i] = -1
 	}
 	for i := range r.conns {
@@ -188,7 +188,7 @@ func (r *pingRun) send(l *loop, i int, now int64) {
 
 // slot returns c's index in the run, or -1.
 func (r *pingRun) slot(c *conn) int {
-	if i := c.sentAt; i >= 0 && i < int64(len(r.conns)) && r.conns[i] == c {
+	if i := c.slot; i >= 0 && i < int64(len(r.conns)) && r.conns[i] == c {
 		return int(i)
 	}
 	return -1
@@ -267,7 +267,7 @@ func (r *pingRun) maybeDone(l *loop) {
 // when they come.
 func (r *pingRun) finish(l *loop, stopped bool, _ int64) {
 	for _, c := range r.conns {
-		c.sentAt = 0
+		c.slot = 0
 	}
 	if r.left > 0 && !stopped {
 		r.part.Stopped = StopNoConnections

@@ -1,0 +1,531 @@
+package client
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The event-loop side of the broadcast phase's run step (broadcast.go
+// holds its contract: parameters, result, merge, split, and the open and
+// close steps): the publishers' timetable, the subscribers' checks of
+// every delivery, the slow subscribers' pauses.
+
+// subscriber is a subscriber's state in the run; conn.slot holds its index.
+type subscriber struct {
+	c      *conn
+	room   int32
+	member int32
+	slow   bool
+	paused bool
+	bad    bool
+	live   bool
+	want   int64 // messages its publishers are due to publish to it
+	got    int64 // distinct messages received intact
+	mark   [BroadcastMarkerLen]byte
+}
+
+// pubWindow is what a subscriber saw of one publisher: the highest number and
+// a bitmap of the 64 numbers up to it.
+type pubWindow struct {
+	max  int64
+	bits uint64
+}
+
+// publisher is a publisher of this loop; its phase in the timetable is g /
+// (Rooms × Publishers).
+type publisher struct {
+	sub  int // index in subs; -1 = it did not open
+	g    int
+	next int64
+}
+
+// broadcastRun is the run step in a loop. Its publishers wake the loop as
+// the rate phase's senders do (pacedWake: a timer slack, and a loop awake
+// anyway for deliveries publishes what is due at once).
+type broadcastRun struct {
+	baseRun
+	p         BroadcastParams
+	gate      pacedWake
+	wakes0    int64 // the loop's wake-ups at the start
+	pacer     Pacer
+	timetable cursor
+	subs      []subscriber
+	wins      []pubWindow // subs × Publishers
+	pubs      []publisher
+	hdr       []byte
+	payload   []byte
+	flen      int
+	recv      int64 // receivers of each message
+	slowRcv   int64 // of which slow
+	// Loop clock: t = 0 of the timetable, end of publishing, latest end.
+	start, end, stopAt int64
+	epochUnix          int64 // Unix ns of loop clock 0
+	lateAfter          int64
+	sending            bool
+	pausedNow          bool
+	toggle             int64 // loop clock of the next slow pause or resume
+	want, got          int64 // over live subscribers: deliveries due and received (capped per subscriber)
+	wake               int64 // loop clock of the next pump
+	due                int64 // loop clock of the next due event (wake without the slack)
+	fan                FanoutTable
+	pr                 *Progress
+	unflushed          int64
+	part               BroadcastResult
+}
+
+// broadcastStart begins the run step in this loop.
+func (l *loop) broadcastStart(id int64, start time.Time, p *BroadcastParams, set *subscriberSet, hdr, payload []byte, pr *Progress) {
+	r := &broadcastRun{baseRun: baseRun{id}, p: *p, hdr: hdr, payload: payload, pr: pr,
+		part: BroadcastResult{Latency: NewHist(), SlowLatency: NewHist()}}
+	l.ph = r
+	r.pacer = Pacer{Rate: p.Rate, Duration: p.Duration}
+	r.flen = len(hdr) + len(payload)
+	if need := max(DefaultRateBatch, r.flen); cap(l.wbuf) < need {
+		l.wbuf = make([]byte, need)
+	}
+	r.start = int64(start.Sub(l.epoch))
+	r.end = r.start + int64(p.Duration)
+	drain := p.Drain
+	if drain == 0 {
+		drain = DefaultBroadcastDrain
+	}
+	r.stopAt = r.end + int64(drain)
+	r.lateAfter = int64(p.LateAfter)
+	if r.lateAfter == 0 {
+		r.lateAfter = int64(DefaultLateAfter)
+	}
+	r.epochUnix = l.epoch.UnixNano()
+	r.gate = newPacedWake(p.Slack)
+	r.wakes0 = l.wakes
+	all, slow := p.Receivers()
+	r.recv, r.slowRcv = int64(all), int64(slow)
+	totalPubs := p.Rooms * p.Publishers
+	perPub := int64(math.Ceil(p.Rate*p.Duration.Seconds())) + 1
+	stride := max(1, (int64(totalPubs)*perPub+MaxFanoutTracked-1)/MaxFanoutTracked)
+	slotsPerPub := (perPub + stride - 1) / stride
+	r.fan = FanoutTable{Stride: stride, PerPub: slotsPerPub, Max: make([]int64, int64(totalPubs)*slotsPerPub), Count: make([]int32, int64(totalPubs)*slotsPerPub)}
+	firstG := r.place(set, slow)
+	r.timetable = cursor{p: r.pacer, first: max(firstG, 0), total: totalPubs, n: len(r.pubs)}
+	// Batched reads for the subscribers that read as they can; a slow
+	// one's latency is when it reads, so it keeps prompt reads.
+	fast := make([]*conn, 0, len(r.subs))
+	for i := range r.subs {
+		if !r.subs[i].slow {
+			fast = append(fast, r.subs[i].c)
+		}
+	}
+	r.part.Reads = r.gate.begin(l, fast, p.Reads)
+	r.sending = true
+	r.toggle = math.MaxInt64
+	if slow > 0 {
+		r.toggle = r.start + int64(p.ReadPause)
+	}
+	l.setTick(maxTick)
+	r.pump(l, l.now())
+}
+
+// place makes the run's subscribers of set's open connections and its
+// publishers (members below Publishers, open or not: their timetable
+// slots exist either way), and returns the timetable index of the first
+// publisher (-1 = none here).
+func (r *broadcastRun) place(set *subscriberSet, slow int) (firstG int) {
+	p := &r.p
+	slowFrom := p.RoomSize - slow
+	totalPubs := p.Rooms * p.Publishers
+	firstG = -1
+	for k, c := range set.conns {
+		s := set.first + k
+		room, member := s/p.RoomSize, s%p.RoomSize
+		si := -1
+		if c != nil && c.state == stOpen {
+			si = len(r.subs)
+			sub := subscriber{c: c, room: int32(room), member: int32(member), slow: member >= slowFrom, live: true}
+			if sub.slow && p.SlowRcvBuf > 0 {
+				// A small receive buffer moves the backlog of a subscriber
+				// that does not read to the server. Best effort: the run
+				// goes on with the kernel's buffer if it fails.
+				_ = unix.SetsockoptInt(int(c.fd), unix.SOL_SOCKET, unix.SO_RCVBUF, p.SlowRcvBuf)
+			}
+			for q := range p.Publishers {
+				if q != member || p.Include {
+					sub.want += r.pacer.Total(float64(room*p.Publishers+q) / float64(totalPubs))
+				}
+			}
+			c.slot = int64(si)
+			r.subs = append(r.subs, sub)
+			r.want += sub.want
+			r.part.Subscribers++
+			if sub.slow {
+				r.part.Slow++
+			}
+		}
+		if member < p.Publishers {
+			g := room*p.Publishers + member
+			if firstG < 0 {
+				firstG = g
+			}
+			r.pubs = append(r.pubs, publisher{sub: si, g: g})
+		}
+	}
+	r.wins = make([]pubWindow, len(r.subs)*p.Publishers)
+	for i := range r.wins {
+		r.wins[i].max = -1
+	}
+	return firstG
+}
+
+// wakeAt implements loopRun.
+func (r *broadcastRun) wakeAt() int64 { return r.wake }
+
+// dueAt implements slackRun.
+func (r *broadcastRun) dueAt() int64 { return r.due }
+
+// pump implements loopRun: it publishes what the timetable has due, pauses
+// and resumes the slow subscribers, ends publishing at Duration and the
+// run when every delivery due here came or the drain is over.
+func (r *broadcastRun) pump(l *loop, now int64) {
+	more := false
+	r.gate.pumped(now)
+	if r.sending && len(r.pubs) > 0 {
+		el := time.Duration(now - r.start)
+		visited := 0
+		left := pumpBytes
+		for {
+			at := r.timetable.at()
+			if at >= r.pacer.Duration || at > el {
+				break
+			}
+			left -= r.publish(l, r.timetable.j, now)
+			if l.ph != r {
+				return
+			}
+			if left <= 0 {
+				more = true
+				break
+			}
+			r.timetable.advance()
+			if visited++; visited >= len(r.pubs) {
+				r.timetable.seek(el)
+				visited = 0
+			}
+		}
+	}
+	if r.sending && now >= r.end {
+		r.closeWindow(l, now)
+	}
+	for r.sending && now >= r.toggle {
+		r.pausedNow = !r.pausedNow
+		r.setPaused(l, r.pausedNow)
+		if l.ph != r {
+			return
+		}
+		r.toggle += int64(r.p.ReadPause)
+	}
+	if !r.sending && (r.got >= r.want || now >= r.stopAt) {
+		r.finish(l, false, now)
+		return
+	}
+	switch {
+	case more:
+		r.wake, r.due = now, now
+	case r.sending:
+		r.wake, r.due = min(r.end, r.toggle), min(r.end, r.toggle)
+		if len(r.pubs) > 0 {
+			if at := r.timetable.at(); at < r.pacer.Duration {
+				r.due = min(r.due, r.start+int64(at))
+				r.wake = min(r.wake, r.gate.wake(r.due))
+			}
+		}
+	default:
+		r.wake, r.due = r.stopAt, r.stopAt
+	}
+}
+
+// closeWindow ends publishing: what was due and not written stays unsent,
+// and slow subscribers read again.
+func (r *broadcastRun) closeWindow(l *loop, now int64) {
+	r.sending = false
+	el := time.Duration(now - r.start)
+	for j, pb := range r.pubs {
+		due := r.pacer.Due(min(el, r.pacer.Duration), r.timetable.phase(j))
+		r.part.Unsent += max(0, due-pb.next)
+	}
+	if r.pausedNow {
+		r.pausedNow = false
+		r.setPaused(l, false)
+	}
+}
+
+// setPaused stops or restarts reading on every live slow subscriber.
+func (r *broadcastRun) setPaused(l *loop, paused bool) {
+	for i := range r.subs {
+		s := &r.subs[i]
+		if !s.slow || !s.live || s.c.state != stOpen || s.paused == paused {
+			continue
+		}
+		ev := uint32(evIn)
+		if paused {
+			ev = unix.EPOLLET
+		}
+		if s.c.flags&fWantOut != 0 {
+			ev |= unix.EPOLLOUT
+		}
+		if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, s.c.fd, s.c.gen, ev); err != nil {
+			l.lost(s.c, Reason("epoll_ctl: "+errnoText(err)))
+			if l.ph != r {
+				return
+			}
+			continue
+		}
+		s.paused = paused
+		if !paused {
+			l.readFrames(s.c) // what arrived while it did not read
+			if l.ph != r {
+				return
+			}
+		}
+	}
+}
+
+// publish writes publisher j's due messages and returns the bytes written.
+func (r *broadcastRun) publish(l *loop, j int, now int64) int {
+	pb := &r.pubs[j]
+	if pb.sub < 0 {
+		return 0
+	}
+	c := r.subs[pb.sub].c
+	if c.state != stOpen || c.flags&fWantOut != 0 {
+		return 0 // closed, or blocked until flush empties its output (resume sends)
+	}
+	phase := r.timetable.phase(j)
+	due := r.pacer.Due(time.Duration(now-r.start), phase)
+	buf := l.wbuf[:0]
+	wrote := 0
+	room, member := uint32(pb.g/r.p.Publishers), uint32(pb.g%r.p.Publishers)
+	for pb.next < due {
+		if len(buf)+r.flen > cap(l.wbuf) {
+			if !l.rateWrite(c, buf) {
+				return wrote
+			}
+			buf = l.wbuf[:0]
+		}
+		at := int64(r.pacer.At(pb.next, phase))
+		buf = r.appendFrame(l, buf, uint64(pb.next), r.epochUnix+r.start+at, room, member)
+		wrote += r.flen
+		pb.next++
+		r.part.Published++
+		r.part.Deliveries += r.recv
+		r.part.SlowDeliveries += r.slowRcv
+		if now-(r.start+at) > r.lateAfter {
+			r.part.Late++
+		}
+		r.gate.sent(now, r.start+at)
+	}
+	if len(buf) > 0 {
+		l.rateWrite(c, buf)
+	}
+	return wrote
+}
+
+// appendFrame appends one message as a masked frame with a fresh key.
+func (r *broadcastRun) appendFrame(l *loop, buf []byte, seq uint64, atUnix int64, room, member uint32) []byte {
+	key := uint32(l.rng.Uint64())
+	n := len(buf)
+	buf = buf[:n+r.flen]
+	hl := copy(buf[n:], r.hdr)
+	f := buf[n:]
+	f[hl-4] = byte(key)
+	f[hl-3] = byte(key >> 8)
+	f[hl-2] = byte(key >> 16)
+	f[hl-1] = byte(key >> 24)
+	var m [BroadcastMarkerLen]byte
+	putMarker(m[:], seq, atUnix)
+	binary.LittleEndian.PutUint32(m[16:], room)
+	binary.LittleEndian.PutUint32(m[20:], member)
+	maskCopy(f[hl:], m[:], key, 0)
+	maskCopy(f[hl+BroadcastMarkerLen:], r.payload[BroadcastMarkerLen:], key, BroadcastMarkerLen)
+	return buf
+}
+
+// slot returns c's subscriber index, or -1.
+func (r *broadcastRun) slot(c *conn) int {
+	if i := c.slot; i >= 0 && i < int64(len(r.subs)) && r.subs[i].c == c {
+		return int(i)
+	}
+	return -1
+}
+
+// resume implements loopRun: a publisher whose output drained sends what
+// is due.
+func (r *broadcastRun) resume(l *loop, c *conn) {
+	i := r.slot(c)
+	if i < 0 || !r.sending || int(r.subs[i].member) >= r.p.Publishers {
+		return
+	}
+	for j := range r.pubs {
+		if r.pubs[j].sub == i {
+			r.publish(l, j, l.now())
+			return
+		}
+	}
+}
+
+// onData implements loopRun: a chunk of a delivery. At its end the marker
+// must name a publisher of the subscriber's room; its latency runs from
+// the scheduled publish time.
+func (r *broadcastRun) onData(l *loop, c *conn, ev *event, now int64) {
+	i := r.slot(c)
+	if i < 0 {
+		return
+	}
+	s := &r.subs[i]
+	d := ev.data
+	pos := ev.total - int64(len(d))
+	if pos < BroadcastMarkerLen {
+		k := copy(s.mark[pos:], d)
+		d = d[k:]
+		pos += int64(k)
+	}
+	if ev.total > int64(len(r.payload)) {
+		s.bad = true
+	} else if r.p.Verify && len(d) > 0 && !bytes.Equal(d, r.payload[pos:ev.total]) {
+		s.bad = true
+	}
+	if !ev.end {
+		return
+	}
+	var reason Reason
+	seq, atUnix := readMarker(s.mark[:])
+	room := binary.LittleEndian.Uint32(s.mark[16:])
+	member := binary.LittleEndian.Uint32(s.mark[20:])
+	switch {
+	case ev.total != int64(len(r.payload)):
+		reason = ReasonWrongLength
+	case ev.op != opBinary:
+		reason = ReasonWrongOpcode
+	case s.bad:
+		reason = ReasonPayloadMismatch
+	case room != uint32(s.room) || member >= uint32(r.p.Publishers) || seq > 1<<62:
+		reason = ReasonMarkerMismatch
+	case !r.p.Include && member == uint32(s.member):
+		reason = ReasonUnexpected
+	}
+	s.bad = false
+	s.mark = [BroadcastMarkerLen]byte{}
+	if reason != "" {
+		r.part.Failed++
+		r.part.Errors.add(reason)
+		return
+	}
+	w := &r.wins[i*r.p.Publishers+int(member)]
+	q := int64(seq)
+	switch {
+	case q > w.max:
+		if sh := q - w.max; sh >= 64 {
+			w.bits = 1
+		} else {
+			w.bits = w.bits<<uint(sh) | 1
+		}
+		w.max = q
+	case w.max-q >= 64:
+		r.part.OutOfOrder++ // too old to tell from a duplicate: counted as late
+	default:
+		bit := uint64(1) << uint(w.max-q)
+		if w.bits&bit != 0 {
+			r.part.Duplicated++
+			return
+		}
+		w.bits |= bit
+		r.part.OutOfOrder++
+	}
+	lat := max(0, r.epochUnix+now-atUnix)
+	r.part.Delivered++
+	if s.got < s.want {
+		r.got++
+	}
+	s.got++
+	if s.slow {
+		r.part.SlowDelivered++
+		record(r.part.SlowLatency.Histogram, lat)
+	} else {
+		record(r.part.Latency.Histogram, lat)
+		if q%r.fan.Stride == 0 && q/r.fan.Stride < r.fan.PerPub {
+			g := int64(room)*int64(r.p.Publishers) + int64(member)
+			k := g*r.fan.PerPub + q/r.fan.Stride
+			r.fan.Count[k]++
+			r.fan.Max[k] = max(r.fan.Max[k], lat)
+		}
+	}
+	if r.unflushed++; r.unflushed >= progressBatch && r.pr != nil {
+		r.pr.Done.Add(r.unflushed)
+		r.unflushed = 0
+	}
+	if !r.sending && r.got >= r.want {
+		r.finish(l, false, now)
+	}
+}
+
+// lost implements loopRun: a subscriber the server dropped (or that
+// failed) leaves the run; what it was still due counts as lost.
+func (r *broadcastRun) lost(l *loop, c *conn, _ uint8, reason Reason) {
+	i := r.slot(c)
+	if i < 0 {
+		return
+	}
+	s := &r.subs[i]
+	if !s.live {
+		return
+	}
+	s.live = false
+	r.want -= s.want
+	r.got -= min(s.got, s.want)
+	r.part.Dropped++
+	if s.slow {
+		r.part.SlowDropped++
+	}
+	r.part.Errors.add(reason)
+	if !r.sending && r.got >= r.want {
+		r.wake, r.due = 0, 0 // the next pump ends the run
+	}
+}
+
+// tick implements loopRun: it publishes progress.
+func (r *broadcastRun) tick(*loop, int64) {
+	if r.pr != nil && r.unflushed > 0 {
+		r.pr.Done.Add(r.unflushed)
+		r.unflushed = 0
+	}
+}
+
+// finish implements loopRun. Deliveries still due are ignored when they
+// come; the close step closes the connections.
+func (r *broadcastRun) finish(l *loop, stopped bool, now int64) {
+	if r.sending {
+		r.closeWindow(l, now)
+	}
+	for i := range r.subs {
+		s := &r.subs[i]
+		if s.c.slot == int64(i) {
+			s.c.slot = 0
+		}
+	}
+	elapsed := max(0, time.Duration(now-r.start))
+	r.part.Used = min(elapsed, r.pacer.Duration)
+	r.part.Drain = elapsed - r.part.Used
+	r.part.Fanout = r.fan
+	r.gate.end(l)
+	r.part.Slack = time.Duration(r.gate.slack)
+	r.part.SendLate = Hist{r.gate.late}
+	r.part.Wakeups = l.wakes - r.wakes0
+	if r.part.Subscribers > 0 && r.part.Dropped == r.part.Subscribers {
+		r.part.Stopped = StopNoConnections
+	}
+	if r.pr != nil && r.unflushed > 0 {
+		r.pr.Done.Add(r.unflushed)
+	}
+	l.finished(r.id(), &r.part, stopped)
+}

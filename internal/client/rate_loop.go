@@ -1,0 +1,477 @@
+package client
+
+import (
+	"bytes"
+	"math"
+	"time"
+
+	"github.com/wsplan/wsplan/internal/pmdeflate"
+)
+
+// The event-loop side of the rate phase (rate.go holds its contract:
+// parameters, result, merge, split): what one loop runs — the timetable's
+// cursor, the writes of due messages, the checks of their echoes.
+
+// rateJob is one loop's share of an open-loop rate phase.
+type rateJob struct {
+	phase       int64
+	slots       int // connections sending here: the loop's first slots open ones
+	first       int // phase index of this loop's connection 0
+	total       int // phase denominator
+	pacer       Pacer
+	start       time.Time // t = 0 of the timetable, the same for every loop
+	drain       int64     // ns
+	hdr         []byte    // frame header, mask key zeroed
+	payload     []byte    // unmasked payload; each message replaces its first MarkerLen bytes with its marker
+	verify      bool
+	batch       int
+	maxInflight int64 // per connection
+	loopMax     int64 // messages in flight over the loop's connections
+	lateAfter   int64 // ns
+	slack       time.Duration
+	reads       string
+	pr          *Progress
+}
+
+// rateConn is a connection's state in a rate phase; conn.slot holds its
+// index in rateRun.conns while the phase runs.
+type rateConn struct {
+	c      *conn
+	next   int64 // messages sent: the number of the next one
+	acked  int64 // echoes completed, intact or not: the number of the next one expected
+	mark   [MarkerLen]byte
+	bad    bool // the echo being received differs from the message sent
+	capped bool // a message is due but MaxInflight messages are in flight
+}
+
+// rateRun is an open-loop rate phase running in a loop. The cursor walks
+// the timetable; at each event the connection concerned writes every
+// message due by now (up to Batch bytes a write), unless its socket is
+// not writable or MaxInflight messages are in flight: its due messages
+// then wait, and leave as soon as a flush or an echo frees it, late but
+// with their scheduled times. Nothing waits for replies.
+type rateRun struct {
+	baseRun
+	wireIn0   int64 // the loop's received wire bytes at the start
+	wakes0    int64 // the loop's wake-ups at the start
+	gate      pacedWake
+	job       rateJob
+	timetable cursor
+	conns     []rateConn
+	flen      int   // frame length
+	start     int64 // loop clock at t = 0
+	end       int64 // start + Duration: sending stops
+	stopAt    int64 // end + drain: the phase stops here at the latest
+	sending   bool
+	inflight  int64 // messages sent whose echo is still due, over live connections
+	live      int
+	left      int   // bytes this pump may still write
+	wake      int64 // loop clock of the next pump
+	due       int64 // loop clock of the next due event (wake without the slack)
+	part      RateResult
+	noConns   bool     // every connection was lost
+	tl        timeline // per second: sends, echoes and their latencies
+	unflushed int64
+
+	// Permessage-deflate: each message is compressed on its own (they
+	// all differ in their marker), with the loop's shared deflater.
+	zc      pmdeflate.Compressor
+	zbits   uint8  // client window bits zc was set up for; 0 = none yet
+	zin     []byte // the message before compression
+	zout    []byte // compressed
+	wireOut int64  // data bytes written as framed (compressed or not)
+}
+
+// rateStart begins a rate phase in this loop.
+func (l *loop) rateStart(job *rateJob) {
+	r := &rateRun{baseRun: baseRun{job.phase}, job: *job, part: RateResult{Latency: NewHist()}, wireIn0: l.wireIn}
+	l.ph = r
+	r.flen = len(job.hdr) + len(job.payload)
+	// Room for a compressed frame too: deflate can grow a message that
+	// does not compress by a few bytes per block.
+	if need := max(job.batch, r.flen) + r.flen/64 + 64; cap(l.wbuf) < need {
+		l.wbuf = make([]byte, need)
+	}
+	r.gate = newPacedWake(job.slack)
+	r.wakes0 = l.wakes
+	r.start = int64(job.start.Sub(l.epoch))
+	r.tl = newTimeline(r.start)
+	r.end = r.start + int64(job.pacer.Duration)
+	r.stopAt = r.end + job.drain
+	n := min(job.slots, len(l.open))
+	r.conns = make([]rateConn, n)
+	for i := range r.conns {
+		c := l.open[i]
+		r.conns[i].c = c
+		c.slot = int64(i)
+	}
+	r.live = n
+	r.part.Conns = n
+	r.part.Reads = r.gate.begin(l, l.open[:n], job.reads)
+	r.timetable = cursor{p: job.pacer, first: job.first, total: job.total, n: n}
+	r.sending = true
+	l.setTick(maxTick)
+	r.pump(l, l.now())
+}
+
+// wakeAt implements loopRun.
+func (r *rateRun) wakeAt() int64 { return r.wake }
+
+// dueAt implements slackRun.
+func (r *rateRun) dueAt() int64 { return r.due }
+
+// ratePump runs the pump (tests call it by this name).
+func (l *loop) ratePump(now int64) { l.ph.pump(l, now) }
+
+// pump implements loopRun: it sends what the timetable has due by now,
+// closes the sending window at its end, ends the phase when nothing is
+// left to wait for, and sets the time of the next pump.
+func (r *rateRun) pump(l *loop, now int64) {
+	more := false
+	r.gate.pumped(now)
+	if r.sending {
+		el := time.Duration(now - r.start)
+		visited := 0
+		r.left = max(pumpBytes, r.job.batch)
+		for r.live > 0 {
+			at := r.timetable.at()
+			if at >= r.job.pacer.Duration || at > el {
+				break
+			}
+			l.rateSend(r, r.timetable.j, now)
+			if l.ph != r {
+				return
+			}
+			if r.left <= 0 {
+				// Read before writing more; this connection is visited
+				// again at the next pump, right after.
+				more = true
+				break
+			}
+			r.timetable.advance()
+			// A whole round visited in one pump: every connection is up to
+			// date with now, so the events still behind are done too.
+			if visited++; visited >= len(r.conns) {
+				r.timetable.seek(el)
+				visited = 0
+			}
+		}
+		if now >= r.end || r.live == 0 {
+			r.closeWindow(now)
+		}
+	}
+	if !r.sending && (r.inflight == 0 || now >= r.stopAt) {
+		r.finish(l, false, now)
+		return
+	}
+	if r.sending {
+		r.wake, r.due = r.end, r.end
+		if at := r.timetable.at(); at < r.job.pacer.Duration {
+			r.due = min(r.due, r.start+int64(at))
+			r.wake = min(r.wake, r.gate.wake(r.due))
+		}
+		if more {
+			r.wake, r.due = now, now
+		}
+	} else {
+		r.wake, r.due = r.stopAt, r.stopAt
+	}
+}
+
+// closeWindow ends the sending part of the phase: what was due and not
+// sent by now stays unsent.
+func (r *rateRun) closeWindow(now int64) {
+	r.sending = false
+	el := time.Duration(now - r.start)
+	for j := range r.conns {
+		r.part.Scheduled += r.job.pacer.Due(el, r.timetable.phase(j))
+	}
+	if r.live == 0 {
+		r.noConns = true
+	}
+}
+
+// rateSend writes connection j's due messages, in batches of up to
+// job.batch bytes, until none is due, the socket stops taking them,
+// MaxInflight are in flight on the connection or loopMax on the loop, or
+// the pump's write budget is spent.
+func (l *loop) rateSend(r *rateRun, j int, now int64) {
+	rc := &r.conns[j]
+	c := rc.c
+	if c.state != stOpen || c.flags&fWantOut != 0 {
+		return // closed, or blocked until flush empties its output
+	}
+	phase := r.timetable.phase(j)
+	due := r.job.pacer.Due(time.Duration(now-r.start), phase)
+	if rc.next >= due {
+		return
+	}
+	_, sec := r.tl.second(now)
+	buf := l.wbuf[:0]
+	for rc.next < due && r.inflight < r.job.loopMax && r.left > 0 {
+		if rc.next-rc.acked >= r.job.maxInflight {
+			rc.capped = true
+			break
+		}
+		if len(buf) > 0 && len(buf)+r.flen > r.job.batch {
+			if !l.rateWrite(c, buf) {
+				buf = buf[:0]
+				break
+			}
+			buf = l.wbuf[:0]
+		}
+		at := int64(r.job.pacer.At(rc.next, phase))
+		if c.sec != nil && c.sec.deflate {
+			var ok bool
+			if buf, ok = r.appendZFrame(l, c, buf, uint64(rc.next), at); !ok {
+				break // the socket refused the batch before it
+			}
+		} else {
+			buf = r.appendFrame(l, buf, uint64(rc.next), at)
+			r.wireOut += int64(len(r.job.payload))
+		}
+		r.left -= r.flen
+		rc.next++
+		r.inflight++
+		r.part.Sent++
+		sec.Sent++
+		if now-(r.start+at) > r.job.lateAfter {
+			r.part.Late++
+			sec.Late++
+		}
+		r.gate.sent(now, r.start+at)
+		r.unflushed++
+	}
+	if len(buf) > 0 {
+		l.rateWrite(c, buf)
+	}
+	if r.unflushed >= progressBatch && r.job.pr != nil {
+		r.job.pr.Done.Add(r.unflushed)
+		r.unflushed = 0
+	}
+}
+
+// appendFrame appends message seq, scheduled at `at` ns after the start,
+// as a masked frame with a fresh key. buf has room for it.
+func (r *rateRun) appendFrame(l *loop, buf []byte, seq uint64, at int64) []byte {
+	key := uint32(l.rng.Uint64())
+	n := len(buf)
+	buf = buf[:n+r.flen]
+	hl := copy(buf[n:], r.job.hdr)
+	f := buf[n:]
+	f[hl-4] = byte(key)
+	f[hl-3] = byte(key >> 8)
+	f[hl-2] = byte(key >> 16)
+	f[hl-1] = byte(key >> 24)
+	var m [MarkerLen]byte
+	putMarker(m[:], seq, at)
+	maskCopy(f[hl:], m[:], key, 0)
+	maskCopy(f[hl+MarkerLen:], r.job.payload[MarkerLen:], key, MarkerLen)
+	r.part.BytesSent += int64(len(r.job.payload))
+	return buf
+}
+
+// appendZFrame appends message seq compressed (RSV1 set), masked with a
+// fresh key. A compressed frame that does not fit behind buf's batch is
+// preceded by writing the batch (ok false: the socket refused it).
+func (r *rateRun) appendZFrame(l *loop, c *conn, buf []byte, seq uint64, at int64) ([]byte, bool) {
+	if bits := c.sec.bits; bits != r.zbits {
+		r.zc.Init(&l.deflater, pmdeflate.Params{ClientNoContextTakeover: true, ClientMaxWindowBits: int(bits)})
+		r.zbits = bits
+	}
+	r.zin = append(r.zin[:0], r.job.payload...)
+	putMarker(r.zin[:MarkerLen], seq, at)
+	r.zout = r.zc.Compress(r.zout[:0], r.zin)
+	need := maxHeader + len(r.zout)
+	if len(buf) > 0 && len(buf)+need > cap(buf) {
+		if !l.rateWrite(c, buf) {
+			return buf[:0], false
+		}
+		buf = l.wbuf[:0]
+	}
+	if cap(buf) < need { // a message that grew under compression
+		l.wbuf = make([]byte, 0, need)
+		buf = l.wbuf[:0]
+	}
+	key := uint32(l.rng.Uint64())
+	n := len(buf)
+	buf = appendClientHeader(buf, opBinary, len(r.zout), key)
+	buf[n] |= rsv1
+	h := len(buf)
+	buf = buf[:h+len(r.zout)]
+	maskCopy(buf[h:], r.zout, key, 0)
+	r.part.BytesSent += int64(len(r.job.payload))
+	r.wireOut += int64(len(r.zout))
+	return buf, true
+}
+
+// rateWrite writes b to c; what the socket does not take is queued for
+// flush. It reports whether everything was written.
+func (l *loop) rateWrite(c *conn, b []byte) bool {
+	n, e := l.write(c, b)
+	if e != 0 {
+		if !wouldBlock(e) {
+			l.lost(c, Reason("write: "+e.Error()))
+			return false
+		}
+		n = 0
+	}
+	if n == len(b) {
+		return true
+	}
+	x := l.getExt(c)
+	x.out = append(x.out, b[n:]...)
+	l.wantOut(c)
+	return false
+}
+
+// slot returns c's state in the phase, or nil if c does not take part.
+func (r *rateRun) slot(c *conn) *rateConn {
+	if i := c.slot; i >= 0 && i < int64(len(r.conns)) && r.conns[i].c == c {
+		return &r.conns[i]
+	}
+	return nil
+}
+
+// resume implements loopRun: it sends c's overdue messages once its output
+// has drained (within what is left of the last pump's write budget; else
+// its next visit does).
+func (r *rateRun) resume(l *loop, c *conn) {
+	if rc := r.slot(c); rc != nil && r.sending {
+		l.rateSend(r, int(c.slot), l.now())
+	}
+}
+
+// onData implements loopRun: it checks a chunk of an echo and completes it
+// at its end: the marker
+// must name the next message expected on the connection and its scheduled
+// time, and (with verify) the rest must match the payload.
+func (r *rateRun) onData(l *loop, c *conn, ev *event, now int64) {
+	rc := r.slot(c)
+	if rc == nil {
+		return
+	}
+	d := ev.data
+	pos := ev.total - int64(len(d))
+	r.part.BytesRecv += int64(len(d))
+	if pos < MarkerLen {
+		k := copy(rc.mark[pos:], d)
+		d = d[k:]
+		pos += int64(k)
+	}
+	p := r.job.payload
+	if ev.total > int64(len(p)) {
+		rc.bad = true
+	} else if r.job.verify && len(d) > 0 && !bytes.Equal(d, p[pos:ev.total]) {
+		rc.bad = true
+	}
+	if !ev.end {
+		return
+	}
+	var reason Reason
+	var at int64
+	switch {
+	case rc.acked >= rc.next:
+		reason = ReasonUnexpected
+	case ev.total != int64(len(p)):
+		reason = ReasonWrongLength
+	case ev.op != opBinary:
+		reason = ReasonWrongOpcode
+	case rc.bad:
+		reason = ReasonPayloadMismatch
+	default:
+		var seq uint64
+		seq, at = readMarker(rc.mark[:])
+		if seq != uint64(rc.acked) || at != int64(r.job.pacer.At(rc.acked, r.timetable.phase(int(c.slot)))) {
+			reason = ReasonMarkerMismatch
+		}
+	}
+	rc.bad = false
+	rc.mark = [MarkerLen]byte{}
+	if rc.acked < rc.next {
+		rc.acked++
+		r.inflight--
+	}
+	if reason == "" {
+		r.part.Recv++
+		r.tl.echo(now, max(0, now-(r.start+at)), r.part.Latency.Histogram)
+	} else {
+		r.part.Failed++
+		r.part.Errors.add(reason)
+	}
+	if rc.capped && r.sending {
+		rc.capped = false
+		l.rateSend(r, int(c.slot), l.now()) // now may be the echo's arrival, before this read
+		if l.ph != r {
+			return
+		}
+	}
+	if !r.sending && r.inflight == 0 {
+		r.finish(l, false, now)
+	}
+}
+
+// lost implements loopRun: it takes a dropped connection out of the
+// phase; its messages in flight will never be echoed (they count as lost).
+func (r *rateRun) lost(_ *loop, c *conn, _ uint8, reason Reason) {
+	rc := r.slot(c)
+	if rc == nil {
+		return
+	}
+	r.inflight -= rc.next - rc.acked
+	rc.acked = rc.next
+	r.live--
+	r.part.Errors.add(reason)
+	if r.live == 0 || (!r.sending && r.inflight == 0) {
+		r.wake, r.due = 0, 0 // the next pump ends the phase
+	}
+}
+
+// tick implements loopRun: it publishes progress.
+func (r *rateRun) tick(*loop, int64) {
+	if r.job.pr != nil && r.unflushed > 0 {
+		r.job.pr.Done.Add(r.unflushed)
+		r.unflushed = 0
+	}
+}
+
+// rateFinish ends the rate phase (tests call it by this name).
+func (l *loop) rateFinish(stopped bool, now int64) { l.ph.finish(l, stopped, now) }
+
+// finish implements loopRun: it ends the rate phase here and reports this
+// loop's share. Echoes still due are discarded when they come (conn.skip).
+func (r *rateRun) finish(l *loop, stopped bool, now int64) {
+	if r.sending {
+		r.closeWindow(now)
+	}
+	r.tl.roll(r.part.Latency.Histogram)
+	for i := range r.conns {
+		rc := &r.conns[i]
+		c := rc.c
+		if c.state == stOpen && c.slot == int64(i) {
+			if out := rc.next - rc.acked; out > 0 {
+				c.skip = uint16(min(int64(c.skip)+out, math.MaxUint16))
+			}
+		}
+		c.slot = 0
+	}
+	elapsed := max(0, time.Duration(now-r.start))
+	r.tl.second(now) // the timeline reaches the end
+	r.part.Seconds = r.tl.secs
+	r.part.Used = min(elapsed, r.job.pacer.Duration)
+	r.part.Drain = elapsed - r.part.Used
+	r.part.Unsent = r.part.Scheduled - r.part.Sent
+	if r.noConns {
+		r.part.Stopped = StopNoConnections
+	}
+	if r.job.pr != nil && r.unflushed > 0 {
+		r.job.pr.Done.Add(r.unflushed)
+	}
+	r.gate.end(l)
+	r.part.Slack = time.Duration(r.gate.slack)
+	r.part.SendLate = Hist{r.gate.late}
+	r.part.Wakeups = l.wakes - r.wakes0
+	r.part.BytesPayload = r.part.BytesSent + r.part.BytesRecv
+	r.part.BytesWire = r.wireOut + l.wireIn - r.wireIn0
+	l.finished(r.job.phase, &r.part, stopped)
+}
