@@ -69,6 +69,9 @@ type redactingWriter struct {
 	r *redactor
 }
 
+// Unwrap is the writer under the redaction, for terminal detection.
+func (w redactingWriter) Unwrap() io.Writer { return w.w }
+
 // Write redacts p and writes the result; it reports len(p) written when
 // the redacted text was written whole (the lengths differ).
 func (w redactingWriter) Write(p []byte) (int, error) {

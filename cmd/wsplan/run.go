@@ -313,13 +313,30 @@ func failures(run *result.Run) int {
 	return n
 }
 
+// isTerminal reports whether w (seen through the redacting writer) is a
+// terminal.
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := fileOf(w)
 	if !ok {
 		return false
 	}
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
+}
+
+// fileOf is the file under w's wrappers (the secrets' redacting writer),
+// if there is one: terminal-ness is the file's, not the wrapper's.
+func fileOf(w io.Writer) (*os.File, bool) {
+	for {
+		switch x := w.(type) {
+		case *os.File:
+			return x, true
+		case interface{ Unwrap() io.Writer }:
+			w = x.Unwrap()
+		default:
+			return nil, false
+		}
+	}
 }
 
 // printTables prints the host, the tables and the assertions. On a
@@ -339,24 +356,25 @@ func printTables(stdout io.Writer, run, baseline *result.Run, f *runFlags) error
 	return nil
 }
 
-// fullTablesAt says where the full tables of a compact view are.
+// fullTablesAt says where the full tables of a compact view are, in two
+// lines that fit 80 columns.
 func fullTablesAt(f *runFlags) string {
 	var at []string
-	for _, o := range []struct{ flag, file string }{{"--summary", f.summary}, {"--html", f.html}} {
-		if o.file != "" {
-			at = append(at, o.file)
+	for _, file := range []string{f.summary, f.html} {
+		if file != "" {
+			at = append(at, file)
 		}
 	}
-	s := "compact view (the terminal is narrower than the tables); full tables: "
+	s := "compact view (the terminal is narrower than the tables); full tables:\n  "
 	if len(at) > 0 {
-		return s + strings.Join(at, ", ") + ", or pipe the output (wsplan run ... | less -S)"
+		return s + strings.Join(at, ", ") + ", or pipe the output: wsplan run ... | less -S"
 	}
-	return s + "pipe the output (wsplan run ... | less -S), or write them with --summary FILE or --html FILE"
+	return s + "pipe the output (wsplan run ... | less -S), or --summary F, --html F"
 }
 
 // terminalWidth is the width of w when it is a terminal, else 0.
 func terminalWidth(w io.Writer) int {
-	f, ok := w.(*os.File)
+	f, ok := fileOf(w)
 	if !ok {
 		return 0
 	}

@@ -57,9 +57,21 @@ func (e *runner) progress(phase, server string, pr *client.Progress) func() {
 				n := pr.Done.Load()
 				rate := float64(n-lastN) / now.Sub(last).Seconds()
 				lastN, last = n, now
-				fmt.Fprintf(w, "\r\033[K%s %s: %d/%d  %.0f/s  %s", phase, server, n, pr.Total.Load(), rate, now.Sub(start).Truncate(100*time.Millisecond))
+				fmt.Fprint(w, "\r\033[K"+progressLine(phase, server, n, pr.Total.Load(), rate, now.Sub(start)))
 			}
 		}
 	}()
 	return func() { close(done); wg.Wait() }
+}
+
+// progressLine is the live line of a phase: done/total, the current rate,
+// the elapsed time and, when the phase has a known end (a total) and has
+// made progress, the time left at its average pace so far.
+func progressLine(phase, server string, done, total int64, rate float64, elapsed time.Duration) string {
+	s := fmt.Sprintf("%s %s: %d/%d  %.0f/s  %s", phase, server, done, total, rate, elapsed.Truncate(100*time.Millisecond))
+	if total > 0 && done > 0 && done < total {
+		left := time.Duration(float64(elapsed) * float64(total-done) / float64(done))
+		s += "  ETA " + left.Round(time.Second).String()
+	}
+	return s
 }

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/wsplan/wsplan/report"
+)
+
+// terminalPlan runs a known-length open-loop phase (3 s), long enough for
+// several progress lines.
+const terminalPlan = `servers: [{name: gws}]
+phases:
+  - connect: {connections: 100, concurrency: 50}
+  - rate: {duration: 3s, rate: 20, payload: 64}
+`
+
+// progressRx matches one live progress line of the rate phase; the ETA
+// shows while the phase has time left.
+var progressRx = regexp.MustCompile(`\r\x1b\[Krate gws: (\d+)/6000  \d+/s  [0-9.]+m?s  ETA \d+s`)
+
+// TestRunOnTerminal: `wsplan run` with default flags on a pseudo-terminal
+// of 80 columns shows the live progress line, moving during the phase with
+// an ETA, and the compact view naming where the full tables are; the same
+// run piped to files prints the full tables and no progress line.
+func TestRunOnTerminal(t *testing.T) {
+	dir := writePlan(t, terminalPlan)
+	cmd := exec.Command(mustLook(t), "run", "plan.yaml", "--out", "logs")
+	cmd.Dir = dir
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	copied := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(&out, tty)
+		copied <- err
+	}()
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	select {
+	case err = <-waited:
+	case <-time.After(2 * time.Minute):
+		_ = cmd.Process.Kill() // only our own child, by pid
+		<-waited
+		t.Fatal("wsplan on a terminal did not end within 2m")
+	}
+	// The slave side is closed with the child: reading ends with EIO.
+	if err := <-copied; err != nil && !errors.Is(err, syscall.EIO) {
+		t.Fatal(err)
+	}
+	tty.Close()
+	text := out.String()
+	if err != nil {
+		t.Fatalf("wsplan run: %v; output:\n%s", err, text)
+	}
+	var dones []int
+	for _, m := range progressRx.FindAllStringSubmatch(text, -1) {
+		n, _ := strconv.Atoi(m[1])
+		dones = append(dones, n)
+	}
+	if len(dones) < 2 || dones[len(dones)-1] <= dones[0] {
+		t.Errorf("progress line: counts %v, want at least two moving lines with an ETA; output:\n%q", dones, text)
+	}
+	if !strings.Contains(text, "compact view (the terminal is narrower than the tables); full tables:\r\n  pipe the output") {
+		t.Errorf("no compact view naming where the full tables are; output:\n%s", text)
+	}
+	for _, l := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n") {
+		if i := strings.LastIndex(l, "\r"); i >= 0 {
+			l = l[i+1:] // what stays on the screen after the progress line
+		}
+		if report.Width(l) > 80 && !strings.HasPrefix(l, "server logs:") {
+			t.Errorf("line wider than the terminal's 80 columns: %q", l)
+		}
+	}
+
+	// Piped to files: the full tables, no progress line.
+	cmd = exec.Command(mustLook(t), "run", "plan.yaml", "--out", "logs")
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("wsplan run piped: %v; stderr:\n%s", err, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "\x1b[K") || strings.Contains(stdout.String(), "\x1b[K") {
+		t.Errorf("progress line written to a pipe; stderr:\n%q", stderr.String())
+	}
+	if strings.Contains(stdout.String(), "compact view") || report.Width(stdout.String()) <= 80 {
+		t.Errorf("piped output: want the full tables (wider than 80 columns), got:\n%s", stdout.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "logs")); err != nil {
+		t.Error(err)
+	}
+}
