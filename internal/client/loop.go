@@ -71,9 +71,9 @@ type loopRun interface {
 	onData(l *loop, c *conn, ev *event, now int64)
 	// onPong handles a pong on c, with its payload (valid during the call).
 	onPong(l *loop, c *conn, payload []byte)
-	// lost charges a dropped connection. For an open connection it runs
-	// after the socket is closed, with the flags c had; a connection still
-	// in its handshake (c.state < stOpen) is the run's to close.
+	// lost charges a dropped open connection; it runs after the socket is
+	// closed, with the flags c had. (A connection still in its handshake
+	// is its dialer's: see attemptFailed.)
 	lost(l *loop, c *conn, flags uint8, reason Reason)
 	// tick runs the timer checks (see loop.setTick).
 	tick(l *loop, now int64)
@@ -671,15 +671,11 @@ func (l *loop) lost(c *conn, reason Reason) {
 	if c.state == stClosed {
 		return
 	}
-	r := l.ph
 	if c.state != stOpen {
-		if r != nil {
-			r.lost(l, c, c.flags, reason) // a handshake: the connect run's
-		} else {
-			l.closeFD(c)
-		}
+		l.attemptFailed(c, reason) // a handshake: its dialer's
 		return
 	}
+	r := l.ph
 	flags := c.flags
 	l.closeFD(c)
 	if r != nil {

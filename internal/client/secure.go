@@ -196,7 +196,9 @@ func (l *loop) handshakeStep(c *conn, in []byte) {
 	if x.tlsAt == 0 {
 		x.tlsAt = 1
 	}
-	l.ph.(*dialRun).tlsDone(c.sec.tls.State())
+	if d := l.dialing(); d != nil {
+		d.tlsDone(c.sec.tls.State())
+	}
 	c.state = stSending
 	l.sendRequest(c)
 }
