@@ -52,15 +52,16 @@ type connExt struct {
 	out  []byte // queued control frames, written before a queued data frame
 
 	// Handshake state, valid while state < stOpen.
-	index    int64 // connection number (selects target and source)
-	tries    int   // failed attempts so far
-	slot     int   // position in dialRun.inflight
-	started  int64 // loop clock at connect()
-	tcpAt    int64 // loop clock when TCP connect completed
-	tlsAt    int64 // loop clock when the TLS handshake completed; 0 = plain
-	deadline int64 // loop clock when the attempt times out
-	written  int   // request bytes written
-	target   int   // index into the loop's targets
+	index    int64   // connection number (selects target and source)
+	tries    int     // failed attempts so far
+	dialer   *dialer // the dialer this attempt belongs to
+	slot     int     // position in dialer.inflight
+	started  int64   // loop clock at connect()
+	tcpAt    int64   // loop clock when TCP connect completed
+	tlsAt    int64   // loop clock when the TLS handshake completed; 0 = plain
+	deadline int64   // loop clock when the attempt times out
+	written  int     // request bytes written
+	target   int     // index into the loop's targets
 	key      [keyLen]byte
 }
 

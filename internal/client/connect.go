@@ -200,9 +200,6 @@ type dialRun struct {
 	filling   bool  // dialFill is starting attempts: hooks must not recurse into it
 }
 
-// dialing implements dialingRun.
-func (r *dialRun) dialing() *dialer { return &r.d }
-
 // dialStart begins a connect phase in this loop.
 func (l *loop) dialStart(job *dialJob) {
 	r := &dialRun{baseRun: baseRun{job.phase}, job: *job}

@@ -16,13 +16,9 @@ import (
 // with retries, a deadline per attempt, and the handshake's timings. A
 // connect phase's run is a dialer and little else (dialRun); a run that
 // opens connections while it runs (open arrivals, churn, reconnects)
-// owns one too and returns it from dialing, so that the loop's handshake
-// steps reach it whatever kind is running.
-
-// dialingRun is a loopRun that owns a dialer.
-type dialingRun interface {
-	dialing() *dialer
-}
+// owns one too. Each connection in its handshake points at its dialer
+// (connExt.dialer), so the loop's handshake steps reach the right one
+// whatever kind is running, and several dialers may work at once.
 
 // dialHooks are what the run owning a dialer is told of its connections.
 type dialHooks interface {
@@ -59,14 +55,6 @@ func (d *dialer) init(owner dialHooks, timeout int64, retries int, req func(idx 
 func (d *dialer) result() *ConnectResult {
 	d.part.Subprotocol, d.part.Extensions, d.part.TLSVersion = d.sub, d.ext, d.ver
 	return &d.part
-}
-
-// dialing returns the dialer of the run in progress, nil if it has none.
-func (l *loop) dialing() *dialer {
-	if r, ok := l.ph.(dialingRun); ok {
-		return r.dialing()
-	}
-	return nil
 }
 
 // dial opens a socket for connection idx and starts its connect();
@@ -147,6 +135,7 @@ func (l *loop) tryConnect(d *dialer, idx int64, tries int) Reason {
 	x.target = t
 	x.started = started
 	x.deadline = started + d.timeout
+	x.dialer = d
 	var raw [16]byte
 	for i := 0; i < 2; i++ {
 		v := l.rng.Uint64()
@@ -184,7 +173,7 @@ func (l *loop) onConnected(c *conn) {
 func (l *loop) sendRequest(c *conn) {
 	x := c.ext
 	req := &l.cl.targets[x.target].req
-	if d := l.dialing(); d != nil && d.req != nil {
+	if d := x.dialer; d.req != nil {
 		req = d.req(x.index, x.target)
 	}
 	l.cbuf = append(l.cbuf[:0], req.buf...)
@@ -253,7 +242,7 @@ func (l *loop) responseBytes(c *conn, b []byte) {
 		return
 	}
 	now := l.now()
-	d := l.dialing()
+	d := x.dialer
 	d.opened(l, c, neg, now)
 	if neg.deflate {
 		if c.sec == nil {
@@ -346,13 +335,8 @@ func (d *dialer) removeInflight(c *conn) {
 // attemptFailed closes a failed attempt and retries it if allowed, or
 // tells the owner it gave up.
 func (l *loop) attemptFailed(c *conn, reason Reason) {
-	d := l.dialing()
-	if d == nil { // cannot happen: handshakes run only under a dialing run
-		l.closeFD(c)
-		return
-	}
 	x := c.ext
-	idx, tries := x.index, x.tries
+	d, idx, tries := x.dialer, x.index, x.tries
 	d.removeInflight(c)
 	l.closeFD(c)
 	if d.failure(reason, tries) {
@@ -365,8 +349,7 @@ func (l *loop) attemptFailed(c *conn, reason Reason) {
 // tick fails attempts past their deadline; the owning run calls it from
 // its own tick.
 func (d *dialer) tick(l *loop, now int64) {
-	r := l.ph
-	for i := len(d.inflight) - 1; i >= 0 && l.ph == r; i-- {
+	for i := len(d.inflight) - 1; i >= 0; i-- {
 		if i >= len(d.inflight) {
 			continue
 		}

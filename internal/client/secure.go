@@ -196,9 +196,7 @@ func (l *loop) handshakeStep(c *conn, in []byte) {
 	if x.tlsAt == 0 {
 		x.tlsAt = 1
 	}
-	if d := l.dialing(); d != nil {
-		d.tlsDone(c.sec.tls.State())
-	}
+	x.dialer.tlsDone(c.sec.tls.State())
 	c.state = stSending
 	l.sendRequest(c)
 }
