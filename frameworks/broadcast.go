@@ -24,14 +24,22 @@ type Broadcast struct {
 
 // roomOf reads the room and include_sender of a broadcast upgrade request.
 func roomOf(r *http.Request) (room string, include bool) {
-	q := r.URL.Query()
+	return roomQuery(r.URL.Query().Get)
+}
+
+// roomQuery reads the room and include_sender of a broadcast upgrade
+// request through get, which returns a query parameter's value ("" when
+// absent): adapters whose HTTP stack is not net/http (fasthttp, hertz)
+// pass their own query reader. include_sender is true unless it parses as
+// false (strconv.ParseBool: false, 0, f, ...).
+func roomQuery(get func(key string) string) (room string, include bool) {
 	include = true
-	if v := q.Get("include_sender"); v != "" {
+	if v := get("include_sender"); v != "" {
 		if b, err := strconv.ParseBool(v); err == nil {
 			include = b
 		}
 	}
-	return q.Get("room"), include
+	return get("room"), include
 }
 
 // hub is the rooms of a broadcast server: connections of type C by room.

@@ -47,6 +47,29 @@ type fasthttpServer struct {
 // answered and close frames echoed by the library's default handlers. The
 // upgrader's I/O buffers are left at 0 (4 KiB).
 func startFasthttp(cfg Config) (Server, error) {
+	bufSize := cfg.ReadBuffer()
+	return startFasthttpWith(cfg, func(*fasthttp.RequestCtx) func(*websocket.Conn) {
+		return func(c *websocket.Conn) { echoLoop(c, bufSize) }
+	})
+}
+
+// startFasthttpBroadcast serves BroadcastPath as gorilla does: each
+// message is encoded once as a websocket.PreparedMessage and written to
+// every member of the room in turn from the publisher's goroutine.
+func startFasthttpBroadcast(cfg Config) (Server, error) {
+	var rooms hub[*preparedMember[*websocket.Conn]]
+	return startFasthttpWith(cfg, func(ctx *fasthttp.RequestCtx) func(*websocket.Conn) {
+		args := ctx.QueryArgs()
+		room, include := roomQuery(func(k string) string { return string(args.Peek(k)) })
+		return func(c *websocket.Conn) { preparedLoop(&rooms, c, room, include, websocket.NewPreparedMessage) }
+	})
+}
+
+// startFasthttpWith is the fasthttp server and upgrader of startFasthttp
+// and startFasthttpBroadcast; for each upgrade request, serve returns what
+// runs on the upgraded connection (it reads the request before the upgrade
+// hands the connection to its own goroutine).
+func startFasthttpWith(cfg Config, serve func(*fasthttp.RequestCtx) func(*websocket.Conn)) (Server, error) {
 	lns, err := listenCfg(cfg)
 	if err != nil {
 		return nil, err
@@ -56,36 +79,28 @@ func startFasthttp(cfg Config) (Server, error) {
 		CheckOrigin:       func(*fasthttp.RequestCtx) bool { return true },
 		EnableCompression: cfg.Bool("compression"),
 	}
-	bufSize := cfg.ReadBuffer()
-	echo := func(c *websocket.Conn) {
-		raw := c.NetConn()
-		if u, ok := raw.(interface{ UnsafeConn() net.Conn }); ok {
-			raw = u.UnsafeConn()
-		}
-		if !s.conns.add(raw) {
-			return
-		}
-		defer s.conns.done(raw)
-		echoLoop(c, bufSize)
-	}
 	s.srv = &fasthttp.Server{
 		Handler: func(ctx *fasthttp.RequestCtx) {
 			if string(ctx.Path()) != cfg.Path {
 				ctx.Error("not found", fasthttp.StatusNotFound)
 				return
 			}
+			run := serve(ctx)
 			// On error Upgrade has written the HTTP error response.
-			_ = up.Upgrade(ctx, echo)
+			_ = up.Upgrade(ctx, func(c *websocket.Conn) {
+				raw := c.NetConn()
+				if u, ok := raw.(interface{ UnsafeConn() net.Conn }); ok {
+					raw = u.UnsafeConn()
+				}
+				if !s.conns.add(raw) {
+					return
+				}
+				defer s.conns.done(raw)
+				run(c)
+			})
 		},
 	}
-	for _, ln := range lns {
-		s.wg.Add(1)
-		go func(ln net.Listener) {
-			defer s.wg.Done()
-			// Serve returns when Shutdown closes ln.
-			_ = s.srv.Serve(ln)
-		}(ln)
-	}
+	serveEach(lns, &s.wg, s.srv.Serve) // Serve returns when Shutdown closes ln
 	return s, nil
 }
 
@@ -102,53 +117,4 @@ func (s *fasthttpServer) Close() error {
 		err = nil
 	}
 	return err
-}
-
-// startFasthttpBroadcast serves BroadcastPath as gorilla does: each
-// message is encoded once as a websocket.PreparedMessage and written to
-// every member of the room in turn from the publisher's goroutine.
-func startFasthttpBroadcast(cfg Config) (Server, error) {
-	lns, err := listenCfg(cfg)
-	if err != nil {
-		return nil, err
-	}
-	s := &fasthttpServer{lns: lns}
-	up := &websocket.FastHTTPUpgrader{
-		CheckOrigin:       func(*fasthttp.RequestCtx) bool { return true },
-		EnableCompression: cfg.Bool("compression"),
-	}
-	var rooms hub[*preparedMember[*websocket.Conn]]
-	serve := func(c *websocket.Conn, room string, include bool) {
-		raw := c.NetConn()
-		if u, ok := raw.(interface{ UnsafeConn() net.Conn }); ok {
-			raw = u.UnsafeConn()
-		}
-		if !s.conns.add(raw) {
-			return
-		}
-		defer s.conns.done(raw)
-		preparedLoop(&rooms, c, room, include, websocket.NewPreparedMessage)
-	}
-	s.srv = &fasthttp.Server{
-		Handler: func(ctx *fasthttp.RequestCtx) {
-			if string(ctx.Path()) != cfg.Path {
-				ctx.Error("not found", fasthttp.StatusNotFound)
-				return
-			}
-			args := ctx.QueryArgs()
-			room := string(args.Peek("room"))
-			include := string(args.Peek("include_sender")) != "false"
-			// On error Upgrade has written the HTTP error response.
-			_ = up.Upgrade(ctx, func(c *websocket.Conn) { serve(c, room, include) })
-		},
-	}
-	for _, ln := range lns {
-		s.wg.Add(1)
-		go func(ln net.Listener) {
-			defer s.wg.Done()
-			// Serve returns when Shutdown closes ln.
-			_ = s.srv.Serve(ln)
-		}(ln)
-	}
-	return s, nil
 }

@@ -18,7 +18,7 @@ func init() {
 		Library:   "github.com/gobwas/ws",
 		Doc:       "net/http UpgradeHTTP, goroutine per connection, wsutil.ReadClientData / WriteServerMessage; read_buffer 0 = read frames unbuffered",
 		Start:     startGobwas,
-		Broadcast: &Broadcast{Doc: "ws.CompileFrame once per message, the same bytes written to each member's net.Conn in turn", Start: startGobwasBroadcast},
+		Broadcast: &Broadcast{Doc: "ws.CompileFrame once per message (once more, compressed, for members that negotiated permessage-deflate), the same bytes written to each member's net.Conn in turn", Start: startGobwasBroadcast},
 	})
 	RegisterPreset(Preset{
 		Name:      "gobwas",
@@ -37,10 +37,51 @@ var gobwasDeflate = wsflate.Helper{
 	Decompressor: func(r io.Reader) wsflate.Decompressor { return flate.NewReader(r) },
 }
 
-// startGobwas serves gobwas/ws on net/http: ws.UpgradeHTTP, then one
-// goroutine per connection (the handler's) loops on wsutil.ReadClientData,
-// which allocates each message and answers pings and close frames itself,
-// and wsutil.WriteServerMessage.
+// startGobwas serves gobwas/ws on net/http: one goroutine per connection
+// (the handler's) loops on wsutil.ReadClientData, which allocates each
+// message and answers pings and close frames itself, and
+// wsutil.WriteServerMessage. With permessage-deflate negotiated it reads
+// through gobwasConn.deflateReader and sends every reply compressed.
+func startGobwas(cfg Config) (Server, error) {
+	return startGobwasWith(cfg, func(*http.Request) func(gobwasConn) {
+		return func(c gobwasConn) {
+			read := c.reader()
+			for {
+				msg, op, err := read()
+				if err != nil {
+					return
+				}
+				if !c.deflate {
+					if err := wsutil.WriteServerMessage(c.rw, op, msg); err != nil {
+						return
+					}
+					continue
+				}
+				f, err := gobwasDeflate.CompressFrame(ws.NewFrame(op, true, msg))
+				if err != nil {
+					return
+				}
+				if err := ws.WriteFrame(c.rw, f); err != nil {
+					return
+				}
+			}
+		}
+	})
+}
+
+// gobwasConn is an upgraded connection of startGobwasWith.
+type gobwasConn struct {
+	net.Conn
+	// rw reads through the hijacked or read_buffer reader and writes to
+	// the connection.
+	rw io.ReadWriter
+	// deflate is set when permessage-deflate was negotiated.
+	deflate bool
+}
+
+// startGobwasWith serves gobwas/ws on net/http: ws.UpgradeHTTP, then what
+// serve returned for the request runs on the connection in the handler's
+// goroutine.
 //
 // read_buffer differs from the other adapters: at 0 (the default) frames are
 // read straight from the connection, as the published runs did (a header
@@ -48,13 +89,12 @@ var gobwasDeflate = wsflate.Helper{
 // of that size in between. The payload hint is not used.
 //
 // With compression, permessage-deflate is negotiated without context
-// takeover (wsflate.DefaultParameters) and the loop reads through a
-// wsutil.Reader with the wsflate message state, since ReadClientData knows
-// no extensions.
-func startGobwas(cfg Config) (Server, error) {
+// takeover (wsflate.DefaultParameters).
+func startGobwasWith(cfg Config, serve func(*http.Request) func(gobwasConn)) (Server, error) {
 	bufSize := cfg.Int("read_buffer")
 	compression := cfg.Bool("compression")
 	return startHTTP(cfg, func(s *httpServer, w http.ResponseWriter, r *http.Request) {
+		run := serve(r)
 		var ext *wsflate.Extension
 		up := ws.DefaultHTTPUpgrader
 		if compression {
@@ -81,123 +121,121 @@ func startGobwas(cfg Config) (Server, error) {
 		if bufSize > 0 {
 			src = bufio.NewReaderSize(src, bufSize)
 		}
-		var rw io.ReadWriter = conn
+		c := gobwasConn{Conn: conn, rw: conn}
 		if src != io.Reader(conn) {
-			rw = struct {
+			c.rw = struct {
 				io.Reader
 				io.Writer
 			}{src, conn}
 		}
 		if ext != nil {
-			if _, ok := ext.Accepted(); ok {
-				// The error only ends the connection.
-				_ = gobwasDeflateEcho(rw)
-				return
-			}
+			_, c.deflate = ext.Accepted()
 		}
-		for {
-			msg, op, err := wsutil.ReadClientData(rw)
-			if err != nil {
-				return
-			}
-			if err := wsutil.WriteServerMessage(rw, op, msg); err != nil {
-				return
-			}
-		}
+		run(c)
 	})
 }
 
-// gobwasDeflateEcho is ReadClientData/WriteServerMessage with
-// permessage-deflate: messages that arrive compressed are inflated, and
-// every reply is sent compressed.
-func gobwasDeflateEcho(rw io.ReadWriter) error {
+// reader returns the connection's message reader: wsutil.ReadClientData,
+// or, with permessage-deflate, deflateReader.
+func (c gobwasConn) reader() func() ([]byte, ws.OpCode, error) {
+	if c.deflate {
+		return c.deflateReader()
+	}
+	return func() ([]byte, ws.OpCode, error) { return wsutil.ReadClientData(c.rw) }
+}
+
+// deflateReader is ReadClientData with permessage-deflate (which
+// ReadClientData does not know): a wsutil.Reader with the wsflate message
+// state; messages that arrive compressed are inflated. Control frames are
+// answered as ReadClientData answers them.
+func (c gobwasConn) deflateReader() func() ([]byte, ws.OpCode, error) {
 	var state wsflate.MessageState
-	ctl := wsutil.ControlFrameHandler(rw, ws.StateServerSide)
+	ctl := wsutil.ControlFrameHandler(c.rw, ws.StateServerSide)
 	rd := &wsutil.Reader{
-		Source:         rw,
+		Source:         c.rw,
 		State:          ws.StateServerSide | ws.StateExtended,
 		Extensions:     []wsutil.RecvExtension{&state},
 		OnIntermediate: ctl,
 	}
-	for {
-		hdr, err := rd.NextFrame()
-		if err != nil {
-			return err
-		}
-		if hdr.OpCode.IsControl() {
-			if err := ctl(hdr, rd); err != nil {
-				return err
+	return func() ([]byte, ws.OpCode, error) {
+		for {
+			hdr, err := rd.NextFrame()
+			if err != nil {
+				return nil, 0, err
 			}
-			continue
-		}
-		payload, err := io.ReadAll(rd)
-		if err != nil {
-			return err
-		}
-		if state.IsCompressed() {
-			if payload, err = gobwasDeflate.Decompress(payload); err != nil {
-				return err
+			if hdr.OpCode.IsControl() {
+				if err := ctl(hdr, rd); err != nil {
+					return nil, 0, err
+				}
+				continue
 			}
-		}
-		f, err := gobwasDeflate.CompressFrame(ws.NewFrame(hdr.OpCode, true, payload))
-		if err != nil {
-			return err
-		}
-		if err := ws.WriteFrame(rw, f); err != nil {
-			return err
+			payload, err := io.ReadAll(rd)
+			if err != nil {
+				return nil, 0, err
+			}
+			if state.IsCompressed() {
+				if payload, err = gobwasDeflate.Decompress(payload); err != nil {
+					return nil, 0, err
+				}
+			}
+			return payload, hdr.OpCode, nil
 		}
 	}
 }
 
 // startGobwasBroadcast serves BroadcastPath the gobwas way: each message
-// is compiled once into a server frame (ws.CompileFrame) and the same
+// is compiled once into a server frame (ws.CompileFrame; once more,
+// compressed, when a member negotiated permessage-deflate) and the same
 // bytes are written to every member's net.Conn in turn (net.Conn.Write is
 // safe for concurrent use, so frames never interleave; it blocks while a
-// member does not read). Compression is not negotiated here.
+// member does not read).
 func startGobwasBroadcast(cfg Config) (Server, error) {
-	bufSize := cfg.Int("read_buffer")
-	var rooms hub[net.Conn]
-	return startHTTP(cfg, func(s *httpServer, w http.ResponseWriter, r *http.Request) {
+	var rooms hub[*gobwasConn]
+	return startGobwasWith(cfg, func(r *http.Request) func(gobwasConn) {
 		room, include := roomOf(r)
-		conn, brw, _, err := ws.DefaultHTTPUpgrader.Upgrade(r, w)
-		if err != nil {
-			if conn != nil {
-				conn.Close() // hijacked: gobwas wrote the error response
-			}
-			return
-		}
-		if !s.conns.add(conn) {
-			return
-		}
-		defer s.conns.done(conn)
-		var src io.Reader = conn
-		if brw.Reader.Buffered() > 0 {
-			src = brw.Reader
-		}
-		if bufSize > 0 {
-			src = bufio.NewReaderSize(src, bufSize)
-		}
-		rw := struct {
-			io.Reader
-			io.Writer
-		}{src, conn}
-		rooms.join(room, conn)
-		defer rooms.leave(room, conn)
-		var to []net.Conn
-		for {
-			msg, op, err := wsutil.ReadClientData(rw)
-			if err != nil {
-				return
-			}
-			frame, err := ws.CompileFrame(ws.NewFrame(op, true, msg))
-			if err != nil {
-				return
-			}
-			to = rooms.members(to[:0], room, conn, include)
-			for _, m := range to {
-				// A failed member ends in its own read loop.
-				_, _ = m.Write(frame)
+		return func(c gobwasConn) {
+			me := &c
+			rooms.join(room, me)
+			defer rooms.leave(room, me)
+			read := c.reader()
+			var to []*gobwasConn
+			for {
+				msg, op, err := read()
+				if err != nil {
+					return
+				}
+				to = rooms.members(to[:0], room, me, include)
+				plain, deflated, err := gobwasFrames(ws.NewFrame(op, true, msg), to)
+				if err != nil {
+					return
+				}
+				for _, m := range to {
+					frame := plain
+					if m.deflate {
+						frame = deflated
+					}
+					// A failed member ends in its own read loop.
+					_, _ = m.Write(frame)
+				}
 			}
 		}
 	})
+}
+
+// gobwasFrames compiles f once for all members: plain, and compressed
+// (deflated) when one of them negotiated permessage-deflate.
+func gobwasFrames(f ws.Frame, members []*gobwasConn) (plain, deflated []byte, err error) {
+	if plain, err = ws.CompileFrame(f); err != nil {
+		return nil, nil, err
+	}
+	for _, m := range members {
+		if m.deflate {
+			if f, err = gobwasDeflate.CompressFrame(f); err != nil {
+				return nil, nil, err
+			}
+			deflated, err = ws.CompileFrame(f)
+			return plain, deflated, err
+		}
+	}
+	return plain, nil, nil
 }

@@ -28,21 +28,9 @@ func init() {
 // client's close frame by default. The upgrader's own I/O buffers are left
 // at 0, so it reuses net/http's 4 KiB buffers.
 func startGorilla(cfg Config) (Server, error) {
-	up := &websocket.Upgrader{
-		CheckOrigin:       func(*http.Request) bool { return true },
-		EnableCompression: cfg.Bool("compression"),
-	}
 	bufSize := cfg.ReadBuffer()
-	return startHTTP(cfg, func(s *httpServer, w http.ResponseWriter, r *http.Request) {
-		c, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return // Upgrade has written the HTTP error response
-		}
-		if !s.conns.add(c.NetConn()) {
-			return
-		}
-		defer s.conns.done(c.NetConn())
-		echoLoop(c, bufSize)
+	return startGorillaWith(cfg, func(*http.Request) func(*websocket.Conn) {
+		return func(c *websocket.Conn) { echoLoop(c, bufSize) }
 	})
 }
 
@@ -52,13 +40,23 @@ func startGorilla(cfg Config) (Server, error) {
 // turn and without a write deadline (a member that does not read blocks
 // its publisher).
 func startGorillaBroadcast(cfg Config) (Server, error) {
+	var rooms hub[*preparedMember[*websocket.Conn]]
+	return startGorillaWith(cfg, func(r *http.Request) func(*websocket.Conn) {
+		room, include := roomOf(r)
+		return func(c *websocket.Conn) { preparedLoop(&rooms, c, room, include, websocket.NewPreparedMessage) }
+	})
+}
+
+// startGorillaWith is the net/http server and upgrader of startGorilla and
+// startGorillaBroadcast; for each upgrade request, serve returns what runs
+// on the upgraded connection, in the handler's goroutine.
+func startGorillaWith(cfg Config, serve func(*http.Request) func(*websocket.Conn)) (Server, error) {
 	up := &websocket.Upgrader{
 		CheckOrigin:       func(*http.Request) bool { return true },
 		EnableCompression: cfg.Bool("compression"),
 	}
-	var rooms hub[*preparedMember[*websocket.Conn]]
 	return startHTTP(cfg, func(s *httpServer, w http.ResponseWriter, r *http.Request) {
-		room, include := roomOf(r)
+		run := serve(r)
 		c, err := up.Upgrade(w, r, nil)
 		if err != nil {
 			return // Upgrade has written the HTTP error response
@@ -67,6 +65,6 @@ func startGorillaBroadcast(cfg Config) (Server, error) {
 			return
 		}
 		defer s.conns.done(c.NetConn())
-		preparedLoop(&rooms, c, room, include, websocket.NewPreparedMessage)
+		run(c)
 	})
 }

@@ -108,16 +108,24 @@ func checkGreatws(values map[string]string) error {
 	return nil
 }
 
-// startGreatws upgrades on net/http (greatws takes the socket over by
+// startGreatws serves greatws with greatwsHandler as every connection's
+// callback: it writes text and binary messages back.
+func startGreatws(cfg Config) (Server, error) {
+	return startGreatwsWith(cfg, func(h *greatwsHandler, _ *http.Request) greatws.Callback { return h })
+}
+
+// startGreatwsWith upgrades on net/http (greatws takes the socket over by
 // duplicating its fd) and serves frames on greatws's epoll event loops:
 // NewMultiEventLoopMust(WithEventLoops(event_loops),
 // WithBusinessGoNum(pool_init, pool_min, pool_max), WithMaxEventNum(max_events))
-// as in the published benchmark. OnMessage writes text and binary messages
-// back; pings are answered by greatws (WithServerReplyPing: without it
-// greatws hands pings to OnMessage and sends no pong), close frames are
-// echoed by greatws. TCP_NODELAY is set on the accepted socket, which the
-// duplicated fd shares (greatws's own nodelay setting is not implemented).
-func startGreatws(cfg Config) (Server, error) {
+// as in the published benchmark. Each upgraded connection gets the
+// callback returned for its request (UpgradeV2), which must pass OnOpen
+// and OnClose on to h, the server's connection set. Pings are answered by
+// greatws (WithServerReplyPing: without it greatws hands pings to
+// OnMessage and sends no pong), close frames are echoed by greatws.
+// TCP_NODELAY is set on the accepted socket, which the duplicated fd
+// shares (greatws's own nodelay setting is not implemented).
+func startGreatwsWith(cfg Config, callback func(h *greatwsHandler, r *http.Request) greatws.Callback) (Server, error) {
 	lc := greatwsLoopConfig{
 		loops:     cfg.Int("event_loops"),
 		maxEvents: cfg.Int("max_events"),
@@ -150,7 +158,7 @@ func startGreatws(cfg Config) (Server, error) {
 		// On success greatws has duplicated the socket's fd, closed the
 		// hijacked net.Conn and added the connection to an event loop;
 		// h tracks it from OnOpen to OnClose.
-		if _, err := up.Upgrade(w, r); err != nil {
+		if _, err := up.UpgradeV2(w, r, callback(h, r)); err != nil {
 			return // greatws has answered with an HTTP error, or the connection is gone
 		}
 	})
@@ -259,41 +267,12 @@ func (g *greatwsRoom) OnMessage(c *greatws.Conn, op greatws.Opcode, msg []byte) 
 	}
 }
 
-// startGreatwsBroadcast serves BroadcastPath on the same event loops and
-// callback placement as startGreatws, with a greatwsRoom per connection.
+// startGreatwsBroadcast serves BroadcastPath on the server of
+// startGreatws, with a greatwsRoom per connection.
 func startGreatwsBroadcast(cfg Config) (Server, error) {
-	lc := greatwsLoopConfig{
-		loops:     cfg.Int("event_loops"),
-		maxEvents: cfg.Int("max_events"),
-		poolInit:  cfg.Int("pool_init"),
-		poolMin:   cfg.Int("pool_min"),
-		poolMax:   cfg.Int("pool_max"),
-	}
-	if lc.loops == 0 {
-		lc.loops = runtime.NumCPU()
-	}
-	h := &greatwsHandler{conns: map[*greatws.Conn]struct{}{}}
 	var rooms hub[*greatws.Conn]
-	opts := []greatws.ServerOption{
-		greatws.WithServerCallback(h),
-		greatws.WithServerMultiEventLoop(greatwsLoop(lc)),
-		greatws.WithServerReplyPing(),
-	}
-	if cfg.String("callback") == greatwsEventLoop {
-		opts = append(opts, greatws.WithServerCallbackInEventLoop())
-	}
-	if !cfg.Bool("nodelay") {
-		opts = append(opts, greatws.WithServerTCPDelay())
-	}
-	up := greatws.NewUpgrade(opts...)
-	s, err := startHTTP(cfg, func(_ *httpServer, w http.ResponseWriter, r *http.Request) {
+	return startGreatwsWith(cfg, func(h *greatwsHandler, r *http.Request) greatws.Callback {
 		room, include := roomOf(r)
-		if _, err := up.UpgradeV2(w, r, &greatwsRoom{h: h, rooms: &rooms, room: room, include: include}); err != nil {
-			return // greatws has answered with an HTTP error, or the connection is gone
-		}
+		return &greatwsRoom{h: h, rooms: &rooms, room: room, include: include}
 	})
-	if err != nil {
-		return nil, err
-	}
-	return &greatwsServer{http: s, h: h}, nil
 }

@@ -63,6 +63,8 @@ func (gwsEcho) OnMessage(c *gws.Conn, m *gws.Message) {
 	_ = c.WriteMessage(m.Opcode, m.Bytes())
 }
 
+// gwsOption is the gws.ServerOption of cfg's options, for both of
+// startGwsWith's servers.
 func gwsOption(cfg Config) *gws.ServerOption {
 	return &gws.ServerOption{
 		ReadBufferSize:    cfg.ReadBuffer(),
@@ -73,18 +75,37 @@ func gwsOption(cfg Config) *gws.ServerOption {
 	}
 }
 
+// startGws serves gwsEcho on gws's own listener or on net/http as the
+// server option says.
 func startGws(cfg Config) (Server, error) {
-	if cfg.String("server") == "std" {
-		return startGwsStd(cfg)
-	}
-	return startGwsServer(cfg)
+	return startGwsWith(cfg, gwsEcho{}, nil)
 }
 
-// startGwsStd serves gws.NewUpgrader on net/http; as gws recommends, each
-// connection's ReadLoop runs in its own goroutine so the HTTP handler
-// returns.
-func startGwsStd(cfg Config) (Server, error) {
-	up := gws.NewUpgrader(gwsEcho{}, gwsOption(cfg))
+// startGwsWith serves h with gwsOption(cfg): on gws's own listener
+// (gws.NewServer) or, for server=std, on net/http (gws.NewUpgrader).
+// Requests for a path other than cfg.Path are refused by the Authorize
+// hook (gws answers 400); session, when set, sees every other upgrade
+// request first and may store values in the connection's session.
+func startGwsWith(cfg Config, h gws.Event, session func(*http.Request, gws.SessionStorage)) (Server, error) {
+	opt := gwsOption(cfg)
+	opt.Authorize = func(r *http.Request, s gws.SessionStorage) bool {
+		if r.URL.Path != cfg.Path {
+			return false
+		}
+		if session != nil {
+			session(r, s)
+		}
+		return true
+	}
+	if cfg.String("server") == "std" {
+		return startGwsStd(cfg, gws.NewUpgrader(h, opt))
+	}
+	return startGwsServer(cfg, gws.NewServer(h, opt))
+}
+
+// startGwsStd serves up on net/http; as gws recommends, each connection's
+// ReadLoop runs in its own goroutine so the HTTP handler returns.
+func startGwsStd(cfg Config, up *gws.Upgrader) (Server, error) {
 	return startHTTP(cfg, func(s *httpServer, w http.ResponseWriter, r *http.Request) {
 		socket, err := up.Upgrade(w, r)
 		if err != nil {
@@ -113,17 +134,14 @@ type gwsServer struct {
 	bufSize int
 }
 
-// startGwsServer serves gws.NewServer on cfg.Addrs. Requests for a path
-// other than cfg.Path are refused by the server's Authorize hook (gws
-// answers 400).
-func startGwsServer(cfg Config) (Server, error) {
-	opt := gwsOption(cfg)
-	opt.Authorize = func(r *http.Request, _ gws.SessionStorage) bool { return r.URL.Path == cfg.Path }
+// startGwsServer serves srv on cfg.Addrs, each connection's HTTP request
+// read through a bufio.Reader of read_buffer bytes (gws's ReadBufferSize).
+func startGwsServer(cfg Config, srv *gws.Server) (Server, error) {
 	lns, err := listenCfg(cfg)
 	if err != nil {
 		return nil, err
 	}
-	s := &gwsServer{srv: gws.NewServer(gwsEcho{}, opt), lns: lns, bufSize: cfg.ReadBuffer()}
+	s := &gwsServer{srv: srv, lns: lns, bufSize: cfg.ReadBuffer()}
 	for _, ln := range lns {
 		s.accepts.Add(1)
 		go s.accept(ln)
@@ -209,41 +227,12 @@ func (h *gwsRooms) OnMessage(c *gws.Conn, m *gws.Message) {
 	}
 }
 
-// startGwsBroadcast serves BroadcastPath with gwsRooms, on gws's own
-// listener or on net/http as the server option says.
+// startGwsBroadcast serves BroadcastPath with gwsRooms, on the server of
+// startGws.
 func startGwsBroadcast(cfg Config) (Server, error) {
-	h := &gwsRooms{}
-	opt := gwsOption(cfg)
-	opt.Authorize = func(r *http.Request, s gws.SessionStorage) bool {
+	return startGwsWith(cfg, &gwsRooms{}, func(r *http.Request, s gws.SessionStorage) {
 		room, include := roomOf(r)
 		s.Store("room", room)
 		s.Store("include", include)
-		return r.URL.Path == cfg.Path
-	}
-	if cfg.String("server") == "std" {
-		up := gws.NewUpgrader(h, opt)
-		return startHTTP(cfg, func(s *httpServer, w http.ResponseWriter, r *http.Request) {
-			socket, err := up.Upgrade(w, r)
-			if err != nil {
-				return // gws has answered 400 and closed the connection
-			}
-			if !s.conns.add(socket.NetConn()) {
-				return
-			}
-			go func() {
-				defer s.conns.done(socket.NetConn())
-				socket.ReadLoop()
-			}()
-		})
-	}
-	lns, err := listenCfg(cfg)
-	if err != nil {
-		return nil, err
-	}
-	s := &gwsServer{srv: gws.NewServer(h, opt), lns: lns, bufSize: cfg.ReadBuffer()}
-	for _, ln := range lns {
-		s.accepts.Add(1)
-		go s.accept(ln)
-	}
-	return s, nil
+	})
 }

@@ -98,7 +98,6 @@ func startHertzWith(cfg Config, serve func(*app.RequestContext) func(*websocket.
 	// servers raised the pool's cap to 1000000 (gopool.SetCap) because
 	// older gopkg versions capped it at 10000; gopkg v0.1.3's default cap
 	// is math.MaxInt32, so it is left alone here.
-	nodelay := cfg.Bool("nodelay")
 	s := &hertzServer{}
 	up := websocket.HertzUpgrader{
 		CheckOrigin:       func(*app.RequestContext) bool { return true },
@@ -124,33 +123,10 @@ func startHertzWith(cfg Config, serve func(*app.RequestContext) func(*websocket.
 		})
 	}
 
-	opts := []config.Option{server.WithDisablePrintRoute(true)}
-	switch cfg.String("transport") {
-	case hertzStandard:
-		opts = append(opts, server.WithTransport(standard.NewTransporter))
-	default:
-		opts = append(opts, server.WithTransport(netpoll.NewTransporter))
-		// netpoll sets TCP_NODELAY on every connection and takes the raw
-		// listener (it polls its fd), so nodelay=false is applied per
-		// connection instead of by a listener wrapper.
-		if !nodelay {
-			opts = append(opts, server.WithOnAccept(func(c net.Conn) context.Context {
-				netpollDelay(c)
-				return context.Background()
-			}))
-		}
-	}
-	lns := make([]net.Listener, 0, len(cfg.Addrs))
-	for _, addr := range cfg.Addrs {
-		ln, err := listen(addr)
-		if err != nil {
-			closeListeners(lns)
-			return nil, err
-		}
-		if cfg.String("transport") == hertzStandard {
-			ln = noDelayListener{Listener: ln, noDelay: nodelay}
-		}
-		lns = append(lns, ln)
+	opts := hertzOptions(cfg)
+	lns, err := hertzListen(cfg)
+	if err != nil {
+		return nil, err
 	}
 	for _, ln := range lns {
 		h := server.New(append(opts, server.WithListener(ln))...)
@@ -174,6 +150,44 @@ func startHertzWith(cfg Config, serve func(*app.RequestContext) func(*websocket.
 		}()
 	}
 	return s, nil
+}
+
+// hertzOptions are the hertz server options of cfg: its transport and,
+// on netpoll, nodelay.
+func hertzOptions(cfg Config) []config.Option {
+	opts := []config.Option{server.WithDisablePrintRoute(true)}
+	if cfg.String("transport") == hertzStandard {
+		return append(opts, server.WithTransport(standard.NewTransporter))
+	}
+	opts = append(opts, server.WithTransport(netpoll.NewTransporter))
+	// netpoll sets TCP_NODELAY on every connection and takes the raw
+	// listener (it polls its fd), so nodelay=false is applied per
+	// connection instead of by a listener wrapper.
+	if !cfg.Bool("nodelay") {
+		opts = append(opts, server.WithOnAccept(func(c net.Conn) context.Context {
+			netpollDelay(c)
+			return context.Background()
+		}))
+	}
+	return opts
+}
+
+// hertzListen opens a SO_REUSEPORT listener per address; on the standard
+// transport each sets TCP_NODELAY as the nodelay option says.
+func hertzListen(cfg Config) ([]net.Listener, error) {
+	lns := make([]net.Listener, 0, len(cfg.Addrs))
+	for _, addr := range cfg.Addrs {
+		ln, err := listen(addr)
+		if err != nil {
+			closeListeners(lns)
+			return nil, err
+		}
+		if cfg.String("transport") == hertzStandard {
+			ln = noDelayListener{Listener: ln, noDelay: cfg.Bool("nodelay")}
+		}
+		lns = append(lns, ln)
+	}
+	return lns, nil
 }
 
 // netpollExit is what hertz's netpoll transport panics with where netpoll's
@@ -288,8 +302,7 @@ func (s *hertzServer) Close() error {
 func startHertzBroadcast(cfg Config) (Server, error) {
 	var rooms hub[*preparedMember[*websocket.Conn]]
 	return startHertzWith(cfg, func(ctx *app.RequestContext) func(*websocket.Conn) {
-		room := string(ctx.Query("room"))
-		include := string(ctx.Query("include_sender")) != "false"
+		room, include := roomQuery(ctx.Query)
 		return func(c *websocket.Conn) { preparedLoop(&rooms, c, room, include, websocket.NewPreparedMessage) }
 	})
 }

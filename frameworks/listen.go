@@ -106,6 +106,20 @@ func listenCfg(cfg Config) ([]net.Listener, error) {
 	return lns, nil
 }
 
+// serveEach runs serve on every listener in a goroutine of its own,
+// counted in wg. serve returns once its listener is closed; an error
+// before that (an accept error it does not retry) ends that listener
+// only, so it is dropped.
+func serveEach(lns []net.Listener, wg *sync.WaitGroup, serve func(net.Listener) error) {
+	for _, ln := range lns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = serve(ln)
+		}()
+	}
+}
+
 func closeListeners(lns []net.Listener) {
 	for _, ln := range lns {
 		// A listener already closed by its server returns an error here;

@@ -98,65 +98,77 @@ func startNbio(cfg Config) (Server, error) {
 	}, nil)
 }
 
-// startNbioWith runs startNbio's server and engine; handlers sets the
+// startNbioWith runs startNbio's server: nbio's upgrader (nbioUpgrader)
+// on an nbhttp engine, or on net/http for io_mode=std. handlers sets the
 // upgrader's callbacks, and opened (when not nil) is called with each
 // upgraded connection and its request before nbio reads from it.
 func startNbioWith(cfg Config, handlers func(*websocket.Upgrader), opened func(*websocket.Conn, *http.Request)) (Server, error) {
 	// nbio logs to stdout by default; a server's stdout is not its log.
 	nbioLogOnce.Do(func() { logging.Output = LogOutput })
-
-	mode := cfg.String("io_mode")
-	explicitBuf := cfg.Int("read_buffer") // 0 = library defaults
 	pool := mempool.New(cfg.ReadBuffer()+nbioMemPoolExtra, nbioMemPoolFreeSize)
+	up := nbioUpgrader(cfg)
+	handlers(up)
+	if cfg.String("io_mode") == nbioStd {
+		return startNbioStd(cfg, up, pool, opened)
+	}
+	return startNbioEngine(cfg, up, pool, opened)
+}
 
+// nbioUpgrader is the upgrader of every nbio server: KeepaliveTime 0 (no
+// read deadline), BlockingModAsyncWrite false (blocking connections write
+// in the caller), origins not checked, compression as the option says,
+// and blocking reads of read_buffer bytes when it is set explicitly.
+func nbioUpgrader(cfg Config) *websocket.Upgrader {
 	up := websocket.NewUpgrader()
 	up.KeepaliveTime = 0
 	up.BlockingModAsyncWrite = false
 	up.CheckOrigin = func(*http.Request) bool { return true }
 	up.EnableCompression(cfg.Bool("compression"))
-	if explicitBuf > 0 {
-		up.BlockingModReadBufferSize = explicitBuf
+	if n := cfg.Int("read_buffer"); n > 0 {
+		up.BlockingModReadBufferSize = n
 	}
-	handlers(up)
+	return up
+}
 
-	if mode == nbioStd {
-		// The upgrader takes its buffer pool and payload release setting
-		// from an engine; this one is never started, it only carries them.
-		// A synchronous ServerExecutor and SupportServerOnly keep NewEngine
-		// from starting task-pool goroutines that only Stop would end;
-		// blocking connections call OnMessage synchronously either way.
-		up.Engine = nbhttp.NewEngine(nbhttp.Config{
-			ReleaseWebsocketPayload: true,
-			BodyAllocator:           pool,
-			ServerExecutor:          func(f func()) { f() },
-			SupportServerOnly:       true,
-		})
-		bufSize := up.BlockingModReadBufferSize
-		return startHTTP(cfg, func(s *httpServer, w http.ResponseWriter, r *http.Request) {
-			// Upgrade without nbio starting its own read goroutine: this
-			// handler goroutine reads instead, so Close can wait for it.
-			c, err := up.UpgradeWithoutHandlingReadForConnFromSTDServer(w, r, nil)
-			if err != nil {
-				return // Upgrade has written the HTTP error response
-			}
-			nc := c.UnderlayerConn()
-			if !s.conns.add(nc) {
-				return
-			}
-			defer s.conns.done(nc)
-			if opened != nil {
-				opened(c, r)
-			}
-			c.HandleRead(bufSize)
-		})
-	}
+// startNbioStd serves up on net/http (io_mode=std): each connection is
+// read in its HTTP handler's goroutine.
+func startNbioStd(cfg Config, up *websocket.Upgrader, pool mempool.Allocator, opened func(*websocket.Conn, *http.Request)) (Server, error) {
+	// The upgrader takes its buffer pool and payload release setting
+	// from an engine; this one is never started, it only carries them.
+	// A synchronous ServerExecutor and SupportServerOnly keep NewEngine
+	// from starting task-pool goroutines that only Stop would end;
+	// blocking connections call OnMessage synchronously either way.
+	up.Engine = nbhttp.NewEngine(nbhttp.Config{
+		ReleaseWebsocketPayload: true,
+		BodyAllocator:           pool,
+		ServerExecutor:          func(f func()) { f() },
+		SupportServerOnly:       true,
+	})
+	bufSize := up.BlockingModReadBufferSize
+	return startHTTP(cfg, func(s *httpServer, w http.ResponseWriter, r *http.Request) {
+		// Upgrade without nbio starting its own read goroutine: this
+		// handler goroutine reads instead, so Close can wait for it.
+		c, err := up.UpgradeWithoutHandlingReadForConnFromSTDServer(w, r, nil)
+		if err != nil {
+			return // Upgrade has written the HTTP error response
+		}
+		nc := c.UnderlayerConn()
+		if !s.conns.add(nc) {
+			return
+		}
+		defer s.conns.done(nc)
+		if opened != nil {
+			opened(c, r)
+		}
+		c.HandleRead(bufSize)
+	})
+}
 
-	ioMod := map[string]int{
-		nbioBlocking:    nbhttp.IOModBlocking,
-		nbioMixed:       nbhttp.IOModMixed,
-		nbioNonBlocking: nbhttp.IOModNonBlocking,
-	}[mode]
-	maxBlocking := cfg.Int("max_blocking_online") // >= 1: declared Min
+// startNbioEngine serves up on an nbhttp.Engine in the blocking, mixed or
+// nonblocking io_mode, on listeners opened here.
+func startNbioEngine(cfg Config, up *websocket.Upgrader, pool mempool.Allocator, opened func(*websocket.Conn, *http.Request)) (Server, error) {
+	mode := cfg.String("io_mode")
+	explicitBuf := cfg.Int("read_buffer") // 0 = library defaults
 	// Open every listener before the engine starts: when one of nbio's own
 	// Listen calls fails, nbhttp.Engine.Start closes the listeners it
 	// opened and then waits forever in Stop for their accept goroutines,
@@ -170,7 +182,6 @@ func startNbioWith(cfg Config, handlers func(*websocket.Upgrader), opened func(*
 	for i, ln := range lns {
 		byAddr[cfg.Addrs[i]] = ln
 	}
-
 	mux := http.NewServeMux()
 	mux.HandleFunc(cfg.Path, func(w http.ResponseWriter, r *http.Request) {
 		// The engine owns the connection from here on: the poller (or its
@@ -196,8 +207,8 @@ func startNbioWith(cfg Config, handlers func(*websocket.Upgrader), opened func(*
 			delete(byAddr, addr)
 			return ln, nil
 		},
-		IOMod:                   ioMod,
-		MaxBlockingOnline:       maxBlocking,
+		IOMod:                   nbioIOMods[mode],
+		MaxBlockingOnline:       cfg.Int("max_blocking_online"), // >= 1: declared Min
 		ReleaseWebsocketPayload: true,
 		BodyAllocator:           pool,
 		ReadBufferSize:          explicitBuf, // 0 = nbio's default
@@ -212,6 +223,13 @@ func startNbioWith(cfg Config, handlers func(*websocket.Upgrader), opened func(*
 		return nil, fmt.Errorf("nbio %s engine: %w", mode, err)
 	}
 	return &nbioServer{e: e}, nil
+}
+
+// nbioIOMods maps the engine's io_mode values to nbhttp's IOMod.
+var nbioIOMods = map[string]int{
+	nbioBlocking:    nbhttp.IOModBlocking,
+	nbioMixed:       nbhttp.IOModMixed,
+	nbioNonBlocking: nbhttp.IOModNonBlocking,
 }
 
 // nbioLogOnce guards the one write to nbio's global log output.

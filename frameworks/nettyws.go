@@ -52,12 +52,33 @@ func init() {
 	})
 }
 
-// startNettyws serves go-netty-ws on net/http (the Websocket's upgrade
+// startNettyws serves go-netty-ws with OnData writing every message back.
+func startNettyws(cfg Config) (Server, error) {
+	return startNettywsWith(cfg, nettywsHooks{
+		data: func(c nettyws.Conn, data []byte) {
+			// A failed write closes the channel inside go-netty.
+			_ = c.Write(data)
+		},
+	})
+}
+
+// nettywsHooks are what startNettywsWith's two servers do differently.
+type nettywsHooks struct {
+	// data is the Websocket's OnData: a message arrived on c.
+	data func(c nettyws.Conn, data []byte)
+	// upgraded, when set, is called with each upgraded connection and its
+	// request before the upgrade handler returns.
+	upgraded func(c nettyws.Conn, r *http.Request)
+	// closed, when set, is called when c has closed (OnClose).
+	closed func(c nettyws.Conn)
+}
+
+// startNettywsWith serves go-netty-ws on net/http (the Websocket's upgrade
 // handler on cfg.Path of a server on SO_REUSEPORT listeners; go-netty-ws's
 // own Listen opens a plain listener per URL and sleeps a second per
 // listener). Each connection is a go-netty channel with a read goroutine
-// that reads a whole message into a buffer and calls OnData, which writes
-// it back: NewWebsocket(WithBinary() unless message_type=text,
+// that reads a whole message into a buffer and calls OnData (hooks.data):
+// NewWebsocket(WithBinary() unless message_type=text,
 // WithNoDelay(nodelay), WithBufferSize(read_buffer, 0)).
 //
 // go-netty-ws fixes the opcode per server, not per message: it writes
@@ -66,8 +87,12 @@ func init() {
 // is discarded and answered with close 1003 (unsupported data). So this
 // server echoes only message_type messages with the same opcode; the
 // published benchmark sent binary messages only. go-netty answers pings
-// with pongs and echoes close frames.
-func startNettyws(cfg Config) (Server, error) {
+// with pongs and echoes close frames. compression is refused
+// (Limits.NoCompression).
+func startNettywsWith(cfg Config, hooks nettywsHooks) (Server, error) {
+	if cfg.Bool("compression") {
+		return nil, fmt.Errorf("compression: %w (go-netty-ws compresses without regard to negotiation)", ErrUnsupported)
+	}
 	opts := []nettyws.Option{
 		nettyws.WithNoDelay(cfg.Bool("nodelay")),
 		nettyws.WithBufferSize(cfg.ReadBuffer(), 0),
@@ -78,16 +103,22 @@ func startNettyws(cfg Config) (Server, error) {
 	ws := nettyws.NewWebsocket(opts...)
 	s := &nettywsServer{ws: ws}
 	ws.OnOpen = func(nettyws.Conn) { s.open.Add(1) }
-	ws.OnClose = func(nettyws.Conn, error) { s.open.Add(-1) }
-	ws.OnData = func(c nettyws.Conn, data []byte) {
-		// A failed write closes the channel inside go-netty.
-		_ = c.Write(data)
+	ws.OnClose = func(c nettyws.Conn, _ error) {
+		if hooks.closed != nil {
+			hooks.closed(c)
+		}
+		s.open.Add(-1)
 	}
+	ws.OnData = hooks.data
 	hs, err := startHTTP(cfg, func(_ *httpServer, w http.ResponseWriter, r *http.Request) {
 		// On success the connection runs on its own go-netty channel
 		// goroutine, which ws.Close ends. On failure gobwas/ws has answered
 		// with an HTTP error.
-		_, _ = ws.UpgradeHTTP(w, r)
+		c, err := ws.UpgradeHTTP(w, r)
+		if err != nil || hooks.upgraded == nil {
+			return
+		}
+		hooks.upgraded(c, r)
 	})
 	if err != nil {
 		// Nothing was upgraded; Close releases the Websocket's context.
@@ -135,51 +166,29 @@ type nettywsRoom struct {
 // writes each message to every member with Write, in turn (no
 // pre-encoded message in go-netty-ws).
 func startNettywsBroadcast(cfg Config) (Server, error) {
-	opts := []nettyws.Option{
-		nettyws.WithNoDelay(cfg.Bool("nodelay")),
-		nettyws.WithBufferSize(cfg.ReadBuffer(), 0),
-	}
-	if cfg.String("message_type") == nettywsBinary {
-		opts = append(opts, nettyws.WithBinary())
-	}
-	if cfg.Bool("compression") {
-		return nil, fmt.Errorf("compression: %w (go-netty-ws compresses without regard to negotiation)", ErrUnsupported)
-	}
-	ws := nettyws.NewWebsocket(opts...)
-	s := &nettywsServer{ws: ws}
 	var rooms hub[nettyws.Conn]
 	var where sync.Map // nettyws.Conn -> nettywsRoom
-	ws.OnOpen = func(nettyws.Conn) { s.open.Add(1) }
-	ws.OnClose = func(c nettyws.Conn, _ error) {
-		if v, ok := where.LoadAndDelete(c); ok {
-			rooms.leave(v.(nettywsRoom).room, c)
-		}
-		s.open.Add(-1)
-	}
-	ws.OnData = func(c nettyws.Conn, data []byte) {
-		v, ok := where.Load(c)
-		if !ok {
-			return
-		}
-		m := v.(nettywsRoom)
-		for _, to := range rooms.members(nil, m.room, c, m.include) {
-			// A failed member is closed by go-netty-ws and leaves in OnClose.
-			_ = to.Write(data)
-		}
-	}
-	hs, err := startHTTP(cfg, func(_ *httpServer, w http.ResponseWriter, r *http.Request) {
-		room, include := roomOf(r)
-		c, err := ws.UpgradeHTTP(w, r)
-		if err != nil {
-			return
-		}
-		where.Store(c, nettywsRoom{room: room, include: include})
-		rooms.join(room, c)
+	return startNettywsWith(cfg, nettywsHooks{
+		upgraded: func(c nettyws.Conn, r *http.Request) {
+			room, include := roomOf(r)
+			where.Store(c, nettywsRoom{room: room, include: include})
+			rooms.join(room, c)
+		},
+		closed: func(c nettyws.Conn) {
+			if v, ok := where.LoadAndDelete(c); ok {
+				rooms.leave(v.(nettywsRoom).room, c)
+			}
+		},
+		data: func(c nettyws.Conn, data []byte) {
+			v, ok := where.Load(c)
+			if !ok {
+				return
+			}
+			m := v.(nettywsRoom)
+			for _, to := range rooms.members(nil, m.room, c, m.include) {
+				// A failed member is closed by go-netty-ws and leaves in OnClose.
+				_ = to.Write(data)
+			}
+		},
 	})
-	if err != nil {
-		_ = ws.Close()
-		return nil, err
-	}
-	s.http = hs
-	return s, nil
 }

@@ -2,6 +2,7 @@ package frameworks
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/antlabs/quickws"
@@ -45,10 +46,26 @@ func (quickwsEcho) OnMessage(c *quickws.Conn, op quickws.Opcode, data []byte) {
 
 func (quickwsEcho) OnClose(*quickws.Conn, error) {}
 
-// startQuickws serves quickws on net/http: quickws.Upgrade with
-// WithServerCallback, then the connection's ReadLoop in a goroutine of its
-// own (what StartReadLoop does, but waited for on Close); the handler
-// returns. quickws quirks handled here:
+// startQuickws serves quickws on net/http with quickwsEcho as every
+// connection's callback.
+func startQuickws(cfg Config) (Server, error) {
+	return startQuickwsWith(cfg, func(*http.Request) quickws.Callback { return quickwsEcho{} })
+}
+
+// startQuickwsBroadcast serves BroadcastPath with a quickwsRoom callback
+// per connection, on the server of startQuickws.
+func startQuickwsBroadcast(cfg Config) (Server, error) {
+	var rooms hub[*quickws.Conn]
+	return startQuickwsWith(cfg, func(r *http.Request) quickws.Callback {
+		room, include := roomOf(r)
+		return &quickwsRoom{rooms: &rooms, room: room, include: include}
+	})
+}
+
+// startQuickwsWith serves quickws on net/http: quickws.Upgrade with
+// WithServerCallback(callback(r)), then the connection's ReadLoop in a
+// goroutine of its own (what StartReadLoop does, but waited for on Close);
+// the handler returns. quickws quirks handled here:
 //   - it answers pings only with WithServerReplyPing, which is always set;
 //   - it sets TCP_NODELAY itself (default on), so nodelay=false passes
 //     WithServerTCPDelay;
@@ -58,12 +75,9 @@ func (quickwsEcho) OnClose(*quickws.Conn, error) {}
 //   - with compression it would send compressed frames even to a client
 //     that did not offer permessage-deflate, so WithServerDecompressAndCompress
 //     is passed only when the request offers it.
-func startQuickws(cfg Config) (Server, error) {
+func startQuickwsWith(cfg Config, callback func(*http.Request) quickws.Callback) (Server, error) {
 	mult := float32(cfg.ReadBuffer()) / 1024
-	opts := []quickws.ServerOption{
-		quickws.WithServerCallback(quickwsEcho{}),
-		quickws.WithServerReplyPing(),
-	}
+	opts := []quickws.ServerOption{quickws.WithServerReplyPing()}
 	if cfg.String("parse_mode") == "bufio" {
 		opts = append(opts, quickws.WithServerBufioParseMode(), quickws.WithServerBufioMultipleTimesPayloadSize(mult))
 	} else {
@@ -72,14 +86,14 @@ func startQuickws(cfg Config) (Server, error) {
 	if !cfg.Bool("nodelay") {
 		opts = append(opts, quickws.WithServerTCPDelay())
 	}
-	deflateOpts := append(append([]quickws.ServerOption(nil), opts...), quickws.WithServerDecompressAndCompress())
+	deflateOpts := append(slices.Clip(opts), quickws.WithServerDecompressAndCompress())
 	compression := cfg.Bool("compression")
 	return startHTTP(cfg, func(s *httpServer, w http.ResponseWriter, r *http.Request) {
 		o := opts
 		if compression && offersDeflate(r) {
 			o = deflateOpts
 		}
-		c, err := quickws.Upgrade(w, r, o...)
+		c, err := quickws.Upgrade(w, r, append(slices.Clip(o), quickws.WithServerCallback(callback(r)))...)
 		if err != nil {
 			return // quickws has answered the request, or lost it with the connection
 		}
@@ -132,37 +146,4 @@ func (q *quickwsRoom) OnMessage(c *quickws.Conn, op quickws.Opcode, data []byte)
 		// A failed member ends in its own read loop.
 		_ = to.WriteMessage(op, data)
 	}
-}
-
-// startQuickwsBroadcast serves BroadcastPath with a quickwsRoom callback
-// per connection, on net/http as startQuickws does.
-func startQuickwsBroadcast(cfg Config) (Server, error) {
-	mult := float32(cfg.ReadBuffer()) / 1024
-	var rooms hub[*quickws.Conn]
-	return startHTTP(cfg, func(s *httpServer, w http.ResponseWriter, r *http.Request) {
-		room, include := roomOf(r)
-		opts := []quickws.ServerOption{
-			quickws.WithServerCallback(&quickwsRoom{rooms: &rooms, room: room, include: include}),
-			quickws.WithServerReplyPing(),
-		}
-		if cfg.String("parse_mode") == "bufio" {
-			opts = append(opts, quickws.WithServerBufioParseMode(), quickws.WithServerBufioMultipleTimesPayloadSize(mult))
-		} else {
-			opts = append(opts, quickws.WithServerWindowsMultipleTimesPayloadSize(mult))
-		}
-		if !cfg.Bool("nodelay") {
-			opts = append(opts, quickws.WithServerTCPDelay())
-		}
-		c, err := quickws.Upgrade(w, r, opts...)
-		if err != nil {
-			return // quickws has answered the request, or lost it with the connection
-		}
-		if !s.conns.add(c.NetConn()) {
-			return
-		}
-		go func() {
-			defer s.conns.done(c.NetConn())
-			_ = c.ReadLoop()
-		}()
-	})
 }

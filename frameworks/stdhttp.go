@@ -29,15 +29,7 @@ func startHTTP(cfg Config, handler func(s *httpServer, w http.ResponseWriter, r 
 	mux := http.NewServeMux()
 	mux.HandleFunc(cfg.Path, func(w http.ResponseWriter, r *http.Request) { handler(s, w, r) })
 	s.srv = &http.Server{Handler: mux}
-	for _, ln := range lns {
-		s.wg.Add(1)
-		go func(ln net.Listener) {
-			defer s.wg.Done()
-			// Serve returns http.ErrServerClosed after Close; an accept
-			// error before that ends this listener only.
-			_ = s.srv.Serve(ln)
-		}(ln)
-	}
+	serveEach(lns, &s.wg, s.srv.Serve) // Serve returns http.ErrServerClosed after Close
 	return s, nil
 }
 

@@ -18,18 +18,7 @@ import (
 // message through a client that trusts only that CA; the ones whose Limits
 // refuse TLS are refused by Serve with that reason.
 func TestTLS(t *testing.T) {
-	ca, err := wstls.NewRunCA(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srvCfg, err := ca.ServerConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cliCfg, err := wstls.ClientConfig(ca.CAFile, "127.0.0.1", false, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srvCfg, cliCfg := testTLS(t)
 	names := []string{}
 	for _, p := range Presets() {
 		names = append(names, p.Name)
@@ -103,4 +92,22 @@ func dialTLS(t *testing.T, addr string, cfg *tls.Config) *gorilla.Conn {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// testTLS returns the server and client TLS configurations of a new run
+// CA: the server's certificate is for 127.0.0.1, and the client trusts
+// that CA only.
+func testTLS(t *testing.T) (server, client *tls.Config) {
+	t.Helper()
+	ca, err := wstls.NewRunCA(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if server, err = ca.ServerConfig(); err != nil {
+		t.Fatal(err)
+	}
+	if client, err = wstls.ClientConfig(ca.CAFile, "127.0.0.1", false, false); err != nil {
+		t.Fatal(err)
+	}
+	return server, client
 }
