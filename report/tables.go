@@ -350,6 +350,9 @@ func phaseTable(ew *errWriter, run, baseline *result.Run, format, phase string) 
 		for _, warn := range res.Warnings {
 			notes = append(notes, fmt.Sprintf("- %s%s: %s", varsPrefix(res), res.Server, oneLine(warn)))
 		}
+		if len(res.ClientShards) > 0 {
+			notes = append(notes, fmt.Sprintf("- %s%s: client shards: %s", varsPrefix(res), res.Server, shardFigures(res.ClientShards)))
+		}
 		if !res.OK {
 			why := oneLine(res.Error)
 			if why == "" {
@@ -519,4 +522,20 @@ func lastLogLine(log string) string {
 		line = strings.ToValidUTF8(line[:maxLogLine], "") + "…"
 	}
 	return line
+}
+
+// shardFigures is each client shard's own CPU and memory over the phase,
+// the saturated ones marked.
+func shardFigures(shards []result.ClientShard) string {
+	parts := make([]string, len(shards))
+	for i, s := range shards {
+		parts[i] = fmt.Sprintf("%s %s of %s, %.2f CPU-s, RSS %s", s.Name, Percent(s.CPUAvg), plural(s.Usable, "core"), s.CPUSeconds, MiB(s.MemMax))
+		if s.WaitAvg >= 5 {
+			parts[i] += fmt.Sprintf(", waited %s for a CPU", Percent(s.WaitAvg))
+		}
+		if s.Bound {
+			parts[i] += " (client-bound)"
+		}
+	}
+	return strings.Join(parts, "; ")
 }

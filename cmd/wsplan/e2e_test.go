@@ -185,7 +185,17 @@ type jsonRun struct {
 		Error     string         `json:"error"`
 		Log       string         `json:"server_log"`
 		Resources string         `json:"server_resources"`
+		Warnings  []string       `json:"warnings"`
 		Metrics   map[string]any `json:"metrics"`
+		Shards    []struct {
+			Name       string  `json:"name"`
+			CPUAvg     float64 `json:"cpu_avg"`
+			WaitAvg    float64 `json:"wait_avg"`
+			CPUSeconds float64 `json:"cpu_seconds"`
+			MemMax     int64   `json:"mem_max"`
+			Usable     int     `json:"usable_cpus"`
+			Bound      bool    `json:"bound"`
+		} `json:"client_shards"`
 	} `json:"results"`
 }
 

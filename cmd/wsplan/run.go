@@ -130,44 +130,15 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 }
 
 func runPlan(parent context.Context, path string, f *runFlags, stdout, stderr io.Writer) error {
-	if f.format != "md" && f.format != "ascii" {
-		return usageErr(fmt.Errorf("--format %q: want md or ascii", f.format))
-	}
-	var progress io.Writer
-	switch f.progress {
-	case "on":
-		progress = stderr
-	case "off":
-	case "auto":
-		if isTerminal(stderr) {
-			progress = stderr
-		}
-	default:
-		return usageErr(fmt.Errorf("--progress %q: want auto, on or off", f.progress))
-	}
-	if f.count < 0 || f.count > plan.MaxRepeat {
-		return usageErr(fmt.Errorf("--count %d: want 1 to %d", f.count, plan.MaxRepeat))
-	}
-	plans, err := f.loadMatrix(path)
+	progress, err := f.check(stderr)
 	if err != nil {
 		return err
 	}
-	p := plans[0]
-	asserts, err := assert.Compile(p)
+	in, err := f.loadRun(path)
 	if err != nil {
-		return usageErr(err)
+		return err
 	}
-	var baseline *result.Run
-	if f.baseline != "" {
-		if baseline, err = readRun(f.baseline); err != nil {
-			return usageErr(fmt.Errorf("--baseline: %w", err))
-		}
-	}
-	for _, a := range asserts {
-		if a.UsesBaseline() && baseline == nil {
-			return usageErr(fmt.Errorf("%s:%d: assertion %q reads baseline: pass --baseline OLD.json", p.File, a.Line, a.Label()))
-		}
-	}
+	p := in.plans[0]
 	undoKube, err := kubeUp(parent, p, stderr) // client.kubernetes: the shards, before their preflight
 	if err != nil {
 		return err
@@ -177,7 +148,7 @@ func runPlan(parent context.Context, path string, f *runFlags, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	if err := preflightMatrix(plans[1:], f.tune, stderr); err != nil {
+	if err := preflightMatrix(in.plans[1:], f.tune, stderr); err != nil {
 		return err
 	}
 	out := f.out
@@ -197,40 +168,106 @@ func runPlan(parent context.Context, path string, f *runFlags, stdout, stderr io
 	}
 	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	exe, err := launch.SelfExe()
+	if err != nil {
+		return err
+	}
+	run, runErr := engine.Run(ctx, engine.Options{Plan: p, Plans: in.plans, Count: f.count, Layout: layout, Exe: exe, OutDir: out,
+		Progress: progress, Notice: noticer(progress, stderr), Abort: in.abort})
+	if run == nil {
+		return runErr
+	}
+	// Assertions see the median of the repeats (result.Collapse).
+	run.Assertions = assert.Evaluate(in.asserts, result.Collapse(run), result.Collapse(in.baseline))
+	run.Wsplan = result.NewProvenance(planLibraries(p))
+	if err := writeOutputs(run, in.baseline, f, stdout); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "server logs: %s\n", out)
+	return runOutcome(run, runErr)
+}
 
-	notice := func(format string, args ...any) {
+// check checks the flags that need no plan and returns where the live
+// progress line goes (nil: nowhere).
+func (f *runFlags) check(stderr io.Writer) (io.Writer, error) {
+	if f.format != "md" && f.format != "ascii" {
+		return nil, usageErr(fmt.Errorf("--format %q: want md or ascii", f.format))
+	}
+	if f.count < 0 || f.count > plan.MaxRepeat {
+		return nil, usageErr(fmt.Errorf("--count %d: want 1 to %d", f.count, plan.MaxRepeat))
+	}
+	switch f.progress {
+	case "on":
+		return stderr, nil
+	case "off":
+		return nil, nil
+	case "auto":
+		if isTerminal(stderr) {
+			return stderr, nil
+		}
+		return nil, nil
+	}
+	return nil, usageErr(fmt.Errorf("--progress %q: want auto, on or off", f.progress))
+}
+
+// runInput is what a run reads before it starts anything: the plan (once
+// per matrix combination), its compiled assertions and the baseline.
+type runInput struct {
+	plans    []*plan.Plan
+	asserts  []*assert.Assertion
+	baseline *result.Run
+}
+
+func (f *runFlags) loadRun(path string) (*runInput, error) {
+	plans, err := f.loadMatrix(path)
+	if err != nil {
+		return nil, err
+	}
+	p := plans[0]
+	in := &runInput{plans: plans}
+	if in.asserts, err = assert.Compile(p); err != nil {
+		return nil, usageErr(err)
+	}
+	if f.baseline != "" {
+		if in.baseline, err = readRun(f.baseline); err != nil {
+			return nil, usageErr(fmt.Errorf("--baseline: %w", err))
+		}
+	}
+	for _, a := range in.asserts {
+		if a.UsesBaseline() && in.baseline == nil {
+			return nil, usageErr(fmt.Errorf("%s:%d: assertion %q reads baseline: pass --baseline OLD.json", p.File, a.Line, a.Label()))
+		}
+	}
+	return in, nil
+}
+
+// abort is the engine's Abort: the first failed `abort: true` assertion
+// on a finished phase stops the run.
+func (in *runInput) abort(r *result.Result, run *result.Run) string {
+	for _, a := range in.asserts {
+		if !a.Abort || !a.Applies(r) {
+			continue
+		}
+		if o := a.Check(r, run, in.baseline); !o.Pass {
+			return fmt.Sprintf("assertion %q failed for %s/%s", a.Label(), r.Server, r.Phase)
+		}
+	}
+	return ""
+}
+
+// noticer prints the engine's notices on stderr, clearing the live
+// progress line first.
+func noticer(progress, stderr io.Writer) func(format string, args ...any) {
+	return func(format string, args ...any) {
 		if progress != nil {
 			fmt.Fprint(progress, "\r\033[K")
 		}
 		fmt.Fprintf(stderr, format+"\n", args...)
 	}
-	exe, err := launch.SelfExe()
-	if err != nil {
-		return err
-	}
-	abort := func(r *result.Result, run *result.Run) string {
-		for _, a := range asserts {
-			if !a.Abort || !a.Applies(r) {
-				continue
-			}
-			if o := a.Check(r, run, baseline); !o.Pass {
-				return fmt.Sprintf("assertion %q failed for %s/%s", a.Label(), r.Server, r.Phase)
-			}
-		}
-		return ""
-	}
-	run, runErr := engine.Run(ctx, engine.Options{Plan: p, Plans: plans, Count: f.count, Layout: layout, Exe: exe, OutDir: out,
-		Progress: progress, Notice: notice, Abort: abort})
-	if run == nil {
-		return runErr
-	}
-	// Assertions see the median of the repeats (result.Collapse).
-	run.Assertions = assert.Evaluate(asserts, result.Collapse(run), result.Collapse(baseline))
-	run.Wsplan = result.NewProvenance(planLibraries(p))
-	if err := writeOutputs(run, baseline, f, stdout); err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "server logs: %s\n", out)
+}
+
+// runOutcome is the error a finished run ends with (exitCode maps it).
+func runOutcome(run *result.Run, runErr error) error {
 	if run.Aborted != "" {
 		return fmt.Errorf("stopped early (abort: true): %s", run.Aborted)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/plan"
 	"github.com/wsplan/wsplan/internal/procstat"
+	"github.com/wsplan/wsplan/internal/shard"
 	"github.com/wsplan/wsplan/scenarios"
 )
 
@@ -215,7 +216,7 @@ func TestWindowMetrics(t *testing.T) {
 	}
 	for _, c := range cases {
 		m := metrics.Values{"tps": 1000.0, "success": int64(1000)}
-		got := windowMetrics(m, &c.sv, c.cv, softirqs{}, l, c.usable, c.eff)
+		got := windowMetrics(m, &c.sv, clientCost{sum: c.cv}, softirqs{}, l, c.usable, c.eff)
 		if got != c.warning {
 			t.Errorf("%s: warning %q, want %q", c.name, got, c.warning)
 		}
@@ -242,11 +243,51 @@ func TestWindowMetrics(t *testing.T) {
 	}
 }
 
+// TestWindowMetricsShards: remote shards are judged each against its own
+// cores (a saturated one makes the row client-bound, naming it), never the
+// orchestrator's; local shards also count against this host's client CPUs.
+func TestWindowMetricsShards(t *testing.T) {
+	l := Layout{ServerCPUs: []int{0}, ClientCPUs: []int{1}}
+	sv := procstat.Summary{CPUAvg: 40}
+	a := shard.Cost{Shard: "127.0.0.1:7070", CPUAvg: 35, CPUSeconds: 3.5, Usable: 2}
+	busy := shard.Cost{Shard: "127.0.0.1:7071", CPUAvg: 97, CPUSeconds: 9.7, Usable: 1}
+	cases := []struct {
+		name    string
+		cc      clientCost
+		bound   []bool
+		warning string
+	}{
+		{"remote, idle", clientCost{sum: procstat.Summary{CPUAvg: 36}, shards: []shard.Cost{a}, remote: true}, []bool{false}, ""},
+		{"remote, one saturated", clientCost{sum: procstat.Summary{CPUAvg: 133}, shards: []shard.Cost{a, busy}, remote: true}, []bool{false, true},
+			"client-bound: 127.0.0.1:7071 CPU 97% of 1 usable core(s), server 40%; this row measures the client"},
+		{"remote, on a busy CPU", clientCost{sum: procstat.Summary{CPUAvg: 50}, shards: []shard.Cost{{Shard: "127.0.0.1:7072", CPUAvg: 50, WaitAvg: 45, Usable: 1}}, remote: true}, []bool{true},
+			"client-bound: 127.0.0.1:7072 CPU 50% (+45% waiting for a CPU) of 1 usable core(s), server 40%; this row measures the client"},
+		{"local shards share this host's client CPU", clientCost{sum: procstat.Summary{CPUAvg: 96}, shards: []shard.Cost{
+			{Shard: "shard 0", CPUAvg: 48, Usable: 1}, {Shard: "shard 1", CPUAvg: 48, Usable: 1}}}, []bool{false, false},
+			"client-bound: client CPU 96% of 1 usable core(s), server 40%; this row measures the client"},
+	}
+	for _, c := range cases {
+		m := metrics.Values{}
+		if got := windowMetrics(m, &sv, c.cc, softirqs{}, l, 1, nil); got != c.warning {
+			t.Errorf("%s: warning %q, want %q", c.name, got, c.warning)
+		}
+		if m.Bool(metrics.ClientBound) != (c.warning != "") || m.Float(metrics.ClientCPUAvg) != c.cc.sum.CPUAvg {
+			t.Errorf("%s: metrics %v", c.name, m)
+		}
+		shards := clientShards(c.cc, m, l)
+		for i, s := range shards {
+			if s.Bound != c.bound[i] || s.Name != c.cc.shards[i].Shard || s.CPUSeconds != c.cc.shards[i].CPUSeconds {
+				t.Errorf("%s: shard %d: %+v, want bound %v", c.name, i, s, c.bound[i])
+			}
+		}
+	}
+}
+
 func TestWindowMetricsNoServer(t *testing.T) {
 	l := Layout{ServerCPUs: []int{0}, ClientCPUs: []int{1}}
 	eff := &scenarios.Efficiency{Rate: "tps", EER: "eer", Count: "success"}
 	m := metrics.Values{"tps": 1000.0, "success": int64(1000)}
-	windowMetrics(m, nil, procstat.Summary{CPUAvg: 50, CPUSeconds: 1}, softirqs{ok: true, client: time.Second}, l, 1, eff)
+	windowMetrics(m, nil, clientCost{sum: procstat.Summary{CPUAvg: 50, CPUSeconds: 1}}, softirqs{ok: true, client: time.Second}, l, 1, eff)
 	for k := range m {
 		if metrics.ServerResource(k, "eer") {
 			t.Errorf("server metric %s written for a server without resources: %v", k, m)

@@ -51,6 +51,7 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 	}
 	warning := windowMetrics(m, sv, cv, si, e.o.Layout, e.usableClientCPU(), eff)
 	res.Metrics = m
+	res.ClientShards = clientShards(cv, m, e.o.Layout)
 	res.StartSkew = startSkew(drv)
 	res.Timeline = out.Timeline
 	res.Histogram = out.Histogram

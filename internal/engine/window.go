@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/procstat"
 	"github.com/wsplan/wsplan/internal/result"
+	"github.com/wsplan/wsplan/internal/shard"
 	"github.com/wsplan/wsplan/scenarios"
 )
 
@@ -26,6 +28,12 @@ const ClientNearThreshold = 0.8
 type window struct {
 	server  *procstat.Sampler // nil: the server's resources are not measured
 	clients []*procstat.Sampler
+	// shards, when the client is a shard group, is where its shards'
+	// own costs are read (each shard measures itself: shard.Cost);
+	// remote when they run on other hosts.
+	shards shardCoster
+	mark   int
+	remote bool
 
 	// Loopback delivery (see softirqs): the softirq time of the server's
 	// and the client's CPUs at the start; cpus nil = not attributed.
@@ -51,12 +59,10 @@ type softirqs struct {
 func (e *runner) newWindow(res resources, drv Driver) *window {
 	interval := e.plan.Defaults.Sample.D()
 	w := &window{server: res.sampler(e.o.Proc, interval)}
-	clientPids := []int{os.Getpid()}
-	if ps, ok := drv.(pidser); ok {
-		clientPids = append(clientPids, ps.Pids()...)
-	}
-	for _, pid := range clientPids {
-		w.clients = append(w.clients, procstat.NewSampler(e.o.Proc, pid, interval))
+	w.clients = append(w.clients, procstat.NewSampler(e.o.Proc, os.Getpid(), interval))
+	if sc, ok := drv.(shardCoster); ok {
+		w.shards = sc
+		w.remote = len(e.plan.Client.Remote) > 0 || e.plan.Client.Kubernetes != nil
 	}
 	l := e.o.Layout
 	if w.server != nil && (res.how == result.ResourcesTree || res.how == result.ResourcesPID) &&
@@ -99,12 +105,32 @@ func (w *window) start() {
 	for _, s := range w.clients {
 		s.Start()
 	}
+	if w.shards != nil {
+		w.mark = w.shards.CostMark()
+	}
+}
+
+// shardCoster is a Driver whose client processes (shards) measure their
+// own cost over every phase they run (shard.Group).
+type shardCoster interface {
+	CostMark() int
+	CostsSince(mark int) []shard.Cost
+}
+
+// clientCost is the client's CPU and memory over a window: sum over every
+// client process (this one and each shard), and each shard's own figures;
+// remote when the shards run on other hosts (their cores are not this
+// host's client CPUs).
+type clientCost struct {
+	sum    procstat.Summary
+	shards []shard.Cost
+	remote bool
 }
 
 // stop ends the window and returns the server's summary (nil when it is
 // not measured) and the client's, summed over its processes (CPU average
-// and seconds, peak memory).
-func (w *window) stop() (server *procstat.Summary, client procstat.Summary, si softirqs) {
+// and seconds, peak memory) with each shard's own figures.
+func (w *window) stop() (server *procstat.Summary, cc clientCost, si softirqs) {
 	if w.srvCPUs != nil {
 		if srv, cli, ok := w.softirq(); ok {
 			si = softirqs{ok: true, server: srv - w.srv0, client: cli - w.cli0}
@@ -116,11 +142,19 @@ func (w *window) stop() (server *procstat.Summary, client procstat.Summary, si s
 	}
 	for _, s := range w.clients {
 		x := s.Stop()
-		client.CPUAvg += x.CPUAvg
-		client.CPUSeconds += x.CPUSeconds
-		client.MemMax += x.MemMax
+		cc.sum.CPUAvg += x.CPUAvg
+		cc.sum.CPUSeconds += x.CPUSeconds
+		cc.sum.MemMax += x.MemMax
 	}
-	return server, client, si
+	if w.shards != nil {
+		cc.shards, cc.remote = w.shards.CostsSince(w.mark), w.remote
+		for _, c := range cc.shards {
+			cc.sum.CPUAvg += c.CPUAvg
+			cc.sum.CPUSeconds += c.CPUSeconds
+			cc.sum.MemMax += c.MemMax
+		}
+	}
+	return server, cc, si
 }
 
 // WrapperIdleShare is the share of a server tree's CPU time below which
@@ -141,9 +175,14 @@ func wrapperWarning(sv procstat.Summary) string {
 // and the kind's efficiency figures when eff is set, into m. sv is nil
 // when the server's resources are not measured: then its metrics
 // (metrics.ServerResource) are left out. usable is how many cores the
-// client can keep busy. It returns a warning when the client was bound or
-// close to it, else "".
-func windowMetrics(m metrics.Values, svp *procstat.Summary, cv procstat.Summary, si softirqs, l Layout, usable int, eff *scenarios.Efficiency) (warning string) {
+// client can keep busy on this host. The client is bound when its
+// processes on this host saturate their usable cores, or when any shard
+// saturates its own (a remote shard's cores are its host's), counting the
+// time it waited for a CPU (a shard on a busy CPU wanted what it did not
+// get). It returns a
+// warning when the client was bound or close to it, naming the shards
+// that were, else "".
+func windowMetrics(m metrics.Values, svp *procstat.Summary, cc clientCost, si softirqs, l Layout, usable int, eff *scenarios.Efficiency) (warning string) {
 	var sv procstat.Summary
 	if svp != nil {
 		sv = *svp
@@ -152,24 +191,57 @@ func windowMetrics(m metrics.Values, svp *procstat.Summary, cv procstat.Summary,
 		m[metrics.ServerCPUSecs] = sv.CPUSeconds
 		m[metrics.ServerProcs] = int64(sv.Procs)
 	}
+	cv := cc.sum
 	m[metrics.ClientCPUAvg] = cv.CPUAvg
 	m[metrics.ClientCPUSecs] = cv.CPUSeconds
 	m[metrics.ClientMemMax] = cv.MemMax
 	m[metrics.ClientCPUs] = int64(len(l.ClientCPUs))
-	clientShare := cv.CPUAvg / (100 * float64(usable))
 	serverShare := sv.CPUAvg / (100 * float64(max(1, len(l.ServerCPUs))))
-	bound := clientBound(clientShare, serverShare)
-	m[metrics.ClientBound] = bound
+	var bound, near []string
+	if !cc.remote {
+		share := cv.CPUAvg / (100 * float64(usable))
+		if clientBound(share, serverShare) {
+			bound = append(bound, fmt.Sprintf("client CPU %.0f%% of %d usable core(s)", cv.CPUAvg, usable))
+		} else if share >= ClientNearThreshold {
+			near = append(near, fmt.Sprintf("client CPU %.0f%% of %d usable core(s)", cv.CPUAvg, usable))
+		}
+	}
+	for _, c := range cc.shards {
+		share := c.Demand()
+		what := fmt.Sprintf("%s CPU %.0f%% of %d usable core(s)", c.Shard, c.CPUAvg, c.Usable)
+		if c.WaitAvg >= 5 {
+			what = fmt.Sprintf("%s CPU %.0f%% (+%.0f%% waiting for a CPU) of %d usable core(s)", c.Shard, c.CPUAvg, c.WaitAvg, c.Usable)
+		}
+		switch {
+		case clientBound(share, serverShare):
+			bound = append(bound, what)
+		case share >= ClientNearThreshold && cc.remote:
+			near = append(near, what)
+		}
+	}
+	m[metrics.ClientBound] = len(bound) > 0
 	if eff != nil {
 		efficiency(m, *eff, svp, cv, si)
 	}
 	switch {
-	case bound:
-		return fmt.Sprintf("client-bound: client CPU %.0f%% of %d usable core(s), server %.0f%%; this row measures the client", cv.CPUAvg, usable, sv.CPUAvg)
-	case clientShare >= ClientNearThreshold:
-		return fmt.Sprintf("client CPU %.0f%% of %d usable core(s) (server %.0f%%): close to measuring itself", cv.CPUAvg, usable, sv.CPUAvg)
+	case len(bound) > 0:
+		return fmt.Sprintf("client-bound: %s, server %.0f%%; this row measures the client", strings.Join(bound, ", "), sv.CPUAvg)
+	case len(near) > 0:
+		return fmt.Sprintf("%s (server %.0f%%): close to measuring itself", strings.Join(near, ", "), sv.CPUAvg)
 	}
 	return ""
+}
+
+// clientShards are the shards' own figures as a result carries them,
+// each flagged when it alone saturated its cores.
+func clientShards(cc clientCost, m metrics.Values, l Layout) []result.ClientShard {
+	serverShare := m.Float(metrics.CPUAvg) / (100 * float64(max(1, len(l.ServerCPUs))))
+	var out []result.ClientShard
+	for _, c := range cc.shards {
+		out = append(out, result.ClientShard{Name: c.Shard, CPUAvg: c.CPUAvg, WaitAvg: c.WaitAvg, CPUSeconds: c.CPUSeconds, MemMax: c.MemMax,
+			Usable: c.Usable, Bound: clientBound(c.Demand(), serverShare)})
+	}
+	return out
 }
 
 // clientBound decides whether the client set the pace: its CPU (share of

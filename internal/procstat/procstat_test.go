@@ -209,3 +209,18 @@ intr 1 2 3
 		t.Error("a bad figure gave no error")
 	}
 }
+
+func TestParseSchedstat(t *testing.T) {
+	run, wait, err := ParseSchedstat([]byte("4641630 140937 3\n"))
+	if err != nil || run != 4641630 || wait != 140937 {
+		t.Errorf("got %v %v %v, want 4.64163ms 140.937µs", run, wait, err)
+	}
+	for _, bad := range []string{"", "12", "a b c"} {
+		if _, _, err := ParseSchedstat([]byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+	if w, err := (FS{}).RunQueueWait(0); err != nil || w < 0 {
+		t.Errorf("RunQueueWait(self): %v, %v", w, err)
+	}
+}

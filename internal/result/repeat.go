@@ -96,7 +96,7 @@ func (r *Run) HasRepeats() bool {
 //     from the median, over the median);
 //   - OK is true only when every repeat succeeded; Error and Warnings
 //     carry every repeat's, prefixed "repeat k: ";
-//   - Timeline, Histogram and ServerLog are those of the repeat nearest the median
+//   - Timeline, Histogram, ServerLog and ClientShards are those of the repeat nearest the median
 //     of the phase's throughput (tps, else recv_rate), the one a chart
 //     should show.
 //
@@ -215,7 +215,7 @@ func median(g []*Result) Result {
 			best, dist = x, d
 		}
 	}
-	m.Timeline, m.Histogram, m.ServerLog = best.Timeline, best.Histogram, best.ServerLog
+	m.Timeline, m.Histogram, m.ServerLog, m.ClientShards = best.Timeline, best.Histogram, best.ServerLog, best.ClientShards
 	if len(g) == 1 {
 		m.Error, m.ServerLog = first.Error, first.ServerLog
 	}

@@ -131,6 +131,23 @@ type Result struct {
 	// Detail is the phase kind's own record (conformance: every case with
 	// its verdict), as the kind wrote it.
 	Detail json.RawMessage `json:"detail,omitempty"`
+	// ClientShards are the client shards' own figures over the phase (each
+	// shard measures its process itself); the client_* metrics are their
+	// sum with this process's. Absent without shards.
+	ClientShards []ClientShard `json:"client_shards,omitempty"`
+}
+
+// ClientShard is one client shard's own CPU and memory over a phase.
+type ClientShard struct {
+	Name       string  `json:"name"`        // a remote shard's address, or "shard N"
+	CPUAvg     float64 `json:"cpu_avg"`     // percent of one core
+	WaitAvg    float64 `json:"wait_avg"`    // percent of one core runnable but waiting for a CPU
+	CPUSeconds float64 `json:"cpu_seconds"` // user + system
+	MemMax     int64   `json:"mem_max"`     // peak resident set, bytes
+	Usable     int     `json:"usable_cpus"` // cores its client can keep busy
+	// Bound is true when this shard saturated its usable cores (and the
+	// server was not busier still): the row is client-bound because of it.
+	Bound bool `json:"bound,omitempty"`
 }
 
 // How a server's resources were read (Result.ServerResources).

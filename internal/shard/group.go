@@ -39,6 +39,7 @@ type Group struct {
 	weights []int           // remote: how the first phase splits (client.weights or the shards' hosts)
 	skew    time.Duration   // the last phase's start skew
 	parts   []client.Result // the last phase's result of each shard
+	ledger  ledger          // every shard's own cost of every phase (CostsSince)
 	stop    chan struct{}   // remote: ends the heartbeats
 	wg      sync.WaitGroup
 }
@@ -285,6 +286,15 @@ func (p *proc) died() error {
 	return fmt.Errorf("shard %d (pid %d) %s%s", p.i, p.p.Pid, p.p.ExitReason(), tail)
 }
 
+// name is how figures name the shard: a remote shard's address, else
+// "shard N".
+func (p *proc) name() string {
+	if p.p == nil && p.addr != "" {
+		return p.addr
+	}
+	return fmt.Sprintf("shard %d", p.i)
+}
+
 func (p *proc) String() string {
 	if p.p == nil {
 		return fmt.Sprintf("shard %d (%s)", p.i, p.addr)
@@ -421,6 +431,11 @@ func (g *Group) Run(ctx context.Context, p client.Params, pr *client.Progress) (
 	var res client.Result
 	g.parts = make([]client.Result, len(replies))
 	for i, r := range replies {
+		if r.Cost != nil {
+			c := *r.Cost
+			c.Shard = g.shards[i].name()
+			g.ledger.append(c)
+		}
 		// A cancellation the group sent is said once above, not per shard.
 		if r.Err != "" && !(len(errs) > 0 && r.Err == context.Canceled.Error()) {
 			errs = append(errs, fmt.Errorf("shard %d: %s", i, r.Err))

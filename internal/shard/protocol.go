@@ -76,4 +76,6 @@ type Reply struct {
 	// clock to measure the start skew.
 	Delay time.Duration     `json:"delay,omitempty"`
 	Host  *sysctl.HostFacts `json:"host,omitempty"` // hello: what a remote shard's host offers, for preflight
+	// Cost is the shard's own CPU and memory over the request (run).
+	Cost *Cost `json:"cost,omitempty"`
 }

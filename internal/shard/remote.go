@@ -59,6 +59,43 @@ type ListenSpec struct {
 // the client closes. Listen returns ErrIdle after IdleExit without an
 // orchestrator, or nil when ctx ends.
 func Listen(ctx context.Context, s ListenSpec) error {
+	s = s.withDefaults()
+	ctx, cancel := context.WithCancel(ctx)
+	l := &listener{spec: s, events: make(chan time.Duration)}
+	conns := make(chan net.Conn)
+	acceptErr := make(chan error, 1)
+	go accept(ctx, s.Listener, conns, acceptErr)
+	defer func() {
+		s.Listener.Close()
+		cancel()
+		l.wg.Wait()
+	}()
+	idle := newIdleTimer(s.IdleExit)
+	defer idle.reset(0)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-acceptErr:
+			return err
+		case <-idle.C():
+			return ErrIdle
+		case d := <-l.events:
+			if d == 0 {
+				d = s.IdleExit
+			}
+			idle.reset(d)
+		case c := <-conns:
+			l.wg.Add(1)
+			go func() {
+				defer l.wg.Done()
+				l.serve(ctx, c)
+			}()
+		}
+	}
+}
+
+func (s ListenSpec) withDefaults() ListenSpec {
 	if s.IdleExit == 0 {
 		s.IdleExit = DefaultIdleExit
 	}
@@ -75,114 +112,109 @@ func Listen(ctx context.Context, s ListenSpec) error {
 			return h
 		}
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	conns := make(chan net.Conn)
-	acceptErr := make(chan error, 1)
-	go func() {
-		for {
-			c, err := s.Listener.Accept()
-			if err != nil {
-				acceptErr <- err
-				return
-			}
-			select {
-			case conns <- c:
-			case <-ctx.Done():
-				c.Close()
-				return
-			}
-		}
-	}()
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		busy string // the connected orchestrator's address
-		// Sessions report their start (-1) and end (the idle_exit
-		// asked for, 0 = s.IdleExit); the idle timer runs between them.
-		events = make(chan time.Duration)
-		idle   *time.Timer
-	)
-	defer func() {
-		s.Listener.Close()
-		cancel()
-		wg.Wait()
-	}()
-	idleC := func() <-chan time.Time {
-		if idle == nil {
-			return nil
-		}
-		return idle.C
-	}
-	resetIdle := func(d time.Duration) {
-		if idle != nil {
-			idle.Stop()
-			idle = nil
-		}
-		if d > 0 {
-			idle = time.NewTimer(d)
-		}
-	}
-	resetIdle(s.IdleExit)
+	return s
+}
+
+// accept hands every accepted connection to conns until the listener
+// fails (its error on acceptErr) or ctx ends.
+func accept(ctx context.Context, ln net.Listener, conns chan<- net.Conn, acceptErr chan<- error) {
 	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case err := <-acceptErr:
-			return err
-		case <-idleC():
-			return ErrIdle
-		case d := <-events:
-			if d == 0 {
-				d = s.IdleExit
-			}
-			resetIdle(d)
-		case c := <-conns:
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				peer := c.RemoteAddr().String()
-				tc, err := handshake(ctx, c, s.TLS)
-				if err != nil {
-					s.Logf("refused %s: %v", peer, err)
-					c.Close()
-					return
-				}
-				mu.Lock()
-				other := busy
-				if other == "" {
-					busy = peer
-				}
-				mu.Unlock()
-				if other != "" {
-					s.Logf("refused %s: orchestrator %s is connected", peer, other)
-					_ = tc.SetWriteDeadline(time.Now().Add(s.Link))
-					// Best effort: the refusal is logged here either way.
-					_ = json.NewEncoder(tc).Encode(Reply{Op: "refused", Err: "busy: orchestrator " + other + " is connected"})
-					tc.Close()
-					return
-				}
-				s.Logf("orchestrator %s connected", peer)
-				report := func(d time.Duration) {
-					select {
-					case events <- d:
-					case <-ctx.Done():
-					}
-				}
-				report(-1)
-				d, err := session(ctx, tc, s)
-				tc.Close()
-				mu.Lock()
-				busy = ""
-				mu.Unlock()
-				if err != nil {
-					s.Logf("orchestrator %s gone: %v", peer, err)
-				} else {
-					s.Logf("orchestrator %s closed the session", peer)
-				}
-				report(d)
-			}()
+		c, err := ln.Accept()
+		if err != nil {
+			acceptErr <- err
+			return
 		}
+		select {
+		case conns <- c:
+		case <-ctx.Done():
+			c.Close()
+			return
+		}
+	}
+}
+
+// idleTimer runs between sessions: Listen exits when it fires.
+type idleTimer struct{ t *time.Timer }
+
+func newIdleTimer(d time.Duration) *idleTimer {
+	it := &idleTimer{}
+	it.reset(d)
+	return it
+}
+
+// reset stops the timer and, for d > 0, starts it again with d.
+func (it *idleTimer) reset(d time.Duration) {
+	if it.t != nil {
+		it.t.Stop()
+		it.t = nil
+	}
+	if d > 0 {
+		it.t = time.NewTimer(d)
+	}
+}
+
+// C is the timer's channel; nil (never ready) while it is stopped.
+func (it *idleTimer) C() <-chan time.Time {
+	if it.t == nil {
+		return nil
+	}
+	return it.t.C
+}
+
+// listener is Listen's state shared with its connections' goroutines.
+type listener struct {
+	spec ListenSpec
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	busy string // the connected orchestrator's address
+	// Sessions report their start (-1) and end (the idle_exit asked
+	// for, 0 = spec.IdleExit); the idle timer runs between them.
+	events chan time.Duration
+}
+
+// serve answers one accepted connection: a refusal, or a whole session.
+func (l *listener) serve(ctx context.Context, c net.Conn) {
+	s := l.spec
+	peer := c.RemoteAddr().String()
+	tc, err := handshake(ctx, c, s.TLS)
+	if err != nil {
+		s.Logf("refused %s: %v", peer, err)
+		c.Close()
+		return
+	}
+	l.mu.Lock()
+	other := l.busy
+	if other == "" {
+		l.busy = peer
+	}
+	l.mu.Unlock()
+	if other != "" {
+		s.Logf("refused %s: orchestrator %s is connected", peer, other)
+		_ = tc.SetWriteDeadline(time.Now().Add(s.Link))
+		// Best effort: the refusal is logged here either way.
+		_ = json.NewEncoder(tc).Encode(Reply{Op: "refused", Err: "busy: orchestrator " + other + " is connected"})
+		tc.Close()
+		return
+	}
+	s.Logf("orchestrator %s connected", peer)
+	l.report(ctx, -1)
+	d, err := session(ctx, tc, s)
+	tc.Close()
+	l.mu.Lock()
+	l.busy = ""
+	l.mu.Unlock()
+	if err != nil {
+		s.Logf("orchestrator %s gone: %v", peer, err)
+	} else {
+		s.Logf("orchestrator %s closed the session", peer)
+	}
+	l.report(ctx, d)
+}
+
+func (l *listener) report(ctx context.Context, d time.Duration) {
+	select {
+	case l.events <- d:
+	case <-ctx.Done():
 	}
 }
 

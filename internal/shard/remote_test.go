@@ -211,12 +211,26 @@ func TestRemoteRun(t *testing.T) {
 	if c0, c1 := g.shards[0].conns, g.shards[1].conns; c0 != 30 || c1 != 10 {
 		t.Errorf("weights 3:1 opened %d and %d connections, want 30 and 10", c0, c1)
 	}
+	mark := g.CostMark()
 	res, err := g.Run(t.Context(), &client.EchoParams{Total: 800, Concurrency: 40, Payload: 64, Verify: true}, &client.Progress{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if e := res.(*client.EchoResult); e.Success != 800 || e.Latency.TotalCount() != 800 {
 		t.Errorf("echo: %d successes, %d latencies; want 800 each", e.Success, e.Latency.TotalCount())
+	}
+	// Each remote shard measured itself over the phase and said so.
+	costs := g.CostsSince(mark)
+	if len(costs) != 2 {
+		t.Fatalf("costs %+v, want one per shard", costs)
+	}
+	for i, c := range costs {
+		if c.Shard != []string{a.addr, b.addr}[i] || c.CPUSeconds <= 0 || c.Wall <= 0 || c.MemMax <= 0 || c.Usable != 1 {
+			t.Errorf("shard %d cost %+v: want its address, CPU time, wall time, memory and 1 usable core (1 loop)", i, c)
+		}
+	}
+	if after := g.CostsSince(g.CostMark()); len(after) != 0 {
+		t.Errorf("costs since now: %+v, want none", after)
 	}
 	if s := g.StartSkew(); s <= 0 || s > time.Second {
 		t.Errorf("start skew %v, want > 0 and well under a second on loopback", s)

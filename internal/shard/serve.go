@@ -23,127 +23,147 @@ const ProgressInterval = 250 * time.Millisecond
 // "cancel" line stops the running phase, which then replies with what it
 // measured.
 func Serve(ctx context.Context, opts client.Options, in io.Reader, out io.Writer) error {
-	var c *client.Client
-	defer func() {
-		if c != nil {
-			c.Close()
-		}
-	}()
-	var wmu sync.Mutex
-	enc := json.NewEncoder(out)
-	send := func(r Reply) error {
-		wmu.Lock()
-		defer wmu.Unlock()
-		return enc.Encode(r)
-	}
-	if err := send(Reply{Op: "ready", Ready: true, Pid: os.Getpid()}); err != nil {
+	s := &server{opts: opts, enc: json.NewEncoder(out), cancel: func() {}, finished: make(chan Reply, 1)}
+	defer s.close()
+	if err := s.send(Reply{Op: "ready", Ready: true, Pid: os.Getpid()}); err != nil {
 		return err
 	}
-
 	reqs := make(chan Request)
 	readErr := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(in)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			var r Request
-			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-				readErr <- fmt.Errorf("bad request (%d bytes; not shown: an options line may hold secrets): %w", len(sc.Bytes()), err)
-				return
-			}
-			r.recv = time.Now()
-			select {
-			case reqs <- r:
-			case <-ctx.Done():
-				return
-			}
-		}
-		readErr <- sc.Err() // nil at EOF: the orchestrator went away
-	}()
-
-	var (
-		running  bool
-		cancel   context.CancelFunc = func() {}
-		finished                    = make(chan Reply, 1)
-	)
-	defer func() { cancel() }()
+	go readRequests(ctx, in, reqs, readErr)
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case err := <-readErr:
-			cancel()
-			if running {
-				// Best effort: the orchestrator has stopped writing, it
-				// may still read the stopped phase's reply.
-				_ = send(<-finished)
-			}
+			s.stopPhase() // the orchestrator has stopped writing
 			return err
-		case reply := <-finished:
+		case reply := <-s.finished:
 			// The reply goes out only now, with the phase marked done: the
 			// orchestrator may send the next request as soon as it reads it.
-			running = false
-			if err := send(reply); err != nil {
+			s.running = false
+			if err := s.send(reply); err != nil {
 				return err
 			}
 		case r := <-reqs:
-			switch r.Op {
-			case "ping": // a remote orchestrator's heartbeat: the link is up
-				continue
-			case "cancel":
-				cancel()
-				continue
-			case "close":
-				cancel()
-				if running {
-					// Best effort, as above: closing matters more.
-					_ = send(<-finished)
-				}
-				return nil
+			if done, err := s.handle(ctx, r); done || err != nil {
+				return err
 			}
-			if running {
-				return fmt.Errorf("request %q while a phase runs", r.Op)
-			}
-			if r.Op == "options" {
-				reply := Reply{Op: "options"}
-				switch {
-				case c != nil:
-					reply.Err = "options after the client was opened"
-				case r.Options == nil:
-					reply.Err = "options request without options"
-				default:
-					applyOptions(&opts, r.Options)
-					var err error
-					if c, err = client.New(opts); err != nil {
-						c = nil
-						reply.Err = err.Error()
-					}
-				}
-				if err := send(reply); err != nil {
-					return err
-				}
-				continue
-			}
-			if c == nil {
-				var err error
-				if c, err = client.New(opts); err != nil {
-					c = nil
-					if err := send(Reply{Op: r.Op, Kind: r.Kind, Err: err.Error()}); err != nil {
-						return err
-					}
-					continue
-				}
-			}
-			pctx, stop := context.WithCancel(ctx)
-			cancel = stop
-			running = true
-			go func(c *client.Client) { finished <- runPhase(pctx, c, r, send) }(c)
 		}
 	}
 }
 
-// runPhase runs one request, sends its progress, and returns its reply.
-func runPhase(ctx context.Context, c *client.Client, r Request, send func(Reply) error) Reply {
+// server is one Serve: the client it opened and the phase it runs.
+type server struct {
+	opts     client.Options
+	c        *client.Client
+	wmu      sync.Mutex // serialises writes of enc
+	enc      *json.Encoder
+	running  bool
+	cancel   context.CancelFunc // stops the running phase
+	finished chan Reply         // the running phase's reply
+}
+
+func (s *server) send(r Reply) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.enc.Encode(r)
+}
+
+func (s *server) close() {
+	s.cancel()
+	if s.c != nil {
+		s.c.Close()
+	}
+}
+
+// stopPhase cancels the running phase and sends its reply, best effort:
+// the orchestrator has stopped writing (or asked to close) but may still
+// read the stopped phase's reply; closing matters more.
+func (s *server) stopPhase() {
+	s.cancel()
+	if s.running {
+		_ = s.send(<-s.finished)
+	}
+}
+
+// readRequests decodes request lines from in onto reqs until EOF (nil on
+// readErr: the orchestrator went away) or a bad line.
+func readRequests(ctx context.Context, in io.Reader, reqs chan<- Request, readErr chan<- error) {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var r Request
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			readErr <- fmt.Errorf("bad request (%d bytes; not shown: an options line may hold secrets): %w", len(sc.Bytes()), err)
+			return
+		}
+		r.recv = time.Now()
+		select {
+		case reqs <- r:
+		case <-ctx.Done():
+			return
+		}
+	}
+	readErr <- sc.Err()
+}
+
+// handle answers one request; done reports that Serve should return.
+func (s *server) handle(ctx context.Context, r Request) (done bool, err error) {
+	switch r.Op {
+	case "ping": // a remote orchestrator's heartbeat: the link is up
+		return false, nil
+	case "cancel":
+		s.cancel()
+		return false, nil
+	case "close":
+		s.stopPhase()
+		return true, nil
+	}
+	if s.running {
+		return true, fmt.Errorf("request %q while a phase runs", r.Op)
+	}
+	if r.Op == "options" {
+		return false, s.send(s.options(r))
+	}
+	if s.c == nil {
+		c, err := client.New(s.opts)
+		if err != nil {
+			return false, s.send(Reply{Op: r.Op, Kind: r.Kind, Err: err.Error()})
+		}
+		s.c = c
+	}
+	pctx, stop := context.WithCancel(ctx)
+	s.cancel = stop
+	s.running = true
+	go func(c *client.Client) { s.finished <- runPhase(pctx, c, r, s.opts.Loops, s.send) }(s.c)
+	return false, nil
+}
+
+// options opens the client with the options an "options" request adds.
+func (s *server) options(r Request) Reply {
+	reply := Reply{Op: "options"}
+	switch {
+	case s.c != nil:
+		reply.Err = "options after the client was opened"
+	case r.Options == nil:
+		reply.Err = "options request without options"
+	default:
+		applyOptions(&s.opts, r.Options)
+		c, err := client.New(s.opts)
+		if err != nil {
+			reply.Err = err.Error()
+		} else {
+			s.c = c
+		}
+	}
+	return reply
+}
+
+// runPhase runs one request, sends its progress, and returns its reply
+// with the shard's own cost over it (Cost).
+func runPhase(ctx context.Context, c *client.Client, r Request, loops int, send func(Reply) error) Reply {
+	m := startMeter(loops)
 	pr := &client.Progress{}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -163,31 +183,36 @@ func runPhase(ctx context.Context, c *client.Client, r Request, send func(Reply)
 		}
 	}()
 	reply := Reply{Op: r.Op, Kind: r.Kind}
-	var err error
-	if r.Op != "run" {
-		err = fmt.Errorf("unknown request %q", r.Op)
-	} else {
-		var p client.Params
-		if p, err = client.DecodeParams(r.Kind, r.Params); err == nil {
-			var res client.Result
-			if !r.recv.IsZero() {
-				reply.Delay = time.Since(r.recv)
-			}
-			// A phase cut short still replies with what it measured.
-			res, err = c.Run(ctx, p, pr)
-			if res != nil {
-				var werr error
-				if reply.Result, werr = json.Marshal(res); werr != nil && err == nil {
-					err = werr
-				}
-			}
-		}
-	}
+	err := runRequest(ctx, c, r, pr, &reply)
 	close(stop)
 	wg.Wait()
 	if err != nil {
 		reply.Err = err.Error()
 	}
 	reply.Conns = c.Conns()
+	reply.Cost = m.stop()
 	return reply
+}
+
+// runRequest runs a "run" request's phase on c, writing its result (also
+// when cut short: a phase keeps what it measured) into reply.
+func runRequest(ctx context.Context, c *client.Client, r Request, pr *client.Progress, reply *Reply) error {
+	if r.Op != "run" {
+		return fmt.Errorf("unknown request %q", r.Op)
+	}
+	p, err := client.DecodeParams(r.Kind, r.Params)
+	if err != nil {
+		return err
+	}
+	if !r.recv.IsZero() {
+		reply.Delay = time.Since(r.recv)
+	}
+	res, err := c.Run(ctx, p, pr)
+	if res != nil {
+		var werr error
+		if reply.Result, werr = json.Marshal(res); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	return err
 }
