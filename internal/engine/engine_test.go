@@ -46,7 +46,7 @@ func TestComputeLayout(t *testing.T) {
 func planWith(conns []int, shards int, sources []string) *plan.Plan {
 	p := &plan.Plan{Vars: map[string]string{"conns": "1"}}
 	p.Defaults.Ports = 2
-	p.Client.Shards = shards
+	p.Client.Shards = plan.ShardCount(shards)
 	p.Client.SourceAddrs = sources
 	for _, n := range conns {
 		p.Phases = append(p.Phases, plan.Phase{Kind: "connect", Spec: &scenarios.Connect{Connections: n, Concurrency: 10}})

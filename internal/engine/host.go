@@ -55,7 +55,7 @@ func connectConcurrency(p *plan.Plan) int {
 func Shards(p *plan.Plan, hard uint64) int {
 	switch {
 	case p.Client.Shards > 0:
-		return p.Client.Shards
+		return int(p.Client.Shards)
 	case p.Client.Shards < 0: // auto
 		n := max(1, len(p.Client.SourceAddrs))
 		if per := int(hard) - sysctl.FDSlack; hard > 0 && per > 0 {

@@ -38,6 +38,9 @@ type loader struct {
 	badHits int
 	// secrets holds the values of ${env:NAME} references.
 	secrets map[string]bool
+	// given holds the field paths written with a value (not null), for
+	// the one default that is not the zero value (setDefaults).
+	given map[string]bool
 }
 
 // problems counts the problems found so far, including values that could
@@ -45,7 +48,7 @@ type loader struct {
 func (l *loader) problems() int { return len(l.errs) + l.badHits }
 
 func newLoader(file string) *loader {
-	return &loader{file: file, lines: map[string]int{}, bad: map[*yaml.Node]bool{}, secrets: map[string]bool{}}
+	return &loader{file: file, lines: map[string]int{}, bad: map[*yaml.Node]bool{}, secrets: map[string]bool{}, given: map[string]bool{}}
 }
 
 // errf records a problem at a line and field path.
@@ -134,6 +137,9 @@ func isNull(n *yaml.Node) bool {
 
 // describe names what a node holds, for "want X, got Y" messages.
 func describe(n *yaml.Node) string {
+	if n == nil {
+		return "nothing"
+	}
 	switch n.Kind {
 	case yaml.MappingNode:
 		return "a mapping"
@@ -302,6 +308,7 @@ func (l *loader) decode(n *yaml.Node, path string, v reflect.Value) bool {
 	if isNull(n) {
 		return true // null leaves the zero value: the documented default
 	}
+	l.given[path] = true
 	if n.Kind == yaml.DocumentNode {
 		if len(n.Content) == 0 {
 			return true
@@ -319,52 +326,62 @@ func (l *loader) decode(n *yaml.Node, path string, v reflect.Value) bool {
 			v.Set(p)
 			return ok
 		}
-		return l.leaf(n, path, v)
 	case reflect.Struct:
-		return l.decodeStruct(n, path, v)
+		return l.decodeStruct(n, path, v, nil)
 	case reflect.Slice:
-		if n.Kind != yaml.SequenceNode {
-			l.errf(n.Line, path, "want a list, got %s", describe(n))
-			return false
-		}
-		s := reflect.MakeSlice(t, len(n.Content), len(n.Content))
-		ok := true
-		for i, item := range n.Content {
-			p := indexPath(path, i)
-			l.lines[p] = item.Line
-			ok = l.decode(item, p, s.Index(i)) && ok
-		}
-		v.Set(s)
-		return ok
+		return l.decodeSlice(n, path, v)
 	case reflect.Map:
-		if t.Key().Kind() != reflect.String {
-			return l.leaf(n, path, v)
+		if t.Key().Kind() == reflect.String {
+			return l.decodeMap(n, path, v)
 		}
-		if n.Kind != yaml.MappingNode {
-			l.errf(n.Line, path, "want a mapping, got %s", describe(n))
-			return false
-		}
-		m := reflect.MakeMap(t)
-		ok := true
-		for _, p := range l.pairs(n, path) {
-			if p.key.Kind != yaml.ScalarNode {
-				l.errf(p.key.Line, path, "keys must be strings, got %s", describe(p.key))
-				ok = false
-				continue
-			}
-			kp := keyPath(path, p.key.Value)
-			l.lines[kp] = p.key.Line
-			e := reflect.New(t.Elem()).Elem()
-			if l.decode(p.value, kp, e) {
-				m.SetMapIndex(reflect.ValueOf(p.key.Value).Convert(t.Key()), e)
-			} else {
-				ok = false
-			}
-		}
-		v.Set(m)
-		return ok
 	}
 	return l.leaf(n, path, v)
+}
+
+// decodeSlice decodes a list, each item at path[i].
+func (l *loader) decodeSlice(n *yaml.Node, path string, v reflect.Value) bool {
+	if n.Kind != yaml.SequenceNode {
+		l.errf(n.Line, path, "want a list, got %s", describe(n))
+		return false
+	}
+	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+	ok := true
+	for i, item := range n.Content {
+		p := indexPath(path, i)
+		l.lines[p] = item.Line
+		ok = l.decode(item, p, s.Index(i)) && ok
+	}
+	v.Set(s)
+	return ok
+}
+
+// decodeMap decodes a mapping with string keys into a map, keeping the
+// entries whose values decode.
+func (l *loader) decodeMap(n *yaml.Node, path string, v reflect.Value) bool {
+	if n.Kind != yaml.MappingNode {
+		l.errf(n.Line, path, "want a mapping, got %s", describe(n))
+		return false
+	}
+	t := v.Type()
+	m := reflect.MakeMap(t)
+	ok := true
+	for _, p := range l.pairs(n, path) {
+		if p.key.Kind != yaml.ScalarNode {
+			l.errf(p.key.Line, path, "keys must be strings, got %s", describe(p.key))
+			ok = false
+			continue
+		}
+		kp := keyPath(path, p.key.Value)
+		l.lines[kp] = p.key.Line
+		e := reflect.New(t.Elem()).Elem()
+		if l.decode(p.value, kp, e) {
+			m.SetMapIndex(reflect.ValueOf(p.key.Value).Convert(t.Key()), e)
+		} else {
+			ok = false
+		}
+	}
+	v.Set(m)
+	return ok
 }
 
 // needsWalk reports whether values of t are decoded by the loader itself
@@ -386,7 +403,9 @@ func needsWalk(t reflect.Type) bool {
 }
 
 // decodeStruct decodes a mapping into a struct, rejecting unknown keys.
-func (l *loader) decodeStruct(n *yaml.Node, path string, v reflect.Value) bool {
+// The value of a key in own is decoded into the value own names instead
+// of the struct's field: the loader reads those keys itself (ownKeys).
+func (l *loader) decodeStruct(n *yaml.Node, path string, v reflect.Value, own map[string]reflect.Value) bool {
 	if n.Kind != yaml.MappingNode {
 		l.errf(n.Line, path, "want a mapping, got %s", describe(n))
 		return false
@@ -407,7 +426,11 @@ func (l *loader) decodeStruct(n *yaml.Node, path string, v reflect.Value) bool {
 		}
 		kp := keyPath(path, f.name)
 		l.lines[kp] = p.key.Line
-		ok = l.decode(p.value, kp, fieldByIndex(v, f.index)) && ok
+		target, mine := own[f.name]
+		if !mine {
+			target = fieldByIndex(v, f.index)
+		}
+		ok = l.decode(p.value, kp, target) && ok
 	}
 	return ok
 }

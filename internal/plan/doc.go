@@ -7,6 +7,24 @@
 // file:line and the field. Nothing is started here; assertion expressions
 // are compiled by package assert.
 //
+// # Keys
+//
+// A plan file is decoded straight into Plan and the types it holds: each
+// key is one field, declared once with its yaml, doc, default, min, max
+// and required tags (plan.go), which the loader, the JSON Schema (package
+// schema) and TestSyntaxTags read. Adding a key is adding its field, plus
+// its check (check.go) when it has one; a default is a Default* constant
+// applied in setDefaults (defaults.go). Keys written in another form than
+// the engine reads (client.shards: auto, command: as one string, tls: and
+// compression: as a switch or a mapping, url: beside urls:) have a type of
+// their own with UnmarshalYAML and JSONSchema (keys.go, targets.go), which
+// Load resolves into the engine's fields (resolveTargets). vars:, phases:
+// and matrix: are read from their nodes (ownKeys).
+//
+// Files: load.go (the order of a load), decode.go (the strict decoder),
+// vars.go, phases.go, check.go and targets.go, remote.go (the sections'
+// checks), matrix.go, defaults.go, errors.go.
+//
 // # Errors
 //
 // Every problem is an *Error printed as

@@ -626,3 +626,31 @@ func TestIdlePoll(t *testing.T) {
 		check(t, tc.line, p.Host.IdlePoll, tc.want)
 	}
 }
+
+// client.kubernetes: every unwritten key gets its default; spread:, whose
+// default is true, stays false only when written false.
+func TestKubeDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		body   string
+		spread bool
+	}{
+		{"{}", true},
+		{"{spread: ~}", true},
+		{"{spread: false}", false},
+		{"{spread: true, shards: 3}", true},
+	} {
+		src := "client: {kubernetes: " + tc.body + "}\nservers: [{name: fake_plan_test}]\nphases: [{connect: {connections: 1}}]\n"
+		p, err := LoadBytes("k.yaml", []byte(src), LoadOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.body, err)
+		}
+		k := p.Client.Kubernetes
+		shards := DefaultKubeShards
+		if strings.Contains(tc.body, "shards: 3") {
+			shards = 3
+		}
+		check(t, tc.body, *k, Kube{Namespace: DefaultKubeNamespace, Shards: shards, Spread: tc.spread, Port: DefaultKubePort,
+			ReadyTimeout: units.Duration(DefaultKubeReadyTimeout), ActiveDeadline: units.Duration(DefaultKubeActiveDeadline),
+			TTL: units.Duration(DefaultKubeTTL), Line: 1})
+	}
+}

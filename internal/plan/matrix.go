@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -27,6 +28,23 @@ const MaxRepeat = 1000
 // MaxCombinations bounds the number of combinations a matrix may have.
 const MaxCombinations = 1000
 
+// Matrix is `matrix:`: the vars a run sweeps, in plan order.
+type Matrix []MatrixVar
+
+// JSONSchema describes what matrix: takes, for package schema: declared
+// vars → non-empty lists of values.
+func (Matrix) JSONSchema() map[string]any {
+	return map[string]any{
+		"type":          []any{"object", "null"},
+		"propertyNames": map[string]any{"pattern": varName.String()},
+		"additionalProperties": map[string]any{
+			"type":     "array",
+			"minItems": 1,
+			"items":    map[string]any{"type": []any{"string", "number", "boolean"}},
+		},
+	}
+}
+
 // MatrixVar is one var of `matrix:` with its values as text (as --set
 // takes them), in plan order.
 type MatrixVar struct {
@@ -37,88 +55,13 @@ type MatrixVar struct {
 
 // matrix reads the `matrix:` node against the declared variables. Vars set
 // with --set leave it; only (from --only-matrix) narrows the values.
-func (l *loader) matrix(n *yaml.Node, vt *varTable, sets map[string]string, only map[string][]string) []MatrixVar {
-	declared := map[string]bool{}
-	for _, name := range vt.names {
-		declared[name] = true
-	}
-	var out []MatrixVar
-	inMatrix := map[string]bool{}
-	if n = deref(n); !isNull(n) {
-		if n.Kind != yaml.MappingNode {
-			l.errf(n.Line, "matrix", "want a mapping of variables to lists of values, got %s", describe(n))
-			return nil
-		}
-		for _, p := range l.pairs(n, "matrix") {
-			name := p.key.Value
-			path := keyPath("matrix", name)
-			inMatrix[name] = true
-			if !declared[name] {
-				l.errf(p.key.Line, path, "%s is not a variable of vars: declare it there (its value there is the one `wsplan validate` shows)", name)
-				continue
-			}
-			v := deref(p.value)
-			if v == nil || v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
-				l.errf(p.key.Line, path, "want a non-empty list of values, e.g. [64, 1KiB]")
-				continue
-			}
-			mv := MatrixVar{Name: name, Line: p.key.Line}
-			seen := map[string]bool{}
-			for _, item := range v.Content {
-				item = deref(item)
-				if item.Kind != yaml.ScalarNode {
-					l.errf(item.Line, path, "want single values, got %s", describe(item))
-					continue
-				}
-				if seen[item.Value] {
-					l.errf(item.Line, path, "%q is listed twice", item.Value)
-					continue
-				}
-				seen[item.Value] = true
-				mv.Values = append(mv.Values, item.Value)
-			}
-			if _, set := sets[name]; set {
-				continue // --set wins over the matrix
-			}
-			out = append(out, mv)
-		}
+func (l *loader) matrix(n *yaml.Node, vt *varTable, sets map[string]string, only map[string][]string) Matrix {
+	out, inMatrix, ok := l.matrixVars(n, vt, sets)
+	if !ok {
+		return nil
 	}
 	for name, want := range only {
-		i := -1
-		for j := range out {
-			if out[j].Name == name {
-				i = j
-			}
-		}
-		if i < 0 {
-			if inMatrix[name] {
-				l.errf(0, "--only-matrix", "%s is fixed by --set", name)
-			} else {
-				names := make([]string, len(out))
-				for j := range out {
-					names[j] = out[j].Name
-				}
-				l.errf(0, "--only-matrix", "%s", unknownMsg("matrix variable", name, names))
-			}
-			continue
-		}
-		var kept []string
-		for _, w := range want {
-			found := false
-			for _, v := range out[i].Values {
-				if v == w {
-					found = true
-				}
-			}
-			if !found {
-				l.errf(0, "--only-matrix", "%s=%s: not in the matrix (%s)", name, w, strings.Join(out[i].Values, ", "))
-				continue
-			}
-			kept = append(kept, w)
-		}
-		if len(kept) > 0 {
-			out[i].Values = kept
-		}
+		l.onlyMatrix(out, name, want, inMatrix[name])
 	}
 	total := 1
 	for _, m := range out {
@@ -129,6 +72,83 @@ func (l *loader) matrix(n *yaml.Node, vt *varTable, sets map[string]string, only
 		}
 	}
 	return out
+}
+
+// matrixVars reads the vars of the matrix and their values, leaving out
+// those given with --set; inMatrix has every var written in it. It
+// reports false when matrix: is not a mapping.
+func (l *loader) matrixVars(n *yaml.Node, vt *varTable, sets map[string]string) (out Matrix, inMatrix map[string]bool, ok bool) {
+	inMatrix = map[string]bool{}
+	if n = deref(n); isNull(n) {
+		return nil, inMatrix, true
+	}
+	if n.Kind != yaml.MappingNode {
+		l.errf(n.Line, "matrix", "want a mapping of variables to lists of values, got %s", describe(n))
+		return nil, inMatrix, false
+	}
+	for _, p := range l.pairs(n, "matrix") {
+		name := p.key.Value
+		path := keyPath("matrix", name)
+		inMatrix[name] = true
+		if !slices.Contains(vt.names, name) {
+			l.errf(p.key.Line, path, "%s is not a variable of vars: declare it there (its value there is the one `wsplan validate` shows)", name)
+			continue
+		}
+		v := deref(p.value)
+		if v == nil || v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
+			l.errf(p.key.Line, path, "want a non-empty list of values, e.g. [64, 1KiB]")
+			continue
+		}
+		mv := MatrixVar{Name: name, Line: p.key.Line}
+		seen := map[string]bool{}
+		for _, item := range v.Content {
+			item = deref(item)
+			if item.Kind != yaml.ScalarNode {
+				l.errf(item.Line, path, "want single values, got %s", describe(item))
+				continue
+			}
+			if seen[item.Value] {
+				l.errf(item.Line, path, "%q is listed twice", item.Value)
+				continue
+			}
+			seen[item.Value] = true
+			mv.Values = append(mv.Values, item.Value)
+		}
+		if _, set := sets[name]; set {
+			continue // --set wins over the matrix
+		}
+		out = append(out, mv)
+	}
+	return out, inMatrix, true
+}
+
+// onlyMatrix keeps only the values want of the matrix var name
+// (--only-matrix); fixed: the var is in the matrix but given with --set.
+func (l *loader) onlyMatrix(m Matrix, name string, want []string, fixed bool) {
+	i := slices.IndexFunc(m, func(v MatrixVar) bool { return v.Name == name })
+	if i < 0 {
+		if fixed {
+			l.errf(0, "--only-matrix", "%s is fixed by --set", name)
+			return
+		}
+		names := make([]string, len(m))
+		for j := range m {
+			names[j] = m[j].Name
+		}
+		l.errf(0, "--only-matrix", "%s", unknownMsg("matrix variable", name, names))
+		return
+	}
+	var kept []string
+	for _, w := range want {
+		if !slices.Contains(m[i].Values, w) {
+			l.errf(0, "--only-matrix", "%s=%s: not in the matrix (%s)", name, w, strings.Join(m[i].Values, ", "))
+			continue
+		}
+		kept = append(kept, w)
+	}
+	if len(kept) > 0 {
+		m[i].Values = kept
+	}
 }
 
 // Combinations returns every combination of the plan's matrix, the first

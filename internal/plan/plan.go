@@ -1,13 +1,28 @@
 package plan
 
 import (
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/scenarios"
 )
+
+// A plan file is decoded straight into the types below: each key is one
+// field, declared once with its tags, which the loader (decode.go), the
+// JSON Schema (package schema) and TestSyntaxTags all read:
+//
+//   - yaml: the key (fields tagged "-" are filled in by Load: lines, what
+//     a key resolves to);
+//   - doc: one line for people and the schema;
+//   - default: as a user would write it (applied by setDefaults, the one
+//     place defaults are applied; the constants below);
+//   - min, max: inclusive bounds, written as the value (for a list, its
+//     length); required.
+//
+// Adding a key is adding its field here, plus its check in check.go when
+// it has one. A key whose written form is not the engine's (a switch or a
+// mapping, one URL or several) has a type of its own with UnmarshalYAML
+// and JSONSchema (keys.go, targets.go).
 
 // LoadOptions are the command-line inputs that change a plan.
 type LoadOptions struct {
@@ -35,6 +50,7 @@ const (
 	DefaultSampleInterval = time.Second
 	DefaultPath           = "/ws"
 	DefaultIdleExit       = 30 * time.Second // client.idle_exit
+	DefaultRepeat         = 1
 
 	// MaxIdlePoll bounds host.idle_poll: a CPU that polls longer burns
 	// its time for wake-ups that are no longer coming.
@@ -55,118 +71,145 @@ const (
 	MaxPort  = 65535 // highest listen port
 )
 
-// Syntax returns the zero value of the struct a plan file is strictly
-// decoded into (phase bodies excepted: those are each kind's, in
-// scenarios). Its yaml, doc, default, min, max and required tags declare
-// every key; package schema generates the plan's JSON Schema from them.
-func Syntax() any { return fileDoc{} }
+// Syntax returns the zero Plan, whose tags declare every key of a plan
+// file (phase bodies excepted: those are each kind's, in scenarios);
+// package schema generates the plan's JSON Schema from them.
+func Syntax() any { return Plan{} }
 
 // Plan is a loaded, defaulted and validated plan.
 type Plan struct {
-	File        string            // path it was loaded from
-	Name        string            // `name:`; default: the file's base name without extension
-	Description string            // `description:`
-	Vars        map[string]string // resolved variables, after --set, as text
-	Host        Host              // `host:`
-	Defaults    Defaults          // `defaults:`
-	Client      Client            // `client:`
-	Servers     []Server          // `servers:`, in plan order, after --only
-	Phases      []Phase           // `phases:`, in plan order
-	Assert      []Assertion       // `assert:`
-	// Repeat is `repeat:`, how many times each server's phases run, each
-	// on a fresh server process; default 1.
-	Repeat int
-	// Matrix is `matrix:` after --set and --only-matrix: the vars the run
-	// sweeps, in plan order; nil without one.
-	Matrix []MatrixVar
+	// File is the path the plan was loaded from.
+	File        string `yaml:"-"`
+	Name        string `yaml:"name" doc:"plan name shown in reports; default: the file's base name without extension"`
+	Description string `yaml:"description" doc:"one line shown with the results"`
+	// Vars are the variables resolved, after --set, as text (Load reads
+	// them from the YAML before anything else).
+	Vars     map[string]string `yaml:"vars" doc:"variables: name → scalar value, referenced as ${name} in any value; override with --set name=value"`
+	Host     Host              `yaml:"host" doc:"what the host must look like"`
+	Defaults Defaults          `yaml:"defaults" doc:"settings for every server"`
+	Client   Client            `yaml:"client" doc:"the load-generating client"`
+	// Servers are in plan order, after --only.
+	Servers []Server    `yaml:"servers" required:"true" min:"1" doc:"the servers to benchmark, each through every phase in turn"`
+	Phases  []Phase     `yaml:"phases" required:"true" min:"1" doc:"what to run against each server, in order; each item has one key, its kind"`
+	Assert  []Assertion `yaml:"assert" doc:"boolean expressions checked against each result; a failure exits 1"`
+	Repeat  int         `yaml:"repeat" default:"1" min:"1" max:"1000" doc:"run every server's phases this many times, each on a fresh server process, servers interleaved; tables show the median (--count wins)"`
+	// Matrix is the vars the run sweeps, after --set and --only-matrix,
+	// in plan order; nil without one.
+	Matrix Matrix `yaml:"matrix" doc:"declared vars → lists of values: the plan runs for every combination (--set fixes a var, --only-matrix VAR=VALUE picks values)"`
 	// Combo is the matrix combination this plan was loaded with
 	// (LoadMatrix); nil for a plan loaded on its own.
-	Combo map[string]string
+	Combo map[string]string `yaml:"-"`
 	// Secrets are the values taken from the environment with
 	// ${env:NAME}, longest first; Redact removes them from text.
-	Secrets []string
+	Secrets []string `yaml:"-"`
 }
 
-// Host is the `host:` section: what the host must look like.
+// Host is `host:`, what the host must look like.
 type Host struct {
-	Sysctl     map[string]string // name -> value as `sysctl -w` takes it; checked always, applied with --tune
-	SysctlLine map[string]int    // line of each sysctl key, for messages
-	NoFile     int               // RLIMIT_NOFILE wanted for every process; default 0 = raise the soft limit to the hard limit
-	ServerCPUs string            // CPU list for servers ("0", "0-1", "0,2"); default: first half of the CPUs
-	ClientCPUs string            // CPU list for the client; default: the other half (all CPUs on a 1-CPU host)
-	IdlePoll   *units.Duration   // how long an idle CPU polls before it halts (sysctl.IdlePoll); nil = leave the host as it is
+	Sysctl map[string]string `yaml:"sysctl" doc:"sysctl name → value as sysctl -w takes it; checked before a run, applied by wsplan tune"`
+	// SysctlLine is the line of each sysctl key, for messages.
+	SysctlLine map[string]int  `yaml:"-"`
+	NoFile     int             `yaml:"nofile" default:"0" min:"0" doc:"RLIMIT_NOFILE for every process; 0 = raise the soft limit to the hard limit"`
+	ServerCPUs string          `yaml:"server_cpus" doc:"CPU list for the servers (0, 0-1, 0,2); default: the first half of the online CPUs"`
+	ClientCPUs string          `yaml:"client_cpus" doc:"CPU list for the client; default: the other half (all CPUs on a 1-CPU host)"`
+	IdlePoll   *units.Duration `yaml:"idle_poll" min:"0s" max:"10ms" doc:"how long an idle CPU polls before it halts (the haltpoll cpuidle driver of KVM guests); checked before a run, applied by --tune; default: leave the host as it is"`
 }
 
-// Defaults is the `defaults:` section: options applied to every server
-// unless the server sets them.
+// Defaults is `defaults:`, settings for every server unless the server
+// sets them.
 type Defaults struct {
-	NoDelay     *bool             // `nodelay:`; default true (client and servers); never nil after Load. When written, it is passed to every built-in server as its nodelay option unless the server's options set it.
-	Options     map[string]string // `options:` common framework options for every server
-	ReadyTime   units.Duration    // `ready_timeout:` how long a server may take to accept its first upgrade; default 20s
-	StopGrace   units.Duration    // `stop_grace:` time between SIGTERM and SIGKILL; default 3s
-	Ports       int               // `ports:` listen ports per server; default 1
-	BasePort    int               // `base_port:` first listen port; default 9000 (each server gets its own range in turn)
-	Host        string            // `listen:` address servers listen on; default 127.0.0.1 (loopback only unless allow_remote)
-	Sample      units.Duration    // `sample_interval:` CPU/RSS sampling interval; default 1s, shorter for short phases
-	AllowRemote bool              // `allow_remote:` permit a non-loopback listen/target address; default false
-	Target                        // `headers:`, `subprotocols:`, `origin:`, `tls:` for every server (a server's own win)
+	// NoDelay is never nil after Load; when written, it is every built-in
+	// server's nodelay option unless the server's options set it.
+	NoDelay     *bool             `yaml:"nodelay" default:"true" doc:"TCP_NODELAY on the client and, when written, on every built-in server"`
+	Options     map[string]string `yaml:"options" doc:"framework options for every built-in server (each server's options: win)"`
+	ReadyTime   units.Duration    `yaml:"ready_timeout" default:"20s" min:"1ns" doc:"how long a server may take to accept its first upgrade"`
+	StopGrace   units.Duration    `yaml:"stop_grace" default:"3s" min:"1ns" doc:"time between SIGTERM and SIGKILL when a server stops"`
+	Ports       int               `yaml:"ports" default:"1" min:"1" max:"1000" doc:"listen ports per server"`
+	BasePort    int               `yaml:"base_port" default:"9000" min:"1" max:"65534" doc:"first listen port; server i listens on base_port + i × ports …, up to 65535"`
+	Host        string            `yaml:"listen" default:"127.0.0.1" doc:"IP address servers listen on; loopback unless allow_remote"`
+	Sample      units.Duration    `yaml:"sample_interval" default:"1s" min:"1ns" doc:"CPU and RSS sampling interval (shorter for short phases)"`
+	AllowRemote bool              `yaml:"allow_remote" default:"false" doc:"permit non-loopback listen, source and target addresses"`
+	// Target is headers:, subprotocols:, origin:, tls: and compression:
+	// for every server (a server's own win).
+	Target `yaml:",inline"`
 }
 
-// Client is the `client:` section.
+// Client is `client:`, the load-generating client.
 type Client struct {
-	Shards      int      // `shards:` client processes; default 0 = run in the wsplan process; "auto" = -1 (the engine decides)
-	SourceAddrs []string // `source_addrs:` local IPs the client binds, round-robin; default: none (the kernel picks); loopback unless allow_remote
-	Loops       int      // `loops:` event loops per client process; default 0 = one per client CPU (the engine decides)
+	Shards      ShardCount `yaml:"shards" default:"0" doc:"client processes: 0 = inside wsplan, N, or auto (the engine decides)"`
+	SourceAddrs []string   `yaml:"source_addrs" doc:"local IP addresses the client binds, round-robin; default: the kernel picks"`
+	Loops       int        `yaml:"loops" default:"0" min:"0" doc:"event loops per client process; 0 = one per client CPU"`
 
-	Remote   []string       // `remote:` host:port of remote shards (wsplan shard --listen); default none = the client runs on this host
-	Weights  []int          // `weights:` with remote: each shard's share of connections; default nil = 1,000 per CPU of its host, at most its fd limit
-	Certs    string         // `certs:` with remote: the run's certificate directory (wsplan shard certs), resolved against the plan's directory
-	IdleExit units.Duration // `idle_exit:` with remote: how long a shard waits for the next orchestrator before it exits; default 30s
+	Remote  []string `yaml:"remote" doc:"host:port of remote shards (wsplan shard --listen) that run the client instead of this host"`
+	Weights []int    `yaml:"weights" doc:"with remote: each shard's share of the connections; default: 1,000 per CPU of its host, at most its fd hard limit"`
+	// Certs is resolved against the plan's directory by Load.
+	Certs    string         `yaml:"certs" doc:"with remote: directory of the run's certificates (wsplan shard certs DIR) the shards were started with; relative to the plan's directory"`
+	IdleExit units.Duration `yaml:"idle_exit" default:"30s" min:"1ns" doc:"with remote or kubernetes: how long a shard waits for the next orchestrator after this one leaves before it exits"`
 
-	// Kubernetes is `kubernetes:`: the client runs as remote shards in an
-	// Indexed Job wsplan creates before the run and deletes after it;
-	// nil = not on Kubernetes.
-	Kubernetes *Kube
+	// Kubernetes: the client runs as remote shards in an Indexed Job
+	// wsplan creates before the run and deletes after it; nil = not on
+	// Kubernetes.
+	Kubernetes *Kube `yaml:"kubernetes" doc:"run the client as remote shards in a Kubernetes cluster (an Indexed Job wsplan creates and deletes)"`
 }
 
 // Kube is `client.kubernetes:`, defaults applied.
 type Kube struct {
-	Namespace      string            // `namespace:` default "default"
-	Image          string            // `image:` default DefaultImage + the version ("" here = the cmd fills it in)
-	Shards         int               // `shards:` pods; default 2
-	NodeSelector   map[string]string // `node_selector:`
-	CPU, Memory    string            // `resources: {cpu, memory}` request and limit; "" = none
-	Spread         bool              // `spread:` default true
-	Kubeconfig     string            // `kubeconfig:` default: in-cluster, else $KUBECONFIG or ~/.kube/config
-	Port           int               // `port:` default 7070
-	ReadyTimeout   units.Duration    // `ready_timeout:` default 5m
-	ActiveDeadline units.Duration    // `active_deadline:` default 2h
-	TTL            units.Duration    // `ttl_after_finished:` default 10m
-	Line           int               // line of client.kubernetes, for messages
+	Namespace string `yaml:"namespace" doc:"namespace of the Job, Service and Secret; default: default"`
+	// Image stays "" after Load when unwritten: the cmd fills it in.
+	Image          string            `yaml:"image" doc:"the wsplan image the shard pods run (see Dockerfile); default ghcr.io/wsplan/wsplan:<this version>"`
+	Shards         int               `yaml:"shards" min:"1" doc:"shard pods; default 2"`
+	NodeSelector   map[string]string `yaml:"node_selector" doc:"node labels the pods must run on"`
+	KubeResources  `yaml:"resources" doc:"each pod's CPU and memory, as request and limit"`
+	Spread         bool           `yaml:"spread" doc:"spread the pods over nodes (topology spread + anti-affinity); default true"`
+	Kubeconfig     string         `yaml:"kubeconfig" doc:"kubeconfig file; default: in-cluster, else $KUBECONFIG or ~/.kube/config"`
+	Port           int            `yaml:"port" min:"1" max:"65535" doc:"the shards' listen port; default 7070"`
+	ReadyTimeout   units.Duration `yaml:"ready_timeout" min:"1ns" doc:"how long the pods may take to be ready; default 5m"`
+	ActiveDeadline units.Duration `yaml:"active_deadline" min:"1s" doc:"the Job's activeDeadlineSeconds, so nothing outlives a killed orchestrator for long; default 2h"`
+	TTL            units.Duration `yaml:"ttl_after_finished" min:"0s" doc:"the Job's ttlSecondsAfterFinished (its Service and Secret go with it); default 10m"`
+	// Line is the line of client.kubernetes, for messages.
+	Line int `yaml:"-"`
 }
 
-// Server is one entry of `servers:`.
-type Server struct {
-	Name      string            // `name:` row label; a preset name when Framework is empty; letters, digits, _ - .
-	Framework string            // `framework:` adapter or preset to start from, as written; "" = Name (or a command: server)
-	Options   map[string]string // `options:` over defaults.options (over defaults.nodelay when written): what the plan sets; "" for a command: server
-	Adapter   string            // the adapter Framework (or Name) resolved to; "" for a command: server
-	Values    map[string]string // every option of Adapter with the adapter's defaults, the preset's and Options applied, as `wsplan serve --opt` takes them
-	Command   []string          // `command:` a user's own server instead of a built-in one (argv; a string is split on white space)
-	Addrs     []string          // `addrs:` with command: where it listens (host:port), required then
-	Path      string            // `path:` upgrade path; default /ws
-	Line      int               // line of the entry, for messages
+// KubeResources is `client.kubernetes.resources:`; "" = none.
+type KubeResources struct {
+	CPU    string `yaml:"cpu" doc:"CPU request and limit, a Kubernetes quantity such as 2 or 1500m"`
+	Memory string `yaml:"memory" doc:"memory request and limit, a Kubernetes quantity such as 4Gi"`
+}
 
+// Server is one entry of `servers:`: a preset or framework wsplan starts,
+// a command: of the user's, or a url: of a running server.
+type Server struct {
+	Name      string `yaml:"name" required:"true" doc:"row label: a preset (wsplan frameworks), or any label with framework:, command: or url:"`
+	Framework string `yaml:"framework" doc:"adapter or preset to start from; default: name"`
+	// Options are, after Load, every option the plan sets: the server's
+	// over defaults.options (over defaults.nodelay when written).
+	Options map[string]string `yaml:"options" doc:"framework options over the preset's and defaults.options (wsplan frameworks lists them)"`
+	Command Argv              `yaml:"command" doc:"your own server instead of a built-in one: a list of arguments, or a string split on white space"`
+	Addrs   []string          `yaml:"addrs" doc:"with command: where it listens, host:port (required then)"`
+	Path    string            `yaml:"path" default:"/ws" doc:"upgrade path"`
+	URL     string            `yaml:"url" doc:"a running server wsplan never starts, signals or stops: its ws:// or wss:// URL"`
+	// URLs are the running server's URLs, url: or urls: (Load puts url:
+	// here); connections spread over them.
+	URLs []string `yaml:"urls" doc:"several URLs of one running server; the connections spread over them"`
 	// Target holds the handshake options, defaults' merged under the
-	// server's own.
-	Target
-	URLs       []string    // `url:` or `urls:` a running server wsplan never starts, signals or stops; connections spread over them
-	Targets    []URLTarget // URLs parsed
-	ServeTLS   bool        // `tls: true` (or a tls: mapping): a preset serves TLS with the run's certificate; the client speaks TLS
-	PID        int         // `pid:` a url target's process on this host, sampled from /proc with its descendants
-	PIDFile    string      // `pid_file:` a file holding that pid, read when the server's run starts
-	MetricsURL string      // `metrics_url:` a Prometheus endpoint exporting process_cpu_seconds_total and process_resident_memory_bytes
-	urlList    bool        // written as urls:
+	// server's own by Load.
+	Target     `yaml:",inline"`
+	PID        int    `yaml:"pid" min:"0" doc:"with url: the server's process on this host, sampled from /proc with its descendants"`
+	PIDFile    string `yaml:"pid_file" doc:"with url: a file holding that process id, read when the server's run starts"`
+	MetricsURL string `yaml:"metrics_url" doc:"with url: a Prometheus endpoint exporting process_cpu_seconds_total and process_resident_memory_bytes"`
+
+	// Filled in by Load: Adapter is what Framework (or Name) resolved to
+	// ("" unless built in); Values every option of Adapter with the
+	// adapter's defaults, the preset's and Options applied, as `wsplan
+	// serve --opt` takes them; Line the line of the entry; Targets the
+	// URLs parsed; ServeTLS tls: true (or a tls: mapping): a preset serves
+	// TLS with the run's certificate, and the client speaks TLS.
+	Adapter  string            `yaml:"-"`
+	Values   map[string]string `yaml:"-"`
+	Line     int               `yaml:"-"`
+	Targets  []URLTarget       `yaml:"-"`
+	ServeTLS bool              `yaml:"-"`
+	urlList  bool              // written as urls:
 }
 
 // BuiltIn reports whether wsplan starts the server itself from a preset
@@ -179,7 +222,8 @@ func (s Server) Resources() bool {
 	return !s.External() || s.PID != 0 || s.PIDFile != "" || s.MetricsURL != ""
 }
 
-// Phase is one entry of `phases:`.
+// Phase is one entry of `phases:`: a mapping with one key, the kind,
+// whose value is the kind's body, decoded in two passes (phases.go).
 type Phase struct {
 	Kind string          // the entry's key, e.g. "echo"
 	Name string          // `name:` inside the body; default Kind for the first phase of a kind, Kind#N for the Nth (echo#2); unique in the plan
@@ -187,52 +231,20 @@ type Phase struct {
 	Line int             // line of the kind key
 }
 
+// JSONSchema is a placeholder for package schema, which builds an item of
+// phases: from every kind's parameters.
+func (*Phase) JSONSchema() map[string]any { return map[string]any{} }
+
 // Assertion is one entry of `assert:`.
 type Assertion struct {
-	Name    string   // `name:` shown instead of the expression; default "" (show Expr)
-	Expr    string   // `expr:` an expr-lang boolean expression; required (compiled by the engine, not here)
-	Phase   string   // `phase:` phase name or kind it applies to; "" = every phase that has the variables it uses
-	Servers []string // `server:` a name or a list of names (of the plan, before --only) it applies to; empty = all
-	Abort   bool     // `abort:` stop the run at the first failure; default false
-	Line    int      // line of its `expr:` key (of the entry when expr: is missing), for messages about the expression
-}
-
-// setDefaults fills every zero plan-level field with its documented
-// default. It is the only place plan defaults are applied.
-func (p *Plan) setDefaults() {
-	if p.Name == "" {
-		base := filepath.Base(p.File)
-		p.Name = strings.TrimSuffix(base, filepath.Ext(base))
-	}
-	d := &p.Defaults
-	if d.NoDelay == nil {
-		t := DefaultNoDelay
-		d.NoDelay = &t
-	}
-	if d.ReadyTime == 0 {
-		d.ReadyTime = units.Duration(DefaultReadyTimeout)
-	}
-	if d.StopGrace == 0 {
-		d.StopGrace = units.Duration(DefaultStopGrace)
-	}
-	if d.Ports == 0 {
-		d.Ports = DefaultPorts
-	}
-	if d.BasePort == 0 {
-		d.BasePort = DefaultBasePort
-	}
-	if d.Host == "" {
-		d.Host = DefaultListen
-	}
-	if d.Sample == 0 {
-		d.Sample = units.Duration(DefaultSampleInterval)
-	}
-	if p.Client.IdleExit == 0 {
-		p.Client.IdleExit = units.Duration(DefaultIdleExit)
-	}
-	for i := range p.Servers {
-		if p.Servers[i].Path == "" {
-			p.Servers[i].Path = DefaultPath
-		}
-	}
+	Name string `yaml:"name" doc:"shown instead of the expression"`
+	// Expr is compiled by package assert, not here.
+	Expr  string `yaml:"expr" required:"true" doc:"an expr-lang boolean expression over the phase's metrics, e.g. failed == 0"`
+	Phase string `yaml:"phase" doc:"phase name or kind it applies to; default: every phase that has the metrics it uses"`
+	// Servers are names of the plan's servers, before --only.
+	Servers Names `yaml:"server" doc:"a server name or a list of names it applies to; default: all"`
+	Abort   bool  `yaml:"abort" default:"false" doc:"stop the run at the first failure"`
+	// Line is the line of its expr: key (of the entry when expr: is
+	// missing), for messages about the expression.
+	Line int `yaml:"-"`
 }

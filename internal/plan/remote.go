@@ -10,36 +10,6 @@ import (
 	"github.com/wsplan/wsplan/internal/units"
 )
 
-// kubeOf applies client.kubernetes' defaults (nil stays nil).
-func kubeOf(d *kubeDoc) *Kube {
-	if d == nil {
-		return nil
-	}
-	k := &Kube{Namespace: d.Namespace, Image: d.Image, Shards: d.Shards, NodeSelector: d.NodeSelector,
-		CPU: d.Resources.CPU, Memory: d.Resources.Memory, Spread: d.Spread == nil || *d.Spread, Kubeconfig: d.Kubeconfig,
-		Port: d.Port, ReadyTimeout: d.ReadyTimeout, ActiveDeadline: d.ActiveDeadline, TTL: d.TTL}
-	def := func(v *units.Duration, d time.Duration) {
-		if *v == 0 {
-			*v = units.Duration(d)
-		}
-	}
-	if k.Namespace == "" {
-		k.Namespace = DefaultKubeNamespace
-	}
-	if k.Shards == 0 {
-		k.Shards = DefaultKubeShards
-	}
-	if k.Port == 0 {
-		k.Port = DefaultKubePort
-	}
-	def(&k.ReadyTimeout, DefaultKubeReadyTimeout)
-	def(&k.ActiveDeadline, DefaultKubeActiveDeadline)
-	if d.TTL == 0 {
-		k.TTL = units.Duration(DefaultKubeTTL)
-	}
-	return k
-}
-
 // quantity is a Kubernetes resource quantity (checked again by the API).
 var quantity = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$`)
 

@@ -17,35 +17,44 @@ import (
 )
 
 // Target is how the client reaches and greets a server: the handshake
-// options of `defaults:` and of each server, and the TLS settings of a
+// keys of `defaults:` and of each server, and the TLS settings of a
 // wss:// target or a preset served with TLS.
 type Target struct {
-	Headers      map[string]string // `headers:` extra upgrade request headers (a server's over defaults'); values may be ${env:NAME} secrets
-	Subprotocols []string          // `subprotocols:` offered in Sec-WebSocket-Protocol; the server must pick one of them
-	Origin       string            // `origin:` the Origin header; default none
-	TLS          *TLSConfig        // `tls:` client TLS settings; nil = plain ws:// (or the run's CA for a preset with tls: true)
-	// Compression is `compression:` the permessage-deflate offer: true,
-	// or a mapping of client_no_context_takeover,
-	// server_no_context_takeover, client_max_window_bits,
-	// server_max_window_bits; nil = not asked (false). A built-in server
-	// whose options say compression: true is asked with the zero Params
-	// even without it (see Server.Offer).
-	Compression *pmdeflate.Params
-	// compressionSet: `compression:` was written (false included), so
-	// that a server's false wins over defaults' true.
-	compressionSet bool
+	// Headers are, after Load, defaults' merged under the server's own,
+	// names canonical.
+	Headers      map[string]string `yaml:"headers" doc:"extra upgrade request headers (a server's own win over defaults.headers); values may be ${env:NAME} secrets"`
+	Subprotocols []string          `yaml:"subprotocols" doc:"offered in Sec-WebSocket-Protocol; the server must pick one of them"`
+	Origin       string            `yaml:"origin" doc:"the Origin header; default none"`
+	// TLSKey and CompressionKey are tls: and compression: as written (a
+	// switch, or a mapping); Load resolves them into TLS, Compression and
+	// Server.ServeTLS, which are what the engine reads.
+	TLSKey         TLSKey         `yaml:"tls" doc:"client TLS settings, a mapping of ca_file, server_name, insecure_skip_verify, session_resumption (defaults.tls: for every server); a server's tls: true (or a mapping) also serves a preset over TLS with the run's certificate"`
+	CompressionKey CompressionKey `yaml:"compression" doc:"the client offers permessage-deflate: true, false, or a mapping of client_no_context_takeover, server_no_context_takeover, client_max_window_bits, server_max_window_bits (defaults.compression: to every server); default: false, or true for a preset with options: {compression: true}; a server that declines fails its rows"`
+
+	// TLS is the client's TLS settings (a server's over defaults'); nil =
+	// plain ws:// (or the run's CA for a preset with tls: true).
+	TLS *TLSConfig `yaml:"-"`
+	// Compression is the permessage-deflate offer (a server's
+	// compression: over defaults', false included); nil = not asked. A
+	// built-in server whose options say compression: true is asked with
+	// the zero Params even without it (see Server.Offer).
+	Compression *pmdeflate.Params `yaml:"-"`
 }
 
-// compressionDoc is `compression:`: true/false, or a mapping of
-// permessage-deflate offer parameters.
-type compressionDoc struct {
+// resolve sets what the engine reads from the keys as written.
+func (t *Target) resolve() {
+	t.TLS, t.Compression = t.TLSKey.config, t.CompressionKey.params
+}
+
+// CompressionKey is `compression:` as written: true/false, or a mapping
+// of permessage-deflate offer parameters.
+type CompressionKey struct {
 	set    bool
 	params *pmdeflate.Params // nil = false
-	line   int
 }
 
 // JSONSchema describes the values UnmarshalYAML takes, for package schema.
-func (compressionDoc) JSONSchema() map[string]any {
+func (CompressionKey) JSONSchema() map[string]any {
 	flag := map[string]any{"type": "boolean"}
 	bits := map[string]any{"type": "integer", "minimum": pmdeflate.MinWindowBits, "maximum": pmdeflate.MaxWindowBits}
 	return map[string]any{"anyOf": []any{
@@ -63,8 +72,9 @@ func (compressionDoc) JSONSchema() map[string]any {
 	}}
 }
 
-func (c *compressionDoc) UnmarshalYAML(n *yaml.Node) error {
-	c.set, c.line = true, n.Line
+// UnmarshalYAML takes true, false or a mapping of offer parameters.
+func (c *CompressionKey) UnmarshalYAML(n *yaml.Node) error {
+	c.set = true
 	known := []string{"client_no_context_takeover", "server_no_context_takeover", "client_max_window_bits", "server_max_window_bits"}
 	switch n.Kind {
 	case yaml.ScalarNode:
@@ -149,15 +159,16 @@ type URLTarget struct {
 	RequestURI string // path and query of the upgrade request
 }
 
-// tlsDoc is `tls:`: true/false, or a mapping of TLSConfig's keys.
-type tlsDoc struct {
+// TLSKey is `tls:` as written: true/false, or a mapping of TLSConfig's
+// keys.
+type TLSKey struct {
 	set    bool
 	on     bool
 	config *TLSConfig
 }
 
 // JSONSchema describes the values UnmarshalYAML takes, for package schema.
-func (tlsDoc) JSONSchema() map[string]any {
+func (TLSKey) JSONSchema() map[string]any {
 	str := map[string]any{"type": []any{"string", "number"}}
 	flag := map[string]any{"type": "boolean"}
 	return map[string]any{"anyOf": []any{
@@ -184,7 +195,8 @@ func described(s map[string]any, doc string) map[string]any {
 	return out
 }
 
-func (t *tlsDoc) UnmarshalYAML(n *yaml.Node) error {
+// UnmarshalYAML takes true, false or a mapping of TLSConfig's keys.
+func (t *TLSKey) UnmarshalYAML(n *yaml.Node) error {
 	t.set = true
 	switch n.Kind {
 	case yaml.ScalarNode:
@@ -304,7 +316,7 @@ func mergeTarget(d Target, s Target) Target {
 	if out.TLS == nil {
 		out.TLS = d.TLS
 	}
-	if !s.compressionSet {
+	if !s.CompressionKey.set {
 		out.Compression = d.Compression
 	}
 	return out
