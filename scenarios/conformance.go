@@ -52,6 +52,7 @@ func init() {
 			{Name: "unimplemented", Kind: metrics.Count, Doc: "cases with verdict UNIMPLEMENTED: permessage-deflate cases on a server that did not negotiate it"},
 			{Name: "failed", Kind: metrics.Count, Doc: "cases with verdict FAILED: a MUST of RFC 6455 broken"},
 			{Name: "failing", Kind: metrics.Count, Doc: "cases that do not pass under behavior: failed, plus non_strict when strict"},
+			{Name: "not_run", Kind: metrics.Count, Doc: "cases selected but not run: the server's process exited (then the row fails with its exit, and no case after it counts FAILED)"},
 			{Name: "used", Kind: metrics.Duration, Doc: "wall time of the phase"},
 		},
 		Title: "[Conformance] Report",
@@ -64,6 +65,7 @@ func init() {
 			{Header: "Unimplemented", Metric: "unimplemented"},
 			{Header: "Failed", Metric: "failed"},
 			{Header: "Failing", Metric: "failing"},
+			{Header: "Not run", Metric: "not_run"},
 			{Header: "Time", Metric: "used", Format: FormatDuration},
 			{Metric: ColVerdict},
 		},
@@ -126,6 +128,7 @@ func (p *Conformance) Run(ctx context.Context, env *Env) (Outcome, error) {
 		CaseTimeout: p.CaseTimeout.D(),
 		Behavior:    autobahn.Behavior(p.Behavior),
 		Parallel:    p.Parallel,
+		Gone:        env.ServerGone,
 	}
 	if pr := env.Progress; pr != nil {
 		o.Selected = func(n int) { pr.Total.Store(int64(n)) }
@@ -134,6 +137,14 @@ func (p *Conformance) Run(ctx context.Context, env *Env) (Outcome, error) {
 	rep, err := autobahn.Run(ctx, autobahn.Target{URL: t.URL, Addr: t.Addr, Header: t.Header, TLS: t.TLS}, o)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("conformance: %w", err)
+	}
+	if rep.Interrupted && env.ServerGone != nil {
+		// Cut short because the engine saw the server exit: the cases
+		// left are not run, as when a case found it gone.
+		if why := env.ServerGone(0); why != "" {
+			selected, _ := autobahn.Select(o.Cases, o.Exclude)
+			rep.Interrupted, rep.ServerGone, rep.NotRun = false, why, len(selected)-rep.Cases
+		}
 	}
 	detail, err := json.Marshal(rep)
 	if err != nil {
@@ -148,6 +159,7 @@ func (p *Conformance) Run(ctx context.Context, env *Env) (Outcome, error) {
 			"unimplemented": int64(rep.Unimplemented),
 			"failed":        int64(rep.Failed),
 			"failing":       int64(rep.Failing),
+			"not_run":       int64(rep.NotRun),
 			"used":          rep.Duration,
 		},
 		Detail: detail,
@@ -173,6 +185,13 @@ func (p *Conformance) Run(ctx context.Context, env *Env) (Outcome, error) {
 			out.Failed = true
 			out.Error = "compression is on, but the server negotiated no permessage-deflate: every 12.x/13.x case is UNIMPLEMENTED"
 		}
+	}
+	if rep.ServerGone != "" {
+		// The engine names the death as the row's cause; this says the
+		// same where nothing else does (a kind run without an engine).
+		out.Failed = true
+		out.Error = fmt.Sprintf("server %s during the phase: %d of %d cases not run", rep.ServerGone, rep.NotRun, rep.Cases+rep.NotRun)
+		out.Warnings = append(out.Warnings, fmt.Sprintf("the server's process exited (%s) after %d cases: %d cases not run, none counted FAILED after its death", rep.ServerGone, rep.Cases, rep.NotRun))
 	}
 	if rep.Interrupted {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("interrupted: %d cases finished", rep.Cases))

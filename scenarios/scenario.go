@@ -253,6 +253,14 @@ type Env struct {
 	// Kinds that measure several steps in one phase (search) call it per
 	// step. nil when nothing samples (tests without an engine).
 	Window func() (stop func(m metrics.Values, eff *Efficiency) (warning string))
+	// ServerGone, when set, says whether the server's process exited: why
+	// ("pid 123 exited"), waiting up to wait for an exit to show (a dying
+	// process's sockets reset a moment before its exit can be seen), or
+	// "" while it runs. A kind that dials the server itself asks it when
+	// its connections fail, so that a dead server's refusals are not
+	// counted as the server's answers. nil when wsplan cannot tell (a
+	// url: server without pid:).
+	ServerGone func(wait time.Duration) string
 }
 
 // Target is the server under test as a phase that dials it itself sees

@@ -468,3 +468,120 @@ func TestRunCallbacks(t *testing.T) {
 		t.Errorf("selected %d, done %v, want 4 and %v", selected, done, want)
 	}
 }
+
+// dyingServer is echoServer(correct) that dies, as a Node server whose
+// app did not catch a protocol error did, when it gets a 125-byte ping
+// for the second time (case 2.6): its listener closes and every
+// connection is reset. gone then answers as the engine's pid check would.
+func dyingServer(t *testing.T) (srv *httptest.Server, gone func(time.Duration) string) {
+	t.Helper()
+	var (
+		mu    sync.Mutex
+		conns []*net.TCPConn
+		pings int
+		dead  bool
+	)
+	die := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if dead {
+			return
+		}
+		dead = true
+		srv.Listener.Close()
+		for _, c := range conns {
+			_ = c.SetLinger(0) // a reset, as a killed process's sockets
+			c.Close()
+		}
+	}
+	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		mu.Lock()
+		conns = append(conns, c.UnderlyingConn().(*net.TCPConn))
+		mu.Unlock()
+		c.SetPingHandler(func(p string) error {
+			mu.Lock()
+			if len(p) == 125 {
+				pings++
+			}
+			n := pings
+			mu.Unlock()
+			if n == 2 {
+				die()
+				return nil
+			}
+			return c.WriteControl(websocket.PongMessage, []byte(p), time.Now().Add(time.Second))
+		})
+		for {
+			mt, data, err := c.ReadMessage()
+			if err != nil {
+				return
+			}
+			if err := c.WriteMessage(mt, data); err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	gone = func(time.Duration) string {
+		mu.Lock()
+		defer mu.Unlock()
+		if dead {
+			return "pid 4242 exited"
+		}
+		return ""
+	}
+	return srv, gone
+}
+
+// TestServerGone: a server that dies at case 2.6 is not reported as the
+// cases after it FAILED: 2.6 keeps its verdict with the death in
+// Observed, every case after it is not run, and the report says why;
+// with cases in parallel, those cut short beside it are not run either.
+func TestServerGone(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	cases := []string{"1.1.*", "2.*", "3.*", "4.*"}
+	selected, err := Select(cases, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, par := range []int{1, 3} {
+		t.Run(fmt.Sprint("parallel ", par), func(t *testing.T) {
+			srv, gone := dyingServer(t)
+			rep, err := Run(context.Background(), Target{URL: wsURL(srv)}, Options{Cases: cases, Parallel: par, Gone: gone})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.ServerGone != "pid 4242 exited" {
+				t.Errorf("server gone %q", rep.ServerGone)
+			}
+			if rep.Cases+rep.NotRun != len(selected) || rep.NotRun < len(selected)-20 {
+				t.Errorf("%d cases, %d not run, of %d", rep.Cases, rep.NotRun, len(selected))
+			}
+			if rep.Interrupted {
+				t.Error("interrupted: a gone server is not an interrupt")
+			}
+			byID := map[string]Result{}
+			for _, r := range rep.Results {
+				byID[r.ID] = r
+				if r.Verdict == Failed && r.ID != "2.6" {
+					t.Errorf("%s FAILED after the server died: %s", r.ID, r.Observed)
+				}
+			}
+			if par == 1 {
+				r, ok := byID["2.6"]
+				if !ok || !strings.Contains(r.Observed, "the server's process exited during this case (pid 4242 exited)") {
+					t.Errorf("2.6: %+v", r)
+				}
+				if rep.Cases != 8+6 {
+					t.Errorf("%d cases run, want 1.1.1-1.1.8 and 2.1-2.6", rep.Cases)
+				}
+			}
+		})
+	}
+}

@@ -61,7 +61,22 @@ type Options struct {
 	// its verdict, from the goroutine that ran it: concurrently when
 	// Parallel > 1.
 	Done func(r Result)
+	// Gone, when set, is asked after a case that lost its connection (it
+	// could not open one, or the server dropped TCP without a closing
+	// handshake) whether the server itself is gone, its process exited,
+	// waiting up to wait for the exit to show (given when the case could
+	// not even connect). It returns why ("pid 123 exited"), "" while the
+	// server runs. A gone server ends the run: cases not started, and
+	// those cut short beside it, are counted NotRun, not FAILED; the case
+	// during which it died keeps its verdict, with the death in Observed
+	// (or is NotRun too, when it could not connect). nil = never asked.
+	Gone func(wait time.Duration) string
 }
+
+// GoneWait is how long Options.Gone may wait for a server that refused a
+// connection to show its exit: a process's sockets close a moment before
+// its exit can be seen.
+const GoneWait = 500 * time.Millisecond
 
 // DefaultCaseTimeout is Options.CaseTimeout's default.
 const DefaultCaseTimeout = 30 * time.Second
@@ -85,7 +100,18 @@ type Result struct {
 	// Observed says what the server did; set for every verdict but OK.
 	Observed string        `json:"observed,omitempty"`
 	Duration time.Duration `json:"duration"` // ns
+
+	lost lostHow // how the case lost its connection, if it did
 }
+
+// lostHow says how a case lost its connection.
+type lostHow uint8
+
+const (
+	keptConn     lostHow = iota
+	noConn               // the opening handshake failed (refused, reset, …)
+	droppedConn          // the server dropped TCP without a closing handshake
+)
 
 // Counts are the number of cases per verdict.
 type Counts struct {
@@ -109,6 +135,10 @@ type Report struct {
 	// Interrupted says the caller's context ended the run early; cases
 	// that did not finish are left out.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// NotRun counts the cases selected but not run because the server
+	// was gone (Options.Gone); ServerGone says why ("" = it was not).
+	NotRun     int    `json:"not_run,omitempty"`
+	ServerGone string `json:"server_gone,omitempty"`
 }
 
 // Pass reports whether every case passed under the report's Behavior.
@@ -163,6 +193,9 @@ func Run(ctx context.Context, t Target, o Options) (Report, error) {
 	}
 	start := time.Now()
 	results := make([]*Result, len(cases))
+	runCtx, cut := context.WithCancel(ctx)
+	defer cut()
+	var gone goneOnce
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range min(par, len(cases)) {
@@ -170,9 +203,12 @@ func Run(ctx context.Context, t Target, o Options) (Report, error) {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				r := runCase(ctx, cases[i], ep, o.CaseTimeout)
-				if ctx.Err() != nil {
-					continue // cut short by the caller: no verdict
+				r := runCase(runCtx, cases[i], ep, o.CaseTimeout)
+				if runCtx.Err() != nil {
+					continue // cut short by the caller or a gone server: no verdict
+				}
+				if !gone.judge(&r, o.Gone, cut) {
+					continue
 				}
 				r.Pass = o.Behavior.Passes(r.Verdict)
 				results[i] = &r
@@ -186,16 +222,20 @@ feed:
 	for i := range cases {
 		select {
 		case next <- i:
-		case <-ctx.Done():
+		case <-runCtx.Done():
 			break feed
 		}
 	}
 	close(next)
 	wg.Wait()
 
-	rep := Report{Behavior: o.Behavior, Duration: time.Since(start)}
+	rep := Report{Behavior: o.Behavior, Duration: time.Since(start), ServerGone: gone.why}
 	for _, r := range results {
-		if r == nil {
+		switch {
+		case r == nil && gone.why != "":
+			rep.NotRun++
+			continue
+		case r == nil:
 			rep.Interrupted = true
 			continue
 		}
@@ -218,6 +258,45 @@ feed:
 		}
 	}
 	return rep, nil
+}
+
+// goneOnce decides, once, that the server is gone: cases that lost their
+// connection ask Options.Gone, and the first to hear it is gone ends the
+// run.
+type goneOnce struct {
+	mu  sync.Mutex
+	why string
+}
+
+// judge reports whether r keeps its verdict. A case that lost its
+// connection asks gone (when set) whether the server is gone; if it is,
+// the run is cut (cut) and r keeps its verdict only if it had a
+// connection that the server dropped, the death noted in Observed. A
+// case that ends after the server was found gone has no verdict.
+func (g *goneOnce) judge(r *Result, gone func(time.Duration) string, cut context.CancelFunc) bool {
+	if gone == nil || r.lost == keptConn {
+		return true
+	}
+	wait := time.Duration(0)
+	if r.lost == noConn {
+		wait = GoneWait
+	}
+	why := gone(wait)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.why != "":
+		return false // another case found it gone first
+	case why == "":
+		return true
+	}
+	g.why = why
+	cut()
+	if r.lost == noConn {
+		return false
+	}
+	r.Observed += "; the server's process exited during this case (" + why + ")"
+	return true
 }
 
 // endpoint is a resolved Target.
@@ -287,6 +366,7 @@ func runCase(ctx context.Context, c *Case, ep endpoint, timeout time.Duration) R
 		res.Verdict, res.Behavior, res.CloseBehavior = Failed, Failed, closeFailed
 		res.Observed = err.Error()
 		res.Duration = time.Since(start)
+		res.lost = noConn
 		return res
 	}
 	deadline, _ := ctx.Deadline()
@@ -308,6 +388,9 @@ func runCase(ctx context.Context, c *Case, ep endpoint, timeout time.Duration) R
 	res.RemoteCloseCode = max(s.remoteCloseCode, 0)
 	if res.Verdict != OK {
 		res.Observed = s.observed()
+	}
+	if s.dropped() {
+		res.lost = droppedConn
 	}
 	res.Duration = time.Since(start)
 	return res

@@ -435,6 +435,13 @@ func (s *session) connectionLost(err error) {
 	}
 }
 
+// dropped reports whether the server dropped TCP without a closing
+// handshake (no close frame from it, nothing dropped by the client): how
+// a dying server's connections end.
+func (s *session) dropped() bool {
+	return s.lostErr != nil && !s.gotClose && !s.droppedByMe && !s.wasClean
+}
+
 // --- receiving ---
 
 func (s *session) processFrame(f rxFrame) {

@@ -17,6 +17,9 @@ import (
 // reaped before deciding whether the server died.
 const deathGrace = 500 * time.Millisecond
 
+// exitPoll is how often exitWithin reads a server's state while it waits.
+const exitPoll = 10 * time.Millisecond
+
 // phase runs one phase with sampling; died reports that the server exited.
 func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc serverProc, sres resources, drv Driver, env *scenarios.Env) (result.Result, bool) {
 	res := result.Result{Server: srv.Name, Framework: e.framework(srv), Phase: ph.Name, Kind: ph.Kind, Metrics: metrics.Values{},
@@ -35,6 +38,9 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 	pr := &client.Progress{}
 	env.Progress = pr
 	env.Window = e.stepWindow(sres, drv)
+	if _, blind := proc.(running); !blind {
+		env.ServerGone = func(wait time.Duration) string { return exitWithin(proc, wait) }
+	}
 	stopProgress := e.progress(ph.Name, srv.Name, pr)
 	w.start()
 	out, err := ph.Spec.Run(pctx, env)
@@ -80,19 +86,41 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 	return res, died
 }
 
-// serverDied reports whether the server exited on its own during the phase.
-// A killed server's sockets reset before its exit is reaped: when the phase
-// went wrong, give the exit a moment to show, so the row names the real
-// cause.
+// serverDied reports whether the server exited on its own during the
+// phase. Every phase asks when it ends, whatever its result: a phase
+// shorter than the pid watcher's poll, or one whose failures the server's
+// death explains, must not pass for the server's answers. A killed
+// server's sockets reset before its exit can be seen: when the phase went
+// wrong, give the exit a moment to show, so the row names the real cause.
 func serverDied(proc serverProc, wentWrong bool) bool {
+	wait := time.Duration(0)
 	if wentWrong {
+		wait = deathGrace
+	}
+	return exitWithin(proc, wait) != ""
+}
+
+// exitWithin returns why the server's process exited, if it has or does
+// within wait, reading it now (not only at its watcher's last poll); ""
+// while it runs, or when wsplan itself is stopping it.
+func exitWithin(proc serverProc, wait time.Duration) string {
+	deadline := time.Now().Add(wait)
+	for {
+		if exited, _ := proc.Exited(); exited {
+			if proc.Stopping() {
+				return ""
+			}
+			return proc.ExitReason()
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return ""
+		}
 		select {
 		case <-proc.Done():
-		case <-time.After(deathGrace):
+		case <-time.After(min(left, exitPoll)):
 		}
 	}
-	exited, _ := proc.Exited()
-	return exited && !proc.Stopping()
 }
 
 // verdict decides a phase's row: the server's death first, then an

@@ -8,7 +8,8 @@ import (
 	"github.com/wsplan/wsplan/internal/procstat"
 )
 
-// pidPoll is how often a url: server's pid (pid:, pid_file:) is checked.
+// pidPoll is how often a url: server's pid (pid:, pid_file:) is checked
+// while a phase runs; every phase also checks it when it ends (Exited).
 const pidPoll = 100 * time.Millisecond
 
 // watchedPID stands for a url: server whose process wsplan can see on this
@@ -16,10 +17,17 @@ const pidPoll = 100 * time.Millisecond
 // exit mid-run is noticed as a started server's is (the phase in progress
 // stops with "server pid N exited", the rest are skipped, what was measured
 // is kept). A pid reused by another process counts as an exit: its start
-// time is compared.
+// time is compared. The process is read on pidPoll and whenever Exited is
+// asked, so a phase that ends between two polls still sees the exit.
 type watchedPID struct {
-	done chan struct{}  // closed when the process exited
-	why  string         // written before done is closed, read after
+	fs      procstat.FS
+	pid     int
+	started time.Duration
+
+	mu   sync.Mutex
+	done chan struct{} // closed when the process exited
+	why  string        // set before done is closed
+
 	stop chan struct{}  // closed by close
 	wg   sync.WaitGroup // the watching goroutine
 }
@@ -27,7 +35,7 @@ type watchedPID struct {
 // watchPID starts watching pid, a process started at started (its
 // procstat.Stat.StartTime); close stops the watch.
 func watchPID(fs procstat.FS, pid int, started time.Duration) *watchedPID {
-	w := &watchedPID{done: make(chan struct{}), stop: make(chan struct{})}
+	w := &watchedPID{fs: fs, pid: pid, started: started, done: make(chan struct{}), stop: make(chan struct{})}
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
@@ -37,24 +45,37 @@ func watchPID(fs procstat.FS, pid int, started time.Duration) *watchedPID {
 			select {
 			case <-w.stop:
 				return
+			case <-w.done:
+				return
 			case <-t.C:
+				w.check()
 			}
-			now, err := fs.ReadStat(pid)
-			switch {
-			case err != nil:
-				w.why = fmt.Sprintf("pid %d exited", pid)
-			case now.Exited():
-				w.why = fmt.Sprintf("pid %d exited (state %c)", pid, now.State)
-			case now.StartTime != started:
-				w.why = fmt.Sprintf("pid %d exited (the pid now names another process)", pid)
-			default:
-				continue
-			}
-			close(w.done)
-			return
 		}
 	}()
 	return w
+}
+
+// check reads the process now and, if it exited, records why and closes
+// done (once).
+func (w *watchedPID) check() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.why != "" {
+		return true
+	}
+	now, err := w.fs.ReadStat(w.pid)
+	switch {
+	case err != nil:
+		w.why = fmt.Sprintf("pid %d exited", w.pid)
+	case now.Exited():
+		w.why = fmt.Sprintf("pid %d exited (state %c)", w.pid, now.State)
+	case now.StartTime != w.started:
+		w.why = fmt.Sprintf("pid %d exited (the pid now names another process)", w.pid)
+	default:
+		return false
+	}
+	close(w.done)
+	return true
 }
 
 // close stops the watch.
@@ -65,21 +86,14 @@ func (w *watchedPID) close() {
 
 func (w *watchedPID) Done() <-chan struct{} { return w.done }
 
-func (w *watchedPID) Exited() (bool, error) {
-	select {
-	case <-w.done:
-		return true, nil
-	default:
-		return false, nil
-	}
-}
+// Exited reads the process now (not only at the last poll).
+func (w *watchedPID) Exited() (bool, error) { return w.check(), nil }
 
 // ExitReason is why the process counts as exited ("" while it runs).
 func (w *watchedPID) ExitReason() string {
-	if exited, _ := w.Exited(); exited {
-		return w.why
-	}
-	return ""
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.why
 }
 
 func (*watchedPID) Stopping() bool  { return false }
