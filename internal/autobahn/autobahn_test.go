@@ -542,7 +542,8 @@ func dyingServer(t *testing.T) (srv *httptest.Server, gone func(time.Duration) s
 // TestServerGone: a server that dies at case 2.6 is not reported as the
 // cases after it FAILED: 2.6 keeps its verdict with the death in
 // Observed, every case after it is not run, and the report says why;
-// with cases in parallel, those cut short beside it are not run either.
+// with cases in parallel, the first to find the server gone keeps its
+// verdict and those cut short beside it are not run.
 func TestServerGone(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	cases := []string{"1.1.*", "2.*", "3.*", "4.*"}
@@ -560,16 +561,22 @@ func TestServerGone(t *testing.T) {
 			if rep.ServerGone != "pid 4242 exited" {
 				t.Errorf("server gone %q", rep.ServerGone)
 			}
-			if rep.Cases+rep.NotRun != len(selected) || rep.NotRun < len(selected)-20 {
+			if rep.Cases+rep.NotRun != len(selected) || rep.NotRun < 1 {
 				t.Errorf("%d cases, %d not run, of %d", rep.Cases, rep.NotRun, len(selected))
 			}
 			if rep.Interrupted {
 				t.Error("interrupted: a gone server is not an interrupt")
 			}
 			byID := map[string]Result{}
+			failed := 0
 			for _, r := range rep.Results {
 				byID[r.ID] = r
-				if r.Verdict == Failed && r.ID != "2.6" {
+				if r.Verdict != Failed {
+					continue
+				}
+				// Only the case that found the server gone (2.6 when one
+				// runs at a time) may fail, and it says why.
+				if failed++; failed > 1 || !strings.Contains(r.Observed, "the server's process exited during this case") || par == 1 && r.ID != "2.6" {
 					t.Errorf("%s FAILED after the server died: %s", r.ID, r.Observed)
 				}
 			}

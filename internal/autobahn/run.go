@@ -68,8 +68,9 @@ type Options struct {
 	// not even connect). It returns why ("pid 123 exited"), "" while the
 	// server runs. A gone server ends the run: cases not started, and
 	// those cut short beside it, are counted NotRun, not FAILED; the case
-	// during which it died keeps its verdict, with the death in Observed
-	// (or is NotRun too, when it could not connect). nil = never asked.
+	// that found it gone (with Parallel 1, the case during which it died)
+	// keeps its verdict, with the death in Observed, or is NotRun too when
+	// it could not connect. nil = never asked.
 	Gone func(wait time.Duration) string
 }
 
@@ -108,9 +109,9 @@ type Result struct {
 type lostHow uint8
 
 const (
-	keptConn     lostHow = iota
-	noConn               // the opening handshake failed (refused, reset, …)
-	droppedConn          // the server dropped TCP without a closing handshake
+	keptConn    lostHow = iota
+	noConn              // the opening handshake failed (refused, reset, …)
+	droppedConn         // the server dropped TCP without a closing handshake
 )
 
 // Counts are the number of cases per verdict.
