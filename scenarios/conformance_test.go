@@ -2,20 +2,19 @@ package scenarios
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
-	"github.com/gorilla/websocket"
 	"go.uber.org/goleak"
 
 	"github.com/wsplan/wsplan/internal/autobahn"
 	"github.com/wsplan/wsplan/internal/result"
+	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
 )
 
@@ -30,42 +29,20 @@ const (
 
 // echoServer is an echo server on gorilla/websocket, conformant as in
 // gorilla's own Autobahn setup (UTF-8 of whole text messages checked, pings
-// answered by gorilla's default handler) unless b injects a bug.
-func echoServer(t *testing.T, b bug) *httptest.Server {
+// answered by gorilla's default handler) unless b injects a bug. It
+// refuses requests without the header X-Test: conformance.
+func echoServer(t *testing.T, b bug) *testserver.Server {
 	t.Helper()
-	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	opts := testserver.Options{CheckUTF8: b != acceptsUTF8, Check: func(r *http.Request) error {
 		if r.Header.Get("X-Test") != "conformance" {
-			http.Error(w, "missing X-Test header", http.StatusForbidden)
-			return
+			return errors.New("missing X-Test header")
 		}
-		c, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return // Upgrade already answered the request
-		}
-		defer c.Close()
-		if b == wrongPongBug {
-			c.SetPingHandler(func(string) error {
-				return c.WriteControl(websocket.PongMessage, []byte("wrong"), time.Now().Add(time.Second))
-			})
-		}
-		for {
-			mt, data, err := c.ReadMessage()
-			if err != nil {
-				return
-			}
-			if b != acceptsUTF8 && mt == websocket.TextMessage && !utf8.Valid(data) {
-				msg := websocket.FormatCloseMessage(websocket.CloseInvalidFramePayloadData, "")
-				_ = c.WriteControl(websocket.CloseMessage, msg, time.Now().Add(time.Second)) // closing anyway
-				return
-			}
-			if err := c.WriteMessage(mt, data); err != nil {
-				return
-			}
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+		return nil
+	}}
+	if b == wrongPongBug {
+		opts.Pong = func([]byte) []byte { return []byte("wrong") }
+	}
+	return testserver.Start(t, opts)
 }
 
 // The expected failing cases, from Autobahn's case definitions: the cases

@@ -1,19 +1,16 @@
 package scenarios_test
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"go.uber.org/goleak"
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/result"
+	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/report"
 	"github.com/wsplan/wsplan/scenarios"
@@ -28,36 +25,21 @@ type slowServer struct {
 	every int64
 	pause time.Duration
 
-	mu   sync.Mutex
-	msgs atomic.Int64
-	srv  *httptest.Server
+	mu  sync.Mutex
+	srv *testserver.Server
 }
 
 func (s *slowServer) start(t *testing.T) string {
 	t.Helper()
-	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
-	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
+	s.srv = testserver.Start(t, testserver.Options{Reply: func(id int64, _ int, _ []byte) testserver.Action {
+		s.mu.Lock()
+		if s.every > 0 && id%s.every == 0 {
+			time.Sleep(s.pause)
 		}
-		defer ws.Close()
-		for {
-			op, msg, err := ws.ReadMessage()
-			if err != nil {
-				return
-			}
-			s.mu.Lock()
-			if n := s.msgs.Add(1); s.every > 0 && n%s.every == 0 {
-				time.Sleep(s.pause)
-			}
-			s.mu.Unlock()
-			if err := ws.WriteMessage(op, msg); err != nil {
-				return
-			}
-		}
-	}))
-	return s.srv.Listener.Addr().String()
+		s.mu.Unlock()
+		return testserver.Echo
+	}})
+	return s.srv.Addr()
 }
 
 // search runs a search over 50 connections against srv with a real client

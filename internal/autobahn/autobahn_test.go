@@ -2,7 +2,9 @@ package autobahn
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -19,6 +21,8 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/lxzan/gws"
 	"go.uber.org/goleak"
+
+	"github.com/wsplan/wsplan/internal/testserver"
 )
 
 // echoServer is an echo server on gorilla/websocket. With correct set it
@@ -31,38 +35,15 @@ func echoServer(t *testing.T, correct bool) *httptest.Server {
 }
 
 // echoServerOpts is echoServer, with permessage-deflate when compress is
-// set (gorilla negotiates it without context takeover both ways).
+// set (gorilla negotiates it without context takeover both ways). Its
+// Close stops the listener; the test's cleanup ends the connections left.
 func echoServerOpts(t *testing.T, correct, compress bool) *httptest.Server {
 	t.Helper()
-	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }, EnableCompression: compress}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return // Upgrade already answered the request
-		}
-		defer c.Close()
-		if !correct {
-			c.SetPingHandler(func(p string) error {
-				return c.WriteControl(websocket.PongMessage, []byte("wrong"), time.Now().Add(time.Second))
-			})
-		}
-		for {
-			mt, data, err := c.ReadMessage()
-			if err != nil {
-				return
-			}
-			if correct && mt == websocket.TextMessage && !utf8.Valid(data) {
-				msg := websocket.FormatCloseMessage(websocket.CloseInvalidFramePayloadData, "")
-				_ = c.WriteControl(websocket.CloseMessage, msg, time.Now().Add(time.Second)) // closing anyway
-				return
-			}
-			if err := c.WriteMessage(mt, data); err != nil {
-				return
-			}
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+	opts := testserver.Options{CheckUTF8: correct, Compression: compress}
+	if !correct {
+		opts.Pong = func([]byte) []byte { return []byte("wrong") }
+	}
+	return testserver.Start(t, opts).Server
 }
 
 var big = flag.Bool("autobahn.big", false, "also run the big permessage-deflate cases (12.x.5-18, 13.x.5-18: minutes)")
@@ -393,24 +374,12 @@ func TestCaseTimeout(t *testing.T) {
 // server insists on, and shows a handshake refusal as the observed text.
 func TestTLSAndHeader(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	up := websocket.Upgrader{}
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := testserver.Start(t, testserver.Options{TLS: &tls.Config{}, Check: func(r *http.Request) error {
 		if r.Header.Get("Authorization") != "Bearer x" {
-			http.Error(w, "no", http.StatusForbidden)
-			return
+			return errors.New("no")
 		}
-		c, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		for {
-			mt, data, err := c.ReadMessage()
-			if err != nil || c.WriteMessage(mt, data) != nil {
-				return
-			}
-		}
-	}))
+		return nil
+	}})
 	defer srv.Close()
 	url := "wss" + strings.TrimPrefix(srv.URL, "https") + "/echo"
 	tlsConf := srv.Client().Transport.(*http.Transport).TLSClientConfig

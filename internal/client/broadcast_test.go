@@ -5,16 +5,13 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"golang.org/x/sys/unix"
+
+	"github.com/wsplan/wsplan/internal/testserver"
 )
 
 // roomServer is a gorilla broadcast server following the /broadcast
@@ -22,63 +19,19 @@ import (
 type roomServer struct {
 	dupEvery  int64 // every n-th delivery (over the server) is sent twice; 0 = none
 	dropEvery int64 // every n-th delivery is not sent; 0 = none
-	n         atomic.Int64
-	mu        sync.Mutex
-	rooms     map[string][]*roomMember
-	srv       *httptest.Server
-}
-
-type roomMember struct {
-	mu sync.Mutex
-	c  *websocket.Conn
 }
 
 func (s *roomServer) start(t testing.TB) string {
 	t.Helper()
-	s.rooms = map[string][]*roomMember{}
-	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
-	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		room := r.URL.Query().Get("room")
-		include := r.URL.Query().Get("include_sender") != "false"
-		ws, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
+	return testserver.Start(t, testserver.Options{Rooms: true, Copies: func(k int64) int {
+		switch {
+		case s.dropEvery > 0 && k%s.dropEvery == 0:
+			return 0
+		case s.dupEvery > 0 && k%s.dupEvery == 0:
+			return 2
 		}
-		defer ws.Close()
-		me := &roomMember{c: ws}
-		s.mu.Lock()
-		s.rooms[room] = append(s.rooms[room], me)
-		s.mu.Unlock()
-		for {
-			op, msg, err := ws.ReadMessage()
-			if err != nil {
-				return
-			}
-			s.mu.Lock()
-			to := append([]*roomMember(nil), s.rooms[room]...)
-			s.mu.Unlock()
-			for _, m := range to {
-				if m == me && !include {
-					continue
-				}
-				k := s.n.Add(1)
-				times := 1
-				if s.dupEvery > 0 && k%s.dupEvery == 0 {
-					times = 2
-				}
-				if s.dropEvery > 0 && k%s.dropEvery == 0 {
-					times = 0
-				}
-				m.mu.Lock()
-				for range times {
-					_ = m.c.WriteMessage(op, msg)
-				}
-				m.mu.Unlock()
-			}
-		}
-	}))
-	t.Cleanup(s.srv.Close)
-	return strings.TrimPrefix(s.srv.URL, "http://")
+		return 1
+	}}).Addr()
 }
 
 // runBroadcast runs the three steps and returns the run's result.

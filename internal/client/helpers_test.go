@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -17,11 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
+	"github.com/wsplan/wsplan/internal/testserver"
 )
 
 // echoServer is a gorilla/websocket echo server on 127.0.0.1 whose
-// behaviour tests can bend.
+// behaviour tests can bend (internal/testserver with these faults).
 type echoServer struct {
 	corruptAt  atomic.Int64  // 1-based message number (over all connections) whose echo gets one byte flipped; 0 = none
 	closeAfter int           // each connection sends a close frame (1000) after this many echoes; 0 = never
@@ -30,51 +29,34 @@ type echoServer struct {
 	delay      time.Duration // before each echo
 
 	msgs  atomic.Int64 // messages received
-	conns atomic.Int64 // connections upgraded
-	srv   *httptest.Server
+	conns atomic.Int64 // upgrade requests (the tests' handshakes all succeed)
+	srv   *testserver.Server
 }
 
 // start serves s until the test ends and returns its host:port.
 func (s *echoServer) start(t testing.TB) string {
 	t.Helper()
-	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
-	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer ws.Close()
-		s.conns.Add(1)
-		for n := 1; ; n++ {
-			op, msg, err := ws.ReadMessage()
-			if err != nil {
-				return
-			}
-			id := s.msgs.Add(1)
-			if s.silentFrom > 0 && id >= s.silentFrom {
-				continue
-			}
-			if s.delay > 0 {
-				time.Sleep(s.delay)
-			}
-			if id == s.corruptAt.Load() && len(msg) > 0 {
-				msg[len(msg)/2] ^= 0x20
-			}
-			if err := ws.WriteMessage(op, msg); err != nil {
-				return
-			}
-			if s.closeAfter > 0 && n >= s.closeAfter {
-				// Best effort: the test looks at what the client saw.
-				_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, "bye"), time.Now().Add(time.Second))
-				return
-			}
-			if s.dropAfter > 0 && n >= s.dropAfter {
-				return
-			}
-		}
-	}))
-	t.Cleanup(s.srv.Close)
-	return s.srv.Listener.Addr().String()
+	s.srv = testserver.Start(t, testserver.Options{Delay: s.delay, Reply: s.reply,
+		Check: func(*http.Request) error { s.conns.Add(1); return nil }})
+	return s.srv.Addr()
+}
+
+// reply applies the faults to message id, the n-th of its connection.
+func (s *echoServer) reply(id int64, n int, msg []byte) testserver.Action {
+	s.msgs.Add(1)
+	if s.silentFrom > 0 && id >= s.silentFrom {
+		return testserver.Ignore
+	}
+	if id == s.corruptAt.Load() && len(msg) > 0 {
+		msg[len(msg)/2] ^= 0x20
+	}
+	switch {
+	case s.closeAfter > 0 && n >= s.closeAfter:
+		return testserver.EchoClose
+	case s.dropAfter > 0 && n >= s.dropAfter:
+		return testserver.EchoDrop
+	}
+	return testserver.Echo
 }
 
 // rawServer accepts TCP connections on 127.0.0.1 (or addr), does the

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	gorilla "github.com/gorilla/websocket"
 	"github.com/lesismal/nbio/logging"
 	"github.com/lesismal/nbio/nbhttp"
 	nbws "github.com/lesismal/nbio/nbhttp/websocket"
@@ -23,6 +22,7 @@ import (
 	nhooyr "nhooyr.io/websocket"
 
 	"github.com/wsplan/wsplan/internal/pmdeflate"
+	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/wstls"
 )
 
@@ -54,26 +54,11 @@ func serveHTTP(t testing.TB, cfg *tls.Config, h http.HandlerFunc) string {
 // gorillaEcho is a gorilla echo handler; check (if set) sees every
 // upgrade request first.
 func gorillaEcho(compress bool, subprotocols []string, check func(r *http.Request)) http.HandlerFunc {
-	up := gorilla.Upgrader{EnableCompression: compress, Subprotocols: subprotocols, CheckOrigin: func(*http.Request) bool { return true }}
-	return func(w http.ResponseWriter, r *http.Request) {
-		if check != nil {
-			check(r)
-		}
-		c, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		for {
-			mt, msg, err := c.ReadMessage()
-			if err != nil {
-				return
-			}
-			if err := c.WriteMessage(mt, msg); err != nil {
-				return
-			}
-		}
+	opts := testserver.Options{Compression: compress, Subprotocols: subprotocols}
+	if check != nil {
+		opts.Check = func(r *http.Request) error { check(r); return nil }
 	}
+	return testserver.New(opts).ServeHTTP
 }
 
 type gwsEcho struct{ gws.BuiltinEventHandler }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"go.uber.org/goleak"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +21,7 @@ import (
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/shard"
+	"github.com/wsplan/wsplan/internal/testserver"
 )
 
 func TestMain(m *testing.M) {
@@ -234,25 +232,7 @@ func assertGone(t *testing.T, cs *fake.Clientset, s Spec) {
 
 func echoServer(t *testing.T) string {
 	t.Helper()
-	up := websocket.Upgrader{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer ws.Close()
-		for {
-			op, msg, err := ws.ReadMessage()
-			if err != nil {
-				return
-			}
-			if err := ws.WriteMessage(op, msg); err != nil {
-				return
-			}
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return strings.TrimPrefix(srv.URL, "http://")
+	return testserver.Start(t, testserver.Options{}).Addr()
 }
 
 // run deploys, runs connect + echo on the shards (until ctx ends for the

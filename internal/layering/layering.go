@@ -10,7 +10,10 @@
 //   - only cmd/ ends the process (os.Exit): exit codes are decided in one
 //     place;
 //   - internal/client imports nothing of this module (it is the hot path,
-//     kept free of plan, report and engine types).
+//     kept free of plan, report and engine types);
+//   - test-only packages (internal/testserver) are imported by _test.go
+//     files alone and import nothing of this module, so every package's
+//     tests can use them without an import cycle.
 //
 // Test files are not checked: tests may run processes and print.
 package layering
@@ -35,6 +38,7 @@ const (
 	RuleTerminal = "terminal I/O outside cmd/"
 	RuleExit     = "os.Exit outside cmd/"
 	RuleClient   = "internal/client imports the module"
+	RuleTestOnly = "test-only package outside tests or not a leaf"
 )
 
 // ClientLeaves are the module's packages internal/client may import: leaf
@@ -47,12 +51,20 @@ var ClientLeaves = map[string]bool{
 	"internal/payload":   true,
 }
 
+// TestOnly are the module's packages made for tests alone: only _test.go
+// files import them, and they import nothing of the module (leaves, like
+// ClientLeaves), so internal/client's tests may use them too.
+var TestOnly = map[string]bool{
+	"internal/testserver": true,
+}
+
 // Hints say how to fix a violation of each rule.
 var Hints = map[string]string{
 	RuleExec:     "start processes through internal/launch",
 	RuleTerminal: "return values and errors, or use an io.Reader/io.Writer the caller (cmd/) passes in",
 	RuleExit:     "return an error; cmd/ maps it to an exit code",
 	RuleClient:   "pass plain values in internal/client's own types; convert in the caller",
+	RuleTestOnly: "import test-only packages from _test.go files only, and keep them free of the module's packages",
 }
 
 // A Violation is one broken rule at one place.
@@ -91,8 +103,12 @@ func CheckFile(fset *token.FileSet, f *ast.File, mod, pkg string) []Violation {
 		if ip == "os/exec" && rel != "internal/launch" {
 			add(imp.Pos(), RuleExec, "imports os/exec")
 		}
-		if (rel == "internal/client" || strings.HasPrefix(rel, "internal/client/")) && (ip == mod || strings.HasPrefix(ip, mod+"/")) && !ClientLeaves[strings.TrimPrefix(ip, mod+"/")] {
+		inMod := ip == mod || strings.HasPrefix(ip, mod+"/")
+		if (rel == "internal/client" || strings.HasPrefix(rel, "internal/client/")) && inMod && !ClientLeaves[strings.TrimPrefix(ip, mod+"/")] {
 			add(imp.Pos(), RuleClient, "imports "+ip)
+		}
+		if inMod && (TestOnly[rel] || TestOnly[strings.TrimPrefix(ip, mod+"/")]) {
+			add(imp.Pos(), RuleTestOnly, "imports "+ip)
 		}
 	}
 	if isCmd {

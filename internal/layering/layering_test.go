@@ -75,6 +75,9 @@ func TestCheckFile(t *testing.T) {
 		{"client imports a leaf", "internal/client", `import "example.com/m/internal/wstls"; var _ = wstls.X`, nil},
 		{"client imports std", "internal/client", `import "net"; var _ = net.Dial`, nil},
 		{"others import module", "internal/engine", `import "example.com/m/internal/client"; var _ = client.X`, nil},
+		{"test-only package outside tests", "internal/engine", `import "example.com/m/internal/testserver"; var _ = testserver.X`, []string{RuleTestOnly + ": imports example.com/m/internal/testserver"}},
+		{"test-only package imports module", "internal/testserver", `import "example.com/m/internal/units"; var _ = units.X`, []string{RuleTestOnly + ": imports example.com/m/internal/units"}},
+		{"test-only package imports others", "internal/testserver", `import "github.com/gorilla/websocket"; var _ = websocket.X`, nil},
 	}
 	for _, c := range cases {
 		fset := token.NewFileSet()

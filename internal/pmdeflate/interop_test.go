@@ -20,7 +20,6 @@ import (
 	"testing"
 	"time"
 
-	gorilla "github.com/gorilla/websocket"
 	"github.com/lesismal/nbio/logging"
 	"github.com/lesismal/nbio/nbhttp"
 	nbws "github.com/lesismal/nbio/nbhttp/websocket"
@@ -28,6 +27,7 @@ import (
 	nhooyr "nhooyr.io/websocket"
 
 	"github.com/wsplan/wsplan/internal/payload"
+	"github.com/wsplan/wsplan/internal/testserver"
 )
 
 // An echoServer is a real library's WebSocket echo server on loopback;
@@ -64,23 +64,7 @@ func httpEcho(t *testing.T, h http.HandlerFunc) string {
 }
 
 func startGorilla(t *testing.T, compress, _ bool) string {
-	up := gorilla.Upgrader{EnableCompression: compress}
-	return httpEcho(t, func(w http.ResponseWriter, r *http.Request) {
-		c, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		for {
-			mt, msg, err := c.ReadMessage()
-			if err != nil {
-				return
-			}
-			if err := c.WriteMessage(mt, msg); err != nil {
-				return
-			}
-		}
-	})
+	return testserver.Start(t, testserver.Options{Compression: compress}).Addr()
 }
 
 type gwsEcho struct{ gws.BuiltinEventHandler }

@@ -1,17 +1,12 @@
 package shard
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"os"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/scenarios"
 )
@@ -20,41 +15,7 @@ import (
 // convention: a message goes to every connection of its room.
 func newRoomServer(t *testing.T) string {
 	t.Helper()
-	var mu sync.Mutex
-	rooms := map[string][]*websocket.Conn{}
-	wmu := map[*websocket.Conn]*sync.Mutex{}
-	up := websocket.Upgrader{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		room := r.URL.Query().Get("room")
-		ws, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer ws.Close()
-		mu.Lock()
-		rooms[room] = append(rooms[room], ws)
-		wmu[ws] = &sync.Mutex{}
-		mu.Unlock()
-		for {
-			op, msg, err := ws.ReadMessage()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			to := append([]*websocket.Conn(nil), rooms[room]...)
-			mu.Unlock()
-			for _, c := range to {
-				mu.Lock()
-				m := wmu[c]
-				mu.Unlock()
-				m.Lock()
-				_ = c.WriteMessage(op, msg)
-				m.Unlock()
-			}
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return strings.TrimPrefix(srv.URL, "http://")
+	return testserver.Start(t, testserver.Options{Rooms: true}).Addr()
 }
 
 // TestGroupBroadcast: the broadcast kind over two shards; rooms span both

@@ -1,15 +1,12 @@
 package shard
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/scenarios"
 )
 
@@ -18,25 +15,7 @@ import (
 // counts add up exactly to the phase's (messages sent, echoes received)
 // and whose worst second's maximum is the phase's maximum latency.
 func TestGroupEchoTimeline(t *testing.T) {
-	up := websocket.Upgrader{}
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer ws.Close()
-		for {
-			op, msg, err := ws.ReadMessage()
-			if err != nil {
-				return
-			}
-			time.Sleep(4 * time.Millisecond) // about 250 echoes/s per connection
-			if err := ws.WriteMessage(op, msg); err != nil {
-				return
-			}
-		}
-	}))
-	t.Cleanup(slow.Close)
+	slow := testserver.Start(t, testserver.Options{Delay: 4 * time.Millisecond}) // about 250 echoes/s per connection
 	g := startGroup(t, &dropServer{Server: slow}, 2, false)
 	env := &scenarios.Env{Driver: g, Progress: &client.Progress{}}
 	connect(t, env, 4)

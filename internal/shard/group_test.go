@@ -6,19 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/scenarios"
 )
@@ -91,54 +85,18 @@ func fakeShard() {
 }
 
 // dropServer is a WebSocket echo server that can drop connections.
-type dropServer struct {
-	*httptest.Server
-	mu    sync.Mutex
-	conns []net.Conn
-	live  atomic.Int64 // connections upgraded and not yet closed
-}
+type dropServer struct{ *testserver.Server }
 
 // open is the number of the server's live connections.
-func (s *dropServer) open() int64 { return s.live.Load() }
+func (s *dropServer) open() int64 { return s.Live() }
 
 func newDropServer(t *testing.T) *dropServer {
 	t.Helper()
-	s := &dropServer{}
-	up := websocket.Upgrader{}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer ws.Close()
-		s.live.Add(1)
-		defer s.live.Add(-1)
-		s.mu.Lock()
-		s.conns = append(s.conns, ws.NetConn())
-		s.mu.Unlock()
-		for {
-			op, msg, err := ws.ReadMessage()
-			if err != nil {
-				return
-			}
-			if err := ws.WriteMessage(op, msg); err != nil {
-				return
-			}
-		}
-	}))
-	t.Cleanup(s.Close)
-	return s
+	return &dropServer{testserver.Start(t, testserver.Options{})}
 }
 
 // drop closes n of the server's connections.
-func (s *dropServer) drop(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, c := range s.conns[:n] {
-		c.Close()
-	}
-	s.conns = s.conns[n:]
-}
+func (s *dropServer) drop(n int) { s.Drop(n) }
 
 // startGroup starts n test shards against srv; with failing, the last one
 // is a fakeShard.

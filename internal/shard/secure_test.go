@@ -3,20 +3,16 @@ package shard
 import (
 	"bytes"
 	"context"
-	"io"
-	"log"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/pmdeflate"
+	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/wstls"
 )
 
@@ -33,29 +29,12 @@ func TestGroupTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	var bad atomic.Int64
-	up := websocket.Upgrader{EnableCompression: true}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := testserver.Start(t, testserver.Options{TLS: cfg, Compression: true, Check: func(r *http.Request) error {
 		if r.Header.Get("Authorization") != secret {
 			bad.Add(1)
 		}
-		c, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		for {
-			mt, msg, err := c.ReadMessage()
-			if err != nil {
-				return
-			}
-			if c.WriteMessage(mt, msg) != nil {
-				return
-			}
-		}
-	}))
-	srv.TLS = cfg
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
-	srv.StartTLS()
+		return nil
+	}})
 	defer srv.Close()
 	exe, err := os.Executable()
 	if err != nil {

@@ -5,15 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/testserver"
 )
 
 // TestRateWireIsExact: two shards' rate results, sent over the wire and
@@ -100,23 +97,7 @@ func runReq(t *testing.T, p client.Params) Request {
 // TestServeRateAndHold runs the shard side in this process over pipes: a
 // connect, a rate and a hold with pings, as the orchestrator sends them.
 func TestServeRateAndHold(t *testing.T) {
-	up := websocket.Upgrader{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer ws.Close()
-		for {
-			op, msg, err := ws.ReadMessage()
-			if err != nil {
-				return
-			}
-			if err := ws.WriteMessage(op, msg); err != nil {
-				return
-			}
-		}
-	}))
+	srv := testserver.Start(t, testserver.Options{})
 	defer srv.Close()
 
 	inR, inW := io.Pipe()
