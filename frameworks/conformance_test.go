@@ -181,113 +181,12 @@ func testServer(t *testing.T, name string, opts map[string]string) {
 		}
 	}()
 
-	rnd := rand.New(rand.NewPCG(1, 2))
-	kib := randBytes(rnd, 1<<10)
-	mib := randBytes(rnd, 1<<20)
-	allBytes := make([]byte, 256)
-	for i := range allBytes {
-		allBytes[i] = byte(i)
-	}
-
 	t.Run("autobahn", func(t *testing.T) { testAutobahn(t, addrs[0], lim) })
-
-	t.Run("sequence", func(t *testing.T) {
-		// Large then small messages on one connection: a reused read buffer
-		// must not leak bytes of the previous message into the next.
-		c := dialT(t, addrs[1])
-		defer c.conn.Close()
-		for i, m := range [][]byte{mib, []byte("abc"), {}, kib, allBytes[:7], mib[:70000]} {
-			op := ws.OpBinary
-			if i%2 == 1 {
-				op = ws.OpText
-				m = bytes.ToUpper(bytes.Repeat([]byte("x"), len(m)))
-			}
-			if lim.cannot(op, m) != "" {
-				op = lim.op(op)
-				if len(m) == 0 {
-					continue // the library limit is logged by echo_empty_*
-				}
-			}
-			c.mustSend(t, op, m)
-			c.mustEcho(t, op, m)
-		}
-		c.closeHandshake(t)
-	})
-
-	t.Run("fragmented_binary", func(t *testing.T) {
-		// Autobahn's fragmentation cases (5.x) send text; this one binary.
-		op := lim.op(ws.OpBinary)
-		c := dialT(t, addrs[0])
-		defer c.conn.Close()
-		parts := [][]byte{[]byte("frag"), []byte("mented "), []byte("in four "), []byte("frames")}
-		c.mustWrite(t, ws.NewFrame(op, false, parts[0]))
-		for i, part := range parts[1:] {
-			c.mustWrite(t, ws.NewFrame(ws.OpContinuation, i == len(parts)-2, part))
-		}
-		c.mustEcho(t, op, bytes.Join(parts, nil))
-		c.closeHandshake(t)
-	})
-
-	t.Run("concurrent_connections_on_two_ports", func(t *testing.T) {
-		const perAddr, messages = 4, 20
-		var wg sync.WaitGroup
-		errc := make(chan error, perAddr*len(addrs))
-		for ai, addr := range addrs {
-			for ci := range perAddr {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					errc <- echoSession(addr, fmt.Sprintf("addr%d-conn%d", ai, ci), messages, lim)
-				}()
-			}
-		}
-		wg.Wait()
-		close(errc)
-		for err := range errc {
-			if err != nil {
-				t.Error(err)
-			}
-		}
-	})
-
-	t.Run("wrong_path_refused", func(t *testing.T) {
-		conn, _, _, err := dial(addrs[0], "/not-the-ws-path")
-		if err == nil {
-			conn.Close()
-			t.Fatalf("upgrade on /not-the-ws-path succeeded, want it refused (only %s is served)", testPath)
-		}
-	})
-
-	t.Run("server_close", func(t *testing.T) {
-		c := dialT(t, addrs[0])
-		defer c.conn.Close()
-		c.mustSend(t, ws.OpBinary, []byte("open"))
-		c.mustEcho(t, ws.OpBinary, []byte("open"))
-
-		done := make(chan error, 1)
-		go func() { done <- srv.Close() }()
-		select {
-		case err := <-done:
-			closed = true
-			if err != nil {
-				t.Errorf("Close: %v", err)
-			}
-		case <-time.After(ioTimeout):
-			closed = true // do not call a hung Close again
-			t.Fatalf("Close did not return within %v with one open connection", ioTimeout)
-		}
-		// The open connection must end: the server may send a close frame
-		// (1001 going away) first, then EOF, or end TCP at once.
-		if err := c.drainUntilEOF(); err != nil {
-			t.Errorf("open connection after Close: %v", err)
-		}
-		for _, addr := range addrs {
-			if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-				conn.Close()
-				t.Errorf("dial %s after Close succeeded, want the listener closed", addr)
-			}
-		}
-	})
+	t.Run("sequence", func(t *testing.T) { testSequence(t, addrs[1], lim) })
+	t.Run("fragmented_binary", func(t *testing.T) { testFragmented(t, addrs[0], lim) })
+	t.Run("concurrent_connections_on_two_ports", func(t *testing.T) { testTwoPorts(t, addrs, lim) })
+	t.Run("wrong_path_refused", func(t *testing.T) { testWrongPath(t, addrs[0]) })
+	t.Run("server_close", func(t *testing.T) { testServerClose(t, srv, addrs, &closed) })
 
 	if !closed {
 		if err := srv.Close(); err != nil {
@@ -297,6 +196,119 @@ func testServer(t *testing.T, name string, opts map[string]string) {
 	}
 	if err := goleak.Find(leakOpts...); err != nil {
 		t.Errorf("goroutines left after Close (if the library keeps them by design, list them with lingeringGoroutines in %s.go): %v", a.Name, err)
+	}
+}
+
+// testSequence sends large then small messages on one connection: a
+// reused read buffer must not leak bytes of the previous message into the
+// next.
+func testSequence(t *testing.T, addr string, lim limiter) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	kib := randBytes(rnd, 1<<10)
+	mib := randBytes(rnd, 1<<20)
+	allBytes := make([]byte, 256)
+	for i := range allBytes {
+		allBytes[i] = byte(i)
+	}
+	c := dialT(t, addr)
+	defer c.conn.Close()
+	for i, m := range [][]byte{mib, []byte("abc"), {}, kib, allBytes[:7], mib[:70000]} {
+		op := ws.OpBinary
+		if i%2 == 1 {
+			op = ws.OpText
+			m = bytes.ToUpper(bytes.Repeat([]byte("x"), len(m)))
+		}
+		if lim.cannot(op, m) != "" {
+			op = lim.op(op)
+			if len(m) == 0 {
+				continue // the library limit is logged by echo_empty_*
+			}
+		}
+		c.mustSend(t, op, m)
+		c.mustEcho(t, op, m)
+	}
+	c.closeHandshake(t)
+}
+
+// testFragmented sends a binary message as a first frame plus three
+// continuation frames (Autobahn's fragmentation cases, 5.x, send text).
+func testFragmented(t *testing.T, addr string, lim limiter) {
+	op := lim.op(ws.OpBinary)
+	c := dialT(t, addr)
+	defer c.conn.Close()
+	parts := [][]byte{[]byte("frag"), []byte("mented "), []byte("in four "), []byte("frames")}
+	c.mustWrite(t, ws.NewFrame(op, false, parts[0]))
+	for i, part := range parts[1:] {
+		c.mustWrite(t, ws.NewFrame(ws.OpContinuation, i == len(parts)-2, part))
+	}
+	c.mustEcho(t, op, bytes.Join(parts, nil))
+	c.closeHandshake(t)
+}
+
+// testTwoPorts runs echo sessions on both listen addresses at once.
+func testTwoPorts(t *testing.T, addrs []string, lim limiter) {
+	const perAddr, messages = 4, 20
+	var wg sync.WaitGroup
+	errc := make(chan error, perAddr*len(addrs))
+	for ai, addr := range addrs {
+		for ci := range perAddr {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errc <- echoSession(addr, fmt.Sprintf("addr%d-conn%d", ai, ci), messages, lim)
+			}()
+		}
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// testWrongPath: an upgrade on another path than testPath is refused.
+func testWrongPath(t *testing.T, addr string) {
+	conn, _, _, err := dial(addr, "/not-the-ws-path")
+	if err == nil {
+		conn.Close()
+		t.Fatalf("upgrade on /not-the-ws-path succeeded, want it refused (only %s is served)", testPath)
+	}
+}
+
+// testServerClose closes srv with one connection open: Close returns nil
+// in time, the connection ends and the listeners are closed. It sets
+// *closed once Close was called (it must not be called again, also when
+// it hangs and the test stops here).
+func testServerClose(t *testing.T, srv Server, addrs []string, closed *bool) {
+	c := dialT(t, addrs[0])
+	defer c.conn.Close()
+	c.mustSend(t, ws.OpBinary, []byte("open"))
+	c.mustEcho(t, ws.OpBinary, []byte("open"))
+
+	done := make(chan error, 1)
+	go func() { done <- srv.Close() }()
+	select {
+	case err := <-done:
+		*closed = true
+		if err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	case <-time.After(ioTimeout):
+		*closed = true // do not call a hung Close again
+		t.Fatalf("Close did not return within %v with one open connection", ioTimeout)
+	}
+	// The open connection must end: the server may send a close frame
+	// (1001 going away) first, then EOF, or end TCP at once.
+	if err := c.drainUntilEOF(); err != nil {
+		t.Errorf("open connection after Close: %v", err)
+	}
+	for _, addr := range addrs {
+		if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			conn.Close()
+			t.Errorf("dial %s after Close succeeded, want the listener closed", addr)
+		}
 	}
 }
 
