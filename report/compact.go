@@ -42,7 +42,7 @@ func TablesFit(w io.Writer, run, baseline *result.Run, format string, width int,
 }
 
 // Compact writes one narrow table per phase for a terminal: server (and
-// matrix vars), the phase's throughput (tps, or recv_rate), p50 and p99,
+// matrix vars), the phase's throughput (its kind's headline), p50 and p99,
 // server and client CPU-seconds per million messages, and the verdict, then
 // the failed rows' reasons. With repeats the figures are medians ± spread.
 func Compact(w io.Writer, run *result.Run, format string) error {
@@ -60,7 +60,7 @@ func Compact(w io.Writer, run *result.Run, format string) error {
 				rs = append(rs, &run.Results[i])
 			}
 		}
-		rate, _ := rateMetric(rs[0].Kind)
+		rate, _ := headline(rs[0].Kind, rs)
 		cols := []column{{"Server", func(r row) string {
 			s := r.res.Server
 			if len(r.res.Vars) > 0 {
@@ -68,7 +68,7 @@ func Compact(w io.Writer, run *result.Run, format string) error {
 			}
 			return s
 		}}}
-		if hasMetric(rs, rate) {
+		if rate != "" && hasMetric(rs, rate) {
 			cols = append(cols, metricCol("TPS", rate, true, fmtTPS))
 		}
 		for _, m := range []struct{ header, name string }{{"p50", metrics.P50}, {"p99", metrics.P99}} {

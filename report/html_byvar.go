@@ -5,11 +5,14 @@ import (
 )
 
 // byVar is, for a run with a matrix, one chart per matrix var: the phase's
-// throughput (rateMetric) against the var's values, a line per server (per
+// throughput (headline) against the var's values, a line per server (per
 // server and combination of the other vars, per run when there are
 // several), from the medians. Nil without a matrix.
 func (p *phaseCharts) byVar() []chart {
-	name, unit := rateMetric(p.kind)
+	name, unit := p.headline()
+	if name == "" {
+		return nil
+	}
 	var out []chart
 	for _, v := range matrixVars(p.runs) {
 		c := chart{ID: p.id("by-" + v.Name), Type: chartByVar, Title: "Throughput (" + name + ") by " + v.Name,

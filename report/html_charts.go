@@ -63,13 +63,32 @@ type chartSection struct {
 	Charts []chart `json:"charts"`
 }
 
-// rateMetric is the figure a kind's throughput bar shows: its declared
-// Throughput, or "tps" per second when it declares none.
-func rateMetric(kind string) (name, unit string) {
-	if k, ok := scenarios.Lookup(kind); ok && k.Throughput.Metric != "" {
+// headline is the figure a phase's throughput shows: the Throughput its
+// kind declares, else (a kind this build does not know) the one its
+// results recorded; "" = none.
+func headline(kind string, rs []*result.Result) (name, unit string) {
+	if k, ok := scenarios.Lookup(kind); ok {
 		return k.Throughput.Metric, k.Throughput.Unit
 	}
-	return "tps", "per second"
+	for _, r := range rs {
+		if r.Throughput != "" {
+			return r.Throughput, "per second"
+		}
+	}
+	return "", ""
+}
+
+// headline is the phase's headline figure over every run.
+func (p *phaseCharts) headline() (name, unit string) {
+	var rs []*result.Result
+	for _, run := range p.runs {
+		for i := range run.Results {
+			if run.Results[i].Phase == p.phase {
+				rs = append(rs, &run.Results[i])
+			}
+		}
+	}
+	return headline(p.kind, rs)
 }
 
 // spectrumPoints are the percentiles the latency spectrum shows from a
@@ -110,7 +129,7 @@ func histogramPoints(s string) (pts [][2]float64, ok bool) {
 var percentilePoints = []struct {
 	name string
 	p    float64
-}{{"p50", 50}, {"p75", 75}, {"p90", 90}, {"p95", 95}, {"p99", 99}, {"p999", 99.9}}
+}{{metrics.P50, 50}, {metrics.P75, 75}, {metrics.P90, 90}, {metrics.P95, 95}, {metrics.P99, 99}, {metrics.P999, 99.9}}
 
 // chartModel computes every chart, phase by phase in order of first
 // appearance over the runs; servers in order of first appearance too.
@@ -147,7 +166,7 @@ func chartModel(runs []*result.Run, labels []string) []chartSection {
 		}
 		sec.Charts = append(sec.Charts, p.timelines()...)
 		sec.Charts = append(sec.Charts, p.steps()...)
-		sec.Charts = append(sec.Charts, p.fanout()...)
+		sec.Charts = append(sec.Charts, p.kindCharts()...)
 		sec.Charts = append(p.byVar(), sec.Charts...)
 		out = append(out, sec)
 	}
@@ -239,10 +258,14 @@ func (p *phaseCharts) bars(what, title, unit, note string, f func(r *result.Resu
 	return c
 }
 
-// throughput is the phase's rate per server (rateMetric).
+// throughput is the phase's headline rate per server; nil for a kind
+// that declares none.
 func (p *phaseCharts) throughput() *chart {
-	name, unit := rateMetric(p.kind)
-	return p.bars("tps", "Throughput: "+name, unit, "", metricOf(name))
+	name, unit := p.headline()
+	if name == "" {
+		return nil
+	}
+	return p.bars("throughput", "Throughput: "+name, unit, "", metricOf(name))
 }
 
 // cpu is the CPU-seconds per million messages, server next to client.
@@ -251,7 +274,7 @@ func (p *phaseCharts) cpu() *chart {
 		Categories: p.servers, Note: "the client must spend less than the server, or the row measures the client"}
 	drawn := false
 	for i, run := range p.runs {
-		for _, side := range []struct{ name, metric string }{{"server", "server_cpu_per_1m"}, {"client", "client_cpu_per_1m"}} {
+		for _, side := range []struct{ name, metric string }{{"server", metrics.ServerCPUPer1M}, {"client", metrics.ClientCPUPer1M}} {
 			name := side.name
 			if p.multi {
 				name += " · " + p.labels[i]
@@ -277,7 +300,7 @@ func (p *phaseCharts) cpu() *chart {
 // memory is the server memory per connection.
 func (p *phaseCharts) memory() *chart {
 	note := "server RSS (highest sample) / connections open: the process's base memory included"
-	if d, ok := metricDef(p.kind, "mem_per_conn"); ok {
+	if d, ok := metricDef(p.kind, metrics.MemPerConn); ok {
 		note = d.Doc // the kind measures it itself
 	}
 	return p.bars("mem", "Memory per connection", "KiB", note, memPerConn)
@@ -399,20 +422,18 @@ func metricOf(name string) func(r *result.Result) (float64, bool) {
 // memPerConn is the server memory per connection in KiB: the kind's own
 // mem_per_conn when it has one, else mem_max over the connections open.
 func memPerConn(r *result.Result) (float64, bool) {
-	if _, ok := r.Metrics["mem_per_conn"]; ok {
-		return float64(r.Metrics.Int("mem_per_conn")) / 1024, true
+	if _, ok := r.Metrics[metrics.MemPerConn]; ok {
+		return float64(r.Metrics.Int(metrics.MemPerConn)) / 1024, true
 	}
-	if _, ok := r.Metrics[metricMemMax]; !ok {
+	if _, ok := r.Metrics[metrics.MemMax]; !ok {
 		return 0, false
 	}
-	conns := r.Metrics.Int("conns")
+	conns := r.Metrics.Int(metrics.Conns)
 	if conns <= 0 {
 		return 0, false
 	}
-	return float64(r.Metrics.Int(metricMemMax)) / float64(conns) / 1024, true
+	return float64(r.Metrics.Int(metrics.MemMax)) / float64(conns) / 1024, true
 }
-
-const metricMemMax = "mem_max"
 
 // metricDef returns a kind's declaration of a metric.
 func metricDef(kind, name string) (metrics.Def, bool) {

@@ -211,7 +211,7 @@ func TestRichCharts(t *testing.T) {
 		id, series string
 		want       []float64
 	}{
-		{"c2-fanout-rate", "this run", []float64{99000, 61000}},
+		{"c2-throughput", "this run", []float64{99000, 61000}}, // broadcast's headline: delivery_rate
 		{"c2-fanout-lat", "fan-out p50", []float64{4, 6}},
 		{"c2-fanout-lat", "fan-out p99", []float64{12, 30}},
 		{"c2-fanout-lat", "delivery p99", []float64{5, 5}},

@@ -120,11 +120,12 @@ func TestParseMarkdownTables(t *testing.T) {
 
 // unknownKindRun is a run of a kind this build does not know (a file from a
 // newer wsplan, as read back from JSON: durations are float nanoseconds): it
-// gets a generic table and the charts its metrics allow.
+// gets a generic table and the charts its metrics allow, its throughput
+// chart from the headline its results recorded.
 func unknownKindRun() *result.Run {
 	return &result.Run{Schema: result.Schema, Plan: result.PlanInfo{Name: "future"}, Results: []result.Result{
-		{Server: "gws", Phase: "fanout", Kind: "broadcast", OK: true, Metrics: metrics.Values{"tps": 1234.5, "p50": 2e6, "p99": 9e6, "fanout": 100.0}},
-		{Server: "gorilla", Phase: "fanout", Kind: "broadcast", OK: true, Metrics: metrics.Values{"tps": 999.0, "p50": 3e6, "p99": 12e6, "fanout": 100.0}},
+		{Server: "gws", Phase: "fanout", Kind: "future", OK: true, Throughput: "tps", Metrics: metrics.Values{"tps": 1234.5, "p50": 2e6, "p99": 9e6, "fanout": 100.0}},
+		{Server: "gorilla", Phase: "fanout", Kind: "future", OK: true, Throughput: "tps", Metrics: metrics.Values{"tps": 999.0, "p50": 3e6, "p99": 12e6, "fanout": 100.0}},
 	}}
 }
 
@@ -141,19 +142,19 @@ func TestChartModel(t *testing.T) {
 		want []want
 	}{
 		{"one run", []*result.Run{testRun()}, []want{
-			{"connect", map[string]int{"tps": 1, "mem": 1, "lat": 2}},
-			{"echo", map[string]int{"tps": 1, "cpu": 2, "mem": 1, "lat": 1}},
+			{"connect", map[string]int{"throughput": 1, "mem": 1, "lat": 2}},
+			{"echo", map[string]int{"throughput": 1, "cpu": 2, "mem": 1, "lat": 1}},
 			{"custom", map[string]int{"lat": 1}},
-			{"rate", map[string]int{"tps": 1, "cpu": 2, "mem": 1, "lat": 2, "tl-sent": 1, "tl-recv": 1, "tl-late": 1, "tl-p99": 1}},
+			{"rate", map[string]int{"throughput": 1, "cpu": 2, "mem": 1, "lat": 2, "tl-sent": 1, "tl-recv": 1, "tl-late": 1, "tl-p99": 1}},
 		}},
 		{"two runs", []*result.Run{baselineRun(), testRun()}, []want{
-			{"connect", map[string]int{"tps": 2, "mem": 2, "lat": 3}},
-			{"echo", map[string]int{"tps": 2, "cpu": 4, "mem": 2, "lat": 2}},
-			{"rate", map[string]int{"tps": 2, "cpu": 4, "mem": 2, "lat": 3, "tl-sent": 2, "tl-recv": 2, "tl-late": 2, "tl-p99": 2}},
+			{"connect", map[string]int{"throughput": 2, "mem": 2, "lat": 3}},
+			{"echo", map[string]int{"throughput": 2, "cpu": 4, "mem": 2, "lat": 2}},
+			{"rate", map[string]int{"throughput": 2, "cpu": 4, "mem": 2, "lat": 3, "tl-sent": 2, "tl-recv": 2, "tl-late": 2, "tl-p99": 2}},
 			{"custom", map[string]int{"lat": 1}},
 		}},
 		{"unknown kind", []*result.Run{unknownKindRun()}, []want{
-			{"fanout", map[string]int{"tps": 1, "lat": 2}},
+			{"fanout", map[string]int{"throughput": 1, "lat": 2}},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

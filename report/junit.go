@@ -47,7 +47,7 @@ func JUnit(w io.Writer, run *result.Run) error {
 	for i := range run.Results {
 		r := &run.Results[i]
 		s := suite(r.Server)
-		secs := r.Metrics.Dur("used").Seconds()
+		secs := r.Metrics.Dur(metrics.Used).Seconds()
 		c := junitCase{Classname: "wsplan." + r.Server, Name: r.Phase + combo(r.Vars), Time: fmt.Sprintf("%.3f", secs)}
 		var out []string
 		if m := metricsLine(r); m != "" {

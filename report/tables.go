@@ -140,23 +140,23 @@ var (
 	frameworkCol = column{"Framework", func(r row) string { return r.res.Server }}
 
 	latencyCols = []column{
-		metricCol("Min", "min", true, fmtDur),
-		metricCol("Avg", "avg", true, fmtDur),
-		metricCol("Max", "max", true, fmtDur),
-		metricCol("TP50", "p50", true, fmtDur),
-		metricCol("TP75", "p75", true, fmtDur),
-		metricCol("TP90", "p90", true, fmtDur),
-		metricCol("TP95", "p95", true, fmtDur),
-		metricCol("TP99", "p99", true, fmtDur),
+		metricCol("Min", metrics.Min, true, fmtDur),
+		metricCol("Avg", metrics.Avg, true, fmtDur),
+		metricCol("Max", metrics.Max, true, fmtDur),
+		metricCol("TP50", metrics.P50, true, fmtDur),
+		metricCol("TP75", metrics.P75, true, fmtDur),
+		metricCol("TP90", metrics.P90, true, fmtDur),
+		metricCol("TP95", metrics.P95, true, fmtDur),
+		metricCol("TP99", metrics.P99, true, fmtDur),
 	}
 
 	resourceCols = []column{
-		metricCol("CPU Min", "cpu_min", true, fmtPct),
-		metricCol("CPU Avg", "cpu_avg", true, fmtPct),
-		metricCol("CPU Max", "cpu_max", true, fmtPct),
-		metricCol("MEM Min", "mem_min", true, fmtMem),
-		metricCol("MEM Avg", "mem_avg", true, fmtMem),
-		metricCol("MEM Max", "mem_max", true, fmtMem),
+		metricCol("CPU Min", metrics.CPUMin, true, fmtPct),
+		metricCol("CPU Avg", metrics.CPUAvg, true, fmtPct),
+		metricCol("CPU Max", metrics.CPUMax, true, fmtPct),
+		metricCol("MEM Min", metrics.MemMin, true, fmtMem),
+		metricCol("MEM Avg", metrics.MemAvg, true, fmtMem),
+		metricCol("MEM Max", metrics.MemMax, true, fmtMem),
 		{"Client CPU", clientCPU},
 		{"Verdict", verdict},
 	}
@@ -363,7 +363,7 @@ func phaseTable(ew *errWriter, run, baseline *result.Run, format, phase string) 
 			}
 			notes = append(notes, fmt.Sprintf("- %s%s: failed: %s", varsPrefix(res), res.Server, why))
 		}
-		bound = bound || res.Metrics.Bool("client_bound")
+		bound = bound || res.Metrics.Bool(metrics.ClientBound)
 	}
 
 	ew.printf("%s\n\n", Title(kind, phase))
@@ -455,17 +455,17 @@ func failedAsserts(run *result.Run, r *result.Result) int {
 // saturated.
 func clientCPU(r row) string {
 	v := r.res.Metrics
-	bound := v.Bool("client_bound")
-	if _, ok := v["client_cpu_avg"]; !ok {
+	bound := v.Bool(metrics.ClientBound)
+	if _, ok := v[metrics.ClientCPUAvg]; !ok {
 		if bound {
 			return "(bound)"
 		}
 		return "-"
 	}
-	s := fmt.Sprintf("%.1f%%", v.Float("client_cpu_avg")) + spread(r.res, "client_cpu_avg")
+	s := fmt.Sprintf("%.1f%%", v.Float(metrics.ClientCPUAvg)) + spread(r.res, metrics.ClientCPUAvg)
 	if r.base != nil {
-		if _, ok := r.base["client_cpu_avg"]; ok {
-			s += change(r.res, r.baseRes, "client_cpu_avg")
+		if _, ok := r.base[metrics.ClientCPUAvg]; ok {
+			s += change(r.res, r.baseRes, metrics.ClientCPUAvg)
 		}
 	}
 	if bound {
@@ -487,7 +487,7 @@ func verdict(r row) string {
 	case r.asserts > 0:
 		parts = append(parts, "FAIL ("+plural(r.asserts, "assert")+")")
 	}
-	if r.res.Metrics.Bool("client_bound") {
+	if r.res.Metrics.Bool(metrics.ClientBound) {
 		parts = append(parts, "client-bound")
 	}
 	if len(parts) == 0 {

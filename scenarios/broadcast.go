@@ -13,6 +13,30 @@ import (
 	"github.com/wsplan/wsplan/internal/units"
 )
 
+// The broadcast phase's key and the metrics only it reports.
+const (
+	broadcastKind         = "broadcast"
+	broadcastRooms        = "rooms"
+	broadcastRoomSize     = "room_size"
+	broadcastPublishers   = "publishers"
+	broadcastPublished    = "published"
+	broadcastPublishLag   = "publish_lag_max"
+	broadcastDeliveries   = "deliveries"
+	broadcastDelivered    = "delivered"
+	broadcastDuplicated   = "duplicated"
+	broadcastOutOfOrder   = "out_of_order"
+	broadcastDeliveryRate = "delivery_rate"
+	broadcastFanoutP50    = "fanout_p50"
+	broadcastFanoutP99    = "fanout_p99"
+	broadcastFanoutMax    = "fanout_max"
+	broadcastIncomplete   = "incomplete"
+	broadcastSlow         = "slow"
+	broadcastSlowLost     = "slow_lost"
+	broadcastSlowDropped  = "slow_dropped"
+	broadcastSlowP50      = "slow_p50"
+	broadcastSlowP99      = "slow_p99"
+)
+
 // Broadcast is fan-out: the phase opens Rooms × RoomSize connections of
 // its own, each to the server's path with "?room=N" (the convention in
 // README "The broadcast phase"), and Publishers members of every room
@@ -31,10 +55,8 @@ type Broadcast struct {
 	Payload     *units.Size    `yaml:"payload" default:"256" min:"24" max:"64MiB" hint:"the marker: number, scheduled time, room and publisher" doc:"bytes per message, the 24-byte marker included"`
 	Drain       units.Duration `yaml:"drain" default:"2s" min:"0s" doc:"wait after duration for deliveries still due"`
 	LateAfter   units.Duration `yaml:"late_after" default:"1ms" min:"0s" doc:"a message published later than this after its schedule is late"`
-	// Slack is the publishers' timer slack, as the rate phase's: the loop
-	// wakes at most once per slack and publishes every message due by then
-	// together (each one's latency still counts from its own schedule;
-	// send_late_* say how late they left).
+	// Slack is the publishers': each message's latency still counts from
+	// its own schedule; send_late_* say how late messages left.
 	Slack         *units.Duration `yaml:"slack" default:"200us" min:"0s" doc:"timer slack: sends due within it share one wake-up (at most this late); 0 = a wake-up per message"`
 	Reads         string          `yaml:"reads" default:"batched" doc:"when the client reads what arrives: batched (it sleeps through arrivals until its next send window, latency ends at the kernel's receive timestamp) or prompt (it wakes for each arrival); slow subscribers always read promptly"`
 	IncludeSender *bool           `yaml:"include_sender" default:"true" doc:"the server sends a message to its publisher too; false adds include_sender=false to the URL"`
@@ -57,62 +79,74 @@ type BroadcastSlow struct {
 
 func init() {
 	Register(Kind{
-		Name:  "broadcast",
-		Paced: true,
-		Doc:   "fan-out: rooms of subscribers, publishers at rate msgs/s on a timetable; latency of every delivery from the scheduled publish",
-		New:   func() Phase { return &Broadcast{} },
-		Title: "[BenchBroadcast] Report",
+		Name:       broadcastKind,
+		Paced:      true,
+		Throughput: Throughput{Metric: broadcastDeliveryRate, Unit: "deliveries/s", Messages: true, Count: broadcastDelivered},
+		Doc:        "fan-out: rooms of subscribers, publishers at rate msgs/s on a timetable; latency of every delivery from the scheduled publish",
+		New:        func() Phase { return &Broadcast{} },
+		Title:      "[BenchBroadcast] Report",
+		Charts:     broadcastCharts,
 		Columns: []Column{
 			{Metric: ColFramework},
-			{Header: "Conns", Metric: "conns", Format: FormatInt},
-			{Header: "Rooms", Metric: "rooms", Format: FormatInt},
-			{Header: "Published", Metric: "published", Format: FormatInt},
-			{Header: "Deliveries", Metric: "deliveries", Format: FormatInt},
-			{Header: "Delivered", Metric: "delivered", Delta: true, Format: FormatInt},
-			{Header: "Lost", Metric: "lost", Delta: true, Format: FormatInt},
-			{Header: "Deliv/s", Metric: "delivery_rate", Delta: true, Format: FormatRate},
-			{Header: "TP50", Metric: "p50", Delta: true},
-			{Header: "TP99", Metric: "p99", Delta: true},
-			{Header: "Fanout P99", Metric: "fanout_p99", Delta: true},
-			{Header: "Slow P99", Metric: "slow_p99"},
-			{Header: "Srv CPU-s/1M", Metric: "server_cpu_per_1m", Delta: true, Format: FormatFloat2},
-			{Header: "Cli CPU-s/1M", Metric: "client_cpu_per_1m", Format: FormatFloat2},
+			{Header: "Conns", Metric: metrics.Conns, Format: FormatInt},
+			{Header: "Rooms", Metric: broadcastRooms, Format: FormatInt},
+			{Header: "Published", Metric: broadcastPublished, Format: FormatInt},
+			{Header: "Deliveries", Metric: broadcastDeliveries, Format: FormatInt},
+			{Header: "Delivered", Metric: broadcastDelivered, Delta: true, Format: FormatInt},
+			{Header: "Lost", Metric: metrics.Lost, Delta: true, Format: FormatInt},
+			{Header: "Deliv/s", Metric: broadcastDeliveryRate, Delta: true, Format: FormatRate},
+			{Header: "TP50", Metric: metrics.P50, Delta: true},
+			{Header: "TP99", Metric: metrics.P99, Delta: true},
+			{Header: "Fanout P99", Metric: broadcastFanoutP99, Delta: true},
+			{Header: "Slow P99", Metric: broadcastSlowP99},
+			{Header: "Srv CPU-s/1M", Metric: metrics.ServerCPUPer1M, Delta: true, Format: FormatFloat2},
+			{Header: "Cli CPU-s/1M", Metric: metrics.ClientCPUPer1M, Format: FormatFloat2},
 			{Metric: ColServer},
 			{Metric: ColClientCPU},
 			{Metric: ColVerdict},
 		},
-		Efficiency: &Efficiency{Rate: "delivery_rate", EER: "eer", Count: "delivered"},
+		Efficiency: &Efficiency{Rate: broadcastDeliveryRate, EER: metrics.EER, Count: broadcastDelivered},
 		Metrics: metrics.Join([]metrics.Def{
-			{Name: "conns", Kind: metrics.Count, Doc: "connections the phase opened (rooms × room_size)"},
-			{Name: "rooms", Kind: metrics.Count, Doc: "rooms"},
-			{Name: "room_size", Kind: metrics.Count, Doc: "connections per room"},
-			{Name: "publishers", Kind: metrics.Count, Doc: "publishers per room"},
-			{Name: "published", Kind: metrics.Count, Doc: "messages published"},
-			{Name: "late", Kind: metrics.Count, Doc: "messages published more than late_after after their schedule, or never (unsent)"},
-			{Name: "publish_lag_max", Kind: metrics.Duration, Doc: "the most a message was published after its schedule: how far the client itself fell behind (its deliveries carry it); the same figure as send_late_max"},
-			{Name: "deliveries", Kind: metrics.Count, Doc: "deliveries expected: each message published × its room's receivers"},
-			{Name: "delivered", Kind: metrics.Count, Doc: "distinct messages received intact, over every subscriber"},
-			{Name: "lost", Kind: metrics.Count, Doc: "deliveries − delivered: never received by the end of the drain"},
-			{Name: "duplicated", Kind: metrics.Count, Doc: "a message received again by the same subscriber"},
-			{Name: "out_of_order", Kind: metrics.Count, Doc: "a message received after a later one of the same publisher, per subscriber"},
-			{Name: "failed", Kind: metrics.Count, Doc: "deliveries received corrupt (marker, length, opcode or payload)"},
-			{Name: "delivery_rate", Kind: metrics.Float, Doc: "delivered / (duration + drain)"},
-			{Name: "eer", Kind: metrics.Float, Doc: "delivery_rate / server cpu_avg: deliveries per second per percent of a core"},
-			{Name: "duration", Kind: metrics.Duration, Doc: "publishing time"},
-			{Name: "drain", Kind: metrics.Duration, Doc: "time after duration spent waiting for deliveries"},
+			{Name: metrics.Conns, Kind: metrics.Count, Doc: "connections the phase opened (rooms × room_size)"},
+			{Name: broadcastRooms, Kind: metrics.Count, Doc: "rooms"},
+			{Name: broadcastRoomSize, Kind: metrics.Count, Doc: "connections per room"},
+			{Name: broadcastPublishers, Kind: metrics.Count, Doc: "publishers per room"},
+			{Name: broadcastPublished, Kind: metrics.Count, Doc: "messages published"},
+			{Name: metrics.Late, Kind: metrics.Count, Doc: "messages published more than late_after after their schedule, or never (unsent)"},
+			{Name: broadcastPublishLag, Kind: metrics.Duration, Doc: "the most a message was published after its schedule: how far the client itself fell behind (its deliveries carry it); the same figure as send_late_max"},
+			{Name: broadcastDeliveries, Kind: metrics.Count, Doc: "deliveries expected: each message published × its room's receivers"},
+			{Name: broadcastDelivered, Kind: metrics.Count, Doc: "distinct messages received intact, over every subscriber"},
+			{Name: metrics.Lost, Kind: metrics.Count, Doc: "deliveries − delivered: never received by the end of the drain"},
+			{Name: broadcastDuplicated, Kind: metrics.Count, Doc: "a message received again by the same subscriber"},
+			{Name: broadcastOutOfOrder, Kind: metrics.Count, Doc: "a message received after a later one of the same publisher, per subscriber"},
+			{Name: metrics.Failed, Kind: metrics.Count, Doc: "deliveries received corrupt (marker, length, opcode or payload)"},
+			{Name: broadcastDeliveryRate, Kind: metrics.Float, Doc: "delivered / (duration + drain)"},
+			{Name: metrics.EER, Kind: metrics.Float, Doc: "delivery_rate / server cpu_avg: deliveries per second per percent of a core"},
+			{Name: metrics.DurationName, Kind: metrics.Duration, Doc: "publishing time"},
+			{Name: metrics.Drain, Kind: metrics.Duration, Doc: "time after duration spent waiting for deliveries"},
 		}, pacedDefs("wakeups / (published + delivered): client wake-ups per message published or delivered"), metrics.Latency, []metrics.Def{
-			{Name: "fanout_p50", Kind: metrics.Duration, Doc: "latency of the last delivery of a message to the room (slow subscribers excepted), median"},
-			{Name: "fanout_p99", Kind: metrics.Duration, Doc: "latency of the last delivery of a message to the room (slow subscribers excepted): time until the whole room has it"},
-			{Name: "fanout_max", Kind: metrics.Duration, Doc: "fanout, the slowest message"},
-			{Name: "incomplete", Kind: metrics.Count, Doc: "tracked messages that reached only part of their room (not in the fanout figures)"},
-			{Name: "slow", Kind: metrics.Count, Doc: "slow subscribers"},
-			{Name: "slow_lost", Kind: metrics.Count, Doc: "deliveries slow subscribers were due and never received"},
-			{Name: "slow_dropped", Kind: metrics.Count, Doc: "slow subscribers whose connection was lost (closed by the server) during the phase"},
-			{Name: "dropped", Kind: metrics.Count, Doc: "subscribers whose connection was lost during the phase, slow ones included"},
-			{Name: "slow_p50", Kind: metrics.Duration, Doc: "delivery latency to slow subscribers, median"},
-			{Name: "slow_p99", Kind: metrics.Duration, Doc: "delivery latency to slow subscribers, 99th percentile"},
+			{Name: broadcastFanoutP50, Kind: metrics.Duration, Doc: "latency of the last delivery of a message to the room (slow subscribers excepted), median"},
+			{Name: broadcastFanoutP99, Kind: metrics.Duration, Doc: "latency of the last delivery of a message to the room (slow subscribers excepted): time until the whole room has it"},
+			{Name: broadcastFanoutMax, Kind: metrics.Duration, Doc: "fanout, the slowest message"},
+			{Name: broadcastIncomplete, Kind: metrics.Count, Doc: "tracked messages that reached only part of their room (not in the fanout figures)"},
+			{Name: broadcastSlow, Kind: metrics.Count, Doc: "slow subscribers"},
+			{Name: broadcastSlowLost, Kind: metrics.Count, Doc: "deliveries slow subscribers were due and never received"},
+			{Name: broadcastSlowDropped, Kind: metrics.Count, Doc: "slow subscribers whose connection was lost (closed by the server) during the phase"},
+			{Name: metrics.Dropped, Kind: metrics.Count, Doc: "subscribers whose connection was lost during the phase, slow ones included"},
+			{Name: broadcastSlowP50, Kind: metrics.Duration, Doc: "delivery latency to slow subscribers, median"},
+			{Name: broadcastSlowP99, Kind: metrics.Duration, Doc: "delivery latency to slow subscribers, 99th percentile"},
 		}, cpuPer1MDefs("deliveries", "deliveries")),
 	})
+}
+
+// broadcastCharts is the fan-out chart: the fan-out latency (time until a
+// whole room has a message) next to the p99 of single deliveries (the
+// deliveries per second are the headline's chart).
+var broadcastCharts = []Chart{
+	{ID: "fanout-lat", Title: "Fan-out latency: the whole room vs one delivery", Unit: "ms",
+		Note:   "fan-out: from the scheduled publish until the last (not slow) subscriber of the room has the message",
+		Series: []ChartSeries{{"fan-out p50", broadcastFanoutP50}, {"fan-out p99", broadcastFanoutP99}, {"delivery p99", metrics.P99}},
+		Needs:  broadcastFanoutP99},
 }
 
 // Defaults implements ContextDefaults: rooms from connections, and the
@@ -125,7 +159,7 @@ func (p *Broadcast) Defaults(Context) {
 		p.Connections = p.Rooms * p.RoomSize
 	}
 	if p.Concurrency == 0 {
-		p.Concurrency = min(DefaultConnectConcurrency, max(p.Connections, 1))
+		p.Concurrency = openConcurrency(p.Connections)
 	}
 }
 
@@ -136,13 +170,8 @@ func (p *Broadcast) Opens() (conns, concurrency int) { return p.Rooms * p.RoomSi
 // Message implements Messenger: broadcast messages are binary.
 func (p *Broadcast) Message() (int, bool) { return p.Bytes(), false }
 
-// Bytes returns the payload size (the default before Defaults ran).
-func (p *Broadcast) Bytes() int {
-	if p.Payload == nil {
-		return 256
-	}
-	return int(*p.Payload)
-}
+// Bytes returns the payload size (its tag default before Defaults ran).
+func (p *Broadcast) Bytes() int { return sizeOr(p, "payload", p.Payload) }
 
 // Validate implements Phase.
 func (p *Broadcast) Validate(Context) []FieldError {
@@ -248,40 +277,40 @@ func BroadcastMetrics(r client.BroadcastResult, q *client.BroadcastParams) metri
 	all, slow := q.Receivers()
 	fan, incomplete := r.Fanout.Last(int32(all - slow))
 	v := metrics.Values{
-		"conns":           int64(q.Rooms * q.RoomSize),
-		"rooms":           int64(q.Rooms),
-		"room_size":       int64(q.RoomSize),
-		"publishers":      int64(q.Publishers),
-		"published":       r.Published,
-		"late":            r.Late + r.Unsent,
-		"publish_lag_max": sendLateMax(r),
-		"deliveries":      r.Deliveries,
-		"delivered":       r.Delivered,
-		"lost":            r.Lost(),
-		"duplicated":      r.Duplicated,
-		"out_of_order":    r.OutOfOrder,
-		"failed":          r.Failed,
-		"delivery_rate":   rate(r.Delivered, r.Used+r.Drain),
-		"duration":        r.Used,
-		"drain":           r.Drain,
-		"incomplete":      incomplete,
-		"slow":            r.Slow,
-		"slow_lost":       r.SlowDeliveries - r.SlowDelivered,
-		"slow_dropped":    r.SlowDropped,
-		"dropped":         r.Dropped,
+		metrics.Conns:         int64(q.Rooms * q.RoomSize),
+		broadcastRooms:        int64(q.Rooms),
+		broadcastRoomSize:     int64(q.RoomSize),
+		broadcastPublishers:   int64(q.Publishers),
+		broadcastPublished:    r.Published,
+		metrics.Late:          r.Late + r.Unsent,
+		broadcastPublishLag:   sendLateMax(r),
+		broadcastDeliveries:   r.Deliveries,
+		broadcastDelivered:    r.Delivered,
+		metrics.Lost:          r.Lost(),
+		broadcastDuplicated:   r.Duplicated,
+		broadcastOutOfOrder:   r.OutOfOrder,
+		metrics.Failed:        r.Failed,
+		broadcastDeliveryRate: rate(r.Delivered, r.Used+r.Drain),
+		metrics.DurationName:  r.Used,
+		metrics.Drain:         r.Drain,
+		broadcastIncomplete:   incomplete,
+		broadcastSlow:         r.Slow,
+		broadcastSlowLost:     r.SlowDeliveries - r.SlowDelivered,
+		broadcastSlowDropped:  r.SlowDropped,
+		metrics.Dropped:       r.Dropped,
 	}
 	pacedValues(v, r.Slack, r.SendLate, r.Wakeups, r.Published+r.Delivered)
 	latencyValues(v, r.Latency)
-	v["fanout_p50"], v["fanout_p99"], v["fanout_max"] = time.Duration(0), time.Duration(0), time.Duration(0)
+	v[broadcastFanoutP50], v[broadcastFanoutP99], v[broadcastFanoutMax] = time.Duration(0), time.Duration(0), time.Duration(0)
 	if h := fan.Histogram; h.TotalCount() > 0 {
-		v["fanout_p50"] = time.Duration(h.ValueAtQuantile(50))
-		v["fanout_p99"] = time.Duration(h.ValueAtQuantile(99))
-		v["fanout_max"] = time.Duration(h.Max())
+		v[broadcastFanoutP50] = time.Duration(h.ValueAtQuantile(50))
+		v[broadcastFanoutP99] = time.Duration(h.ValueAtQuantile(99))
+		v[broadcastFanoutMax] = time.Duration(h.Max())
 	}
-	v["slow_p50"], v["slow_p99"] = time.Duration(0), time.Duration(0)
+	v[broadcastSlowP50], v[broadcastSlowP99] = time.Duration(0), time.Duration(0)
 	if h := r.SlowLatency.Histogram; h != nil && h.TotalCount() > 0 {
-		v["slow_p50"] = time.Duration(h.ValueAtQuantile(50))
-		v["slow_p99"] = time.Duration(h.ValueAtQuantile(99))
+		v[broadcastSlowP50] = time.Duration(h.ValueAtQuantile(50))
+		v[broadcastSlowP99] = time.Duration(h.ValueAtQuantile(99))
 	}
 	return v
 }

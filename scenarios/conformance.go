@@ -12,6 +12,18 @@ import (
 	"github.com/wsplan/wsplan/internal/units"
 )
 
+// The conformance phase's key and the metrics only it reports.
+const (
+	conformanceKind          = "conformance"
+	conformanceCases         = "cases"
+	conformanceOK            = "ok"
+	conformanceNonStrict     = "non_strict"
+	conformanceInformational = "informational"
+	conformanceUnimplemented = "unimplemented"
+	conformanceFailing       = "failing"
+	conformanceNotRun        = "not_run"
+)
+
 // Conformance checks the server against RFC 6455 with the Go-native
 // Autobahn|Testsuite fuzzingclient cases of internal/autobahn, each case on
 // its own connection, and reports Autobahn's verdicts. It runs in the
@@ -41,36 +53,36 @@ type ConformanceDetail = autobahn.Report
 
 func init() {
 	Register(Kind{
-		Name: "conformance",
+		Name: conformanceKind,
 		Doc:  "RFC 6455 check with Autobahn|Testsuite's fuzzingclient cases, one connection per case; verdicts OK, NON-STRICT, INFORMATIONAL, UNIMPLEMENTED, FAILED",
 		New:  func() Phase { return &Conformance{} },
 		Metrics: []metrics.Def{
-			{Name: "cases", Kind: metrics.Count, Doc: "cases run"},
-			{Name: "ok", Kind: metrics.Count, Doc: "cases with verdict OK"},
-			{Name: "non_strict", Kind: metrics.Count, Doc: "cases with verdict NON-STRICT: conformant, but a SHOULD broken (e.g. close 1002 where 1007 was expected)"},
-			{Name: "informational", Kind: metrics.Count, Doc: "cases with verdict INFORMATIONAL: the RFC leaves the behavior open"},
-			{Name: "unimplemented", Kind: metrics.Count, Doc: "cases with verdict UNIMPLEMENTED: permessage-deflate cases on a server that did not negotiate it"},
-			{Name: "failed", Kind: metrics.Count, Doc: "cases with verdict FAILED: a MUST of RFC 6455 broken"},
-			{Name: "failing", Kind: metrics.Count, Doc: "cases that do not pass under behavior: failed, plus non_strict when strict"},
-			{Name: "not_run", Kind: metrics.Count, Doc: "cases selected but not run: the server's process exited (then the row fails with its exit, and no case after it counts FAILED)"},
-			{Name: "used", Kind: metrics.Duration, Doc: "wall time of the phase"},
+			{Name: conformanceCases, Kind: metrics.Count, Doc: "cases run"},
+			{Name: conformanceOK, Kind: metrics.Count, Doc: "cases with verdict OK"},
+			{Name: conformanceNonStrict, Kind: metrics.Count, Doc: "cases with verdict NON-STRICT: conformant, but a SHOULD broken (e.g. close 1002 where 1007 was expected)"},
+			{Name: conformanceInformational, Kind: metrics.Count, Doc: "cases with verdict INFORMATIONAL: the RFC leaves the behavior open"},
+			{Name: conformanceUnimplemented, Kind: metrics.Count, Doc: "cases with verdict UNIMPLEMENTED: permessage-deflate cases on a server that did not negotiate it"},
+			{Name: metrics.Failed, Kind: metrics.Count, Doc: "cases with verdict FAILED: a MUST of RFC 6455 broken"},
+			{Name: conformanceFailing, Kind: metrics.Count, Doc: "cases that do not pass under behavior: failed, plus non_strict when strict"},
+			{Name: conformanceNotRun, Kind: metrics.Count, Doc: "cases selected but not run: the server's process exited (then the row fails with its exit, and no case after it counts FAILED)"},
+			{Name: metrics.Used, Kind: metrics.Duration, Doc: "wall time of the phase"},
 		},
 		Title: "[Conformance] Report",
 		Columns: []Column{
 			{Metric: ColFramework},
-			{Header: "Cases", Metric: "cases"},
-			{Header: "OK", Metric: "ok"},
-			{Header: "Non-strict", Metric: "non_strict"},
-			{Header: "Informational", Metric: "informational"},
-			{Header: "Unimplemented", Metric: "unimplemented"},
-			{Header: "Failed", Metric: "failed"},
-			{Header: "Failing", Metric: "failing"},
-			{Header: "Not run", Metric: "not_run"},
-			{Header: "Time", Metric: "used", Format: FormatDuration},
+			{Header: "Cases", Metric: conformanceCases},
+			{Header: "OK", Metric: conformanceOK},
+			{Header: "Non-strict", Metric: conformanceNonStrict},
+			{Header: "Informational", Metric: conformanceInformational},
+			{Header: "Unimplemented", Metric: conformanceUnimplemented},
+			{Header: "Failed", Metric: metrics.Failed},
+			{Header: "Failing", Metric: conformanceFailing},
+			{Header: "Not run", Metric: conformanceNotRun},
+			{Header: "Time", Metric: metrics.Used, Format: FormatDuration},
 			{Metric: ColVerdict},
 		},
 		Summary: func(v metrics.Values) string {
-			return fmt.Sprintf("%d cases: %d OK, %d non-strict, %d failed; %d failing", v.Int("cases"), v.Int("ok"), v.Int("non_strict"), v.Int("failed"), v.Int("failing"))
+			return fmt.Sprintf("%d cases: %d OK, %d non-strict, %d failed; %d failing", v.Int(conformanceCases), v.Int(conformanceOK), v.Int(conformanceNonStrict), v.Int(metrics.Failed), v.Int(conformanceFailing))
 		},
 		Tables: conformanceTables,
 	})
@@ -152,15 +164,15 @@ func (p *Conformance) Run(ctx context.Context, env *Env) (Outcome, error) {
 	}
 	out := Outcome{
 		Metrics: metrics.Values{
-			"cases":         int64(rep.Cases),
-			"ok":            int64(rep.OK),
-			"non_strict":    int64(rep.NonStrict),
-			"informational": int64(rep.Informational),
-			"unimplemented": int64(rep.Unimplemented),
-			"failed":        int64(rep.Failed),
-			"failing":       int64(rep.Failing),
-			"not_run":       int64(rep.NotRun),
-			"used":          rep.Duration,
+			conformanceCases:         int64(rep.Cases),
+			conformanceOK:            int64(rep.OK),
+			conformanceNonStrict:     int64(rep.NonStrict),
+			conformanceInformational: int64(rep.Informational),
+			conformanceUnimplemented: int64(rep.Unimplemented),
+			metrics.Failed:           int64(rep.Failed),
+			conformanceFailing:       int64(rep.Failing),
+			conformanceNotRun:        int64(rep.NotRun),
+			metrics.Used:             rep.Duration,
 		},
 		Detail: detail,
 	}

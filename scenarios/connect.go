@@ -10,61 +10,70 @@ import (
 	"github.com/wsplan/wsplan/internal/units"
 )
 
-// Connect defaults not expressible as a tag.
+// The connect phase's key and the metrics only it reports.
 const (
-	DefaultConnectConcurrency = 1000
+	connectKind         = "connect"
+	connectRetried      = "retried"
+	connectTCPP50       = "tcp_p50"
+	connectTCPP99       = "tcp_p99"
+	connectTLSP50       = "tls_p50"
+	connectTLSP99       = "tls_p99"
+	connectUpgradeP50   = "upgrade_p50"
+	connectUpgradeP99   = "upgrade_p99"
+	connectTLSPerSecond = "tls_handshakes_per_s"
+	connectTLSResumed   = "tls_resumed"
 )
 
 // Connect opens connections to the server and measures handshake latency
 // (TCP connect start to the 101 response).
 type Connect struct {
-	Connections int            `yaml:"connections" required:"true" min:"1" doc:"connections to open"`                            // to open; required, > 0
-	Concurrency int            `yaml:"concurrency" min:"1" doc:"handshakes in progress at once; default min(1000, connections)"` // handshakes in progress at once; default min(1000, connections)
-	Timeout     units.Duration `yaml:"timeout" default:"5s" min:"1ns" doc:"time allowed for one attempt"`                        // per attempt; default 5s
-	Retries     int            `yaml:"retries" default:"3" doc:"extra attempts per connection; negative = none"`                 // extra attempts per connection; default 3 (set -1 for none)
+	Connections int            `yaml:"connections" required:"true" min:"1" doc:"connections to open"`
+	Concurrency int            `yaml:"concurrency" min:"1" doc:"handshakes in progress at once; default min(1000, connections)"`
+	Timeout     units.Duration `yaml:"timeout" default:"5s" min:"1ns" doc:"time allowed for one attempt"`
+	Retries     int            `yaml:"retries" default:"3" doc:"extra attempts per connection; negative = none"`
 }
 
 func init() {
 	Register(Kind{
-		Name:       "connect",
-		Throughput: Throughput{Metric: "tps", Unit: "connections/s"},
+		Name:       connectKind,
+		Throughput: Throughput{Metric: metrics.TPS, Unit: "connections/s", Count: metrics.Success, Bench: "conns/s"},
 		Doc:        "open N connections at concurrency C; handshake latency and connection rate",
 		New:        func() Phase { return &Connect{} },
 		Title:      "[Connections] Report",
 		Columns: []Column{
 			{Metric: ColFramework},
-			{Header: "TPS", Metric: "tps", Delta: true, Format: FormatRate},
+			{Header: "TPS", Metric: metrics.TPS, Delta: true, Format: FormatRate},
 			{Metric: ColLatency},
-			{Header: "Used", Metric: "used", Delta: true},
-			{Header: "Total", Metric: "total", Format: FormatInt},
-			{Header: "Success", Metric: "success", Format: FormatInt},
-			{Header: "Failed", Metric: "failed", Format: FormatInt},
-			{Header: "Concurrency", Metric: "concurrency", Format: FormatInt},
-			{Header: "TLS/s", Metric: "tls_handshakes_per_s", Delta: true, Format: FormatRate, Optional: true},
-			{Header: "TLS P99", Metric: "tls_p99", Delta: true, Optional: true},
-			{Header: "Resumed", Metric: "tls_resumed", Format: FormatInt, Optional: true},
+			{Header: "Used", Metric: metrics.Used, Delta: true},
+			{Header: "Total", Metric: metrics.Total, Format: FormatInt},
+			{Header: "Success", Metric: metrics.Success, Format: FormatInt},
+			{Header: "Failed", Metric: metrics.Failed, Format: FormatInt},
+			{Header: "Concurrency", Metric: metrics.Concurrency, Format: FormatInt},
+			{Header: "TLS/s", Metric: connectTLSPerSecond, Delta: true, Format: FormatRate, Optional: true},
+			{Header: "TLS P99", Metric: connectTLSP99, Delta: true, Optional: true},
+			{Header: "Resumed", Metric: connectTLSResumed, Format: FormatInt, Optional: true},
 			{Metric: ColServer},
 			{Metric: ColClientCPU},
 			{Metric: ColVerdict},
 		},
 		Metrics: metrics.Join([]metrics.Def{
-			{Name: "tps", Kind: metrics.Float, Doc: "connections opened per second"},
+			{Name: metrics.TPS, Kind: metrics.Float, Doc: "connections opened per second"},
 		}, metrics.Latency, []metrics.Def{
-			{Name: "used", Kind: metrics.Duration, Doc: "wall time of the phase"},
-			{Name: "total", Kind: metrics.Count, Doc: "connections asked for"},
-			{Name: "success", Kind: metrics.Count, Doc: "connections open at the end"},
-			{Name: "failed", Kind: metrics.Count, Doc: "connections that failed after all retries"},
-			{Name: "retried", Kind: metrics.Count, Doc: "attempts that failed and were retried"},
-			{Name: "concurrency", Kind: metrics.Count, Doc: "handshakes in progress at once"},
-			{Name: "conns", Kind: metrics.Count, Doc: "connections open after the phase"},
-			{Name: "tcp_p50", Kind: metrics.Duration, Doc: "TCP connect, median (successful connections)"},
-			{Name: "tcp_p99", Kind: metrics.Duration, Doc: "TCP connect, 99th percentile"},
-			{Name: "tls_p50", Kind: metrics.Duration, Doc: "TLS handshake, median; absent without TLS"},
-			{Name: "tls_p99", Kind: metrics.Duration, Doc: "TLS handshake, 99th percentile; absent without TLS"},
-			{Name: "upgrade_p50", Kind: metrics.Duration, Doc: "upgrade request to 101 response, median"},
-			{Name: "upgrade_p99", Kind: metrics.Duration, Doc: "upgrade request to 101 response, 99th percentile"},
-			{Name: "tls_handshakes_per_s", Kind: metrics.Float, Doc: "TLS handshakes completed per second of the phase; absent without TLS"},
-			{Name: "tls_resumed", Kind: metrics.Count, Doc: "TLS handshakes that resumed a session; absent without TLS"},
+			{Name: metrics.Used, Kind: metrics.Duration, Doc: "wall time of the phase"},
+			{Name: metrics.Total, Kind: metrics.Count, Doc: "connections asked for"},
+			{Name: metrics.Success, Kind: metrics.Count, Doc: "connections open at the end"},
+			{Name: metrics.Failed, Kind: metrics.Count, Doc: "connections that failed after all retries"},
+			{Name: connectRetried, Kind: metrics.Count, Doc: "attempts that failed and were retried"},
+			{Name: metrics.Concurrency, Kind: metrics.Count, Doc: "handshakes in progress at once"},
+			{Name: metrics.Conns, Kind: metrics.Count, Doc: "connections open after the phase"},
+			{Name: connectTCPP50, Kind: metrics.Duration, Doc: "TCP connect, median (successful connections)"},
+			{Name: connectTCPP99, Kind: metrics.Duration, Doc: "TCP connect, 99th percentile"},
+			{Name: connectTLSP50, Kind: metrics.Duration, Doc: "TLS handshake, median; absent without TLS"},
+			{Name: connectTLSP99, Kind: metrics.Duration, Doc: "TLS handshake, 99th percentile; absent without TLS"},
+			{Name: connectUpgradeP50, Kind: metrics.Duration, Doc: "upgrade request to 101 response, median"},
+			{Name: connectUpgradeP99, Kind: metrics.Duration, Doc: "upgrade request to 101 response, 99th percentile"},
+			{Name: connectTLSPerSecond, Kind: metrics.Float, Doc: "TLS handshakes completed per second of the phase; absent without TLS"},
+			{Name: connectTLSResumed, Kind: metrics.Count, Doc: "TLS handshakes that resumed a session; absent without TLS"},
 		}),
 	})
 }
@@ -72,7 +81,7 @@ func init() {
 // Defaults implements ContextDefaults: concurrency follows connections.
 func (p *Connect) Defaults(Context) {
 	if p.Concurrency == 0 {
-		p.Concurrency = min(DefaultConnectConcurrency, max(p.Connections, 1))
+		p.Concurrency = openConcurrency(p.Connections)
 	}
 }
 
@@ -100,22 +109,22 @@ func (p *Connect) Run(ctx context.Context, env *Env) (Outcome, error) {
 		return Outcome{}, err // nothing was measured
 	}
 	v := metrics.Values{
-		"used":        r.Used,
-		"total":       r.Total,
-		"success":     r.Success,
-		"failed":      r.Failed,
-		"retried":     r.Retried,
-		"concurrency": int64(p.Concurrency),
-		"conns":       int64(env.Driver.Conns()),
-		"tps":         rate(r.Success, r.Used),
+		metrics.Used:        r.Used,
+		metrics.Total:       r.Total,
+		metrics.Success:     r.Success,
+		metrics.Failed:      r.Failed,
+		connectRetried:      r.Retried,
+		metrics.Concurrency: int64(p.Concurrency),
+		metrics.Conns:       int64(env.Driver.Conns()),
+		metrics.TPS:         rate(r.Success, r.Used),
 	}
 	latencyValues(v, r.Latency)
-	splitValues(v, "tcp", r.TCP)
-	splitValues(v, "upgrade", r.Upgrade)
+	splitValues(v, connectTCPP50, connectTCPP99, r.TCP)
+	splitValues(v, connectUpgradeP50, connectUpgradeP99, r.Upgrade)
 	if n := histCount(r.TLS); n > 0 {
-		splitValues(v, "tls", r.TLS)
-		v["tls_handshakes_per_s"] = rate(n, r.Used)
-		v["tls_resumed"] = r.TLSResumed
+		splitValues(v, connectTLSP50, connectTLSP99, r.TLS)
+		v[connectTLSPerSecond] = rate(n, r.Used)
+		v[connectTLSResumed] = r.TLSResumed
 	}
 	out := Outcome{Metrics: v, Info: negotiatedInfo(r), Histogram: HistString(r.Latency)}
 	if r.Failed > 0 {
@@ -129,21 +138,15 @@ func (p *Connect) Run(ctx context.Context, env *Env) (Outcome, error) {
 	return out, err
 }
 
-// splitValues records a part of the handshake: <name>_p50 and _p99.
-func splitValues(v metrics.Values, name string, h client.Hist) {
+// splitValues records a part of the handshake: its median as p50 and its
+// 99th percentile as p99.
+func splitValues(v metrics.Values, p50, p99 string, h client.Hist) {
 	if histCount(h) == 0 {
-		v[name+"_p50"], v[name+"_p99"] = time.Duration(0), time.Duration(0)
+		v[p50], v[p99] = time.Duration(0), time.Duration(0)
 		return
 	}
-	v[name+"_p50"] = time.Duration(h.ValueAtQuantile(50))
-	v[name+"_p99"] = time.Duration(h.ValueAtQuantile(99))
-}
-
-func histCount(h client.Hist) int64 {
-	if h.Histogram == nil {
-		return 0
-	}
-	return h.TotalCount()
+	v[p50] = time.Duration(h.ValueAtQuantile(50))
+	v[p99] = time.Duration(h.ValueAtQuantile(99))
 }
 
 // negotiatedInfo is what the servers agreed to, for the result's info.
@@ -158,11 +161,4 @@ func negotiatedInfo(r *client.ConnectResult) map[string]string {
 		return nil
 	}
 	return info
-}
-
-func rate(n int64, d time.Duration) float64 {
-	if d <= 0 {
-		return 0
-	}
-	return float64(n) / d.Seconds()
 }

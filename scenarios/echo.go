@@ -9,66 +9,68 @@ import (
 	"github.com/wsplan/wsplan/internal/units"
 )
 
-// DefaultEchoPayload is Echo.Payload when not given (its tag default).
-const DefaultEchoPayload = 1024
+// echoKind is the echo phase's key; its metrics are the closed loop's
+// words every such kind shares (internal/metrics).
+const echoKind = "echo"
 
 // Echo is a closed loop: Concurrency messages in flight, each on its own
 // connection; when a message's echo arrives (and matches), the next one is
 // sent, until Total echoes were measured. Warmup echoes come first and are
 // not counted.
 type Echo struct {
-	Total       int64          `yaml:"total" required:"true" min:"1" doc:"echoes to measure"`                                                                    // echoes to measure; required, > 0
-	Concurrency int            `yaml:"concurrency" min:"1" doc:"messages in flight, one per connection; default: every open connection"`                         // in flight; default: every open connection
-	Payload     *units.Size    `yaml:"payload" default:"1KiB" min:"0" max:"64MiB" doc:"bytes per message; 0 = empty messages"`                                   // bytes per message; default 1024 (0 = empty messages)
-	Warmup      int64          `yaml:"warmup" default:"0" min:"0" doc:"echoes before measuring, not counted"`                                                    // echoes before measuring; default 0
-	Text        bool           `yaml:"text" default:"false" doc:"send text frames instead of binary"`                                                            // text frames instead of binary; default false
-	Verify      *bool          `yaml:"verify" default:"true" doc:"compare every echoed byte"`                                                                    // compare every echoed byte; default true
-	Timeout     units.Duration `yaml:"timeout" default:"10s" min:"1ns" max:"120s" doc:"longest wait for one echo"`                                               // longest wait for one echo; default 10s
-	Deadline    units.Duration `yaml:"deadline" default:"0s" min:"0s" doc:"longest phase; 0 = none"`                                                             // longest phase; default none
-	PayloadKind string         `yaml:"payload_kind" default:"random" doc:"what messages hold: random (incompressible bytes), text (chat-like JSON lines), file"` // what messages hold; default random
-	File        string         `yaml:"file" doc:"with payload_kind: file, the file whose bytes are cycled to the payload size"`                                  // with payload_kind file: its path (read at Run)
+	Total       int64          `yaml:"total" required:"true" min:"1" doc:"echoes to measure"`
+	Concurrency int            `yaml:"concurrency" min:"1" doc:"messages in flight, one per connection; default: every open connection"`
+	Payload     *units.Size    `yaml:"payload" default:"1KiB" min:"0" max:"64MiB" doc:"bytes per message; 0 = empty messages"`
+	Warmup      int64          `yaml:"warmup" default:"0" min:"0" doc:"echoes before measuring, not counted"`
+	Text        bool           `yaml:"text" default:"false" doc:"send text frames instead of binary"`
+	Verify      *bool          `yaml:"verify" default:"true" doc:"compare every echoed byte"`
+	Timeout     units.Duration `yaml:"timeout" default:"10s" min:"1ns" max:"120s" doc:"longest wait for one echo"`
+	Deadline    units.Duration `yaml:"deadline" default:"0s" min:"0s" doc:"longest phase; 0 = none"`
+	PayloadKind string         `yaml:"payload_kind" default:"random" doc:"what messages hold: random (incompressible bytes), text (chat-like JSON lines), file"`
+	// File is read at Run (and checked at load).
+	File string `yaml:"file" doc:"with payload_kind: file, the file whose bytes are cycled to the payload size"`
 }
 
 func init() {
 	Register(Kind{
-		Name:       "echo",
-		Throughput: Throughput{Metric: "tps", Unit: "echoes/s", Messages: true},
+		Name:       echoKind,
+		Throughput: Throughput{Metric: metrics.TPS, Unit: "echoes/s", Messages: true, Count: metrics.Success, Bench: "msgs/s"},
 		Doc:        "closed loop: C messages in flight, one echo at a time per connection, until total",
 		New:        func() Phase { return &Echo{} },
 		Title:      "[BenchEcho] Report",
 		Columns: []Column{
 			{Metric: ColFramework},
-			{Header: "TPS", Metric: "tps", Delta: true, Format: FormatRate},
-			{Header: "EER", Metric: "eer", Delta: true, Format: FormatFloat2},
+			{Header: "TPS", Metric: metrics.TPS, Delta: true, Format: FormatRate},
+			{Header: "EER", Metric: metrics.EER, Delta: true, Format: FormatFloat2},
 			{Metric: ColLatency},
-			{Header: "Used", Metric: "used", Delta: true},
-			{Header: "Total", Metric: "total", Format: FormatInt},
-			{Header: "Success", Metric: "success", Format: FormatInt},
-			{Header: "Failed", Metric: "failed", Format: FormatInt},
-			{Header: "Conns", Metric: "conns", Format: FormatInt},
-			{Header: "Concurrency", Metric: "concurrency", Format: FormatInt},
-			{Header: "Payload", Metric: "payload", Format: FormatInt},
+			{Header: "Used", Metric: metrics.Used, Delta: true},
+			{Header: "Total", Metric: metrics.Total, Format: FormatInt},
+			{Header: "Success", Metric: metrics.Success, Format: FormatInt},
+			{Header: "Failed", Metric: metrics.Failed, Format: FormatInt},
+			{Header: "Conns", Metric: metrics.Conns, Format: FormatInt},
+			{Header: "Concurrency", Metric: metrics.Concurrency, Format: FormatInt},
+			{Header: "Payload", Metric: metrics.Payload, Format: FormatInt},
 			{Metric: ColServer},
 			// CPU seconds per million echoes, server and client: the ratio
 			// that says whether the client could measure this server at all.
-			{Header: "Srv CPU-s/1M", Metric: "server_cpu_per_1m", Delta: true, Format: FormatFloat2},
-			{Header: "Cli CPU-s/1M", Metric: "client_cpu_per_1m", Delta: true, Format: FormatFloat2},
+			{Header: "Srv CPU-s/1M", Metric: metrics.ServerCPUPer1M, Delta: true, Format: FormatFloat2},
+			{Header: "Cli CPU-s/1M", Metric: metrics.ClientCPUPer1M, Delta: true, Format: FormatFloat2},
 			{Metric: ColClientCPU},
 			{Metric: ColVerdict},
 		},
 		// Echoes that came back intact are what the CPU bought.
-		Efficiency: &Efficiency{Rate: "tps", EER: "eer", Count: "success"},
+		Efficiency: &Efficiency{Rate: metrics.TPS, EER: metrics.EER, Count: metrics.Success},
 		Metrics: metrics.Join([]metrics.Def{
-			{Name: "tps", Kind: metrics.Float, Doc: "echoes per second"},
-			{Name: "eer", Kind: metrics.Float, Doc: "tps / server cpu_avg: echoes per second per percent of a core"},
+			{Name: metrics.TPS, Kind: metrics.Float, Doc: "echoes per second"},
+			{Name: metrics.EER, Kind: metrics.Float, Doc: "tps / server cpu_avg: echoes per second per percent of a core"},
 		}, metrics.Latency, []metrics.Def{
-			{Name: "used", Kind: metrics.Duration, Doc: "wall time of the measured part"},
-			{Name: "total", Kind: metrics.Count, Doc: "echoes asked for"},
-			{Name: "success", Kind: metrics.Count, Doc: "echoes received intact"},
-			{Name: "failed", Kind: metrics.Count, Doc: "echoes lost, late or wrong"},
-			{Name: "conns", Kind: metrics.Count, Doc: "connections open"},
-			{Name: "concurrency", Kind: metrics.Count, Doc: "messages in flight"},
-			{Name: "payload", Kind: metrics.Bytes, Doc: "bytes per message"},
+			{Name: metrics.Used, Kind: metrics.Duration, Doc: "wall time of the measured part"},
+			{Name: metrics.Total, Kind: metrics.Count, Doc: "echoes asked for"},
+			{Name: metrics.Success, Kind: metrics.Count, Doc: "echoes received intact"},
+			{Name: metrics.Failed, Kind: metrics.Count, Doc: "echoes lost, late or wrong"},
+			{Name: metrics.Conns, Kind: metrics.Count, Doc: "connections open"},
+			{Name: metrics.Concurrency, Kind: metrics.Count, Doc: "messages in flight"},
+			{Name: metrics.Payload, Kind: metrics.Bytes, Doc: "bytes per message"},
 		}, cpuPer1MDefs("echoes", "echoes"), wireDefs),
 	})
 }
@@ -84,13 +86,9 @@ func (p *Echo) Defaults(c Context) {
 // Message implements Messenger.
 func (p *Echo) Message() (int, bool) { return p.Bytes(), p.Text }
 
-// Bytes returns the payload size in bytes (the default before Defaults ran).
-func (p *Echo) Bytes() int {
-	if p.Payload == nil {
-		return DefaultEchoPayload
-	}
-	return int(*p.Payload)
-}
+// Bytes returns the payload size in bytes (its tag default before Defaults
+// ran).
+func (p *Echo) Bytes() int { return sizeOr(p, "payload", p.Payload) }
 
 // Validate implements Phase.
 func (p *Echo) Validate(c Context) []FieldError {
@@ -123,20 +121,20 @@ func (p *Echo) Run(ctx context.Context, env *Env) (Outcome, error) {
 		return Outcome{}, err // nothing was measured
 	}
 	v := metrics.Values{
-		"used":        r.Used,
-		"total":       r.Total,
-		"success":     r.Success,
-		"failed":      r.Failed,
-		"conns":       int64(env.Driver.Conns()),
-		"concurrency": int64(conc),
-		"payload":     int64(p.Bytes()),
-		"tps":         rate(r.Success, r.Used),
+		metrics.Used:        r.Used,
+		metrics.Total:       r.Total,
+		metrics.Success:     r.Success,
+		metrics.Failed:      r.Failed,
+		metrics.Conns:       int64(env.Driver.Conns()),
+		metrics.Concurrency: int64(conc),
+		metrics.Payload:     int64(p.Bytes()),
+		metrics.TPS:         rate(r.Success, r.Used),
 	}
 	wireValues(v, r.BytesPayload, r.BytesWire)
 	latencyValues(v, r.Latency)
 	out := Outcome{Metrics: v, Timeline: Timeline(r.Seconds), Histogram: HistString(r.Latency)}
 	if conc < p.Concurrency {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("concurrency lowered from %d to %d: only %d connections are open", p.Concurrency, conc, conc))
+		out.Warnings = append(out.Warnings, lowered("concurrency", p.Concurrency, conc))
 	}
 	if r.Failed > 0 {
 		out.Failed = true

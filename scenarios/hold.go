@@ -10,31 +10,41 @@ import (
 	"github.com/wsplan/wsplan/internal/units"
 )
 
+// The hold phase's key and the metrics only it reports.
+const (
+	holdKind             = "hold"
+	holdAlive            = "alive"
+	holdPings            = "pings"
+	holdPongs            = "pongs"
+	holdClientRSS        = "client_rss"
+	holdClientMemPerConn = "client_mem_per_conn"
+)
+
 // Hold keeps every connection open for Duration, counting the ones that
 // drop, and reports what an idle connection costs in memory. With Ping,
 // every connection also sends a ping every Ping (spread over the interval)
 // and the pongs are counted.
 type Hold struct {
-	Duration units.Duration `yaml:"duration" required:"true" min:"1ns" doc:"how long to hold every connection open"`                       // how long to hold; required, > 0
-	Ping     units.Duration `yaml:"ping" default:"0s" min:"0s" hint:"0 = no pings" doc:"ping interval per connection; 0 = idle, no pings"` // ping interval per connection; default 0 = idle, no pings
+	Duration units.Duration `yaml:"duration" required:"true" min:"1ns" doc:"how long to hold every connection open"`
+	Ping     units.Duration `yaml:"ping" default:"0s" min:"0s" hint:"0 = no pings" doc:"ping interval per connection; 0 = idle, no pings"`
 }
 
 func init() {
 	Register(Kind{
-		Name: "hold",
+		Name: holdKind,
 		Doc:  "keep every connection open (idle, or pinging every `ping`); count drops and pongs; memory per connection",
 		New:  func() Phase { return &Hold{} },
 		Metrics: []metrics.Def{
-			{Name: "duration", Kind: metrics.Duration, Doc: "time held"},
-			{Name: "conns", Kind: metrics.Count, Doc: "connections open at the start"},
-			{Name: "alive", Kind: metrics.Count, Doc: "connections open at the end"},
-			{Name: "dropped", Kind: metrics.Count, Doc: "connections lost while holding"},
-			{Name: "pings", Kind: metrics.Count, Doc: "pings sent (0 without ping)"},
-			{Name: "pongs", Kind: metrics.Count, Doc: "pongs received, up to 1 s after the hold"},
-			{Name: "server_rss", Kind: metrics.Bytes, Doc: "server RSS at the start of the hold (the end of connect)"},
-			{Name: "mem_per_conn", Kind: metrics.Bytes, Doc: "(server RSS at the start of the hold − server RSS before the first phase) / conns"},
-			{Name: "client_rss", Kind: metrics.Bytes, Doc: "client RSS (every client process) at the start of the hold"},
-			{Name: "client_mem_per_conn", Kind: metrics.Bytes, Doc: "(client RSS at the start of the hold − client RSS before the first phase) / conns"},
+			{Name: metrics.DurationName, Kind: metrics.Duration, Doc: "time held"},
+			{Name: metrics.Conns, Kind: metrics.Count, Doc: "connections open at the start"},
+			{Name: holdAlive, Kind: metrics.Count, Doc: "connections open at the end"},
+			{Name: metrics.Dropped, Kind: metrics.Count, Doc: "connections lost while holding"},
+			{Name: holdPings, Kind: metrics.Count, Doc: "pings sent (0 without ping)"},
+			{Name: holdPongs, Kind: metrics.Count, Doc: "pongs received, up to 1 s after the hold"},
+			{Name: metrics.ServerRSS, Kind: metrics.Bytes, Doc: "server RSS at the start of the hold (the end of connect)"},
+			{Name: metrics.MemPerConn, Kind: metrics.Bytes, Doc: "(server RSS at the start of the hold − server RSS before the first phase) / conns"},
+			{Name: holdClientRSS, Kind: metrics.Bytes, Doc: "client RSS (every client process) at the start of the hold"},
+			{Name: holdClientMemPerConn, Kind: metrics.Bytes, Doc: "(client RSS at the start of the hold − client RSS before the first phase) / conns"},
 		},
 	})
 }
@@ -47,12 +57,12 @@ func (p *Hold) Validate(c Context) []FieldError {
 // Run implements Phase.
 func (p *Hold) Run(ctx context.Context, env *Env) (Outcome, error) {
 	conns := int64(env.Driver.Conns())
-	v := metrics.Values{"conns": conns}
+	v := metrics.Values{metrics.Conns: conns}
 	if env.Mem != nil {
 		now := env.Mem()
-		v["client_rss"], v["client_mem_per_conn"] = now.Client, perConn(now.Client-env.Base.Client, conns)
+		v[holdClientRSS], v[holdClientMemPerConn] = now.Client, perConn(now.Client-env.Base.Client, conns)
 		if !now.NoServer {
-			v["server_rss"], v["mem_per_conn"] = now.Server, perConn(now.Server-env.Base.Server, conns)
+			v[metrics.ServerRSS], v[metrics.MemPerConn] = now.Server, perConn(now.Server-env.Base.Server, conns)
 		}
 	}
 	r, err := run[client.HoldResult](ctx, env, &client.HoldParams{Duration: p.Duration.D(), Ping: p.Ping.D()})
@@ -64,8 +74,8 @@ func (p *Hold) Run(ctx context.Context, env *Env) (Outcome, error) {
 		out.Failed, out.Error = true, "stopped after "+r.Used.Truncate(time.Millisecond).String()+": "+err.Error()
 	}
 	alive := int64(env.Driver.Conns())
-	v["duration"], v["alive"], v["dropped"] = r.Used, alive, conns-alive
-	v["pings"], v["pongs"] = r.Pings, r.Pongs
+	v[metrics.DurationName], v[holdAlive], v[metrics.Dropped] = r.Used, alive, conns-alive
+	v[holdPings], v[holdPongs] = r.Pings, r.Pongs
 	out.Metrics = v
 	if alive < conns && !out.Failed {
 		out.Failed, out.Error = true, fmt.Sprintf("%d of %d connections dropped while held: %s", conns-alive, conns, errorSummary(r.Errors))

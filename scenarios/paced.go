@@ -17,29 +17,29 @@ import (
 // divides by, in the kind's words.
 func pacedDefs(perMsg string) []metrics.Def {
 	return []metrics.Def{
-		{Name: "slack", Kind: metrics.Duration, Doc: "the timer slack the phase ran with"},
-		{Name: "send_late_p50", Kind: metrics.Duration, Doc: "median of how late messages left (write − scheduled time)"},
-		{Name: "send_late_p99", Kind: metrics.Duration, Doc: "99th percentile of how late messages left"},
-		{Name: "send_late_max", Kind: metrics.Duration, Doc: "the latest a message left after its scheduled time"},
-		{Name: "wakeups", Kind: metrics.Count, Doc: "client loop wake-ups during the phase"},
-		{Name: "wakeups_per_msg", Kind: metrics.Float, Doc: perMsg},
+		{Name: metrics.Slack, Kind: metrics.Duration, Doc: "the timer slack the phase ran with"},
+		{Name: metrics.SendLateP50, Kind: metrics.Duration, Doc: "median of how late messages left (write − scheduled time)"},
+		{Name: metrics.SendLateP99, Kind: metrics.Duration, Doc: "99th percentile of how late messages left"},
+		{Name: metrics.SendLateMax, Kind: metrics.Duration, Doc: "the latest a message left after its scheduled time"},
+		{Name: metrics.Wakeups, Kind: metrics.Count, Doc: "client loop wake-ups during the phase"},
+		{Name: metrics.WakeupsPerMsg, Kind: metrics.Float, Doc: perMsg},
 	}
 }
 
 // pacedValues records the pacing metrics: msgs is what wakeups_per_msg
 // divides by.
 func pacedValues(v metrics.Values, slack time.Duration, late client.Hist, wakeups, msgs int64) {
-	v["slack"] = slack
-	v["wakeups"] = wakeups
-	v["wakeups_per_msg"] = 0.0
+	v[metrics.Slack] = slack
+	v[metrics.Wakeups] = wakeups
+	v[metrics.WakeupsPerMsg] = 0.0
 	if msgs > 0 {
-		v["wakeups_per_msg"] = float64(wakeups) / float64(msgs)
+		v[metrics.WakeupsPerMsg] = float64(wakeups) / float64(msgs)
 	}
 	var p50, p99, mx time.Duration
 	if h := late.Histogram; h != nil && h.TotalCount() > 0 {
 		p50, p99, mx = time.Duration(h.ValueAtQuantile(50)), time.Duration(h.ValueAtQuantile(99)), time.Duration(h.Max())
 	}
-	v["send_late_p50"], v["send_late_p99"], v["send_late_max"] = p50, p99, mx
+	v[metrics.SendLateP50], v[metrics.SendLateP99], v[metrics.SendLateMax] = p50, p99, mx
 }
 
 // clientSlack returns the client's slack for a plan's `slack` key: absent

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // A kind's parameter struct declares each field's default and bounds as
@@ -66,6 +68,42 @@ func Check(p Phase, c Context) []FieldError {
 		}
 	}
 	return append(errs, own...)
+}
+
+// tagDefault returns the default tag of the field of phase p (a pointer to
+// a kind's struct) whose YAML key is key, parsed with the field's type
+// (the pointed-to type for a pointer field); ok is false when the field
+// has none. Code that needs a default before Defaults ran reads it here,
+// so that the tag stays its one source.
+func tagDefault(p any, key string) (v any, ok bool) {
+	t := reflect.TypeOf(p)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		def, has := f.Tag.Lookup("default")
+		if yamlName(f) != key || !has {
+			continue
+		}
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		return mustParseTag(f, ft, "default", def).Interface(), true
+	}
+	return nil, false
+}
+
+// sizeOr returns *s, or the tag default of p's field with YAML key key
+// when s is nil (a payload before Defaults ran).
+func sizeOr(p any, key string, s *units.Size) int {
+	if s != nil {
+		return int(*s)
+	}
+	d, _ := tagDefault(p, key)
+	n, _ := d.(units.Size)
+	return int(n)
 }
 
 // yamlName is a field's YAML key; "" for a field plans cannot set.

@@ -12,18 +12,18 @@ import (
 // wireDefs are the byte counts of the phases that send messages: what
 // permessage-deflate saved.
 var wireDefs = []metrics.Def{
-	{Name: "bytes_payload", Kind: metrics.Bytes, Doc: "message bytes sent and received (uncompressed), warm-up included"},
-	{Name: "bytes_wire", Kind: metrics.Bytes, Doc: "the same messages as their frames carried them: compressed under permessage-deflate (frame headers and TLS not counted)"},
-	{Name: "wire_ratio", Kind: metrics.Float, Doc: "bytes_wire / bytes_payload: 1 without compression, lower is better"},
+	{Name: metrics.BytesPayload, Kind: metrics.Bytes, Doc: "message bytes sent and received (uncompressed), warm-up included"},
+	{Name: metrics.BytesWire, Kind: metrics.Bytes, Doc: "the same messages as their frames carried them: compressed under permessage-deflate (frame headers and TLS not counted)"},
+	{Name: metrics.WireRatio, Kind: metrics.Float, Doc: "bytes_wire / bytes_payload: 1 without compression, lower is better"},
 }
 
 // wireValues records the byte counts and their ratio.
 func wireValues(v metrics.Values, payloadBytes, wire int64) {
-	v["bytes_payload"] = payloadBytes
-	v["bytes_wire"] = wire
-	v["wire_ratio"] = 1.0 // nothing sent: nothing saved
+	v[metrics.BytesPayload] = payloadBytes
+	v[metrics.BytesWire] = wire
+	v[metrics.WireRatio] = 1.0 // nothing sent: nothing saved
 	if payloadBytes > 0 {
-		v["wire_ratio"] = float64(wire) / float64(payloadBytes)
+		v[metrics.WireRatio] = float64(wire) / float64(payloadBytes)
 	}
 }
 

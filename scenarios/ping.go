@@ -9,6 +9,10 @@ import (
 	"github.com/wsplan/wsplan/internal/units"
 )
 
+// pingKind is the ping phase's key; its metrics are the closed loop's
+// words every such kind shares (internal/metrics).
+const pingKind = "ping"
+
 // Ping is a closed loop of control frames: Concurrency connections each
 // keep one ping in flight and send the next as soon as its pong comes,
 // until Total pongs were measured. It measures how fast a server answers
@@ -22,21 +26,21 @@ type Ping struct {
 
 func init() {
 	Register(Kind{
-		Name:       "ping",
-		Throughput: Throughput{Metric: "tps", Unit: "pongs/s", Messages: true},
+		Name:       pingKind,
+		Throughput: Throughput{Metric: metrics.TPS, Unit: "pongs/s", Messages: true, Count: metrics.Success, Bench: "msgs/s"},
 		Doc:        "closed loop of pings: C pings in flight, one per connection, until total pongs; control-frame round trip",
 		New:        func() Phase { return &Ping{} },
-		Efficiency: &Efficiency{Rate: "tps", EER: "eer", Count: "success"},
+		Efficiency: &Efficiency{Rate: metrics.TPS, EER: metrics.EER, Count: metrics.Success},
 		Metrics: metrics.Join([]metrics.Def{
-			{Name: "tps", Kind: metrics.Float, Doc: "pongs per second"},
-			{Name: "eer", Kind: metrics.Float, Doc: "tps / server cpu_avg: pongs per second per percent of a core"},
+			{Name: metrics.TPS, Kind: metrics.Float, Doc: "pongs per second"},
+			{Name: metrics.EER, Kind: metrics.Float, Doc: "tps / server cpu_avg: pongs per second per percent of a core"},
 		}, metrics.Latency, []metrics.Def{
-			{Name: "used", Kind: metrics.Duration, Doc: "wall time of the phase"},
-			{Name: "total", Kind: metrics.Count, Doc: "pongs asked for"},
-			{Name: "success", Kind: metrics.Count, Doc: "pongs received"},
-			{Name: "failed", Kind: metrics.Count, Doc: "pings lost or late"},
-			{Name: "conns", Kind: metrics.Count, Doc: "connections open"},
-			{Name: "concurrency", Kind: metrics.Count, Doc: "pings in flight"},
+			{Name: metrics.Used, Kind: metrics.Duration, Doc: "wall time of the phase"},
+			{Name: metrics.Total, Kind: metrics.Count, Doc: "pongs asked for"},
+			{Name: metrics.Success, Kind: metrics.Count, Doc: "pongs received"},
+			{Name: metrics.Failed, Kind: metrics.Count, Doc: "pings lost or late"},
+			{Name: metrics.Conns, Kind: metrics.Count, Doc: "connections open"},
+			{Name: metrics.Concurrency, Kind: metrics.Count, Doc: "pings in flight"},
 		}, cpuPer1MDefs("pongs", "pongs")),
 	})
 }
@@ -65,18 +69,18 @@ func (p *Ping) Run(ctx context.Context, env *Env) (Outcome, error) {
 		return Outcome{}, err // nothing was measured
 	}
 	v := metrics.Values{
-		"used":        r.Used,
-		"total":       r.Total,
-		"success":     r.Success,
-		"failed":      r.Failed,
-		"conns":       int64(env.Driver.Conns()),
-		"concurrency": int64(conc),
-		"tps":         rate(r.Success, r.Used),
+		metrics.Used:        r.Used,
+		metrics.Total:       r.Total,
+		metrics.Success:     r.Success,
+		metrics.Failed:      r.Failed,
+		metrics.Conns:       int64(env.Driver.Conns()),
+		metrics.Concurrency: int64(conc),
+		metrics.TPS:         rate(r.Success, r.Used),
 	}
 	latencyValues(v, r.Latency)
 	out := Outcome{Metrics: v, Histogram: HistString(r.Latency)}
 	if conc < p.Concurrency {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("concurrency lowered from %d to %d: only %d connections are open", p.Concurrency, conc, conc))
+		out.Warnings = append(out.Warnings, lowered("concurrency", p.Concurrency, conc))
 	}
 	if r.Failed > 0 || r.Stopped == client.StopNoConnections {
 		out.Failed = true

@@ -1,9 +1,15 @@
 // Package scenarios holds the phase kinds a plan can run (connect, echo,
-// rate, hold, ...), one file per kind, each registering itself with
-// Register. A kind is one contract: its parameters (struct tags declare
-// defaults, bounds and docs; see params.go), its metrics, its report table
-// (Title, Columns), its efficiency figures, and its Run, which hands the
-// client its internal/client Params through the Driver.
+// rate, hold, ...), each in its own files (K.go, K_*.go), each registering
+// itself with Register. A kind is one contract: its parameters (struct
+// tags declare defaults, bounds and docs; see params.go), its names (its
+// key and the metrics only it reports are constants of its file; names
+// several kinds share are internal/metrics'), its metrics, its report
+// table (Title, Columns), its headline Throughput, its charts, its
+// efficiency figures, and its Run, which hands the client its
+// internal/client Params through the Driver. A kind's files use what the
+// files of no kind hold (shared.go, openloop.go, paced.go, payload.go,
+// params.go), never another kind's: deleting a kind's files removes only
+// its registration (TestKindFilesApart).
 //
 // Data flow: the plan loader reads a phase's key, looks the kind up here,
 // strictly decodes the phase body into the struct New returns, and calls
@@ -17,7 +23,6 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"sort"
 	"sync"
@@ -49,7 +54,9 @@ type Kind struct {
 	// columns.
 	Columns []Column
 	// Throughput names the metric that says how fast the phase went, for
-	// the charts and the one-line notice of a finished phase; zero = none.
+	// the charts, benchfmt, the one-line notice of a finished phase and
+	// the choice of a repeat's timeline; the engine records it in each
+	// result. Zero = the kind times nothing per second (hold, conformance).
 	Throughput Throughput
 	// Summary adds the kind's own figures to the one-line notice of a
 	// finished phase (after the throughput, before p99); nil = none.
@@ -58,16 +65,49 @@ type Kind struct {
 	// the phase's table for one server's result, from its Detail (e.g.
 	// conformance: the cases that did not pass); nil = none.
 	Tables func(r *result.Result) []Table
+	// Charts are the kind's own charts in the HTML report, drawn after
+	// the ones every phase gets (throughput, CPU, memory, latency,
+	// timelines, steps); nil = none.
+	Charts []Chart
 }
 
 // Throughput is a kind's headline rate: a metric and what it counts.
 type Throughput struct {
-	Metric string // e.g. "tps"
+	Metric string // e.g. metrics.TPS
 	Unit   string // e.g. "echoes/s"
 	// Messages is true when the rate counts data messages (echoes, pongs,
 	// deliveries), false for connections: message rates are charted in
 	// the Markdown summary.
 	Messages bool
+	// Count names the metric Metric is a rate of (benchfmt's iteration
+	// count), e.g. "success"; "" = none (benchfmt writes 1).
+	Count string
+	// Bench is the unit benchfmt writes Metric in, one word (benchstat
+	// prints a table per unit), e.g. "msgs/s"; "" = not written.
+	Bench string
+}
+
+// Chart is one of a kind's own charts (Kind.Charts): a group of bars per
+// server, with a bar for each series in each run.
+type Chart struct {
+	ID    string // unique among the phase's charts, e.g. "fanout-lat"
+	Title string
+	Unit  string // of the values: a Duration metric is shown in ms
+	Note  string // what the bars measure, under the chart
+	// Series are the bars. One series is named after its run ("this
+	// run", or the run's label when runs are compared); several are named
+	// by their Name.
+	Series []ChartSeries
+	// Needs, when set, is a metric a result must have to be drawn at all
+	// (broadcast's fanout_p99: no room, no fan-out).
+	Needs string
+}
+
+// ChartSeries is one bar of a Chart: a metric, and its legend name when
+// the chart has several.
+type ChartSeries struct {
+	Name   string // e.g. "fan-out p99"
+	Metric string
 }
 
 // Table is an extra table of one result (Kind.Tables).
@@ -149,7 +189,7 @@ func PlanPayload(phases []Phase) int {
 // cpu_avg (the published tables' efficiency), and Count messages divide
 // the CPU seconds into client_cpu_per_1m and server_cpu_per_1m.
 type Efficiency struct {
-	Rate  string // messages per second, e.g. "tps"
+	Rate  string // messages per second, e.g. metrics.TPS
 	EER   string // where Rate / cpu_avg goes, e.g. "eer"
 	Count string // messages measured, e.g. "success"
 }
@@ -183,19 +223,6 @@ type Context struct {
 	Conns int // connections open when this phase starts (sum of what earlier Openers open)
 }
 
-// needsOpen checks a phase that uses the connections opened before it:
-// there must be some, and field (when not "") asks for at most as many
-// (n of them).
-func needsOpen(c Context, field string, n int) []FieldError {
-	switch {
-	case c.Conns == 0:
-		return []FieldError{{"", "needs open connections: put a connect phase before it"}}
-	case field != "" && n > c.Conns:
-		return []FieldError{{field, fmt.Sprintf("must be <= the connections opened before it (%d), got %d", c.Conns, n)}}
-	}
-	return nil
-}
-
 // FieldError is a problem with one field of a phase; the loader adds the
 // file and line of that field.
 type FieldError struct {
@@ -219,17 +246,6 @@ type Driver interface {
 	Run(ctx context.Context, p client.Params, pr *client.Progress) (client.Result, error)
 	// Conns returns the number of open connections.
 	Conns() int
-}
-
-// run runs p on env's driver and returns its typed result: nil when
-// nothing was measured.
-func run[R any](ctx context.Context, env *Env, p client.Params) (*R, error) {
-	res, err := env.Driver.Run(ctx, p, env.Progress)
-	r, _ := any(res).(*R)
-	if r == nil && err == nil {
-		err = fmt.Errorf("%s: the client returned no result", p.Kind())
-	}
-	return r, err
 }
 
 // Env is what a phase runs with.
@@ -370,70 +386,4 @@ func MetricDefs(kind string) []metrics.Def {
 		return metrics.Common
 	}
 	return metrics.Join(k.Metrics, metrics.Common)
-}
-
-// latencyValues fills the latency metrics from a histogram of nanoseconds.
-func latencyValues(v metrics.Values, hist client.Hist) {
-	h := hist.Histogram
-	if h == nil || h.TotalCount() == 0 {
-		for _, d := range metrics.Latency {
-			v[d.Name] = time.Duration(0)
-		}
-		return
-	}
-	v["min"] = time.Duration(h.Min())
-	v["avg"] = time.Duration(h.Mean())
-	v["max"] = time.Duration(h.Max())
-	for _, q := range []struct {
-		name string
-		p    float64
-	}{{"p50", 50}, {"p75", 75}, {"p90", 90}, {"p95", 95}, {"p99", 99}, {"p999", 99.9}} {
-		v[q.name] = time.Duration(h.ValueAtQuantile(q.p))
-	}
-}
-
-func errorSummary(m client.Reasons) string {
-	if len(m) == 0 {
-		return ""
-	}
-	keys := make([]client.Reason, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if m[keys[i]] != m[keys[j]] {
-			return m[keys[i]] > m[keys[j]]
-		}
-		return keys[i] < keys[j]
-	})
-	s := ""
-	for i, k := range keys {
-		if i == 3 {
-			s += fmt.Sprintf("; and %d more reasons", len(keys)-3)
-			break
-		}
-		if s != "" {
-			s += "; "
-		}
-		s += fmt.Sprintf("%s ×%d", k, m[k])
-	}
-	return s
-}
-
-// HistString is a latency histogram as a result stores it: the base64 of
-// its HdrHistogram V2 compressed encoding (as client.Hist marshals it);
-// "" when it is empty.
-func HistString(h client.Hist) string {
-	if h.Histogram == nil || h.TotalCount() == 0 {
-		return ""
-	}
-	b, err := h.MarshalJSON()
-	if err != nil {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(b, &s) != nil {
-		return ""
-	}
-	return s
 }

@@ -54,6 +54,7 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 	var eff *scenarios.Efficiency
 	if k, ok := scenarios.Lookup(ph.Kind); ok {
 		eff = k.Efficiency
+		res.Throughput = k.Throughput.Metric
 	}
 	warning := windowMetrics(m, sv, cv, si, e.o.Layout, e.usableClientCPU(), eff)
 	res.Metrics = m

@@ -168,6 +168,65 @@ const (
 	ClientCPUPer1MNet = "client_cpu_per_1m_net"
 	ServerCPUPer1MNet = "server_cpu_per_1m_net"
 	ServerProcs       = "server_procs"
+	// MemPerConn and ServerRSS are the server's memory per connection and
+	// at one moment, for a kind that measures them (hold); the charts and
+	// benchfmt show the first, and both are server resources.
+	MemPerConn = "mem_per_conn"
+	ServerRSS  = "server_rss"
+)
+
+// Names several kinds declare, each with its own doc: the words of the
+// closed loops (connect, echo, ping), of the open loops (rate, search's
+// steps, broadcast) and of the phases that send messages. A name only one
+// kind declares is a constant of that kind's file in scenarios/ instead
+// (internal/layering keeps it there).
+const (
+	TPS         = "tps" // per second: connections, echoes, pongs
+	EER         = "eer" // the rate per percent of the server's core
+	Used        = "used"
+	Total       = "total"
+	Success     = "success"
+	Failed      = "failed"
+	Conns       = "conns"
+	Concurrency = "concurrency"
+	Payload     = "payload"
+	// DurationName is "duration" (Duration is the metric kind).
+	DurationName = "duration"
+	Drain        = "drain"
+	Late         = "late"
+	Lost         = "lost"
+	Dropped      = "dropped"
+)
+
+// The open loop's figures: the rate phase's metrics, which a search's
+// steps measure too (its SLO reads them).
+const (
+	Sent         = "sent"
+	Recv         = "recv"
+	BytesSent    = "bytes_sent"
+	BytesRecv    = "bytes_recv"
+	Scheduled    = "scheduled"
+	SendRate     = "send_rate"
+	AchievedRate = "achieved_rate"
+	RecvRate     = "recv_rate"
+	EchoEER      = "echo_eer"
+	Unsent       = "unsent"
+	Rate         = "rate" // messages per connection per second asked for
+)
+
+// The pacing figures of the kinds that send on a timetable (rate, search's
+// steps, broadcast), and the wire bytes of those that send messages
+// (echo, rate).
+const (
+	Slack         = "slack"
+	SendLateP50   = "send_late_p50"
+	SendLateP99   = "send_late_p99"
+	SendLateMax   = "send_late_max"
+	Wakeups       = "wakeups"
+	WakeupsPerMsg = "wakeups_per_msg"
+	BytesPayload  = "bytes_payload"
+	BytesWire     = "bytes_wire"
+	WireRatio     = "wire_ratio"
 )
 
 // ServerResource reports whether a metric is read from the server's
@@ -179,7 +238,7 @@ const (
 func ServerResource(name string, eer ...string) bool {
 	switch name {
 	case CPUMin, CPUAvg, CPUMax, MemMin, MemAvg, MemMax, ServerCPUSecs, ServerCPUPer1M, ServerCPUPer1MNet, ClientCPUPer1MNet, ServerProcs,
-		"server_rss", "mem_per_conn":
+		ServerRSS, MemPerConn:
 		return true
 	}
 	for _, e := range eer {

@@ -359,7 +359,7 @@ func TestLoadFull(t *testing.T) {
 		{Kind: "echo", Name: "warm", Line: 42, Spec: &scenarios.Echo{
 			Total: 1000, Concurrency: 100, Payload: size(512), Verify: &tr, Timeout: units.Duration(10 * time.Second), PayloadKind: "random"}},
 		{Kind: "echo", Name: "echo#2", Line: 43, Spec: &scenarios.Echo{
-			Total: 1000, Concurrency: 50, Payload: size(scenarios.DefaultEchoPayload), Verify: &tr,
+			Total: 1000, Concurrency: 50, Payload: size(1024), Verify: &tr, // 1024: echo's payload tag default
 			Timeout: units.Duration(10 * time.Second), Deadline: units.Duration(10 * time.Second), PayloadKind: "random"}},
 	})
 	check(t, "Assert", p.Assert, []Assertion{

@@ -135,7 +135,7 @@ func Collapse(run *Run) *Run {
 // median folds the repeats of one (combination, server, phase).
 func median(g []*Result) Result {
 	first := g[0]
-	m := Result{Server: first.Server, Framework: first.Framework, Phase: first.Phase, Kind: first.Kind,
+	m := Result{Server: first.Server, Framework: first.Framework, Phase: first.Phase, Kind: first.Kind, Throughput: first.Throughput,
 		OK: true, Vars: first.Vars, N: len(g), Metrics: metrics.Values{}, Spread: map[string]float64{},
 		ServerResources: first.ServerResources, Info: first.Info}
 	var ok []*Result
@@ -204,15 +204,15 @@ func median(g []*Result) Result {
 			m.Spread[n] = Spread(xs, med)
 		}
 	}
-	// The repeat nearest the median throughput gives the timeline.
-	rate := "tps"
-	if _, has := m.Metrics[rate]; !has {
-		rate = "recv_rate"
-	}
-	best, dist := from[0], math.Inf(1)
-	for _, x := range from {
-		if d := math.Abs(x.Metrics.Float(rate) - m.Metrics.Float(rate)); d < dist {
-			best, dist = x, d
+	// The repeat nearest the median throughput gives the timeline (the
+	// first repeat's when the results name no throughput).
+	best := from[0]
+	if rate := first.Throughput; rate != "" {
+		dist := math.Inf(1)
+		for _, x := range from {
+			if d := math.Abs(x.Metrics.Float(rate) - m.Metrics.Float(rate)); d < dist {
+				best, dist = x, d
+			}
 		}
 	}
 	m.Timeline, m.Histogram, m.ServerLog, m.ClientShards = best.Timeline, best.Histogram, best.ServerLog, best.ClientShards

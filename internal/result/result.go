@@ -81,6 +81,11 @@ type Result struct {
 	Error     string         `json:"error,omitempty"`
 	Warnings  []string       `json:"warnings,omitempty"`
 	Metrics   metrics.Values `json:"metrics"`
+	// Throughput names the metric that says how fast the phase went (its
+	// kind's headline, e.g. echo's tps), which picks a repeat's timeline and
+	// the charts' throughput; "" when the kind declares none and in files
+	// written before it existed.
+	Throughput string `json:"throughput,omitempty"`
 	// StartSkew is the spread of the moments remote client shards started
 	// the phase, on the orchestrator's clock (ns); absent for a client on
 	// the orchestrator's host.

@@ -1,0 +1,115 @@
+package scenarios
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/metrics"
+)
+
+// The open loop (internal/client's rate kind): a timetable of messages per
+// connection, latency from each message's scheduled send. The rate phase
+// runs it once; a search runs it at every step and judges each by its SLO
+// over these metrics.
+
+// Open-loop thresholds.
+const (
+	// RateShortfall: an achieved rate below this share of the timetable's
+	// is worth a warning (and fails a search's step).
+	RateShortfall = 0.98
+	// RateLateShare: late messages above this share of the timetable are
+	// worth a warning (a few late sends on a loaded host are not).
+	RateLateShare = 0.01
+)
+
+// openLoopMetrics are an open loop's metrics: the rate phase's, and what a
+// search's SLO reads of each step (with metrics.Common over the step).
+var openLoopMetrics = metrics.Join([]metrics.Def{
+	{Name: metrics.DurationName, Kind: metrics.Duration, Doc: "sending time (the drain excluded)"},
+	{Name: metrics.Drain, Kind: metrics.Duration, Doc: "time after duration spent waiting for echoes"},
+	{Name: metrics.Sent, Kind: metrics.Count, Doc: "messages written"},
+	{Name: metrics.Recv, Kind: metrics.Count, Doc: "echoes received intact"},
+	{Name: metrics.BytesSent, Kind: metrics.Bytes, Doc: "payload bytes written"},
+	{Name: metrics.BytesRecv, Kind: metrics.Bytes, Doc: "payload bytes received"},
+	{Name: metrics.Scheduled, Kind: metrics.Count, Doc: "messages the timetable had due within duration"},
+	{Name: metrics.SendRate, Kind: metrics.Float, Doc: "target: messages per second over all connections at the full rate (conns × rate)"},
+	{Name: metrics.AchievedRate, Kind: metrics.Float, Doc: "sent / duration"},
+	{Name: metrics.RecvRate, Kind: metrics.Float, Doc: "recv / (duration + drain)"},
+	{Name: metrics.EchoEER, Kind: metrics.Float, Doc: "recv_rate / server cpu_avg: echoes per second per percent of a core"},
+	{Name: metrics.Late, Kind: metrics.Count, Doc: "messages that did not leave on time: written more than late_after after their schedule, or never (unsent)"},
+	{Name: metrics.Unsent, Kind: metrics.Count, Doc: "scheduled − sent: due within duration but never written (backpressure)"},
+	{Name: metrics.Lost, Kind: metrics.Count, Doc: "sent − recv − failed: no echo by the end of the drain"},
+	{Name: metrics.Failed, Kind: metrics.Count, Doc: "echoes received corrupt (marker, length, opcode or payload)"},
+	{Name: metrics.Conns, Kind: metrics.Count, Doc: "connections that sent"},
+	{Name: metrics.Rate, Kind: metrics.Float, Doc: "messages per connection per second asked for"},
+	{Name: metrics.Payload, Kind: metrics.Bytes, Doc: "bytes per message"},
+}, pacedDefs("wakeups / (sent + recv): client wake-ups per message sent or echoed"), metrics.Latency, cpuPer1MDefs("messages sent and echoed", "echoes"), wireDefs)
+
+// openLoopEfficiency is the published rate table's EchoEER: echoes
+// received per second per percent of the server's core.
+var openLoopEfficiency = &Efficiency{Rate: metrics.RecvRate, EER: metrics.EchoEER, Count: metrics.Recv}
+
+// RateMetrics turns a rate result into the open loop's metrics (without
+// echo_eer and the CPU figures, which the engine adds).
+func RateMetrics(r client.RateResult, perConn float64, payload int64) metrics.Values {
+	v := metrics.Values{
+		metrics.DurationName: r.Used,
+		metrics.Drain:        r.Drain,
+		metrics.Sent:         r.Sent,
+		metrics.Recv:         r.Recv,
+		metrics.BytesSent:    r.BytesSent,
+		metrics.BytesRecv:    r.BytesRecv,
+		metrics.Scheduled:    r.Scheduled,
+		metrics.SendRate:     float64(r.Conns) * perConn,
+		metrics.AchievedRate: rate(r.Sent, r.Used),
+		metrics.RecvRate:     rate(r.Recv, r.Used+r.Drain),
+		metrics.Late:         r.Late + r.Unsent,
+		metrics.Unsent:       r.Unsent,
+		metrics.Lost:         r.Lost(),
+		metrics.Failed:       r.Failed,
+		metrics.Conns:        int64(r.Conns),
+		metrics.Rate:         perConn,
+		metrics.Payload:      payload,
+	}
+	pacedValues(v, r.Slack, r.SendLate, r.Wakeups, r.Sent+r.Recv)
+	wireValues(v, r.BytesPayload, r.BytesWire)
+	latencyValues(v, r.Latency)
+	return v
+}
+
+// shortfall reports whether an open loop sent less than RateShortfall of
+// its timetable.
+func shortfall(r client.RateResult) bool {
+	return r.Scheduled > 0 && float64(r.Sent) < RateShortfall*float64(r.Scheduled)
+}
+
+// RateWarnings are what a reader of a rate result must not miss: a
+// shortfall against the timetable, more than 1% late messages, lost
+// echoes, lost connections, a phase cut short.
+func RateWarnings(r client.RateResult) []string {
+	var w []string
+	if shortfall(r) {
+		w = append(w, fmt.Sprintf("rate shortfall: %d of %d scheduled messages sent (%.1f%%): the client or the server could not keep up", r.Sent, r.Scheduled, 100*float64(r.Sent)/float64(r.Scheduled)))
+	}
+	if late := r.Late + r.Unsent; r.Scheduled > 0 && float64(late) > RateLateShare*float64(r.Scheduled) {
+		w = append(w, fmt.Sprintf("%d of %d messages late (%.1f%%; %d never sent): their latency counts from their schedule", late, r.Scheduled, 100*float64(late)/float64(r.Scheduled), r.Unsent))
+	}
+	if lost := r.Lost(); lost > 0 {
+		w = append(w, fmt.Sprintf("%d of %d echoes never came (lost) by the end of the drain", lost, r.Sent))
+	}
+	if r.Stopped != "" {
+		w = append(w, "stopped early: "+string(r.Stopped))
+	}
+	keys := make([]client.Reason, 0, len(r.Errors))
+	for k := range r.Errors {
+		if !k.Corrupt() {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	for _, k := range keys {
+		w = append(w, fmt.Sprintf("%d connections lost: %s", r.Errors[k], k))
+	}
+	return w
+}
