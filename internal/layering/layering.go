@@ -13,7 +13,19 @@
 //     kept free of plan, report and engine types);
 //   - test-only packages (internal/testserver) are imported by _test.go
 //     files alone and import nothing of this module, so every package's
-//     tests can use them without an import cycle.
+//     tests can use them without an import cycle;
+//   - a phase kind's names are spelled only in that kind's files
+//     (scenarios/K.go, scenarios/K_*.go, internal/client/K.go,
+//     internal/client/K_*.go for kind K; the names come from the kind
+//     registry, see Guard). Two kinds of string literal are checked:
+//     a kind's name used as a kind — compared with, switched on or
+//     assigned to something named kind (r.Kind == "echo", Kind: "echo"),
+//     returned by a Kind method, registered as a Kind's Name, or passed
+//     to Lookup or MetricDefs — so "rate" as a plan key or "ping" as a
+//     protocol op stays free; and a metric name exactly one kind declares
+//     (fanout_p99, capacity), anywhere, unless internal/metrics declares
+//     it (then it is shared: tps, recv_rate, p99, client_bound) or it is
+//     one of Words. internal/metrics may spell every name.
 //
 // Test files are not checked: tests may run processes and print.
 package layering
@@ -39,6 +51,7 @@ const (
 	RuleExit     = "os.Exit outside cmd/"
 	RuleClient   = "internal/client imports the module"
 	RuleTestOnly = "test-only package outside tests or not a leaf"
+	RuleNames    = "a kind's name outside its files"
 )
 
 // ClientLeaves are the module's packages internal/client may import: leaf
@@ -65,6 +78,7 @@ var Hints = map[string]string{
 	RuleExit:     "return an error; cmd/ maps it to an exit code",
 	RuleClient:   "pass plain values in internal/client's own types; convert in the caller",
 	RuleTestOnly: "import test-only packages from _test.go files only, and keep them free of the module's packages",
+	RuleNames:    "use what the kind declares (scenarios.Kind: Throughput, Columns, Charts, Efficiency), or move a name several kinds share to internal/metrics",
 }
 
 // A Violation is one broken rule at one place.
@@ -151,8 +165,9 @@ func CheckFile(fset *token.FileSet, f *ast.File, mod, pkg string) []Violation {
 
 // CheckModule parses every non-test Go file under root (the directory of
 // module mod; testdata and hidden directories skipped) and returns every
-// violation, sorted by position.
-func CheckModule(root, mod string) ([]Violation, error) {
+// violation of the rules and of the kind-names rule with g, sorted by
+// position.
+func CheckModule(root, mod string, g Guard) ([]Violation, error) {
 	fset := token.NewFileSet()
 	var out []Violation
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -187,6 +202,7 @@ func CheckModule(root, mod string) ([]Violation, error) {
 			pkg = mod + "/" + filepath.ToSlash(dir)
 		}
 		out = append(out, CheckFile(fset, f, mod, pkg)...)
+		out = append(out, CheckNames(fset, f, filepath.ToSlash(rel), g)...)
 		return nil
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Pos < out[j].Pos })

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/wsplan/wsplan/scenarios"
 )
 
 // TestModule: the module keeps its layering rules. A failure names the
@@ -20,7 +22,7 @@ func TestModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vs, err := CheckModule(root, mod)
+	vs, err := CheckModule(root, mod, registryGuard(t, root))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,6 +90,87 @@ func TestCheckFile(t *testing.T) {
 		var got []string
 		for _, v := range CheckFile(fset, f, mod, mod+"/"+c.pkg) {
 			if !strings.HasPrefix(v.Pos, "x.go:") {
+				t.Errorf("%s: position %q", c.name, v.Pos)
+			}
+			got = append(got, v.Rule+": "+v.What)
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// registryGuard is the kind-names rule's guard from the kind registry.
+func registryGuard(t *testing.T, root string) Guard {
+	t.Helper()
+	kinds := map[string][]string{}
+	for _, k := range scenarios.Kinds() {
+		for _, d := range k.Metrics {
+			kinds[k.Name] = append(kinds[k.Name], d.Name)
+		}
+		if len(k.Metrics) == 0 {
+			kinds[k.Name] = nil
+		}
+	}
+	shared, err := SharedNames(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := NewGuard(kinds, shared)
+	// The names the issue that made the rule was about: the rule sees
+	// broadcast's, the shared ones are internal/metrics'.
+	if g.Metrics["fanout_p99"] != "broadcast" || g.Metrics["delivery_rate"] != "broadcast" || g.Metrics["capacity"] != "search" {
+		t.Errorf("guarded metrics lack broadcast's or search's: %v", g.Metrics)
+	}
+	for _, n := range []string{"tps", "recv_rate", "client_bound", "p99", "failed"} {
+		if _, ok := g.Metrics[n]; ok || !shared[n] && n != "failed" {
+			t.Errorf("%q: guarded as one kind's (%v) or not shared", n, g.Metrics[n])
+		}
+	}
+	return g
+}
+
+// TestCheckNames: the kind-names rule catches a kind's name used as a
+// kind and a kind's own metric outside its files, and only those: a plan
+// key or protocol word spelled like a kind, a shared metric, a name in
+// its kind's own files, a struct tag and internal/metrics pass.
+func TestCheckNames(t *testing.T) {
+	g := NewGuard(map[string][]string{
+		"echo":      {"tps", "p99", "failed"},
+		"ping":      {"tps", "p99", "failed"},
+		"rate":      {"recv_rate", "rate", "failed"},
+		"broadcast": {"fanout_p99", "delivery_rate", "ok"},
+	}, map[string]bool{"recv_rate": true, "rate": true, "p99": true})
+	cases := []struct {
+		name, file, src string
+		want            []string // "rule: what"
+	}{
+		{"planted in report", "report/html_fanout.go", `var m = "fanout_p99"`, []string{RuleNames + `: broadcast's metric "fanout_p99"`}},
+		{"without it", "report/html_fanout.go", `var m = metricOf(x)`, nil},
+		{"kind compared", "report/benchfmt.go", `func f(r R) bool { return r.Kind == "echo" }`, []string{RuleNames + `: kind "echo"`}},
+		{"kind switched on", "internal/engine/x.go", `func f(kind string) { switch kind { case "ping", "other": } }`, []string{RuleNames + `: kind "ping"`}},
+		{"kind looked up", "scenarios/search.go", `var k, _ = Lookup("rate")`, []string{RuleNames + `: kind "rate"`}},
+		{"kind in a literal", "internal/result/x.go", `var r = Result{Kind: "broadcast"}`, []string{RuleNames + `: kind "broadcast"`}},
+		{"kind registered elsewhere", "scenarios/other.go", `func init() { Register(Kind{Name: "echo"}) }`, []string{RuleNames + `: kind "echo"`}},
+		{"kind method elsewhere", "internal/client/other.go", `func (p *P) Kind() string { return "echo" }`, []string{RuleNames + `: kind "echo"`}},
+		{"kind word as a plan key", "scenarios/search.go", `const VaryRate = "rate"; var e = FieldError{"rate", "x"}`, nil},
+		{"kind word as a protocol op", "internal/shard/serve.go", `func f(op string) { switch op { case "ping": }; send(Request{Op: "ping"}) }`, nil},
+		{"shared metric", "report/benchfmt.go", `var m = []string{"recv_rate", "p99", "failed", "tps"}`, nil},
+		{"a word", "report/tables.go", `func f() string { return "ok" }`, nil},
+		{"own files", "scenarios/broadcast.go", `const n = "fanout_p99"; func init() { Register(Kind{Name: "broadcast"}) }`, nil},
+		{"own client files", "internal/client/broadcast_loop.go", `var n = "delivery_rate"; func (p *P) Kind() string { return "broadcast" }`, nil},
+		{"struct tag", "internal/client/other.go", "type P struct { R float64 `json:\"delivery_rate\"` }", nil},
+		{"internal/metrics", "internal/metrics/metrics.go", `const F = "fanout_p99"; var k = Result{Kind: "echo"}`, nil},
+	}
+	for _, c := range cases {
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, c.file, "package p; "+c.src, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var got []string
+		for _, v := range CheckNames(fset, f, c.file, g) {
+			if !strings.HasPrefix(v.Pos, c.file+":") {
 				t.Errorf("%s: position %q", c.name, v.Pos)
 			}
 			got = append(got, v.Rule+": "+v.What)
