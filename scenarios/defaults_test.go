@@ -1,0 +1,109 @@
+package scenarios
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/payload"
+	"github.com/wsplan/wsplan/internal/units"
+)
+
+// TestTagDefaultsMatchClient: a default is declared once, in a param tag;
+// where internal/client (which imports nothing of this module) keeps the
+// same default for a zero parameter, or this package needs it as a
+// constant, the two agree, so that they cannot drift apart.
+func TestTagDefaultsMatchClient(t *testing.T) {
+	for _, c := range []struct {
+		phase Phase
+		key   string
+		want  any // the constant, in the field's type
+	}{
+		{&Echo{}, "timeout", units.Duration(client.DefaultEchoTimeout)},
+		{&Ping{}, "timeout", units.Duration(client.DefaultPingTimeout)},
+		{&Rate{}, "batch", units.Size(client.DefaultRateBatch)},
+		{&Search{}, "batch", units.Size(client.DefaultRateBatch)},
+		{&Rate{}, "drain", units.Duration(client.DefaultRateDrain)},
+		{&Search{}, "drain", units.Duration(client.DefaultRateDrain)},
+		{&Broadcast{}, "drain", units.Duration(client.DefaultBroadcastDrain)},
+		{&Rate{}, "late_after", units.Duration(client.DefaultLateAfter)},
+		{&Search{}, "late_after", units.Duration(client.DefaultLateAfter)},
+		{&Broadcast{}, "late_after", units.Duration(client.DefaultLateAfter)},
+		{&Rate{}, "max_inflight_bytes", units.Size(client.DefaultMaxInflightBytes)},
+		{&Search{}, "max_inflight_bytes", units.Size(client.DefaultMaxInflightBytes)},
+		{&Rate{}, "slack", units.Duration(client.DefaultSlack)},
+		{&Search{}, "slack", units.Duration(client.DefaultSlack)},
+		{&Broadcast{}, "slack", units.Duration(client.DefaultSlack)},
+		{&Rate{}, "reads", client.ReadsBatched},
+		{&Search{}, "reads", client.ReadsBatched},
+		{&Broadcast{}, "reads", client.ReadsBatched},
+		{&Echo{}, "payload_kind", payload.Random},
+		{&Rate{}, "payload_kind", payload.Random},
+		{&Search{}, "payload_kind", payload.Random},
+		// What a phase that opens connections of its own uses when it has
+		// no keys for them (search's vary: connections), and the connect
+		// phase's tags.
+		{&Connect{}, "timeout", units.Duration(openTimeout)},
+		{&Broadcast{}, "timeout", units.Duration(openTimeout)},
+		{&Connect{}, "retries", openRetries},
+		{&Broadcast{}, "retries", openRetries},
+	} {
+		name := fmt.Sprintf("%T.%s", c.phase, c.key)
+		got, ok := tagDefault(c.phase, c.key)
+		if !ok {
+			t.Errorf("%s: no default tag", name)
+			continue
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: tag default %v (%T), the constant is %v (%T)", name, got, got, c.want, c.want)
+		}
+	}
+	// Defaults a doc tag states.
+	for _, c := range []struct {
+		phase    Phase
+		key, doc string
+	}{
+		{&Rate{}, "max_inflight", fmt.Sprintf("in [%d, %d]", client.MinDefaultInflight, client.MaxDefaultInflight)},
+		{&Search{}, "max_inflight", fmt.Sprintf("in [%d, %d]", client.MinDefaultInflight, client.MaxDefaultInflight)},
+		{&Connect{}, "concurrency", fmt.Sprintf("min(%d, connections)", DefaultConnectConcurrency)},
+		{&Broadcast{}, "concurrency", fmt.Sprintf("min(%d, connections)", DefaultConnectConcurrency)},
+	} {
+		if d := docOf(c.phase, c.key); !strings.Contains(d, c.doc) {
+			t.Errorf("%T.%s: doc %q does not say %q", c.phase, c.key, d, c.doc)
+		}
+	}
+	if client.DefaultHoldDrain != time.Second {
+		t.Errorf("client.DefaultHoldDrain is %v: hold's pongs metric doc says 1 s", client.DefaultHoldDrain)
+	}
+}
+
+// TestPayloadDefaults: a payload before Defaults ran is its tag default.
+func TestPayloadDefaults(t *testing.T) {
+	for _, c := range []struct {
+		m    Messenger
+		want int
+	}{{&Echo{}, 1024}, {&Rate{}, 1024}, {&Search{}, 1024}, {&Broadcast{}, 256}} {
+		if n, _ := c.m.Message(); n != c.want {
+			t.Errorf("%T: payload %d before Defaults, want %d", c.m, n, c.want)
+		}
+		p := c.m.(Phase)
+		Defaults(p, Context{Conns: 1})
+		if n, _ := c.m.Message(); n != c.want {
+			t.Errorf("%T: payload %d after Defaults, want %d", c.m, n, c.want)
+		}
+	}
+}
+
+// docOf is the doc tag of p's field with YAML key key.
+func docOf(p Phase, key string) string {
+	t := reflect.TypeOf(p).Elem()
+	for i := range t.NumField() {
+		if f := t.Field(i); yamlName(f) == key {
+			return f.Tag.Get("doc")
+		}
+	}
+	return ""
+}
