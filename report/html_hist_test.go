@@ -193,15 +193,7 @@ func TestRichCharts(t *testing.T) {
 	bar := func(id, series string) []float64 {
 		for _, s := range charts[id].Series {
 			if s.Name == series {
-				var out []float64
-				for _, v := range s.Values {
-					if v == nil {
-						out = append(out, -1)
-					} else {
-						out = append(out, *v)
-					}
-				}
-				return out
+				return barValues(s)
 			}
 		}
 		return nil
@@ -231,4 +223,17 @@ func TestRichCharts(t *testing.T) {
 			t.Errorf("series %q: points only %v, colour %v", s.Name, s.PointsOnly, s.Color)
 		}
 	}
+}
+
+// barValues are a bar series' values, -1 where a category has none.
+func barValues(s chartSeries) []float64 {
+	var out []float64
+	for _, v := range s.Values {
+		if v == nil {
+			out = append(out, -1)
+		} else {
+			out = append(out, *v)
+		}
+	}
+	return out
 }

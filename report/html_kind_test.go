@@ -49,25 +49,14 @@ func TestKindCharts(t *testing.T) {
 	if _, ok := charts["c0-none"]; ok {
 		t.Error("a chart no result has was drawn")
 	}
-	values := func(s chartSeries) []float64 {
-		var out []float64
-		for _, v := range s.Values {
-			if v == nil {
-				out = append(out, -1)
-			} else {
-				out = append(out, *v)
-			}
-		}
-		return out
-	}
 	rooms := charts["c0-rooms"]
 	if rooms.Unit != "rooms/s" || rooms.Note != "rooms filled" || len(rooms.Series) != 1 || rooms.Series[0].Name != "this run" ||
-		!slices.Equal(values(rooms.Series[0]), []float64{12.5, 7}) {
+		!slices.Equal(barValues(rooms.Series[0]), []float64{12.5, 7}) {
 		t.Errorf("rooms chart %+v", rooms)
 	}
 	spread := charts["c0-spread"]
 	if len(spread.Series) != 2 || spread.Series[0].Name != "p50" || spread.Series[1].Name != "p99" ||
-		!slices.Equal(values(spread.Series[0]), []float64{2, -1}) || !slices.Equal(values(spread.Series[1]), []float64{8, -1}) {
+		!slices.Equal(barValues(spread.Series[0]), []float64{2, -1}) || !slices.Equal(barValues(spread.Series[1]), []float64{8, -1}) {
 		t.Errorf("spread chart %+v", spread)
 	}
 }
