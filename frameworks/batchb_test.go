@@ -267,22 +267,7 @@ func TestBatchBCloseRightAfterStart(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				done := make(chan error, 1)
-				go func() { done <- srv.Close() }()
-				select {
-				case err := <-done:
-					if err != nil {
-						t.Fatalf("Close: %v", err)
-					}
-				case <-time.After(ioTimeout):
-					t.Fatalf("Close right after Start did not return within %v", ioTimeout)
-				}
-				for _, addr := range addrs {
-					if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-						c.Close()
-						t.Fatalf("%s accepts connections after Close", addr)
-					}
-				}
+				closeT(t, srv, addrs, nil)
 			}
 		})
 	}

@@ -287,22 +287,34 @@ func testServerClose(t *testing.T, srv Server, addrs []string, closed *bool) {
 	c.mustSend(t, ws.OpBinary, []byte("open"))
 	c.mustEcho(t, ws.OpBinary, []byte("open"))
 
-	done := make(chan error, 1)
-	go func() { done <- srv.Close() }()
-	select {
-	case err := <-done:
-		*closed = true
-		if err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	case <-time.After(ioTimeout):
-		*closed = true // do not call a hung Close again
-		t.Fatalf("Close did not return within %v with one open connection", ioTimeout)
-	}
+	closeT(t, srv, addrs, closed)
 	// The open connection must end: the server may send a close frame
 	// (1001 going away) first, then EOF, or end TCP at once.
 	if err := c.drainUntilEOF(); err != nil {
 		t.Errorf("open connection after Close: %v", err)
+	}
+}
+
+// closeT closes srv and wants Close to return nil within ioTimeout and
+// the listeners on addrs closed. It sets *closed (when not nil) once
+// Close was called, so that a hung Close is not called again.
+func closeT(t *testing.T, srv Server, addrs []string, closed *bool) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- srv.Close() }()
+	select {
+	case err := <-done:
+		if closed != nil {
+			*closed = true
+		}
+		if err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	case <-time.After(ioTimeout):
+		if closed != nil {
+			*closed = true
+		}
+		t.Fatalf("Close did not return within %v", ioTimeout)
 	}
 	for _, addr := range addrs {
 		if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
@@ -375,22 +387,7 @@ func TestCloseRightAfterStart(t *testing.T) {
 			}
 			for range 3 {
 				_, srv, addrs := startT(t, p.Name, nil)
-				done := make(chan error, 1)
-				go func() { done <- srv.Close() }()
-				select {
-				case err := <-done:
-					if err != nil {
-						t.Fatalf("Close right after Start: %v", err)
-					}
-				case <-time.After(ioTimeout):
-					t.Fatalf("Close right after Start did not return within %v", ioTimeout)
-				}
-				for _, addr := range addrs {
-					if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-						conn.Close()
-						t.Errorf("dial %s after Close succeeded, want the listener closed", addr)
-					}
-				}
+				closeT(t, srv, addrs, nil)
 			}
 			if err := goleak.Find(leakOpts...); err != nil {
 				t.Errorf("goroutines left after Close: %v", err)
