@@ -308,7 +308,7 @@ func (r *broadcastRun) publish(l *loop, j int, now int64) int {
 	room, member := uint32(pb.g/r.p.Publishers), uint32(pb.g%r.p.Publishers)
 	for pb.next < due {
 		if len(buf)+r.flen > cap(l.wbuf) {
-			if !l.rateWrite(c, buf) {
+			if !l.writeOrQueue(c, buf) {
 				return wrote
 			}
 			buf = l.wbuf[:0]
@@ -326,7 +326,7 @@ func (r *broadcastRun) publish(l *loop, j int, now int64) int {
 		r.gate.sent(now, r.start+at)
 	}
 	if len(buf) > 0 {
-		l.rateWrite(c, buf)
+		l.writeOrQueue(c, buf)
 	}
 	return wrote
 }

@@ -214,7 +214,7 @@ func (l *loop) rateSend(r *rateRun, j int, now int64) {
 			break
 		}
 		if len(buf) > 0 && len(buf)+r.flen > r.job.batch {
-			if !l.rateWrite(c, buf) {
+			if !l.writeOrQueue(c, buf) {
 				buf = buf[:0]
 				break
 			}
@@ -243,7 +243,7 @@ func (l *loop) rateSend(r *rateRun, j int, now int64) {
 		r.unflushed++
 	}
 	if len(buf) > 0 {
-		l.rateWrite(c, buf)
+		l.writeOrQueue(c, buf)
 	}
 	if r.unflushed >= progressBatch && r.job.pr != nil {
 		r.job.pr.Done.Add(r.unflushed)
@@ -284,7 +284,7 @@ func (r *rateRun) appendZFrame(l *loop, c *conn, buf []byte, seq uint64, at int6
 	r.zout = r.zc.Compress(r.zout[:0], r.zin)
 	need := maxHeader + len(r.zout)
 	if len(buf) > 0 && len(buf)+need > cap(buf) {
-		if !l.rateWrite(c, buf) {
+		if !l.writeOrQueue(c, buf) {
 			return buf[:0], false
 		}
 		buf = l.wbuf[:0]
@@ -303,26 +303,6 @@ func (r *rateRun) appendZFrame(l *loop, c *conn, buf []byte, seq uint64, at int6
 	r.part.BytesSent += int64(len(r.job.payload))
 	r.wireOut += int64(len(r.zout))
 	return buf, true
-}
-
-// rateWrite writes b to c; what the socket does not take is queued for
-// flush. It reports whether everything was written.
-func (l *loop) rateWrite(c *conn, b []byte) bool {
-	n, e := l.write(c, b)
-	if e != 0 {
-		if !wouldBlock(e) {
-			l.lost(c, Reason("write: "+e.Error()))
-			return false
-		}
-		n = 0
-	}
-	if n == len(b) {
-		return true
-	}
-	x := l.getExt(c)
-	x.out = append(x.out, b[n:]...)
-	l.wantOut(c)
-	return false
 }
 
 // slot returns c's state in the phase, or nil if c does not take part.
