@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -501,36 +500,20 @@ func (l *loop) broadcastOpen(id int64, p *BroadcastParams, set *subscriberSet, p
 // roomRequest returns base with "room=N" (and "include_sender=false")
 // added to its path's query.
 func roomRequest(base upgradeRequest, room int64, include bool) upgradeRequest {
-	sp := bytes.IndexByte(base.buf[4:], ' ') + 4 // "GET <path> HTTP/1.1"
-	q := "?room="
-	if bytes.IndexByte(base.buf[4:sp], '?') >= 0 {
-		q = "&room="
-	}
-	q += strconv.FormatInt(room, 10)
+	q := "room=" + strconv.FormatInt(room, 10)
 	if !include {
 		q += "&include_sender=false"
 	}
-	buf := make([]byte, 0, len(base.buf)+len(q))
-	buf = append(buf, base.buf[:sp]...)
-	buf = append(buf, q...)
-	buf = append(buf, base.buf[sp:]...)
-	return upgradeRequest{buf: buf, keyOff: base.keyOff + len(q)}
+	return base.with(q, nil)
 }
 
 // broadcastClose runs the close step here: every connection of the set still
 // open gets a close frame (best effort) and is closed.
 func (l *loop) broadcastClose(id int64, set *subscriberSet) {
 	for _, c := range set.conns {
-		if c == nil || c.state != stOpen {
-			continue
+		if c != nil && c.state == stOpen {
+			l.closeConn(c, closeNormal)
 		}
-		if c.flags&(fDataPend|fWantOut) == 0 {
-			l.cbuf = appendControl(l.cbuf[:0], opClose, []byte{0x03, 0xe8}, uint32(l.rng.Uint64()))
-			// Best effort: the connection is closed right after.
-			_, _ = l.write(c, l.cbuf)
-			l.closeNotify(c)
-		}
-		l.closeFD(c)
 	}
 	l.finished(id, &BroadcastResult{}, false)
 }

@@ -203,3 +203,25 @@ func checkResponse(head, key []byte, o *offer) (negotiated, error) {
 	neg.deflate, neg.params = true, p
 	return neg, nil
 }
+
+// with returns a copy of r with query appended to its request target's
+// query (after "?" or "&") and header lines ("Name: value\r\n" each)
+// added before its key; r itself is unchanged.
+func (r upgradeRequest) with(query string, headers []byte) upgradeRequest {
+	sp := bytes.IndexByte(r.buf[4:], ' ') + 4 // "GET <target> HTTP/1.1"
+	if query != "" {
+		sep := "?"
+		if bytes.IndexByte(r.buf[4:sp], '?') >= 0 {
+			sep = "&"
+		}
+		query = sep + query
+	}
+	kl := r.keyOff - len("Sec-WebSocket-Key: ")
+	buf := make([]byte, 0, len(r.buf)+len(query)+len(headers))
+	buf = append(buf, r.buf[:sp]...)
+	buf = append(buf, query...)
+	buf = append(buf, r.buf[sp:kl]...)
+	buf = append(buf, headers...)
+	buf = append(buf, r.buf[kl:]...)
+	return upgradeRequest{buf: buf, keyOff: r.keyOff + len(query) + len(headers)}
+}

@@ -307,3 +307,18 @@ func (l *loop) writeOrQueue(c *conn, b []byte) bool {
 	l.wantOut(c)
 	return false
 }
+
+// closeNormal is the close code of a connection that did its job.
+const closeNormal = 1000
+
+// closeConn says goodbye on c — a close frame with code and TLS's
+// close_notify, best effort: the connection is closed right after — and
+// closes it. Queued output is not waited for.
+func (l *loop) closeConn(c *conn, code uint16) {
+	if c.state == stOpen && c.flags&(fDataPend|fWantOut) == 0 {
+		l.cbuf = appendControl(l.cbuf[:0], opClose, []byte{byte(code >> 8), byte(code)}, uint32(l.rng.Uint64()))
+		_, _ = l.write(c, l.cbuf) // best effort: the connection is closed right after
+		l.closeNotify(c)
+	}
+	l.closeFD(c)
+}

@@ -55,13 +55,17 @@ const (
 )
 
 // ClientLeaves are the module's packages internal/client may import: leaf
-// packages made for it that import nothing of the module themselves (TLS
-// record layer, permessage-deflate, payload contents), so the client
-// still depends on nothing that could depend on it.
+// packages made for it that import nothing of the module themselves but
+// each other (TLS record layer, permessage-deflate, payload contents,
+// scripts), so the client still depends on nothing that could depend on
+// it.
 var ClientLeaves = map[string]bool{
 	"internal/wstls":     true,
 	"internal/pmdeflate": true,
 	"internal/payload":   true,
+	"internal/script":    true, // scripted conversations: templates, paths, matchers
+	"internal/units":     true, // durations and sizes (the script documents' types)
+	"internal/exprlimit": true, // expr's memory budget (script's expr conditions)
 }
 
 // TestOnly are the module's packages made for tests alone: only _test.go

@@ -45,8 +45,8 @@ func TestModule(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, imp := range f.Imports {
-				if ip := strings.Trim(imp.Path.Value, `"`); strings.HasPrefix(ip, mod+"/") {
-					t.Errorf("%s/%s imports %s: a package internal/client may import must import nothing of the module", leaf, e.Name(), ip)
+				if ip := strings.Trim(imp.Path.Value, `"`); strings.HasPrefix(ip, mod+"/") && !ClientLeaves[strings.TrimPrefix(ip, mod+"/")] {
+					t.Errorf("%s/%s imports %s: a package internal/client may import must import nothing of the module but other such leaves", leaf, e.Name(), ip)
 				}
 			}
 		}

@@ -1,0 +1,305 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/wsplan/wsplan/internal/script"
+)
+
+// KindScript is the script kind's name.
+const KindScript = "script"
+
+func init() {
+	Register(Kind{Name: KindScript, NewParams: func() Params { return &ScriptParams{} }, NewResult: func() Result { return &ScriptResult{} }})
+}
+
+// A script phase runs a conversation (internal/script) on connections of
+// its own, one per user: users dial, run the steps (send from templates,
+// expect matching messages, think, loop, close) and close. Closed
+// arrivals: Users users from the start, each running the steps Iterations
+// times or until Duration. Open arrivals: users arrive ArrivalRate per
+// second for Duration on a fixed timetable, each on a new connection,
+// and run the steps Iterations times. script_run.go is what a loop runs;
+// script_user.go one user's steps and its messages.
+
+// ScriptParams configure a script phase (one part of it, after Split).
+type ScriptParams struct {
+	Steps   []script.Step  `json:"steps"`
+	Ignore  []script.Match `json:"ignore,omitempty"`
+	Timeout time.Duration  `json:"timeout"` // an expect's wait when it sets none, > 0
+
+	// Rows are the data users take (nil = none), by Order; RowSeed varies
+	// the random order.
+	Rows    *script.Rows `json:"rows,omitempty"`
+	Order   string       `json:"order,omitempty"`
+	RowSeed uint64       `json:"row_seed,omitempty"`
+
+	// Query and Headers are templates of the users' upgrade requests:
+	// Query is appended to the target's query; Headers are extra header
+	// lines (name, value template).
+	Query   string      `json:"query,omitempty"`
+	Headers [][2]string `json:"headers,omitempty"`
+
+	// Closed arrivals: Users users, numbered First … First+Users-1.
+	Users int   `json:"users,omitempty"`
+	First int64 `json:"first,omitempty"`
+	// Open arrivals: ArrivalRate users per second arrive for Duration;
+	// this part takes arrival k = ArrivalFirst + j×ArrivalStride (the
+	// user numbered k) at k / ArrivalRate after the start, at most
+	// MaxUsers at once here (arrivals beyond are dropped, counted).
+	ArrivalRate   float64 `json:"arrival_rate,omitempty"`
+	ArrivalFirst  int64   `json:"arrival_first,omitempty"`
+	ArrivalStride int64   `json:"arrival_stride,omitempty"`
+	MaxUsers      int     `json:"max_users,omitempty"`
+
+	// Iterations is how many times a user runs the steps; 0 = until
+	// Duration (closed arrivals; open arrivals: 1).
+	Iterations int64 `json:"iterations,omitempty"`
+	// Duration: closed arrivals start no iteration after it; open
+	// arrivals arrive during it. 0 with closed arrivals = Iterations only.
+	Duration time.Duration `json:"duration,omitempty"`
+	// Drain is how long the phase waits after Duration (or, without it,
+	// after the last user began its last iteration) for users to finish;
+	// 0 = DefaultScriptDrain.
+	Drain time.Duration `json:"drain,omitempty"`
+
+	// Concurrency bounds the handshakes in flight (closed arrivals);
+	// ConnectTimeout and Retries are per user's connection.
+	Concurrency    int           `json:"concurrency,omitempty"`
+	ConnectTimeout time.Duration `json:"connect_timeout"`
+	Retries        int           `json:"retries,omitempty"`
+	// LateAfter: an arrival dialled later than this after its time is
+	// late; 0 = DefaultLateAfter.
+	LateAfter time.Duration `json:"late_after,omitempty"`
+}
+
+// DefaultScriptDrain is ScriptParams.Drain when 0.
+const DefaultScriptDrain = 10 * time.Second
+
+// ScriptResult is what a script phase measured.
+type ScriptResult struct {
+	// Users.
+	Users      int64   `json:"users"`       // users whose connection opened
+	Arrivals   int64   `json:"arrivals"`    // open arrivals due (dialled, dropped or never reached)
+	Late       int64   `json:"late"`        // arrivals dialled more than LateAfter after their time
+	Dropped    int64   `json:"dropped"`     // arrivals not started: MaxUsers were running
+	OpenFailed int64   `json:"open_failed"` // users whose connection failed after all retries
+	Connect    Hist    `json:"connect"`     // handshake latency, ns
+	OpenErrors Reasons `json:"open_errors"`
+	Finished   int64   `json:"finished"` // users that ran every iteration (or closed by a close step)
+	Aborted    int64   `json:"aborted"`  // users ended by a timeout or a lost connection
+	Cut        int64   `json:"cut"`      // users still running when the phase ended (Duration + Drain, or stopped)
+
+	Iterations int64 `json:"iterations"` // iterations completed
+	Sent       int64 `json:"sent"`       // messages sent
+	Received   int64 `json:"received"`   // messages received
+	// Unexpected counts messages that matched no waiting expect and no
+	// ignore pattern; UnexpectedUsers the users that got any.
+	Unexpected      int64 `json:"unexpected"`
+	UnexpectedUsers int64 `json:"unexpected_users"`
+	Ignored         int64 `json:"ignored"` // messages an ignore pattern covered
+
+	// Exchanges are the named expects' figures, by name.
+	Exchanges map[string]*Exchange `json:"exchanges,omitempty"`
+	// Failures are the steps that failed, by step (its place in the plan,
+	// "steps[2].expect") and reason.
+	Failures map[string]Reasons `json:"failures,omitempty"`
+	Errors   Reasons            `json:"errors"` // connections lost while running, by reason
+
+	BytesSent int64         `json:"bytes_sent"` // payload bytes
+	BytesRecv int64         `json:"bytes_recv"`
+	Used      time.Duration `json:"used"`
+	Stopped   StopReason    `json:"stopped"`
+}
+
+// Exchange is one named exchange's figures: its latency runs from the
+// scheduled time of the send before the expect to the message that
+// completed it.
+type Exchange struct {
+	Count      int64 `json:"count"`      // completed
+	Timeouts   int64 `json:"timeouts"`   // no complete reply in time
+	Mismatched int64 `json:"mismatched"` // a reply that met the expect's fixed conditions but not its request's (another request's id)
+	Failed     int64 `json:"failed"`     // waiting when the connection was lost or the phase ended
+	Latency    Hist  `json:"latency"`    // ns, completed ones
+}
+
+// Failure reasons of a script's steps.
+const (
+	ReasonMismatch  Reason = "mismatched"  // a reply to another request
+	ReasonUserEnded Reason = "user ended"  // waiting when its user ended on another failure
+	ReasonPhaseEnd  Reason = "phase ended" // waiting when the phase ended
+	ReasonIDTooLong Reason = "correlation id too long"
+)
+
+// Kind implements Params.
+func (p *ScriptParams) Kind() string { return KindScript }
+
+// open reports whether arrivals are open.
+func (p *ScriptParams) open() bool { return p.ArrivalRate > 0 }
+
+// Validate implements Params.
+func (p *ScriptParams) Validate() error {
+	var errs []error
+	if p.open() == (p.Users > 0) {
+		errs = append(errs, fmt.Errorf("want users (closed arrivals) or arrival_rate (open arrivals), one of them"))
+	}
+	if p.open() && p.Duration <= 0 {
+		errs = append(errs, fmt.Errorf("open arrivals need a duration > 0, got %v", p.Duration))
+	}
+	if !p.open() && p.Iterations <= 0 && p.Duration <= 0 {
+		errs = append(errs, fmt.Errorf("users need iterations or a duration"))
+	}
+	if p.Timeout <= 0 || p.ConnectTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("timeout and connect_timeout must be > 0, got %v and %v", p.Timeout, p.ConnectTimeout))
+	}
+	if p.Iterations < 0 || p.Duration < 0 || p.Drain < 0 || p.Retries < 0 || p.MaxUsers < 0 || p.Concurrency < 0 {
+		errs = append(errs, fmt.Errorf("counts and durations must be >= 0"))
+	}
+	if _, cerrs := p.compile(); len(cerrs) > 0 {
+		for _, e := range cerrs {
+			errs = append(errs, e)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("client: script: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// compile compiles the steps against the rows' columns.
+func (p *ScriptParams) compile() (*script.Program, []script.Error) {
+	var cols []string
+	if p.Rows != nil {
+		cols = p.Rows.Columns
+	}
+	return script.Compile(script.Source{Steps: p.Steps, Ignore: p.Ignore, Columns: cols, Timeout: p.Timeout})
+}
+
+// Split implements Params: closed arrivals' users in contiguous ranges
+// (evenly over the first min(parts, users) parts, or by weight like a
+// connect phase), open arrivals' timetable by stride: part j of m takes
+// every m-th arrival. Each part gets the rows its users take.
+func (p *ScriptParams) Split(weights []int) []Params {
+	out := make([]Params, len(weights))
+	if p.open() {
+		stride := max(p.ArrivalStride, 1)
+		m := int64(len(weights))
+		for j := range out {
+			q := *p
+			q.ArrivalFirst = p.ArrivalFirst + int64(j)*stride
+			q.ArrivalStride = stride * m
+			q.MaxUsers = max(1, share(p.MaxUsers, int(m), j))
+			out[j] = &q
+		}
+		return out
+	}
+	counts := make([]int64, len(weights))
+	if weighted(weights) {
+		counts = splitInt64(int64(p.Users), weights)
+	} else {
+		m := min(len(weights), p.Users)
+		for j := 0; j < m; j++ {
+			counts[j] = int64(share(p.Users, m, j))
+		}
+	}
+	first := p.First
+	for j, n := range counts {
+		if n == 0 {
+			continue
+		}
+		q := *p
+		q.First, q.Users = first, int(n)
+		q.Concurrency = max(1, int(int64(p.Concurrency)*n/int64(p.Users)))
+		if p.Rows != nil {
+			q.Rows = p.Rows.Part(p.Order, first, n)
+		}
+		first += n
+		out[j] = &q
+	}
+	return out
+}
+
+// arrivals returns the open arrivals this part takes: those with k < the
+// whole phase's arrivals (rate × duration).
+func (p *ScriptParams) arrivals() int64 {
+	total := int64(math.Floor(p.ArrivalRate * p.Duration.Seconds()))
+	if p.ArrivalFirst >= total {
+		return 0
+	}
+	stride := max(p.ArrivalStride, 1)
+	return (total - p.ArrivalFirst + stride - 1) / stride
+}
+
+// Merge implements Result.
+func (r *ScriptResult) Merge(other Result) {
+	o := other.(*ScriptResult)
+	r.Users += o.Users
+	r.Arrivals += o.Arrivals
+	r.Late += o.Late
+	r.Dropped += o.Dropped
+	r.OpenFailed += o.OpenFailed
+	r.Connect.add(o.Connect)
+	r.OpenErrors.merge(o.OpenErrors)
+	r.Finished += o.Finished
+	r.Aborted += o.Aborted
+	r.Cut += o.Cut
+	r.Iterations += o.Iterations
+	r.Sent += o.Sent
+	r.Received += o.Received
+	r.Unexpected += o.Unexpected
+	r.UnexpectedUsers += o.UnexpectedUsers
+	r.Ignored += o.Ignored
+	for name, e := range o.Exchanges {
+		r.exchange(name).merge(e)
+	}
+	for step, rs := range o.Failures {
+		if r.Failures == nil {
+			r.Failures = map[string]Reasons{}
+		}
+		m := r.Failures[step]
+		m.merge(rs)
+		r.Failures[step] = m
+	}
+	r.Errors.merge(o.Errors)
+	r.BytesSent += o.BytesSent
+	r.BytesRecv += o.BytesRecv
+	r.Used = max(r.Used, o.Used)
+	r.Stopped = MergeStop(r.Stopped, o.Stopped)
+}
+
+// exchange returns the named exchange, adding it if needed.
+func (r *ScriptResult) exchange(name string) *Exchange {
+	if r.Exchanges == nil {
+		r.Exchanges = map[string]*Exchange{}
+	}
+	e := r.Exchanges[name]
+	if e == nil {
+		e = &Exchange{Latency: NewHist()}
+		r.Exchanges[name] = e
+	}
+	return e
+}
+
+func (e *Exchange) merge(o *Exchange) {
+	e.Count += o.Count
+	e.Timeouts += o.Timeouts
+	e.Mismatched += o.Mismatched
+	e.Failed += o.Failed
+	e.Latency.add(o.Latency)
+}
+
+// Stop implements Result.
+func (r *ScriptResult) Stop() StopReason { return r.Stopped }
+
+// fail counts a step's failure.
+func (r *ScriptResult) fail(step string, reason Reason) {
+	if r.Failures == nil {
+		r.Failures = map[string]Reasons{}
+	}
+	m := r.Failures[step]
+	m.add(reason)
+	r.Failures[step] = m
+}

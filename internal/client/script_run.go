@@ -1,0 +1,437 @@
+package client
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/wsplan/wsplan/internal/pmdeflate"
+	"github.com/wsplan/wsplan/internal/script"
+)
+
+// What one loop runs of a script phase: its users' connections (a dialer
+// of its own), the open arrivals' timetable, the users' timers, and the
+// end of the phase. script_user.go is one user's steps and messages.
+
+// scriptJob is what every loop of a script phase shares (read-only).
+type scriptJob struct {
+	phase int64
+	prog  *script.Program
+	rows  *script.Rows
+	row   [][][]byte // rows.Values as bytes, by index in rows
+	query *script.Template
+	hdrs  []scriptHeader
+	start time.Time // t = 0 of the timetable, the same for every loop
+	pr    *Progress
+}
+
+type scriptHeader struct {
+	name string
+	val  *script.Template
+}
+
+// start implements Params: the program is compiled once per process and
+// shared by its loops (templates, paths and matchers are read-only).
+func (p *ScriptParams) start(ph *phaseEnv) (*phasePlan, error) {
+	prog, errs := p.compile()
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("client: script: %v", errs[0])
+	}
+	job := &scriptJob{phase: ph.id, prog: prog, rows: p.Rows, start: ph.start, pr: ph.pr}
+	if err := job.compileRequest(p); err != nil {
+		return nil, err
+	}
+	if p.Rows != nil {
+		job.row = make([][][]byte, len(p.Rows.Values))
+		for i, r := range p.Rows.Values {
+			job.row[i] = make([][]byte, len(r))
+			for j, v := range r {
+				job.row[i][j] = []byte(v)
+			}
+		}
+	}
+	parts := p.Split(ph.open)
+	if ph.pr != nil {
+		total := int64(p.Users)
+		if p.open() {
+			total = p.arrivals()
+		}
+		ph.pr.Total.Store(total)
+		ph.pr.Done.Store(0)
+	}
+	plan := &phasePlan{starts: make([]func(*loop), len(parts))}
+	for i, part := range parts {
+		if part == nil {
+			continue
+		}
+		q := part.(*ScriptParams)
+		plan.starts[i] = func(l *loop) { l.scriptStart(job, q) }
+	}
+	plan.done = func(res Result, why StopReason, wall time.Duration) StopReason {
+		r := res.(*ScriptResult)
+		r.Used = wall
+		if r.Connect.Histogram == nil {
+			r.Connect = NewHist()
+		}
+		for _, name := range prog.Exchanges {
+			r.exchange(name) // every named exchange, measured or not
+		}
+		if why == "" {
+			why = r.Stopped
+		}
+		r.Stopped = why
+		return why
+	}
+	return plan, nil
+}
+
+// compileRequest compiles the users' query and header templates (fields
+// only: no capture exists before the connection).
+func (j *scriptJob) compileRequest(p *ScriptParams) error {
+	var cols []string
+	if p.Rows != nil {
+		cols = p.Rows.Columns
+	}
+	env := &script.Env{Columns: cols}
+	var err error
+	if p.Query != "" {
+		if j.query, err = script.ParseTemplate(p.Query, env); err != nil {
+			return fmt.Errorf("client: script: query: %w", err)
+		}
+	}
+	for _, h := range p.Headers {
+		t, err := script.ParseTemplate(h[1], env)
+		if err != nil {
+			return fmt.Errorf("client: script: header %s: %w", h[0], err)
+		}
+		j.hdrs = append(j.hdrs, scriptHeader{name: h[0], val: t})
+	}
+	return nil
+}
+
+// scriptRun is a script phase on one loop.
+type scriptRun struct {
+	baseRun
+	d      dialer
+	cl     *Client
+	job    *scriptJob
+	p      *ScriptParams
+	users  []user
+	free   []int32         // free user slots
+	byNum  map[int64]int32 // user number -> slot, while its connection is dialled
+	timers timerHeap
+
+	// Closed arrivals: users dialled so far; at most Concurrency in flight.
+	dialled int
+	// Open arrivals: the next one (j-th of this part), how many, the
+	// loop clock of arrival k = 0, and ns per arrival of the whole phase.
+	arrNext, arrN int64
+	arrAt0        int64
+	period        float64
+	active        int // users dialling or running
+
+	start, end, stopAt int64 // loop clock: t = 0, end of Duration (0 = none), latest end
+	lateAfter          int64
+	exch               []Exchange // by exchange index
+	part               ScriptResult
+	scratch            script.Scratch
+	vars               script.Vars
+	sbuf               []byte // a rendered message
+	idbuf              []byte
+	zc                 pmdeflate.Compressor
+	zbits              uint8
+	zout               []byte
+	unflushed          int64
+	ending             bool
+}
+
+// scriptStart begins a script phase on this loop.
+func (l *loop) scriptStart(job *scriptJob, p *ScriptParams) {
+	r := &scriptRun{baseRun: baseRun{job.phase}, cl: l.cl, job: job, p: p, byNum: map[int64]int32{},
+		exch: make([]Exchange, len(job.prog.Exchanges))}
+	for i := range r.exch {
+		r.exch[i].Latency = NewHist()
+	}
+	r.part.Connect = NewHist()
+	r.vars.Rand = l.rng
+	r.d.init(r, int64(p.ConnectTimeout), p.Retries, r.request)
+	l.ph = r
+	r.start = int64(job.start.Sub(l.epoch))
+	drain := p.Drain
+	if drain == 0 {
+		drain = DefaultScriptDrain
+	}
+	if p.Duration > 0 {
+		r.end = r.start + int64(p.Duration)
+		r.stopAt = r.end + int64(drain)
+	}
+	r.lateAfter = int64(p.LateAfter)
+	if r.lateAfter == 0 {
+		r.lateAfter = int64(DefaultLateAfter)
+	}
+	l.setTick(min(p.ConnectTimeout, p.Timeout) / 10)
+	if p.open() {
+		r.arrN = p.arrivals()
+		r.part.Arrivals = r.arrN
+		r.period = 1e9 / p.ArrivalRate
+		r.arrAt0 = r.start
+		// Pointers into users stay valid while a user runs: no growth.
+		r.users = make([]user, 0, max(p.MaxUsers, 1))
+	} else {
+		r.users = make([]user, 0, p.Users)
+		r.fill(l)
+	}
+	r.pump(l, l.now())
+}
+
+// request returns user idx's upgrade request: the target's, with the
+// query and headers rendered for the user (nil = the target's own).
+func (r *scriptRun) request(idx int64, target int) *upgradeRequest {
+	base := &r.cl.targets[target].req
+	if r.job.query == nil && len(r.job.hdrs) == 0 {
+		return base
+	}
+	v := &script.Vars{Conn: idx, Row: r.rowOf(idx), Rand: r.vars.Rand, NowNs: time.Now().UnixNano()}
+	var q []byte
+	if r.job.query != nil {
+		q = r.job.query.Append(nil, v)
+	}
+	var h []byte
+	for _, hd := range r.job.hdrs {
+		h = append(h, hd.name...)
+		h = append(h, ": "...)
+		h = hd.val.Append(h, v)
+		h = append(h, "\r\n"...)
+	}
+	req := base.with(string(q), h)
+	return &req
+}
+
+// rowOf returns the row user num takes, nil without data.
+func (r *scriptRun) rowOf(num int64) [][]byte {
+	rows := r.job.rows
+	if rows == nil {
+		return nil
+	}
+	i := script.Index(r.p.Order, num, rows.Total, r.p.RowSeed) - rows.First
+	if i < 0 || i >= len(r.job.row) {
+		return nil // cannot happen: Split sends every row a part's users take
+	}
+	return r.job.row[i]
+}
+
+// fill dials closed arrivals' users up to the concurrency.
+func (r *scriptRun) fill(l *loop) {
+	for len(r.d.inflight) < max(r.p.Concurrency, 1) && r.dialled < r.p.Users {
+		num := r.p.First + int64(r.dialled)
+		r.dialled++
+		r.dial(l, num, l.now())
+		if l.ph != r {
+			return
+		}
+	}
+}
+
+// dial starts user num's connection; ready is when its script is due.
+func (r *scriptRun) dial(l *loop, num int64, ready int64) {
+	slot := r.newUser(num, ready)
+	r.byNum[num] = slot
+	r.active++
+	l.dial(&r.d, num, 0)
+}
+
+// newUser takes a slot for user num.
+func (r *scriptRun) newUser(num, ready int64) int32 {
+	u := user{num: num, row: r.rowOf(num), ready: ready, state: uDialing, gen: 1}
+	if n := len(r.free); n > 0 {
+		slot := r.free[n-1]
+		r.free = r.free[:n-1]
+		old := &r.users[slot]
+		u.pend, u.caps, u.msg, u.gen = old.pend[:0], old.caps[:0], old.msg[:0], old.gen+1
+		r.users[slot] = u
+		return slot
+	}
+	r.users = append(r.users, u)
+	return int32(len(r.users) - 1)
+}
+
+// dialed implements dialHooks: the user's script starts.
+func (r *scriptRun) dialed(l *loop, c *conn, idx int64, now int64) {
+	slot, ok := r.byNum[idx]
+	if !ok {
+		l.closeConn(c, closeNormal) // cannot happen
+		return
+	}
+	delete(r.byNum, idx)
+	u := &r.users[slot]
+	u.c = c
+	c.slot = int64(slot)
+	r.part.Users++
+	if !r.p.open() {
+		u.ready = now // closed arrivals start when connected
+	}
+	u.state = uRunning
+	r.advance(l, u, now)
+	if l.ph == r && !r.p.open() {
+		r.fill(l)
+	}
+}
+
+// gaveUp implements dialHooks.
+func (r *scriptRun) gaveUp(l *loop, idx int64, _ Reason) {
+	r.part.OpenFailed++
+	if slot, ok := r.byNum[idx]; ok {
+		delete(r.byNum, idx)
+		r.release(slot)
+	}
+	if !r.p.open() {
+		r.fill(l)
+	}
+	r.maybeDone(l, l.now())
+}
+
+// release frees a user's slot.
+func (r *scriptRun) release(slot int32) {
+	u := &r.users[slot]
+	u.state = uFree
+	u.c = nil
+	u.gen++
+	r.active--
+	r.free = append(r.free, slot)
+	r.progress(1)
+}
+
+// progress publishes finished users in batches.
+func (r *scriptRun) progress(n int64) {
+	r.unflushed += n
+	if r.job.pr != nil && r.unflushed >= progressBatch {
+		r.job.pr.Done.Add(r.unflushed)
+		r.unflushed = 0
+	}
+}
+
+// wakeAt implements loopRun: the next timer or arrival.
+func (r *scriptRun) wakeAt() int64 {
+	w := r.timers.next()
+	if r.arrNext < r.arrN {
+		if a := r.arrivalAt(r.arrNext); w < 0 || a < w {
+			w = a
+		}
+	}
+	if r.stopAt > 0 && (w < 0 || r.stopAt < w) {
+		w = r.stopAt
+	}
+	return w
+}
+
+// arrivalAt is the loop clock of this part's j-th arrival.
+func (r *scriptRun) arrivalAt(j int64) int64 {
+	k := r.p.ArrivalFirst + j*max(r.p.ArrivalStride, 1)
+	return r.arrAt0 + int64(math.Round(float64(k)*r.period))
+}
+
+// pump implements loopRun: due arrivals, due timers, the phase's end.
+func (r *scriptRun) pump(l *loop, now int64) {
+	for r.arrNext < r.arrN && l.ph == r {
+		at := r.arrivalAt(r.arrNext)
+		if at > now {
+			break
+		}
+		num := r.p.ArrivalFirst + r.arrNext*max(r.p.ArrivalStride, 1)
+		r.arrNext++
+		if r.active >= max(r.p.MaxUsers, 1) {
+			r.part.Dropped++
+			r.progress(1)
+			continue
+		}
+		if now-at > r.lateAfter {
+			r.part.Late++
+		}
+		r.dial(l, num, at)
+	}
+	for l.ph == r {
+		t := r.timers.next()
+		if t < 0 || t > now {
+			break
+		}
+		tm := r.timers.pop()
+		if u := &r.users[tm.id]; u.gen == tm.gen && u.wake == tm.at {
+			u.wake = 0
+			r.timer(l, u, now)
+		}
+	}
+	if l.ph == r && r.stopAt > 0 && now >= r.stopAt {
+		r.finish(l, false, now)
+		return
+	}
+	r.maybeDone(l, now)
+}
+
+// setWake arms u's timer at `at` (0 = disarm).
+func (r *scriptRun) setWake(u *user, slot int32, at int64) {
+	if at == u.wake {
+		return
+	}
+	u.wake = at
+	if at > 0 {
+		r.timers.push(timer{at: at, id: slot, gen: u.gen})
+	}
+}
+
+// maybeDone ends the phase here once every user is done and no arrival
+// is left.
+func (r *scriptRun) maybeDone(l *loop, now int64) {
+	if l.ph != r || r.ending || r.active > 0 || r.arrNext < r.arrN || (!r.p.open() && r.dialled < r.p.Users) {
+		return
+	}
+	r.finish(l, false, now)
+}
+
+// tick implements loopRun: handshake deadlines, progress.
+func (r *scriptRun) tick(l *loop, now int64) {
+	r.d.tick(l, now)
+	if l.ph == r && r.job.pr != nil && r.unflushed > 0 {
+		r.job.pr.Done.Add(r.unflushed)
+		r.unflushed = 0
+	}
+}
+
+// lost implements loopRun: a user's connection dropped.
+func (r *scriptRun) lost(l *loop, c *conn, _ uint8, reason Reason) {
+	slot := int32(c.slot)
+	if slot < 0 || int(slot) >= len(r.users) || r.users[slot].c != c {
+		return
+	}
+	u := &r.users[slot]
+	r.part.Errors.add(reason)
+	r.abort(l, u, slot, false)
+}
+
+// finish implements loopRun: users still running are ended (their
+// waiting expects fail with "phase ended"), connections closed.
+func (r *scriptRun) finish(l *loop, stopped bool, _ int64) {
+	if r.ending {
+		return
+	}
+	r.ending = true
+	r.d.abandon(l)
+	for i := range r.users {
+		u := &r.users[i]
+		if u.state == uFree || u.state == uDialing {
+			continue
+		}
+		r.failPending(u, ReasonPhaseEnd)
+		r.part.Cut++
+		if u.c != nil && u.c.state == stOpen {
+			l.closeConn(u.c, closeNormal)
+		}
+	}
+	if r.job.pr != nil && r.unflushed > 0 {
+		r.job.pr.Done.Add(r.unflushed)
+	}
+	for i, name := range r.job.prog.Exchanges {
+		e := r.part.exchange(name)
+		e.merge(&r.exch[i])
+	}
+	l.finished(r.job.phase, &r.part, stopped)
+}

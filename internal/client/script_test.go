@@ -1,0 +1,398 @@
+package client
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"golang.org/x/sys/unix"
+	"gopkg.in/yaml.v3"
+
+	"github.com/wsplan/wsplan/internal/script"
+)
+
+// appServer is a small application server over JSON messages, as real
+// services speak: login → token, requests answered by id (out of order
+// when asked), subscriptions that push a stream, presence pushes nobody
+// asked for.
+type appServer struct {
+	outOfOrder bool          // odd ids are answered 20 ms late
+	presence   time.Duration // push {"type":"presence"} this often; 0 = never
+	users      atomic.Int64
+	queries    sync.Map // the upgrade request's query, by user
+}
+
+func (s *appServer) start(t testing.TB) string {
+	t.Helper()
+	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer ws.Close()
+		s.users.Add(1)
+		s.queries.Store(r.URL.Query().Get("u"), r.Header.Get("X-User"))
+		var mu sync.Mutex
+		send := func(v any) {
+			b, _ := json.Marshal(v)
+			mu.Lock()
+			defer mu.Unlock()
+			_ = ws.WriteMessage(websocket.TextMessage, b) // the client sees what arrives
+		}
+		if s.presence > 0 {
+			done := make(chan struct{})
+			defer close(done)
+			go func() {
+				tk := time.NewTicker(s.presence)
+				defer tk.Stop()
+				for {
+					select {
+					case <-done:
+						return
+					case <-tk.C:
+						send(map[string]any{"type": "presence"})
+					}
+				}
+			}()
+		}
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		for {
+			_, msg, err := ws.ReadMessage()
+			if err != nil {
+				return
+			}
+			var m map[string]any
+			if json.Unmarshal(msg, &m) != nil {
+				send(map[string]any{"op": "error"})
+				continue
+			}
+			switch m["op"] {
+			case "login":
+				if m["password"] == "pw-"+m["user"].(string) {
+					send(map[string]any{"op": "login_ok", "token": "tok-" + m["user"].(string)})
+				} else {
+					send(map[string]any{"op": "login_failed"})
+				}
+			case "echo":
+				id, _ := m["id"].(float64)
+				reply := map[string]any{"op": "reply", "id": m["id"], "token": m["token"]}
+				if s.outOfOrder && int(id)%2 == 1 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						time.Sleep(20 * time.Millisecond)
+						send(reply)
+					}()
+					continue
+				}
+				send(reply)
+			case "subscribe":
+				n, _ := m["n"].(float64)
+				for i := range int(n) {
+					send(map[string]any{"op": "event", "i": i})
+				}
+				send(map[string]any{"op": "done"})
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String()
+}
+
+func steps(t *testing.T, doc string) []script.Step {
+	t.Helper()
+	var v struct {
+		Steps []script.Step `yaml:"steps"`
+	}
+	if err := yaml.Unmarshal([]byte(doc), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v.Steps
+}
+
+func runScript(t *testing.T, addr string, loops int, p ScriptParams) *ScriptResult {
+	t.Helper()
+	c := newClient(t, Options{Targets: []string{addr}, Loops: loops})
+	if p.Timeout == 0 {
+		p.Timeout = 5 * time.Second
+	}
+	if p.ConnectTimeout == 0 {
+		p.ConnectTimeout = 5 * time.Second
+	}
+	res, err := c.Run(t.Context(), &p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.(*ScriptResult)
+}
+
+const loginScript = `
+steps:
+  - send: '{"op":"login","user":{{json .row.user}},"password":{{json .row.password}}}'
+  - expect: {json: {$.op: login_ok}, capture: {token: $.token}, as: login}
+  - loop:
+      count: 50
+      inflight: 8
+      steps:
+        - send: '{"op":"echo","id":{{.seq}},"token":"{{.token}}"}'
+        - expect: {correlate: $.id, json: {$.token: "tok-{{.row.user}}"}, as: echo}
+  - send: '{"op":"subscribe","n":5}'
+  - expect: {json: {$.op: event}, until: {json: {$.op: done}}, as: stream}
+`
+
+func userRows(n int) *script.Rows {
+	r := &script.Rows{Columns: []string{"user", "password"}, Total: n}
+	for i := range n {
+		u := "u" + strconv.Itoa(i)
+		r.Values = append(r.Values, []string{u, "pw-" + u})
+	}
+	return r
+}
+
+// TestScriptConversation: login → capture → 50 pipelined requests matched
+// by id out of order → a stream, over 2 loops, one row per user.
+func TestScriptConversation(t *testing.T) {
+	srv := &appServer{outOfOrder: true}
+	addr := srv.start(t)
+	r := runScript(t, addr, 2, ScriptParams{Steps: steps(t, loginScript), Users: 40, Iterations: 1, Concurrency: 10,
+		Rows: userRows(40), Order: script.OrderUnique, Query: "u={{.row.user}}", Headers: [][2]string{{"X-User", "{{.row.user}}"}}})
+	if r.Users != 40 || r.Finished != 40 || r.Aborted != 0 || r.Iterations != 40 {
+		t.Fatalf("users %d finished %d aborted %d iterations %d; failures %v errors %v", r.Users, r.Finished, r.Aborted, r.Iterations, r.Failures, r.Errors)
+	}
+	for name, want := range map[string]int64{"login": 40, "echo": 40 * 50, "stream": 40} {
+		e := r.Exchanges[name]
+		if e == nil || e.Count != want || e.Mismatched != 0 || e.Timeouts != 0 || e.Latency.TotalCount() != want {
+			t.Errorf("%s: %+v, want %d completed", name, e, want)
+		}
+	}
+	if e := r.Exchanges["echo"]; e.Latency.Max() < int64(15*time.Millisecond) {
+		t.Errorf("echo max latency %v: the odd ids wait 20 ms", time.Duration(e.Latency.Max()))
+	}
+	if r.Unexpected != 0 || r.Sent != 40*52 || r.Received != 40*(1+50+6) {
+		t.Errorf("unexpected %d sent %d received %d", r.Unexpected, r.Sent, r.Received)
+	}
+	for i := range 40 {
+		u := "u" + strconv.Itoa(i)
+		if h, ok := srv.queries.Load(u); !ok || h != u {
+			t.Errorf("user %s: query/header not rendered (%v %v)", u, h, ok)
+		}
+	}
+}
+
+// TestScriptMismatch: the same requests without correlate take replies in
+// order: out-of-order replies are mismatches, counted, not timeouts.
+func TestScriptMismatch(t *testing.T) {
+	addr := (&appServer{outOfOrder: true}).start(t)
+	r := runScript(t, addr, 1, ScriptParams{Users: 4, Iterations: 1, Steps: steps(t, `
+steps:
+  - loop:
+      count: 20
+      inflight: 4
+      steps:
+        - send: '{"op":"echo","id":{{.seq}}}'
+        - expect: {json: {$.op: reply, $.id: "{{.seq}}"}, as: echo}
+`)})
+	e := r.Exchanges["echo"]
+	if e.Mismatched == 0 || e.Count+e.Mismatched != 80 || e.Timeouts != 0 || r.Aborted != 0 {
+		t.Fatalf("echo %+v aborted %d: want mismatches counted, every reply taken", e, r.Aborted)
+	}
+	if got := r.Failures["steps[0].loop.steps[1].expect"][ReasonMismatch]; got != e.Mismatched {
+		t.Errorf("failures %v, want %d mismatched", r.Failures, e.Mismatched)
+	}
+}
+
+// TestScriptUnexpectedIgnoreTimeout: pushes nobody asked for are
+// unexpected unless ignored; a reply that never comes times out and ends
+// the user.
+func TestScriptUnexpectedIgnoreTimeout(t *testing.T) {
+	addr := (&appServer{presence: 5 * time.Millisecond}).start(t)
+	body := `
+steps:
+  - think: 60ms
+  - send: '{"op":"echo","id":1}'
+  - expect: {correlate: $.id, as: echo}
+  - send: '{"op":"nothing"}'
+  - expect: {json: {$.op: never}, timeout: 50ms, as: never}
+`
+	r := runScript(t, addr, 1, ScriptParams{Users: 3, Iterations: 1, Steps: steps(t, body)})
+	if r.Unexpected == 0 || r.UnexpectedUsers != 3 {
+		t.Errorf("unexpected %d users %d: presence pushes must count", r.Unexpected, r.UnexpectedUsers)
+	}
+	if e := r.Exchanges["never"]; e.Timeouts != 3 || r.Aborted != 3 || r.Finished != 0 {
+		t.Errorf("never %+v aborted %d finished %d", e, r.Aborted, r.Finished)
+	}
+	r = runScript(t, addr, 1, ScriptParams{Users: 3, Iterations: 1, Steps: steps(t, body), Ignore: []script.Match{{JSON: map[string]string{"$.type": "presence"}}}})
+	if r.Unexpected != 0 || r.Ignored == 0 || r.Exchanges["echo"].Count != 3 {
+		t.Errorf("with ignore: unexpected %d ignored %d echo %+v", r.Unexpected, r.Ignored, r.Exchanges["echo"])
+	}
+}
+
+// TestScriptOpenArrivals: users arrive on a timetable, each on a new
+// connection, and their exchanges count from the arrival's scheduled time.
+func TestScriptOpenArrivals(t *testing.T) {
+	addr := (&appServer{}).start(t)
+	start := time.Now()
+	r := runScript(t, addr, 2, ScriptParams{ArrivalRate: 200, Duration: 500 * time.Millisecond, MaxUsers: 1000, Steps: steps(t, `
+steps:
+  - send: '{"op":"echo","id":{{.conn}}}'
+  - expect: {correlate: $.id, as: echo}
+  - close: true
+`)})
+	if r.Arrivals != 100 || r.Users != 100 || r.Finished != 100 || r.Dropped != 0 || r.Exchanges["echo"].Count != 100 {
+		t.Fatalf("arrivals %d users %d finished %d dropped %d echo %+v", r.Arrivals, r.Users, r.Finished, r.Dropped, r.Exchanges["echo"])
+	}
+	if took := time.Since(start); took < 450*time.Millisecond || took > 3*time.Second {
+		t.Errorf("100 arrivals at 200/s took %v", took)
+	}
+}
+
+// TestScriptSplitRows: each part gets the rows its users take.
+func TestScriptSplitRows(t *testing.T) {
+	p := &ScriptParams{Users: 10, Rows: userRows(10), Order: script.OrderUnique, Concurrency: 4}
+	parts := p.Split([]int{0, 0, 0})
+	first := int64(0)
+	for _, q := range parts {
+		s := q.(*ScriptParams)
+		if s.First != first || s.Rows.First != int(first) || len(s.Rows.Values) != s.Users {
+			t.Fatalf("part %+v rows first %d n %d", s, s.Rows.First, len(s.Rows.Values))
+		}
+		first += int64(s.Users)
+	}
+	if first != 10 {
+		t.Fatalf("split users %d", first)
+	}
+	o := (&ScriptParams{ArrivalRate: 100, Duration: time.Second, MaxUsers: 9}).Split([]int{1, 1, 1})
+	n := int64(0)
+	for _, q := range o {
+		n += q.(*ScriptParams).arrivals()
+	}
+	if n != 100 {
+		t.Fatalf("open arrivals split into %d, want 100", n)
+	}
+}
+
+func TestScriptRequestWith(t *testing.T) {
+	base := newUpgradeRequest(requestSpec{host: "h", uri: "/ws?a=1"})
+	r := base.with("u=x", []byte("X-User: x\r\n"))
+	s := string(r.buf)
+	if !strings.HasPrefix(s, "GET /ws?a=1&u=x HTTP/1.1\r\n") || !strings.Contains(s, "X-User: x\r\nSec-WebSocket-Key: ") || string(r.buf[r.keyOff:r.keyOff+4]) != "AAAA" {
+		t.Fatalf("request %q", s)
+	}
+}
+
+// scriptRig runs a script's user on one connection of a loop driven
+// synchronously (as pathRig does for echoes): the test is the server.
+type scriptRig struct {
+	l     *loop
+	c     *conn
+	r     *scriptRun
+	peer  int
+	in    []byte
+	frame []byte
+}
+
+func newScriptRig(tb testing.TB, body string) *scriptRig {
+	tb.Helper()
+	l, c, peer := loopPair(tb)
+	var v struct {
+		Steps []script.Step `yaml:"steps"`
+	}
+	if err := yaml.Unmarshal([]byte(body), &v); err != nil {
+		tb.Fatal(err)
+	}
+	p := &ScriptParams{Steps: v.Steps, Users: 1, Iterations: 1, Timeout: time.Hour, ConnectTimeout: time.Second}
+	prog, errs := p.compile()
+	if errs != nil {
+		tb.Fatal(errs)
+	}
+	job := &scriptJob{phase: 1, prog: prog, start: time.Now()}
+	r := &scriptRun{baseRun: baseRun{1}, cl: l.cl, job: job, p: p, byNum: map[int64]int32{}, exch: make([]Exchange, len(prog.Exchanges)), dialled: 1, active: 1}
+	for i := range r.exch {
+		r.exch[i].Latency = NewHist()
+	}
+	r.vars.Rand = l.rng
+	r.users = []user{{c: c, state: uRunning, gen: 1, ready: l.now()}}
+	c.slot = 0
+	l.ph = r
+	tb.Cleanup(func() {
+		if l.ph != nil {
+			l.ph.finish(l, true, l.now())
+			<-l.results
+		}
+		l.shutdown()
+		unix.Close(peer)
+	})
+	r.advance(l, &r.users[0], l.now())
+	return &scriptRig{l: l, c: c, r: r, peer: peer, in: make([]byte, 4096)}
+}
+
+// reply reads what the client sent and answers with msg.
+func (g *scriptRig) reply(tb testing.TB, msg []byte) {
+	if _, err := unix.Read(g.peer, g.in); err != nil {
+		tb.Fatal(err)
+	}
+	g.frame = append(append(g.frame[:0], 0x80|opText, byte(len(msg))), msg...) // short messages only
+	if _, err := unix.Write(g.peer, g.frame); err != nil {
+		tb.Fatal(err)
+	}
+	g.l.readFrames(g.c)
+}
+
+// TestScriptExchangeAllocs: a request matched to its reply by id costs
+// no allocation in steady state (render, send, read, match, record).
+func TestScriptExchangeAllocs(t *testing.T) {
+	g := newScriptRig(t, `
+steps:
+  - loop:
+      count: 100000000
+      steps:
+        - send: '{"id":{{.seq}},"op":"echo","data":"0123456789abcdef0123456789abcdef"}'
+        - expect: {correlate: $.id, json: {$.op: reply}, as: echo}
+`)
+	seq := 1
+	msg := make([]byte, 0, 64)
+	round := func() {
+		msg = append(msg[:0], `{"op":"reply","id":`...)
+		msg = strconv.AppendInt(msg, int64(seq), 10)
+		msg = append(msg, '}')
+		g.reply(t, msg)
+		seq++
+	}
+	for range 100 {
+		round()
+	}
+	if n := testing.AllocsPerRun(2000, round); n > 0 {
+		t.Fatalf("%.2f allocations per exchange, want 0", n)
+	}
+	if e := g.r.exch[0]; e.Count != 2101 || e.Mismatched != 0 {
+		t.Fatalf("exchanges %+v", e)
+	}
+}
+
+func BenchmarkScriptExchange(b *testing.B) {
+	g := newScriptRig(b, `
+steps:
+  - loop:
+      count: 100000000
+      steps:
+        - send: '{"id":{{.seq}},"op":"echo","data":"0123456789abcdef0123456789abcdef"}'
+        - expect: {correlate: $.id, json: {$.op: reply}, as: echo}
+`)
+	msg := make([]byte, 0, 64)
+	b.ReportAllocs()
+	for i := 1; i <= b.N; i++ {
+		msg = append(msg[:0], `{"op":"reply","id":`...)
+		msg = strconv.AppendInt(msg, int64(i), 10)
+		msg = append(msg, '}')
+		g.reply(b, msg)
+	}
+}

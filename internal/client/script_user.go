@@ -1,0 +1,417 @@
+package client
+
+import (
+	"bytes"
+	"time"
+
+	"github.com/wsplan/wsplan/internal/pmdeflate"
+	"github.com/wsplan/wsplan/internal/script"
+)
+
+// One user of a script phase: its place in the program, what it waits
+// for, its captured values, and how a message it receives is matched.
+
+// User states.
+const (
+	uFree    uint8 = iota // the slot is unused
+	uDialing              // its connection is being opened
+	uRunning              // executing steps
+	uWaiting              // waiting for expects (its pipelining window is full, or a loop drains)
+	uThinking
+	uDone
+)
+
+// user is one user's state; conn.slot holds its index in scriptRun.users.
+type user struct {
+	c      *conn
+	num    int64    // the user's number, {{.conn}}
+	row    [][]byte // its data row
+	caps   [][]byte // captured values, by capture index
+	msg    []byte   // a message assembled from several chunks
+	pend   []pending
+	lastID []byte // the correlation id the last send wrote
+	loops  [script.MaxDepth]loopFrame
+	seq    int64 // sends so far
+	iter   int64 // iterations completed
+	ready  int64 // loop clock the current step became due (its scheduled time)
+	sendAt int64 // scheduled time of the last send
+	wake   int64 // armed timer; 0 = none
+	pc     int32
+	gen    uint32 // timer generation
+	state  uint8
+	unexp  bool // got an unexpected message
+}
+
+// pending is an expect waiting for its reply.
+type pending struct {
+	pc       int32 // the expect
+	got      int32 // matching messages so far (streams)
+	seq      int64 // the request's {{.seq}} and {{.iter}}, for templated checks
+	iter     int64
+	sentAt   int64 // scheduled time the exchange counts from
+	deadline int64
+	id       []byte // correlation id (Instr.Correlate)
+}
+
+type loopFrame struct {
+	n     int64 // iterations begun
+	until int64 // loop clock it ends at; 0 = no time limit
+	on    bool
+}
+
+// advance runs u's steps from its pc until one blocks: an expect whose
+// window is full, a pause, the end.
+func (r *scriptRun) advance(l *loop, u *user, now int64) {
+	prog := r.job.prog
+	slot := int32(u.c.slot)
+	for u.state == uRunning && l.ph == r {
+		if int(u.pc) == len(prog.Instrs) {
+			r.iterationDone(l, u, slot, now)
+			continue
+		}
+		in := &prog.Instrs[u.pc]
+		switch in.Op {
+		case script.OpSend:
+			if !r.send(l, u, in) {
+				return // the connection was lost: u is ended
+			}
+			u.pc++
+		case script.OpExpect:
+			r.await(u, in)
+			u.pc++
+			if len(u.pend) >= in.Window {
+				u.state = uWaiting
+				r.setWake(u, slot, u.pend[0].deadline)
+				return
+			}
+		case script.OpThink:
+			u.ready += int64(in.Think.Draw(l.rng))
+			u.pc++
+			if u.ready > now {
+				u.state = uThinking
+				w := u.ready
+				if len(u.pend) > 0 && u.pend[0].deadline < w {
+					w = u.pend[0].deadline
+				}
+				r.setWake(u, slot, w)
+				return
+			}
+		case script.OpLoop:
+			f := &u.loops[in.Depth]
+			if !f.on {
+				*f = loopFrame{on: true}
+				if in.LoopDuration > 0 {
+					f.until = now + int64(in.LoopDuration)
+				}
+			}
+			if (in.LoopCount > 0 && f.n >= in.LoopCount) || (f.until > 0 && now >= f.until) || r.stopping(now) {
+				if len(u.pend) > 0 { // a pipelined loop drains before going on
+					u.state = uWaiting
+					r.setWake(u, slot, u.pend[0].deadline)
+					return
+				}
+				f.on = false
+				u.pc = int32(in.Pair)
+				continue
+			}
+			f.n++
+			u.pc++
+		case script.OpEndLoop:
+			u.pc = int32(in.Pair)
+		case script.OpClose:
+			r.failPending(u, ReasonUserEnded)
+			l.closeConn(u.c, uint16(in.Code))
+			r.part.Finished++
+			r.endUser(l, u, slot)
+			return
+		}
+	}
+}
+
+// stopping reports whether closed arrivals' Duration is over: loops end
+// and no iteration starts.
+func (r *scriptRun) stopping(now int64) bool { return r.end > 0 && now >= r.end }
+
+// iterationDone ends one pass over the steps: the next, or the user's
+// end (its connection closed cleanly).
+func (r *scriptRun) iterationDone(l *loop, u *user, slot int32, now int64) {
+	if len(u.pend) > 0 {
+		u.state = uWaiting // expects of the last steps are still out
+		r.setWake(u, slot, u.pend[0].deadline)
+		return
+	}
+	u.iter++
+	r.part.Iterations++
+	iters := r.p.Iterations
+	if r.p.open() && iters == 0 {
+		iters = 1
+	}
+	if (iters == 0 || u.iter < iters) && !r.stopping(now) {
+		u.pc = 0
+		return
+	}
+	r.part.Finished++
+	l.closeConn(u.c, closeNormal)
+	r.endUser(l, u, slot)
+}
+
+// endUser frees the slot of a user whose connection is closed, and ends
+// the phase here if it was the last.
+func (r *scriptRun) endUser(l *loop, u *user, slot int32) {
+	if u.unexp {
+		r.part.UnexpectedUsers++
+	}
+	u.state = uDone
+	r.release(slot)
+	r.maybeDone(l, l.now())
+}
+
+// await makes in, an expect, wait: its exchange counts from the send
+// before it (or from now, when the server pushes unasked).
+func (r *scriptRun) await(u *user, in *script.Instr) {
+	at := u.ready
+	if in.Send >= 0 {
+		at = u.sendAt
+	}
+	n := len(u.pend)
+	if n < cap(u.pend) {
+		u.pend = u.pend[:n+1]
+	} else {
+		u.pend = append(u.pend, pending{})
+	}
+	p := &u.pend[n]
+	*p = pending{pc: u.pc, seq: u.seq, iter: u.iter, sentAt: at, deadline: at + int64(in.Timeout), id: p.id[:0]}
+	if in.Correlate != nil {
+		p.id = append(p.id, u.lastID...)
+	}
+}
+
+// send renders in's template and writes it; false when the connection
+// was lost (the user is ended).
+func (r *scriptRun) send(l *loop, u *user, in *script.Instr) bool {
+	u.seq++
+	u.sendAt = u.ready
+	r.setVars(u, u.seq, u.iter)
+	r.sbuf = in.Tmpl.Append(r.sbuf[:0], &r.vars)
+	if next := int(u.pc) + 1; next < len(r.job.prog.Instrs) {
+		if x := &r.job.prog.Instrs[next]; x.Op == script.OpExpect && x.Correlate != nil {
+			id, _ := x.Correlate.Text(r.sbuf, r.idbuf)
+			u.lastID = append(u.lastID[:0], id...)
+		}
+	}
+	op := byte(opText)
+	if in.Binary {
+		op = opBinary
+	}
+	r.part.Sent++
+	r.part.BytesSent += int64(len(r.sbuf))
+	c := u.c
+	data, rsv := r.sbuf, byte(0)
+	if c.sec != nil && c.sec.deflate {
+		if c.sec.bits != r.zbits {
+			r.zc.Init(&l.deflater, pmdeflate.Params{ClientNoContextTakeover: true, ClientMaxWindowBits: int(c.sec.bits)})
+			r.zbits = c.sec.bits
+		}
+		r.zout = r.zc.Compress(r.zout[:0], r.sbuf)
+		data, rsv = r.zout, rsv1
+	}
+	need := maxHeader + len(data)
+	if cap(l.wbuf) < need {
+		l.wbuf = make([]byte, 0, need)
+	}
+	key := uint32(l.rng.Uint64())
+	buf := appendClientHeader(l.wbuf[:0], op, len(data), key)
+	buf[0] |= rsv
+	h := len(buf)
+	buf = buf[:h+len(data)]
+	maskCopy(buf[h:], data, key, 0)
+	if c.flags&fWantOut != 0 {
+		x := l.getExt(c)
+		x.out = append(x.out, buf...) // behind what waits for EPOLLOUT
+		return true
+	}
+	l.writeOrQueue(c, buf)
+	return c.state == stOpen
+}
+
+// setVars points the run's template values at u's, for request seq/iter.
+func (r *scriptRun) setVars(u *user, seq, iter int64) {
+	r.vars.Conn, r.vars.Seq, r.vars.Iter = u.num, seq, iter
+	r.vars.Row, r.vars.Captures = u.row, u.caps
+	r.vars.NowNs = time.Now().UnixNano()
+}
+
+// timer runs when u's wake-up comes: a pause ends, or its oldest expect
+// times out.
+func (r *scriptRun) timer(l *loop, u *user, now int64) {
+	slot := int32(u.c.slot)
+	if len(u.pend) > 0 && now >= u.pend[0].deadline {
+		in := &r.job.prog.Instrs[u.pend[0].pc]
+		if in.Exchange >= 0 {
+			r.exch[in.Exchange].Timeouts++
+		}
+		r.part.fail(in.Label, ReasonTimeout)
+		u.pend = u.pend[:copy(u.pend, u.pend[1:])]
+		// A reply that never came leaves the conversation unknown: the
+		// user ends, its connection closed.
+		r.abort(l, u, slot, true)
+		return
+	}
+	if u.state == uThinking && now >= u.ready {
+		u.state = uRunning
+		r.advance(l, u, now)
+		return
+	}
+	if len(u.pend) > 0 {
+		r.setWake(u, slot, u.pend[0].deadline)
+	}
+}
+
+// abort ends u on a failure the caller counted (a timeout, the loss of
+// its connection): its other waiting expects fail with "user ended", its
+// connection is closed (closeIt) unless lost already.
+func (r *scriptRun) abort(l *loop, u *user, slot int32, closeIt bool) {
+	if u.state == uDone || u.state == uFree {
+		return
+	}
+	r.failPending(u, ReasonUserEnded)
+	if closeIt && u.c != nil && u.c.state == stOpen {
+		l.closeConn(u.c, closeNormal)
+	}
+	r.part.Aborted++
+	r.endUser(l, u, slot)
+}
+
+// failPending fails u's waiting expects with reason.
+func (r *scriptRun) failPending(u *user, reason Reason) {
+	for i := range u.pend {
+		in := &r.job.prog.Instrs[u.pend[i].pc]
+		if in.Exchange >= 0 {
+			r.exch[in.Exchange].Failed++
+		}
+		r.part.fail(in.Label, reason)
+	}
+	u.pend = u.pend[:0]
+}
+
+// onData implements loopRun: a chunk of a message for a user; whole
+// messages are matched (a message in several chunks is assembled).
+func (r *scriptRun) onData(l *loop, c *conn, ev *event, now int64) {
+	slot := int32(c.slot)
+	if slot < 0 || int(slot) >= len(r.users) || r.users[slot].c != c {
+		return
+	}
+	u := &r.users[slot]
+	msg := ev.data
+	if !ev.end || int64(len(ev.data)) != ev.total {
+		u.msg = append(u.msg, ev.data...)
+		if !ev.end {
+			return
+		}
+		msg = u.msg
+	}
+	r.deliver(l, u, slot, msg, now)
+	if cap(u.msg) > 64<<10 {
+		u.msg = nil // do not keep a large message's buffer per user
+	} else {
+		u.msg = u.msg[:0]
+	}
+}
+
+// deliver matches one whole message.
+func (r *scriptRun) deliver(l *loop, u *user, slot int32, msg []byte, now int64) {
+	r.part.Received++
+	r.part.BytesRecv += int64(len(msg))
+	prog := r.job.prog
+	for _, ig := range prog.Ignore {
+		if ig.Select(msg, &r.scratch) {
+			r.part.Ignored++
+			return
+		}
+	}
+	if len(u.pend) == 0 || u.state == uDone {
+		r.unexpected(u)
+		return
+	}
+	in := &prog.Instrs[u.pend[0].pc]
+	i := 0
+	if in.Correlate != nil {
+		id, ok := in.Correlate.Text(msg, r.idbuf)
+		if !ok {
+			r.unexpected(u)
+			return
+		}
+		for i = 0; i < len(u.pend) && !bytes.Equal(u.pend[i].id, id); i++ {
+		}
+		if i == len(u.pend) {
+			r.unexpected(u)
+			return
+		}
+	} else if !in.Match.Select(msg, &r.scratch) && (in.Until == nil || !in.Until.Select(msg, &r.scratch)) {
+		r.unexpected(u)
+		return
+	}
+	p := &u.pend[i]
+	r.setVars(u, p.seq, p.iter)
+	ends := in.Until != nil && in.Until.Matches(msg, &r.vars, &r.scratch)
+	if !ends && !(in.Match.Select(msg, &r.scratch) && in.Match.Check(msg, &r.vars, &r.scratch)) {
+		r.mismatch(l, u, slot, in, i, now)
+		return
+	}
+	p.got++
+	if !ends && (in.Until != nil || int(p.got) < in.Count) {
+		return // a stream: more to come
+	}
+	for _, c := range in.Captures {
+		if v, ok := c.Path.Text(msg, r.idbuf); ok {
+			for len(u.caps) <= c.Index {
+				u.caps = append(u.caps, nil)
+			}
+			u.caps[c.Index] = append(u.caps[c.Index][:0], v...)
+		}
+	}
+	if in.Exchange >= 0 {
+		e := &r.exch[in.Exchange]
+		e.Count++
+		record(e.Latency.Histogram, now-p.sentAt)
+	}
+	r.complete(l, u, slot, i, now)
+}
+
+// mismatch fails expect i of u: a reply to another request.
+func (r *scriptRun) mismatch(l *loop, u *user, slot int32, in *script.Instr, i int, now int64) {
+	if in.Exchange >= 0 {
+		r.exch[in.Exchange].Mismatched++
+	}
+	r.part.fail(in.Label, ReasonMismatch)
+	r.complete(l, u, slot, i, now)
+}
+
+// complete takes expect i off u's waiting list and lets u go on.
+func (r *scriptRun) complete(l *loop, u *user, slot int32, i int, now int64) {
+	p := u.pend[i]
+	copy(u.pend[i:], u.pend[i+1:])
+	u.pend = u.pend[:len(u.pend)-1]
+	u.pend[:cap(u.pend)][len(u.pend)].id = p.id // keep the id buffer for reuse
+	if u.ready < now {
+		u.ready = now // the next step is due when its reply came
+	}
+	switch u.state {
+	case uWaiting:
+		u.state = uRunning
+		r.setWake(u, slot, 0)
+		r.advance(l, u, now)
+	case uThinking:
+		w := u.ready
+		if len(u.pend) > 0 && u.pend[0].deadline < w {
+			w = u.pend[0].deadline
+		}
+		r.setWake(u, slot, w)
+	}
+}
+
+// unexpected counts a message no expect waited for.
+func (r *scriptRun) unexpected(u *user) {
+	r.part.Unexpected++
+	u.unexp = true
+}
