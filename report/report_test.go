@@ -241,7 +241,7 @@ func TestRoundTrip(t *testing.T) {
 	if err := testRun().WriteFile(path); err != nil {
 		t.Fatal(err)
 	}
-	back, err := result.ReadFile(path, scenarios.MetricDefs)
+	back, err := result.ReadFile(path, scenarios.ResultDefs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestRoundTrip(t *testing.T) {
 	if err := baselineRun().WriteFile(bpath); err != nil {
 		t.Fatal(err)
 	}
-	base, err := result.ReadFile(bpath, scenarios.MetricDefs)
+	base, err := result.ReadFile(bpath, scenarios.ResultDefs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -511,7 +511,7 @@ func TestTimelineRoundTrip(t *testing.T) {
 	if !strings.Contains(string(raw), `"timeline": [`) || !strings.Contains(string(raw), `"p99": 1700000`) {
 		t.Errorf("JSON lacks the timeline:\n%s", raw)
 	}
-	back, err := result.ReadFile(path, scenarios.MetricDefs)
+	back, err := result.ReadFile(path, scenarios.ResultDefs)
 	if err != nil {
 		t.Fatal(err)
 	}

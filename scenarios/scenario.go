@@ -61,6 +61,10 @@ type Kind struct {
 	// Summary adds the kind's own figures to the one-line notice of a
 	// finished phase (after the throughput, before p99); nil = none.
 	Summary func(metrics.Values) string
+	// Family, when set, recognises metrics whose names depend on a
+	// phase's configuration (a script's exchanges: login_p99), for
+	// results read back from JSON; nil = none.
+	Family func(name string) (metrics.Def, bool)
 	// Tables, when set, returns the extra tables the report prints under
 	// the phase's table for one server's result, from its Detail (e.g.
 	// conformance: the cases that did not pass); nil = none.
@@ -220,7 +224,15 @@ type Phase interface {
 
 // Context is what validation and defaults know about the rest of the plan.
 type Context struct {
-	Conns int // connections open when this phase starts (sum of what earlier Openers open)
+	Conns int    // connections open when this phase starts (sum of what earlier Openers open)
+	Dir   string // the plan file's directory: a phase's relative paths are relative to it
+}
+
+// Extras is implemented by phases whose metrics depend on their
+// configuration (a script's named exchanges): metrics beyond their
+// kind's, which assertions may read.
+type Extras interface {
+	ExtraMetrics() []metrics.Def
 }
 
 // FieldError is a problem with one field of a phase; the loader adds the
@@ -386,4 +398,41 @@ func MetricDefs(kind string) []metrics.Def {
 		return metrics.Common
 	}
 	return metrics.Join(k.Metrics, metrics.Common)
+}
+
+// PhaseMetricDefs returns every metric one phase reports: its kind's,
+// its own (Extras), the common ones.
+func PhaseMetricDefs(kind string, ph Phase) []metrics.Def {
+	defs := MetricDefs(kind)
+	if x, ok := ph.(Extras); ok {
+		defs = metrics.Join(defs, x.ExtraMetrics())
+	}
+	return defs
+}
+
+// ResultDefs returns the definitions of a result's metrics: its kind's
+// and the common ones, and those of v's names its kind's Family knows.
+func ResultDefs(kind string, v metrics.Values) []metrics.Def {
+	defs := MetricDefs(kind)
+	k, ok := Lookup(kind)
+	if !ok || k.Family == nil {
+		return defs
+	}
+	known := map[string]bool{}
+	for _, d := range defs {
+		known[d.Name] = true
+	}
+	names := make([]string, 0, len(v))
+	for n := range v {
+		if !known[n] {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if d, ok := k.Family(n); ok {
+			defs = append(defs, d)
+		}
+	}
+	return defs
 }

@@ -33,7 +33,7 @@ assert:
 	if code := r.wait(t, 3*time.Minute); code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s\nstdout:\n%s", code, r.stderrText(), r.stdout.String())
 	}
-	run, err := result.ReadFile(filepath.Join(dir, "r.json"), scenarios.MetricDefs)
+	run, err := result.ReadFile(filepath.Join(dir, "r.json"), scenarios.ResultDefs)
 	if err != nil {
 		t.Fatal(err)
 	}

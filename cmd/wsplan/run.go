@@ -336,7 +336,7 @@ func writeFile(path string, write func(io.Writer) error) error {
 
 // readRun reads a --json file back, with each metric's Go type restored.
 func readRun(path string) (*result.Run, error) {
-	return result.ReadFile(path, scenarios.MetricDefs)
+	return result.ReadFile(path, scenarios.ResultDefs)
 }
 
 // failures counts failed results and assertions.

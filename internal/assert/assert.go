@@ -80,7 +80,7 @@ func (a *Assertion) Label() string {
 
 // env builds the typed environment of a phase kind: the values are zero
 // values of each metric's Go type, which is all expr needs to type-check.
-func env(kind string) map[string]any {
+func env(defs []metrics.Def) map[string]any {
 	e := map[string]any{
 		"server":    "",
 		"framework": "",
@@ -91,10 +91,23 @@ func env(kind string) map[string]any {
 		"repeats":   map[string]any{},
 		"vars":      map[string]any{},
 	}
-	for _, d := range scenarios.MetricDefs(kind) {
+	for _, d := range defs {
 		e[d.Name] = d.Kind.Zero()
 	}
 	return e
+}
+
+// kindDefs are the metrics an assertion on a kind may read: the kind's,
+// and those of every phase of that kind in p (scenarios.Extras: a
+// script's exchanges).
+func kindDefs(p *plan.Plan, kind string) []metrics.Def {
+	defs := scenarios.MetricDefs(kind)
+	for _, ph := range p.Phases {
+		if ph.Kind == kind {
+			defs = metrics.Join(defs, scenarios.PhaseMetricDefs(kind, ph.Spec))
+		}
+	}
+	return defs
 }
 
 // Compile compiles every assertion of p. It returns all problems at once, as
@@ -115,7 +128,7 @@ func Compile(p *plan.Plan) ([]*Assertion, error) {
 		c := &Assertion{Assertion: a, progs: map[string]*vm.Program{}}
 		var firstErr error
 		for _, k := range kinds {
-			prog, err := compileFor(a.Expr, k)
+			prog, err := compileFor(a.Expr, kindDefs(p, k))
 			if err != nil {
 				if firstErr == nil {
 					firstErr = err
@@ -232,20 +245,20 @@ func eval(prog *vm.Program, env map[string]any) (any, error) { return exprlimit.
 // zeroEnv is the dry run's environment for a phase kind: env(kind) with
 // results and baseline filled with zero metrics.
 func zeroEnv(p *plan.Plan, kind string) map[string]any {
-	e := env(kind)
+	e := env(kindDefs(p, kind))
 	e["kind"] = kind
 	results := map[string]any{}
 	for _, s := range p.Servers {
 		byPhase := map[string]any{}
 		for _, ph := range p.Phases {
-			byPhase[ph.Name] = zeroMetrics(ph.Kind)
+			byPhase[ph.Name] = zeroMetrics(scenarios.PhaseMetricDefs(ph.Kind, ph.Spec))
 		}
 		results[s.Name] = byPhase
 	}
 	e["results"] = results
-	e["baseline"] = zeroMetrics(kind)
+	e["baseline"] = zeroMetrics(kindDefs(p, kind))
 	reps := map[string]any{}
-	for n, v := range zeroMetrics(kind) {
+	for n, v := range zeroMetrics(kindDefs(p, kind)) {
 		reps[n] = []any{v}
 	}
 	e["repeats"] = reps
@@ -258,9 +271,9 @@ func zeroEnv(p *plan.Plan, kind string) map[string]any {
 }
 
 // zeroMetrics is every metric of a kind at its zero value.
-func zeroMetrics(kind string) map[string]any {
+func zeroMetrics(defs []metrics.Def) map[string]any {
 	m := map[string]any{}
-	for _, d := range scenarios.MetricDefs(kind) {
+	for _, d := range defs {
 		m[d.Name] = d.Kind.Zero()
 	}
 	return m
@@ -283,8 +296,8 @@ func kindsFor(p *plan.Plan, phase string) []string {
 	return out
 }
 
-func compileFor(code, kind string) (*vm.Program, error) {
-	prog, err := expr.Compile(code, expr.Env(env(kind)), expr.AsBool(), exprlimit.Builtins())
+func compileFor(code string, defs []metrics.Def) (*vm.Program, error) {
+	prog, err := expr.Compile(code, expr.Env(env(defs)), expr.AsBool(), exprlimit.Builtins())
 	if err != nil {
 		msg := oneLine(err.Error())
 		if strings.Contains(msg, "mismatched types time.Duration") || strings.Contains(msg, "and time.Duration)") {
@@ -425,7 +438,7 @@ func (a *Assertion) Check(r *result.Result, run *result.Run, baseline *result.Ru
 
 // Env is the environment an expression sees for one result.
 func Env(r *result.Result, run *result.Run, baseline *result.Run) map[string]any {
-	e := env(r.Kind)
+	e := env(scenarios.ResultDefs(r.Kind, r.Metrics))
 	for k, v := range r.Metrics {
 		e[k] = v
 	}

@@ -240,11 +240,11 @@ func TestRepeatsAndVars(t *testing.T) {
 // The rate phase's `duration` metric does not shadow duration(): both read
 // as the plan means them.
 func TestDurationMetricAndBuiltin(t *testing.T) {
-	prog, err := compileFor(`p99 < duration("5ms") && duration >= duration("10s")`, "rate")
+	prog, err := compileFor(`p99 < duration("5ms") && duration >= duration("10s")`, scenarios.MetricDefs("rate"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := env("rate")
+	e := env(scenarios.MetricDefs("rate"))
 	e["p99"], e["duration"] = time.Millisecond, 10*time.Second
 	if v, err := eval(prog, e); err != nil || v != true {
 		t.Errorf("got %v, %v; want true", v, err)

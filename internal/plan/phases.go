@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"strings"
 
@@ -66,7 +67,7 @@ func (l *loader) phases(items []yaml.Node) []Phase {
 	connsKnown := true
 	out := make([]Phase, 0, len(ds))
 	for _, d := range ds {
-		ctx := scenarios.Context{Conns: conns}
+		ctx := scenarios.Context{Conns: conns, Dir: filepath.Dir(l.file)}
 		scenarios.Defaults(d.Spec, ctx)
 		var errs []scenarios.FieldError
 		if d.ok && connsKnown {

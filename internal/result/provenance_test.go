@@ -90,7 +90,7 @@ func TestProvenanceRoundTrip(t *testing.T) {
 	if err := run.WriteFile(path); err != nil {
 		t.Fatal(err)
 	}
-	back, err := ReadFile(path, func(string) []metrics.Def { return nil })
+	back, err := ReadFile(path, func(string, metrics.Values) []metrics.Def { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestProvenanceRoundTrip(t *testing.T) {
 	if err := run.WriteFile(path); err != nil {
 		t.Fatal(err)
 	}
-	if back, err = ReadFile(path, func(string) []metrics.Def { return nil }); err != nil || back.Wsplan != nil {
+	if back, err = ReadFile(path, func(string, metrics.Values) []metrics.Def { return nil }); err != nil || back.Wsplan != nil {
 		t.Errorf("without provenance: %+v, %v", back.Wsplan, err)
 	}
 }

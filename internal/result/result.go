@@ -266,9 +266,9 @@ func (r *Run) Write(w io.Writer) error {
 	return err
 }
 
-// ReadFile reads a run written by WriteFile. defs gives each phase kind's
-// metric definitions so values get their Go types back (durations, counts).
-func ReadFile(path string, defs func(kind string) []metrics.Def) (*Run, error) {
+// ReadFile reads a run written by WriteFile. defs gives the definitions of each
+// result's metrics (by kind and names) so values get their Go types back.
+func ReadFile(path string, defs func(kind string, v metrics.Values) []metrics.Def) (*Run, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -284,7 +284,7 @@ func ReadFile(path string, defs func(kind string) []metrics.Def) (*Run, error) {
 		if r.Results[i].Metrics == nil {
 			r.Results[i].Metrics = metrics.Values{}
 		}
-		r.Results[i].Metrics.Normalize(defs(r.Results[i].Kind))
+		r.Results[i].Metrics.Normalize(defs(r.Results[i].Kind, r.Results[i].Metrics))
 	}
 	return &r, nil
 }

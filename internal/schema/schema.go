@@ -29,6 +29,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"path"
 	"reflect"
 	"sort"
 	"strconv"
@@ -133,6 +134,36 @@ func Generate() ([]byte, error) {
 
 type gen struct {
 	defs map[string]any
+	// open holds the struct types being generated, to tell a recursive
+	// type (a script's loop holds steps): its inner uses become $refs,
+	// and its schema a definition of its own (recursive).
+	open, recursive map[reflect.Type]bool
+}
+
+// defName is the $defs name of a recursive type: script.Step.
+func defName(t reflect.Type) string {
+	return path.Base(t.PkgPath()) + "." + t.Name()
+}
+
+// structValue is the schema of a struct type; a recursive one is a
+// definition of its own, referred to.
+func (g *gen) structValue(t reflect.Type, where string) (map[string]any, error) {
+	if g.open == nil {
+		g.open, g.recursive = map[reflect.Type]bool{}, map[reflect.Type]bool{}
+	}
+	ref := map[string]any{"$ref": "#/$defs/" + defName(t)}
+	if g.open[t] {
+		g.recursive[t] = true
+		return ref, nil
+	}
+	g.open[t] = true
+	s, err := g.object(t, where)
+	delete(g.open, t)
+	if err != nil || !g.recursive[t] {
+		return s, err
+	}
+	g.defs[defName(t)] = s
+	return ref, nil
 }
 
 // tags are a field's declaration. hint is the reason for a minimum
@@ -280,7 +311,7 @@ func (g *gen) value(t reflect.Type, where string) (map[string]any, error) {
 		}
 		return map[string]any{"type": []any{"object", "null"}, "additionalProperties": elem}, nil
 	case reflect.Struct:
-		return g.object(t, where)
+		return g.structValue(t, where)
 	}
 	return nil, fmt.Errorf("%s: no schema for Go type %s", where, t)
 }

@@ -207,3 +207,36 @@ func decodeStrict(n *yaml.Node, v any, known ...string) error {
 	}
 	return n.Decode(v)
 }
+
+// JSONSchema states Send's two forms: a template, or {text|binary}.
+func (*Send) JSONSchema() map[string]any {
+	return map[string]any{"anyOf": []any{
+		map[string]any{"type": "string", "description": "template of a text message"},
+		map[string]any{"type": "object", "additionalProperties": false, "properties": map[string]any{
+			"text":   map[string]any{"type": "string", "description": "template of a text message"},
+			"binary": map[string]any{"type": "string", "description": "template of a binary message"},
+		}},
+	}}
+}
+
+// JSONSchema states Think's forms: a duration, or one distribution.
+func (*Think) JSONSchema() map[string]any {
+	d := map[string]any{"$ref": "#/$defs/duration"}
+	return map[string]any{"anyOf": []any{d,
+		map[string]any{"type": "object", "additionalProperties": false, "properties": map[string]any{
+			"fixed":       d,
+			"uniform":     map[string]any{"type": "array", "items": d, "minItems": 2, "maxItems": 2, "description": "[min, max]"},
+			"exponential": map[string]any{"$ref": "#/$defs/duration", "description": "the mean"},
+		}},
+	}}
+}
+
+// JSONSchema states Close's forms: true, or {code}.
+func (*Close) JSONSchema() map[string]any {
+	return map[string]any{"anyOf": []any{
+		map[string]any{"const": true},
+		map[string]any{"type": "object", "additionalProperties": false, "properties": map[string]any{
+			"code": map[string]any{"type": "integer", "minimum": 1000, "maximum": 4999, "description": "close code; default 1000"},
+		}},
+	}}
+}

@@ -1,0 +1,384 @@
+package scenarios
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/metrics"
+	"github.com/wsplan/wsplan/internal/script"
+	"github.com/wsplan/wsplan/internal/units"
+)
+
+// Script is a scripted conversation (internal/script): every user opens
+// its own connection, runs the steps (send from templates, expect
+// matching messages, think, loop, close) and closes it. Users arrive
+// closed (users: N from the start, each running the steps iterations
+// times or for a duration) or open (arrival_rate users per second for a
+// duration, each on a new connection). Every named exchange (expect's
+// as:) is timed from the scheduled time of its send, so a late client or
+// a stalled server shows (no coordinated omission).
+type Script struct {
+	Users          int               `yaml:"users" min:"0" doc:"closed arrivals: users, each on its own connection, from the start"`
+	ArrivalRate    units.Rate        `yaml:"arrival_rate" doc:"open arrivals: users arriving per second, each on a new connection, for duration"`
+	Duration       units.Duration    `yaml:"duration" min:"0s" doc:"open arrivals: how long users arrive; closed: no iteration starts after it"`
+	Iterations     int64             `yaml:"iterations" min:"0" doc:"times each user runs the steps; default 1, or with a duration (closed) until it ends"`
+	MaxUsers       int               `yaml:"max_users" min:"0" doc:"open arrivals: users running at once at most (later arrivals are dropped, counted); default min(arrivals, 10000)"`
+	Concurrency    int               `yaml:"concurrency" min:"0" doc:"closed arrivals: handshakes in progress at once; default min(1000, users)"`
+	ConnectTimeout units.Duration    `yaml:"connect_timeout" default:"5s" min:"1ns" doc:"time allowed for one handshake attempt"`
+	Retries        int               `yaml:"retries" default:"3" min:"0" doc:"extra handshake attempts per user"`
+	Timeout        units.Duration    `yaml:"timeout" default:"10s" min:"1ns" max:"120s" doc:"an expect's longest wait when it sets none; a reply later than this ends its user"`
+	Drain          units.Duration    `yaml:"drain" default:"10s" min:"0s" doc:"wait after duration for users to finish"`
+	LateAfter      units.Duration    `yaml:"late_after" default:"1ms" min:"0s" doc:"open arrivals: a user dialled later than this after its time is late"`
+	Data           *script.Data      `yaml:"data" doc:"rows users take: {file: users.csv, order: sequential | random | unique}"`
+	Query          string            `yaml:"query" doc:"template added to the upgrade request's query, e.g. user={{.row.user}}"`
+	Headers        map[string]string `yaml:"headers" doc:"upgrade request headers, values are templates (Authorization: Bearer {{.row.token}})"`
+	Ignore         []script.Match    `yaml:"ignore" doc:"messages never taken as replies nor counted unexpected (keepalives, presence): json, expr, regex, prefix"`
+	Steps          []script.Step     `yaml:"steps" required:"true" doc:"the conversation: send, expect, think, loop, close"`
+
+	rows *script.Rows // read by Validate
+	dir  string       // the plan's directory
+}
+
+// The script kind's metric names.
+const (
+	scriptUsers       = "users"
+	scriptArrivals    = "arrivals"
+	scriptLate        = "late"
+	scriptDropped     = "dropped"
+	scriptOpenFailed  = "open_failed"
+	scriptFinished    = "finished"
+	scriptAborted     = "aborted"
+	scriptCut         = "cut"
+	scriptIterations  = "iterations"
+	scriptSent        = "sent"
+	scriptReceived    = "received"
+	scriptUnexpected  = "unexpected"
+	scriptUnexpUsers  = "unexpected_users"
+	scriptIgnored     = "ignored"
+	scriptExchanges   = "exchanges"
+	scriptExchRate    = "exchange_rate"
+	scriptEER         = "eer"
+	scriptTimeouts    = "timeouts"
+	scriptMismatched  = "mismatched"
+	scriptExchFailed  = "failed"
+	scriptConnectP50  = "connect_p50"
+	scriptConnectP99  = "connect_p99"
+	scriptBytesSent   = "bytes_sent"
+	scriptBytesRecv   = "bytes_recv"
+	scriptUsed        = "used"
+	scriptExchDetails = "exchange_detail"
+)
+
+// Per-exchange metric suffixes: an exchange named login has login_count,
+// login_p99, … (ExchangeMetric).
+const (
+	exCount      = "_count"
+	exRate       = "_rate"
+	exP50        = "_p50"
+	exP90        = "_p90"
+	exP99        = "_p99"
+	exP999       = "_p999"
+	exMax        = "_max"
+	exTimeouts   = "_timeouts"
+	exMismatched = "_mismatched"
+	exFailed     = "_failed"
+)
+
+// exchangeSuffixes are the per-exchange metrics, in table order, with
+// their kinds and docs.
+var exchangeSuffixes = []struct {
+	suffix string
+	kind   metrics.Kind
+	doc    string
+}{
+	{exCount, metrics.Count, "exchanges completed"},
+	{exRate, metrics.Float, "exchanges completed per second of the phase"},
+	{exP50, metrics.Duration, "latency, median: scheduled send → the reply that completes it"},
+	{exP90, metrics.Duration, "latency, 90th percentile"},
+	{exP99, metrics.Duration, "latency, 99th percentile"},
+	{exP999, metrics.Duration, "latency, 99.9th percentile"},
+	{exMax, metrics.Duration, "latency, slowest"},
+	{exTimeouts, metrics.Count, "no reply in time"},
+	{exMismatched, metrics.Count, "a reply for another request"},
+	{exFailed, metrics.Count, "waiting when its user ended, its connection was lost or the phase ended"},
+}
+
+func init() {
+	Register(Kind{
+		Name:       client.KindScript,
+		Doc:        "scripted conversations: users send from templates and expect matching replies (by id, in any order), closed or open arrivals; each named exchange timed",
+		New:        func() Phase { return &Script{} },
+		Throughput: Throughput{Metric: scriptExchRate, Unit: "exchanges/s", Messages: true},
+		Title:      "[Script] Report",
+		Columns: []Column{
+			{Metric: ColFramework},
+			{Header: "Users", Metric: scriptUsers, Format: FormatInt},
+			{Header: "Iterations", Metric: scriptIterations, Format: FormatInt},
+			{Header: "Exch/s", Metric: scriptExchRate, Delta: true, Format: FormatRate},
+			{Header: "Exchanges", Metric: scriptExchanges, Format: FormatInt},
+			{Header: "TP50", Metric: metrics.P50, Delta: true},
+			{Header: "TP99", Metric: metrics.P99, Delta: true},
+			{Header: "Timeouts", Metric: scriptTimeouts, Format: FormatInt},
+			{Header: "Mismatched", Metric: scriptMismatched, Format: FormatInt},
+			{Header: "Unexpected", Metric: scriptUnexpected, Format: FormatInt},
+			{Header: "Aborted", Metric: scriptAborted, Format: FormatInt},
+			{Metric: ColServer},
+			{Header: "Srv CPU-s/1M", Metric: metrics.ServerCPUPer1M, Delta: true, Format: FormatFloat2},
+			{Header: "Cli CPU-s/1M", Metric: metrics.ClientCPUPer1M, Delta: true, Format: FormatFloat2},
+			{Metric: ColClientCPU},
+			{Metric: ColVerdict},
+		},
+		Efficiency: &Efficiency{Rate: scriptExchRate, EER: scriptEER, Count: scriptExchanges},
+		Metrics:    scriptMetricDefs(),
+		Family:     exchangeFamily,
+		Tables:     scriptTables,
+	})
+}
+
+func scriptMetricDefs() []metrics.Def {
+	return metrics.Join([]metrics.Def{
+		{Name: scriptExchRate, Kind: metrics.Float, Doc: "exchanges completed per second, every named exchange"},
+		{Name: scriptEER, Kind: metrics.Float, Doc: "exchange_rate / server cpu_avg: exchanges per second per percent of a core"},
+		{Name: scriptExchanges, Kind: metrics.Count, Doc: "exchanges completed, every named exchange"},
+	}, metrics.Latency, []metrics.Def{
+		{Name: scriptTimeouts, Kind: metrics.Count, Doc: "expects that got no reply in time (each ends its user)"},
+		{Name: scriptMismatched, Kind: metrics.Count, Doc: "replies taken for a request they did not answer (another id)"},
+		{Name: scriptExchFailed, Kind: metrics.Count, Doc: "expects waiting when their user ended, their connection was lost or the phase ended"},
+		{Name: scriptUsers, Kind: metrics.Count, Doc: "users whose connection opened"},
+		{Name: scriptArrivals, Kind: metrics.Count, Doc: "open arrivals due"},
+		{Name: scriptLate, Kind: metrics.Count, Doc: "open arrivals dialled more than late_after after their time"},
+		{Name: scriptDropped, Kind: metrics.Count, Doc: "open arrivals not started: max_users were running"},
+		{Name: scriptOpenFailed, Kind: metrics.Count, Doc: "users whose connection failed after all retries"},
+		{Name: scriptFinished, Kind: metrics.Count, Doc: "users that ran to their end (or a close step)"},
+		{Name: scriptAborted, Kind: metrics.Count, Doc: "users ended by a timeout or a lost connection"},
+		{Name: scriptCut, Kind: metrics.Count, Doc: "users still running when the phase ended"},
+		{Name: scriptIterations, Kind: metrics.Count, Doc: "iterations completed"},
+		{Name: scriptSent, Kind: metrics.Count, Doc: "messages sent"},
+		{Name: scriptReceived, Kind: metrics.Count, Doc: "messages received"},
+		{Name: scriptUnexpected, Kind: metrics.Count, Doc: "messages no expect waited for and no ignore pattern covered"},
+		{Name: scriptUnexpUsers, Kind: metrics.Count, Doc: "users that received an unexpected message"},
+		{Name: scriptIgnored, Kind: metrics.Count, Doc: "messages an ignore pattern covered"},
+		{Name: scriptConnectP50, Kind: metrics.Duration, Doc: "handshake latency of the users' connections, median"},
+		{Name: scriptConnectP99, Kind: metrics.Duration, Doc: "handshake latency, 99th percentile"},
+		{Name: scriptBytesSent, Kind: metrics.Bytes, Doc: "message bytes sent"},
+		{Name: scriptBytesRecv, Kind: metrics.Bytes, Doc: "message bytes received"},
+		{Name: scriptUsed, Kind: metrics.Duration, Doc: "wall time of the phase"},
+	}, cpuPer1MDefs("exchanges", "exchanges"))
+}
+
+// ExchangeMetric is the name of a named exchange's metric: name + suffix
+// (login_p99).
+func ExchangeMetric(name, suffix string) string { return name + suffix }
+
+// exchangeFamily recognises a per-exchange metric by its suffix.
+func exchangeFamily(name string) (metrics.Def, bool) {
+	for _, s := range exchangeSuffixes {
+		if ex, ok := strings.CutSuffix(name, s.suffix); ok && ex != "" {
+			return metrics.Def{Name: name, Kind: s.kind, Doc: "exchange " + ex + ": " + s.doc}, true
+		}
+	}
+	return metrics.Def{}, false
+}
+
+// ExtraMetrics implements Extras: every named exchange's metrics.
+func (p *Script) ExtraMetrics() []metrics.Def {
+	var out []metrics.Def
+	for _, name := range p.exchanges() {
+		for _, s := range exchangeSuffixes {
+			out = append(out, metrics.Def{Name: ExchangeMetric(name, s.suffix), Kind: s.kind, Doc: "exchange " + name + ": " + s.doc})
+		}
+	}
+	return out
+}
+
+// exchanges returns the names of the exchanges, in step order.
+func (p *Script) exchanges() []string {
+	var out []string
+	var walk func([]script.Step)
+	walk = func(steps []script.Step) {
+		for i := range steps {
+			if e := steps[i].Expect; e != nil && e.As != "" {
+				out = append(out, e.As)
+			}
+			if l := steps[i].Loop; l != nil {
+				walk(l.Steps)
+			}
+		}
+	}
+	walk(p.Steps)
+	return out
+}
+
+// Opens implements Opener: the users' connections (open arrivals: at
+// most max_users at once).
+func (p *Script) Opens() (conns, concurrency int) {
+	if p.ArrivalRate > 0 {
+		return p.MaxUsers, p.MaxUsers
+	}
+	return p.Users, p.Concurrency
+}
+
+// Defaults implements ContextDefaults.
+func (p *Script) Defaults(c Context) {
+	p.dir = c.Dir
+	if p.Concurrency == 0 {
+		p.Concurrency = openConcurrency(p.Users)
+	}
+	if p.Iterations == 0 && (p.Duration == 0 || p.ArrivalRate > 0) {
+		p.Iterations = 1
+	}
+	if p.MaxUsers == 0 && p.ArrivalRate > 0 {
+		p.MaxUsers = int(min(math.Ceil(float64(p.ArrivalRate)*p.Duration.D().Seconds()), DefaultMaxUsers))
+		p.MaxUsers = max(p.MaxUsers, 1)
+	}
+	if p.Data != nil && p.Data.Order == "" {
+		p.Data.Order = script.OrderSequential
+	}
+}
+
+// DefaultMaxUsers bounds max_users' default.
+const DefaultMaxUsers = 10000
+
+// dataPath is the data file's path: relative to the plan's directory.
+func (p *Script) dataPath() string {
+	if p.Data == nil || filepath.IsAbs(p.Data.File) || p.dir == "" {
+		return p.Data.File
+	}
+	return filepath.Join(p.dir, p.Data.File)
+}
+
+// Validate implements Phase: arrivals, data, and the script compiled
+// (every template, path, matcher and correlation checked).
+func (p *Script) Validate(Context) []FieldError {
+	var errs []FieldError
+	open := p.ArrivalRate > 0
+	switch {
+	case open && p.Users > 0:
+		errs = append(errs, FieldError{"users", "give users (closed arrivals) or arrival_rate (open arrivals), not both"})
+	case !open && p.Users == 0:
+		errs = append(errs, FieldError{"", "needs users (closed arrivals) or arrival_rate (open arrivals)"})
+	case open && p.Duration <= 0:
+		errs = append(errs, FieldError{"duration", "is required with arrival_rate: how long users arrive"})
+	case p.ArrivalRate < 0:
+		errs = append(errs, FieldError{"arrival_rate", fmt.Sprintf("must be > 0, got %s", p.ArrivalRate)})
+	}
+	if !open && p.Concurrency > p.Users && p.Users > 0 {
+		errs = append(errs, FieldError{"concurrency", fmt.Sprintf("must be <= users (%d), got %d", p.Users, p.Concurrency)})
+	}
+	errs = append(errs, p.validateData()...)
+	errs = append(errs, p.validateRequest()...)
+	var cols []string
+	if p.rows != nil {
+		cols = p.rows.Columns
+	}
+	_, serrs := script.Compile(script.Source{Steps: p.Steps, Ignore: p.Ignore, Columns: cols, Timeout: p.Timeout.D()})
+	for _, e := range serrs {
+		errs = append(errs, FieldError{e.Field, e.Msg})
+	}
+	return errs
+}
+
+// validateData reads the data file (its columns are what templates may
+// name) and checks that unique has a row per user.
+func (p *Script) validateData() []FieldError {
+	if p.Data == nil {
+		return nil
+	}
+	var errs []FieldError
+	if !contains(script.Orders, p.Data.Order) {
+		errs = append(errs, FieldError{"data.order", fmt.Sprintf("want one of %s, got %q", strings.Join(script.Orders, ", "), p.Data.Order)})
+	}
+	if p.Data.File == "" {
+		return append(errs, FieldError{"data.file", "is required: a CSV or JSON Lines file"})
+	}
+	rows, err := script.ReadRows(p.dataPath())
+	if err != nil {
+		return append(errs, FieldError{"data.file", err.Error()})
+	}
+	p.rows = rows
+	need := int64(p.Users)
+	what := "users"
+	if p.ArrivalRate > 0 {
+		need, what = int64(math.Floor(float64(p.ArrivalRate)*p.Duration.D().Seconds())), "arrivals"
+	}
+	if p.Data.Order == script.OrderUnique && int64(rows.Total) < need {
+		errs = append(errs, FieldError{"data.order", fmt.Sprintf("unique needs a row per user: %d %s, %d rows in %s", need, what, rows.Total, p.Data.File)})
+	}
+	return errs
+}
+
+// reservedHeaders are written by the client itself.
+var reservedHeaders = []string{"Host", "Upgrade", "Connection", "Origin", "Sec-Websocket-Key", "Sec-Websocket-Version", "Sec-Websocket-Protocol", "Sec-Websocket-Extensions"}
+
+// validateRequest compiles the query and header templates (no capture
+// exists before the connection: fields and rows only).
+func (p *Script) validateRequest() []FieldError {
+	var cols []string
+	if p.rows != nil {
+		cols = p.rows.Columns
+	}
+	env := &script.Env{Columns: cols}
+	var errs []FieldError
+	if p.Query != "" {
+		if _, err := script.ParseTemplate(p.Query, env); err != nil {
+			errs = append(errs, FieldError{"query", err.Error()})
+		}
+	}
+	for _, k := range sortedKeys(p.Headers) {
+		if contains(reservedHeaders, http.CanonicalHeaderKey(k)) {
+			errs = append(errs, FieldError{"headers." + k, "the client writes this header itself"})
+			continue
+		}
+		if _, err := script.ParseTemplate(p.Headers[k], env); err != nil {
+			errs = append(errs, FieldError{"headers." + k, err.Error()})
+		}
+	}
+	return errs
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// params returns the client's parameters (rows read again at run).
+func (p *Script) params() (*client.ScriptParams, error) {
+	q := &client.ScriptParams{
+		Steps: p.Steps, Ignore: p.Ignore, Timeout: p.Timeout.D(), Query: p.Query,
+		Users: p.Users, ArrivalRate: float64(p.ArrivalRate), MaxUsers: p.MaxUsers,
+		Iterations: p.Iterations, Duration: p.Duration.D(), Drain: p.Drain.D(),
+		Concurrency: p.Concurrency, ConnectTimeout: p.ConnectTimeout.D(), Retries: p.Retries, LateAfter: p.LateAfter.D(),
+	}
+	if q.ArrivalRate > 0 {
+		q.Iterations = max(q.Iterations, 1)
+	}
+	for _, k := range sortedKeys(p.Headers) {
+		q.Headers = append(q.Headers, [2]string{k, p.Headers[k]})
+	}
+	if p.Data != nil {
+		rows, err := script.ReadRows(p.dataPath())
+		if err != nil {
+			return nil, err
+		}
+		q.Rows, q.Order = rows, p.Data.Order
+	}
+	return q, nil
+}
