@@ -164,6 +164,7 @@ func chartModel(runs []*result.Run, labels []string) []chartSection {
 				sec.Charts = append(sec.Charts, *c)
 			}
 		}
+		sec.Charts = append(sec.Charts, p.kindSpectra()...)
 		sec.Charts = append(sec.Charts, p.timelines()...)
 		sec.Charts = append(sec.Charts, p.steps()...)
 		sec.Charts = append(sec.Charts, p.kindCharts()...)
@@ -308,7 +309,14 @@ func (p *phaseCharts) memory() *chart {
 
 // percentiles is the latency spectrum, a series per (server, run).
 func (p *phaseCharts) percentiles() *chart {
-	c := &chart{ID: p.id("lat"), Type: chartPercentiles, Title: "Latency by percentile", Unit: "ms"}
+	return p.spectrum(p.id("lat"), "Latency by percentile", func(r *result.Result) (string, bool) { return r.Histogram, true })
+}
+
+// spectrum is a latency spectrum chart, a series per (server, run), from
+// the histogram hist finds in a result (its percentile metrics when the
+// histogram is empty and fallback says the result's own metrics are it).
+func (p *phaseCharts) spectrum(id, title string, hist func(r *result.Result) (h string, fallback bool)) *chart {
+	c := &chart{ID: id, Type: chartPercentiles, Title: title, Unit: "ms"}
 	for j, srv := range p.servers {
 		for i, run := range p.runs {
 			r := p.result(run, srv)
@@ -316,9 +324,10 @@ func (p *phaseCharts) percentiles() *chart {
 				continue
 			}
 			s := p.series(srv, j, i)
-			if pts, ok := histogramPoints(r.Histogram); ok {
+			h, fallback := hist(r)
+			if pts, ok := histogramPoints(h); ok {
 				s.Points = pts
-			} else {
+			} else if fallback {
 				for _, q := range percentilePoints {
 					if _, ok := r.Metrics[q.name]; ok {
 						if d := r.Metrics.Dur(q.name); d > 0 {
@@ -336,6 +345,44 @@ func (p *phaseCharts) percentiles() *chart {
 		return nil
 	}
 	return c
+}
+
+// kindSpectra are the kind's own latency spectra (Kind.Spectra: a
+// script's named exchanges), a chart per name in order of appearance.
+func (p *phaseCharts) kindSpectra() []chart {
+	k, ok := scenarios.Lookup(p.kind)
+	if !ok || k.Spectra == nil {
+		return nil
+	}
+	var names []string
+	seen := map[string]bool{}
+	for _, run := range p.runs {
+		for _, srv := range p.servers {
+			if r := p.result(run, srv); r != nil {
+				for _, sp := range k.Spectra(r) {
+					if !seen[sp.Name] {
+						seen[sp.Name] = true
+						names = append(names, sp.Name)
+					}
+				}
+			}
+		}
+	}
+	var out []chart
+	for i, name := range names {
+		c := p.spectrum(p.id(fmt.Sprintf("spectrum-%d", i)), "Latency by percentile: "+name, func(r *result.Result) (string, bool) {
+			for _, sp := range k.Spectra(r) {
+				if sp.Name == name {
+					return sp.Histogram, false
+				}
+			}
+			return "", false
+		})
+		if c != nil {
+			out = append(out, *c)
+		}
+	}
+	return out
 }
 
 // timelines are the per-second charts of results that carry a timeline

@@ -69,6 +69,10 @@ type Kind struct {
 	// the phase's table for one server's result, from its Detail (e.g.
 	// conformance: the cases that did not pass); nil = none.
 	Tables func(r *result.Result) []Table
+	// Spectra, when set, returns latency histograms of one result beyond
+	// its own (a script's named exchanges), each drawn in the HTML report
+	// as a spectrum of its own; nil = none.
+	Spectra func(r *result.Result) []Spectrum
 	// Charts are the kind's own charts in the HTML report, drawn after
 	// the ones every phase gets (throughput, CPU, memory, latency,
 	// timelines, steps); nil = none.
@@ -89,6 +93,12 @@ type Throughput struct {
 	// Bench is the unit benchfmt writes Metric in, one word (benchstat
 	// prints a table per unit), e.g. "msgs/s"; "" = not written.
 	Bench string
+}
+
+// Spectrum is a named latency histogram of a result (Kind.Spectra).
+type Spectrum struct {
+	Name      string // e.g. the exchange "login"
+	Histogram string // as HistString writes it
 }
 
 // Chart is one of a kind's own charts (Kind.Charts): a group of bars per

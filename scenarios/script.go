@@ -51,9 +51,9 @@ const (
 	scriptLate        = "late"
 	scriptDropped     = "dropped"
 	scriptOpenFailed  = "open_failed"
-	scriptFinished    = "finished"
-	scriptAborted     = "aborted"
-	scriptCut         = "cut"
+	scriptFinished    = "users_finished"
+	scriptAborted     = "users_aborted"
+	scriptCut         = "users_cut"
 	scriptIterations  = "iterations"
 	scriptSent        = "sent"
 	scriptReceived    = "received"
@@ -137,6 +137,7 @@ func init() {
 		Metrics:    scriptMetricDefs(),
 		Family:     exchangeFamily,
 		Tables:     scriptTables,
+		Spectra:    scriptSpectra,
 	})
 }
 

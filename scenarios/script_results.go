@@ -223,6 +223,19 @@ func scriptTables(r *result.Result) []Table {
 	return out
 }
 
+// scriptSpectra are the named exchanges' latency histograms.
+func scriptSpectra(r *result.Result) []Spectrum {
+	var d ScriptDetail
+	if len(r.Detail) == 0 || json.Unmarshal(r.Detail, &d) != nil {
+		return nil
+	}
+	out := make([]Spectrum, 0, len(d.Exchanges))
+	for _, e := range d.Exchanges {
+		out = append(out, Spectrum{Name: e.Name, Histogram: e.Histogram})
+	}
+	return out
+}
+
 // exchangeDefs are the per-exchange metrics by suffix (for Normalize).
 func exchangeDefs() []metrics.Def {
 	out := make([]metrics.Def, 0, len(exchangeSuffixes))
