@@ -106,7 +106,7 @@ func testTLS(t *testing.T) (server, client *tls.Config) {
 	if server, err = ca.ServerConfig(); err != nil {
 		t.Fatal(err)
 	}
-	if client, err = wstls.ClientConfig(ca.CAFile, "127.0.0.1", false, false); err != nil {
+	if client, err = wstls.ClientConfig(wstls.ClientOptions{CAFile: ca.CAFile, ServerName: "127.0.0.1"}); err != nil {
 		t.Fatal(err)
 	}
 	return server, client

@@ -25,6 +25,8 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/wsplan/wsplan/internal/pmdeflate"
+
+	"github.com/wsplan/wsplan/internal/wstls"
 )
 
 // Options configure a Client. Zero values are defaults.
@@ -82,23 +84,12 @@ type Options struct {
 	Compression *pmdeflate.Params `json:",omitempty"`
 }
 
-// TLSOptions are how the client's TLS connections verify the server. They
-// are plain data (a shard gets them as JSON); each Client builds its
-// tls.Config from them with wstls.ClientConfig.
-type TLSOptions struct {
-	// CAFile is a PEM bundle of the CAs to trust; "" = the system roots.
-	CAFile string `json:",omitempty"`
-	// ServerName is the SNI sent and the name verified; "" = the host of
-	// the target's Host (Hosts[i], else the target address). An IP literal
-	// is verified against the certificate's IP SANs and sends no SNI.
-	ServerName string `json:",omitempty"`
-	// InsecureSkipVerify accepts any certificate; default false.
-	InsecureSkipVerify bool `json:",omitempty"`
-	// SessionResumption shares one session cache over the client's
-	// connections (TLS 1.2 tickets, TLS 1.3 PSK), so that later handshakes
-	// resume; default false: every handshake is a full one.
-	SessionResumption bool `json:",omitempty"`
-}
+// TLSOptions are how the client's TLS connections verify the server and
+// what they offer (wstls.ClientOptions: plain data, a shard gets them as
+// JSON); each Client builds its tls.Config from them with
+// wstls.ClientConfig, one per server name. ServerName "" = the host of
+// the target's Host (Hosts[i], else the target address).
+type TLSOptions = wstls.ClientOptions
 
 // Progress is read by the live progress line while a phase runs.
 type Progress struct {

@@ -162,7 +162,9 @@ func (c *Client) tlsConfig(o *TLSOptions, name string) (*tls.Config, error) {
 			return t.tls, nil
 		}
 	}
-	return wstls.ClientConfig(o.CAFile, name, o.InsecureSkipVerify, o.SessionResumption)
+	co := *o
+	co.ServerName = name
+	return wstls.ClientConfig(co)
 }
 
 // hostOnly returns the host of a Host header value, without port or

@@ -71,7 +71,7 @@ func newSecureRig(tb testing.TB, withTLS, deflate bool) *secureRig {
 		srv = tls.Server(nc, cfg)
 		hs := make(chan error, 1)
 		go func() { hs <- srv.Handshake() }()
-		ccfg, err := wstls.ClientConfig(caFile, "127.0.0.1", false, false)
+		ccfg, err := wstls.ClientConfig(wstls.ClientOptions{CAFile: caFile, ServerName: "127.0.0.1"})
 		if err != nil {
 			tb.Fatal(err)
 		}

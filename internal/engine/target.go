@@ -211,7 +211,7 @@ func targetHandshake(srv plan.Server, t plan.URLTarget) (handshake, error) {
 			}
 			c.ServerName = host
 		}
-		cfg, err := wstls.ClientConfig(c.CAFile, c.ServerName, c.InsecureSkipVerify, false)
+		cfg, err := wstls.ClientConfig(wstls.ClientOptions{CAFile: c.CAFile, ServerName: c.ServerName, InsecureSkipVerify: c.InsecureSkipVerify})
 		if err != nil {
 			return h, err
 		}
@@ -276,7 +276,7 @@ func readyHandshakes(srv plan.Server, addrs []string) ([]handshake, error) {
 			if name == "" {
 				name = host
 			}
-			cfg, err := wstls.ClientConfig(srv.TLS.CAFile, name, srv.TLS.InsecureSkipVerify, false)
+			cfg, err := wstls.ClientConfig(wstls.ClientOptions{CAFile: srv.TLS.CAFile, ServerName: name, InsecureSkipVerify: srv.TLS.InsecureSkipVerify})
 			if err != nil {
 				return nil, err
 			}

@@ -107,7 +107,7 @@ func dialSess(noFast bool) func(testing.TB, *testServer) (benchConn, net.Conn) {
 		}
 		srv.mu.Lock()
 		if srv.cfg == nil { // one config for all connections, as the client has
-			cfg, err := ClientConfig(srv.ca.CAFile, "localhost", false, false)
+			cfg, err := ClientConfig(ClientOptions{CAFile: srv.ca.CAFile, ServerName: "localhost"})
 			if err != nil {
 				tb.Fatal(err)
 			}
@@ -672,14 +672,12 @@ func loopSession(tb testing.TB, version, id uint16) *Session {
 	if !ok {
 		tb.Fatalf("suite %#x", id)
 	}
-	s := &Session{mode: modeFast, version: version, st: st, maxRec: maxCipher12}
+	s := &Session{mode: modeFast, version: version, st: st}
 	key := make([]byte, st.keyLen)
 	for _, h := range []*halfConn{&s.rd, &s.wr} {
-		a, err := st.newAEAD(key)
-		if err != nil {
+		if err := h.setKey(st, key); err != nil {
 			tb.Fatal(err)
 		}
-		h.aead = a
 	}
 	return s
 }

@@ -96,13 +96,13 @@ func TestClientConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ClientConfig(tt.caFile, "localhost", false, false)
+			_, err := ClientConfig(ClientOptions{CAFile: tt.caFile, ServerName: "localhost"})
 			if err == nil || err.Error() != tt.wantErr {
 				t.Fatalf("got %v, want %q", err, tt.wantErr)
 			}
 		})
 	}
-	cfg, err := ClientConfig("", "example.com", true, true)
+	cfg, err := ClientConfig(ClientOptions{ServerName: "example.com", InsecureSkipVerify: true, SessionResumption: true})
 	if err != nil {
 		t.Fatal(err)
 	}

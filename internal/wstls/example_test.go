@@ -9,7 +9,7 @@ import (
 // A client loop's use of a Session, shown over a blocking net.Conn: the
 // loop would do the same with its non-blocking socket and epoll events.
 func Example() {
-	cfg, err := wstls.ClientConfig("out/tls/ca.pem", "localhost", false, true) // once per target
+	cfg, err := wstls.ClientConfig(wstls.ClientOptions{CAFile: "out/tls/ca.pem", ServerName: "localhost", SessionResumption: true}) // once per target
 	if err != nil {
 		return
 	}

@@ -216,7 +216,7 @@ func dialSession(t testing.TB, srv *testServer, cfg *tls.Config, noFast bool) (*
 // clientConfig trusts srv's run CA.
 func clientConfig(t testing.TB, srv *testServer, resume bool) *tls.Config {
 	t.Helper()
-	cfg, err := ClientConfig(srv.ca.CAFile, "localhost", false, resume)
+	cfg, err := ClientConfig(ClientOptions{CAFile: srv.ca.CAFile, ServerName: "localhost", SessionResumption: resume})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,31 +23,42 @@ type suite struct {
 	keyLen   int              // AEAD key bytes
 	ivLen    int              // TLS 1.2 fixed IV bytes (4 for GCM, 12 for ChaCha20); TLS 1.3 always 12
 	hash     func() hash.Hash // HKDF (1.3) or PRF (1.2) hash
+	hashLen  int              // hash's output bytes: TLS 1.3 traffic secrets' length
 	chacha   bool             // ChaCha20-Poly1305, else AES-GCM
 	explicit bool             // TLS 1.2 GCM: an 8-byte explicit nonce leads each record
 }
 
+// The suites of the fast path; sessions point at them.
+var (
+	suiteAES128SHA256 = suite{keyLen: 16, ivLen: 12, hash: sha256.New, hashLen: 32}
+	suiteAES256SHA384 = suite{keyLen: 32, ivLen: 12, hash: sha512.New384, hashLen: 48}
+	suiteChaChaSHA256 = suite{keyLen: 32, ivLen: 12, hash: sha256.New, hashLen: 32, chacha: true}
+	suite12AES128GCM  = suite{keyLen: 16, ivLen: 4, hash: sha256.New, hashLen: 32, explicit: true}
+	suite12AES256GCM  = suite{keyLen: 32, ivLen: 4, hash: sha512.New384, hashLen: 48, explicit: true}
+	suite12ChaCha     = suite{keyLen: 32, ivLen: 12, hash: sha256.New, hashLen: 32, chacha: true}
+)
+
 // suiteFor returns the fast-path description of a negotiated cipher suite.
-func suiteFor(version, id uint16) (suite, bool) {
+func suiteFor(version, id uint16) (*suite, bool) {
 	switch id {
 	case tls.TLS_AES_128_GCM_SHA256:
-		return suite{keyLen: 16, ivLen: 12, hash: sha256.New}, version == tls.VersionTLS13
+		return &suiteAES128SHA256, version == tls.VersionTLS13
 	case tls.TLS_AES_256_GCM_SHA384:
-		return suite{keyLen: 32, ivLen: 12, hash: sha512.New384}, version == tls.VersionTLS13
+		return &suiteAES256SHA384, version == tls.VersionTLS13
 	case tls.TLS_CHACHA20_POLY1305_SHA256:
-		return suite{keyLen: 32, ivLen: 12, hash: sha256.New, chacha: true}, version == tls.VersionTLS13
+		return &suiteChaChaSHA256, version == tls.VersionTLS13
 	case tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, tls.TLS_RSA_WITH_AES_128_GCM_SHA256:
-		return suite{keyLen: 16, ivLen: 4, hash: sha256.New, explicit: true}, version == tls.VersionTLS12
+		return &suite12AES128GCM, version == tls.VersionTLS12
 	case tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384, tls.TLS_RSA_WITH_AES_256_GCM_SHA384:
-		return suite{keyLen: 32, ivLen: 4, hash: sha512.New384, explicit: true}, version == tls.VersionTLS12
+		return &suite12AES256GCM, version == tls.VersionTLS12
 	case tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256:
-		return suite{keyLen: 32, ivLen: 12, hash: sha256.New, chacha: true}, version == tls.VersionTLS12
+		return &suite12ChaCha, version == tls.VersionTLS12
 	}
-	return suite{}, false
+	return nil, false
 }
 
 // newAEAD returns the record cipher for key.
-func (s suite) newAEAD(key []byte) (cipher.AEAD, error) {
+func (s *suite) newAEAD(key []byte) (cipher.AEAD, error) {
 	if s.chacha {
 		return chacha20poly1305.New(key)
 	}
@@ -70,22 +81,17 @@ func expandLabel(h func() hash.Hash, secret []byte, label string, n int) ([]byte
 }
 
 // trafficKeys13 derives a TLS 1.3 record key and IV from a traffic secret.
-func trafficKeys13(s suite, secret []byte) (cipher.AEAD, []byte, error) {
-	key, err := expandLabel(s.hash, secret, "key", s.keyLen)
-	if err != nil {
+func trafficKeys13(s *suite, secret []byte) (key, iv []byte, err error) {
+	if key, err = expandLabel(s.hash, secret, "key", s.keyLen); err != nil {
 		return nil, nil, err
 	}
-	iv, err := expandLabel(s.hash, secret, "iv", 12)
-	if err != nil {
-		return nil, nil, err
-	}
-	a, err := s.newAEAD(key)
-	return a, iv, err
+	iv, err = expandLabel(s.hash, secret, "iv", 12)
+	return key, iv, err
 }
 
 // nextSecret13 is the KeyUpdate step: application_traffic_secret_N+1.
-func nextSecret13(s suite, secret []byte) ([]byte, error) {
-	return expandLabel(s.hash, secret, "traffic upd", s.hash().Size())
+func nextSecret13(s *suite, secret []byte) ([]byte, error) {
+	return expandLabel(s.hash, secret, "traffic upd", s.hashLen)
 }
 
 // prf12 is the TLS 1.2 PRF (RFC 5246 §5): P_hash(secret, label + seed).
@@ -109,7 +115,7 @@ func prf12(h func() hash.Hash, secret []byte, label string, seed []byte, n int) 
 
 // keyBlock12 derives the TLS 1.2 client and server write keys and IVs
 // (RFC 5246 §6.3; AEAD suites have no MAC keys).
-func keyBlock12(s suite, master, clientRandom, serverRandom []byte) (ck, sk, civ, siv []byte) {
+func keyBlock12(s *suite, master, clientRandom, serverRandom []byte) (ck, sk, civ, siv []byte) {
 	seed := append(append([]byte{}, serverRandom...), clientRandom...)
 	kb := prf12(s.hash, master, "key expansion", seed, 2*s.keyLen+2*s.ivLen)
 	ck, kb = kb[:s.keyLen], kb[s.keyLen:]

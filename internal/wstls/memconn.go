@@ -33,28 +33,30 @@ func (m *memConn) Read(p []byte) (int, error) {
 	s := (*Session)(m)
 	switch s.mode {
 	case modeHandshake:
-		for s.hs.off == len(s.hs.in) {
-			if s.hs.yield == nil || !s.hs.yield(struct{}{}) {
+		hs := s.x.hs
+		for hs.off == len(hs.in) {
+			if hs.yield == nil || !hs.yield(struct{}{}) {
 				return 0, errAborted
 			}
 		}
-		b := s.hs.in[s.hs.off:]
+		b := hs.in[hs.off:]
 		if len(b) > len(p) {
 			b = b[:len(p)]
 		}
-		n := s.hs.rt.take(b)
-		if s.hs.headN < len(s.hs.head) {
-			s.hs.headN += copy(s.hs.head[s.hs.headN:], b[:n])
+		n := hs.rt.take(b)
+		if hs.headN < len(hs.head) {
+			hs.headN += copy(hs.head[hs.headN:], b[:n])
 		}
 		copy(p, b[:n])
-		s.hs.off += n
+		hs.off += n
 		return n, nil
 	case modeFast:
-		if len(s.src) == 0 {
+		x := s.x
+		if len(x.src) == 0 {
 			return 0, errWouldBlock
 		}
-		n := copy(p, s.src)
-		s.src = s.src[n:]
+		n := copy(p, x.src)
+		x.src = x.src[n:]
 		return n, nil
 	case modeStd:
 		if s.stashOff < len(s.stash) {
@@ -74,7 +76,7 @@ func (m *memConn) Read(p []byte) (int, error) {
 
 // Write collects crypto/tls's output.
 func (m *memConn) Write(p []byte) (int, error) {
-	m.out = append(m.out, p...)
+	m.x.out = append(m.x.out, p...)
 	return len(p), nil
 }
 
@@ -139,12 +141,12 @@ func (t *recTracker) take(b []byte) int {
 // crypto/tls offers: a resumed TLS 1.2 session's master secret is in it.
 type cacheSpy struct {
 	inner tls.ClientSessionCache
-	s     *Session
+	hs    *hsState
 }
 
 func (c *cacheSpy) Get(key string) (*tls.ClientSessionState, bool) {
 	cs, ok := c.inner.Get(key)
-	c.s.hs.offered = cs
+	c.hs.offered = cs
 	return cs, ok
 }
 

@@ -26,45 +26,73 @@ const (
 	recAppData   = 23
 )
 
-// halfConn is one direction of the fast record layer.
+// halfConn is one direction of the fast record layer. It keeps its keys:
+// the AEAD (key schedule and tables) is made from them when a record needs
+// it, and dropped again by Session.Idle.
 type halfConn struct {
-	aead   cipher.AEAD
+	aead   cipher.AEAD // nil until a record needs it
 	seq    uint64
-	iv     [12]byte
-	nonce  [12]byte // scratch, kept here so that it does not escape per record
-	aad    [13]byte // TLS 1.2 additional data scratch
-	secret []byte   // TLS 1.3 traffic secret, for KeyUpdate
+	iv     [12]byte // TLS 1.3 and ChaCha20: the per-record nonce's base; TLS 1.2 GCM: the implicit salt (4 bytes)
+	key    [32]byte // st.keyLen bytes
+	secret [48]byte // TLS 1.3: the traffic secret (st.hashLen bytes), for KeyUpdate
 }
 
 // set13 installs a TLS 1.3 traffic secret.
-func (h *halfConn) set13(st suite, secret []byte) error {
-	a, iv, err := trafficKeys13(st, secret)
+func (h *halfConn) set13(st *suite, secret []byte) error {
+	key, iv, err := trafficKeys13(st, secret)
 	if err != nil {
 		return err
 	}
-	h.aead, h.secret, h.seq = a, secret, 0
+	h.seq = 0
+	copy(h.secret[:], secret)
 	copy(h.iv[:], iv)
-	return nil
+	return h.setKey(st, key)
 }
 
-// setNonce computes the per-record nonce: iv XOR the sequence number
-// (RFC 8446 §5.3, RFC 7905 §2).
-func (h *halfConn) setNonce() {
-	h.nonce = h.iv
+// set12 installs TLS 1.2 keys.
+func (h *halfConn) set12(st *suite, key, iv []byte) error {
+	copy(h.iv[:], iv)
+	return h.setKey(st, key)
+}
+
+// setKey keeps key and makes the AEAD from it.
+func (h *halfConn) setKey(st *suite, key []byte) error {
+	copy(h.key[:], key)
+	h.aead = nil
+	_, err := h.cipher(st)
+	return err
+}
+
+// cipher returns the AEAD, made from the key if the session was idle.
+func (h *halfConn) cipher(st *suite) (cipher.AEAD, error) {
+	if h.aead == nil {
+		a, err := st.newAEAD(h.key[:st.keyLen])
+		if err != nil {
+			return nil, err
+		}
+		h.aead = a
+	}
+	return h.aead, nil
+}
+
+// setNonce computes the nonce of h's next record: iv XOR the sequence
+// number (RFC 8446 §5.3, RFC 7905 §2).
+func (h *halfConn) setNonce(nonce *[12]byte) {
+	*nonce = h.iv
 	var seq [8]byte
 	binary.BigEndian.PutUint64(seq[:], h.seq)
 	for i := range seq {
-		h.nonce[4+i] ^= seq[i]
+		nonce[4+i] ^= seq[i]
 	}
 }
 
-// setAAD12 computes TLS 1.2's additional data for a record of typ with n
-// bytes of plaintext.
-func (h *halfConn) setAAD12(typ byte, n int) {
-	binary.BigEndian.PutUint64(h.aad[:8], h.seq)
-	h.aad[8] = typ
-	h.aad[9], h.aad[10] = 3, 3
-	binary.BigEndian.PutUint16(h.aad[11:], uint16(n))
+// setAAD12 computes TLS 1.2's additional data of h's next record, of typ
+// with n bytes of plaintext.
+func (h *halfConn) setAAD12(aad *[13]byte, typ byte, n int) {
+	binary.BigEndian.PutUint64(aad[:8], h.seq)
+	aad[8] = typ
+	aad[9], aad[10] = 3, 3
+	binary.BigEndian.PutUint16(aad[11:], uint16(n))
 }
 
 // Feed hands in ciphertext read from the socket. The session borrows ct
@@ -155,10 +183,11 @@ func (s *Session) ReadPlain(dst []byte) (int, error) {
 
 // nextStd is Next on crypto/tls's record layer.
 func (s *Session) nextStd() ([]byte, error) {
-	if s.scratch == nil {
-		s.scratch = make([]byte, maxPlaintext)
+	x := s.x
+	if x.scratch == nil {
+		x.scratch = make([]byte, maxPlaintext)
 	}
-	n, err := s.conn.Read(s.scratch[:cap(s.scratch)])
+	n, err := x.conn.Read(x.scratch[:cap(x.scratch)])
 	if err != nil {
 		if err == error(errWouldBlock) {
 			return nil, nil
@@ -172,7 +201,7 @@ func (s *Session) nextStd() ([]byte, error) {
 	if n == 0 {
 		return nil, nil
 	}
-	return s.scratch[:n], nil
+	return x.scratch[:n], nil
 }
 
 // recordLen returns the length of the record at the start of b (header
@@ -182,7 +211,7 @@ func (s *Session) recordLen(b []byte) (int, error) {
 		return recordHeaderLen, nil
 	}
 	n := int(binary.BigEndian.Uint16(b[3:5]))
-	if n > s.maxRec {
+	if n > s.maxRecord() {
 		return 0, fmt.Errorf("tls: oversized record of %d bytes", n)
 	}
 	return recordHeaderLen + n, nil
@@ -236,15 +265,18 @@ func (s *Session) nextRecord() ([]byte, error) {
 // content type.
 func (s *Session) open(rec []byte) ([]byte, byte, error) {
 	h := &s.rd
+	a, err := h.cipher(s.st)
+	if err != nil {
+		return nil, 0, err
+	}
 	body := rec[recordHeaderLen:]
 	var plain []byte
-	var err error
 	if s.version == tls.VersionTLS13 {
 		if rec[0] != recAppData {
 			return nil, 0, fmt.Errorf("tls: unexpected record type %d", rec[0])
 		}
-		h.setNonce()
-		plain, err = h.aead.Open(body[:0], h.nonce[:], body, rec[:recordHeaderLen])
+		h.setNonce(&s.nonce)
+		plain, err = a.Open(body[:0], s.nonce[:], body, rec[:recordHeaderLen])
 		if err != nil {
 			return nil, 0, errors.New("tls: bad record MAC")
 		}
@@ -263,17 +295,17 @@ func (s *Session) open(rec []byte) ([]byte, byte, error) {
 		if len(body) < 8+tagLen {
 			return nil, 0, errors.New("tls: bad record MAC")
 		}
-		h.nonce = h.iv
-		copy(h.nonce[4:], body[:8])
+		s.nonce = h.iv
+		copy(s.nonce[4:], body[:8])
 		body = body[8:]
 	} else {
 		if len(body) < tagLen {
 			return nil, 0, errors.New("tls: bad record MAC")
 		}
-		h.setNonce()
+		h.setNonce(&s.nonce)
 	}
-	h.setAAD12(typ, len(body)-tagLen)
-	plain, err = h.aead.Open(body[:0], h.nonce[:], body, h.aad[:])
+	h.setAAD12(&s.aad, typ, len(body)-tagLen)
+	plain, err = a.Open(body[:0], s.nonce[:], body, s.aad[:])
 	if err != nil {
 		return nil, 0, errors.New("tls: bad record MAC")
 	}
@@ -286,15 +318,16 @@ func (s *Session) open(rec []byte) ([]byte, byte, error) {
 // in the ClientSessionCache) and is reported as an empty handshake record;
 // anything else ends the sync phase and is returned as open would.
 func (s *Session) openSync(rec []byte) ([]byte, byte, error) {
-	s.scratch = append(s.scratch[:0], rec...)
-	plain, typ, err := s.open(s.scratch)
+	x := s.x
+	x.scratch = append(x.scratch[:0], rec...)
+	plain, typ, err := s.open(x.scratch)
 	if err != nil {
 		return nil, 0, err
 	}
 	if typ == recHandshake && onlyTickets(plain) {
-		s.src = rec
-		n, err := s.conn.Read(s.one[:])
-		s.src = nil
+		x.src = rec
+		n, err := x.conn.Read(x.one[:])
+		x.src = nil
 		switch {
 		case n != 0:
 			return nil, 0, errors.New("tls: session ticket record carried data")
@@ -303,8 +336,10 @@ func (s *Session) openSync(rec []byte) ([]byte, byte, error) {
 		}
 		return nil, recHandshake, nil
 	}
+	// Application data: crypto/tls is done with. plain is in x.scratch,
+	// which stays reachable through the returned slice until used.
 	s.inSync = false
-	s.conn = nil
+	s.x = nil
 	return plain, typ, nil
 }
 
@@ -360,7 +395,7 @@ func (s *Session) postHandshake(b []byte) error {
 		switch {
 		case s.version == tls.VersionTLS13 && msg[0] == 4: // NewSessionTicket
 		case s.version == tls.VersionTLS13 && msg[0] == 24 && n == 5: // KeyUpdate
-			secret, err := nextSecret13(s.st, s.rd.secret)
+			secret, err := nextSecret13(s.st, s.rd.secret[:s.st.hashLen])
 			if err != nil {
 				return err
 			}
@@ -386,10 +421,11 @@ func (s *Session) Seal(dst, plain []byte) ([]byte, error) {
 	switch s.mode {
 	case modeFast:
 	case modeStd:
-		s.out = dst
-		_, err := s.conn.Write(plain)
-		out := s.out
-		s.out = nil
+		x := s.x
+		x.out = dst
+		_, err := x.conn.Write(plain)
+		out := x.out
+		x.out = nil
 		if err != nil {
 			err = fmt.Errorf("tls: %w", err)
 			s.fail(err)
@@ -400,10 +436,14 @@ func (s *Session) Seal(dst, plain []byte) ([]byte, error) {
 	default:
 		return dst, ErrNotEstablished
 	}
+	var err error
 	if s.keyUpd {
 		s.keyUpd = false
-		dst = s.sealRecord(dst, recHandshake, []byte{24, 0, 0, 1, 0})
-		secret, err := nextSecret13(s.st, s.wr.secret)
+		dst, err = s.sealRecord(dst, recHandshake, []byte{24, 0, 0, 1, 0})
+		var secret []byte
+		if err == nil {
+			secret, err = nextSecret13(s.st, s.wr.secret[:s.st.hashLen])
+		}
 		if err == nil {
 			err = s.wr.set13(s.st, secret)
 		}
@@ -412,12 +452,15 @@ func (s *Session) Seal(dst, plain []byte) ([]byte, error) {
 			return dst, err
 		}
 	}
-	for len(plain) > 0 {
+	for len(plain) > 0 && err == nil {
 		n := min(len(plain), maxPlaintext)
-		dst = s.sealRecord(dst, recAppData, plain[:n])
+		dst, err = s.sealRecord(dst, recAppData, plain[:n])
 		plain = plain[n:]
 	}
-	return dst, nil
+	if err != nil {
+		s.fail(err)
+	}
+	return dst, err
 }
 
 // Close appends a close_notify alert to dst and returns it: the polite
@@ -426,12 +469,13 @@ func (s *Session) Seal(dst, plain []byte) ([]byte, error) {
 func (s *Session) Close(dst []byte) ([]byte, error) {
 	switch s.mode {
 	case modeFast:
-		return s.sealRecord(dst, recAlert, []byte{1, 0}), nil // warning, close_notify
+		return s.sealRecord(dst, recAlert, []byte{1, 0}) // warning, close_notify
 	case modeStd:
-		s.out = dst
-		err := s.conn.CloseWrite()
-		out := s.out
-		s.out = nil
+		x := s.x
+		x.out = dst
+		err := x.conn.CloseWrite()
+		out := x.out
+		x.out = nil
 		return out, err
 	case modeDead:
 		return dst, s.err
@@ -445,8 +489,12 @@ func (s *Session) Close(dst []byte) ([]byte, error) {
 const Overhead = recordHeaderLen + 8 + 1 + tagLen
 
 // sealRecord appends one protected record.
-func (s *Session) sealRecord(dst []byte, typ byte, data []byte) []byte {
+func (s *Session) sealRecord(dst []byte, typ byte, data []byte) ([]byte, error) {
 	h := &s.wr
+	a, err := h.cipher(s.st)
+	if err != nil {
+		return dst, err
+	}
 	start := len(dst)
 	dst = slices.Grow(dst, len(data)+Overhead)
 	hdrEnd := start + recordHeaderLen
@@ -461,10 +509,10 @@ func (s *Session) sealRecord(dst []byte, typ byte, data []byte) []byte {
 		body := dst[hdrEnd:]
 		copy(body, data)
 		body[len(data)] = typ
-		h.setNonce()
+		h.setNonce(&s.nonce)
 		h.seq++
-		sealed := h.aead.Seal(body[:0], h.nonce[:], body, hdr)
-		return dst[:hdrEnd+len(sealed)]
+		sealed := a.Seal(body[:0], s.nonce[:], body, hdr)
+		return dst[:hdrEnd+len(sealed)], nil
 	case s.st.explicit:
 		// TLS 1.2 GCM: header, explicit nonce (the sequence number), data.
 		dst = dst[:hdrEnd+8+len(data)]
@@ -472,14 +520,14 @@ func (s *Session) sealRecord(dst []byte, typ byte, data []byte) []byte {
 		hdr[0], hdr[1], hdr[2] = typ, 3, 3
 		binary.BigEndian.PutUint16(hdr[3:], uint16(8+len(data)+tagLen))
 		binary.BigEndian.PutUint64(dst[hdrEnd:], h.seq)
-		h.nonce = h.iv
-		copy(h.nonce[4:], dst[hdrEnd:hdrEnd+8])
+		s.nonce = h.iv
+		copy(s.nonce[4:], dst[hdrEnd:hdrEnd+8])
 		body := dst[hdrEnd+8:]
 		copy(body, data)
-		h.setAAD12(typ, len(data))
+		h.setAAD12(&s.aad, typ, len(data))
 		h.seq++
-		sealed := h.aead.Seal(body[:0], h.nonce[:], body, h.aad[:])
-		return dst[:hdrEnd+8+len(sealed)]
+		sealed := a.Seal(body[:0], s.nonce[:], body, s.aad[:])
+		return dst[:hdrEnd+8+len(sealed)], nil
 	default:
 		// TLS 1.2 ChaCha20-Poly1305 (RFC 7905): no explicit nonce.
 		dst = dst[:hdrEnd+len(data)]
@@ -488,10 +536,18 @@ func (s *Session) sealRecord(dst []byte, typ byte, data []byte) []byte {
 		binary.BigEndian.PutUint16(hdr[3:], uint16(len(data)+tagLen))
 		body := dst[hdrEnd:]
 		copy(body, data)
-		h.setNonce()
-		h.setAAD12(typ, len(data))
+		h.setNonce(&s.nonce)
+		h.setAAD12(&s.aad, typ, len(data))
 		h.seq++
-		sealed := h.aead.Seal(body[:0], h.nonce[:], body, h.aad[:])
-		return dst[:hdrEnd+len(sealed)]
+		sealed := a.Seal(body[:0], s.nonce[:], body, s.aad[:])
+		return dst[:hdrEnd+len(sealed)], nil
 	}
+}
+
+// maxRecord is the longest record body the version allows.
+func (s *Session) maxRecord() int {
+	if s.version == tls.VersionTLS13 {
+		return maxCipher13
+	}
+	return maxCipher12
 }

@@ -54,26 +54,35 @@ type Session struct {
 	mode     uint8
 	inSync   bool // crypto/tls has seen every record so far (TLS 1.3 tickets can go to it)
 	keyUpd   bool // TLS 1.3: the peer asked for a KeyUpdate; send one before the next record
+	noFast   bool // tests and benchmarks: keep crypto/tls as the record layer
 	version  uint16
-	maxRec   int
 	in       []byte // fed ciphertext, borrowed from the caller
 	stash    []byte // owned: an incomplete record, or handshake leftovers
 	stashOff int
 	plain    []byte // plaintext not yet returned by ReadPlain
 	rd, wr   halfConn
-	st       suite
+	st       *suite
+	nonce    [12]byte // the nonce of the record being sealed or opened
+	aad      [13]byte // TLS 1.2 additional data of that record
+	state    State
+	hsTime   time.Duration
+	err      error // sticky failure
+	x        *withStd
+}
 
-	out     []byte // the in-memory conn's output (ciphertext to write)
-	src     []byte // a ticket record being handed to crypto/tls
-	scratch []byte // sync phase copy of a record; crypto/tls plaintext
-	one     [1]byte
-	err     error // sticky failure
+// withStd is what a Session keeps while crypto/tls takes part: during the
+// handshake, while TLS 1.3 tickets may still come (with a session cache),
+// and for good on a suite the fast record layer lacks (modeStd). An
+// established session on the fast path has none: a connection keeps no
+// handshake state.
+type withStd struct {
 	cfg     *tls.Config
-	conn    *tls.Conn // nil once the fast path no longer needs it
-	hs      *hsState  // nil outside the handshake
-	hsTime  time.Duration
-	state   State
-	noFast  bool // tests and benchmarks: keep crypto/tls as the record layer
+	conn    *tls.Conn
+	hs      *hsState // nil outside the handshake
+	out     []byte   // the in-memory conn's output (ciphertext to write)
+	src     []byte   // a ticket record being handed to crypto/tls
+	scratch []byte   // sync phase copy of a record; crypto/tls plaintext
+	one     [1]byte
 }
 
 // hsState is a Session's state during the handshake only.
@@ -99,7 +108,7 @@ type hsState struct {
 // is what resumption needs); it must set ServerName or InsecureSkipVerify,
 // as for tls.Client.
 func NewClient(cfg *tls.Config) *Session {
-	return &Session{cfg: cfg}
+	return &Session{x: &withStd{cfg: cfg}}
 }
 
 // Handshake advances the TLS handshake. Call it first with in == nil
@@ -116,15 +125,17 @@ func NewClient(cfg *tls.Config) *Session {
 func (s *Session) Handshake(dst, in []byte) (out []byte, done bool, err error) {
 	switch s.mode {
 	case modeNew:
-		s.hs = &hsState{start: time.Now()}
-		cfg := s.cfg.Clone()
-		s.hs.kl.next = s.cfg.KeyLogWriter
-		cfg.KeyLogWriter = &s.hs.kl
+		x := s.x
+		hs := &hsState{start: time.Now()}
+		x.hs = hs
+		cfg := x.cfg.Clone()
+		hs.kl.next = x.cfg.KeyLogWriter
+		cfg.KeyLogWriter = &hs.kl
 		if cfg.ClientSessionCache != nil {
-			cfg.ClientSessionCache = &cacheSpy{inner: cfg.ClientSessionCache, s: s}
+			cfg.ClientSessionCache = &cacheSpy{inner: cfg.ClientSessionCache, hs: hs}
 		}
-		s.conn = tls.Client((*memConn)(s), cfg)
-		s.hs.next, s.hs.stop = iter.Pull(s.runHandshake)
+		x.conn = tls.Client((*memConn)(s), cfg)
+		hs.next, hs.stop = iter.Pull(s.runHandshake)
 		s.mode = modeHandshake
 	case modeHandshake:
 	case modeDead:
@@ -132,29 +143,29 @@ func (s *Session) Handshake(dst, in []byte) (out []byte, done bool, err error) {
 	default:
 		return dst, true, ErrHandshakeDone
 	}
-	if s.hs.off == len(s.hs.in) {
-		s.hs.in, s.hs.off = s.hs.in[:0], 0
+	x, hs := s.x, s.x.hs
+	if hs.off == len(hs.in) {
+		hs.in, hs.off = hs.in[:0], 0
 	}
-	s.hs.in = append(s.hs.in, in...)
-	s.out = dst
-	first := s.hs.crandN == 0
-	_, more := s.hs.next()
-	out, s.out = s.out, nil
+	hs.in = append(hs.in, in...)
+	x.out = dst
+	first := hs.crandN == 0
+	_, more := hs.next()
+	out, x.out = x.out, nil
 	if hello := out[len(dst):]; first && len(hello) >= 43 && hello[0] == recHandshake && hello[5] == 1 {
 		// ClientHello: record header, handshake header, version, random.
-		s.hs.crandN = copy(s.hs.crand[:], hello[11:43])
+		hs.crandN = copy(hs.crand[:], hello[11:43])
 	}
 	if more {
 		return out, false, nil
 	}
-	s.hs.next, s.hs.stop = nil, nil
-	if s.hs.err != nil {
-		s.fail(fmt.Errorf("tls handshake: %w", s.hs.err))
+	hs.next, hs.stop = nil, nil
+	if hs.err != nil {
+		s.fail(fmt.Errorf("tls handshake: %w", hs.err))
 		return out, false, s.err
 	}
-	s.hsTime = time.Since(s.hs.start)
-	err = s.established()
-	s.hs = nil
+	s.hsTime = time.Since(hs.start)
+	err = s.established(hs)
 	if err != nil {
 		s.fail(err)
 		return out, false, err
@@ -164,9 +175,10 @@ func (s *Session) Handshake(dst, in []byte) (out []byte, done bool, err error) {
 
 // runHandshake is the handshake coroutine.
 func (s *Session) runHandshake(yield func(struct{}) bool) {
-	s.hs.yield = yield
-	s.hs.err = s.conn.Handshake()
-	s.hs.yield = nil
+	hs := s.x.hs
+	hs.yield = yield
+	hs.err = s.x.conn.Handshake()
+	hs.yield = nil
 }
 
 // HandshakeTime is the wall time from the first Handshake call to the
@@ -180,9 +192,9 @@ func (s *Session) State() State { return s.state }
 // Abort ends the session without a close_notify: it stops a handshake in
 // progress (ending its coroutine) and drops all state. Idempotent.
 func (s *Session) Abort() {
-	if s.hs != nil && s.hs.stop != nil {
-		s.hs.stop()
-		s.hs.next, s.hs.stop = nil, nil
+	if s.x != nil && s.x.hs != nil && s.x.hs.stop != nil {
+		s.x.hs.stop()
+		s.x.hs.next, s.x.hs.stop = nil, nil
 	}
 	if s.mode != modeDead {
 		s.fail(errAborted)
@@ -193,16 +205,33 @@ func (s *Session) Abort() {
 func (s *Session) fail(err error) {
 	s.mode = modeDead
 	s.err = err
-	s.conn = nil
-	s.hs = nil
-	s.stash, s.scratch, s.plain, s.in, s.src = nil, nil, nil, nil, nil
+	s.x = nil
+	s.stash, s.plain, s.in = nil, nil, nil
 	s.rd, s.wr = halfConn{}, halfConn{}
 }
 
+// Idle drops the session's record ciphers (with AES-GCM about 1.5 KB of
+// key schedules and tables), for a connection that may stay idle: they are
+// made again from the keys it keeps when it next seals or opens a record
+// (once, allocating). It also lets go of buffers no record needs. Any
+// time after the handshake; a no-op on a session without the fast record
+// layer or still taking TLS 1.3 tickets.
+func (s *Session) Idle() {
+	if s.mode != modeFast || s.inSync {
+		return
+	}
+	s.rd.aead, s.wr.aead = nil, nil
+	if s.stashOff == len(s.stash) {
+		s.stash, s.stashOff = nil, 0
+	}
+}
+
 // established sets up the record layer after crypto/tls finished the
-// handshake.
-func (s *Session) established() error {
-	cs := s.conn.ConnectionState()
+// handshake, and lets go of the handshake's state.
+func (s *Session) established(hs *hsState) error {
+	x := s.x
+	x.hs = nil
+	cs := x.conn.ConnectionState()
 	s.state = State{
 		Version:            cs.Version,
 		CipherSuite:        cs.CipherSuite,
@@ -213,54 +242,51 @@ func (s *Session) established() error {
 	s.version = cs.Version
 	// Records that arrived with the last handshake flight (TLS 1.3
 	// tickets, early application data) were not given to crypto/tls.
-	s.stash = append(s.stash[:0], s.hs.in[s.hs.off:]...)
+	if rest := hs.in[hs.off:]; len(rest) > 0 {
+		s.stash = append(s.stash[:0], rest...)
+	}
 	s.stashOff = 0
 	st, ok := suiteFor(cs.Version, cs.CipherSuite)
 	if cs.Version == tls.VersionTLS12 && cs.DidResume {
 		// A resumed TLS 1.2 handshake logs no master secret: it is the
 		// resumed session's.
-		s.hs.kl.master = resumedMaster(s.hs.offered, cs.CipherSuite)
+		hs.kl.master = resumedMaster(hs.offered, cs.CipherSuite)
 	}
 	if !ok || s.noFast {
 		s.mode = modeStd
 		return nil
 	}
 	s.st = st
-	s.maxRec = maxCipher12
 	switch cs.Version {
 	case tls.VersionTLS13:
-		s.maxRec = maxCipher13
-		if s.hs.kl.clientApp == nil || s.hs.kl.serverApp == nil {
+		if hs.kl.clientApp == nil || hs.kl.serverApp == nil {
 			return errors.New("wstls: no TLS 1.3 traffic secrets from crypto/tls")
 		}
-		if err := s.rd.set13(st, s.hs.kl.serverApp); err != nil {
+		if err := s.rd.set13(st, hs.kl.serverApp); err != nil {
 			return err
 		}
-		if err := s.wr.set13(st, s.hs.kl.clientApp); err != nil {
+		if err := s.wr.set13(st, hs.kl.clientApp); err != nil {
 			return err
 		}
 		// Tickets come after the handshake in TLS 1.3: crypto/tls takes
 		// them as long as it has seen every record (until the first
 		// application data), so that resumption works.
-		s.inSync = s.cfg.ClientSessionCache != nil && !s.cfg.SessionTicketsDisabled
+		s.inSync = x.cfg.ClientSessionCache != nil && !x.cfg.SessionTicketsDisabled
 	case tls.VersionTLS12:
 		// ServerHello: record header, handshake header, version, random.
-		if s.hs.headN < len(s.hs.head) || s.hs.head[0] != recHandshake || s.hs.head[5] != 2 || s.hs.crandN != len(s.hs.crand) || s.hs.kl.master == nil {
+		if hs.headN < len(hs.head) || hs.head[0] != recHandshake || hs.head[5] != 2 || hs.crandN != len(hs.crand) || hs.kl.master == nil {
 			// Not a plain ServerHello first, or no secret: crypto/tls
 			// keeps the records.
 			s.mode = modeStd
 			return nil
 		}
-		ck, sk, civ, siv := keyBlock12(st, s.hs.kl.master, s.hs.crand[:], s.hs.head[11:43])
-		var err error
-		if s.wr.aead, err = st.newAEAD(ck); err != nil {
+		ck, sk, civ, siv := keyBlock12(st, hs.kl.master, hs.crand[:], hs.head[11:43])
+		if err := s.wr.set12(st, ck, civ); err != nil {
 			return err
 		}
-		if s.rd.aead, err = st.newAEAD(sk); err != nil {
+		if err := s.rd.set12(st, sk, siv); err != nil {
 			return err
 		}
-		copy(s.wr.iv[:], civ)
-		copy(s.rd.iv[:], siv)
 		// Each side's Finished was record 0 under these keys.
 		s.wr.seq, s.rd.seq = 1, 1
 	default:
@@ -269,7 +295,7 @@ func (s *Session) established() error {
 	s.state.Fast = true
 	s.mode = modeFast
 	if !s.inSync {
-		s.conn = nil
+		s.x = nil
 		return nil
 	}
 	return s.takeTickets()
@@ -287,8 +313,8 @@ func (s *Session) takeTickets() error {
 			return nil // Next reports it, or waits for the rest
 		}
 		rec := b[:need]
-		s.scratch = append(s.scratch[:0], rec...)
-		plain, typ, err := s.open(s.scratch)
+		s.x.scratch = append(s.x.scratch[:0], rec...)
+		plain, typ, err := s.open(s.x.scratch)
 		if err != nil {
 			return nil // Next fails on it again
 		}

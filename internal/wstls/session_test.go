@@ -78,6 +78,11 @@ func TestEcho(t *testing.T) {
 						t.Fatalf("echo %d B in %d-byte reads: %v", n, chunk, err)
 					}
 				}
+				// Idle between echoes: the ciphers are made again.
+				s.Idle()
+				if tt.wantFast && (s.rd.aead != nil || s.wr.aead != nil) {
+					t.Fatal("Idle kept the ciphers")
+				}
 			}
 			closeAndExpectEOF(t, s, c)
 		})
@@ -131,7 +136,7 @@ func TestWrongCA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := ClientConfig(other.CAFile, "localhost", false, false)
+	cfg, err := ClientConfig(ClientOptions{CAFile: other.CAFile, ServerName: "localhost"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +157,7 @@ func TestWrongCA(t *testing.T) {
 
 func TestWrongName(t *testing.T) {
 	srv := newTestServer(t, false, nil)
-	cfg, err := ClientConfig(srv.ca.CAFile, "example.com", false, false)
+	cfg, err := ClientConfig(ClientOptions{CAFile: srv.ca.CAFile, ServerName: "example.com"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +174,7 @@ func TestWrongName(t *testing.T) {
 
 func TestInsecureSkipVerify(t *testing.T) {
 	srv := newTestServer(t, false, nil)
-	cfg, err := ClientConfig("", "example.com", true, false)
+	cfg, err := ClientConfig(ClientOptions{ServerName: "example.com", InsecureSkipVerify: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +187,7 @@ func TestInsecureSkipVerify(t *testing.T) {
 func TestSNI(t *testing.T) {
 	srv := newTestServer(t, false, func(c *tls.Config) { c.NextProtos = []string{"h2", "http/1.1"} })
 	for _, name := range []string{"localhost", "127.0.0.1"} {
-		cfg, err := ClientConfig(srv.ca.CAFile, name, false, false)
+		cfg, err := ClientConfig(ClientOptions{CAFile: srv.ca.CAFile, ServerName: name})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -201,6 +206,37 @@ func TestSNI(t *testing.T) {
 	// An IP address is not sent as SNI (RFC 6066 §3).
 	if got := srv.snis(); len(got) != 2 || got[0] != "localhost" || got[1] != "" {
 		t.Fatalf("server saw SNI %q, want [localhost \"\"]", got)
+	}
+}
+
+// TestNoHandshakeState: once established on the fast path, a session
+// keeps nothing of crypto/tls or the handshake — with a session cache,
+// once the first application data has ended the ticket phase.
+func TestNoHandshakeState(t *testing.T) {
+	for _, v := range []uint16{tls.VersionTLS13, tls.VersionTLS12} {
+		for _, resume := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s resume %v", tls.VersionName(v), resume), func(t *testing.T) {
+				srv := newTestServer(t, false, func(c *tls.Config) { c.MaxVersion = v })
+				cfg := clientConfig(t, srv, resume)
+				s, c := dialSession(t, srv, cfg, false)
+				if want := resume && v == tls.VersionTLS13; (s.x != nil) != want {
+					t.Fatalf("after the handshake: crypto/tls kept %v, want %v", s.x != nil, want)
+				}
+				if err := echo(s, c, []byte("hello"), 4096); err != nil {
+					t.Fatal(err)
+				}
+				if s.x != nil || len(s.stash) != 0 {
+					t.Fatalf("after an echo: crypto/tls kept %v, stash %d B", s.x != nil, len(s.stash))
+				}
+				s.Idle()
+				if s.rd.aead != nil || s.wr.aead != nil || s.stash != nil {
+					t.Fatal("idle session kept ciphers or buffers")
+				}
+				if err := echo(s, c, []byte("again"), 4096); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
 	}
 }
 
@@ -246,7 +282,7 @@ func TestAbortHandshake(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	cfg, err := ClientConfig("", "localhost", false, false)
+	cfg, err := ClientConfig(ClientOptions{ServerName: "localhost"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,22 +412,27 @@ func TestKeyUpdate(t *testing.T) {
 		t.Fatal("no secrets logged")
 	}
 	// peer is the server's record layer.
-	peer := &Session{version: tls.VersionTLS13, st: s.st, mode: modeFast, maxRec: maxCipher13}
+	peer := &Session{version: tls.VersionTLS13, st: s.st, mode: modeFast}
 	if err := peer.wr.set13(s.st, serverSecret); err != nil {
 		t.Fatal(err)
 	}
 	if err := peer.rd.set13(s.st, clientSecret); err != nil {
 		t.Fatal(err)
 	}
-	ct := peer.sealRecord(nil, recHandshake, []byte{24, 0, 0, 1, 1}) // KeyUpdate, update_requested
-	next, err := nextSecret13(s.st, peer.wr.secret)
+	ct, err := peer.sealRecord(nil, recHandshake, []byte{24, 0, 0, 1, 1}) // KeyUpdate, update_requested
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := nextSecret13(s.st, peer.wr.secret[:s.st.hashLen])
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := peer.wr.set13(s.st, next); err != nil {
 		t.Fatal(err)
 	}
-	ct = peer.sealRecord(ct, recAppData, []byte("after"))
+	if ct, err = peer.sealRecord(ct, recAppData, []byte("after")); err != nil {
+		t.Fatal(err)
+	}
 	s.Feed(ct)
 	p, err := s.Next()
 	if err != nil || string(p) != "after" {
