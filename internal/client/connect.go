@@ -162,6 +162,7 @@ func (p *ConnectParams) start(ph *phaseEnv) (*phasePlan, error) {
 			}
 		}
 		r.Stopped = why
+		returnHandshakeGarbage(r)
 		return why
 	}
 	return plan, nil

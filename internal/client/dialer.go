@@ -189,7 +189,7 @@ func (l *loop) sendRequest(c *conn) {
 	if x.written < len(l.cbuf) {
 		return // EPOLLOUT is still registered
 	}
-	if c.flags&fWantOut == 0 {
+	if c.flags&fWantOut == 0 && (c.sec == nil || c.sec.tls == nil) { // TLS waits for input since its handshake began
 		if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, c.gen, evIn); err != nil {
 			l.attemptFailed(c, Reason("epoll_ctl: "+errnoText(err)))
 			return

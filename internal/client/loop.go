@@ -154,6 +154,7 @@ type loop struct {
 	cbuf   []byte // control frames and upgrade requests
 	tin    []byte // TLS: ciphertext read; made on first use
 	tout   []byte // TLS: sealed records to write
+	tpend  int    // TLS: bytes at the start of tout that the next write sends first (a handshake's last flight)
 	ibuf   []byte // permessage-deflate: the inflated message
 	fc     *conn  // the connection whose pending data frame flush or spill asks the run for (loopRun.frame)
 

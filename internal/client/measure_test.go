@@ -23,6 +23,7 @@ const (
 	measureEnv  = "WSPLAN_MEASURE"     // set to 1 to run the measurement
 	childEnv    = "WSPLAN_TEST_SERVER" // child: serve gws echo on this address
 	childTLSEnv = "WSPLAN_TEST_SERVER_CA_DIR"
+	childKeyEnv = "WSPLAN_TEST_SERVER_KEY" // the certificate's key type (wstls.Key); "" = ECDSA P-256
 )
 
 // serveChild is the test binary run as a gws echo server (TLS when a CA
@@ -36,7 +37,7 @@ func serveChild(addr, caDir string) int {
 		return 1
 	}
 	if caDir != "" {
-		ca, err := wstls.NewRunCA(caDir)
+		ca, err := wstls.NewRunCAKey(caDir, wstls.Key(os.Getenv(childKeyEnv)))
 		if err == nil {
 			var cfg *tls.Config
 			if cfg, err = ca.ServerConfig(); err == nil {
@@ -59,8 +60,11 @@ func serveChild(addr, caDir string) int {
 	return 0
 }
 
-// startChild starts the echo server child and waits until it accepts.
-func startChild(t *testing.T, caDir string) string {
+// startChild starts the echo server child (TLS with a key of type key
+// when caDir is given) and waits until it accepts; it returns its address
+// and pid. With WSPLAN_MEASURE_SERVER_CPUS set (a taskset CPU list) the
+// child runs on those CPUs.
+func startChild(t *testing.T, caDir string, key wstls.Key) (string, int) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +72,10 @@ func startChild(t *testing.T, caDir string) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+addr, childTLSEnv+"="+caDir)
+	if cpus := os.Getenv("WSPLAN_MEASURE_SERVER_CPUS"); cpus != "" {
+		cmd = exec.Command("taskset", "-c", cpus, os.Args[0], "-test.run=^$")
+	}
+	cmd.Env = append(os.Environ(), childEnv+"="+addr, childTLSEnv+"="+caDir, childKeyEnv+"="+string(key))
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -88,12 +95,12 @@ func startChild(t *testing.T, caDir string) string {
 					time.Sleep(10 * time.Millisecond)
 				}
 			}
-			return addr
+			return addr, cmd.Process.Pid
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatal("echo server child did not start")
-	return ""
+	return "", 0
 }
 
 // TestMeasureTLSCost measures client CPU seconds per million echoes
@@ -105,8 +112,8 @@ func TestMeasureTLSCost(t *testing.T) {
 		t.Skip("set " + measureEnv + "=1 to measure")
 	}
 	caDir := t.TempDir()
-	plain := startChild(t, "")
-	secure := startChild(t, caDir)
+	plain, _ := startChild(t, "", "")
+	secure, _ := startChild(t, caDir, "")
 	const conns, echoes = 2000, 200000
 	for rep := 0; rep < 3; rep++ {
 		for _, tc := range []struct {

@@ -4,6 +4,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"io"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -43,7 +44,10 @@ func (l *loop) write(c *conn, b []byte) (int, syscall.Errno) {
 		return rawWrite(c.fd, b)
 	}
 	s := c.sec
-	ct, err := s.tls.Seal(l.tout[:0], b)
+	// After the handshake's last flight (l.tpend bytes of l.tout), so that
+	// both leave in one write.
+	ct, err := s.tls.Seal(l.tout[:l.tpend], b)
+	l.tpend = 0
 	l.tout = ct[:0]
 	if err != nil {
 		return 0, errTLSSeal
@@ -162,10 +166,19 @@ func (l *loop) readHandshake(c *conn) {
 }
 
 // handshakeStep advances the TLS handshake with in (nil to start it),
-// writes what it says, and sends the upgrade request once it is done.
+// writes what it says, and sends the upgrade request once it is done: the
+// handshake's last flight (the client's Finished) and the request leave
+// in one write.
 func (l *loop) handshakeStep(c *conn, in []byte) {
 	out, done, err := c.sec.tls.Handshake(l.tout[:0], in)
 	l.tout = out[:0]
+	if done && err == nil {
+		l.tlsDone(c)
+		l.tpend = len(out)
+		l.sendRequest(c)
+		l.tpend = 0
+		return
+	}
 	if len(out) > 0 {
 		if len(c.sec.out) > 0 {
 			c.sec.out = append(c.sec.out, out...)
@@ -186,11 +199,11 @@ func (l *loop) handshakeStep(c *conn, in []byte) {
 	}
 	if err != nil {
 		l.attemptFailed(c, tlsReason(err))
-		return
 	}
-	if !done {
-		return
-	}
+}
+
+// tlsDone records c's completed TLS handshake; the upgrade request is next.
+func (l *loop) tlsDone(c *conn) {
 	x := c.ext
 	x.tlsAt = l.now()
 	if x.tlsAt == 0 {
@@ -198,7 +211,17 @@ func (l *loop) handshakeStep(c *conn, in []byte) {
 	}
 	x.dialer.tlsDone(c.sec.tls.State())
 	c.state = stSending
-	l.sendRequest(c)
+}
+
+// returnHandshakeGarbage gives the memory a connect phase's TLS
+// handshakes allocated and left (about 70 KB each, crypto/tls's key
+// shares, messages and key schedule) back to the system at the end of the
+// phase: one GC, so that the client's RSS after a storm is what its
+// connections keep.
+func returnHandshakeGarbage(r *ConnectResult) {
+	if r.TLS.Histogram != nil && r.TLS.TotalCount() > 0 {
+		debug.FreeOSMemory()
+	}
 }
 
 // tlsReason is the failure reason of a TLS error, with as few distinct
@@ -225,8 +248,23 @@ func tlsReason(err error) Reason {
 
 // readSealed reads what a TLS connection's socket has, decrypts it and
 // hands the plaintext on: to the upgrade response while it is awaited,
-// then to the frame decoder.
+// then to the frame decoder. A connection it opens (the 101 response)
+// drops its record ciphers until it is used (wstls.Session.Idle): after a
+// storm, a TLS connection keeps little more than a plain one.
 func (l *loop) readSealed(c *conn) {
+	if c.state != stReceiving {
+		l.readRecords(c)
+		return
+	}
+	s := c.sec.tls
+	l.readRecords(c)
+	if c.state == stOpen && c.sec != nil && c.sec.tls == s {
+		s.Idle()
+	}
+}
+
+// readRecords is readSealed's loop.
+func (l *loop) readRecords(c *conn) {
 	if l.tin == nil {
 		l.tin = make([]byte, tlsReadBuf)
 	}

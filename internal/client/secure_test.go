@@ -5,13 +5,17 @@ package client
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -546,4 +550,71 @@ func FuzzCheckResponse(f *testing.F) {
 			t.Fatalf("accepted %q with %+v", head, neg)
 		}
 	})
+}
+
+// TestTLSServerRestartedWithAnotherCertificate: a server that comes back
+// mid-run with another certificate chain (as after a restart: its
+// connections dropped, then new handshakes) is verified again — the
+// chain-verdict cache (wstls.Verifier) reuses a verdict only for the same
+// bytes — so an untrusted or misnamed chain fails every connection after
+// it, and a new trusted one is accepted.
+func TestTLSServerRestartedWithAnotherCertificate(t *testing.T) {
+	trusted, err := wstls.NewCA("trusted", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := wstls.NewCA("other", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, wstls.PEM("CERTIFICATE", trusted.DER), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	issue := func(ca *wstls.CA, name string) *tls.Certificate {
+		der, key, err := ca.Issue(x509.Certificate{DNSNames: []string{name}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cert, err := tls.X509KeyPair(wstls.PEM("CERTIFICATE", der), wstls.PEM("PRIVATE KEY", key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &cert
+	}
+	var cur atomic.Pointer[tls.Certificate]
+	cur.Store(issue(trusted, "localhost"))
+	srv := testserver.Start(t, testserver.Options{TLS: &tls.Config{
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return cur.Load(), nil },
+	}})
+	c := newClient(t, Options{Targets: []string{srv.Addr()}, TLS: &TLSOptions{CAFile: caFile, ServerName: "localhost"}})
+	steps := []struct {
+		name    string
+		cert    *tls.Certificate // the server's from now on; nil = the same
+		failure Reason           // every connection fails with it; "" = all open
+	}{
+		{"first chain", nil, ""},
+		{"same chain again", nil, ""},
+		{"back with an untrusted chain", issue(other, "localhost"), "tls: x509: certificate signed by unknown authority"},
+		{"back with a trusted chain for another name", issue(trusted, "example.com"), "tls: x509: certificate is not valid for the server name"},
+		{"back with a new trusted chain", issue(trusted, "localhost"), ""},
+	}
+	open := 0
+	for _, st := range steps {
+		if st.cert != nil {
+			srv.Drop(open) // the restart ends the server's connections
+			cur.Store(st.cert)
+		}
+		cr, err := c.Connect(t.Context(), ConnectParams{Connections: 3, Concurrency: 3, Timeout: 5 * time.Second}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case st.failure == "" && cr.Success != 3:
+			t.Fatalf("%s: %d of 3 opened, errors %v", st.name, cr.Success, cr.Errors)
+		case st.failure != "" && (cr.Failed != 3 || cr.Errors[st.failure] != 3):
+			t.Fatalf("%s: failed %d, errors %v; want 3 x %q", st.name, cr.Failed, cr.Errors, st.failure)
+		}
+		open += int(cr.Success)
+	}
 }
