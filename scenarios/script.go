@@ -277,7 +277,8 @@ func (p *Script) Validate(Context) []FieldError {
 	if p.rows != nil {
 		cols = p.rows.Columns
 	}
-	_, serrs := script.Compile(script.Source{Steps: p.Steps, Ignore: p.Ignore, Columns: cols, Timeout: p.Timeout.D()})
+	unread := p.Data != nil && p.rows == nil // its columns are unknown: its own error says why
+	_, serrs := script.Compile(script.Source{Steps: p.Steps, Ignore: p.Ignore, Columns: cols, Timeout: p.Timeout.D(), AnyColumns: unread})
 	for _, e := range serrs {
 		errs = append(errs, FieldError{e.Field, e.Msg})
 	}
@@ -323,7 +324,7 @@ func (p *Script) validateRequest() []FieldError {
 	if p.rows != nil {
 		cols = p.rows.Columns
 	}
-	env := &script.Env{Columns: cols}
+	env := &script.Env{Columns: cols, AnyColumns: p.Data != nil && p.rows == nil}
 	var errs []FieldError
 	if p.Query != "" {
 		if _, err := script.ParseTemplate(p.Query, env); err != nil {

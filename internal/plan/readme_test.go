@@ -26,7 +26,9 @@ func TestREADMEPlans(t *testing.T) {
 			body = "servers: [{name: gws}]\n" + body
 		}
 		plans++
-		if _, err := LoadBytes("README.md#yaml"+string(rune('0'+i)), []byte(body), LoadOptions{}); err != nil {
+		// As if the block were a plan in plans/: paths in it (a script's
+		// data file) are relative to that directory.
+		if _, err := LoadBytes("../../plans/README.md#yaml"+string(rune('0'+i)), []byte(body), LoadOptions{}); err != nil {
 			t.Errorf("README yaml block %d does not load:\n%v\n---\n%s", i, err, body)
 		}
 	}

@@ -122,6 +122,9 @@ type Source struct {
 	Ignore  []Match `json:"ignore,omitempty"`
 	Columns []string
 	Timeout time.Duration
+	// AnyColumns accepts every {{.row.X}}: the data file could not be
+	// read (its own error says so; its columns are unknown).
+	AnyColumns bool
 }
 
 var exchangeName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
@@ -138,7 +141,7 @@ type compiler struct {
 func Compile(src Source) (*Program, []Error) {
 	c := &compiler{
 		p:     &Program{Columns: src.Columns},
-		env:   Env{Columns: src.Columns, Captures: map[string]int{}, Set: map[string]bool{}},
+		env:   Env{Columns: src.Columns, AnyColumns: src.AnyColumns, Captures: map[string]int{}, Set: map[string]bool{}},
 		names: map[string]string{},
 	}
 	c.declareCaptures(src.Steps, "steps")
@@ -147,7 +150,7 @@ func Compile(src Source) (*Program, []Error) {
 	}
 	c.steps(src.Steps, "steps", 0, 1, src.Timeout)
 	for i := range src.Ignore {
-		m, err := ParseMatch(&src.Ignore[i], &Env{Columns: src.Columns})
+		m, err := ParseMatch(&src.Ignore[i], &Env{Columns: src.Columns, AnyColumns: src.AnyColumns})
 		if err != nil {
 			c.fail(fmt.Sprintf("ignore[%d]", i), "%s", err)
 			continue

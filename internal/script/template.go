@@ -93,6 +93,9 @@ type Vars struct {
 // Env is what a template may name.
 type Env struct {
 	Columns []string // the data file's columns
+	// AnyColumns accepts every column name (the file's columns are not
+	// known: it could not be read, which is reported on its own).
+	AnyColumns bool
 	// Captures maps capture names to their index in Vars.Captures; Set
 	// holds those some earlier step sets (a template may read only
 	// those).
@@ -221,6 +224,9 @@ func fieldSegment(ident []string, env *Env) (segment, error) {
 			return segment{}, fmt.Errorf(".row takes a column: .row.NAME")
 		}
 		i := slices.Index(env.Columns, ident[1])
+		if i < 0 && env.AnyColumns {
+			return segment{kind: segRow, idx: len(env.Columns)}, nil // never rendered
+		}
 		if i < 0 {
 			if len(env.Columns) == 0 {
 				return segment{}, fmt.Errorf(".row.%s: the phase has no data: file", ident[1])
