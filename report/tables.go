@@ -225,12 +225,13 @@ func formatter(k scenarios.Kind, d scenarios.Column) func(v metrics.Values, name
 }
 
 // genericCols are the columns of a kind without a published layout: its own
-// metrics (those not common to every phase) in definition order. A kind this
-// build does not know (a file from a newer wsplan) shows the metrics its
-// results carry, sorted, typed by their Go values.
+// metrics (those not common to every phase, nor the soak figures, which
+// have a table of their own) in definition order. A kind this build does
+// not know (a file from a newer wsplan) shows the metrics its results
+// carry, sorted, typed by their Go values.
 func genericCols(kind string, results []*result.Result) []column {
 	common := map[string]bool{}
-	for _, d := range metrics.Common {
+	for _, d := range metrics.Join(metrics.Common, metrics.Soak) {
 		common[d.Name] = true
 	}
 	var defs []metrics.Def
@@ -387,6 +388,9 @@ func phaseTable(ew *errWriter, run, baseline *result.Run, format, phase string) 
 		return err
 	}
 	if err := extraTables(ew, format, kind, results); err != nil {
+		return err
+	}
+	if err := soakTable(ew, format, phase, results); err != nil {
 		return err
 	}
 	if baseline != nil {

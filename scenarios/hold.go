@@ -34,6 +34,7 @@ func init() {
 		Name: holdKind,
 		Doc:  "keep every connection open (idle, or pinging every `ping`); count drops and pongs; memory per connection",
 		New:  func() Phase { return &Hold{} },
+		Soak: &Soak{},
 		Metrics: []metrics.Def{
 			{Name: metrics.DurationName, Kind: metrics.Duration, Doc: "time held"},
 			{Name: metrics.Conns, Kind: metrics.Count, Doc: "connections open at the start"},

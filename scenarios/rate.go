@@ -52,6 +52,7 @@ func init() {
 		Name:       rateKind,
 		Paced:      true,
 		Throughput: Throughput{Metric: metrics.RecvRate, Unit: "echoes received/s", Messages: true, Count: metrics.Recv, Bench: "recv/s"},
+		Soak:       &Soak{},
 		Summary: func(v metrics.Values) string {
 			return fmt.Sprintf("%.0f/s sent, %d lost, %d late", v.Float(metrics.AchievedRate), v.Int(metrics.Lost), v.Int(metrics.Late))
 		},

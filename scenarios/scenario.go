@@ -65,6 +65,12 @@ type Kind struct {
 	// phase's configuration (a script's exchanges: login_p99), for
 	// results read back from JSON; nil = none.
 	Family func(name string) (metrics.Def, bool)
+	// Soak, when set, marks a kind whose load stays constant while it runs
+	// (hold, rate, churn, script): the engine samples the server's RSS,
+	// open fds and threads and the client's RSS and goroutines over the
+	// phase (result.Soak), fits their slopes and decides leak?
+	// (metrics.Soak).
+	Soak *Soak
 	// Tables, when set, returns the extra tables the report prints under
 	// the phase's table for one server's result, from its Detail (e.g.
 	// conformance: the cases that did not pass); nil = none.
@@ -77,6 +83,24 @@ type Kind struct {
 	// the ones every phase gets (throughput, CPU, memory, latency,
 	// timelines, steps); nil = none.
 	Charts []Chart
+}
+
+// Soak is how a kind's phases soak (Kind.Soak). The zero Soak fits the
+// series against time only: slopes per hour, and leak? when the server's
+// RSS grows more than the plan's soak.leak_threshold per hour.
+type Soak struct {
+	// Per, when > 0, also fits the server's RSS and fds against the
+	// phase's units of work (its Progress.Done: cycles, messages), per Per
+	// units, into the kind's own metrics RSSPer and FDsPer. Unit names
+	// them in messages ("cycles").
+	Per            int64
+	Unit           string
+	RSSPer, FDsPer string
+	// LeakPer, when > 0, decides leak? by the RSS growth per Per units of
+	// work instead of per hour: a kind whose work makes garbage at a rate
+	// of its own (churn: connections opened and closed) is judged by what
+	// each unit leaves behind.
+	LeakPer int64
 }
 
 // Throughput is a kind's headline rate: a metric and what it counts.
@@ -406,6 +430,9 @@ func MetricDefs(kind string) []metrics.Def {
 	k, ok := Lookup(kind)
 	if !ok {
 		return metrics.Common
+	}
+	if k.Soak != nil {
+		return metrics.Join(k.Metrics, metrics.Soak, metrics.Common)
 	}
 	return metrics.Join(k.Metrics, metrics.Common)
 }

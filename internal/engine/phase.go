@@ -42,6 +42,7 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 		env.ServerGone = func(wait time.Duration) string { return exitWithin(proc, wait) }
 	}
 	stopProgress := e.progress(ph.Name, srv.Name, pr)
+	soak := e.soakStart(ph.Kind, sres, drv, pr)
 	w.start()
 	out, err := ph.Spec.Run(pctx, env)
 	sv, cv, si := w.stop()
@@ -82,6 +83,9 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 	res.OK, res.Error = verdict(ctx, proc, died, err, out.Failed, out.Error)
 	if died {
 		res.ServerLog = proc.Tail(2048)
+	}
+	if soak != nil {
+		e.soakEnd(pctx, soak, &res, res.OK)
 	}
 	e.o.Notice("%s: %s done (%s)", srv.Name, ph.Name, summary(res))
 	return res, died

@@ -241,6 +241,9 @@ func ServerResource(name string, eer ...string) bool {
 		ServerRSS, MemPerConn:
 		return true
 	}
+	if soakServer(name) {
+		return true
+	}
 	for _, e := range eer {
 		if name == e {
 			return true

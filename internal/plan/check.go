@@ -86,6 +86,18 @@ func (l *loader) checkDefaults(d *Defaults, servers int) {
 	}
 }
 
+func (l *loader) checkSoak(s *Soak) {
+	if s.LeakThreshold < 1 {
+		l.fieldErr("soak.leak_threshold", "must be > 0 bytes per hour, got %s", s.LeakThreshold)
+	}
+	if s.Settle < 0 {
+		l.fieldErr("soak.settle", "must be >= 0, got %s", s.Settle)
+	}
+	if s.Drain < 0 {
+		l.fieldErr("soak.drain", "must be >= 0 (0 = not read), got %s", s.Drain)
+	}
+}
+
 func (l *loader) checkClient(c *Client, allowRemote bool) {
 	if c.Shards < -1 {
 		l.fieldErr("client.shards", "must be >= 0 or \"auto\", got %d", c.Shards)

@@ -37,6 +37,9 @@ func (l *loader) setDefaults(p *Plan) {
 		d.Host = DefaultListen
 	}
 	orDuration(&p.Client.IdleExit, DefaultIdleExit)
+	if p.Soak.LeakThreshold == 0 {
+		p.Soak.LeakThreshold = DefaultLeakThreshold
+	}
 	if k := p.Client.Kubernetes; k != nil {
 		if k.Namespace == "" {
 			k.Namespace = DefaultKubeNamespace

@@ -84,6 +84,7 @@ func (l *loader) load(data []byte, opts LoadOptions) *Plan {
 	l.checkHost(&p.Host)
 	l.checkDefaults(&p.Defaults, len(p.Servers))
 	l.checkClient(&p.Client, p.Defaults.AllowRemote)
+	l.checkSoak(&p.Soak)
 	l.checkServers(p, nodelaySet)
 	p.Phases = l.phases(own.phases)
 	if len(own.phases) == 0 {

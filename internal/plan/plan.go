@@ -51,6 +51,7 @@ const (
 	DefaultPath           = "/ws"
 	DefaultIdleExit       = 30 * time.Second // client.idle_exit
 	DefaultRepeat         = 1
+	DefaultLeakThreshold  = 64 << 20 // soak.leak_threshold, bytes per hour
 
 	// MaxIdlePoll bounds host.idle_poll: a CPU that polls longer burns
 	// its time for wake-ups that are no longer coming.
@@ -88,6 +89,7 @@ type Plan struct {
 	Host     Host              `yaml:"host" doc:"what the host must look like"`
 	Defaults Defaults          `yaml:"defaults" doc:"settings for every server"`
 	Client   Client            `yaml:"client" doc:"the load-generating client"`
+	Soak     Soak              `yaml:"soak" doc:"how phases with a constant load (hold, rate, churn, script) judge the server's memory over time"`
 	// Servers are in plan order, after --only.
 	Servers []Server    `yaml:"servers" required:"true" min:"1" doc:"the servers to benchmark, each through every phase in turn"`
 	Phases  []Phase     `yaml:"phases" required:"true" min:"1" doc:"what to run against each server, in order; each item has one key, its kind"`
@@ -132,6 +134,14 @@ type Defaults struct {
 	// Target is headers:, subprotocols:, origin:, tls: and compression:
 	// for every server (a server's own win).
 	Target `yaml:",inline"`
+}
+
+// Soak is `soak:`: how the resource series of a phase with a constant
+// load (scenarios.Kind.Soak) is fitted and judged.
+type Soak struct {
+	LeakThreshold units.Size     `yaml:"leak_threshold" default:"64MiB" min:"1" doc:"server RSS growth per hour, fitted over a phase with a constant load, above which the phase reads leak? (churn judges per 100,000 cycles instead)"`
+	Settle        units.Duration `yaml:"settle" min:"0s" doc:"the start of each phase left out of the fits (warm-up); default: the first fifth of the phase"`
+	Drain         units.Duration `yaml:"drain" default:"0s" min:"0s" doc:"after each such phase, how long to wait with its load stopped before reading the server's RSS (rss_after_drain); 0 = not read"`
 }
 
 // Client is `client:`, the load-generating client.

@@ -77,6 +77,8 @@ var syntaxGetters = map[string]func(*Plan) any{
 	"client.shards":            func(p *Plan) any { return p.Client.Shards },
 	"client.loops":             func(p *Plan) any { return p.Client.Loops },
 	"client.idle_exit":         func(p *Plan) any { return p.Client.IdleExit },
+	"soak.leak_threshold":      func(p *Plan) any { return p.Soak.LeakThreshold },
+	"soak.drain":               func(p *Plan) any { return p.Soak.Drain },
 	"servers[].path":           func(p *Plan) any { return p.Servers[0].Path },
 	"assert[].abort":           func(p *Plan) any { return p.Assert[0].Abort },
 }

@@ -136,6 +136,10 @@ type Result struct {
 	// Detail is the phase kind's own record (conformance: every case with
 	// its verdict), as the kind wrote it.
 	Detail json.RawMessage `json:"detail,omitempty"`
+	// Soak is the phase's resource series (server RSS, fds, threads; the
+	// client's RSS and goroutines), for a kind whose load is constant
+	// (scenarios.Kind.Soak); nil for others.
+	Soak *Soak `json:"soak,omitempty"`
 	// ClientShards are the client shards' own figures over the phase (each
 	// shard measures its process itself); the client_* metrics are their
 	// sum with this process's. Absent without shards.

@@ -1,0 +1,38 @@
+package metrics
+
+// Names of the soak metrics: the engine writes them for a phase whose kind
+// has a constant load (scenarios.Kind.Soak), fitted over the phase's
+// resource series (result.Soak) after its settle time.
+const (
+	RSSSlope        = "rss_slope"        // server RSS, bytes per hour
+	FDsSlope        = "fds_slope"        // server open fds per hour
+	ThreadsSlope    = "threads_slope"    // server threads per hour
+	Leak            = "leak"             // the verdict: RSS grew past the threshold
+	RSSAfterDrain   = "rss_after_drain"  // server RSS soak.drain after the load stopped
+	ClientRSSSlope  = "client_rss_slope" // every client process's RSS, bytes per hour
+	GoroutinesSlope = "goroutines_slope" // wsplan's own goroutines per hour
+	SoakSpan        = "soak_span"        // the time the slopes were fitted over
+)
+
+// Soak are the metrics of a phase whose kind soaks (scenarios.Kind.Soak).
+// The slopes are least-squares fits over the points after soak.settle;
+// they and leak are absent when fewer than five points were fitted.
+var Soak = []Def{
+	{RSSSlope, Float, "server RSS growth over the phase (after soak.settle), fitted: bytes per hour"},
+	{FDsSlope, Float, "server open file descriptors, fitted: per hour"},
+	{ThreadsSlope, Float, "server threads (all its processes, from /proc), fitted: per hour"},
+	{Leak, Bool, "leak?: the server's RSS grew more than soak.leak_threshold per hour over at least 5 min (or, for churn, more than its own threshold per 100,000 cycles over at least 30 s) while the load was constant; absent when the fit was shorter"},
+	{RSSAfterDrain, Bytes, "server RSS soak.drain after the phase's load stopped (absent when soak.drain is 0)"},
+	{ClientRSSSlope, Float, "RSS of every client process (wsplan and its shards), fitted: bytes per hour"},
+	{GoroutinesSlope, Float, "wsplan's own goroutines, fitted: per hour"},
+	{SoakSpan, Duration, "time the slopes were fitted over (the phase after soak.settle)"},
+}
+
+// soakServer reports whether a soak metric is read from the server.
+func soakServer(name string) bool {
+	switch name {
+	case RSSSlope, FDsSlope, ThreadsSlope, Leak, RSSAfterDrain:
+		return true
+	}
+	return false
+}
