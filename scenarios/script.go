@@ -113,6 +113,7 @@ func init() {
 		Name:       client.KindScript,
 		Doc:        "scripted conversations: users send from templates and expect matching replies (by id, in any order), closed or open arrivals; each named exchange timed",
 		New:        func() Phase { return &Script{} },
+		Soak:       &Soak{},
 		Throughput: Throughput{Metric: scriptExchRate, Unit: "exchanges/s", Messages: true},
 		Title:      "[Script] Report",
 		Columns: []Column{
