@@ -367,7 +367,7 @@ func TestMissingMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ out, want string }{
-		{b.String(), "| a         | -   | -   | -   | -   | -    | -    | -    | -    | -    | -    | -     | -       | -      | -           | -       | -       | -       | -       | -       | -       | -          | FAIL: server did not start |"},
+		{b.String(), "| a         | -   | -   | -   | -   | -    | -    | -    | -    | -    | -    | -     | -       | -      | -           | -       | -       | -       | -       | -       | -       | -             | -             | -          | FAIL: server did not start |"},
 		{b.String(), "- a: failed: no reason recorded\n"},
 		// An unknown kind shows the metrics it has, sorted, typed by value.
 		{b.String(), "| Framework | odd | ratio | wait  | widgets | CPU Min | CPU Avg | CPU Max |"},

@@ -103,7 +103,7 @@ func metricCol(header, name string, withDelta bool, f func(v metrics.Values, nam
 	return column{header, func(r row) string {
 		v := r.res.Metrics
 		if _, ok := v[name]; !ok {
-			if r.res.NoServerResources() && metrics.ServerResource(name, eerOf(r.res.Kind)...) {
+			if r.res.NoServerResources() && metrics.ServerResource(name, scenarios.ServerMetricsOf(r.res.Kind)...) {
 				return NotAvailable
 			}
 			return "-"
@@ -119,14 +119,6 @@ func metricCol(header, name string, withDelta bool, f func(v metrics.Values, nam
 		}
 		return s
 	}}
-}
-
-// eerOf returns the EER metric of a kind that declares efficiency figures.
-func eerOf(kind string) []string {
-	if k, ok := scenarios.Lookup(kind); ok && k.Efficiency != nil {
-		return []string{k.Efficiency.EER}
-	}
-	return nil
 }
 
 func fmtTPS(v metrics.Values, n string) string { return fmt.Sprintf("%.0f", v.Float(n)) }

@@ -22,7 +22,16 @@ const (
 	connectUpgradeP99   = "upgrade_p99"
 	connectTLSPerSecond = "tls_handshakes_per_s"
 	connectTLSResumed   = "tls_resumed"
+	// CPU milliseconds per handshake (the connect kind's CPU figures).
+	connectClientCPUPerHS    = "client_cpu_per_handshake"
+	connectServerCPUPerHS    = "server_cpu_per_handshake"
+	connectClientCPUPerHSNet = "client_cpu_per_handshake_net"
+	connectServerCPUPerHSNet = "server_cpu_per_handshake_net"
 )
+
+// connectCPU are the connect kind's CPU figures: CPU milliseconds per
+// connection opened (its TCP connect, TLS handshake and upgrade).
+var connectCPU = CPUFigures{Scale: 1e3, Client: connectClientCPUPerHS, Server: connectServerCPUPerHS, ClientNet: connectClientCPUPerHSNet, ServerNet: connectServerCPUPerHSNet}
 
 // Connect opens connections to the server and measures handshake latency
 // (TCP connect start to the 101 response).
@@ -40,6 +49,9 @@ func init() {
 		Doc:        "open N connections at concurrency C; handshake latency and connection rate",
 		New:        func() Phase { return &Connect{} },
 		Title:      "[Connections] Report",
+		// Connections opened are what the CPU bought: each side's CPU per
+		// handshake (no EER: the published tables have none for connect).
+		Efficiency: &Efficiency{Rate: metrics.TPS, Count: metrics.Success, CPU: &connectCPU},
 		Columns: []Column{
 			{Metric: ColFramework},
 			{Header: "TPS", Metric: metrics.TPS, Delta: true, Format: FormatRate},
@@ -53,6 +65,10 @@ func init() {
 			{Header: "TLS P99", Metric: connectTLSP99, Delta: true, Optional: true},
 			{Header: "Resumed", Metric: connectTLSResumed, Format: FormatInt, Optional: true},
 			{Metric: ColServer},
+			// CPU milliseconds per handshake, server and client: in a storm
+			// the handshake is the cost on both sides.
+			{Header: "Srv CPU-ms/hs", Metric: connectServerCPUPerHS, Delta: true, Format: FormatFloat2},
+			{Header: "Cli CPU-ms/hs", Metric: connectClientCPUPerHS, Delta: true, Format: FormatFloat2},
 			{Metric: ColClientCPU},
 			{Metric: ColVerdict},
 		},
@@ -74,6 +90,10 @@ func init() {
 			{Name: connectUpgradeP99, Kind: metrics.Duration, Doc: "upgrade request to 101 response, 99th percentile"},
 			{Name: connectTLSPerSecond, Kind: metrics.Float, Doc: "TLS handshakes completed per second of the phase; absent without TLS"},
 			{Name: connectTLSResumed, Kind: metrics.Count, Doc: "TLS handshakes that resumed a session; absent without TLS"},
+			{Name: connectClientCPUPerHS, Kind: metrics.Float, Doc: "client CPU milliseconds per connection opened (TCP connect, TLS handshake, upgrade)"},
+			{Name: connectServerCPUPerHS, Kind: metrics.Float, Doc: "server CPU milliseconds per connection opened"},
+			{Name: connectClientCPUPerHSNet, Kind: metrics.Float, Doc: "client_cpu_per_handshake with loopback delivery moved to its receiver (softirq time of each side's CPUs charged to the other); only with disjoint pinned CPU sets on this host"},
+			{Name: connectServerCPUPerHSNet, Kind: metrics.Float, Doc: "server_cpu_per_handshake with loopback delivery moved to its receiver, as client_cpu_per_handshake_net"},
 		}),
 	})
 }

@@ -224,12 +224,59 @@ func PlanPayload(phases []Phase) int {
 }
 
 // Efficiency names a kind's throughput metrics: EER = Rate / server
-// cpu_avg (the published tables' efficiency), and Count messages divide
-// the CPU seconds into client_cpu_per_1m and server_cpu_per_1m.
+// cpu_avg (the published tables' efficiency), and Count units divide the
+// CPU seconds each side spent into the CPU figures (CPU; default
+// PerMillion: client_cpu_per_1m and server_cpu_per_1m).
 type Efficiency struct {
-	Rate  string // messages per second, e.g. metrics.TPS
-	EER   string // where Rate / cpu_avg goes, e.g. "eer"
-	Count string // messages measured, e.g. "success"
+	Rate  string      // units per second, e.g. metrics.TPS
+	EER   string      // where Rate / cpu_avg goes, e.g. "eer"; "" = none
+	Count string      // units measured, e.g. "success"
+	CPU   *CPUFigures // the CPU figures' names and scale; nil = PerMillion
+}
+
+// CPUFigures names the CPU figures the engine writes for a kind with
+// Efficiency: each side's CPU seconds per unit of Count times Scale, as
+// the kernel charged them (Client, Server) and with loopback delivery
+// moved to its receiver (ClientNet, ServerNet: the softirq time of each
+// side's CPUs charged to the other; only with disjoint pinned CPU sets).
+type CPUFigures struct {
+	Scale                float64 // 1e6: CPU seconds per million units; 1e3: CPU milliseconds per unit
+	Client, Server       string
+	ClientNet, ServerNet string
+}
+
+// PerMillion are the CPU figures of kinds that count messages: CPU seconds
+// per million.
+var PerMillion = CPUFigures{Scale: 1e6, Client: metrics.ClientCPUPer1M, Server: metrics.ServerCPUPer1M, ClientNet: metrics.ClientCPUPer1MNet, ServerNet: metrics.ServerCPUPer1MNet}
+
+// Figures returns e's CPU figures.
+func (e *Efficiency) Figures() CPUFigures {
+	if e.CPU == nil {
+		return PerMillion
+	}
+	return *e.CPU
+}
+
+// ServerMetrics are e's metrics made from the server's resources (see
+// metrics.ServerResource): absent for a server that is not measured.
+func (e *Efficiency) ServerMetrics() []string {
+	f := e.Figures()
+	var out []string
+	for _, name := range []string{e.EER, f.Server, f.ServerNet, f.ClientNet} {
+		if name != "" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// ServerMetricsOf is ServerMetrics of kind's Efficiency; nil for a kind
+// without one.
+func ServerMetricsOf(kind string) []string {
+	if k, ok := Lookup(kind); ok && k.Efficiency != nil {
+		return k.Efficiency.ServerMetrics()
+	}
+	return nil
 }
 
 // cpuPer1MDefs declares the CPU figures the engine writes for a kind with

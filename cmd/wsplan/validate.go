@@ -72,6 +72,9 @@ func printPlan(w io.Writer, p *plan.Plan) {
 			if s.Origin != "" {
 				fmt.Fprintf(w, "    origin: %s\n", p.Redact(s.Origin))
 			}
+			if s.TLS != nil && s.TLS.String() != "" {
+				fmt.Fprintf(w, "    tls: %s\n", s.TLS)
+			}
 		}
 		switch {
 		case s.External():

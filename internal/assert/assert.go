@@ -175,11 +175,9 @@ func Compile(p *plan.Plan) ([]*Assertion, error) {
 // url: server without pid:, pid_file: or metrics_url:), "" when it does
 // not: such a metric would be absent from every result it checks.
 func (a *Assertion) unmeasured(p *plan.Plan, kinds []string) string {
-	var eer []string
+	var eer []string // the kinds' metrics made from server resources
 	for _, k := range kinds {
-		if kd, ok := scenarios.Lookup(k); ok && kd.Efficiency != nil {
-			eer = append(eer, kd.Efficiency.EER)
-		}
+		eer = append(eer, scenarios.ServerMetricsOf(k)...)
 	}
 	applies := func(name string) bool {
 		return len(a.Servers) == 0 || slices.Contains(a.Servers, name)

@@ -4,7 +4,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"io"
-	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -211,17 +210,6 @@ func (l *loop) tlsDone(c *conn) {
 	}
 	x.dialer.tlsDone(c.sec.tls.State())
 	c.state = stSending
-}
-
-// returnHandshakeGarbage gives the memory a connect phase's TLS
-// handshakes allocated and left (about 70 KB each, crypto/tls's key
-// shares, messages and key schedule) back to the system at the end of the
-// phase: one GC, so that the client's RSS after a storm is what its
-// connections keep.
-func returnHandshakeGarbage(r *ConnectResult) {
-	if r.TLS.Histogram != nil && r.TLS.TotalCount() > 0 {
-		debug.FreeOSMemory()
-	}
 }
 
 // tlsReason is the failure reason of a TLS error, with as few distinct

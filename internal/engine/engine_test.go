@@ -180,9 +180,16 @@ func TestEfficiency(t *testing.T) {
 	if _, ok := m["eer"]; ok || m["server_cpu_per_1m"] != nil || m["client_cpu_per_1m"] != 15.0 {
 		t.Errorf("no server resources: %v", m)
 	}
+	// CPU figures per handshake: milliseconds per unit, no EER.
+	perHS := scenarios.Efficiency{Rate: "tps", Count: "success", CPU: &scenarios.CPUFigures{Scale: 1e3, Client: "cli_ms", Server: "srv_ms"}}
+	m = metrics.Values{"tps": 2000.0, "success": int64(10000)}
+	efficiency(m, perHS, &srv, cli, softirqs{ok: true, client: time.Second})
+	if len(m) != 4 || m["srv_ms"] != 0.4 || m["cli_ms"] != 0.3 {
+		t.Errorf("per handshake: %v", m)
+	}
 	// Each kind that reports throughput declares its efficiency metrics,
 	// and they are metrics of that kind.
-	for _, kind := range []string{"echo", "rate"} {
+	for _, kind := range []string{"echo", "rate", "connect", "ping", "broadcast"} {
 		k, _ := scenarios.Lookup(kind)
 		if k.Efficiency == nil {
 			t.Fatalf("%s declares no Efficiency", kind)
@@ -191,8 +198,9 @@ func TestEfficiency(t *testing.T) {
 		for _, d := range scenarios.MetricDefs(kind) {
 			defs[d.Name] = true
 		}
-		for _, n := range []string{k.Efficiency.Rate, k.Efficiency.EER, k.Efficiency.Count, "client_cpu_per_1m", "server_cpu_per_1m"} {
-			if !defs[n] {
+		f := k.Efficiency.Figures()
+		for _, n := range []string{k.Efficiency.Rate, k.Efficiency.EER, k.Efficiency.Count, f.Client, f.Server, f.ClientNet, f.ServerNet} {
+			if n != "" && !defs[n] {
 				t.Errorf("%s: %q is not one of its metrics", kind, n)
 			}
 		}

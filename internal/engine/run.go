@@ -101,8 +101,8 @@ type runner struct {
 	run     *result.Run
 	mu      sync.Mutex
 	abort   context.CancelCauseFunc
-	ca      wstls.RunCA // made by the first server with tls: true
-	cleanup []func()    // run at the end of Run
+	ca      map[wstls.Key]wstls.RunCA // made by the first server with tls: true of each certificate key type
+	cleanup []func()                  // run at the end of Run
 
 	// The combination and repeat being run (repeat.go).
 	vars   map[string]string

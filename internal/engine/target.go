@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/wsplan/wsplan/internal/plan"
@@ -180,6 +181,10 @@ func (e *runner) phases(ctx context.Context, srv plan.Server, addrs []string, pr
 		return
 	}
 	mem := e.memReader(res, drv)
+	// The previous server's client garbage goes back to the system first:
+	// the client's memory per connection counts this server's connections
+	// (a connect phase returns its own garbage when it ends).
+	debug.FreeOSMemory()
 	base := mem()
 	for k, ph := range e.plan.Phases {
 		if ctx.Err() != nil {
@@ -220,11 +225,13 @@ func targetHandshake(srv plan.Server, t plan.URLTarget) (handshake, error) {
 	return h, nil
 }
 
-// runCA makes the run's CA and server certificate (once per run) in the
-// out dir, or in a temporary directory removed at the end of the run.
-func (e *runner) runCA() (wstls.RunCA, error) {
-	if e.ca.CAFile != "" {
-		return e.ca, nil
+// runCA makes the run's CA and server certificate with keys of type key
+// (once per run and key type) in the out dir (tls/, or tls/<key>/ for a
+// key type other than the default), or in a temporary directory removed
+// at the end of the run.
+func (e *runner) runCA(key wstls.Key) (wstls.RunCA, error) {
+	if ca, ok := e.ca[key]; ok {
+		return ca, nil
 	}
 	dir := e.o.OutDir
 	if dir == "" {
@@ -235,25 +242,37 @@ func (e *runner) runCA() (wstls.RunCA, error) {
 		e.cleanup = append(e.cleanup, func() { os.RemoveAll(tmp) })
 		dir = tmp
 	}
-	ca, err := wstls.NewRunCA(filepath.Join(dir, "tls"))
+	dir = filepath.Join(dir, "tls")
+	if key != wstls.KeyECDSAP256 {
+		dir = filepath.Join(dir, string(key))
+	}
+	ca, err := wstls.NewRunCAKey(dir, key)
 	if err != nil {
 		return wstls.RunCA{}, err
 	}
-	e.ca = ca
+	if e.ca == nil {
+		e.ca = map[wstls.Key]wstls.RunCA{}
+	}
+	e.ca[key] = ca
 	return ca, nil
 }
 
-// presetTLS prepares a preset served with tls: true: the run's CA, the
-// server's certificate arguments, and the client's trust in that CA only
-// (unless the plan's tls: ca_file says otherwise).
+// presetTLS prepares a preset served with tls: true: the run's CA (of the
+// plan's tls: certificate key type), the server's certificate arguments,
+// and the client's trust in that CA only (unless the plan's tls: ca_file
+// says otherwise).
 func (e *runner) presetTLS(srv *plan.Server) (args []string, err error) {
-	ca, err := e.runCA()
-	if err != nil {
-		return nil, fmt.Errorf("tls: %w", err)
-	}
 	c := plan.TLSConfig{}
 	if srv.TLS != nil {
 		c = *srv.TLS
+	}
+	key := wstls.KeyECDSAP256
+	if c.Certificate != "" {
+		key = wstls.Key(c.Certificate)
+	}
+	ca, err := e.runCA(key)
+	if err != nil {
+		return nil, fmt.Errorf("tls: %w", err)
 	}
 	if c.CAFile == "" {
 		c.CAFile = ca.CAFile

@@ -252,9 +252,9 @@ func clientBound(clientShare, serverShare float64) bool {
 	return clientShare >= ClientBoundThreshold && clientShare >= serverShare-0.05
 }
 
-// efficiency fills a kind's EER and the CPU seconds each side spent per
-// million messages: the figures that show whether the client could measure
-// this server at all.
+// efficiency fills a kind's EER and the CPU each side spent per unit
+// measured (eff.Figures: per million messages, per handshake …): the
+// figures that show whether the client could measure this server at all.
 //
 // server is nil when the server's resources are not measured: only the
 // client's figure is written then.
@@ -267,21 +267,26 @@ func efficiency(m metrics.Values, eff scenarios.Efficiency, server *procstat.Sum
 	if !ok {
 		return // the phase failed before it measured anything
 	}
-	if server != nil {
+	if server != nil && eff.EER != "" {
 		m[eff.EER] = float64(0)
 		if server.CPUAvg > 0 {
 			m[eff.EER] = rate / server.CPUAvg
 		}
 	}
-	if n := m.Int(eff.Count); n > 0 {
-		m[metrics.ClientCPUPer1M] = client.CPUSeconds / float64(n) * 1e6
-		if server != nil {
-			m[metrics.ServerCPUPer1M] = server.CPUSeconds / float64(n) * 1e6
-			if si.ok {
-				moved := si.client.Seconds() - si.server.Seconds()
-				m[metrics.ClientCPUPer1MNet] = max(0, client.CPUSeconds-moved) / float64(n) * 1e6
-				m[metrics.ServerCPUPer1MNet] = max(0, server.CPUSeconds+moved) / float64(n) * 1e6
-			}
-		}
+	n := m.Int(eff.Count)
+	if n <= 0 {
+		return
+	}
+	f := eff.Figures()
+	per := func(seconds float64) float64 { return seconds / float64(n) * f.Scale }
+	m[f.Client] = per(client.CPUSeconds)
+	if server == nil {
+		return
+	}
+	m[f.Server] = per(server.CPUSeconds)
+	if si.ok && f.ClientNet != "" {
+		moved := si.client.Seconds() - si.server.Seconds()
+		m[f.ClientNet] = per(max(0, client.CPUSeconds-moved))
+		m[f.ServerNet] = per(max(0, server.CPUSeconds+moved))
 	}
 }

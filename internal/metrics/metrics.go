@@ -234,7 +234,8 @@ const (
 // memory per connection). A server wsplan can not see (a url: target
 // without pid:, pid_file: or metrics_url:) has none of them: they are
 // absent from its results, shown as n/a, and an assertion using one is a
-// load error. eer is every kind's EER name (scenarios.Efficiency).
+// load error. eer names the kind's own such metrics (its EER and CPU
+// figures: scenarios.Efficiency.ServerMetrics).
 func ServerResource(name string, eer ...string) bool {
 	switch name {
 	case CPUMin, CPUAvg, CPUMax, MemMin, MemAvg, MemMax, ServerCPUSecs, ServerCPUPer1M, ServerCPUPer1MNet, ClientCPUPer1MNet, ServerProcs,

@@ -142,6 +142,9 @@ func (l *loader) checkServers(p *Plan, nodelaySet bool) {
 				first[s.Name] = i
 			}
 		}
+		if s.TLS != nil && s.TLS.Certificate != "" && (s.External() || !s.BuiltIn()) {
+			l.fieldErr(base+".tls.certificate", "is the key type of the certificate wsplan makes for a preset it serves with TLS; this server serves its own certificate")
+		}
 		if s.External() {
 			l.checkURLServer(s, base, p.Defaults.AllowRemote)
 			continue

@@ -168,7 +168,7 @@ func (l *loader) varsNode(root *yaml.Node) *yaml.Node {
 func (l *loader) resolveTargets(p *Plan) {
 	d := &p.Defaults.Target
 	if d.TLSKey.set && d.TLSKey.config == nil {
-		l.fieldErr("defaults.tls", "want a mapping of client TLS settings (ca_file, server_name, insecure_skip_verify, session_resumption); tls: true is a server's")
+		l.fieldErr("defaults.tls", "want a mapping of TLS settings (%s); tls: true is a server's", strings.Join(tlsKeyNames(), ", "))
 	}
 	d.resolve()
 	l.checkTarget(d, "defaults")

@@ -1,12 +1,14 @@
 package plan
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/netip"
 	"net/textproto"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -14,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/wsplan/wsplan/internal/pmdeflate"
+	"github.com/wsplan/wsplan/internal/wstls"
 )
 
 // Target is how the client reaches and greets a server: the handshake
@@ -140,14 +143,109 @@ func (s Server) Offer() *pmdeflate.Params {
 }
 
 // TLSConfig is the mapping form of `tls:`: how the client verifies the
-// server. A preset given `tls: true` (or this mapping) is served over TLS
-// with a certificate wsplan makes for the run, and the client trusts only
-// that CA unless ca_file says otherwise.
+// server and what it offers. A preset given `tls: true` (or this mapping)
+// is served over TLS with a certificate wsplan makes for the run, and the
+// client trusts only that CA unless ca_file says otherwise.
 type TLSConfig struct {
 	CAFile             string // `ca_file:` PEM CA bundle to trust; default: the system roots (url targets) or the run's CA (presets)
 	ServerName         string // `server_name:` SNI and the name verified; default: the URL's host
 	InsecureSkipVerify bool   // `insecure_skip_verify:` accept any certificate (measures TLS cost, proves nothing about identity); default false
 	SessionResumption  bool   // `session_resumption:` reuse TLS sessions across connections (tickets); default false: every handshake is full
+	MaxVersion         uint16 // `max_version:` the highest TLS version offered, "1.2" or "1.3" (tls.VersionTLS12, 13); 0 = 1.3
+	Certificate        string // `certificate:` key type of the certificate wsplan makes for a preset: ecdsa-p256 (default) or rsa-2048
+}
+
+// String lists the settings given, as key=value in the mapping's order
+// (wsplan validate prints it).
+func (c TLSConfig) String() string {
+	var parts []string
+	add := func(key, value string, set bool) {
+		if set {
+			parts = append(parts, key+"="+value)
+		}
+	}
+	add("ca_file", c.CAFile, c.CAFile != "")
+	add("server_name", c.ServerName, c.ServerName != "")
+	add("insecure_skip_verify", "true", c.InsecureSkipVerify)
+	add("session_resumption", "true", c.SessionResumption)
+	add("max_version", strings.TrimPrefix(tls.VersionName(c.MaxVersion), "TLS "), c.MaxVersion != 0)
+	add("certificate", c.Certificate, c.Certificate != "")
+	return strings.Join(parts, " ")
+}
+
+// tlsKeys are the keys of the `tls:` mapping, in the order errors and the
+// schema list them.
+var tlsKeys = []struct {
+	name, doc string
+	schema    map[string]any
+	decode    func(n *yaml.Node, c *TLSConfig) error
+}{
+	{"ca_file", "PEM CA bundle to trust; default: the system roots (url targets) or the run's CA (presets)", schemaString,
+		func(n *yaml.Node, c *TLSConfig) error { return n.Decode(&c.CAFile) }},
+	{"server_name", "SNI and the name verified; default: the URL's host", schemaString,
+		func(n *yaml.Node, c *TLSConfig) error { return n.Decode(&c.ServerName) }},
+	{"insecure_skip_verify", "accept any certificate (measures TLS cost, proves nothing about identity); default false", schemaBool,
+		func(n *yaml.Node, c *TLSConfig) error { return decodeBool(n, &c.InsecureSkipVerify) }},
+	{"session_resumption", "reuse TLS sessions across connections (tickets); default false: every handshake is full", schemaBool,
+		func(n *yaml.Node, c *TLSConfig) error { return decodeBool(n, &c.SessionResumption) }},
+	{"max_version", `the highest TLS version the client offers: "1.2" or "1.3"; default "1.3"`, map[string]any{"enum": []any{"1.2", "1.3", 1.2, 1.3}},
+		decodeTLSVersion},
+	{"certificate", "key type of the certificate wsplan makes for a preset it serves with TLS (and of its CA): " + strings.Join(wstlsKeys(), " or ") + "; default ecdsa-p256", map[string]any{"enum": anySlice(wstlsKeys())},
+		func(n *yaml.Node, c *TLSConfig) error {
+			if err := n.Decode(&c.Certificate); err != nil {
+				return err
+			}
+			if !slices.Contains(wstlsKeys(), c.Certificate) {
+				return fmt.Errorf("want %s, got %q", strings.Join(wstlsKeys(), " or "), c.Certificate)
+			}
+			return nil
+		}},
+}
+
+var (
+	schemaString = map[string]any{"type": []any{"string", "number"}}
+	schemaBool   = map[string]any{"type": "boolean"}
+)
+
+// tlsKeyNames lists the `tls:` mapping's keys, for messages.
+func tlsKeyNames() []string {
+	names := make([]string, len(tlsKeys))
+	for i, k := range tlsKeys {
+		names[i] = k.name
+	}
+	return names
+}
+
+// wstlsKeys are the certificate key types a run's CA makes.
+func wstlsKeys() []string {
+	out := make([]string, len(wstls.Keys))
+	for i, k := range wstls.Keys {
+		out[i] = string(k)
+	}
+	return out
+}
+
+func anySlice(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+// decodeTLSVersion takes "1.2" or "1.3" (quoted or not) into MaxVersion.
+func decodeTLSVersion(n *yaml.Node, c *TLSConfig) error {
+	if n.Kind == yaml.ScalarNode {
+		switch n.Value {
+		case "1.2":
+			c.MaxVersion = tls.VersionTLS12
+			return nil
+		case "1.3":
+			c.MaxVersion = tls.VersionTLS13
+			return nil
+		}
+	}
+	return fmt.Errorf(`want "1.2" or "1.3", got %s`, describe(n))
 }
 
 // URLTarget is one parsed `url:`.
@@ -169,20 +267,13 @@ type TLSKey struct {
 
 // JSONSchema describes the values UnmarshalYAML takes, for package schema.
 func (TLSKey) JSONSchema() map[string]any {
-	str := map[string]any{"type": []any{"string", "number"}}
-	flag := map[string]any{"type": "boolean"}
+	props := map[string]any{}
+	for _, k := range tlsKeys {
+		props[k.name] = described(k.schema, k.doc)
+	}
 	return map[string]any{"anyOf": []any{
 		map[string]any{"type": "boolean"},
-		map[string]any{
-			"type": "object",
-			"properties": map[string]any{
-				"ca_file":              described(str, "PEM CA bundle to trust; default: the system roots (url targets) or the run's CA (presets)"),
-				"server_name":          described(str, "SNI and the name verified; default: the URL's host"),
-				"insecure_skip_verify": described(flag, "accept any certificate (measures TLS cost, proves nothing about identity); default false"),
-				"session_resumption":   described(flag, "reuse TLS sessions across connections (tickets); default false: every handshake is full"),
-			},
-			"additionalProperties": false,
-		},
+		map[string]any{"type": "object", "properties": props, "additionalProperties": false},
 	}}
 }
 
@@ -201,31 +292,24 @@ func (t *TLSKey) UnmarshalYAML(n *yaml.Node) error {
 	switch n.Kind {
 	case yaml.ScalarNode:
 		if n.ShortTag() != "!!bool" {
-			return fmt.Errorf("want true, false or a mapping (ca_file, server_name, insecure_skip_verify, session_resumption), got %s", describe(n))
+			return fmt.Errorf("want true, false or a mapping (%s), got %s", strings.Join(tlsKeyNames(), ", "), describe(n))
 		}
 		return n.Decode(&t.on)
 	case yaml.MappingNode:
 		t.on = true
 		c := &TLSConfig{}
-		known := []string{"ca_file", "server_name", "insecure_skip_verify", "session_resumption"}
+	keys:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
-			var err error
-			switch k.Value {
-			case "ca_file":
-				err = v.Decode(&c.CAFile)
-			case "server_name":
-				err = v.Decode(&c.ServerName)
-			case "insecure_skip_verify":
-				err = decodeBool(v, &c.InsecureSkipVerify)
-			case "session_resumption":
-				err = decodeBool(v, &c.SessionResumption)
-			default:
-				return fmt.Errorf("line %d: %s", k.Line, unknownMsg("tls key", k.Value, known))
+			for _, key := range tlsKeys {
+				if key.name == k.Value {
+					if err := key.decode(v, c); err != nil {
+						return fmt.Errorf("%s: %w", k.Value, err)
+					}
+					continue keys
+				}
 			}
-			if err != nil {
-				return fmt.Errorf("%s: %w", k.Value, err)
-			}
+			return fmt.Errorf("line %d: %s", k.Line, unknownMsg("tls key", k.Value, tlsKeyNames()))
 		}
 		t.config = c
 		return nil

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"crypto/tls"
 	"strings"
 	"testing"
 
@@ -23,6 +24,12 @@ servers:
     origin: https://example.test
   - name: gws
     tls: true
+  - name: gws-rsa
+    framework: gws
+    tls: {certificate: rsa-2048, max_version: 1.2}
+  - name: gws-13
+    framework: gws
+    tls: {max_version: "1.3"}
 phases:
   - connect: {connections: 10}
 `
@@ -31,6 +38,9 @@ phases:
 		t.Fatal(err)
 	}
 	prod, sec, gws := p.Servers[0], p.Servers[1], p.Servers[2]
+	if rsa, v13 := p.Servers[3], p.Servers[4]; !rsa.ServeTLS || rsa.TLS.Certificate != "rsa-2048" || rsa.TLS.MaxVersion != tls.VersionTLS12 || v13.TLS.MaxVersion != tls.VersionTLS13 || v13.TLS.Certificate != "" {
+		t.Errorf("gws-rsa tls %+v, gws-13 tls %+v", rsa.TLS, v13.TLS)
+	}
 	if !prod.External() || prod.BuiltIn() || !gws.BuiltIn() {
 		t.Errorf("External/BuiltIn wrong: %v %v %v", prod.External(), prod.BuiltIn(), gws.BuiltIn())
 	}
@@ -71,6 +81,9 @@ func TestURLTargetErrors(t *testing.T) {
 		{`{name: a, url: "ws://127.0.0.1:1/", tls: {ca_file: /nonexistent.pem}}`, `servers[0].tls.ca_file:`},
 		{`{name: a, url: "ws://127.0.0.1:1/", tls: {insecure_skip_verify: true}}`, `tls settings need wss:// URLs`},
 		{`{name: a, url: "wss://127.0.0.1:1/", tls: {verify: true}}`, `unknown tls key "verify"`},
+		{`{name: a, url: "wss://127.0.0.1:1/", tls: {max_version: 1.1}}`, `servers[0].tls: max_version: want "1.2" or "1.3", got 1.1`},
+		{`{name: a, url: "wss://127.0.0.1:1/", tls: {certificate: rsa-2048}}`, `servers[0].tls.certificate: is the key type of the certificate wsplan makes for a preset it serves with TLS`},
+		{`{name: gws, tls: {certificate: dsa}}`, `certificate: want ecdsa-p256 or rsa-2048, got "dsa"`},
 		{`{name: gws, pid: 5}`, `pid:, pid_file: and metrics_url: are for url: servers`},
 		{`{name: a, url: "ws://127.0.0.1:1/", headers: {Sec-WebSocket-Protocol: x}}`, `Sec-Websocket-Protocol cannot be set here: use subprotocols:`},
 		{`{name: a, url: "ws://127.0.0.1:1/", headers: {"bad name": x}}`, `bad header name "bad name"`},
