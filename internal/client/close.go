@@ -1,0 +1,301 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+func init() {
+	Register(Kind{Name: "close", NewParams: func() Params { return &CloseParams{} }, NewResult: func() Result { return &CloseResult{} }})
+}
+
+// CloseCode is the status code a close phase's close frames carry (1000,
+// normal closure); a server's close frame that answers with another code
+// counts as CloseResult.OtherCode.
+const CloseCode = closeNormal
+
+// closePayload is CloseCode as a close frame's payload, and closeAnswered
+// the reason the loop gives a connection whose server answered with it.
+var (
+	closePayload  = []byte{CloseCode >> 8, CloseCode & 0xff}
+	closeAnswered = ReasonServerClose + Reason(" "+itoa(CloseCode))
+)
+
+// DefaultCloseTimeout is CloseParams.Timeout when it is 0.
+const DefaultCloseTimeout = 5 * time.Second
+
+// CloseParams configure a close phase: Connections of the open
+// connections each send a close frame, at most Concurrency at once, and
+// each close handshake is timed until the server's close frame arrives.
+// Every connection the phase sent a close on is closed at its end.
+type CloseParams struct {
+	Connections int           `json:"connections"` // connections to close, > 0; <= open connections
+	Concurrency int           `json:"concurrency"` // close handshakes in progress at once, in [1, Connections]
+	Timeout     time.Duration `json:"timeout"`     // max wait for the server's close frame; 0 = DefaultCloseTimeout
+}
+
+// CloseResult is what a close phase measured.
+type CloseResult struct {
+	Total     int64         `json:"total"`      // connections asked to close
+	Success   int64         `json:"success"`    // closes the server answered with a close frame
+	OtherCode int64         `json:"other_code"` // of those, answered with a code other than CloseCode (or none)
+	Failed    int64         `json:"failed"`     // connections lost, or timed out, before the server's close frame
+	Used      time.Duration `json:"used"`
+	Latency   Hist          `json:"latency"` // ns, close frame written to the server's close frame received
+	Codes     Reasons       `json:"codes"`   // the server's close of another code ("server close 1001") -> count
+	Errors    Reasons       `json:"errors"`  // failure reason -> count
+	Stopped   StopReason    `json:"stopped"` // StopCanceled, StopClosed; "" = it ran to its end
+}
+
+// Kind implements Params.
+func (p *CloseParams) Kind() string { return "close" }
+
+// Validate implements Params.
+func (p *CloseParams) Validate() error {
+	var errs []error
+	if p.Connections <= 0 {
+		errs = append(errs, fmt.Errorf("connections must be > 0, got %d", p.Connections))
+	}
+	if p.Concurrency <= 0 || p.Concurrency > p.Connections {
+		errs = append(errs, fmt.Errorf("concurrency must be in [1, connections %d], got %d", p.Connections, p.Concurrency))
+	}
+	if p.Timeout < 0 || p.Timeout > time.Duration(HistMax) {
+		errs = append(errs, fmt.Errorf("timeout must be in [0, %v], got %v", time.Duration(HistMax), p.Timeout))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("client: close: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// Split implements Params: connections in proportion to the parts' open
+// connections, concurrency in proportion to those (at least one per part
+// that closes any).
+func (p *CloseParams) Split(weights []int) []Params {
+	conns := distribute(p.Connections, weights)
+	conc := distribute(p.Concurrency, conns)
+	out := make([]Params, len(weights))
+	for i := range out {
+		if conns[i] > 0 {
+			q := *p
+			q.Connections, q.Concurrency = conns[i], max(conc[i], 1)
+			out[i] = &q
+		}
+	}
+	return out
+}
+
+// Merge implements Result.
+func (r *CloseResult) Merge(other Result) {
+	o := other.(*CloseResult)
+	r.Total += o.Total
+	r.Success += o.Success
+	r.OtherCode += o.OtherCode
+	r.Failed += o.Failed
+	r.Used = max(r.Used, o.Used)
+	r.Latency.add(o.Latency)
+	r.Codes.merge(o.Codes)
+	r.Errors.merge(o.Errors)
+	r.Stopped = MergeStop(r.Stopped, o.Stopped)
+}
+
+// Stop implements Result.
+func (r *CloseResult) Stop() StopReason { return r.Stopped }
+
+// CloseHandshakes runs a close phase (see CloseParams).
+func (c *Client) CloseHandshakes(ctx context.Context, p CloseParams, pr *Progress) (CloseResult, error) {
+	return runAs[CloseResult](c, ctx, &p, pr)
+}
+
+// start implements Params: each loop closes its share of the connections.
+func (p *CloseParams) start(ph *phaseEnv) (*phasePlan, error) {
+	total := 0
+	for _, o := range ph.open {
+		total += o
+	}
+	if p.Connections > total {
+		return nil, fmt.Errorf("client: close: connections %d exceeds the %d open connections", p.Connections, total)
+	}
+	timeout := p.Timeout
+	if timeout == 0 {
+		timeout = DefaultCloseTimeout
+	}
+	if ph.pr != nil {
+		ph.pr.Total.Store(int64(p.Connections))
+		ph.pr.Done.Store(0)
+	}
+	plan := &phasePlan{starts: make([]func(*loop), len(ph.open))}
+	for i, part := range p.Split(ph.open) {
+		if part == nil {
+			continue
+		}
+		q := part.(*CloseParams)
+		id, pr := ph.id, ph.pr
+		plan.starts[i] = func(l *loop) { l.closeStart(id, q.Connections, q.Concurrency, int64(timeout), pr) }
+	}
+	plan.done = func(res Result, why StopReason, wall time.Duration) StopReason {
+		r := res.(*CloseResult)
+		r.Total, r.Used = int64(p.Connections), wall
+		if r.Latency.Histogram == nil {
+			r.Latency = NewHist()
+		}
+		if why == "" {
+			why = r.Stopped
+		}
+		r.Stopped = why
+		return why
+	}
+	return plan, nil
+}
+
+// The states of a connection in a close run (closeRun.sent holds the loop
+// clock of its close frame while the handshake is in progress).
+const (
+	closeWaiting = -1 // its close frame is not sent yet
+	closeDone    = -2 // answered, failed or lost
+)
+
+// closeRun is a close phase running in a loop. Its connections are the
+// loop's first open ones; conn.slot holds a connection's index.
+type closeRun struct {
+	baseRun
+	conns     []*conn
+	sent      []int64 // per connection: the loop clock its close left, or closeWaiting, closeDone
+	next      int     // the next connection to send a close on
+	inflight  int
+	timeout   int64
+	pr        *Progress
+	unflushed int64
+	part      CloseResult
+}
+
+// closeStart begins a close phase in this loop: n connections, conc of
+// them closing at once.
+func (l *loop) closeStart(id int64, n, conc int, timeout int64, pr *Progress) {
+	n = min(n, len(l.open))
+	r := &closeRun{baseRun: baseRun{id}, conns: append([]*conn(nil), l.open[:n]...), sent: make([]int64, n),
+		timeout: timeout, pr: pr, part: CloseResult{Latency: NewHist()}}
+	l.ph = r
+	l.setTick(time.Duration(timeout / 10))
+	for i, c := range r.conns {
+		c.slot = int64(i)
+		r.sent[i] = closeWaiting
+	}
+	now := l.now()
+	for range min(conc, n) {
+		if l.ph != r {
+			return
+		}
+		r.send(l, now)
+	}
+	r.maybeDone(l)
+}
+
+// send writes the close frame of the next connection still open.
+func (r *closeRun) send(l *loop, now int64) {
+	for r.next < len(r.conns) {
+		i := r.next
+		r.next++
+		if r.sent[i] != closeWaiting {
+			continue // lost before its turn: already counted
+		}
+		r.sent[i] = now
+		r.inflight++
+		l.sendControl(r.conns[i], opClose, closePayload)
+		return
+	}
+}
+
+// slot returns c's index in the run, or -1.
+func (r *closeRun) slot(c *conn) int {
+	if i := c.slot; i >= 0 && i < int64(len(r.conns)) && r.conns[i] == c {
+		return int(i)
+	}
+	return -1
+}
+
+// lost implements loopRun: the loop drops a connection when the server's
+// close frame arrives (reason ReasonServerClose, with the server's code):
+// the handshake in progress on it succeeded. Any other reason, or the
+// server's close before the client's, fails the connection's close.
+func (r *closeRun) lost(l *loop, c *conn, _ uint8, reason Reason) {
+	i := r.slot(c)
+	if i < 0 || r.sent[i] == closeDone {
+		return
+	}
+	answered := r.sent[i] >= 0 && strings.HasPrefix(string(reason), string(ReasonServerClose))
+	if r.sent[i] >= 0 {
+		r.inflight--
+	}
+	switch {
+	case answered:
+		record(r.part.Latency.Histogram, l.now()-r.sent[i])
+		r.part.Success++
+		if reason != closeAnswered {
+			r.part.OtherCode++
+			r.part.Codes.add(reason)
+		}
+	case r.sent[i] < 0:
+		r.part.Failed++
+		r.part.Errors.add("before its close: " + reason)
+	default:
+		r.part.Failed++
+		r.part.Errors.add(reason)
+	}
+	r.sent[i] = closeDone
+	r.progress()
+	if l.ph == r {
+		r.send(l, l.now())
+		r.maybeDone(l)
+	}
+}
+
+// tick implements loopRun: it fails closes older than the timeout
+// (dropping their connections) and publishes progress.
+func (r *closeRun) tick(l *loop, now int64) {
+	for i, c := range r.conns {
+		if l.ph != r {
+			return
+		}
+		if r.sent[i] >= 0 && now-r.sent[i] > r.timeout {
+			l.lost(c, ReasonTimeout)
+		}
+	}
+	if r.pr != nil && r.unflushed > 0 {
+		r.pr.Done.Add(r.unflushed)
+		r.unflushed = 0
+	}
+}
+
+func (r *closeRun) progress() {
+	if r.unflushed++; r.unflushed >= progressBatch && r.pr != nil {
+		r.pr.Done.Add(r.unflushed)
+		r.unflushed = 0
+	}
+}
+
+// maybeDone ends the phase here once every close was answered or failed.
+func (r *closeRun) maybeDone(l *loop) {
+	if l.ph != r || r.inflight > 0 || r.next < len(r.conns) {
+		return
+	}
+	r.finish(l, false, 0)
+}
+
+// finish implements loopRun: a connection whose close frame left and that
+// is still open (the phase was cut short) is closed now.
+func (r *closeRun) finish(l *loop, stopped bool, _ int64) {
+	for i, c := range r.conns {
+		if r.sent[i] >= 0 && c.state == stOpen {
+			l.closeFD(c)
+		}
+		c.slot = 0
+	}
+	if r.pr != nil && r.unflushed > 0 {
+		r.pr.Done.Add(r.unflushed)
+	}
+	l.finished(r.id(), &r.part, stopped)
+}
