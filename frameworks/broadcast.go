@@ -117,17 +117,28 @@ type preparedConn[P any] interface {
 type preparedMember[C any] struct {
 	mu sync.Mutex
 	c  C
+	// gone is set once the member's loop has returned: its library may
+	// then release c (fasthttp puts the hijacked connection back in its
+	// pool, and a write on it dereferences nil), so publishers that
+	// listed the member before it left must not write to it.
+	gone bool
 }
 
 // preparedLoop is the broadcast loop of the gorilla-API forks: it joins c to
 // room, and sends every message c reads, prepared once (framed once per
 // compression setting), to each member in turn, without a write deadline
 // (a member that does not read blocks its publisher). It returns when c
-// fails; a member whose write failed ends in its own loop.
+// fails; a member whose write failed ends in its own loop, and a member
+// whose loop has returned is written no more.
 func preparedLoop[C preparedConn[P], P any](rooms *hub[*preparedMember[C]], c C, room string, include bool, prepare func(int, []byte) (P, error)) {
 	me := &preparedMember[C]{c: c}
 	rooms.join(room, me)
-	defer rooms.leave(room, me)
+	defer func() {
+		rooms.leave(room, me)
+		me.mu.Lock()
+		me.gone = true
+		me.mu.Unlock()
+	}()
 	var to []*preparedMember[C]
 	for {
 		mt, data, err := c.ReadMessage()
@@ -141,7 +152,9 @@ func preparedLoop[C preparedConn[P], P any](rooms *hub[*preparedMember[C]], c C,
 		to = rooms.members(to[:0], room, me, include)
 		for _, m := range to {
 			m.mu.Lock()
-			_ = m.c.WritePreparedMessage(pm) // reported by the member's own loop
+			if !m.gone {
+				_ = m.c.WritePreparedMessage(pm) // reported by the member's own loop
+			}
 			m.mu.Unlock()
 		}
 	}

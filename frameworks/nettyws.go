@@ -3,7 +3,7 @@ package frameworks
 import (
 	"fmt"
 	"net/http"
-	"sync"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -41,7 +41,7 @@ func init() {
 				Doc: "the one opcode served: go-netty-ws writes every message with it (binary = WithBinary()) and answers messages of the other type with close 1003, unsupported data"},
 		},
 		Start:     startNettyws,
-		Broadcast: &Broadcast{Doc: "OnData writes to each member with Write in turn (no pre-encoded message in go-netty-ws); rooms recorded at upgrade, as the handler does not see the URL", Start: startNettywsBroadcast},
+		Broadcast: &Broadcast{Doc: "OnData writes to each member with Write in turn (no pre-encoded message in go-netty-ws); rooms carried to OnOpen in the request header, as go-netty-ws does not show its handlers the URL", Start: startNettywsBroadcast},
 	})
 	RegisterPreset(Preset{
 		Name:      "nettyws",
@@ -66,9 +66,13 @@ func startNettyws(cfg Config) (Server, error) {
 type nettywsHooks struct {
 	// data is the Websocket's OnData: a message arrived on c.
 	data func(c nettyws.Conn, data []byte)
-	// upgraded, when set, is called with each upgraded connection and its
-	// request before the upgrade handler returns.
-	upgraded func(c nettyws.Conn, r *http.Request)
+	// request, when set, sees each upgrade request before the upgrade;
+	// what it writes into r.Header, the connection's Header returns.
+	request func(r *http.Request)
+	// opened, when set, is called when c is open (OnOpen: on c's channel
+	// goroutine, before any OnData, and before the upgrade handler
+	// returns).
+	opened func(c nettyws.Conn)
 	// closed, when set, is called when c has closed (OnClose).
 	closed func(c nettyws.Conn)
 }
@@ -102,7 +106,12 @@ func startNettywsWith(cfg Config, hooks nettywsHooks) (Server, error) {
 	}
 	ws := nettyws.NewWebsocket(opts...)
 	s := &nettywsServer{ws: ws}
-	ws.OnOpen = func(nettyws.Conn) { s.open.Add(1) }
+	ws.OnOpen = func(c nettyws.Conn) {
+		s.open.Add(1)
+		if hooks.opened != nil {
+			hooks.opened(c)
+		}
+	}
 	ws.OnClose = func(c nettyws.Conn, _ error) {
 		if hooks.closed != nil {
 			hooks.closed(c)
@@ -111,14 +120,13 @@ func startNettywsWith(cfg Config, hooks nettywsHooks) (Server, error) {
 	}
 	ws.OnData = hooks.data
 	hs, err := startHTTP(cfg, func(_ *httpServer, w http.ResponseWriter, r *http.Request) {
+		if hooks.request != nil {
+			hooks.request(r)
+		}
 		// On success the connection runs on its own go-netty channel
 		// goroutine, which ws.Close ends. On failure gobwas/ws has answered
 		// with an HTTP error.
-		c, err := ws.UpgradeHTTP(w, r)
-		if err != nil || hooks.upgraded == nil {
-			return
-		}
-		hooks.upgraded(c, r)
+		_, _ = ws.UpgradeHTTP(w, r)
 	})
 	if err != nil {
 		// Nothing was upgraded; Close releases the Websocket's context.
@@ -154,37 +162,49 @@ func (s *nettywsServer) Close() error {
 	return err
 }
 
-// nettywsRoom is where a broadcast connection belongs.
+// nettywsRoom is where a broadcast connection belongs (its Userdata).
 type nettywsRoom struct {
 	room    string
 	include bool
 }
 
-// startNettywsBroadcast serves BroadcastPath: go-netty-ws does not show
-// the handler the request URL, so the upgrade handler records each
-// connection's room as it upgrades (before it can publish), and OnData
-// writes each message to every member with Write, in turn (no
-// pre-encoded message in go-netty-ws).
+// The request headers that carry a broadcast connection's room and
+// include_sender from the upgrade handler to OnOpen: go-netty-ws shows its
+// handlers the upgrade request's header (Conn.Header), not its URL. The
+// handler sets them, replacing any a client sent.
+const (
+	nettywsRoomHeader    = "Wsplan-Room"
+	nettywsIncludeHeader = "Wsplan-Include-Sender"
+)
+
+// startNettywsBroadcast serves BroadcastPath: the upgrade handler copies
+// the room and include_sender into the request's header, OnOpen joins the
+// room before the connection's first read, and OnData writes each message
+// to every member with Write, in turn (no pre-encoded message in
+// go-netty-ws).
 func startNettywsBroadcast(cfg Config) (Server, error) {
 	var rooms hub[nettyws.Conn]
-	var where sync.Map // nettyws.Conn -> nettywsRoom
 	return startNettywsWith(cfg, nettywsHooks{
-		upgraded: func(c nettyws.Conn, r *http.Request) {
+		request: func(r *http.Request) {
 			room, include := roomOf(r)
-			where.Store(c, nettywsRoom{room: room, include: include})
-			rooms.join(room, c)
+			r.Header.Set(nettywsRoomHeader, room)
+			r.Header.Set(nettywsIncludeHeader, strconv.FormatBool(include))
+		},
+		opened: func(c nettyws.Conn) {
+			m := &nettywsRoom{room: c.Header().Get(nettywsRoomHeader), include: c.Header().Get(nettywsIncludeHeader) != "false"}
+			c.SetUserdata(m)
+			rooms.join(m.room, c)
 		},
 		closed: func(c nettyws.Conn) {
-			if v, ok := where.LoadAndDelete(c); ok {
-				rooms.leave(v.(nettywsRoom).room, c)
+			if m, ok := c.Userdata().(*nettywsRoom); ok {
+				rooms.leave(m.room, c)
 			}
 		},
 		data: func(c nettyws.Conn, data []byte) {
-			v, ok := where.Load(c)
+			m, ok := c.Userdata().(*nettywsRoom)
 			if !ok {
 				return
 			}
-			m := v.(nettywsRoom)
 			for _, to := range rooms.members(nil, m.room, c, m.include) {
 				// A failed member is closed by go-netty-ws and leaves in OnClose.
 				_ = to.Write(data)
