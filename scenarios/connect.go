@@ -182,3 +182,7 @@ func negotiatedInfo(r *client.ConnectResult) map[string]string {
 	}
 	return info
 }
+
+// Speaks implements ProtocolSpeaker: opening connections goes through
+// every protocol's greeting.
+func (p *Connect) Speaks(string) string { return "" }

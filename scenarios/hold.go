@@ -94,3 +94,12 @@ func perConn(bytes, conns int64) int64 {
 	}
 	return bytes / conns
 }
+
+// Speaks implements ProtocolSpeaker: held connections answer their
+// protocol's keepalives.
+func (p *Hold) Speaks(proto string) string {
+	if proto != "" && p.Ping > 0 {
+		return "ping: sends WebSocket pings; a protocol's own keepalives run without it"
+	}
+	return ""
+}

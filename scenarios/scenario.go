@@ -309,6 +309,14 @@ type Context struct {
 	Dir   string // the plan file's directory: a phase's relative paths are relative to it
 }
 
+// ProtocolSpeaker is implemented by phases that can run through a
+// server's protocol (protocol: socketio, mqtt, …; "" = raw messages):
+// Speaks says why the phase cannot with this one, "" when it can. A phase
+// without it runs on raw messages only.
+type ProtocolSpeaker interface {
+	Speaks(protocol string) string
+}
+
 // Extras is implemented by phases whose metrics depend on their
 // configuration (a script's named exchanges): metrics beyond their
 // kind's, which assertions may read.

@@ -199,22 +199,7 @@ func (p *Script) ExtraMetrics() []metrics.Def {
 }
 
 // exchanges returns the names of the exchanges, in step order.
-func (p *Script) exchanges() []string {
-	var out []string
-	var walk func([]script.Step)
-	walk = func(steps []script.Step) {
-		for i := range steps {
-			if e := steps[i].Expect; e != nil && e.As != "" {
-				out = append(out, e.As)
-			}
-			if l := steps[i].Loop; l != nil {
-				walk(l.Steps)
-			}
-		}
-	}
-	walk(p.Steps)
-	return out
-}
+func (p *Script) exchanges() []string { return script.Exchanges(p.Steps) }
 
 // Opens implements Opener: the users' connections (open arrivals: at
 // most max_users at once).
@@ -384,4 +369,27 @@ func (p *Script) params() (*client.ScriptParams, error) {
 		q.Rows, q.Order = rows, p.Data.Order
 	}
 	return q, nil
+}
+
+// Speaks implements ProtocolSpeaker: every verb the steps use must be one
+// of the protocol's.
+func (p *Script) Speaks(proto string) string {
+	have := client.ProtocolVerbs(proto)
+	var missing []string
+	for _, v := range script.Verbs(p.Steps) {
+		if !contains(have, v) {
+			missing = append(missing, v)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Sprintf("its steps use %s, which %s does not have (it has %s)", strings.Join(missing, ", "), protoName(proto), strings.Join(have, ", "))
+	}
+	return ""
+}
+
+func protoName(p string) string {
+	if p == "" {
+		return "raw messages"
+	}
+	return p
 }

@@ -82,6 +82,9 @@ type Options struct {
 	// nil = no extension offered, and a server that answers with one
 	// fails the connection ("unrequested extension").
 	Compression *pmdeflate.Params `json:",omitempty"`
+	// Protocol is what the server speaks over its messages (protocol.go);
+	// zero = raw WebSocket messages.
+	Protocol ProtocolOptions `json:",omitempty"`
 }
 
 // TLSOptions are how the client's TLS connections verify the server and

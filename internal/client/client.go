@@ -40,6 +40,7 @@ type Client struct {
 	src4, src6 []unix.Sockaddr
 	loops      []*loop
 	conns      atomic.Int64
+	proto      wireProtocol // nil = raw messages
 
 	phaseMu sync.Mutex // serialises phases
 	phase   int64      // id of the last phase started; guarded by phaseMu
@@ -74,7 +75,14 @@ func New(opts Options) (*Client, error) {
 	if len(opts.Targets) == 0 {
 		return nil, errors.New("client: targets is empty: give at least one host:port")
 	}
-	c := &Client{opts: opts, offer: offer{subprotocols: opts.Subprotocols, compression: opts.Compression}}
+	proto, err := makeProtocol(opts.Protocol)
+	if err != nil {
+		return nil, err
+	}
+	if proto != nil && len(opts.Subprotocols) == 0 {
+		opts.Subprotocols = proto.subprotocols()
+	}
+	c := &Client{opts: opts, offer: offer{subprotocols: opts.Subprotocols, compression: opts.Compression}, proto: proto}
 	if p := opts.Compression; p != nil {
 		if errs := p.Validate(); len(errs) > 0 {
 			return nil, fmt.Errorf("client: compression: %w", errors.Join(errs...))

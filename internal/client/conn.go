@@ -7,7 +7,8 @@ const (
 	stTLS              // TLS handshake in progress
 	stSending          // writing the upgrade request
 	stReceiving        // reading the upgrade response
-	stOpen             // WebSocket open
+	stGreeting         // WebSocket open, the protocol's handshake in progress (protocol.go)
+	stOpen             // WebSocket open (and its protocol's handshake done)
 )
 
 // Connection flags.
@@ -59,6 +60,7 @@ type connExt struct {
 	started  int64   // loop clock at connect()
 	tcpAt    int64   // loop clock when TCP connect completed
 	tlsAt    int64   // loop clock when the TLS handshake completed; 0 = plain
+	upAt     int64   // loop clock of the 101 response (a protocol's greeting follows)
 	deadline int64   // loop clock when the attempt times out
 	written  int     // request bytes written
 	target   int     // index into the loop's targets
@@ -66,4 +68,5 @@ type connExt struct {
 }
 
 // idle reports whether the ext holds nothing and may be recycled.
-func (x *connExt) idle() bool { return len(x.pend) == 0 && len(x.out) == 0 }
+// An attempt's ext (a dialer's) is not idle until the attempt ends.
+func (x *connExt) idle() bool { return len(x.pend) == 0 && len(x.out) == 0 && x.dialer == nil }

@@ -30,6 +30,9 @@ type ConnectResult struct {
 	TCP     Hist          `json:"tcp"`     // successful handshakes: TCP connect, ns
 	TLS     Hist          `json:"tls"`     // successful handshakes: TLS handshake, ns; empty on plain connections
 	Upgrade Hist          `json:"upgrade"` // successful handshakes: upgrade request to 101 response, ns
+	// Greeting is the protocol's handshake after the upgrade (101
+	// response to MQTT CONNACK, …), ns; empty for raw connections.
+	Greeting Hist `json:"greeting"`
 	// TLSResumed counts TLS handshakes that resumed a session.
 	TLSResumed int64 `json:"tls_resumed"`
 	// Subprotocol, Extensions and TLSVersion are what the server agreed
@@ -109,6 +112,7 @@ func (r *ConnectResult) Merge(other Result) {
 	r.TCP.add(o.TCP)
 	r.TLS.add(o.TLS)
 	r.Upgrade.add(o.Upgrade)
+	r.Greeting.add(o.Greeting)
 	r.TLSResumed += o.TLSResumed
 	r.Subprotocol = mergeSet(r.Subprotocol, o.Subprotocol)
 	r.Extensions = mergeSet(r.Extensions, o.Extensions)
@@ -157,7 +161,7 @@ func (p *ConnectParams) start(ph *phaseEnv) (*phasePlan, error) {
 		r := res.(*ConnectResult)
 		r.Total = int64(p.Connections)
 		r.Used = wall
-		for _, h := range []*Hist{&r.Latency, &r.TCP, &r.TLS, &r.Upgrade} {
+		for _, h := range []*Hist{&r.Latency, &r.TCP, &r.TLS, &r.Upgrade, &r.Greeting} {
 			if h.Histogram == nil {
 				*h = NewHist()
 			}

@@ -48,7 +48,7 @@ type dialer struct {
 // (nil = every connection sends its target's upgrade request).
 func (d *dialer) init(owner dialHooks, timeout int64, retries int, req func(idx int64, target int) *upgradeRequest) {
 	*d = dialer{owner: owner, timeout: timeout, retries: retries, req: req,
-		part: ConnectResult{Latency: NewHist(), TCP: NewHist(), TLS: NewHist(), Upgrade: NewHist()}}
+		part: ConnectResult{Latency: NewHist(), TCP: NewHist(), TLS: NewHist(), Upgrade: NewHist(), Greeting: NewHist()}}
 }
 
 // result returns what d measured, its negotiated sets filled in.
@@ -256,23 +256,56 @@ func (l *loop) responseBytes(c *conn, b []byte) {
 		c.sec.dec.Init(&l.inflater, neg.params, maxPayload)
 		c.dec.deflate = true
 	}
-	d.removeInflight(c)
-	d.part.Success++
-	idx := x.index
 	rest := copy(l.rbuf, x.pend[end:])
-	l.putExt(c)
-	l.addOpen(c)
-	d.owner.dialed(l, c, idx, now)
-	if rest > 0 && c.state == stOpen {
+	x.pend = x.pend[:0]
+	open, fail := l.startGreeting(c, now)
+	switch {
+	case fail != "":
+		l.attemptFailed(c, fail)
+		return
+	case open:
+		l.established(c, now)
+	}
+	if rest > 0 && c.state >= stGreeting {
 		l.feed(c, l.rbuf[:rest], now)
 	}
+}
+
+// greeted ends a protocol's handshake on c (protocol.go): the connection
+// is open.
+func (l *loop) greeted(c *conn, now int64) {
+	x := c.ext
+	if x.upAt > 0 {
+		record(x.dialer.part.Greeting.Histogram, now-x.upAt)
+	}
+	record(x.dialer.part.Latency.Histogram, now-x.started)
+	l.established(c, now)
+}
+
+// established puts c, whose handshake (and protocol greeting) is done, on
+// the open list and tells its dialer's owner.
+func (l *loop) established(c *conn, now int64) {
+	x := c.ext
+	d, idx := x.dialer, x.index
+	d.removeInflight(c)
+	d.part.Success++
+	x.dialer = nil
+	c.state = stOpen
+	if x.idle() {
+		l.putExt(c)
+	}
+	l.addOpen(c)
+	d.owner.dialed(l, c, idx, now)
 }
 
 // opened records the timings and negotiated options of a handshake that
 // succeeded at now.
 func (d *dialer) opened(l *loop, c *conn, neg negotiated, now int64) {
 	x := c.ext
-	record(d.part.Latency.Histogram, now-x.started)
+	x.upAt = now
+	if l.cl.proto == nil { // else the latency runs to the end of the greeting
+		record(d.part.Latency.Histogram, now-x.started)
+	}
 	record(d.part.TCP.Histogram, x.tcpAt-x.started)
 	up := x.tcpAt
 	if x.tlsAt > 0 {
@@ -354,7 +387,11 @@ func (d *dialer) tick(l *loop, now int64) {
 			continue
 		}
 		if c := d.inflight[i]; now >= c.ext.deadline {
-			l.attemptFailed(c, ReasonTimeout)
+			reason := ReasonTimeout
+			if s := protoOf(c); s != nil && c.state == stGreeting {
+				reason = l.cl.proto.waiting(s) // the protocol's own reason
+			}
+			l.attemptFailed(c, reason)
 		}
 	}
 }

@@ -71,6 +71,9 @@ type loopRun interface {
 	onData(l *loop, c *conn, ev *event, now int64)
 	// onPong handles a pong on c, with its payload (valid during the call).
 	onPong(l *loop, c *conn, payload []byte)
+	// onMessage handles an application message a protocol decoded on c
+	// (valid during the call; raw connections get onData instead).
+	onMessage(l *loop, c *conn, m *message, now int64)
 	// lost charges a dropped open connection; it runs after the socket is
 	// closed, with the flags c had. (A connection still in its handshake
 	// is its dialer's: see attemptFailed.)
@@ -96,14 +99,15 @@ type loopRun interface {
 // every kind must think about).
 type baseRun struct{ phase int64 }
 
-func (b *baseRun) id() int64                        { return b.phase }
-func (*baseRun) onData(*loop, *conn, *event, int64) {}
-func (*baseRun) onPong(*loop, *conn, []byte)        {}
-func (*baseRun) tick(*loop, int64)                  {}
-func (*baseRun) wakeAt() int64                      { return -1 }
-func (*baseRun) pump(*loop, int64)                  {}
-func (*baseRun) resume(*loop, *conn)                {}
-func (*baseRun) frame(*loop, uint32, int) []byte    { return nil }
+func (b *baseRun) id() int64                             { return b.phase }
+func (*baseRun) onData(*loop, *conn, *event, int64)      {}
+func (*baseRun) onPong(*loop, *conn, []byte)             {}
+func (*baseRun) onMessage(*loop, *conn, *message, int64) {}
+func (*baseRun) tick(*loop, int64)                       {}
+func (*baseRun) wakeAt() int64                           { return -1 }
+func (*baseRun) pump(*loop, int64)                       {}
+func (*baseRun) resume(*loop, *conn)                     {}
+func (*baseRun) frame(*loop, uint32, int) []byte         { return nil }
 
 // finished ends the run in progress and sends the loop's share.
 func (l *loop) finished(phase int64, part Result, stopped bool) {
@@ -169,6 +173,12 @@ type loop struct {
 	targets    []unix.Sockaddr
 	src4, src6 []unix.Sockaddr
 
+	// A protocol's decoded messages (reused), and when its keepalives are
+	// next due (protocol.go); protoNext 0 = raw messages.
+	msgs      []message
+	pbuf      []byte // a protocol's reply being built
+	protoNext int64
+
 	// The phase running here, at most one at a time.
 	ph        loopRun
 	tickEvery int64 // ns; 0 = no timers
@@ -223,6 +233,9 @@ func newLoop(cl *Client, id int) (*loop, error) {
 		cbuf:    make([]byte, 0, 1024),
 		rng:     rand.NewChaCha8(seed),
 		epoch:   time.Now(),
+	}
+	if cl.proto != nil {
+		l.protoNext = int64(protoTick)
 	}
 	for _, t := range cl.targets {
 		l.targets = append(l.targets, cloneSockaddr(t.sa))
@@ -304,6 +317,10 @@ func (l *loop) run() {
 			l.handle(c, ev.Events)
 		}
 		now = l.now()
+		if l.protoNext > 0 && now >= l.protoNext {
+			l.protoKeepalive(now)
+			l.protoNext = now + int64(protoTick)
+		}
 		if l.tickEvery > 0 && now >= l.nextTick {
 			l.tick(now)
 			l.nextTick = now + l.tickEvery
@@ -339,6 +356,9 @@ func (l *loop) deadline() (int64, bool) {
 	at, ok := int64(0), false
 	if l.tickEvery > 0 {
 		at, ok = l.nextTick, true
+	}
+	if l.protoNext > 0 && (!ok || l.protoNext < at) {
+		at, ok = l.protoNext, true
 	}
 	if r := l.ph; r != nil {
 		if w := r.wakeAt(); w >= 0 && (!ok || w < at) {
@@ -520,10 +540,10 @@ func (l *loop) handle(c *conn, events uint32) {
 		l.sendRequest(c)
 	case stReceiving:
 		l.readResponse(c)
-	case stOpen:
+	case stGreeting, stOpen:
 		if events&unix.EPOLLOUT != 0 && c.flags&fWantOut != 0 {
 			l.flush(c)
-			if c.state != stOpen {
+			if c.state < stGreeting {
 				return
 			}
 		}

@@ -123,15 +123,16 @@ type Exchange struct {
 	Timeouts   int64 `json:"timeouts"`   // no complete reply in time
 	Mismatched int64 `json:"mismatched"` // a reply that met the expect's fixed conditions but not its request's (another request's id)
 	Failed     int64 `json:"failed"`     // waiting when the connection was lost or the phase ended
+	Errors     int64 `json:"errors"`     // the protocol answered with an error
 	Latency    Hist  `json:"latency"`    // ns, completed ones
 }
 
 // Failure reasons of a script's steps.
 const (
-	ReasonMismatch  Reason = "mismatched"  // a reply to another request
-	ReasonUserEnded Reason = "user ended"  // waiting when its user ended on another failure
-	ReasonPhaseEnd  Reason = "phase ended" // waiting when the phase ended
-	ReasonIDTooLong Reason = "correlation id too long"
+	ReasonMismatch    Reason = "mismatched"   // a reply to another request
+	ReasonUserEnded   Reason = "user ended"   // waiting when its user ended on another failure
+	ReasonPhaseEnd    Reason = "phase ended"  // waiting when the phase ended
+	ReasonErrorAnswer Reason = "error answer" // the protocol answered with an error (JSON-RPC error, STOMP ERROR, GraphQL error)
 )
 
 // Kind implements Params.
@@ -288,6 +289,7 @@ func (e *Exchange) merge(o *Exchange) {
 	e.Timeouts += o.Timeouts
 	e.Mismatched += o.Mismatched
 	e.Failed += o.Failed
+	e.Errors += o.Errors
 	e.Latency.add(o.Latency)
 }
 

@@ -17,6 +17,7 @@ import (
 type scriptJob struct {
 	phase int64
 	prog  *script.Program
+	verbs []uint8 // by pc: the outMsg verb of a send
 	rows  *script.Rows
 	row   [][][]byte // rows.Values as bytes, by index in rows
 	query *script.Template
@@ -37,7 +38,16 @@ func (p *ScriptParams) start(ph *phaseEnv) (*phasePlan, error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("client: script: %v", errs[0])
 	}
-	job := &scriptJob{phase: ph.id, prog: prog, rows: p.Rows, start: ph.start, pr: ph.pr}
+	job := &scriptJob{phase: ph.id, prog: prog, rows: p.Rows, start: ph.start, pr: ph.pr, verbs: make([]uint8, len(prog.Instrs))}
+	for i, in := range prog.Instrs {
+		if in.Op == script.OpSend && in.Verb != "" {
+			v, ok := verbCodes[in.Verb]
+			if !ok || ph.c.proto == nil || !hasVerb(ph.c.proto, v) {
+				return nil, fmt.Errorf("client: script: %s: the server's protocol has no %s", in.Label, in.Verb)
+			}
+			job.verbs[i] = v
+		}
+	}
 	if err := job.compileRequest(p); err != nil {
 		return nil, err
 	}
@@ -136,7 +146,11 @@ type scriptRun struct {
 	part               ScriptResult
 	scratch            script.Scratch
 	vars               script.Vars
-	sbuf               []byte // a rendered message
+	rawMsg             script.Msg // a raw message, as a protocol's would be
+	out                outMsg     // a verb's message being sent
+	tbuf               []byte     // a rendered topic
+	ebuf               []byte     // a message its protocol shaped
+	sbuf               []byte     // a rendered message
 	idbuf              []byte
 	zc                 pmdeflate.Compressor
 	zbits              uint8

@@ -181,7 +181,7 @@ func (r *scriptRun) await(u *user, in *script.Instr) {
 	}
 	p := &u.pend[n]
 	*p = pending{pc: u.pc, seq: u.seq, iter: u.iter, sentAt: at, deadline: at + int64(in.Timeout), id: p.id[:0]}
-	if in.Correlate != nil {
+	if in.Correlate != nil || in.ByID {
 		p.id = append(p.id, u.lastID...)
 	}
 }
@@ -206,13 +206,20 @@ func (r *scriptRun) send(l *loop, u *user, in *script.Instr) bool {
 	r.part.Sent++
 	r.part.BytesSent += int64(len(r.sbuf))
 	c := u.c
-	data, rsv := r.sbuf, byte(0)
+	payload := r.sbuf
+	if p := r.cl.proto; p != nil {
+		var ok bool
+		if payload, op, ok = r.encode(l, p, u, in); !ok {
+			return false
+		}
+	}
+	data, rsv := payload, byte(0)
 	if c.sec != nil && c.sec.deflate {
 		if c.sec.bits != r.zbits {
 			r.zc.Init(&l.deflater, pmdeflate.Params{ClientNoContextTakeover: true, ClientMaxWindowBits: int(c.sec.bits)})
 			r.zbits = c.sec.bits
 		}
-		r.zout = r.zc.Compress(r.zout[:0], r.sbuf)
+		r.zout = r.zc.Compress(r.zout[:0], payload)
 		data, rsv = r.zout, rsv1
 	}
 	need := maxHeader + len(data)
@@ -232,6 +239,29 @@ func (r *scriptRun) send(l *loop, u *user, in *script.Instr) bool {
 	}
 	l.writeOrQueue(c, buf)
 	return c.state == stOpen
+}
+
+// encode shapes in's message as u's connection's protocol says, keeping
+// the id its answer will carry; false when the protocol refused it (the
+// user is ended).
+func (r *scriptRun) encode(l *loop, p wireProtocol, u *user, in *script.Instr) ([]byte, byte, bool) {
+	r.out = outMsg{verb: r.job.verbs[u.pc], body: r.sbuf, qos: in.QoS, ack: in.Ack, binary: in.Binary}
+	if in.Topic != nil {
+		r.tbuf = in.Topic.Append(r.tbuf[:0], &r.vars)
+		r.out.topic = r.tbuf
+	}
+	out, op, id, err := p.encode(r.ebuf[:0], protoOf(u.c), &r.out, r.idbuf[:0])
+	r.ebuf = out
+	if err != nil {
+		r.part.fail(in.Label, Reason(err.Error()))
+		r.abort(l, u, int32(u.c.slot), true)
+		return nil, 0, false
+	}
+	if next := int(u.pc) + 1; next < len(r.job.prog.Instrs) && r.job.prog.Instrs[next].ByID {
+		u.lastID = append(u.lastID[:0], id...)
+	}
+	r.idbuf = id[:0]
+	return out, op, true
 }
 
 // setVars points the run's template values at u's, for request seq/iter.
@@ -310,7 +340,8 @@ func (r *scriptRun) onData(l *loop, c *conn, ev *event, now int64) {
 		}
 		msg = u.msg
 	}
-	r.deliver(l, u, slot, msg, now)
+	r.rawMsg = script.Msg{Type: script.TypeData, Body: msg}
+	r.deliver(l, u, slot, &r.rawMsg, now)
 	if cap(u.msg) > 64<<10 {
 		u.msg = nil // do not keep a large message's buffer per user
 	} else {
@@ -318,13 +349,29 @@ func (r *scriptRun) onData(l *loop, c *conn, ev *event, now int64) {
 	}
 }
 
+// onMessage implements loopRun: a message a protocol decoded.
+func (r *scriptRun) onMessage(l *loop, c *conn, m *message, now int64) {
+	slot := int32(c.slot)
+	if slot < 0 || int(slot) >= len(r.users) || r.users[slot].c != c {
+		return
+	}
+	r.deliver(l, &r.users[slot], slot, &m.Msg, now)
+}
+
+// answer reports whether a message of type t can be a protocol's answer
+// to a request (ByID expects take only those).
+func answer(t uint8) bool {
+	return t == msgAck || t == msgNext || t == msgComplete || t == msgError
+}
+
 // deliver matches one whole message.
-func (r *scriptRun) deliver(l *loop, u *user, slot int32, msg []byte, now int64) {
+func (r *scriptRun) deliver(l *loop, u *user, slot int32, g *script.Msg, now int64) {
+	msg := g.Body
 	r.part.Received++
 	r.part.BytesRecv += int64(len(msg))
 	prog := r.job.prog
 	for _, ig := range prog.Ignore {
-		if ig.Select(msg, &r.scratch) {
+		if ig.Select(g, &r.scratch) {
 			r.part.Ignored++
 			return
 		}
@@ -335,11 +382,19 @@ func (r *scriptRun) deliver(l *loop, u *user, slot int32, msg []byte, now int64)
 	}
 	in := &prog.Instrs[u.pend[0].pc]
 	i := 0
-	if in.Correlate != nil {
-		id, ok := in.Correlate.Text(msg, r.idbuf)
-		if !ok {
+	switch {
+	case in.ByID || in.Correlate != nil:
+		id := g.ID
+		if in.ByID && !answer(g.Type) {
 			r.unexpected(u)
 			return
+		}
+		if !in.ByID {
+			var ok bool
+			if id, ok = in.Correlate.Text(msg, r.idbuf); !ok {
+				r.unexpected(u)
+				return
+			}
 		}
 		for i = 0; i < len(u.pend) && !bytes.Equal(u.pend[i].id, id); i++ {
 		}
@@ -347,15 +402,19 @@ func (r *scriptRun) deliver(l *loop, u *user, slot int32, msg []byte, now int64)
 			r.unexpected(u)
 			return
 		}
-	} else if !in.Match.Select(msg, &r.scratch) && (in.Until == nil || !in.Until.Select(msg, &r.scratch)) {
+	case !in.Match.Select(g, &r.scratch) && (in.Until == nil || !in.Until.Select(g, &r.scratch)):
 		r.unexpected(u)
 		return
 	}
 	p := &u.pend[i]
 	r.setVars(u, p.seq, p.iter)
-	ends := in.Until != nil && in.Until.Matches(msg, &r.vars, &r.scratch)
-	if !ends && !(in.Match.Select(msg, &r.scratch) && in.Match.Check(msg, &r.vars, &r.scratch)) {
-		r.mismatch(l, u, slot, in, i, now)
+	ends := in.Until != nil && in.Until.Matches(g, &r.vars, &r.scratch)
+	if in.ByID && g.Type == msgError {
+		r.mismatch(l, u, slot, in, i, now, ReasonErrorAnswer)
+		return
+	}
+	if !ends && !(in.Match.Select(g, &r.scratch) && in.Match.Check(g, &r.vars, &r.scratch)) {
+		r.mismatch(l, u, slot, in, i, now, ReasonMismatch)
 		return
 	}
 	p.got++
@@ -378,12 +437,15 @@ func (r *scriptRun) deliver(l *loop, u *user, slot int32, msg []byte, now int64)
 	r.complete(l, u, slot, i, now)
 }
 
-// mismatch fails expect i of u: a reply to another request.
-func (r *scriptRun) mismatch(l *loop, u *user, slot int32, in *script.Instr, i int, now int64) {
-	if in.Exchange >= 0 {
-		r.exch[in.Exchange].Mismatched++
+// mismatch fails expect i of u: a reply to another request
+// (ReasonMismatch), or the protocol's error answer (ReasonErrorAnswer).
+func (r *scriptRun) mismatch(l *loop, u *user, slot int32, in *script.Instr, i int, now int64, why Reason) {
+	if e := in.Exchange; e >= 0 && why == ReasonErrorAnswer {
+		r.exch[e].Errors++
+	} else if e >= 0 {
+		r.exch[e].Mismatched++
 	}
-	r.part.fail(in.Label, ReasonMismatch)
+	r.part.fail(in.Label, why)
 	r.complete(l, u, slot, i, now)
 }
 

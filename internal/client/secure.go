@@ -25,6 +25,7 @@ const tlsReadBuf = 256 << 10
 type connSec struct {
 	tls     *wstls.Session // nil = plain TCP
 	out     []byte         // sealed records not yet written, before any other output
+	proto   *protoConn     // the protocol's state (protocol.go); nil = raw messages
 	deflate bool           // permessage-deflate was negotiated
 	bits    uint8          // negotiated client_max_window_bits (8..15), for pre-computed frames
 	dec     pmdeflate.Decompressor
@@ -39,7 +40,13 @@ const errTLSSeal = syscall.EPROTO
 // written first when the socket is writable; it registers EPOLLOUT for
 // it). len(b) must be > 0.
 func (l *loop) write(c *conn, b []byte) (int, syscall.Errno) {
-	if c.sec == nil || c.sec.tls == nil {
+	if c.sec == nil {
+		return rawWrite(c.fd, b)
+	}
+	if p := c.sec.proto; p != nil {
+		p.lastSent = l.now() // the protocol's keepalives count from it
+	}
+	if c.sec.tls == nil {
 		return rawWrite(c.fd, b)
 	}
 	s := c.sec
@@ -266,7 +273,7 @@ func (l *loop) readRecords(c *conn) {
 			return
 		}
 		if n == 0 {
-			if c.state == stOpen {
+			if c.state >= stGreeting {
 				l.lost(c, ReasonEOF)
 			} else {
 				l.lost(c, ReasonHandshakeEOF)
@@ -290,7 +297,7 @@ func (l *loop) readRecords(c *conn) {
 			switch c.state {
 			case stReceiving:
 				l.responseBytes(c, p)
-			case stOpen:
+			case stGreeting, stOpen:
 				off := 0
 				if c.ext != nil && len(c.ext.pend) > 0 {
 					off = copy(l.rbuf, c.ext.pend)
@@ -302,7 +309,7 @@ func (l *loop) readRecords(c *conn) {
 				k := copy(l.rbuf[off:], p)
 				l.feed(c, l.rbuf[:off+k], at)
 			}
-			if c.state != stOpen && c.state != stReceiving {
+			if c.state < stReceiving {
 				return
 			}
 		}

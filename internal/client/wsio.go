@@ -43,7 +43,7 @@ func (l *loop) readFrames(c *conn) {
 			}
 		}
 		l.feed(c, l.rbuf[:off+n], at)
-		if n < len(l.rbuf)-off || c.state != stOpen {
+		if n < len(l.rbuf)-off || c.state < stGreeting {
 			return
 		}
 	}
@@ -78,7 +78,7 @@ func (l *loop) feed(c *conn, b []byte, now int64) {
 		case evControl:
 			l.onControl(c, ev.op, ev.data)
 		}
-		if c.state != stOpen {
+		if c.state < stGreeting {
 			return
 		}
 	}
@@ -105,6 +105,10 @@ func (l *loop) onData(c *conn, ev *event, now int64) {
 	} else {
 		l.wireIn += int64(len(ev.data))
 		l.payloadIn += int64(len(ev.data))
+	}
+	if s := protoOf(c); s != nil {
+		l.protoData(c, s, ev, now) // whole messages, through the protocol
+		return
 	}
 	if c.skip > 0 {
 		if ev.end {
@@ -152,7 +156,7 @@ func (l *loop) lost(c *conn, reason Reason) {
 		return
 	}
 	if c.state != stOpen {
-		l.attemptFailed(c, reason) // a handshake: its dialer's
+		l.attemptFailed(c, reason) // a handshake (or a protocol's greeting): its dialer's
 		return
 	}
 	r := l.ph

@@ -138,6 +138,7 @@ func ClientOptions(srv plan.Server, addrs []string) client.Options {
 		Subprotocols: srv.Subprotocols,
 		Origin:       srv.Origin,
 		Compression:  srv.Offer(),
+		Protocol:     srv.Protocol.Options(),
 	}
 	if len(srv.Targets) == len(addrs) {
 		for _, t := range srv.Targets {

@@ -132,7 +132,7 @@ func shardSources(all []string, i, n int) []string {
 // messages (scenarios.Messenger) for a library that never delivers them, or
 // a message type the server does not handle.
 func CheckLimits(p *plan.Plan) []error {
-	var errs []error
+	errs := checkProtocols(p)
 	for _, s := range p.Servers {
 		a, ok := frameworks.LookupAdapter(s.Adapter)
 		if !ok || len(s.Command) > 0 {
@@ -159,6 +159,35 @@ func CheckLimits(p *plan.Plan) []error {
 		}
 	}
 	return errs
+}
+
+// checkProtocols returns an error for every phase a server's protocol
+// (protocol:) cannot carry: a phase runs through a protocol only when its
+// kind says it can (scenarios.ProtocolSpeaker), else on raw messages.
+func checkProtocols(p *plan.Plan) []error {
+	var errs []error
+	for _, s := range p.Servers {
+		name := s.Protocol.ProtocolName()
+		for _, ph := range p.Phases {
+			why := ""
+			if sp, ok := ph.Spec.(scenarios.ProtocolSpeaker); ok {
+				why = sp.Speaks(name)
+			} else if name != "" {
+				why = "it sends raw WebSocket messages"
+			}
+			if why != "" {
+				errs = append(errs, fmt.Errorf("%s:%d: server %s speaks %s, phase %s cannot run through it: %s", p.File, ph.Line, s.Name, protoLabel(name), ph.Name, why))
+			}
+		}
+	}
+	return errs
+}
+
+func protoLabel(name string) string {
+	if name == "" {
+		return "raw messages"
+	}
+	return name
 }
 
 // HostFacts collects what the report prints about the machine, from /proc

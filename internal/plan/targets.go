@@ -28,6 +28,7 @@ type Target struct {
 	Headers      map[string]string `yaml:"headers" doc:"extra upgrade request headers (a server's own win over defaults.headers); values may be ${env:NAME} secrets"`
 	Subprotocols []string          `yaml:"subprotocols" doc:"offered in Sec-WebSocket-Protocol; the server must pick one of them"`
 	Origin       string            `yaml:"origin" doc:"the Origin header; default none"`
+	Protocol     *Protocol         `yaml:"protocol" doc:"what the server speaks over its messages: socketio, graphql-ws, mqtt, stomp, jsonrpc (a name, or a mapping with name and its settings); default raw WebSocket messages"`
 	// TLSKey and CompressionKey are tls: and compression: as written (a
 	// switch, or a mapping); Load resolves them into TLS, Compression and
 	// Server.ServeTLS, which are what the engine reads.
@@ -396,6 +397,9 @@ func mergeTarget(d Target, s Target) Target {
 	}
 	if out.Origin == "" {
 		out.Origin = d.Origin
+	}
+	if out.Protocol == nil {
+		out.Protocol = d.Protocol
 	}
 	if out.TLS == nil {
 		out.TLS = d.TLS

@@ -31,9 +31,14 @@ type Instr struct {
 	Op    Op
 	Label string // the step's place in the plan, e.g. steps[3].loop.steps[1].expect
 
-	// OpSend.
+	// OpSend. Verb is a protocol's verb ("" = a plain message, Tmpl its
+	// body); Topic its event, method, topic or destination.
 	Tmpl   *Template
 	Binary bool
+	Verb   string
+	Topic  *Template
+	QoS    uint8
+	Ack    bool // ask the protocol for an answer (Socket.IO ack, STOMP receipt)
 
 	// OpExpect.
 	Match     *Matcher
@@ -43,8 +48,9 @@ type Instr struct {
 	Exchange  int // index in Program.Exchanges; -1 = not an exchange
 	Correlate *Path
 	Captures  []Capture
-	Window    int // iterations that may wait at once (the enclosing loop's inflight; 1 = none)
-	Send      int // pc of the send this expect answers; -1 = none (a message the server pushes)
+	Window    int  // iterations that may wait at once (the enclosing loop's inflight; 1 = none)
+	Send      int  // pc of the send this expect answers; -1 = none (a message the server pushes)
+	ByID      bool // the protocol's answer to the send: matched by the id the protocol gave it
 
 	// OpThink.
 	Think ThinkDist
@@ -198,6 +204,10 @@ func (c *compiler) steps(steps []Step, path string, depth, window int, timeout t
 		s := &steps[i]
 		at := fmt.Sprintf("%s[%d]", path, i)
 		verb, n := s.Verb()
+		if vs, ok := verbOf(s); ok && n == 1 {
+			lastSend = c.verb(vs, at+"."+verb, window, timeout)
+			continue
+		}
 		switch {
 		case n == 0:
 			c.fail(at, "empty step: want one of send, expect, think, loop, close (e.g. close: true)")
@@ -228,6 +238,44 @@ func (c *compiler) steps(steps []Step, path string, depth, window int, timeout t
 			c.p.Instrs = append(c.p.Instrs, Instr{Op: OpClose, Label: at, Code: code})
 		}
 	}
+}
+
+// verb compiles a verb step: its send, and the expect of its answer when
+// its protocol answers it. It returns the send's pc (-1 on error).
+func (c *compiler) verb(v verbStep, at string, window int, timeout time.Duration) int {
+	if v.topic == "" {
+		what := map[string]string{VerbEmit: "event", VerbCall: "method", VerbNotify: "method"}[v.verb]
+		if what == "" {
+			what = "topic"
+		}
+		c.fail(at+"."+what, "is required")
+		return -1
+	}
+	topic, err := ParseTemplate(v.topic, &c.env)
+	if err != nil {
+		c.fail(at, "%s", err)
+		return -1
+	}
+	body, err := ParseTemplate(v.body, &c.env)
+	if err != nil {
+		c.fail(at, "%s", err)
+		return -1
+	}
+	c.p.Instrs = append(c.p.Instrs, Instr{Op: OpSend, Label: at, Tmpl: body, Verb: v.verb, Topic: topic, QoS: uint8(v.qos), Ack: v.ack})
+	send := len(c.p.Instrs) - 1
+	if !v.answered {
+		if v.answer.As != "" || v.answer.Reply != nil || len(v.answer.Capture) > 0 {
+			c.fail(at, "the protocol does not answer this %s: as, reply and capture need an answer (ack: true, qos > 0 or receipt: true)", v.verb)
+		}
+		return send
+	}
+	e := &Expect{Timeout: v.answer.Timeout, As: v.answer.As, Capture: v.answer.Capture}
+	if v.answer.Reply != nil {
+		e.Match = *v.answer.Reply
+	}
+	c.expect(e, at, send, window, timeout)
+	c.p.Instrs[len(c.p.Instrs)-1].ByID = true
+	return send
 }
 
 // send compiles a send and returns its pc (-1 on error).
@@ -416,7 +464,13 @@ func (c *compiler) pipelined(steps []Step, at string) {
 		verbs = append(verbs, v)
 	}
 	got := strings.Join(verbs, ", ")
-	if got != "send, expect" && got != "think, send, expect" {
-		c.fail(at+".inflight", "with inflight > 1 the loop's steps are a send and its expect (after an optional think), got [%s]", got)
+	got = strings.TrimPrefix(got, "think, ")
+	answered := false
+	if len(steps) > 0 {
+		v, ok := verbOf(&steps[len(steps)-1])
+		answered = ok && v.answered
+	}
+	if got != "send, expect" && !(answered && !strings.Contains(got, ",")) {
+		c.fail(at+".inflight", "with inflight > 1 the loop's steps are a send and its expect, or a verb its protocol answers (after an optional think), got [%s]", strings.Join(verbs, ", "))
 	}
 }

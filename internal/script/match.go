@@ -21,6 +21,8 @@ import (
 type Matcher struct {
 	json    []jsonCond
 	prefix  *Template
+	topic   *Template
+	typ     int // a Type to match; -1 = any
 	re      *regexp.Regexp
 	prog    *vm.Program
 	exprSrc string
@@ -39,9 +41,23 @@ const ExprVar = "msg"
 // the same whenever it is checked).
 func ParseMatch(m *Match, env *Env) (*Matcher, error) {
 	if m == nil {
-		return &Matcher{}, nil
+		return &Matcher{typ: -1}, nil
 	}
-	out := &Matcher{}
+	out := &Matcher{typ: -1}
+	if m.Type != "" {
+		t, err := typeOf(m.Type)
+		if err != nil {
+			return nil, err
+		}
+		out.typ = int(t)
+	}
+	if m.Topic != "" {
+		t, err := parseExpectTemplate(m.Topic, env)
+		if err != nil {
+			return nil, fmt.Errorf("topic: %w", err)
+		}
+		out.topic = t
+	}
 	keys := make([]string, 0, len(m.JSON))
 	for k := range m.JSON {
 		keys = append(keys, k)
@@ -109,7 +125,7 @@ func firstLine(s string) string {
 
 // Empty reports whether the matcher has no condition.
 func (m *Matcher) Empty() bool {
-	return len(m.json) == 0 && m.prefix == nil && m.re == nil && m.prog == nil
+	return len(m.json) == 0 && m.prefix == nil && m.re == nil && m.prog == nil && m.topic == nil && m.typ < 0
 }
 
 // Templated reports whether some condition depends on the request (a
@@ -120,7 +136,7 @@ func (m *Matcher) Templated() bool {
 			return true
 		}
 	}
-	return m.prefix != nil && !m.prefix.Static()
+	return m.prefix != nil && !m.prefix.Static() || m.topic != nil && !m.topic.Static()
 }
 
 // Scratch is reusable memory for matching: the rendered expectations and
@@ -128,7 +144,14 @@ func (m *Matcher) Templated() bool {
 type Scratch struct{ want, text []byte }
 
 // Select reports whether msg meets the fixed conditions.
-func (m *Matcher) Select(msg []byte, s *Scratch) bool {
+func (m *Matcher) Select(g *Msg, s *Scratch) bool {
+	msg := g.Body
+	if m.typ >= 0 && g.Type != uint8(m.typ) {
+		return false
+	}
+	if m.topic != nil && m.topic.Static() && !bytes.Equal(g.Topic, m.topic.segs0()) {
+		return false
+	}
 	for i := range m.json {
 		c := &m.json[i]
 		if c.want.Static() && !c.eq(msg, c.want.segs0(), s) {
@@ -146,7 +169,14 @@ func (m *Matcher) Select(msg []byte, s *Scratch) bool {
 
 // Check reports whether msg meets the templated conditions, rendered with
 // v (the request's values).
-func (m *Matcher) Check(msg []byte, v *Vars, s *Scratch) bool {
+func (m *Matcher) Check(g *Msg, v *Vars, s *Scratch) bool {
+	msg := g.Body
+	if m.topic != nil && !m.topic.Static() {
+		s.want = m.topic.Append(s.want[:0], v)
+		if !bytes.Equal(g.Topic, s.want) {
+			return false
+		}
+	}
 	for i := range m.json {
 		c := &m.json[i]
 		if c.want.Static() {
@@ -167,8 +197,8 @@ func (m *Matcher) Check(msg []byte, v *Vars, s *Scratch) bool {
 }
 
 // Matches reports whether msg meets every condition (Select and Check).
-func (m *Matcher) Matches(msg []byte, v *Vars, s *Scratch) bool {
-	return m.Select(msg, s) && m.Check(msg, v, s)
+func (m *Matcher) Matches(g *Msg, v *Vars, s *Scratch) bool {
+	return m.Select(g, s) && m.Check(g, v, s)
 }
 
 // eq reports whether the value at c.path is want.

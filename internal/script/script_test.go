@@ -126,29 +126,29 @@ func TestMatcher(t *testing.T) {
 		{`{"op":"event","id":42}`, false, false}, // not a reply at all
 		{`not json`, false, false},
 	} {
-		if got := m.Select([]byte(tc.msg), &s); got != tc.select_ {
+		if got := m.Select(&Msg{Body: []byte(tc.msg)}, &s); got != tc.select_ {
 			t.Errorf("Select(%s) = %v, want %v", tc.msg, got, tc.select_)
 		}
-		if got := m.Matches([]byte(tc.msg), v, &s); got != tc.full {
+		if got := m.Matches(&Msg{Body: []byte(tc.msg)}, v, &s); got != tc.full {
 			t.Errorf("Matches(%s) = %v, want %v", tc.msg, got, tc.full)
 		}
 	}
 	if !m.Templated() {
 		t.Error("Templated() = false, want true")
 	}
-	msg := []byte(`{"op":"reply","id":42}`)
+	msg := &Msg{Body: []byte(`{"op":"reply","id":42}`)}
 	if n := testing.AllocsPerRun(1000, func() { m.Matches(msg, v, &s) }); n != 0 {
 		t.Errorf("Matches allocates %.1f times, want 0", n)
 	}
 	re, _ := ParseMatch(&Match{Regex: `^2\d*$`, Prefix: "2"}, env)
-	if !re.Select([]byte("2"), &s) || re.Select([]byte("42"), &s) {
+	if !re.Select(&Msg{Body: []byte("2")}, &s) || re.Select(&Msg{Body: []byte("42")}, &s) {
 		t.Error("regex/prefix matcher wrong")
 	}
 	ex, err := ParseMatch(&Match{Expr: `msg.type == "next" && len(msg.payload.data) > 0`}, env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !ex.Select([]byte(`{"type":"next","payload":{"data":{"a":1}}}`), &s) || ex.Select([]byte(`{"type":"next","payload":{"data":{}}}`), &s) {
+	if !ex.Select(&Msg{Body: []byte(`{"type":"next","payload":{"data":{"a":1}}}`)}, &s) || ex.Select(&Msg{Body: []byte(`{"type":"next","payload":{"data":{}}}`)}, &s) {
 		t.Error("expr matcher wrong")
 	}
 	for _, bad := range []Match{{Regex: "("}, {Expr: "msg.a +"}, {JSON: map[string]string{"$.a": "{{randInt 1 2}}"}}, {JSON: map[string]string{"$..a": "1"}}} {

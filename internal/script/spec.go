@@ -23,6 +23,14 @@ type Step struct {
 	Think  *Think  `yaml:"think" json:"think,omitempty" doc:"pause: a duration, or {uniform: [min, max]} or {exponential: mean}"`
 	Loop   *Loop   `yaml:"loop" json:"loop,omitempty" doc:"repeat steps: count or duration; inflight > 1 pipelines a send + expect body"`
 	Close  *Close  `yaml:"close" json:"close,omitempty" doc:"close the connection (true, or {code: 1000}); the user ends"`
+
+	// Verb steps (verbs.go): the server's protocol's messages.
+	Emit        *Emit      `yaml:"emit" json:"emit,omitempty" doc:"Socket.IO: emit an event (ack: true waits for its acknowledgement)"`
+	Call        *Call      `yaml:"call" json:"call,omitempty" doc:"JSON-RPC: a request; its response is awaited"`
+	Notify      *Call      `yaml:"notify" json:"notify,omitempty" doc:"JSON-RPC: a notification (no response)"`
+	Publish     *Publish   `yaml:"publish" json:"publish,omitempty" doc:"MQTT PUBLISH, STOMP SEND, GraphQL mutation"`
+	Subscribe   *Subscribe `yaml:"subscribe" json:"subscribe,omitempty" doc:"MQTT SUBSCRIBE, STOMP SUBSCRIBE, GraphQL subscription"`
+	Unsubscribe *Subscribe `yaml:"unsubscribe" json:"unsubscribe,omitempty" doc:"MQTT UNSUBSCRIBE, STOMP UNSUBSCRIBE, GraphQL complete"`
 }
 
 // Verb returns the name of the step's set field ("send", …), "" if none
@@ -32,7 +40,9 @@ func (s *Step) Verb() (string, int) {
 	for _, v := range []struct {
 		name string
 		set  bool
-	}{{VerbSend, s.Send != nil}, {VerbExpect, s.Expect != nil}, {VerbThink, s.Think != nil}, {VerbLoop, s.Loop != nil}, {VerbClose, s.Close != nil}} {
+	}{{VerbSend, s.Send != nil}, {VerbExpect, s.Expect != nil}, {VerbThink, s.Think != nil}, {VerbLoop, s.Loop != nil}, {VerbClose, s.Close != nil},
+		{VerbEmit, s.Emit != nil}, {VerbCall, s.Call != nil}, {VerbNotify, s.Notify != nil}, {VerbPublish, s.Publish != nil},
+		{VerbSubscribe, s.Subscribe != nil}, {VerbUnsubscribe, s.Unsubscribe != nil}} {
 		if v.set {
 			if n == 0 {
 				verb = v.name
@@ -94,11 +104,16 @@ type Match struct {
 	Regex string `yaml:"regex" json:"regex,omitempty" doc:"a regular expression (Go syntax) that must match the message"`
 	// Prefix is the message's first bytes (a template).
 	Prefix string `yaml:"prefix" json:"prefix,omitempty" doc:"the message's first bytes (a template)"`
+	// Topic is the message's event name, topic or destination, as its
+	// protocol says (a template).
+	Topic string `yaml:"topic" json:"topic,omitempty" doc:"protocols: the event's name, topic or destination (a template)"`
+	// Type is the message's type, as its protocol says.
+	Type string `yaml:"type" json:"type,omitempty" doc:"protocols: data, event, ack, next, complete or error"`
 }
 
 // Empty reports whether m has no condition (it matches every message).
 func (m *Match) Empty() bool {
-	return m == nil || len(m.JSON) == 0 && m.Expr == "" && m.Regex == "" && m.Prefix == ""
+	return m == nil || len(m.JSON) == 0 && m.Expr == "" && m.Regex == "" && m.Prefix == "" && m.Topic == "" && m.Type == ""
 }
 
 // Expect waits for a message.

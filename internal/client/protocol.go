@@ -1,0 +1,327 @@
+package client
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/wsplan/wsplan/internal/script"
+)
+
+// Protocols over WebSocket. A server may speak a protocol on top of its
+// messages (Socket.IO, GraphQL over WebSocket, MQTT, STOMP, JSON-RPC):
+// it lives here, below every kind, one file per protocol, each
+// registering a wireProtocol. The loop, for a connection of a client
+// whose Options name a protocol:
+//
+//   - after the upgrade, runs the protocol's greeting (stGreeting: its
+//     handshake, e.g. MQTT CONNECT/CONNACK) before the connection counts
+//     as open; a refusal fails the attempt with the protocol's reason;
+//   - hands every whole message to the protocol's decode, which answers
+//     what the protocol answers itself (keepalives, on the server's
+//     schedule, never counted as a run's message) and returns the
+//     application's messages (l.msgs) that the run gets through onMessage;
+//   - calls the protocol's tick for what it owes the server by time
+//     (MQTT PINGREQ, STOMP heart-beats) every protoTick;
+//   - encodes the verbs runs send (emit, publish, subscribe, call …).
+//
+// Kinds do not know which protocol they speak: they send outMsgs and
+// receive messages.
+
+// Protocol names (Options.Protocol.Name).
+const (
+	ProtoRaw = "" // WebSocket messages as they are
+)
+
+// ProtocolOptions name the protocol a server speaks and its settings;
+// zero = raw messages. Plain data: shards get it as JSON.
+type ProtocolOptions struct {
+	Name string `json:"name,omitempty"`
+	// Version is the protocol's version where it has several: mqtt
+	// "3.1.1" (the default) or "5".
+	Version string `json:"version,omitempty"`
+	// Namespace is Socket.IO's namespace; "" = "/".
+	Namespace string `json:"namespace,omitempty"`
+	// Keepalive is how often the client must show it is alive: MQTT's
+	// keepalive, STOMP's client heart-beat; 0 = the protocol's default.
+	Keepalive time.Duration `json:"keepalive,omitempty"`
+	// Username and Password log in (MQTT CONNECT, STOMP login/passcode).
+	Username string `json:"username,omitempty"`
+	Password string `json:"password,omitempty"`
+	// Host is STOMP's virtual host; "" = the target's host.
+	Host string `json:"host,omitempty"`
+	// Init is GraphQL over WebSocket's connection_init payload (JSON).
+	Init string `json:"init,omitempty"`
+}
+
+// message kinds: what an application message is, as its protocol says
+// (internal/script's types, which expects match).
+const (
+	msgData     = script.TypeData     // a raw message, or a protocol's plain message
+	msgEvent    = script.TypeEvent    // Socket.IO event, rpc-websockets notification, STOMP MESSAGE, MQTT PUBLISH from the broker
+	msgAck      = script.TypeAck      // a reply to a request: Socket.IO ack, JSON-RPC response, MQTT PUBACK/SUBACK, STOMP RECEIPT
+	msgNext     = script.TypeNext     // GraphQL next
+	msgComplete = script.TypeComplete // GraphQL complete
+	msgError    = script.TypeError    // a protocol's error reply (GraphQL error, STOMP ERROR, JSON-RPC error)
+)
+
+// message is one application message a protocol decoded: its type,
+// topic, correlation id and body (pointing into the loop's buffers: valid
+// during the run's onMessage), and the WebSocket opcode it came in.
+type message struct {
+	script.Msg
+	op byte
+}
+
+// newMessage is a message of kind with its parts.
+func newMessage(kind uint8, op byte, topic, id, body []byte) message {
+	return message{Msg: script.Msg{Type: kind, Topic: topic, ID: id, Body: body}, op: op}
+}
+
+// verbCodes are the script's verbs as outMsg verbs.
+var verbCodes = map[string]uint8{
+	script.VerbSend: verbSend, script.VerbEmit: verbEmit, script.VerbCall: verbCall, script.VerbNotify: verbNotify,
+	script.VerbPublish: verbPublish, script.VerbSubscribe: verbSubscribe, script.VerbUnsubscribe: verbUnsubscribe,
+}
+
+// hasVerb reports whether p speaks verb v.
+func hasVerb(p wireProtocol, v uint8) bool {
+	for _, x := range p.verbs() {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// ProtocolVerbs returns the script verbs a protocol speaks (send is
+// every protocol's plain message); nil for an unknown protocol.
+func ProtocolVerbs(name string) []string {
+	if name == ProtoRaw {
+		return []string{script.VerbSend}
+	}
+	p, err := makeProtocol(ProtocolOptions{Name: name})
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, v := range p.verbs() {
+		for name, code := range verbCodes {
+			if code == v {
+				out = append(out, name)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// outMsg is a message a run sends through its connection's protocol.
+type outMsg struct {
+	verb   uint8
+	topic  []byte // event, method, topic, destination
+	body   []byte // rendered payload
+	qos    uint8
+	ack    bool // ask for an acknowledgement (Socket.IO ack, STOMP receipt)
+	binary bool
+}
+
+// Verbs (outMsg.verb).
+const (
+	verbSend        uint8 = iota // the body as the protocol's plain message
+	verbEmit                     // Socket.IO event
+	verbCall                     // JSON-RPC request
+	verbNotify                   // JSON-RPC notification
+	verbPublish                  // MQTT PUBLISH, STOMP SEND, GraphQL mutation
+	verbSubscribe                // MQTT SUBSCRIBE, STOMP SUBSCRIBE, GraphQL subscribe
+	verbUnsubscribe              // MQTT UNSUBSCRIBE, STOMP UNSUBSCRIBE, GraphQL complete
+)
+
+// protoConn is a protocol's state on one connection (in connSec).
+type protoConn struct {
+	buf      []byte // a message in pieces (or MQTT's partial packet)
+	lastSent int64  // loop clock of the last write
+	lastRecv int64  // of the last message
+	every    int64  // keepalive interval, ns; 0 = none
+	ids      uint64 // the last packet / ack / receipt id used
+	state    uint8  // the protocol's own
+}
+
+// wireProtocol is one protocol on the loop. Methods run on the loop's
+// goroutine; a failure Reason drops the connection with it.
+type wireProtocol interface {
+	// subprotocols are offered in the upgrade when the plan offers none.
+	subprotocols() []string
+	// greet begins the handshake of a connection whose upgrade just
+	// completed (writing the protocol's first messages); done when there
+	// is nothing to wait for.
+	greet(l *loop, c *conn, s *protoConn, now int64) (done bool, fail Reason)
+	// greeting takes a whole message during the handshake.
+	greeting(l *loop, c *conn, s *protoConn, op byte, msg []byte, now int64) (done bool, fail Reason)
+	// waiting is the reason of a greeting that timed out: what the
+	// protocol was still waiting for ("mqtt: no CONNACK").
+	waiting(s *protoConn) Reason
+	// decode takes a whole message after the handshake: answers what the
+	// protocol answers itself and appends the application's messages to
+	// l.msgs.
+	decode(l *loop, c *conn, s *protoConn, op byte, msg []byte, now int64) Reason
+	// tick sends what the protocol owes the server by now (keepalives).
+	tick(l *loop, c *conn, s *protoConn, now int64) Reason
+	// encode appends m as the payload of one WebSocket message to dst,
+	// with its opcode, and the correlation id its reply will carry
+	// (appended to id; unchanged when none).
+	encode(dst []byte, s *protoConn, m *outMsg, id []byte) (out []byte, op byte, idOut []byte, err error)
+	// verbs says which verbs the protocol has.
+	verbs() []uint8
+}
+
+// newProtocol makes a protocol for a client's options.
+type newProtocol func(o ProtocolOptions) (wireProtocol, error)
+
+var (
+	protosMu sync.RWMutex
+	protos   = map[string]newProtocol{}
+)
+
+// registerProtocol adds a protocol; protocol files call it from init.
+func registerProtocol(name string, f newProtocol) {
+	protosMu.Lock()
+	defer protosMu.Unlock()
+	if _, dup := protos[name]; dup {
+		panic("client: duplicate protocol " + name)
+	}
+	protos[name] = f
+}
+
+// Protocols returns the names of the protocols the client speaks, sorted.
+func Protocols() []string {
+	protosMu.RLock()
+	defer protosMu.RUnlock()
+	out := make([]string, 0, len(protos))
+	for n := range protos {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// makeProtocol returns the protocol of o, nil for raw messages.
+func makeProtocol(o ProtocolOptions) (wireProtocol, error) {
+	if o.Name == ProtoRaw {
+		return nil, nil
+	}
+	protosMu.RLock()
+	f, ok := protos[o.Name]
+	protosMu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("client: unknown protocol %q (want one of %v)", o.Name, Protocols())
+	}
+	return f(o)
+}
+
+// protoTick is how often the loop lets protocols send what they owe.
+const protoTick = 200 * time.Millisecond
+
+// protoOf returns c's protocol state, nil for a raw connection.
+func protoOf(c *conn) *protoConn {
+	if c.sec == nil {
+		return nil
+	}
+	return c.sec.proto
+}
+
+// startGreeting runs after c's upgrade: a connection of a protocol greets
+// (stGreeting) and reports whether it is open already.
+func (l *loop) startGreeting(c *conn, now int64) (open bool, fail Reason) {
+	p := l.cl.proto
+	if p == nil {
+		return true, ""
+	}
+	if c.sec == nil {
+		c.sec = &connSec{}
+	}
+	c.sec.proto = &protoConn{lastRecv: now}
+	c.state = stGreeting
+	return p.greet(l, c, c.sec.proto, now)
+}
+
+// protoData takes a chunk of a data message on a protocol's connection
+// (inflated already): whole messages go to the protocol.
+func (l *loop) protoData(c *conn, s *protoConn, ev *event, now int64) {
+	msg := ev.data
+	if !ev.end || int64(len(ev.data)) != ev.total {
+		s.buf = append(s.buf, ev.data...)
+		if !ev.end {
+			return
+		}
+		msg = s.buf
+	}
+	s.lastRecv = now
+	p := l.cl.proto
+	if c.state == stGreeting {
+		done, fail := p.greeting(l, c, s, ev.op, msg, now)
+		s.buf = s.buf[:0]
+		switch {
+		case fail != "":
+			l.lost(c, fail)
+		case done:
+			l.greeted(c, now)
+		}
+		return
+	}
+	l.msgs = l.msgs[:0]
+	fail := p.decode(l, c, s, ev.op, msg, now)
+	if fail != "" {
+		s.buf = s.buf[:0]
+		l.lost(c, fail)
+		return
+	}
+	for i := range l.msgs {
+		if c.state != stOpen {
+			break
+		}
+		if r := l.ph; r != nil {
+			r.onMessage(l, c, &l.msgs[i], now)
+		}
+	}
+	if cap(s.buf) > 64<<10 {
+		s.buf = nil
+	} else {
+		s.buf = s.buf[:0]
+	}
+}
+
+// protoKeepalive lets the protocol send what it owes on every open
+// connection.
+func (l *loop) protoKeepalive(now int64) {
+	p := l.cl.proto
+	for i := len(l.open) - 1; i >= 0; i-- {
+		if i >= len(l.open) {
+			continue
+		}
+		c := l.open[i]
+		if s := protoOf(c); s != nil {
+			if fail := p.tick(l, c, s, now); fail != "" {
+				l.lost(c, fail)
+			}
+		}
+	}
+}
+
+// sendProto writes one protocol message (payload b, opcode op) on c as a
+// WebSocket frame; what the socket does not take waits in order.
+func (l *loop) sendProto(c *conn, op byte, b []byte) {
+	l.cbuf = appendClientHeader(l.cbuf[:0], op, len(b), 0)
+	key := uint32(l.rng.Uint64())
+	hl := len(l.cbuf)
+	l.cbuf[hl-4], l.cbuf[hl-3], l.cbuf[hl-2], l.cbuf[hl-1] = byte(key), byte(key>>8), byte(key>>16), byte(key>>24)
+	l.cbuf = append(l.cbuf, b...)
+	maskCopy(l.cbuf[hl:], l.cbuf[hl:], key, 0)
+	if c.flags&fWantOut != 0 {
+		x := l.getExt(c)
+		x.out = append(x.out, l.cbuf...)
+		return
+	}
+	l.writeOrQueue(c, l.cbuf)
+}
