@@ -91,13 +91,12 @@ type Subscribe struct {
 
 // verbStep is a verb step's parts, whatever its verb.
 type verbStep struct {
-	verb          string
-	topic, body   string // templates
-	qos           int
-	ack, binary   bool
-	answered      bool // the protocol answers it
-	answer        Answer
-	topicOptional bool
+	verb        string
+	topic, body string // templates
+	qos         int
+	ack         bool
+	answered    bool // the protocol answers it
+	answer      Answer
 }
 
 // verbOf returns the verb step s holds, if any.
