@@ -176,6 +176,26 @@ type wireProtocol interface {
 	verbs() []uint8
 }
 
+// roomProtocol is a protocol that carries the broadcast phase's rooms:
+// each maps a room to what it fans out through (an MQTT topic, a STOMP
+// destination, a Socket.IO room the app joins on an event, a GraphQL
+// subscription fed by a mutation) and carries the phase's messages
+// (marker and payload) in its own messages.
+type roomProtocol interface {
+	// joinRoom appends the message that makes c a subscriber of room to
+	// dst, with its opcode; answered says the protocol answers it (SUBACK,
+	// receipt, ack), and idOut is the id that answer will carry (appended
+	// to id). A subscriber counts as ready once answered.
+	joinRoom(dst []byte, s *protoConn, room int64, id []byte) (out []byte, op byte, idOut []byte, answered bool)
+	// publishRoom appends the message that publishes payload (the
+	// broadcast marker and bytes; binary) to room.
+	publishRoom(dst []byte, s *protoConn, room int64, payload []byte) (out []byte, op byte)
+	// delivery returns the broadcast payload a decoded message carries
+	// (decoded into scratch where the protocol had to encode it as text),
+	// ok false for a message that is not a delivery.
+	delivery(m *message, scratch []byte) (payload []byte, ok bool)
+}
+
 // newProtocol makes a protocol for a client's options.
 type newProtocol func(o ProtocolOptions) (wireProtocol, error)
 
