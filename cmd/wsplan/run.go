@@ -102,6 +102,7 @@ type runFlags struct {
 	format   string
 	progress string
 	tune     bool
+	live     liveFlags
 }
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -115,6 +116,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 		},
 	}
 	f.register(cmd)
+	f.live.register(cmd)
 	cmd.Flags().StringVar(&f.json, "json", "", "write every figure as JSON to FILE")
 	cmd.Flags().StringVar(&f.junit, "junit", "", "write assertions as JUnit XML to FILE (one testsuite per server)")
 	cmd.Flags().StringVar(&f.summary, "summary", "", "write the Markdown report to FILE (e.g. a CI step summary)")
@@ -172,8 +174,13 @@ func runPlan(parent context.Context, path string, f *runFlags, stdout, stderr io
 	if err != nil {
 		return err
 	}
+	hub, stopLive, err := f.live.start(p, stderr)
+	if err != nil {
+		return err
+	}
+	defer stopLive()
 	run, runErr := engine.Run(ctx, engine.Options{Plan: p, Plans: in.plans, Count: f.count, Layout: layout, Exe: exe, OutDir: out,
-		Progress: progress, Notice: noticer(progress, stderr), Abort: in.abort})
+		Progress: progress, Notice: noticer(progress, stderr), Abort: in.abort, Live: hub})
 	if run == nil {
 		return runErr
 	}

@@ -98,6 +98,7 @@ type TLSOptions = wstls.ClientOptions
 type Progress struct {
 	Done  atomic.Int64 // units finished (connections, echoes, messages)
 	Total atomic.Int64 // units planned
+	Live  *Live        // the live metrics' counts (nil: none)
 }
 
 // Histogram bounds shared by every latency histogram, so histograms of

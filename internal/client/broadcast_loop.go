@@ -74,6 +74,7 @@ type broadcastRun struct {
 	fan                FanoutTable
 	pr                 *Progress
 	unflushed          int64
+	published          LiveCounts // what Live has of this loop
 	part               BroadcastResult
 }
 
@@ -463,6 +464,7 @@ func (r *broadcastRun) onData(l *loop, c *conn, ev *event, now int64) {
 	if r.unflushed++; r.unflushed >= progressBatch && r.pr != nil {
 		r.pr.Done.Add(r.unflushed)
 		r.unflushed = 0
+		r.pr.live().publish(&r.published, r.liveCounts())
 	}
 	if !r.sending && r.got >= r.want {
 		r.finish(l, false, now)
@@ -498,6 +500,7 @@ func (r *broadcastRun) tick(*loop, int64) {
 	if r.pr != nil && r.unflushed > 0 {
 		r.pr.Done.Add(r.unflushed)
 		r.unflushed = 0
+		r.pr.live().publish(&r.published, r.liveCounts())
 	}
 }
 
@@ -526,6 +529,12 @@ func (r *broadcastRun) finish(l *loop, stopped bool, now int64) {
 	}
 	if r.pr != nil && r.unflushed > 0 {
 		r.pr.Done.Add(r.unflushed)
+		r.pr.live().publish(&r.published, r.liveCounts())
 	}
 	l.finished(r.id(), &r.part, stopped)
+}
+
+// liveCounts are this loop's totals so far, for Live.
+func (r *broadcastRun) liveCounts() LiveCounts {
+	return LiveCounts{Sent: r.part.Published, Recv: r.part.Delivered, Failed: r.part.Failed, Late: r.part.Late, Unsent: r.part.Unsent}
 }

@@ -262,7 +262,8 @@ type echoRun struct {
 	idle      []*conn // open connections not in use, to replace lost ones
 	part      EchoResult
 	unflushed int64
-	starting  bool // echoStart is sending the first messages
+	published LiveCounts // what Live has of this loop
+	starting  bool       // echoStart is sending the first messages
 	tl        timeline
 
 	// z holds the phase's frame compressed on its own, per negotiated
@@ -301,6 +302,7 @@ func (e *echoRun) zframe(l *loop, bits uint8) *zframe {
 func (l *loop) echoStart(job *echoJob) {
 	e := &echoRun{baseRun: baseRun{job.phase}, job: *job, part: EchoResult{Latency: NewHist()}, wireIn0: l.wireIn, payloadIn0: l.payloadIn,
 		tl: newTimeline(int64(job.start.Sub(l.epoch)))}
+	e.tl.live = job.pr.live()
 	l.ph = e
 	if need := len(job.hdr) + len(job.payload); cap(l.wbuf) < need {
 		l.wbuf = make([]byte, need)
@@ -507,6 +509,7 @@ func (e *echoRun) progress(n int64) {
 	if e.unflushed >= progressBatch && e.job.pr != nil {
 		e.job.pr.Done.Add(e.unflushed)
 		e.unflushed = 0
+		e.job.pr.live().publish(&e.published, e.liveCounts())
 	}
 }
 
@@ -524,6 +527,7 @@ func (e *echoRun) tick(l *loop, now int64) {
 	if l.ph == e && e.job.pr != nil && e.unflushed > 0 {
 		e.job.pr.Done.Add(e.unflushed)
 		e.unflushed = 0
+		e.job.pr.live().publish(&e.published, e.liveCounts())
 	}
 }
 
@@ -551,6 +555,7 @@ func (e *echoRun) finish(l *loop, stopped bool, _ int64) {
 	e.part.BytesPayload = e.payloadOut + l.payloadIn - e.payloadIn0
 	e.part.BytesWire = e.wireOut + l.wireIn - e.wireIn0
 	e.tl.roll(e.part.Latency.Histogram)
+	e.job.pr.live().publish(&e.published, e.liveCounts())
 	e.part.Seconds = e.tl.secs
 	l.finished(e.job.phase, &e.part, stopped)
 }
@@ -578,4 +583,9 @@ func record(h *hdrhistogram.Histogram, v int64) {
 		// Only values above HistMax (120 s) fail; count them at the top.
 		_ = h.RecordValue(HistMax) // HistMax is within the bounds: cannot fail
 	}
+}
+
+// liveCounts are this loop's totals so far, for Live.
+func (e *echoRun) liveCounts() LiveCounts {
+	return LiveCounts{Sent: e.part.Success + e.part.Failed, Recv: e.part.Success, Failed: e.part.Failed}
 }

@@ -148,6 +148,7 @@ type pingRun struct {
 	timeout   int64
 	pr        *Progress
 	unflushed int64
+	published LiveCounts // what Live has of this loop
 	part      PingResult
 }
 
@@ -242,6 +243,7 @@ func (r *pingRun) tick(l *loop, now int64) {
 	if r.pr != nil && r.unflushed > 0 {
 		r.pr.Done.Add(r.unflushed)
 		r.unflushed = 0
+		r.pr.live().publish(&r.published, r.liveCounts())
 	}
 }
 
@@ -249,6 +251,7 @@ func (r *pingRun) progress() {
 	if r.unflushed++; r.unflushed >= progressBatch && r.pr != nil {
 		r.pr.Done.Add(r.unflushed)
 		r.unflushed = 0
+		r.pr.live().publish(&r.published, r.liveCounts())
 	}
 }
 
@@ -274,6 +277,12 @@ func (r *pingRun) finish(l *loop, stopped bool, _ int64) {
 	}
 	if r.pr != nil && r.unflushed > 0 {
 		r.pr.Done.Add(r.unflushed)
+		r.pr.live().publish(&r.published, r.liveCounts())
 	}
 	l.finished(r.id(), &r.part, stopped)
+}
+
+// liveCounts are this loop's totals so far, for Live.
+func (r *pingRun) liveCounts() LiveCounts {
+	return LiveCounts{Sent: r.part.Success + r.part.Failed, Recv: r.part.Success, Failed: r.part.Failed}
 }

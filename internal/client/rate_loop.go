@@ -69,8 +69,9 @@ type rateRun struct {
 	wake      int64 // loop clock of the next pump
 	due       int64 // loop clock of the next due event (wake without the slack)
 	part      RateResult
-	noConns   bool     // every connection was lost
-	tl        timeline // per second: sends, echoes and their latencies
+	noConns   bool       // every connection was lost
+	tl        timeline   // per second: sends, echoes and their latencies
+	published LiveCounts // what Live has of this loop
 	unflushed int64
 
 	// Permessage-deflate: each message is compressed on its own (they
@@ -96,6 +97,7 @@ func (l *loop) rateStart(job *rateJob) {
 	r.wakes0 = l.wakes
 	r.start = int64(job.start.Sub(l.epoch))
 	r.tl = newTimeline(r.start)
+	r.tl.live = r.job.pr.live()
 	r.end = r.start + int64(job.pacer.Duration)
 	r.stopAt = r.end + job.drain
 	n := min(job.slots, len(l.open))
@@ -248,6 +250,7 @@ func (l *loop) rateSend(r *rateRun, j int, now int64) {
 	if r.unflushed >= progressBatch && r.job.pr != nil {
 		r.job.pr.Done.Add(r.unflushed)
 		r.unflushed = 0
+		r.job.pr.live().publish(&r.published, r.liveCounts())
 	}
 }
 
@@ -413,6 +416,7 @@ func (r *rateRun) tick(*loop, int64) {
 		r.job.pr.Done.Add(r.unflushed)
 		r.unflushed = 0
 	}
+	r.job.pr.live().publish(&r.published, r.liveCounts())
 }
 
 // rateFinish ends the rate phase (tests call it by this name).
@@ -447,6 +451,7 @@ func (r *rateRun) finish(l *loop, stopped bool, now int64) {
 	if r.job.pr != nil && r.unflushed > 0 {
 		r.job.pr.Done.Add(r.unflushed)
 	}
+	r.job.pr.live().publish(&r.published, r.liveCounts())
 	r.gate.end(l)
 	r.part.Slack = time.Duration(r.gate.slack)
 	r.part.SendLate = Hist{r.gate.late}
@@ -454,4 +459,9 @@ func (r *rateRun) finish(l *loop, stopped bool, now int64) {
 	r.part.BytesPayload = r.part.BytesSent + r.part.BytesRecv
 	r.part.BytesWire = r.wireOut + l.wireIn - r.wireIn0
 	l.finished(r.job.phase, &r.part, stopped)
+}
+
+// liveCounts are this loop's totals so far, for Live.
+func (r *rateRun) liveCounts() LiveCounts {
+	return LiveCounts{Sent: r.part.Sent, Recv: r.part.Recv, Failed: r.part.Failed, Late: r.part.Late, Unsent: r.part.Unsent}
 }

@@ -20,7 +20,8 @@ type timeline struct {
 	idx      int   // the second last asked for
 	from, to int64 // its loop clock span
 	cur      *hdrhistogram.Histogram
-	curSec   int // the second cur's latencies belong to
+	curSec   int   // the second cur's latencies belong to
+	live     *Live // takes each second's latencies when it rolls (nil: none)
 }
 
 // newTimeline starts a timeline at loop clock start.
@@ -70,6 +71,7 @@ func (t *timeline) roll(all *hdrhistogram.Histogram) {
 	s.P99 = time.Duration(t.cur.ValueAtQuantile(99))
 	s.Max = time.Duration(t.cur.Max())
 	all.Merge(t.cur)
+	t.live.observe(t.cur)
 	t.cur.Reset()
 }
 

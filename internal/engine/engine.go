@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/live"
 	"github.com/wsplan/wsplan/internal/plan"
 	"github.com/wsplan/wsplan/internal/procstat"
 	"github.com/wsplan/wsplan/internal/result"
@@ -47,6 +48,9 @@ type Options struct {
 	OutDir string
 	// Progress receives the live progress line ("\r"-rewritten); nil = none.
 	Progress io.Writer
+	// Live exports every phase's counts while it runs (--metrics-listen,
+	// --metrics-push); nil = none.
+	Live *live.Hub
 	// Notice receives one-line notices (server started, phase done); nil = none.
 	Notice func(format string, args ...any)
 	// NewDriver opens a client for one server; default: an in-process

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/live"
 	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/plan"
 	"github.com/wsplan/wsplan/internal/procstat"
@@ -37,6 +38,11 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 	w := e.newWindow(sres, drv)
 	pr := &client.Progress{}
 	env.Progress = pr
+	if e.o.Live != nil {
+		pr.Live = &client.Live{}
+		end := e.o.Live.Begin(live.Phase{Server: srv.Name, Phase: ph.Name, Kind: ph.Kind}, pr.Live, sres.livePID(), drv.Conns())
+		defer func() { end(drv.Conns()) }()
+	}
 	env.Window = e.stepWindow(sres, drv)
 	if _, blind := proc.(running); !blind {
 		env.ServerGone = func(wait time.Duration) string { return exitWithin(proc, wait) }

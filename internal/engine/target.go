@@ -47,6 +47,14 @@ type resources struct {
 	url     string        // ResourcesMetrics
 }
 
+// livePID is the server process the live metrics read (0: none).
+func (r resources) livePID() int {
+	if r.how == result.ResourcesTree || r.how == result.ResourcesPID {
+		return r.pid
+	}
+	return 0
+}
+
 // sampler returns the server's sampler over one window, nil when its
 // resources are not measured.
 func (r resources) sampler(fs procstat.FS, interval time.Duration) *procstat.Sampler {

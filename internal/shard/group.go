@@ -344,6 +344,9 @@ func (g *Group) phase(ctx context.Context, reqs []Request, pr *client.Progress) 
 					if pr != nil {
 						pr.Done.Store(sum)
 						pr.Total.Store(all)
+						if pr.Live != nil && r.Live != nil {
+							pr.Live.SetShard(i, p.name(), *r.Live)
+						}
 					}
 					continue
 				}
@@ -413,7 +416,7 @@ func (g *Group) Run(ctx context.Context, p client.Params, pr *client.Progress) (
 		if err != nil {
 			return nil, fmt.Errorf("shards: %s params: %w", p.Kind(), err)
 		}
-		reqs[i] = Request{Op: "run", Kind: p.Kind(), Params: b}
+		reqs[i] = Request{Op: "run", Kind: p.Kind(), Params: b, Live: pr != nil && pr.Live != nil}
 	}
 	if pr != nil {
 		pr.Done.Store(0)
@@ -435,6 +438,9 @@ func (g *Group) Run(ctx context.Context, p client.Params, pr *client.Progress) (
 			c := *r.Cost
 			c.Shard = g.shards[i].name()
 			g.ledger.append(c)
+		}
+		if r.Live != nil && pr != nil && pr.Live != nil {
+			pr.Live.SetShard(i, g.shards[i].name(), *r.Live) // the final counts
 		}
 		// A cancellation the group sent is said once above, not per shard.
 		if r.Err != "" && !(len(errs) > 0 && r.Err == context.Canceled.Error()) {

@@ -37,6 +37,8 @@ type Request struct {
 	// request (op "open") carries all of them, over its TLS link.
 	Options  *client.Options `json:"options,omitempty"`
 	IdleExit time.Duration   `json:"idle_exit,omitempty"` // open, probe: a remote shard exits this long after the orchestrator leaves (ns)
+	// Live (run) asks for live counts on the progress lines (Reply.Live).
+	Live bool `json:"live,omitempty"`
 
 	recv time.Time // when the shard read the line, for Reply.Delay
 }
@@ -78,4 +80,8 @@ type Reply struct {
 	Host  *sysctl.HostFacts `json:"host,omitempty"` // hello: what a remote shard's host offers, for preflight
 	// Cost is the shard's own CPU and memory over the request (run).
 	Cost *Cost `json:"cost,omitempty"`
+	// Live is the running phase's counts so far (progress, every
+	// LiveInterval, when the request asked for them), with the shard
+	// process's CPU time and memory.
+	Live *client.LiveSnapshot `json:"live,omitempty"`
 }

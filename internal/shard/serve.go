@@ -11,10 +11,16 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/procstat"
 )
 
-// ProgressInterval is how often a shard reports progress while a phase runs.
-const ProgressInterval = 250 * time.Millisecond
+// ProgressInterval is how often a shard reports progress while a phase
+// runs; LiveInterval how often its progress carries live counts (when the
+// orchestrator exports them).
+const (
+	ProgressInterval = 250 * time.Millisecond
+	LiveInterval     = time.Second
+)
 
 // Serve is the shard side: it answers the orchestrator's requests from in
 // until "close" or EOF, writing replies to out. It opens its client with
@@ -165,6 +171,9 @@ func (s *server) options(r Request) Reply {
 func runPhase(ctx context.Context, c *client.Client, r Request, loops int, send func(Reply) error) Reply {
 	m := startMeter(loops)
 	pr := &client.Progress{}
+	if r.Live {
+		pr.Live = &client.Live{}
+	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -172,13 +181,17 @@ func runPhase(ctx context.Context, c *client.Client, r Request, loops int, send 
 		defer wg.Done()
 		t := time.NewTicker(ProgressInterval)
 		defer t.Stop()
-		for {
+		for n := 1; ; n++ {
 			select {
 			case <-stop:
 				return
 			case <-t.C:
+				p := Reply{Op: "progress", Done: pr.Done.Load(), Total: pr.Total.Load()}
+				if pr.Live != nil && n%int(LiveInterval/ProgressInterval) == 0 {
+					p.Live = liveSnapshot(pr.Live)
+				}
 				// A failed progress write shows up again on the reply.
-				_ = send(Reply{Op: "progress", Done: pr.Done.Load(), Total: pr.Total.Load()})
+				_ = send(p)
 			}
 		}
 	}()
@@ -191,6 +204,9 @@ func runPhase(ctx context.Context, c *client.Client, r Request, loops int, send 
 	}
 	reply.Conns = c.Conns()
 	reply.Cost = m.stop()
+	if pr.Live != nil {
+		reply.Live = liveSnapshot(pr.Live) // the final counts
+	}
 	return reply
 }
 
@@ -215,4 +231,14 @@ func runRequest(ctx context.Context, c *client.Client, r Request, pr *client.Pro
 		}
 	}
 	return err
+}
+
+// liveSnapshot is l's counts with this process's CPU time and memory.
+func liveSnapshot(l *client.Live) *client.LiveSnapshot {
+	s := l.Snapshot()
+	if cpu, err := procstat.ProcessCPUTime(0); err == nil {
+		s.CPUSeconds = cpu.Seconds()
+	}
+	s.RSS, _ = procstat.FS{}.RSS(0) // 0 when it cannot be read
+	return &s
 }

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wsplan/wsplan/internal/live"
+	"github.com/wsplan/wsplan/internal/plan"
+)
+
+// liveFlags are the live metrics' flags.
+type liveFlags struct {
+	listen   string
+	push     []string
+	interval time.Duration
+}
+
+func (f *liveFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.listen, "metrics-listen", "", "serve live Prometheus metrics at http://ADDR/metrics during the run (e.g. 127.0.0.1:9464)")
+	cmd.Flags().StringArrayVar(&f.push, "metrics-push", nil, "push live metrics to URL during the run: Prometheus remote write (…/api/v1/write) or OTLP/HTTP (…/v1/metrics) (repeatable)")
+	cmd.Flags().DurationVar(&f.interval, "metrics-interval", live.DefaultInterval, "interval of --metrics-push")
+}
+
+// targets are the push targets of the flags and the plan's metrics: key.
+func (f *liveFlags) targets(p *plan.Plan) ([]live.Target, error) {
+	var out []live.Target
+	for _, u := range f.push {
+		t, err := live.ParseTarget(u)
+		if err != nil {
+			return nil, usageErr(fmt.Errorf("--metrics-push: %w", err))
+		}
+		t.Interval = f.interval
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// startLive starts the live metrics the flags ask for; stop ends them,
+// reporting dropped samples on stderr. hub is nil when none are asked for.
+func (f *liveFlags) start(p *plan.Plan, stderr io.Writer) (hub *live.Hub, stop func(), err error) {
+	targets, err := f.targets(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	if f.listen == "" && len(targets) == 0 {
+		return nil, func() {}, nil
+	}
+	if f.interval <= 0 {
+		return nil, nil, usageErr(fmt.Errorf("--metrics-interval %s: want > 0", f.interval))
+	}
+	hub = live.NewHub(p.Name)
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	if f.listen != "" {
+		srv, err := live.Listen(hub, f.listen)
+		if err != nil {
+			return nil, nil, usageErr(fmt.Errorf("--metrics-listen: %w", err))
+		}
+		fmt.Fprintf(stderr, "live metrics: http://%s/metrics\n", srv.Addr())
+		stops = append(stops, func() {
+			if err := srv.Close(); err != nil {
+				fmt.Fprintf(stderr, "live metrics: %v\n", err)
+			}
+		})
+	}
+	for _, t := range targets {
+		ps, err := live.StartPush(hub, t)
+		if err != nil {
+			stop()
+			return nil, nil, usageErr(fmt.Errorf("metrics push %s: %w", t.URL, err))
+		}
+		stops = append(stops, func() {
+			if err := ps.Close(); err != nil {
+				fmt.Fprintf(stderr, "live metrics push %s: %v\n", t.URL, err)
+			}
+		})
+	}
+	stops = append(stops, func() {
+		if n := hub.DroppedTotal(); n > 0 {
+			fmt.Fprintf(stderr, "live metrics: %d samples dropped (%s)\n", n, live.Dropped)
+		}
+	})
+	return hub, stop, nil
+}
