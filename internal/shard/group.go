@@ -307,9 +307,7 @@ func (p *proc) String() string {
 // dies fails the phase: the others are cancelled and their replies drained.
 func (g *Group) phase(ctx context.Context, reqs []Request, pr *client.Progress) ([]Reply, error) {
 	replies := make([]Reply, len(g.shards))
-	done := make([]int64, len(g.shards))
-	total := make([]int64, len(g.shards))
-	var mu sync.Mutex
+	prog := &progressSum{pr: pr, done: make([]int64, len(g.shards)), total: make([]int64, len(g.shards))}
 	type outcome struct {
 		i   int
 		err error
@@ -333,21 +331,7 @@ func (g *Group) phase(ctx context.Context, reqs []Request, pr *client.Progress) 
 					return
 				}
 				if r.Op == "progress" {
-					mu.Lock()
-					done[i], total[i] = r.Done, r.Total
-					var sum, all int64
-					for j := range done {
-						sum += done[j]
-						all += total[j]
-					}
-					mu.Unlock()
-					if pr != nil {
-						pr.Done.Store(sum)
-						pr.Total.Store(all)
-						if pr.Live != nil && r.Live != nil {
-							pr.Live.SetShard(i, p.name(), *r.Live)
-						}
-					}
+					prog.add(i, r, p.name())
 					continue
 				}
 				replies[i] = r
@@ -386,6 +370,33 @@ func (g *Group) phase(ctx context.Context, reqs []Request, pr *client.Progress) 
 		}
 	}
 	return replies, first
+}
+
+// progressSum adds up the shards' progress lines into one Progress.
+type progressSum struct {
+	pr          *client.Progress // nil: none
+	mu          sync.Mutex
+	done, total []int64
+}
+
+// add takes shard i's progress line.
+func (s *progressSum) add(i int, r Reply, name string) {
+	s.mu.Lock()
+	s.done[i], s.total[i] = r.Done, r.Total
+	var sum, all int64
+	for j := range s.done {
+		sum += s.done[j]
+		all += s.total[j]
+	}
+	s.mu.Unlock()
+	if s.pr == nil {
+		return
+	}
+	s.pr.Done.Store(sum)
+	s.pr.Total.Store(all)
+	if s.pr.Live != nil && r.Live != nil {
+		s.pr.Live.SetShard(i, name, *r.Live)
+	}
 }
 
 // Run runs one phase of any kind over the shards: the kind's Split
