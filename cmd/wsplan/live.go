@@ -21,10 +21,11 @@ type liveFlags struct {
 func (f *liveFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.listen, "metrics-listen", "", "serve live Prometheus metrics at http://ADDR/metrics during the run (e.g. 127.0.0.1:9464)")
 	cmd.Flags().StringArrayVar(&f.push, "metrics-push", nil, "push live metrics to URL during the run: Prometheus remote write (…/api/v1/write) or OTLP/HTTP (…/v1/metrics) (repeatable)")
-	cmd.Flags().DurationVar(&f.interval, "metrics-interval", live.DefaultInterval, "interval of --metrics-push")
+	cmd.Flags().DurationVar(&f.interval, "metrics-interval", plan.DefaultMetricsInterval, "interval of --metrics-push")
 }
 
-// targets are the push targets of the flags and the plan's metrics: key.
+// targets are the push targets of the flags (at --metrics-interval) and of
+// the plan's metrics: key (at its interval, with its headers).
 func (f *liveFlags) targets(p *plan.Plan) ([]live.Target, error) {
 	var out []live.Target
 	for _, u := range f.push {
@@ -34,6 +35,15 @@ func (f *liveFlags) targets(p *plan.Plan) ([]live.Target, error) {
 		}
 		t.Interval = f.interval
 		out = append(out, t)
+	}
+	m := p.Metrics
+	for _, u := range []struct {
+		url  string
+		otlp bool
+	}{{m.RemoteWrite, false}, {m.OTLP, true}} {
+		if u.url != "" {
+			out = append(out, live.Target{URL: u.url, OTLP: u.otlp, Headers: m.Headers, Interval: m.Interval.D()})
+		}
 	}
 	return out, nil
 }
@@ -48,8 +58,8 @@ func (f *liveFlags) start(p *plan.Plan, stderr io.Writer) (hub *live.Hub, stop f
 	if f.listen == "" && len(targets) == 0 {
 		return nil, func() {}, nil
 	}
-	if f.interval <= 0 {
-		return nil, nil, usageErr(fmt.Errorf("--metrics-interval %s: want > 0", f.interval))
+	if f.interval < plan.MinMetricsInterval {
+		return nil, nil, usageErr(fmt.Errorf("--metrics-interval %s: want >= %s", f.interval, plan.MinMetricsInterval))
 	}
 	hub = live.NewHub(p.Name)
 	var stops []func()

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -202,14 +203,18 @@ phases:
 // back, and says how many samples it dropped.
 func TestLivePushReceiverDown(t *testing.T) {
 	hang := startHangingServer(t)
-	dir := writePlan(t, `servers: [{name: gws}]
+	t.Setenv("WSPLAN_TEST_PUSH_TOKEN", "s3cret-push-token")
+	// The hanging receiver through the plan's metrics: key, with a secret
+	// header; the refusing one through the flag.
+	dir := writePlan(t, fmt.Sprintf(`metrics: {otlp: "http://%s/v1/metrics", interval: 500ms, headers: {Authorization: "Bearer ${env:WSPLAN_TEST_PUSH_TOKEN}"}}
+servers: [{name: gws}]
 phases:
   - connect: {connections: 50, concurrency: 50}
   - rate: {duration: 3s, rate: 20, payload: 64}
-`)
+`, hang))
 	refused := fmt.Sprintf("http://127.0.0.1:%d/api/v1/write", freeBasePort(t, 1))
 	r := startWsplan(t, dir, "run", "plan.yaml", "--progress", "off", "--json", "r.json", "--out", "logs",
-		"--metrics-push", refused, "--metrics-push", "http://"+hang+"/v1/metrics", "--metrics-interval", "500ms")
+		"--metrics-push", refused, "--metrics-interval", "500ms")
 	if code := r.wait(t, time.Minute); code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, r.stderrText())
 	}
@@ -220,15 +225,49 @@ phases:
 	if !strings.Contains(r.stderrText(), "samples dropped ("+live.Dropped+")") {
 		t.Errorf("no dropped samples reported; stderr:\n%s", r.stderrText())
 	}
+	if !hang.got(http.Header{"Authorization": {"Bearer s3cret-push-token"}}) {
+		t.Error("the plan's push did not reach its receiver with its header")
+	}
+	if strings.Contains(r.stderrText()+r.stdout.String(), "s3cret-push-token") {
+		t.Error("the header's secret was printed")
+	}
 }
 
-// startHangingServer accepts HTTP requests and never answers them (until
-// the test ends).
-func startHangingServer(t *testing.T) string {
+// hangingServer accepts HTTP requests and never answers them (until the
+// test ends); it remembers the requests' headers.
+type hangingServer struct {
+	addr    string
+	mu      sync.Mutex
+	headers []http.Header
+}
+
+func (h *hangingServer) String() string { return h.addr }
+
+// got reports whether a request carried every header of want.
+func (h *hangingServer) got(want http.Header) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, hd := range h.headers {
+		ok := true
+		for k := range want {
+			ok = ok && hd.Get(k) == want.Get(k)
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+func startHangingServer(t *testing.T) *hangingServer {
 	t.Helper()
-	addr := fmt.Sprintf("127.0.0.1:%d", freeBasePort(t, 1))
+	hs := &hangingServer{addr: fmt.Sprintf("127.0.0.1:%d", freeBasePort(t, 1))}
+	addr := hs.addr
 	done := make(chan struct{})
 	srv := &http.Server{Addr: addr, ReadHeaderTimeout: time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hs.mu.Lock()
+		hs.headers = append(hs.headers, r.Header.Clone())
+		hs.mu.Unlock()
 		select {
 		case <-done:
 		case <-r.Context().Done():
@@ -245,7 +284,7 @@ func startHangingServer(t *testing.T) string {
 			break
 		}
 	}
-	return addr
+	return hs
 }
 
 // TestLiveShards: with two client shards, the orchestrator exports each

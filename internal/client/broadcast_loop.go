@@ -462,9 +462,7 @@ func (r *broadcastRun) onData(l *loop, c *conn, ev *event, now int64) {
 		}
 	}
 	if r.unflushed++; r.unflushed >= progressBatch && r.pr != nil {
-		r.pr.Done.Add(r.unflushed)
-		r.unflushed = 0
-		r.pr.live().publish(&r.published, r.liveCounts())
+		r.flush()
 	}
 	if !r.sending && r.got >= r.want {
 		r.finish(l, false, now)
@@ -498,9 +496,7 @@ func (r *broadcastRun) lost(l *loop, c *conn, _ uint8, reason Reason) {
 // tick implements loopRun: it publishes progress.
 func (r *broadcastRun) tick(*loop, int64) {
 	if r.pr != nil && r.unflushed > 0 {
-		r.pr.Done.Add(r.unflushed)
-		r.unflushed = 0
-		r.pr.live().publish(&r.published, r.liveCounts())
+		r.flush()
 	}
 }
 
@@ -532,6 +528,13 @@ func (r *broadcastRun) finish(l *loop, stopped bool, now int64) {
 		r.pr.live().publish(&r.published, r.liveCounts())
 	}
 	l.finished(r.id(), &r.part, stopped)
+}
+
+// flush publishes the deliveries not yet in Progress, and Live's counts.
+func (r *broadcastRun) flush() {
+	r.pr.Done.Add(r.unflushed)
+	r.unflushed = 0
+	r.pr.live().publish(&r.published, r.liveCounts())
 }
 
 // liveCounts are this loop's totals so far, for Live.

@@ -19,7 +19,7 @@ import (
 // metrics.
 type Live struct {
 	sent, recv, failed, late, unsent atomic.Int64
-	connects, connectFailed          atomic.Int64
+	connects, connectFailed, exch    atomic.Int64
 
 	mu     sync.Mutex
 	lat    *hdrhistogram.Histogram // latencies of finished seconds
@@ -43,6 +43,7 @@ type LiveSnapshot struct {
 	Unsent        int64 `json:"unsent,omitempty"`         // paced kinds: scheduled, never sent (at the phase's end)
 	Connects      int64 `json:"connects,omitempty"`       // connections opened
 	ConnectFailed int64 `json:"connect_failed,omitempty"` // connection attempts given up
+	Exchanges     int64 `json:"exchanges,omitempty"`      // scripts: exchanges completed (a request and its reply)
 	// Latency is the latency histogram so far (seconds).
 	Latency NativeHist `json:"latency,omitzero"`
 	// CPUSeconds and RSS are the process's (a shard's, on its progress
@@ -134,7 +135,7 @@ func nativeOf(h *hdrhistogram.Histogram) NativeHist {
 // LiveCounts are a loop's running totals of a phase, as its part result
 // counts them; publish adds what changed since the loop's last publish.
 type LiveCounts struct {
-	Sent, Recv, Failed, Late, Unsent, Connects, ConnectFailed int64
+	Sent, Recv, Failed, Late, Unsent, Connects, ConnectFailed, Exchanges int64
 }
 
 // publish adds now - *last to l and remembers now. A nil l does nothing.
@@ -154,6 +155,7 @@ func (l *Live) publish(last *LiveCounts, now LiveCounts) {
 	add(&l.unsent, now.Unsent, last.Unsent)
 	add(&l.connects, now.Connects, last.Connects)
 	add(&l.connectFailed, now.ConnectFailed, last.ConnectFailed)
+	add(&l.exch, now.Exchanges, last.Exchanges)
 	*last = now
 }
 
@@ -202,7 +204,7 @@ func (l *Live) Shards() []LiveShard {
 func (l *Live) Snapshot() LiveSnapshot {
 	s := LiveSnapshot{
 		Sent: l.sent.Load(), Recv: l.recv.Load(), Failed: l.failed.Load(), Late: l.late.Load(),
-		Unsent: l.unsent.Load(), Connects: l.connects.Load(), ConnectFailed: l.connectFailed.Load(),
+		Unsent: l.unsent.Load(), Connects: l.connects.Load(), ConnectFailed: l.connectFailed.Load(), Exchanges: l.exch.Load(),
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -217,6 +219,7 @@ func (l *Live) Snapshot() LiveSnapshot {
 		s.Unsent += sh.Unsent
 		s.Connects += sh.Connects
 		s.ConnectFailed += sh.ConnectFailed
+		s.Exchanges += sh.Exchanges
 		s.CPUSeconds += sh.CPUSeconds
 		s.RSS += sh.RSS
 		s.Latency.add(sh.Latency)

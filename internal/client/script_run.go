@@ -156,6 +156,7 @@ type scriptRun struct {
 	zbits              uint8
 	zout               []byte
 	unflushed          int64
+	published          LiveCounts // what Live has of this loop
 	ending             bool
 }
 
@@ -321,6 +322,7 @@ func (r *scriptRun) progress(n int64) {
 	if r.job.pr != nil && r.unflushed >= progressBatch {
 		r.job.pr.Done.Add(r.unflushed)
 		r.unflushed = 0
+		r.job.pr.live().publish(&r.published, r.liveCounts())
 	}
 }
 
@@ -408,6 +410,9 @@ func (r *scriptRun) tick(l *loop, now int64) {
 		r.job.pr.Done.Add(r.unflushed)
 		r.unflushed = 0
 	}
+	if l.ph == r {
+		r.job.pr.live().publish(&r.published, r.liveCounts())
+	}
 }
 
 // lost implements loopRun: a user's connection dropped.
@@ -443,9 +448,22 @@ func (r *scriptRun) finish(l *loop, stopped bool, _ int64) {
 	if r.job.pr != nil && r.unflushed > 0 {
 		r.job.pr.Done.Add(r.unflushed)
 	}
+	r.job.pr.live().publish(&r.published, r.liveCounts())
 	for i, name := range r.job.prog.Exchanges {
 		e := r.part.exchange(name)
 		e.merge(&r.exch[i])
 	}
 	l.finished(r.job.phase, &r.part, stopped)
+}
+
+// liveCounts are this loop's totals so far, for Live: messages, users'
+// connections, and exchanges completed and failed.
+func (r *scriptRun) liveCounts() LiveCounts {
+	c := LiveCounts{Sent: r.part.Sent, Recv: r.part.Received, Late: r.part.Late, Connects: r.part.Users, ConnectFailed: r.part.OpenFailed}
+	for i := range r.exch {
+		e := &r.exch[i]
+		c.Exchanges += e.Count
+		c.Failed += e.Timeouts + e.Mismatched + e.Failed
+	}
+	return c
 }

@@ -34,6 +34,7 @@ const (
 	MessagesUnsent   = "wsplan_messages_unsent_total"
 	Connects         = "wsplan_connects_total"
 	ConnectFailures  = "wsplan_connect_failures_total"
+	Exchanges        = "wsplan_exchanges_total"
 	ConnectionsOpen  = "wsplan_connections_open"
 	Latency          = "wsplan_latency_seconds"
 	ClientCPU        = "wsplan_client_cpu_seconds_total"
@@ -83,6 +84,7 @@ var Defs = []Def{
 	{MessagesUnsent, Counter, "paced kinds: messages scheduled but never sent (at the phase's end)"},
 	{Connects, Counter, "connections opened"},
 	{ConnectFailures, Counter, "connection attempts given up"},
+	{Exchanges, Counter, "scripts: exchanges completed (a request and its reply)"},
 	{ConnectionsOpen, Gauge, "client connections open"},
 	{Latency, Histogram, "latency of each message: round trip, or from the scheduled send for paced kinds"},
 	{ClientCPU, Counter, "CPU time of the client processes (wsplan and its shards)"},
@@ -254,6 +256,7 @@ func counts(labels [][2]string, s client.LiveSnapshot) []Sample {
 		v(MessagesUnsent, float64(s.Unsent)),
 		v(Connects, float64(s.Connects)),
 		v(ConnectFailures, float64(s.ConnectFailed)),
+		v(Exchanges, float64(s.Exchanges)),
 		v(ClientCPU, s.CPUSeconds),
 		v(ClientMemory, float64(s.RSS)),
 		{Def: defOf(Latency), Labels: labels, Hist: s.Latency},

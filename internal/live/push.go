@@ -10,14 +10,8 @@ import (
 	"time"
 )
 
-// Push defaults.
-const (
-	// DefaultInterval is how often samples are pushed (plan:
-	// metrics.interval, flag --metrics-interval).
-	DefaultInterval = 5 * time.Second
-	// FinalTimeout bounds the last push, made when the run ends.
-	FinalTimeout = 3 * time.Second
-)
+// FinalTimeout bounds the last push, made when the run ends.
+const FinalTimeout = 3 * time.Second
 
 // Target is where and how to push.
 type Target struct {
@@ -29,7 +23,8 @@ type Target struct {
 	OTLP bool
 	// Headers are added to every request (e.g. Authorization).
 	Headers map[string]string
-	// Interval between pushes; 0 = DefaultInterval.
+	// Interval between pushes (plan.DefaultMetricsInterval unless the
+	// plan or --metrics-interval says), > 0.
 	Interval time.Duration
 }
 
@@ -73,7 +68,7 @@ type Pusher struct {
 // StartPush starts pushing to t.
 func StartPush(h *Hub, t Target) (*Pusher, error) {
 	if t.Interval <= 0 {
-		t.Interval = DefaultInterval
+		return nil, fmt.Errorf("push interval %s: want > 0", t.Interval)
 	}
 	client := &http.Client{Timeout: t.Interval, Transport: headerTransport{headers: t.Headers, rt: http.DefaultTransport}}
 	var s sender

@@ -3,10 +3,13 @@ package plan
 import (
 	"fmt"
 	"net/netip"
+	"net/url"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/wsplan/wsplan/frameworks"
 	"github.com/wsplan/wsplan/sysctl"
@@ -114,6 +117,26 @@ func (l *loader) checkClient(c *Client, allowRemote bool) {
 			l.fieldErr(path, "want an IP address such as 127.0.0.2, got %q", a)
 		case !addr.IsLoopback() && !allowRemote:
 			l.fieldErr(path, "%s is not a loopback address: set defaults.allow_remote: true to use it", a)
+		}
+	}
+}
+
+// checkMetrics checks metrics:'s URLs and header names.
+func (l *loader) checkMetrics(m *Metrics) {
+	for _, u := range []struct{ field, url string }{{"metrics.remote_write", m.RemoteWrite}, {"metrics.otlp", m.OTLP}} {
+		if u.url == "" {
+			continue
+		}
+		if x, err := url.Parse(u.url); err != nil || (x.Scheme != "http" && x.Scheme != "https") || x.Host == "" {
+			l.fieldErr(u.field, "want an http:// or https:// URL, got %q", u.url)
+		}
+	}
+	if m.Interval.D() < MinMetricsInterval {
+		l.fieldErr("metrics.interval", "must be >= %s, got %s", MinMetricsInterval, m.Interval)
+	}
+	for k := range m.Headers {
+		if !httpguts.ValidHeaderFieldName(k) {
+			l.fieldErr(keyPath("metrics.headers", k), "%q is not a valid header name", k)
 		}
 	}
 }

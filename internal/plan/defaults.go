@@ -40,6 +40,7 @@ func (l *loader) setDefaults(p *Plan) {
 	if p.Soak.LeakThreshold == 0 {
 		p.Soak.LeakThreshold = DefaultLeakThreshold
 	}
+	orDuration(&p.Metrics.Interval, DefaultMetricsInterval)
 	if k := p.Client.Kubernetes; k != nil {
 		if k.Namespace == "" {
 			k.Namespace = DefaultKubeNamespace

@@ -85,6 +85,7 @@ func (l *loader) load(data []byte, opts LoadOptions) *Plan {
 	l.checkDefaults(&p.Defaults, len(p.Servers))
 	l.checkClient(&p.Client, p.Defaults.AllowRemote)
 	l.checkSoak(&p.Soak)
+	l.checkMetrics(&p.Metrics)
 	l.checkServers(p, nodelaySet)
 	p.Phases = l.phases(own.phases)
 	if len(own.phases) == 0 {

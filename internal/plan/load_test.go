@@ -508,7 +508,7 @@ func TestAnchorsAndMergeKeys(t *testing.T) {
 
 	// A merged key is checked like a written one.
 	_, err = LoadBytes("m.yaml", []byte("x: &c {connections: 1, timeot: 1s}\n"), LoadOptions{})
-	if err == nil || !strings.Contains(err.Error(), "\n"+`m.yaml:1: unknown key "x" (known: name, description, vars, host, defaults, client, soak, servers, phases, assert, repeat, matrix)`) {
+	if err == nil || !strings.Contains(err.Error(), "\n"+`m.yaml:1: unknown key "x" (known: name, description, vars, host, defaults, client, soak, metrics, servers, phases, assert, repeat, matrix)`) {
 		t.Errorf("unknown top-level key: %v", err)
 	}
 	_, err = LoadBytes("m.yaml", []byte("servers: [{name: fake_plan_test}]\nphases:\n  - connect: &c {connections: 1, timeot: 1s}\n  - connect:\n      <<: *c\n"), LoadOptions{})

@@ -52,6 +52,10 @@ const (
 	DefaultIdleExit       = 30 * time.Second // client.idle_exit
 	DefaultRepeat         = 1
 	DefaultLeakThreshold  = 64 << 20 // soak.leak_threshold, bytes per hour
+	// DefaultMetricsInterval is metrics.interval and --metrics-interval.
+	DefaultMetricsInterval = 5 * time.Second
+	// MinMetricsInterval bounds metrics.interval and --metrics-interval.
+	MinMetricsInterval = 100 * time.Millisecond
 
 	// MaxIdlePoll bounds host.idle_poll: a CPU that polls longer burns
 	// its time for wake-ups that are no longer coming.
@@ -90,6 +94,7 @@ type Plan struct {
 	Defaults Defaults          `yaml:"defaults" doc:"settings for every server"`
 	Client   Client            `yaml:"client" doc:"the load-generating client"`
 	Soak     Soak              `yaml:"soak" doc:"how phases with a constant load (hold, rate, churn, script) judge the server's memory over time"`
+	Metrics  Metrics           `yaml:"metrics" doc:"push the run's live metrics while it runs (as --metrics-push)"`
 	// Servers are in plan order, after --only.
 	Servers []Server    `yaml:"servers" required:"true" min:"1" doc:"the servers to benchmark, each through every phase in turn"`
 	Phases  []Phase     `yaml:"phases" required:"true" min:"1" doc:"what to run against each server, in order; each item has one key, its kind"`
@@ -104,6 +109,15 @@ type Plan struct {
 	// Secrets are the values taken from the environment with
 	// ${env:NAME}, longest first; Redact removes them from text.
 	Secrets []string `yaml:"-"`
+}
+
+// Metrics is `metrics:`, where the run's live metrics are pushed while
+// it runs (besides --metrics-push).
+type Metrics struct {
+	RemoteWrite string            `yaml:"remote_write" doc:"Prometheus remote-write URL, e.g. http://prometheus:9090/api/v1/write; values may be ${env:NAME} secrets"`
+	OTLP        string            `yaml:"otlp" doc:"OTLP/HTTP metrics URL, e.g. http://otel-collector:4318/v1/metrics; values may be ${env:NAME} secrets"`
+	Interval    units.Duration    `yaml:"interval" default:"5s" min:"100ms" doc:"how often the metrics are pushed"`
+	Headers     map[string]string `yaml:"headers" doc:"HTTP headers of every push (e.g. Authorization: Bearer ${env:TOKEN}); values may be ${env:NAME} secrets"`
 }
 
 // Host is `host:`, what the host must look like.

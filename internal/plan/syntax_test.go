@@ -79,6 +79,7 @@ var syntaxGetters = map[string]func(*Plan) any{
 	"client.idle_exit":         func(p *Plan) any { return p.Client.IdleExit },
 	"soak.leak_threshold":      func(p *Plan) any { return p.Soak.LeakThreshold },
 	"soak.drain":               func(p *Plan) any { return p.Soak.Drain },
+	"metrics.interval":         func(p *Plan) any { return p.Metrics.Interval },
 	"servers[].path":           func(p *Plan) any { return p.Servers[0].Path },
 	"assert[].abort":           func(p *Plan) any { return p.Assert[0].Abort },
 }
