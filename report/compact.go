@@ -77,7 +77,9 @@ func Compact(w io.Writer, run *result.Run, format string) error {
 			}
 		}
 		if hasMetric(rs, metrics.ServerCPUPer1M) {
-			cols = append(cols, column{"CPU-s/1M srv/cli", func(r row) string {
+			// s/c: server/client; short, so that a client-bound row of 16
+			// characters' server names fits 80 columns.
+			cols = append(cols, column{"CPU-s/1M s/c", func(r row) string {
 				v := r.res.Metrics
 				return fmt.Sprintf("%.1f/%.1f", v.Float(metrics.ServerCPUPer1M), v.Float(metrics.ClientCPUPer1M))
 			}})

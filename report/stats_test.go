@@ -182,6 +182,18 @@ func TestCompact(t *testing.T) {
 			}
 		}
 	}
+	// The widest row a compact view of ci.yaml has: the longest preset's
+	// name, an echo's figures with both CPU figures, client-bound.
+	wide := &result.Run{Results: []result.Result{{Server: "nbio_nonblocking", Phase: "echo", Kind: "echo", OK: true,
+		Metrics: metrics.Values{"tps": 71182.0, metrics.P50: 6070 * time.Microsecond, metrics.P99: 11090 * time.Microsecond,
+			metrics.ServerCPUPer1M: 14.0, metrics.ClientCPUPer1M: 13.5, metrics.ClientBound: true}}}}
+	var buf bytes.Buffer
+	if err := Compact(&buf, wide, FormatMarkdown); err != nil {
+		t.Fatal(err)
+	}
+	if w := Width(buf.String()); w > 80 {
+		t.Errorf("compact view of a client-bound echo row is %d wide:\n%s", w, buf.String())
+	}
 }
 
 // TestJUnitRepeatsMatrix: JUnit has one case per (combination, server,
