@@ -388,3 +388,18 @@ func sendLateMax(r client.BroadcastResult) time.Duration {
 	}
 	return 0
 }
+
+// Speaks implements ProtocolSpeaker: a protocol that carries rooms
+// (client.ProtocolRooms) runs the phase: each connection joins its room
+// through it, publishers publish through it. The protocol, not a URL,
+// decides whether a publisher gets its own messages: include_sender
+// must stay true.
+func (p *Broadcast) Speaks(proto string) string {
+	switch {
+	case !client.ProtocolRooms(proto):
+		return proto + " carries no rooms"
+	case proto != "" && p.IncludeSender != nil && !*p.IncludeSender:
+		return "include_sender: false is a URL parameter of raw /broadcast servers; through a protocol every member of a room gets every message"
+	}
+	return ""
+}

@@ -20,6 +20,8 @@ const (
 	connectTLSP99       = "tls_p99"
 	connectUpgradeP50   = "upgrade_p50"
 	connectUpgradeP99   = "upgrade_p99"
+	connectGreetingP50  = "greeting_p50"
+	connectGreetingP99  = "greeting_p99"
 	connectTLSPerSecond = "tls_handshakes_per_s"
 	connectTLSResumed   = "tls_resumed"
 	// CPU milliseconds per handshake (the connect kind's CPU figures).
@@ -88,6 +90,8 @@ func init() {
 			{Name: connectTLSP99, Kind: metrics.Duration, Doc: "TLS handshake, 99th percentile; absent without TLS"},
 			{Name: connectUpgradeP50, Kind: metrics.Duration, Doc: "upgrade request to 101 response, median"},
 			{Name: connectUpgradeP99, Kind: metrics.Duration, Doc: "upgrade request to 101 response, 99th percentile"},
+			{Name: connectGreetingP50, Kind: metrics.Duration, Doc: "the protocol's handshake after the upgrade (101 response to e.g. MQTT CONNACK), median; absent on raw connections"},
+			{Name: connectGreetingP99, Kind: metrics.Duration, Doc: "the protocol's handshake after the upgrade, 99th percentile; absent on raw connections"},
 			{Name: connectTLSPerSecond, Kind: metrics.Float, Doc: "TLS handshakes completed per second of the phase; absent without TLS"},
 			{Name: connectTLSResumed, Kind: metrics.Count, Doc: "TLS handshakes that resumed a session; absent without TLS"},
 			{Name: connectClientCPUPerHS, Kind: metrics.Float, Doc: "client CPU milliseconds per connection opened (TCP connect, TLS handshake, upgrade)"},
@@ -141,6 +145,9 @@ func (p *Connect) Run(ctx context.Context, env *Env) (Outcome, error) {
 	latencyValues(v, r.Latency)
 	splitValues(v, connectTCPP50, connectTCPP99, r.TCP)
 	splitValues(v, connectUpgradeP50, connectUpgradeP99, r.Upgrade)
+	if histCount(r.Greeting) > 0 {
+		splitValues(v, connectGreetingP50, connectGreetingP99, r.Greeting)
+	}
 	if n := histCount(r.TLS); n > 0 {
 		splitValues(v, connectTLSP50, connectTLSP99, r.TLS)
 		v[connectTLSPerSecond] = rate(n, r.Used)

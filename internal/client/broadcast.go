@@ -91,9 +91,13 @@ type BroadcastParams struct {
 // subscriber.
 type BroadcastResult struct {
 	// Open step.
-	Opened     int64   `json:"opened"`      // connections opened
-	OpenFailed int64   `json:"open_failed"` // connections given up after all retries
-	Connect    Hist    `json:"connect"`     // handshake latency, ns
+	Opened     int64 `json:"opened"`      // connections opened
+	OpenFailed int64 `json:"open_failed"` // connections given up after all retries
+	Connect    Hist  `json:"connect"`     // handshake latency, ns
+	// Join is the latency of a room's join through a protocol (its send
+	// to the protocol's answer: SUBACK, receipt, ack), ns; empty on raw
+	// connections, whose room is in their URL.
+	Join       Hist    `json:"join"`
 	OpenErrors Reasons `json:"open_errors"`
 
 	// Run step.
@@ -233,6 +237,7 @@ func (r *BroadcastResult) Merge(other Result) {
 	r.Opened += o.Opened
 	r.OpenFailed += o.OpenFailed
 	r.Connect.add(o.Connect)
+	r.Join.add(o.Join)
 	r.OpenErrors.merge(o.OpenErrors)
 	r.Subscribers += o.Subscribers
 	r.Slow += o.Slow
@@ -397,6 +402,9 @@ func dropSets(c *Client) {
 
 // start implements Params.
 func (p *BroadcastParams) start(ph *phaseEnv) (*phasePlan, error) {
+	if _, rooms := ph.c.proto.(roomProtocol); ph.c.proto != nil && !rooms {
+		return nil, fmt.Errorf("client: broadcast: the server's protocol carries no rooms")
+	}
 	sets := setsOf(ph.c, p.Step == BroadcastOpen)
 	if sets == nil {
 		return nil, fmt.Errorf("client: broadcast: %s step without an open step before it", p.Step)
@@ -419,7 +427,11 @@ func (p *BroadcastParams) start(ph *phaseEnv) (*phasePlan, error) {
 			q := part.(*BroadcastParams)
 			set := &subscriberSet{first: q.First, conns: make([]*conn, q.Count)}
 			sets[i] = set
-			plan.starts[i] = func(l *loop) { l.broadcastOpen(ph.id, q, set, ph.pr) }
+			if ph.c.proto != nil {
+				plan.starts[i] = func(l *loop) { l.broadcastJoin(ph.id, q, set, ph.pr) }
+			} else {
+				plan.starts[i] = func(l *loop) { l.broadcastOpen(ph.id, q, set, ph.pr) }
+			}
 		}
 		ph.c.next += int64(p.count())
 	case BroadcastRun:
@@ -446,7 +458,7 @@ func (p *BroadcastParams) start(ph *phaseEnv) (*phasePlan, error) {
 	}
 	plan.done = func(res Result, why StopReason, wall time.Duration) StopReason {
 		r := res.(*BroadcastResult)
-		for _, h := range []*Hist{&r.Connect, &r.Latency, &r.SlowLatency, &r.SendLate} {
+		for _, h := range []*Hist{&r.Connect, &r.Join, &r.Latency, &r.SlowLatency, &r.SendLate} {
 			if h.Histogram == nil {
 				*h = NewHist()
 			}

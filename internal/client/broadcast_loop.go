@@ -76,6 +76,11 @@ type broadcastRun struct {
 	unflushed          int64
 	published          LiveCounts // what Live has of this loop
 	part               BroadcastResult
+
+	// Through a protocol (broadcast_proto.go): a message being published,
+	// its encoding, a decoded delivery, and the delivery as an event.
+	msg, ebuf, scratch []byte
+	evp                event
 }
 
 // broadcastStart begins the run step in this loop.
@@ -304,6 +309,9 @@ func (r *broadcastRun) publish(l *loop, j int, now int64) int {
 	}
 	phase := r.timetable.phase(j)
 	due := r.pacer.Due(time.Duration(now-r.start), phase)
+	if rp, ok := l.cl.proto.(roomProtocol); ok {
+		return r.publishProto(l, c, rp, due, pb, phase, now)
+	}
 	buf := l.wbuf[:0]
 	wrote := 0
 	room, member := uint32(pb.g/r.p.Publishers), uint32(pb.g%r.p.Publishers)
@@ -344,12 +352,18 @@ func (r *broadcastRun) appendFrame(l *loop, buf []byte, seq uint64, atUnix int64
 	f[hl-2] = byte(key >> 16)
 	f[hl-1] = byte(key >> 24)
 	var m [BroadcastMarkerLen]byte
-	putMarker(m[:], seq, atUnix)
-	binary.LittleEndian.PutUint32(m[16:], room)
-	binary.LittleEndian.PutUint32(m[20:], member)
+	putBroadcastMarker(m[:], seq, atUnix, room, member)
 	maskCopy(f[hl:], m[:], key, 0)
 	maskCopy(f[hl+BroadcastMarkerLen:], r.payload[BroadcastMarkerLen:], key, BroadcastMarkerLen)
 	return buf
+}
+
+// putBroadcastMarker writes a message's marker into m's first
+// BroadcastMarkerLen bytes.
+func putBroadcastMarker(m []byte, seq uint64, atUnix int64, room, member uint32) {
+	putMarker(m, seq, atUnix)
+	binary.LittleEndian.PutUint32(m[16:], room)
+	binary.LittleEndian.PutUint32(m[20:], member)
 }
 
 // slot returns c's subscriber index, or -1.

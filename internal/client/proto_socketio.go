@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"encoding/base64"
 	"strconv"
 	"unsafe"
 
@@ -225,4 +226,50 @@ func (p *socketIO) encode(dst []byte, s *protoConn, m *outMsg, id []byte) ([]byt
 	}
 	dst = append(dst, ']')
 	return dst, opText, id, nil
+}
+
+// Rooms (roomProtocol): the app joins a socket to room "wsplan.room.N" on
+// a "join" event (acknowledged), and fans a "publish" event's data out to
+// the room as a "message" event (examples/socketio/server.js does both).
+// JSON cannot carry the binary marker: the data is its base64 text.
+
+// sioRoomPrefix names the broadcast phase's rooms.
+const sioRoomPrefix = "wsplan.room."
+
+func (p *socketIO) joinRoom(dst []byte, s *protoConn, room int64, id []byte) ([]byte, byte, []byte, bool) {
+	dst = append(dst, eioMessage, sioEvent)
+	dst = append(dst, p.ns...)
+	s.ids++
+	n := len(id)
+	id = strconv.AppendUint(id, s.ids, 10)
+	dst = append(dst, id[n:]...)
+	dst = append(dst, `["join","`+sioRoomPrefix...)
+	dst = strconv.AppendInt(dst, room, 10)
+	dst = append(dst, `"]`...)
+	return dst, opText, id, true
+}
+
+func (p *socketIO) publishRoom(dst []byte, _ *protoConn, room int64, payload []byte) ([]byte, byte) {
+	dst = append(dst, eioMessage, sioEvent)
+	dst = append(dst, p.ns...)
+	dst = append(dst, `["publish",{"room":"`+sioRoomPrefix...)
+	dst = strconv.AppendInt(dst, room, 10)
+	dst = append(dst, `","data":"`...)
+	dst = base64.StdEncoding.AppendEncode(dst, payload)
+	dst = append(dst, `"}]`...)
+	return dst, opText
+}
+
+func (*socketIO) delivery(m *message, scratch []byte) ([]byte, bool) {
+	if m.Type != msgEvent || string(m.Topic) != "message" {
+		return nil, false
+	}
+	// ["message","<base64>"]
+	b := m.Body
+	i := bytes.IndexByte(b, ',')
+	if i < 0 || len(b) < i+4 || b[i+1] != '"' || b[len(b)-1] != ']' || b[len(b)-2] != '"' {
+		return nil, false
+	}
+	out, err := base64.StdEncoding.AppendDecode(scratch[:0], b[i+2:len(b)-2])
+	return out, err == nil
 }

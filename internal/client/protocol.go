@@ -95,6 +95,20 @@ func hasVerb(p wireProtocol, v uint8) bool {
 	return false
 }
 
+// ProtocolRooms reports whether a protocol carries the broadcast phase's
+// rooms (roomProtocol); raw messages carry them as /broadcast?room=N.
+func ProtocolRooms(name string) bool {
+	if name == ProtoRaw {
+		return true
+	}
+	p, err := makeProtocol(ProtocolOptions{Name: name})
+	if err != nil {
+		return false
+	}
+	_, ok := p.(roomProtocol)
+	return ok
+}
+
 // ProtocolVerbs returns the script verbs a protocol speaks (send is
 // every protocol's plain message); nil for an unknown protocol.
 func ProtocolVerbs(name string) []string {

@@ -1,0 +1,231 @@
+package client
+
+import (
+	"bytes"
+)
+
+// The broadcast phase through a server's protocol (roomProtocol): the open
+// step's connections greet, then join their room (an MQTT SUBSCRIBE, a
+// STOMP SUBSCRIBE, a Socket.IO join event, a GraphQL subscription) and
+// count as open once the protocol answered; publishers publish through
+// the protocol; a delivery is whatever message carries the phase's
+// payload, checked and timed exactly as a raw one (onData).
+
+// joinRun is the open step through a protocol on one loop.
+type joinRun struct {
+	baseRun
+	d         dialer
+	rp        roomProtocol
+	p         *BroadcastParams
+	set       *subscriberSet
+	pr        *Progress
+	started   int      // connections begun
+	waiting   [][]byte // by set index: the id of the join answer awaited; nil = none
+	pending   int      // joins awaiting an answer
+	joinAt    []int64  // by set index: loop clock the join was sent
+	joins     Hist     // join latency: the join's send to its answer
+	part      BroadcastResult
+	unflushed int64
+	filling   bool
+	buf, idb  []byte
+}
+
+// broadcastJoin begins the open step through the client's protocol.
+func (l *loop) broadcastJoin(id int64, p *BroadcastParams, set *subscriberSet, pr *Progress) {
+	r := &joinRun{baseRun: baseRun{id}, rp: l.cl.proto.(roomProtocol), p: p, set: set, pr: pr,
+		waiting: make([][]byte, len(set.conns)), joinAt: make([]int64, len(set.conns)), joins: NewHist()}
+	r.d.init(r, int64(p.Timeout), p.Retries, nil)
+	l.ph = r
+	l.setTick(p.Timeout / 10)
+	r.fill(l)
+}
+
+// fill starts attempts up to the concurrency, and ends the step when
+// every connection is open and joined, or failed.
+func (r *joinRun) fill(l *loop) {
+	if r.filling {
+		return
+	}
+	r.filling = true
+	for len(r.d.inflight) < max(r.p.Conc, 1) && r.started < len(r.set.conns) {
+		idx := int64(r.set.first + r.started)
+		r.started++
+		l.dial(&r.d, idx, 0)
+		if l.ph != r {
+			return
+		}
+	}
+	r.filling = false
+	if r.started == len(r.set.conns) && len(r.d.inflight) == 0 && r.pending == 0 {
+		r.finish(l, false, l.now())
+	}
+}
+
+// dialed implements dialHooks: the connection joins its room.
+func (r *joinRun) dialed(l *loop, c *conn, idx int64, now int64) {
+	k := idx - int64(r.set.first)
+	c.slot = k
+	r.set.conns[k] = c
+	room := idx / int64(r.p.RoomSize)
+	out, op, id, answered := r.rp.joinRoom(r.buf[:0], protoOf(c), room, r.idb[:0])
+	r.buf = out
+	l.sendProto(c, op, out)
+	if c.state != stOpen {
+		return // lost while writing: counted by lost
+	}
+	if answered {
+		r.waiting[k] = append([]byte(nil), id...)
+		r.joinAt[k] = now
+		r.pending++
+	} else {
+		r.joined(k)
+	}
+	r.fill(l)
+}
+
+// joined counts a subscriber ready.
+func (r *joinRun) joined(k int64) {
+	r.part.Opened++
+	if r.unflushed++; r.pr != nil && r.unflushed >= progressBatch {
+		r.pr.Done.Add(r.unflushed)
+		r.unflushed = 0
+	}
+}
+
+// gaveUp implements dialHooks.
+func (r *joinRun) gaveUp(l *loop, _ int64, _ Reason) {
+	r.unflushed++
+	r.fill(l)
+}
+
+// onMessage implements loopRun: a join's answer.
+func (r *joinRun) onMessage(l *loop, c *conn, m *message, now int64) {
+	k := c.slot
+	if k < 0 || k >= int64(len(r.waiting)) || r.set.conns[k] != c || r.waiting[k] == nil || !answer(m.Type) || !bytes.Equal(m.ID, r.waiting[k]) {
+		return // a delivery before the run, or anything else: not a join's answer
+	}
+	r.waiting[k] = nil
+	r.pending--
+	if m.Type == msgError {
+		r.part.OpenErrors.add(ReasonJoinRefused)
+		r.part.OpenFailed++
+		l.closeConn(c, closeNormal)
+		r.set.conns[k] = nil
+	} else {
+		record(r.joins.Histogram, now-r.joinAt[k])
+		r.joined(k)
+	}
+	r.fill(l)
+}
+
+// ReasonJoinRefused is a room join the protocol answered with an error.
+const ReasonJoinRefused Reason = "join refused"
+
+// lost implements loopRun: a connection lost while joining fails.
+func (r *joinRun) lost(l *loop, c *conn, _ uint8, reason Reason) {
+	k := c.slot
+	if k < 0 || k >= int64(len(r.waiting)) || r.set.conns[k] != c {
+		return
+	}
+	if r.waiting[k] != nil {
+		r.waiting[k] = nil
+		r.pending--
+		r.part.OpenFailed++
+		r.part.OpenErrors.add(reason)
+	}
+	r.set.conns[k] = nil
+	r.fill(l)
+}
+
+// tick implements loopRun: handshake deadlines, and joins never
+// answered within the attempt's timeout.
+func (r *joinRun) tick(l *loop, now int64) {
+	r.d.tick(l, now)
+	for k, id := range r.waiting {
+		if id != nil && now-r.joinAt[k] > int64(r.p.Timeout) && l.ph == r {
+			r.waiting[k] = nil
+			r.pending--
+			r.part.OpenFailed++
+			r.part.OpenErrors.add(ReasonJoinTimeout)
+			if c := r.set.conns[k]; c != nil {
+				l.closeConn(c, closeNormal)
+				r.set.conns[k] = nil
+			}
+		}
+	}
+	if l.ph == r && r.pr != nil && r.unflushed > 0 {
+		r.pr.Done.Add(r.unflushed)
+		r.unflushed = 0
+	}
+	if l.ph == r {
+		r.fill(l)
+	}
+}
+
+// ReasonJoinTimeout is a room join the protocol never answered.
+const ReasonJoinTimeout Reason = "join unanswered"
+
+// finish implements loopRun.
+func (r *joinRun) finish(l *loop, stopped bool, _ int64) {
+	if stopped {
+		r.d.abandon(l)
+	}
+	if r.pr != nil && r.unflushed > 0 {
+		r.pr.Done.Add(r.unflushed)
+	}
+	cr := r.d.result()
+	r.part.OpenFailed += cr.Failed
+	r.part.OpenErrors.merge(cr.Errors)
+	r.part.Connect = cr.Latency
+	r.part.Join = r.joins
+	if stopped {
+		r.part.Stopped = StopCanceled
+	}
+	l.finished(r.id(), &r.part, stopped)
+}
+
+// publishProto writes publisher j's due messages through the protocol
+// and returns the bytes written (publish's protocol path).
+func (r *broadcastRun) publishProto(l *loop, c *conn, rp roomProtocol, due int64, pb *publisher, phase float64, now int64) int {
+	room, member := uint32(pb.g/r.p.Publishers), uint32(pb.g%r.p.Publishers)
+	wrote := 0
+	for pb.next < due {
+		at := int64(r.pacer.At(pb.next, phase))
+		r.msg = append(r.msg[:0], r.payload...)
+		putBroadcastMarker(r.msg, uint64(pb.next), r.epochUnix+r.start+at, room, member)
+		out, op := rp.publishRoom(r.ebuf[:0], protoOf(c), int64(room), r.msg)
+		r.ebuf = out
+		l.sendProto(c, op, out)
+		wrote += len(out) + maxHeader
+		pb.next++
+		r.part.Published++
+		r.part.Deliveries += r.recv
+		r.part.SlowDeliveries += r.slowRcv
+		if now-(r.start+at) > r.lateAfter {
+			r.part.Late++
+		}
+		r.gate.sent(now, r.start+at)
+		if c.state != stOpen || c.flags&fWantOut != 0 {
+			break // lost, or its socket is full: resume sends the rest
+		}
+	}
+	return wrote
+}
+
+// onMessage implements loopRun: a protocol's message that carries a
+// delivery is checked as a raw one.
+func (r *broadcastRun) onMessage(l *loop, c *conn, m *message, now int64) {
+	rp, ok := l.cl.proto.(roomProtocol)
+	if !ok {
+		return
+	}
+	payload, ok := rp.delivery(m, r.scratch[:0])
+	if !ok {
+		return
+	}
+	if cap(payload) > cap(r.scratch) && len(payload) > 0 && &payload[0] != &m.Body[0] {
+		r.scratch = payload[:0]
+	}
+	r.evp = event{kind: evData, op: opBinary, end: true, data: payload, total: int64(len(payload))}
+	r.onData(l, c, &r.evp, now)
+}
