@@ -539,8 +539,10 @@ func (r *broadcastRun) finish(l *loop, stopped bool, now int64) {
 	}
 	if r.pr != nil && r.unflushed > 0 {
 		r.pr.Done.Add(r.unflushed)
-		r.pr.live().publish(&r.published, r.liveCounts())
 	}
+	final := r.liveCounts()
+	final.Lost = r.part.Lost()
+	r.pr.live().publish(&r.published, final)
 	l.finished(r.id(), &r.part, stopped)
 }
 

@@ -19,6 +19,7 @@ import (
 // metrics.
 type Live struct {
 	sent, recv, failed, late, unsent atomic.Int64
+	lost                             atomic.Int64
 	connects, connectFailed, exch    atomic.Int64
 
 	mu     sync.Mutex
@@ -39,6 +40,7 @@ type LiveSnapshot struct {
 	Sent          int64 `json:"sent,omitempty"`           // messages sent
 	Recv          int64 `json:"recv,omitempty"`           // messages received (echoes, deliveries, pongs)
 	Failed        int64 `json:"failed,omitempty"`         // messages that failed (a mismatch, a timeout)
+	Lost          int64 `json:"lost,omitempty"`           // messages whose reply never came (at the phase's end)
 	Late          int64 `json:"late,omitempty"`           // paced kinds: sends that left after late_after
 	Unsent        int64 `json:"unsent,omitempty"`         // paced kinds: scheduled, never sent (at the phase's end)
 	Connects      int64 `json:"connects,omitempty"`       // connections opened
@@ -135,7 +137,7 @@ func nativeOf(h *hdrhistogram.Histogram) NativeHist {
 // LiveCounts are a loop's running totals of a phase, as its part result
 // counts them; publish adds what changed since the loop's last publish.
 type LiveCounts struct {
-	Sent, Recv, Failed, Late, Unsent, Connects, ConnectFailed, Exchanges int64
+	Sent, Recv, Failed, Lost, Late, Unsent, Connects, ConnectFailed, Exchanges int64
 }
 
 // publish adds now - *last to l and remembers now. A nil l does nothing.
@@ -151,6 +153,7 @@ func (l *Live) publish(last *LiveCounts, now LiveCounts) {
 	add(&l.sent, now.Sent, last.Sent)
 	add(&l.recv, now.Recv, last.Recv)
 	add(&l.failed, now.Failed, last.Failed)
+	add(&l.lost, now.Lost, last.Lost)
 	add(&l.late, now.Late, last.Late)
 	add(&l.unsent, now.Unsent, last.Unsent)
 	add(&l.connects, now.Connects, last.Connects)
@@ -203,7 +206,7 @@ func (l *Live) Shards() []LiveShard {
 // shard's latest.
 func (l *Live) Snapshot() LiveSnapshot {
 	s := LiveSnapshot{
-		Sent: l.sent.Load(), Recv: l.recv.Load(), Failed: l.failed.Load(), Late: l.late.Load(),
+		Sent: l.sent.Load(), Recv: l.recv.Load(), Failed: l.failed.Load(), Lost: l.lost.Load(), Late: l.late.Load(),
 		Unsent: l.unsent.Load(), Connects: l.connects.Load(), ConnectFailed: l.connectFailed.Load(), Exchanges: l.exch.Load(),
 	}
 	l.mu.Lock()
@@ -215,6 +218,7 @@ func (l *Live) Snapshot() LiveSnapshot {
 		s.Sent += sh.Sent
 		s.Recv += sh.Recv
 		s.Failed += sh.Failed
+		s.Lost += sh.Lost
 		s.Late += sh.Late
 		s.Unsent += sh.Unsent
 		s.Connects += sh.Connects

@@ -22,14 +22,14 @@ func TestLivePublish(t *testing.T) {
 	var a, b LiveCounts
 	l.publish(&a, LiveCounts{Sent: 10, Recv: 8})
 	l.publish(&b, LiveCounts{Sent: 5, Late: 1})
-	l.publish(&a, LiveCounts{Sent: 30, Recv: 29, Failed: 1})
+	l.publish(&a, LiveCounts{Sent: 30, Recv: 29, Failed: 1, Lost: 2})
 	h := NewHistogram()
 	for _, v := range []int64{1e6, 1e6, 2e6, 50e6} {
 		record(h, v)
 	}
 	l.observe(h)
 	s := l.Snapshot()
-	if s.Sent != 35 || s.Recv != 29 || s.Failed != 1 || s.Late != 1 || s.Latency.Count != 4 {
+	if s.Sent != 35 || s.Recv != 29 || s.Failed != 1 || s.Lost != 2 || s.Late != 1 || s.Latency.Count != 4 {
 		t.Fatalf("snapshot %+v", s)
 	}
 	if n := s.Latency.Buckets[NativeBucket(0.001)]; n != 2 {

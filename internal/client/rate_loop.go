@@ -451,7 +451,7 @@ func (r *rateRun) finish(l *loop, stopped bool, now int64) {
 	if r.job.pr != nil && r.unflushed > 0 {
 		r.job.pr.Done.Add(r.unflushed)
 	}
-	r.job.pr.live().publish(&r.published, r.liveCounts())
+	r.job.pr.live().publish(&r.published, r.finalCounts())
 	r.gate.end(l)
 	r.part.Slack = time.Duration(r.gate.slack)
 	r.part.SendLate = Hist{r.gate.late}
@@ -459,6 +459,13 @@ func (r *rateRun) finish(l *loop, stopped bool, now int64) {
 	r.part.BytesPayload = r.part.BytesSent + r.part.BytesRecv
 	r.part.BytesWire = r.wireOut + l.wireIn - r.wireIn0
 	l.finished(r.job.phase, &r.part, stopped)
+}
+
+// finalCounts are this loop's totals at the end, with the echoes lost.
+func (r *rateRun) finalCounts() LiveCounts {
+	c := r.liveCounts()
+	c.Lost = r.part.Lost()
+	return c
 }
 
 // liveCounts are this loop's totals so far, for Live.

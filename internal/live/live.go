@@ -30,6 +30,7 @@ const (
 	MessagesSent     = "wsplan_messages_sent_total"
 	MessagesReceived = "wsplan_messages_received_total"
 	MessagesFailed   = "wsplan_messages_failed_total"
+	MessagesLost     = "wsplan_messages_lost_total"
 	MessagesLate     = "wsplan_messages_late_total"
 	MessagesUnsent   = "wsplan_messages_unsent_total"
 	Connects         = "wsplan_connects_total"
@@ -80,6 +81,7 @@ var Defs = []Def{
 	{MessagesSent, Counter, "messages sent (echo, rate, ping, broadcast publishes)"},
 	{MessagesReceived, Counter, "messages received intact (echoes, pongs, deliveries)"},
 	{MessagesFailed, Counter, "messages that failed (wrong payload, lost connection, timeout)"},
+	{MessagesLost, Counter, "open-loop kinds: messages whose reply or delivery never came (at the phase's end)"},
 	{MessagesLate, Counter, "paced kinds: messages sent later than late_after after their scheduled time"},
 	{MessagesUnsent, Counter, "paced kinds: messages scheduled but never sent (at the phase's end)"},
 	{Connects, Counter, "connections opened"},
@@ -252,6 +254,7 @@ func counts(labels [][2]string, s client.LiveSnapshot) []Sample {
 		v(MessagesSent, float64(s.Sent)),
 		v(MessagesReceived, float64(s.Recv)),
 		v(MessagesFailed, float64(s.Failed)),
+		v(MessagesLost, float64(s.Lost)),
 		v(MessagesLate, float64(s.Late)),
 		v(MessagesUnsent, float64(s.Unsent)),
 		v(Connects, float64(s.Connects)),
