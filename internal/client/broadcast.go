@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	Register(Kind{Name: "broadcast", NewParams: func() Params { return &BroadcastParams{} }, NewResult: func() Result { return &BroadcastResult{} }})
+	Register(Kind{Name: "broadcast", NewParams: func() Params { return &BroadcastParams{} }, NewResult: func() Result { return &BroadcastResult{} }, forget: dropSets})
 }
 
 // A broadcast phase runs in three steps, each one Client.Run of

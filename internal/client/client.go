@@ -234,7 +234,7 @@ func (c *Client) Close() error {
 		for _, l := range c.loops {
 			<-l.done
 		}
-		dropSets(c) // a broadcast phase cut short before its close step
+		forgetClient(c) // e.g. a broadcast phase cut short before its close step
 	})
 	return nil
 }
@@ -335,24 +335,6 @@ func (c *Client) collect(ctx context.Context, deadline time.Duration, posted []*
 		}
 	}
 	return results, why
-}
-
-// Echo runs a closed-loop echo phase over the open connections:
-// p.Concurrency of them each keep exactly one message in flight, sending
-// the next as soon as the echo of the previous one is complete, until
-// p.Warmup + p.Total messages were sent. The other open connections stand
-// by and replace connections that are lost. Latency is measured from the
-// send to the complete echo; warm-up echoes are neither counted nor
-// recorded.
-//
-// Progress counts finished echoes, warm-up included (Total = Warmup +
-// Total). A phase cut short (ctx canceled, Deadline, Close, or every
-// connection lost) returns what was measured, with Success + Failed <
-// Total and Stopped saying why; messages in flight then count as neither,
-// and their late echoes are discarded. Cancellation also returns ctx.Err(),
-// Close ErrClosed; Deadline and lost connections return a nil error.
-func (c *Client) Echo(ctx context.Context, p EchoParams, pr *Progress) (EchoResult, error) {
-	return runAs[EchoResult](c, ctx, &p, pr)
 }
 
 // distribute splits n slots over parts (loops or shards) in proportion to

@@ -2,12 +2,11 @@ package client
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
-
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/wsplan/wsplan/internal/pmdeflate"
 )
@@ -18,9 +17,6 @@ func init() {
 
 // DefaultEchoTimeout is EchoParams.Timeout when it is 0.
 const DefaultEchoTimeout = 10 * time.Second
-
-// maxPayload bounds a message's payload: each loop keeps one masked copy.
-const maxPayload = 64 << 20
 
 // EchoParams configure a closed-loop echo phase.
 type EchoParams struct {
@@ -69,6 +65,24 @@ type EchoResult struct {
 	// It grows as the phase runs, one RateSecond (48 bytes) per second;
 	// merged as a rate phase's (Max exact, P50 and P99 upper bounds).
 	Seconds []RateSecond `json:"seconds,omitempty"`
+}
+
+// Echo runs a closed-loop echo phase over the open connections:
+// p.Concurrency of them each keep exactly one message in flight, sending
+// the next as soon as the echo of the previous one is complete, until
+// p.Warmup + p.Total messages were sent. The other open connections stand
+// by and replace connections that are lost. Latency is measured from the
+// send to the complete echo; warm-up echoes are neither counted nor
+// recorded.
+//
+// Progress counts finished echoes, warm-up included (Total = Warmup +
+// Total). A phase cut short (ctx canceled, Deadline, Close, or every
+// connection lost) returns what was measured, with Success + Failed <
+// Total and Stopped saying why; messages in flight then count as neither,
+// and their late echoes are discarded. Cancellation also returns ctx.Err(),
+// Close ErrClosed; Deadline and lost connections return a nil error.
+func (c *Client) Echo(ctx context.Context, p EchoParams, pr *Progress) (EchoResult, error) {
+	return runAs[EchoResult](c, ctx, &p, pr)
 }
 
 // Kind implements Params.
@@ -558,31 +572,6 @@ func (e *echoRun) finish(l *loop, stopped bool, _ int64) {
 	e.job.pr.live().publish(&e.published, e.liveCounts())
 	e.part.Seconds = e.tl.secs
 	l.finished(e.job.phase, &e.part, stopped)
-}
-
-// spill turns c's pending data frame into queued output bytes, so that it
-// is finished after the phase (and its frame) is gone.
-func (l *loop) spill(r loopRun, c *conn) {
-	l.fc = c
-	b := r.frame(l, c.wkey, int(c.woff))
-	x := l.getExt(c)
-	if c.woff > 0 {
-		out := make([]byte, 0, len(b)+len(x.out))
-		out = append(out, b...)
-		x.out = append(out, x.out...)
-	} else {
-		x.out = append(x.out, b...)
-	}
-	c.flags &^= fDataPend
-	c.woff = 0
-}
-
-// record adds a latency to h.
-func record(h *hdrhistogram.Histogram, v int64) {
-	if err := h.RecordValue(v); err != nil {
-		// Only values above HistMax (120 s) fail; count them at the top.
-		_ = h.RecordValue(HistMax) // HistMax is within the bounds: cannot fail
-	}
 }
 
 // liveCounts are this loop's totals so far, for Live.

@@ -12,11 +12,14 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
-// A phase kind is one contract, declared in its own file (connect.go's
-// dial, echo.go, rate.go, hold.go, ping.go): its Params (JSON, split over
-// event loops and shards by one Split), what one event loop runs for it (a
-// loopRun), and its Result with one Merge used for loops and shards alike.
-// The loop's protocol layer (loop.go) and the shard transport name no kind.
+// A phase kind is one contract, declared in its own files (K.go, K_*.go:
+// echo, rate, hold, ping, broadcast, close, script; connect.go's dial is
+// the one every kind's connections come from): its Params (JSON, split
+// over event loops and shards by one Split), what one event loop runs for
+// it (a loopRun), and its Result with one Merge used for loops and shards
+// alike. The loop's protocol layer (loop.go) and the shard transport name
+// no kind, and no kind uses another's files: deleting a kind's files
+// removes only its registration (internal/layering's TestKindFilesApart).
 
 // Params are one phase kind's parameters. The kinds' params types are the
 // only implementations (the unexported method keeps it so).
@@ -47,6 +50,9 @@ type Kind struct {
 	Name      string
 	NewParams func() Params // a pointer to zero params, for JSON decoding
 	NewResult func() Result // a pointer to an empty result, for JSON decoding
+	// forget drops what the kind keeps for a client beyond one phase
+	// (broadcast's subscriber sets); Client.Close calls it. nil = nothing.
+	forget func(c *Client)
 }
 
 var (
@@ -62,6 +68,17 @@ func Register(k Kind) {
 		panic("client: duplicate kind " + k.Name)
 	}
 	kinds[k.Name] = k
+}
+
+// forgetClient drops what every kind keeps for c (Kind.forget).
+func forgetClient(c *Client) {
+	kindsMu.RLock()
+	defer kindsMu.RUnlock()
+	for _, k := range kinds {
+		if k.forget != nil {
+			k.forget(c)
+		}
+	}
 }
 
 // LookupKind returns the registered kind with that name.

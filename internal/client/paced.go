@@ -19,6 +19,21 @@ const DefaultSlack = 200 * time.Microsecond
 // slack existed). Slack 0 means DefaultSlack, as every zero default.
 const NoSlack = time.Duration(-1)
 
+// Defaults and bounds shared by the paced kinds (rate, broadcast, script).
+const (
+	// DefaultRateBatch is the most bytes one write carries when several
+	// messages are due on a connection at once (RateParams.Batch when 0),
+	// as the predecessor's 16 KiB.
+	DefaultRateBatch = 16 << 10
+	// DefaultLateAfter is how late after its scheduled time a message
+	// counts as late when a phase's late_after is 0 (RateParams,
+	// BroadcastParams, ScriptParams).
+	DefaultLateAfter = time.Millisecond
+	// pumpBytes bounds what one pump writes before the loop reads again:
+	// an overdriven phase must not starve the reads of its own echoes.
+	pumpBytes = 1 << 20
+)
+
 // pacedWake is the part of an open-loop sender that decides when its loop
 // wakes up, shared by every paced kind (rate, and through it capacity
 // search; broadcast): the timetable itself is a Pacer and a cursor, the

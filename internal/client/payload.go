@@ -11,6 +11,9 @@ import (
 // messages (echo, rate, broadcast, script); the client re-masks them per
 // message.
 
+// maxPayload bounds a message's payload: each loop keeps one masked copy.
+const maxPayload = 64 << 20
+
 // checkPayloadKind checks a phase's payload kind and file.
 func checkPayloadKind(kind string, file []byte) error {
 	switch kind {

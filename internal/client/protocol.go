@@ -79,6 +79,12 @@ func newMessage(kind uint8, op byte, topic, id, body []byte) message {
 	return message{Msg: script.Msg{Type: kind, Topic: topic, ID: id, Body: body}, op: op}
 }
 
+// answer reports whether a message of type t can be a protocol's answer
+// to a request (ByID expects take only those).
+func answer(t uint8) bool {
+	return t == msgAck || t == msgNext || t == msgComplete || t == msgError
+}
+
 // verbCodes are the script's verbs as outMsg verbs.
 var verbCodes = map[string]uint8{
 	script.VerbSend: verbSend, script.VerbEmit: verbEmit, script.VerbCall: verbCall, script.VerbNotify: verbNotify,

@@ -112,30 +112,6 @@ type RateResult struct {
 // Lost returns the messages sent whose echo never came: Sent - Recv - Failed.
 func (r RateResult) Lost() int64 { return r.Sent - r.Recv - r.Failed }
 
-// RateSecond is one second of a rate phase's timeline. A finished second
-// keeps only this summary point: its latency percentiles are computed
-// when the second ends. Merged over several loops or shards, P50, P99 and
-// Max are the highest of theirs (Max is exact; P50 and P99 are upper
-// bounds, exact for one part); the whole phase's Latency stays exact.
-type RateSecond struct {
-	Sent int64         `json:"sent"`
-	Recv int64         `json:"recv"`
-	Late int64         `json:"late"`
-	P50  time.Duration `json:"p50,omitempty"`
-	P99  time.Duration `json:"p99,omitempty"`
-	Max  time.Duration `json:"max,omitempty"`
-}
-
-// merge adds o into s.
-func (s *RateSecond) merge(o RateSecond) {
-	s.Sent += o.Sent
-	s.Recv += o.Recv
-	s.Late += o.Late
-	s.P50 = max(s.P50, o.P50)
-	s.P99 = max(s.P99, o.P99)
-	s.Max = max(s.Max, o.Max)
-}
-
 // Kind implements Params.
 func (p *RateParams) Kind() string { return "rate" }
 
@@ -233,21 +209,13 @@ func (p *RateParams) Split(weights []int) []Params {
 
 // Rate phase defaults.
 const (
-	// DefaultRateBatch is RateParams.Batch when 0: the most bytes one write
-	// carries, as the predecessor's 16 KiB.
-	DefaultRateBatch = 16 << 10
 	// DefaultRateDrain is RateParams.Drain when 0.
 	DefaultRateDrain = 2 * time.Second
-	// DefaultLateAfter is RateParams.LateAfter when 0.
-	DefaultLateAfter = time.Millisecond
 	// MinDefaultInflight and MaxDefaultInflight bound DefaultMaxInflight.
 	MinDefaultInflight = 16
 	MaxDefaultInflight = 1000
 	// DefaultMaxInflightBytes is RateParams.MaxInflightBytes when 0.
 	DefaultMaxInflightBytes = 64 << 20
-	// pumpBytes bounds what one pump writes before the loop reads again:
-	// an overdriven phase must not starve the reads of its own echoes.
-	pumpBytes = 1 << 20
 )
 
 // DefaultMaxInflight is RateParams.MaxInflight when 0: one second of

@@ -358,12 +358,6 @@ func (r *scriptRun) onMessage(l *loop, c *conn, m *message, now int64) {
 	r.deliver(l, &r.users[slot], slot, &m.Msg, now)
 }
 
-// answer reports whether a message of type t can be a protocol's answer
-// to a request (ByID expects take only those).
-func answer(t uint8) bool {
-	return t == msgAck || t == msgNext || t == msgComplete || t == msgError
-}
-
 // deliver matches one whole message.
 func (r *scriptRun) deliver(l *loop, u *user, slot int32, g *script.Msg, now int64) {
 	msg := g.Body

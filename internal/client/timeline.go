@@ -24,6 +24,30 @@ type timeline struct {
 	live     *Live // takes each second's latencies when it rolls (nil: none)
 }
 
+// RateSecond is one second of a rate phase's timeline. A finished second
+// keeps only this summary point: its latency percentiles are computed
+// when the second ends. Merged over several loops or shards, P50, P99 and
+// Max are the highest of theirs (Max is exact; P50 and P99 are upper
+// bounds, exact for one part); the whole phase's Latency stays exact.
+type RateSecond struct {
+	Sent int64         `json:"sent"`
+	Recv int64         `json:"recv"`
+	Late int64         `json:"late"`
+	P50  time.Duration `json:"p50,omitempty"`
+	P99  time.Duration `json:"p99,omitempty"`
+	Max  time.Duration `json:"max,omitempty"`
+}
+
+// merge adds o into s.
+func (s *RateSecond) merge(o RateSecond) {
+	s.Sent += o.Sent
+	s.Recv += o.Recv
+	s.Late += o.Late
+	s.P50 = max(s.P50, o.P50)
+	s.P99 = max(s.P99, o.P99)
+	s.Max = max(s.Max, o.Max)
+}
+
 // newTimeline starts a timeline at loop clock start.
 func newTimeline(start int64) timeline {
 	return timeline{start: start, from: math.MaxInt64, cur: NewHistogram()}

@@ -326,3 +326,20 @@ func (l *loop) closeConn(c *conn, code uint16) {
 	}
 	l.closeFD(c)
 }
+
+// spill turns c's pending data frame into queued output bytes, so that it
+// is finished after the phase (and its frame) is gone.
+func (l *loop) spill(r loopRun, c *conn) {
+	l.fc = c
+	b := r.frame(l, c.wkey, int(c.woff))
+	x := l.getExt(c)
+	if c.woff > 0 {
+		out := make([]byte, 0, len(b)+len(x.out))
+		out = append(out, b...)
+		x.out = append(out, x.out...)
+	} else {
+		x.out = append(x.out, b...)
+	}
+	c.flags &^= fDataPend
+	c.woff = 0
+}
