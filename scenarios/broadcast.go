@@ -28,6 +28,8 @@ const (
 	broadcastDeliveryRate = "delivery_rate"
 	broadcastFanoutP50    = "fanout_p50"
 	broadcastFanoutP99    = "fanout_p99"
+	broadcastJoinP50      = "join_p50"
+	broadcastJoinP99      = "join_p99"
 	broadcastFanoutMax    = "fanout_max"
 	broadcastIncomplete   = "incomplete"
 	broadcastSlow         = "slow"
@@ -99,6 +101,7 @@ func init() {
 			{Header: "TP99", Metric: metrics.P99, Delta: true},
 			{Header: "Fanout P99", Metric: broadcastFanoutP99, Delta: true},
 			{Header: "Slow P99", Metric: broadcastSlowP99},
+			{Header: "Mem/Sub", Metric: metrics.MemPerConn, Optional: true},
 			{Header: "Srv CPU-s/1M", Metric: metrics.ServerCPUPer1M, Delta: true, Format: FormatFloat2},
 			{Header: "Cli CPU-s/1M", Metric: metrics.ClientCPUPer1M, Format: FormatFloat2},
 			{Metric: ColServer},
@@ -108,6 +111,9 @@ func init() {
 		Efficiency: &Efficiency{Rate: broadcastDeliveryRate, EER: metrics.EER, Count: broadcastDelivered},
 		Metrics: metrics.Join([]metrics.Def{
 			{Name: metrics.Conns, Kind: metrics.Count, Doc: "connections the phase opened (rooms × room_size)"},
+			{Name: metrics.MemPerConn, Kind: metrics.Bytes, Doc: "server memory per subscriber: its RSS once every subscriber joined, less its RSS before the first phase, / subscribers; absent when the server's memory is not measured"},
+			{Name: broadcastJoinP50, Kind: metrics.Duration, Doc: "joining a room through a protocol (its subscribe to its answer), median; absent on raw connections"},
+			{Name: broadcastJoinP99, Kind: metrics.Duration, Doc: "joining a room through a protocol, 99th percentile; absent on raw connections"},
 			{Name: broadcastRooms, Kind: metrics.Count, Doc: "rooms"},
 			{Name: broadcastRoomSize, Kind: metrics.Count, Doc: "connections per room"},
 			{Name: broadcastPublishers, Kind: metrics.Count, Doc: "publishers per room"},
@@ -251,6 +257,12 @@ func (p *Broadcast) Run(ctx context.Context, env *Env) (Outcome, error) {
 		}
 		return Outcome{Failed: true, Error: fmt.Sprintf("%d of %d connections failed to open: %s", open.OpenFailed, p.Rooms*p.RoomSize, errorSummary(open.OpenErrors))}, err
 	}
+	var memPerSub int64 = -1 // the server's memory once every subscriber is in
+	if env.Mem != nil {
+		if m := env.Mem(); !m.NoServer && open.Opened > 0 {
+			memPerSub = max(0, m.Server-env.Base.Server) / open.Opened
+		}
+	}
 	r, err := run[client.BroadcastResult](ctx, env, p.params(client.BroadcastRun))
 	if cerr := closeAll(); err == nil && cerr != nil {
 		err = cerr
@@ -260,6 +272,13 @@ func (p *Broadcast) Run(ctx context.Context, env *Env) (Outcome, error) {
 	}
 	q := p.params(client.BroadcastRun)
 	out := Outcome{Metrics: BroadcastMetrics(*r, q), Histogram: HistString(r.Latency)}
+	if memPerSub >= 0 {
+		out.Metrics[metrics.MemPerConn] = memPerSub
+	}
+	if histCount(open.Join) > 0 {
+		out.Metrics[broadcastJoinP50] = time.Duration(open.Join.ValueAtQuantile(50))
+		out.Metrics[broadcastJoinP99] = time.Duration(open.Join.ValueAtQuantile(99))
+	}
 	out.Warnings = BroadcastWarnings(*r, q)
 	if w := readsWarning(q.Reads, r.Reads); w != "" {
 		out.Warnings = append(out.Warnings, w)

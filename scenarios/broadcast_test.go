@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/units"
 )
 
@@ -73,7 +74,7 @@ func TestBroadcastMetrics(t *testing.T) {
 		t.Errorf("slack %v wakeups %d (%v per message), send_late p50 %v p99 %v max %v, publish_lag_max %v; want 200µs, 94 (2), 20µs, 3ms, 3ms, 3ms",
 			v.Dur("slack"), v.Int("wakeups"), v.Float("wakeups_per_msg"), v.Dur("send_late_p50"), v.Dur("send_late_p99"), v.Dur("send_late_max"), v.Dur("publish_lag_max"))
 	}
-	checkDeclaredSet(t, "broadcast", v)
+	checkDeclaredSet(t, "broadcast", v, metrics.MemPerConn, broadcastJoinP50, broadcastJoinP99)
 	w := strings.Join(BroadcastWarnings(r, q), "\n")
 	for _, want := range []string{"2 of 10 messages published late (0 never; up to 3ms)", "1 of 30 deliveries to subscribers that read never came", "the server held their messages (8 of 10 delivered late", "had not delivered 2 by the end of the drain"} {
 		if !strings.Contains(w, want) {
