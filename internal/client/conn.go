@@ -20,6 +20,7 @@ const (
 	fDataPend                   // the data frame is not fully written (woff bytes are)
 	fNew                        // opened by the connect phase now running
 	fStamp                      // SO_TIMESTAMPNS is on: reads take the kernel's receive time (rxstamp.go)
+	fClosing                    // the client sent its close frame and waits for the server's: no second one is sent
 )
 
 // conn is one connection, owned by one loop. An idle open connection is

@@ -140,7 +140,7 @@ func (l *loop) onControl(c *conn, op byte, payload []byte) {
 		} else {
 			payload = nil
 		}
-		if c.flags&(fDataPend|fWantOut) == 0 {
+		if c.flags&(fDataPend|fWantOut|fClosing) == 0 {
 			l.cbuf = appendControl(l.cbuf[:0], opClose, payload, uint32(l.rng.Uint64()))
 			// Best effort reply: the connection is dropped right after.
 			_, _ = l.write(c, l.cbuf)

@@ -1,0 +1,462 @@
+package client
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// What one loop runs of a churn phase: its share of the open connections
+// in slots, the cycles' timetable (rate) or the connections' lifetimes
+// (timers), a dialer of its own for the replacements, the close
+// handshakes in progress, and the others' pings.
+
+// churnLateAfter is how late a cycle may start before it counts as late.
+const churnLateAfter = 10 * time.Millisecond
+
+// churnDrain is how long the phase waits after its duration for the pongs
+// still due (as a hold does).
+const churnDrain = DefaultHoldDrain
+
+// churnJob is one loop's share of a churn phase.
+type churnJob struct {
+	phase         int64
+	p             ChurnParams // this part's: its Rate, its Seed
+	first, stride int64       // replacement k is connection first + k×stride
+	start         time.Time
+	pr            *Progress
+	// Pings: the loop's connection 0 is the phase's connection pingFirst
+	// of pingTotal (their pings spread over the interval).
+	pingFirst, pingTotal int
+}
+
+// churnSlot is one place of the churned set: its open connection, or a
+// replacement being dialled, or nothing (given up, dropped).
+type churnSlot struct {
+	c        *conn
+	gen      uint32 // bumped at every connection the slot gets (lifetime timers)
+	pos      int32  // index in churnRun.open while c is open
+	dialling bool
+	pings    int64 // pings due so far on the slot's timetable
+	waiting  int32 // pings of the slot's connection without their pong
+}
+
+// churnClosing is a connection whose close handshake is in progress.
+type churnClosing struct {
+	c  *conn
+	at int64 // loop clock of our close frame
+}
+
+// churnRun is a churn phase on one loop. conn.slot holds a connection's
+// slot, or, with fClosing, its index in closing.
+type churnRun struct {
+	baseRun
+	d       dialer
+	job     *churnJob
+	rng     *rand.ChaCha8
+	slots   []churnSlot
+	open    []int32 // slots with an open connection: the ones a cycle picks from
+	closing []churnClosing
+	dialing map[int64]int32 // replacement number → slot, while dialled
+	next    int64           // replacements dialled
+	timers  timerHeap       // lifetimes
+	cu      cursor          // pings
+	ping    Pacer
+
+	start, end, stopAt int64 // loop clock
+	period             float64
+	k                  int64 // rate: cycles due so far
+	lifetime           bool
+	holding            bool
+	pending            int64 // pings without their pong
+	unflushed          int64
+	part               ChurnResult
+}
+
+// churnStart begins a churn phase on this loop.
+func (l *loop) churnStart(job *churnJob) {
+	p := &job.p
+	r := &churnRun{baseRun: baseRun{job.phase}, job: job, rng: l.rng, dialing: map[int64]int32{}, holding: true,
+		lifetime: p.Lifetime > 0}
+	if p.Seed != 0 {
+		var seed [32]byte
+		binary.LittleEndian.PutUint64(seed[:], p.Seed)
+		r.rng = rand.NewChaCha8(seed)
+	}
+	r.d.init(r, int64(p.Timeout), p.Retries, nil)
+	r.part.CloseLatency, r.part.PingLatency = NewHist(), NewHist()
+	l.ph = r
+	r.start = int64(job.start.Sub(l.epoch))
+	r.end = r.start + int64(p.Duration)
+	r.stopAt = r.end + max(int64(p.Timeout)*int64(p.Retries+1), int64(p.CloseTimeout), int64(churnDrain))
+	if p.Rate > 0 {
+		r.period = 1e9 / p.Rate
+	}
+	r.slots = make([]churnSlot, len(l.open))
+	r.open = make([]int32, 0, len(l.open))
+	for i, c := range l.open {
+		r.put(int32(i), c)
+	}
+	r.part.Conns = int64(len(r.slots))
+	if r.lifetime {
+		now := l.now()
+		for i := range r.slots {
+			r.arm(int32(i), now, true)
+		}
+	}
+	if p.Ping > 0 {
+		r.ping = Pacer{Duration: p.Duration, Rate: 1 / p.Ping.Seconds()}
+		r.cu = cursor{p: r.ping, first: job.pingFirst, total: job.pingTotal, n: len(r.slots)}
+	}
+	l.setTick(min(p.Timeout, p.CloseTimeout) / 10)
+	r.pump(l, l.now())
+}
+
+// put gives slot s the open connection c.
+func (r *churnRun) put(s int32, c *conn) {
+	sl := &r.slots[s]
+	sl.c, sl.dialling, sl.waiting = c, false, 0
+	sl.gen++
+	sl.pos = int32(len(r.open))
+	r.open = append(r.open, s)
+	c.slot = int64(s)
+}
+
+// take removes slot s's connection from the open set and returns it.
+func (r *churnRun) take(s int32) *conn {
+	sl := &r.slots[s]
+	c := sl.c
+	last := r.open[len(r.open)-1]
+	r.open[sl.pos] = last
+	r.slots[last].pos = sl.pos
+	r.open = r.open[:len(r.open)-1]
+	r.pending -= int64(sl.waiting)
+	r.part.PingsCut += int64(sl.waiting)
+	sl.c, sl.waiting = nil, 0
+	return c
+}
+
+// slotOf returns c's slot, or -1 when c is not one of the set's open
+// connections.
+func (r *churnRun) slotOf(c *conn) int32 {
+	if c.flags&fClosing != 0 {
+		return -1
+	}
+	if s := c.slot; s >= 0 && s < int64(len(r.slots)) && r.slots[s].c == c {
+		return int32(s)
+	}
+	return -1
+}
+
+// arm sets slot s's lifetime timer; first draws an open connection's
+// remaining life, which for a fixed or uniform lifetime is spread so
+// that the set does not close all at once.
+func (r *churnRun) arm(s int32, now int64, first bool) {
+	mean := float64(r.job.p.Lifetime)
+	u := float64(r.rng.Uint64()>>11) / (1 << 53)
+	var d float64
+	switch {
+	case r.job.p.LifetimeDist == LifetimeFixed && !first:
+		d = mean
+	case r.job.p.LifetimeDist == LifetimeFixed:
+		d = u * mean
+	case r.job.p.LifetimeDist == LifetimeUniform:
+		d = u * 2 * mean
+	default:
+		d = -mean * math.Log1p(-u)
+	}
+	r.timers.push(timer{at: now + int64(d), id: s, gen: r.slots[s].gen})
+}
+
+// wakeAt implements loopRun: the next cycle, lifetime, ping or end.
+func (r *churnRun) wakeAt() int64 {
+	w := r.stopAt
+	if !r.holding {
+		return w
+	}
+	w = min(w, r.end)
+	if r.lifetime {
+		if t := r.timers.next(); t >= 0 {
+			w = min(w, t)
+		}
+	} else {
+		w = min(w, r.cycleAt(r.k))
+	}
+	if r.job.p.Ping > 0 && r.cu.n > 0 && r.cu.at() < r.ping.Duration {
+		w = min(w, r.start+int64(r.cu.at()))
+	}
+	return w
+}
+
+// cycleAt is the loop clock cycle k is due (rate).
+func (r *churnRun) cycleAt(k int64) int64 {
+	return r.start + int64((float64(k)+0.5)*r.period)
+}
+
+// pump implements loopRun: the cycles and pings due, the phase's end.
+func (r *churnRun) pump(l *loop, now int64) {
+	if r.holding {
+		r.cycles(l, now)
+		if l.ph != r {
+			return
+		}
+		r.pings(l, now)
+		if l.ph != r {
+			return
+		}
+		if now >= r.end {
+			r.holding = false
+		}
+	}
+	if !r.holding && (now >= r.stopAt || len(r.d.inflight) == 0 && len(r.closing) == 0 && r.pending == 0) {
+		r.finish(l, false, now)
+	}
+}
+
+// cycles runs the cycles due by now.
+func (r *churnRun) cycles(l *loop, now int64) {
+	late := int64(churnLateAfter)
+	if r.lifetime {
+		for l.ph == r {
+			at := r.timers.next()
+			if at < 0 || at > now || at >= r.end {
+				return
+			}
+			t := r.timers.pop()
+			if sl := &r.slots[t.id]; sl.gen != t.gen || sl.c == nil {
+				continue // an old lifetime of the slot
+			}
+			if now-at > late {
+				r.part.Late++
+			}
+			r.cycle(l, t.id, now)
+		}
+		return
+	}
+	for l.ph == r {
+		at := r.cycleAt(r.k)
+		if at > now || at >= r.end {
+			return
+		}
+		r.k++
+		if now-at > late {
+			r.part.Late++
+		}
+		if len(r.open) == 0 {
+			r.part.Skipped++
+			continue
+		}
+		r.cycle(l, r.open[r.rng.Uint64()%uint64(len(r.open))], now)
+	}
+}
+
+// cycle closes slot s's connection and dials its replacement.
+func (r *churnRun) cycle(l *loop, s int32, now int64) {
+	c := r.take(s)
+	r.part.Cycles++
+	r.progress(1)
+	r.close(l, c, now)
+	if l.ph != r {
+		return
+	}
+	idx := r.job.first + r.next*r.job.stride
+	r.next++
+	r.slots[s].dialling = true
+	r.dialing[idx] = s
+	l.dial(&r.d, idx, 0)
+}
+
+// close ends c as the phase's close says.
+func (r *churnRun) close(l *loop, c *conn, now int64) {
+	how := r.job.p.Close
+	if how == CloseMixed {
+		how = CloseClean
+		if r.rng.Uint64()&1 == 0 {
+			how = CloseReset
+		}
+	}
+	if how == CloseReset {
+		// The close itself sends the reset; an error here leaves a FIN.
+		_ = unix.SetsockoptLinger(int(c.fd), unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
+		l.closeFD(c)
+		r.part.Resets++
+		return
+	}
+	c.flags |= fClosing
+	c.slot = int64(len(r.closing))
+	r.closing = append(r.closing, churnClosing{c: c, at: now})
+	l.sendControl(c, opClose, []byte{closeNormal >> 8, closeNormal & 0xff})
+}
+
+// closed takes closing entry c off the list.
+func (r *churnRun) closed(c *conn) (at int64, ok bool) {
+	i := c.slot
+	if i < 0 || i >= int64(len(r.closing)) || r.closing[i].c != c {
+		return 0, false
+	}
+	at = r.closing[i].at
+	last := len(r.closing) - 1
+	r.closing[i] = r.closing[last]
+	r.closing[i].c.slot = i
+	r.closing[last] = churnClosing{}
+	r.closing = r.closing[:last]
+	return at, true
+}
+
+// pings sends the pings due by now (as a hold does).
+func (r *churnRun) pings(l *loop, now int64) {
+	if r.job.p.Ping <= 0 || r.cu.n == 0 {
+		return
+	}
+	el := time.Duration(now - r.start)
+	visited := 0
+	for l.ph == r {
+		at := r.cu.at()
+		if at >= r.ping.Duration || at > el {
+			return
+		}
+		j := r.cu.j
+		if sl := &r.slots[j]; sl.c != nil {
+			if due := r.ping.Due(el, r.cu.phase(j)); sl.pings < due {
+				sl.pings = due
+				sl.waiting++
+				r.pending++
+				r.part.Pings++
+				var stamp [8]byte
+				binary.LittleEndian.PutUint64(stamp[:], uint64(l.now()))
+				l.sendControl(sl.c, opPing, stamp[:])
+			}
+		}
+		r.cu.advance()
+		if visited++; visited >= r.cu.n {
+			r.cu.seek(el)
+			visited = 0
+		}
+	}
+}
+
+// onPong implements loopRun: a pong of one of the set's connections.
+func (r *churnRun) onPong(l *loop, c *conn, payload []byte) {
+	s := r.slotOf(c)
+	if s < 0 {
+		return
+	}
+	r.part.Pongs++
+	if sl := &r.slots[s]; sl.waiting > 0 {
+		sl.waiting--
+		r.pending--
+	}
+	if len(payload) == 8 {
+		if sent := int64(binary.LittleEndian.Uint64(payload)); sent > 0 && sent <= l.now() {
+			record(r.part.PingLatency.Histogram, l.now()-sent)
+		}
+	}
+}
+
+// dialed implements dialHooks: a replacement is open.
+func (r *churnRun) dialed(l *loop, c *conn, idx int64, now int64) {
+	s, ok := r.dialing[idx]
+	if !ok {
+		l.closeConn(c, closeNormal) // cannot happen
+		return
+	}
+	delete(r.dialing, idx)
+	r.put(s, c)
+	if r.lifetime {
+		r.arm(s, now, false)
+	}
+}
+
+// gaveUp implements dialHooks: the slot stays empty (the dialer counted
+// the failure and its reasons).
+func (r *churnRun) gaveUp(_ *loop, idx int64, _ Reason) {
+	if s, ok := r.dialing[idx]; ok {
+		delete(r.dialing, idx)
+		r.slots[s].dialling = false
+	}
+}
+
+// lost implements loopRun: the end of a close handshake, or a connection
+// of the set dropped.
+func (r *churnRun) lost(l *loop, c *conn, flags uint8, reason Reason) {
+	if flags&fClosing != 0 {
+		at, ok := r.closed(c)
+		switch {
+		case !ok:
+		case len(reason) >= len(ReasonServerClose) && reason[:len(ReasonServerClose)] == ReasonServerClose:
+			r.part.Clean++
+			record(r.part.CloseLatency.Histogram, l.now()-at)
+		case reason == ReasonEOF:
+			r.part.CloseEOF++
+		default:
+			r.part.CloseErrors.add(reason)
+		}
+		return
+	}
+	s := r.slotOf(c) // c.flags were cleared with the socket
+	if s < 0 {
+		return
+	}
+	r.take(s)
+	r.part.Dropped++
+	r.part.Errors.add(reason)
+}
+
+// tick implements loopRun: handshake and close deadlines, progress.
+func (r *churnRun) tick(l *loop, now int64) {
+	r.d.tick(l, now)
+	if l.ph != r {
+		return
+	}
+	limit := int64(r.job.p.CloseTimeout)
+	for i := len(r.closing) - 1; i >= 0; i-- {
+		if i >= len(r.closing) {
+			continue
+		}
+		if cc := r.closing[i]; now-cc.at >= limit {
+			r.closed(cc.c)
+			r.part.CloseTimeouts++
+			l.closeFD(cc.c)
+		}
+	}
+	if r.job.pr != nil && r.unflushed > 0 {
+		r.job.pr.Done.Add(r.unflushed)
+		r.unflushed = 0
+	}
+	if !r.holding && len(r.d.inflight) == 0 && len(r.closing) == 0 {
+		r.pump(l, now)
+	}
+}
+
+// progress publishes cycles in batches.
+func (r *churnRun) progress(n int64) {
+	r.unflushed += n
+	if r.job.pr != nil && r.unflushed >= progressBatch {
+		r.job.pr.Done.Add(r.unflushed)
+		r.unflushed = 0
+	}
+}
+
+// finish implements loopRun: attempts in flight are abandoned and close
+// handshakes still waiting are cut; the set's open connections stay open
+// for the next phases.
+func (r *churnRun) finish(l *loop, stopped bool, _ int64) {
+	l.ph = nil
+	r.d.abandon(l)
+	for _, cc := range r.closing {
+		l.closeFD(cc.c)
+	}
+	r.closing = nil
+	for _, s := range r.open {
+		r.slots[s].c.slot = 0
+	}
+	r.part.Alive = int64(len(r.open))
+	r.part.Connect = *r.d.result()
+	if r.job.pr != nil && r.unflushed > 0 {
+		r.job.pr.Done.Add(r.unflushed)
+	}
+	l.finished(r.job.phase, &r.part, stopped)
+}

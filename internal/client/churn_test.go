@@ -1,0 +1,151 @@
+package client
+
+import (
+	"bufio"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wsplan/wsplan/internal/testserver"
+)
+
+// TestChurn: at a rate, connections close (a clean close handshake, a
+// reset, or either) and their replacements open while the others keep
+// pinging; every cycle is accounted for (closed one way, reopened), the
+// set is as large at the end as at the start, and the server sees every
+// connection that was closed go away.
+func TestChurn(t *testing.T) {
+	for _, how := range []string{CloseClean, CloseReset, CloseMixed} {
+		t.Run(how, func(t *testing.T) {
+			srv := testserver.Start(t, testserver.Options{})
+			c := newClient(t, Options{Targets: []string{srv.Addr()}, Loops: 2})
+			mustConnect(t, c, 100)
+			pr := &Progress{}
+			res, err := c.Churn(t.Context(), ChurnParams{Duration: 2 * time.Second, Rate: 100, Close: how, Ping: 200 * time.Millisecond}, pr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Cycles < 190 || res.Cycles > 200 || res.Skipped != 0 || res.Stopped != "" {
+				t.Errorf("%d cycles (%d skipped, stopped %q), want 200 at 100/s for 2s", res.Cycles, res.Skipped, res.Stopped)
+			}
+			if res.Connect.Success != res.Cycles || res.Connect.Failed != 0 || res.Connect.Latency.TotalCount() != res.Cycles {
+				t.Errorf("replacements %+v for %d cycles", res.Connect, res.Cycles)
+			}
+			closes := res.Clean + res.Resets
+			if closes != res.Cycles || res.CloseEOF != 0 || res.CloseTimeouts != 0 || len(res.CloseErrors) != 0 {
+				t.Errorf("closes: %d clean, %d reset, %d eof, %d timeouts, %v; want %d", res.Clean, res.Resets, res.CloseEOF, res.CloseTimeouts, res.CloseErrors, res.Cycles)
+			}
+			switch how {
+			case CloseClean:
+				if res.Resets != 0 || res.CloseLatency.TotalCount() != res.Clean {
+					t.Errorf("clean: %d resets, %d close latencies", res.Resets, res.CloseLatency.TotalCount())
+				}
+			case CloseReset:
+				if res.Clean != 0 {
+					t.Errorf("reset: %d clean", res.Clean)
+				}
+			case CloseMixed:
+				if res.Clean < res.Cycles/4 || res.Resets < res.Cycles/4 {
+					t.Errorf("mixed: %d clean, %d reset", res.Clean, res.Resets)
+				}
+			}
+			if res.Conns != 100 || res.Alive != 100 || c.Conns() != 100 || res.Dropped != 0 {
+				t.Errorf("conns %d → %d (client %d), dropped %d %v", res.Conns, res.Alive, c.Conns(), res.Dropped, res.Errors)
+			}
+			if res.Pings < 900 || res.Pongs+res.PingsCut != res.Pings || res.PingsCut > res.Cycles || res.PingLatency.TotalCount() != res.Pongs {
+				t.Errorf("pings %d, pongs %d, cut %d, latencies %d", res.Pings, res.Pongs, res.PingsCut, res.PingLatency.TotalCount())
+			}
+			if pr.Done.Load() != res.Cycles || pr.Total.Load() != 200 {
+				t.Errorf("progress %d/%d", pr.Done.Load(), pr.Total.Load())
+			}
+			waitFor(t, "the server to see the closed connections go", func() bool { return srv.Live() == 100 })
+			if srv.Conns() != 100+res.Cycles {
+				t.Errorf("server saw %d upgrades, want %d", srv.Conns(), 100+res.Cycles)
+			}
+			// The set is usable by the next phase.
+			if e, err := c.Echo(t.Context(), EchoParams{Total: 200, Concurrency: 100, Payload: 16, Verify: true}, nil); err != nil || e.Success != 200 {
+				t.Errorf("echo after churn: %+v, %v", e, err)
+			}
+		})
+	}
+}
+
+// TestChurnLifetime: with a lifetime instead of a rate, each connection
+// closes when its own life ends and its replacement draws a new one: a
+// fixed lifetime of 200 ms over 40 connections for 1 s is about 40 × 4.5
+// cycles (the first lives are spread over [0, 200ms]).
+func TestChurnLifetime(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{})
+	c := newClient(t, Options{Targets: []string{srv.Addr()}})
+	mustConnect(t, c, 40)
+	res, err := c.Churn(t.Context(), ChurnParams{Duration: time.Second, Lifetime: 200 * time.Millisecond, LifetimeDist: LifetimeFixed, Close: CloseReset, Seed: 7}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Cycles < 150 || res.Cycles > 200 || res.Connect.Success != res.Cycles || res.Alive != 40 {
+		t.Errorf("%d cycles, %d reopened, %d alive: want ~180, all reopened, 40", res.Cycles, res.Connect.Success, res.Alive)
+	}
+}
+
+// TestChurnCloseTimeout: a server that never answers a close frame has
+// each clean close cut after close_timeout, counted as such.
+func TestChurnCloseTimeout(t *testing.T) {
+	srv := &rawServer{handle: func(c net.Conn, r *bufio.Reader) {
+		for {
+			if _, _, _, err := readClientFrame(r); err != nil {
+				return
+			}
+		}
+	}}
+	addr := srv.start(t)
+	c := newClient(t, Options{Targets: []string{addr}})
+	mustConnect(t, c, 10)
+	res, err := c.Churn(t.Context(), ChurnParams{Duration: 500 * time.Millisecond, Rate: 20, CloseTimeout: 100 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Cycles < 8 || res.CloseTimeouts != res.Cycles || res.Clean != 0 || res.Connect.Success != res.Cycles {
+		t.Errorf("%d cycles, %d close timeouts, %d clean, %d reopened", res.Cycles, res.CloseTimeouts, res.Clean, res.Connect.Success)
+	}
+}
+
+// TestChurnReplacementsFail: replacements that cannot connect are counted
+// failed with their reason, and the set shrinks by as many.
+func TestChurnReplacementsFail(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{})
+	c := newClient(t, Options{Targets: []string{srv.Addr()}})
+	mustConnect(t, c, 20)
+	srv.Listener.Close() // new connections are refused; open ones stay
+	res, err := c.Churn(t.Context(), ChurnParams{Duration: 300 * time.Millisecond, Rate: 20, Close: CloseReset}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Cycles < 4 || res.Connect.Failed != res.Cycles || res.Connect.Success != 0 || res.Alive != 20-res.Cycles || res.Connect.Errors["connect: connection refused"] != res.Cycles {
+		t.Errorf("%d cycles, %+v, %d alive", res.Cycles, res.Connect, res.Alive)
+	}
+}
+
+func TestChurnParams(t *testing.T) {
+	for _, c := range []struct {
+		p    ChurnParams
+		want string
+	}{
+		{ChurnParams{Duration: time.Second, Rate: 1}, ""},
+		{ChurnParams{Duration: time.Second, Lifetime: time.Second, LifetimeDist: LifetimeUniform}, ""},
+		{ChurnParams{Duration: time.Second}, "give one of rate and lifetime"},
+		{ChurnParams{Duration: time.Second, Rate: 1, Lifetime: time.Second}, "give one of rate and lifetime"},
+		{ChurnParams{Rate: 1}, "duration must be > 0"},
+		{ChurnParams{Duration: time.Second, Rate: 1, Close: "slam"}, `close must be clean, reset or mixed, got "slam"`},
+		{ChurnParams{Duration: time.Second, Lifetime: 1, LifetimeDist: "normal"}, `lifetime_dist must be`},
+	} {
+		err := c.p.Validate()
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%+v: %v, want %q", c.p, err, c.want)
+		}
+	}
+	parts := (&ChurnParams{Duration: time.Second, Rate: 90, Seed: 5}).Split([]int{10, 0, 20})
+	if parts[1] != nil || parts[0].(*ChurnParams).Rate != 30 || parts[2].(*ChurnParams).Rate != 60 || parts[0].(*ChurnParams).Seed == parts[2].(*ChurnParams).Seed {
+		t.Errorf("split %+v %+v %+v", parts[0], parts[1], parts[2])
+	}
+}

@@ -1,0 +1,80 @@
+package scenarios
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/units"
+)
+
+// churnDriver answers a churn phase with a canned result.
+type churnDriver struct {
+	got client.ChurnParams
+	res client.ChurnResult
+}
+
+func (d *churnDriver) Run(_ context.Context, p client.Params, _ *client.Progress) (client.Result, error) {
+	d.got = *p.(*client.ChurnParams)
+	r := d.res
+	return &r, nil
+}
+
+func (d *churnDriver) Conns() int { return 200 }
+
+// TestChurnPhase: defaults and rules (one of rate, fraction, lifetime), a
+// fraction turned into a rate over the open connections, the metrics,
+// and a row failed by replacements that failed or connections dropped,
+// with their reasons.
+func TestChurnPhase(t *testing.T) {
+	ctx := Context{Conns: 200}
+	p := &Churn{Duration: units.Duration(10 * time.Second), Fraction: 0.5}
+	Defaults(p, ctx)
+	if errs := Check(p, ctx); len(errs) != 0 || p.Close != client.CloseClean || p.LifetimeDist != client.LifetimeExponential || p.Timeout.D() != 5*time.Second || p.CloseTimeout.D() != 5*time.Second {
+		t.Fatalf("defaults %+v, errors %v", p, errs)
+	}
+	h := client.NewHist()
+	h.RecordValue(int64(time.Millisecond))
+	drv := &churnDriver{res: client.ChurnResult{Conns: 200, Alive: 197, Cycles: 1000, Clean: 1000, CloseLatency: h, PingLatency: client.NewHist(),
+		Connect: client.ConnectResult{Total: 1000, Success: 998, Failed: 2, Latency: h, Errors: client.Reasons{"connect: connection refused": 2}},
+		Dropped: 1, Errors: client.Reasons{client.ReasonEOF: 1}, Used: 11 * time.Second}}
+	out, err := p.Run(t.Context(), &Env{Driver: drv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if drv.got.Rate != 100 || drv.got.Close != client.CloseClean || drv.got.Duration != 10*time.Second {
+		t.Errorf("params %+v: want rate 0.5 × 200 connections", drv.got)
+	}
+	m := out.Metrics
+	if m.Int(churnCycles) != 1000 || m.Float(churnConnectRate) != 99.8 || m.Float(churnTargetRate) != 100 || m.Dur(churnCloseP99) < time.Millisecond || m.Int("failed") != 2 || m.Int(churnAlive) != 197 {
+		t.Errorf("metrics %v", m)
+	}
+	if want := "2 of 1000 replacements failed: connect: connection refused ×2; 1 connections dropped: eof ×1"; !out.Failed || out.Error != want {
+		t.Errorf("outcome %q, want %q", out.Error, want)
+	}
+	for _, c := range []struct {
+		p    Churn
+		want string
+	}{
+		{Churn{Duration: units.Duration(time.Second)}, "rate: give one of rate"},
+		{Churn{Duration: units.Duration(time.Second), Rate: 1, Lifetime: units.Duration(time.Second)}, "rate: give one of rate"},
+		{Churn{Duration: units.Duration(time.Second), Rate: 1, Close: "slam"}, `close: must be clean, reset or mixed, got "slam"`},
+	} {
+		q := c.p
+		Defaults(&q, ctx)
+		var msgs []string
+		for _, e := range Check(&q, ctx) {
+			msgs = append(msgs, e.Error())
+		}
+		if got := strings.Join(msgs, "; "); !strings.Contains(got, c.want) {
+			t.Errorf("%+v: %q, want %q", c.p, got, c.want)
+		}
+	}
+	lone := &Churn{Duration: units.Duration(time.Second), Rate: 1}
+	Defaults(lone, Context{})
+	if errs := Check(lone, Context{}); len(errs) != 1 || !strings.Contains(errs[0].Msg, "connect phase") {
+		t.Errorf("no open connections: %v", errs)
+	}
+}
