@@ -73,6 +73,7 @@ type churnRun struct {
 	holding            bool
 	pending            int64 // pings without their pong
 	unflushed          int64
+	published          LiveCounts // what the live metrics have of this loop's share
 	part               ChurnResult
 }
 
@@ -422,10 +423,7 @@ func (r *churnRun) tick(l *loop, now int64) {
 			l.closeFD(cc.c)
 		}
 	}
-	if r.job.pr != nil && r.unflushed > 0 {
-		r.job.pr.Done.Add(r.unflushed)
-		r.unflushed = 0
-	}
+	r.flush()
 	if !r.holding && len(r.d.inflight) == 0 && len(r.closing) == 0 {
 		r.pump(l, now)
 	}
@@ -435,9 +433,21 @@ func (r *churnRun) tick(l *loop, now int64) {
 func (r *churnRun) progress(n int64) {
 	r.unflushed += n
 	if r.job.pr != nil && r.unflushed >= progressBatch {
+		r.flush()
+	}
+}
+
+// flush publishes the cycles not yet published, and the live counts:
+// replacements opened and given up, pings and pongs.
+func (r *churnRun) flush() {
+	if r.job.pr == nil {
+		return
+	}
+	if r.unflushed > 0 {
 		r.job.pr.Done.Add(r.unflushed)
 		r.unflushed = 0
 	}
+	r.job.pr.live().publish(&r.published, LiveCounts{Connects: r.d.part.Success, ConnectFailed: r.d.part.Failed, Sent: r.part.Pings, Recv: r.part.Pongs})
 }
 
 // finish implements loopRun: attempts in flight are abandoned and close
@@ -455,8 +465,6 @@ func (r *churnRun) finish(l *loop, stopped bool, _ int64) {
 	}
 	r.part.Alive = int64(len(r.open))
 	r.part.Connect = *r.d.result()
-	if r.job.pr != nil && r.unflushed > 0 {
-		r.job.pr.Done.Add(r.unflushed)
-	}
+	r.flush()
 	l.finished(r.job.phase, &r.part, stopped)
 }
