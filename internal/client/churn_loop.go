@@ -18,8 +18,8 @@ import (
 const churnLateAfter = 10 * time.Millisecond
 
 // churnDrain is how long the phase waits after its duration for the pongs
-// still due (as a hold does).
-const churnDrain = DefaultHoldDrain
+// still due (as long as a hold does).
+const churnDrain = time.Second
 
 // churnJob is one loop's share of a churn phase.
 type churnJob struct {
