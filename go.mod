@@ -8,6 +8,8 @@ require (
 	github.com/antlabs/quickws v0.1.9
 	github.com/cloudwego/hertz v0.10.4
 	github.com/creack/pty v1.1.24
+	github.com/eclipse/paho.golang v0.23.0
+	github.com/eclipse/paho.mqtt.golang v1.5.1
 	github.com/expr-lang/expr v1.17.8
 	github.com/fasthttp/websocket v1.5.12
 	github.com/go-netty/go-netty-ws v1.0.7

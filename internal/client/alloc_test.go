@@ -49,6 +49,19 @@ func loopPair(tb testing.TB) (*loop, *conn, int) {
 	return l, c, fds[1]
 }
 
+// stopOnCleanup ends the loop's run, then the loop, and closes the peer
+// of a loopPair when the test ends.
+func stopOnCleanup(tb testing.TB, l *loop, peer int) {
+	tb.Cleanup(func() {
+		if l.ph != nil {
+			l.ph.finish(l, true, l.now())
+			<-l.results
+		}
+		l.shutdown()
+		unix.Close(peer)
+	})
+}
+
 func newPathRig(tb testing.TB, payload int, writes func(echo []byte) [][]byte) *pathRig {
 	tb.Helper()
 	l, c, peer := loopPair(tb)

@@ -160,7 +160,9 @@ const (
 
 // protoConn is a protocol's state on one connection (in connSec).
 type protoConn struct {
-	buf      []byte // a message in pieces (or MQTT's partial packet)
+	buf      []byte // a message in pieces; a protocol may append to it while it decodes (reset after the run took the messages)
+	part     []byte // bytes a protocol keeps across messages (MQTT's partial packet): part[partAt:]
+	partAt   int    // where the kept bytes begin (those before are consumed; compacted by the protocol)
 	lastSent int64  // loop clock of the last write
 	lastRecv int64  // of the last message
 	every    int64  // keepalive interval, ns; 0 = none
@@ -244,6 +246,14 @@ func Protocols() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// CheckProtocol reports what is wrong with a protocol's settings (an
+// unknown name, an MQTT version other than 3.1.1 and 5, …), so that a
+// plan fails when it loads rather than when its phase starts.
+func CheckProtocol(o ProtocolOptions) error {
+	_, err := makeProtocol(o)
+	return err
 }
 
 // makeProtocol returns the protocol of o, nil for raw messages.

@@ -302,7 +302,18 @@ type scriptRig struct {
 
 func newScriptRig(tb testing.TB, body string) *scriptRig {
 	tb.Helper()
+	return newScriptRigWith(tb, body, nil)
+}
+
+// newScriptRigWith is newScriptRig whose connection speaks protocol p
+// (nil: raw messages), its greeting done.
+func newScriptRigWith(tb testing.TB, body string, proto wireProtocol) *scriptRig {
+	tb.Helper()
 	l, c, peer := loopPair(tb)
+	if proto != nil {
+		l.cl.proto = proto
+		c.sec = &connSec{proto: &protoConn{}}
+	}
 	var v struct {
 		Steps []script.Step `yaml:"steps"`
 	}
@@ -314,7 +325,12 @@ func newScriptRig(tb testing.TB, body string) *scriptRig {
 	if errs != nil {
 		tb.Fatal(errs)
 	}
-	job := &scriptJob{phase: 1, prog: prog, start: time.Now()}
+	job := &scriptJob{phase: 1, prog: prog, start: time.Now(), verbs: make([]uint8, len(prog.Instrs))}
+	for i, in := range prog.Instrs {
+		if in.Verb != "" {
+			job.verbs[i] = verbCodes[in.Verb]
+		}
+	}
 	r := &scriptRun{baseRun: baseRun{1}, cl: l.cl, job: job, p: p, byNum: map[int64]int32{}, exch: make([]Exchange, len(prog.Exchanges)), dialled: 1, active: 1}
 	for i := range r.exch {
 		r.exch[i].Latency = NewHist()
@@ -323,14 +339,7 @@ func newScriptRig(tb testing.TB, body string) *scriptRig {
 	r.users = []user{{c: c, state: uRunning, gen: 1, ready: l.now()}}
 	c.slot = 0
 	l.ph = r
-	tb.Cleanup(func() {
-		if l.ph != nil {
-			l.ph.finish(l, true, l.now())
-			<-l.results
-		}
-		l.shutdown()
-		unix.Close(peer)
-	})
+	stopOnCleanup(tb, l, peer)
 	r.advance(l, &r.users[0], l.now())
 	return &scriptRig{l: l, c: c, r: r, peer: peer, in: make([]byte, 4096)}
 }

@@ -60,7 +60,7 @@ func (p *Protocol) check() error {
 	if p.Keepalive < 0 {
 		return fmt.Errorf("keepalive must be >= 0, got %s", p.Keepalive)
 	}
-	return nil
+	return client.CheckProtocol(p.Options()) // the protocol's own settings (mqtt's version, keepalive, login)
 }
 
 // JSONSchema describes the values UnmarshalYAML takes, for package schema.

@@ -1,0 +1,305 @@
+package client
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	osuser "os/user"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/wsplan/wsplan/internal/script"
+)
+
+// The MQTT protocol against a real broker: Debian's mosquitto (2.x) with
+// a websockets listener, started by the test on a free loopback port with
+// its own configuration, stopped by its pid. Without mosquitto the tests
+// skip, saying how to get it.
+
+// mosquittoBin finds mosquitto (Debian puts it in /usr/sbin).
+func mosquittoBin(t testing.TB) string {
+	t.Helper()
+	if p, err := exec.LookPath("mosquitto"); err == nil {
+		return p
+	}
+	if _, err := os.Stat("/usr/sbin/mosquitto"); err == nil {
+		return "/usr/sbin/mosquitto"
+	}
+	t.Skip("no mosquitto: install Debian's mosquitto (apt-get install mosquitto) to run the MQTT broker tests")
+	return ""
+}
+
+// startMosquitto runs mosquitto with a websockets listener on a free
+// 127.0.0.1 port and the extra configuration lines (default: anonymous
+// clients allowed) until the test ends; it returns the listener's address.
+func startMosquitto(t testing.TB, extra ...string) string {
+	t.Helper()
+	bin := mosquittoBin(t)
+	addr := closedPort(t)
+	_, port, _ := net.SplitHostPort(addr)
+	_, plain, _ := net.SplitHostPort(closedPort(t))
+	// mosquitto 2.0.11 (Debian 12) will not start with websockets
+	// listeners only: a plain MQTT listener, which the tests do not use,
+	// comes first.
+	conf := []string{"listener " + plain + " 127.0.0.1", "listener " + port + " 127.0.0.1", "protocol websockets",
+		"persistence false", "log_dest stderr", "log_type error", "log_type warning"}
+	if len(extra) == 0 {
+		extra = []string{"allow_anonymous true"}
+	}
+	if u, err := osuser.Current(); err == nil {
+		// Started as root, mosquitto becomes the user "mosquitto", who may
+		// not read the test's files: it stays who the test is.
+		conf = append(conf, "user "+u.Username)
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "mosquitto.conf")
+	if err := os.WriteFile(file, []byte(strings.Join(append(conf, extra...), "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logf, err := os.Create(filepath.Join(dir, "mosquitto.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	log := func() string { b, _ := os.ReadFile(logf.Name()); return string(b) }
+	cmd := exec.Command(bin, "-c", file)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start mosquitto: %v", err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM) // its pid: ours to stop
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("mosquitto's log:\n%s", log())
+		}
+	})
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		c, err := net.Dial("tcp4", addr)
+		if err == nil {
+			c.Close()
+			return addr
+		}
+		select {
+		case <-done:
+			t.Fatalf("mosquitto exited; its log:\n%s", log())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("mosquitto does not listen on %s: %v; its log:\n%s", addr, err, log())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// mqttVersions are the versions every broker test runs with.
+var mqttVersions = []string{MQTTVersion311, MQTTVersion5}
+
+// mqttClient makes a client of the MQTT protocol.
+func mqttClient(t testing.TB, addr string, o ProtocolOptions) *Client {
+	t.Helper()
+	o.Name = ProtoMQTT
+	return newClient(t, Options{Targets: []string{addr}, Path: "/mqtt", Loops: 2, NoDelay: true, Protocol: o})
+}
+
+// runMQTTScript runs a script phase of users users on c.
+func runMQTTScript(t *testing.T, c *Client, users int, doc string) *ScriptResult {
+	t.Helper()
+	var p ScriptParams
+	p.Steps = steps(t, doc)
+	p.Users, p.Iterations = users, 1
+	p.Timeout, p.ConnectTimeout = 5*time.Second, 5*time.Second
+	if strings.Contains(doc, "ignore_events") {
+		p.Ignore = []script.Match{{Type: "event"}}
+	}
+	res, err := c.Run(t.Context(), &p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.(*ScriptResult)
+}
+
+// exchange returns the script's exchange named name.
+func exchange(t *testing.T, r *ScriptResult, name string) *Exchange {
+	t.Helper()
+	e := r.Exchanges[name]
+	if e == nil {
+		t.Fatalf("no exchange %q in %v", name, r.Exchanges)
+	}
+	return e
+}
+
+// wantExchange checks an exchange completed n times without failures, with
+// latencies recorded.
+func wantExchange(t *testing.T, r *ScriptResult, name string, n int64) {
+	t.Helper()
+	e := exchange(t, r, name)
+	if e.Count != n || e.Timeouts != 0 || e.Mismatched != 0 || e.Failed != 0 || e.Errors != 0 {
+		t.Errorf("%s: count %d timeouts %d mismatched %d failed %d errors %d, want %d completed, no failure",
+			name, e.Count, e.Timeouts, e.Mismatched, e.Failed, e.Errors, n)
+	}
+	if got := e.Latency.TotalCount(); got != n || e.Latency.ValueAtQuantile(99) <= 0 {
+		t.Errorf("%s: %d latencies, p99 %d ns, want %d recorded", name, got, e.Latency.ValueAtQuantile(99), n)
+	}
+}
+
+// TestMQTTScriptMosquitto: users subscribe (SUBACK), publish at QoS 0 and
+// get their message back by topic, publish at QoS 1 (PUBACK) and QoS 2
+// (PUBCOMP), and unsubscribe (UNSUBACK), on mosquitto, in 3.1.1 and 5.
+func TestMQTTScriptMosquitto(t *testing.T) {
+	addr := startMosquitto(t)
+	const users, n = 20, 50
+	doc := fmt.Sprintf(`
+steps:
+  - subscribe: {topic: "wsplan/u/{{.conn}}", as: suback}
+  - publish: {topic: "wsplan/u/{{.conn}}", payload: 'hello {{.conn}}'}
+  - expect: {type: event, topic: "wsplan/u/{{.conn}}", prefix: "hello {{.conn}}", as: delivery}
+  - loop:
+      count: %d
+      inflight: 4
+      steps:
+        - publish: {topic: "wsplan/none/{{.conn}}", payload: '{"n":{{.seq}}}', qos: 1, as: puback}
+  - loop:
+      count: %d
+      steps:
+        - publish: {topic: "wsplan/none/{{.conn}}", payload: '{"n":{{.seq}}}', qos: 2, as: pubcomp}
+  - unsubscribe: {topic: "wsplan/u/{{.conn}}", as: unsuback}
+`, n, n)
+	for _, v := range mqttVersions {
+		t.Run("v"+v, func(t *testing.T) {
+			r := runMQTTScript(t, mqttClient(t, addr, ProtocolOptions{Version: v}), users, doc)
+			if r.Finished != users || r.Aborted != 0 || r.Unexpected != 0 || len(r.Errors) != 0 || len(r.Failures) != 0 {
+				t.Fatalf("finished %d aborted %d unexpected %d errors %v failures %v (open: %v), want %d users through",
+					r.Finished, r.Aborted, r.Unexpected, r.Errors, r.Failures, r.OpenErrors, users)
+			}
+			wantExchange(t, r, "suback", users)
+			wantExchange(t, r, "delivery", users)
+			wantExchange(t, r, "puback", users*n)
+			wantExchange(t, r, "pubcomp", users*n)
+			wantExchange(t, r, "unsuback", users)
+		})
+	}
+}
+
+// TestMQTTQoSDeliveriesMosquitto: the broker's own QoS 1 and 2 deliveries
+// are acknowledged by the protocol (PUBACK; PUBREC, then PUBCOMP to its
+// PUBREL): every user gets every message it published to its own topic.
+// Without those answers mosquitto stops at its 20 messages in flight per
+// client, and the count falls short.
+func TestMQTTQoSDeliveriesMosquitto(t *testing.T) {
+	addr := startMosquitto(t)
+	const users, n = 10, 100
+	doc := fmt.Sprintf(`
+# ignore_events
+steps:
+  - subscribe: {topic: "wsplan/self/{{.conn}}", qos: 2, as: suback}
+  - loop:
+      count: %d
+      steps:
+        - publish: {topic: "wsplan/self/{{.conn}}", payload: 'one {{.seq}}', qos: 1, as: puback}
+        - publish: {topic: "wsplan/self/{{.conn}}", payload: 'two {{.seq}}', qos: 2, as: pubcomp}
+  - think: 200ms
+`, n)
+	for _, v := range mqttVersions {
+		t.Run("v"+v, func(t *testing.T) {
+			r := runMQTTScript(t, mqttClient(t, addr, ProtocolOptions{Version: v}), users, doc)
+			if r.Finished != users || r.Unexpected != 0 || len(r.Failures) != 0 {
+				t.Fatalf("finished %d unexpected %d failures %v, want %d users through", r.Finished, r.Unexpected, r.Failures, users)
+			}
+			wantExchange(t, r, "puback", users*n)
+			wantExchange(t, r, "pubcomp", users*n)
+			if r.Ignored != 2*users*n {
+				t.Errorf("deliveries %d, want %d: every QoS 1 and 2 message back to its publisher", r.Ignored, 2*users*n)
+			}
+		})
+	}
+}
+
+// TestMQTTRefusedMosquitto: a broker that wants a login refuses anonymous
+// clients in CONNACK; the attempts fail with MQTT's own reason, by version.
+// With the right user and password they open.
+func TestMQTTRefusedMosquitto(t *testing.T) {
+	dir := t.TempDir()
+	pw := filepath.Join(dir, "passwd")
+	if err := os.WriteFile(pw, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tool, err := exec.LookPath("mosquitto_passwd")
+	if err != nil {
+		tool = "/usr/bin/mosquitto_passwd"
+	}
+	if out, err := exec.Command(tool, "-b", pw, "bench", "s3cret").CombinedOutput(); err != nil {
+		t.Skipf("mosquitto_passwd: %v: %s", err, out)
+	}
+	addr := startMosquitto(t, "allow_anonymous false", "password_file "+pw)
+	for _, tc := range []struct {
+		version, user, pass string
+		want                Reason
+	}{
+		{MQTTVersion311, "", "", "mqtt: connack: not authorized (5)"},
+		{MQTTVersion5, "", "", "mqtt: connack: not authorized (135)"},
+		{MQTTVersion311, "bench", "wrong", "mqtt: connack: not authorized (5)"},
+		{MQTTVersion5, "bench", "wrong", "mqtt: connack: not authorized (135)"},
+		{MQTTVersion311, "bench", "s3cret", ""},
+		{MQTTVersion5, "bench", "s3cret", ""},
+	} {
+		t.Run(tc.version+"/"+tc.user+"/"+tc.pass, func(t *testing.T) {
+			c := mqttClient(t, addr, ProtocolOptions{Version: tc.version, Username: tc.user, Password: tc.pass})
+			res, err := c.Connect(t.Context(), ConnectParams{Connections: 10, Concurrency: 10, Timeout: 5 * time.Second}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == "" {
+				if res.Success != 10 || res.Greeting.TotalCount() != 10 {
+					t.Fatalf("success %d greetings %d errors %v, want 10 open", res.Success, res.Greeting.TotalCount(), res.Errors)
+				}
+				return
+			}
+			if res.Success != 0 || res.Failed != 10 || res.Errors[tc.want] != 10+res.Retried {
+				t.Fatalf("success %d failed %d errors %v, want every attempt failed with %q", res.Success, res.Failed, res.Errors, tc.want)
+			}
+		})
+	}
+}
+
+// TestMQTTKeepaliveMosquitto: with a 2 s keepalive, connections held for
+// 6 s stay open, because the client sends PINGREQ when idle; without them
+// (mqttNoPing), mosquitto drops every one after 1.5 × keepalive.
+func TestMQTTKeepaliveMosquitto(t *testing.T) {
+	addr := startMosquitto(t)
+	for _, v := range mqttVersions {
+		for _, noPing := range []bool{false, true} {
+			if noPing && v == MQTTVersion5 {
+				continue // once is proof enough
+			}
+			t.Run(fmt.Sprintf("v%s/noping=%v", v, noPing), func(t *testing.T) {
+				mqttNoPing = noPing
+				defer func() { mqttNoPing = false }()
+				c := mqttClient(t, addr, ProtocolOptions{Version: v, Keepalive: 2 * time.Second})
+				mustConnect(t, c, 20)
+				res, err := runAs[HoldResult](c, t.Context(), &HoldParams{Duration: 6 * time.Second}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !noPing && (res.Alive != 20 || len(res.Errors) != 0) {
+					t.Fatalf("alive %d of %d, errors %v: want every connection kept by its PINGREQs", res.Alive, res.Conns, res.Errors)
+				}
+				if noPing && res.Alive != 0 {
+					t.Fatalf("alive %d of %d without PINGREQ, errors %v: want mosquitto to drop them all (the test cannot fail otherwise)", res.Alive, res.Conns, res.Errors)
+				}
+			})
+		}
+	}
+}

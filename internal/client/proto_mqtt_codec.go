@@ -1,0 +1,404 @@
+package client
+
+import "strconv"
+
+// MQTT control packets, 3.1.1 (OASIS 2014) and 5 (OASIS 2019), on byte
+// slices: the parts of a packet the loop reads are sub-slices of the
+// bytes it came in (nothing is copied or allocated), and the packets the
+// loop sends are appended to a reused buffer. Only what a client sends
+// and receives is here: no will, no topic aliases (CONNECT asks for none,
+// so a broker may not use them), no AUTH exchange. v5 properties are
+// skipped by their length, except CONNACK's Server Keep Alive, which the
+// client must obey.
+//
+// The Go libraries (eclipse/paho.mqtt.golang/packets for 3.1.1,
+// eclipse/paho.golang/packets for 5) read from an io.Reader into a packet
+// struct, a properties struct and a buffer per packet: they are the tests'
+// oracle here (proto_mqtt_test.go encodes with them and decodes with this
+// codec, and the other way round), not the loop's codec.
+
+// Packet types (the high nibble of a packet's first byte).
+const (
+	mqttConnect     = 1
+	mqttConnack     = 2
+	mqttPublish     = 3
+	mqttPuback      = 4
+	mqttPubrec      = 5
+	mqttPubrel      = 6
+	mqttPubcomp     = 7
+	mqttSubscribe   = 8
+	mqttSuback      = 9
+	mqttUnsubscribe = 10
+	mqttUnsuback    = 11
+	mqttPingreq     = 12
+	mqttPingresp    = 13
+	mqttDisconnect  = 14
+	mqttAuth        = 15
+)
+
+// mqttNames are the packet types' names, for reasons.
+var mqttNames = [16]string{"reserved packet type 0", "CONNECT", "CONNACK", "PUBLISH", "PUBACK", "PUBREC", "PUBREL",
+	"PUBCOMP", "SUBSCRIBE", "SUBACK", "UNSUBSCRIBE", "UNSUBACK", "PINGREQ", "PINGRESP", "DISCONNECT", "AUTH"}
+
+// mqttMaxPacket is the largest packet the client takes (a WebSocket
+// message's limit); the protocol's own is 256 MiB.
+const mqttMaxPacket = maxPayload
+
+// Malformed packets: the connection fails with these.
+const (
+	reasonMQTTLength    Reason = "mqtt: malformed remaining length"
+	reasonMQTTTooBig    Reason = "mqtt: a packet larger than 64 MiB"
+	reasonMQTTMalformed Reason = "mqtt: malformed packet"
+	reasonMQTTQoS       Reason = "mqtt: PUBLISH with QoS 3"
+	reasonMQTTPacketID  Reason = "mqtt: packet identifier 0"
+)
+
+// mqttSplit reads the packet at the start of b: its first byte (type and
+// flags), its body (variable header and payload, a sub-slice of b) and its
+// whole size n; n == 0 when b holds only part of it.
+func mqttSplit(b []byte) (first byte, body []byte, n int, fail Reason) {
+	if len(b) < 2 {
+		return 0, nil, 0, ""
+	}
+	rl, hl := 0, 1
+	for shift := 0; ; shift += 7 {
+		if hl == len(b) {
+			return 0, nil, 0, ""
+		}
+		x := b[hl]
+		hl++
+		rl |= int(x&0x7f) << shift
+		if x&0x80 == 0 {
+			break
+		}
+		if hl == 5 {
+			return 0, nil, 0, reasonMQTTLength
+		}
+	}
+	if rl > mqttMaxPacket {
+		return 0, nil, 0, reasonMQTTTooBig
+	}
+	if len(b)-hl < rl {
+		return 0, nil, 0, ""
+	}
+	return b[0], b[hl : hl+rl : hl+rl], hl + rl, ""
+}
+
+// mqttVarint reads a variable byte integer (a v5 property length) at the
+// start of b: its value and size; size 0 = malformed.
+func mqttVarint(b []byte) (v, size int) {
+	for i := 0; i < 4 && i < len(b); i++ {
+		v |= int(b[i]&0x7f) << (7 * i)
+		if b[i]&0x80 == 0 {
+			return v, i + 1
+		}
+	}
+	return 0, 0
+}
+
+// mqttSkipProps drops a v5 properties block (length, then properties)
+// from the start of b; ok false when it does not fit.
+func mqttSkipProps(b []byte) (props, rest []byte, ok bool) {
+	n, size := mqttVarint(b)
+	if size == 0 || len(b)-size < n {
+		return nil, nil, false
+	}
+	return b[size : size+n], b[size+n:], true
+}
+
+// mqttString reads a length-prefixed string (or binary data) at the start
+// of b.
+func mqttString(b []byte) (s, rest []byte, ok bool) {
+	if len(b) < 2 {
+		return nil, nil, false
+	}
+	n := int(b[0])<<8 | int(b[1])
+	if len(b)-2 < n {
+		return nil, nil, false
+	}
+	return b[2 : 2+n], b[2+n:], true
+}
+
+// mqttPublishOf reads a PUBLISH: its QoS (from the first byte), topic,
+// packet id (QoS > 0) and payload.
+func mqttPublishOf(first byte, body []byte, v5 bool) (topic, payload []byte, pid uint16, qos byte, fail Reason) {
+	qos = first >> 1 & 3
+	if qos == 3 {
+		return nil, nil, 0, 0, reasonMQTTQoS
+	}
+	topic, rest, ok := mqttString(body)
+	if !ok {
+		return nil, nil, 0, 0, reasonMQTTMalformed
+	}
+	if qos > 0 {
+		if len(rest) < 2 {
+			return nil, nil, 0, 0, reasonMQTTMalformed
+		}
+		if pid = uint16(rest[0])<<8 | uint16(rest[1]); pid == 0 {
+			return nil, nil, 0, 0, reasonMQTTPacketID
+		}
+		rest = rest[2:]
+	}
+	if v5 {
+		if _, rest, ok = mqttSkipProps(rest); !ok {
+			return nil, nil, 0, 0, reasonMQTTMalformed
+		}
+	}
+	return topic, rest, pid, qos, ""
+}
+
+// mqttAckOf reads a PUBACK, PUBREC, PUBREL or PUBCOMP: its packet id and
+// reason code (v5; 0 = success, as an absent one).
+func mqttAckOf(body []byte, v5 bool) (pid uint16, code byte, fail Reason) {
+	if len(body) < 2 || !v5 && len(body) != 2 {
+		return 0, 0, reasonMQTTMalformed
+	}
+	pid = uint16(body[0])<<8 | uint16(body[1])
+	if v5 && len(body) > 2 {
+		code = body[2]
+	}
+	if pid == 0 {
+		return 0, 0, reasonMQTTPacketID
+	}
+	return pid, code, ""
+}
+
+// mqttSubackOf reads a SUBACK or UNSUBACK: its packet id and its return
+// or reason codes, one per topic filter (none in a 3.1.1 UNSUBACK).
+func mqttSubackOf(body []byte, v5 bool) (pid uint16, codes []byte, fail Reason) {
+	if len(body) < 2 {
+		return 0, nil, reasonMQTTMalformed
+	}
+	pid = uint16(body[0])<<8 | uint16(body[1])
+	codes = body[2:]
+	if v5 {
+		var ok bool
+		if _, codes, ok = mqttSkipProps(codes); !ok {
+			return 0, nil, reasonMQTTMalformed
+		}
+	}
+	if pid == 0 {
+		return 0, nil, reasonMQTTPacketID
+	}
+	return pid, codes, ""
+}
+
+// mqttConnackOf reads a CONNACK: its return (3.1.1) or reason (5) code,
+// and the Server Keep Alive a v5 broker imposes in seconds (-1 = none).
+func mqttConnackOf(body []byte, v5 bool) (code byte, keepalive int, fail Reason) {
+	if len(body) < 2 || !v5 && len(body) != 2 {
+		return 0, -1, reasonMQTTMalformed
+	}
+	code, keepalive = body[1], -1
+	if !v5 {
+		return code, keepalive, ""
+	}
+	props, _, ok := mqttSkipProps(body[2:])
+	if !ok {
+		return 0, -1, reasonMQTTMalformed
+	}
+	for len(props) > 0 {
+		id := props[0]
+		size := mqttPropSize(id, props[1:])
+		if size < 0 || size > len(props)-1 {
+			return 0, -1, reasonMQTTMalformed
+		}
+		if id == 0x13 && size == 2 { // Server Keep Alive
+			keepalive = int(props[1])<<8 | int(props[2])
+		}
+		props = props[1+size:]
+	}
+	return code, keepalive, ""
+}
+
+// mqttPropSize is the size of the value of v5 property id at the start of
+// b; -1 for an unknown property or a malformed value.
+func mqttPropSize(id byte, b []byte) int {
+	switch id {
+	case 0x01, 0x17, 0x19, 0x24, 0x25, 0x28, 0x29, 0x2a: // byte
+		return 1
+	case 0x13, 0x21, 0x22, 0x23: // two-byte integer
+		return 2
+	case 0x02, 0x11, 0x18, 0x27: // four-byte integer
+		return 4
+	case 0x0b: // variable byte integer
+		_, size := mqttVarint(b)
+		if size == 0 {
+			return -1
+		}
+		return size
+	case 0x03, 0x08, 0x09, 0x12, 0x15, 0x16, 0x1a, 0x1c, 0x1f: // string or binary data
+		s, _, ok := mqttString(b)
+		if !ok {
+			return -1
+		}
+		return 2 + len(s)
+	case 0x26: // user property: a string pair
+		k, rest, ok := mqttString(b)
+		if !ok {
+			return -1
+		}
+		v, _, ok := mqttString(rest)
+		if !ok {
+			return -1
+		}
+		return 4 + len(k) + len(v)
+	}
+	return -1
+}
+
+// mqttAppendHeader appends a fixed header: the first byte and the
+// remaining length.
+func mqttAppendHeader(dst []byte, first byte, rl int) []byte {
+	dst = append(dst, first)
+	for {
+		b := byte(rl & 0x7f)
+		rl >>= 7
+		if rl == 0 {
+			return append(dst, b)
+		}
+		dst = append(dst, b|0x80)
+	}
+}
+
+// mqttAppendString appends a length-prefixed string.
+func mqttAppendString(dst, s []byte) []byte {
+	return append(append(dst, byte(len(s)>>8), byte(len(s))), s...)
+}
+
+// mqttConnectFields are what a CONNECT carries.
+type mqttConnectFields struct {
+	v5        bool
+	clientID  []byte
+	user      []byte // nil = no user name
+	pass      []byte // nil = no password
+	keepalive uint16 // seconds
+}
+
+// mqttAppendConnect appends a CONNECT asking for a clean session (3.1.1)
+// or a clean start without session expiry (5): nothing of a connection
+// survives it.
+func mqttAppendConnect(dst []byte, f *mqttConnectFields) []byte {
+	flags, level, rl := byte(0x02), byte(4), 10+2+len(f.clientID)
+	if f.v5 {
+		level = 5
+		rl++ // an empty properties block
+	}
+	if f.user != nil {
+		flags |= 0x80
+		rl += 2 + len(f.user)
+	}
+	if f.pass != nil {
+		flags |= 0x40
+		rl += 2 + len(f.pass)
+	}
+	dst = mqttAppendHeader(dst, mqttConnect<<4, rl)
+	dst = append(dst, 0, 4, 'M', 'Q', 'T', 'T', level, flags, byte(f.keepalive>>8), byte(f.keepalive))
+	if f.v5 {
+		dst = append(dst, 0)
+	}
+	dst = mqttAppendString(dst, f.clientID)
+	if f.user != nil {
+		dst = mqttAppendString(dst, f.user)
+	}
+	if f.pass != nil {
+		dst = mqttAppendString(dst, f.pass)
+	}
+	return dst
+}
+
+// mqttAppendPublish appends a PUBLISH of payload to topic (pid is used
+// with QoS > 0 only).
+func mqttAppendPublish(dst []byte, v5 bool, topic, payload []byte, qos byte, pid uint16) []byte {
+	rl := 2 + len(topic) + len(payload)
+	if qos > 0 {
+		rl += 2
+	}
+	if v5 {
+		rl++
+	}
+	dst = mqttAppendHeader(dst, mqttPublish<<4|qos<<1, rl)
+	dst = mqttAppendString(dst, topic)
+	if qos > 0 {
+		dst = append(dst, byte(pid>>8), byte(pid))
+	}
+	if v5 {
+		dst = append(dst, 0)
+	}
+	return append(dst, payload...)
+}
+
+// mqttAppendSubscribe appends a SUBSCRIBE to one topic filter at qos.
+func mqttAppendSubscribe(dst []byte, v5 bool, pid uint16, filter []byte, qos byte) []byte {
+	return append(mqttAppendSub(dst, mqttSubscribe, v5, pid, filter, 1), qos)
+}
+
+// mqttAppendUnsubscribe appends an UNSUBSCRIBE from one topic filter.
+func mqttAppendUnsubscribe(dst []byte, v5 bool, pid uint16, filter []byte) []byte {
+	return mqttAppendSub(dst, mqttUnsubscribe, v5, pid, filter, 0)
+}
+
+// mqttAppendSub appends a SUBSCRIBE or UNSUBSCRIBE (type t) up to its
+// topic filter; more bytes follow it.
+func mqttAppendSub(dst []byte, t byte, v5 bool, pid uint16, filter []byte, more int) []byte {
+	rl := 2 + 2 + len(filter) + more
+	if v5 {
+		rl++
+	}
+	dst = mqttAppendHeader(dst, t<<4|2, rl)
+	dst = append(dst, byte(pid>>8), byte(pid))
+	if v5 {
+		dst = append(dst, 0) // no properties
+	}
+	return mqttAppendString(dst, filter)
+}
+
+// mqttAppendAck appends a PUBACK, PUBREC, PUBREL or PUBCOMP (type t) for
+// packet pid, with success (the v5 reason code left out means success).
+func mqttAppendAck(dst []byte, t byte, pid uint16) []byte {
+	first := t << 4
+	if t == mqttPubrel {
+		first |= 2
+	}
+	return append(dst, first, 2, byte(pid>>8), byte(pid))
+}
+
+// mqttPingreqPacket is a PINGREQ packet.
+var mqttPingreqPacket = []byte{mqttPingreq << 4, 0}
+
+// mqttCodeText names a CONNACK return code (3.1.1) or a reason code (5),
+// with its number: "not authorized (5)".
+func mqttCodeText(code byte, v5 bool) string {
+	s := ""
+	if v5 {
+		s = mqttReasons[code]
+	} else if int(code) < len(mqttReturnCodes) {
+		s = mqttReturnCodes[code]
+	}
+	if s == "" {
+		s = "unknown code"
+	}
+	return s + " (" + strconv.Itoa(int(code)) + ")"
+}
+
+// mqttReturnCodes are MQTT 3.1.1's CONNACK return codes.
+var mqttReturnCodes = [...]string{"accepted", "unacceptable protocol version", "identifier rejected",
+	"server unavailable", "bad user name or password", "not authorized"}
+
+// mqttReasons are MQTT 5's reason codes of failures (and the few
+// successes a client sees), by code.
+var mqttReasons = map[byte]string{
+	0x00: "success", 0x01: "granted QoS 1", 0x02: "granted QoS 2", 0x04: "disconnect with will message",
+	0x10: "no matching subscribers", 0x11: "no subscription existed",
+	0x80: "unspecified error", 0x81: "malformed packet", 0x82: "protocol error", 0x83: "implementation specific error",
+	0x84: "unsupported protocol version", 0x85: "client identifier not valid", 0x86: "bad user name or password",
+	0x87: "not authorized", 0x88: "server unavailable", 0x89: "server busy", 0x8a: "banned",
+	0x8b: "server shutting down", 0x8c: "bad authentication method", 0x8d: "keep alive timeout",
+	0x8e: "session taken over", 0x8f: "topic filter invalid", 0x90: "topic name invalid",
+	0x91: "packet identifier in use", 0x92: "packet identifier not found", 0x93: "receive maximum exceeded",
+	0x94: "topic alias invalid", 0x95: "packet too large", 0x96: "message rate too high", 0x97: "quota exceeded",
+	0x98: "administrative action", 0x99: "payload format invalid", 0x9a: "retain not supported",
+	0x9b: "QoS not supported", 0x9c: "use another server", 0x9d: "server moved",
+	0x9e: "shared subscriptions not supported", 0x9f: "connection rate exceeded", 0xa0: "maximum connect time",
+	0xa1: "subscription identifiers not supported", 0xa2: "wildcard subscriptions not supported",
+}

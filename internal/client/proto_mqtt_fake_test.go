@@ -1,0 +1,178 @@
+package client
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The MQTT protocol against a fake broker that bends the rules: refusals,
+// silence, a Server Keep Alive, packets cut across messages.
+
+// fakeBroker speaks just enough MQTT over WebSocket for a test.
+type fakeBroker struct {
+	connack  func(n int64) [][]byte // the messages that answer the n-th CONNECT (1-based); nil = silence
+	pingresp bool                   // answer PINGREQ
+	op       byte                   // opcode of its messages; 0 = binary
+
+	mu       sync.Mutex
+	ids      []string // client ids of the CONNECTs
+	offered  []string // Sec-WebSocket-Protocol of the upgrades
+	connects atomic.Int64
+	pings    atomic.Int64
+}
+
+// start serves fb on a loopback port until the test ends.
+func (fb *fakeBroker) start(t testing.TB) string {
+	s := &rawServer{handshake: fb.serve}
+	return s.start(t)
+}
+
+func (fb *fakeBroker) serve(c net.Conn, r *bufio.Reader) {
+	req, err := http.ReadRequest(r)
+	if err != nil {
+		return
+	}
+	fb.mu.Lock()
+	fb.offered = append(fb.offered, req.Header.Get("Sec-WebSocket-Protocol"))
+	fb.mu.Unlock()
+	resp := "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Protocol: mqtt\r\nSec-WebSocket-Accept: " +
+		testAccept(req.Header.Get("Sec-WebSocket-Key")) + "\r\n\r\n"
+	if _, err := c.Write([]byte(resp)); err != nil {
+		return
+	}
+	op := fb.op
+	if op == 0 {
+		op = opBinary
+	}
+	for {
+		_, _, p, err := readClientFrame(r)
+		if err != nil {
+			return
+		}
+		first, body, n, _ := mqttSplit(p)
+		if n == 0 {
+			return
+		}
+		switch first >> 4 {
+		case mqttConnect:
+			// protocol name, level, flags, keepalive, [v5 properties], client id
+			rest := body[10:]
+			if body[6] == 5 {
+				_, rest, _ = mqttSkipProps(rest)
+			}
+			id, _, _ := mqttString(rest)
+			fb.mu.Lock()
+			fb.ids = append(fb.ids, string(id))
+			fb.mu.Unlock()
+			k := fb.connects.Add(1)
+			if fb.connack == nil {
+				continue
+			}
+			for _, m := range fb.connack(k) {
+				if _, err := c.Write(serverFrame(true, op, m)); err != nil {
+					return
+				}
+			}
+		case mqttPingreq:
+			fb.pings.Add(1)
+			if fb.pingresp {
+				if _, err := c.Write(serverFrame(true, op, []byte{mqttPingresp << 4, 0})); err != nil {
+					return
+				}
+			}
+		}
+	}
+}
+
+// connack3 and connack5 are CONNACKs with a code (v5: and properties).
+func connack3(code byte) []byte { return []byte{mqttConnack << 4, 2, 0, code} }
+func connack5(code byte, props ...byte) []byte {
+	return append([]byte{mqttConnack << 4, byte(3 + len(props)), 0, code, byte(len(props))}, props...)
+}
+
+// TestMQTTGreetingFake: CONNECT carries a client id of its own per
+// connection and the subprotocol is offered; a refusal, silence, a text
+// message or another packet before CONNACK fails the attempt with MQTT's
+// reason; a CONNACK cut over two messages opens the connection.
+func TestMQTTGreetingFake(t *testing.T) {
+	ok := func(int64) [][]byte { return [][]byte{connack3(0)} }
+	for _, tc := range []struct {
+		name    string
+		version string
+		fb      *fakeBroker
+		want    Reason // "" = every connection opens
+	}{
+		{"accepted", "", &fakeBroker{connack: ok}, ""},
+		{"connack in two messages", MQTTVersion5, &fakeBroker{connack: func(int64) [][]byte {
+			c := connack5(0, 0x13, 0, 30) // with a Server Keep Alive
+			return [][]byte{c[:3], c[3:]}
+		}}, ""},
+		{"refused 3.1.1", "", &fakeBroker{connack: func(int64) [][]byte { return [][]byte{connack3(2)} }}, "mqtt: connack: identifier rejected (2)"},
+		{"refused 5", MQTTVersion5, &fakeBroker{connack: func(int64) [][]byte { return [][]byte{connack5(0x8a)} }}, "mqtt: connack: banned (138)"},
+		{"silent", "", &fakeBroker{}, reasonMQTTNoConnack},
+		{"text message", "", &fakeBroker{connack: ok, op: opText}, reasonMQTTText},
+		{"publish first", "", &fakeBroker{connack: func(int64) [][]byte { return [][]byte{{0x30, 3, 0, 1, 't'}} }}, "mqtt: PUBLISH before CONNACK"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := tc.fb.start(t)
+			c := mqttClient(t, addr, ProtocolOptions{Version: tc.version})
+			res, err := c.Connect(t.Context(), ConnectParams{Connections: 20, Concurrency: 20, Timeout: 500 * time.Millisecond}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want != "" {
+				if res.Success != 0 || res.Errors[tc.want] != 20 {
+					t.Fatalf("success %d errors %v, want 20 × %q", res.Success, res.Errors, tc.want)
+				}
+				return
+			}
+			if res.Success != 20 || res.Greeting.TotalCount() != 20 || res.Subprotocol != "mqtt" {
+				t.Fatalf("success %d greetings %d subprotocol %q errors %v", res.Success, res.Greeting.TotalCount(), res.Subprotocol, res.Errors)
+			}
+			tc.fb.mu.Lock()
+			defer tc.fb.mu.Unlock()
+			seen := map[string]bool{}
+			for i, id := range tc.fb.ids {
+				if seen[id] || !strings.HasPrefix(id, "wsplan-") || tc.fb.offered[i] != "mqtt" {
+					t.Fatalf("connection %d: client id %q (seen: %v), offered %q", i, id, seen[id], tc.fb.offered[i])
+				}
+				seen[id] = true
+			}
+		})
+	}
+}
+
+// TestMQTTKeepaliveFake: a v5 broker's Server Keep Alive (1 s) replaces
+// the client's 60 s: PINGREQs go every half second; a broker that never
+// answers them (nor sends anything) fails the connections after 1.5 × the
+// keepalive, with that reason.
+func TestMQTTKeepaliveFake(t *testing.T) {
+	fb := &fakeBroker{pingresp: true, connack: func(int64) [][]byte { return [][]byte{connack5(0, 0x13, 0, 1)} }}
+	c := mqttClient(t, fb.start(t), ProtocolOptions{Version: MQTTVersion5})
+	mustConnect(t, c, 2)
+	res, err := runAs[HoldResult](c, t.Context(), &HoldParams{Duration: 2500 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Alive != 2 || fb.pings.Load() < 6 || fb.pings.Load() > 12 {
+		t.Fatalf("alive %d, %d PINGREQs in 2.5 s on 2 connections, want about 10 (every 0.5 s)", res.Alive, fb.pings.Load())
+	}
+
+	mute := &fakeBroker{connack: func(int64) [][]byte { return [][]byte{connack3(0)} }}
+	c = mqttClient(t, mute.start(t), ProtocolOptions{Keepalive: time.Second})
+	mustConnect(t, c, 3)
+	start := time.Now()
+	res, err = runAs[HoldResult](c, t.Context(), &HoldParams{Duration: 2500 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Alive != 0 || res.Errors[reasonMQTTSilent] != 3 || mute.pings.Load() == 0 {
+		t.Fatalf("alive %d errors %v PINGREQs %d after %v, want 3 × %q", res.Alive, res.Errors, mute.pings.Load(), time.Since(start), reasonMQTTSilent)
+	}
+}
