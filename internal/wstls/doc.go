@@ -14,20 +14,30 @@
 // which the loop seals with Session.Seal before writing and gets back from
 // Session.Feed + Session.Next (or ReadPlain) before its frame decoder. On
 // a handshake timeout the loop calls Session.Abort; at shutdown it writes
-// Session.Close's close_notify. NewRunCA makes the throw-away CA and
-// server certificate of a run with tls: true, ClientConfig the client
-// side of a target's tls: block (ca_file, server_name,
-// insecure_skip_verify, session_resumption).
+// Session.Close's close_notify; a connection that may stay idle drops
+// its record ciphers with Session.Idle. NewRunCA (NewRunCAKey: ECDSA
+// P-256 or RSA-2048) makes the throw-away CA and server certificate of a
+// run with tls: true, ClientConfig the client side of a target's tls:
+// block (ClientOptions: ca_file, server_name, insecure_skip_verify,
+// session_resumption, max_version).
 //
 // # How it works
 //
-// The handshake is crypto/tls's own (certificate verification, SNI,
-// session resumption, TLS 1.2 and 1.3), run as a coroutine (iter.Pull) on
+// The handshake is crypto/tls's own (SNI, key exchange, the server's
+// handshake signature, session resumption, TLS 1.2 and 1.3), run as a
+// coroutine (iter.Pull) on
 // the caller's goroutine over an in-memory net.Conn: when crypto/tls needs
 // input, the coroutine yields and Handshake returns what to write; the
 // next Handshake call resumes it with the bytes read. The in-memory conn
 // hands crypto/tls one record at a time, so it knows exactly which records
-// crypto/tls consumed.
+// crypto/tls consumed. The certificate chain is verified by the config's
+// Verifier (verify.go, installed by ClientConfig in place of crypto/tls's
+// own verification, with the same x509 call and errors): once per
+// distinct chain, its verdict reused for the exact same bytes and name
+// while the chain is valid. Once established on the fast path a session
+// keeps nothing of crypto/tls or of the handshake (with a session cache,
+// once the TLS 1.3 tickets are in): its keys, sequence numbers and a few
+// buffers; the AEADs are made from the keys when a record needs them.
 //
 // After the handshake, application data goes through this package's own
 // record layer (RFC 8446 §5, RFC 5246 §6.2 for AEAD suites, RFC 7905):
