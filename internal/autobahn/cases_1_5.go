@@ -23,8 +23,21 @@ func serverFails(code int) closeExpect {
 }
 
 func init() {
-	// 1.1.x / 1.2.x: text and binary messages of the edge sizes of the
-	// 7-bit, 16-bit and 64-bit length encodings, echoed.
+	registerFraming()
+	registerPings()
+	registerReservedBits()
+	registerReservedOpcodes()
+	registerFragmentation()
+	registerNothingToContinue()
+	registerFragmentsWithPause()
+}
+
+// hello is the small text message many cases send.
+const hello = "Hello, world!"
+
+// registerFraming registers 1.1.x / 1.2.x: text and binary messages of the
+// edge sizes of the 7-bit, 16-bit and 64-bit length encodings, echoed.
+func registerFraming() {
 	sizes := []int{0, 125, 126, 127, 128, 65535, 65536, 65536}
 	for i, n := range sizes {
 		chop := 0
@@ -57,8 +70,10 @@ func init() {
 			})
 		}
 	}
+}
 
-	// 2.x: pings and pongs.
+// registerPings registers 2.x: pings and pongs.
+func registerPings() {
 	pingCase := func(id, desc, payload string, chop int, wait time.Duration) {
 		register(&Case{
 			ID: id, Description: desc,
@@ -132,9 +147,11 @@ func init() {
 			},
 		})
 	}
+}
 
-	// 3.x: reserved bits set without an extension.
-	const hello = "Hello, world!"
+// registerReservedBits registers 3.x: reserved bits set without an
+// extension.
+func registerReservedBits() {
 	const rsvExpect = "Echo for first message is received, but then connection is failed immediately, since RSV must be 0, when no extension defining RSV meaning has been negotiated. The Pong is not received."
 	register(&Case{
 		ID: "3.1", Description: "Send small text message with RSV = 1.",
@@ -185,8 +202,11 @@ func init() {
 			},
 		})
 	}
+}
 
-	// 4.x: reserved opcodes. 4.1.x non-control (3-7), 4.2.x control (11-15).
+// registerReservedOpcodes registers 4.x: reserved opcodes. 4.1.x
+// non-control (3-7), 4.2.x control (11-15).
+func registerReservedOpcodes() {
 	for sec, ops := range [][]byte{{3, 4, 5, 6, 7}, {11, 12, 13, 14, 15}} {
 		kind := "non-control"
 		if sec == 1 {
@@ -233,26 +253,29 @@ func init() {
 			}
 		}
 	}
-
-	registerFragmentation()
 }
 
+// failsAtOnce registers a case whose frames the server must answer by
+// failing the connection (1002) at once.
+func failsAtOnce(id, desc, exp string, fs ...frame) {
+	register(&Case{
+		ID: id, Description: desc, Expectation: exp,
+		open: func(s *session) {
+			s.expect(OK)
+			s.expClose = serverFails(closeProtocolError)
+			s.send(fs...)
+			s.killAfter(time.Second)
+		},
+	})
+}
+
+// registerFragmentation registers 5.1-5.8: fragmented control frames, and
+// text messages in two fragments (with a ping between them), in one
+// chop, per-frame chops and octet-wise chops.
 func registerFragmentation() {
-	const noContinue = "The connection is failed immediately, since there is no message to continue."
-	fails := func(id, desc, exp string, fs ...frame) {
-		register(&Case{
-			ID: id, Description: desc, Expectation: exp,
-			open: func(s *session) {
-				s.expect(OK)
-				s.expClose = serverFails(closeProtocolError)
-				s.send(fs...)
-				s.killAfter(time.Second)
-			},
-		})
-	}
-	fails("5.1", "Send Ping fragmented into 2 fragments.", "Connection is failed immediately, since control message MUST NOT be fragmented.",
+	failsAtOnce("5.1", "Send Ping fragmented into 2 fragments.", "Connection is failed immediately, since control message MUST NOT be fragmented.",
 		fr(opPing, "fragment1").noFin(), fr(opCont, "fragment2"))
-	fails("5.2", "Send Pong fragmented into 2 fragments.", "Connection is failed immediately, since control message MUST NOT be fragmented.",
+	failsAtOnce("5.2", "Send Pong fragmented into 2 fragments.", "Connection is failed immediately, since control message MUST NOT be fragmented.",
 		fr(opPong, "fragment1").noFin(), fr(opCont, "fragment2"))
 
 	frags := []string{"fragment1", "fragment2"}
@@ -292,8 +315,15 @@ func registerFragmentation() {
 			},
 		})
 	}
+}
 
-	const nc, hw = "non-continuation payload", "Hello, world!"
+// noContinue is the expectation of the cases that continue nothing.
+const noContinue = "The connection is failed immediately, since there is no message to continue."
+
+// registerNothingToContinue registers 5.9-5.18: continuation frames where
+// there is nothing to continue, and a second fragment with opcode text.
+func registerNothingToContinue() {
+	const nc = "non-continuation payload"
 	for _, c := range []struct {
 		id, desc string
 		fin      bool
@@ -308,7 +338,7 @@ func registerFragmentation() {
 	} {
 		first := fr(opCont, nc)
 		first.fin = c.fin
-		fails(c.id, c.desc, noContinue, c.shape(first), c.shape(fr(opText, hw)))
+		failsAtOnce(c.id, c.desc, noContinue, c.shape(first), c.shape(fr(opText, hello)))
 	}
 	register(&Case{
 		ID: "5.15", Description: "Send text Message fragmented into 2 fragments, then Continuation Frame with FIN = false where there is nothing to continue, then unfragmented Text Message, all sent in one chop.",
@@ -328,12 +358,18 @@ func registerFragmentation() {
 		first := fr(opCont, "fragment1")
 		first.fin = c.fin
 		seq := []frame{first, fr(opText, "fragment2").noFin(), fr(opCont, "fragment3")}
-		fails(c.id, fmt.Sprintf("Repeated 2x: Continuation Frame with FIN = %t (where there is nothing to continue), then text Message fragmented into 2 fragments.", c.fin),
+		failsAtOnce(c.id, fmt.Sprintf("Repeated 2x: Continuation Frame with FIN = %t (where there is nothing to continue), then text Message fragmented into 2 fragments.", c.fin),
 			noContinue, append(seq, seq...)...)
 	}
-	fails("5.18", "Send text Message fragmented into 2 fragments, with both frame opcodes set to text, sent in one chop.",
+	failsAtOnce("5.18", "Send text Message fragmented into 2 fragments, with both frame opcodes set to text, sent in one chop.",
 		"The connection is failed immediately, since all data frames after the initial data frame must have opcode 0.",
 		fr(opText, "fragment1").noFin(), fr(opText, "fragment2"))
+}
+
+// registerFragmentsWithPause registers 5.19 and 5.20: a text message in
+// five fragments with pings between them and a pause of a second, which
+// the server must answer as it goes.
+func registerFragmentsWithPause() {
 	for _, c := range []struct {
 		id   string
 		sync bool

@@ -91,6 +91,15 @@ func utf8Groups() []utf8Group {
 }
 
 func init() {
+	registerEchoes()
+	registerFailFast()
+	registerUTF8Stress()
+}
+
+// registerEchoes registers 6.1.x-6.3.x: empty and valid UTF-8 text
+// messages, whole and in fragments, echoed; an invalid one (6.3.x) fails
+// the connection.
+func registerEchoes() {
 	echo := func(id, desc string, evText string, send func(s *session)) {
 		register(&Case{
 			ID: id, Description: desc, Expectation: "A message is echo'ed back to us.",
@@ -143,10 +152,11 @@ func init() {
 			},
 		})
 	}
+}
 
-	registerFailFast()
-
-	// 6.5-6.23: one case per payload of the stress test, sent in one frame.
+// registerUTF8Stress registers 6.5-6.23: one case per payload of the
+// stress test, sent in one frame.
+func registerUTF8Stress() {
 	for gi, g := range utf8Groups() {
 		for pi, p := range g.payloads {
 			id := fmt.Sprintf("6.%d.%d", gi+5, pi+1)

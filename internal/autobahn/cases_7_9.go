@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// Section 7 (closing handshake) and 9.1/9.2 (big text and binary
-// messages) of Autobahn|Testsuite.
+// Section 7 (closing handshake), section 9 (limits: big text and binary
+// messages, many small ones) and 10.1.1 (auto-fragmentation) of
+// Autobahn|Testsuite.
 
 // wrongCodeFails is the onConnectionLost override of most 7.x cases: a
 // wrong close code fails the case itself.
@@ -27,6 +28,15 @@ func informational(s *session) {
 }
 
 func init() {
+	registerCloseOrder()
+	registerCloseFrames()
+	registerLimits()
+	registerAutoFragmentation()
+}
+
+// registerCloseOrder registers 7.1.x: what a server does with frames sent
+// before and after the client's close frame.
+func registerCloseOrder() {
 	register(&Case{
 		ID: "7.1.1", Description: "Send a message followed by a close frame",
 		Expectation: "Echoed message followed by clean close with normal code.",
@@ -85,8 +95,12 @@ func init() {
 			s.killAfter(time.Second)
 		},
 	})
+}
 
-	// 7.3.x: close frame sizes.
+// registerCloseFrames registers 7.3.x (close frame sizes), 7.5.1 (an
+// invalid UTF-8 reason), 7.7.x and 7.9.x (valid and invalid close codes)
+// and 7.13.x (codes the spec leaves undefined).
+func registerCloseFrames() {
 	closeCase := func(id, desc, exp string, want closeExpect, send func(s *session)) {
 		register(&Case{
 			ID: id, Description: desc, Expectation: exp,
@@ -139,11 +153,12 @@ func init() {
 			},
 		})
 	}
+}
 
-	registerLimits()
-
-	// 10.1.1: auto-fragmentation. Autobahn also checks that its own client
-	// sent 50 frames of 1300 bytes and one of 536; this client always does.
+// registerAutoFragmentation registers 10.1.1: auto-fragmentation.
+// Autobahn also checks that its own client sent 50 frames of 1300 bytes
+// and one of 536; this client always does.
+func registerAutoFragmentation() {
 	payload := strings.Repeat("*", 65536)
 	register(&Case{
 		ID: "10.1.1", Description: "Send text message with payload of length 65536 auto-fragmented with autoFragmentSize = 1300.",
@@ -193,16 +208,26 @@ func bigEcho(id, desc, kind string, size int, want func() []byte, waitSecs int, 
 	})
 }
 
-// registerLimits adds section 9 ("limits/performance"): big messages,
-// whole (9.1, 9.2), fragmented (9.3, 9.4), chopped (9.5, 9.6), and 1000
-// small messages one after the other (9.7, 9.8).
+// limitKinds are section 9's two message kinds: 9.1, 9.3, … text, 9.2,
+// 9.4, … binary.
+var limitKinds = []struct {
+	name    string
+	op      byte
+	pattern string // repeated to the message size (9.1, 9.2, 9.5, 9.6)
+	fill    string // the one byte of 9.3, 9.4, 9.7, 9.8
+}{{"text", opText, "BAsd7&jh23", "*"}, {"binary", opBinary, "\x00\xfe\x23\xfa\xf0", "\xfe"}}
+
+// registerLimits adds section 9 ("limits/performance"): big messages
+// and 1000 small messages one after the other.
 func registerLimits() {
-	kinds := []struct {
-		name    string
-		op      byte
-		pattern string // repeated to the message size (9.1, 9.2, 9.5, 9.6)
-		fill    string // the one byte of 9.3, 9.4, 9.7, 9.8
-	}{{"text", opText, "BAsd7&jh23", "*"}, {"binary", opBinary, "\x00\xfe\x23\xfa\xf0", "\xfe"}}
+	registerBigMessages()
+	registerRoundTrips()
+}
+
+// registerBigMessages adds 9.1-9.6: big messages, whole (9.1, 9.2),
+// fragmented (9.3, 9.4), chopped (9.5, 9.6).
+func registerBigMessages() {
+	kinds := limitKinds
 
 	sizes := []struct {
 		n    int
@@ -242,10 +267,12 @@ func registerLimits() {
 				k.name, 1<<20, func() []byte { return f().body() }, 1000, func(s *session) { s.send(f().chopped(chop)) })
 		}
 	}
+}
 
-	// 9.7.x / 9.8.x: 1000 messages of 0 B to 4 KiB, each sent when the
-	// previous one came back.
-	for sec, k := range kinds {
+// registerRoundTrips adds 9.7.x / 9.8.x: 1000 messages of 0 B to 4 KiB,
+// each sent when the previous one came back.
+func registerRoundTrips() {
+	for sec, k := range limitKinds {
 		for i, t := range []struct{ n, count, wait int }{{0, 1000, 60}, {16, 1000, 60}, {64, 1000, 60}, {256, 1000, 120}, {1024, 1000, 240}, {4096, 1000, 480}} {
 			register(&Case{
 				ID:          fmt.Sprintf("9.%d.%d", sec+7, i+1),

@@ -172,11 +172,26 @@ func Run(ctx context.Context, t Target, o Options) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
+	if err := o.withDefaults(); err != nil {
+		return Report{}, err
+	}
+	if o.Selected != nil {
+		o.Selected(len(cases))
+	}
+	start := time.Now()
+	results, gone := play(ctx, cases, ep, o)
+	rep := Report{Behavior: o.Behavior, Duration: time.Since(start), ServerGone: gone}
+	rep.tally(results)
+	return rep, nil
+}
+
+// withDefaults checks o's bounds and fills in its zero defaults.
+func (o *Options) withDefaults() error {
 	switch {
 	case o.CaseTimeout < 0:
-		return Report{}, fmt.Errorf("case timeout: must be >= 0, got %v", o.CaseTimeout)
+		return fmt.Errorf("case timeout: must be >= 0, got %v", o.CaseTimeout)
 	case o.Parallel < 0:
-		return Report{}, fmt.Errorf("parallel: must be >= 0, got %d", o.Parallel)
+		return fmt.Errorf("parallel: must be >= 0, got %d", o.Parallel)
 	case o.CaseTimeout == 0:
 		o.CaseTimeout = DefaultCaseTimeout
 	}
@@ -185,21 +200,22 @@ func Run(ctx context.Context, t Target, o Options) (Report, error) {
 		o.Behavior = Strict
 	case Strict, Lenient:
 	default:
-		return Report{}, fmt.Errorf("behavior %q: must be %q or %q", o.Behavior, Strict, Lenient)
+		return fmt.Errorf("behavior %q: must be %q or %q", o.Behavior, Strict, Lenient)
 	}
-	par := max(o.Parallel, 1)
+	return nil
+}
 
-	if o.Selected != nil {
-		o.Selected(len(cases))
-	}
-	start := time.Now()
+// play runs the cases, o.Parallel at a time, and returns their results by
+// case (nil: not run, or cut short) and why the server was found gone
+// ("" = it was not).
+func play(ctx context.Context, cases []*Case, ep endpoint, o Options) ([]*Result, string) {
 	results := make([]*Result, len(cases))
 	runCtx, cut := context.WithCancel(ctx)
 	defer cut()
 	var gone goneOnce
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range min(par, len(cases)) {
+	for range min(max(o.Parallel, 1), len(cases)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -229,11 +245,15 @@ feed:
 	}
 	close(next)
 	wg.Wait()
+	return results, gone.why
+}
 
-	rep := Report{Behavior: o.Behavior, Duration: time.Since(start), ServerGone: gone.why}
+// tally adds the results to the report's counts and rows; a case with no
+// result is not run (the server was gone) or interrupted.
+func (rep *Report) tally(results []*Result) {
 	for _, r := range results {
 		switch {
-		case r == nil && gone.why != "":
+		case r == nil && rep.ServerGone != "":
 			rep.NotRun++
 			continue
 		case r == nil:
@@ -258,7 +278,6 @@ feed:
 			rep.Failing++
 		}
 	}
-	return rep, nil
 }
 
 // goneOnce decides, once, that the server is gone: cases that lost their
