@@ -48,48 +48,11 @@ func JUnit(w io.Writer, run *result.Run) error {
 		r := &run.Results[i]
 		s := suite(r.Server)
 		secs := r.Metrics.Dur(metrics.Used).Seconds()
-		c := junitCase{Classname: "wsplan." + r.Server, Name: r.Phase + combo(r.Vars), Time: fmt.Sprintf("%.3f", secs)}
-		var out []string
-		if m := metricsLine(r); m != "" {
-			out = append(out, m)
-		}
-		out = append(out, r.Warnings...)
-		if len(out) > 0 {
-			c.SystemOut = &junitText{strings.Join(out, "\n")}
-		}
-		if !r.OK {
-			text := r.Error
-			if r.ServerLog != "" {
-				text += "\n\nserver log (tail):\n" + r.ServerLog
-			}
-			c.Failure = &junitFailure{Message: r.Error, Type: "phase", Text: text}
-			s.Failures++
-		}
-		s.Tests++
+		s.add(phaseCase(r, combo(r.Vars), secs))
 		s.secs += secs
-		s.Cases = append(s.Cases, c)
 	}
 	for _, a := range run.Assertions {
-		s := suite(a.Server)
-		label := a.Name
-		if label == "" {
-			label = a.Expr
-		}
-		c := junitCase{Classname: "wsplan." + a.Server, Name: a.Phase + combo(a.Vars) + ": " + label, Time: "0.000"}
-		if !a.Pass {
-			msg := "assertion failed: " + a.Expr
-			if a.Error != "" {
-				msg = a.Error
-			}
-			text := "expr: " + a.Expr
-			if v := assertionValues(run, a); v != "" {
-				text += "\nvalues: " + v
-			}
-			c.Failure = &junitFailure{Message: msg, Type: "assertion", Text: text}
-			s.Failures++
-		}
-		s.Tests++
-		s.Cases = append(s.Cases, c)
+		suite(a.Server).add(assertionCase(run, a, combo(a.Vars)))
 	}
 	for i := range doc.Suites {
 		s := &doc.Suites[i]
@@ -139,6 +102,59 @@ type junitSuites struct {
 	Failures int          `xml:"failures,attr"`
 	Time     string       `xml:"time,attr,omitempty"`
 	Suites   []junitSuite `xml:"testsuite"`
+}
+
+// phaseCase is a phase's test case: its metrics and warnings as its
+// output, failed with its error and the server log's tail.
+func phaseCase(r *result.Result, combo string, secs float64) junitCase {
+	c := junitCase{Classname: "wsplan." + r.Server, Name: r.Phase + combo, Time: fmt.Sprintf("%.3f", secs)}
+	var out []string
+	if m := metricsLine(r); m != "" {
+		out = append(out, m)
+	}
+	out = append(out, r.Warnings...)
+	if len(out) > 0 {
+		c.SystemOut = &junitText{strings.Join(out, "\n")}
+	}
+	if !r.OK {
+		text := r.Error
+		if r.ServerLog != "" {
+			text += "\n\nserver log (tail):\n" + r.ServerLog
+		}
+		c.Failure = &junitFailure{Message: r.Error, Type: "phase", Text: text}
+	}
+	return c
+}
+
+// assertionCase is an assertion's test case, failed with the values it
+// was evaluated with when it did not hold.
+func assertionCase(run *result.Run, a result.Assertion, combo string) junitCase {
+	label := a.Name
+	if label == "" {
+		label = a.Expr
+	}
+	c := junitCase{Classname: "wsplan." + a.Server, Name: a.Phase + combo + ": " + label, Time: "0.000"}
+	if !a.Pass {
+		msg := "assertion failed: " + a.Expr
+		if a.Error != "" {
+			msg = a.Error
+		}
+		text := "expr: " + a.Expr
+		if v := assertionValues(run, a); v != "" {
+			text += "\nvalues: " + v
+		}
+		c.Failure = &junitFailure{Message: msg, Type: "assertion", Text: text}
+	}
+	return c
+}
+
+// add appends a case to the suite, counting it (and its failure).
+func (s *junitSuite) add(c junitCase) {
+	if c.Failure != nil {
+		s.Failures++
+	}
+	s.Tests++
+	s.Cases = append(s.Cases, c)
 }
 
 type junitSuite struct {

@@ -298,21 +298,15 @@ func Title(kind, phase string) string {
 	return t
 }
 
-func phaseTable(ew *errWriter, run, baseline *result.Run, format, phase string) error {
-	var results []*result.Result
-	for i := range run.Results {
-		if run.Results[i].Phase == phase {
-			results = append(results, &run.Results[i])
-		}
-	}
-	kind := results[0].Kind
+// phaseColumns are a phase's table columns and their headers: the ones
+// its kind declares (or generic ones), after the matrix's variables.
+func phaseColumns(run *result.Run, kind string, results []*result.Result) ([]column, []string) {
 	var cols []column
 	if k, ok := scenarios.Lookup(kind); ok && len(k.Columns) > 0 {
 		cols = declaredCols(k, results)
 	} else {
 		cols = genericCols(kind, results)
 	}
-
 	header := make([]string, len(cols))
 	for i, c := range cols {
 		header[i] = c.header
@@ -321,6 +315,43 @@ func phaseTable(ew *errWriter, run, baseline *result.Run, format, phase string) 
 		cols = append(varCols(names), cols...)
 		header = append(names, header...)
 	}
+	return cols, header
+}
+
+// resultNotes are the lines under a phase's table for one of its rows:
+// its warnings, its client shards' figures, why it failed.
+func resultNotes(res *result.Result) []string {
+	var notes []string
+	for _, warn := range res.Warnings {
+		notes = append(notes, fmt.Sprintf("- %s%s: %s", varsPrefix(res), res.Server, oneLine(warn)))
+	}
+	if len(res.ClientShards) > 0 {
+		notes = append(notes, fmt.Sprintf("- %s%s: client shards: %s", varsPrefix(res), res.Server, shardFigures(res.ClientShards)))
+	}
+	if !res.OK {
+		why := oneLine(res.Error)
+		if why == "" {
+			why = "no reason recorded"
+		}
+		if last := lastLogLine(res.ServerLog); last != "" {
+			why += " (server log: " + last + ")"
+		}
+		notes = append(notes, fmt.Sprintf("- %s%s: failed: %s", varsPrefix(res), res.Server, why))
+	}
+	return notes
+}
+
+// phaseTable writes one phase's table over its servers (and matrix
+// combinations), the notes under it, and the kind's extra tables.
+func phaseTable(ew *errWriter, run, baseline *result.Run, format, phase string) error {
+	var results []*result.Result
+	for i := range run.Results {
+		if run.Results[i].Phase == phase {
+			results = append(results, &run.Results[i])
+		}
+	}
+	kind := results[0].Kind
+	cols, header := phaseColumns(run, kind, results)
 	rows := make([][]string, len(results))
 	var notes []string
 	var bound, noBase, repeats, tested bool
@@ -340,22 +371,7 @@ func phaseTable(ew *errWriter, run, baseline *result.Run, format, phase string) 
 		for j, c := range cols {
 			rows[i][j] = c.cell(r)
 		}
-		for _, warn := range res.Warnings {
-			notes = append(notes, fmt.Sprintf("- %s%s: %s", varsPrefix(res), res.Server, oneLine(warn)))
-		}
-		if len(res.ClientShards) > 0 {
-			notes = append(notes, fmt.Sprintf("- %s%s: client shards: %s", varsPrefix(res), res.Server, shardFigures(res.ClientShards)))
-		}
-		if !res.OK {
-			why := oneLine(res.Error)
-			if why == "" {
-				why = "no reason recorded"
-			}
-			if last := lastLogLine(res.ServerLog); last != "" {
-				why += " (server log: " + last + ")"
-			}
-			notes = append(notes, fmt.Sprintf("- %s%s: failed: %s", varsPrefix(res), res.Server, why))
-		}
+		notes = append(notes, resultNotes(res)...)
 		bound = bound || res.Metrics.Bool(metrics.ClientBound)
 	}
 

@@ -413,10 +413,37 @@ func (r *broadcastRun) onData(l *loop, c *conn, ev *event, now int64) {
 	if !ev.end {
 		return
 	}
-	var reason Reason
-	seq, atUnix := readMarker(s.mark[:])
-	room := binary.LittleEndian.Uint32(s.mark[16:])
-	member := binary.LittleEndian.Uint32(s.mark[20:])
+	seq, atUnix, room, member, reason := r.check(s, ev)
+	if reason != "" {
+		r.part.Failed++
+		r.part.Errors.add(reason)
+		return
+	}
+	q := int64(seq)
+	dup, outOfOrder := r.wins[i*r.p.Publishers+int(member)].see(q)
+	if outOfOrder {
+		r.part.OutOfOrder++
+	}
+	if dup {
+		r.part.Duplicated++
+		return
+	}
+	r.delivered(s, room, member, q, max(0, r.epochUnix+now-atUnix))
+	if r.unflushed++; r.unflushed >= progressBatch && r.pr != nil {
+		r.flush()
+	}
+	if !r.sending && r.got >= r.want {
+		r.finish(l, false, now)
+	}
+}
+
+// check reads a complete delivery's marker (its number, scheduled time,
+// room and publisher) and says what is wrong with it ("" = nothing); s is
+// ready for its next delivery after.
+func (r *broadcastRun) check(s *subscriber, ev *event) (seq uint64, atUnix int64, room, member uint32, reason Reason) {
+	seq, atUnix = readMarker(s.mark[:])
+	room = binary.LittleEndian.Uint32(s.mark[16:])
+	member = binary.LittleEndian.Uint32(s.mark[20:])
 	switch {
 	case ev.total != int64(len(r.payload)):
 		reason = ReasonWrongLength
@@ -431,13 +458,13 @@ func (r *broadcastRun) onData(l *loop, c *conn, ev *event, now int64) {
 	}
 	s.bad = false
 	s.mark = [BroadcastMarkerLen]byte{}
-	if reason != "" {
-		r.part.Failed++
-		r.part.Errors.add(reason)
-		return
-	}
-	w := &r.wins[i*r.p.Publishers+int(member)]
-	q := int64(seq)
+	return seq, atUnix, room, member, reason
+}
+
+// see notes message q of the window's publisher: dup when it was seen
+// already, outOfOrder when a higher one came before it (one too old to
+// tell from a duplicate counts as out of order, not as a duplicate).
+func (w *pubWindow) see(q int64) (dup, outOfOrder bool) {
 	switch {
 	case q > w.max:
 		if sh := q - w.max; sh >= 64 {
@@ -447,17 +474,21 @@ func (r *broadcastRun) onData(l *loop, c *conn, ev *event, now int64) {
 		}
 		w.max = q
 	case w.max-q >= 64:
-		r.part.OutOfOrder++ // too old to tell from a duplicate: counted as late
+		return false, true
 	default:
 		bit := uint64(1) << uint(w.max-q)
 		if w.bits&bit != 0 {
-			r.part.Duplicated++
-			return
+			return true, false
 		}
 		w.bits |= bit
-		r.part.OutOfOrder++
+		return false, true
 	}
-	lat := max(0, r.epochUnix+now-atUnix)
+	return false, false
+}
+
+// delivered counts a distinct delivery of message q from member of room to
+// s, with its latency (a slow subscriber's apart; fan-out sampled).
+func (r *broadcastRun) delivered(s *subscriber, room, member uint32, q, lat int64) {
 	r.part.Delivered++
 	if s.got < s.want {
 		r.got++
@@ -466,20 +497,14 @@ func (r *broadcastRun) onData(l *loop, c *conn, ev *event, now int64) {
 	if s.slow {
 		r.part.SlowDelivered++
 		record(r.part.SlowLatency.Histogram, lat)
-	} else {
-		record(r.part.Latency.Histogram, lat)
-		if q%r.fan.Stride == 0 && q/r.fan.Stride < r.fan.PerPub {
-			g := int64(room)*int64(r.p.Publishers) + int64(member)
-			k := g*r.fan.PerPub + q/r.fan.Stride
-			r.fan.Count[k]++
-			r.fan.Max[k] = max(r.fan.Max[k], lat)
-		}
+		return
 	}
-	if r.unflushed++; r.unflushed >= progressBatch && r.pr != nil {
-		r.flush()
-	}
-	if !r.sending && r.got >= r.want {
-		r.finish(l, false, now)
+	record(r.part.Latency.Histogram, lat)
+	if q%r.fan.Stride == 0 && q/r.fan.Stride < r.fan.PerPub {
+		g := int64(room)*int64(r.p.Publishers) + int64(member)
+		k := g*r.fan.PerPub + q/r.fan.Stride
+		r.fan.Count[k]++
+		r.fan.Max[k] = max(r.fan.Max[k], lat)
 	}
 }
 

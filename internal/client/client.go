@@ -100,49 +100,9 @@ func New(opts Options) (*Client, error) {
 		}
 	}
 	for i, t := range opts.Targets {
-		a, err := net.ResolveTCPAddr("tcp", t)
+		tg, err := c.target(i, t)
 		if err != nil {
-			return nil, fmt.Errorf("client: targets[%d] %q: %w", i, t, err)
-		}
-		var sa unix.Sockaddr
-		if v4 := a.IP.To4(); v4 != nil {
-			sa = &unix.SockaddrInet4{Port: a.Port, Addr: [4]byte(v4)}
-			if len(opts.SourceAddrs) > 0 && len(c.src4) == 0 {
-				return nil, fmt.Errorf("client: targets[%d] %q is IPv4 but source_addrs has no IPv4 address: add one or leave source_addrs empty", i, t)
-			}
-		} else {
-			sa6 := &unix.SockaddrInet6{Port: a.Port, Addr: [16]byte(a.IP.To16())}
-			if a.Zone != "" {
-				if ifi, err := net.InterfaceByName(a.Zone); err == nil {
-					sa6.ZoneId = uint32(ifi.Index)
-				}
-			}
-			sa = sa6
-			if len(opts.SourceAddrs) > 0 && len(c.src6) == 0 {
-				return nil, fmt.Errorf("client: targets[%d] %q is IPv6 but source_addrs has no IPv6 address: add one or leave source_addrs empty", i, t)
-			}
-		}
-		spec := requestSpec{host: t, uri: opts.Path, origin: opts.Origin, subprotocols: opts.Subprotocols, headers: opts.Headers}
-		if i < len(opts.Hosts) && opts.Hosts[i] != "" {
-			spec.host = opts.Hosts[i]
-		}
-		if i < len(opts.RequestURIs) && opts.RequestURIs[i] != "" {
-			spec.uri = opts.RequestURIs[i]
-		}
-		if opts.Compression != nil {
-			spec.extensions = pmdeflate.Offer(*opts.Compression)
-		}
-		tg := target{addr: t, sa: sa, req: newUpgradeRequest(spec)}
-		if o := opts.TLS; o != nil {
-			name := o.ServerName
-			if name == "" {
-				name = hostOnly(spec.host)
-			}
-			cfg, err := c.tlsConfig(o, name)
-			if err != nil {
-				return nil, fmt.Errorf("client: targets[%d] %q: %w", i, t, err)
-			}
-			tg.tls = cfg
+			return nil, err
 		}
 		c.targets = append(c.targets, tg)
 	}
@@ -216,6 +176,58 @@ func cloneSockaddr(sa unix.Sockaddr) unix.Sockaddr {
 		return &unix.SockaddrInet6{Port: a.Port, ZoneId: a.ZoneId, Addr: a.Addr}
 	}
 	return sa
+}
+
+// target resolves Options.Targets[i] (t) and makes its upgrade request and
+// TLS config. Call it after the source addresses are parsed: a target
+// needs one of its family when there are any.
+func (c *Client) target(i int, t string) (target, error) {
+	opts := &c.opts
+	a, err := net.ResolveTCPAddr("tcp", t)
+	if err != nil {
+		return target{}, fmt.Errorf("client: targets[%d] %q: %w", i, t, err)
+	}
+	var sa unix.Sockaddr
+	if v4 := a.IP.To4(); v4 != nil {
+		sa = &unix.SockaddrInet4{Port: a.Port, Addr: [4]byte(v4)}
+		if len(opts.SourceAddrs) > 0 && len(c.src4) == 0 {
+			return target{}, fmt.Errorf("client: targets[%d] %q is IPv4 but source_addrs has no IPv4 address: add one or leave source_addrs empty", i, t)
+		}
+	} else {
+		sa6 := &unix.SockaddrInet6{Port: a.Port, Addr: [16]byte(a.IP.To16())}
+		if a.Zone != "" {
+			if ifi, err := net.InterfaceByName(a.Zone); err == nil {
+				sa6.ZoneId = uint32(ifi.Index)
+			}
+		}
+		sa = sa6
+		if len(opts.SourceAddrs) > 0 && len(c.src6) == 0 {
+			return target{}, fmt.Errorf("client: targets[%d] %q is IPv6 but source_addrs has no IPv6 address: add one or leave source_addrs empty", i, t)
+		}
+	}
+	spec := requestSpec{host: t, uri: opts.Path, origin: opts.Origin, subprotocols: opts.Subprotocols, headers: opts.Headers}
+	if i < len(opts.Hosts) && opts.Hosts[i] != "" {
+		spec.host = opts.Hosts[i]
+	}
+	if i < len(opts.RequestURIs) && opts.RequestURIs[i] != "" {
+		spec.uri = opts.RequestURIs[i]
+	}
+	if opts.Compression != nil {
+		spec.extensions = pmdeflate.Offer(*opts.Compression)
+	}
+	tg := target{addr: t, sa: sa, req: newUpgradeRequest(spec)}
+	if o := opts.TLS; o != nil {
+		name := o.ServerName
+		if name == "" {
+			name = hostOnly(spec.host)
+		}
+		cfg, err := c.tlsConfig(o, name)
+		if err != nil {
+			return target{}, fmt.Errorf("client: targets[%d] %q: %w", i, t, err)
+		}
+		tg.tls = cfg
+	}
+	return tg, nil
 }
 
 // Conns returns the number of open WebSocket connections.

@@ -115,6 +115,25 @@ func responseEnd(b []byte) int {
 	return i + 4
 }
 
+// responseStatus returns a response head's status code ("HTTP/1.1 101
+// Switching Protocols") and the header lines after it; errNoStatus when
+// the head starts with no status line.
+func responseStatus(head []byte) (int, []byte, error) {
+	line, rest, ok := bytes.Cut(head, []byte("\r\n"))
+	if !ok {
+		return 0, nil, errNoStatus
+	}
+	_, after, ok := bytes.Cut(line, []byte(" "))
+	if !ok || !bytes.HasPrefix(line, []byte("HTTP/")) || len(after) < 3 {
+		return 0, nil, errNoStatus
+	}
+	code, err := strconv.Atoi(string(after[:3]))
+	if err != nil {
+		return 0, nil, errNoStatus
+	}
+	return code, rest, nil
+}
+
 // checkResponse validates an upgrade response head (as delimited by
 // responseEnd) for a request that sent key and offered o, and returns what
 // was negotiated. The error text is the failure reason: "bad status 404",
@@ -122,22 +141,14 @@ func responseEnd(b []byte) int {
 // declined", ... It never contains what the request sent.
 func checkResponse(head, key []byte, o *offer) (negotiated, error) {
 	neg := negotiated{subprotocol: -1}
-	line, rest, ok := bytes.Cut(head, []byte("\r\n"))
-	if !ok {
-		return neg, errNoStatus
-	}
-	// "HTTP/1.1 101 Switching Protocols"
-	_, after, ok := bytes.Cut(line, []byte(" "))
-	if !ok || !bytes.HasPrefix(line, []byte("HTTP/")) || len(after) < 3 {
-		return neg, errNoStatus
-	}
-	code, err := strconv.Atoi(string(after[:3]))
+	code, rest, err := responseStatus(head)
 	if err != nil {
-		return neg, errNoStatus
+		return neg, err
 	}
 	if code != 101 {
 		return neg, fmt.Errorf("bad status %d", code)
 	}
+	var line []byte
 	var upgrade, connection, accept, protocol bool
 	var ext []byte
 	want := acceptFor(key)

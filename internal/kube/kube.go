@@ -111,6 +111,34 @@ func Objects(s Spec) (*corev1.Secret, *corev1.Service, *batchv1.Job, error) {
 			Ports:     []corev1.ServicePort{{Name: "shard", Port: s.port(), TargetPort: intstr.FromInt32(s.port())}},
 		},
 	}
+	res, err := s.resources()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	n := int32(s.Shards)
+	indexed := batchv1.IndexedCompletion
+	deadline := int64(s.ActiveDeadline / time.Second)
+	ttl := int32(s.TTL / time.Second)
+	backoff := int32(0)
+	job := &batchv1.Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: meta,
+		Spec: batchv1.JobSpec{
+			CompletionMode:          &indexed,
+			Completions:             &n,
+			Parallelism:             &n,
+			BackoffLimit:            &backoff,
+			ActiveDeadlineSeconds:   &deadline,
+			TTLSecondsAfterFinished: &ttl,
+			Template:                s.pod(res),
+		},
+	}
+	return secret, svc, job, nil
+}
+
+// resources are the shard container's requests and limits (equal: CPU and
+// Memory), none when both are empty.
+func (s Spec) resources() (corev1.ResourceRequirements, error) {
 	res := corev1.ResourceRequirements{}
 	for _, q := range []struct {
 		name corev1.ResourceName
@@ -121,14 +149,20 @@ func Objects(s Spec) (*corev1.Secret, *corev1.Service, *batchv1.Job, error) {
 		}
 		v, err := resource.ParseQuantity(q.v)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("kubernetes.resources.%s: %q: %w", q.name, q.v, err)
+			return res, fmt.Errorf("kubernetes.resources.%s: %q: %w", q.name, q.v, err)
 		}
 		if res.Requests == nil {
 			res.Requests, res.Limits = corev1.ResourceList{}, corev1.ResourceList{}
 		}
 		res.Requests[q.name], res.Limits[q.name] = v, v
 	}
-	n := int32(s.Shards)
+	return res, nil
+}
+
+// pod is the shard pods' template: one shard process, non-root on a
+// read-only root, the run's certificates mounted from the Secret; spread
+// over the nodes when Spread.
+func (s Spec) pod(res corev1.ResourceRequirements) corev1.PodTemplateSpec {
 	uid := int64(ShardUID)
 	yes, no := true, false
 	mode := int32(0o440)
@@ -178,24 +212,7 @@ func Objects(s Spec) (*corev1.Secret, *corev1.Service, *batchv1.Job, error) {
 			}},
 		}}
 	}
-	indexed := batchv1.IndexedCompletion
-	deadline := int64(s.ActiveDeadline / time.Second)
-	ttl := int32(s.TTL / time.Second)
-	backoff := int32(0)
-	job := &batchv1.Job{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: meta,
-		Spec: batchv1.JobSpec{
-			CompletionMode:          &indexed,
-			Completions:             &n,
-			Parallelism:             &n,
-			BackoffLimit:            &backoff,
-			ActiveDeadlineSeconds:   &deadline,
-			TTLSecondsAfterFinished: &ttl,
-			Template:                pod,
-		},
-	}
-	return secret, svc, job, nil
+	return pod
 }
 
 // Manifest is the spec's objects as one YAML stream (Secret, Service,
