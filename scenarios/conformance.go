@@ -128,6 +128,21 @@ func (p *Conformance) include() []string {
 	return ids
 }
 
+// noDeflate reports whether the run had permessage-deflate cases (12.x,
+// 13.x) and every one was UNIMPLEMENTED: the server negotiated none.
+func noDeflate(rep autobahn.Report) bool {
+	deflate, unimpl := 0, 0
+	for _, r := range rep.Results {
+		if strings.HasPrefix(r.ID, "12.") || strings.HasPrefix(r.ID, "13.") {
+			deflate++
+			if r.Verdict == autobahn.Unimplemented {
+				unimpl++
+			}
+		}
+	}
+	return deflate > 0 && unimpl == deflate
+}
+
 // Run implements Phase.
 func (p *Conformance) Run(ctx context.Context, env *Env) (Outcome, error) {
 	t := env.Target
@@ -183,20 +198,9 @@ func (p *Conformance) Run(ctx context.Context, env *Env) (Outcome, error) {
 		out.Failed = true
 		out.Error = "no case could open a WebSocket connection: " + firstObserved(rep)
 	}
-	if t.Compression {
-		deflate, unimpl := 0, 0
-		for _, r := range rep.Results {
-			if strings.HasPrefix(r.ID, "12.") || strings.HasPrefix(r.ID, "13.") {
-				deflate++
-				if r.Verdict == autobahn.Unimplemented {
-					unimpl++
-				}
-			}
-		}
-		if deflate > 0 && unimpl == deflate {
-			out.Failed = true
-			out.Error = "compression is on, but the server negotiated no permessage-deflate: every 12.x/13.x case is UNIMPLEMENTED"
-		}
+	if t.Compression && noDeflate(rep) {
+		out.Failed = true
+		out.Error = "compression is on, but the server negotiated no permessage-deflate: every 12.x/13.x case is UNIMPLEMENTED"
 	}
 	if rep.ServerGone != "" {
 		// The engine names the death as the row's cause; this says the

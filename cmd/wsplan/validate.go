@@ -56,45 +56,43 @@ func printPlan(w io.Writer, p *plan.Plan) {
 		}
 	}
 	fmt.Fprintln(w, "servers:")
-	for _, s := range p.Servers {
-		printTarget := func() {
-			if len(s.Headers) > 0 {
-				keys := make([]string, 0, len(s.Headers))
-				for k := range s.Headers {
-					keys = append(keys, k+"="+p.Redact(s.Headers[k]))
-				}
-				sort.Strings(keys)
-				fmt.Fprintf(w, "    headers: %s\n", strings.Join(keys, " "))
-			}
-			if len(s.Subprotocols) > 0 {
-				fmt.Fprintf(w, "    subprotocols: %s\n", strings.Join(s.Subprotocols, ", "))
-			}
-			if s.Origin != "" {
-				fmt.Fprintf(w, "    origin: %s\n", p.Redact(s.Origin))
-			}
-			if s.TLS != nil && s.TLS.String() != "" {
-				fmt.Fprintf(w, "    tls: %s\n", s.TLS)
-			}
+	for i := range p.Servers {
+		printServer(w, p, &p.Servers[i])
+	}
+	fmt.Fprintln(w, "phases:")
+	for _, ph := range p.Phases {
+		b, err := yaml.Marshal(ph.Spec)
+		body := strings.TrimSpace(string(b))
+		if err != nil {
+			body = err.Error()
 		}
+		body = strings.ReplaceAll(body, "\n", ", ")
+		fmt.Fprintf(w, "  - %s (%s): {%s}\n", ph.Name, ph.Kind, body)
+	}
+	for _, a := range p.Assert {
+		fmt.Fprintf(w, "assert: %s\n", a.Expr)
+	}
+}
+
+// printServer writes one server of the resolved plan: how wsplan reaches
+// it (a url, a command, or a framework with its options) and what its
+// handshake carries.
+func printServer(w io.Writer, p *plan.Plan, s *plan.Server) {
+	switch {
+	case s.External():
+		res := "n/a (no pid:, pid_file: or metrics_url:)"
 		switch {
-		case s.External():
-			res := "n/a (no pid:, pid_file: or metrics_url:)"
-			switch {
-			case s.PID != 0:
-				res = fmt.Sprintf("pid %d", s.PID)
-			case s.PIDFile != "":
-				res = "pid_file " + s.PIDFile
-			case s.MetricsURL != "":
-				res = "metrics_url " + s.MetricsURL
-			}
-			fmt.Fprintf(w, "  - %s: url %s (not started by wsplan; server resources: %s)\n", s.Name, p.Redact(strings.Join(s.URLs, ", ")), res)
-			printTarget()
-			continue
-		case len(s.Command) > 0:
-			fmt.Fprintf(w, "  - %s: command %q on %s\n", s.Name, s.Command, strings.Join(s.Addrs, ","))
-			printTarget()
-			continue
+		case s.PID != 0:
+			res = fmt.Sprintf("pid %d", s.PID)
+		case s.PIDFile != "":
+			res = "pid_file " + s.PIDFile
+		case s.MetricsURL != "":
+			res = "metrics_url " + s.MetricsURL
 		}
+		fmt.Fprintf(w, "  - %s: url %s (not started by wsplan; server resources: %s)\n", s.Name, p.Redact(strings.Join(s.URLs, ", ")), res)
+	case len(s.Command) > 0:
+		fmt.Fprintf(w, "  - %s: command %q on %s\n", s.Name, s.Command, strings.Join(s.Addrs, ","))
+	default:
 		fw := s.Framework
 		if fw == "" {
 			fw = s.Name
@@ -109,19 +107,22 @@ func printPlan(w io.Writer, p *plan.Plan) {
 			tls = " (tls: served with the run's certificate)"
 		}
 		fmt.Fprintf(w, "  - %s: %s %s%s\n", s.Name, fw, strings.Join(keys, " "), tls)
-		printTarget()
 	}
-	fmt.Fprintln(w, "phases:")
-	for _, ph := range p.Phases {
-		b, err := yaml.Marshal(ph.Spec)
-		body := strings.TrimSpace(string(b))
-		if err != nil {
-			body = err.Error()
+	if len(s.Headers) > 0 {
+		keys := make([]string, 0, len(s.Headers))
+		for k := range s.Headers {
+			keys = append(keys, k+"="+p.Redact(s.Headers[k]))
 		}
-		body = strings.ReplaceAll(body, "\n", ", ")
-		fmt.Fprintf(w, "  - %s (%s): {%s}\n", ph.Name, ph.Kind, body)
+		sort.Strings(keys)
+		fmt.Fprintf(w, "    headers: %s\n", strings.Join(keys, " "))
 	}
-	for _, a := range p.Assert {
-		fmt.Fprintf(w, "assert: %s\n", a.Expr)
+	if len(s.Subprotocols) > 0 {
+		fmt.Fprintf(w, "    subprotocols: %s\n", strings.Join(s.Subprotocols, ", "))
+	}
+	if s.Origin != "" {
+		fmt.Fprintf(w, "    origin: %s\n", p.Redact(s.Origin))
+	}
+	if s.TLS != nil && s.TLS.String() != "" {
+		fmt.Fprintf(w, "    tls: %s\n", s.TLS)
 	}
 }

@@ -132,6 +132,46 @@ func Collapse(run *Run) *Run {
 	return &out
 }
 
+// foldMetric sets metric n of m to its median over the repeats (true if
+// any repeat's is, for flags), keeping the metric's type, and its spread
+// when m keeps spreads.
+func (m *Result) foldMetric(n string, from []*Result) {
+	var xs []float64
+	var proto any
+	anyTrue := false
+	for _, x := range from {
+		v, has := x.Metrics[n]
+		if !has {
+			continue
+		}
+		proto = v
+		if b, isBool := v.(bool); isBool {
+			anyTrue = anyTrue || b
+			continue
+		}
+		xs = append(xs, x.Metrics.Float(n))
+	}
+	switch proto.(type) {
+	case bool:
+		m.Metrics[n] = anyTrue
+		return
+	case nil:
+		return
+	}
+	med := Median(xs)
+	switch proto.(type) {
+	case int64, int:
+		m.Metrics[n] = int64(math.Round(med))
+	case time.Duration:
+		m.Metrics[n] = time.Duration(math.Round(med))
+	default:
+		m.Metrics[n] = med
+	}
+	if m.Spread != nil && len(xs) > 1 {
+		m.Spread[n] = Spread(xs, med)
+	}
+}
+
 // median folds the repeats of one (combination, server, phase).
 func median(g []*Result) Result {
 	first := g[0]
@@ -169,40 +209,7 @@ func median(g []*Result) Result {
 		}
 	}
 	for n := range names {
-		var xs []float64
-		var proto any
-		anyTrue := false
-		for _, x := range from {
-			v, has := x.Metrics[n]
-			if !has {
-				continue
-			}
-			proto = v
-			if b, isBool := v.(bool); isBool {
-				anyTrue = anyTrue || b
-				continue
-			}
-			xs = append(xs, x.Metrics.Float(n))
-		}
-		switch proto.(type) {
-		case bool:
-			m.Metrics[n] = anyTrue
-			continue
-		case nil:
-			continue
-		}
-		med := Median(xs)
-		switch proto.(type) {
-		case int64, int:
-			m.Metrics[n] = int64(math.Round(med))
-		case time.Duration:
-			m.Metrics[n] = time.Duration(math.Round(med))
-		default:
-			m.Metrics[n] = med
-		}
-		if m.Spread != nil && len(xs) > 1 {
-			m.Spread[n] = Spread(xs, med)
-		}
+		m.foldMetric(n, from)
 	}
 	// The repeat nearest the median throughput gives the timeline (the
 	// first repeat's when the results name no throughput).
