@@ -54,6 +54,8 @@ const (
 	scriptFinished    = "users_finished"
 	scriptAborted     = "users_aborted"
 	scriptCut         = "users_cut"
+	scriptPeak        = "users_peak"
+	scriptMemPerUser  = "client_mem_per_user"
 	scriptIterations  = "iterations"
 	scriptSent        = "sent"
 	scriptReceived    = "received"
@@ -159,6 +161,8 @@ func scriptMetricDefs() []metrics.Def {
 		{Name: scriptFinished, Kind: metrics.Count, Doc: "users that ran to their end (or a close step)"},
 		{Name: scriptAborted, Kind: metrics.Count, Doc: "users ended by a timeout or a lost connection"},
 		{Name: scriptCut, Kind: metrics.Count, Doc: "users still running when the phase ended"},
+		{Name: scriptPeak, Kind: metrics.Count, Doc: "users running at once at most (each event loop's and shard's own peak, summed: exact when every user runs at once)"},
+		{Name: scriptMemPerUser, Kind: metrics.Bytes, Doc: "(client RSS at its highest during the phase − client RSS at the phase's start) / users_peak: a user's memory, its connection's included"},
 		{Name: scriptIterations, Kind: metrics.Count, Doc: "iterations completed"},
 		{Name: scriptSent, Kind: metrics.Count, Doc: "messages sent"},
 		{Name: scriptReceived, Kind: metrics.Count, Doc: "messages received"},

@@ -42,12 +42,17 @@ func (p *Script) Run(ctx context.Context, env *Env) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
+	mem := watchClientMem(env.Mem)
 	r, err := run[client.ScriptResult](ctx, env, q)
+	grew := mem.stop()
 	if r == nil {
 		return Outcome{}, err // nothing was measured
 	}
 	names := p.exchanges()
 	v, all, detail := scriptValues(r, names)
+	if env.Mem != nil && r.Peak > 0 {
+		v[scriptMemPerUser] = max(grew, 0) / r.Peak
+	}
 	out := Outcome{Metrics: v, Histogram: HistString(all)}
 	if b, jerr := json.Marshal(detail); jerr == nil {
 		out.Detail = b
@@ -66,7 +71,7 @@ func (p *Script) Run(ctx context.Context, env *Env) (Outcome, error) {
 func scriptValues(r *client.ScriptResult, names []string) (metrics.Values, client.Hist, ScriptDetail) {
 	v := metrics.Values{
 		scriptUsers: r.Users, scriptArrivals: r.Arrivals, scriptLate: r.Late, scriptDropped: r.Dropped,
-		scriptOpenFailed: r.OpenFailed, scriptFinished: r.Finished, scriptAborted: r.Aborted, scriptCut: r.Cut,
+		scriptOpenFailed: r.OpenFailed, scriptFinished: r.Finished, scriptAborted: r.Aborted, scriptCut: r.Cut, scriptPeak: r.Peak,
 		scriptIterations: r.Iterations, scriptSent: r.Sent, scriptReceived: r.Received,
 		scriptUnexpected: r.Unexpected, scriptUnexpUsers: r.UnexpectedUsers, scriptIgnored: r.Ignored,
 		scriptBytesSent: r.BytesSent, scriptBytesRecv: r.BytesRecv, scriptUsed: r.Used,
@@ -256,4 +261,49 @@ func shortDur(d time.Duration) string {
 		return fmt.Sprintf("%.2fµs", float64(d)/1e3)
 	}
 	return fmt.Sprintf("%dns", int64(d))
+}
+
+// memWatchEvery is how often a script phase reads the client's memory.
+const memWatchEvery = 200 * time.Millisecond
+
+// memWatch follows the client's resident memory over a phase: its
+// highest reading above the one at the start.
+type memWatch struct {
+	done chan struct{}
+	grew chan int64
+}
+
+// watchClientMem starts reading the client's RSS (every client process)
+// every memWatchEvery; read nil = nothing to watch.
+func watchClientMem(read func() Mem) *memWatch {
+	if read == nil {
+		return nil
+	}
+	w := &memWatch{done: make(chan struct{}), grew: make(chan int64, 1)}
+	start := read().Client
+	go func() {
+		peak := start
+		t := time.NewTicker(memWatchEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				peak = max(peak, read().Client)
+			case <-w.done:
+				w.grew <- max(peak, read().Client) - start
+				return
+			}
+		}
+	}()
+	return w
+}
+
+// stop ends the watch and returns how far the client's RSS rose above
+// its start (0 without a watch).
+func (w *memWatch) stop() int64 {
+	if w == nil {
+		return 0
+	}
+	close(w.done)
+	return <-w.grew
 }

@@ -92,6 +92,10 @@ type ScriptResult struct {
 	Finished   int64   `json:"finished"` // users that ran every iteration (or closed by a close step)
 	Aborted    int64   `json:"aborted"`  // users ended by a timeout or a lost connection
 	Cut        int64   `json:"cut"`      // users still running when the phase ended (Duration + Drain, or stopped)
+	// Peak is the most users running at once (connected, not ended):
+	// each loop's own peak, summed over loops and shards, so exact when
+	// every user runs at once and an upper bound otherwise.
+	Peak int64 `json:"peak"`
 
 	Iterations int64 `json:"iterations"` // iterations completed
 	Sent       int64 `json:"sent"`       // messages sent
@@ -247,6 +251,7 @@ func (r *ScriptResult) Merge(other Result) {
 	r.Finished += o.Finished
 	r.Aborted += o.Aborted
 	r.Cut += o.Cut
+	r.Peak += o.Peak
 	r.Iterations += o.Iterations
 	r.Sent += o.Sent
 	r.Received += o.Received

@@ -138,7 +138,8 @@ type scriptRun struct {
 	arrNext, arrN int64
 	arrAt0        int64
 	period        float64
-	active        int // users dialling or running
+	active        int   // users dialling or running
+	live          int64 // users running (connected, not ended)
 
 	start, end, stopAt int64 // loop clock: t = 0, end of Duration (0 = none), latest end
 	lateAfter          int64
@@ -282,6 +283,8 @@ func (r *scriptRun) dialed(l *loop, c *conn, idx int64, now int64) {
 	u.c = c
 	c.slot = int64(slot)
 	r.part.Users++
+	r.live++
+	r.part.Peak = max(r.part.Peak, r.live)
 	if !r.p.open() {
 		u.ready = now // closed arrivals start when connected
 	}
@@ -293,8 +296,9 @@ func (r *scriptRun) dialed(l *loop, c *conn, idx int64, now int64) {
 }
 
 // gaveUp implements dialHooks.
-func (r *scriptRun) gaveUp(l *loop, idx int64, _ Reason) {
+func (r *scriptRun) gaveUp(l *loop, idx int64, reason Reason) {
 	r.part.OpenFailed++
+	r.part.OpenErrors.add(reason)
 	if slot, ok := r.byNum[idx]; ok {
 		delete(r.byNum, idx)
 		r.release(slot)
@@ -383,15 +387,18 @@ func (r *scriptRun) pump(l *loop, now int64) {
 	r.maybeDone(l, now)
 }
 
-// setWake arms u's timer at `at` (0 = disarm).
+// setWake makes sure u wakes up by `at` (0 = nothing to wait for). A
+// wake-up already armed no later stays, and one no longer needed is not
+// taken back: when it comes, timer re-arms for what is due then. So a user
+// keeps one timer through its exchanges (a new deadline each, later than
+// the one armed) instead of leaving one in the heap per exchange: the heap
+// holds about one entry per user, not exchange rate × timeout.
 func (r *scriptRun) setWake(u *user, slot int32, at int64) {
-	if at == u.wake {
+	if at <= 0 || (u.wake > 0 && u.wake <= at) {
 		return
 	}
 	u.wake = at
-	if at > 0 {
-		r.timers.push(timer{at: at, id: slot, gen: u.gen})
-	}
+	r.timers.push(timer{at: at, id: slot, gen: u.gen})
 }
 
 // maybeDone ends the phase here once every user is done and no arrival
@@ -453,6 +460,7 @@ func (r *scriptRun) finish(l *loop, stopped bool, _ int64) {
 		e := r.part.exchange(name)
 		e.merge(&r.exch[i])
 	}
+	r.part.Connect.add(r.d.part.Latency) // the users' handshakes
 	l.finished(r.job.phase, &r.part, stopped)
 }
 

@@ -2,6 +2,7 @@ package client
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -180,6 +181,9 @@ func TestScriptConversation(t *testing.T) {
 	if r.Unexpected != 0 || r.Sent != 40*52 || r.Received != 40*(1+50+6) {
 		t.Errorf("unexpected %d sent %d received %d", r.Unexpected, r.Sent, r.Received)
 	}
+	if r.Connect.TotalCount() != 40 || r.Peak < 1 || r.Peak > 40 {
+		t.Errorf("connect latencies %d, peak %d: want every user's handshake, at most 40 at once", r.Connect.TotalCount(), r.Peak)
+	}
 	for i := range 40 {
 		u := "u" + strconv.Itoa(i)
 		if h, ok := srv.queries.Load(u); !ok || h != u {
@@ -236,6 +240,55 @@ steps:
 	}
 }
 
+// TestScriptTimerRearm: a user keeps one wake-up armed through its
+// exchanges; one that comes early (armed for an expect since answered)
+// is re-armed for a pause's end or a later deadline, which still times out.
+func TestScriptTimerRearm(t *testing.T) {
+	addr := (&appServer{}).start(t)
+	start := time.Now()
+	r := runScript(t, addr, 1, ScriptParams{Users: 3, Iterations: 1, Steps: steps(t, `
+steps:
+  - send: '{"op":"echo","id":1}'
+  - expect: {correlate: $.id, timeout: 50ms, as: first}
+  - think: 150ms
+  - send: '{"op":"echo","id":2}'
+  - expect: {correlate: $.id, timeout: 50ms, as: second}
+  - send: '{"op":"nothing"}'
+  - expect: {json: {$.op: never}, timeout: 250ms, as: never}
+`)})
+	took := time.Since(start)
+	if r.Exchanges["first"].Count != 3 || r.Exchanges["second"].Count != 3 || r.Exchanges["never"].Timeouts != 3 || r.Aborted != 3 {
+		t.Fatalf("first %+v second %+v never %+v aborted %d", r.Exchanges["first"], r.Exchanges["second"], r.Exchanges["never"], r.Aborted)
+	}
+	if took < 400*time.Millisecond || took > 5*time.Second {
+		t.Errorf("took %v, want the 150 ms pause and the 250 ms timeout (the early wake-ups re-armed, not taken for them)", took)
+	}
+}
+
+// TestScriptOpenFailed: a user whose connection cannot open is counted
+// with its reason.
+func TestScriptOpenFailed(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now: connections are refused
+	r := runScript(t, addr, 1, ScriptParams{Users: 4, Iterations: 1, Steps: steps(t, `
+steps:
+  - send: hi
+  - expect: {as: reply}
+`)})
+	if r.OpenFailed != 4 || r.Users != 0 || len(r.OpenErrors) == 0 || r.Peak != 0 {
+		t.Fatalf("open failed %d users %d errors %v peak %d", r.OpenFailed, r.Users, r.OpenErrors, r.Peak)
+	}
+	for reason := range r.OpenErrors {
+		if !strings.Contains(string(reason), "refused") {
+			t.Errorf("reason %q, want the connection refused", reason)
+		}
+	}
+}
+
 // TestScriptOpenArrivals: users arrive on a timetable, each on a new
 // connection, and their exchanges count from the arrival's scheduled time.
 func TestScriptOpenArrivals(t *testing.T) {
@@ -245,10 +298,18 @@ func TestScriptOpenArrivals(t *testing.T) {
 steps:
   - send: '{"op":"echo","id":{{.conn}}}'
   - expect: {correlate: $.id, as: echo}
+  - loop:
+      count: 3
+      steps:
+        - think: 20ms
+        - send: '{"op":"echo","id":{{.seq}}}'
+        - expect: {correlate: $.id, as: more}
   - close: true
 `)})
-	if r.Arrivals != 100 || r.Users != 100 || r.Finished != 100 || r.Dropped != 0 || r.Exchanges["echo"].Count != 100 {
-		t.Fatalf("arrivals %d users %d finished %d dropped %d echo %+v", r.Arrivals, r.Users, r.Finished, r.Dropped, r.Exchanges["echo"])
+	// The last arrivals, due just before the 500 ms end, still run every
+	// step: the duration is when users arrive.
+	if r.Arrivals != 100 || r.Users != 100 || r.Finished != 100 || r.Dropped != 0 || r.Exchanges["echo"].Count != 100 || r.Exchanges["more"].Count != 300 {
+		t.Fatalf("arrivals %d users %d finished %d dropped %d echo %+v more %+v", r.Arrivals, r.Users, r.Finished, r.Dropped, r.Exchanges["echo"], r.Exchanges["more"])
 	}
 	if took := time.Since(start); took < 450*time.Millisecond || took > 3*time.Second {
 		t.Errorf("100 arrivals at 200/s took %v", took)
@@ -384,6 +445,11 @@ steps:
 	}
 	if e := g.r.exch[0]; e.Count != 2101 || e.Mismatched != 0 {
 		t.Fatalf("exchanges %+v", e)
+	}
+	// One wake-up stays armed for the user, not one left per exchange
+	// until its (hour-long) deadline.
+	if n := len(g.r.timers); n > 1 {
+		t.Errorf("%d timers after 2101 exchanges, want at most 1", n)
 	}
 }
 

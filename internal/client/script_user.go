@@ -89,11 +89,7 @@ func (r *scriptRun) advance(l *loop, u *user, now int64) {
 			u.pc++
 			if u.ready > now {
 				u.state = uThinking
-				w := u.ready
-				if len(u.pend) > 0 && u.pend[0].deadline < w {
-					w = u.pend[0].deadline
-				}
-				r.setWake(u, slot, w)
+				r.setWake(u, slot, r.nextWake(u))
 				return
 			}
 		case script.OpLoop:
@@ -129,8 +125,9 @@ func (r *scriptRun) advance(l *loop, u *user, now int64) {
 }
 
 // stopping reports whether closed arrivals' Duration is over: loops end
-// and no iteration starts.
-func (r *scriptRun) stopping(now int64) bool { return r.end > 0 && now >= r.end }
+// and no iteration starts. Open arrivals' Duration is when users arrive:
+// each runs its steps to the end (within the drain).
+func (r *scriptRun) stopping(now int64) bool { return !r.p.open() && r.end > 0 && now >= r.end }
 
 // iterationDone ends one pass over the steps: the next, or the user's
 // end (its connection closed cleanly).
@@ -162,6 +159,7 @@ func (r *scriptRun) endUser(l *loop, u *user, slot int32) {
 		r.part.UnexpectedUsers++
 	}
 	u.state = uDone
+	r.live--
 	r.release(slot)
 	r.maybeDone(l, l.now())
 }
@@ -271,8 +269,8 @@ func (r *scriptRun) setVars(u *user, seq, iter int64) {
 	r.vars.NowNs = time.Now().UnixNano()
 }
 
-// timer runs when u's wake-up comes: a pause ends, or its oldest expect
-// times out.
+// timer runs when u's wake-up comes: a pause ends, its oldest expect
+// times out, or it came early and is re-armed.
 func (r *scriptRun) timer(l *loop, u *user, now int64) {
 	slot := int32(u.c.slot)
 	if len(u.pend) > 0 && now >= u.pend[0].deadline {
@@ -292,9 +290,21 @@ func (r *scriptRun) timer(l *loop, u *user, now int64) {
 		r.advance(l, u, now)
 		return
 	}
-	if len(u.pend) > 0 {
-		r.setWake(u, slot, u.pend[0].deadline)
+	// Early (armed for an expect since answered): re-arm for what is due.
+	r.setWake(u, slot, r.nextWake(u))
+}
+
+// nextWake is when u must wake up next: the end of its pause or its oldest
+// expect's deadline, whichever comes first; 0 = none.
+func (r *scriptRun) nextWake(u *user) int64 {
+	w := int64(0)
+	if u.state == uThinking {
+		w = u.ready
 	}
+	if len(u.pend) > 0 && (w == 0 || u.pend[0].deadline < w) {
+		w = u.pend[0].deadline
+	}
+	return w
 }
 
 // abort ends u on a failure the caller counted (a timeout, the loss of
@@ -452,17 +462,11 @@ func (r *scriptRun) complete(l *loop, u *user, slot int32, i int, now int64) {
 	if u.ready < now {
 		u.ready = now // the next step is due when its reply came
 	}
-	switch u.state {
-	case uWaiting:
+	// A thinking user's wake-up stays armed: an answered expect only makes
+	// the next deadline later.
+	if u.state == uWaiting {
 		u.state = uRunning
-		r.setWake(u, slot, 0)
 		r.advance(l, u, now)
-	case uThinking:
-		w := u.ready
-		if len(u.pend) > 0 && u.pend[0].deadline < w {
-			w = u.pend[0].deadline
-		}
-		r.setWake(u, slot, w)
 	}
 }
 
