@@ -14,12 +14,16 @@
 //   {"op":"publish","room":R,"id":I}        -> {"op":"published","id":I} and an event to the room
 //   {"op":"echo"|"add",...,"id":I}          -> {"op":"reply","id":I,...} (add: "sum" of "a" and "b")
 //   anything else with an id                -> {"op":"error","id":I}
+//   a binary message                        -> the same bytes back (the rate phase's echo)
 // A request without a login's token is answered {"op":"error","id":I,"error":"unauthorized"}.
 //
 // --odd-delay MS answers requests with an odd id MS late (replies out of
 // order); --stall MS --every MS blocks the event loop MS out of every MS
 // (a pause as a garbage collector makes); --presence MS pushes
-// {"type":"presence"} to every connection that often.
+// {"type":"presence"} to every connection that often. On SIGTERM it
+// prints "logins: N, distinct users: M, repeated: K" (K users logged in
+// more than once): a plan whose users each take their own data row shows
+// M = N, K = 0.
 'use strict';
 
 let WebSocketServer;
@@ -64,6 +68,7 @@ try {
 
 const wss = new WebSocketServer({ host: opts.host, port: opts.port, perMessageDeflate: false });
 const rooms = new Map(); // room -> Set of sockets
+const logins = new Map(); // user -> successful logins
 let published = 0;
 
 function send(ws, obj) {
@@ -74,6 +79,7 @@ function handle(ws, m) {
   if (m.op === 'login') {
     if (typeof m.user === 'string' && m.password === 'pw-' + m.user) {
       ws.token = 'tok-' + m.user;
+      logins.set(m.user, (logins.get(m.user) || 0) + 1);
       send(ws, { op: 'login_ok', token: ws.token });
     } else {
       send(ws, { op: 'login_failed' });
@@ -115,7 +121,11 @@ function handle(ws, m) {
 
 let socketErrors = 0;
 wss.on('connection', (ws) => {
-  ws.on('message', (data) => {
+  ws.on('message', (data, isBinary) => {
+    if (isBinary) {
+      ws.send(data, { binary: true });
+      return;
+    }
     let m;
     try {
       m = JSON.parse(data);
@@ -154,6 +164,13 @@ wss.on('error', (err) => {
   process.exit(1);
 });
 function stop() {
+  let total = 0;
+  let repeated = 0;
+  for (const n of logins.values()) {
+    total += n;
+    if (n > 1) repeated++;
+  }
+  console.log(`node-ws app: logins: ${total}, distinct users: ${logins.size}, repeated: ${repeated}`);
   console.log(`node-ws app stopping (${socketErrors} socket errors)`);
   wss.close();
   for (const ws of wss.clients) ws.terminate();
