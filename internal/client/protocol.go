@@ -49,7 +49,8 @@ type ProtocolOptions struct {
 	// Username and Password log in (MQTT CONNECT, STOMP login/passcode).
 	Username string `json:"username,omitempty"`
 	Password string `json:"password,omitempty"`
-	// Host is STOMP's virtual host; "" = the target's host.
+	// Host is STOMP's virtual host (the CONNECT frame's host header); "" =
+	// "/", RabbitMQ's default virtual host.
 	Host string `json:"host,omitempty"`
 	// Init is GraphQL over WebSocket's connection_init payload (JSON).
 	Init string `json:"init,omitempty"`
@@ -166,6 +167,7 @@ type protoConn struct {
 	lastSent int64  // loop clock of the last write
 	lastRecv int64  // of the last message
 	every    int64  // keepalive interval, ns; 0 = none
+	silence  int64  // how long the server may stay silent, ns, where the protocol says; 0 = no limit
 	ids      uint64 // the last packet / ack / receipt id used
 	state    uint8  // the protocol's own
 }
@@ -322,11 +324,8 @@ func (l *loop) protoData(c *conn, s *protoConn, ev *event, now int64) {
 	}
 	l.msgs = l.msgs[:0]
 	fail := p.decode(l, c, s, ev.op, msg, now)
-	if fail != "" {
-		s.buf = s.buf[:0]
-		l.lost(c, fail)
-		return
-	}
+	// Messages decoded before a failure are delivered first (a STOMP
+	// ERROR frame answers a request, then ends the connection).
 	for i := range l.msgs {
 		if c.state != stOpen {
 			break
@@ -334,6 +333,13 @@ func (l *loop) protoData(c *conn, s *protoConn, ev *event, now int64) {
 		if r := l.ph; r != nil {
 			r.onMessage(l, c, &l.msgs[i], now)
 		}
+	}
+	if fail != "" {
+		s.buf = s.buf[:0]
+		if c.state == stOpen {
+			l.lost(c, fail)
+		}
+		return
 	}
 	if cap(s.buf) > 64<<10 {
 		s.buf = nil

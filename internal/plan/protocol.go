@@ -79,7 +79,7 @@ func (*Protocol) JSONSchema() map[string]any {
 			"keepalive": described(map[string]any{"$ref": "#/$defs/duration"}, "mqtt: keepalive; stomp: the client's heart-beat; default the protocol's"),
 			"username":  described(str, "mqtt, stomp: login (${env:NAME} for a secret)"),
 			"password":  described(str, "mqtt, stomp: password (${env:NAME} for a secret)"),
-			"host":      described(str, "stomp: the virtual host; default the target's host"),
+			"host":      described(str, "stomp: the virtual host (CONNECT's host header); default /, RabbitMQ's default virtual host"),
 			"init":      described(str, "graphql-ws: connection_init payload (JSON)"),
 		}},
 	}}

@@ -1,0 +1,222 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// STOMP on the event loops against a fake broker (the real one, RabbitMQ,
+// runs in cmd/wsplan's tests): the greeting's outcomes as the connect
+// phase reports them, heart-beats both ways over a hold, and the receive
+// path's allocations.
+
+// fakeBroker answers a CONNECT as mode says and counts the client's
+// heart-beats.
+type fakeBroker struct {
+	mode  string // "ok", "error", "mute", "silent"
+	beat  string // CONNECTED's heart-beat header
+	beats atomic.Int64
+	conns atomic.Int64
+	mu    sync.Mutex
+	frame []string // the CONNECT frames seen
+}
+
+func (b *fakeBroker) start(t *testing.T) string {
+	s := &rawServer{handle: b.handle}
+	return s.start(t)
+}
+
+func (b *fakeBroker) handle(c net.Conn, r *bufio.Reader) {
+	_, _, connect, err := readClientFrame(r)
+	if err != nil {
+		return
+	}
+	b.mu.Lock()
+	b.frame = append(b.frame, string(connect))
+	b.mu.Unlock()
+	switch b.mode {
+	case "error":
+		c.Write(serverFrame(true, opText, []byte("ERROR\nmessage:Bad CONNECT\ncontent-type:text/plain\ncontent-length:32\n\nAccess refused for user 'guest'\n\x00\n")))
+	case "mute":
+	default:
+		c.Write(serverFrame(true, opText, []byte("CONNECTED\nversion:1.2\nheart-beat:"+b.beat+"\n\n\x00\n")))
+	}
+	b.conns.Add(1)
+	stop := make(chan struct{})
+	defer close(stop)
+	if b.mode == "ok" {
+		go func() { // the server's heart-beats
+			tk := time.NewTicker(100 * time.Millisecond)
+			defer tk.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tk.C:
+					if _, err := c.Write(serverFrame(true, opText, []byte("\n"))); err != nil {
+						return
+					}
+				}
+			}
+		}()
+	}
+	for {
+		_, op, p, err := readClientFrame(r)
+		if err != nil || op == opClose {
+			return
+		}
+		if string(p) == "\n" {
+			b.beats.Add(1)
+		}
+	}
+}
+
+func stompClient(t *testing.T, addr string, keepalive time.Duration) *Client {
+	return newClient(t, Options{Targets: []string{addr}, Loops: 1,
+		Protocol: ProtocolOptions{Name: ProtoSTOMP, Keepalive: keepalive, Username: "guest", Password: "guest"}})
+}
+
+// TestSTOMPHeartBeats: idle connections stay open over a hold of many
+// heart-beat intervals, the client sending its heart-beats on time and
+// reading the server's without counting them.
+func TestSTOMPHeartBeats(t *testing.T) {
+	b := &fakeBroker{mode: "ok", beat: "100,300"}
+	c := stompClient(t, b.start(t), 200*time.Millisecond)
+	res, err := c.Connect(t.Context(), ConnectParams{Connections: 4, Concurrency: 4, Timeout: 2 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Success != 4 || res.Greeting.TotalCount() != 4 {
+		t.Fatalf("connect: %d open, %d greetings, errors %v", res.Success, res.Greeting.TotalCount(), res.Errors)
+	}
+	if f := b.frame[0]; !strings.Contains(f, "\nlogin:guest\npasscode:guest\nheart-beat:200,200\n") {
+		t.Errorf("CONNECT frame %q", f)
+	}
+	hold, err := c.Hold(t.Context(), HoldParams{Duration: 1500 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hold.Alive != 4 || len(hold.Errors) != 0 {
+		t.Fatalf("hold: %d alive of 4, errors %v", hold.Alive, hold.Errors)
+	}
+	// The server wants one every 300ms: over 1.5 s, about 5 a connection.
+	if n := b.beats.Load(); n < 4*4 || n > 4*10 {
+		t.Errorf("the server got %d heart-beats from 4 connections in 1.5 s, want about 20", n)
+	}
+}
+
+// TestSTOMPGreetingFailures: a refusal, a server that never answers and
+// one that promises heart-beats it never sends fail the connections with
+// the protocol's reasons.
+func TestSTOMPGreetingFailures(t *testing.T) {
+	for _, tc := range []struct {
+		mode, beat, reason string
+	}{
+		{"error", "", "stomp: ERROR: Bad CONNECT (Access refused for user 'guest')"},
+		{"mute", "", "stomp: no CONNECTED"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			b := &fakeBroker{mode: tc.mode, beat: tc.beat}
+			c := stompClient(t, b.start(t), 0)
+			res, err := c.Connect(t.Context(), ConnectParams{Connections: 3, Concurrency: 3, Timeout: 300 * time.Millisecond}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Success != 0 || res.Failed != 3 || res.Errors[Reason(tc.reason)] != 3 || len(res.Errors) != 1 {
+				t.Errorf("connect: %d open, %d failed, errors %v; want 3 × %q", res.Success, res.Failed, res.Errors, tc.reason)
+			}
+		})
+	}
+	t.Run("silent", func(t *testing.T) {
+		b := &fakeBroker{mode: "silent", beat: "100,0"}
+		c := stompClient(t, b.start(t), 200*time.Millisecond)
+		mustConnect(t, c, 3)
+		hold, err := c.Hold(t.Context(), HoldParams{Duration: time.Second}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 2 × max(100ms, 200ms) without a byte from the server.
+		if why := Reason("stomp: no heart-beat from the server for 2 of its intervals"); hold.Alive != 0 || hold.Errors[why] != 3 {
+			t.Errorf("hold: %d alive, errors %v; want 3 × %q", hold.Alive, hold.Errors, why)
+		}
+		if n := b.beats.Load(); n != 0 {
+			t.Errorf("the client sent %d heart-beats to a server that wants none", n)
+		}
+	})
+}
+
+// stompSink is a run that takes decoded messages.
+type stompSink struct {
+	baseRun
+	n, bytes int
+}
+
+func (r *stompSink) onMessage(_ *loop, _ *conn, m *message, _ int64) { r.n++; r.bytes += len(m.Body) }
+func (*stompSink) lost(*loop, *conn, uint8, Reason)                  {}
+func (*stompSink) finish(*loop, bool, int64)                         {}
+
+// TestSTOMPReceiveAllocs: reading MESSAGE frames — one a WebSocket
+// message, several with heart-beats in one, with an escaped destination —
+// from the socket to the run allocates nothing in steady state (the
+// bound is 2 per message).
+func TestSTOMPReceiveAllocs(t *testing.T) {
+	body := string(makePayload(256, false))
+	one := "MESSAGE\nsubscription:/topic/wsplan.room.1\ndestination:/topic/wsplan.room.1\nmessage-id:T_1@@session-x@@1\nredelivered:false\ncontent-length:256\n\n" + body + "\x00\n"
+	for _, tc := range []struct {
+		name string
+		wire []byte
+		per  int // messages per round
+	}{
+		{"one frame a message", serverFrame(true, opBinary, []byte(one)), 1},
+		{"four frames and heart-beats", bytes.Join([][]byte{serverFrame(true, opBinary, []byte(one+one+"\n"+one+one)), serverFrame(true, opText, []byte("\n"))}, nil), 4},
+		{"escaped destination", serverFrame(true, opBinary, []byte(strings.Replace(one, "destination:/topic/wsplan.room.1", `destination:/topic/a\cb`, 1))), 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newSTOMPRig(t, ProtocolOptions{})
+			sink := &stompSink{}
+			g.l.ph = sink
+			t.Cleanup(func() { g.l.ph = nil })
+			round := func() {
+				if _, err := unix.Write(g.peer, tc.wire); err != nil {
+					t.Fatal(err)
+				}
+				g.l.readFrames(g.c)
+			}
+			for range 10 {
+				round()
+			}
+			allocs := testing.AllocsPerRun(200, round) // runs round once more to warm up
+			if got := allocs / float64(tc.per); got > 0 {
+				t.Errorf("%.2f allocations per message, want 0 (bound 2)", got)
+			}
+			if sink.n != 211*tc.per || sink.bytes != sink.n*256 || g.c.state != stOpen {
+				t.Errorf("the run got %d messages (%d bytes), want %d of 256; state %d", sink.n, sink.bytes, 211*tc.per, g.c.state)
+			}
+		})
+	}
+}
+
+// BenchmarkSTOMPReceive is the receive path of one 256-byte MESSAGE.
+func BenchmarkSTOMPReceive(b *testing.B) {
+	body := string(makePayload(256, false))
+	wire := serverFrame(true, opBinary, []byte("MESSAGE\nsubscription:/topic/wsplan.room.1\ndestination:/topic/wsplan.room.1\nmessage-id:T_1@@session-x@@1\nredelivered:false\ncontent-length:256\n\n"+body+"\x00\n"))
+	g := newSTOMPRig(b, ProtocolOptions{})
+	g.l.ph = &stompSink{}
+	b.Cleanup(func() { g.l.ph = nil })
+	b.ReportAllocs()
+	b.SetBytes(int64(len(wire)))
+	for b.Loop() {
+		if _, err := unix.Write(g.peer, wire); err != nil {
+			b.Fatal(err)
+		}
+		g.l.readFrames(g.c)
+	}
+}

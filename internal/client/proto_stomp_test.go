@@ -1,0 +1,427 @@
+package client
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The STOMP codec: frames parsed from byte slices (several to a message,
+// heart-beats between them, binary bodies by content-length), escapes,
+// what the protocol decodes and encodes, and what it sends by itself.
+
+func TestSTOMPParse(t *testing.T) {
+	type want struct {
+		cmd, dest, rid, msg, body string
+	}
+	for _, tc := range []struct {
+		name string
+		in   string
+		want []want
+		err  stompParseErr
+	}{
+		{name: "heart-beats only", in: "\n\r\n\n"},
+		{name: "message", in: "MESSAGE\nsubscription:1\ndestination:/topic/a\nmessage-id:7\n\nhello\x00",
+			want: []want{{cmd: "MESSAGE", dest: "/topic/a", body: "hello"}}},
+		{name: "crlf, trailing EOLs", in: "RECEIPT\r\nreceipt-id:12\r\n\r\n\x00\r\n\n",
+			want: []want{{cmd: "RECEIPT", rid: "12"}}},
+		{name: "content-length keeps NULs", in: "MESSAGE\ndestination:/q\ncontent-length:5\n\na\x00b\xffc\x00\n",
+			want: []want{{cmd: "MESSAGE", dest: "/q", body: "a\x00b\xffc"}}},
+		{name: "several frames and heart-beats", in: "\nRECEIPT\nreceipt-id:1\n\n\x00\n\nMESSAGE\ndestination:/t\n\nx\x00ERROR\nmessage:boom\n\nwhy\x00\n",
+			want: []want{{cmd: "RECEIPT", rid: "1"}, {cmd: "MESSAGE", dest: "/t", body: "x"}, {cmd: "ERROR", msg: "boom", body: "why"}}},
+		{name: "first header wins", in: "MESSAGE\ndestination:/a\ndestination:/b\ncontent-length:1\ncontent-length:9\n\nz\x00",
+			want: []want{{cmd: "MESSAGE", dest: "/a", body: "z"}}},
+		{name: "value with colons", in: "ERROR\nmessage:a:b\n\n\x00", want: []want{{cmd: "ERROR", msg: "a:b"}}},
+		{name: "no NUL", in: "MESSAGE\ndestination:/a\n\nbody", err: stompIncomplete},
+		{name: "headers cut", in: "MESSAGE\ndestination:/a\n", err: stompIncomplete},
+		{name: "command cut", in: "MESS", err: stompIncomplete},
+		{name: "body shorter than content-length", in: "MESSAGE\ncontent-length:10\n\nabc\x00", err: stompIncomplete},
+		{name: "bad length", in: "MESSAGE\ncontent-length:x\n\n\x00", err: stompBadLength},
+		{name: "negative length", in: "MESSAGE\ncontent-length:-1\n\n\x00", err: stompBadLength},
+		{name: "no NUL after content-length", in: "MESSAGE\ncontent-length:2\n\nabc\x00", err: stompNoNUL},
+		{name: "header without colon", in: "MESSAGE\nnocolon\n\n\x00", err: stompBadHeader},
+		{name: "good frame, then a cut one", in: "RECEIPT\nreceipt-id:1\n\n\x00MESSAGE\n", want: []want{{cmd: "RECEIPT", rid: "1"}}, err: stompIncomplete},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := []byte(tc.in)
+			var got []want
+			var f stompFrame
+			var err stompParseErr
+			for off := 0; off < len(b); {
+				var found bool
+				if off, found, err = stompParse(b, off, &f); err != stompOK || !found {
+					break
+				}
+				got = append(got, want{string(f.cmd), string(f.destination), string(f.receiptID), string(f.message), string(f.body)})
+			}
+			if err != tc.err {
+				t.Errorf("error %q, want %q", err, tc.err)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("frames\n got %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSTOMPEscape(t *testing.T) {
+	for _, v := range []string{"", "/topic/a", "a:b", "line\nbreak\r\n", `back\slash`, "all:\\\r\n:"} {
+		esc := stompAppendEscaped(nil, []byte(v))
+		if bytes.ContainsAny(esc, ":\r\n") {
+			t.Errorf("escaped %q = %q still holds a colon or EOL", v, esc)
+		}
+		back, ok := stompUnescape(nil, esc)
+		if !ok || string(back) != v {
+			t.Errorf("unescape(escape(%q)) = %q, %v", v, back, ok)
+		}
+	}
+	for _, bad := range []string{`a\t`, `end\`, `\x`} {
+		if _, ok := stompUnescape(nil, []byte(bad)); ok {
+			t.Errorf("unescape(%q) ok, want a protocol error", bad)
+		}
+	}
+}
+
+func TestSTOMPHeartBeatHeader(t *testing.T) {
+	for in, want := range map[string][2]int64{"1000,2000": {1000, 2000}, "0,0": {0, 0}, " 5 , 6 ": {5, 6}, "": {0, 0}, "x,1": {0, 0}, "-1,5": {0, 0}, "7": {0, 0}} {
+		if x, y := stompHeartBeat([]byte(in)); x != want[0] || y != want[1] {
+			t.Errorf("heart-beat %q = %d,%d, want %v", in, x, y, want)
+		}
+	}
+}
+
+// stompRig runs the protocol on a loop whose connection's peer is the
+// test, which reads what the protocol wrote by itself.
+type stompRig struct {
+	l    *loop
+	c    *conn
+	s    *protoConn
+	p    *stomp
+	peer int
+	rbuf []byte
+}
+
+func newSTOMPRig(tb testing.TB, o ProtocolOptions) *stompRig {
+	tb.Helper()
+	o.Name = ProtoSTOMP
+	wp, err := makeProtocol(o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	l, c, peer := loopPair(tb)
+	l.cl.proto = wp
+	g := &stompRig{l: l, c: c, s: &protoConn{state: stompOpen}, p: wp.(*stomp), peer: peer, rbuf: make([]byte, 1<<16)}
+	c.sec = &connSec{proto: g.s}
+	tb.Cleanup(func() {
+		l.shutdown()
+		unix.Close(peer)
+	})
+	return g
+}
+
+// stompGot is a decoded message, as text.
+type stompGot struct {
+	typ             uint8
+	topic, id, body string
+}
+
+func (m stompGot) String() string {
+	return fmt.Sprintf("%s topic=%q id=%q body=%q", [...]string{"data", "event", "ack", "next", "complete", "error"}[m.typ], m.topic, m.id, m.body)
+}
+
+// decode hands the protocol each WebSocket message in turn.
+func (g *stompRig) decode(msgs ...string) (out []stompGot, fail Reason) {
+	for _, msg := range msgs {
+		g.l.msgs = g.l.msgs[:0]
+		fail = g.p.decode(g.l, g.c, g.s, opBinary, []byte(msg), g.l.now())
+		for _, m := range g.l.msgs {
+			out = append(out, stompGot{m.Type, string(m.Topic), string(m.ID), string(m.Body)})
+		}
+		g.s.buf = g.s.buf[:0] // as protoData does once the run took them
+		if fail != "" {
+			return out, fail
+		}
+	}
+	return out, ""
+}
+
+// written returns the WebSocket payloads the protocol wrote to the peer.
+func (g *stompRig) written(tb testing.TB) []string {
+	tb.Helper()
+	n, err := unix.Read(g.peer, g.rbuf)
+	if err == unix.EAGAIN {
+		return nil
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []string
+	r := bytes.NewReader(g.rbuf[:n])
+	for r.Len() > 0 {
+		_, _, p, err := readClientFrame(r)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, string(p))
+	}
+	return out
+}
+
+func TestSTOMPDecode(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		msgs []string
+		want string
+		fail Reason
+	}{
+		{name: "message", msgs: []string{"MESSAGE\nsubscription:/t/a\ndestination:/t/a\nmessage-id:1\ncontent-length:3\n\nabc\x00\n"},
+			want: `[event topic="/t/a" id="" body="abc"]`},
+		{name: "heart-beats are no messages", msgs: []string{"\n", "\r\n", "\n\n"}, want: `[]`},
+		{name: "several to a message", msgs: []string{"RECEIPT\nreceipt-id:4\n\n\x00\nMESSAGE\ndestination:/q\n\nx\x00\n\nRECEIPT\nreceipt-id:5\n\n\x00"},
+			want: `[ack topic="" id="4" body="" event topic="/q" id="" body="x" ack topic="" id="5" body=""]`},
+		{name: "escaped destination", msgs: []string{"MESSAGE\ndestination:/t/a\\cb\\\\c\n\nx\x00"},
+			want: `[event topic="/t/a:b\\c" id="" body="x"]`},
+		{name: "bad escape", msgs: []string{"MESSAGE\ndestination:/t\\t\n\nx\x00"},
+			want: `[]`, fail: "stomp: a header with an escape STOMP does not define"},
+		{name: "error answers, then ends", msgs: []string{"RECEIPT\nreceipt-id:1\n\n\x00ERROR\nreceipt-id:2\nmessage:Unknown destination\n\n'/x' is not a valid destination\nmore\x00"},
+			want: `[ack topic="" id="1" body="" error topic="" id="2" body="'/x' is not a valid destination\nmore"]`,
+			fail: "stomp: ERROR: Unknown destination ('/x' is not a valid destination)"},
+		{name: "unknown frame", msgs: []string{"CONNECTED\nversion:1.2\n\n\x00"}, want: `[]`, fail: "stomp: unexpected CONNECTED frame"},
+		{name: "split frame", msgs: []string{"MESSAGE\ndestination:/q\n\nx"}, want: `[]`, fail: "stomp: a frame that does not end in its WebSocket message"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newSTOMPRig(t, ProtocolOptions{})
+			got, fail := g.decode(tc.msgs...)
+			if s := fmt.Sprint(got); s != tc.want {
+				t.Errorf("decoded\n got %s\nwant %s", s, tc.want)
+			}
+			if fail != tc.fail {
+				t.Errorf("fail %q, want %q", fail, tc.fail)
+			}
+		})
+	}
+}
+
+func TestSTOMPGreeting(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		o             ProtocolOptions
+		msg           string
+		done          bool
+		fail          Reason
+		every, silent time.Duration
+		v10           bool
+	}{
+		{name: "heart-beats both ways", msg: "CONNECTED\nversion:1.2\nheart-beat:5000,20000\n\n\x00\n", done: true,
+			every: 20 * time.Second, silent: 20 * time.Second},
+		{name: "keepalive option", o: ProtocolOptions{Keepalive: time.Second}, msg: "CONNECTED\nversion:1.2\nheart-beat:500,200\n\n\x00", done: true,
+			every: time.Second, silent: 2 * time.Second},
+		{name: "server sends none", msg: "CONNECTED\nversion:1.2\nheart-beat:0,1000\n\n\x00", done: true, every: 10 * time.Second},
+		{name: "server wants none", msg: "CONNECTED\nversion:1.1\nheart-beat:1000,0\n\n\x00", done: true, silent: 20 * time.Second},
+		{name: "stomp 1.0", msg: "CONNECTED\nsession:1\n\n\x00", done: true, v10: true},
+		{name: "heart-beat first", msg: "\n"},
+		{name: "refused", msg: "ERROR\nmessage:Bad CONNECT\ncontent-type:text/plain\ncontent-length:32\n\nAccess refused for user 'guest'\n\x00\n",
+			fail: "stomp: ERROR: Bad CONNECT (Access refused for user 'guest')"},
+		{name: "error after connected", msg: "CONNECTED\nversion:1.2\n\n\x00ERROR\nmessage:later\n\n\x00", fail: "stomp: ERROR: later"},
+		{name: "another frame", msg: "MESSAGE\ndestination:/q\n\n\x00", fail: "stomp: MESSAGE frame before CONNECTED"},
+		{name: "garbage", msg: "CONNECTED\nversion", fail: "stomp: a frame that does not end in its WebSocket message"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newSTOMPRig(t, tc.o)
+			g.s.state = 0
+			if done, fail := g.p.greet(g.l, g.c, g.s, g.l.now()); done || fail != "" {
+				t.Fatalf("greet = %v, %q", done, fail)
+			}
+			w := g.written(t)
+			if len(w) != 1 || !strings.HasPrefix(w[0], "CONNECT\naccept-version:1.0,1.1,1.2\nhost:/\n") || !strings.HasSuffix(w[0], "\n\n\x00") {
+				t.Fatalf("CONNECT frame %q", w)
+			}
+			done, fail := g.p.greeting(g.l, g.c, g.s, opBinary, []byte(tc.msg), g.l.now())
+			if done != tc.done || fail != tc.fail {
+				t.Fatalf("greeting = %v, %q; want %v, %q", done, fail, tc.done, tc.fail)
+			}
+			if !done {
+				return
+			}
+			if g.s.every != int64(tc.every) || g.s.silence != int64(tc.silent) || (g.s.state&stompV10 != 0) != tc.v10 || g.s.state&^stompV10 != stompOpen {
+				t.Errorf("every %v silence %v state %x; want %v, %v, v1.0 %v", time.Duration(g.s.every), time.Duration(g.s.silence), g.s.state, tc.every, tc.silent, tc.v10)
+			}
+		})
+	}
+}
+
+func TestSTOMPConnectFrame(t *testing.T) {
+	p, err := newSTOMP(ProtocolOptions{Host: "vh", Username: "u", Password: "p", Keepalive: 1500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "CONNECT\naccept-version:1.0,1.1,1.2\nhost:vh\nlogin:u\npasscode:p\nheart-beat:1500,1500\n\n\x00"
+	if got := string(p.(*stomp).connect); got != want {
+		t.Errorf("CONNECT\n got %q\nwant %q", got, want)
+	}
+	for _, o := range []ProtocolOptions{{Username: "a\nb"}, {Host: "x\x00"}, {Keepalive: time.Microsecond}} {
+		if _, err := newSTOMP(o); err == nil {
+			t.Errorf("%+v: no error", o)
+		}
+	}
+}
+
+func TestSTOMPTick(t *testing.T) {
+	g := newSTOMPRig(t, ProtocolOptions{})
+	now := g.l.now()
+	g.s.every, g.s.silence = int64(time.Second), int64(3*time.Second)
+	g.s.lastSent, g.s.lastRecv = now, now
+	if fail := g.p.tick(g.l, g.c, g.s, now+int64(500*time.Millisecond)); fail != "" {
+		t.Fatal(fail)
+	}
+	if w := g.written(t); len(w) != 0 {
+		t.Fatalf("a heart-beat %q half an interval after a write", w)
+	}
+	// The next tick would come after the interval: the heart-beat leaves now.
+	if fail := g.p.tick(g.l, g.c, g.s, now+int64(time.Second-protoTick/2)); fail != "" {
+		t.Fatal(fail)
+	}
+	if w := g.written(t); len(w) != 1 || w[0] != "\n" {
+		t.Fatalf("heart-beat %q, want one EOL", w)
+	}
+	if g.s.lastSent <= now {
+		t.Error("the heart-beat did not count as a write")
+	}
+	if fail := g.p.tick(g.l, g.c, g.s, now+int64(3*time.Second)+1); fail != "stomp: no heart-beat from the server for 2 of its intervals" {
+		t.Errorf("a silent server: %q", fail)
+	}
+}
+
+func TestSTOMPEncode(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		m      outMsg
+		want   string
+		id     string
+		op     byte
+		errMsg string
+	}{
+		{name: "publish", m: outMsg{verb: verbPublish, topic: []byte("/queue/a"), body: []byte("hi")},
+			want: "SEND\ndestination:/queue/a\ncontent-length:2\n\nhi\x00", op: opText},
+		{name: "publish with receipt", m: outMsg{verb: verbPublish, topic: []byte("/topic/x:y"), body: []byte("a\x00b"), ack: true},
+			want: "SEND\ndestination:/topic/x\\cy\nreceipt:1\ncontent-length:3\n\na\x00b\x00", id: "1", op: opText},
+		{name: "subscribe always asks a receipt", m: outMsg{verb: verbSubscribe, topic: []byte("/topic/t")},
+			want: "SUBSCRIBE\nid:/topic/t\ndestination:/topic/t\nack:auto\nreceipt:1\n\n\x00", id: "1", op: opText},
+		{name: "unsubscribe", m: outMsg{verb: verbUnsubscribe, topic: []byte("/topic/t"), ack: true},
+			want: "UNSUBSCRIBE\nid:/topic/t\nreceipt:1\n\n\x00", id: "1", op: opText},
+		{name: "send is a frame as written", m: outMsg{verb: verbSend, body: []byte("BEGIN\ntransaction:t\n\n")},
+			want: "BEGIN\ntransaction:t\n\n\x00", op: opText},
+		{name: "send keeps its NUL", m: outMsg{verb: verbSend, body: []byte("ACK\nid:1\n\n\x00"), binary: true},
+			want: "ACK\nid:1\n\n\x00", op: opBinary},
+		{name: "NUL in a destination", m: outMsg{verb: verbPublish, topic: []byte("/a\x00")}, errMsg: "stomp: a destination cannot hold a NUL byte"},
+		{name: "not a STOMP verb", m: outMsg{verb: verbEmit, topic: []byte("x")}, errMsg: "stomp: the verb is not STOMP's"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newSTOMPRig(t, ProtocolOptions{})
+			out, op, id, err := g.p.encode(nil, g.s, &tc.m, []byte("x"))
+			if tc.errMsg != "" {
+				if err == nil || err.Error() != tc.errMsg {
+					t.Fatalf("error %v, want %q", err, tc.errMsg)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(out) != tc.want || op != tc.op || string(id) != "x"+tc.id {
+				t.Errorf("encode = %q op %d id %q\nwant     %q op %d id %q", out, op, id, tc.want, tc.op, "x"+tc.id)
+			}
+			var f stompFrame
+			if _, found, perr := stompParse(out, 0, &f); !found || perr != stompOK {
+				t.Errorf("the frame does not parse back: %v", perr)
+			}
+		})
+	}
+}
+
+// TestSTOMPRooms: a member subscribes to its room with a receipt, a
+// publisher sends the binary payload, and the MESSAGE that comes back is
+// a delivery of exactly those bytes.
+func TestSTOMPRooms(t *testing.T) {
+	g := newSTOMPRig(t, ProtocolOptions{})
+	join, op, id, answered := g.p.joinRoom(nil, g.s, 7, nil)
+	if string(join) != "SUBSCRIBE\nid:/topic/wsplan.room.7\ndestination:/topic/wsplan.room.7\nack:auto\nreceipt:1\n\n\x00" || op != opText || string(id) != "1" || !answered {
+		t.Errorf("join %q op %d id %q answered %v", join, op, id, answered)
+	}
+	payload := []byte{0, 1, 2, 0, 0xff, '\n'}
+	pub, op := g.p.publishRoom(nil, g.s, 7, payload)
+	if string(pub) != "SEND\ndestination:/topic/wsplan.room.7\ncontent-length:6\n\n\x00\x01\x02\x00\xff\n\x00" || op != opBinary {
+		t.Errorf("publish %q op %d", pub, op)
+	}
+	// What RabbitMQ makes of it.
+	msg := "MESSAGE\nsubscription:/topic/wsplan.room.7\ndestination:/topic/wsplan.room.7\nmessage-id:T_1@@s@@1\nredelivered:false\ncontent-length:6\n\n" + string(payload) + "\x00\n"
+	g.l.msgs = g.l.msgs[:0]
+	if fail := g.p.decode(g.l, g.c, g.s, opBinary, []byte(msg), g.l.now()); fail != "" || len(g.l.msgs) != 1 {
+		t.Fatalf("decode: %q, %d messages", fail, len(g.l.msgs))
+	}
+	got, ok := g.p.delivery(&g.l.msgs[0], nil)
+	if !ok || !bytes.Equal(got, payload) {
+		t.Errorf("delivery %q %v, want %q", got, ok, payload)
+	}
+	if _, ok := g.p.delivery(&message{Msg: newMessage(msgAck, opBinary, nil, []byte("1"), nil).Msg}, nil); ok {
+		t.Error("a RECEIPT is a delivery")
+	}
+}
+
+// FuzzSTOMPDecode: any message decodes without panicking, and every
+// decoded message points inside it or into the connection's buffer.
+func FuzzSTOMPDecode(f *testing.F) {
+	for _, s := range []string{
+		"\n", "MESSAGE\ndestination:/t\n\nx\x00", "RECEIPT\nreceipt-id:1\n\n\x00\n",
+		"MESSAGE\ndestination:/a\\cb\ncontent-length:3\n\na\x00b\x00", "ERROR\nmessage:m\n\nbody\x00",
+		"MESSAGE\ncontent-length:99999999999999999999\n\n\x00", "\r\n\r\nRECEIPT\r\nreceipt-id:\\\\\r\n\r\n\x00",
+	} {
+		f.Add([]byte(s))
+	}
+	l := &loop{}
+	p := &stomp{}
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		s := &protoConn{state: stompOpen}
+		l.msgs = l.msgs[:0]
+		fail := p.decode(l, nil, s, opBinary, msg, 0)
+		for _, m := range l.msgs {
+			for _, part := range [][]byte{m.Topic, m.ID, m.Body} {
+				if len(part) > 0 && !within(part, msg) && !within(part, s.buf) {
+					t.Fatalf("a decoded part %q points outside the message", part)
+				}
+			}
+		}
+		if len(l.msgs) > 0 && l.msgs[len(l.msgs)-1].Type == msgError && fail == "" {
+			t.Fatal("an ERROR frame did not end the connection")
+		}
+		// Whatever parsed, frames re-encoded from it parse the same.
+		var fr stompFrame
+		for off := 0; off < len(msg); {
+			var found bool
+			var perr stompParseErr
+			if off, found, perr = stompParse(msg, off, &fr); perr != stompOK || !found {
+				break
+			}
+			out := stompAppendBody(stompAppendHeader(append(append([]byte(nil), fr.cmd...), '\n'), "destination", fr.destination), fr.body)
+			var back stompFrame
+			if _, ok, perr := stompParse(out, 0, &back); !ok || perr != stompOK || !bytes.Equal(back.body, fr.body) {
+				t.Fatalf("re-encoded frame %q does not parse back (%v)", out, perr)
+			}
+		}
+	})
+}
+
+// within reports whether part lies inside whole's array.
+func within(part, whole []byte) bool {
+	if cap(whole) == 0 {
+		return false
+	}
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(whole)))
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(part)))
+	return p >= start && p < start+uintptr(cap(whole))
+}
