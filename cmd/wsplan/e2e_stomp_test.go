@@ -206,10 +206,10 @@ func TestSTOMP(t *testing.T) {
 		}
 	})
 
-	// A SEND the broker refuses: the awaited receipt is answered by the
-	// ERROR frame (an error answer), and the connection ends with its
-	// message.
-	t.Run("error answer", func(t *testing.T) {
+	// A SEND the broker refuses: RabbitMQ's ERROR names no receipt-id, so
+	// it answers no request; the connection ends with its message, and
+	// the awaited receipt fails with it (nothing counted unexpected).
+	t.Run("refused send", func(t *testing.T) {
 		code, out, res := runSTOMPPlan(t, root, mq.server("stomp")+`phases:
   - script:
       users: 5
@@ -217,8 +217,10 @@ func TestSTOMP(t *testing.T) {
         - publish: {topic: /nowhere/x, payload: x, receipt: true, as: send}
 `)
 		s := res.Results[0]
-		if code != 1 || s.Metrics["send_count"] != 0.0 || !strings.Contains(s.Error, "stomp: ERROR: Unknown destination") || !strings.Contains(out, "error answer") {
-			t.Errorf("exit %d, send_count=%v, error %q; stdout:\n%s", code, s.Metrics["send_count"], s.Error, out)
+		const why = "stomp: ERROR: Unknown destination ('/nowhere/x' is not a valid destination.) ×5"
+		if code != 1 || s.Metrics["send_count"] != 0.0 || s.Metrics["send_failed"] != 5.0 || s.Metrics["unexpected"] != 0.0 || !strings.Contains(s.Error, why) {
+			t.Errorf("exit %d, send_count=%v send_failed=%v unexpected=%v, error %q (want %q); stdout:\n%s",
+				code, s.Metrics["send_count"], s.Metrics["send_failed"], s.Metrics["unexpected"], s.Error, why, out)
 		}
 	})
 }

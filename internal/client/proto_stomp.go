@@ -22,8 +22,8 @@ import (
 // for max(cx, sy) (cx is the keepalive option, default 10s); the server's
 // heart-beats are read and dropped, and a server silent for twice
 // max(sx, cy) fails the connection. An ERROR frame ends the connection
-// (STOMP 1.2): its message is the reason, after it was delivered (an
-// awaited receipt gets it as an error answer).
+// (STOMP 1.2) with its message as the reason, after an ERROR that names a
+// receipt-id was delivered (the awaited receipt gets an error answer).
 //
 // A frame must end in the WebSocket message it began in (several frames
 // and heart-beats in one message are decoded): brokers send whole frames.
@@ -184,9 +184,12 @@ func (p *stomp) decode(l *loop, _ *conn, s *protoConn, op byte, msg []byte, _ in
 				l.msgs = append(l.msgs, newMessage(msgAck, op, nil, id, f.body))
 			}
 		case "ERROR":
-			id, _ := p.value(s, f.receiptID, f.escaped)
-			l.msgs = append(l.msgs, newMessage(msgError, op, nil, id, f.body))
-			return stompErrorReason(&f) // delivered, then the connection ends
+			// The answer to the frame whose receipt it names; without a
+			// receipt-id (RabbitMQ's refusals) only the connection's end.
+			if id, _ := p.value(s, f.receiptID, f.escaped); len(id) > 0 {
+				l.msgs = append(l.msgs, newMessage(msgError, op, nil, id, f.body))
+			}
+			return stompErrorReason(&f)
 		default:
 			return Reason("stomp: unexpected " + clip(f.cmd) + " frame")
 		}

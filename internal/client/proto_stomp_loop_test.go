@@ -18,9 +18,9 @@ import (
 // phase reports them, heart-beats both ways over a hold, and the receive
 // path's allocations.
 
-// fakeBroker answers a CONNECT as mode says and counts the client's
+// stompBroker answers a CONNECT as mode says and counts the client's
 // heart-beats.
-type fakeBroker struct {
+type stompBroker struct {
 	mode  string // "ok", "error", "mute", "silent"
 	beat  string // CONNECTED's heart-beat header
 	beats atomic.Int64
@@ -29,12 +29,12 @@ type fakeBroker struct {
 	frame []string // the CONNECT frames seen
 }
 
-func (b *fakeBroker) start(t *testing.T) string {
+func (b *stompBroker) start(t *testing.T) string {
 	s := &rawServer{handle: b.handle}
 	return s.start(t)
 }
 
-func (b *fakeBroker) handle(c net.Conn, r *bufio.Reader) {
+func (b *stompBroker) handle(c net.Conn, r *bufio.Reader) {
 	_, _, connect, err := readClientFrame(r)
 	if err != nil {
 		return
@@ -88,7 +88,7 @@ func stompClient(t *testing.T, addr string, keepalive time.Duration) *Client {
 // heart-beat intervals, the client sending its heart-beats on time and
 // reading the server's without counting them.
 func TestSTOMPHeartBeats(t *testing.T) {
-	b := &fakeBroker{mode: "ok", beat: "100,300"}
+	b := &stompBroker{mode: "ok", beat: "100,300"}
 	c := stompClient(t, b.start(t), 200*time.Millisecond)
 	res, err := c.Connect(t.Context(), ConnectParams{Connections: 4, Concurrency: 4, Timeout: 2 * time.Second}, nil)
 	if err != nil {
@@ -124,7 +124,7 @@ func TestSTOMPGreetingFailures(t *testing.T) {
 		{"mute", "", "stomp: no CONNECTED"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			b := &fakeBroker{mode: tc.mode, beat: tc.beat}
+			b := &stompBroker{mode: tc.mode, beat: tc.beat}
 			c := stompClient(t, b.start(t), 0)
 			res, err := c.Connect(t.Context(), ConnectParams{Connections: 3, Concurrency: 3, Timeout: 300 * time.Millisecond}, nil)
 			if err != nil {
@@ -136,7 +136,7 @@ func TestSTOMPGreetingFailures(t *testing.T) {
 		})
 	}
 	t.Run("silent", func(t *testing.T) {
-		b := &fakeBroker{mode: "silent", beat: "100,0"}
+		b := &stompBroker{mode: "silent", beat: "100,0"}
 		c := stompClient(t, b.start(t), 200*time.Millisecond)
 		mustConnect(t, c, 3)
 		hold, err := c.Hold(t.Context(), HoldParams{Duration: time.Second}, nil)

@@ -191,6 +191,8 @@ func TestSTOMPDecode(t *testing.T) {
 		{name: "error answers, then ends", msgs: []string{"RECEIPT\nreceipt-id:1\n\n\x00ERROR\nreceipt-id:2\nmessage:Unknown destination\n\n'/x' is not a valid destination\nmore\x00"},
 			want: `[ack topic="" id="1" body="" error topic="" id="2" body="'/x' is not a valid destination\nmore"]`,
 			fail: "stomp: ERROR: Unknown destination ('/x' is not a valid destination)"},
+		{name: "error without receipt-id only ends", msgs: []string{"ERROR\nmessage:Unknown destination\n\nno\x00"},
+			want: `[]`, fail: "stomp: ERROR: Unknown destination (no)"},
 		{name: "unknown frame", msgs: []string{"CONNECTED\nversion:1.2\n\n\x00"}, want: `[]`, fail: "stomp: unexpected CONNECTED frame"},
 		{name: "split frame", msgs: []string{"MESSAGE\ndestination:/q\n\nx"}, want: `[]`, fail: "stomp: a frame that does not end in its WebSocket message"},
 	} {
