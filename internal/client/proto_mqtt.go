@@ -134,13 +134,13 @@ func (p *mqtt) greeting(_ *loop, _ *conn, s *protoConn, op byte, msg []byte, _ i
 	if op != opBinary {
 		return false, reasonMQTTText
 	}
-	data, fromPart := mqttInput(s, msg)
+	data, fromPart := s.input(msg)
 	first, body, n, fail := mqttSplit(data)
 	switch {
 	case fail != "":
 		return false, fail
 	case n == 0:
-		mqttKeep(s, data, 0, fromPart)
+		s.keep(data, 0, fromPart)
 		return false, ""
 	case first>>4 != mqttConnack:
 		return false, Reason("mqtt: " + mqttNames[first>>4] + " before CONNACK")
@@ -154,48 +154,16 @@ func (p *mqtt) greeting(_ *loop, _ *conn, s *protoConn, op byte, msg []byte, _ i
 	case ka >= 0: // a v5 broker's Server Keep Alive replaces the client's
 		s.every = int64(ka) * int64(time.Second)
 	}
-	mqttKeep(s, data, n, fromPart) // packets after the CONNACK wait for the next message
+	s.keep(data, n, fromPart) // packets after the CONNACK wait for the next message
 	s.state = mqttOpen
 	return true, ""
-}
-
-// mqttInput returns the bytes to decode: msg, or the partial packet kept
-// from earlier messages with msg after it (fromPart).
-func mqttInput(s *protoConn, msg []byte) (data []byte, fromPart bool) {
-	if len(s.part) == 0 {
-		return msg, false
-	}
-	if s.partAt > 0 { // the messages decoded from part's start were taken
-		s.part = s.part[:copy(s.part, s.part[s.partAt:])]
-		s.partAt = 0
-	}
-	s.part = append(s.part, msg...)
-	return s.part, true
-}
-
-// mqttKeep keeps data[off:], a packet's first part, for the next message.
-// The messages decoded from data stay valid until the run took them.
-func mqttKeep(s *protoConn, data []byte, off int, fromPart bool) {
-	switch {
-	case off == len(data):
-		s.partAt = 0
-		if cap(s.part) > 64<<10 {
-			s.part = nil // do not keep a large packet's buffer per connection
-		} else {
-			s.part = s.part[:0]
-		}
-	case fromPart:
-		s.partAt = off // compacted by the next mqttInput
-	default:
-		s.part = append(s.part[:0], data[off:]...)
-	}
 }
 
 func (p *mqtt) decode(l *loop, c *conn, s *protoConn, op byte, msg []byte, _ int64) Reason {
 	if op != opBinary {
 		return reasonMQTTText
 	}
-	data, fromPart := mqttInput(s, msg)
+	data, fromPart := s.input(msg)
 	off := 0
 	for off < len(data) {
 		first, body, n, fail := mqttSplit(data[off:])
@@ -210,7 +178,7 @@ func (p *mqtt) decode(l *loop, c *conn, s *protoConn, op byte, msg []byte, _ int
 		}
 		off += n
 	}
-	mqttKeep(s, data, off, fromPart)
+	s.keep(data, off, fromPart)
 	return ""
 }
 

@@ -25,8 +25,8 @@ import (
 // (STOMP 1.2) with its message as the reason, after an ERROR that names a
 // receipt-id was delivered (the awaited receipt gets an error answer).
 //
-// A frame must end in the WebSocket message it began in (several frames
-// and heart-beats in one message are decoded): brokers send whole frames.
+// A WebSocket message may carry several frames and heart-beats, and a
+// frame may continue in the next message (kept in protoConn.part).
 
 // ProtoSTOMP is STOMP's name.
 const ProtoSTOMP = "stomp"
@@ -105,13 +105,18 @@ func (p *stomp) greet(l *loop, c *conn, s *protoConn, _ int64) (bool, Reason) {
 }
 
 func (p *stomp) greeting(_ *loop, _ *conn, s *protoConn, _ byte, msg []byte, _ int64) (bool, Reason) {
+	data, fromPart := s.input(msg)
 	var f stompFrame
-	off, found, perr := stompParse(msg, 0, &f)
+	off, found, perr := stompParse(data, 0, &f)
 	switch {
+	case perr == stompIncomplete:
+		s.keep(data, 0, fromPart)
+		return false, stompTooLarge(data)
 	case perr != stompOK:
 		return false, Reason("stomp: " + perr.String())
 	case !found:
-		return false, "" // a heart-beat
+		s.keep(data, off, fromPart)
+		return false, "" // heart-beats
 	case string(f.cmd) == "ERROR":
 		return false, stompErrorReason(&f)
 	case string(f.cmd) != "CONNECTED":
@@ -131,16 +136,33 @@ func (p *stomp) greeting(_ *loop, _ *conn, s *protoConn, _ byte, msg []byte, _ i
 	}
 	s.state = s.state&stompV10 | stompOpen
 	// The server has nothing else to send before the client subscribes,
-	// but an ERROR.
-	for off < len(msg) {
-		if off, found, perr = stompParse(msg, off, &f); perr != stompOK {
+	// but an ERROR; a frame's first part waits for the next message.
+	for off < len(data) {
+		next, found, perr := stompParse(data, off, &f)
+		switch {
+		case perr == stompIncomplete:
+			s.keep(data, off, fromPart)
+			return true, stompTooLarge(data[off:])
+		case perr != stompOK:
 			return false, Reason("stomp: " + perr.String())
-		}
-		if found && string(f.cmd) == "ERROR" {
+		case found && string(f.cmd) == "ERROR":
 			return false, stompErrorReason(&f)
 		}
+		off = next
 	}
+	s.keep(data, off, fromPart)
 	return true, ""
+}
+
+// stompMaxFrame bounds a frame kept in pieces over WebSocket messages.
+const stompMaxFrame = maxPayload
+
+// stompTooLarge is the reason of a partial frame past stompMaxFrame.
+func stompTooLarge(part []byte) Reason {
+	if len(part) > stompMaxFrame {
+		return "stomp: a frame larger than 64 MiB"
+	}
+	return ""
 }
 
 // stompErrorReason is an ERROR frame's message header and the first line
@@ -161,41 +183,56 @@ func stompErrorReason(f *stompFrame) Reason {
 }
 
 func (p *stomp) decode(l *loop, _ *conn, s *protoConn, op byte, msg []byte, _ int64) Reason {
+	data, fromPart := s.input(msg)
 	var f stompFrame
-	for off := 0; off < len(msg); {
-		var found bool
-		var perr stompParseErr
-		if off, found, perr = stompParse(msg, off, &f); perr != stompOK {
+	off := 0
+	for off < len(data) {
+		next, found, perr := stompParse(data, off, &f)
+		switch {
+		case perr == stompIncomplete: // the rest comes in the next message
+			s.keep(data, off, fromPart)
+			return stompTooLarge(data[off:])
+		case perr != stompOK:
 			return Reason("stomp: " + perr.String())
+		case !found: // heart-beats
+			s.keep(data, next, fromPart)
+			return ""
 		}
-		if !found {
-			break // heart-beats
+		off = next
+		if fail := p.frame(l, s, op, &f); fail != "" {
+			return fail
 		}
-		var ok bool
-		switch string(f.cmd) {
-		case "MESSAGE":
-			var dest []byte
-			if dest, ok = p.value(s, f.destination, f.escaped); ok {
-				l.msgs = append(l.msgs, newMessage(msgEvent, op, dest, nil, f.body))
-			}
-		case "RECEIPT":
-			var id []byte
-			if id, ok = p.value(s, f.receiptID, f.escaped); ok {
-				l.msgs = append(l.msgs, newMessage(msgAck, op, nil, id, f.body))
-			}
-		case "ERROR":
-			// The answer to the frame whose receipt it names; without a
-			// receipt-id (RabbitMQ's refusals) only the connection's end.
-			if id, _ := p.value(s, f.receiptID, f.escaped); len(id) > 0 {
-				l.msgs = append(l.msgs, newMessage(msgError, op, nil, id, f.body))
-			}
-			return stompErrorReason(&f)
-		default:
-			return Reason("stomp: unexpected " + clip(f.cmd) + " frame")
+	}
+	s.keep(data, off, fromPart)
+	return ""
+}
+
+// frame takes one frame after the greeting.
+func (p *stomp) frame(l *loop, s *protoConn, op byte, f *stompFrame) Reason {
+	var ok bool
+	switch string(f.cmd) {
+	case "MESSAGE":
+		var dest []byte
+		if dest, ok = p.value(s, f.destination, f.escaped); ok {
+			l.msgs = append(l.msgs, newMessage(msgEvent, op, dest, nil, f.body))
 		}
-		if !ok {
-			return "stomp: a header with an escape STOMP does not define"
+	case "RECEIPT":
+		var id []byte
+		if id, ok = p.value(s, f.receiptID, f.escaped); ok {
+			l.msgs = append(l.msgs, newMessage(msgAck, op, nil, id, f.body))
 		}
+	case "ERROR":
+		// The answer to the frame whose receipt it names; without a
+		// receipt-id (RabbitMQ's refusals) only the connection's end.
+		if id, _ := p.value(s, f.receiptID, f.escaped); len(id) > 0 {
+			l.msgs = append(l.msgs, newMessage(msgError, op, nil, id, f.body))
+		}
+		return stompErrorReason(f)
+	default:
+		return Reason("stomp: unexpected " + clip(f.cmd) + " frame")
+	}
+	if !ok {
+		return "stomp: a header with an escape STOMP does not define"
 	}
 	return ""
 }

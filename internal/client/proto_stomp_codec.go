@@ -43,7 +43,7 @@ const (
 
 // String is the error as a reason's text.
 func (e stompParseErr) String() string {
-	return [...]string{"", "a frame that does not end in its WebSocket message", "a header line without a colon",
+	return [...]string{"", "an incomplete frame", "a header line without a colon",
 		"a content-length that is not a number", "no NUL after content-length bytes"}[e]
 }
 

@@ -164,7 +164,8 @@ func (*stompSink) lost(*loop, *conn, uint8, Reason)                  {}
 func (*stompSink) finish(*loop, bool, int64)                         {}
 
 // TestSTOMPReceiveAllocs: reading MESSAGE frames — one a WebSocket
-// message, several with heart-beats in one, with an escaped destination —
+// message, several with heart-beats in one, one over two messages, with
+// an escaped destination —
 // from the socket to the run allocates nothing in steady state (the
 // bound is 2 per message).
 func TestSTOMPReceiveAllocs(t *testing.T) {
@@ -177,6 +178,7 @@ func TestSTOMPReceiveAllocs(t *testing.T) {
 	}{
 		{"one frame a message", serverFrame(true, opBinary, []byte(one)), 1},
 		{"four frames and heart-beats", bytes.Join([][]byte{serverFrame(true, opBinary, []byte(one+one+"\n"+one+one)), serverFrame(true, opText, []byte("\n"))}, nil), 4},
+		{"a frame in two messages", bytes.Join([][]byte{serverFrame(true, opBinary, []byte(one[:100])), serverFrame(true, opBinary, []byte(one[100:]))}, nil), 1},
 		{"escaped destination", serverFrame(true, opBinary, []byte(strings.Replace(one, "destination:/topic/wsplan.room.1", `destination:/topic/a\cb`, 1))), 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -139,9 +139,7 @@ func (g *stompRig) decode(msgs ...string) (out []stompGot, fail Reason) {
 	for _, msg := range msgs {
 		g.l.msgs = g.l.msgs[:0]
 		fail = g.p.decode(g.l, g.c, g.s, opBinary, []byte(msg), g.l.now())
-		for _, m := range g.l.msgs {
-			out = append(out, stompGot{m.Type, string(m.Topic), string(m.ID), string(m.Body)})
-		}
+		out = append(out, stompGots(g.l.msgs)...)
 		g.s.buf = g.s.buf[:0] // as protoData does once the run took them
 		if fail != "" {
 			return out, fail
@@ -194,7 +192,9 @@ func TestSTOMPDecode(t *testing.T) {
 		{name: "error without receipt-id only ends", msgs: []string{"ERROR\nmessage:Unknown destination\n\nno\x00"},
 			want: `[]`, fail: "stomp: ERROR: Unknown destination (no)"},
 		{name: "unknown frame", msgs: []string{"CONNECTED\nversion:1.2\n\n\x00"}, want: `[]`, fail: "stomp: unexpected CONNECTED frame"},
-		{name: "split frame", msgs: []string{"MESSAGE\ndestination:/q\n\nx"}, want: `[]`, fail: "stomp: a frame that does not end in its WebSocket message"},
+		{name: "a frame's first part waits", msgs: []string{"MESSAGE\ndestination:/q\n\nx"}, want: `[]`},
+		{name: "frames split over messages", msgs: []string{"RECEIPT\nreceipt-id:1\n\n\x00MESS", "AGE\ndestination:/q\ncontent-length:3\n\na\x00", "", "b\x00\nRECEIPT\nreceipt-id:2\n\n\x00\n"},
+			want: `[ack topic="" id="1" body="" event topic="/q" id="" body="a\x00b" ack topic="" id="2" body=""]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newSTOMPRig(t, ProtocolOptions{})
@@ -213,7 +213,7 @@ func TestSTOMPGreeting(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		o             ProtocolOptions
-		msg           string
+		msg           string // split at | into WebSocket messages
 		done          bool
 		fail          Reason
 		every, silent time.Duration
@@ -231,7 +231,8 @@ func TestSTOMPGreeting(t *testing.T) {
 			fail: "stomp: ERROR: Bad CONNECT (Access refused for user 'guest')"},
 		{name: "error after connected", msg: "CONNECTED\nversion:1.2\n\n\x00ERROR\nmessage:later\n\n\x00", fail: "stomp: ERROR: later"},
 		{name: "another frame", msg: "MESSAGE\ndestination:/q\n\n\x00", fail: "stomp: MESSAGE frame before CONNECTED"},
-		{name: "garbage", msg: "CONNECTED\nversion", fail: "stomp: a frame that does not end in its WebSocket message"},
+		{name: "a first part waits", msg: "CONNECTED\nversion"},
+		{name: "split", msg: "CONNECTED\nversion:1.2\nheart-|beat:0,500\n\n|\x00", done: true, every: 10 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newSTOMPRig(t, tc.o)
@@ -243,7 +244,13 @@ func TestSTOMPGreeting(t *testing.T) {
 			if len(w) != 1 || !strings.HasPrefix(w[0], "CONNECT\naccept-version:1.0,1.1,1.2\nhost:/\n") || !strings.HasSuffix(w[0], "\n\n\x00") {
 				t.Fatalf("CONNECT frame %q", w)
 			}
-			done, fail := g.p.greeting(g.l, g.c, g.s, opBinary, []byte(tc.msg), g.l.now())
+			var done bool
+			var fail Reason
+			for _, m := range strings.Split(tc.msg, "|") {
+				if done, fail = g.p.greeting(g.l, g.c, g.s, opBinary, []byte(m), g.l.now()); done || fail != "" {
+					break
+				}
+			}
 			if done != tc.done || fail != tc.fail {
 				t.Fatalf("greeting = %v, %q; want %v, %q", done, fail, tc.done, tc.fail)
 			}
@@ -401,6 +408,24 @@ func FuzzSTOMPDecode(f *testing.F) {
 		if len(l.msgs) > 0 && l.msgs[len(l.msgs)-1].Type == msgError && fail == "" {
 			t.Fatal("an ERROR frame did not end the connection")
 		}
+		// The same bytes in two WebSocket messages decode the same.
+		if fail == "" && len(msg) > 1 {
+			whole := stompGots(l.msgs)
+			cut := int(msg[0]) % len(msg)
+			s2 := &protoConn{state: stompOpen}
+			l.msgs = l.msgs[:0]
+			if f2 := p.decode(l, nil, s2, opBinary, append([]byte(nil), msg[:cut]...), 0); f2 != "" {
+				t.Fatalf("the first %d bytes fail (%q) where the whole message did not", cut, f2)
+			}
+			first := stompGots(l.msgs)
+			l.msgs = l.msgs[:0]
+			if f2 := p.decode(l, nil, s2, opBinary, append([]byte(nil), msg[cut:]...), 0); f2 != "" {
+				t.Fatalf("split at %d: %q where the whole message did not fail", cut, f2)
+			}
+			if got := fmt.Sprint(append(first, stompGots(l.msgs)...)); got != fmt.Sprint(whole) {
+				t.Fatalf("split at %d decodes\n%s\nwhole\n%s", cut, got, fmt.Sprint(whole))
+			}
+		}
 		// Whatever parsed, frames re-encoded from it parse the same.
 		var fr stompFrame
 		for off := 0; off < len(msg); {
@@ -416,6 +441,15 @@ func FuzzSTOMPDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// stompGots copies decoded messages as text.
+func stompGots(ms []message) []stompGot {
+	out := make([]stompGot, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, stompGot{m.Type, string(m.Topic), string(m.ID), string(m.Body)})
+	}
+	return out
 }
 
 // within reports whether part lies inside whole's array.

@@ -162,7 +162,7 @@ const (
 // protoConn is a protocol's state on one connection (in connSec).
 type protoConn struct {
 	buf      []byte // a message in pieces; a protocol may append to it while it decodes (reset after the run took the messages)
-	part     []byte // bytes a protocol keeps across messages (MQTT's partial packet): part[partAt:]
+	part     []byte // bytes a protocol keeps across messages (MQTT's partial packet, STOMP's partial frame): part[partAt:] (input, keep)
 	partAt   int    // where the kept bytes begin (those before are consumed; compacted by the protocol)
 	lastSent int64  // loop clock of the last write
 	lastRecv int64  // of the last message
@@ -170,6 +170,40 @@ type protoConn struct {
 	silence  int64  // how long the server may stay silent, ns, where the protocol says; 0 = no limit
 	ids      uint64 // the last packet / ack / receipt id used
 	state    uint8  // the protocol's own
+}
+
+// input returns the bytes a protocol decodes: msg, or the partial
+// packet or frame kept from earlier messages with msg after it
+// (fromPart).
+func (s *protoConn) input(msg []byte) (data []byte, fromPart bool) {
+	if len(s.part) == 0 {
+		return msg, false
+	}
+	if s.partAt > 0 { // the messages decoded from part's start were taken
+		s.part = s.part[:copy(s.part, s.part[s.partAt:])]
+		s.partAt = 0
+	}
+	s.part = append(s.part, msg...)
+	return s.part, true
+}
+
+// keep keeps data[off:] (from input), a packet's or frame's first part,
+// for the next message. The messages decoded from data stay valid until
+// the run took them.
+func (s *protoConn) keep(data []byte, off int, fromPart bool) {
+	switch {
+	case off == len(data):
+		s.partAt = 0
+		if cap(s.part) > 64<<10 {
+			s.part = nil // do not keep a large packet's buffer per connection
+		} else {
+			s.part = s.part[:0]
+		}
+	case fromPart:
+		s.partAt = off // compacted by the next input
+	default:
+		s.part = append(s.part[:0], data[off:]...)
+	}
 }
 
 // wireProtocol is one protocol on the loop. Methods run on the loop's
