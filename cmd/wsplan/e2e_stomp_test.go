@@ -53,7 +53,7 @@ func startRabbitMQ(t *testing.T, root string) *rabbitMQ {
 		t.Fatal(err)
 	}
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM} // a killed test stops it too
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -108,6 +108,32 @@ func (r *rabbitMQ) connect() error {
 		return errors.New("answered " + strconv.Quote(string(msg)))
 	}
 	return nil
+}
+
+// silent opens a STOMP session with heart-beats every beat both ways,
+// never sends one, and returns nil once RabbitMQ closed it (within
+// limit, else an error).
+func (r *rabbitMQ) silent(beat, limit time.Duration) error {
+	d := websocket.Dialer{Subprotocols: []string{"v12.stomp"}, HandshakeTimeout: 2 * time.Second}
+	c, _, err := d.Dial(r.url, nil)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ms := strconv.FormatInt(beat.Milliseconds(), 10)
+	if err := c.WriteMessage(websocket.TextMessage, []byte("CONNECT\naccept-version:1.2\nhost:/\nheart-beat:"+ms+","+ms+"\n\n\x00")); err != nil {
+		return err
+	}
+	c.SetReadDeadline(time.Now().Add(limit))
+	for {
+		if _, _, err := c.ReadMessage(); err != nil {
+			var ne interface{ Timeout() bool }
+			if errors.As(err, &ne) && ne.Timeout() {
+				return errors.New("RabbitMQ kept a connection without heart-beats open for " + limit.String())
+			}
+			return nil // closed by the broker
+		}
+	}
 }
 
 // server is a plan's servers: entry for r, with a protocol mapping.
@@ -178,13 +204,19 @@ func TestSTOMP(t *testing.T) {
 	})
 
 	// RabbitMQ closes a connection that sends no heart-beat for about
-	// two of the negotiated intervals (1 s here): idle connections stay
-	// open over a hold of 4 intervals because the loop sends them.
+	// two of the negotiated intervals (1 s here; a connection that sends
+	// none, beside, shows it): idle connections stay open over a hold of
+	// 4 intervals because the loop sends them.
 	t.Run("heart-beats", func(t *testing.T) {
+		mute := make(chan error, 1)
+		go func() { mute <- mq.silent(time.Second, 8*time.Second) }()
 		code, out, res := runSTOMPPlan(t, root, mq.server("{name: stomp, keepalive: 1s}")+`phases:
   - connect: {connections: 50}
   - hold: {duration: 4s}
 `)
+		if err := <-mute; err != nil {
+			t.Errorf("the control connection: %v", err)
+		}
 		h := res.Results[1].Metrics
 		if code != 0 || res.Results[0].Metrics["success"] != 50.0 || h["alive"] != 50.0 || res.Results[1].Error != "" {
 			t.Errorf("exit %d, connect success=%v, hold alive=%v error %q; stdout:\n%s", code, res.Results[0].Metrics["success"], h["alive"], res.Results[1].Error, out)
