@@ -14,7 +14,7 @@ import (
 // client's resources moved over each result that carries a soak series
 // (result.Soak): first and last reading after the settle time, the fitted
 // slopes, memory after the drain, and the leak verdict.
-func soakTable(ew *errWriter, format, phase string, results []*result.Result) error {
+func soakTable(ew *errWriter, format, phase string, names []string, results []*result.Result) error {
 	var rows [][]string
 	var settle time.Duration
 	var spec scenarios.Soak
@@ -28,7 +28,7 @@ func soakTable(ew *errWriter, format, phase string, results []*result.Result) er
 		settle = max(settle, res.Soak.Settle)
 		first, last := soakEnds(res.Soak)
 		m := res.Metrics
-		row := []string{res.Server, slope(m, metrics.SoakSpan, func(float64) string { return Duration(m.Dur(metrics.SoakSpan)) })}
+		row := append(varCells(names, res), res.Server, slope(m, metrics.SoakSpan, func(float64) string { return Duration(m.Dur(metrics.SoakSpan)) }))
 		if res.NoServerResources() {
 			row = append(row, "n/a", "n/a", "n/a", "n/a", "n/a", "n/a")
 		} else {
@@ -57,20 +57,12 @@ func soakTable(ew *errWriter, format, phase string, results []*result.Result) er
 	if len(rows) == 0 {
 		return nil
 	}
-	header := []string{"Framework", "Fitted", "Srv RSS", "RSS/h", "Srv FDs", "FDs/h", "Threads", "Threads/h"}
+	header := append(append([]string{}, names...), "Framework", "Fitted", "Srv RSS", "RSS/h", "Srv FDs", "FDs/h", "Threads", "Threads/h")
 	if spec.RSSPer != "" {
 		header = append(header, fmt.Sprintf("RSS/%s %s", shortCount(spec.Per), spec.Unit))
 	}
 	header = append(header, "After drain", "Leak", "Cli RSS/h", "Goroutines/h")
-	ew.printf("[Soak] %s: resources over the phase (fitted after the first %s)\n\n", phase, Duration(settle))
-	if ew.err != nil {
-		return ew.err
-	}
-	if err := renderTable(ew, format, header, rows); err != nil {
-		return err
-	}
-	ew.printf("\n")
-	return ew.err
+	return titledTable(ew, format, fmt.Sprintf("[Soak] %s: resources over the phase (fitted after the first %s)", phase, Duration(settle)), header, rows)
 }
 
 // soakEnds returns the first reading after the settle time and the last

@@ -223,7 +223,7 @@ func formatter(k scenarios.Kind, d scenarios.Column) func(v metrics.Values, name
 // carry, sorted, typed by their Go values.
 func genericCols(kind string, results []*result.Result) []column {
 	common := map[string]bool{}
-	for _, d := range metrics.Join(metrics.Common, metrics.Soak) {
+	for _, d := range metrics.Join(metrics.Common, metrics.Soak, metrics.Reconnect) {
 		common[d.Name] = true
 	}
 	var defs []metrics.Def
@@ -398,7 +398,10 @@ func phaseTable(ew *errWriter, run, baseline *result.Run, format, phase string) 
 	if err := extraTables(ew, format, kind, results); err != nil {
 		return err
 	}
-	if err := soakTable(ew, format, phase, results); err != nil {
+	if err := soakTable(ew, format, phase, run.MatrixNames(), results); err != nil {
+		return err
+	}
+	if err := reconnectTable(ew, format, phase, run.MatrixNames(), results); err != nil {
 		return err
 	}
 	if baseline != nil {

@@ -487,9 +487,9 @@ func MetricDefs(kind string) []metrics.Def {
 		return metrics.Common
 	}
 	if k.Soak != nil {
-		return metrics.Join(k.Metrics, metrics.Soak, metrics.Common)
+		return metrics.Join(k.Metrics, metrics.Soak, metrics.Reconnect, metrics.Common)
 	}
-	return metrics.Join(k.Metrics, metrics.Common)
+	return metrics.Join(k.Metrics, metrics.Reconnect, metrics.Common)
 }
 
 // PhaseMetricDefs returns every metric one phase reports: its kind's,

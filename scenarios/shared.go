@@ -102,6 +102,10 @@ func latencyValues(v metrics.Values, hist client.Hist) {
 	}
 }
 
+// ErrorSummary lists the commonest reasons of m with their counts, at
+// most three ("eof ×3; timeout ×1"), as the kinds' rows say them.
+func ErrorSummary(m client.Reasons) string { return errorSummary(m) }
+
 // errorSummary lists the commonest reasons of m with their counts, at
 // most three.
 func errorSummary(m client.Reasons) string {

@@ -85,6 +85,10 @@ type Options struct {
 	// Protocol is what the server speaks over its messages (protocol.go);
 	// zero = raw WebSocket messages.
 	Protocol ProtocolOptions `json:",omitempty"`
+	// Reconnect, when set with a policy other than none, brings back the
+	// pool's connections that the server drops (reconnect.go); nil = a
+	// dropped connection stays closed.
+	Reconnect *Reconnect `json:",omitempty"`
 }
 
 // TLSOptions are how the client's TLS connections verify the server and

@@ -37,6 +37,7 @@ type churnJob struct {
 // replacement being dialled, or nothing (given up, dropped).
 type churnSlot struct {
 	c        *conn
+	gone     *conn  // the connection the server dropped from the slot, until a reconnect brings it back
 	gen      uint32 // bumped at every connection the slot gets (lifetime timers)
 	pos      int32  // index in churnRun.open while c is open
 	dialling bool
@@ -119,7 +120,7 @@ func (l *loop) churnStart(job *churnJob) {
 // put gives slot s the open connection c.
 func (r *churnRun) put(s int32, c *conn) {
 	sl := &r.slots[s]
-	sl.c, sl.dialling, sl.waiting = c, false, 0
+	sl.c, sl.gone, sl.dialling, sl.waiting = c, nil, false, 0
 	sl.gen++
 	sl.pos = int32(len(r.open))
 	r.open = append(r.open, s)
@@ -402,8 +403,23 @@ func (r *churnRun) lost(l *loop, c *conn, flags uint8, reason Reason) {
 		return
 	}
 	r.take(s)
+	r.slots[s].gone = c
 	r.part.Dropped++
 	r.part.Errors.add(reason)
+}
+
+// adopt implements adopter: a connection the server dropped came back
+// (the reconnector's); it takes its slot again.
+func (r *churnRun) adopt(l *loop, old, c *conn) {
+	s := old.slot
+	if s < 0 || s >= int64(len(r.slots)) || r.slots[s].gone != old || r.slots[s].c != nil || r.slots[s].dialling {
+		return
+	}
+	r.slots[s].gone = nil
+	r.put(int32(s), c)
+	if r.lifetime {
+		r.arm(int32(s), l.now(), false)
+	}
 }
 
 // tick implements loopRun: handshake and close deadlines, progress.

@@ -43,8 +43,11 @@ type Client struct {
 	proto      wireProtocol // nil = raw messages
 
 	phaseMu sync.Mutex // serialises phases
-	phase   int64      // id of the last phase started; guarded by phaseMu
-	next    int64      // number of the next connection; guarded by phaseMu
+
+	rcMu   sync.Mutex
+	rcLast ReconnectStats // the last phase's reconnects (Reconnects)
+	phase  int64          // id of the last phase started; guarded by phaseMu
+	next   int64          // number of the next connection; guarded by phaseMu
 
 	closeOnce sync.Once
 	closed    atomic.Bool
@@ -106,6 +109,16 @@ func New(opts Options) (*Client, error) {
 		}
 		c.targets = append(c.targets, tg)
 	}
+	var rcp *Reconnect
+	if opts.Reconnect != nil {
+		p := *opts.Reconnect
+		if err := p.Check(); err != nil {
+			return nil, err
+		}
+		if p.Policy != ReconnectNone {
+			rcp = &p
+		}
+	}
 	for i := 0; i < opts.Loops; i++ {
 		l, err := newLoop(c, i)
 		if err != nil {
@@ -113,6 +126,9 @@ func New(opts Options) (*Client, error) {
 				l.shutdown()
 			}
 			return nil, err
+		}
+		if rcp != nil {
+			l.rc = newReconnector(*rcp, i, opts.Loops)
 		}
 		c.loops = append(c.loops, l)
 	}

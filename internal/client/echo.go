@@ -510,6 +510,17 @@ func (e *echoRun) lost(l *loop, _ *conn, flags uint8, reason Reason) {
 	e.maybeDone(l)
 }
 
+// adopt implements adopter: a dropped connection came back; it stands by
+// with the idle ones, and takes the next message if one is waiting.
+func (e *echoRun) adopt(l *loop, _, c *conn) {
+	if l.ph != e {
+		return
+	}
+	if e.inflight >= e.job.slots || !l.echoNext(e, c, l.now()) {
+		e.idle = append(e.idle, c)
+	}
+}
+
 // maybeDone ends the phase here once nothing is in flight.
 func (e *echoRun) maybeDone(l *loop) {
 	if l.ph == e && e.inflight == 0 && !e.starting {

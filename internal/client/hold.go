@@ -305,6 +305,15 @@ func (h *holdRun) lost(_ *loop, c *conn, _ uint8, reason Reason) {
 	}
 }
 
+// adopt implements adopter: a dropped connection came back; it takes its
+// place on the ping timetable (one ping when the next is due, no catch-up).
+func (h *holdRun) adopt(_ *loop, old, c *conn) {
+	if i := h.slot(old); i >= 0 {
+		h.conns[i] = c
+		c.slot = int64(i)
+	}
+}
+
 // finish implements loopRun: it ends the hold here and reports this
 // loop's share.
 func (h *holdRun) finish(l *loop, stopped bool, now int64) {

@@ -322,6 +322,13 @@ func (c *Client) Run(ctx context.Context, p Params, pr *Progress) (Result, error
 		}
 	}
 	results, why := c.collect(ctx, plan.deadline, posted)
+	var rc ReconnectStats
+	for _, r := range results {
+		rc.Merge(r.rc)
+	}
+	c.rcMu.Lock()
+	c.rcLast = rc
+	c.rcMu.Unlock()
 	var res Result
 	for _, r := range results {
 		if r.part == nil {

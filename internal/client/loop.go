@@ -60,6 +60,7 @@ type phaseResult struct {
 	phase   int64
 	part    Result // the kind's result type, this loop's share
 	stopped bool   // cut short by cmdStop or Close
+	rc      ReconnectStats
 }
 
 // loopRun is a phase running on a loop: the one interface the protocol
@@ -113,7 +114,11 @@ func (*baseRun) frame(*loop, uint32, int) []byte         { return nil }
 func (l *loop) finished(phase int64, part Result, stopped bool) {
 	l.ph = nil
 	l.setTick(0)
-	l.results <- phaseResult{phase: phase, part: part, stopped: stopped}
+	res := phaseResult{phase: phase, part: part, stopped: stopped}
+	if l.rc != nil {
+		res.rc = l.rc.stats()
+	}
+	l.results <- res
 }
 
 // loop is one event loop: a goroutine locked to its OS thread, with its own
@@ -181,7 +186,8 @@ type loop struct {
 
 	// The phase running here, at most one at a time.
 	ph        loopRun
-	tickEvery int64 // ns; 0 = no timers
+	rc        *reconnector // brings dropped connections back (Options.Reconnect); nil = none
+	tickEvery int64        // ns; 0 = no timers
 	nextTick  int64
 	cmdTmp    []command
 	ev        event // the data event being handled (see feed)
@@ -331,6 +337,12 @@ func (l *loop) run() {
 				now = l.now() // the pump's writes take time; wake on time
 			}
 		}
+		if rc := l.rc; rc != nil {
+			if w := rc.wakeAt(); w >= 0 && now >= w {
+				rc.pump(l, now)
+				now = l.now()
+			}
+		}
 		if l.stopping {
 			l.shutdown()
 			return
@@ -362,6 +374,11 @@ func (l *loop) deadline() (int64, bool) {
 	}
 	if r := l.ph; r != nil {
 		if w := r.wakeAt(); w >= 0 && (!ok || w < at) {
+			at, ok = w, true
+		}
+	}
+	if rc := l.rc; rc != nil {
+		if w := rc.wakeAt(); w >= 0 && (!ok || w < at) {
 			at, ok = w, true
 		}
 	}

@@ -229,6 +229,20 @@ func (r *pingRun) lost(l *loop, c *conn, _ uint8, reason Reason) {
 	r.maybeDone(l)
 }
 
+// adopt implements adopter: a dropped connection came back while pings
+// are left; it takes its place and sends the next.
+func (r *pingRun) adopt(l *loop, old, c *conn) {
+	i := r.slot(old)
+	if i < 0 || l.ph != r {
+		return
+	}
+	r.conns[i] = c
+	c.slot = int64(i)
+	r.sent[i] = -1
+	r.live++
+	r.send(l, i, l.now())
+}
+
 // tick implements loopRun: it fails pings older than the timeout
 // (dropping their connections) and publishes progress.
 func (r *pingRun) tick(l *loop, now int64) {

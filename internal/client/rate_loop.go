@@ -158,7 +158,7 @@ func (r *rateRun) pump(l *loop, now int64) {
 				visited = 0
 			}
 		}
-		if now >= r.end || r.live == 0 {
+		if now >= r.end || r.live == 0 && !l.reconnecting() {
 			r.closeWindow(now)
 		}
 	}
@@ -407,6 +407,28 @@ func (r *rateRun) lost(_ *loop, c *conn, _ uint8, reason Reason) {
 	r.part.Errors.add(reason)
 	if r.live == 0 || (!r.sending && r.inflight == 0) {
 		r.wake, r.due = 0, 0 // the next pump ends the phase
+	}
+}
+
+// adopt implements adopter: a dropped connection came back; it takes its
+// place in the timetable from now on. Its messages due while it was down
+// are not sent (they stay unsent), those in flight at the drop were lost:
+// the next message it sends is the one due next.
+func (r *rateRun) adopt(l *loop, old, c *conn) {
+	rc := r.slot(old)
+	if rc == nil || !r.sending {
+		return
+	}
+	j := int(old.slot)
+	rc.c = c
+	c.slot = int64(j)
+	if due := r.job.pacer.Due(time.Duration(l.now()-r.start), r.timetable.phase(j)); due > rc.next {
+		rc.next = due
+	}
+	rc.acked, rc.bad, rc.capped, rc.mark = rc.next, false, false, [MarkerLen]byte{}
+	r.live++
+	if r.gate.batched {
+		stampReads(c, true) // refused: this connection's reads end at the read
 	}
 }
 

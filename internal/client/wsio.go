@@ -165,6 +165,9 @@ func (l *loop) lost(c *conn, reason Reason) {
 	if r != nil {
 		r.lost(l, c, flags, reason)
 	}
+	if l.rc != nil && flags&fClosing == 0 {
+		l.rc.dropped(l, c, l.now()) // the pool's: it comes back by the policy
+	}
 }
 
 // appendControl appends a masked control frame.

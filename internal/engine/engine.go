@@ -105,6 +105,7 @@ func (e *runner) driver(srv plan.Server, addrs []string) (Driver, error) {
 	co.SourceAddrs = e.plan.Client.SourceAddrs
 	co.Loops = loops(e.plan, e.o.Layout)
 	co.NoDelay = e.plan.Defaults.NoDelay == nil || *e.plan.Defaults.NoDelay
+	co.Reconnect = e.plan.Client.Reconnect.Options()
 	if len(e.plan.Client.Remote) > 0 {
 		return e.remoteDriver(srv, co)
 	}

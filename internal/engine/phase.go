@@ -50,6 +50,7 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 	stopProgress := e.progress(ph.Name, srv.Name, pr)
 	soak := e.soakStart(ph.Kind, sres, drv, pr)
 	w.start()
+	faults := e.startFaults(pctx, srv, ph, proc)
 	out, err := ph.Spec.Run(pctx, env)
 	sv, cv, si := w.stop()
 	stopProgress()
@@ -72,18 +73,11 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 	res.Info = out.Info
 	res.Detail = out.Detail
 	res.Steps, res.Stop = out.Steps, out.Stop
-	res.Warnings = out.Warnings
-	if warning != "" {
+	res.Warnings = append(out.Warnings, serverWarnings(warning, sv)...)
+	if warning := e.reconnectMetrics(m, drv); warning != "" {
 		res.Warnings = append(res.Warnings, warning)
 	}
-	if sv != nil {
-		if wrapper := wrapperWarning(*sv); wrapper != "" {
-			res.Warnings = append(res.Warnings, wrapper)
-		}
-		if sv.Err != nil && !errors.Is(sv.Err, procstat.ErrExited) {
-			res.Warnings = append(res.Warnings, "server resources: "+sv.Err.Error())
-		}
-	}
+	faults(&res)
 
 	died := serverDied(proc, err != nil || out.Failed)
 	res.OK, res.Error = verdict(ctx, proc, died, err, out.Failed, out.Error)
@@ -95,6 +89,25 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 	}
 	e.o.Notice("%s: %s done (%s)", srv.Name, ph.Name, summary(res))
 	return res, died
+}
+
+// serverWarnings are a row's warnings about its measurement: the
+// client-bound one (when not ""), a wrapper's idling, the server's
+// resources that could not be read.
+func serverWarnings(warning string, sv *procstat.Summary) []string {
+	var out []string
+	if warning != "" {
+		out = append(out, warning)
+	}
+	if sv != nil {
+		if wrapper := wrapperWarning(*sv); wrapper != "" {
+			out = append(out, wrapper)
+		}
+		if sv.Err != nil && !errors.Is(sv.Err, procstat.ErrExited) {
+			out = append(out, "server resources: "+sv.Err.Error())
+		}
+	}
+	return out
 }
 
 // serverDied reports whether the server exited on its own during the

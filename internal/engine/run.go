@@ -183,21 +183,32 @@ func (e *runner) server(ctx context.Context, i int, srv plan.Server) {
 		e.failRest(srv, 0, "tls: "+err.Error(), "")
 		return
 	}
-	proc, err := launch.Start(launch.Spec{
+	spec := launch.Spec{
 		Argv:    argv,
 		LogPath: e.logPath(srv.Name),
 		CPUs:    e.o.Layout.ServerCPUs,
-	})
+	}
+	proc, err := launch.Start(spec)
 	if err != nil {
 		e.failRest(srv, 0, "server failed to start: "+err.Error(), "")
 		return
 	}
 	grace := e.plan.Defaults.StopGrace.D()
-	defer func() {
-		if err := proc.Stop(grace); err != nil {
-			e.o.Notice("%s: %v", srv.Name, err)
+	var watched serverProc = proc
+	res := resources{how: result.ResourcesTree, pid: proc.Pid}
+	if e.plan.HasFaults() {
+		box := newRestartable(proc, proc.Pid, 0, e.restartStarted(srv, spec, hs))
+		defer box.close()
+		watched, res.box = box, box
+	}
+	stop := func() {
+		if p, ok := current(watched).(*launch.Process); ok {
+			if err := p.Stop(grace); err != nil {
+				e.o.Notice("%s: %v", srv.Name, err)
+			}
 		}
-	}()
+	}
+	defer stop()
 	e.o.Notice("%s: started pid %d on %s (CPUs %s)", srv.Name, proc.Pid, strings.Join(addrs, ","), sysctl.FormatCPUList(e.o.Layout.ServerCPUs))
 	if err := waitReady(ctx, proc, hs, e.plan.Defaults.ReadyTime.D()); err != nil {
 		if ctx.Err() != nil {
@@ -219,14 +230,10 @@ func (e *runner) server(ctx context.Context, i int, srv plan.Server) {
 			e.o.Notice("%s: closing client: %v", srv.Name, err)
 		}
 	}()
-	defer func() {
-		if err := proc.Stop(grace); err != nil {
-			e.o.Notice("%s: %v", srv.Name, err)
-		}
-	}()
+	defer stop()
 	// The whole process tree: a server started through a wrapper (sh -c,
 	// npm, a supervisor) is measured as the server, not as the wrapper.
-	e.phases(ctx, srv, addrs, proc, drv, resources{how: result.ResourcesTree, pid: proc.Pid})
+	e.phases(ctx, srv, addrs, watched, drv, res)
 }
 
 // memReader returns a func reading the RSS of the server (when it is

@@ -95,7 +95,9 @@ func (p *soakProbe) read(drain bool) result.SoakPoint {
 	}
 	switch p.res.how {
 	case result.ResourcesTree, result.ResourcesPID:
-		if u, err := p.fs.TreeUsage(p.res.pid); err == nil {
+		res := p.res
+		res.follow()
+		if u, err := p.fs.TreeUsage(res.pid); err == nil {
 			pt.RSS, pt.FDs, pt.Threads = u.RSS, u.FDs, u.Threads
 		}
 	case result.ResourcesMetrics:
@@ -160,7 +162,11 @@ func (e *runner) soakEnd(ctx context.Context, p *soakProbe, res *result.Result, 
 	}
 	res.Soak = p.end(ctx, drain)
 	k, _ := scenarios.Lookup(res.Kind)
-	res.Warnings = append(res.Warnings, soakMetrics(res.Metrics, res.Soak, *k.Soak, e.plan.Soak, p.res.how != result.ResourcesNone)...)
+	server := p.res.how != result.ResourcesNone
+	if res.Metrics.Int(metrics.Restarts) > 0 {
+		server = false // two processes' memory in one series: no slope, no verdict
+	}
+	res.Warnings = append(res.Warnings, soakMetrics(res.Metrics, res.Soak, *k.Soak, e.plan.Soak, server)...)
 }
 
 // soakMetrics fits the series s of a phase of a kind that soaks as spec

@@ -45,6 +45,25 @@ type resources struct {
 	pid     int           // ResourcesTree, ResourcesPID
 	started time.Duration // ResourcesPID: the process's start time (procstat.Stat), to tell a reused pid
 	url     string        // ResourcesMetrics
+	box     *restartable  // a server restart faults restart: pid follows its process
+}
+
+// current is the process behind proc now (proc itself unless restartable).
+func current(proc serverProc) serverProc {
+	if r, ok := proc.(*restartable); ok {
+		return r.current()
+	}
+	return proc
+}
+
+// follow updates r to the server's process of the moment (after a
+// restart fault).
+func (r *resources) follow() {
+	if r.box != nil {
+		if pid, started := r.box.curPID(); pid != 0 {
+			r.pid, r.started = pid, started
+		}
+	}
 }
 
 // livePID is the server process the live metrics read (0: none).
@@ -145,6 +164,7 @@ func (e *runner) external(ctx context.Context, srv plan.Server) {
 		return
 	}
 	addrs := make([]string, len(srv.Targets))
+	hs := make([]handshake, len(srv.Targets))
 	for i, t := range srv.Targets {
 		addrs[i] = t.Addr
 		h, err := targetHandshake(srv, t)
@@ -152,6 +172,7 @@ func (e *runner) external(ctx context.Context, srv plan.Server) {
 			e.failRest(srv, 0, err.Error(), "")
 			return
 		}
+		hs[i] = h
 		if err := probe(ctx, h); err != nil {
 			if ctx.Err() != nil {
 				e.failRest(srv, 0, stopReason(ctx), "")
@@ -175,8 +196,17 @@ func (e *runner) external(ctx context.Context, srv plan.Server) {
 	var proc serverProc = running{}
 	if res.how == result.ResourcesPID {
 		w := watchPID(e.o.Proc, res.pid, res.started)
-		defer w.close()
+		defer func() {
+			if w, ok := current(proc).(*watchedPID); ok {
+				w.close() // the one of the moment, after any restart
+			}
+		}()
 		proc = w
+	}
+	if e.plan.HasFaults() {
+		box := newRestartable(proc, res.pid, res.started, e.restartExternal(srv, hs))
+		defer box.close()
+		proc, res.box = box, box
 	}
 	e.phases(ctx, srv, addrs, proc, drv, res)
 }
@@ -198,6 +228,10 @@ func (e *runner) phases(ctx context.Context, srv plan.Server, addrs []string, pr
 		if ctx.Err() != nil {
 			e.failRest(srv, k, stopReason(ctx), "")
 			return
+		}
+		if res.box != nil {
+			res.follow() // a restart in an earlier phase: the server's new process
+			mem = e.memReader(res, drv)
 		}
 		r, died := e.phase(ctx, srv, ph, proc, res, drv, &scenarios.Env{Driver: drv, Target: tgt, Mem: mem, Base: base})
 		e.add(r)

@@ -108,6 +108,7 @@ func (l *loader) checkClient(c *Client, allowRemote bool) {
 	if c.Loops < 0 {
 		l.fieldErr("client.loops", "must be >= 0 (0 = one per client CPU), got %d", c.Loops)
 	}
+	l.checkReconnect(&c.Reconnect)
 	l.checkRemote(c)
 	for i, a := range c.SourceAddrs {
 		path := indexPath("client.source_addrs", i)

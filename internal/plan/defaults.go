@@ -37,6 +37,7 @@ func (l *loader) setDefaults(p *Plan) {
 		d.Host = DefaultListen
 	}
 	orDuration(&p.Client.IdleExit, DefaultIdleExit)
+	p.Client.Reconnect.setDefaults()
 	if p.Soak.LeakThreshold == 0 {
 		p.Soak.LeakThreshold = DefaultLeakThreshold
 	}

@@ -91,6 +91,7 @@ func (l *loader) load(data []byte, opts LoadOptions) *Plan {
 	if len(own.phases) == 0 {
 		l.fieldErr("phases", "a plan needs at least one phase, e.g. - connect: {connections: 1000}")
 	}
+	l.checkFaults(p)
 	l.checkAsserts(p)
 	p.Servers = l.only(p.Servers, opts.Only)
 	if p.Repeat < 1 || p.Repeat > MaxRepeat {

@@ -144,6 +144,14 @@ func TestLoadBadPlans(t *testing.T) {
 			`4: client.source_addrs[1]: 10.0.0.1 is not a loopback address: set defaults.allow_remote: true to use it`,
 			`4: client.source_addrs[2]: want an IP address such as 127.0.0.2, got "nope"`,
 		}},
+		{file: "invalid-faults.yaml", want: []string{
+			`2: client.reconnect.policy: must be none, immediate or backoff, got "sometimes"`,
+			`2: client.reconnect.jitter: must be full, equal or none, got "lots"`,
+			`2: client.reconnect.max: must be >= base (2s), got 1s`,
+			`12: phases[1].hold.faults[0].restart: server byurl: pid: cannot follow a restart (the pid changes): give pid_file:, read again after restart_command`,
+			`12: phases[1].hold.faults[0].restart: server byurl3 is a url: target wsplan did not start: give it restart_command: (the command that restarts it)`,
+			`12: phases[1].hold.faults[1].restart: must be server, got "client"`,
+		}},
 		{file: "invalid-kube.yaml", want: []string{
 			`4: client.kubernetes: cannot be combined with client.remote: wsplan makes the remote shards itself`,
 			`5: client.kubernetes.shards: must be >= 1, got -1`,
@@ -327,7 +335,7 @@ func TestLoadFull(t *testing.T) {
 		ClientCPUs: "1-3",
 	})
 	check(t, "Defaults", p.Defaults, wantDefaults)
-	check(t, "Client", p.Client, Client{Shards: -1, SourceAddrs: []string{"127.0.0.2", "127.0.0.3"}, Loops: 2, IdleExit: units.Duration(DefaultIdleExit)})
+	check(t, "Client", p.Client, Client{Shards: -1, SourceAddrs: []string{"127.0.0.2", "127.0.0.3"}, Loops: 2, IdleExit: units.Duration(DefaultIdleExit), Reconnect: defaultReconnect})
 	base := map[string]string{"nodelay": "false", "read_buffer": "4096"}
 	check(t, "Servers", p.Servers, []Server{
 		{
@@ -386,7 +394,7 @@ func TestDefaults(t *testing.T) {
 		Host:      "127.0.0.1",
 		Sample:    units.Duration(time.Second),
 	})
-	check(t, "Client", p.Client, Client{IdleExit: units.Duration(DefaultIdleExit)})
+	check(t, "Client", p.Client, Client{IdleExit: units.Duration(DefaultIdleExit), Reconnect: defaultReconnect})
 	check(t, "Host", p.Host, Host{})
 	check(t, "Vars", p.Vars, map[string]string{})
 	// defaults.nodelay not written: the adapter's own default stands and
@@ -654,3 +662,8 @@ func TestKubeDefaults(t *testing.T) {
 			TTL: units.Duration(DefaultKubeTTL), Line: 1})
 	}
 }
+
+// defaultReconnect is client.reconnect unwritten: no reconnects, the
+// other keys at their defaults.
+var defaultReconnect = Reconnect{Policy: "none", Base: units.Duration(100 * time.Millisecond), Max: units.Duration(10 * time.Second),
+	Jitter: "full", Timeout: units.Duration(5 * time.Second)}

@@ -151,6 +151,11 @@ func (l *loader) phase(n *yaml.Node, path string) (Phase, bool) {
 			}
 			continue
 		}
+		if p.key.Kind == yaml.ScalarNode && p.key.Value == "faults" {
+			l.lines[kp+".faults"] = p.key.Line
+			l.faults(p.value, kp+".faults", &ph)
+			continue
+		}
 		stripped.Content = append(stripped.Content, p.key, p.value)
 	}
 	v := reflect.ValueOf(ph.Spec)

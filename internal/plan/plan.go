@@ -170,6 +170,8 @@ type Client struct {
 	Certs    string         `yaml:"certs" doc:"with remote: directory of the run's certificates (wsplan shard certs DIR) the shards were started with; relative to the plan's directory"`
 	IdleExit units.Duration `yaml:"idle_exit" default:"30s" min:"1ns" doc:"with remote or kubernetes: how long a shard waits for the next orchestrator after this one leaves before it exits"`
 
+	Reconnect Reconnect `yaml:"reconnect" doc:"how dropped connections come back (policy none, immediate or backoff): counted as reconnects, their messages in flight lost, never sent again"`
+
 	// Kubernetes: the client runs as remote shards in an Indexed Job
 	// wsplan creates before the run and deletes after it; nil = not on
 	// Kubernetes.
@@ -221,6 +223,8 @@ type Server struct {
 	PID        int    `yaml:"pid" min:"0" doc:"with url: the server's process on this host, sampled from /proc with its descendants"`
 	PIDFile    string `yaml:"pid_file" doc:"with url: a file holding that process id, read when the server's run starts"`
 	MetricsURL string `yaml:"metrics_url" doc:"with url: a Prometheus endpoint exporting process_cpu_seconds_total and process_resident_memory_bytes"`
+	// RestartCommand is run by a restart fault (faults: [{restart: server}]).
+	RestartCommand Argv `yaml:"restart_command" doc:"with url: the command a restart fault runs to restart the server (wsplan waits for it to end, then for an upgrade); a list of arguments, or a string split on white space"`
 
 	// Filled in by Load: Adapter is what Framework (or Name) resolved to
 	// ("" unless built in); Values every option of Adapter with the
@@ -253,6 +257,8 @@ type Phase struct {
 	Name string          // `name:` inside the body; default Kind for the first phase of a kind, Kind#N for the Nth (echo#2); unique in the plan
 	Spec scenarios.Phase // decoded, defaulted, validated body
 	Line int             // line of the kind key
+	// Faults are `faults:` inside the body (any kind), in time order.
+	Faults []Fault
 }
 
 // JSONSchema is a placeholder for package schema, which builds an item of

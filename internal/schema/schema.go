@@ -453,6 +453,12 @@ func (g *gen) phases() (map[string]any, error) {
 			"type":        []any{"string", "number"},
 			"description": fmt.Sprintf("the phase's name in results and assertions; default %s (%s#2 for the second %s phase, …)", k.Name, k.Name, k.Name),
 		}
+		faults, err := g.value(reflect.TypeOf([]plan.Fault(nil)), "phases[]."+k.Name+".faults")
+		if err != nil {
+			return nil, err
+		}
+		faults["description"] = "faults done to the server while the phase runs: [{at: 20s, restart: server}]"
+		body["properties"].(map[string]any)["faults"] = faults
 		body["description"] = k.Doc
 		def := "phase." + k.Name
 		g.defs[def] = body

@@ -36,11 +36,12 @@ type Spec struct {
 type Group struct {
 	shards  []*proc
 	grace   time.Duration
-	weights []int           // remote: how the first phase splits (client.weights or the shards' hosts)
-	skew    time.Duration   // the last phase's start skew
-	parts   []client.Result // the last phase's result of each shard
-	ledger  ledger          // every shard's own cost of every phase (CostsSince)
-	stop    chan struct{}   // remote: ends the heartbeats
+	weights []int                 // remote: how the first phase splits (client.weights or the shards' hosts)
+	skew    time.Duration         // the last phase's start skew
+	parts   []client.Result       // the last phase's result of each shard
+	rc      client.ReconnectStats // the last phase's reconnects, over the shards
+	ledger  ledger                // every shard's own cost of every phase (CostsSince)
+	stop    chan struct{}         // remote: ends the heartbeats
 	wg      sync.WaitGroup
 }
 
@@ -444,7 +445,11 @@ func (g *Group) Run(ctx context.Context, p client.Params, pr *client.Progress) (
 	}
 	var res client.Result
 	g.parts = make([]client.Result, len(replies))
+	g.rc = client.ReconnectStats{}
 	for i, r := range replies {
+		if r.Reconnect != nil {
+			g.rc.Merge(*r.Reconnect)
+		}
 		if r.Cost != nil {
 			c := *r.Cost
 			c.Shard = g.shards[i].name()
@@ -479,6 +484,10 @@ func (g *Group) Run(ctx context.Context, p client.Params, pr *client.Progress) (
 	}
 	return res, errors.Join(errs...)
 }
+
+// Reconnects returns what the shards' reconnectors did over the last
+// phase (client.Client.Reconnects, merged).
+func (g *Group) Reconnects() client.ReconnectStats { return g.rc }
 
 // startSkew places each shard's phase start on the orchestrator's clock
 // and returns their spread (see StartSkew).

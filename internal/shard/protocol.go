@@ -48,6 +48,7 @@ func applyOptions(opts *client.Options, o *client.Options) {
 	opts.Hosts, opts.RequestURIs = o.Hosts, o.RequestURIs
 	opts.Headers, opts.Subprotocols, opts.Origin = o.Headers, o.Subprotocols, o.Origin
 	opts.TLS, opts.Compression = o.TLS, o.Compression
+	opts.Reconnect = o.Reconnect
 }
 
 // wireOptions is what Group sends in its "options" request: opts without
@@ -84,4 +85,7 @@ type Reply struct {
 	// LiveInterval, when the request asked for them), with the shard
 	// process's CPU time and memory.
 	Live *client.LiveSnapshot `json:"live,omitempty"`
+	// Reconnect is what the shard's reconnectors did over the phase
+	// (run; client.Options.Reconnect), nil when nothing.
+	Reconnect *client.ReconnectStats `json:"reconnect,omitempty"`
 }

@@ -224,6 +224,9 @@ func runRequest(ctx context.Context, c *client.Client, r Request, pr *client.Pro
 		reply.Delay = time.Since(r.recv)
 	}
 	res, err := c.Run(ctx, p, pr)
+	if rs := c.Reconnects(); rs.Drops > 0 || rs.Reconnects > 0 || rs.Pending > 0 {
+		reply.Reconnect = &rs
+	}
 	if res != nil {
 		var werr error
 		if reply.Result, werr = json.Marshal(res); werr != nil && err == nil {

@@ -1,0 +1,181 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Reconnecting lives below the kinds: each loop has a reconnector (when
+// Options.Reconnect asks for one) with a dialer of its own. A connection
+// of the open pool that the server drops (loop.lost: not one the client
+// closed) comes back by the policy; the run in progress hears of the new
+// connection through adopter, and takes it in the dropped one's place.
+// Messages in flight on the dropped connection were charged by the run's
+// lost hook (lost, failed): nothing is sent again. A run that is not an
+// adopter (its connections are its own: broadcast, script) gets no
+// reconnects while it runs; between phases every dropped connection of
+// the pool comes back.
+
+// Reconnect policies (Reconnect.Policy).
+const (
+	ReconnectNone      = "none"      // a dropped connection stays closed
+	ReconnectImmediate = "immediate" // dial again at once; a failed attempt again after Base
+	ReconnectBackoff   = "backoff"   // wait Base × 2^attempt, at most Max, jittered, before each attempt
+)
+
+// Jitters of a backoff (Reconnect.Jitter): the wait d is drawn as
+const (
+	JitterFull  = "full"  // uniform in [0, d]
+	JitterEqual = "equal" // d/2 + uniform in [0, d/2]
+	JitterNone  = "none"  // exactly d: every client of a herd at the same moment
+)
+
+// Reconnect defaults, applied by Check.
+const (
+	DefaultReconnectBase    = 100 * time.Millisecond
+	DefaultReconnectMax     = 10 * time.Second
+	DefaultReconnectTimeout = 5 * time.Second
+)
+
+// Reconnect is how dropped connections come back (Options.Reconnect).
+type Reconnect struct {
+	Policy  string        `json:"policy"`            // ReconnectNone (default), ReconnectImmediate, ReconnectBackoff
+	Base    time.Duration `json:"base,omitempty"`    // the first wait (immediate: between failed attempts); 0 = DefaultReconnectBase
+	Max     time.Duration `json:"max,omitempty"`     // the longest wait; 0 = DefaultReconnectMax
+	Jitter  string        `json:"jitter,omitempty"`  // JitterFull (default), JitterEqual, JitterNone
+	Timeout time.Duration `json:"timeout,omitempty"` // per attempt; 0 = DefaultReconnectTimeout
+}
+
+// Check validates r and fills its defaults.
+func (r *Reconnect) Check() error {
+	if r.Policy == "" {
+		r.Policy = ReconnectNone
+	}
+	if r.Base == 0 {
+		r.Base = DefaultReconnectBase
+	}
+	if r.Max == 0 {
+		r.Max = DefaultReconnectMax
+	}
+	if r.Jitter == "" {
+		r.Jitter = JitterFull
+	}
+	if r.Timeout == 0 {
+		r.Timeout = DefaultReconnectTimeout
+	}
+	var errs []error
+	switch r.Policy {
+	case ReconnectNone, ReconnectImmediate, ReconnectBackoff:
+	default:
+		errs = append(errs, fmt.Errorf("policy must be %s, %s or %s, got %q", ReconnectNone, ReconnectImmediate, ReconnectBackoff, r.Policy))
+	}
+	switch r.Jitter {
+	case JitterFull, JitterEqual, JitterNone:
+	default:
+		errs = append(errs, fmt.Errorf("jitter must be %s, %s or %s, got %q", JitterFull, JitterEqual, JitterNone, r.Jitter))
+	}
+	if r.Base < 0 || r.Max < r.Base || r.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("want 0 <= base <= max and timeout >= 0, got base %v, max %v, timeout %v", r.Base, r.Max, r.Timeout))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("client: reconnect: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// wait is how long before attempt n (0 = the first after the drop); u is
+// uniform in [0, 1).
+func (r *Reconnect) wait(n int, u float64) time.Duration {
+	if r.Policy == ReconnectImmediate {
+		if n == 0 {
+			return 0
+		}
+		return r.Base
+	}
+	d := r.Max
+	if n < 40 {
+		d = min(r.Base<<n, r.Max)
+	}
+	switch r.Jitter {
+	case JitterFull:
+		return time.Duration(u * float64(d))
+	case JitterEqual:
+		return d/2 + time.Duration(u*float64(d/2))
+	}
+	return d
+}
+
+// ReconnectStats is what the reconnectors did over a phase, merged over
+// loops and shards (Client.Reconnects).
+type ReconnectStats struct {
+	Drops      int64   `json:"drops"`      // connections of the pool the server dropped
+	Reconnects int64   `json:"reconnects"` // dropped connections open again
+	Failed     int64   `json:"failed"`     // attempts that failed (each followed by the next wait)
+	Errors     Reasons `json:"errors"`     // why attempts failed
+	Pending    int64   `json:"pending"`    // dropped and not back when the phase ended
+	// Latency is each reconnect's time from its drop to the new
+	// connection's 101 response.
+	Latency Hist `json:"latency"`
+	// PerSecond counts reconnects (handshakes that succeeded) per wall
+	// clock second (Unix), for the storm's peak; merged second by second.
+	PerSecond map[int64]int64 `json:"per_second,omitempty"`
+	// FirstDrop, FirstBack and LastBack are wall clock times (Unix ns;
+	// 0 = none): the first drop, the first and the last reconnect.
+	FirstDrop int64 `json:"first_drop,omitempty"`
+	FirstBack int64 `json:"first_back,omitempty"`
+	LastBack  int64 `json:"last_back,omitempty"`
+}
+
+// Merge adds o into s.
+func (s *ReconnectStats) Merge(o ReconnectStats) {
+	s.Drops += o.Drops
+	s.Reconnects += o.Reconnects
+	s.Failed += o.Failed
+	s.Errors.merge(o.Errors)
+	s.Pending += o.Pending
+	s.Latency.add(o.Latency)
+	s.FirstDrop = minSet(s.FirstDrop, o.FirstDrop)
+	s.FirstBack = minSet(s.FirstBack, o.FirstBack)
+	s.LastBack = max(s.LastBack, o.LastBack)
+	for k, v := range o.PerSecond {
+		if s.PerSecond == nil {
+			s.PerSecond = map[int64]int64{}
+		}
+		s.PerSecond[k] += v
+	}
+}
+
+// minSet is the smaller of a and b, 0 meaning unset.
+func minSet(a, b int64) int64 {
+	if a == 0 || b != 0 && b < a {
+		return b
+	}
+	return a
+}
+
+// Peak is the most reconnects in one second.
+func (s *ReconnectStats) Peak() int64 {
+	var p int64
+	for _, v := range s.PerSecond {
+		p = max(p, v)
+	}
+	return p
+}
+
+// adopter is a run that holds the pool's connections (and keeps them in
+// tables of its own): it takes a reconnected connection c in place of
+// old, the dropped one, whose conn.slot still says where it was. A run
+// that did not hold old ignores it; c stays on the pool for the next
+// phases either way.
+type adopter interface {
+	adopt(l *loop, old, c *conn)
+}
+
+// Reconnects returns what the reconnectors did over the last phase Run
+// ran (zero without Options.Reconnect).
+func (c *Client) Reconnects() ReconnectStats {
+	c.rcMu.Lock()
+	defer c.rcMu.Unlock()
+	return c.rcLast
+}

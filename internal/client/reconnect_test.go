@@ -1,0 +1,157 @@
+package client
+
+import (
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wsplan/wsplan/internal/testserver"
+)
+
+// TestReconnectRate: the server drops every connection in the middle of
+// a rate phase; with a backoff policy each comes back, takes its place on
+// the timetable (its next message is the one due next: no marker
+// mismatch), and the messages in flight at the drop count as lost, never
+// sent again.
+func TestReconnectRate(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{})
+	c := newClient(t, Options{Targets: []string{srv.Addr()}, Loops: 2,
+		Reconnect: &Reconnect{Policy: ReconnectBackoff, Base: 50 * time.Millisecond, Max: time.Second, Jitter: JitterFull}})
+	mustConnect(t, c, 40)
+	time.AfterFunc(700*time.Millisecond, func() { srv.Drop(40) })
+	res, err := c.Rate(t.Context(), RateParams{Duration: 2 * time.Second, Rate: 50, Payload: 64, Verify: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := c.Reconnects()
+	if rs.Drops != 40 || rs.Reconnects != 40 || rs.Pending != 0 || rs.Latency.TotalCount() != 40 || rs.Latency.Max() > int64(200*time.Millisecond) {
+		t.Errorf("reconnects %+v (max %v): want 40 dropped, 40 back within the backoff", rs, time.Duration(rs.Latency.Max()))
+	}
+	if rs.Peak() < 1 || rs.Peak() > 40 {
+		t.Errorf("peak %d per second", rs.Peak())
+	}
+	if res.Failed != 0 || res.Errors["marker mismatch"] != 0 || res.Stopped != "" {
+		t.Errorf("rate after the reconnects: failed %d %v, stopped %q", res.Failed, res.Errors, res.Stopped)
+	}
+	// 40 × 50/s × 2 s = 4000 due; the drop loses what was in flight (a
+	// few per connection) and what was due while they were away (~25 ms
+	// each on average): the rest is sent and echoed.
+	t.Logf("scheduled %d, sent %d, recv %d, lost %d, unsent %d; reconnect p50 %v", res.Scheduled, res.Sent, res.Recv, res.Lost(), res.Unsent, time.Duration(rs.Latency.ValueAtQuantile(50)))
+	if res.Scheduled < 3900 || res.Sent < 3600 || res.Recv+res.Lost() != res.Sent || res.Lost() > 40*5 || res.Unsent+res.Sent != res.Scheduled {
+		t.Errorf("scheduled %d, sent %d, recv %d, lost %d, unsent %d: want the timetable kept after the reconnects", res.Scheduled, res.Sent, res.Recv, res.Lost(), res.Unsent)
+	}
+	if c.Conns() != 40 {
+		t.Errorf("%d open after the phase, want 40", c.Conns())
+	}
+	// The next phase uses the connections that came back.
+	if e, err := c.Echo(t.Context(), EchoParams{Total: 80, Concurrency: 40, Payload: 16, Verify: true}, nil); err != nil || e.Success != 80 {
+		t.Errorf("echo after: %+v %v", e, err)
+	}
+	if rs := c.Reconnects(); rs.Drops != 0 || rs.Reconnects != 0 {
+		t.Errorf("the echo phase's reconnects %+v: want none", rs)
+	}
+}
+
+// TestReconnectServerRestart: the server goes away and comes back on the
+// same address 300 ms later; attempts fail (refused) and wait by the
+// policy, then every connection of a hold is back.
+func TestReconnectServerRestart(t *testing.T) {
+	srv := testserver.New(testserver.Options{})
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	hs := &http.Server{Handler: srv}
+	go hs.Serve(ln)
+	c := newClient(t, Options{Targets: []string{addr},
+		Reconnect: &Reconnect{Policy: ReconnectBackoff, Base: 20 * time.Millisecond, Max: 200 * time.Millisecond, Jitter: JitterNone}})
+	mustConnect(t, c, 20)
+	back := make(chan *http.Server, 1)
+	time.AfterFunc(200*time.Millisecond, func() {
+		hs.Close() // the listener and every connection
+		srv.Close()
+		time.Sleep(300 * time.Millisecond)
+		ln2, err := net.Listen("tcp4", addr)
+		if err != nil {
+			t.Error(err)
+			back <- nil
+			return
+		}
+		hs2 := &http.Server{Handler: testserver.New(testserver.Options{})}
+		go hs2.Serve(ln2)
+		back <- hs2
+	})
+	res, err := c.Hold(t.Context(), HoldParams{Duration: 1500 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hs2 := <-back; hs2 != nil {
+		t.Cleanup(func() { hs2.Close() })
+	}
+	rs := c.Reconnects()
+	if rs.Drops != 20 || rs.Reconnects != 20 || rs.Failed == 0 || !strings.HasPrefix(string(firstKey(rs.Errors)), "connect: connection refused") {
+		t.Errorf("reconnects %+v: want 20 back after refused attempts", rs)
+	}
+	if d := time.Duration(rs.Latency.Min()); d < 250*time.Millisecond {
+		t.Errorf("first back %v after its drop, want after the 300 ms the server was away", d)
+	}
+	if res.Alive != 20 || c.Conns() != 20 {
+		t.Errorf("hold: %d alive, %d open", res.Alive, c.Conns())
+	}
+}
+
+// TestReconnectNone: without a policy a dropped connection stays closed,
+// and a kind that is not an adopter gets no reconnects while it runs.
+func TestReconnectNone(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{})
+	c := newClient(t, Options{Targets: []string{srv.Addr()}, Reconnect: &Reconnect{Policy: ReconnectNone}})
+	mustConnect(t, c, 10)
+	srv.Drop(5)
+	waitFor(t, "the drops", func() bool { return c.Conns() == 5 })
+	res, err := c.Hold(t.Context(), HoldParams{Duration: 200 * time.Millisecond}, nil)
+	if err != nil || res.Alive != 5 || c.Reconnects().Drops != 0 {
+		t.Errorf("hold %+v %v, reconnects %+v", res, err, c.Reconnects())
+	}
+	if _, err := New(Options{Targets: []string{srv.Addr()}, Reconnect: &Reconnect{Policy: "sometimes"}}); err == nil || !strings.Contains(err.Error(), `policy must be none, immediate or backoff, got "sometimes"`) {
+		t.Errorf("bad policy: %v", err)
+	}
+}
+
+// TestReconnectWait: the waits of each policy and jitter.
+func TestReconnectWait(t *testing.T) {
+	ms := time.Millisecond
+	for _, c := range []struct {
+		r    Reconnect
+		n    int
+		u    float64
+		want time.Duration
+	}{
+		{Reconnect{Policy: ReconnectImmediate, Base: 100 * ms}, 0, 0.5, 0},
+		{Reconnect{Policy: ReconnectImmediate, Base: 100 * ms}, 3, 0.5, 100 * ms},
+		{Reconnect{Policy: ReconnectBackoff, Base: 100 * ms, Max: time.Second, Jitter: JitterNone}, 0, 0.5, 100 * ms},
+		{Reconnect{Policy: ReconnectBackoff, Base: 100 * ms, Max: time.Second, Jitter: JitterNone}, 2, 0.5, 400 * ms},
+		{Reconnect{Policy: ReconnectBackoff, Base: 100 * ms, Max: time.Second, Jitter: JitterNone}, 9, 0.5, time.Second},
+		{Reconnect{Policy: ReconnectBackoff, Base: 100 * ms, Max: time.Second, Jitter: JitterNone}, 80, 0.5, time.Second},
+		{Reconnect{Policy: ReconnectBackoff, Base: 100 * ms, Max: time.Second, Jitter: JitterFull}, 1, 0.25, 50 * ms},
+		{Reconnect{Policy: ReconnectBackoff, Base: 100 * ms, Max: time.Second, Jitter: JitterEqual}, 1, 0.5, 150 * ms},
+	} {
+		if got := c.r.wait(c.n, c.u); got != c.want {
+			t.Errorf("%+v attempt %d u %v: %v, want %v", c.r, c.n, c.u, got, c.want)
+		}
+	}
+	r := Reconnect{}
+	if err := r.Check(); err != nil || r.Policy != ReconnectNone || r.Jitter != JitterFull || r.Base != DefaultReconnectBase || r.Max != DefaultReconnectMax {
+		t.Errorf("defaults %+v %v", r, err)
+	}
+}
+
+// firstKey is some key of m ("" when empty).
+func firstKey(m Reasons) Reason {
+	for k := range m {
+		return k
+	}
+	return ""
+}

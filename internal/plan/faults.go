@@ -1,0 +1,82 @@
+package plan
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/wsplan/wsplan/internal/units"
+)
+
+// Fault is one entry of a phase's `faults:` (written in the phase's body,
+// as name: is, for any kind): something done to the server while the
+// phase runs, at a time after its start.
+type Fault struct {
+	At      units.Duration `yaml:"at" default:"0s" min:"0s" doc:"when, after the phase's start"`
+	Restart string         `yaml:"restart" required:"true" doc:"what restarts: server (one wsplan started: SIGTERM, then the stop grace, then started again on the same addresses; a url: server: its restart_command)"`
+	// Line is the line of the entry, for messages.
+	Line int `yaml:"-"`
+}
+
+// FaultServer is what a restart fault restarts (Fault.Restart).
+const FaultServer = "server"
+
+// checkFaults checks the phases' faults against the servers: a url:
+// server can be restarted only by its restart_command, and its pid then
+// changes (pid_file:, read again after the restart, not pid:).
+func (l *loader) checkFaults(p *Plan) {
+	for i, ph := range p.Phases {
+		for j, f := range ph.Faults {
+			path := fmt.Sprintf("phases[%d].%s.faults[%d]", i, ph.Kind, j)
+			if f.Restart != FaultServer {
+				l.errf(f.Line, path+".restart", "must be %s, got %q", FaultServer, f.Restart)
+				continue
+			}
+			if f.At < 0 {
+				l.errf(f.Line, path+".at", "must be >= 0, got %s", f.At)
+			}
+			for _, s := range p.Servers {
+				switch {
+				case s.External() && len(s.RestartCommand) == 0:
+					l.errf(f.Line, path+".restart", "server %s is a url: target wsplan did not start: give it restart_command: (the command that restarts it)", s.Name)
+				case s.External() && s.PID != 0:
+					l.errf(f.Line, path+".restart", "server %s: pid: cannot follow a restart (the pid changes): give pid_file:, read again after restart_command", s.Name)
+				}
+			}
+		}
+	}
+	for _, s := range p.Servers {
+		if len(s.RestartCommand) > 0 && !s.External() {
+			l.errf(s.Line, "servers", "server %s: restart_command is for url: servers; wsplan restarts the servers it starts itself", s.Name)
+		}
+	}
+}
+
+// faults decodes a phase's faults: (n at path) into ph, each with its
+// line, in time order.
+func (l *loader) faults(n *yaml.Node, path string, ph *Phase) {
+	if !l.decode(n, path, reflect.ValueOf(&ph.Faults).Elem()) {
+		return
+	}
+	if n = deref(n); n != nil && n.Kind == yaml.SequenceNode {
+		for i := range ph.Faults {
+			if i < len(n.Content) {
+				ph.Faults[i].Line = n.Content[i].Line
+			}
+		}
+	}
+	sort.SliceStable(ph.Faults, func(i, j int) bool { return ph.Faults[i].At < ph.Faults[j].At })
+}
+
+// HasFaults reports whether any phase has faults: the engine then keeps
+// its servers restartable.
+func (p *Plan) HasFaults() bool {
+	for _, ph := range p.Phases {
+		if len(ph.Faults) > 0 {
+			return true
+		}
+	}
+	return false
+}
