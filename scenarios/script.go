@@ -376,7 +376,7 @@ func (p *Script) params() (*client.ScriptParams, error) {
 }
 
 // Speaks implements ProtocolSpeaker: every verb the steps use must be one
-// of the protocol's.
+// of the protocol's, and the answers they wait for ones it gives.
 func (p *Script) Speaks(proto string) string {
 	have := client.ProtocolVerbs(proto)
 	var missing []string
@@ -387,6 +387,20 @@ func (p *Script) Speaks(proto string) string {
 	}
 	if len(missing) > 0 {
 		return fmt.Sprintf("its steps use %s, which %s does not have (it has %s)", strings.Join(missing, ", "), protoName(proto), strings.Join(have, ", "))
+	}
+	rule := client.ProtocolAnswers(proto)
+	if rule == nil {
+		return ""
+	}
+	// Validate compiled the steps without knowing the protocol; what is
+	// wrong only with its answers shows here.
+	src := script.Source{Steps: p.Steps, Ignore: p.Ignore, Timeout: p.Timeout.D(), AnyColumns: true}
+	if _, errs := script.Compile(src); len(errs) > 0 {
+		return ""
+	}
+	src.Answers = rule
+	if _, errs := script.Compile(src); len(errs) > 0 {
+		return errs[0].Error()
 	}
 	return ""
 }

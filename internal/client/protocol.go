@@ -116,6 +116,35 @@ func ProtocolRooms(name string) bool {
 	return ok
 }
 
+// answerer is a protocol whose answers to the script's verbs are not
+// script.DefaultAnswers' (GraphQL over WebSocket's operations are
+// awaited when the step wants their result).
+type answerer interface {
+	answers(verb string, ack, asks bool, qos int) bool
+}
+
+// answerRule returns the rule of p's answers to verbs; nil for raw
+// messages (which have no verbs).
+func answerRule(p wireProtocol) script.AnswerRule {
+	if p == nil {
+		return nil
+	}
+	if a, ok := p.(answerer); ok {
+		return a.answers
+	}
+	return script.DefaultAnswers
+}
+
+// ProtocolAnswers returns the rule of a protocol's answers to the
+// script's verbs; nil for raw messages or an unknown protocol.
+func ProtocolAnswers(name string) script.AnswerRule {
+	p, err := makeProtocol(ProtocolOptions{Name: name})
+	if err != nil {
+		return nil
+	}
+	return answerRule(p)
+}
+
 // ProtocolVerbs returns the script verbs a protocol speaks (send is
 // every protocol's plain message); nil for an unknown protocol.
 func ProtocolVerbs(name string) []string {
@@ -146,6 +175,9 @@ type outMsg struct {
 	qos    uint8
 	ack    bool // ask for an acknowledgement (Socket.IO ack, STOMP receipt)
 	binary bool
+	// awaited says the run waits for the protocol's answer (the id
+	// encode returns); a protocol may drop the answers nobody awaits.
+	awaited bool
 }
 
 // Verbs (outMsg.verb).
@@ -252,6 +284,14 @@ type roomProtocol interface {
 	// (decoded into scratch where the protocol had to encode it as text),
 	// ok false for a message that is not a delivery.
 	delivery(m *message, scratch []byte) (payload []byte, ok bool)
+}
+
+// closeNamer is a protocol with close codes of its own (graphql-ws's
+// 4401 unauthorized, 4403 forbidden …): a server's close frame with one
+// fails the connection with the protocol's reason, "" = the usual
+// "server close <code>".
+type closeNamer interface {
+	closeReason(code uint16) Reason
 }
 
 // newProtocol makes a protocol for a client's options.

@@ -163,7 +163,7 @@ func (p *ScriptParams) Validate() error {
 	if p.Iterations < 0 || p.Duration < 0 || p.Drain < 0 || p.Retries < 0 || p.MaxUsers < 0 || p.Concurrency < 0 {
 		errs = append(errs, fmt.Errorf("counts and durations must be >= 0"))
 	}
-	if _, cerrs := p.compile(); len(cerrs) > 0 {
+	if _, cerrs := p.compile(nil); len(cerrs) > 0 {
 		for _, e := range cerrs {
 			errs = append(errs, e)
 		}
@@ -174,13 +174,14 @@ func (p *ScriptParams) Validate() error {
 	return nil
 }
 
-// compile compiles the steps against the rows' columns.
-func (p *ScriptParams) compile() (*script.Program, []script.Error) {
+// compile compiles the steps against the rows' columns and the rule of
+// the server's protocol for the verbs it answers (nil = not known).
+func (p *ScriptParams) compile(answers script.AnswerRule) (*script.Program, []script.Error) {
 	var cols []string
 	if p.Rows != nil {
 		cols = p.Rows.Columns
 	}
-	return script.Compile(script.Source{Steps: p.Steps, Ignore: p.Ignore, Columns: cols, Timeout: p.Timeout})
+	return script.Compile(script.Source{Steps: p.Steps, Ignore: p.Ignore, Columns: cols, Timeout: p.Timeout, Answers: answers})
 }
 
 // Split implements Params: closed arrivals' users in contiguous ranges

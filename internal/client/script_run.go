@@ -34,7 +34,7 @@ type scriptHeader struct {
 // start implements Params: the program is compiled once per process and
 // shared by its loops (templates, paths and matchers are read-only).
 func (p *ScriptParams) start(ph *phaseEnv) (*phasePlan, error) {
-	prog, errs := p.compile()
+	prog, errs := p.compile(answerRule(ph.c.proto))
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("client: script: %v", errs[0])
 	}

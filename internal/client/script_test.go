@@ -382,7 +382,7 @@ func newScriptRigWith(tb testing.TB, body string, proto wireProtocol) *scriptRig
 		tb.Fatal(err)
 	}
 	p := &ScriptParams{Steps: v.Steps, Users: 1, Iterations: 1, Timeout: time.Hour, ConnectTimeout: time.Second}
-	prog, errs := p.compile()
+	prog, errs := p.compile(nil)
 	if errs != nil {
 		tb.Fatal(errs)
 	}

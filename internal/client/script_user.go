@@ -243,7 +243,9 @@ func (r *scriptRun) send(l *loop, u *user, in *script.Instr) bool {
 // the id its answer will carry; false when the protocol refused it (the
 // user is ended).
 func (r *scriptRun) encode(l *loop, p wireProtocol, u *user, in *script.Instr) ([]byte, byte, bool) {
-	r.out = outMsg{verb: r.job.verbs[u.pc], body: r.sbuf, qos: in.QoS, ack: in.Ack, binary: in.Binary}
+	next := int(u.pc) + 1
+	awaited := next < len(r.job.prog.Instrs) && r.job.prog.Instrs[next].ByID
+	r.out = outMsg{verb: r.job.verbs[u.pc], body: r.sbuf, qos: in.QoS, ack: in.Ack, binary: in.Binary, awaited: awaited}
 	if in.Topic != nil {
 		r.tbuf = in.Topic.Append(r.tbuf[:0], &r.vars)
 		r.out.topic = r.tbuf
@@ -255,7 +257,7 @@ func (r *scriptRun) encode(l *loop, p wireProtocol, u *user, in *script.Instr) (
 		r.abort(l, u, int32(u.c.slot), true)
 		return nil, 0, false
 	}
-	if next := int(u.pc) + 1; next < len(r.job.prog.Instrs) && r.job.prog.Instrs[next].ByID {
+	if awaited {
 		u.lastID = append(u.lastID[:0], id...)
 	}
 	r.idbuf = id[:0]

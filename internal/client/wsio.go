@@ -136,6 +136,11 @@ func (l *loop) onControl(c *conn, op byte, payload []byte) {
 		if len(payload) >= 2 {
 			code := binary.BigEndian.Uint16(payload)
 			reason = ReasonServerClose + Reason(" "+itoa(int(code)))
+			if n, ok := l.cl.proto.(closeNamer); ok && protoOf(c) != nil {
+				if r := n.closeReason(code); r != "" {
+					reason = r // the protocol's own name for its code
+				}
+			}
 			payload = payload[:2]
 		} else {
 			payload = nil

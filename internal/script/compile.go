@@ -131,6 +131,11 @@ type Source struct {
 	// AnyColumns accepts every {{.row.X}}: the data file could not be
 	// read (its own error says so; its columns are unknown).
 	AnyColumns bool
+	// Answers is the server's protocol's rule for which verb steps it
+	// answers; nil = the protocol is not known yet (a plan's phase,
+	// before its servers are): a step that wants an answer (as, reply,
+	// capture) or that DefaultAnswers answers is taken as answered.
+	Answers AnswerRule
 }
 
 var exchangeName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
@@ -141,6 +146,7 @@ type compiler struct {
 	env   Env
 	errs  []Error
 	names map[string]string // exchange name -> its step
+	rule  AnswerRule        // nil = the protocol is not known
 }
 
 // Compile compiles a script. Every problem is returned at once.
@@ -149,6 +155,7 @@ func Compile(src Source) (*Program, []Error) {
 		p:     &Program{Columns: src.Columns},
 		env:   Env{Columns: src.Columns, AnyColumns: src.AnyColumns, Captures: map[string]int{}, Set: map[string]bool{}},
 		names: map[string]string{},
+		rule:  src.Answers,
 	}
 	c.declareCaptures(src.Steps, "steps")
 	if len(src.Steps) == 0 {
@@ -263,8 +270,8 @@ func (c *compiler) verb(v verbStep, at string, window int, timeout time.Duration
 	}
 	c.p.Instrs = append(c.p.Instrs, Instr{Op: OpSend, Label: at, Tmpl: body, Verb: v.verb, Topic: topic, QoS: uint8(v.qos), Ack: v.ack})
 	send := len(c.p.Instrs) - 1
-	if !v.answered {
-		if v.answer.As != "" || v.answer.Reply != nil || len(v.answer.Capture) > 0 {
+	if !c.answered(&v) {
+		if v.asks() {
 			c.fail(at, "the protocol does not answer this %s: as, reply and capture need an answer (ack: true, qos > 0 or receipt: true)", v.verb)
 		}
 		return send
@@ -276,6 +283,15 @@ func (c *compiler) verb(v verbStep, at string, window int, timeout time.Duration
 	c.expect(e, at, send, window, timeout)
 	c.p.Instrs[len(c.p.Instrs)-1].ByID = true
 	return send
+}
+
+// answered reports whether the server's protocol answers v (without a
+// protocol: whether it may).
+func (c *compiler) answered(v *verbStep) bool {
+	if c.rule != nil {
+		return c.rule(v.verb, v.ack, v.asks(), v.qos)
+	}
+	return v.answered || v.asks()
 }
 
 // send compiles a send and returns its pc (-1 on error).
@@ -468,7 +484,7 @@ func (c *compiler) pipelined(steps []Step, at string) {
 	answered := false
 	if len(steps) > 0 {
 		v, ok := verbOf(&steps[len(steps)-1])
-		answered = ok && v.answered
+		answered = ok && c.answered(&v)
 	}
 	if got != "send, expect" && !(answered && !strings.Contains(got, ",")) {
 		c.fail(at+".inflight", "with inflight > 1 the loop's steps are a send and its expect, or a verb its protocol answers (after an optional think), got [%s]", strings.Join(verbs, ", "))

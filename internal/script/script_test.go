@@ -290,3 +290,49 @@ func TestRows(t *testing.T) {
 		t.Errorf("random order used rows %v", seen)
 	}
 }
+
+// TestCompileAnswers: a verb step waits for its answer as the server's
+// protocol answers; without a protocol, a step that asks for its answer
+// is taken as answered (checked again once the protocol is known).
+func TestCompileAnswers(t *testing.T) {
+	onlyPublish := func(verb string, _, _ bool, _ int) bool { return verb == VerbPublish }
+	whenAsked := func(_ string, _, asks bool, _ int) bool { return asks }
+	for _, tc := range []struct {
+		name  string
+		doc   string
+		rule  AnswerRule
+		want  string // the error; "" = none
+		waits int    // expects compiled
+	}{
+		{"no protocol, publish with as", `steps: [{publish: {topic: t, as: pub}}]`, nil, "", 1},
+		{"no protocol, plain publish", `steps: [{publish: {topic: t}}]`, nil, "", 0},
+		{"default, publish qos 0 with as", `steps: [{publish: {topic: t, as: pub}}]`, DefaultAnswers, "steps[0].publish: the protocol does not answer this publish", 0},
+		{"default, publish qos 1", `steps: [{publish: {topic: t, qos: 1}}]`, DefaultAnswers, "", 1},
+		{"default, unsubscribe", `steps: [{unsubscribe: {topic: t}}]`, DefaultAnswers, "", 1},
+		{"own rule, publish", `steps: [{publish: {topic: t}}]`, onlyPublish, "", 1},
+		{"own rule, unsubscribe", `steps: [{unsubscribe: {topic: t}}]`, onlyPublish, "", 0},
+		{"own rule, unsubscribe with as", `steps: [{unsubscribe: {topic: t, as: u}}]`, onlyPublish, "steps[0].unsubscribe: the protocol does not answer this unsubscribe", 0},
+		{"asked, subscribe", `steps: [{subscribe: {topic: t}}]`, whenAsked, "", 0},
+		{"asked, subscribe with as", `steps: [{subscribe: {topic: t, as: s}}]`, whenAsked, "", 1},
+		{"own rule, pipelined publish", `steps: [{loop: {count: 2, inflight: 4, steps: [{publish: {topic: t}}]}}]`, onlyPublish, "", 1},
+		{"own rule, pipelined notify", `steps: [{loop: {count: 2, inflight: 4, steps: [{notify: {method: m}}]}}]`, onlyPublish, "steps[0].loop.inflight: with inflight > 1", 0},
+	} {
+		p, errs := Compile(Source{Steps: load(t, tc.doc), Timeout: time.Second, Answers: tc.rule})
+		switch {
+		case tc.want == "" && errs != nil:
+			t.Errorf("%s: %v", tc.name, errs)
+		case tc.want != "" && (len(errs) == 0 || !strings.Contains(errs[0].Error(), tc.want)):
+			t.Errorf("%s: got %v, want %q", tc.name, errs, tc.want)
+		case tc.want == "":
+			n := 0
+			for _, in := range p.Instrs {
+				if in.Op == OpExpect && in.ByID {
+					n++
+				}
+			}
+			if n != tc.waits {
+				t.Errorf("%s: %d answers awaited, want %d", tc.name, n, tc.waits)
+			}
+		}
+	}
+}

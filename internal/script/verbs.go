@@ -95,33 +95,66 @@ type verbStep struct {
 	topic, body string // templates
 	qos         int
 	ack         bool
-	answered    bool // the protocol answers it
+	answered    bool // the protocol answers it (DefaultAnswers)
 	answer      Answer
+}
+
+// asks reports whether the step wants its answer: it names the exchange,
+// checks or captures the answer.
+func (v *verbStep) asks() bool {
+	return v.answer.As != "" || v.answer.Reply != nil || len(v.answer.Capture) > 0
+}
+
+// AnswerRule says whether a server's protocol answers a verb step's
+// message: its verb, whether it asked for an acknowledgement (ack:,
+// receipt:), whether the step wants the answer (as:, reply:, capture:)
+// and its QoS.
+type AnswerRule func(verb string, ack, asks bool, qos int) bool
+
+// DefaultAnswers is the rule of the protocols that answer as the verbs
+// say: an emit with ack, a call, a subscribe, an unsubscribe, a publish
+// with qos > 0 or a receipt. A protocol with its own rule says so
+// (GraphQL over WebSocket's operations are awaited when the step wants
+// their result; its unsubscribe is never answered).
+func DefaultAnswers(verb string, ack, _ bool, qos int) bool {
+	switch verb {
+	case VerbEmit:
+		return ack
+	case VerbCall, VerbSubscribe, VerbUnsubscribe:
+		return true
+	case VerbPublish:
+		return qos > 0 || ack
+	}
+	return false
 }
 
 // verbOf returns the verb step s holds, if any.
 func verbOf(s *Step) (verbStep, bool) {
+	var v verbStep
 	switch {
 	case s.Emit != nil:
 		e := s.Emit
-		return verbStep{verb: VerbEmit, topic: e.Event, body: e.Data, ack: e.Ack, answered: e.Ack, answer: e.Answer}, true
+		v = verbStep{verb: VerbEmit, topic: e.Event, body: e.Data, ack: e.Ack, answer: e.Answer}
 	case s.Call != nil:
 		c := s.Call
-		return verbStep{verb: VerbCall, topic: c.Method, body: c.Params, ack: true, answered: true, answer: c.Answer}, true
+		v = verbStep{verb: VerbCall, topic: c.Method, body: c.Params, ack: true, answer: c.Answer}
 	case s.Notify != nil:
 		c := s.Notify
-		return verbStep{verb: VerbNotify, topic: c.Method, body: c.Params}, true
+		v = verbStep{verb: VerbNotify, topic: c.Method, body: c.Params}
 	case s.Publish != nil:
 		p := s.Publish
-		return verbStep{verb: VerbPublish, topic: p.Topic, body: p.Payload, qos: p.QoS, ack: p.Receipt, answered: p.QoS > 0 || p.Receipt, answer: p.Answer}, true
+		v = verbStep{verb: VerbPublish, topic: p.Topic, body: p.Payload, qos: p.QoS, ack: p.Receipt, answer: p.Answer}
 	case s.Subscribe != nil:
 		p := s.Subscribe
-		return verbStep{verb: VerbSubscribe, topic: p.Topic, body: p.Variables, qos: p.QoS, ack: p.Receipt, answered: true, answer: p.Answer}, true
+		v = verbStep{verb: VerbSubscribe, topic: p.Topic, body: p.Variables, qos: p.QoS, ack: p.Receipt, answer: p.Answer}
 	case s.Unsubscribe != nil:
 		p := s.Unsubscribe
-		return verbStep{verb: VerbUnsubscribe, topic: p.Topic, ack: p.Receipt, answered: true, answer: p.Answer}, true
+		v = verbStep{verb: VerbUnsubscribe, topic: p.Topic, ack: p.Receipt, answer: p.Answer}
+	default:
+		return v, false
 	}
-	return verbStep{}, false
+	v.answered = DefaultAnswers(v.verb, v.ack, v.asks(), v.qos)
+	return v, true
 }
 
 // Verbs lists the verbs a script uses (VerbSend for plain sends), for a
@@ -170,7 +203,7 @@ func Exchanges(steps []Step) []string {
 		if s.Expect != nil && s.Expect.As != "" {
 			out = append(out, s.Expect.As)
 		}
-		if v, ok := verbOf(s); ok && v.answered && v.answer.As != "" {
+		if v, ok := verbOf(s); ok && v.answer.As != "" {
 			out = append(out, v.answer.As)
 		}
 		if s.Loop != nil {
