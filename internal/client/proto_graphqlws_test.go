@@ -1,0 +1,459 @@
+package client
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// gqlServer speaks graphql-transport-ws (as graphql-ws 6 does) over
+// gorilla/websocket, enough for the client's tests: connection_init
+// (refused with 4403, or never acked), ping/pong both ways, the room
+// subscription (a first null result once live, then every publish), the
+// publish mutation (one result, then complete), complete.
+type gqlServer struct {
+	refuse bool          // close 4403 Forbidden on connection_init
+	mute   bool          // never answer connection_init
+	ping   time.Duration // ping every connection this often; 0 = never
+	token  string        // connection_init's payload must carry this token
+
+	pings, pongs, clientPings atomic.Int64
+	subprotocol               atomic.Value // the last one agreed
+
+	mu    sync.Mutex
+	rooms map[string]map[*gqlPeer]string // room -> subscriber -> operation id
+}
+
+type gqlPeer struct {
+	mu sync.Mutex
+	ws *websocket.Conn
+}
+
+func (p *gqlPeer) send(v any) {
+	b, _ := json.Marshal(v)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_ = p.ws.WriteMessage(websocket.TextMessage, b) // the client sees what arrives
+}
+
+func (s *gqlServer) start(t testing.TB) string {
+	t.Helper()
+	s.rooms = map[string]map[*gqlPeer]string{}
+	up := websocket.Upgrader{Subprotocols: []string{GraphQLWSSubprotocol}, CheckOrigin: func(*http.Request) bool { return true }}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer ws.Close()
+		s.subprotocol.Store(ws.Subprotocol())
+		p := &gqlPeer{ws: ws}
+		defer s.leave(p)
+		s.serve(p)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String()
+}
+
+func (s *gqlServer) serve(p *gqlPeer) {
+	done := make(chan struct{})
+	defer close(done)
+	for {
+		_, b, err := p.ws.ReadMessage()
+		if err != nil {
+			return
+		}
+		var m struct {
+			ID      string          `json:"id"`
+			Type    string          `json:"type"`
+			Payload json.RawMessage `json:"payload"`
+		}
+		if json.Unmarshal(b, &m) != nil {
+			p.closeWith(4400, "Invalid message received")
+			return
+		}
+		switch m.Type {
+		case "connection_init":
+			var init struct{ Token string }
+			_ = json.Unmarshal(m.Payload, &init) // absent: no token
+			switch {
+			case s.refuse || init.Token != s.token:
+				p.closeWith(4403, "Forbidden")
+				return
+			case s.mute:
+				continue
+			}
+			p.send(map[string]any{"type": "connection_ack"})
+			if s.ping > 0 {
+				go s.pinger(p, done)
+			}
+		case "ping":
+			s.clientPings.Add(1)
+			p.send(map[string]any{"type": "pong"})
+		case "pong":
+			s.pongs.Add(1)
+		case "subscribe":
+			s.subscribe(p, m.ID, m.Payload)
+		case "complete":
+			s.mu.Lock()
+			for _, subs := range s.rooms {
+				if subs[p] == m.ID {
+					delete(subs, p)
+				}
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+func (p *gqlPeer) closeWith(code int, text string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_ = p.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(time.Second)) // best effort, as servers do
+}
+
+func (s *gqlServer) pinger(p *gqlPeer, done chan struct{}) {
+	tk := time.NewTicker(s.ping)
+	defer tk.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tk.C:
+			s.pings.Add(1)
+			p.send(map[string]any{"type": "ping"})
+		}
+	}
+}
+
+// subscribe runs one operation: the room subscription, the publish
+// mutation, or anything else as a query answered {"data":{"echo":…}}.
+func (s *gqlServer) subscribe(p *gqlPeer, id string, payload json.RawMessage) {
+	var op struct {
+		Query     string
+		Variables struct{ Room, Data string }
+	}
+	_ = json.Unmarshal(payload, &op) // a bad payload is a query with no variables
+	q := strings.TrimSpace(op.Query)
+	switch {
+	case strings.HasPrefix(q, "subscription"):
+		s.mu.Lock()
+		if s.rooms[op.Variables.Room] == nil {
+			s.rooms[op.Variables.Room] = map[*gqlPeer]string{}
+		}
+		s.rooms[op.Variables.Room][p] = id
+		s.mu.Unlock()
+		p.send(map[string]any{"id": id, "type": "next", "payload": map[string]any{"data": map[string]any{"message": nil}}})
+	case strings.HasPrefix(q, "mutation"):
+		s.mu.Lock()
+		for peer, sub := range s.rooms[op.Variables.Room] {
+			peer.send(map[string]any{"id": sub, "type": "next", "payload": map[string]any{"data": map[string]any{"message": op.Variables.Data}}})
+		}
+		s.mu.Unlock()
+		p.send(map[string]any{"id": id, "type": "next", "payload": map[string]any{"data": map[string]any{"publish": true}}})
+		p.send(map[string]any{"id": id, "type": "complete"})
+	case strings.Contains(q, "bad"):
+		p.send(map[string]any{"id": id, "type": "error", "payload": []any{map[string]any{"message": "Cannot query field \"bad\""}}})
+	default:
+		p.send(map[string]any{"id": id, "type": "next", "payload": map[string]any{"data": map[string]any{"echo": q}}})
+		p.send(map[string]any{"id": id, "type": "complete"})
+	}
+}
+
+func (s *gqlServer) leave(p *gqlPeer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, subs := range s.rooms {
+		delete(subs, p)
+	}
+}
+
+func gqlClient(t *testing.T, addr string, proto ProtocolOptions) *Client {
+	t.Helper()
+	proto.Name = ProtoGraphQLWS
+	return newClient(t, Options{Targets: []string{addr}, Loops: 2, Protocol: proto})
+}
+
+// TestGraphQLWSGreeting: connection_init carries the init payload and
+// the connection opens on connection_ack, with the subprotocol offered;
+// a refused init (4403) and a server that never acks fail the
+// connections with the protocol's reasons.
+func TestGraphQLWSGreeting(t *testing.T) {
+	ok := &gqlServer{token: "t0k"}
+	c := gqlClient(t, ok.start(t), ProtocolOptions{Init: `{"token":"t0k"}`})
+	res, err := c.Run(t.Context(), &ConnectParams{Connections: 20, Concurrency: 20, Timeout: 2 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr := res.(*ConnectResult)
+	if cr.Success != 20 || cr.Greeting.TotalCount() != 20 || cr.Subprotocol != GraphQLWSSubprotocol {
+		t.Fatalf("success %d, greetings %d, subprotocol %q (errors %v), want 20 acked over %s", cr.Success, cr.Greeting.TotalCount(), cr.Subprotocol, cr.Errors, GraphQLWSSubprotocol)
+	}
+	for _, tc := range []struct {
+		name string
+		srv  *gqlServer
+		init string
+		want Reason
+	}{
+		{"refused", &gqlServer{refuse: true}, "", "graphql-ws: forbidden (4403)"},
+		{"wrong token", &gqlServer{token: "t0k"}, `{"token":"nope"}`, "graphql-ws: forbidden (4403)"},
+		{"no ack", &gqlServer{mute: true}, "", reasonGQLNoAck},
+	} {
+		c := gqlClient(t, tc.srv.start(t), ProtocolOptions{Init: tc.init})
+		res, err := c.Run(t.Context(), &ConnectParams{Connections: 5, Concurrency: 5, Timeout: 500 * time.Millisecond, Retries: 0}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cr := res.(*ConnectResult)
+		if cr.Failed != 5 || cr.Errors[tc.want] != 5 {
+			t.Errorf("%s: failed %d, errors %v, want 5 × %q", tc.name, cr.Failed, cr.Errors, tc.want)
+		}
+	}
+	if _, err := New(Options{Targets: []string{"127.0.0.1:1"}, Protocol: ProtocolOptions{Name: ProtoGraphQLWS, Init: `[1]`}}); err == nil || !strings.Contains(err.Error(), "init must be a JSON object") {
+		t.Errorf("init [1]: got %v, want an error", err)
+	}
+}
+
+// TestGraphQLWSKeepalive: the server's pings are answered by the
+// protocol layer (never seen by the run); with a keepalive, a client
+// silent that long pings the server (any write counts: a client that
+// answers pings sends none of its own).
+func TestGraphQLWSKeepalive(t *testing.T) {
+	s := &gqlServer{ping: 20 * time.Millisecond}
+	c := gqlClient(t, s.start(t), ProtocolOptions{Keepalive: 300 * time.Millisecond})
+	mustConnect(t, c, 10)
+	hold(t, c, 10)
+	waitFor(t, "pongs", func() bool { return s.pings.Load() >= 100 && s.pongs.Load() >= s.pings.Load()-10 })
+	if n := s.clientPings.Load(); n != 0 {
+		t.Errorf("%d client pings, want none: the pongs showed it alive", n)
+	}
+
+	quiet := &gqlServer{}
+	c = gqlClient(t, quiet.start(t), ProtocolOptions{Keepalive: 50 * time.Millisecond})
+	mustConnect(t, c, 10)
+	hold(t, c, 10)
+	// 10 connections pinging about every 200ms (the loop's tick) for
+	// 0.5 s, each pong keeping them alive.
+	if n := quiet.clientPings.Load(); n < 10 {
+		t.Errorf("%d client pings, want ≥ 10", n)
+	}
+}
+
+// hold holds c's n connections for half a second and fails unless all
+// are alive after.
+func hold(t *testing.T, c *Client, n int64) {
+	t.Helper()
+	res, err := c.Run(t.Context(), &HoldParams{Duration: 500 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hr := res.(*HoldResult); hr.Alive != n || len(hr.Errors) != 0 {
+		t.Fatalf("alive %d, errors %v, want %d held", hr.Alive, hr.Errors, n)
+	}
+}
+
+// gqlScript subscribes to a room, feeds it with mutations and expects
+// every result; awaits a mutation's own result; stops the subscription
+// (a mutation after it delivers nothing, or its result would come after
+// an unexpected next); a query the server refuses answers with an error.
+const gqlScript = `
+steps:
+  - subscribe:
+      topic: 'subscription($room:String!){ message(room:$room) }'
+      variables: '{"room":"r{{.conn}}"}'
+      as: sub
+      reply: {json: {$.data.message: "null"}}
+  - loop:
+      count: 5
+      steps:
+        - publish: {topic: 'mutation($room:String!,$data:String!){ publish(room:$room,data:$data) }', payload: '{"room":"r{{.conn}}","data":"m{{.seq}}"}'}
+        - expect: {type: next, json: {$.data.message: "m{{.seq}}"}, as: fanout}
+  - unsubscribe: {topic: "1"}
+  - publish:
+      topic: "mutation($room:String!,$data:String!){\n  publish(room:$room,data:$data)\n}"
+      payload: '{"room":"r{{.conn}}","data":"late"}'
+      as: pub
+      reply: {json: {$.data.publish: true}}
+  - subscribe: {topic: '{ bad }', as: bad}
+`
+
+// TestGraphQLWSScript runs gqlScript's users against gqlServer.
+func TestGraphQLWSScript(t *testing.T) {
+	s := &gqlServer{}
+	c := gqlClient(t, s.start(t), ProtocolOptions{})
+	res, err := c.Run(t.Context(), &ScriptParams{Steps: steps(t, gqlScript), Users: 20, Iterations: 1, Concurrency: 20,
+		Timeout: 5 * time.Second, ConnectTimeout: 5 * time.Second, Drain: 5 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.(*ScriptResult)
+	count := func(name string) int64 {
+		if e := r.Exchanges[name]; e != nil {
+			return e.Count
+		}
+		return -1
+	}
+	if count("sub") != 20 || count("fanout") != 100 || count("pub") != 20 || r.Exchanges["bad"].Errors != 20 {
+		t.Errorf("exchanges: sub %d, fanout %d, pub %d, bad errors %d; want 20, 100, 20, 20 (failures %v)",
+			count("sub"), count("fanout"), count("pub"), r.Exchanges["bad"].Errors, r.Failures)
+	}
+	if r.Unexpected != 0 || r.Finished != 20 || r.Exchanges["sub"].Mismatched != 0 || r.Exchanges["pub"].Mismatched != 0 {
+		t.Errorf("unexpected %d, finished %d, mismatched sub %d pub %d; want 0, 20, 0, 0", r.Unexpected, r.Finished,
+			r.Exchanges["sub"].Mismatched, r.Exchanges["pub"].Mismatched)
+	}
+	if got := r.Failures["steps[4].subscribe"][ReasonErrorAnswer]; got != 20 {
+		t.Errorf("failures %v, want 20 × %q on steps[4].subscribe", r.Failures, ReasonErrorAnswer)
+	}
+}
+
+// TestGraphQLWSCodec: verbs encode as graphql-transport-ws messages with
+// the ids their answers carry; server messages decode by type and id,
+// keepalives answered below the run.
+func TestGraphQLWSCodec(t *testing.T) {
+	p, _ := newGraphQLWS(ProtocolOptions{})
+	g := newProtoRig(t, p)
+	enc := func(m outMsg) (map[string]any, string) {
+		t.Helper()
+		out, op, id, err := p.encode(nil, g.s, &m, nil)
+		if err != nil || op != opText {
+			t.Fatalf("encode %+v: %v", m, err)
+		}
+		var v map[string]any
+		if err := json.Unmarshal(out, &v); err != nil {
+			t.Fatalf("%s: %v", out, err)
+		}
+		return v, string(id)
+	}
+	query := "subscription {\n  message(room: \"a\\b\")\n}"
+	v, id := enc(outMsg{verb: verbSubscribe, topic: []byte(query), body: []byte(`{"room":"r1"}`)})
+	pl, _ := v["payload"].(map[string]any)
+	if id != "1" || v["id"] != "1" || v["type"] != "subscribe" || pl["query"] != query || pl["variables"].(map[string]any)["room"] != "r1" {
+		t.Errorf("subscribe: %v, id %q", v, id)
+	}
+	if v, id = enc(outMsg{verb: verbPublish, topic: []byte("mutation { m }"), awaited: true}); id != "p1" || v["id"] != "p1" || v["payload"].(map[string]any)["variables"] != nil {
+		t.Errorf("awaited publish: %v, id %q", v, id)
+	}
+	if v, id = enc(outMsg{verb: verbPublish, topic: []byte("mutation { m }")}); id != "q2" || v["type"] != "subscribe" {
+		t.Errorf("publish: %v, id %q", v, id)
+	}
+	if _, id = enc(outMsg{verb: verbSubscribe, topic: []byte("subscription { s }")}); id != "2" {
+		t.Errorf("second subscribe: id %q, want 2", id)
+	}
+	if v, id = enc(outMsg{verb: verbUnsubscribe, topic: []byte("2")}); id != "" || v["id"] != "2" || v["type"] != "complete" {
+		t.Errorf("unsubscribe: %v, id %q", v, id)
+	}
+	if v, _ = enc(outMsg{verb: verbSend, body: []byte(`{"type":"ping"}`)}); v["type"] != "ping" {
+		t.Errorf("send: %v", v)
+	}
+	if _, _, _, err := p.encode(nil, g.s, &outMsg{verb: verbSubscribe, topic: []byte("q"), body: []byte(`[1]`)}, nil); err == nil {
+		t.Error("variables [1]: no error")
+	}
+
+	for _, tc := range []struct {
+		in         string
+		n          int // messages the run got so far
+		typ        uint8
+		id, body   string
+		clientSent string
+	}{
+		{`{"id":"1","type":"next","payload":{"data":{"message":"x"}}}`, 1, msgNext, "1", `{"data":{"message":"x"}}`, ""},
+		{`{"type":"error","id":"2","payload":[{"message":"no"}]}`, 2, msgError, "2", `[{"message":"no"}]`, ""},
+		{`{"id":"1","type":"complete"}`, 3, msgComplete, "1", "", ""},
+		{`{"id":"p1","type":"next","payload":{"data":{"m":true}}}`, 4, msgNext, "p1", `{"data":{"m":true}}`, ""},
+		{`{"id":"p1","type":"complete"}`, 4, msgNext, "p1", `{"data":{"m":true}}`, ""}, // dropped
+		{`{"id":"q2","type":"next","payload":{"data":{"m":true}}}`, 4, msgNext, "p1", `{"data":{"m":true}}`, ""},
+		{`{"id":"q2","type":"complete"}`, 4, msgNext, "p1", `{"data":{"m":true}}`, ""},
+		{`{"type":"ping"}`, 4, msgNext, "p1", `{"data":{"m":true}}`, `{"type":"pong"}`},
+		{`{"type":"pong","payload":{}}`, 4, msgNext, "p1", `{"data":{"m":true}}`, ""},
+	} {
+		g.serve(t, []byte(tc.in))
+		k := g.sink
+		if k.n != tc.n || k.typ != tc.typ || string(k.mid) != tc.id || string(k.body) != tc.body {
+			t.Errorf("%s: got %d messages, last type %d id %q body %s; want %d, %d %q %s", tc.in, k.n, k.typ, k.mid, k.body, tc.n, tc.typ, tc.id, tc.body)
+		}
+		if got := g.sent(t); got != tc.clientSent {
+			t.Errorf("%s: the client sent %q, want %q", tc.in, got, tc.clientSent)
+		}
+	}
+	for in, want := range map[string]Reason{
+		`{"id":"1","type":"data"}`: "graphql-ws: unexpected message type data",
+		`not json`:                 reasonGQLBadMessage,
+		`{"id":"1"}`:               reasonGQLBadMessage,
+	} {
+		if got := p.decode(g.l, g.c, g.s, opText, []byte(in), 0); got != want {
+			t.Errorf("%s: %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestGraphQLWSRooms: a room's subscription and mutation, and the
+// delivery of what the mutation published, decoded from base64.
+func TestGraphQLWSRooms(t *testing.T) {
+	p, _ := newGraphQLWS(ProtocolOptions{})
+	rp := p.(roomProtocol)
+	s := &protoConn{}
+	out, op, id, answered := rp.joinRoom(nil, s, 7, nil)
+	var v struct {
+		ID, Type string
+		Payload  struct {
+			Query     string
+			Variables map[string]string
+		}
+	}
+	if err := json.Unmarshal(out, &v); err != nil || op != opText || !answered || string(id) != "1" || v.ID != "1" || v.Type != "subscribe" ||
+		v.Payload.Query != gqlRoomSubscription || v.Payload.Variables["room"] != "room.7" {
+		t.Fatalf("join: %s (%v), id %q, answered %v", out, err, id, answered)
+	}
+	payload := []byte("\x00\x01marker\xffbinary")
+	out, _ = rp.publishRoom(nil, s, 7, payload)
+	if err := json.Unmarshal(out, &v); err != nil || v.ID != "q1" || v.Payload.Query != gqlRoomMutation || v.Payload.Variables["room"] != "room.7" {
+		t.Fatalf("publish: %s (%v)", out, err)
+	}
+	next := `{"data":{"message":"` + v.Payload.Variables["data"] + `"}}`
+	got, ok := rp.delivery(&message{Msg: newMessage(msgNext, opText, nil, []byte("1"), []byte(next)).Msg}, nil)
+	if !ok || string(got) != string(payload) {
+		t.Errorf("delivery of %s: %q %v, want %q", next, got, ok, payload)
+	}
+	for _, m := range []message{
+		newMessage(msgNext, opText, nil, []byte("1"), []byte(`{"data":{"message":null}}`)),
+		newMessage(msgNext, opText, nil, []byte("1"), []byte(`{"data":{"message":"not base64!"}}`)),
+		newMessage(msgError, opText, nil, []byte("1"), []byte(`[{"message":"x"}]`)),
+	} {
+		if _, ok := rp.delivery(&m, nil); ok {
+			t.Errorf("delivery of %s: ok", m.Body)
+		}
+	}
+}
+
+// TestGraphQLWSReceiveAllocs: a next read, decoded and handed to the
+// run, and a delivery decoded from it, allocate nothing.
+func TestGraphQLWSReceiveAllocs(t *testing.T) {
+	p, _ := newGraphQLWS(ProtocolOptions{})
+	g := newProtoRig(t, p)
+	out, _ := p.(roomProtocol).publishRoom(nil, &protoConn{}, 3, make([]byte, 256))
+	var v struct{ Payload struct{ Variables map[string]string } }
+	if err := json.Unmarshal(out, &v); err != nil {
+		t.Fatal(err)
+	}
+	next := []byte(`{"id":"12","type":"next","payload":{"data":{"message":"` + v.Payload.Variables["data"] + `"}}}`)
+	scratch := make([]byte, 0, 512)
+	var m message
+	round := func() {
+		g.serve(t, next)
+		m = newMessage(g.sink.typ, opText, nil, g.sink.mid, g.sink.body)
+		if d, ok := p.(roomProtocol).delivery(&m, scratch); !ok || len(d) != 256 {
+			t.Fatalf("delivery: %d bytes, %v", len(d), ok)
+		}
+	}
+	round()
+	if n := testing.AllocsPerRun(1000, round); n > 0 {
+		t.Errorf("%.1f allocations per message, want 0", n)
+	}
+}

@@ -1,0 +1,82 @@
+package client
+
+import (
+	"encoding/base64"
+	"unsafe"
+
+	"github.com/tidwall/gjson"
+)
+
+// JSON in place, for the protocols whose messages are JSON (GraphQL over
+// WebSocket, JSON-RPC): members read with gjson over the loop's buffer,
+// never decoded into values, so a message costs no allocation.
+
+// jsonMembers calls f with each member of the JSON object (or element of
+// the array) msg: its key as written, without quotes (escapes kept; nil
+// in an array) and its value as a slice of msg. It stops when f returns
+// false, and reports whether msg is an object or an array.
+func jsonMembers(msg []byte, f func(key, val []byte) bool) bool {
+	i := 0
+	for i < len(msg) && msg[i] <= ' ' {
+		i++
+	}
+	if i == len(msg) || (msg[i] != '{' && msg[i] != '[') {
+		return false
+	}
+	js := unsafe.String(unsafe.SliceData(msg), len(msg))
+	gjson.Parse(js).ForEach(func(k, v gjson.Result) bool {
+		var key []byte
+		if k.Type == gjson.String && len(k.Raw) >= 2 {
+			key = msg[k.Index+1 : k.Index+len(k.Raw)-1]
+		}
+		return f(key, msg[v.Index:v.Index+len(v.Raw)])
+	})
+	return true
+}
+
+// jsonText is the text of a JSON string value as written (escapes kept;
+// quotes dropped), and whether v is a string.
+func jsonText(v []byte) ([]byte, bool) {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return nil, false
+	}
+	return v[1 : len(v)-1], true
+}
+
+// appendJSONString appends s as a JSON string, quoted and escaped.
+func appendJSONString(dst, s []byte) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for _, b := range s {
+		switch {
+		case b == '"' || b == '\\':
+			dst = append(dst, '\\', b)
+		case b == '\n':
+			dst = append(dst, '\\', 'n')
+		case b == '\t':
+			dst = append(dst, '\\', 't')
+		case b == '\r':
+			dst = append(dst, '\\', 'r')
+		case b < 0x20:
+			dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&15])
+		default:
+			dst = append(dst, b)
+		}
+	}
+	return append(dst, '"')
+}
+
+// b64 carries the broadcast phase's binary messages in JSON strings:
+// standard base64 (its alphabet needs no escape).
+var b64 = base64.StdEncoding
+
+// b64Payload decodes a base64 JSON string value (v, with its quotes) into
+// scratch; ok false when v is not one.
+func b64Payload(v, scratch []byte) ([]byte, bool) {
+	t, ok := jsonText(v)
+	if !ok {
+		return nil, false
+	}
+	out, err := b64.AppendDecode(scratch[:0], t)
+	return out, err == nil
+}

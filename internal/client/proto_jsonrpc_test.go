@@ -1,0 +1,294 @@
+package client
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// rpcServer answers JSON-RPC 2.0 as rpc-websockets does: methods sum,
+// echo, fail (an error) and publish [event, data] (emits the event to
+// its subscribers), rpc.on [events…] ("ok", or "provided event invalid"
+// for an event not registered), batches, notifications unanswered.
+type rpcServer struct {
+	mu     sync.Mutex
+	events map[string]map[*gqlPeer]bool // registered events -> subscribers
+}
+
+func (s *rpcServer) start(t testing.TB) string {
+	t.Helper()
+	s.events = map[string]map[*gqlPeer]bool{}
+	for i := range 20 {
+		s.events["news"+strconv.Itoa(i)] = map[*gqlPeer]bool{}
+	}
+	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer ws.Close()
+		p := &gqlPeer{ws: ws}
+		defer s.leave(p)
+		for {
+			_, b, err := ws.ReadMessage()
+			if err != nil {
+				return
+			}
+			if strings.HasPrefix(strings.TrimSpace(string(b)), "[") {
+				var batch []json.RawMessage
+				_ = json.Unmarshal(b, &batch) // a bad batch answers nothing
+				var out []any
+				for _, m := range batch {
+					if r := s.run(p, m); r != nil {
+						out = append(out, r)
+					}
+				}
+				p.send(out)
+				continue
+			}
+			if r := s.run(p, b); r != nil {
+				p.send(r)
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String()
+}
+
+// run runs one request and returns its response (nil for a
+// notification).
+func (s *rpcServer) run(p *gqlPeer, b []byte) any {
+	var m struct {
+		Method string
+		Params []any
+		ID     any
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return map[string]any{"jsonrpc": "2.0", "error": map[string]any{"code": -32700, "message": "Parse error"}, "id": nil}
+	}
+	var result any
+	switch m.Method {
+	case "sum":
+		n := 0.0
+		for _, v := range m.Params {
+			f, _ := v.(float64)
+			n += f
+		}
+		result = n
+	case "echo":
+		result = m.Params
+	case "fail":
+		if m.ID == nil {
+			return nil
+		}
+		return map[string]any{"jsonrpc": "2.0", "error": map[string]any{"code": -32000, "message": "Error", "data": "asked to fail"}, "id": m.ID}
+	case "publish":
+		s.mu.Lock()
+		name, _ := m.Params[0].(string)
+		for peer := range s.events[name] {
+			peer.send(map[string]any{"notification": name, "params": m.Params[1:]})
+		}
+		s.mu.Unlock()
+		result = true
+	case "rpc.on":
+		res := map[string]string{}
+		s.mu.Lock()
+		for _, v := range m.Params {
+			name, _ := v.(string)
+			if subs, ok := s.events[name]; ok {
+				subs[p] = true
+				res[name] = "ok"
+			} else {
+				res[name] = "provided event invalid"
+			}
+		}
+		s.mu.Unlock()
+		result = res
+	default:
+		return map[string]any{"jsonrpc": "2.0", "error": map[string]any{"code": -32601, "message": "Method not found"}, "id": m.ID}
+	}
+	if m.ID == nil {
+		return nil
+	}
+	return map[string]any{"jsonrpc": "2.0", "result": result, "id": m.ID}
+}
+
+func (s *rpcServer) leave(p *gqlPeer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, subs := range s.events {
+		delete(subs, p)
+	}
+}
+
+// rpcScript calls by id (pipelined), notifies, subscribes to an event
+// and receives it, gets an error answer, and a batch's two responses.
+const rpcScript = `
+steps:
+  - loop:
+      count: 10
+      inflight: 4
+      steps:
+        - call: {method: echo, params: '[{{.seq}}, "x"]', as: echo, reply: {json: {"$[0]": "{{.seq}}"}}}
+  - call: {method: rpc.on, params: '["news{{.conn}}"]', as: on, reply: {prefix: '{"news{{.conn}}":"ok"'}}
+  - notify: {method: publish, params: '["news{{.conn}}", "hi {{.conn}}"]'}
+  - expect: {type: event, topic: 'news{{.conn}}', json: {"$[0]": "hi {{.conn}}"}, as: news}
+  - call: {method: fail, as: fail}
+  - send: '[{"jsonrpc":"2.0","method":"sum","params":[1,2],"id":"a"},{"jsonrpc":"2.0","method":"echo","params":["x"],"id":"b"}]'
+  - expect: {type: ack, count: 2, as: batch}
+`
+
+// TestJSONRPCScript runs rpcScript's users against rpcServer.
+func TestJSONRPCScript(t *testing.T) {
+	s := &rpcServer{}
+	c := newClient(t, Options{Targets: []string{s.start(t)}, Loops: 2, Protocol: ProtocolOptions{Name: ProtoJSONRPC}})
+	res, err := c.Run(t.Context(), &ScriptParams{Steps: steps(t, rpcScript), Users: 20, Iterations: 1, Concurrency: 20,
+		Timeout: 5 * time.Second, ConnectTimeout: 5 * time.Second, Drain: 5 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.(*ScriptResult)
+	for name, want := range map[string]int64{"echo": 200, "on": 20, "news": 20, "batch": 20} {
+		if e := r.Exchanges[name]; e == nil || e.Count != want || e.Mismatched != 0 {
+			t.Errorf("exchange %s: %+v, want %d, none mismatched (failures %v)", name, e, want, r.Failures)
+		}
+	}
+	if e := r.Exchanges["fail"]; e.Errors != 20 || r.Failures["steps[4].call"][ReasonErrorAnswer] != 20 {
+		t.Errorf("fail: %+v, failures %v; want 20 error answers", e, r.Failures)
+	}
+	if r.Unexpected != 0 || r.Finished != 20 {
+		t.Errorf("unexpected %d, finished %d; want 0, 20", r.Unexpected, r.Finished)
+	}
+}
+
+// TestJSONRPCCodec: calls take ids from 1, notifications none; responses
+// decode by id (numbers and strings), errors as errors, events and
+// notifications by name, a batch into its messages.
+func TestJSONRPCCodec(t *testing.T) {
+	p, _ := newJSONRPC(ProtocolOptions{})
+	g := newProtoRig(t, p)
+	enc := func(m outMsg) (string, string) {
+		t.Helper()
+		out, op, id, err := p.encode(nil, g.s, &m, nil)
+		if err != nil || op != opText || !json.Valid(out) {
+			t.Fatalf("encode %+v: %s %v", m, out, err)
+		}
+		return string(out), string(id)
+	}
+	for _, tc := range []struct {
+		m         outMsg
+		want, id  string
+		wantError bool
+	}{
+		{outMsg{verb: verbCall, topic: []byte("sum"), body: []byte("[1, 2]")}, `{"jsonrpc":"2.0","method":"sum","params":[1, 2],"id":1}`, "1", false},
+		{outMsg{verb: verbCall, topic: []byte(`we"ird`)}, `{"jsonrpc":"2.0","method":"we\"ird","id":2}`, "2", false},
+		{outMsg{verb: verbNotify, topic: []byte("log"), body: []byte(` {"a":1} `)}, `{"jsonrpc":"2.0","method":"log","params":{"a":1}}`, "", false},
+		{outMsg{verb: verbSend, body: []byte(`{"raw":true}`)}, `{"raw":true}`, "", false},
+	} {
+		if out, id := enc(tc.m); out != tc.want || id != tc.id {
+			t.Errorf("%+v: %s id %q, want %s id %q", tc.m, out, id, tc.want, tc.id)
+		}
+	}
+	for _, bad := range []string{`1`, `"s"`, `[1`} {
+		if _, _, _, err := p.encode(nil, g.s, &outMsg{verb: verbCall, topic: []byte("m"), body: []byte(bad)}, nil); err == nil {
+			t.Errorf("params %s: no error", bad)
+		}
+	}
+
+	for _, tc := range []struct {
+		in              string
+		n               int
+		typ             uint8
+		topic, id, body string
+	}{
+		{`{"jsonrpc":"2.0","result":3,"id":1}`, 1, msgAck, "", "1", "3"},
+		{`{"jsonrpc":"2.0","result":null,"id":"abc"}`, 2, msgAck, "", "abc", "null"},
+		{`{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"},"id":2}`, 3, msgError, "", "2", `{"code":-32601,"message":"Method not found"}`},
+		{`{"notification":"room.3","params":["eA=="]}`, 4, msgEvent, "room.3", "", `["eA=="]`},
+		{`{"jsonrpc":"2.0","method":"tick","params":{"n":1}}`, 5, msgEvent, "tick", "", `{"n":1}`},
+		{` [{"jsonrpc":"2.0","result":1,"id":7}, {"jsonrpc":"2.0","result":2,"id":8}]`, 7, msgAck, "", "8", "2"},
+		{`{"jsonrpc":"2.0","result":{"room.1":"ok"},"id":"j3"}`, 8, msgAck, "", "j3", `{"room.1":"ok"}`},
+		{`{"jsonrpc":"2.0","result":{"room.9":"provided event invalid"},"id":"j4"}`, 9, msgError, "", "j4", `{"room.9":"provided event invalid"}`},
+		{`hello`, 10, msgData, "", "", "hello"},
+	} {
+		g.serve(t, []byte(tc.in))
+		k := g.sink
+		if k.n != tc.n || k.typ != tc.typ || string(k.topic) != tc.topic || string(k.mid) != tc.id || string(k.body) != tc.body {
+			t.Errorf("%s: %d messages, last type %d topic %q id %q body %s; want %d, %d %q %q %s", tc.in, k.n, k.typ, k.topic, k.mid, k.body, tc.n, tc.typ, tc.topic, tc.id, tc.body)
+		}
+	}
+}
+
+// TestJSONRPCRooms: a room is the event room.N: joined by rpc.on,
+// published by the notification publish, delivered as the event.
+func TestJSONRPCRooms(t *testing.T) {
+	p, _ := newJSONRPC(ProtocolOptions{})
+	rp := p.(roomProtocol)
+	s := &protoConn{}
+	out, op, id, answered := rp.joinRoom(nil, s, 4, nil)
+	if string(out) != `{"jsonrpc":"2.0","method":"rpc.on","params":["room.4"],"id":"j1"}` || op != opText || string(id) != "j1" || !answered {
+		t.Errorf("join: %s id %q answered %v", out, id, answered)
+	}
+	payload := []byte("\x00\x01marker\xffbinary")
+	out, _ = rp.publishRoom(nil, s, 4, payload)
+	var v struct {
+		Method string
+		Params []string
+		ID     any
+	}
+	if err := json.Unmarshal(out, &v); err != nil || v.Method != "publish" || len(v.Params) != 2 || v.Params[0] != "room.4" || v.ID != nil {
+		t.Fatalf("publish: %s (%v)", out, err)
+	}
+	ev := newMessage(msgEvent, opText, []byte("room.4"), nil, []byte(`["`+v.Params[1]+`"]`))
+	if got, ok := rp.delivery(&ev, nil); !ok || string(got) != string(payload) {
+		t.Errorf("delivery: %q %v, want %q", got, ok, payload)
+	}
+	for _, m := range []message{
+		newMessage(msgEvent, opText, []byte("news"), nil, []byte(`["eA=="]`)),
+		newMessage(msgAck, opText, nil, []byte("1"), []byte(`true`)),
+		newMessage(msgEvent, opText, []byte("room.4"), nil, []byte(`[1]`)),
+	} {
+		if _, ok := rp.delivery(&m, nil); ok {
+			t.Errorf("delivery of %s %s: ok", m.Topic, m.Body)
+		}
+	}
+}
+
+// TestJSONRPCReceiveAllocs: an event read, decoded, handed to the run
+// and its delivery decoded, and a batch of responses, allocate nothing.
+func TestJSONRPCReceiveAllocs(t *testing.T) {
+	p, _ := newJSONRPC(ProtocolOptions{})
+	g := newProtoRig(t, p)
+	out, _ := p.(roomProtocol).publishRoom(nil, &protoConn{}, 3, make([]byte, 256))
+	var v struct{ Params []string }
+	if err := json.Unmarshal(out, &v); err != nil {
+		t.Fatal(err)
+	}
+	event := []byte(`{"notification":"room.3","params":["` + v.Params[1] + `"]}`)
+	batch := []byte(`[{"jsonrpc":"2.0","result":{"a":[1,2,3]},"id":17},{"jsonrpc":"2.0","error":{"code":1,"message":"x"},"id":18}]`)
+	scratch := make([]byte, 0, 512)
+	var m message
+	round := func() {
+		g.serve(t, event)
+		m = newMessage(g.sink.typ, opText, g.sink.topic, g.sink.mid, g.sink.body)
+		if d, ok := p.(roomProtocol).delivery(&m, scratch); !ok || len(d) != 256 {
+			t.Fatalf("delivery: %d bytes, %v", len(d), ok)
+		}
+		g.serve(t, batch)
+	}
+	round()
+	if n := testing.AllocsPerRun(1000, round); n > 0 {
+		t.Errorf("%.1f allocations per round, want 0", n)
+	}
+	if g.sink.typ != msgError || string(g.sink.mid) != "18" {
+		t.Errorf("last message: type %d id %s", g.sink.typ, g.sink.mid)
+	}
+}
