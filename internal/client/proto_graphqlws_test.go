@@ -438,7 +438,9 @@ func TestGraphQLWSReceiveAllocs(t *testing.T) {
 	p, _ := newGraphQLWS(ProtocolOptions{})
 	g := newProtoRig(t, p)
 	out, _ := p.(roomProtocol).publishRoom(nil, &protoConn{}, 3, make([]byte, 256))
-	var v struct{ Payload struct{ Variables map[string]string } }
+	var v struct {
+		Payload struct{ Variables map[string]string }
+	}
 	if err := json.Unmarshal(out, &v); err != nil {
 		t.Fatal(err)
 	}
