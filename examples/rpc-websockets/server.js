@@ -13,7 +13,14 @@
 //                         of order when a connection has several in flight
 //   publish {…}         → true, and every subscriber of the "feed" event
 //                         gets {"notification":"feed","params":{…}}
-// Events: "feed" (subscribe with the library's rpc.on ["feed"]).
+//   broadcast [event, data] → true, and every subscriber of event (one of
+//                         the rooms) gets {"notification":event,"params":[data]}:
+//                         the broadcast phase's publish through protocol: jsonrpc
+// Events: "feed", and the rooms "room.0" … "room.<N-1>" (--rooms N, default
+// 1000; the broadcast phase's room N), each subscribed with the library's
+// rpc.on ["name"].
+//
+//   node examples/rpc-websockets/server.js 127.0.0.1:9500 [--rooms N]
 //
 // The address is host:port or a port alone (on 127.0.0.1); the default is
 // 127.0.0.1:9500. SIGTERM and SIGINT stop it with status 0, after a line
@@ -40,15 +47,24 @@ function parseAddr(s) {
 }
 
 let addr;
+let rooms = 1000;
 try {
-  addr = parseAddr(process.argv[2] || '127.0.0.1:9500');
+  const argv = process.argv.slice(2);
+  let a = '127.0.0.1:9500';
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--rooms') {
+      rooms = Number(argv[++i]);
+      if (!Number.isInteger(rooms) || rooms < 0) throw new Error(`--rooms wants a count >= 0, got ${JSON.stringify(argv[i])}`);
+    } else a = argv[i];
+  }
+  addr = parseAddr(a);
 } catch (err) {
   console.error(`rpc-websockets server: ${err.message}`);
   process.exit(2);
 }
 
 const server = new Server({ host: addr.host, port: addr.port, perMessageDeflate: false });
-const calls = { sum: 0, echo: 0, sleep: 0, publish: 0 };
+const calls = { sum: 0, echo: 0, sleep: 0, publish: 0, broadcast: 0 };
 
 server.register('sum', (params) => {
   calls.sum++;
@@ -68,6 +84,16 @@ server.event('feed');
 server.register('publish', (params) => {
   calls.publish++;
   server.emit('feed', params);
+  return true;
+});
+
+for (let i = 0; i < rooms; i++) server.event(`room.${i}`);
+server.register('broadcast', (params) => {
+  calls.broadcast++;
+  if (!Array.isArray(params) || typeof params[0] !== 'string' || !params[0].startsWith('room.')) {
+    throw new Error('broadcast wants ["room.N", data]');
+  }
+  server.emit(params[0], params[1]);
   return true;
 });
 

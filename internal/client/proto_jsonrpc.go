@@ -146,12 +146,14 @@ func (jsonRPC) encode(dst []byte, s *protoConn, m *outMsg, id []byte) ([]byte, b
 // "room.N", which the server registered (server.event). A subscriber
 // joins with the call rpc.on ["room.N"] (answered {"room.N":"ok"}; any
 // other value, e.g. "provided event invalid", refuses the join); a
-// publisher sends the notification publish ["room.N", data], a method
-// the server registers to emit the event (examples/rpc-websockets), and
-// a delivery is the event {"notification":"room.N","params":[data]}.
+// publisher sends the notification broadcast ["room.N", data], a method
+// the server registers to emit the event (server.emit: see
+// examples/rpc-websockets), and a delivery is the event
+// {"notification":"room.N","params":[data]}.
 // JSON has no binary: data is the broadcast message in base64.
 const (
 	rpcRoomPrefix = "room."
+	rpcRoomMethod = "broadcast"
 	rpcJoinTag    = 'j' // a join's id: "j1", "j2", …
 )
 
@@ -167,7 +169,7 @@ func (jsonRPC) joinRoom(dst []byte, s *protoConn, room int64, id []byte) ([]byte
 }
 
 func (jsonRPC) publishRoom(dst []byte, _ *protoConn, room int64, payload []byte) ([]byte, byte) {
-	dst = append(dst, `{"jsonrpc":"2.0","method":"publish","params":["`+rpcRoomPrefix...)
+	dst = append(dst, `{"jsonrpc":"2.0","method":"`+rpcRoomMethod+`","params":["`+rpcRoomPrefix...)
 	dst = strconv.AppendInt(dst, room, 10)
 	dst = append(dst, `","`...)
 	dst = b64.AppendEncode(dst, payload)

@@ -14,8 +14,8 @@ import (
 )
 
 // rpcServer answers JSON-RPC 2.0 as rpc-websockets does: methods sum,
-// echo, fail (an error) and publish [event, data] (emits the event to
-// its subscribers), rpc.on [events…] ("ok", or "provided event invalid"
+// echo, fail (an error), publish and broadcast [event, data] (emit the
+// event to its subscribers), rpc.on [events…] ("ok", or "provided event invalid"
 // for an event not registered), batches, notifications unanswered.
 type rpcServer struct {
 	mu     sync.Mutex
@@ -90,7 +90,7 @@ func (s *rpcServer) run(p *gqlPeer, b []byte) any {
 			return nil
 		}
 		return map[string]any{"jsonrpc": "2.0", "error": map[string]any{"code": -32000, "message": "Error", "data": "asked to fail"}, "id": m.ID}
-	case "publish":
+	case "publish", rpcRoomMethod:
 		s.mu.Lock()
 		name, _ := m.Params[0].(string)
 		for peer := range s.events[name] {
@@ -244,7 +244,7 @@ func TestJSONRPCRooms(t *testing.T) {
 		Params []string
 		ID     any
 	}
-	if err := json.Unmarshal(out, &v); err != nil || v.Method != "publish" || len(v.Params) != 2 || v.Params[0] != "room.4" || v.ID != nil {
+	if err := json.Unmarshal(out, &v); err != nil || v.Method != rpcRoomMethod || len(v.Params) != 2 || v.Params[0] != "room.4" || v.ID != nil {
 		t.Fatalf("publish: %s (%v)", out, err)
 	}
 	ev := newMessage(msgEvent, opText, []byte("room.4"), nil, []byte(`["`+v.Params[1]+`"]`))
