@@ -17,7 +17,7 @@ import (
 func TestGraphQLWSPlan(t *testing.T) {
 	root := needNodePackage(t, "graphql-ws", "graphql-ws")
 	res, _, log := runScriptPlan(t, root, 0, "graphql-ws", "plans/graphql-ws.yaml",
-		"--set", "port="+strconv.Itoa(freeBasePort(t, 1)), "--set", "users=100", "--set", "ops=5",
+		"--set", "port="+strconv.Itoa(freeBasePort(t, 1)), "--set", "users=100", "--set", "concurrency=100", "--set", "ops=5",
 		"--set", "rooms=4", "--set", "room_size=50", "--set", "duration=2s")
 	if len(res.Results) != 2 {
 		t.Fatalf("got %d results, want script and broadcast", len(res.Results))
