@@ -117,9 +117,10 @@ type ReconnectStats struct {
 	// Latency is each reconnect's time from its drop to the new
 	// connection's 101 response.
 	Latency Hist `json:"latency"`
-	// PerSecond counts reconnects (handshakes that succeeded) per wall
-	// clock second (Unix), for the storm's peak; merged second by second.
-	PerSecond map[int64]int64 `json:"per_second,omitempty"`
+	// PerTick counts reconnects (handshakes that succeeded) per
+	// PeakWindow of the wall clock (Unix time / PeakWindow), for the
+	// storm's peak; merged window by window.
+	PerTick map[int64]int64 `json:"per_tick,omitempty"`
 	// FirstDrop, FirstBack and LastBack are wall clock times (Unix ns;
 	// 0 = none): the first drop, the first and the last reconnect.
 	FirstDrop int64 `json:"first_drop,omitempty"`
@@ -138,11 +139,11 @@ func (s *ReconnectStats) Merge(o ReconnectStats) {
 	s.FirstDrop = minSet(s.FirstDrop, o.FirstDrop)
 	s.FirstBack = minSet(s.FirstBack, o.FirstBack)
 	s.LastBack = max(s.LastBack, o.LastBack)
-	for k, v := range o.PerSecond {
-		if s.PerSecond == nil {
-			s.PerSecond = map[int64]int64{}
+	for k, v := range o.PerTick {
+		if s.PerTick == nil {
+			s.PerTick = map[int64]int64{}
 		}
-		s.PerSecond[k] += v
+		s.PerTick[k] += v
 	}
 }
 
@@ -154,13 +155,18 @@ func minSet(a, b int64) int64 {
 	return a
 }
 
-// Peak is the most reconnects in one second.
+// PeakWindow is the window the storm's peak is counted in: a herd that
+// comes back within a few hundred milliseconds shows as one second
+// whatever its shape; 100 ms tells a spike from a spread.
+const PeakWindow = 100 * time.Millisecond
+
+// Peak is the most reconnects in one PeakWindow, per second.
 func (s *ReconnectStats) Peak() int64 {
 	var p int64
-	for _, v := range s.PerSecond {
+	for _, v := range s.PerTick {
 		p = max(p, v)
 	}
-	return p
+	return p * int64(time.Second/PeakWindow)
 }
 
 // adopter is a run that holds the pool's connections (and keeps them in

@@ -120,11 +120,11 @@ func (rc *reconnector) dialed(l *loop, c *conn, idx int64, now int64) {
 	old := w.old
 	rc.st.Reconnects++
 	record(rc.st.Latency.Histogram, now-w.lostAt)
-	if rc.st.PerSecond == nil {
-		rc.st.PerSecond = map[int64]int64{}
+	if rc.st.PerTick == nil {
+		rc.st.PerTick = map[int64]int64{}
 	}
 	wall := l.epoch.Add(time.Duration(now))
-	rc.st.PerSecond[wall.Unix()]++
+	rc.st.PerTick[wall.UnixNano()/int64(PeakWindow)]++
 	if rc.st.FirstBack == 0 {
 		rc.st.FirstBack = wall.UnixNano()
 	}

@@ -29,7 +29,7 @@ func TestReconnectRate(t *testing.T) {
 	if rs.Drops != 40 || rs.Reconnects != 40 || rs.Pending != 0 || rs.Latency.TotalCount() != 40 || rs.Latency.Max() > int64(200*time.Millisecond) {
 		t.Errorf("reconnects %+v (max %v): want 40 dropped, 40 back within the backoff", rs, time.Duration(rs.Latency.Max()))
 	}
-	if rs.Peak() < 1 || rs.Peak() > 40 {
+	if rs.Peak() < 10 || rs.Peak() > 400 {
 		t.Errorf("peak %d per second", rs.Peak())
 	}
 	if res.Failed != 0 || res.Errors["marker mismatch"] != 0 || res.Stopped != "" {

@@ -28,8 +28,9 @@ type watchedPID struct {
 	done chan struct{} // closed when the process exited
 	why  string        // set before done is closed
 
-	stop chan struct{}  // closed by close
-	wg   sync.WaitGroup // the watching goroutine
+	stop     chan struct{} // closed by close
+	stopOnce sync.Once
+	wg       sync.WaitGroup // the watching goroutine
 }
 
 // watchPID starts watching pid, a process started at started (its
@@ -78,9 +79,10 @@ func (w *watchedPID) check() bool {
 	return true
 }
 
-// close stops the watch.
+// close stops the watch; later calls do nothing (a restart closes the
+// watch of the process it replaced).
 func (w *watchedPID) close() {
-	close(w.stop)
+	w.stopOnce.Do(func() { close(w.stop) })
 	w.wg.Wait()
 }
 

@@ -169,10 +169,17 @@ func (e *runner) soakEnd(ctx context.Context, p *soakProbe, res *result.Result, 
 	res.Warnings = append(res.Warnings, soakMetrics(res.Metrics, res.Soak, *k.Soak, e.plan.Soak, server)...)
 }
 
-// soakMetrics fits the series s of a phase of a kind that soaks as spec
-// says, writes metrics.Soak (and the kind's per-unit slopes) into m, and
-// returns the warnings: leak?, and the client's own memory growing.
-func soakMetrics(m metrics.Values, s *result.Soak, spec scenarios.Soak, cfg plan.Soak, server bool) []string {
+// soakFit is a series' least-squares fits over the points after its
+// settle time and before its drain.
+type soakFit struct {
+	pts  []result.SoakPoint
+	keep func(i int) bool
+	span time.Duration // from the first to the last point fitted
+}
+
+// newSoakFit settles s (its Settle: cfg's, else the first fifth of the
+// load) and returns its fit; ok is false when no point is left to fit.
+func newSoakFit(s *result.Soak, cfg plan.Soak) (f soakFit, ok bool) {
 	pts := s.Points
 	var loadEnd time.Duration
 	for _, pt := range pts {
@@ -184,80 +191,103 @@ func soakMetrics(m metrics.Values, s *result.Soak, spec scenarios.Soak, cfg plan
 	if s.Settle == 0 {
 		s.Settle = loadEnd / 5
 	}
-	keep := func(i int) bool { return !pts[i].Drain && pts[i].T >= s.Settle }
-	hours := func(i int) float64 { return pts[i].T.Hours() }
-	fit := func(x func(int) float64, y func(int) float64) (float64, bool) {
-		slope, used, ok := result.Fit(len(pts), keep, x, y)
-		return slope, ok && used >= soakMinPoints
-	}
-	first, last := time.Duration(-1), time.Duration(0)
+	f = soakFit{pts: pts, keep: func(i int) bool { return !pts[i].Drain && pts[i].T >= s.Settle }}
+	first := time.Duration(-1)
 	for i := range pts {
-		if keep(i) {
+		if f.keep(i) {
 			if first < 0 {
 				first = pts[i].T
 			}
-			last = pts[i].T
+			f.span = pts[i].T - first
 		}
 	}
-	if first < 0 {
+	return f, first >= 0
+}
+
+// slope fits y against x; ok with at least soakMinPoints points.
+func (f soakFit) slope(x, y func(i int) float64) (float64, bool) {
+	v, used, ok := result.Fit(len(f.pts), f.keep, x, y)
+	return v, ok && used >= soakMinPoints
+}
+
+// hours is point i's time, in hours.
+func (f soakFit) hours(i int) float64 { return f.pts[i].T.Hours() }
+
+// soakMetrics fits the series s of a phase of a kind that soaks as spec
+// says, writes metrics.Soak (and the kind's per-unit slopes) into m, and
+// returns the warnings: leak?, and the client's own memory growing.
+func soakMetrics(m metrics.Values, s *result.Soak, spec scenarios.Soak, cfg plan.Soak, server bool) []string {
+	f, ok := newSoakFit(s, cfg)
+	if !ok {
 		return nil
 	}
-	span := last - first
-	m[metrics.SoakSpan] = span
+	pts := f.pts
+	m[metrics.SoakSpan] = f.span
 	var warnings []string
-	if v, ok := fit(hours, func(i int) float64 { return float64(pts[i].ClientRSS) }); ok {
+	if v, ok := f.slope(f.hours, func(i int) float64 { return float64(pts[i].ClientRSS) }); ok {
 		m[metrics.ClientRSSSlope] = v
-		if v > float64(cfg.LeakThreshold) && span >= soakMinHourSpan {
-			warnings = append(warnings, fmt.Sprintf("the client's own RSS grew %s per hour over %s: wsplan's memory is not flat", mib(v), span.Round(time.Second)))
+		if v > float64(cfg.LeakThreshold) && f.span >= soakMinHourSpan {
+			warnings = append(warnings, fmt.Sprintf("the client's own RSS grew %s per hour over %s: wsplan's memory is not flat", mib(v), f.span.Round(time.Second)))
 		}
 	}
-	if v, ok := fit(hours, func(i int) float64 { return float64(pts[i].Goroutines) }); ok {
+	if v, ok := f.slope(f.hours, func(i int) float64 { return float64(pts[i].Goroutines) }); ok {
 		m[metrics.GoroutinesSlope] = v
 	}
 	if !server {
 		return warnings
 	}
-	rss, rssOK := fit(hours, func(i int) float64 { return float64(pts[i].RSS) })
+	if n := len(pts); n > 0 && pts[n-1].Drain {
+		m[metrics.RSSAfterDrain] = pts[n-1].RSS
+	}
+	if w := serverSoak(m, f, spec, cfg); w != "" {
+		warnings = append(warnings, w)
+	}
+	return warnings
+}
+
+// serverSoak writes the server's slopes (per hour, and per spec.Per
+// units of work) and the leak verdict into m; it returns the leak?
+// warning, or "".
+func serverSoak(m metrics.Values, f soakFit, spec scenarios.Soak, cfg plan.Soak) string {
+	pts := f.pts
+	rss, rssOK := f.slope(f.hours, func(i int) float64 { return float64(pts[i].RSS) })
 	if rssOK {
 		m[metrics.RSSSlope] = rss
 	}
-	if v, ok := fit(hours, func(i int) float64 { return float64(pts[i].FDs) }); ok {
+	if v, ok := f.slope(f.hours, func(i int) float64 { return float64(pts[i].FDs) }); ok {
 		m[metrics.FDsSlope] = v
 	}
-	if v, ok := fit(hours, func(i int) float64 { return float64(pts[i].Threads) }); ok {
+	if v, ok := f.slope(f.hours, func(i int) float64 { return float64(pts[i].Threads) }); ok {
 		m[metrics.ThreadsSlope] = v
 	}
 	var perUnit float64
 	perOK := false
 	if spec.Per > 0 {
 		units := func(i int) float64 { return float64(pts[i].Done) / float64(spec.Per) }
-		if perUnit, perOK = fit(units, func(i int) float64 { return float64(pts[i].RSS) }); perOK && spec.RSSPer != "" {
+		if perUnit, perOK = f.slope(units, func(i int) float64 { return float64(pts[i].RSS) }); perOK && spec.RSSPer != "" {
 			m[spec.RSSPer] = perUnit
 		}
-		if v, ok := fit(units, func(i int) float64 { return float64(pts[i].FDs) }); ok && spec.FDsPer != "" {
+		if v, ok := f.slope(units, func(i int) float64 { return float64(pts[i].FDs) }); ok && spec.FDsPer != "" {
 			m[spec.FDsPer] = v
 		}
-	}
-	if n := len(pts); n > 0 && pts[n-1].Drain {
-		m[metrics.RSSAfterDrain] = pts[n-1].RSS
 	}
 	var leak bool
 	var why string
 	switch {
-	case spec.LeakPer > 0 && perOK && span >= soakMinSpan:
+	case spec.LeakPer > 0 && perOK && f.span >= soakMinSpan:
 		leak = perUnit > float64(spec.LeakPer)
 		why = fmt.Sprintf("%s per %s %s (threshold %s), %s per hour", mib(perUnit), withCommas(spec.Per), spec.Unit, mib(float64(spec.LeakPer)), mib(rss))
-	case spec.LeakPer == 0 && rssOK && span >= soakMinHourSpan:
+	case spec.LeakPer == 0 && rssOK && f.span >= soakMinHourSpan:
 		leak = rss > float64(cfg.LeakThreshold)
 		why = fmt.Sprintf("%s per hour (threshold %s)", mib(rss), mib(float64(cfg.LeakThreshold)))
 	default:
-		return warnings // too short to tell
+		return "" // too short to tell
 	}
 	m[metrics.Leak] = leak
-	if leak {
-		warnings = append(warnings, fmt.Sprintf("leak?: the server's RSS grew %s over %s with the load constant", why, span.Round(time.Second)))
+	if !leak {
+		return ""
 	}
-	return warnings
+	return fmt.Sprintf("leak?: the server's RSS grew %s over %s with the load constant", why, f.span.Round(time.Second))
 }
 
 // mib writes bytes as MiB, signed, for messages.

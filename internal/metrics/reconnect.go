@@ -12,7 +12,7 @@ const (
 	ReconnectP50  = "reconnect_p50"    // drop → the new upgrade, median
 	ReconnectP99  = "reconnect_p99"    // … 99th percentile: 99% of the dropped ones back
 	ReconnectMax  = "reconnect_max"    // … the last one back
-	ReconnectPeak = "reconnect_peak"   // most reconnects in one second
+	ReconnectPeak = "reconnect_peak"   // most reconnects in 100 ms, per second
 	Downtime      = "downtime"         // the first drop → the first reconnect
 	AllBack       = "all_back"         // the first drop → the last reconnect
 	Restarts      = "restarts"         // restart faults run
@@ -29,7 +29,7 @@ var Reconnect = []Def{
 	{ReconnectP50, Duration, "a dropped connection's drop → its new connection's 101, median"},
 	{ReconnectP99, Duration, "drop → 101, 99th percentile: the time until 99% of the dropped connections were back"},
 	{ReconnectMax, Duration, "drop → 101 of the last one back: the time until all were back"},
-	{ReconnectPeak, Count, "most reconnects (handshakes that succeeded) in one second: the storm's peak"},
+	{ReconnectPeak, Count, "the storm's peak: most reconnects (handshakes that succeeded) in 100 ms, per second"},
 	{Downtime, Duration, "the first drop → the first reconnect: how long the server was gone as the clients saw it"},
 	{AllBack, Duration, "the first drop → the last reconnect"},
 	{Restarts, Count, "restart faults run in the phase"},
