@@ -79,6 +79,13 @@ type Options struct {
 // its exit can be seen.
 const GoneWait = 500 * time.Millisecond
 
+// droppedWait is how long Options.Gone may wait for a server that dropped
+// a case's connection to show its exit: a killed process closes its
+// sockets before its exit is visible in /proc, so asking at once can miss
+// the death (the case is then FAILED for the drop). Short, because a live
+// server that fails cases by dropping TCP pays it once per such case.
+const droppedWait = 50 * time.Millisecond
+
 // DefaultCaseTimeout is Options.CaseTimeout's default.
 const DefaultCaseTimeout = 30 * time.Second
 
@@ -297,7 +304,7 @@ func (g *goneOnce) judge(r *Result, gone func(time.Duration) string, cut context
 	if gone == nil || r.lost == keptConn {
 		return true
 	}
-	wait := time.Duration(0)
+	wait := droppedWait
 	if r.lost == noConn {
 		wait = GoneWait
 	}

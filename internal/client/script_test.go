@@ -471,3 +471,26 @@ steps:
 		g.reply(b, msg)
 	}
 }
+
+// TestScriptLiveLatency: with live metrics, every exchange's latency
+// reaches Live's histogram (once a second while it runs, the rest when
+// the phase ends), as many as the phase's own exchanges.
+func TestScriptLiveLatency(t *testing.T) {
+	addr := (&appServer{outOfOrder: true}).start(t)
+	c := newClient(t, Options{Targets: []string{addr}, Loops: 2})
+	pr := &Progress{Live: &Live{}}
+	res, err := c.Run(t.Context(), &ScriptParams{Steps: steps(t, loginScript), Users: 20, Iterations: 1, Concurrency: 10,
+		Rows: userRows(20), Order: script.OrderUnique, Timeout: 5 * time.Second, ConnectTimeout: 5 * time.Second}, pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.(*ScriptResult)
+	var want int64
+	for _, e := range r.Exchanges {
+		want += e.Count
+	}
+	s := pr.Live.Snapshot()
+	if want != 20*(1+50+1) || s.Latency.Count != uint64(want) || s.Exchanges != want {
+		t.Errorf("live latencies %d, exchanges %d; the phase completed %d (want %d)", s.Latency.Count, s.Exchanges, want, 20*52)
+	}
+}
