@@ -75,6 +75,7 @@ type broadcastRun struct {
 	pr                 *Progress
 	unflushed          int64
 	published          LiveCounts // what Live has of this loop
+	liveLat            liveHist   // delivery latencies for Live
 	part               BroadcastResult
 
 	// Through a protocol (broadcast_proto.go): a message being published,
@@ -88,6 +89,7 @@ func (l *loop) broadcastStart(id int64, start time.Time, p *BroadcastParams, set
 	r := &broadcastRun{baseRun: baseRun{id}, p: *p, hdr: hdr, payload: payload, pr: pr,
 		part: BroadcastResult{Latency: NewHist(), SlowLatency: NewHist()}}
 	l.ph = r
+	r.liveLat.start(pr.live(), l.now())
 	r.pacer = Pacer{Rate: p.Rate, Duration: p.Duration}
 	r.flen = len(hdr) + len(payload)
 	if need := max(DefaultRateBatch, r.flen); cap(l.wbuf) < need {
@@ -500,6 +502,7 @@ func (r *broadcastRun) delivered(s *subscriber, room, member uint32, q, lat int6
 		return
 	}
 	record(r.part.Latency.Histogram, lat)
+	r.liveLat.add(lat)
 	if q%r.fan.Stride == 0 && q/r.fan.Stride < r.fan.PerPub {
 		g := int64(room)*int64(r.p.Publishers) + int64(member)
 		k := g*r.fan.PerPub + q/r.fan.Stride
@@ -533,10 +536,11 @@ func (r *broadcastRun) lost(l *loop, c *conn, _ uint8, reason Reason) {
 }
 
 // tick implements loopRun: it publishes progress.
-func (r *broadcastRun) tick(*loop, int64) {
+func (r *broadcastRun) tick(_ *loop, now int64) {
 	if r.pr != nil && r.unflushed > 0 {
 		r.flush()
 	}
+	r.liveLat.tick(r.pr.live(), now)
 }
 
 // finish implements loopRun. Deliveries still due are ignored when they
@@ -568,6 +572,7 @@ func (r *broadcastRun) finish(l *loop, stopped bool, now int64) {
 	final := r.liveCounts()
 	final.Lost = r.part.Lost()
 	r.pr.live().publish(&r.published, final)
+	r.liveLat.flush(r.pr.live())
 	l.finished(r.id(), &r.part, stopped)
 }
 

@@ -37,6 +37,12 @@ func (s *roomServer) start(t testing.TB) string {
 // runBroadcast runs the three steps and returns the run's result.
 func runBroadcast(t *testing.T, c *Client, p BroadcastParams) BroadcastResult {
 	t.Helper()
+	return runBroadcastWith(t, c, p, nil)
+}
+
+// runBroadcastWith is runBroadcast whose run step reports to pr.
+func runBroadcastWith(t *testing.T, c *Client, p BroadcastParams, pr *Progress) BroadcastResult {
+	t.Helper()
 	p.Step = BroadcastOpen
 	open, err := runAs[BroadcastResult](c, t.Context(), &p, nil)
 	if err != nil || open.Opened != int64(p.Rooms*p.RoomSize) {
@@ -46,7 +52,7 @@ func runBroadcast(t *testing.T, c *Client, p BroadcastParams) BroadcastResult {
 		t.Fatalf("after open: %d connections, want %d", got, p.Rooms*p.RoomSize)
 	}
 	p.Step = BroadcastRun
-	res, err := runAs[BroadcastResult](c, t.Context(), &p, nil)
+	res, err := runAs[BroadcastResult](c, t.Context(), &p, pr)
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -85,7 +91,11 @@ func TestBroadcast(t *testing.T) {
 			if tc.change != nil {
 				tc.change(&p)
 			}
-			r := runBroadcast(t, c, p)
+			pr := &Progress{Live: &Live{}}
+			r := runBroadcastWith(t, c, p, pr)
+			if n := pr.Live.Snapshot().Latency.Count; n != uint64(tc.delivered) {
+				t.Errorf("live latencies %d, want every delivery's (%d)", n, tc.delivered)
+			}
 			if r.Published != 60 || r.Deliveries != tc.deliveries || r.Delivered != tc.delivered || r.Lost() != tc.deliveries-tc.delivered {
 				t.Errorf("published %d deliveries %d delivered %d lost %d, want 60 %d %d %d", r.Published, r.Deliveries, r.Delivered, r.Lost(), tc.deliveries, tc.delivered, tc.deliveries-tc.delivered)
 			}

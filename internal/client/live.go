@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -229,4 +230,45 @@ func (l *Live) Snapshot() LiveSnapshot {
 		s.Latency.add(sh.Latency)
 	}
 	return s
+}
+
+// liveHist gathers one loop's latencies for Live between hand-overs: a
+// kind that times its messages outside the rate timeline records into it
+// beside its own histogram, hands it over at a tick once a second has
+// passed (tick), and the rest when the phase ends (flush). Its zero value,
+// or one started without a Live, records nothing.
+type liveHist struct {
+	h  *hdrhistogram.Histogram
+	at int64 // loop clock of the last hand-over
+}
+
+// start readies w for live at loop clock now (nothing without live).
+func (w *liveHist) start(live *Live, now int64) {
+	if live != nil {
+		w.h, w.at = NewHistogram(), now
+	}
+}
+
+// add records latency v (ns).
+func (w *liveHist) add(v int64) {
+	if w.h != nil {
+		record(w.h, v)
+	}
+}
+
+// tick hands the latencies over to live when a second has passed since
+// the last hand-over.
+func (w *liveHist) tick(live *Live, now int64) {
+	if w.h != nil && now-w.at >= int64(time.Second) {
+		w.flush(live)
+		w.at = now
+	}
+}
+
+// flush hands the latencies over to live.
+func (w *liveHist) flush(live *Live) {
+	if w.h != nil {
+		live.observe(w.h)
+		w.h.Reset()
+	}
 }

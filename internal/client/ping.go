@@ -149,6 +149,7 @@ type pingRun struct {
 	pr        *Progress
 	unflushed int64
 	published LiveCounts // what Live has of this loop
+	liveLat   liveHist   // latencies for Live
 	part      PingResult
 }
 
@@ -160,6 +161,7 @@ func (l *loop) pingStart(id int64, slots int, total, timeout int64, pr *Progress
 	l.ph = r
 	l.setTick(time.Duration(timeout / 10))
 	now := l.now()
+	r.liveLat.start(pr.live(), now)
 	for i, c := range r.conns {
 		c.slot = int64(i)
 		r.sent[i] = -1
@@ -204,6 +206,7 @@ func (r *pingRun) onPong(l *loop, c *conn, payload []byte) {
 	}
 	now := l.now()
 	record(r.part.Latency.Histogram, now-r.sent[i])
+	r.liveLat.add(now - r.sent[i])
 	r.part.Success++
 	r.sent[i] = -1
 	r.inflight--
@@ -259,6 +262,7 @@ func (r *pingRun) tick(l *loop, now int64) {
 		r.unflushed = 0
 		r.pr.live().publish(&r.published, r.liveCounts())
 	}
+	r.liveLat.tick(r.pr.live(), now)
 }
 
 func (r *pingRun) progress() {
@@ -293,6 +297,7 @@ func (r *pingRun) finish(l *loop, stopped bool, _ int64) {
 		r.pr.Done.Add(r.unflushed)
 		r.pr.live().publish(&r.published, r.liveCounts())
 	}
+	r.liveLat.flush(r.pr.live())
 	l.finished(r.id(), &r.part, stopped)
 }
 

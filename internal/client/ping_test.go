@@ -9,7 +9,7 @@ func TestPing(t *testing.T) {
 	addr := (&echoServer{}).start(t)
 	c := newClient(t, Options{Targets: []string{addr}, Loops: 2})
 	mustConnect(t, c, 10)
-	pr := &Progress{}
+	pr := &Progress{Live: &Live{}}
 	res, err := c.Ping(t.Context(), PingParams{Total: 2000, Concurrency: 10}, pr)
 	if err != nil {
 		t.Fatal(err)
@@ -19,6 +19,9 @@ func TestPing(t *testing.T) {
 	}
 	if pr.Done.Load() != 2000 || pr.Total.Load() != 2000 {
 		t.Errorf("progress %d/%d", pr.Done.Load(), pr.Total.Load())
+	}
+	if n := pr.Live.Snapshot().Latency.Count; n != 2000 {
+		t.Errorf("live latencies %d, want every pong's (2000)", n)
 	}
 	// An echo phase after it sees no stray pong or message.
 	if e, err := c.Echo(t.Context(), EchoParams{Total: 100, Concurrency: 10, Payload: 16, Verify: true}, nil); err != nil || e.Success != 100 {

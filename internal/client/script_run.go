@@ -5,7 +5,6 @@ import (
 	"math"
 	"time"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/wsplan/wsplan/internal/pmdeflate"
 	"github.com/wsplan/wsplan/internal/script"
 )
@@ -159,11 +158,8 @@ type scriptRun struct {
 	zout               []byte
 	unflushed          int64
 	published          LiveCounts // what Live has of this loop
-	// liveLat holds the exchanges' latencies since they last went to
-	// Live (once a second, at a tick); nil without live metrics.
-	liveLat *hdrhistogram.Histogram
-	liveAt  int64
-	ending  bool
+	liveLat            liveHist   // the exchanges' latencies for Live
+	ending             bool
 }
 
 // scriptStart begins a script phase on this loop.
@@ -175,9 +171,7 @@ func (l *loop) scriptStart(job *scriptJob, p *ScriptParams) {
 	}
 	r.part.Connect = NewHist()
 	r.vars.Rand = l.rng
-	if job.pr.live() != nil {
-		r.liveLat, r.liveAt = NewHistogram(), l.now()
-	}
+	r.liveLat.start(job.pr.live(), l.now())
 	r.d.init(r, int64(p.ConnectTimeout), p.Retries, r.request)
 	l.ph = r
 	r.start = int64(job.start.Sub(l.epoch))
@@ -427,11 +421,7 @@ func (r *scriptRun) tick(l *loop, now int64) {
 	}
 	if l.ph == r {
 		r.job.pr.live().publish(&r.published, r.liveCounts())
-		if r.liveLat != nil && now-r.liveAt >= int64(time.Second) {
-			r.job.pr.live().observe(r.liveLat)
-			r.liveLat.Reset()
-			r.liveAt = now
-		}
+		r.liveLat.tick(r.job.pr.live(), now)
 	}
 }
 
@@ -469,9 +459,7 @@ func (r *scriptRun) finish(l *loop, stopped bool, _ int64) {
 		r.job.pr.Done.Add(r.unflushed)
 	}
 	r.job.pr.live().publish(&r.published, r.liveCounts())
-	if r.liveLat != nil {
-		r.job.pr.live().observe(r.liveLat)
-	}
+	r.liveLat.flush(r.job.pr.live())
 	for i, name := range r.job.prog.Exchanges {
 		e := r.part.exchange(name)
 		e.merge(&r.exch[i])

@@ -439,9 +439,7 @@ func (r *scriptRun) deliver(l *loop, u *user, slot int32, g *script.Msg, now int
 		e := &r.exch[in.Exchange]
 		e.Count++
 		record(e.Latency.Histogram, now-p.sentAt)
-		if r.liveLat != nil {
-			record(r.liveLat, now-p.sentAt)
-		}
+		r.liveLat.add(now - p.sentAt)
 	}
 	r.complete(l, u, slot, i, now)
 }
