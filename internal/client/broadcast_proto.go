@@ -68,7 +68,7 @@ func (r *joinRun) dialed(l *loop, c *conn, idx int64, now int64) {
 	r.set.conns[k] = c
 	room := idx / int64(r.p.RoomSize)
 	out, op, id, answered := r.rp.joinRoom(r.buf[:0], protoOf(c), room, r.idb[:0])
-	r.buf = out
+	r.buf, r.idb = out, id[:0]
 	l.sendProto(c, op, out)
 	if c.state != stOpen {
 		return // lost while writing: counted by lost

@@ -61,6 +61,10 @@ const (
 	sioConnectError = '4'
 )
 
+// sioPong answers the server's ping; the loop's scratch (l.pbuf) builds
+// the other replies, kept grown so that a reply allocates nothing.
+var sioPong = []byte{eioPong}
+
 // Greeting states.
 const (
 	sioWaitOpen = iota
@@ -89,14 +93,15 @@ func (p *socketIO) greeting(l *loop, c *conn, s *protoConn, _ byte, msg []byte, 
 	}
 	switch {
 	case msg[0] == eioPing:
-		l.sendProto(c, opText, []byte{eioPong})
+		l.sendProto(c, opText, sioPong)
 		return false, ""
 	case s.state == sioWaitOpen && msg[0] == eioOpen:
 		// pingInterval + pingTimeout without a packet: the server is gone.
 		js := unsafe.String(unsafe.SliceData(msg[1:]), len(msg)-1)
 		every := gjson.Get(js, "pingInterval").Int() + gjson.Get(js, "pingTimeout").Int()
 		s.every = every * 1e6
-		l.sendProto(c, opText, append(append(l.pbuf[:0], eioMessage, sioConnect), p.ns...))
+		l.pbuf = append(append(l.pbuf[:0], eioMessage, sioConnect), p.ns...)
+		l.sendProto(c, opText, l.pbuf)
 		s.state = sioWaitConnect
 		return false, ""
 	case s.state == sioWaitConnect && len(msg) >= 2 && msg[0] == eioMessage:
@@ -128,7 +133,7 @@ func (p *socketIO) decode(l *loop, c *conn, s *protoConn, op byte, msg []byte, _
 	}
 	switch msg[0] {
 	case eioPing:
-		l.sendProto(c, opText, []byte{eioPong})
+		l.sendProto(c, opText, sioPong)
 		return ""
 	case eioNoop, eioPong:
 		return ""
@@ -152,7 +157,8 @@ func (p *socketIO) decode(l *loop, c *conn, s *protoConn, op byte, msg []byte, _
 		}
 		l.msgs = append(l.msgs, newMessage(msgEvent, op, topic, id, args))
 		if len(id) > 0 { // the server asks for an ack: give an empty one
-			l.sendProto(c, opText, append(append(append(append(l.pbuf[:0], eioMessage, sioAck), p.ns...), id...), "[]"...))
+			l.pbuf = append(append(append(append(l.pbuf[:0], eioMessage, sioAck), p.ns...), id...), "[]"...)
+			l.sendProto(c, opText, l.pbuf)
 		}
 	case sioAck:
 		l.msgs = append(l.msgs, newMessage(msgAck, op, nil, id, args))
