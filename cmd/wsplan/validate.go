@@ -7,10 +7,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
-
 	"github.com/wsplan/wsplan/internal/assert"
 	"github.com/wsplan/wsplan/internal/plan"
+	"github.com/wsplan/wsplan/scenarios"
 )
 
 func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -61,13 +60,11 @@ func printPlan(w io.Writer, p *plan.Plan) {
 	}
 	fmt.Fprintln(w, "phases:")
 	for _, ph := range p.Phases {
-		b, err := yaml.Marshal(ph.Spec)
-		body := strings.TrimSpace(string(b))
-		if err != nil {
-			body = err.Error()
+		lines := scenarios.Describe(ph.Spec)
+		fmt.Fprintf(w, "  - %s (%s): %s\n", ph.Name, ph.Kind, p.Redact(lines[0]))
+		for _, l := range lines[1:] {
+			fmt.Fprintf(w, "      %s\n", p.Redact(l))
 		}
-		body = strings.ReplaceAll(body, "\n", ", ")
-		fmt.Fprintf(w, "  - %s (%s): {%s}\n", ph.Name, ph.Kind, body)
 	}
 	for _, a := range p.Assert {
 		fmt.Fprintf(w, "assert: %s\n", a.Expr)
@@ -106,7 +103,7 @@ func printServer(w io.Writer, p *plan.Plan, s *plan.Server) {
 		if s.ServeTLS {
 			tls = " (tls: served with the run's certificate)"
 		}
-		fmt.Fprintf(w, "  - %s: %s %s%s\n", s.Name, fw, strings.Join(keys, " "), tls)
+		fmt.Fprintf(w, "  - %s: %s%s\n", s.Name, strings.Join(append([]string{fw}, keys...), " "), tls)
 	}
 	if len(s.Headers) > 0 {
 		keys := make([]string, 0, len(s.Headers))
@@ -121,6 +118,9 @@ func printServer(w io.Writer, p *plan.Plan, s *plan.Server) {
 	}
 	if s.Origin != "" {
 		fmt.Fprintf(w, "    origin: %s\n", p.Redact(s.Origin))
+	}
+	if s.Protocol != nil {
+		fmt.Fprintf(w, "    protocol: %s\n", p.Redact(s.Protocol.String()))
 	}
 	if s.TLS != nil && s.TLS.String() != "" {
 		fmt.Fprintf(w, "    tls: %s\n", s.TLS)

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -100,4 +101,41 @@ func (p *Protocol) ProtocolName() string {
 		return ""
 	}
 	return p.Name
+}
+
+// protocolSecrets are the protocol's settings wsplan never prints.
+var protocolSecrets = []string{"password"}
+
+// String is the protocol as wsplan validate prints it: its name, then the
+// settings the plan gives as a flow mapping (mqtt {version: "5",
+// keepalive: 30s}); a password shows as Redacted.
+func (p *Protocol) String() string {
+	if p == nil {
+		return ""
+	}
+	set := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+	v := reflect.ValueOf(*p)
+	for i := range v.NumField() {
+		key, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
+		val := v.Field(i).Interface()
+		if key == "name" || v.Field(i).IsZero() {
+			continue
+		}
+		if slices.Contains(protocolSecrets, key) {
+			val = Redacted
+		}
+		var n yaml.Node
+		if err := n.Encode(val); err != nil {
+			return p.Name + " " + err.Error()
+		}
+		set.Content = append(set.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: key}, &n)
+	}
+	if len(set.Content) == 0 {
+		return p.Name
+	}
+	b, err := yaml.Marshal(set)
+	if err != nil {
+		return p.Name + " " + err.Error()
+	}
+	return p.Name + " " + strings.TrimSpace(string(b))
 }
