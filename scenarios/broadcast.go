@@ -99,6 +99,7 @@ func init() {
 			{Header: "Deliv/s", Metric: broadcastDeliveryRate, Delta: true, Format: FormatRate},
 			{Header: "TP50", Metric: metrics.P50, Delta: true},
 			{Header: "TP99", Metric: metrics.P99, Delta: true},
+			{Header: "Fanout P50", Metric: broadcastFanoutP50, Delta: true},
 			{Header: "Fanout P99", Metric: broadcastFanoutP99, Delta: true},
 			{Header: "Slow P99", Metric: broadcastSlowP99},
 			{Header: "Mem/Sub", Metric: metrics.MemPerConn, Optional: true},

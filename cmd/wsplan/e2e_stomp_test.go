@@ -26,10 +26,10 @@ type rabbitMQ struct {
 	pid int
 }
 
-// startRabbitMQ starts examples/stomp/rabbitmq.sh and waits until a STOMP
-// CONNECT is answered; it is stopped at the test's end. The test skips
-// when RabbitMQ is not installed.
-func startRabbitMQ(t *testing.T, root string) *rabbitMQ {
+// needRabbitMQ skips unless RabbitMQ with its Web STOMP plugin is
+// installed, and returns the directory of its scripts ($RABBITMQ_BIN,
+// else Debian's), which examples/stomp/rabbitmq.sh reads as RABBITMQ_BIN.
+func needRabbitMQ(t *testing.T) string {
 	t.Helper()
 	bin := os.Getenv("RABBITMQ_BIN")
 	if bin == "" {
@@ -44,6 +44,15 @@ func startRabbitMQ(t *testing.T, root string) *rabbitMQ {
 	if m, _ := filepath.Glob("/usr/lib/rabbitmq/lib/rabbitmq_server-*/plugins/rabbitmq_web_stomp-*"); len(m) == 0 && bin == "/usr/lib/rabbitmq/bin" {
 		t.Skip("RabbitMQ has no rabbitmq_web_stomp plugin")
 	}
+	return bin
+}
+
+// startRabbitMQ starts examples/stomp/rabbitmq.sh and waits until a STOMP
+// CONNECT is answered; it is stopped at the test's end. The test skips
+// when RabbitMQ is not installed.
+func startRabbitMQ(t *testing.T, root string) *rabbitMQ {
+	t.Helper()
+	bin := needRabbitMQ(t)
 	port := freeBasePort(t, 3)
 	dir := t.TempDir()
 	cmd := exec.Command(filepath.Join(root, "examples/stomp/rabbitmq.sh"), strconv.Itoa(port), dir)
