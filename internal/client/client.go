@@ -132,6 +132,7 @@ func New(opts Options) (*Client, error) {
 		}
 		c.loops = append(c.loops, l)
 	}
+	loopsAlive.Add(int32(len(c.loops))) // before any starts: see rawWaits
 	for _, l := range c.loops {
 		go l.run()
 	}

@@ -282,6 +282,8 @@ func (l *loop) run() {
 	defer runtime.UnlockOSThread()
 	defer preciseTimers()()
 	defer close(l.done)
+	defer loopsAlive.Add(-1)
+	raw := rawWaits()
 	now := l.now() // read once per iteration, after the events
 	for {
 		timeout := int64(-1)
@@ -294,7 +296,7 @@ func (l *loop) run() {
 			l.sleep(timeout)
 			timeout = 0
 		}
-		n, err := epollWait(l.epfd, l.events, timeout, &l.ts)
+		n, err := epollWait(l.epfd, l.events, timeout, raw, &l.ts)
 		l.wakes++
 		l.more = n == len(l.events)
 		if l.batching {

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"runtime"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -50,35 +51,61 @@ func errnoText(err error) string {
 	return err.Error()
 }
 
-// rawWaitMax is the longest epoll wait made without telling the Go
-// scheduler (a raw system call). A wait announced to the scheduler keeps
-// its sysmon thread polling every 20 µs or so while the loop sleeps: at
-// sparse paced rates, where the loop sleeps for short spells thousands of
-// times a second, that cost about 9% of the client's CPU (perf, 1,000
-// connections × 10 msg/s). A raw wait holds the loop's P, so only short
-// ones are raw: the rest of the process has its other Ps (GOMAXPROCS >=
-// Loops+1), and a stop-the-world waits at most this long for the loop.
+// rawWaitMax is the longest wait in which a batching loop sleeps through
+// arrivals (loop.sleep) before its next send window.
 const rawWaitMax = int64(time.Millisecond)
+
+// Every epoll wait is a raw system call (rawWaits: where the process has
+// a P to spare beside its loops, as wsplan gives it: GOMAXPROCS =
+// Loops+1): the scheduler is not told, the loop keeps its P. A wait announced to it costs more than the wait: the runtime's
+// sysmon sees a goroutine that has not been rescheduled for 10 ms (a loop
+// never is) in a system call, takes its P at once, and each such retake
+// sets sysmon back to polling every 20 µs — 38% of the client's CPU
+// samples in plans/brokers.yaml's gws row (perf), whose loops sleep 25 ms
+// between publishes; raw waits cut that row's client CPU per million
+// deliveries from 18 to 11 s. A stop-the-world does not wait for a raw
+// wait: the runtime's preemption signal ends it (EINTR) and the loop stops
+// at its next safe point (TestRawWaitStopTheWorld). rawWaitCap bounds each
+// wait for a process run without asynchronous preemption
+// (GODEBUG=asyncpreemptoff=1), where the world waits for the wait's end.
+const rawWaitCap = int64(100 * time.Millisecond)
+
+// loopsAlive counts the event loops of every client in this process.
+var loopsAlive atomic.Int32
+
+// rawWaits reports whether a loop starting now may make its long waits
+// raw: only while the loops leave the rest of the process a P (a test
+// running an in-process server beside a client of GOMAXPROCS loops would
+// otherwise get the CPU only when sysmon preempts a loop, every 10 ms).
+// Where it may not, a wait longer than rawWaitMax is announced, as every
+// wait of a goroutine should be.
+func rawWaits() bool { return runtime.GOMAXPROCS(0) > int(loopsAlive.Load()) }
 
 // noPwait2 is set once epoll_pwait2 turned out to be missing (Linux < 5.11).
 var noPwait2 atomic.Bool
 
 // epollWait waits for events on epfd for at most timeout ns (< 0: no
-// limit). It uses epoll_pwait2, whose timeout has nanosecond precision, so
+// limit); raw (rawWaits), as a raw system call of at most rawWaitCap (the
+// caller then finds nothing and waits again), else raw only up to
+// rawWaitMax. It uses epoll_pwait2, whose timeout has nanosecond precision, so
 // that paced sends leave on time; where the kernel lacks it, epoll_wait
 // with the timeout rounded up to whole milliseconds.
 // ts is scratch space for the timeout, owned by the caller (so that it
 // does not escape to the heap at every call).
-func epollWait(epfd int, events []unix.EpollEvent, timeout int64, ts *unix.Timespec) (int, error) {
+func epollWait(epfd int, events []unix.EpollEvent, timeout int64, raw bool, ts *unix.Timespec) (int, error) {
 	if !noPwait2.Load() {
+		call := syscall.Syscall6
+		switch {
+		case raw && (timeout < 0 || timeout > rawWaitCap):
+			timeout = rawWaitCap // see rawWaitCap
+			call = syscall.RawSyscall6
+		case raw || timeout >= 0 && timeout <= rawWaitMax:
+			call = syscall.RawSyscall6
+		}
 		var tsp unsafe.Pointer
 		if timeout >= 0 {
 			*ts = unix.NsecToTimespec(timeout)
 			tsp = unsafe.Pointer(ts)
-		}
-		call := syscall.Syscall6
-		if timeout >= 0 && timeout <= rawWaitMax {
-			call = syscall.RawSyscall6
 		}
 		r, _, e := call(unix.SYS_EPOLL_PWAIT2, uintptr(epfd), uintptr(unsafe.Pointer(unsafe.SliceData(events))), uintptr(len(events)), uintptr(tsp), 0, 0)
 		if e == 0 {
