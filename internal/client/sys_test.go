@@ -37,20 +37,26 @@ func TestRawWaitStopTheWorld(t *testing.T) {
 		t.Fatal("20 GCs did not finish in 20 s: a loop's wait holds the world")
 	}
 	metrics.Read(s)
-	{
-		h := s[0].Value.Float64Histogram()
-		worst := 0.0
-		for i, n := range h.Counts {
-			if n > before[i] {
-				worst = h.Buckets[i+1]
-			}
+	h := s[0].Value.Float64Histogram()
+	var stops, slow uint64
+	worst := 0.0
+	for i, n := range h.Counts {
+		if n <= before[i] {
+			continue
 		}
-		t.Logf("worst time to stop the world for a GC: ≤ %v", time.Duration(worst*1e9))
-		// Not a speed target: the mechanism. Ended by the preemption
-		// signal it is microseconds; waited out, rawWaitCap (100 ms).
-		if worst >= 0.05 {
-			t.Errorf("the world took up to %v to stop: the loops' waits were not interrupted", time.Duration(worst*1e9))
+		stops += n - before[i]
+		worst = h.Buckets[i+1]
+		if h.Buckets[i] >= 0.02 {
+			slow += n - before[i]
 		}
+	}
+	t.Logf("%d stops of the world for a GC, %d of them ≥ 20 ms; the worst ≤ %v", stops, slow, time.Duration(worst*1e9))
+	// Not a speed target: the mechanism. Ended by the preemption signal a
+	// stop takes microseconds; waited out, a wait of up to rawWaitCap
+	// (100 ms) holds most stops 20 ms or more. One slow stop is the host
+	// (this process not scheduled), most of them are the loops.
+	if stops == 0 || 2*slow > stops {
+		t.Errorf("%d of %d stops of the world took 20 ms or more (worst ≤ %v): the loops' waits were not interrupted", slow, stops, time.Duration(worst*1e9))
 	}
 	if e, err := c.Echo(t.Context(), EchoParams{Total: 100, Concurrency: 10, Payload: 16, Verify: true}, nil); err != nil || e.Success != 100 {
 		t.Errorf("echo after the GCs: %+v, %v", e, err)
