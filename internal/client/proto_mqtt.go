@@ -82,6 +82,18 @@ type mqtt struct {
 
 var _ roomProtocol = (*mqtt)(nil)
 
+// defaults fills in MQTT's version (3.1.1) and keepalive
+// (DefaultMQTTKeepalive).
+func (*mqtt) defaults(o ProtocolOptions) ProtocolOptions {
+	if o.Version == "" {
+		o.Version = MQTTVersion311
+	}
+	if o.Keepalive == 0 {
+		o.Keepalive = DefaultMQTTKeepalive
+	}
+	return o
+}
+
 func newMQTT(o ProtocolOptions) (wireProtocol, error) {
 	p := &mqtt{roomPrefix: []byte(mqttRoomTopic), tag: strconv.FormatUint(uint64(rand.Uint32()), 36)}
 	switch o.Version {

@@ -37,6 +37,14 @@ type socketIO struct {
 	ns []byte // "" for "/", else "/chat," (with its comma)
 }
 
+// defaults fills in the namespace, "/".
+func (*socketIO) defaults(o ProtocolOptions) ProtocolOptions {
+	if o.Namespace == "" {
+		o.Namespace = "/"
+	}
+	return o
+}
+
 func newSocketIO(o ProtocolOptions) (wireProtocol, error) {
 	s := &socketIO{}
 	if o.Namespace != "" && o.Namespace != "/" {

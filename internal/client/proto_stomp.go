@@ -48,6 +48,18 @@ type stomp struct {
 	beat    int64  // cx = cy, ms
 }
 
+// defaults fills in the heart-beat (DefaultSTOMPHeartBeat) and the
+// virtual host (DefaultSTOMPHost).
+func (*stomp) defaults(o ProtocolOptions) ProtocolOptions {
+	if o.Keepalive == 0 {
+		o.Keepalive = DefaultSTOMPHeartBeat
+	}
+	if o.Host == "" {
+		o.Host = DefaultSTOMPHost
+	}
+	return o
+}
+
 func newSTOMP(o ProtocolOptions) (wireProtocol, error) {
 	beat := o.Keepalive
 	if beat == 0 {

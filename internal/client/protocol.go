@@ -145,6 +145,26 @@ func ProtocolAnswers(name string) script.AnswerRule {
 	return answerRule(p)
 }
 
+// defaulter is a protocol with settings that default when the plan leaves
+// them out (mqtt's version and keepalive, ...).
+type defaulter interface {
+	defaults(o ProtocolOptions) ProtocolOptions
+}
+
+// ProtocolSettings returns o with the protocol's defaults filled in: what
+// the client will use (wsplan validate prints it). An unknown protocol's
+// options come back as they are.
+func ProtocolSettings(o ProtocolOptions) ProtocolOptions {
+	p, err := makeProtocol(ProtocolOptions{Name: o.Name})
+	if err != nil {
+		return o
+	}
+	if d, ok := p.(defaulter); ok {
+		return d.defaults(o)
+	}
+	return o
+}
+
 // ProtocolVerbs returns the script verbs a protocol speaks (send is
 // every protocol's plain message); nil for an unknown protocol.
 func ProtocolVerbs(name string) []string {

@@ -107,14 +107,18 @@ func (p *Protocol) ProtocolName() string {
 var protocolSecrets = []string{"password"}
 
 // String is the protocol as wsplan validate prints it: its name, then the
-// settings the plan gives as a flow mapping (mqtt {version: "5",
-// keepalive: 30s}); a password shows as Redacted.
+// settings the plan gives, with the protocol's defaults filled in, as a
+// flow mapping (mqtt {version: "5", keepalive: 30s}); a password shows as
+// Redacted.
 func (p *Protocol) String() string {
 	if p == nil {
 		return ""
 	}
 	set := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
-	v := reflect.ValueOf(*p)
+	r := *p // with the protocol's defaults, as the client will use them
+	o := client.ProtocolSettings(p.Options())
+	r.Version, r.Namespace, r.Keepalive, r.Host = o.Version, o.Namespace, units.Duration(o.Keepalive), o.Host
+	v := reflect.ValueOf(r)
 	for i := range v.NumField() {
 		key, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
 		val := v.Field(i).Interface()

@@ -41,7 +41,11 @@ func TestProtocolString(t *testing.T) {
 		want string
 	}{
 		{nil, ""},
-		{&Protocol{Name: "socketio"}, "socketio"},
+		// the protocol's defaults filled in, as the client will use them
+		{&Protocol{Name: "socketio"}, "socketio {namespace: /}"},
+		{&Protocol{Name: "mqtt"}, `mqtt {version: 3.1.1, keepalive: 1m0s}`},
+		{&Protocol{Name: "stomp", Host: "/vh"}, `stomp {keepalive: 10s, host: /vh}`},
+		{&Protocol{Name: "jsonrpc"}, "jsonrpc"},
 		{&Protocol{Name: "mqtt", Version: "5", Keepalive: units.Duration(30 * time.Second)}, `mqtt {version: "5", keepalive: 30s}`},
 		{&Protocol{Name: "graphql-ws", Init: `{"token":"x"}`}, `graphql-ws {init: '{"token":"x"}'}`},
 	} {
