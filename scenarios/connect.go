@@ -179,7 +179,7 @@ func splitValues(v metrics.Values, p50, p99 string, h client.Hist) {
 // negotiatedInfo is what the servers agreed to, for the result's info.
 func negotiatedInfo(r *client.ConnectResult) map[string]string {
 	info := map[string]string{}
-	for k, s := range map[string]string{"subprotocol": r.Subprotocol, "extensions": r.Extensions, "tls_version": r.TLSVersion} {
+	for k, s := range map[string]string{"subprotocol": r.Subprotocol, "extensions": r.Extensions, "tls_version": r.TLSVersion, "tls_group": r.TLSGroup} {
 		if s != "" {
 			info[k] = s
 		}

@@ -179,14 +179,15 @@ func assertNoLeftovers(t *testing.T, dir string) {
 type jsonRun struct {
 	Interrupted bool `json:"interrupted"`
 	Results     []struct {
-		Server    string         `json:"server"`
-		Phase     string         `json:"phase"`
-		OK        bool           `json:"ok"`
-		Error     string         `json:"error"`
-		Log       string         `json:"server_log"`
-		Resources string         `json:"server_resources"`
-		Warnings  []string       `json:"warnings"`
-		Metrics   map[string]any `json:"metrics"`
+		Server    string            `json:"server"`
+		Phase     string            `json:"phase"`
+		OK        bool              `json:"ok"`
+		Error     string            `json:"error"`
+		Log       string            `json:"server_log"`
+		Resources string            `json:"server_resources"`
+		Warnings  []string          `json:"warnings"`
+		Metrics   map[string]any    `json:"metrics"`
+		Info      map[string]string `json:"info"`
 		Shards    []struct {
 			Name       string  `json:"name"`
 			CPUAvg     float64 `json:"cpu_avg"`

@@ -304,10 +304,11 @@ assert:
 // certificate in the out dir (the key readable by its owner only), starts
 // the server with them, and the readiness probe upgrades over TLS trusting
 // only that CA. (The phases' TLS is the client's: its checks live with the
-// client's tests.)
+// client's tests.) The connect rows say which key exchange the server
+// chose: ML-KEM by default, X25519 where the plan's groups offer only it.
 func TestPresetTLS(t *testing.T) {
 	dir := writePlan(t, `
-servers: [{name: gws, tls: true}]
+servers: [{name: gws, tls: true}, {name: gws_x25519, framework: gws, tls: {groups: [x25519]}}]
 phases:
   - connect: {connections: 10, concurrency: 5}
 `)
@@ -329,6 +330,13 @@ phases:
 		if strings.Contains(x.Error, "server not ready") || strings.Contains(x.Error, "tls") && strings.Contains(x.Error, "certificate") {
 			t.Errorf("%s/%s: %s", x.Server, x.Phase, x.Error)
 		}
+		want := map[string]string{"gws": "x25519mlkem768", "gws_x25519": "x25519"}[x.Server]
+		if x.Info["tls_group"] != want || x.Info["tls_version"] != "TLS 1.3" {
+			t.Errorf("%s: info %v, want tls_group %s over TLS 1.3", x.Server, x.Info, want)
+		}
+	}
+	if len(res.Results) != 2 {
+		t.Errorf("%d results, want 2", len(res.Results))
 	}
 	log, err := os.ReadFile(filepath.Join(dir, "logs", "server-gws.log"))
 	if err != nil {

@@ -35,13 +35,15 @@ type ConnectResult struct {
 	Greeting Hist `json:"greeting"`
 	// TLSResumed counts TLS handshakes that resumed a session.
 	TLSResumed int64 `json:"tls_resumed"`
-	// Subprotocol, Extensions and TLSVersion are what the server agreed
-	// to: the negotiated subprotocol, permessage-deflate's parameters
-	// (pmdeflate.Params.String) and the TLS version ("TLS 1.3"); "" =
+	// Subprotocol, Extensions, TLSVersion and TLSGroup are what the
+	// server agreed to: the negotiated subprotocol, permessage-deflate's
+	// parameters (pmdeflate.Params.String), the TLS version ("TLS 1.3")
+	// and key exchange group ("x25519mlkem768", wstls.GroupName); "" =
 	// none. Should connections differ, the values are joined with " | ".
 	Subprotocol string     `json:"subprotocol,omitempty"`
 	Extensions  string     `json:"extensions,omitempty"`
 	TLSVersion  string     `json:"tls_version,omitempty"`
+	TLSGroup    string     `json:"tls_group,omitempty"`
 	Errors      Reasons    `json:"errors"`  // failure reason -> count, over every failed attempt (retried or not)
 	Stopped     StopReason `json:"stopped"` // StopCanceled, StopClosed; "" = it ran to its end
 }
@@ -117,6 +119,7 @@ func (r *ConnectResult) Merge(other Result) {
 	r.Subprotocol = mergeSet(r.Subprotocol, o.Subprotocol)
 	r.Extensions = mergeSet(r.Extensions, o.Extensions)
 	r.TLSVersion = mergeSet(r.TLSVersion, o.TLSVersion)
+	r.TLSGroup = mergeSet(r.TLSGroup, o.TLSGroup)
 	r.Errors.merge(o.Errors)
 	r.Stopped = MergeStop(r.Stopped, o.Stopped)
 }

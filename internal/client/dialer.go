@@ -39,9 +39,11 @@ type dialer struct {
 	part     ConnectResult
 
 	sub, ext, ver string           // negotiated subprotocols, extensions, TLS versions seen (sets)
+	group         string           // key exchange groups seen (a set)
 	lastExt       pmdeflate.Params // the last extension added to ext
 	haveExt       bool
 	lastVer       uint16
+	lastGroup     tls.CurveID
 }
 
 // init readies d for owner: timeout per attempt (ns), retries, and req
@@ -53,7 +55,7 @@ func (d *dialer) init(owner dialHooks, timeout int64, retries int, req func(idx 
 
 // result returns what d measured, its negotiated sets filled in.
 func (d *dialer) result() *ConnectResult {
-	d.part.Subprotocol, d.part.Extensions, d.part.TLSVersion = d.sub, d.ext, d.ver
+	d.part.Subprotocol, d.part.Extensions, d.part.TLSVersion, d.part.TLSGroup = d.sub, d.ext, d.ver, d.group
 	return &d.part
 }
 
@@ -330,6 +332,10 @@ func (d *dialer) tlsDone(st wstls.State) {
 	if st.Version != d.lastVer {
 		d.lastVer = st.Version
 		d.ver = mergeSet(d.ver, tls.VersionName(st.Version))
+	}
+	if st.Group != 0 && st.Group != d.lastGroup {
+		d.lastGroup = st.Group
+		d.group = mergeSet(d.group, wstls.GroupName(st.Group))
 	}
 }
 

@@ -148,12 +148,13 @@ func (s Server) Offer() *pmdeflate.Params {
 // is served over TLS with a certificate wsplan makes for the run, and the
 // client trusts only that CA unless ca_file says otherwise.
 type TLSConfig struct {
-	CAFile             string // `ca_file:` PEM CA bundle to trust; default: the system roots (url targets) or the run's CA (presets)
-	ServerName         string // `server_name:` SNI and the name verified; default: the URL's host
-	InsecureSkipVerify bool   // `insecure_skip_verify:` accept any certificate (measures TLS cost, proves nothing about identity); default false
-	SessionResumption  bool   // `session_resumption:` reuse TLS sessions across connections (tickets); default false: every handshake is full
-	MaxVersion         uint16 // `max_version:` the highest TLS version offered, "1.2" or "1.3" (tls.VersionTLS12, 13); 0 = 1.3
-	Certificate        string // `certificate:` key type of the certificate wsplan makes for a preset: ecdsa-p256 (default) or rsa-2048
+	CAFile             string   // `ca_file:` PEM CA bundle to trust; default: the system roots (url targets) or the run's CA (presets)
+	ServerName         string   // `server_name:` SNI and the name verified; default: the URL's host
+	InsecureSkipVerify bool     // `insecure_skip_verify:` accept any certificate (measures TLS cost, proves nothing about identity); default false
+	SessionResumption  bool     // `session_resumption:` reuse TLS sessions across connections (tickets); default false: every handshake is full
+	MaxVersion         uint16   // `max_version:` the highest TLS version offered, "1.2" or "1.3" (tls.VersionTLS12, 13); 0 = 1.3
+	Certificate        string   // `certificate:` key type of the certificate wsplan makes for a preset: ecdsa-p256 (default) or rsa-2048
+	Groups             []string // `groups:` key exchange groups offered, in order (wstls.GroupNames); default crypto/tls's offer
 }
 
 // String lists the settings given, as key=value in the mapping's order
@@ -171,6 +172,7 @@ func (c TLSConfig) String() string {
 	add("session_resumption", "true", c.SessionResumption)
 	add("max_version", strings.TrimPrefix(tls.VersionName(c.MaxVersion), "TLS "), c.MaxVersion != 0)
 	add("certificate", c.Certificate, c.Certificate != "")
+	add("groups", strings.Join(c.Groups, ","), len(c.Groups) > 0)
 	return strings.Join(parts, " ")
 }
 
@@ -201,6 +203,32 @@ var tlsKeys = []struct {
 			}
 			return nil
 		}},
+	{"groups", "key exchange groups the client offers, in order of preference: " + strings.Join(wstls.GroupNames(), ", ") + "; default crypto/tls's offer (x25519mlkem768, x25519, p256, p384), as current browsers make it; e.g. [x25519] for clients without ML-KEM",
+		map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"enum": anySlice(wstls.GroupNames())}},
+		decodeTLSGroups},
+}
+
+// decodeTLSGroups takes a list of group names (or one name) into Groups.
+func decodeTLSGroups(n *yaml.Node, c *TLSConfig) error {
+	var names []string
+	switch n.Kind {
+	case yaml.ScalarNode:
+		names = []string{n.Value}
+	case yaml.SequenceNode:
+		if err := n.Decode(&names); err != nil {
+			return err
+		}
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("want a list of key exchange groups (%s), got %s", strings.Join(wstls.GroupNames(), ", "), describe(n))
+	}
+	for _, g := range names {
+		if !slices.Contains(wstls.GroupNames(), g) {
+			return fmt.Errorf("unknown key exchange group %q: want %s", g, strings.Join(wstls.GroupNames(), ", "))
+		}
+	}
+	c.Groups = names
+	return nil
 }
 
 var (
@@ -311,6 +339,9 @@ func (t *TLSKey) UnmarshalYAML(n *yaml.Node) error {
 				}
 			}
 			return fmt.Errorf("line %d: %s", k.Line, unknownMsg("tls key", k.Value, tlsKeyNames()))
+		}
+		if err := wstls.CheckGroups(c.Groups, c.MaxVersion); err != nil {
+			return err
 		}
 		t.config = c
 		return nil

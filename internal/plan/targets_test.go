@@ -2,6 +2,7 @@ package plan
 
 import (
 	"crypto/tls"
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,7 +30,7 @@ servers:
     tls: {certificate: rsa-2048, max_version: 1.2}
   - name: gws-13
     framework: gws
-    tls: {max_version: "1.3"}
+    tls: {max_version: "1.3", groups: [x25519, p256]}
 phases:
   - connect: {connections: 10}
 `
@@ -38,7 +39,7 @@ phases:
 		t.Fatal(err)
 	}
 	prod, sec, gws := p.Servers[0], p.Servers[1], p.Servers[2]
-	if rsa, v13 := p.Servers[3], p.Servers[4]; !rsa.ServeTLS || rsa.TLS.Certificate != "rsa-2048" || rsa.TLS.MaxVersion != tls.VersionTLS12 || v13.TLS.MaxVersion != tls.VersionTLS13 || v13.TLS.Certificate != "" {
+	if rsa, v13 := p.Servers[3], p.Servers[4]; !rsa.ServeTLS || rsa.TLS.Certificate != "rsa-2048" || rsa.TLS.MaxVersion != tls.VersionTLS12 || v13.TLS.MaxVersion != tls.VersionTLS13 || v13.TLS.Certificate != "" || !slices.Equal(v13.TLS.Groups, []string{"x25519", "p256"}) {
 		t.Errorf("gws-rsa tls %+v, gws-13 tls %+v", rsa.TLS, v13.TLS)
 	}
 	if !prod.External() || prod.BuiltIn() || !gws.BuiltIn() {
@@ -84,6 +85,9 @@ func TestURLTargetErrors(t *testing.T) {
 		{`{name: a, url: "wss://127.0.0.1:1/", tls: {max_version: 1.1}}`, `servers[0].tls: max_version: want "1.2" or "1.3", got 1.1`},
 		{`{name: a, url: "wss://127.0.0.1:1/", tls: {certificate: rsa-2048}}`, `servers[0].tls.certificate: is the key type of the certificate wsplan makes for a preset it serves with TLS`},
 		{`{name: gws, tls: {certificate: dsa}}`, `certificate: want ecdsa-p256 or rsa-2048, got "dsa"`},
+		{`{name: gws, tls: {groups: [x448]}}`, `servers[0].tls: groups: unknown key exchange group "x448": want x25519mlkem768, x25519, p256, p384, p521`},
+		{`{name: gws, tls: {groups: []}}`, `servers[0].tls: groups: want a list of key exchange groups`},
+		{`{name: gws, tls: {max_version: "1.2", groups: [x25519mlkem768]}}`, `servers[0].tls: groups: x25519mlkem768: TLS 1.3's only, and max_version is 1.2`},
 		{`{name: gws, pid: 5}`, `pid:, pid_file: and metrics_url: are for url: servers`},
 		{`{name: a, url: "ws://127.0.0.1:1/", headers: {Sec-WebSocket-Protocol: x}}`, `Sec-Websocket-Protocol cannot be set here: use subprotocols:`},
 		{`{name: a, url: "ws://127.0.0.1:1/", headers: {"bad name": x}}`, `bad header name "bad name"`},

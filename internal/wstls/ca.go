@@ -216,6 +216,10 @@ type ClientOptions struct {
 	// MaxVersion is the highest TLS version offered (tls.VersionTLS12 or
 	// tls.VersionTLS13); 0 = TLS 1.3.
 	MaxVersion uint16 `json:",omitempty"`
+	// Groups are the key exchange groups offered, in order of preference
+	// (GroupNames: x25519mlkem768, x25519, p256, p384, p521); nil =
+	// crypto/tls's default offer.
+	Groups []string `json:",omitempty"`
 }
 
 // ClientConfig returns the client TLS configuration of a wss target. TLS
@@ -236,6 +240,11 @@ func ClientConfig(o ClientOptions) (*tls.Config, error) {
 	if o.MaxVersion != 0 && o.MaxVersion != tls.VersionTLS12 && o.MaxVersion != tls.VersionTLS13 {
 		return nil, fmt.Errorf("tls: max version %#04x: want TLS 1.2 or 1.3", o.MaxVersion)
 	}
+	prefs, err := curvePreferences(o.Groups, o.MaxVersion)
+	if err != nil {
+		return nil, fmt.Errorf("tls: %w", err)
+	}
+	cfg.CurvePreferences = prefs
 	if o.CAFile != "" {
 		pemBytes, err := os.ReadFile(o.CAFile)
 		if err != nil {

@@ -30,9 +30,10 @@ var (
 type State struct {
 	Version            uint16 // tls.VersionTLS12 or tls.VersionTLS13
 	CipherSuite        uint16
-	DidResume          bool   // the handshake resumed a cached session
-	ServerName         string // SNI sent
-	NegotiatedProtocol string // ALPN
+	DidResume          bool        // the handshake resumed a cached session
+	ServerName         string      // SNI sent
+	NegotiatedProtocol string      // ALPN
+	Group              tls.CurveID // the key exchange group; 0 when none was made (a resumed TLS 1.2 session)
 	// Fast is true when this package's record layer protects application
 	// data (every AEAD suite); false when crypto/tls's does (CBC suites of
 	// TLS 1.2), which costs allocations per record.
@@ -238,6 +239,7 @@ func (s *Session) established(hs *hsState) error {
 		DidResume:          cs.DidResume,
 		ServerName:         cs.ServerName,
 		NegotiatedProtocol: cs.NegotiatedProtocol,
+		Group:              cs.CurveID,
 	}
 	s.version = cs.Version
 	// Records that arrived with the last handshake flight (TLS 1.3
