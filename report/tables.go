@@ -26,8 +26,9 @@ const ClientBoundNote = "client-bound: the client's CPU was saturated; these row
 // common CPU and memory columns.
 //
 // Every table ends with Client CPU (" (bound)" when the client was
-// saturated) and a Verdict: "ok", "client-bound", "FAIL: <short error>" for
-// a failed result, "FAIL (n asserts)" when assertions on the row failed.
+// saturated) and a Verdict: "ok", "server-bound" (the server's CPU set the
+// pace), "client-bound", "FAIL: <short error>" for a failed result, "FAIL
+// (n asserts)" when assertions on the row failed.
 // Under each table come the rows' warnings and full errors, and a note when a
 // row is client-bound. A metric a result lacks shows as "-"; the server's
 // CPU and memory of a server whose resources were not measured show as
@@ -489,7 +490,9 @@ func clientCPU(r row) string {
 	return s
 }
 
-// verdict sums a row up; a failure comes first, client-bound is added to it.
+// verdict sums a row up; a failure comes first, client-bound is added to
+// it. A row without either that the server bound says so instead of "ok":
+// the server set the pace (metrics.ServerBound).
 func verdict(r row) string {
 	var parts []string
 	switch {
@@ -505,10 +508,13 @@ func verdict(r row) string {
 	if r.res.Metrics.Bool(metrics.ClientBound) {
 		parts = append(parts, "client-bound")
 	}
-	if len(parts) == 0 {
-		return "ok"
+	switch {
+	case len(parts) > 0:
+		return strings.Join(parts, "; ")
+	case r.res.Metrics.Bool(metrics.ServerBound):
+		return "server-bound"
 	}
-	return strings.Join(parts, "; ")
+	return "ok"
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -85,12 +85,13 @@ func shortfall(r client.RateResult) bool {
 }
 
 // RateWarnings are what a reader of a rate result must not miss: a
-// shortfall against the timetable, more than 1% late messages, lost
-// echoes, lost connections, a phase cut short.
-func RateWarnings(r client.RateResult) []string {
+// shortfall against the timetable (naming the side that could not keep
+// up, from the window's metrics m: see keptUp), more than 1% late
+// messages, lost echoes, lost connections, a phase cut short.
+func RateWarnings(r client.RateResult, m metrics.Values) []string {
 	var w []string
 	if shortfall(r) {
-		w = append(w, fmt.Sprintf("rate shortfall: %d of %d scheduled messages sent (%.1f%%): the client or the server could not keep up", r.Sent, r.Scheduled, 100*float64(r.Sent)/float64(r.Scheduled)))
+		w = append(w, fmt.Sprintf("rate shortfall: %d of %d scheduled messages sent (%.1f%%): %s", r.Sent, r.Scheduled, 100*float64(r.Sent)/float64(r.Scheduled), keptUp(m)))
 	}
 	if late := r.Late + r.Unsent; r.Scheduled > 0 && float64(late) > RateLateShare*float64(r.Scheduled) {
 		w = append(w, fmt.Sprintf("%d of %d messages late (%.1f%%; %d never sent): their latency counts from their schedule", late, r.Scheduled, 100*float64(late)/float64(r.Scheduled), r.Unsent))
@@ -112,4 +113,28 @@ func RateWarnings(r client.RateResult) []string {
 		w = append(w, fmt.Sprintf("%d connections lost: %s", r.Errors[k], k))
 	}
 	return w
+}
+
+// keptUp names the side that could not keep up with a timetable, from the
+// window's figures in m (metrics.Common): the server when it was bound
+// (metrics.ServerBound: its CPU against the cores wsplan pinned it to),
+// the client when it was (metrics.ClientBound), and either when neither
+// is known (a server whose resources or cores wsplan does not know, or
+// neither side saturated: the network, the server's queues, …).
+func keptUp(m metrics.Values) string {
+	switch {
+	case m.Bool(metrics.ServerBound):
+		cores := "1 core"
+		if n := m.Int(metrics.ServerCPUs); n != 1 {
+			cores = fmt.Sprintf("%d cores", n)
+		}
+		return fmt.Sprintf("the server could not keep up (CPU %.0f%% of %s; client %.0f%%)", m.Float(metrics.CPUAvg), cores, m.Float(metrics.ClientCPUAvg))
+	case m.Bool(metrics.ClientBound):
+		server := ""
+		if _, ok := m[metrics.CPUAvg]; ok {
+			server = fmt.Sprintf("; server %.0f%%", m.Float(metrics.CPUAvg))
+		}
+		return fmt.Sprintf("the client could not keep up (CPU %.0f%%, client-bound%s)", m.Float(metrics.ClientCPUAvg), server)
+	}
+	return "the client or the server could not keep up"
 }

@@ -157,9 +157,13 @@ func (p *Rate) Run(ctx context.Context, env *Env) (Outcome, error) {
 	if conns < p.Connections {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("connections lowered from %d to %d: only %d are open", p.Connections, conns, conns))
 	}
-	out.Warnings = append(out.Warnings, RateWarnings(*r)...)
-	if w := readsWarning(p.Reads, r.Reads); w != "" {
-		out.Warnings = append(out.Warnings, w)
+	reads := readsWarning(p.Reads, r.Reads)
+	out.WindowWarnings = func(m metrics.Values) []string {
+		w := RateWarnings(*r, m)
+		if reads != "" {
+			w = append(w, reads)
+		}
+		return w
 	}
 	if r.Failed > 0 {
 		out.Failed = true

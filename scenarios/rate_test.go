@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/units"
 )
 
@@ -132,10 +133,10 @@ func TestRateRun(t *testing.T) {
 		}
 	}
 	// A few late messages (not over 1%) are no warning.
-	if w := RateWarnings(client.RateResult{Scheduled: 1000, Sent: 1000, Recv: 1000, Late: 10}); len(w) != 0 {
+	if w := RateWarnings(client.RateResult{Scheduled: 1000, Sent: 1000, Recv: 1000, Late: 10}, nil); len(w) != 0 {
 		t.Errorf("1%% late: warnings %v", w)
 	}
-	if w := RateWarnings(client.RateResult{Scheduled: 1000, Sent: 1000, Recv: 1000, Late: 11}); len(w) != 1 {
+	if w := RateWarnings(client.RateResult{Scheduled: 1000, Sent: 1000, Recv: 1000, Late: 11}, nil); len(w) != 1 {
 		t.Errorf("1.1%% late: warnings %v", w)
 	}
 	if !near(m.Dur("send_late_p50"), 20*time.Microsecond) || !near(m.Dur("send_late_p99"), 3*time.Millisecond) || !near(m.Dur("send_late_max"), 3*time.Millisecond) {
@@ -163,8 +164,9 @@ func TestRateRun(t *testing.T) {
 		"18 of 900 echoes never came (lost) by the end of the drain",
 		"1 connections lost: eof",
 	}
-	if strings.Join(out.Warnings, "\n") != strings.Join(want, "\n") {
-		t.Errorf("warnings\n%s\nwant\n%s", strings.Join(out.Warnings, "\n"), strings.Join(want, "\n"))
+	// Without an engine's window nobody knows who set the pace.
+	if got := out.AllWarnings(nil); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
@@ -175,7 +177,7 @@ func TestRateRunClean(t *testing.T) {
 	p := &Rate{Duration: units.Duration(time.Second), Rate: 10}
 	Defaults(p, Context{Conns: 10})
 	out, err := p.Run(t.Context(), &Env{Driver: drv})
-	if err != nil || out.Failed || len(out.Warnings) != 0 {
+	if err != nil || out.Failed || len(out.AllWarnings(nil)) != 0 {
 		t.Errorf("clean run: %+v, %v", out, err)
 	}
 	if m := out.Metrics; m.Int("lost") != 0 || m.Int("late") != 0 || m.Float("achieved_rate") != 100 || m.Dur("p99") != 0 {
@@ -255,5 +257,55 @@ func TestRateRunInterrupted(t *testing.T) {
 	out, err = p.Run(t.Context(), &Env{Driver: drv})
 	if err != context.Canceled || out.Metrics != nil {
 		t.Errorf("nothing measured: %v, %v", out.Metrics, err)
+	}
+}
+
+// TestRateShortfallSide: the shortfall names the side that could not keep
+// up from the window's figures the engine writes after the run: the
+// server at 99% of its one pinned core with the client at 40% is the
+// server; a client-bound one the client; neither known (a url: server
+// without resources, or nobody saturated), either.
+func TestRateShortfallSide(t *testing.T) {
+	r := client.RateResult{Scheduled: 20000000, Sent: 1666522, Recv: 1666522}
+	const head = "rate shortfall: 1666522 of 20000000 scheduled messages sent (8.3%): "
+	cases := []struct {
+		name string
+		m    metrics.Values
+		want string
+	}{
+		{"server-bound", metrics.Values{metrics.CPUAvg: 99.33, metrics.ClientCPUAvg: 40.0, metrics.ServerCPUs: int64(1), metrics.ServerBound: true, metrics.ClientBound: false},
+			"the server could not keep up (CPU 99% of 1 core; client 40%)"},
+		{"server-bound on 2 cores", metrics.Values{metrics.CPUAvg: 190.0, metrics.ClientCPUAvg: 70.0, metrics.ServerCPUs: int64(2), metrics.ServerBound: true},
+			"the server could not keep up (CPU 190% of 2 cores; client 70%)"},
+		{"client-bound", metrics.Values{metrics.CPUAvg: 60.0, metrics.ClientCPUAvg: 95.0, metrics.ServerCPUs: int64(1), metrics.ClientBound: true},
+			"the client could not keep up (CPU 95%, client-bound; server 60%)"},
+		{"client-bound, server not measured", metrics.Values{metrics.ClientCPUAvg: 95.0, metrics.ClientBound: true},
+			"the client could not keep up (CPU 95%, client-bound)"},
+		{"url: target without resources", metrics.Values{metrics.ClientCPUAvg: 40.0, metrics.ServerCPUs: int64(0), metrics.ServerBound: false, metrics.ClientBound: false},
+			"the client or the server could not keep up"},
+		{"neither saturated", metrics.Values{metrics.CPUAvg: 70.0, metrics.ClientCPUAvg: 40.0, metrics.ServerCPUs: int64(1), metrics.ServerBound: false, metrics.ClientBound: false},
+			"the client or the server could not keep up"},
+	}
+	for _, c := range cases {
+		w := RateWarnings(r, c.m)
+		if len(w) == 0 || w[0] != head+c.want {
+			t.Errorf("%s: %q, want %q", c.name, w, head+c.want)
+		}
+	}
+	// Through a phase's Outcome, as the engine reads it: after the
+	// outcome's own warnings, in the order RateWarnings gives them.
+	drv := &fakeDriver{conns: 10, connsNext: -1, rateRes: client.RateResult{
+		Conns: 10, Scheduled: 100, Sent: 50, Recv: 50, Used: time.Second, Latency: client.NewHist(),
+	}}
+	p := &Rate{Duration: units.Duration(time.Second), Rate: 10, Connections: 20}
+	Defaults(p, Context{Conns: 10})
+	out, err := p.Run(t.Context(), &Env{Driver: drv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.AllWarnings(cases[0].m)
+	if len(got) < 2 || got[0] != "connections lowered from 20 to 10: only 10 are open" ||
+		got[1] != "rate shortfall: 50 of 100 scheduled messages sent (50.0%): the server could not keep up (CPU 99% of 1 core; client 40%)" {
+		t.Errorf("warnings %q", got)
 	}
 }

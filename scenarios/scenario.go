@@ -24,6 +24,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -176,7 +177,7 @@ const (
 	ColLatency   = "@latency"    // Min, Avg, Max, TP50 … TP99
 	ColServer    = "@server"     // CPU Min/Avg/Max, MEM Min/Avg/Max of the server
 	ColClientCPU = "@client_cpu" // the client's CPU, "(bound)" when saturated
-	ColVerdict   = "@verdict"    // ok, client-bound, FAIL: …
+	ColVerdict   = "@verdict"    // ok, server-bound, client-bound, FAIL: …
 )
 
 // Format is how a column shows its metric.
@@ -412,6 +413,12 @@ type Mem struct {
 type Outcome struct {
 	Metrics  metrics.Values
 	Warnings []string
+	// WindowWarnings, when set, returns the warnings that need the
+	// figures of the phase's window, which the engine writes after Run
+	// returns (metrics.Common: the CPUs, who was bound); AllWarnings
+	// calls it. A rate shortfall names the side that could not keep up
+	// with them.
+	WindowWarnings func(m metrics.Values) []string
 	// Failed is set when the phase did run but its result is a failure
 	// (e.g. connections that could not be opened); the reason is Error.
 	Failed bool
@@ -434,6 +441,16 @@ type Outcome struct {
 	// case's verdict); the engine copies it into the result, and the
 	// kind's Tables read it back.
 	Detail json.RawMessage
+}
+
+// AllWarnings are the outcome's warnings, then its WindowWarnings over m:
+// the phase's metrics with the engine's window figures (metrics.Common)
+// in them; nil m when there is no window (a kind's own tests).
+func (o Outcome) AllWarnings(m metrics.Values) []string {
+	if o.WindowWarnings == nil {
+		return o.Warnings
+	}
+	return append(slices.Clip(o.Warnings), o.WindowWarnings(m)...)
 }
 
 var (

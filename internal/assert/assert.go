@@ -12,7 +12,7 @@
 // The environment of an expression (documented in README.md):
 //   - every metric of the phase, by name (scenarios.MetricDefs): counts and
 //     byte sizes are int, rates and percents float, latencies time.Duration
-//     (compare with duration("50ms")), client_bound bool;
+//     (compare with duration("50ms")), client_bound and server_bound bool;
 //   - server, framework, phase (the phase's name) and kind, strings;
 //   - results: every result of the run, results.<server>.<phase>.<metric>;
 //   - baseline: the same server and phase in the --baseline file,

@@ -211,25 +211,37 @@ func TestWindowMetrics(t *testing.T) {
 	l := Layout{ServerCPUs: []int{0}, ClientCPUs: []int{1, 2}}
 	eff := &scenarios.Efficiency{Rate: "tps", EER: "eer", Count: "success"}
 	cases := []struct {
-		name    string
-		sv, cv  procstat.Summary
-		usable  int
-		eff     *scenarios.Efficiency
-		bound   bool
-		warning string
+		name        string
+		sv, cv      procstat.Summary
+		pinned      int // the server's CPUs, 0: not started by wsplan
+		usable      int
+		eff         *scenarios.Efficiency
+		bound       bool
+		serverBound bool
+		warning     string
 	}{
-		{"idle client", procstat.Summary{CPUAvg: 90}, procstat.Summary{CPUAvg: 20}, 2, nil, false, ""},
-		{"bound", procstat.Summary{CPUAvg: 50}, procstat.Summary{CPUAvg: 190}, 2, eff, true, "client-bound: client CPU 190% of 2 usable core(s), server 50%; this row measures the client"},
-		{"near", procstat.Summary{CPUAvg: 99}, procstat.Summary{CPUAvg: 170}, 2, nil, false, "client CPU 170% of 2 usable core(s) (server 99%): close to measuring itself"},
+		{"idle client", procstat.Summary{CPUAvg: 90}, procstat.Summary{CPUAvg: 20}, 1, 2, nil, false, true, ""},
+		{"bound", procstat.Summary{CPUAvg: 50}, procstat.Summary{CPUAvg: 190}, 1, 2, eff, true, false, "client-bound: client CPU 190% of 2 usable core(s), server 50%; this row measures the client"},
+		{"near", procstat.Summary{CPUAvg: 99}, procstat.Summary{CPUAvg: 170}, 1, 2, nil, false, true, "client CPU 170% of 2 usable core(s) (server 99%): close to measuring itself"},
+		// The 10k plan's rate phase: the server set the pace.
+		{"server at 99%, client at 40%", procstat.Summary{CPUAvg: 99}, procstat.Summary{CPUAvg: 40}, 1, 1, nil, false, true, ""},
+		{"server below 90% of its core", procstat.Summary{CPUAvg: 89}, procstat.Summary{CPUAvg: 40}, 1, 1, nil, false, false, ""},
+		{"server at 99% of one of its 2 cores", procstat.Summary{CPUAvg: 99}, procstat.Summary{CPUAvg: 40}, 2, 1, nil, false, false, ""},
+		{"server's cores not known (pid:)", procstat.Summary{CPUAvg: 99}, procstat.Summary{CPUAvg: 40}, 0, 1, nil, false, false, ""},
+		{"both saturated: the client is bound", procstat.Summary{CPUAvg: 95}, procstat.Summary{CPUAvg: 97}, 1, 1, nil, true, false,
+			"client-bound: client CPU 97% of 1 usable core(s), server 95%; this row measures the client"},
 	}
 	for _, c := range cases {
 		m := metrics.Values{"tps": 1000.0, "success": int64(1000)}
-		got := windowMetrics(m, &c.sv, clientCost{sum: c.cv}, softirqs{}, l, c.usable, c.eff)
+		got := windowMetrics(m, serverCost{sum: &c.sv, pinned: c.pinned}, clientCost{sum: c.cv}, softirqs{}, l, c.usable, c.eff)
 		if got != c.warning {
 			t.Errorf("%s: warning %q, want %q", c.name, got, c.warning)
 		}
 		if m.Bool(metrics.ClientBound) != c.bound || m.Int(metrics.ClientCPUs) != 2 || m.Float(metrics.CPUAvg) != c.sv.CPUAvg {
 			t.Errorf("%s: metrics %v", c.name, m)
+		}
+		if m.Bool(metrics.ServerBound) != c.serverBound || m.Int(metrics.ServerCPUs) != int64(c.pinned) {
+			t.Errorf("%s: server_bound %v, server_cpus %d; want %v, %d", c.name, m[metrics.ServerBound], m.Int(metrics.ServerCPUs), c.serverBound, c.pinned)
 		}
 		// Every metric the engine writes is declared in metrics.Common (or
 		// is an efficiency figure), so assertions and reports can name it.
@@ -276,7 +288,7 @@ func TestWindowMetricsShards(t *testing.T) {
 	}
 	for _, c := range cases {
 		m := metrics.Values{}
-		if got := windowMetrics(m, &sv, c.cc, softirqs{}, l, 1, nil); got != c.warning {
+		if got := windowMetrics(m, serverCost{sum: &sv, pinned: 1}, c.cc, softirqs{}, l, 1, nil); got != c.warning {
 			t.Errorf("%s: warning %q, want %q", c.name, got, c.warning)
 		}
 		if m.Bool(metrics.ClientBound) != (c.warning != "") || m.Float(metrics.ClientCPUAvg) != c.cc.sum.CPUAvg {
@@ -295,11 +307,14 @@ func TestWindowMetricsNoServer(t *testing.T) {
 	l := Layout{ServerCPUs: []int{0}, ClientCPUs: []int{1}}
 	eff := &scenarios.Efficiency{Rate: "tps", EER: "eer", Count: "success"}
 	m := metrics.Values{"tps": 1000.0, "success": int64(1000)}
-	windowMetrics(m, nil, clientCost{sum: procstat.Summary{CPUAvg: 50, CPUSeconds: 1}}, softirqs{ok: true, client: time.Second}, l, 1, eff)
+	windowMetrics(m, serverCost{}, clientCost{sum: procstat.Summary{CPUAvg: 50, CPUSeconds: 1}}, softirqs{ok: true, client: time.Second}, l, 1, eff)
 	for k := range m {
 		if metrics.ServerResource(k, "eer") {
 			t.Errorf("server metric %s written for a server without resources: %v", k, m)
 		}
+	}
+	if b, ok := m[metrics.ServerBound].(bool); !ok || b || m.Int(metrics.ServerCPUs) != 0 {
+		t.Errorf("a server not measured: server_bound %v, server_cpus %v", m[metrics.ServerBound], m[metrics.ServerCPUs])
 	}
 	if m.Float(metrics.ClientCPUAvg) != 50 || m.Float(metrics.ClientCPUPer1M) != 1000 {
 		t.Errorf("client metrics: %v", m)

@@ -73,7 +73,7 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 	res.Info = out.Info
 	res.Detail = out.Detail
 	res.Steps, res.Stop = out.Steps, out.Stop
-	res.Warnings = append(out.Warnings, serverWarnings(warning, sv)...)
+	res.Warnings = append(out.AllWarnings(m), serverWarnings(warning, sv.sum)...)
 	if warning := e.reconnectMetrics(m, drv); warning != "" {
 		res.Warnings = append(res.Warnings, warning)
 	}

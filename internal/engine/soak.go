@@ -16,18 +16,11 @@ import (
 	"github.com/wsplan/wsplan/scenarios"
 )
 
-// Soak fits and verdicts (metrics.Soak).
-const (
-	// soakMinPoints is how many points a fit needs before its slopes are
-	// written.
-	soakMinPoints = 5
-	// soakMinSpan is the shortest fitted span that gets a leak verdict per
-	// unit of work (churn: RSS per 100,000 cycles, a large signal), and
-	// soakMinHourSpan the shortest for one per hour: a few seconds of a
-	// warming server's RSS say little about the hours.
-	soakMinSpan     = 30 * time.Second
-	soakMinHourSpan = 5 * time.Minute
-)
+// soakMinPoints is how many points a fit needs before its slopes are
+// written (metrics.Soak). The shortest spans a leak verdict is read over
+// are metrics.SoakMinUnitSpan (per unit of work) and
+// metrics.SoakMinHourSpan (per hour).
+const soakMinPoints = 5
 
 // soakProbe samples the resource series of a phase whose kind soaks
 // (scenarios.Kind.Soak): the server's process tree (RSS, fds, threads)
@@ -226,7 +219,7 @@ func soakMetrics(m metrics.Values, s *result.Soak, spec scenarios.Soak, cfg plan
 	var warnings []string
 	if v, ok := f.slope(f.hours, func(i int) float64 { return float64(pts[i].ClientRSS) }); ok {
 		m[metrics.ClientRSSSlope] = v
-		if v > float64(cfg.LeakThreshold) && f.span >= soakMinHourSpan {
+		if v > float64(cfg.LeakThreshold) && f.span >= metrics.SoakMinHourSpan {
 			warnings = append(warnings, fmt.Sprintf("the client's own RSS grew %s per hour over %s: wsplan's memory is not flat", mib(v), f.span.Round(time.Second)))
 		}
 	}
@@ -274,10 +267,10 @@ func serverSoak(m metrics.Values, f soakFit, spec scenarios.Soak, cfg plan.Soak)
 	var leak bool
 	var why string
 	switch {
-	case spec.LeakPer > 0 && perOK && f.span >= soakMinSpan:
+	case spec.LeakPer > 0 && perOK && f.span >= metrics.SoakMinUnitSpan:
 		leak = perUnit > float64(spec.LeakPer)
 		why = fmt.Sprintf("%s per %s %s (threshold %s), %s per hour", mib(perUnit), withCommas(spec.Per), spec.Unit, mib(float64(spec.LeakPer)), mib(rss))
-	case spec.LeakPer == 0 && rssOK && f.span >= soakMinHourSpan:
+	case spec.LeakPer == 0 && rssOK && f.span >= metrics.SoakMinHourSpan:
 		leak = rss > float64(cfg.LeakThreshold)
 		why = fmt.Sprintf("%s per hour (threshold %s)", mib(rss), mib(float64(cfg.LeakThreshold)))
 	default:

@@ -9,7 +9,8 @@ import (
 // measured as sres says: each call starts a sampling window of its own (the
 // server and every client process, as the phase's window), and its stop
 // writes the same figures the phase's row gets, so a search's steps carry
-// server and client CPU and client_bound exactly as a rate phase's row.
+// server and client CPU, client_bound and server_bound exactly as a rate
+// phase's row.
 func (e *runner) stepWindow(sres resources, drv Driver) func() func(metrics.Values, *scenarios.Efficiency) string {
 	return func() func(metrics.Values, *scenarios.Efficiency) string {
 		w := e.newWindow(sres, drv)

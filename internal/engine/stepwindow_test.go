@@ -39,6 +39,18 @@ func TestStepWindow(t *testing.T) {
 	}
 }
 
+// TestWindowPinned: a window knows the server's cores (server_cpus, and
+// so server_bound) only for a server wsplan started and pinned.
+func TestWindowPinned(t *testing.T) {
+	e := &runner{o: Options{Layout: Layout{ServerCPUs: []int{0, 2}, ClientCPUs: []int{1}}}, plan: &plan.Plan{}, run: &result.Run{}}
+	for how, want := range map[string]int{result.ResourcesTree: 2, result.ResourcesPID: 0, result.ResourcesMetrics: 0, result.ResourcesNone: 0} {
+		w := e.newWindow(resources{how: how, pid: os.Getpid(), url: "http://127.0.0.1:1/metrics"}, nil)
+		if w.pinned != want {
+			t.Errorf("%s: pinned %d, want %d", how, w.pinned, want)
+		}
+	}
+}
+
 // burn spins the CPU for d.
 func burn(d time.Duration) {
 	x := 0

@@ -23,10 +23,18 @@ const ClientBoundThreshold = 0.9
 // that the client came close to measuring itself.
 const ClientNearThreshold = 0.8
 
+// ServerBoundThreshold is the share of the CPUs wsplan pinned the server
+// to above which a result is flagged server_bound (when the client was not
+// bound): the server set the pace.
+const ServerBoundThreshold = 0.9
+
 // window samples CPU and memory of the server (when it can be read) and
 // of every client process (this one and any shards) over exactly one phase.
 type window struct {
-	server  *procstat.Sampler // nil: the server's resources are not measured
+	server *procstat.Sampler // nil: the server's resources are not measured
+	// pinned is how many CPUs wsplan pinned the server to (a server it
+	// started); 0 when it did not (pid:, metrics_url:).
+	pinned  int
 	clients []*procstat.Sampler
 	// shards, when the client is a shard group, is where its shards'
 	// own costs are read (each shard measures itself: shard.Cost);
@@ -59,6 +67,9 @@ type softirqs struct {
 func (e *runner) newWindow(res resources, drv Driver) *window {
 	interval := e.plan.Defaults.Sample.D()
 	w := &window{server: res.sampler(e.o.Proc, interval)}
+	if res.how == result.ResourcesTree {
+		w.pinned = len(e.o.Layout.ServerCPUs)
+	}
 	w.clients = append(w.clients, procstat.NewSampler(e.o.Proc, os.Getpid(), interval))
 	if sc, ok := drv.(shardCoster); ok {
 		w.shards = sc
@@ -127,18 +138,27 @@ type clientCost struct {
 	remote bool
 }
 
-// stop ends the window and returns the server's summary (nil when it is
-// not measured) and the client's, summed over its processes (CPU average
-// and seconds, peak memory) with each shard's own figures.
-func (w *window) stop() (server *procstat.Summary, cc clientCost, si softirqs) {
+// serverCost is the server's CPU and memory over a window: sum is nil when
+// they are not measured; pinned is how many CPUs wsplan pinned it to (0:
+// not known, a server wsplan did not start).
+type serverCost struct {
+	sum    *procstat.Summary
+	pinned int
+}
+
+// stop ends the window and returns the server's summary and the client's,
+// summed over its processes (CPU average and seconds, peak memory) with
+// each shard's own figures.
+func (w *window) stop() (sc serverCost, cc clientCost, si softirqs) {
 	if w.srvCPUs != nil {
 		if srv, cli, ok := w.softirq(); ok {
 			si = softirqs{ok: true, server: srv - w.srv0, client: cli - w.cli0}
 		}
 	}
+	sc.pinned = w.pinned
 	if w.server != nil {
 		sv := w.server.Stop()
-		server = &sv
+		sc.sum = &sv
 	}
 	for _, s := range w.clients {
 		x := s.Stop()
@@ -154,7 +174,7 @@ func (w *window) stop() (server *procstat.Summary, cc clientCost, si softirqs) {
 			cc.sum.MemMax += c.MemMax
 		}
 	}
-	return server, cc, si
+	return sc, cc, si
 }
 
 // WrapperIdleShare is the share of a server tree's CPU time below which
@@ -172,20 +192,21 @@ func wrapperWarning(sv procstat.Summary) string {
 }
 
 // windowMetrics writes the metrics every phase reports (metrics.Common),
-// and the kind's efficiency figures when eff is set, into m. sv is nil
+// and the kind's efficiency figures when eff is set, into m. sc.sum is nil
 // when the server's resources are not measured: then its metrics
 // (metrics.ServerResource) are left out. usable is how many cores the
 // client can keep busy on this host. The client is bound when its
 // processes on this host saturate their usable cores, or when any shard
 // saturates its own (a remote shard's cores are its host's), counting the
 // time it waited for a CPU (a shard on a busy CPU wanted what it did not
-// get). It returns a
-// warning when the client was bound or close to it, naming the shards
+// get); the server is bound when it was not and the server's processes
+// used ServerBoundThreshold of the CPUs wsplan pinned them to. It returns
+// a warning when the client was bound or close to it, naming the shards
 // that were, else "".
-func windowMetrics(m metrics.Values, svp *procstat.Summary, cc clientCost, si softirqs, l Layout, usable int, eff *scenarios.Efficiency) (warning string) {
+func windowMetrics(m metrics.Values, sc serverCost, cc clientCost, si softirqs, l Layout, usable int, eff *scenarios.Efficiency) (warning string) {
 	var sv procstat.Summary
-	if svp != nil {
-		sv = *svp
+	if sc.sum != nil {
+		sv = *sc.sum
 		m[metrics.CPUMin], m[metrics.CPUAvg], m[metrics.CPUMax] = sv.CPUMin, sv.CPUAvg, sv.CPUMax
 		m[metrics.MemMin], m[metrics.MemAvg], m[metrics.MemMax] = sv.MemMin, sv.MemAvg, sv.MemMax
 		m[metrics.ServerCPUSecs] = sv.CPUSeconds
@@ -197,7 +218,27 @@ func windowMetrics(m metrics.Values, svp *procstat.Summary, cc clientCost, si so
 	m[metrics.ClientMemMax] = cv.MemMax
 	m[metrics.ClientCPUs] = int64(len(l.ClientCPUs))
 	serverShare := sv.CPUAvg / (100 * float64(max(1, len(l.ServerCPUs))))
-	var bound, near []string
+	bound, near := clientLoad(cc, usable, serverShare)
+	m[metrics.ClientBound] = len(bound) > 0
+	m[metrics.ServerCPUs] = int64(sc.pinned)
+	m[metrics.ServerBound] = len(bound) == 0 && serverBound(sc)
+	if eff != nil {
+		efficiency(m, *eff, sc.sum, cv, si)
+	}
+	switch {
+	case len(bound) > 0:
+		return fmt.Sprintf("client-bound: %s, server %.0f%%; this row measures the client", strings.Join(bound, ", "), sv.CPUAvg)
+	case len(near) > 0:
+		return fmt.Sprintf("%s (server %.0f%%): close to measuring itself", strings.Join(near, ", "), sv.CPUAvg)
+	}
+	return ""
+}
+
+// clientLoad says which client processes were bound (clientBound) and
+// which close to it (ClientNearThreshold): this host's processes against
+// their usable cores, each shard against its own.
+func clientLoad(cc clientCost, usable int, serverShare float64) (bound, near []string) {
+	cv := cc.sum
 	if !cc.remote {
 		share := cv.CPUAvg / (100 * float64(usable))
 		if clientBound(share, serverShare) {
@@ -219,17 +260,14 @@ func windowMetrics(m metrics.Values, svp *procstat.Summary, cc clientCost, si so
 			near = append(near, what)
 		}
 	}
-	m[metrics.ClientBound] = len(bound) > 0
-	if eff != nil {
-		efficiency(m, *eff, svp, cv, si)
-	}
-	switch {
-	case len(bound) > 0:
-		return fmt.Sprintf("client-bound: %s, server %.0f%%; this row measures the client", strings.Join(bound, ", "), sv.CPUAvg)
-	case len(near) > 0:
-		return fmt.Sprintf("%s (server %.0f%%): close to measuring itself", strings.Join(near, ", "), sv.CPUAvg)
-	}
-	return ""
+	return bound, near
+}
+
+// serverBound reports whether the server's processes used
+// ServerBoundThreshold of the CPUs wsplan pinned them to; false when it
+// is not measured or its cores are not known.
+func serverBound(sc serverCost) bool {
+	return sc.sum != nil && sc.pinned > 0 && sc.sum.CPUAvg >= ServerBoundThreshold*100*float64(sc.pinned)
 }
 
 // clientShards are the shards' own figures as a result carries them,

@@ -161,6 +161,8 @@ const (
 	ClientMemMax   = "client_mem_max"
 	ClientCPUs     = "client_cpus"
 	ClientBound    = "client_bound"
+	ServerBound    = "server_bound"
+	ServerCPUs     = "server_cpus"
 	ClientCPUPer1M = "client_cpu_per_1m"
 	ServerCPUPer1M = "server_cpu_per_1m"
 	// The per-1M figures with loopback delivery moved to its receiver
@@ -254,9 +256,9 @@ func ServerResource(name string, eer ...string) bool {
 }
 
 // Common are the metrics every phase reports: the server's and the client's
-// CPU and memory over exactly the phase window, and whether the client was
-// saturated. The server's (ServerResource) are absent when its resources
-// cannot be read.
+// CPU and memory over exactly the phase window, and which side set the
+// pace: the client (client_bound) or the server (server_bound). The
+// server's (ServerResource) are absent when its resources cannot be read.
 var Common = []Def{
 	{CPUMin, Percent, "server CPU, lowest sample, percent of one core"},
 	{CPUAvg, Percent, "server CPU over the phase window, percent of one core"},
@@ -271,6 +273,8 @@ var Common = []Def{
 	{ClientCPUs, Count, "CPUs the client may run on"},
 	{ServerProcs, Count, "server processes measured at once, most of the window: the started process (or pid:) and its descendants; 1 with metrics_url:"},
 	{ClientBound, Bool, "true when the client's CPU was saturated (≥ 90% of its usable cores, and not below the server's share by more than 5 points): the result measures the client"},
+	{ServerCPUs, Count, "CPUs wsplan pinned the server to; 0 when it did not start the server (url:), whose cores it does not know"},
+	{ServerBound, Bool, "true when the server's processes used ≥ 90% of the CPUs wsplan pinned them to and the client was not bound: the server set the pace, the result measures it at its limit; false when its cores are not known (server_cpus 0)"},
 }
 
 // Names of the Latency metrics.

@@ -1,5 +1,26 @@
 package metrics
 
+import "time"
+
+// The shortest fits a soak's slopes are read over. The engine writes
+// every slope fitted through five readings or more (the JSON keeps them
+// all); the leak verdict and the [Soak] table go by these spans.
+const (
+	// SoakMinHourSpan is the shortest fit a per-hour slope is judged
+	// over (leak, the client's own growth warning) and shown over in the
+	// [Soak] table: seconds of a warming server's RSS, multiplied up to
+	// an hour, read as a leak of gigabytes (a 10 s rate phase, fitted
+	// over 7.5 s). The table shows no slope per hour the verdict would
+	// not judge, since a reader judges it the same way.
+	SoakMinHourSpan = 5 * time.Minute
+	// SoakMinUnitSpan is the shortest fit a slope per unit of work
+	// (scenarios.Kind.Soak.Per: churn's RSS per 100,000 cycles) is judged
+	// and shown over. Its leak threshold is large (churn: 512 MiB per
+	// 100,000 cycles) and the units accrue fast, so it needs less time
+	// than a slope per hour.
+	SoakMinUnitSpan = 30 * time.Second
+)
+
 // Names of the soak metrics: the engine writes them for a phase whose kind
 // has a constant load (scenarios.Kind.Soak), fitted over the phase's
 // resource series (result.Soak) after its settle time.
