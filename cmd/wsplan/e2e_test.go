@@ -257,6 +257,14 @@ phases:
 			if v, _ := m["client_cpu_s"].(float64); v <= 0 {
 				t.Errorf("%s echo: client_cpu_s=%v", x.Server, m["client_cpu_s"])
 			}
+			// wsplan started and pinned the server: it knows its cores,
+			// and server_bound follows from them.
+			cores, _ := m["server_cpus"].(float64)
+			cpu, _ := m["cpu_avg"].(float64)
+			sb, ok := m["server_bound"].(bool)
+			if want := cpu >= 90*cores && m["client_bound"] == false; cores < 1 || !ok || sb != want {
+				t.Errorf("%s echo: server_cpus=%v cpu_avg=%v client_bound=%v server_bound=%v, want server_bound %v", x.Server, m["server_cpus"], cpu, m["client_bound"], m["server_bound"], want)
+			}
 		}
 	}
 	if len(seen) != 8 {
