@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -126,25 +125,14 @@ func ParseCPUList(s string) ([]int, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, fmt.Errorf("empty CPU list: want e.g. 0, 0-3 or 0,2-3")
 	}
+	rs, err := parseList(s, "CPU list", cpuNumber)
+	if err != nil {
+		return nil, err
+	}
 	seen := map[int]bool{}
 	var out []int
-	for _, item := range strings.Split(s, ",") {
-		item = strings.TrimSpace(item)
-		lo, hi, isRange := strings.Cut(item, "-")
-		first, err := cpuNumber(lo, s)
-		if err != nil {
-			return nil, err
-		}
-		last := first
-		if isRange {
-			if last, err = cpuNumber(hi, s); err != nil {
-				return nil, err
-			}
-			if last < first {
-				return nil, fmt.Errorf("bad CPU list %q: range %s goes down", s, item)
-			}
-		}
-		for c := first; c <= last; c++ {
+	for _, r := range rs {
+		for c := r.Lo; c <= r.Hi; c++ {
 			if seen[c] {
 				return nil, fmt.Errorf("bad CPU list %q: CPU %d is listed twice", s, c)
 			}
@@ -170,22 +158,4 @@ func cpuNumber(t, list string) (int, error) {
 
 // FormatCPUList writes CPUs the kernel's way: "0-3,6". The input is sorted
 // and deduplicated first.
-func FormatCPUList(cpus []int) string {
-	cpus = slices.Compact(slices.Sorted(slices.Values(cpus)))
-	var b strings.Builder
-	for i := 0; i < len(cpus); {
-		j := i
-		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(cpus[i]))
-		if j > i {
-			b.WriteString("-" + strconv.Itoa(cpus[j]))
-		}
-		i = j + 1
-	}
-	return b.String()
-}
+func FormatCPUList(cpus []int) string { return RangesOf(cpus...).String() }

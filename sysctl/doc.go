@@ -16,6 +16,10 @@
 //	run       → servers and client start (children inherit limits and affinity)
 //	restore   → Restore(fs, saved) on every exit path
 //
+// Ranges is the kernel's list syntax ("8080,9000-9999") of CPU lists and
+// of net.ipv4.ip_local_reserved_ports, which the engine merges the servers'
+// ports into under --tune.
+//
 // Everything here returns values and errors; nothing prints. Preflight is a
 // pure function of its inputs, and FS reads and writes under a configurable
 // root, so tests work on a temporary directory instead of the host.

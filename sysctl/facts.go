@@ -19,8 +19,8 @@ const DefaultProcRoot = "/proc"
 // ReadHostFacts reads what Preflight needs to know about the host: the
 // RLIMIT_NOFILE hard limit and CPU affinity of this process (procRoot/self/limits,
 // procRoot/self/status), MemAvailable (procRoot/meminfo), and the sysctls
-// net.ipv4.ip_local_port_range, fs.file-max, fs.nr_open and
-// net.core.somaxconn through fs. Call it after RaiseNoFile/SetNoFile so the
+// net.ipv4.ip_local_port_range, net.ipv4.ip_local_reserved_ports,
+// fs.file-max, fs.nr_open and net.core.somaxconn through fs. Call it after RaiseNoFile/SetNoFile so the
 // limits are the ones children will inherit.
 //
 // It reads everything it can: a fact that cannot be read stays zero (so
@@ -58,12 +58,19 @@ func ReadHostFacts(fs FS, procRoot string) (HostFacts, error) {
 		h.MemAvailable = n
 	}
 
-	if v, err := fs.Get("net.ipv4.ip_local_port_range"); err != nil {
+	if v, err := fs.Get(PortRangeKey); err != nil {
 		errs = append(errs, err)
-	} else if lo, hi, err := parsePortRange(v); err != nil {
-		fail("net.ipv4.ip_local_port_range", err)
+	} else if lo, hi, err := ParsePortRange(v); err != nil {
+		fail(PortRangeKey, err)
 	} else {
 		h.PortRangeLow, h.PortRangeHigh = lo, hi
+	}
+	if v, err := fs.Get(ReservedPortsKey); err != nil {
+		errs = append(errs, err)
+	} else if r, err := ParsePortList(v); err != nil {
+		fail(ReservedPortsKey, err)
+	} else {
+		h.ReservedPorts, h.ReservedKnown = r, true
 	}
 
 	for _, s := range []struct {
@@ -166,8 +173,9 @@ func parseMemAvailable(b []byte) (int64, error) {
 	return 0, errors.New("no MemAvailable line (kernel older than 3.14?)")
 }
 
-// parsePortRange parses "32768	60999".
-func parsePortRange(v string) (lo, hi int, err error) {
+// ParsePortRange parses net.ipv4.ip_local_port_range, "32768	60999": the
+// first and last port the kernel picks ephemeral ports from.
+func ParsePortRange(v string) (lo, hi int, err error) {
 	f := strings.Fields(v)
 	if len(f) != 2 {
 		return 0, 0, fmt.Errorf("want two ports, got %q", v)
@@ -188,9 +196,14 @@ func parsePortRange(v string) (lo, hi int, err error) {
 // applied (what preflight judges under --tune). Values that do not parse
 // leave the read fact as it was; Apply reports them.
 func (h HostFacts) Assume(want map[string]string) HostFacts {
-	if v, ok := want["net.ipv4.ip_local_port_range"]; ok {
-		if lo, hi, err := parsePortRange(v); err == nil {
+	if v, ok := want[PortRangeKey]; ok {
+		if lo, hi, err := ParsePortRange(v); err == nil {
 			h.PortRangeLow, h.PortRangeHigh = lo, hi
+		}
+	}
+	if v, ok := want[ReservedPortsKey]; ok {
+		if r, err := ParsePortList(v); err == nil {
+			h.ReservedPorts, h.ReservedKnown = r, true
 		}
 	}
 	for key, dst := range map[string]*int64{"fs.file-max": &h.FileMax, "fs.nr_open": &h.NrOpen} {

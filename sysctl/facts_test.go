@@ -23,6 +23,8 @@ func TestReadHostFacts(t *testing.T) {
 		FileMax:       2466112,
 		NrOpen:        1048576,
 		Somaxconn:     4096,
+		ReservedPorts: Ranges{{8080, 8080}},
+		ReservedKnown: true,
 	}
 	if !reflect.DeepEqual(h, want) {
 		t.Errorf("ReadHostFacts =\n%+v\nwant\n%+v", h, want)
@@ -36,9 +38,10 @@ func TestReadHostFactsPartial(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := newRoot(t, map[string]string{
-		"net.ipv4.ip_local_port_range": "60999 32768\n",
-		"fs.file-max":                  "9223372036854775807\n",
-		"net.core.somaxconn":           "lots\n",
+		"net.ipv4.ip_local_port_range":     "60999 32768\n",
+		"fs.file-max":                      "9223372036854775807\n",
+		"net.core.somaxconn":               "lots\n",
+		"net.ipv4.ip_local_reserved_ports": "9000-8000\n",
 	}, nil)
 	h, err := ReadHostFacts(f, proc)
 	want := HostFacts{MemAvailable: 7 * 1024, FileMax: math.MaxInt64}
@@ -52,6 +55,7 @@ func TestReadHostFactsPartial(t *testing.T) {
 		"RLIMIT_NOFILE: open " + proc + "/self/limits: no such file or directory",
 		"online CPUs: open " + proc + "/self/status: no such file or directory",
 		`net.ipv4.ip_local_port_range: bad range "60999 32768"`,
+		`net.ipv4.ip_local_reserved_ports: bad port list "9000-8000": range 9000-8000 goes down`,
 		"sysctl fs.nr_open: no such sysctl: no such file or directory",
 		`sysctl net.core.somaxconn: not an integer: "lots"`,
 	}
@@ -75,7 +79,7 @@ func TestReadHostFactsHere(t *testing.T) {
 	if !reflect.DeepEqual(h.OnlineCPUs, OnlineCPUs()) {
 		t.Errorf("OnlineCPUs = %v, sched_getaffinity says %v", h.OnlineCPUs, OnlineCPUs())
 	}
-	if h.PortRangeLow == 0 || h.MemAvailable == 0 || h.FileMax == 0 || h.NrOpen == 0 || h.Somaxconn == 0 {
+	if h.PortRangeLow == 0 || h.MemAvailable == 0 || h.FileMax == 0 || h.NrOpen == 0 || h.Somaxconn == 0 || !h.ReservedKnown {
 		t.Errorf("missing facts: %+v", h)
 	}
 }
@@ -117,7 +121,7 @@ func TestParsePortRange(t *testing.T) {
 		{in: "1024 65536", err: `bad range "1024 65536"`},
 		{in: "a 2", err: `bad port "a"`},
 	} {
-		lo, hi, err := parsePortRange(tc.in)
+		lo, hi, err := ParsePortRange(tc.in)
 		if tc.err != "" {
 			if err == nil || err.Error() != tc.err {
 				t.Errorf("%q: err = %v, want %s", tc.in, err, tc.err)
@@ -142,12 +146,14 @@ func TestParseMemAvailable(t *testing.T) {
 func TestAssume(t *testing.T) {
 	h := HostFacts{PortRangeLow: 32768, PortRangeHigh: 60999, FileMax: 100, NrOpen: 200, Somaxconn: 4096, NoFileHard: 20000}
 	got := h.Assume(map[string]string{
-		"net.ipv4.ip_local_port_range": "1024\t65535",
-		"fs.nr_open":                   "2097152",
-		"net.core.somaxconn":           "bad",
-		"net.ipv4.tcp_tw_reuse":        "1",
+		"net.ipv4.ip_local_port_range":     "1024\t65535",
+		"fs.nr_open":                       "2097152",
+		"net.core.somaxconn":               "bad",
+		"net.ipv4.tcp_tw_reuse":            "1",
+		"net.ipv4.ip_local_reserved_ports": "9000-9009,8080",
 	})
-	want := HostFacts{PortRangeLow: 1024, PortRangeHigh: 65535, FileMax: 100, NrOpen: 2097152, Somaxconn: 4096, NoFileHard: 20000}
+	want := HostFacts{PortRangeLow: 1024, PortRangeHigh: 65535, FileMax: 100, NrOpen: 2097152, Somaxconn: 4096, NoFileHard: 20000,
+		ReservedPorts: Ranges{{8080, 8080}, {9000, 9009}}, ReservedKnown: true}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Assume = %+v, want %+v", got, want)
 	}

@@ -228,7 +228,7 @@ func TestProcSysRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := parsePortRange(v); err != nil {
+	if _, _, err := ParsePortRange(v); err != nil {
 		t.Errorf("ip_local_port_range %q: %v", v, err)
 	}
 }

@@ -54,6 +54,9 @@ type Needs struct {
 	// ServerCPUs and ClientCPUs are the CPUs the plan pins servers and the
 	// client to.
 	ServerCPUs, ClientCPUs []int
+	// ServerPorts are the ports the servers wsplan starts listen on; they
+	// should be out of the client's ephemeral port range.
+	ServerPorts Ranges
 }
 
 // ClientNeed is what one client process needs.
@@ -73,6 +76,8 @@ type HostFacts struct {
 	FileMax                     int64  // fs.file-max: file descriptors system-wide
 	NrOpen                      int64  // fs.nr_open: the most RLIMIT_NOFILE can be raised to
 	Somaxconn                   int    // net.core.somaxconn: accept queue cap per listening socket
+	ReservedPorts               Ranges // net.ipv4.ip_local_reserved_ports: ports never picked as ephemeral ones
+	ReservedKnown               bool   // ReservedPorts was read (it may be empty); false = unknown
 }
 
 // Finding is one shortfall Preflight found: what is short, by how much, and
@@ -100,9 +105,9 @@ func FatalError(findings []Finding) error {
 
 // Preflight checks what the plan needs against what the host offers and
 // returns one Finding per shortfall, in this order: server file descriptors,
-// client file descriptors, fs.nr_open, fs.file-max, ephemeral ports, memory,
-// CPUs, net.core.somaxconn. No findings means the plan fits. It is a pure
-// function.
+// client file descriptors, fs.nr_open, fs.file-max, ephemeral ports, server
+// ports in the ephemeral range, memory, CPUs, net.core.somaxconn. No
+// findings means the plan fits. It is a pure function.
 //
 // The ephemeral port check assumes the client lets the kernel pick the local
 // port per destination (connect without bind, or bind with
@@ -114,6 +119,7 @@ func Preflight(in Needs, host HostFacts) []Finding {
 	out = append(out, checkFDs(in, host)...)
 	out = append(out, checkFileMax(in, host)...)
 	out = append(out, checkPorts(in, host)...)
+	out = append(out, checkReserved(in, host)...)
 	out = append(out, checkMemory(in, host)...)
 	out = append(out, checkCPUs(in, host)...)
 	out = append(out, checkSomaxconn(in, host)...)
@@ -247,6 +253,30 @@ func checkPorts(in Needs, host HostFacts) []Finding {
 		What: fmt.Sprintf("%d connections from %s to %d %s need %d local ports per (source, target) pair, net.ipv4.ip_local_port_range \"%d %d\" has %d",
 			load[worst], from, targets, plural(targets, "target"), perPair, lo, hi, size),
 		Fix: fix,
+	}}
+}
+
+// checkReserved warns when the client's ephemeral range covers server ports
+// that nothing reserves: the kernel may then give one of them to a client
+// socket (or keep it in TIME_WAIT), and the next server cannot bind it.
+func checkReserved(in Needs, host HostFacts) []Finding {
+	lo, hi := host.PortRangeLow, host.PortRangeHigh
+	if lo <= 0 || hi < lo || !host.ReservedKnown {
+		return nil
+	}
+	open := in.ServerPorts.Within(lo, hi).Minus(host.ReservedPorts)
+	if len(open) == 0 {
+		return nil
+	}
+	n, them := int64(open.Len()), "them"
+	if n == 1 {
+		them = "it"
+	}
+	return []Finding{{
+		What: fmt.Sprintf("%s \"%d %d\" (the client's ephemeral ports) covers server %s %s, and %s does not reserve %s: a client socket holding one, even in TIME_WAIT, keeps the next server from binding it",
+			PortRangeKey, lo, hi, plural(n, "port"), open, ReservedPortsKey, them),
+		Fix: fmt.Sprintf("run with --tune (wsplan reserves %s for the run and restores the list afterwards), or reserve %s yourself: sysctl -w %s=%s",
+			them, them, ReservedPortsKey, host.ReservedPorts.Union(open)),
 	}}
 }
 

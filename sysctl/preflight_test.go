@@ -112,6 +112,43 @@ func TestPreflight(t *testing.T) {
 			},
 		},
 		{
+			name: "server ports outside the ephemeral range",
+			in:   Needs{ServerPorts: Ranges{{9000, 9002}}},
+			host: with(thisHost, func(h *HostFacts) { h.ReservedKnown = true }),
+		},
+		{
+			name: "server ports in the ephemeral range, nothing reserved",
+			in:   Needs{ServerPorts: Ranges{{9000, 9002}, {9010, 9010}}},
+			host: with(thisHost, func(h *HostFacts) { h.PortRangeLow, h.PortRangeHigh, h.ReservedKnown = 1024, 65535, true }),
+			want: []string{
+				`warn net.ipv4.ip_local_port_range "1024 65535" (the client's ephemeral ports) covers server ports 9000-9002,9010, and net.ipv4.ip_local_reserved_ports does not reserve them: a client socket holding one, even in TIME_WAIT, keeps the next server from binding it` +
+					`: run with --tune (wsplan reserves them for the run and restores the list afterwards), or reserve them yourself: sysctl -w net.ipv4.ip_local_reserved_ports=9000-9002,9010`,
+			},
+		},
+		{
+			name: "one server port in the range, another reservation kept in the fix",
+			in:   Needs{ServerPorts: Ranges{{9000, 9001}}},
+			host: with(thisHost, func(h *HostFacts) {
+				h.PortRangeLow, h.PortRangeHigh, h.ReservedKnown, h.ReservedPorts = 9001, 60999, true, Ranges{{8080, 8080}}
+			}),
+			want: []string{
+				`warn net.ipv4.ip_local_port_range "9001 60999" (the client's ephemeral ports) covers server port 9001, and net.ipv4.ip_local_reserved_ports does not reserve it: a client socket holding one, even in TIME_WAIT, keeps the next server from binding it` +
+					`: run with --tune (wsplan reserves it for the run and restores the list afterwards), or reserve it yourself: sysctl -w net.ipv4.ip_local_reserved_ports=8080,9001`,
+			},
+		},
+		{
+			name: "server ports in the range and reserved",
+			in:   Needs{ServerPorts: Ranges{{9000, 9002}}},
+			host: with(thisHost, func(h *HostFacts) {
+				h.PortRangeLow, h.PortRangeHigh, h.ReservedKnown, h.ReservedPorts = 1024, 65535, true, Ranges{{8080, 8080}, {9000, 9999}}
+			}),
+		},
+		{
+			name: "reserved ports unknown: not checked",
+			in:   Needs{ServerPorts: Ranges{{9000, 9002}}},
+			host: with(thisHost, func(h *HostFacts) { h.PortRangeLow, h.PortRangeHigh = 1024, 65535 }),
+		},
+		{
 			name: "memory over MemAvailable",
 			in:   Needs{Conns: 1_000_000, ConnsVar: "conns", MemPerConnServer: 20 << 10, MemPerConnClient: 8 << 10},
 			host: thisHost,

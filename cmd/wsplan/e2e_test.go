@@ -308,6 +308,12 @@ func TestInterruptRestoresHost(t *testing.T) {
 	if err := os.WriteFile(key, before, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The servers' ports (gws 9000, gorilla 9001) fall in the widened range:
+	// --tune reserves them beside the host's own reservation.
+	reserved := filepath.Join(root, "net", "ipv4", "ip_local_reserved_ports")
+	if err := os.WriteFile(reserved, []byte("8080\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv(EnvProcSysRoot, root) // inherited by the wsplan child
 	const hostKey = "/proc/sys/net/ipv4/ip_local_port_range"
 	hostBefore, _ := os.ReadFile(hostKey)
@@ -321,6 +327,9 @@ func TestInterruptRestoresHost(t *testing.T) {
 	now, _ := os.ReadFile(key)
 	if got := strings.Join(strings.Fields(string(now)), " "); got != want {
 		t.Errorf("during the run %s = %q, want %q", key, got, want)
+	}
+	if b, _ := os.ReadFile(reserved); string(b) != "8080,9000-9001\n" {
+		t.Errorf("reserved ports during the run: %q, want 8080,9000-9001", b)
 	}
 	if hostNow, _ := os.ReadFile(hostKey); string(hostNow) != string(hostBefore) {
 		t.Errorf("the host's %s changed to %q (was %q)", hostKey, hostNow, hostBefore)
@@ -339,8 +348,18 @@ func TestInterruptRestoresHost(t *testing.T) {
 	if b, _ := os.ReadFile(poll); string(b) != "0\n" {
 		t.Errorf("poll window after the run: %q, want 0", b)
 	}
-	if e := r.stderrText(); !strings.Contains(e, `restored /sys/module/haltpoll/parameters/guest_halt_poll_ns = "0"`) {
-		t.Errorf("stderr does not say the poll window was restored:\n%s", e)
+	if b, _ := os.ReadFile(reserved); string(b) != "8080\n" {
+		t.Errorf("reserved ports after the run: %q, want 8080", b)
+	}
+	e := r.stderrText()
+	for _, want := range []string{
+		`restored /sys/module/haltpoll/parameters/guest_halt_poll_ns = "0"`,
+		`tune: net.ipv4.ip_local_reserved_ports = "8080,9000-9001" (was "8080"; saved in logs/sysctl-saved.json): adds the servers' ports 9000-9001: keeps the servers' ports out of the client's port range`,
+		`restored net.ipv4.ip_local_reserved_ports = "8080"`,
+	} {
+		if !strings.Contains(e, want) {
+			t.Errorf("stderr does not say %s:\n%s", want, e)
+		}
 	}
 	out := r.stdout.String()
 	if !strings.Contains(out, "[BenchEcho] Report") || !strings.Contains(out, "interrupted") {

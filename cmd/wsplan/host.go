@@ -51,10 +51,18 @@ func preflight(p *plan.Plan, tune bool, w io.Writer) (engine.Layout, error) {
 	return c.Layout, err
 }
 
-// printTuned says what `run --tune` changed and where the old values are.
+// printTuned says what `run --tune` (and `tune --apply`) changed, why when
+// the plan did not ask for it, and where the old values are.
 func printTuned(w io.Writer, t *engine.Tuning) {
+	for _, s := range t.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", s)
+	}
 	for _, c := range t.Changes() {
-		fmt.Fprintf(w, "tune: %s = %q (was %q; saved in %s)\n", c.Name, c.Want, c.Was, t.File)
+		why := ""
+		if c.Why != "" {
+			why = ": " + c.Why
+		}
+		fmt.Fprintf(w, "tune: %s = %q (was %q; saved in %s)%s\n", c.Name, c.Want, c.Was, t.File, why)
 	}
 }
 

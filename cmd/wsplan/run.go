@@ -126,7 +126,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd.Flags().IntVar(&f.count, "count", 0, "run every server's phases N times, each on a fresh server, servers interleaved; tables show medians (default: the plan's repeat:, 1)")
 	cmd.Flags().StringVar(&f.out, "out", "", "directory for server logs (default wsplan-out/<plan>-<time>)")
 	cmd.Flags().StringVar(&f.format, "format", "md", "table format: md or ascii")
-	cmd.Flags().BoolVar(&f.tune, "tune", false, "apply host.sysctl for the run and restore it afterwards (saved in the --out dir)")
+	cmd.Flags().BoolVar(&f.tune, "tune", false, "apply host.sysctl for the run, reserving the servers' ports in the client's port range, and restore it afterwards (saved in the --out dir)")
 	cmd.Flags().StringVar(&f.progress, "progress", "auto", "live progress line on stderr: auto (when a terminal), on, off")
 	return cmd
 }
@@ -158,7 +158,7 @@ func runPlan(parent context.Context, path string, f *runFlags, stdout, stderr io
 		out = filepath.Join("wsplan-out", p.Name+"-"+time.Now().Format("20060102-150405"))
 	}
 	if f.tune {
-		t, err := engine.Tune(sysctlFS(), sysFS(), p, filepath.Join(out, engine.SavedSysctlFile))
+		t, err := engine.Tune(sysctlFS(), sysFS(), in.plans, filepath.Join(out, engine.SavedSysctlFile))
 		if err != nil {
 			return err
 		}

@@ -46,27 +46,32 @@ func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
 			if len(args) != 1 || check == apply {
 				return usageErr(errors.New("want: tune PLAN --check, tune PLAN --apply, or tune --restore FILE"))
 			}
-			p, err := f.load(args[0])
+			plans, err := f.loadMatrix(args[0])
 			if err != nil {
 				return err
 			}
-			wantSys, warning := engine.HostSys(sysctl.ReadIdle(sys), p)
+			wantSys, warning := engine.HostSys(sysctl.ReadIdle(sys), plans[0])
 			if warning != "" {
 				fmt.Fprintf(stderr, "warning: %s\n", warning)
 			}
-			rows := engine.HostRows(fs, sys, p.Host.Sysctl, wantSys)
+			host := engine.TuneSysctls(fs, plans)
+			rows := engine.HostRows(fs, sys, host.Sysctl, wantSys)
 			if err := report.Sysctl(stdout, rows, "md"); err != nil {
 				return err
 			}
 			if check {
+				if host.Warning != "" {
+					fmt.Fprintf(stderr, "warning: %s\n", host.Warning)
+				}
 				return nil
 			}
-			t, err := engine.Tune(fs, sys, p, save)
+			t, err := engine.Tune(fs, sys, plans, save)
 			if err != nil {
 				return err
 			}
+			printTuned(stderr, t)
 			if t.File == "" {
-				fmt.Fprintln(stderr, "nothing to apply: the plan has no host.sysctl, and no host.idle_poll this host can take")
+				fmt.Fprintln(stderr, "nothing to apply: the plan has no host.sysctl, no server port to reserve, and no host.idle_poll this host can take")
 				return nil
 			}
 			fmt.Fprintf(stderr, "applied; previous values saved in %s: undo with `wsplan tune --restore %s`\n", save, save)

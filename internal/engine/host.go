@@ -78,6 +78,7 @@ func Needs(p *plan.Plan, l Layout, hard uint64) sysctl.Needs {
 		MemPerConnClient:   MemPerConnClient,
 		ServerCPUs:         l.ServerCPUs,
 		ClientCPUs:         l.ClientCPUs,
+		ServerPorts:        ServerPorts(p),
 	}
 	if _, ok := p.Vars["conns"]; ok {
 		n.ConnsVar = "conns"
@@ -89,8 +90,9 @@ func Needs(p *plan.Plan, l Layout, hard uint64) sysctl.Needs {
 	}
 	if len(p.Client.Remote) > 0 || p.Client.Kubernetes != nil {
 		// The client runs elsewhere: remotePreflight checks the shards'
-		// hosts (Kubernetes pods once they exist, before the run).
-		n.MemPerConnClient = 0
+		// hosts (Kubernetes pods once they exist, before the run), and
+		// its ephemeral ports are theirs.
+		n.MemPerConnClient, n.ServerPorts = 0, nil
 		if allExternal(p) { // and the servers too: nothing runs here
 			n.ServerFDs, n.MemPerConnServer, n.ConnectConcurrency = 0, 0, 0
 		}
@@ -206,16 +208,20 @@ func HostFacts(fs procstat.FS, sys sysctl.FS, p *plan.Plan, l Layout) result.Hos
 	}
 	sfs := sysctl.FS{Root: filepath.Join(fs.Root, "sys")}
 	for _, k := range keys {
-		if v, err := sfs.Get(k); err == nil {
+		// An empty value (no reserved ports) is left out: the header would
+		// print "key = " and nothing.
+		if v, err := sfs.Get(k); err == nil && v != "" {
 			h.Sysctl[k] = strings.Join(strings.Fields(v), " ")
 		}
 	}
 	return h
 }
 
-// ReportedSysctls are recorded with every run: they bound what a run can do.
+// ReportedSysctls are recorded with every run (when set): they bound what a
+// run can do.
 var ReportedSysctls = []string{
-	"net.ipv4.ip_local_port_range",
+	sysctl.PortRangeKey,
+	sysctl.ReservedPortsKey, // what --tune reserved for the servers' ports
 	"net.core.somaxconn",
 	"net.ipv4.tcp_max_syn_backlog",
 	"net.ipv4.tcp_tw_reuse",

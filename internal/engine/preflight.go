@@ -119,12 +119,13 @@ func HostRows(fs, sys sysctl.FS, want, wantSys map[string]string) []sysctl.Row {
 	return rows
 }
 
-// readFacts reads the host and, when tune is set, assumes the plan's
-// sysctls applied, so preflight judges the host as the run will see it.
+// readFacts reads the host and, when tune is set, assumes what Tune will
+// write applied (the plan's sysctls and the reserved server ports), so
+// preflight judges the host as the run will see it.
 func readFacts(fs sysctl.FS, p *plan.Plan, tune bool) (sysctl.HostFacts, error) {
 	h, err := sysctl.ReadHostFacts(fs, "")
 	if tune {
-		h = h.Assume(p.Host.Sysctl)
+		h = h.Assume(TuneSysctls(fs, []*plan.Plan{p}).Sysctl)
 	}
 	return h, err
 }

@@ -102,11 +102,11 @@ func TestTune(t *testing.T) {
 	p.File = "p.yaml"
 	p.Host.Sysctl = map[string]string{"net.core.somaxconn": "4096", "net.ipv4.ip_local_port_range": "1024 65535"}
 	dir := filepath.Join(t.TempDir(), "out")
-	tu, err := Tune(fs, noSys, p, filepath.Join(dir, SavedSysctlFile))
+	tu, err := Tune(fs, noSys, []*plan.Plan{p}, filepath.Join(dir, SavedSysctlFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := tu.Changes(); !reflect.DeepEqual(got, []Change{{"net.core.somaxconn", "4096", "128"}}) {
+	if got := tu.Changes(); !reflect.DeepEqual(got, []Change{{"net.core.somaxconn", "4096", "128", ""}}) {
 		t.Errorf("changed %v, want only somaxconn (the port range already matched)", got)
 	}
 	if v, _ := fs.Get("net.core.somaxconn"); v != "4096" {
@@ -126,7 +126,7 @@ func TestTune(t *testing.T) {
 	// No host.sysctl: nothing written, nothing saved.
 	p.Host.Sysctl = nil
 	dir = filepath.Join(t.TempDir(), "none")
-	if tu, err = Tune(fs, noSys, p, filepath.Join(dir, SavedSysctlFile)); err != nil || len(tu.Changes()) != 0 || tu.Restore() != nil {
+	if tu, err = Tune(fs, noSys, []*plan.Plan{p}, filepath.Join(dir, SavedSysctlFile)); err != nil || len(tu.Changes()) != 0 || tu.Restore() != nil {
 		t.Errorf("no sysctl: %+v, %v", tu, err)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
@@ -136,7 +136,7 @@ func TestTune(t *testing.T) {
 	// A key that cannot be read: nothing changes, and the error stops the
 	// run before anything starts.
 	p.Host.Sysctl = map[string]string{"net.core.somaxconn": "4096", "net.core.wsplan_nope": "1"}
-	if _, err := Tune(fs, noSys, p, filepath.Join(t.TempDir(), SavedSysctlFile)); !errors.Is(err, ErrPreflight) {
+	if _, err := Tune(fs, noSys, []*plan.Plan{p}, filepath.Join(t.TempDir(), SavedSysctlFile)); !errors.Is(err, ErrPreflight) {
 		t.Errorf("unreadable key: %v", err)
 	}
 	if v, _ := fs.Get("net.core.somaxconn"); v != "128" {
@@ -173,11 +173,11 @@ func TestIdlePoll(t *testing.T) {
 	}
 
 	file := filepath.Join(t.TempDir(), SavedSysctlFile)
-	tu, err := Tune(fs, sys, p, file)
+	tu, err := Tune(fs, sys, []*plan.Plan{p}, file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Change{{"net.core.somaxconn", "4096", "128"}, {"/sys/" + sysctl.HaltPollKey, "200000", "0"}}
+	want := []Change{{"net.core.somaxconn", "4096", "128", ""}, {"/sys/" + sysctl.HaltPollKey, "200000", "0", ""}}
 	if got := tu.Changes(); !reflect.DeepEqual(got, want) {
 		t.Errorf("changes %v, want %v", got, want)
 	}
@@ -202,7 +202,7 @@ func TestIdlePoll(t *testing.T) {
 	if w := idleWarnings(c.Warnings); err != nil || len(w) != 1 || !strings.Contains(w[0], `host.idle_poll 200µs is not applied: the cpuidle driver is not haltpoll, so idle polling cannot be set here (this host's is "intel_idle")`) {
 		t.Errorf("intel_idle host: %q, %v", idleWarnings(c.Warnings), err)
 	}
-	if tu, err = Tune(fs, other, p, filepath.Join(t.TempDir(), SavedSysctlFile)); err != nil || len(tu.Changes()) != 1 || tu.Restore() != nil {
+	if tu, err = Tune(fs, other, []*plan.Plan{p}, filepath.Join(t.TempDir(), SavedSysctlFile)); err != nil || len(tu.Changes()) != 1 || tu.Restore() != nil {
 		t.Errorf("intel_idle host: Tune %+v, %v", tu, err)
 	}
 }

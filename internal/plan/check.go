@@ -40,6 +40,10 @@ func (l *loader) checkHost(h *Host) {
 		}
 		if strings.TrimSpace(h.Sysctl[k]) == "" {
 			l.fieldErr(path, "has no value: write the value as `sysctl -w` takes it")
+		} else if k == sysctl.ReservedPortsKey {
+			if _, err := sysctl.ParsePortList(h.Sysctl[k]); err != nil {
+				l.fieldErr(path, "%s", err)
+			}
 		}
 	}
 	if h.NoFile < 0 {

@@ -133,10 +133,11 @@ func TestLoadBadPlans(t *testing.T) {
 		{file: "invalid-host.yaml", want: []string{
 			`4: host.sysctl["../../etc/passwd"]: bad sysctl name "../../etc/passwd": want dotted names such as net.core.somaxconn`,
 			`5: host.sysctl["net.ipv4.tcp_tw_reuse"]: has no value: write the value as ` + "`sysctl -w`" + ` takes it`,
-			`6: host.nofile: must be >= 0, got -1`,
-			`7: host.server_cpus: bad CPU list "3-1": range 3-1 goes down`,
-			`8: host.client_cpus: bad CPU list "0,x": want CPU numbers and ranges such as 0,2-3, got "x"`,
-			`9: host.idle_poll: must be between 0s and 10ms, got 20ms`,
+			`6: host.sysctl["net.ipv4.ip_local_reserved_ports"]: bad port list "9000-8000,8080": range 9000-8000 goes down`,
+			`7: host.nofile: must be >= 0, got -1`,
+			`8: host.server_cpus: bad CPU list "3-1": range 3-1 goes down`,
+			`9: host.client_cpus: bad CPU list "0,x": want CPU numbers and ranges such as 0,2-3, got "x"`,
+			`10: host.idle_poll: must be between 0s and 10ms, got 20ms`,
 		}},
 		{file: "invalid-client.yaml", want: []string{
 			`2: client.shards: want an integer or "auto", got "lots"`,
