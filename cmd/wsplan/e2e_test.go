@@ -308,8 +308,8 @@ func TestInterruptRestoresHost(t *testing.T) {
 	if err := os.WriteFile(key, before, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// The servers' ports (gws 9000, gorilla 9001) fall in the widened range:
-	// --tune reserves them beside the host's own reservation.
+	// The servers' ports fall in the widened range: --tune reserves them
+	// beside the host's own reservation.
 	reserved := filepath.Join(root, "net", "ipv4", "ip_local_reserved_ports")
 	if err := os.WriteFile(reserved, []byte("8080\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -318,7 +318,9 @@ func TestInterruptRestoresHost(t *testing.T) {
 	const hostKey = "/proc/sys/net/ipv4/ip_local_port_range"
 	hostBefore, _ := os.ReadFile(hostKey)
 	want := "1024 65535"
-	dir := writePlan(t, fmt.Sprintf(longEcho, 0, `net.ipv4.ip_local_port_range: "`+want+`"`, ", idle_poll: 300us"))
+	base := freeBasePort(t, 2)
+	ports := fmt.Sprintf("%d-%d", base, base+1) // gws, gorilla
+	dir := writePlan(t, fmt.Sprintf("defaults: {base_port: %d}\n", base)+fmt.Sprintf(longEcho, 0, `net.ipv4.ip_local_port_range: "`+want+`"`, ", idle_poll: 300us"))
 	r := startWsplan(t, dir, "run", "plan.yaml", "--tune", "--progress", "off", "--json", "r.json", "--out", "logs")
 	r.waitLine(t, `^gws: connect done`, time.Minute)
 	if b, _ := os.ReadFile(poll); string(b) != "300000\n" {
@@ -328,8 +330,8 @@ func TestInterruptRestoresHost(t *testing.T) {
 	if got := strings.Join(strings.Fields(string(now)), " "); got != want {
 		t.Errorf("during the run %s = %q, want %q", key, got, want)
 	}
-	if b, _ := os.ReadFile(reserved); string(b) != "8080,9000-9001\n" {
-		t.Errorf("reserved ports during the run: %q, want 8080,9000-9001", b)
+	if b, _ := os.ReadFile(reserved); string(b) != "8080,"+ports+"\n" {
+		t.Errorf("reserved ports during the run: %q, want 8080,%s", b, ports)
 	}
 	if hostNow, _ := os.ReadFile(hostKey); string(hostNow) != string(hostBefore) {
 		t.Errorf("the host's %s changed to %q (was %q)", hostKey, hostNow, hostBefore)
@@ -354,7 +356,7 @@ func TestInterruptRestoresHost(t *testing.T) {
 	e := r.stderrText()
 	for _, want := range []string{
 		`restored /sys/module/haltpoll/parameters/guest_halt_poll_ns = "0"`,
-		`tune: net.ipv4.ip_local_reserved_ports = "8080,9000-9001" (was "8080"; saved in logs/sysctl-saved.json): adds the servers' ports 9000-9001: keeps the servers' ports out of the client's port range`,
+		`tune: net.ipv4.ip_local_reserved_ports = "8080,` + ports + `" (was "8080"; saved in logs/sysctl-saved.json): adds the servers' ports ` + ports + `: keeps the servers' ports out of the client's port range`,
 		`restored net.ipv4.ip_local_reserved_ports = "8080"`,
 	} {
 		if !strings.Contains(e, want) {
