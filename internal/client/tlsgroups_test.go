@@ -1,0 +1,45 @@
+package client
+
+import (
+	"crypto/tls"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestTLSGroups: the client offers the key exchange groups it is given
+// and the connect result says which one each server chose; with none
+// given it offers crypto/tls's default, ML-KEM first.
+func TestTLSGroups(t *testing.T) {
+	for _, tc := range []struct {
+		groups  []string
+		version uint16
+		want    string
+	}{
+		{nil, 0, "x25519mlkem768"},
+		{[]string{"x25519"}, 0, "x25519"},
+		{[]string{"p256"}, 0, "p256"},
+		// The server chooses among the groups offered, by its own
+		// preference (Go's: x25519 before p256), at the cost of a
+		// HelloRetryRequest when the client sent no share for it.
+		{[]string{"p256", "x25519"}, 0, "x25519"},
+		{[]string{"x25519mlkem768", "p384"}, tls.VersionTLS12, "p384"}, // ML-KEM is TLS 1.3's only
+		{[]string{"p256"}, tls.VersionTLS12, "p256"},
+	} {
+		t.Run(fmt.Sprintf("%v/%#x", tc.groups, tc.version), func(t *testing.T) {
+			cfg, caFile := runCA(t, tc.version)
+			addr := serveHTTP(t, cfg, gorillaEcho(false, nil, nil))
+			c := newClient(t, Options{Targets: []string{addr}, Loops: 1, NoDelay: true, TLS: &TLSOptions{CAFile: caFile, Groups: tc.groups}})
+			cr, er := connectEcho(t, c, 4, EchoParams{Total: 40, Payload: 64, Verify: true})
+			if er.Success != 40 {
+				t.Fatalf("echo %d of 40: %v", er.Success, er.Errors)
+			}
+			if cr.TLSGroup != tc.want {
+				t.Errorf("group %q, want %q", cr.TLSGroup, tc.want)
+			}
+		})
+	}
+	if _, err := New(Options{Targets: []string{"127.0.0.1:1"}, TLS: &TLSOptions{Groups: []string{"x448"}, InsecureSkipVerify: true}}); err == nil || !strings.Contains(err.Error(), `unknown group "x448"`) {
+		t.Errorf("an unknown group: %v", err)
+	}
+}
