@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/live"
 )
 
@@ -289,7 +290,9 @@ func startHangingServer(t *testing.T) *hangingServer {
 
 // TestLiveShards: with two client shards, the orchestrator exports each
 // shard's series (label shard) and merged ones equal to their sum, and to
-// the phase's own figures once it ended.
+// the phase's own figures once it ended; the connections opened, every
+// reason of the connect failures (at 0), and the hold's open connections
+// while it runs.
 func TestLiveShards(t *testing.T) {
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freeBasePort(t, 1))
 	dir := writePlan(t, `client: {shards: 2, loops: 1}
@@ -301,16 +304,7 @@ phases:
 `)
 	r := startWsplan(t, dir, "run", "plan.yaml", "--progress", "off", "--json", "r.json", "--out", "logs", "--metrics-listen", metricsAddr)
 	r.waitLine(t, `gws: rate done`, time.Minute)
-	resp, err := http.Get("http://" + metricsAddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := parser.TextToMetricFamilies(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	mfs := scrapeUntilPhase(t, metricsAddr, "hold") // begun right after the line
 	if code := r.wait(t, time.Minute); code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, r.stderrText())
 	}
@@ -332,6 +326,27 @@ phases:
 		}
 		return merged, shards
 	}
+	merged := func(name, phase string) (vs []float64) {
+		for _, m := range mfs[name].GetMetric() {
+			labels := map[string]string{}
+			for _, lp := range m.Label {
+				labels[lp.GetName()] = lp.GetValue()
+			}
+			if labels[live.LabelPhase] == phase && labels[live.LabelShard] == "" {
+				vs = append(vs, m.GetCounter().GetValue()+m.GetGauge().GetValue())
+			}
+		}
+		return vs
+	}
+	if v := merged(live.Connects, "connect"); len(v) != 1 || v[0] != 100 {
+		t.Errorf("%s{phase=connect}: %v, want 100", live.Connects, v)
+	}
+	if v := merged(live.ConnectFailures, "connect"); len(v) != int(client.NumConnectReasons) || slices.Max(v) != 0 {
+		t.Errorf("%s{phase=connect}: %v, want every reason at 0", live.ConnectFailures, v)
+	}
+	if v := merged(live.ConnectionsOpen, "hold"); len(v) != 1 || v[0] != 100 {
+		t.Errorf("%s{phase=hold} while it runs: %v, want 100", live.ConnectionsOpen, v)
+	}
 	sent := readJSON(t, filepath.Join(dir, "r.json")).Results[1].Metrics["sent"].(float64)
 	for _, c := range []struct {
 		name  string
@@ -347,4 +362,34 @@ phases:
 			t.Errorf("%s: merged %v, shards %v; want two shards summing to the merged %v", c.name, merged, shards, c.want)
 		}
 	}
+}
+
+// scrapeUntilPhase scrapes addr's /metrics until phase has begun there
+// (2 s at most) and returns the last scrape.
+func scrapeUntilPhase(t *testing.T, addr, phase string) map[string]*dto.MetricFamily {
+	t.Helper()
+	var mfs map[string]*dto.MetricFamily
+	begun := func() bool {
+		for _, m := range mfs[live.PhaseRunning].GetMetric() {
+			for _, lp := range m.Label {
+				if lp.GetName() == live.LabelPhase && lp.GetValue() == phase {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for deadline := time.Now().Add(2 * time.Second); !begun() && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		mfs, err = parser.TextToMetricFamilies(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return mfs
 }

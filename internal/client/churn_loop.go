@@ -454,7 +454,7 @@ func (r *churnRun) progress(n int64) {
 }
 
 // flush publishes the cycles not yet published, and the live counts:
-// replacements opened and given up, pings and pongs.
+// pings and pongs (the replacements are the loop's: loopCounts).
 func (r *churnRun) flush() {
 	if r.job.pr == nil {
 		return
@@ -463,7 +463,7 @@ func (r *churnRun) flush() {
 		r.job.pr.Done.Add(r.unflushed)
 		r.unflushed = 0
 	}
-	r.job.pr.live().publish(&r.published, LiveCounts{Connects: r.d.part.Success, ConnectFailed: r.d.part.Failed, Sent: r.part.Pings, Recv: r.part.Pongs})
+	r.job.pr.live().publish(&r.published, LiveCounts{Sent: r.part.Pings, Recv: r.part.Pongs})
 }
 
 // finish implements loopRun: attempts in flight are abandoned and close

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/wsplan/wsplan/internal/testserver"
 )
 
 func TestConnect(t *testing.T) {
@@ -56,7 +58,7 @@ func TestConnect(t *testing.T) {
 }
 
 func TestConnectRefused(t *testing.T) {
-	c := newClient(t, Options{Targets: []string{closedPort(t)}, Loops: 2})
+	c := newClient(t, Options{Targets: []string{testserver.ClosedAddr(t)}, Loops: 2})
 	res, err := c.Connect(t.Context(), ConnectParams{Connections: 20, Concurrency: 5, Timeout: time.Second, Retries: 2}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +202,7 @@ func TestNewErrors(t *testing.T) {
 }
 
 func TestParamErrors(t *testing.T) {
-	c := newClient(t, Options{Targets: []string{closedPort(t)}})
+	c := newClient(t, Options{Targets: []string{testserver.ClosedAddr(t)}})
 	_, err := c.Connect(t.Context(), ConnectParams{Connections: 0, Concurrency: -1, Timeout: 0, Retries: -2}, nil)
 	want := "client: connect: connections must be > 0, got 0\nconcurrency must be > 0, got -1\ntimeout must be > 0, got 0s\nretries must be >= 0, got -2"
 	if err == nil || err.Error() != want {

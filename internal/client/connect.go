@@ -208,10 +208,9 @@ type dialRun struct {
 	baseRun
 	d         dialer
 	job       dialJob
-	started   int        // connections begun
-	unflushed int64      // finished connections not yet added to Progress
-	filling   bool       // dialFill is starting attempts: hooks must not recurse into it
-	published LiveCounts // what Live has of this loop
+	started   int   // connections begun
+	unflushed int64 // finished connections not yet added to Progress
+	filling   bool  // dialFill is starting attempts: hooks must not recurse into it
 }
 
 // dialStart begins a connect phase in this loop.
@@ -270,7 +269,6 @@ func (r *dialRun) progress(n int64) {
 	if r.job.pr != nil && r.unflushed >= progressBatch {
 		r.job.pr.Done.Add(r.unflushed)
 		r.unflushed = 0
-		r.job.pr.live().publish(&r.published, r.liveCounts())
 	}
 }
 
@@ -292,7 +290,6 @@ func (r *dialRun) tick(l *loop, now int64) {
 	if l.ph == r && r.job.pr != nil && r.unflushed > 0 {
 		r.job.pr.Done.Add(r.unflushed)
 		r.unflushed = 0
-		r.job.pr.live().publish(&r.published, r.liveCounts())
 	}
 }
 
@@ -310,7 +307,6 @@ func (r *dialRun) finish(l *loop, stopped bool, _ int64) {
 	if r.job.pr != nil && r.unflushed > 0 {
 		r.job.pr.Done.Add(r.unflushed)
 	}
-	r.job.pr.live().publish(&r.published, r.liveCounts())
 	part := r.d.result()
 	if r.job.done != nil {
 		r.job.done(l, part, stopped)
@@ -329,9 +325,4 @@ func weighted(weights []int) bool {
 		differ = differ || w != weights[0]
 	}
 	return differ
-}
-
-// liveCounts are this loop's totals so far, for Live.
-func (r *dialRun) liveCounts() LiveCounts {
-	return LiveCounts{Connects: r.d.part.Success, ConnectFailed: r.d.part.Failed}
 }

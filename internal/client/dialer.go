@@ -69,7 +69,7 @@ func (l *loop) dial(d *dialer, idx int64, tries int) {
 			return
 		}
 		if !d.failure(reason, tries) {
-			d.owner.gaveUp(l, idx, reason)
+			l.gaveUp(d, idx, reason, connectReasonOf(reason, stConnecting))
 			return
 		}
 		tries++
@@ -291,6 +291,7 @@ func (l *loop) established(c *conn, now int64) {
 	d, idx := x.dialer, x.index
 	d.removeInflight(c)
 	d.part.Success++
+	l.counts.opened.Add(1)
 	x.dialer = nil
 	c.state = stOpen
 	if x.idle() {
@@ -374,6 +375,11 @@ func (d *dialer) removeInflight(c *conn) {
 // attemptFailed closes a failed attempt and retries it if allowed, or
 // tells the owner it gave up.
 func (l *loop) attemptFailed(c *conn, reason Reason) {
+	l.attemptFailedAs(c, reason, connectReasonOf(reason, c.state))
+}
+
+// attemptFailedAs is attemptFailed with the live metrics' reason given.
+func (l *loop) attemptFailedAs(c *conn, reason Reason, why ConnectReason) {
 	x := c.ext
 	d, idx, tries := x.dialer, x.index, x.tries
 	d.removeInflight(c)
@@ -382,6 +388,13 @@ func (l *loop) attemptFailed(c *conn, reason Reason) {
 		l.dial(d, idx, tries+1)
 		return
 	}
+	l.gaveUp(d, idx, reason, why)
+}
+
+// gaveUp counts connection idx given up for why (Live reads it) and
+// tells d's owner.
+func (l *loop) gaveUp(d *dialer, idx int64, reason Reason, why ConnectReason) {
+	l.counts.failed[why].Add(1)
 	d.owner.gaveUp(l, idx, reason)
 }
 
@@ -397,7 +410,7 @@ func (d *dialer) tick(l *loop, now int64) {
 			if s := protoOf(c); s != nil && c.state == stGreeting {
 				reason = l.cl.proto.waiting(s) // the protocol's own reason
 			}
-			l.attemptFailed(c, reason)
+			l.attemptFailedAs(c, reason, ConnectTimeout)
 		}
 	}
 }

@@ -22,6 +22,10 @@ const (
 	maxResponse = 8 << 10
 )
 
+// badStatus starts the failure reason of an upgrade answered with another
+// status than 101: "bad status 503".
+const badStatus = "bad status "
+
 // Handshake failure reasons (Errors keys).
 var (
 	errNoStatus       = errors.New("bad status line")
@@ -146,7 +150,7 @@ func checkResponse(head, key []byte, o *offer) (negotiated, error) {
 		return neg, err
 	}
 	if code != 101 {
-		return neg, fmt.Errorf("bad status %d", code)
+		return neg, fmt.Errorf(badStatus+"%d", code)
 	}
 	var line []byte
 	var upgrade, connection, accept, protocol bool

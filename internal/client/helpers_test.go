@@ -209,18 +209,6 @@ func serverFrame(fin bool, op byte, payload []byte) []byte {
 	return append(b, payload...)
 }
 
-// closedPort returns a 127.0.0.1 address nobody listens on.
-func closedPort(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // countFDs counts this process's open file descriptors.
 func countFDs(t testing.TB) int {
 	t.Helper()

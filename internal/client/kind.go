@@ -296,7 +296,9 @@ type phasePlan struct {
 // Run runs one phase of any kind over the open connections and returns
 // its merged result. A phase cut short returns what was measured with its
 // stop reason; cancellation also returns ctx.Err(), Close ErrClosed.
+// pr.Live, when set, follows this client's connections from here on.
 func (c *Client) Run(ctx context.Context, p Params, pr *Progress) (Result, error) {
+	pr.live().follow(c)
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -307,7 +309,7 @@ func (c *Client) Run(ctx context.Context, p Params, pr *Progress) (Result, error
 	}
 	open := make([]int, len(c.loops))
 	for i, l := range c.loops {
-		open[i] = int(l.nopen.Load())
+		open[i] = int(l.counts.open.Load())
 	}
 	env := &phaseEnv{c: c, id: c.phase + 1, open: open, start: time.Now(), pr: pr}
 	plan, err := p.start(env)

@@ -11,21 +11,76 @@ import (
 )
 
 // Live is what a running phase has done so far, read while it runs by the
-// live metrics (--metrics-listen, --metrics-push). Loops add to it where
-// they already publish progress (Progress.Done, every progressBatch units
-// and at each tick) and merge their latencies into it once a second, when
-// their timeline's second rolls: never per message. A shard group sets
-// each shard's snapshot as its progress lines bring them (SetShard); a
-// snapshot is then the sum over the shards. Nil in a Progress: no live
+// live metrics (--metrics-listen, --metrics-push). Loops add their
+// messages to it where they already publish progress (Progress.Done,
+// every progressBatch units and at each tick) and merge their latencies
+// into it once a second, when their timeline's second rolls: never per
+// message. Connections are counted as they open, close and fail, by every
+// dialer of a loop (a phase's, the reconnector's) in counters of the loop
+// (loopCounts: atomic, no lock) that Live reads when asked: it follows
+// the client a phase runs on from the phase's Client.Run. A shard group
+// sets each shard's snapshot as its progress lines bring them (SetShard);
+// a snapshot is then the sum over the shards. Nil in a Progress: no live
 // metrics.
 type Live struct {
 	sent, recv, failed, late, unsent atomic.Int64
-	lost                             atomic.Int64
-	connects, connectFailed, exch    atomic.Int64
+	lost, exch                       atomic.Int64
 
-	mu     sync.Mutex
-	lat    *hdrhistogram.Histogram // latencies of finished seconds
-	shards []LiveShard
+	src atomic.Pointer[liveSource] // the client followed; nil = none yet
+
+	mu        sync.Mutex
+	lat       *hdrhistogram.Histogram // latencies of finished seconds
+	shards    []LiveShard
+	shardBase []LiveSnapshot // each shard's counts of the group's runs before the one in progress
+}
+
+// loopCounts are one loop's connection counts, written by the loop as
+// connections open, close and are given up, read by Live from any
+// goroutine. Apart from the loop so that Live holds no loop.
+type loopCounts struct {
+	open   atomic.Int64                    // open connections (len(loop.open))
+	opened atomic.Int64                    // handshakes done, by any dialer, since the loop started
+	failed [NumConnectReasons]atomic.Int64 // connections given up, by reason, since the loop started
+}
+
+// connTotals are loopCounts summed over loops at one moment.
+type connTotals struct {
+	open, opened int64
+	failed       ConnectFailures
+}
+
+// liveSource is the client a Live follows: its loops' counts, and their
+// totals when Live began to follow it (the phase counts from there).
+type liveSource struct {
+	loops []*loopCounts
+	base  connTotals
+}
+
+func (s *liveSource) totals() connTotals {
+	var t connTotals
+	for _, lc := range s.loops {
+		t.open += lc.open.Load()
+		t.opened += lc.opened.Load()
+		for i := range lc.failed {
+			t.failed[i] += lc.failed[i].Load()
+		}
+	}
+	return t
+}
+
+// follow makes l read c's connection counts from now on (the first call
+// wins: a phase that runs several times on one Live keeps counting from
+// its start). A nil l does nothing.
+func (l *Live) follow(c *Client) {
+	if l == nil || l.src.Load() != nil {
+		return
+	}
+	src := &liveSource{loops: make([]*loopCounts, len(c.loops))}
+	for i, lp := range c.loops {
+		src.loops[i] = lp.counts
+	}
+	src.base = src.totals()
+	l.src.CompareAndSwap(nil, src)
 }
 
 // LiveShard is one shard's live snapshot, named as its figures are
@@ -38,21 +93,40 @@ type LiveShard struct {
 // LiveSnapshot is a Live's counts at one moment. JSON on the shard
 // protocol's progress lines.
 type LiveSnapshot struct {
-	Sent          int64 `json:"sent,omitempty"`           // messages sent
-	Recv          int64 `json:"recv,omitempty"`           // messages received (echoes, deliveries, pongs)
-	Failed        int64 `json:"failed,omitempty"`         // messages that failed (a mismatch, a timeout)
-	Lost          int64 `json:"lost,omitempty"`           // messages whose reply never came (at the phase's end)
-	Late          int64 `json:"late,omitempty"`           // paced kinds: sends that left after late_after
-	Unsent        int64 `json:"unsent,omitempty"`         // paced kinds: scheduled, never sent (at the phase's end)
-	Connects      int64 `json:"connects,omitempty"`       // connections opened
-	ConnectFailed int64 `json:"connect_failed,omitempty"` // connection attempts given up
-	Exchanges     int64 `json:"exchanges,omitempty"`      // scripts: exchanges completed (a request and its reply)
+	Sent          int64           `json:"sent,omitempty"`          // messages sent
+	Recv          int64           `json:"recv,omitempty"`          // messages received (echoes, deliveries, pongs)
+	Failed        int64           `json:"failed,omitempty"`        // messages that failed (a mismatch, a timeout)
+	Lost          int64           `json:"lost,omitempty"`          // messages whose reply never came (at the phase's end)
+	Late          int64           `json:"late,omitempty"`          // paced kinds: sends that left after late_after
+	Unsent        int64           `json:"unsent,omitempty"`        // paced kinds: scheduled, never sent (at the phase's end)
+	Connects      int64           `json:"connects,omitempty"`      // connections opened (reconnects too)
+	ConnectFailed ConnectFailures `json:"connect_failed,omitzero"` // connections given up (a reconnect's attempts too), by reason
+	Exchanges     int64           `json:"exchanges,omitempty"`     // scripts: exchanges completed (a request and its reply)
+	// Open is the connections open now; HasOpen says it was read (a
+	// client followed, or a shard's snapshot came), else Open means
+	// nothing yet.
+	Open    int64 `json:"open,omitempty"`
+	HasOpen bool  `json:"-"`
 	// Latency is the latency histogram so far (seconds).
 	Latency NativeHist `json:"latency,omitzero"`
 	// CPUSeconds and RSS are the process's (a shard's, on its progress
 	// lines): CPU time since it started, resident set now.
 	CPUSeconds float64 `json:"cpu_s,omitempty"`
 	RSS        int64   `json:"rss,omitempty"`
+}
+
+// addCounts adds o's counts (not its gauges: Open, CPUSeconds, RSS) to s.
+func (s *LiveSnapshot) addCounts(o LiveSnapshot) {
+	s.Sent += o.Sent
+	s.Recv += o.Recv
+	s.Failed += o.Failed
+	s.Lost += o.Lost
+	s.Late += o.Late
+	s.Unsent += o.Unsent
+	s.Connects += o.Connects
+	s.ConnectFailed.add(o.ConnectFailed)
+	s.Exchanges += o.Exchanges
+	s.Latency.add(o.Latency)
 }
 
 // NativeSchema is the resolution of NativeHist: bucket i covers
@@ -135,10 +209,11 @@ func nativeOf(h *hdrhistogram.Histogram) NativeHist {
 	return out
 }
 
-// LiveCounts are a loop's running totals of a phase, as its part result
-// counts them; publish adds what changed since the loop's last publish.
+// LiveCounts are a loop's running totals of a phase's messages, as its
+// part result counts them; publish adds what changed since the loop's
+// last publish. (Connections are counted by the loop: loopCounts.)
 type LiveCounts struct {
-	Sent, Recv, Failed, Lost, Late, Unsent, Connects, ConnectFailed, Exchanges int64
+	Sent, Recv, Failed, Lost, Late, Unsent, Exchanges int64
 }
 
 // publish adds now - *last to l and remembers now. A nil l does nothing.
@@ -157,8 +232,6 @@ func (l *Live) publish(last *LiveCounts, now LiveCounts) {
 	add(&l.lost, now.Lost, last.Lost)
 	add(&l.late, now.Late, last.Late)
 	add(&l.unsent, now.Unsent, last.Unsent)
-	add(&l.connects, now.Connects, last.Connects)
-	add(&l.connectFailed, now.ConnectFailed, last.ConnectFailed)
 	add(&l.exch, now.Exchanges, last.Exchanges)
 	*last = now
 }
@@ -185,14 +258,45 @@ func (l *Live) observe(h *hdrhistogram.Histogram) {
 	l.lat.Merge(h)
 }
 
-// SetShard sets shard i's latest snapshot (a shard group's progress).
+// SetShard sets shard i's latest snapshot (a shard group's progress):
+// its counts add to those of the group's runs before (ShardRunsDone), its
+// gauges replace theirs.
 func (l *Live) SetShard(i int, name string, s LiveSnapshot) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.growShards(i)
+	cur := LiveSnapshot{Open: s.Open, CPUSeconds: s.CPUSeconds, RSS: s.RSS}
+	cur.addCounts(l.shardBase[i])
+	cur.addCounts(s)
+	l.shards[i] = LiveShard{Name: name, LiveSnapshot: cur}
+}
+
+// growShards makes room for shard i; l.mu is held.
+func (l *Live) growShards(i int) {
 	for len(l.shards) <= i {
 		l.shards = append(l.shards, LiveShard{})
+		l.shardBase = append(l.shardBase, LiveSnapshot{})
 	}
-	l.shards[i] = LiveShard{Name: name, LiveSnapshot: s}
+}
+
+// SetShardOpen sets shard i's open connections, before its progress
+// lines say (a shard group's run starting).
+func (l *Live) SetShardOpen(i int, name string, open int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.growShards(i)
+	l.shards[i].Name, l.shards[i].Open = name, open
+}
+
+// ShardRunsDone ends a shard group's run of the phase: a shard counts
+// each run from zero, so the next run's snapshots add to what the shards
+// have counted so far.
+func (l *Live) ShardRunsDone() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, sh := range l.shards {
+		l.shardBase[i] = sh.LiveSnapshot
+	}
 }
 
 // Shards returns every shard's latest snapshot, in shard order (none
@@ -208,7 +312,15 @@ func (l *Live) Shards() []LiveShard {
 func (l *Live) Snapshot() LiveSnapshot {
 	s := LiveSnapshot{
 		Sent: l.sent.Load(), Recv: l.recv.Load(), Failed: l.failed.Load(), Lost: l.lost.Load(), Late: l.late.Load(),
-		Unsent: l.unsent.Load(), Connects: l.connects.Load(), ConnectFailed: l.connectFailed.Load(), Exchanges: l.exch.Load(),
+		Unsent: l.unsent.Load(), Exchanges: l.exch.Load(),
+	}
+	if src := l.src.Load(); src != nil {
+		t := src.totals()
+		s.Open, s.HasOpen = t.open, true
+		s.Connects = t.opened - src.base.opened
+		for i := range t.failed {
+			s.ConnectFailed[i] = t.failed[i] - src.base.failed[i]
+		}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -216,18 +328,11 @@ func (l *Live) Snapshot() LiveSnapshot {
 		s.Latency = nativeOf(l.lat)
 	}
 	for _, sh := range l.shards {
-		s.Sent += sh.Sent
-		s.Recv += sh.Recv
-		s.Failed += sh.Failed
-		s.Lost += sh.Lost
-		s.Late += sh.Late
-		s.Unsent += sh.Unsent
-		s.Connects += sh.Connects
-		s.ConnectFailed += sh.ConnectFailed
-		s.Exchanges += sh.Exchanges
+		s.addCounts(sh.LiveSnapshot)
+		s.Open += sh.Open
+		s.HasOpen = true
 		s.CPUSeconds += sh.CPUSeconds
 		s.RSS += sh.RSS
-		s.Latency.add(sh.Latency)
 	}
 	return s
 }

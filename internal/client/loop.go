@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -151,7 +150,7 @@ type loop struct {
 	quit    bool // the loop is exiting: post refuses commands
 	results chan phaseResult
 	done    chan struct{}
-	nopen   atomic.Int64 // len(open), for the caller's slot distribution
+	counts  *loopCounts // read by Live and the caller's slot distribution
 
 	events []unix.EpollEvent
 	ts     unix.Timespec // epollWait's timeout
@@ -234,6 +233,7 @@ func newLoop(cl *Client, id int) (*loop, error) {
 		evfd:    evfd,
 		results: make(chan phaseResult, 1),
 		done:    make(chan struct{}),
+		counts:  &loopCounts{},
 		events:  make([]unix.EpollEvent, eventBatch),
 		rbuf:    make([]byte, readBufSize),
 		cbuf:    make([]byte, 0, 1024),
@@ -453,7 +453,7 @@ func (l *loop) shutdown() {
 		l.byFD[fd] = nil
 	}
 	l.open = nil
-	l.nopen.Store(0)
+	l.counts.open.Store(0)
 	unix.Close(l.evfd)
 	unix.Close(l.epfd)
 }
@@ -488,7 +488,7 @@ func (l *loop) closeFD(c *conn) {
 		last.idx = c.idx
 		l.open[len(l.open)-1] = nil
 		l.open = l.open[:len(l.open)-1]
-		l.nopen.Add(-1)
+		l.counts.open.Add(-1)
 		l.cl.conns.Add(-1)
 	}
 	if int(c.fd) < len(l.byFD) && l.byFD[c.fd] == c {
@@ -506,7 +506,7 @@ func (l *loop) addOpen(c *conn) {
 	c.state = stOpen
 	c.idx = int32(len(l.open))
 	l.open = append(l.open, c)
-	l.nopen.Add(1)
+	l.counts.open.Add(1)
 	l.cl.conns.Add(1)
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/script"
+	"github.com/wsplan/wsplan/internal/testserver"
 )
 
 // The MQTT protocol against a real broker: Debian's mosquitto (2.x) with
@@ -39,9 +40,9 @@ func mosquittoBin(t testing.TB) string {
 func startMosquitto(t testing.TB, extra ...string) string {
 	t.Helper()
 	bin := mosquittoBin(t)
-	addr := closedPort(t)
+	addr := testserver.ClosedAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
-	_, plain, _ := net.SplitHostPort(closedPort(t))
+	_, plain, _ := net.SplitHostPort(testserver.ClosedAddr(t))
 	// mosquitto 2.0.11 (Debian 12) will not start with websockets
 	// listeners only: a plain MQTT listener, which the tests do not use,
 	// comes first.

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -56,7 +57,9 @@ func TestReconnectRate(t *testing.T) {
 
 // TestReconnectServerRestart: the server goes away and comes back on the
 // same address 300 ms later; attempts fail (refused) and wait by the
-// policy, then every connection of a hold is back.
+// policy, then every connection of a hold is back. The hold's live counts
+// follow: the open connections fall to 0 and come back, each failed
+// attempt counts as refused, each reconnect as a connection opened.
 func TestReconnectServerRestart(t *testing.T) {
 	srv := testserver.New(testserver.Options{})
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
@@ -84,7 +87,18 @@ func TestReconnectServerRestart(t *testing.T) {
 		go hs2.Serve(ln2)
 		back <- hs2
 	})
-	res, err := c.Hold(t.Context(), HoldParams{Duration: 1500 * time.Millisecond}, nil)
+	pr := &Progress{Live: &Live{}}
+	lowest := make(chan int64, 1)
+	go func() {
+		low := int64(math.MaxInt64)
+		for deadline := time.Now().Add(1400 * time.Millisecond); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if s := pr.Live.Snapshot(); s.HasOpen {
+				low = min(low, s.Open)
+			}
+		}
+		lowest <- low
+	}()
+	res, err := c.Hold(t.Context(), HoldParams{Duration: 1500 * time.Millisecond}, pr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,6 +108,10 @@ func TestReconnectServerRestart(t *testing.T) {
 	rs := c.Reconnects()
 	if rs.Drops != 20 || rs.Reconnects != 20 || rs.Failed == 0 || !strings.HasPrefix(string(firstKey(rs.Errors)), "connect: connection refused") {
 		t.Errorf("reconnects %+v: want 20 back after refused attempts", rs)
+	}
+	s := pr.Live.Snapshot()
+	if low := <-lowest; low != 0 || s.Open != 20 || s.Connects != 20 || s.ConnectFailed[ConnectRefused] != rs.Failed || s.ConnectFailed.Total() != rs.Failed {
+		t.Errorf("live: lowest open %d, open %d, connects %d, failures %v; want 0, 20, 20 and %d refused", low, s.Open, s.Connects, s.ConnectFailed, rs.Failed)
 	}
 	if d := time.Duration(rs.Latency.Min()); d < 250*time.Millisecond {
 		t.Errorf("first back %v after its drop, want after the 300 ms the server was away", d)

@@ -468,10 +468,11 @@ func (r *scriptRun) finish(l *loop, stopped bool, _ int64) {
 	l.finished(r.job.phase, &r.part, stopped)
 }
 
-// liveCounts are this loop's totals so far, for Live: messages, users'
-// connections, and exchanges completed and failed.
+// liveCounts are this loop's totals so far, for Live: messages, and
+// exchanges completed and failed (the users' connections are the loop's:
+// loopCounts).
 func (r *scriptRun) liveCounts() LiveCounts {
-	c := LiveCounts{Sent: r.part.Sent, Recv: r.part.Received, Late: r.part.Late, Connects: r.part.Users, ConnectFailed: r.part.OpenFailed}
+	c := LiveCounts{Sent: r.part.Sent, Recv: r.part.Received, Late: r.part.Late}
 	for i := range r.exch {
 		e := &r.exch[i]
 		c.Exchanges += e.Count

@@ -47,13 +47,17 @@ var (
 // exports (a histogram with its _bucket, _sum or _count), every label it
 // matches or groups by is one the series carry (and le), and the
 // dashboard shows throughput, latency, connections, errors, CPU, memory
-// and drops. TestLivePrometheus runs the same queries on a real
-// Prometheus.
+// and drops, and the connect failures by reason. TestLivePrometheus runs
+// the same queries on a real Prometheus.
 func TestDashboardSeries(t *testing.T) {
 	exprs := dashboardExprs(t)
 	allowed := append(slices.Clone(Labels), "le")
 	used := map[string]bool{}
+	byReason := false
 	for _, e := range exprs {
+		for _, g := range groupingRx.FindAllStringSubmatch(e, -1) {
+			byReason = byReason || strings.Contains(e, ConnectFailures) && slices.Contains(strings.Split(strings.ReplaceAll(g[1], " ", ""), ","), LabelReason)
+		}
 		for _, name := range seriesRx.FindAllString(e, -1) {
 			base := name
 			for _, suf := range []string{"_bucket", "_sum", "_count"} {
@@ -87,5 +91,8 @@ func TestDashboardSeries(t *testing.T) {
 		if !used[n] {
 			t.Errorf("the dashboard does not show %s", n)
 		}
+	}
+	if !byReason {
+		t.Errorf("the dashboard does not show %s by %s", ConnectFailures, LabelReason)
 	}
 }

@@ -3,16 +3,18 @@
 // OTLP over HTTP) on --metrics-push or the plan's metrics: key.
 //
 // Data flow: the engine begins a phase on the Hub with the phase's
-// client.Live (the loops' counters, bumped in their progress batches, and
-// their latencies merged once a second; a shard group fills it with every
-// shard's snapshot from the shards' progress lines) → Hub.Samples reads
+// client.Live (the loops' message counters, bumped in their progress
+// batches, their latencies merged once a second, and their connection
+// counters, read as they are; a shard group fills it with every shard's
+// snapshot from the shards' progress lines) → Hub.Samples reads
 // every phase's counts at once (a finished phase keeps its final counts)
 // → the Prometheus collector, the remote-write and the OTLP pushers
 // render the same samples. Nothing here runs on an event loop: reading is
 // a few atomic loads and one histogram conversion per collection.
 //
-// Labels are bounded: plan, server, phase, kind and shard (a shard's
-// address or "shard N"), never a connection, an id or a URL.
+// Labels are bounded: plan, server, phase, kind, shard (a shard's
+// address or "shard N") and, on the connect failures, reason (one of
+// client.ConnectReason's fixed set), never a connection, an id or a URL.
 package live
 
 import (
@@ -53,11 +55,14 @@ const (
 	LabelPhase  = "phase"
 	LabelKind   = "kind"
 	LabelShard  = "shard"
+	// LabelReason is why connections were given up
+	// (wsplan_connect_failures_total only): client.ConnectReason's names.
+	LabelReason = "reason"
 )
 
 // Labels are the only label names a series may carry (bounded: none
 // grows with connections, messages or time).
-var Labels = []string{LabelPlan, LabelServer, LabelPhase, LabelKind, LabelShard}
+var Labels = []string{LabelPlan, LabelServer, LabelPhase, LabelKind, LabelShard, LabelReason}
 
 // Type is a series' type.
 type Type int
@@ -84,10 +89,10 @@ var Defs = []Def{
 	{MessagesLost, Counter, "open-loop kinds: messages whose reply or delivery never came (at the phase's end)"},
 	{MessagesLate, Counter, "paced kinds: messages sent later than late_after after their scheduled time"},
 	{MessagesUnsent, Counter, "paced kinds: messages scheduled but never sent (at the phase's end)"},
-	{Connects, Counter, "connections opened"},
-	{ConnectFailures, Counter, "connection attempts given up"},
+	{Connects, Counter, "connections opened (reconnects too)"},
+	{ConnectFailures, Counter, "connections given up (each failed reconnect attempt too), by reason"},
 	{Exchanges, Counter, "scripts: exchanges completed (a request and its reply)"},
-	{ConnectionsOpen, Gauge, "client connections open"},
+	{ConnectionsOpen, Gauge, "client connections open (at the phase's end once it ended)"},
 	{Latency, Histogram, "latency of each message: round trip, or from the scheduled send for paced kinds"},
 	{ClientCPU, Counter, "CPU time of the client processes (wsplan and its shards)"},
 	{ClientMemory, Gauge, "resident memory of the client processes"},
@@ -127,7 +132,8 @@ func NewHub(plan string) *Hub { return &Hub{plan: plan} }
 
 // Begin starts exporting a phase: l is its live counts, serverPID the
 // server process to read CPU and memory of (0: none), open the
-// connections open at its start. The returned end freezes the phase's
+// connections open at its start (exported until l follows the phase's
+// client or its shards report). The returned end freezes the phase's
 // final counts with the connections open at its end; a phase of the same
 // labels begun again (a repeat) replaces it.
 func (h *Hub) Begin(ph Phase, l *client.Live, serverPID, open int) (end func(open int)) {
@@ -210,7 +216,10 @@ func (h *Hub) phaseSamples(p *phase) []Sample {
 	} else {
 		s = h.clientNow(p.live.Snapshot())
 		shards = p.live.Shards()
-		open = p.open0 + s.Connects
+		open = p.open0 // until the phase's client is followed
+		if s.HasOpen {
+			open = s.Open
+		}
 		srvCPU, srvRSS = h.server(p)
 	}
 	base := [][2]string{{LabelPlan, h.plan}, {LabelServer, p.Server}, {LabelPhase, p.Phase.Phase}, {LabelKind, p.Kind}}
@@ -247,10 +256,12 @@ func (h *Hub) clientNow(s client.LiveSnapshot) client.LiveSnapshot {
 	return s
 }
 
-// counts are the series of one snapshot.
+// counts are the series of one snapshot: the connect failures one per
+// reason, every reason (a counter that appears at 0 gets its first
+// increase counted by rate()).
 func counts(labels [][2]string, s client.LiveSnapshot) []Sample {
 	v := func(name string, x float64) Sample { return Sample{Def: defOf(name), Labels: labels, Value: x} }
-	return []Sample{
+	out := []Sample{
 		v(MessagesSent, float64(s.Sent)),
 		v(MessagesReceived, float64(s.Recv)),
 		v(MessagesFailed, float64(s.Failed)),
@@ -258,12 +269,16 @@ func counts(labels [][2]string, s client.LiveSnapshot) []Sample {
 		v(MessagesLate, float64(s.Late)),
 		v(MessagesUnsent, float64(s.Unsent)),
 		v(Connects, float64(s.Connects)),
-		v(ConnectFailures, float64(s.ConnectFailed)),
 		v(Exchanges, float64(s.Exchanges)),
 		v(ClientCPU, s.CPUSeconds),
 		v(ClientMemory, float64(s.RSS)),
 		{Def: defOf(Latency), Labels: labels, Hist: s.Latency},
 	}
+	for r := range client.NumConnectReasons {
+		l := append(labels[:len(labels):len(labels)], [2]string{LabelReason, r.String()})
+		out = append(out, Sample{Def: defOf(ConnectFailures), Labels: l, Value: float64(s.ConnectFailed[r])})
+	}
+	return out
 }
 
 func defOf(name string) Def {

@@ -43,8 +43,11 @@ func hubWithShards() (*Hub, *client.Live) {
 	end(1000)
 	var l client.Live
 	h.Begin(Phase{Server: "gws", Phase: "rate", Kind: "rate"}, &l, 0, 1000)
-	l.SetShard(0, "shard 0", client.LiveSnapshot{Sent: 100, Recv: 90, Latency: hist(0.001, 0.002)})
-	l.SetShard(1, "127.0.0.1:7070", client.LiveSnapshot{Sent: 50, Recv: 50, Latency: hist(0.004)})
+	var refused, timeout client.ConnectFailures
+	refused[client.ConnectRefused] = 7
+	timeout[client.ConnectTimeout], timeout[client.ConnectRefused] = 2, 1
+	l.SetShard(0, "shard 0", client.LiveSnapshot{Sent: 100, Recv: 90, Latency: hist(0.001, 0.002), ConnectFailed: refused})
+	l.SetShard(1, "127.0.0.1:7070", client.LiveSnapshot{Sent: 50, Recv: 50, Latency: hist(0.004), ConnectFailed: timeout})
 	return h, &l
 }
 
@@ -62,13 +65,17 @@ func TestLabelsBounded(t *testing.T) {
 		allowed[l] = true
 	}
 	values := map[string]bool{"": true, "ci": true, "gws": true, "connect": true, "rate": true, "shard 0": true, "127.0.0.1:7070": true}
+	for r := range client.NumConnectReasons {
+		values[r.String()] = true
+	}
+	failures := map[string]float64{} // merged rate phase, by reason
 	sums := map[string]float64{}
 	for _, mf := range mfs {
 		if !slices.ContainsFunc(Defs, func(d Def) bool { return d.Name == mf.GetName() }) {
 			t.Errorf("undeclared series %s", mf.GetName())
 		}
 		for _, m := range mf.Metric {
-			shard := ""
+			shard, reason, phase := "", "", ""
 			for _, lp := range m.Label {
 				if !allowed[lp.GetName()] {
 					t.Errorf("%s: label %q is not one of %v", mf.GetName(), lp.GetName(), Labels)
@@ -76,9 +83,20 @@ func TestLabelsBounded(t *testing.T) {
 				if !values[lp.GetValue()] || strings.ContainsAny(lp.GetValue(), "?/=&") {
 					t.Errorf("%s: label value %q", mf.GetName(), lp.GetValue())
 				}
-				if lp.GetName() == LabelShard {
+				switch lp.GetName() {
+				case LabelShard:
 					shard = lp.GetValue()
+				case LabelReason:
+					reason = lp.GetValue()
+				case LabelPhase:
+					phase = lp.GetValue()
 				}
+			}
+			if (reason != "") != (mf.GetName() == ConnectFailures) {
+				t.Errorf("%s: reason %q", mf.GetName(), reason)
+			}
+			if mf.GetName() == ConnectFailures && shard == "" && phase == "rate" {
+				failures[reason] += m.Counter.GetValue()
 			}
 			if mf.GetName() == MessagesSent && m.Counter != nil {
 				sums[shard] += m.Counter.GetValue()
@@ -88,6 +106,11 @@ func TestLabelsBounded(t *testing.T) {
 	// connect (0) + rate merged (150) for "", and 100 + 50 over the shards.
 	if sums[""] != 150 || sums["shard 0"]+sums["127.0.0.1:7070"] != 150 {
 		t.Errorf("sent: merged %v, shards %v + %v; want 150 = 100 + 50", sums[""], sums["shard 0"], sums["127.0.0.1:7070"])
+	}
+	// Every reason is exported (0 until it counts), the merged sums the
+	// shards'.
+	if len(failures) != int(client.NumConnectReasons) || failures["refused"] != 8 || failures["timeout"] != 2 || failures["reset"] != 0 {
+		t.Errorf("connect failures by reason %v; want every reason, refused 7+1, timeout 2", failures)
 	}
 }
 
@@ -177,7 +200,7 @@ func TestRemoteWrite(t *testing.T) {
 	}
 	names := map[string]float64{}
 	for _, ts := range got {
-		var name, le, shard string
+		var name, le, shard, reason string
 		for _, l := range ts.Labels {
 			switch l.Name {
 			case "__name__":
@@ -186,13 +209,16 @@ func TestRemoteWrite(t *testing.T) {
 				le = l.Value
 			case LabelShard:
 				shard = l.Value
+			case LabelReason:
+				reason = l.Value
 			}
 		}
 		if shard == "" && (le == "" || le == "+Inf") {
-			names[name+le] += ts.Samples[0].Value
+			names[name+le+reason] += ts.Samples[0].Value
 		}
 	}
-	if names[MessagesSent] != 150 || names[Latency+"_count"] != 3 || names[Latency+"_bucket+Inf"] != 3 || names[Dropped] != 0 {
+	if names[MessagesSent] != 150 || names[Latency+"_count"] != 3 || names[Latency+"_bucket+Inf"] != 3 || names[Dropped] != 0 ||
+		names[ConnectFailures+"refused"] != 8 || names[ConnectFailures+"timeout"] != 2 || names[ConnectFailures] != 0 {
 		t.Errorf("remote write got %v", names)
 	}
 }
@@ -231,6 +257,7 @@ func TestOTLP(t *testing.T) {
 	req := <-got
 	var count uint64
 	var sent float64
+	failures := map[string]float64{}
 	for _, rm := range req.ResourceMetrics {
 		for _, sm := range rm.ScopeMetrics {
 			for _, m := range sm.Metrics {
@@ -254,12 +281,22 @@ func TestOTLP(t *testing.T) {
 							sent += dp.GetAsDouble()
 						}
 					}
+				case ConnectFailures:
+					for _, dp := range m.GetSum().GetDataPoints() {
+						attrs := map[string]string{}
+						for _, a := range dp.Attributes {
+							attrs[a.GetKey()] = a.GetValue().GetStringValue()
+						}
+						if _, shard := attrs[LabelShard]; !shard {
+							failures[attrs[LabelReason]] += dp.GetAsDouble()
+						}
+					}
 				}
 			}
 		}
 	}
-	if count != 3 || sent != 150 {
-		t.Errorf("OTLP: latency count %d, sent %v; want 3 and 150", count, sent)
+	if count != 3 || sent != 150 || failures["refused"] != 8 || failures["timeout"] != 2 {
+		t.Errorf("OTLP: latency count %d, sent %v, connect failures %v; want 3, 150, 8 refused and 2 timeouts", count, sent, failures)
 	}
 }
 

@@ -20,7 +20,9 @@ func newRoomServer(t *testing.T) string {
 
 // TestGroupBroadcast: the broadcast kind over two shards; rooms span both
 // (room_size 7 does not divide the shards' halves), so deliveries cross
-// processes and the fanout table merges exactly.
+// processes and the fanout table merges exactly. Its live counts add up
+// over the kind's three runs (open, run, close), each of which the shards
+// count from zero.
 func TestGroupBroadcast(t *testing.T) {
 	addr := newRoomServer(t)
 	exe, err := os.Executable()
@@ -36,7 +38,7 @@ func TestGroupBroadcast(t *testing.T) {
 			t.Errorf("close: %v", err)
 		}
 	})
-	env := &scenarios.Env{Driver: g, Progress: &client.Progress{}}
+	env := &scenarios.Env{Driver: g, Progress: &client.Progress{Live: &client.Live{}}}
 	p := &scenarios.Broadcast{Rooms: 3, RoomSize: 7, Rate: 20, Duration: units.Duration(500 * time.Millisecond)}
 	scenarios.Defaults(p, scenarios.Context{})
 	if errs := scenarios.Check(p, scenarios.Context{}); len(errs) > 0 {
@@ -56,5 +58,8 @@ func TestGroupBroadcast(t *testing.T) {
 	}
 	if n := g.Conns(); n != 0 {
 		t.Errorf("%d connections left open after the phase", n)
+	}
+	if s := env.Progress.Live.Snapshot(); s.Sent != 30 || s.Recv != 210 || s.Connects != 21 || s.Open != 0 || s.Latency.Count != 210 {
+		t.Errorf("live: sent %d, received %d, connects %d, open %d, latencies %d; want 30, 210, 21, 0, 210", s.Sent, s.Recv, s.Connects, s.Open, s.Latency.Count)
 	}
 }

@@ -430,10 +430,7 @@ func (g *Group) Run(ctx context.Context, p client.Params, pr *client.Progress) (
 		}
 		reqs[i] = Request{Op: "run", Kind: p.Kind(), Params: b, Live: pr != nil && pr.Live != nil}
 	}
-	if pr != nil {
-		pr.Done.Store(0)
-		pr.Total.Store(0) // the shards' progress lines bring their totals
-	}
+	g.progressStart(pr)
 	replies, err := g.phase(ctx, reqs, pr)
 	g.skew = g.startSkew(reqs, replies)
 	var errs []error
@@ -479,10 +476,28 @@ func (g *Group) Run(ctx context.Context, p client.Params, pr *client.Progress) (
 			res.Merge(x)
 		}
 	}
+	if pr != nil && pr.Live != nil {
+		pr.Live.ShardRunsDone() // a phase of several runs counts on
+	}
 	if res == nil {
 		res = client.NewResult(p)
 	}
 	return res, errors.Join(errs...)
+}
+
+// progressStart readies pr for a run's progress lines: the shards bring
+// their totals, and until they do Live has their open connections.
+func (g *Group) progressStart(pr *client.Progress) {
+	if pr == nil {
+		return
+	}
+	pr.Done.Store(0)
+	pr.Total.Store(0)
+	if pr.Live != nil {
+		for i, s := range g.shards {
+			pr.Live.SetShardOpen(i, s.name(), int64(s.conns))
+		}
+	}
 }
 
 // Reconnects returns what the shards' reconnectors did over the last

@@ -102,6 +102,12 @@ func (s *dropServer) drop(n int) { s.Drop(n) }
 // is a fakeShard.
 func startGroup(t *testing.T, srv *dropServer, n int, failing bool) *Group {
 	t.Helper()
+	return startGroupAt(t, strings.TrimPrefix(srv.URL, "http://"), n, failing)
+}
+
+// startGroupAt is startGroup against a server's host:port.
+func startGroupAt(t *testing.T, addr string, n int, failing bool) *Group {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +117,7 @@ func startGroup(t *testing.T, srv *dropServer, n int, failing bool) *Group {
 		t.Setenv(failEnv, "1")
 		sources[n-1] = []string{"127.0.0.1"}
 	}
-	g, err := Start(Spec{Exe: exe, N: n, Client: client.Options{Targets: []string{strings.TrimPrefix(srv.URL, "http://")}, Path: "/ws"},
+	g, err := Start(Spec{Exe: exe, N: n, Client: client.Options{Targets: []string{addr}, Path: "/ws"},
 		Sources: sources, Name: "test", Grace: time.Second})
 	if err != nil {
 		t.Fatal(err)

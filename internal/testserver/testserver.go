@@ -14,6 +14,7 @@ import (
 	"crypto/tls"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -130,6 +131,19 @@ func Start(t testing.TB, opts Options) *Server {
 	}
 	t.Cleanup(s.Close)
 	return s
+}
+
+// ClosedAddr is a 127.0.0.1 host:port nothing listens on (one the kernel
+// gave out and took back): connecting to it is refused.
+func ClosedAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }
 
 // Addr is the host:port Start's server listens on.
