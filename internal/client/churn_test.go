@@ -14,14 +14,15 @@ import (
 // reset, or either) and their replacements open while the others keep
 // pinging; every cycle is accounted for (closed one way, reopened), the
 // set is as large at the end as at the start, and the server sees every
-// connection that was closed go away.
+// connection that was closed go away. The live counts say the
+// replacements opened and the set open.
 func TestChurn(t *testing.T) {
 	for _, how := range []string{CloseClean, CloseReset, CloseMixed} {
 		t.Run(how, func(t *testing.T) {
 			srv := testserver.Start(t, testserver.Options{})
 			c := newClient(t, Options{Targets: []string{srv.Addr()}, Loops: 2})
 			mustConnect(t, c, 100)
-			pr := &Progress{}
+			pr := &Progress{Live: &Live{}}
 			res, err := c.Churn(t.Context(), ChurnParams{Duration: 2 * time.Second, Rate: 100, Close: how, Ping: 200 * time.Millisecond}, pr)
 			if err != nil {
 				t.Fatal(err)
@@ -58,6 +59,9 @@ func TestChurn(t *testing.T) {
 			}
 			if pr.Done.Load() != res.Cycles || pr.Total.Load() != 200 {
 				t.Errorf("progress %d/%d", pr.Done.Load(), pr.Total.Load())
+			}
+			if s := pr.Live.Snapshot(); s.Connects != res.Connect.Success || s.Open != 100 || s.ConnectFailed.Total() != 0 || s.Sent != res.Pings || s.Recv != res.Pongs {
+				t.Errorf("live: %d opened, %d open, failures %v, pings %d/%d; want %d, 100, none, %d/%d", s.Connects, s.Open, s.ConnectFailed, s.Sent, s.Recv, res.Connect.Success, res.Pings, res.Pongs)
 			}
 			waitFor(t, "the server to see the closed connections go", func() bool { return srv.Live() == 100 })
 			if srv.Conns() != 100+res.Cycles {
