@@ -44,6 +44,10 @@ func (l *loader) checkHost(h *Host) {
 			if _, err := sysctl.ParsePortList(h.Sysctl[k]); err != nil {
 				l.fieldErr(path, "%s", err)
 			}
+		} else if k == sysctl.PortRangeKey {
+			if _, _, err := sysctl.ParsePortRange(h.Sysctl[k]); err != nil {
+				l.fieldErr(path, "%s: want the first and last ephemeral port, such as \"1024 65535\"", err)
+			}
 		}
 	}
 	if h.NoFile < 0 {
