@@ -19,9 +19,9 @@ func TestTLSGroups(t *testing.T) {
 		{nil, 0, "x25519mlkem768"},
 		{[]string{"x25519"}, 0, "x25519"},
 		{[]string{"p256"}, 0, "p256"},
-		// The server chooses among the groups offered, by its own
-		// preference (Go's: x25519 before p256), at the cost of a
-		// HelloRetryRequest when the client sent no share for it.
+		{[]string{"secp256r1mlkem768"}, 0, "secp256r1mlkem768"},
+		// Groups is a set: crypto/tls offers them in its own order,
+		// x25519 before p256, with its key share for x25519.
 		{[]string{"p256", "x25519"}, 0, "x25519"},
 		{[]string{"x25519mlkem768", "p384"}, tls.VersionTLS12, "p384"}, // ML-KEM is TLS 1.3's only
 		{[]string{"p256"}, tls.VersionTLS12, "p256"},

@@ -154,7 +154,7 @@ type TLSConfig struct {
 	SessionResumption  bool     // `session_resumption:` reuse TLS sessions across connections (tickets); default false: every handshake is full
 	MaxVersion         uint16   // `max_version:` the highest TLS version offered, "1.2" or "1.3" (tls.VersionTLS12, 13); 0 = 1.3
 	Certificate        string   // `certificate:` key type of the certificate wsplan makes for a preset: ecdsa-p256 (default) or rsa-2048
-	Groups             []string // `groups:` key exchange groups offered, in order (wstls.GroupNames); default crypto/tls's offer
+	Groups             []string // `groups:` key exchange groups offered, a set (wstls.GroupNames); default crypto/tls's offer
 }
 
 // String lists the settings given, as key=value in the mapping's order
@@ -203,32 +203,22 @@ var tlsKeys = []struct {
 			}
 			return nil
 		}},
-	{"groups", "key exchange groups the client offers, in order of preference: " + strings.Join(wstls.GroupNames(), ", ") + "; default crypto/tls's offer (x25519mlkem768, x25519, p256, p384), as current browsers make it; e.g. [x25519] for clients without ML-KEM",
+	{"groups", "key exchange groups the client offers (a set: crypto/tls offers them in its own order): " + strings.Join(wstls.GroupNames(), ", ") + "; default crypto/tls's offer, the ML-KEM hybrids first as current browsers make it; e.g. [x25519] for clients without ML-KEM",
 		map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"enum": anySlice(wstls.GroupNames())}},
 		decodeTLSGroups},
 }
 
-// decodeTLSGroups takes a list of group names (or one name) into Groups.
+// decodeTLSGroups takes a list of group names (or one name) into Groups;
+// wstls.CheckGroups checks them once the mapping is read.
 func decodeTLSGroups(n *yaml.Node, c *TLSConfig) error {
-	var names []string
-	switch n.Kind {
-	case yaml.ScalarNode:
-		names = []string{n.Value}
-	case yaml.SequenceNode:
-		if err := n.Decode(&names); err != nil {
-			return err
-		}
+	if n.Kind == yaml.ScalarNode {
+		c.Groups = []string{n.Value}
+		return nil
 	}
-	if len(names) == 0 {
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
 		return fmt.Errorf("want a list of key exchange groups (%s), got %s", strings.Join(wstls.GroupNames(), ", "), describe(n))
 	}
-	for _, g := range names {
-		if !slices.Contains(wstls.GroupNames(), g) {
-			return fmt.Errorf("unknown key exchange group %q: want %s", g, strings.Join(wstls.GroupNames(), ", "))
-		}
-	}
-	c.Groups = names
-	return nil
+	return n.Decode(&c.Groups)
 }
 
 var (

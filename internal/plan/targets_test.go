@@ -85,7 +85,7 @@ func TestURLTargetErrors(t *testing.T) {
 		{`{name: a, url: "wss://127.0.0.1:1/", tls: {max_version: 1.1}}`, `servers[0].tls: max_version: want "1.2" or "1.3", got 1.1`},
 		{`{name: a, url: "wss://127.0.0.1:1/", tls: {certificate: rsa-2048}}`, `servers[0].tls.certificate: is the key type of the certificate wsplan makes for a preset it serves with TLS`},
 		{`{name: gws, tls: {certificate: dsa}}`, `certificate: want ecdsa-p256 or rsa-2048, got "dsa"`},
-		{`{name: gws, tls: {groups: [x448]}}`, `servers[0].tls: groups: unknown key exchange group "x448": want x25519mlkem768, x25519, p256, p384, p521`},
+		{`{name: gws, tls: {groups: [x448]}}`, `servers[0].tls: groups: unknown group "x448": want x25519mlkem768, secp256r1mlkem768, secp384r1mlkem1024, x25519, p256, p384, p521`},
 		{`{name: gws, tls: {groups: []}}`, `servers[0].tls: groups: want a list of key exchange groups`},
 		{`{name: gws, tls: {max_version: "1.2", groups: [x25519mlkem768]}}`, `servers[0].tls: groups: x25519mlkem768: TLS 1.3's only, and max_version is 1.2`},
 		{`{name: gws, pid: 5}`, `pid:, pid_file: and metrics_url: are for url: servers`},

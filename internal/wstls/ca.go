@@ -216,9 +216,9 @@ type ClientOptions struct {
 	// MaxVersion is the highest TLS version offered (tls.VersionTLS12 or
 	// tls.VersionTLS13); 0 = TLS 1.3.
 	MaxVersion uint16 `json:",omitempty"`
-	// Groups are the key exchange groups offered, in order of preference
-	// (GroupNames: x25519mlkem768, x25519, p256, p384, p521); nil =
-	// crypto/tls's default offer.
+	// Groups are the key exchange groups offered (GroupNames), a set:
+	// crypto/tls offers them in its own order; nil = crypto/tls's default
+	// offer.
 	Groups []string `json:",omitempty"`
 }
 
