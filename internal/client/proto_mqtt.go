@@ -96,17 +96,15 @@ func (*mqtt) defaults(o ProtocolOptions) ProtocolOptions {
 
 func newMQTT(o ProtocolOptions) (wireProtocol, error) {
 	p := &mqtt{roomPrefix: []byte(mqttRoomTopic), tag: strconv.FormatUint(uint64(rand.Uint32()), 36)}
+	o = p.defaults(o)
 	switch o.Version {
-	case "", MQTTVersion311:
+	case MQTTVersion311:
 	case MQTTVersion5, "5.0":
 		p.v5 = true
 	default:
 		return nil, fmt.Errorf("mqtt: version %q: want %s or %s", o.Version, MQTTVersion311, MQTTVersion5)
 	}
 	ka := o.Keepalive
-	if ka == 0 {
-		ka = DefaultMQTTKeepalive
-	}
 	if ka < time.Second || ka > 65535*time.Second || ka%time.Second != 0 {
 		return nil, fmt.Errorf("mqtt: keepalive %s: want whole seconds from 1s to 65535s", ka)
 	}

@@ -47,7 +47,7 @@ func (*socketIO) defaults(o ProtocolOptions) ProtocolOptions {
 
 func newSocketIO(o ProtocolOptions) (wireProtocol, error) {
 	s := &socketIO{}
-	if o.Namespace != "" && o.Namespace != "/" {
+	if o = s.defaults(o); o.Namespace != "/" {
 		s.ns = []byte(o.Namespace + ",")
 	}
 	return s, nil

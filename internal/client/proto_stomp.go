@@ -61,16 +61,10 @@ func (*stomp) defaults(o ProtocolOptions) ProtocolOptions {
 }
 
 func newSTOMP(o ProtocolOptions) (wireProtocol, error) {
-	beat := o.Keepalive
-	if beat == 0 {
-		beat = DefaultSTOMPHeartBeat
-	}
+	o = (*stomp)(nil).defaults(o)
+	beat, host := o.Keepalive, o.Host
 	if beat < time.Millisecond {
 		return nil, errors.New("stomp: keepalive (the heart-beat) must be at least 1ms")
-	}
-	host := o.Host
-	if host == "" {
-		host = DefaultSTOMPHost
 	}
 	ms := beat.Milliseconds()
 	// CONNECT's values are not escaped (STOMP 1.2), but they cannot hold a
