@@ -186,7 +186,7 @@ func ParsePortRange(v string) (lo, hi int, err error) {
 	if hi, err = strconv.Atoi(f[1]); err != nil {
 		return 0, 0, fmt.Errorf("bad port %q", f[1])
 	}
-	if lo < 1 || hi > 65535 || hi < lo {
+	if lo < 1 || hi > MaxPort || hi < lo {
 		return 0, 0, fmt.Errorf("bad range %q", v)
 	}
 	return lo, hi, nil

@@ -5,6 +5,7 @@ import (
 
 	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/scenarios"
+	"github.com/wsplan/wsplan/sysctl"
 )
 
 // A plan file is decoded straight into the types below: each key is one
@@ -72,8 +73,8 @@ const (
 
 // Limits checked by validation.
 const (
-	MaxPorts = 1000  // defaults.ports
-	MaxPort  = 65535 // highest listen port
+	MaxPorts = 1000           // defaults.ports
+	MaxPort  = sysctl.MaxPort // highest listen port
 )
 
 // Syntax returns the zero Plan, whose tags declare every key of a plan
