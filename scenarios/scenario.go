@@ -40,6 +40,9 @@ type Kind struct {
 	Doc     string        // one line
 	New     func() Phase  // returns a pointer to a zero config, ready for YAML decoding
 	Metrics []metrics.Def // what Run reports (metrics.Common is added by the engine)
+	// Faults are the kind's counts of units that went wrong (faults.go):
+	// any of them above what the plan allows fails the phase (Judge).
+	Faults []Fault
 	// Paced is true for a kind whose client sends on a timetable and sleeps
 	// between sends (rate, search, broadcast): wake-ups are much of its
 	// cost, so preflight points at host.idle_poll where they are dear.
@@ -420,9 +423,16 @@ type Outcome struct {
 	// with them.
 	WindowWarnings func(m metrics.Values) []string
 	// Failed is set when the phase did run but its result is a failure
-	// (e.g. connections that could not be opened); the reason is Error.
+	// that is not a count of units (the connections it needs were gone,
+	// it stopped early); the reason is Error. Counts of units that went
+	// wrong are the kind's Faults, which Judge weighs against the plan's
+	// allowances.
 	Failed bool
 	Error  string
+	// Reasons say, by fault metric (Kind.Faults), why its units went
+	// wrong ("timeout ×3; eof ×1"); a fault without one is said by its
+	// count alone.
+	Reasons map[string]string
 	// Timeline is the phase second by second (rate and echo phases); the engine
 	// copies it into the result.
 	Timeline []result.Point

@@ -180,7 +180,10 @@ func runPlan(parent context.Context, path string, f *runFlags, stdout, stderr io
 	}
 	defer stopLive()
 	run, runErr := engine.Run(ctx, engine.Options{Plan: p, Plans: in.plans, Count: f.count, Layout: layout, Exe: exe, OutDir: out,
-		Progress: progress, Notice: noticer(progress, stderr), Abort: in.abort, Live: hub})
+		Progress: progress, Notice: noticer(progress, stderr), Abort: in.abort, Live: hub,
+		Gated: func(server, phase, kind, metric string) bool {
+			return assert.Gates(in.asserts, server, phase, kind, metric)
+		}})
 	if run == nil {
 		return runErr
 	}

@@ -529,3 +529,17 @@ func varValue(s string) any {
 	}
 	return s
 }
+
+// Gates reports whether an assertion of as that applies to server's
+// phase (of kind) reads metric itself, not another result's: such an
+// assertion decides whether that phase's fault counted in metric passes
+// (scenarios.Judge).
+func Gates(as []*Assertion, server, phase, kind, metric string) bool {
+	r := &result.Result{Server: server, Phase: phase, Kind: kind}
+	for _, a := range as {
+		if a.Applies(r) && slices.Contains(a.paths, metric) {
+			return true
+		}
+	}
+	return false
+}

@@ -65,6 +65,10 @@ type Options struct {
 	// Abort is called with each result as soon as it is measured; when it
 	// returns a reason, the run stops there (assertions with `abort: true`).
 	Abort func(r *result.Result, run *result.Run) string
+	// Gated reports whether an assertion on server's phase reads metric:
+	// a fault that such an assertion reads is left to it
+	// (scenarios.Judge); nil = none is.
+	Gated func(server, phase, kind, metric string) bool
 }
 
 func (e *runner) serverArgv(i int, srv plan.Server, addrs []string) []string {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
@@ -78,9 +79,10 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 		res.Warnings = append(res.Warnings, warning)
 	}
 	faults(&res)
+	failed, failure := e.judge(srv, ph, m, out, &res)
 
-	died := serverDied(proc, err != nil || out.Failed)
-	res.OK, res.Error = verdict(ctx, proc, died, err, out.Failed, out.Error)
+	died := serverDied(proc, err != nil || failed)
+	res.OK, res.Error = verdict(ctx, proc, died, err, failed, failure)
 	if died {
 		res.ServerLog = proc.Tail(2048)
 	}
@@ -89,6 +91,24 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 	}
 	e.o.Notice("%s: %s done (%s)", srv.Name, ph.Name, summary(res))
 	return res, died
+}
+
+// judge applies the verdict rule (scenarios.Judge) to a phase's
+// metrics: the kind's own failure first, then every fault over what the
+// plan allows. Faults within their allowance, or left to an assertion,
+// become the row's warnings.
+func (e *runner) judge(srv plan.Server, ph plan.Phase, m metrics.Values, out scenarios.Outcome, res *result.Result) (bool, string) {
+	var gated func(string) bool
+	if e.o.Gated != nil {
+		gated = func(metric string) bool { return e.o.Gated(srv.Name, ph.Name, ph.Kind, metric) }
+	}
+	v := scenarios.Judge(scenarios.PhaseFaults(ph.Kind, ph.Spec), ph.Allow, m, out.Reasons, gated)
+	res.Warnings = append(res.Warnings, v.Notes...)
+	why := v.Failures
+	if out.Failed {
+		why = append([]string{out.Error}, why...)
+	}
+	return len(why) > 0, strings.Join(why, "; ")
 }
 
 // serverWarnings are a row's warnings about its measurement: the

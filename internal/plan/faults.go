@@ -8,6 +8,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/wsplan/wsplan/internal/units"
+	"github.com/wsplan/wsplan/scenarios"
 )
 
 // Fault is one entry of a phase's `faults:` (written in the phase's body,
@@ -79,4 +80,38 @@ func (p *Plan) HasFaults() bool {
 		}
 	}
 	return false
+}
+
+// allow reads a phase's `allow:`: a mapping of the phase's fault metrics
+// to a count or a percentage (scenarios.ParseAllowance). Which keys the
+// phase counts is checked once the phase is decoded (phases).
+func (l *loader) allow(n *yaml.Node, path string, ph *Phase) {
+	n = deref(n)
+	if isNull(n) {
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		l.errf(n.Line, path, "want a mapping of fault counts to what is allowed (allow: {failed: 10, lost: 0.1%%}), got %s", describe(n))
+		return
+	}
+	ph.Allow = scenarios.Allow{}
+	for _, p := range l.pairs(n, path) {
+		if p.key.Kind != yaml.ScalarNode {
+			l.errf(p.key.Line, path, "want a fault's name as the key, got %s", describe(p.key))
+			continue
+		}
+		kp := keyPath(path, p.key.Value)
+		l.lines[kp] = p.key.Line
+		v := deref(p.value)
+		if v == nil || v.Kind != yaml.ScalarNode || isNull(v) {
+			l.errf(p.key.Line, kp, "want a count (10) or a percentage (0.1%%), got %s", describe(v))
+			continue
+		}
+		a, err := scenarios.ParseAllowance(v.Value)
+		if err != nil {
+			l.errf(v.Line, kp, "%s", err)
+			continue
+		}
+		ph.Allow[p.key.Value] = a
+	}
 }

@@ -80,6 +80,11 @@ func (l *loader) phases(items []yaml.Node) []Phase {
 				l.fieldErr(field, "%s", fe.Msg)
 			}
 		}
+		if d.Allow != nil {
+			for _, fe := range scenarios.CheckAllow(d.Allow, scenarios.PhaseFaults(d.Kind, d.Spec)) {
+				l.fieldErr(d.path+".allow."+fe.Field, "%s", fe.Msg)
+			}
+		}
 		if o, opens := d.Spec.(scenarios.Opener); opens {
 			n, _ := o.Opens()
 			conns += n
@@ -154,6 +159,11 @@ func (l *loader) phase(n *yaml.Node, path string) (Phase, bool) {
 		if p.key.Kind == yaml.ScalarNode && p.key.Value == "faults" {
 			l.lines[kp+".faults"] = p.key.Line
 			l.faults(p.value, kp+".faults", &ph)
+			continue
+		}
+		if p.key.Kind == yaml.ScalarNode && p.key.Value == "allow" {
+			l.lines[kp+".allow"] = p.key.Line
+			l.allow(p.value, kp+".allow", &ph)
 			continue
 		}
 		stripped.Content = append(stripped.Content, p.key, p.value)

@@ -260,6 +260,10 @@ type Phase struct {
 	Line int             // line of the kind key
 	// Faults are `faults:` inside the body (any kind), in time order.
 	Faults []Fault
+	// Allow is `allow:` inside the body (any kind): how many units of
+	// each of the phase's faults (scenarios.PhaseFaults) it may count and
+	// still pass; nil = none (scenarios.Judge).
+	Allow scenarios.Allow
 }
 
 // JSONSchema is a placeholder for package schema, which builds an item of
