@@ -35,6 +35,8 @@ const (
 	broadcastSlow         = "slow"
 	broadcastSlowLost     = "slow_lost"
 	broadcastSlowDropped  = "slow_dropped"
+	broadcastMissed       = "missed"
+	broadcastReadersLost  = "readers_dropped"
 	broadcastSlowP50      = "slow_p50"
 	broadcastSlowP99      = "slow_p99"
 )
@@ -110,6 +112,16 @@ func init() {
 			{Metric: ColVerdict},
 		},
 		Efficiency: &Efficiency{Rate: broadcastDeliveryRate, EER: metrics.EER, Count: broadcastDelivered},
+		// Slow subscribers are the plan's own test of what the server does
+		// with a reader that lags: what they miss is their verdict, not a
+		// fault.
+		Faults: []Fault{
+			{Metric: metrics.Failed, Of: broadcastDeliveries, What: "deliveries were corrupt"},
+			{Metric: broadcastMissed, Of: broadcastDeliveries, What: "deliveries to subscribers that read never came"},
+			{Metric: broadcastDuplicated, Of: broadcastDeliveries, What: "deliveries were duplicated"},
+			{Metric: broadcastOutOfOrder, Of: broadcastDeliveries, What: "deliveries came out of order"},
+			{Metric: broadcastReadersLost, Of: metrics.Conns, What: "subscribers that read were disconnected"},
+		},
 		Metrics: metrics.Join([]metrics.Def{
 			{Name: metrics.Conns, Kind: metrics.Count, Doc: "connections the phase opened (rooms × room_size)"},
 			{Name: metrics.MemPerConn, Kind: metrics.Bytes, Doc: "server memory per subscriber: its RSS once every subscriber joined, less its RSS before the first phase, / subscribers; absent when the server's memory is not measured"},
@@ -140,6 +152,8 @@ func init() {
 			{Name: broadcastSlowLost, Kind: metrics.Count, Doc: "deliveries slow subscribers were due and never received"},
 			{Name: broadcastSlowDropped, Kind: metrics.Count, Doc: "slow subscribers whose connection was lost (closed by the server) during the phase"},
 			{Name: metrics.Dropped, Kind: metrics.Count, Doc: "subscribers whose connection was lost during the phase, slow ones included"},
+			{Name: broadcastMissed, Kind: metrics.Count, Doc: "deliveries to subscribers that read (not slow) never received by the end of the drain: lost − slow_lost"},
+			{Name: broadcastReadersLost, Kind: metrics.Count, Doc: "subscribers that read (not slow) whose connection was lost: dropped − slow_dropped"},
 			{Name: broadcastSlowP50, Kind: metrics.Duration, Doc: "delivery latency to slow subscribers, median"},
 			{Name: broadcastSlowP99, Kind: metrics.Duration, Doc: "delivery latency to slow subscribers, 99th percentile"},
 		}, cpuPer1MDefs("deliveries", "deliveries")),
@@ -284,9 +298,9 @@ func (p *Broadcast) Run(ctx context.Context, env *Env) (Outcome, error) {
 	if w := readsWarning(q.Reads, r.Reads); w != "" {
 		out.Warnings = append(out.Warnings, w)
 	}
-	if r.Failed > 0 {
-		out.Failed = true
-		out.Error = fmt.Sprintf("%d of %d deliveries were corrupt: %s", r.Failed, r.Deliveries, errorSummary(r.Errors))
+	out.Reasons = map[string]string{metrics.Failed: errorSummary(r.Errors)}
+	if r.Stopped != "" {
+		out.Failed, out.Error = true, "stopped early: "+string(r.Stopped)
 	}
 	return out, err
 }
@@ -318,6 +332,8 @@ func BroadcastMetrics(r client.BroadcastResult, q *client.BroadcastParams) metri
 		broadcastSlowLost:     r.SlowDeliveries - r.SlowDelivered,
 		broadcastSlowDropped:  r.SlowDropped,
 		metrics.Dropped:       r.Dropped,
+		broadcastMissed:       max(r.Lost()-(r.SlowDeliveries-r.SlowDelivered), 0),
+		broadcastReadersLost:  max(r.Dropped-r.SlowDropped, 0),
 	}
 	pacedValues(v, r.Slack, r.SendLate, r.Wakeups, r.Published+r.Delivered)
 	latencyValues(v, r.Latency)
@@ -343,24 +359,11 @@ func BroadcastWarnings(r client.BroadcastResult, q *client.BroadcastParams) []st
 	if all, _ := q.Receivers(); all > 1 && r.Published > 0 && r.Delivered <= r.Published {
 		w = append(w, fmt.Sprintf("only %d deliveries of %d messages: does the server fan out? A preset does on path %s (servers[].path), your own server on the same convention (README: The broadcast phase)", r.Delivered, r.Published, "/broadcast"))
 	}
-	fastLost := r.Lost() - (r.SlowDeliveries - r.SlowDelivered)
-	if fastLost > 0 {
-		w = append(w, fmt.Sprintf("%d of %d deliveries to subscribers that read never came", fastLost, r.Deliveries-r.SlowDeliveries))
-	}
-	if r.Duplicated > 0 || r.OutOfOrder > 0 {
-		w = append(w, fmt.Sprintf("%d deliveries duplicated, %d out of order", r.Duplicated, r.OutOfOrder))
-	}
 	if late := r.Late + r.Unsent; r.Published > 0 && float64(late) > RateLateShare*float64(r.Published+r.Unsent) {
 		w = append(w, fmt.Sprintf("%d of %d messages published late (%d never; up to %v): their latency counts from their schedule", late, r.Published+r.Unsent, r.Unsent, sendLateMax(r).Round(time.Microsecond)))
 	}
-	if d := r.Dropped - r.SlowDropped; d > 0 {
-		w = append(w, fmt.Sprintf("%d subscribers that read were disconnected", d))
-	}
 	if r.Slow > 0 {
 		w = append(w, slowVerdict(r, q))
-	}
-	if r.Stopped != "" {
-		w = append(w, "stopped early: "+string(r.Stopped))
 	}
 	return w
 }

@@ -3,7 +3,6 @@ package scenarios
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
@@ -65,9 +64,13 @@ type Churn struct {
 
 func init() {
 	Register(Kind{
-		Name:       client.KindChurn,
-		Doc:        "connections close (clean or reset) and reopen at a rate, a fraction per second or a lifetime while the others stay open; handshakes under churn, closes, the server's memory per 100k cycles",
-		New:        func() Phase { return &Churn{} },
+		Name: client.KindChurn,
+		Doc:  "connections close (clean or reset) and reopen at a rate, a fraction per second or a lifetime while the others stay open; handshakes under churn, closes, the server's memory per 100k cycles",
+		New:  func() Phase { return &Churn{} },
+		Faults: []Fault{
+			{Metric: metrics.Failed, Of: churnCycles, What: "replacements failed"},
+			{Metric: metrics.Dropped, Of: metrics.Conns, What: "connections dropped"},
+		},
 		Throughput: Throughput{Metric: churnConnectRate, Unit: "connects/s", Count: churnCycles, Bench: "conns/s"},
 		Soak:       &Soak{Per: 100000, Unit: "cycles", RSSPer: churnRSSPer100k, FDsPer: churnFDsPer100k, LeakPer: churnLeakPer100k},
 		Summary: func(v metrics.Values) string {
@@ -196,17 +199,8 @@ func (p *Churn) Run(ctx context.Context, env *Env) (Outcome, error) {
 		out.Failed, out.Error = true, "stopped: "+err.Error()
 		return out, err
 	}
-	var why []string
-	if r.Connect.Failed > 0 {
-		why = append(why, fmt.Sprintf("%d of %d replacements failed: %s", r.Connect.Failed, r.Connect.Total, errorSummary(r.Connect.Errors)))
-	}
-	if r.Dropped > 0 {
-		why = append(why, fmt.Sprintf("%d connections dropped: %s", r.Dropped, errorSummary(r.Errors)))
-	}
-	if len(why) > 0 {
-		out.Failed, out.Error = true, strings.Join(why, "; ")
-	}
-	if n := r.CloseEOF + r.CloseTimeouts + churnSum(r.CloseErrors); n > 0 {
+	out.Reasons = map[string]string{metrics.Failed: errorSummary(r.Connect.Errors), metrics.Dropped: errorSummary(r.Errors)}
+	if n := r.CloseEOF + r.CloseTimeouts + sumReasons(r.CloseErrors); n > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%d of %d clean closes got no close frame back (%d TCP dropped, %d timed out after %s)", n, r.Clean+n, r.CloseEOF, r.CloseTimeouts, p.CloseTimeout))
 	}
 	if r.Late > r.Cycles/100 {
@@ -224,13 +218,4 @@ func churnQuantile(h client.Hist, q float64) time.Duration {
 		return 0
 	}
 	return time.Duration(h.ValueAtQuantile(q))
-}
-
-// churnSum adds a Reasons' counts.
-func churnSum(m client.Reasons) int64 {
-	var n int64
-	for _, v := range m {
-		n += v
-	}
-	return n
 }

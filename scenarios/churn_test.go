@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/units"
 )
 
@@ -51,8 +52,11 @@ func TestChurnPhase(t *testing.T) {
 	if m.Int(churnCycles) != 1000 || m.Float(churnConnectRate) != 99.8 || m.Float(churnTargetRate) != 100 || m.Dur(churnCloseP99) < time.Millisecond || m.Int("failed") != 2 || m.Int(churnAlive) != 197 {
 		t.Errorf("metrics %v", m)
 	}
-	if want := "2 of 1000 replacements failed: connect: connection refused ×2; 1 connections dropped: eof ×1"; !out.Failed || out.Error != want {
-		t.Errorf("outcome %q, want %q", out.Error, want)
+	if failed, msg, _ := judged(client.KindChurn, p, out, nil); !failed || msg != "2 of 1000 replacements failed: connect: connection refused ×2; 1 of 200 connections dropped: eof ×1" {
+		t.Errorf("outcome %v %q", failed, msg)
+	}
+	if failed, msg, notes := judged(client.KindChurn, p, out, Allow{metrics.Failed: {N: 2}, metrics.Dropped: {Percent: 1}}); failed || len(notes) != 2 {
+		t.Errorf("allowed: outcome %v %q, notes %q", failed, msg, notes)
 	}
 	for _, c := range []struct {
 		p    Churn

@@ -32,6 +32,7 @@ func init() {
 		Throughput: Throughput{Metric: metrics.TPS, Unit: "closes/s", Count: metrics.Success},
 		Doc:        "close handshake: C connections at a time send a close frame; latency until the server's close frame, failures; the connections are gone after",
 		New:        func() Phase { return &Close{} },
+		Faults:     []Fault{{Metric: metrics.Failed, Of: metrics.Total, What: "closes failed"}},
 		Title:      "[Close] Report",
 		Columns: []Column{
 			{Metric: ColFramework},
@@ -110,10 +111,7 @@ func (p *Close) Run(ctx context.Context, env *Env) (Outcome, error) {
 	if r.OtherCode > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%d of %d closes were answered with another status code than %d: %s", r.OtherCode, r.Success, client.CloseCode, errorSummary(r.Codes)))
 	}
-	if r.Failed > 0 {
-		out.Failed = true
-		out.Error = fmt.Sprintf("%d of %d closes failed: %s", r.Failed, r.Total, errorSummary(r.Errors))
-	}
+	out.Reasons = map[string]string{metrics.Failed: errorSummary(r.Errors)}
 	// Interrupted: what was measured so far is kept, with the error.
 	return out, err
 }

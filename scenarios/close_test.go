@@ -58,7 +58,7 @@ func TestCloseRun(t *testing.T) {
 		"connections lowered from 10 to 8: only 8 connections are open",
 		"1 of 6 closes were answered with another status code than 1000: server close 1001 ×1",
 	}
-	if !out.Failed || out.Error != "2 of 8 closes failed: timeout ×2" || len(out.Warnings) != 2 || out.Warnings[0] != want[0] || out.Warnings[1] != want[1] {
+	if failed, msg, _ := judged(closeKind, p, out, nil); !failed || msg != "2 of 8 closes failed: timeout ×2" || len(out.Warnings) != 2 || out.Warnings[0] != want[0] || out.Warnings[1] != want[1] {
 		t.Errorf("outcome %+v", out)
 	}
 	for _, c := range []struct {

@@ -53,9 +53,10 @@ type ConformanceDetail = autobahn.Report
 
 func init() {
 	Register(Kind{
-		Name: conformanceKind,
-		Doc:  "RFC 6455 check with Autobahn|Testsuite's fuzzingclient cases, one connection per case; verdicts OK, NON-STRICT, INFORMATIONAL, UNIMPLEMENTED, FAILED",
-		New:  func() Phase { return &Conformance{} },
+		Name:   conformanceKind,
+		Doc:    "RFC 6455 check with Autobahn|Testsuite's fuzzingclient cases, one connection per case; verdicts OK, NON-STRICT, INFORMATIONAL, UNIMPLEMENTED, FAILED",
+		New:    func() Phase { return &Conformance{} },
+		Faults: []Fault{{Metric: metrics.Failed, Of: conformanceCases, What: "cases FAILED: a MUST of RFC 6455 broken"}},
 		Metrics: []metrics.Def{
 			{Name: conformanceCases, Kind: metrics.Count, Doc: "cases run"},
 			{Name: conformanceOK, Kind: metrics.Count, Doc: "cases with verdict OK"},

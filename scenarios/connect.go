@@ -50,6 +50,7 @@ func init() {
 		Throughput: Throughput{Metric: metrics.TPS, Unit: "connections/s", Count: metrics.Success, Bench: "conns/s"},
 		Doc:        "open N connections at concurrency C; handshake latency and connection rate",
 		New:        func() Phase { return &Connect{} },
+		Faults:     []Fault{{Metric: metrics.Failed, Of: metrics.Total, What: "connections failed"}},
 		Title:      "[Connections] Report",
 		// Connections opened are what the CPU bought: each side's CPU per
 		// handshake (no EER: the published tables have none for connect).
@@ -154,10 +155,7 @@ func (p *Connect) Run(ctx context.Context, env *Env) (Outcome, error) {
 		v[connectTLSResumed] = r.TLSResumed
 	}
 	out := Outcome{Metrics: v, Info: negotiatedInfo(r), Histogram: HistString(r.Latency)}
-	if r.Failed > 0 {
-		out.Failed = true
-		out.Error = fmt.Sprintf("%d of %d connections failed: %s", r.Failed, r.Total, errorSummary(r.Errors))
-	}
+	out.Reasons = map[string]string{metrics.Failed: errorSummary(r.Errors)}
 	if r.Retried > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%d connection attempts were retried", r.Retried))
 	}

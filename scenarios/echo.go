@@ -37,6 +37,7 @@ func init() {
 		Throughput: Throughput{Metric: metrics.TPS, Unit: "echoes/s", Messages: true, Count: metrics.Success, Bench: "msgs/s"},
 		Doc:        "closed loop: C messages in flight, one echo at a time per connection, until total",
 		New:        func() Phase { return &Echo{} },
+		Faults:     []Fault{{Metric: metrics.Failed, Of: metrics.Total, What: "echoes failed"}},
 		Title:      "[BenchEcho] Report",
 		Columns: []Column{
 			{Metric: ColFramework},
@@ -136,10 +137,7 @@ func (p *Echo) Run(ctx context.Context, env *Env) (Outcome, error) {
 	if conc < p.Concurrency {
 		out.Warnings = append(out.Warnings, lowered("concurrency", p.Concurrency, conc))
 	}
-	if r.Failed > 0 {
-		out.Failed = true
-		out.Error = fmt.Sprintf("%d of %d echoes failed: %s", r.Failed, r.Total, errorSummary(r.Errors))
-	}
+	out.Reasons = map[string]string{metrics.Failed: errorSummary(r.Errors)}
 	// Interrupted: what was measured so far is kept, with the error.
 	return out, err
 }

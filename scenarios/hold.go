@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
@@ -16,6 +15,7 @@ const (
 	holdAlive            = "alive"
 	holdPings            = "pings"
 	holdPongs            = "pongs"
+	holdPingsLost        = "pings_lost"
 	holdClientRSS        = "client_rss"
 	holdClientMemPerConn = "client_mem_per_conn"
 )
@@ -35,6 +35,10 @@ func init() {
 		Doc:  "keep every connection open (idle, or pinging every `ping`); count drops and pongs; memory per connection",
 		New:  func() Phase { return &Hold{} },
 		Soak: &Soak{},
+		Faults: []Fault{
+			{Metric: metrics.Dropped, Of: metrics.Conns, What: "connections dropped while held"},
+			{Metric: holdPingsLost, Of: holdPings, What: "pings got no pong"},
+		},
 		Metrics: []metrics.Def{
 			{Name: metrics.DurationName, Kind: metrics.Duration, Doc: "time held"},
 			{Name: metrics.Conns, Kind: metrics.Count, Doc: "connections open at the start"},
@@ -42,6 +46,7 @@ func init() {
 			{Name: metrics.Dropped, Kind: metrics.Count, Doc: "connections lost while holding"},
 			{Name: holdPings, Kind: metrics.Count, Doc: "pings sent (0 without ping)"},
 			{Name: holdPongs, Kind: metrics.Count, Doc: "pongs received, up to 1 s after the hold"},
+			{Name: holdPingsLost, Kind: metrics.Count, Doc: "pings that got no pong (pings − pongs, 0 when more pongs came)"},
 			{Name: metrics.ServerRSS, Kind: metrics.Bytes, Doc: "server RSS at the start of the hold (the end of connect)"},
 			{Name: metrics.MemPerConn, Kind: metrics.Bytes, Doc: "(server RSS at the start of the hold − server RSS before the first phase) / conns"},
 			{Name: holdClientRSS, Kind: metrics.Bytes, Doc: "client RSS (every client process) at the start of the hold"},
@@ -76,14 +81,9 @@ func (p *Hold) Run(ctx context.Context, env *Env) (Outcome, error) {
 	}
 	alive := int64(env.Driver.Conns())
 	v[metrics.DurationName], v[holdAlive], v[metrics.Dropped] = r.Used, alive, conns-alive
-	v[holdPings], v[holdPongs] = r.Pings, r.Pongs
+	v[holdPings], v[holdPongs], v[holdPingsLost] = r.Pings, r.Pongs, max(r.Pings-r.Pongs, 0)
 	out.Metrics = v
-	if alive < conns && !out.Failed {
-		out.Failed, out.Error = true, fmt.Sprintf("%d of %d connections dropped while held: %s", conns-alive, conns, errorSummary(r.Errors))
-	}
-	if r.Pongs < r.Pings {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("%d of %d pings got no pong", r.Pings-r.Pongs, r.Pings))
-	}
+	out.Reasons = map[string]string{metrics.Dropped: errorSummary(r.Errors)}
 	// Interrupted: what was measured so far is kept, with the error.
 	return out, err
 }

@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
@@ -41,6 +40,7 @@ var openLoopMetrics = metrics.Join([]metrics.Def{
 	{Name: metrics.Unsent, Kind: metrics.Count, Doc: "scheduled − sent: due within duration but never written (backpressure)"},
 	{Name: metrics.Lost, Kind: metrics.Count, Doc: "sent − recv − failed: no echo by the end of the drain"},
 	{Name: metrics.Failed, Kind: metrics.Count, Doc: "echoes received corrupt (marker, length, opcode or payload)"},
+	{Name: metrics.Dropped, Kind: metrics.Count, Doc: "connections lost while sending (closed or reset, not by the plan)"},
 	{Name: metrics.Conns, Kind: metrics.Count, Doc: "connections that sent"},
 	{Name: metrics.Rate, Kind: metrics.Float, Doc: "messages per connection per second asked for"},
 	{Name: metrics.Payload, Kind: metrics.Bytes, Doc: "bytes per message"},
@@ -68,6 +68,7 @@ func RateMetrics(r client.RateResult, perConn float64, payload int64) metrics.Va
 		metrics.Unsent:       r.Unsent,
 		metrics.Lost:         r.Lost(),
 		metrics.Failed:       r.Failed,
+		metrics.Dropped:      sumReasons(corrupt(r.Errors, false)),
 		metrics.Conns:        int64(r.Conns),
 		metrics.Rate:         perConn,
 		metrics.Payload:      payload,
@@ -87,7 +88,8 @@ func shortfall(r client.RateResult) bool {
 // RateWarnings are what a reader of a rate result must not miss: a
 // shortfall against the timetable (naming the side that could not keep
 // up, from the window's metrics m: see keptUp), more than 1% late
-// messages, lost echoes, lost connections, a phase cut short.
+// messages (lost echoes, lost connections and a phase cut short are the
+// rate kind's faults and failure).
 func RateWarnings(r client.RateResult, m metrics.Values) []string {
 	var w []string
 	if shortfall(r) {
@@ -95,22 +97,6 @@ func RateWarnings(r client.RateResult, m metrics.Values) []string {
 	}
 	if late := r.Late + r.Unsent; r.Scheduled > 0 && float64(late) > RateLateShare*float64(r.Scheduled) {
 		w = append(w, fmt.Sprintf("%d of %d messages late (%.1f%%; %d never sent): their latency counts from their schedule", late, r.Scheduled, 100*float64(late)/float64(r.Scheduled), r.Unsent))
-	}
-	if lost := r.Lost(); lost > 0 {
-		w = append(w, fmt.Sprintf("%d of %d echoes never came (lost) by the end of the drain", lost, r.Sent))
-	}
-	if r.Stopped != "" {
-		w = append(w, "stopped early: "+string(r.Stopped))
-	}
-	keys := make([]client.Reason, 0, len(r.Errors))
-	for k := range r.Errors {
-		if !k.Corrupt() {
-			keys = append(keys, k)
-		}
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
-	for _, k := range keys {
-		w = append(w, fmt.Sprintf("%d connections lost: %s", r.Errors[k], k))
 	}
 	return w
 }

@@ -30,6 +30,7 @@ func init() {
 		Throughput: Throughput{Metric: metrics.TPS, Unit: "pongs/s", Messages: true, Count: metrics.Success, Bench: "msgs/s"},
 		Doc:        "closed loop of pings: C pings in flight, one per connection, until total pongs; control-frame round trip",
 		New:        func() Phase { return &Ping{} },
+		Faults:     []Fault{{Metric: metrics.Failed, Of: metrics.Total, What: "pings failed"}},
 		Efficiency: &Efficiency{Rate: metrics.TPS, EER: metrics.EER, Count: metrics.Success},
 		Metrics: metrics.Join([]metrics.Def{
 			{Name: metrics.TPS, Kind: metrics.Float, Doc: "pongs per second"},
@@ -82,9 +83,9 @@ func (p *Ping) Run(ctx context.Context, env *Env) (Outcome, error) {
 	if conc < p.Concurrency {
 		out.Warnings = append(out.Warnings, lowered("concurrency", p.Concurrency, conc))
 	}
-	if r.Failed > 0 || r.Stopped == client.StopNoConnections {
-		out.Failed = true
-		out.Error = fmt.Sprintf("%d of %d pings failed: %s", r.Failed, r.Total, errorSummary(r.Errors))
+	out.Reasons = map[string]string{metrics.Failed: errorSummary(r.Errors)}
+	if r.Stopped == client.StopNoConnections {
+		out.Failed, out.Error = true, fmt.Sprintf("stopped after %d of %d pings: no open connections left", r.Success+r.Failed, r.Total)
 	}
 	// Interrupted: what was measured so far is kept, with the error.
 	return out, err

@@ -44,7 +44,7 @@ func TestPingRun(t *testing.T) {
 	if m.Int("success") != 97 || m.Float("tps") != 97 || m.Dur("max") < 3000 || m.Int("concurrency") != 8 {
 		t.Errorf("metrics %v", m)
 	}
-	if !out.Failed || out.Error != "3 of 100 pings failed: timeout ×3" || len(out.Warnings) != 1 {
+	if failed, msg, _ := judged(pingKind, p, out, nil); !failed || msg != "3 of 100 pings failed: timeout ×3" || len(out.Warnings) != 1 {
 		t.Errorf("outcome %+v", out)
 	}
 	q := &Ping{Total: 1, Concurrency: 11}

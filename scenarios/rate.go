@@ -58,6 +58,11 @@ func init() {
 		},
 		Doc: "open loop: every connection sends rate msgs/s for duration on a timetable; latency from the scheduled send",
 		New: func() Phase { return &Rate{} },
+		Faults: []Fault{
+			{Metric: metrics.Failed, Of: metrics.Sent, What: "echoes were corrupt"},
+			{Metric: metrics.Lost, Of: metrics.Sent, What: "echoes never came by the end of the drain (lost)"},
+			{Metric: metrics.Dropped, Of: metrics.Conns, What: "connections were lost while sending"},
+		},
 		// The published rate table's columns (go-websocket-benchmark's
 		// BenchRate), then what an open loop must also show: the rate
 		// achieved, the messages that left late or never, the echoes lost,
@@ -165,9 +170,9 @@ func (p *Rate) Run(ctx context.Context, env *Env) (Outcome, error) {
 		}
 		return w
 	}
-	if r.Failed > 0 {
-		out.Failed = true
-		out.Error = fmt.Sprintf("%d of %d echoes were corrupt: %s", r.Failed, r.Sent, errorSummary(r.Errors))
+	out.Reasons = map[string]string{metrics.Failed: errorSummary(corrupt(r.Errors, true)), metrics.Dropped: errorSummary(corrupt(r.Errors, false))}
+	if r.Stopped != "" {
+		out.Failed, out.Error = true, "stopped early: "+string(r.Stopped)
 	}
 	// Interrupted: what was measured so far is kept, with the error.
 	return out, err

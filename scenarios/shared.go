@@ -162,3 +162,24 @@ func Timeline(secs []client.RateSecond) []result.Point {
 	}
 	return out
 }
+
+// corrupt returns the reasons of m that are corrupt echoes (want true) or
+// lost connections (want false).
+func corrupt(m client.Reasons, want bool) client.Reasons {
+	out := client.Reasons{}
+	for k, n := range m {
+		if k.Corrupt() == want {
+			out[k] = n
+		}
+	}
+	return out
+}
+
+// sumReasons adds a Reasons' counts.
+func sumReasons(m client.Reasons) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}

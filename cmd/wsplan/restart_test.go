@@ -30,6 +30,7 @@ phases:
       rate: 20
       payload: 64
       faults: [{at: 1s, restart: server}]
+      allow: {dropped: 100%, lost: 10%}
   - hold: {duration: 500ms}
 `)
 	r := startWsplan(t, dir, "run", "plan.yaml", "--progress", "off", "--json", "r.json", "--out", "logs")
@@ -103,7 +104,7 @@ servers:
   - {name: byhand, url: "ws://%s/ws", pid_file: server.pid, restart_command: [sh, restart.sh]}
 phases:
   - connect: {connections: 50}
-  - hold: {duration: 2s, ping: 200ms, faults: [{at: 500ms, restart: server}]}
+  - hold: {duration: 2s, ping: 200ms, faults: [{at: 500ms, restart: server}], allow: {pings_lost: 10%%}}
   - hold: {duration: 300ms}
 `, h.addr))
 			r := startWsplan(t, dir, "run", "plan.yaml", "--progress", "off", "--json", "r.json", "--out", "logs")

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -105,6 +106,9 @@ func (e *runner) judge(srv plan.Server, ph plan.Phase, m metrics.Values, out sce
 	v := scenarios.Judge(scenarios.PhaseFaults(ph.Kind, ph.Spec), ph.Allow, m, out.Reasons, gated)
 	res.Warnings = append(res.Warnings, v.Notes...)
 	why := v.Failures
+	if len(why) > 0 && len(ph.Faults) > 0 {
+		why[len(why)-1] += fmt.Sprintf(" (the phase restarts the server at %s: allow what that may cost, e.g. allow: {dropped: 100%%})", ph.Faults[0].At)
+	}
 	if out.Failed {
 		why = append([]string{out.Error}, why...)
 	}

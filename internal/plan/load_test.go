@@ -48,6 +48,13 @@ func TestLoadBadPlans(t *testing.T) {
 			`6: phases[2].echo.name: "connect" is a phase kind: give this echo phase another name`,
 			`7: phases[3].echo.name: must not be empty (leave name: out for the default, echo)`,
 		}},
+		{file: "invalid-allow.yaml", want: []string{
+			`4: phases[0].connect.allow.lost: not a fault this phase counts (it counts failed)`,
+			`5: phases[1].echo.allow.failed: want a count >= 0 or a percentage such as 0.1%, got "-1"`,
+			`6: phases[2].echo.allow: want a mapping of fault counts to what is allowed (allow: {failed: 10, lost: 0.1%}), got a list`,
+			`7: phases[3].hold.allow.dropped: want a percentage above 0% and at most 100%, got "101%"`,
+			`7: phases[3].hold.allow.pings_lost: want a count >= 0 or a percentage such as 0.1%, got "x"`,
+		}},
 		{file: "invalid-framework.yaml", want: []string{
 			`2: servers[0].name: unknown framework "qqqqqqqqqq" (known: ` + knownFrameworks + `)`,
 			`4: servers[1].framework: unknown framework "fake_plan_tst" (did you mean "fake_plan_test"?)`,

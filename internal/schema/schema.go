@@ -459,6 +459,7 @@ func (g *gen) phases() (map[string]any, error) {
 		}
 		faults["description"] = "faults done to the server while the phase runs: [{at: 20s, restart: server}]"
 		body["properties"].(map[string]any)["faults"] = faults
+		body["properties"].(map[string]any)["allow"] = allowSchema(k.Faults)
 		body["description"] = k.Doc
 		def := "phase." + k.Name
 		g.defs[def] = body
@@ -482,4 +483,27 @@ func (g *gen) phases() (map[string]any, error) {
 		"maxProperties": 1,
 		"oneOf":         oneOf,
 	}, nil
+}
+
+// allowSchema is a phase's `allow:`: each of its kind's faults (a phase
+// may add its own: a script's exchanges) with a count or a percentage.
+func allowSchema(faults []scenarios.Fault) map[string]any {
+	value := map[string]any{"oneOf": []any{
+		map[string]any{"type": "integer", "minimum": 0},
+		map[string]any{"type": "string", "pattern": `^[0-9]+(\.[0-9]+)?%$`},
+	}}
+	props := map[string]any{}
+	for _, f := range faults {
+		v := map[string]any{"description": "how many " + f.What + " the phase may count and pass: a count, or a percentage"}
+		for k, x := range value {
+			v[k] = x
+		}
+		props[f.Metric] = v
+	}
+	return map[string]any{
+		"type":                 "object",
+		"description":          "faults the phase may count and still pass (the verdict rule): {failed: 10, lost: 0.1%}",
+		"properties":           props,
+		"additionalProperties": value,
+	}
 }

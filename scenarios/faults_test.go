@@ -1,0 +1,135 @@
+package scenarios
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/wsplan/wsplan/internal/metrics"
+)
+
+// judged is a phase's row as the engine decides it from an outcome: the
+// kind's own failure, then its faults over the allowances (none here).
+func judged(kind string, ph Phase, out Outcome, allow Allow) (failed bool, msg string, notes []string) {
+	v := Judge(PhaseFaults(kind, ph), allow, out.Metrics, out.Reasons, nil)
+	why := v.Failures
+	if out.Failed {
+		why = append([]string{out.Error}, why...)
+	}
+	return len(why) > 0, strings.Join(why, "; "), v.Notes
+}
+
+func TestParseAllowance(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want Allowance
+		err  bool
+	}{
+		{"0", Allowance{}, false},
+		{"10", Allowance{N: 10}, false},
+		{" 5 ", Allowance{N: 5}, false},
+		{"0.1%", Allowance{Percent: 0.1}, false},
+		{"100%", Allowance{Percent: 100}, false},
+		{"-1", Allowance{}, true},
+		{"0%", Allowance{}, true},
+		{"101%", Allowance{}, true},
+		{"NaN%", Allowance{}, true},
+		{"Inf%", Allowance{}, true},
+		{"1.5", Allowance{}, true},
+		{"ten", Allowance{}, true},
+		{"", Allowance{}, true},
+	} {
+		got, err := ParseAllowance(c.in)
+		if (err != nil) != c.err || got != c.want {
+			t.Errorf("ParseAllowance(%q) = %+v, %v; want %+v, error %v", c.in, got, err, c.want, c.err)
+		}
+		if err == nil {
+			if back, _ := ParseAllowance(got.String()); back != got {
+				t.Errorf("%q: String %q reads back as %+v", c.in, got.String(), back)
+			}
+		}
+	}
+}
+
+func TestCheckAllow(t *testing.T) {
+	faults := []Fault{{Metric: "failed", Of: "total", What: "echoes failed"}, {Metric: "dropped", What: "connections dropped"}}
+	errs := CheckAllow(Allow{"failed": {Percent: 1}, "dropped": {N: 2}}, faults)
+	if len(errs) != 0 {
+		t.Errorf("good allowances: %v", errs)
+	}
+	errs = CheckAllow(Allow{"lost": {N: 1}, "dropped": {Percent: 5}}, faults)
+	if len(errs) != 2 || errs[0].Field != "dropped" || !strings.Contains(errs[0].Msg, "no total") ||
+		errs[1].Field != "lost" || !strings.Contains(errs[1].Msg, "it counts failed, dropped") {
+		t.Errorf("bad allowances: %v", errs)
+	}
+	if errs := CheckAllow(Allow{"failed": {}}, nil); len(errs) != 1 || !strings.Contains(errs[0].Msg, "counts no faults") {
+		t.Errorf("a phase without faults: %v", errs)
+	}
+}
+
+func TestJudge(t *testing.T) {
+	faults := []Fault{{Metric: "failed", Of: "total", What: "echoes failed"}, {Metric: "dropped", What: "connections dropped"}}
+	m := metrics.Values{"failed": int64(12), "total": int64(2000), "dropped": int64(0)}
+	why := map[string]string{"failed": "timeout ×12"}
+	for _, c := range []struct {
+		name   string
+		allow  Allow
+		gated  func(string) bool
+		m      metrics.Values
+		failed []string
+		notes  []string
+	}{
+		{"none", nil, nil, metrics.Values{"failed": int64(0), "total": int64(10)}, nil, nil},
+		{"fails", nil, nil, m, []string{"12 of 2000 echoes failed: timeout ×12"}, nil},
+		{"allowed by count", Allow{"failed": {N: 12}}, nil, m, nil, []string{"12 of 2000 echoes failed: timeout ×12 (allowed: up to 12)"}},
+		{"over the count", Allow{"failed": {N: 11}}, nil, m, []string{"12 of 2000 echoes failed: timeout ×12 (allowed: up to 11)"}, nil},
+		{"allowed by percent", Allow{"failed": {Percent: 1}}, nil, m, nil, []string{"12 of 2000 echoes failed: timeout ×12 (allowed: up to 1%)"}},
+		{"over the percent", Allow{"failed": {Percent: 0.5}}, nil, m, []string{"12 of 2000 echoes failed: timeout ×12 (allowed: up to 0.5%)"}, nil},
+		{"another allowed", Allow{"dropped": {N: 100}}, nil, m, []string{"12 of 2000 echoes failed: timeout ×12"}, nil},
+		{"an assertion decides", nil, func(s string) bool { return s == "failed" }, m, nil, []string{"12 of 2000 echoes failed: timeout ×12 (an assertion decides)"}},
+		{"no total", nil, nil, metrics.Values{"dropped": int64(3)}, []string{"3 connections dropped"}, nil},
+	} {
+		v := Judge(faults, c.allow, c.m, why, c.gated)
+		if strings.Join(v.Failures, "|") != strings.Join(c.failed, "|") || strings.Join(v.Notes, "|") != strings.Join(c.notes, "|") {
+			t.Errorf("%s: failures %q notes %q; want %q, %q", c.name, v.Failures, v.Notes, c.failed, c.notes)
+		}
+	}
+}
+
+// TestEveryKindDeclaresFaults: every kind that counts units that can go
+// wrong declares them, and each fault is a Count metric of the kind (its
+// Of too), so that no count slips past the rule.
+func TestEveryKindDeclaresFaults(t *testing.T) {
+	for _, k := range Kinds() {
+		if k.Name == "script" {
+			continue // converted with its error answers and downgrades (issue 29, items 1-3)
+		}
+		defs := map[string]metrics.Def{}
+		for _, d := range MetricDefs(k.Name) {
+			defs[d.Name] = d
+		}
+		for _, f := range k.Faults {
+			if d, ok := defs[f.Metric]; !ok || d.Kind != metrics.Count {
+				t.Errorf("%s: fault %q is not a count metric of the kind", k.Name, f.Metric)
+			}
+			if d, ok := defs[f.Of]; f.Of != "" && (!ok || d.Kind != metrics.Count) {
+				t.Errorf("%s: fault %q counts of %q, not a count metric of the kind", k.Name, f.Metric, f.Of)
+			}
+			if f.What == "" {
+				t.Errorf("%s: fault %q says nothing", k.Name, f.Metric)
+			}
+		}
+		// A metric named like a fault count is declared as one.
+		for _, name := range []string{metrics.Failed, metrics.Lost, metrics.Dropped, "errors", "downgraded", "timeouts", "mismatched"} {
+			if _, has := defs[name]; !has {
+				continue
+			}
+			declared := false
+			for _, f := range k.Faults {
+				declared = declared || f.Metric == name
+			}
+			if !declared && !(k.Name == "broadcast" && (name == metrics.Lost || name == metrics.Dropped)) {
+				t.Errorf("%s: metric %q counts units that went wrong but is not a declared fault", k.Name, name)
+			}
+		}
+	}
+}
