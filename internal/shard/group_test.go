@@ -170,8 +170,9 @@ func TestGroupConnectShardError(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "shard 1: injected failure") {
 		t.Fatalf("error %v, want shard 1's", err)
 	}
-	if m := out.Metrics; m.Int("success") != 14 || m.Int("failed") != 6 || !out.Failed || !strings.Contains(out.Error, "injected ×6") {
-		t.Errorf("metrics %v, failed %v %q; want 10+4 opened, 6 failed (injected)", m, out.Failed, out.Error)
+	v := scenarios.Judge(scenarios.PhaseFaults("connect", p), nil, out.Metrics, out.Reasons, nil)
+	if m := out.Metrics; m.Int("success") != 14 || m.Int("failed") != 6 || len(v.Failures) != 1 || !strings.Contains(v.Failures[0], "6 of 20 connections failed: injected ×6") {
+		t.Errorf("metrics %v, failures %q; want 10+4 opened, 6 failed (injected)", m, v.Failures)
 	}
 }
 
