@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +18,10 @@ import (
 // TestMain makes this test binary act as `wsplan` when testscript (or a
 // test) runs it under that name; `wsplan run` then starts its `serve`
 // children from the same binary.
+// updateScripts rewrites the scripts' cmp files with what the commands
+// print now: go test ./cmd/wsplan -run TestScripts -update-scripts
+var updateScripts = flag.Bool("update-scripts", false, "rewrite testdata/script's cmp files")
+
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"wsplan":       func() { os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr)) },
@@ -28,7 +33,8 @@ func TestMain(m *testing.M) {
 // After each script no wsplan process may be left.
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
-		Dir: "testdata/script",
+		Dir:           "testdata/script",
+		UpdateScripts: *updateScripts,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exitcode": cmdExitCode,
 		},

@@ -65,6 +65,9 @@ func printPlan(w io.Writer, p *plan.Plan) {
 		for _, l := range lines[1:] {
 			fmt.Fprintf(w, "      %s\n", p.Redact(l))
 		}
+		if f := faultsLine(ph); f != "" {
+			fmt.Fprintf(w, "      %s\n", f)
+		}
 	}
 	for _, a := range p.Assert {
 		fmt.Fprintf(w, "assert: %s\n", a.Expr)
@@ -125,4 +128,22 @@ func printServer(w io.Writer, p *plan.Plan, s *plan.Server) {
 	if s.TLS != nil && s.TLS.String() != "" {
 		fmt.Fprintf(w, "    tls: %s\n", s.TLS)
 	}
+}
+
+// faultsLine says which counts fail a phase (scenarios.PhaseFaults) and
+// what the plan allows of each: "faults: failed, lost (allowed: 5%),
+// dropped (allowed: 100%)"; "" for a phase that counts none.
+func faultsLine(ph plan.Phase) string {
+	var parts []string
+	for _, f := range scenarios.PhaseFaults(ph.Kind, ph.Spec) {
+		s := f.Metric
+		if a, ok := ph.Allow[f.Metric]; ok {
+			s += " (allowed: " + a.String() + ")"
+		}
+		parts = append(parts, s)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "faults: " + strings.Join(parts, ", ")
 }
