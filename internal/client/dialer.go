@@ -280,15 +280,18 @@ func (l *loop) greeted(c *conn, now int64) {
 	if x.upAt > 0 {
 		record(x.dialer.part.Greeting.Histogram, now-x.upAt)
 	}
-	record(x.dialer.part.Latency.Histogram, now-x.started)
 	l.established(c, now)
 }
 
 // established puts c, whose handshake (and protocol greeting) is done, on
-// the open list and tells its dialer's owner.
+// the open list and tells its dialer's owner. It records the connect
+// latency, dial start to open, whichever way c got here: a raw
+// connection's 101, a protocol's greeting, or a protocol without one
+// (JSON-RPC) open at its 101.
 func (l *loop) established(c *conn, now int64) {
 	x := c.ext
 	d, idx := x.dialer, x.index
+	record(d.part.Latency.Histogram, now-x.started)
 	d.removeInflight(c)
 	d.part.Success++
 	l.counts.opened.Add(1)
@@ -306,9 +309,6 @@ func (l *loop) established(c *conn, now int64) {
 func (d *dialer) opened(l *loop, c *conn, neg negotiated, now int64) {
 	x := c.ext
 	x.upAt = now
-	if l.cl.proto == nil { // else the latency runs to the end of the greeting
-		record(d.part.Latency.Histogram, now-x.started)
-	}
 	record(d.part.TCP.Histogram, x.tcpAt-x.started)
 	up := x.tcpAt
 	if x.tlsAt > 0 {
