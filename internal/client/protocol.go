@@ -352,6 +352,27 @@ func CheckProtocol(o ProtocolOptions) error {
 	return err
 }
 
+// Subprotocols are the subprotocols a connection offers in its upgrade,
+// in order: offered (the plan's subprotocols:) when it names any, else
+// the protocol of o's own (mqtt, graphql-transport-ws, v12.stomp …;
+// none for raw messages and protocols without one). The client's
+// connections and the engine's probe of a target both offer these.
+func Subprotocols(offered []string, o ProtocolOptions) ([]string, error) {
+	p, err := makeProtocol(o)
+	if err != nil {
+		return nil, err
+	}
+	return offeredSubprotocols(offered, p), nil
+}
+
+// offeredSubprotocols is Subprotocols with the protocol made (nil = raw).
+func offeredSubprotocols(offered []string, p wireProtocol) []string {
+	if len(offered) > 0 || p == nil {
+		return offered
+	}
+	return p.subprotocols()
+}
+
 // makeProtocol returns the protocol of o, nil for raw messages.
 func makeProtocol(o ProtocolOptions) (wireProtocol, error) {
 	if o.Name == ProtoRaw {
