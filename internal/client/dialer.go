@@ -68,7 +68,7 @@ func (l *loop) dial(d *dialer, idx int64, tries int) {
 		if reason == "" {
 			return
 		}
-		if !d.failure(reason, tries) {
+		if !d.failure(reason, tries, false) {
 			l.gaveUp(d, idx, reason, connectReasonOf(reason, stConnecting))
 			return
 		}
@@ -76,10 +76,11 @@ func (l *loop) dial(d *dialer, idx int64, tries int) {
 	}
 }
 
-// failure records a failed attempt and reports whether to retry it.
-func (d *dialer) failure(reason Reason, tries int) bool {
+// failure records a failed attempt and reports whether to retry it: a
+// refusal (refusal.go) never is.
+func (d *dialer) failure(reason Reason, tries int, refused bool) bool {
 	d.part.Errors.add(reason)
-	if tries < d.retries {
+	if tries < d.retries && !refused {
 		d.part.Retried++
 		return true
 	}
@@ -240,7 +241,11 @@ func (l *loop) responseBytes(c *conn, b []byte) {
 	}
 	neg, err := checkResponse(x.pend[:end], x.key[:], &l.cl.offer)
 	if err != nil {
-		l.attemptFailed(c, Reason(err.Error()))
+		reason := Reason(err.Error())
+		if code, _, serr := responseStatus(x.pend[:end]); serr == nil && refusedStatus(code) {
+			reason = refuse(c, reason)
+		}
+		l.attemptFailed(c, reason)
 		return
 	}
 	now := l.now()
@@ -381,10 +386,10 @@ func (l *loop) attemptFailed(c *conn, reason Reason) {
 // attemptFailedAs is attemptFailed with the live metrics' reason given.
 func (l *loop) attemptFailedAs(c *conn, reason Reason, why ConnectReason) {
 	x := c.ext
-	d, idx, tries := x.dialer, x.index, x.tries
+	d, idx, tries, refused := x.dialer, x.index, x.tries, x.refused
 	d.removeInflight(c)
 	l.closeFD(c)
-	if d.failure(reason, tries) {
+	if d.failure(reason, tries, refused) {
 		l.dial(d, idx, tries+1)
 		return
 	}

@@ -308,10 +308,11 @@ type roomProtocol interface {
 
 // closeNamer is a protocol with close codes of its own (graphql-ws's
 // 4401 unauthorized, 4403 forbidden …): a server's close frame with one
-// fails the connection with the protocol's reason, "" = the usual
-// "server close <code>".
+// fails the connection with the protocol's reason, which keeps the
+// frame's text (the server's words); "" = the usual "server close
+// <code>". refused says the code refuses the client (refusal.go).
 type closeNamer interface {
-	closeReason(code uint16) Reason
+	closeReason(code uint16, text []byte) (r Reason, refused bool)
 }
 
 // newProtocol makes a protocol for a client's options.
