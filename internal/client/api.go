@@ -67,7 +67,7 @@ type Options struct {
 	// the client writes itself (Host, Upgrade, Sec-WebSocket-*, Origin).
 	Headers [][2]string `json:",omitempty"`
 	// Subprotocols are offered in Sec-WebSocket-Protocol, in this order;
-	// empty = none offered. A server that picks one not offered fails the
+	// empty = the protocol's own (Subprotocols), none for raw messages. A server that picks one not offered fails the
 	// connection with ReasonBadSubprotocol; one that picks none is
 	// accepted (results record the negotiated one, "" for none).
 	Subprotocols []string `json:",omitempty"`

@@ -82,9 +82,7 @@ func New(opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	if proto != nil && len(opts.Subprotocols) == 0 {
-		opts.Subprotocols = proto.subprotocols()
-	}
+	opts.Subprotocols = offeredSubprotocols(opts.Subprotocols, proto)
 	c := &Client{opts: opts, offer: offer{subprotocols: opts.Subprotocols, compression: opts.Compression}, proto: proto}
 	if p := opts.Compression; p != nil {
 		if errs := p.Validate(); len(errs) > 0 {

@@ -65,6 +65,7 @@ type connExt struct {
 	deadline int64   // loop clock when the attempt times out
 	written  int     // request bytes written
 	target   int     // index into the loop's targets
+	refused  bool    // the server refused the attempt on purpose: no retry (refusal.go)
 	key      [keyLen]byte
 }
 

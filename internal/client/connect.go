@@ -26,7 +26,7 @@ type ConnectResult struct {
 	Failed  int64         `json:"failed"`  // gave up after all retries
 	Retried int64         `json:"retried"` // attempts that failed and were retried
 	Used    time.Duration `json:"used"`    // wall time of the phase
-	Latency Hist          `json:"latency"` // successful handshakes: TCP connect start to 101 response, ns
+	Latency Hist          `json:"latency"` // successful handshakes: TCP connect start to open (the 101 response, or the end of the protocol's greeting), ns
 	TCP     Hist          `json:"tcp"`     // successful handshakes: TCP connect, ns
 	TLS     Hist          `json:"tls"`     // successful handshakes: TLS handshake, ns; empty on plain connections
 	Upgrade Hist          `json:"upgrade"` // successful handshakes: upgrade request to 101 response, ns

@@ -69,7 +69,10 @@ var localCalls = map[string]bool{"socket": true, "bind": true, "setsockopt": tru
 // state (stConnecting … stGreeting). It allocates nothing.
 func connectReasonOf(reason Reason, state uint8) ConnectReason {
 	s := string(reason)
-	if call, text, ok := strings.Cut(s, ": "); ok {
+	// A system call's failure is "call: errno text"; a call's name has no
+	// space, so a server's words ("server close 1013: connection
+	// refused") never pass for an errno.
+	if call, text, ok := strings.Cut(s, ": "); ok && strings.IndexByte(call, ' ') < 0 {
 		if k, ok := errnoReasons[text]; ok {
 			return k
 		}

@@ -68,7 +68,7 @@ func (l *loop) dial(d *dialer, idx int64, tries int) {
 		if reason == "" {
 			return
 		}
-		if !d.failure(reason, tries) {
+		if !d.failure(reason, tries, false) {
 			l.gaveUp(d, idx, reason, connectReasonOf(reason, stConnecting))
 			return
 		}
@@ -76,10 +76,11 @@ func (l *loop) dial(d *dialer, idx int64, tries int) {
 	}
 }
 
-// failure records a failed attempt and reports whether to retry it.
-func (d *dialer) failure(reason Reason, tries int) bool {
+// failure records a failed attempt and reports whether to retry it: a
+// refusal (refusal.go) never is.
+func (d *dialer) failure(reason Reason, tries int, refused bool) bool {
 	d.part.Errors.add(reason)
-	if tries < d.retries {
+	if tries < d.retries && !refused {
 		d.part.Retried++
 		return true
 	}
@@ -240,7 +241,11 @@ func (l *loop) responseBytes(c *conn, b []byte) {
 	}
 	neg, err := checkResponse(x.pend[:end], x.key[:], &l.cl.offer)
 	if err != nil {
-		l.attemptFailed(c, Reason(err.Error()))
+		reason := Reason(err.Error())
+		if code, _, serr := responseStatus(x.pend[:end]); serr == nil && refusedStatus(code) {
+			reason = refuse(c, reason)
+		}
+		l.attemptFailed(c, reason)
 		return
 	}
 	now := l.now()
@@ -280,15 +285,18 @@ func (l *loop) greeted(c *conn, now int64) {
 	if x.upAt > 0 {
 		record(x.dialer.part.Greeting.Histogram, now-x.upAt)
 	}
-	record(x.dialer.part.Latency.Histogram, now-x.started)
 	l.established(c, now)
 }
 
 // established puts c, whose handshake (and protocol greeting) is done, on
-// the open list and tells its dialer's owner.
+// the open list and tells its dialer's owner. It records the connect
+// latency, dial start to open, whichever way c got here: a raw
+// connection's 101, a protocol's greeting, or a protocol without one
+// (JSON-RPC) open at its 101.
 func (l *loop) established(c *conn, now int64) {
 	x := c.ext
 	d, idx := x.dialer, x.index
+	record(d.part.Latency.Histogram, now-x.started)
 	d.removeInflight(c)
 	d.part.Success++
 	l.counts.opened.Add(1)
@@ -306,9 +314,6 @@ func (l *loop) established(c *conn, now int64) {
 func (d *dialer) opened(l *loop, c *conn, neg negotiated, now int64) {
 	x := c.ext
 	x.upAt = now
-	if l.cl.proto == nil { // else the latency runs to the end of the greeting
-		record(d.part.Latency.Histogram, now-x.started)
-	}
 	record(d.part.TCP.Histogram, x.tcpAt-x.started)
 	up := x.tcpAt
 	if x.tlsAt > 0 {
@@ -381,10 +386,10 @@ func (l *loop) attemptFailed(c *conn, reason Reason) {
 // attemptFailedAs is attemptFailed with the live metrics' reason given.
 func (l *loop) attemptFailedAs(c *conn, reason Reason, why ConnectReason) {
 	x := c.ext
-	d, idx, tries := x.dialer, x.index, x.tries
+	d, idx, tries, refused := x.dialer, x.index, x.tries, x.refused
 	d.removeInflight(c)
 	l.closeFD(c)
-	if d.failure(reason, tries) {
+	if d.failure(reason, tries, refused) {
 		l.dial(d, idx, tries+1)
 		return
 	}

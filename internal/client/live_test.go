@@ -85,6 +85,10 @@ func TestConnectReasonOf(t *testing.T) {
 		{"tls: x509: certificate signed by unknown authority", stTLS, ConnectTLS},
 		{"mqtt: connack: not authorized", stGreeting, ConnectProtocol},
 		{closeAnswered, stGreeting, ConnectProtocol},
+		{"socket.io: connect refused: not authorized", stGreeting, ConnectProtocol},
+		{"graphql-ws: forbidden (4403): Forbidden", stGreeting, ConnectProtocol},
+		// A server's words never make the class: this names a close, not an errno.
+		{"server close 1013: connection refused", stGreeting, ConnectProtocol},
 		// Sad half: what names no known cause is other, never free text.
 		{"connect: " + Reason(unix.EIO.Error()), stConnecting, ConnectOther},
 		{"something odd", stConnecting, ConnectOther},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"strings"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -68,20 +69,33 @@ const (
 	reasonGQLBadMessage Reason = "graphql-ws: a message that is not a JSON object with a type"
 )
 
-// gqlCloses are the protocol's close codes (graphql-ws's CloseCode).
-var gqlCloses = map[uint16]Reason{
-	4400: "graphql-ws: bad request (4400)",
-	4401: "graphql-ws: unauthorized (4401)",
-	4403: "graphql-ws: forbidden (4403)",
-	4406: "graphql-ws: subprotocol not acceptable (4406)",
-	4408: "graphql-ws: connection initialisation timeout (4408)",
-	4409: "graphql-ws: subscriber already exists (4409)",
-	4429: "graphql-ws: too many initialisation requests (4429)",
-	4499: "graphql-ws: terminated (4499)",
-	4500: "graphql-ws: internal server error (4500)",
+// gqlCloses name the protocol's close codes (graphql-ws's CloseCode).
+var gqlCloses = map[uint16]string{
+	4400: "bad request",
+	4401: "unauthorized",
+	4403: "forbidden",
+	4406: "subprotocol not acceptable",
+	4408: "connection initialisation timeout",
+	4409: "subscriber already exists",
+	4429: "too many initialisation requests",
+	4499: "terminated",
+	4500: "internal server error",
 }
 
-func (*graphQLWS) closeReason(code uint16) Reason { return gqlCloses[code] }
+// closeReason implements closeNamer: "graphql-ws: forbidden (4403)", and
+// the server's words when they say more than the code's name (": Token
+// expired"). 4401 and 4403 are refusals.
+func (*graphQLWS) closeReason(code uint16, text []byte) (Reason, bool) {
+	name, ok := gqlCloses[code]
+	if !ok {
+		return "", false
+	}
+	r := "graphql-ws: " + name + " (" + strconv.Itoa(int(code)) + ")"
+	if w := serverWords(text); w != "" && !strings.EqualFold(w, name) {
+		r += ": " + w
+	}
+	return Reason(r), code == 4401 || code == 4403
+}
 
 func (*graphQLWS) subprotocols() []string { return []string{GraphQLWSSubprotocol} }
 
@@ -153,6 +167,8 @@ func (p *graphQLWS) greeting(l *loop, c *conn, s *protoConn, _ byte, msg []byte,
 		return false, ""
 	case "pong":
 		return false, ""
+	case "connection_error": // mercurius' refusal: {"message":"Forbidden"}, then a close
+		return false, refuse(c, Reason("graphql-ws: connection_error: "+jsonWords(g.payload)))
 	}
 	return false, Reason("graphql-ws: " + clip(g.typ) + " before connection_ack")
 }

@@ -140,7 +140,7 @@ func (p *mqtt) greet(l *loop, c *conn, s *protoConn, _ int64) (bool, Reason) {
 	return false, ""
 }
 
-func (p *mqtt) greeting(_ *loop, _ *conn, s *protoConn, op byte, msg []byte, _ int64) (bool, Reason) {
+func (p *mqtt) greeting(_ *loop, c *conn, s *protoConn, op byte, msg []byte, _ int64) (bool, Reason) {
 	if op != opBinary {
 		return false, reasonMQTTText
 	}
@@ -160,13 +160,53 @@ func (p *mqtt) greeting(_ *loop, _ *conn, s *protoConn, op byte, msg []byte, _ i
 	case fail != "":
 		return false, fail
 	case code != 0:
-		return false, Reason("mqtt: connack: " + mqttCodeText(code, p.v5))
+		return false, p.refusal(c, code, body)
 	case ka >= 0: // a v5 broker's Server Keep Alive replaces the client's
 		s.every = int64(ka) * int64(time.Second)
 	}
 	s.keep(data, n, fromPart) // packets after the CONNACK wait for the next message
 	s.state = mqttOpen
 	return true, ""
+}
+
+// refusal is the reason of a CONNACK that refuses the connection with
+// code: its name and a v5 broker's Reason String, its own words ("mqtt:
+// connack: not authorized (135): no ACL"). Bad credentials, not
+// authorized, banned and a bad authentication method are refusals, not
+// retried; a server unavailable or busy is.
+func (p *mqtt) refusal(c *conn, code byte, body []byte) Reason {
+	r := "mqtt: connack: " + mqttCodeText(code, p.v5)
+	if p.v5 {
+		if w := serverWords(mqttConnackWords(body)); w != "" {
+			r += ": " + w
+		}
+	}
+	switch {
+	case !p.v5 && (code == 4 || code == 5), p.v5 && (code == 0x86 || code == 0x87 || code == 0x8a || code == 0x8c):
+		return refuse(c, Reason(r))
+	}
+	return Reason(r)
+}
+
+// mqttConnackWords is an MQTT 5 CONNACK body's Reason String (property
+// 0x1f); nil when it has none or the properties are malformed.
+func mqttConnackWords(body []byte) []byte {
+	if len(body) < 2 {
+		return nil
+	}
+	props, _, ok := mqttSkipProps(body[2:])
+	for ok && len(props) > 0 {
+		size := mqttPropSize(props[0], props[1:])
+		if size < 0 || size > len(props)-1 {
+			return nil
+		}
+		if props[0] == 0x1f {
+			words, _, _ := mqttString(props[1:])
+			return words
+		}
+		props = props[1+size:]
+	}
+	return nil
 }
 
 func (p *mqtt) decode(l *loop, c *conn, s *protoConn, op byte, msg []byte, _ int64) Reason {

@@ -118,7 +118,7 @@ func (p *socketIO) greeting(l *loop, c *conn, s *protoConn, _ byte, msg []byte, 
 		case sioConnect:
 			return true, ""
 		case sioConnectError:
-			return false, Reason("socket.io: connect refused: " + errText(rest))
+			return false, refuse(c, Reason("socket.io: connect refused: "+jsonWords(rest)))
 		}
 	case msg[0] == eioClose:
 		return false, "socket.io: closed by the server during the handshake"
@@ -173,7 +173,7 @@ func (p *socketIO) decode(l *loop, c *conn, s *protoConn, op byte, msg []byte, _
 	case sioDisconnect:
 		return "socket.io: disconnected by the server"
 	case sioConnectError:
-		return Reason("socket.io: connect error: " + errText(body))
+		return Reason("socket.io: connect error: " + jsonWords(body))
 	case sioConnect:
 		// A repeated connect answer: nothing to do.
 	default:
@@ -193,14 +193,6 @@ func splitAckID(b []byte) (id, rest []byte) {
 		return nil, b
 	}
 	return b[:i], b[i:]
-}
-
-// errText is a CONNECT_ERROR's message, or the packet itself.
-func errText(b []byte) string {
-	if m := gjson.GetBytes(b, "message"); m.Exists() {
-		return m.String()
-	}
-	return clip(b)
 }
 
 // clip is at most 40 bytes of b, for a reason.

@@ -110,7 +110,7 @@ func (p *stomp) greet(l *loop, c *conn, s *protoConn, _ int64) (bool, Reason) {
 	return false, ""
 }
 
-func (p *stomp) greeting(_ *loop, _ *conn, s *protoConn, _ byte, msg []byte, _ int64) (bool, Reason) {
+func (p *stomp) greeting(_ *loop, c *conn, s *protoConn, _ byte, msg []byte, _ int64) (bool, Reason) {
 	data, fromPart := s.input(msg)
 	var f stompFrame
 	off, found, perr := stompParse(data, 0, &f)
@@ -123,8 +123,8 @@ func (p *stomp) greeting(_ *loop, _ *conn, s *protoConn, _ byte, msg []byte, _ i
 	case !found:
 		s.keep(data, off, fromPart)
 		return false, "" // heart-beats
-	case string(f.cmd) == "ERROR":
-		return false, stompErrorReason(&f)
+	case string(f.cmd) == "ERROR": // CONNECT refused (credentials, virtual host): not retried
+		return false, refuse(c, stompErrorReason(&f))
 	case string(f.cmd) != "CONNECTED":
 		return false, Reason("stomp: " + clip(f.cmd) + " frame before CONNECTED")
 	}
@@ -172,18 +172,18 @@ func stompTooLarge(part []byte) Reason {
 }
 
 // stompErrorReason is an ERROR frame's message header and the first line
-// of its body, clipped, as the connection's failure reason.
+// of its body, the server's words, as the connection's failure reason.
 func stompErrorReason(f *stompFrame) Reason {
 	r := "stomp: ERROR"
-	if len(f.message) > 0 {
-		r += ": " + clip(f.message)
+	if w := serverWords(f.message); w != "" {
+		r += ": " + w
 	}
 	line := f.body
 	if i := bytes.IndexAny(line, "\r\n"); i >= 0 {
 		line = line[:i]
 	}
-	if len(line) > 0 {
-		r += " (" + clip(line) + ")"
+	if w := serverWords(line); w != "" {
+		r += " (" + w + ")"
 	}
 	return Reason(r)
 }

@@ -308,10 +308,11 @@ type roomProtocol interface {
 
 // closeNamer is a protocol with close codes of its own (graphql-ws's
 // 4401 unauthorized, 4403 forbidden …): a server's close frame with one
-// fails the connection with the protocol's reason, "" = the usual
-// "server close <code>".
+// fails the connection with the protocol's reason, which keeps the
+// frame's text (the server's words); "" = the usual "server close
+// <code>". refused says the code refuses the client (refusal.go).
 type closeNamer interface {
-	closeReason(code uint16) Reason
+	closeReason(code uint16, text []byte) (r Reason, refused bool)
 }
 
 // newProtocol makes a protocol for a client's options.
@@ -350,6 +351,27 @@ func Protocols() []string {
 func CheckProtocol(o ProtocolOptions) error {
 	_, err := makeProtocol(o)
 	return err
+}
+
+// Subprotocols are the subprotocols a connection offers in its upgrade,
+// in order: offered (the plan's subprotocols:) when it names any, else
+// the protocol of o's own (mqtt, graphql-transport-ws, v12.stomp …;
+// none for raw messages and protocols without one). The client's
+// connections and the engine's probe of a target both offer these.
+func Subprotocols(offered []string, o ProtocolOptions) ([]string, error) {
+	p, err := makeProtocol(o)
+	if err != nil {
+		return nil, err
+	}
+	return offeredSubprotocols(offered, p), nil
+}
+
+// offeredSubprotocols is Subprotocols with the protocol made (nil = raw).
+func offeredSubprotocols(offered []string, p wireProtocol) []string {
+	if len(offered) > 0 || p == nil {
+		return offered
+	}
+	return p.subprotocols()
 }
 
 // makeProtocol returns the protocol of o, nil for raw messages.

@@ -136,9 +136,17 @@ func (l *loop) onControl(c *conn, op byte, payload []byte) {
 		if len(payload) >= 2 {
 			code := binary.BigEndian.Uint16(payload)
 			reason = ReasonServerClose + Reason(" "+itoa(int(code)))
+			if c.state == stGreeting {
+				if w := serverWords(payload[2:]); w != "" {
+					reason += Reason(": " + w) // why the greeting ended, in the server's words
+				}
+			}
 			if n, ok := l.cl.proto.(closeNamer); ok && protoOf(c) != nil {
-				if r := n.closeReason(code); r != "" {
+				if r, refused := n.closeReason(code, payload[2:]); r != "" {
 					reason = r // the protocol's own name for its code
+					if refused {
+						reason = refuse(c, r)
+					}
 				}
 			}
 			payload = payload[:2]

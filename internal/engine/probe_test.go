@@ -5,9 +5,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/plan"
 	"github.com/wsplan/wsplan/internal/wstls"
 )
@@ -116,6 +118,60 @@ func TestProbeTLS(t *testing.T) {
 		err = probe(context.Background(), h)
 		if (c.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.wantErr)) {
 			t.Errorf("ca %s: error %v, want %q", c.caFile, err, c.wantErr)
+		}
+	}
+}
+
+// TestProbeProtocolSubprotocol: the probe offers what the phases'
+// connections offer (client.Subprotocols): a server that refuses an
+// upgrade without its protocol's subprotocol (EMQX, aedes so
+// configured) passes the probe of a plan with protocol: mqtt and no
+// subprotocols; the plan's own subprotocols replace the protocol's; raw
+// messages offer none and are refused.
+func TestProbeProtocolSubprotocol(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		need := r.URL.Query().Get("need")
+		if !slices.Contains(strings.Split(r.Header.Get("Sec-WebSocket-Protocol"), ", "), need) {
+			http.Error(w, "subprotocol "+need+" required", http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Upgrade", "websocket")
+		w.Header().Set("Connection", "Upgrade")
+		w.Header().Set("Sec-WebSocket-Protocol", need)
+		w.WriteHeader(http.StatusSwitchingProtocols)
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	cases := []struct {
+		name, need string
+		proto      *plan.Protocol
+		offered    []string
+		wantErr    string
+	}{
+		{"mqtt", "mqtt", &plan.Protocol{Name: client.ProtoMQTT}, nil, ""},
+		{"graphql-ws", client.GraphQLWSSubprotocol, &plan.Protocol{Name: client.ProtoGraphQLWS}, nil, ""},
+		{"stomp", "v12.stomp", &plan.Protocol{Name: client.ProtoSTOMP}, nil, ""},
+		{"plan's own win", "mqttv3.1", &plan.Protocol{Name: client.ProtoMQTT}, []string{"mqttv3.1"}, ""},
+		{"plan's own, not the protocol's", "mqtt", &plan.Protocol{Name: client.ProtoMQTT}, []string{"mqttv3.1"}, "status 401"},
+		{"raw offers none", "mqtt", nil, nil, "status 401"},
+		{"jsonrpc has none", "jsonrpc", &plan.Protocol{Name: client.ProtoJSONRPC}, nil, "status 401"},
+	}
+	for _, c := range cases {
+		s := plan.Server{Target: plan.Target{Protocol: c.proto, Subprotocols: c.offered}}
+		h, err := targetHandshake(s, plan.URLTarget{Addr: addr, Host: addr, RequestURI: "/mqtt?need=" + c.need})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := client.Subprotocols(c.offered, c.proto.Options())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(h.subprotocols, want) {
+			t.Errorf("%s: probe offers %v, the client %v", c.name, h.subprotocols, want)
+		}
+		err = probe(t.Context(), h)
+		if (c.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.wantErr)) {
+			t.Errorf("%s: error %v, want %q", c.name, err, c.wantErr)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/plan"
 	"github.com/wsplan/wsplan/internal/procstat"
 	"github.com/wsplan/wsplan/internal/result"
@@ -245,7 +246,11 @@ func (e *runner) phases(ctx context.Context, srv plan.Server, addrs []string, pr
 // targetHandshake is the probe handshake of one URL of a url: server, with
 // the server's handshake options.
 func targetHandshake(srv plan.Server, t plan.URLTarget) (handshake, error) {
-	h := handshake{addr: t.Addr, host: t.Host, uri: t.RequestURI, headers: srv.Headers, subprotocols: srv.Subprotocols, origin: srv.Origin}
+	sub, err := client.Subprotocols(srv.Subprotocols, srv.Protocol.Options())
+	if err != nil {
+		return handshake{}, err
+	}
+	h := handshake{addr: t.Addr, host: t.Host, uri: t.RequestURI, headers: srv.Headers, subprotocols: sub, origin: srv.Origin}
 	if t.TLS {
 		c := plan.TLSConfig{}
 		if srv.TLS != nil {
@@ -325,9 +330,13 @@ func (e *runner) presetTLS(srv *plan.Server) (args []string, err error) {
 
 // readyHandshakes are the probe handshakes of a server wsplan started.
 func readyHandshakes(srv plan.Server, addrs []string) ([]handshake, error) {
+	sub, err := client.Subprotocols(srv.Subprotocols, srv.Protocol.Options())
+	if err != nil {
+		return nil, err
+	}
 	out := make([]handshake, len(addrs))
 	for i, a := range addrs {
-		out[i] = handshake{addr: a, host: a, uri: srv.Path, headers: srv.Headers, subprotocols: srv.Subprotocols, origin: srv.Origin}
+		out[i] = handshake{addr: a, host: a, uri: srv.Path, headers: srv.Headers, subprotocols: sub, origin: srv.Origin}
 		if srv.ServeTLS && srv.TLS != nil {
 			host, _, err := net.SplitHostPort(a)
 			if err != nil {

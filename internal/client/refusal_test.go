@@ -1,0 +1,254 @@
+package client
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gorilla/websocket"
+)
+
+// refuser is a WebSocket server that answers every upgrade with status
+// (when set), else upgrades (agreeing to the client's first subprotocol)
+// and runs greet on the connection: a protocol's refusal, or a transient
+// failure. It counts the upgrade requests, the client's attempts.
+type refuser struct {
+	status int
+	greet  func(ws *websocket.Conn)
+
+	attempts atomic.Int64
+}
+
+func (s *refuser) start(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.attempts.Add(1)
+		if s.status != 0 {
+			http.Error(w, "go away\nnow", s.status)
+			return
+		}
+		var sub []string
+		if offered := websocket.Subprotocols(r); len(offered) > 0 {
+			sub = offered[:1]
+		}
+		up := websocket.Upgrader{Subprotocols: sub, CheckOrigin: func(*http.Request) bool { return true }}
+		ws, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer ws.Close()
+		s.greet(ws)
+		_ = ws.SetReadDeadline(time.Now().Add(2 * time.Second))
+		for { // until the client closes
+			if _, _, err := ws.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String()
+}
+
+// replyThen reads the client's first message and writes msgs (opcode op)
+// and, when close is set, a close frame with it (code, then text).
+func replyThen(op int, close []byte, msgs ...string) func(ws *websocket.Conn) {
+	return func(ws *websocket.Conn) {
+		if _, _, err := ws.ReadMessage(); err != nil {
+			return
+		}
+		for _, m := range msgs {
+			_ = ws.WriteMessage(op, []byte(m)) // the client sees what arrives
+		}
+		if close != nil {
+			_ = ws.WriteControl(websocket.CloseMessage, close, time.Now().Add(time.Second))
+		}
+	}
+}
+
+// sioRefuse is a Socket.IO server that opens Engine.IO and answers the
+// namespace connect with CONNECT_ERROR data.
+func sioRefuse(data string) func(ws *websocket.Conn) {
+	return func(ws *websocket.Conn) {
+		_ = ws.WriteMessage(websocket.TextMessage, []byte(`0{"sid":"x","upgrades":[],"pingInterval":25000,"pingTimeout":20000}`))
+		replyThen(websocket.TextMessage, nil, "44/chat,"+data)(ws)
+	}
+}
+
+// TestRefusalsNotRetried: a server that refuses 20 connections on purpose
+// (HTTP 401/403, MQTT CONNACK not authorized or bad credentials, STOMP
+// ERROR at CONNECT, graphql-ws close 4401/4403 or connection_error,
+// Socket.IO CONNECT_ERROR) sees exactly 20 attempts though the phase
+// allows a retry, and each reason carries the server's words, unquoted,
+// on one line. Transient failures (HTTP 503, MQTT server unavailable,
+// graphql-ws 4500, a plain close) are still retried: 40 attempts.
+func TestRefusalsNotRetried(t *testing.T) {
+	bin, text := websocket.BinaryMessage, websocket.TextMessage
+	mqtt5 := ProtocolOptions{Name: ProtoMQTT, Version: MQTTVersion5}
+	gql := ProtocolOptions{Name: ProtoGraphQLWS}
+	for _, tc := range []struct {
+		name    string
+		proto   ProtocolOptions
+		srv     *refuser
+		want    Reason
+		refusal bool
+	}{
+		{"http 401", ProtocolOptions{}, &refuser{status: 401}, "bad status 401", true},
+		{"http 403", ProtocolOptions{Name: ProtoMQTT}, &refuser{status: 403}, "bad status 403", true},
+		{"mqtt 3.1.1 bad credentials", ProtocolOptions{Name: ProtoMQTT}, &refuser{greet: replyThen(bin, nil, string(connack3(4)))},
+			"mqtt: connack: bad user name or password (4)", true},
+		{"mqtt 3.1.1 not authorized", ProtocolOptions{Name: ProtoMQTT}, &refuser{greet: replyThen(bin, nil, string(connack3(5)))},
+			"mqtt: connack: not authorized (5)", true},
+		{"mqtt 5 bad credentials", mqtt5, &refuser{greet: replyThen(bin, nil, string(connack5(0x86)))},
+			"mqtt: connack: bad user name or password (134)", true},
+		{"mqtt 5 not authorized, its words", mqtt5, &refuser{greet: replyThen(bin, nil, string(connack5(0x87, 0x1f, 0, 12, 'n', 'o', ' ', 'A', 'C', 'L', '\n', '\t', 'f', 'o', 'r', ' ')))},
+			"mqtt: connack: not authorized (135): no ACL for", true},
+		{"stomp error at connect", ProtocolOptions{Name: ProtoSTOMP}, &refuser{greet: replyThen(text, nil,
+			"ERROR\nmessage:Bad CONNECT\ncontent-type:text/plain\n\nAccess refused for user 'guest'\n\x00\n")},
+			"stomp: ERROR: Bad CONNECT (Access refused for user 'guest')", true},
+		{"graphql-ws 4403", gql, &refuser{greet: replyThen(text, websocket.FormatCloseMessage(4403, "Forbidden"))},
+			"graphql-ws: forbidden (4403)", true},
+		{"graphql-ws 4401, its words", gql, &refuser{greet: replyThen(text, websocket.FormatCloseMessage(4401, "Token\r\nexpired"))},
+			"graphql-ws: unauthorized (4401): Token expired", true},
+		{"mercurius connection_error", gql, &refuser{greet: replyThen(text, []byte{},
+			`{"type":"connection_error","payload":{"message":"Forbidden"}}`)},
+			"graphql-ws: connection_error: Forbidden", true},
+		{"socket.io string", ProtocolOptions{Name: ProtoSocketIO, Namespace: "/chat"}, &refuser{greet: sioRefuse(`"not authorized"`)},
+			"socket.io: connect refused: not authorized", true},
+		{"socket.io message", ProtocolOptions{Name: ProtoSocketIO, Namespace: "/chat"}, &refuser{greet: sioRefuse(`{"message":"Connection rejected by server"}`)},
+			"socket.io: connect refused: Connection rejected by server", true},
+		// Transient: retried.
+		{"http 503", ProtocolOptions{}, &refuser{status: 503}, "bad status 503", false},
+		{"mqtt server unavailable", ProtocolOptions{Name: ProtoMQTT}, &refuser{greet: replyThen(bin, nil, string(connack3(3)))},
+			"mqtt: connack: server unavailable (3)", false},
+		{"graphql-ws 4500", gql, &refuser{greet: replyThen(text, websocket.FormatCloseMessage(4500, "db down"))},
+			"graphql-ws: internal server error (4500): db down", false},
+		{"a close with words", ProtocolOptions{Name: ProtoSTOMP}, &refuser{greet: replyThen(text, websocket.FormatCloseMessage(1013, "try\x00again later"))},
+			"server close 1013: try again later", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newClient(t, Options{Targets: []string{tc.srv.start(t)}, Loops: 2, Protocol: tc.proto})
+			res, err := c.Connect(t.Context(), ConnectParams{Connections: 20, Concurrency: 20, Timeout: 2 * time.Second, Retries: 1}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			attempts, retried := int64(20), int64(0)
+			if !tc.refusal {
+				attempts, retried = 40, 20
+			}
+			if got := tc.srv.attempts.Load(); got != attempts || res.Failed != 20 || res.Retried != retried || res.Errors[tc.want] != attempts {
+				t.Errorf("%d attempts, failed %d, retried %d, errors %v; want %d attempts, 20 failed, %d retried, all %q",
+					got, res.Failed, res.Retried, res.Errors, attempts, retried, tc.want)
+			}
+		})
+	}
+}
+
+// TestServerWords: a server's text reads verbatim on one line: spaces and
+// control characters fold into one space, invalid UTF-8 is replaced, the
+// ends are trimmed, and it stops at maxWords bytes (at a character's
+// start) with "…".
+func TestServerWords(t *testing.T) {
+	long := strings.Repeat("é", 150) // 300 bytes
+	for _, tc := range []struct{ in, want string }{
+		{"Forbidden", "Forbidden"},
+		{"Access refused\r\nfor user 'guest'", "Access refused for user 'guest'"},
+		{"  \t padded \x00\x1b[31m red\x7f ", "padded [31m red"},
+		{"a\u2028b\u0085c", "a b c"},
+		{"bad \xff byte", "bad \uFFFD byte"},
+		{strings.Repeat("x", maxWords), strings.Repeat("x", maxWords)},
+		{strings.Repeat("x", maxWords) + "   ", strings.Repeat("x", maxWords)},
+		// Sad half: nothing to show, or too much.
+		{"", ""},
+		{" \r\n\t", ""},
+		{strings.Repeat("x", maxWords+1), strings.Repeat("x", maxWords) + "…"},
+		{long, strings.Repeat("é", maxWords/2) + "…"},
+		{"y" + long, "y" + strings.Repeat("é", (maxWords-1)/2) + "…"},
+	} {
+		if got := serverWords([]byte(tc.in)); got != tc.want {
+			t.Errorf("serverWords(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestJSONWords: a JSON reason reads as its words: a string unquoted, an
+// object's (or the first error's) message; anything else as sent.
+func TestJSONWords(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`"not authorized"`, "not authorized"},
+		{` "line\nbreak \"quoted\"" `, `line break "quoted"`},
+		{`{"message":"Forbidden","data":{"x":1}}`, "Forbidden"},
+		{`[{"message":"Unauthorized","locations":[]}]`, "Unauthorized"},
+		// Sad half: no words of its own.
+		{`{"code":4}`, `{"code":4}`},
+		{`{"message":7}`, `{"message":7}`},
+		{`[1,2]`, `[1,2]`},
+		{"not json\n", "not json"},
+		{``, ``},
+	} {
+		if got := jsonWords([]byte(tc.in)); got != tc.want {
+			t.Errorf("jsonWords(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// checkWords fails unless s is one line of at most maxWords bytes (and
+// the mark of a cut): valid UTF-8, no control character, no space at
+// either end or twice in a row.
+func checkWords(t *testing.T, s string) {
+	t.Helper()
+	body := strings.TrimSuffix(s, "…")
+	if len(body) > maxWords || !utf8.ValidString(s) || strings.TrimSpace(body) != body || strings.Contains(body, "  ") {
+		t.Fatalf("words %q: not one trimmed line of at most %d bytes", s, maxWords)
+	}
+	for _, r := range body {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u2028' || r == '\u2029' {
+			t.Fatalf("words %q hold control character %U", s, r)
+		}
+	}
+}
+
+func FuzzServerWords(f *testing.F) {
+	for _, s := range []string{"Forbidden", "a\r\nb", "\xff\xfe", strings.Repeat("é", 120), "  x  "} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		checkWords(t, serverWords(b))
+		checkWords(t, jsonWords(b))
+	})
+}
+
+// FuzzMQTTConnackWords: a CONNACK body of any bytes yields its Reason
+// String, a part of the body, or nothing; never a panic.
+func FuzzMQTTConnackWords(f *testing.F) {
+	f.Add(connack5(0x87, 0x1f, 0, 2, 'n', 'o')[2:])
+	f.Add(connack5(0x87, 0x13, 0, 30, 0x1f, 0, 1, 'x')[2:])
+	f.Add(connack5(0x87, 0x26, 0, 1, 'k', 0, 1, 'v')[2:])
+	f.Add([]byte{0, 0x87, 5, 0x1f, 0, 9})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if w := mqttConnackWords(body); len(w) > len(body) {
+			t.Fatalf("words %q longer than the body %q", w, body)
+		}
+	})
+}
+
+// TestRefusalNotRetriedByScript: the rule is the dialer's, so it holds
+// for every kind that opens connections: a script's 20 users refused by
+// a Socket.IO namespace are 20 attempts, though the phase allows a retry.
+func TestRefusalNotRetriedByScript(t *testing.T) {
+	srv := &refuser{greet: sioRefuse(`"not authorized"`)}
+	c := newClient(t, Options{Targets: []string{srv.start(t)}, Loops: 2, Protocol: ProtocolOptions{Name: ProtoSocketIO, Namespace: "/chat"}})
+	res, err := c.Run(t.Context(), &ScriptParams{Steps: steps(t, "steps:\n  - emit: {event: chat, data: '1'}\n"), Users: 20, Iterations: 1, Concurrency: 20,
+		Timeout: 2 * time.Second, ConnectTimeout: 2 * time.Second, Retries: 1, Drain: time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.(*ScriptResult)
+	const want = Reason("socket.io: connect refused: not authorized")
+	if got := srv.attempts.Load(); got != 20 || r.OpenFailed != 20 || r.OpenErrors[want] != 20 {
+		t.Errorf("%d attempts, %d users failed to open, errors %v; want 20, 20, 20 × %q", got, r.OpenFailed, r.OpenErrors, want)
+	}
+}
