@@ -131,7 +131,7 @@ func init() {
 			{Name: metrics.EER, Kind: metrics.Float, Doc: "delivery_rate / server cpu_avg: deliveries per second per percent of a core"},
 			{Name: metrics.DurationName, Kind: metrics.Duration, Doc: "publishing time"},
 			{Name: metrics.Drain, Kind: metrics.Duration, Doc: "time after duration spent waiting for deliveries"},
-		}, pacedDefs("wakeups / (published + delivered): client wake-ups per message published or delivered"), metrics.Latency, []metrics.Def{
+		}, pacedDefs("wakeups / (published + delivered): client wake-ups per message published or delivered"), metrics.BehindDefs, metrics.Latency, []metrics.Def{
 			{Name: broadcastFanoutP50, Kind: metrics.Duration, Doc: "latency of the last delivery of a message to the room (slow subscribers excepted), median"},
 			{Name: broadcastFanoutP99, Kind: metrics.Duration, Doc: "latency of the last delivery of a message to the room (slow subscribers excepted): time until the whole room has it"},
 			{Name: broadcastFanoutMax, Kind: metrics.Duration, Doc: "fanout, the slowest message"},
@@ -264,6 +264,7 @@ func (p *Broadcast) Run(ctx context.Context, env *Env) (Outcome, error) {
 			memPerSub = max(0, m.Server-env.Base.Server) / open.Opened
 		}
 	}
+	start := time.Now()
 	r, err := run[client.BroadcastResult](ctx, env, p.params(client.BroadcastRun))
 	if cerr := closeAll(); err == nil && cerr != nil {
 		err = cerr
@@ -281,6 +282,14 @@ func (p *Broadcast) Run(ctx context.Context, env *Env) (Outcome, error) {
 		out.Metrics[broadcastJoinP99] = time.Duration(open.Join.ValueAtQuantile(99))
 	}
 	out.Warnings = BroadcastWarnings(*r, q)
+	// Without a timeline, who fell behind is judged over the publishing.
+	out.Behind = sendingSpan(start, r.Used)
+	out.WindowWarnings = func(m metrics.Values) []string {
+		if !publishedLate(*r) {
+			return nil
+		}
+		return []string{"publishing fell behind its timetable: " + KeptUp(m)}
+	}
 	if w := readsWarning(q.Reads, r.Reads); w != "" {
 		out.Warnings = append(out.Warnings, w)
 	}
@@ -350,7 +359,7 @@ func BroadcastWarnings(r client.BroadcastResult, q *client.BroadcastParams) []st
 	if r.Duplicated > 0 || r.OutOfOrder > 0 {
 		w = append(w, fmt.Sprintf("%d deliveries duplicated, %d out of order", r.Duplicated, r.OutOfOrder))
 	}
-	if late := r.Late + r.Unsent; r.Published > 0 && float64(late) > RateLateShare*float64(r.Published+r.Unsent) {
+	if late := r.Late + r.Unsent; publishedLate(r) {
 		w = append(w, fmt.Sprintf("%d of %d messages published late (%d never; up to %v): their latency counts from their schedule", late, r.Published+r.Unsent, r.Unsent, sendLateMax(r).Round(time.Microsecond)))
 	}
 	if d := r.Dropped - r.SlowDropped; d > 0 {
@@ -363,6 +372,12 @@ func BroadcastWarnings(r client.BroadcastResult, q *client.BroadcastParams) []st
 		w = append(w, "stopped early: "+string(r.Stopped))
 	}
 	return w
+}
+
+// publishedLate reports whether more than RateLateShare of the messages
+// due were published late or never.
+func publishedLate(r client.BroadcastResult) bool {
+	return r.Published > 0 && float64(r.Late+r.Unsent) > RateLateShare*float64(r.Published+r.Unsent)
 }
 
 // slowVerdict says what the server did with the slow subscribers, from

@@ -136,6 +136,9 @@ type clientCost struct {
 	sum    procstat.Summary
 	shards []shard.Cost
 	remote bool
+	// series are the CPU readings of each client process of this host
+	// (procstat.Summary.CPU); shards keep none.
+	series []procstat.Series
 }
 
 // serverCost is the server's CPU and memory over a window: sum is nil when
@@ -165,6 +168,7 @@ func (w *window) stop() (sc serverCost, cc clientCost, si softirqs) {
 		cc.sum.CPUAvg += x.CPUAvg
 		cc.sum.CPUSeconds += x.CPUSeconds
 		cc.sum.MemMax += x.MemMax
+		cc.series = append(cc.series, x.CPU)
 	}
 	if w.shards != nil {
 		cc.shards, cc.remote = w.shards.CostsSince(w.mark), w.remote

@@ -45,6 +45,9 @@ type Summary struct {
 	// equals CPUSeconds. A root that idles while CPUSeconds is large is a
 	// wrapper (a shell, npm, a supervisor) around the real server.
 	RootCPUSeconds float64
+	// CPU is every reading's cumulative CPU time, for the CPU of a part
+	// of the window (Series.Over).
+	CPU Series
 	// Err is the first read failure, nil if none. When the process exited
 	// during the window it wraps ErrExited, and the other fields describe the
 	// window up to the last successful reading.
@@ -260,6 +263,7 @@ type window struct {
 	cpuMin, cpuMax float64
 	memMin, memMax int64
 	memSum         int64
+	cpu            Series
 }
 
 // add records a reading. full says whether the span since the previous
@@ -284,6 +288,7 @@ func (w *window) add(r reading, full bool) {
 	w.memMin = min(w.memMin, r.rss)
 	w.memMax = max(w.memMax, r.rss)
 	w.memSum += r.rss
+	w.cpu = append(w.cpu, CPUPoint{At: r.at, CPU: r.cpu})
 	w.last = r
 	w.n++
 }
@@ -301,6 +306,7 @@ func (w *window) summary() Summary {
 		MemAvg:     w.memSum / int64(w.n),
 		Samples:    w.n,
 		Wall:       wall,
+		CPU:        w.cpu,
 	}
 	s.CPUAvg, _ = percent(cpu, wall) // a zero-length window has no average: 0
 	s.CPUMin, s.CPUMax = s.CPUAvg, s.CPUAvg
