@@ -89,24 +89,58 @@ func openLoopBehind(start time.Time, r client.RateResult, q *client.RateParams) 
 	return behindSpans(start, r.Seconds, due, r.Used)
 }
 
+// waitShown is the run-queue wait (percent of one core) worth saying.
+const waitShown = 5
+
 // KeptUp names the side that could not keep up with a timetable, from the
-// CPU each side used while sending was behind (metrics.BehindDefs, which
-// the engine writes) against its capacity: the client when its share of
-// its usable cores (client_cores) reached BoundShare and was not clearly
-// below the server's share of its pinned cores (server_cpus); else the
-// server when its share did; else neither, naming what is left (the
-// network, the kernel, a limit of the server's other than CPU). A server
-// whose cores or CPU are not known is never named, nor is it cleared:
-// then only the client's figure speaks. It never says "the client or the
-// server".
+// CPU each side wanted while sending was behind (metrics.BehindDefs, which
+// the engine writes: the CPU it used and the time it waited for one)
+// against its capacity: the client when its share of its usable cores
+// (client_cores) reached BoundShare and was not clearly below the
+// server's share of its pinned cores (server_cpus); else the server when
+// its share did; else neither, naming what is left (the network, the
+// kernel, a limit of the server's other than CPU). A side that reached
+// the mark by waiting for CPUs others held is said so. A server whose
+// cores or CPU are not known is never named, nor is it cleared: then only
+// the client's figure speaks. It never says "the client or the server".
 func KeptUp(m metrics.Values) string {
 	_, why := whoBehind(m)
 	return why
 }
 
+// load is one side's CPU while behind: used and waited for, percent of
+// one core, against its cores (0: not known).
+type load struct {
+	cpu, wait float64
+	cores     int64
+}
+
+// share is the part of its cores the side wanted; -1 when they are not
+// known.
+func (l load) share() float64 {
+	if l.cores <= 0 {
+		return -1
+	}
+	return (l.cpu + l.wait) / (100 * float64(l.cores))
+}
+
+// starved reports whether the side reached the mark only by waiting.
+func (l load) starved() bool { return l.cpu/(100*float64(max(1, l.cores))) < BoundShare }
+
+func (l load) String() string {
+	s := fmt.Sprintf("%.0f%%", l.cpu)
+	if l.wait >= waitShown {
+		s += fmt.Sprintf(" (+%.0f%% waiting for a CPU)", l.wait)
+	}
+	if l.cores > 0 {
+		s += " of " + cores(l.cores)
+	}
+	return s
+}
+
 // whoBehind is KeptUp with the side it names.
 func whoBehind(m metrics.Values) (side, string) {
-	cpu, ok := m[metrics.ClientCPUBehind].(float64)
+	ccpu, ok := m[metrics.ClientCPUBehind].(float64)
 	if !ok {
 		return sideUnknown, "who could not keep up is not known: no CPU was sampled while sending"
 	}
@@ -114,39 +148,38 @@ func whoBehind(m metrics.Values) (side, string) {
 	if m.Dur(metrics.Behind) == 0 {
 		when = "while sending" // it never was behind by a whole second's measure
 	}
-	ccores := max(1, m.Int(metrics.ClientCores))
-	cshare := cpu / (100 * float64(ccores))
-	client := fmt.Sprintf("%.0f%% of %s", cpu, cores(ccores))
+	cl := load{cpu: ccpu, wait: m.Float(metrics.ClientCPUWaitBehind), cores: max(1, m.Int(metrics.ClientCores))}
 	scpu, measured := m[metrics.CPUBehind].(float64)
-	pinned := m.Int(metrics.ServerCPUs)
-	sshare := -1.0 // not known
-	server := "the server's CPU is not measured"
+	sv := load{cpu: scpu, wait: m.Float(metrics.CPUWaitBehind), cores: m.Int(metrics.ServerCPUs)}
+	if !measured {
+		sv.cores = 0
+	}
+	server := "server " + sv.String()
 	switch {
-	case measured && pinned > 0:
-		sshare = scpu / (100 * float64(pinned))
-		server = fmt.Sprintf("%.0f%% of %s", scpu, cores(pinned))
-	case measured:
-		server = fmt.Sprintf("%.0f%%, its cores not known", scpu)
+	case !measured:
+		server = "the server's CPU is not measured"
+	case sv.cores == 0:
+		server += ", its cores not known"
+	}
+	held := func(l load) string {
+		if l.starved() {
+			return ": other work held its CPUs"
+		}
+		return ""
 	}
 	switch {
-	case cshare >= BoundShare && cshare >= sshare-boundMargin:
-		if measured {
-			server = "server " + server
-		}
-		return sideClient, fmt.Sprintf("the client could not keep up (CPU %s %s; %s)", client, when, server)
-	case sshare >= BoundShare:
-		return sideServer, fmt.Sprintf("the server could not keep up (CPU %s %s; client %s)", server, when, client)
-	case sshare >= 0:
-		why := fmt.Sprintf("neither side was CPU-bound %s (server %s, client %s): the network, the kernel, or a limit of the server's other than CPU", when, server, client)
-		if pinned > 1 && scpu >= 100*BoundShare && scpu < 100*(2-BoundShare) {
-			why += fmt.Sprintf(" (it kept about one of its %d cores busy: one thread?)", pinned)
+	case cl.share() >= BoundShare && cl.share() >= sv.share()-boundMargin:
+		return sideClient, fmt.Sprintf("the client could not keep up (CPU %s %s; %s)%s", cl, when, server, held(cl))
+	case sv.share() >= BoundShare:
+		return sideServer, fmt.Sprintf("the server could not keep up (CPU %s %s; client %s)%s", sv, when, cl, held(sv))
+	case sv.share() >= 0:
+		why := fmt.Sprintf("neither side was CPU-bound %s (%s, client %s): the network, the kernel, or a limit of the server's other than CPU", when, server, cl)
+		if sv.cores > 1 && scpu >= 100*BoundShare && scpu < 100*(2-BoundShare) {
+			why += fmt.Sprintf(" (it kept about one of its %d cores busy: one thread?)", sv.cores)
 		}
 		return sideNeither, why
 	}
-	if measured {
-		server = "server " + server
-	}
-	return sideNotClient, fmt.Sprintf("the client was not CPU-bound %s (CPU %s; %s): the server, the network or the kernel could not keep up", when, client, server)
+	return sideNotClient, fmt.Sprintf("the client was not CPU-bound %s (CPU %s; %s): the server, the network or the kernel could not keep up", when, cl, server)
 }
 
 // cores says n cores.

@@ -66,16 +66,21 @@ func TestBehindSpans(t *testing.T) {
 	}
 }
 
-// TestKeptUp: the side named from each side's CPU while sending was
-// behind, against its capacity. The happy half names a side; the sad half
-// names none that was not saturated, and never says "the client or the
-// server", nor clears a server whose CPU or cores are unknown.
+// TestKeptUp: the side named from the CPU each side wanted while sending
+// was behind (used, and waited for), against its capacity. The happy half
+// names a side; the sad half names none that was not saturated, and never
+// says "the client or the server", nor clears a server whose CPU or cores
+// are unknown.
 func TestKeptUp(t *testing.T) {
 	fig := func(server, client float64, pinned, cores int64) metrics.Values {
 		m := metrics.Values{metrics.ClientCPUBehind: client, metrics.ClientCores: cores, metrics.ServerCPUs: pinned, metrics.Behind: 2 * time.Second}
 		if server >= 0 {
 			m[metrics.CPUBehind] = server
 		}
+		return m
+	}
+	waits := func(m metrics.Values, server, client float64) metrics.Values {
+		m[metrics.CPUWaitBehind], m[metrics.ClientCPUWaitBehind] = server, client
 		return m
 	}
 	cases := []struct {
@@ -96,6 +101,10 @@ func TestKeptUp(t *testing.T) {
 			"the server could not keep up (CPU 100% of 1 core while behind; client 92% of 1 core)"},
 		{"both saturated, the client within 5 points", fig(96, 93, 1, 1), sideClient,
 			"the client could not keep up (CPU 93% of 1 core while behind; server 96% of 1 core)"},
+		{"server waited for CPUs others held", waits(fig(29, 23, 1, 1), 66, 2), sideServer,
+			"the server could not keep up (CPU 29% (+66% waiting for a CPU) of 1 core while behind; client 23% of 1 core): other work held its CPUs"},
+		{"client waited for CPUs others held", waits(fig(20, 40, 1, 1), 0, 55), sideClient,
+			"the client could not keep up (CPU 40% (+55% waiting for a CPU) of 1 core while behind; server 20% of 1 core): other work held its CPUs"},
 		{"never behind: over the sending time", func() metrics.Values { m := fig(99, 40, 1, 1); m[metrics.Behind] = time.Duration(0); return m }(), sideServer,
 			"the server could not keep up (CPU 99% of 1 core while sending; client 40% of 1 core)"},
 
@@ -105,6 +114,8 @@ func TestKeptUp(t *testing.T) {
 			"neither side was CPU-bound while behind (server 99% of 4 cores, client 40% of 1 core): the network, the kernel, or a limit of the server's other than CPU (it kept about one of its 4 cores busy: one thread?)"},
 		{"client at 80% of 2 cores", fig(20, 160, 1, 2), sideNeither,
 			"neither side was CPU-bound while behind (server 20% of 1 core, client 160% of 2 cores): the network, the kernel, or a limit of the server's other than CPU"},
+		{"waiting, not enough to matter", waits(fig(30, 40, 1, 1), 20, 3), sideNeither,
+			"neither side was CPU-bound while behind (server 30% (+20% waiting for a CPU) of 1 core, client 40% of 1 core): the network, the kernel, or a limit of the server's other than CPU"},
 		{"server's cores unknown (pid:)", fig(150, 40, 0, 1), sideNotClient,
 			"the client was not CPU-bound while behind (CPU 40% of 1 core; server 150%, its cores not known): the server, the network or the kernel could not keep up"},
 		{"server not measured (url:)", fig(-1, 40, 0, 1), sideNotClient,

@@ -23,11 +23,24 @@ func cpuSeries(t0 time.Time, pct ...float64) procstat.Series {
 	return s
 }
 
-// windowOf is a window's summary of s: its average and its series.
+// waiting adds a run-queue wait to s: pct[i] percent of a core in its
+// i-th interval.
+func waiting(s procstat.Series, pct ...float64) procstat.Series {
+	s = append(procstat.Series(nil), s...)
+	var wait time.Duration
+	for i, p := range pct {
+		wait += time.Duration(p / 100 * float64(500*time.Millisecond))
+		s[i+1].Wait = wait
+	}
+	return s
+}
+
+// windowOf is a window's summary of s: its average and its series, with
+// its waits when any was read.
 func windowOf(s procstat.Series) *procstat.Summary {
 	wall := s[len(s)-1].At.Sub(s[0].At)
 	cpu := s[len(s)-1].CPU - s[0].CPU
-	return &procstat.Summary{CPUAvg: 100 * cpu.Seconds() / wall.Seconds(), CPUSeconds: cpu.Seconds(), Wall: wall, CPU: s}
+	return &procstat.Summary{CPUAvg: 100 * cpu.Seconds() / wall.Seconds(), CPUSeconds: cpu.Seconds(), Wall: wall, CPU: s, Waits: s[len(s)-1].Wait > 0}
 }
 
 // TestBehindSide: who could not keep up is judged from the samples taken
@@ -55,6 +68,9 @@ func TestBehindSide(t *testing.T) {
 		{"client saturated while behind",
 			cpuSeries(t0, 30, 30, 40, 40, 40, 40, 10, 10, 0, 0), cpuSeries(t0, 60, 60, 100, 100, 98, 98, 5, 5, 0, 0), 1, 1, behind,
 			"the client could not keep up (CPU 99% of 1 core while behind; server 40% of 1 core)"},
+		{"server starved while behind",
+			waiting(cpuSeries(t0, 40, 40, 30, 30, 30, 30, 0, 0, 0, 0), 0, 0, 65, 65, 65, 65, 0, 0, 0, 0), cpuSeries(t0, 30, 30, 25, 25, 25, 25, 0, 0, 0, 0), 1, 1, behind,
+			"the server could not keep up (CPU 30% (+65% waiting for a CPU) of 1 core while behind; client 25% of 1 core): other work held its CPUs"},
 		{"server on 2 cores",
 			cpuSeries(t0, 90, 90, 190, 190, 190, 190, 0, 0, 0, 0), cpuSeries(t0, 30, 30, 30, 30, 30, 30, 0, 0, 0, 0), 2, 1, behind,
 			"the server could not keep up (CPU 190% of 2 cores while behind; client 30% of 1 core)"},
@@ -78,8 +94,11 @@ func TestBehindSide(t *testing.T) {
 		if c.server != nil {
 			sc.sum = windowOf(c.server)
 		}
-		cc := clientCost{sum: *windowOf(c.client), series: []procstat.Series{c.client}}
+		cc := clientCost{sum: *windowOf(c.client), series: []procstat.Series{c.client}, waits: []bool{windowOf(c.client).Waits}}
 		behindMetrics(m, c.spans, sc, cc, c.usable)
+		if _, wait := m[metrics.CPUWaitBehind]; wait != (sc.sum != nil && sc.sum.Waits) {
+			t.Errorf("%s: cpu_wait_behind written %v, want only where the server's wait was read", c.name, wait)
+		}
 		if got := scenarios.KeptUp(m); got != c.want {
 			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
 		}

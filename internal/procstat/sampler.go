@@ -2,8 +2,10 @@ package procstat
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"time"
 )
 
@@ -46,8 +48,12 @@ type Summary struct {
 	// wrapper (a shell, npm, a supervisor) around the real server.
 	RootCPUSeconds float64
 	// CPU is every reading's cumulative CPU time, for the CPU of a part
-	// of the window (Series.Over).
+	// of the window (Series.Over), with its run-queue wait when Waits.
 	CPU Series
+	// Waits is true when every reading of CPU holds the process's
+	// run-queue wait (RunQueueWait, over a tree's processes too): not with
+	// a scrape sampler, without schedstat, or past MaxWaitThreads.
+	Waits bool
 	// Err is the first read failure, nil if none. When the process exited
 	// during the window it wraps ErrExited, and the other fields describe the
 	// window up to the last successful reading.
@@ -70,6 +76,7 @@ type Sampler struct {
 	w       window
 	err     error
 	precise bool // CPU from ProcessCPUTime
+	waits   bool // run-queue wait read at every reading so far
 	stop    chan struct{}
 	done    chan struct{}
 
@@ -109,6 +116,7 @@ func (s *Sampler) Start() {
 		_, err := ProcessCPUTime(s.pid)
 		s.precise = err == nil
 	}
+	s.waits = s.scrape == "" // until a reading fails
 	r, err := s.read()
 	if err != nil {
 		s.err = err
@@ -181,6 +189,12 @@ func (s *Sampler) Stop() Summary {
 	sum.Procs = s.procs
 	sum.RootCPUSeconds = (s.rootLast - s.rootFirst).Seconds()
 	sum.PreciseCPU = s.precise && sum.Samples > 0
+	sum.Waits = s.waits && sum.Samples > 0
+	if !sum.Waits {
+		for i := range sum.CPU {
+			sum.CPU[i].Wait = 0 // a wait read only part of the time is none
+		}
+	}
 	return sum
 }
 
@@ -244,14 +258,37 @@ func (s *Sampler) read() (reading, error) {
 		r.rss += st.RSS(s.fs.pageSize())
 	}
 	s.procs = max(s.procs, len(stats))
+	r.wait = s.readWait(stats)
 	return r, nil
+}
+
+// readWait is the run-queue wait of the processes read (RunQueueWait);
+// the first failure ends reading it for the window.
+func (s *Sampler) readWait(stats []Stat) time.Duration {
+	var sum time.Duration
+	for i, st := range stats {
+		if !s.waits {
+			return 0
+		}
+		pid := st.PID
+		if i == 0 {
+			pid = s.pid
+		}
+		w, err := s.fs.RunQueueWait(pid)
+		if err != nil && (i == 0 || !errors.Is(err, os.ErrNotExist)) {
+			s.waits = false // a descendant gone since the scan is not a failure
+		}
+		sum += w
+	}
+	return sum
 }
 
 // reading is one sample of a process.
 type reading struct {
-	at  time.Time
-	cpu time.Duration // cumulative CPU time
-	rss int64         // bytes
+	at   time.Time
+	cpu  time.Duration // cumulative CPU time
+	rss  int64         // bytes
+	wait time.Duration // cumulative run-queue wait; 0 when not read
 }
 
 // window accumulates the readings of one Start..Stop window. It is pure so
@@ -288,7 +325,7 @@ func (w *window) add(r reading, full bool) {
 	w.memMin = min(w.memMin, r.rss)
 	w.memMax = max(w.memMax, r.rss)
 	w.memSum += r.rss
-	w.cpu = append(w.cpu, CPUPoint{At: r.at, CPU: r.cpu})
+	w.cpu = append(w.cpu, CPUPoint{At: r.at, CPU: r.cpu, Wait: r.wait})
 	w.last = r
 	w.n++
 }

@@ -6,10 +6,11 @@ import (
 )
 
 // CPUPoint is one reading of a process's CPU: its cumulative CPU time
-// (user + system) at At.
+// (user + system) and run-queue wait (RunQueueWait: runnable, waiting for
+// a CPU; 0 when not read) at At.
 type CPUPoint struct {
-	At  time.Time
-	CPU time.Duration
+	At        time.Time
+	CPU, Wait time.Duration
 }
 
 // Series is a window's CPU readings in time order (Start, every tick,
@@ -18,15 +19,15 @@ type CPUPoint struct {
 // from the seconds its sending was behind, not from the whole window.
 type Series []CPUPoint
 
-// Over returns the CPU time spent between from and to and the wall time
-// of [from, to] the readings cover. The cumulative CPU time is taken as
-// linear between two readings; before the first and after the last one
-// nothing is known, so that part of [from, to] is left out of both. A
-// cumulative time that went down (a descendant that left a process tree)
-// counts as no CPU.
-func (s Series) Over(from, to time.Time) (cpu, wall time.Duration) {
+// Over returns the CPU time spent and the run-queue wait between from
+// and to, and the wall time of [from, to] the readings cover. Cumulative
+// times are taken as linear between two readings; before the first and
+// after the last one nothing is known, so that part of [from, to] is left
+// out of all three. A cumulative time that went down (a descendant that
+// left a process tree, a thread that exited) counts as none.
+func (s Series) Over(from, to time.Time) (cpu, wait, wall time.Duration) {
 	if len(s) < 2 {
-		return 0, 0
+		return 0, 0, 0
 	}
 	first, last := s[0].At, s[len(s)-1].At
 	if from.Before(first) {
@@ -36,26 +37,29 @@ func (s Series) Over(from, to time.Time) (cpu, wall time.Duration) {
 		to = last
 	}
 	if !to.After(from) {
-		return 0, 0
+		return 0, 0, 0
 	}
-	return max(0, s.at(to)-s.at(from)), to.Sub(from)
+	a, b := s.at(from), s.at(to)
+	return max(0, b.CPU-a.CPU), max(0, b.Wait-a.Wait), to.Sub(from)
 }
 
-// at is the cumulative CPU time at t, within the series' span.
-func (s Series) at(t time.Time) time.Duration {
+// at is the reading at t, within the series' span: linear between the
+// readings around it.
+func (s Series) at(t time.Time) CPUPoint {
 	// i is the first reading after t: t lies in [s[i-1].At, s[i].At].
 	i := sort.Search(len(s), func(i int) bool { return s[i].At.After(t) })
 	switch {
 	case i == 0:
-		return s[0].CPU
+		return s[0]
 	case i == len(s):
-		return s[len(s)-1].CPU
+		return s[len(s)-1]
 	}
 	a, b := s[i-1], s[i]
 	span := b.At.Sub(a.At)
 	if span <= 0 {
-		return b.CPU
+		return b
 	}
 	frac := float64(t.Sub(a.At)) / float64(span)
-	return a.CPU + time.Duration(frac*float64(b.CPU-a.CPU))
+	lerp := func(x, y time.Duration) time.Duration { return x + time.Duration(frac*float64(y-x)) }
+	return CPUPoint{At: t, CPU: lerp(a.CPU, b.CPU), Wait: lerp(a.Wait, b.Wait)}
 }
