@@ -86,16 +86,22 @@ func shortfall(r client.RateResult) bool {
 }
 
 // RateWarnings are what a reader of a rate result must not miss: a
-// shortfall against the timetable (naming the side that could not keep
-// up, from the engine's figures in m: KeptUp), more than 1% late
-// messages, lost echoes, lost connections, a phase cut short.
+// shortfall against the timetable, more than 1% late messages (the first
+// of them naming the side that could not keep up, from the engine's
+// figures in m: KeptUp), lost echoes, lost connections, a phase cut
+// short.
 func RateWarnings(r client.RateResult, m metrics.Values) []string {
 	var w []string
-	if shortfall(r) {
+	short := shortfall(r)
+	if short {
 		w = append(w, fmt.Sprintf("rate shortfall: %d of %d scheduled messages sent (%.1f%%): %s", r.Sent, r.Scheduled, 100*float64(r.Sent)/float64(r.Scheduled), KeptUp(m)))
 	}
 	if late := r.Late + r.Unsent; r.Scheduled > 0 && float64(late) > RateLateShare*float64(r.Scheduled) {
-		w = append(w, fmt.Sprintf("%d of %d messages late (%.1f%%; %d never sent): their latency counts from their schedule", late, r.Scheduled, 100*float64(late)/float64(r.Scheduled), r.Unsent))
+		who := ""
+		if !short {
+			who = "; " + KeptUp(m)
+		}
+		w = append(w, fmt.Sprintf("%d of %d messages late (%.1f%%; %d never sent): their latency counts from their schedule%s", late, r.Scheduled, 100*float64(late)/float64(r.Scheduled), r.Unsent, who))
 	}
 	if lost := r.Lost(); lost > 0 {
 		w = append(w, fmt.Sprintf("%d of %d echoes never came (lost) by the end of the drain", lost, r.Sent))

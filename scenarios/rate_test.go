@@ -127,6 +127,7 @@ func TestRateRun(t *testing.T) {
 		"scheduled": int64(1000), "send_rate": 200.0, "achieved_rate": 180.0, "recv_rate": 160.0, "duration": 5 * time.Second,
 		"drain": 500 * time.Millisecond, "conns": int64(40), "payload": int64(64), "bytes_sent": int64(900 * 64),
 		"slack": time.Millisecond, "wakeups": int64(890), "wakeups_per_msg": 0.5,
+		"behind": 3 * time.Second, // late in seconds 0 and 1, nothing sent in 2–4
 	} {
 		if fmt.Sprint(m[name]) != fmt.Sprint(want) {
 			t.Errorf("%s = %v, want %v", name, m[name], want)
@@ -136,7 +137,7 @@ func TestRateRun(t *testing.T) {
 	if w := RateWarnings(client.RateResult{Scheduled: 1000, Sent: 1000, Recv: 1000, Late: 10}, nil); len(w) != 0 {
 		t.Errorf("1%% late: warnings %v", w)
 	}
-	if w := RateWarnings(client.RateResult{Scheduled: 1000, Sent: 1000, Recv: 1000, Late: 11}, nil); len(w) != 1 {
+	if w := RateWarnings(client.RateResult{Scheduled: 1000, Sent: 1000, Recv: 1000, Late: 11}, nil); len(w) != 1 || !strings.HasSuffix(w[0], "; who could not keep up is not known: no CPU was sampled while sending") {
 		t.Errorf("1.1%% late: warnings %v", w)
 	}
 	if !near(m.Dur("send_late_p50"), 20*time.Microsecond) || !near(m.Dur("send_late_p99"), 3*time.Millisecond) || !near(m.Dur("send_late_max"), 3*time.Millisecond) {
@@ -288,6 +289,15 @@ func TestRateShortfallSide(t *testing.T) {
 		if len(w) == 0 || w[0] != head+c.want {
 			t.Errorf("%s: %q, want %q", c.name, w, head+c.want)
 		}
+	}
+	// Late without a shortfall: the late warning names the side; with
+	// one, only the shortfall does.
+	const late = "200 of 1000 messages late (20.0%; 0 never sent): their latency counts from their schedule"
+	if w := RateWarnings(client.RateResult{Scheduled: 1000, Sent: 1000, Recv: 1000, Late: 200}, cases[0].m); len(w) != 1 || w[0] != late+"; "+cases[0].want {
+		t.Errorf("late, no shortfall: %q", w)
+	}
+	if w := RateWarnings(client.RateResult{Scheduled: 1000, Sent: 900, Recv: 900, Late: 100, Unsent: 100}, cases[0].m); len(w) != 2 || strings.Contains(w[1], "could not keep up") {
+		t.Errorf("late with a shortfall: %q", w)
 	}
 	// Through a phase's Outcome, as the engine reads it: after the
 	// outcome's own warnings, in the order RateWarnings gives them.
