@@ -143,7 +143,7 @@ func init() {
 			{Name: metrics.EER, Kind: metrics.Float, Doc: "delivery_rate / server cpu_avg: deliveries per second per percent of a core"},
 			{Name: metrics.DurationName, Kind: metrics.Duration, Doc: "publishing time"},
 			{Name: metrics.Drain, Kind: metrics.Duration, Doc: "time after duration spent waiting for deliveries"},
-		}, pacedDefs("wakeups / (published + delivered): client wake-ups per message published or delivered"), metrics.Latency, []metrics.Def{
+		}, pacedDefs("wakeups / (published + delivered): client wake-ups per message published or delivered"), metrics.BehindDefs, metrics.Latency, []metrics.Def{
 			{Name: broadcastFanoutP50, Kind: metrics.Duration, Doc: "latency of the last delivery of a message to the room (slow subscribers excepted), median"},
 			{Name: broadcastFanoutP99, Kind: metrics.Duration, Doc: "latency of the last delivery of a message to the room (slow subscribers excepted): time until the whole room has it"},
 			{Name: broadcastFanoutMax, Kind: metrics.Duration, Doc: "fanout, the slowest message"},
@@ -278,6 +278,7 @@ func (p *Broadcast) Run(ctx context.Context, env *Env) (Outcome, error) {
 			memPerSub = max(0, m.Server-env.Base.Server) / open.Opened
 		}
 	}
+	start := time.Now()
 	r, err := run[client.BroadcastResult](ctx, env, p.params(client.BroadcastRun))
 	if cerr := closeAll(); err == nil && cerr != nil {
 		err = cerr
@@ -295,6 +296,14 @@ func (p *Broadcast) Run(ctx context.Context, env *Env) (Outcome, error) {
 		out.Metrics[broadcastJoinP99] = time.Duration(open.Join.ValueAtQuantile(99))
 	}
 	out.Warnings = BroadcastWarnings(*r, q)
+	// Without a timeline, who fell behind is judged over the publishing.
+	out.Behind = sendingSpan(start, r.Used)
+	out.WindowWarnings = func(m metrics.Values) []string {
+		if !publishedLate(*r) {
+			return nil
+		}
+		return []string{"publishing fell behind its timetable: " + KeptUp(m)}
+	}
 	if w := readsWarning(q.Reads, r.Reads); w != "" {
 		out.Warnings = append(out.Warnings, w)
 	}
@@ -359,13 +368,19 @@ func BroadcastWarnings(r client.BroadcastResult, q *client.BroadcastParams) []st
 	if all, _ := q.Receivers(); all > 1 && r.Published > 0 && r.Delivered <= r.Published {
 		w = append(w, fmt.Sprintf("only %d deliveries of %d messages: does the server fan out? A preset does on path %s (servers[].path), your own server on the same convention (README: The broadcast phase)", r.Delivered, r.Published, "/broadcast"))
 	}
-	if late := r.Late + r.Unsent; r.Published > 0 && float64(late) > RateLateShare*float64(r.Published+r.Unsent) {
+	if late := r.Late + r.Unsent; publishedLate(r) {
 		w = append(w, fmt.Sprintf("%d of %d messages published late (%d never; up to %v): their latency counts from their schedule", late, r.Published+r.Unsent, r.Unsent, sendLateMax(r).Round(time.Microsecond)))
 	}
 	if r.Slow > 0 {
 		w = append(w, slowVerdict(r, q))
 	}
 	return w
+}
+
+// publishedLate reports whether more than RateLateShare of the messages
+// due were published late or never.
+func publishedLate(r client.BroadcastResult) bool {
+	return r.Published > 0 && float64(r.Late+r.Unsent) > RateLateShare*float64(r.Published+r.Unsent)
 }
 
 // slowVerdict says what the server did with the slow subscribers, from

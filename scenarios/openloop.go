@@ -39,12 +39,13 @@ var openLoopMetrics = metrics.Join([]metrics.Def{
 	{Name: metrics.Late, Kind: metrics.Count, Doc: "messages that did not leave on time: written more than late_after after their schedule, or never (unsent)"},
 	{Name: metrics.Unsent, Kind: metrics.Count, Doc: "scheduled − sent: due within duration but never written (backpressure)"},
 	{Name: metrics.Lost, Kind: metrics.Count, Doc: "sent − recv − failed: no echo by the end of the drain"},
+	{Name: metrics.Behind, Kind: metrics.Duration, Doc: "time sending was behind its timetable: the seconds in which more than 1% of the messages due left late, or fewer than 98% left at all; 0 when none was (the *_behind CPU figures then cover the whole sending time)"},
 	{Name: metrics.Failed, Kind: metrics.Count, Doc: "echoes received corrupt (marker, length, opcode or payload)"},
 	{Name: metrics.Dropped, Kind: metrics.Count, Doc: "connections lost while sending (closed or reset, not by the plan)"},
 	{Name: metrics.Conns, Kind: metrics.Count, Doc: "connections that sent"},
 	{Name: metrics.Rate, Kind: metrics.Float, Doc: "messages per connection per second asked for"},
 	{Name: metrics.Payload, Kind: metrics.Bytes, Doc: "bytes per message"},
-}, pacedDefs("wakeups / (sent + recv): client wake-ups per message sent or echoed"), metrics.Latency, cpuPer1MDefs("messages sent and echoed", "echoes"), wireDefs)
+}, pacedDefs("wakeups / (sent + recv): client wake-ups per message sent or echoed"), metrics.BehindDefs, metrics.Latency, cpuPer1MDefs("messages sent and echoed", "echoes"), wireDefs)
 
 // openLoopEfficiency is the published rate table's EchoEER: echoes
 // received per second per percent of the server's core.
@@ -86,41 +87,22 @@ func shortfall(r client.RateResult) bool {
 }
 
 // RateWarnings are what a reader of a rate result must not miss: a
-// shortfall against the timetable (naming the side that could not keep
-// up, from the window's metrics m: see keptUp), more than 1% late
-// messages (lost echoes, lost connections and a phase cut short are the
-// rate kind's faults and failure).
+// shortfall against the timetable, more than 1% late messages (the first
+// of them naming the side that could not keep up, from the engine's
+// figures in m: KeptUp). Lost echoes, lost connections and a phase cut
+// short are the rate kind's faults and failure.
 func RateWarnings(r client.RateResult, m metrics.Values) []string {
 	var w []string
-	if shortfall(r) {
-		w = append(w, fmt.Sprintf("rate shortfall: %d of %d scheduled messages sent (%.1f%%): %s", r.Sent, r.Scheduled, 100*float64(r.Sent)/float64(r.Scheduled), keptUp(m)))
+	short := shortfall(r)
+	if short {
+		w = append(w, fmt.Sprintf("rate shortfall: %d of %d scheduled messages sent (%.1f%%): %s", r.Sent, r.Scheduled, 100*float64(r.Sent)/float64(r.Scheduled), KeptUp(m)))
 	}
 	if late := r.Late + r.Unsent; r.Scheduled > 0 && float64(late) > RateLateShare*float64(r.Scheduled) {
-		w = append(w, fmt.Sprintf("%d of %d messages late (%.1f%%; %d never sent): their latency counts from their schedule", late, r.Scheduled, 100*float64(late)/float64(r.Scheduled), r.Unsent))
+		who := ""
+		if !short {
+			who = "; " + KeptUp(m)
+		}
+		w = append(w, fmt.Sprintf("%d of %d messages late (%.1f%%; %d never sent): their latency counts from their schedule%s", late, r.Scheduled, 100*float64(late)/float64(r.Scheduled), r.Unsent, who))
 	}
 	return w
-}
-
-// keptUp names the side that could not keep up with a timetable, from the
-// window's figures in m (metrics.Common): the server when it was bound
-// (metrics.ServerBound: its CPU against the cores wsplan pinned it to),
-// the client when it was (metrics.ClientBound), and either when neither
-// is known (a server whose resources or cores wsplan does not know, or
-// neither side saturated: the network, the server's queues, …).
-func keptUp(m metrics.Values) string {
-	switch {
-	case m.Bool(metrics.ServerBound):
-		cores := "1 core"
-		if n := m.Int(metrics.ServerCPUs); n != 1 {
-			cores = fmt.Sprintf("%d cores", n)
-		}
-		return fmt.Sprintf("the server could not keep up (CPU %.0f%% of %s; client %.0f%%)", m.Float(metrics.CPUAvg), cores, m.Float(metrics.ClientCPUAvg))
-	case m.Bool(metrics.ClientBound):
-		server := ""
-		if _, ok := m[metrics.CPUAvg]; ok {
-			server = fmt.Sprintf("; server %.0f%%", m.Float(metrics.CPUAvg))
-		}
-		return fmt.Sprintf("the client could not keep up (CPU %.0f%%, client-bound%s)", m.Float(metrics.ClientCPUAvg), server)
-	}
-	return "the client or the server could not keep up"
 }

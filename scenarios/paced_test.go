@@ -23,6 +23,9 @@ func checkDeclaredSet(t *testing.T, kind string, v metrics.Values, byRun ...stri
 	for _, n := range byRun { // set by Run where known (memory, a protocol's figures)
 		engine[n] = true
 	}
+	for _, d := range metrics.BehindDefs { // the engine's, from its samples
+		engine[d.Name] = true
+	}
 	if k.Efficiency != nil {
 		engine[k.Efficiency.EER] = true
 		for _, d := range cpuPer1MDefs("", "") {

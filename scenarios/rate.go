@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
@@ -138,7 +139,7 @@ func (p *Rate) Run(ctx context.Context, env *Env) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	r, err := run[client.RateResult](ctx, env, &client.RateParams{
+	q := &client.RateParams{
 		PayloadKind:      p.PayloadKind,
 		PayloadFile:      file,
 		Duration:         p.Duration.D(),
@@ -154,11 +155,14 @@ func (p *Rate) Run(ctx context.Context, env *Env) (Outcome, error) {
 		Verify:           p.Verify == nil || *p.Verify,
 		Slack:            clientSlack(p.Slack),
 		Reads:            p.Reads,
-	})
+	}
+	start := time.Now()
+	r, err := run[client.RateResult](ctx, env, q)
 	if r == nil {
 		return Outcome{}, err // nothing was measured
 	}
 	out := Outcome{Metrics: RateMetrics(*r, float64(p.Rate), int64(p.Bytes())), Timeline: Timeline(r.Seconds), Histogram: HistString(r.Latency)}
+	out.Behind, out.Metrics[metrics.Behind] = openLoopBehind(start, *r, q)
 	if conns < p.Connections {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("connections lowered from %d to %d: only %d are open", p.Connections, conns, conns))
 	}

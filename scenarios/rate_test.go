@@ -127,6 +127,7 @@ func TestRateRun(t *testing.T) {
 		"scheduled": int64(1000), "send_rate": 200.0, "achieved_rate": 180.0, "recv_rate": 160.0, "duration": 5 * time.Second,
 		"drain": 500 * time.Millisecond, "conns": int64(40), "payload": int64(64), "bytes_sent": int64(900 * 64),
 		"slack": time.Millisecond, "wakeups": int64(890), "wakeups_per_msg": 0.5,
+		"behind": 3 * time.Second, // late in seconds 0 and 1, nothing sent in 2–4
 	} {
 		if fmt.Sprint(m[name]) != fmt.Sprint(want) {
 			t.Errorf("%s = %v, want %v", name, m[name], want)
@@ -136,7 +137,7 @@ func TestRateRun(t *testing.T) {
 	if w := RateWarnings(client.RateResult{Scheduled: 1000, Sent: 1000, Recv: 1000, Late: 10}, nil); len(w) != 0 {
 		t.Errorf("1%% late: warnings %v", w)
 	}
-	if w := RateWarnings(client.RateResult{Scheduled: 1000, Sent: 1000, Recv: 1000, Late: 11}, nil); len(w) != 1 {
+	if w := RateWarnings(client.RateResult{Scheduled: 1000, Sent: 1000, Recv: 1000, Late: 11}, nil); len(w) != 1 || !strings.HasSuffix(w[0], "; who could not keep up is not known: no CPU was sampled while sending") {
 		t.Errorf("1.1%% late: warnings %v", w)
 	}
 	if !near(m.Dur("send_late_p50"), 20*time.Microsecond) || !near(m.Dur("send_late_p99"), 3*time.Millisecond) || !near(m.Dur("send_late_max"), 3*time.Millisecond) {
@@ -159,7 +160,7 @@ func TestRateRun(t *testing.T) {
 	}
 	want := []string{
 		"connections lowered from 50 to 40: only 40 are open",
-		"rate shortfall: 900 of 1000 scheduled messages sent (90.0%): the client or the server could not keep up",
+		"rate shortfall: 900 of 1000 scheduled messages sent (90.0%): who could not keep up is not known: no CPU was sampled while sending",
 		"150 of 1000 messages late (15.0%; 100 never sent): their latency counts from their schedule",
 	}
 	// Without an engine's window nobody knows who set the pace.
@@ -259,10 +260,10 @@ func TestRateRunInterrupted(t *testing.T) {
 }
 
 // TestRateShortfallSide: the shortfall names the side that could not keep
-// up from the window's figures the engine writes after the run: the
-// server at 99% of its one pinned core with the client at 40% is the
-// server; a client-bound one the client; neither known (a url: server
-// without resources, or nobody saturated), either.
+// up from the figures the engine writes after the run over the seconds
+// sending was behind (KeptUp, table-tested in behind_test.go), not from
+// the whole window's: a server at 99% of its core while behind is named
+// though its window average, drain included, is far lower.
 func TestRateShortfallSide(t *testing.T) {
 	r := client.RateResult{Scheduled: 20000000, Sent: 1666522, Recv: 1666522}
 	const head = "rate shortfall: 1666522 of 20000000 scheduled messages sent (8.3%): "
@@ -271,24 +272,30 @@ func TestRateShortfallSide(t *testing.T) {
 		m    metrics.Values
 		want string
 	}{
-		{"server-bound", metrics.Values{metrics.CPUAvg: 99.33, metrics.ClientCPUAvg: 40.0, metrics.ServerCPUs: int64(1), metrics.ServerBound: true, metrics.ClientBound: false},
-			"the server could not keep up (CPU 99% of 1 core; client 40%)"},
-		{"server-bound on 2 cores", metrics.Values{metrics.CPUAvg: 190.0, metrics.ClientCPUAvg: 70.0, metrics.ServerCPUs: int64(2), metrics.ServerBound: true},
-			"the server could not keep up (CPU 190% of 2 cores; client 70%)"},
-		{"client-bound", metrics.Values{metrics.CPUAvg: 60.0, metrics.ClientCPUAvg: 95.0, metrics.ServerCPUs: int64(1), metrics.ClientBound: true},
-			"the client could not keep up (CPU 95%, client-bound; server 60%)"},
-		{"client-bound, server not measured", metrics.Values{metrics.ClientCPUAvg: 95.0, metrics.ClientBound: true},
-			"the client could not keep up (CPU 95%, client-bound)"},
-		{"url: target without resources", metrics.Values{metrics.ClientCPUAvg: 40.0, metrics.ServerCPUs: int64(0), metrics.ServerBound: false, metrics.ClientBound: false},
-			"the client or the server could not keep up"},
-		{"neither saturated", metrics.Values{metrics.CPUAvg: 70.0, metrics.ClientCPUAvg: 40.0, metrics.ServerCPUs: int64(1), metrics.ServerBound: false, metrics.ClientBound: false},
-			"the client or the server could not keep up"},
+		{"server while behind", metrics.Values{metrics.CPUAvg: 60.0, metrics.ClientCPUAvg: 30.0, metrics.ServerCPUs: int64(1), metrics.ServerBound: false,
+			metrics.CPUBehind: 99.33, metrics.ClientCPUBehind: 40.0, metrics.ClientCores: int64(1), metrics.Behind: 3 * time.Second},
+			"the server could not keep up (CPU 99% of 1 core while behind; client 40% of 1 core)"},
+		{"client while behind", metrics.Values{metrics.CPUAvg: 50.0, metrics.ClientCPUAvg: 70.0, metrics.ServerCPUs: int64(1), metrics.ClientBound: false,
+			metrics.CPUBehind: 60.0, metrics.ClientCPUBehind: 97.0, metrics.ClientCores: int64(1), metrics.Behind: 3 * time.Second},
+			"the client could not keep up (CPU 97% of 1 core while behind; server 60% of 1 core)"},
+		{"neither while behind, though the window says server-bound", metrics.Values{metrics.CPUAvg: 95.0, metrics.ServerCPUs: int64(1), metrics.ServerBound: true,
+			metrics.CPUBehind: 50.0, metrics.ClientCPUBehind: 40.0, metrics.ClientCores: int64(1), metrics.Behind: time.Second},
+			"neither side was CPU-bound while behind (server 50% of 1 core, client 40% of 1 core): the network, the kernel, or a limit of the server's other than CPU"},
 	}
 	for _, c := range cases {
 		w := RateWarnings(r, c.m)
 		if len(w) == 0 || w[0] != head+c.want {
 			t.Errorf("%s: %q, want %q", c.name, w, head+c.want)
 		}
+	}
+	// Late without a shortfall: the late warning names the side; with
+	// one, only the shortfall does.
+	const late = "200 of 1000 messages late (20.0%; 0 never sent): their latency counts from their schedule"
+	if w := RateWarnings(client.RateResult{Scheduled: 1000, Sent: 1000, Recv: 1000, Late: 200}, cases[0].m); len(w) != 1 || w[0] != late+"; "+cases[0].want {
+		t.Errorf("late, no shortfall: %q", w)
+	}
+	if w := RateWarnings(client.RateResult{Scheduled: 1000, Sent: 900, Recv: 900, Late: 100, Unsent: 100}, cases[0].m); len(w) != 2 || strings.Contains(w[1], "could not keep up") {
+		t.Errorf("late with a shortfall: %q", w)
 	}
 	// Through a phase's Outcome, as the engine reads it: after the
 	// outcome's own warnings, in the order RateWarnings gives them.
@@ -303,7 +310,7 @@ func TestRateShortfallSide(t *testing.T) {
 	}
 	got := out.AllWarnings(cases[0].m)
 	if len(got) < 2 || got[0] != "connections lowered from 20 to 10: only 10 are open" ||
-		got[1] != "rate shortfall: 50 of 100 scheduled messages sent (50.0%): the server could not keep up (CPU 99% of 1 core; client 40%)" {
+		got[1] != "rate shortfall: 50 of 100 scheduled messages sent (50.0%): the server could not keep up (CPU 99% of 1 core while behind; client 40% of 1 core)" {
 		t.Errorf("warnings %q", got)
 	}
 }

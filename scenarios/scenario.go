@@ -370,10 +370,11 @@ type Env struct {
 	// client's CPU and memory, like the one the engine keeps over every
 	// phase; the func it returns ends the window, writes metrics.Common
 	// into m (and eff's figures, when eff is set, from the rate and count
-	// metrics m already holds) and returns the client-bound warning or "".
+	// metrics m already holds; and with behind, as Outcome.Behind, each
+	// side's CPU over it) and returns the client-bound warning or "".
 	// Kinds that measure several steps in one phase (search) call it per
 	// step. nil when nothing samples (tests without an engine).
-	Window func() (stop func(m metrics.Values, eff *Efficiency) (warning string))
+	Window func() (stop func(m metrics.Values, eff *Efficiency, behind []Span) (warning string))
 	// ServerGone, when set, says whether the server's process exited: why
 	// ("pid 123 exited"), waiting up to wait for an exit to show (a dying
 	// process's sockets reset a moment before its exit can be seen), or
@@ -422,6 +423,12 @@ type Outcome struct {
 	// calls it. A rate shortfall names the side that could not keep up
 	// with them.
 	WindowWarnings func(m metrics.Values) []string
+	// Behind, set by a kind that sends on a timetable, is when its
+	// sending was behind it (else its sending time, the drain left out):
+	// the engine writes each side's CPU over these spans alone
+	// (metrics.BehindDefs) before WindowWarnings, and KeptUp names the
+	// side from them. nil = none.
+	Behind []Span
 	// Failed is set when the phase did run but its result is a failure
 	// that is not a count of units (the connections it needs were gone,
 	// it stopped early); the reason is Error. Counts of units that went

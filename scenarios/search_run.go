@@ -292,17 +292,20 @@ func (s *searcher) sample(ctx context.Context, st *step) (*client.RateResult, me
 			st.params.Rate = st.perConn
 		}
 	}
-	var stop func(metrics.Values, *Efficiency) string
+	var stop func(metrics.Values, *Efficiency, []Span) string
 	if env.Window != nil {
 		stop = env.Window()
 	}
+	start := time.Now()
 	r, err := run[client.RateResult](ctx, env, &st.params)
 	m := metrics.Values{}
+	var behind []Span
 	if r != nil {
 		m = RateMetrics(*r, st.perConn, int64(s.p.Bytes()))
+		behind, m[metrics.Behind] = openLoopBehind(start, *r, &st.params)
 	}
 	if stop != nil {
-		stop(m, openLoopEfficiency)
+		stop(m, openLoopEfficiency, behind)
 	}
 	return r, m, err
 }
@@ -333,15 +336,18 @@ func (s *searcher) judge(st *step, r *client.RateResult, m metrics.Values, bisec
 	}
 	if shortfall(*r) {
 		// The step did not deliver its target: whatever held, it held at a
-		// lower rate. Not a pass (a step where the client saturated says
-		// client-bound below).
-		st.addShort(fmt.Sprintf("shortfall: %d of %d scheduled sent (%.0f%%)", r.Sent, r.Scheduled, 100*float64(r.Sent)/float64(r.Scheduled)))
+		// lower rate. Not a pass; a step whose client saturated while it
+		// was behind (whoBehind) says client-bound below, whatever the
+		// whole window's average.
+		who, kept := whoBehind(m)
+		st.addShort(fmt.Sprintf("shortfall: %d of %d scheduled sent (%.0f%%): %s", r.Sent, r.Scheduled, 100*float64(r.Sent)/float64(r.Scheduled), kept))
+		rec.ClientBound = rec.ClientBound || who == sideClient
 	}
 	if st.short != "" {
 		ok, why = false, st.short+"; "+why
 	}
 	switch {
-	case m.Bool(metrics.ClientBound):
+	case rec.ClientBound:
 		rec.Verdict = VerdictClientBound
 		if !ok {
 			rec.Why = why

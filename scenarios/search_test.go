@@ -59,8 +59,8 @@ func (d *searchDriver) bound(target float64) bool {
 
 // window is the fake Env.Window: server CPU follows the target, the client
 // is bound from clientLimit on.
-func (d *searchDriver) window() func(metrics.Values, *Efficiency) string {
-	return func(m metrics.Values, _ *Efficiency) string {
+func (d *searchDriver) window() func(metrics.Values, *Efficiency, []Span) string {
+	return func(m metrics.Values, _ *Efficiency, _ []Span) string {
 		m[metrics.CPUAvg] = d.last / 100
 		m[metrics.ClientCPUAvg] = 50.0
 		bound := d.bound(d.last)
@@ -157,7 +157,7 @@ func runSearch(t *testing.T, d *searchDriver, edit func(s *Search)) (Outcome, *S
 	if errs := Check(s, ctx); len(errs) != 0 {
 		t.Fatal(errs)
 	}
-	env := &Env{Driver: d, Window: func() func(metrics.Values, *Efficiency) string { return d.window() }}
+	env := &Env{Driver: d, Window: func() func(metrics.Values, *Efficiency, []Span) string { return d.window() }}
 	out, err := s.Run(t.Context(), env)
 	if err != nil {
 		t.Fatal(err)
@@ -330,22 +330,60 @@ func (d *shortDriver) Run(ctx context.Context, p client.Params, pr *client.Progr
 }
 
 // A step that did not send its timetable is not a pass, whatever the SLO
-// says.
+// says; its why names who could not keep up from the CPU while it was
+// behind. A client saturated while behind makes the step client-bound
+// (the search stops there) though its whole window, the drain included,
+// was not.
 func TestSearchShortfallFails(t *testing.T) {
-	d := &shortDriver{searchDriver{conns: 100, capacity: 1e9}}
-	s, ctx := validSearch(func(s *Search) { s.Max, s.StepDuration, s.Settle = 4000, units.Duration(time.Second), 0 })
-	if errs := Check(s, ctx); len(errs) != 0 {
-		t.Fatal(errs)
+	behind := func(server, client float64) func() func(metrics.Values, *Efficiency, []Span) string {
+		return func() func(metrics.Values, *Efficiency, []Span) string {
+			return func(m metrics.Values, _ *Efficiency, spans []Span) string {
+				if len(spans) == 0 {
+					t.Error("a step's window was given no spans to judge who was behind over")
+				}
+				m[metrics.ClientBound], m[metrics.ServerCPUs] = false, int64(1)
+				m[metrics.CPUBehind], m[metrics.ClientCPUBehind], m[metrics.ClientCores] = server, client, int64(1)
+				return ""
+			}
+		}
 	}
-	out, err := s.Run(t.Context(), &Env{Driver: d})
-	if err != nil {
-		t.Fatal(err)
+	cases := []struct {
+		name     string
+		window   func() func(metrics.Values, *Efficiency, []Span) string
+		capacity float64
+		steps    int
+		verdict  string
+		why      string
+		stop     string
+	}{
+		{"no engine", nil, 1500, 6, VerdictFail,
+			"shortfall: 1800 of 2000 scheduled sent (90%): who could not keep up is not known: no CPU was sampled while sending; lost=0 p99=", ""},
+		{"server behind", behind(99, 30), 1500, 6, VerdictFail,
+			"shortfall: 1800 of 2000 scheduled sent (90%): the server could not keep up (CPU 99% of 1 core while sending; client 30% of 1 core); lost=0 p99=", ""},
+		{"client behind", behind(40, 97), 1000, 2, VerdictClientBound,
+			"shortfall: 1800 of 2000 scheduled sent (90%): the client could not keep up (CPU 97% of 1 core while sending; server 40% of 1 core); lost=0 p99=",
+			"client-bound at 2000 msg/s: capacity ≥ 1000 msg/s"},
 	}
-	if out.Metrics.Float("capacity") != 1500 || len(out.Steps) != 6 {
-		t.Fatalf("capacity %v, steps %+v", out.Metrics["capacity"], out.Steps)
-	}
-	if st := out.Steps[1]; st.Verdict != VerdictFail || !strings.HasPrefix(st.Why, "shortfall: 1800 of 2000 scheduled sent (90%); lost=0 p99=") {
-		t.Errorf("step 2: %q %q", st.Verdict, st.Why)
+	for _, c := range cases {
+		d := &shortDriver{searchDriver{conns: 100, capacity: 1e9}}
+		s, ctx := validSearch(func(s *Search) { s.Max, s.StepDuration, s.Settle = 4000, units.Duration(time.Second), 0 })
+		if errs := Check(s, ctx); len(errs) != 0 {
+			t.Fatal(errs)
+		}
+		out, err := s.Run(t.Context(), &Env{Driver: d, Window: c.window})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Metrics.Float("capacity") != c.capacity || len(out.Steps) != c.steps {
+			t.Errorf("%s: capacity %v, steps %+v", c.name, out.Metrics["capacity"], out.Steps)
+			continue
+		}
+		if st := out.Steps[1]; st.Verdict != c.verdict || !strings.HasPrefix(st.Why, c.why) || st.ClientBound != (c.verdict == VerdictClientBound) {
+			t.Errorf("%s: step 2: %q %q client-bound %v", c.name, st.Verdict, st.Why, st.ClientBound)
+		}
+		if c.stop != "" && out.Stop != c.stop {
+			t.Errorf("%s: stop %q, want %q", c.name, out.Stop, c.stop)
+		}
 	}
 }
 

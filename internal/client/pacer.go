@@ -85,6 +85,20 @@ func (p Pacer) Due(elapsed time.Duration, phase float64) int64 {
 	return k
 }
 
+// Expected returns how many messages a connection has due in [from, to),
+// on average over its phase: the rate integrated over that span of the
+// timetable (a real number), nothing at or after Duration. Over n
+// connections with phases spread over a period, n × Expected is what the
+// timetable had due in the span: a second of the timeline that sent much
+// less fell behind it.
+func (p Pacer) Expected(from, to time.Duration) float64 {
+	from, to = max(from, 0), min(to, p.Duration)
+	if to <= from {
+		return 0
+	}
+	return p.credit(to) - p.credit(from)
+}
+
 // Total returns how many messages a connection with phase sends in the
 // whole phase.
 func (p Pacer) Total(phase float64) int64 { return p.Due(p.Duration, phase) }

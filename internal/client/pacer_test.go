@@ -95,6 +95,48 @@ func TestPacerDue(t *testing.T) {
 	}
 }
 
+// TestPacerExpected: what a span of the timetable has due on average over
+// phases, the ramp's triangle included; nothing outside [0, Duration). It
+// agrees with Due averaged over many phases.
+func TestPacerExpected(t *testing.T) {
+	full := Pacer{Rate: 100, Duration: 2500 * ms}
+	ramp := Pacer{Rate: 100, Ramp: time.Second, Duration: 2 * time.Second}
+	cases := []struct {
+		p        Pacer
+		from, to time.Duration
+		want     float64
+	}{
+		{full, 0, time.Second, 100},
+		{full, time.Second, 2 * time.Second, 100},
+		{full, 2 * time.Second, 3 * time.Second, 50}, // the phase ends at 2.5 s
+		{ramp, 0, time.Second, 50},                   // the ramp's triangle
+		{ramp, 500 * ms, time.Second, 37.5},
+		{ramp, time.Second, 2 * time.Second, 100},
+
+		{full, 3 * time.Second, 4 * time.Second, 0}, // after the end
+		{full, -time.Second, 0, 0},                  // before the start
+		{full, time.Second, time.Second, 0},         // empty
+		{full, 2 * time.Second, time.Second, 0},     // reversed
+	}
+	for _, c := range cases {
+		if got := c.p.Expected(c.from, c.to); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("%+v.Expected(%v, %v) = %v, want %v", c.p, c.from, c.to, got, c.want)
+		}
+	}
+	// Over phases spread evenly, the messages due agree with Expected.
+	const n = 1000
+	for _, p := range []Pacer{full, ramp} {
+		var due int64
+		for i := range n {
+			ph := float64(i) / n
+			due += p.Due(1500*ms-1, ph) - p.Due(500*ms-1, ph)
+		}
+		if want := n * p.Expected(500*ms, 1500*ms); math.Abs(float64(due)-want) > 0.01*want {
+			t.Errorf("%+v: %d due over %d phases in [0.5 s, 1.5 s), Expected says %v", p, due, n, want)
+		}
+	}
+}
+
 // TestPacerAgrees checks, over many times and phases, that Due and At say
 // the same thing: message k is due by t exactly when At(k) <= t < Duration.
 func TestPacerAgrees(t *testing.T) {

@@ -9,15 +9,18 @@ import (
 // measured as sres says: each call starts a sampling window of its own (the
 // server and every client process, as the phase's window), and its stop
 // writes the same figures the phase's row gets, so a search's steps carry
-// server and client CPU, client_bound and server_bound exactly as a rate
-// phase's row.
-func (e *runner) stepWindow(sres resources, drv Driver) func() func(metrics.Values, *scenarios.Efficiency) string {
-	return func() func(metrics.Values, *scenarios.Efficiency) string {
+// server and client CPU, client_bound and server_bound, and each side's
+// CPU while the step was behind its timetable, exactly as a rate phase's
+// row.
+func (e *runner) stepWindow(sres resources, drv Driver) func() func(metrics.Values, *scenarios.Efficiency, []scenarios.Span) string {
+	return func() func(metrics.Values, *scenarios.Efficiency, []scenarios.Span) string {
 		w := e.newWindow(sres, drv)
 		w.start()
-		return func(m metrics.Values, eff *scenarios.Efficiency) string {
+		return func(m metrics.Values, eff *scenarios.Efficiency, behind []scenarios.Span) string {
 			sv, cv, si := w.stop()
-			return windowMetrics(m, sv, cv, si, e.o.Layout, e.usableClientCPU(), eff)
+			warning := windowMetrics(m, sv, cv, si, e.o.Layout, e.usableClientCPU(), eff)
+			behindMetrics(m, behind, sv, cv, e.usableClientCPU())
+			return warning
 		}
 	}
 }

@@ -24,7 +24,7 @@ func TestStepWindow(t *testing.T) {
 		stop := window()
 		burn(50 * time.Millisecond)
 		m := metrics.Values{"recv_rate": 1000.0, "recv": int64(1000)}
-		stop(m, k.Efficiency)
+		stop(m, k.Efficiency, nil)
 		for _, d := range metrics.Common {
 			if _, ok := m[d.Name]; !ok {
 				t.Errorf("step %d: %s not written", step, d.Name)

@@ -231,6 +231,29 @@ const (
 	WireRatio     = "wire_ratio"
 )
 
+// Who could not keep up with a timetable (rate, search's steps,
+// broadcast): each side's CPU over only the seconds sending was behind
+// its schedule (BehindDefs, which the engine writes), and how long it was
+// behind (Behind, which an open loop writes from its timeline).
+const (
+	Behind              = "behind"
+	CPUBehind           = "cpu_behind"
+	CPUWaitBehind       = "cpu_wait_behind"
+	ClientCPUBehind     = "client_cpu_behind"
+	ClientCPUWaitBehind = "client_cpu_wait_behind"
+	ClientCores         = "client_cores"
+)
+
+// BehindDefs are the figures the engine writes for a kind that sends on a
+// timetable, from which it says who could not keep up with it.
+var BehindDefs = []Def{
+	{CPUBehind, Percent, "server CPU over the seconds sending was behind its schedule (else over the sending time), the drain left out, percent of one core"},
+	{CPUWaitBehind, Percent, "server time runnable but waiting for a CPU (its threads' run-queue wait) over the same seconds, percent of one core: with cpu_behind, the CPU it wanted; absent where not read (no schedstat, metrics_url:, more than 512 threads)"},
+	{ClientCPUBehind, Percent, "client CPU over the seconds sending was behind its schedule (else over the sending time), the drain left out, percent of one core; shards count with their whole-phase average"},
+	{ClientCPUWaitBehind, Percent, "client time runnable but waiting for a CPU over the same seconds, percent of one core; absent where not read"},
+	{ClientCores, Count, "cores the client can keep busy (its event loops, bounded by client_cpus): what client_cpu_behind is measured against"},
+}
+
 // ServerResource reports whether a metric is read from the server's
 // process (CPU, memory, and the figures made from them: efficiency,
 // memory per connection). A server wsplan can not see (a url: target
@@ -241,7 +264,7 @@ const (
 func ServerResource(name string, eer ...string) bool {
 	switch name {
 	case CPUMin, CPUAvg, CPUMax, MemMin, MemAvg, MemMax, ServerCPUSecs, ServerCPUPer1M, ServerCPUPer1MNet, ClientCPUPer1MNet, ServerProcs,
-		ServerRSS, MemPerConn:
+		ServerRSS, MemPerConn, CPUBehind, CPUWaitBehind:
 		return true
 	}
 	if soakServer(name) {

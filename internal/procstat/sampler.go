@@ -2,8 +2,10 @@ package procstat
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"time"
 )
 
@@ -45,6 +47,13 @@ type Summary struct {
 	// equals CPUSeconds. A root that idles while CPUSeconds is large is a
 	// wrapper (a shell, npm, a supervisor) around the real server.
 	RootCPUSeconds float64
+	// CPU is every reading's cumulative CPU time, for the CPU of a part
+	// of the window (Series.Over), with its run-queue wait when Waits.
+	CPU Series
+	// Waits is true when every reading of CPU holds the process's
+	// run-queue wait (RunQueueWait, over a tree's processes too): not with
+	// a scrape sampler, without schedstat, or past MaxWaitThreads.
+	Waits bool
 	// Err is the first read failure, nil if none. When the process exited
 	// during the window it wraps ErrExited, and the other fields describe the
 	// window up to the last successful reading.
@@ -67,6 +76,7 @@ type Sampler struct {
 	w       window
 	err     error
 	precise bool // CPU from ProcessCPUTime
+	waits   bool // run-queue wait read at every reading so far
 	stop    chan struct{}
 	done    chan struct{}
 
@@ -106,6 +116,7 @@ func (s *Sampler) Start() {
 		_, err := ProcessCPUTime(s.pid)
 		s.precise = err == nil
 	}
+	s.waits = s.scrape == "" // until a reading fails
 	r, err := s.read()
 	if err != nil {
 		s.err = err
@@ -178,6 +189,12 @@ func (s *Sampler) Stop() Summary {
 	sum.Procs = s.procs
 	sum.RootCPUSeconds = (s.rootLast - s.rootFirst).Seconds()
 	sum.PreciseCPU = s.precise && sum.Samples > 0
+	sum.Waits = s.waits && sum.Samples > 0
+	if !sum.Waits {
+		for i := range sum.CPU {
+			sum.CPU[i].Wait = 0 // a wait read only part of the time is none
+		}
+	}
 	return sum
 }
 
@@ -241,14 +258,37 @@ func (s *Sampler) read() (reading, error) {
 		r.rss += st.RSS(s.fs.pageSize())
 	}
 	s.procs = max(s.procs, len(stats))
+	r.wait = s.readWait(stats)
 	return r, nil
+}
+
+// readWait is the run-queue wait of the processes read (RunQueueWait);
+// the first failure ends reading it for the window.
+func (s *Sampler) readWait(stats []Stat) time.Duration {
+	var sum time.Duration
+	for i, st := range stats {
+		if !s.waits {
+			return 0
+		}
+		pid := st.PID
+		if i == 0 {
+			pid = s.pid
+		}
+		w, err := s.fs.RunQueueWait(pid)
+		if err != nil && (i == 0 || !errors.Is(err, os.ErrNotExist)) {
+			s.waits = false // a descendant gone since the scan is not a failure
+		}
+		sum += w
+	}
+	return sum
 }
 
 // reading is one sample of a process.
 type reading struct {
-	at  time.Time
-	cpu time.Duration // cumulative CPU time
-	rss int64         // bytes
+	at   time.Time
+	cpu  time.Duration // cumulative CPU time
+	rss  int64         // bytes
+	wait time.Duration // cumulative run-queue wait; 0 when not read
 }
 
 // window accumulates the readings of one Start..Stop window. It is pure so
@@ -260,6 +300,7 @@ type window struct {
 	cpuMin, cpuMax float64
 	memMin, memMax int64
 	memSum         int64
+	cpu            Series
 }
 
 // add records a reading. full says whether the span since the previous
@@ -284,6 +325,7 @@ func (w *window) add(r reading, full bool) {
 	w.memMin = min(w.memMin, r.rss)
 	w.memMax = max(w.memMax, r.rss)
 	w.memSum += r.rss
+	w.cpu = append(w.cpu, CPUPoint{At: r.at, CPU: r.cpu, Wait: r.wait})
 	w.last = r
 	w.n++
 }
@@ -301,6 +343,7 @@ func (w *window) summary() Summary {
 		MemAvg:     w.memSum / int64(w.n),
 		Samples:    w.n,
 		Wall:       wall,
+		CPU:        w.cpu,
 	}
 	s.CPUAvg, _ = percent(cpu, wall) // a zero-length window has no average: 0
 	s.CPUMin, s.CPUMax = s.CPUAvg, s.CPUAvg

@@ -36,8 +36,8 @@ func TestWindow(t *testing.T) {
 			// readings; the average is still right and min = max = avg.
 			name: "shorter than one interval",
 			adds: []add{
-				{reading{at(0), ms(1000), 10 * mib}, false},
-				{reading{at(40), ms(1030), 12 * mib}, false},
+				{reading{at(0), ms(1000), 10 * mib, 0}, false},
+				{reading{at(40), ms(1030), 12 * mib, 0}, false},
 			},
 			want: Summary{CPUMin: 75, CPUAvg: 75, CPUMax: 75, CPUSeconds: 0.03,
 				MemMin: 10 * mib, MemAvg: 11 * mib, MemMax: 12 * mib, Samples: 2, Wall: ms(40)},
@@ -47,10 +47,10 @@ func TestWindow(t *testing.T) {
 			// avg = 160ms / 250ms = 64%, not the mean of the samples.
 			name: "ticks and a tail",
 			adds: []add{
-				{reading{at(0), 0, 30 * mib}, false},
-				{reading{at(100), ms(50), 20 * mib}, true},
-				{reading{at(200), ms(150), 40 * mib}, true},
-				{reading{at(250), ms(160), 30 * mib}, false},
+				{reading{at(0), 0, 30 * mib, 0}, false},
+				{reading{at(100), ms(50), 20 * mib, 0}, true},
+				{reading{at(200), ms(150), 40 * mib, 0}, true},
+				{reading{at(250), ms(160), 30 * mib, 0}, false},
 			},
 			want: Summary{CPUMin: 50, CPUAvg: 64, CPUMax: 100, CPUSeconds: 0.16,
 				MemMin: 20 * mib, MemAvg: 30 * mib, MemMax: 40 * mib, Samples: 4, Wall: ms(250)},
@@ -60,9 +60,9 @@ func TestWindow(t *testing.T) {
 			// that min <= avg <= max holds.
 			name: "avg outside the samples",
 			adds: []add{
-				{reading{at(0), 0, mib}, false},
-				{reading{at(100), 0, mib}, true},
-				{reading{at(400), ms(600), mib}, false},
+				{reading{at(0), 0, mib, 0}, false},
+				{reading{at(100), 0, mib, 0}, true},
+				{reading{at(400), ms(600), mib, 0}, false},
 			},
 			want: Summary{CPUMin: 0, CPUAvg: 150, CPUMax: 150, CPUSeconds: 0.6,
 				MemMin: mib, MemAvg: mib, MemMax: mib, Samples: 3, Wall: ms(400)},
@@ -71,9 +71,9 @@ func TestWindow(t *testing.T) {
 			// Several cores: percent of one core goes above 100.
 			name: "multi-core",
 			adds: []add{
-				{reading{at(0), 0, mib}, false},
-				{reading{at(500), ms(1500), mib}, true},
-				{reading{at(1000), ms(2500), mib}, true},
+				{reading{at(0), 0, mib, 0}, false},
+				{reading{at(500), ms(1500), mib, 0}, true},
+				{reading{at(1000), ms(2500), mib, 0}, true},
 			},
 			want: Summary{CPUMin: 200, CPUAvg: 250, CPUMax: 300, CPUSeconds: 2.5,
 				MemMin: mib, MemAvg: mib, MemMax: mib, Samples: 3, Wall: ms(1000)},

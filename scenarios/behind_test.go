@@ -1,0 +1,179 @@
+package scenarios
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/metrics"
+	"github.com/wsplan/wsplan/internal/units"
+)
+
+// TestBehindSpans: the seconds of a timeline in which sending was behind
+// its timetable, merged where they touch, within the sending time; the
+// sending time alone when none was. The sad half are seconds that kept up
+// (a few late messages, the rounding of a sparse timetable, the drain).
+func TestBehindSpans(t *testing.T) {
+	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	s := time.Second
+	perSec := func(n float64) func(from, to time.Duration) float64 {
+		return func(from, to time.Duration) float64 { return n * (to - from).Seconds() }
+	}
+	type span struct{ from, to time.Duration }
+	cases := []struct {
+		name   string
+		secs   []client.RateSecond
+		due    func(from, to time.Duration) float64
+		used   time.Duration
+		want   []span
+		behind time.Duration
+	}{
+		{"late messages", []client.RateSecond{{Sent: 1000}, {Sent: 1000, Late: 200}, {Sent: 1000}}, perSec(1000), 3 * s,
+			[]span{{s, 2 * s}}, s},
+		{"sent too few", []client.RateSecond{{Sent: 1000}, {Sent: 1000}, {Sent: 500}}, perSec(1000), 3 * s,
+			[]span{{2 * s, 3 * s}}, s},
+		{"touching seconds merge", []client.RateSecond{{Sent: 1000}, {Sent: 300}, {Sent: 1700, Late: 700}, {Sent: 1000}, {Sent: 0}}, perSec(1000), 5 * s,
+			[]span{{s, 3 * s}, {4 * s, 5 * s}}, 3 * s},
+		{"a partial last second", []client.RateSecond{{Sent: 1000}, {Sent: 100}}, perSec(1000), 1500 * time.Millisecond,
+			[]span{{s, 1500 * time.Millisecond}}, 500 * time.Millisecond},
+
+		{"kept up: the sending time", []client.RateSecond{{Sent: 1000}, {Sent: 999, Late: 5}, {Sent: 1001}}, perSec(1000), 3 * s,
+			[]span{{0, 3 * s}}, 0},
+		{"the drain is not sending", []client.RateSecond{{Sent: 1000}, {Sent: 1000}, {Sent: 0}, {Sent: 0}}, perSec(1000), 2 * s,
+			[]span{{0, 2 * s}}, 0},
+		{"a sparse timetable's rounding", []client.RateSecond{{Sent: 1}, {Sent: 0}, {Sent: 1}, {Sent: 0}}, perSec(0.5), 4 * s,
+			[]span{{0, 4 * s}}, 0},
+		{"no time sent", nil, perSec(1000), 0, nil, 0},
+	}
+	for _, c := range cases {
+		spans, behind := behindSpans(t0, c.secs, c.due, c.used)
+		var got []span
+		for _, sp := range spans {
+			got = append(got, span{sp.From.Sub(t0), sp.To.Sub(t0)})
+		}
+		if len(got) != len(c.want) || behind != c.behind {
+			t.Errorf("%s: spans %v behind %v, want %v %v", c.name, got, behind, c.want, c.behind)
+			continue
+		}
+		for i := range got {
+			if got[i] != c.want[i] {
+				t.Errorf("%s: spans %v, want %v", c.name, got, c.want)
+				break
+			}
+		}
+	}
+}
+
+// TestKeptUp: the side named from the CPU each side wanted while sending
+// was behind (used, and waited for), against its capacity. The happy half
+// names a side; the sad half names none that was not saturated, and never
+// says "the client or the server", nor clears a server whose CPU or cores
+// are unknown.
+func TestKeptUp(t *testing.T) {
+	fig := func(server, client float64, pinned, cores int64) metrics.Values {
+		m := metrics.Values{metrics.ClientCPUBehind: client, metrics.ClientCores: cores, metrics.ServerCPUs: pinned, metrics.Behind: 2 * time.Second}
+		if server >= 0 {
+			m[metrics.CPUBehind] = server
+		}
+		return m
+	}
+	waits := func(m metrics.Values, server, client float64) metrics.Values {
+		m[metrics.CPUWaitBehind], m[metrics.ClientCPUWaitBehind] = server, client
+		return m
+	}
+	cases := []struct {
+		name string
+		m    metrics.Values
+		side side
+		want string
+	}{
+		{"server saturated", fig(99, 40, 1, 1), sideServer,
+			"the server could not keep up (CPU 99% of 1 core while behind; client 40% of 1 core)"},
+		{"server on 2 cores", fig(190, 70, 2, 1), sideServer,
+			"the server could not keep up (CPU 190% of 2 cores while behind; client 70% of 1 core)"},
+		{"client saturated", fig(41, 98, 1, 1), sideClient,
+			"the client could not keep up (CPU 98% of 1 core while behind; server 41% of 1 core)"},
+		{"client saturated, server not measured", fig(-1, 95, 0, 1), sideClient,
+			"the client could not keep up (CPU 95% of 1 core while behind; the server's CPU is not measured)"},
+		{"both saturated, the server more", fig(100, 92, 1, 1), sideServer,
+			"the server could not keep up (CPU 100% of 1 core while behind; client 92% of 1 core)"},
+		{"both saturated, the client within 5 points", fig(96, 93, 1, 1), sideClient,
+			"the client could not keep up (CPU 93% of 1 core while behind; server 96% of 1 core)"},
+		{"server waited for CPUs others held", waits(fig(29, 23, 1, 1), 66, 2), sideServer,
+			"the server could not keep up (CPU 29% (+66% waiting for a CPU) of 1 core while behind; client 23% of 1 core): other work held its CPUs"},
+		{"client waited for CPUs others held", waits(fig(20, 40, 1, 1), 0, 55), sideClient,
+			"the client could not keep up (CPU 40% (+55% waiting for a CPU) of 1 core while behind; server 20% of 1 core): other work held its CPUs"},
+		{"never behind: over the sending time", func() metrics.Values { m := fig(99, 40, 1, 1); m[metrics.Behind] = time.Duration(0); return m }(), sideServer,
+			"the server could not keep up (CPU 99% of 1 core while sending; client 40% of 1 core)"},
+
+		{"neither saturated", fig(55, 40, 1, 1), sideNeither,
+			"neither side was CPU-bound while behind (server 55% of 1 core, client 40% of 1 core): the network, the kernel, or a limit of the server's other than CPU"},
+		{"one busy core of four", fig(99, 40, 4, 1), sideNeither,
+			"neither side was CPU-bound while behind (server 99% of 4 cores, client 40% of 1 core): the network, the kernel, or a limit of the server's other than CPU (it kept about one of its 4 cores busy: one thread?)"},
+		{"client at 80% of 2 cores", fig(20, 160, 1, 2), sideNeither,
+			"neither side was CPU-bound while behind (server 20% of 1 core, client 160% of 2 cores): the network, the kernel, or a limit of the server's other than CPU"},
+		{"waiting, not enough to matter", waits(fig(30, 40, 1, 1), 20, 3), sideNeither,
+			"neither side was CPU-bound while behind (server 30% (+20% waiting for a CPU) of 1 core, client 40% of 1 core): the network, the kernel, or a limit of the server's other than CPU"},
+		{"server's cores unknown (pid:)", fig(150, 40, 0, 1), sideNotClient,
+			"the client was not CPU-bound while behind (CPU 40% of 1 core; server 150%, its cores not known): the server, the network or the kernel could not keep up"},
+		{"server not measured (url:)", fig(-1, 40, 0, 1), sideNotClient,
+			"the client was not CPU-bound while behind (CPU 40% of 1 core; the server's CPU is not measured): the server, the network or the kernel could not keep up"},
+		{"no figures (no engine)", nil, sideUnknown,
+			"who could not keep up is not known: no CPU was sampled while sending"},
+		{"window figures only", metrics.Values{metrics.CPUAvg: 99.0, metrics.ServerBound: true}, sideUnknown,
+			"who could not keep up is not known: no CPU was sampled while sending"},
+	}
+	for _, c := range cases {
+		side, why := whoBehind(c.m)
+		if side != c.side || why != c.want {
+			t.Errorf("%s: %d %q\nwant %d %q", c.name, side, why, c.side, c.want)
+		}
+		if KeptUp(c.m) != why || strings.Contains(why, "the client or the server") {
+			t.Errorf("%s: KeptUp %q", c.name, KeptUp(c.m))
+		}
+	}
+}
+
+// broadcastDriver opens every connection asked for and publishes late
+// messages as late says.
+type broadcastDriver struct{ late int64 }
+
+func (d *broadcastDriver) Run(_ context.Context, p client.Params, _ *client.Progress) (client.Result, error) {
+	q := p.(*client.BroadcastParams)
+	r := client.NewResult(p).(*client.BroadcastResult)
+	switch q.Step {
+	case client.BroadcastOpen:
+		r.Opened = int64(q.Rooms * q.RoomSize)
+	case client.BroadcastRun:
+		r.Published, r.Late, r.Used = 1000, d.late, q.Duration
+	}
+	return r, nil
+}
+
+func (d *broadcastDriver) Conns() int { return 0 }
+
+// TestBroadcastNamesWhoFellBehind: a broadcast whose publishing fell
+// behind its timetable says who could not keep up, over its publishing
+// time (it keeps no timeline); one that kept up says nothing of it.
+func TestBroadcastNamesWhoFellBehind(t *testing.T) {
+	for _, late := range []int64{200, 0} {
+		p := &Broadcast{Rooms: 1, RoomSize: 4, Rate: 10, Duration: units.Duration(time.Second)}
+		Defaults(p, Context{})
+		before := time.Now()
+		out, err := p.Run(t.Context(), &Env{Driver: &broadcastDriver{late: late}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Behind) != 1 || out.Behind[0].From.Before(before) || out.Behind[0].To.Sub(out.Behind[0].From) != time.Second {
+			t.Errorf("late %d: spans %v, want the second of publishing", late, out.Behind)
+		}
+		m := metrics.Values{metrics.CPUBehind: 97.0, metrics.ClientCPUBehind: 20.0, metrics.ClientCores: int64(1), metrics.ServerCPUs: int64(1)}
+		w := strings.Join(out.AllWarnings(m), "\n")
+		const want = "publishing fell behind its timetable: the server could not keep up (CPU 97% of 1 core while sending; client 20% of 1 core)"
+		if got := strings.Contains(w, want); got != (late > 0) {
+			t.Errorf("late %d: warnings %q; want %q in them: %v", late, w, want, late > 0)
+		}
+	}
+}
