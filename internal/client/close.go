@@ -204,6 +204,7 @@ func (r *closeRun) send(l *loop, now int64) {
 		}
 		r.sent[i] = now
 		r.inflight++
+		r.conns[i].flags |= fClosing // the server's close answers this one: not a close of its own
 		l.sendControl(r.conns[i], opClose, closePayload)
 		return
 	}

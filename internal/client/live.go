@@ -41,6 +41,7 @@ type loopCounts struct {
 	open   atomic.Int64                    // open connections (len(loop.open))
 	opened atomic.Int64                    // handshakes done, by any dialer, since the loop started
 	failed [NumConnectReasons]atomic.Int64 // connections given up, by reason, since the loop started
+	peer   peerLog                         // open connections the server closed or reset (peerclose.go)
 }
 
 // connTotals are loopCounts summed over loops at one moment.

@@ -2,6 +2,7 @@ package client
 
 import (
 	"encoding/binary"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -158,13 +159,17 @@ func (l *loop) onControl(c *conn, op byte, payload []byte) {
 			// Best effort reply: the connection is dropped right after.
 			_, _ = l.write(c, l.cbuf)
 		}
-		l.lost(c, reason)
+		l.drop(c, reason, true)
 	}
 }
 
 // lost drops a connection that failed, charging the failure to the phase
 // that was using it.
-func (l *loop) lost(c *conn, reason Reason) {
+func (l *loop) lost(c *conn, reason Reason) { l.drop(c, reason, byPeer(reason)) }
+
+// drop is lost; peer says that the server closed or reset the connection
+// (counted in the loop's PeerCloses unless the client had asked for it).
+func (l *loop) drop(c *conn, reason Reason, peer bool) {
 	if c.state == stClosed {
 		return
 	}
@@ -175,6 +180,9 @@ func (l *loop) lost(c *conn, reason Reason) {
 	r := l.ph
 	flags := c.flags
 	l.closeFD(c)
+	if peer && flags&fClosing == 0 {
+		l.counts.peer.add(time.Now().UnixNano())
+	}
 	if r != nil {
 		r.lost(l, c, flags, reason)
 	}

@@ -40,6 +40,7 @@ type Group struct {
 	skew    time.Duration         // the last phase's start skew
 	parts   []client.Result       // the last phase's result of each shard
 	rc      client.ReconnectStats // the last phase's reconnects, over the shards
+	peer    []client.PeerCloses   // each shard's closes by the server so far (its latest reply's)
 	ledger  ledger                // every shard's own cost of every phase (CostsSince)
 	stop    chan struct{}         // remote: ends the heartbeats
 	wg      sync.WaitGroup
@@ -444,17 +445,7 @@ func (g *Group) Run(ctx context.Context, p client.Params, pr *client.Progress) (
 	g.parts = make([]client.Result, len(replies))
 	g.rc = client.ReconnectStats{}
 	for i, r := range replies {
-		if r.Reconnect != nil {
-			g.rc.Merge(*r.Reconnect)
-		}
-		if r.Cost != nil {
-			c := *r.Cost
-			c.Shard = g.shards[i].name()
-			g.ledger.append(c)
-		}
-		if r.Live != nil && pr != nil && pr.Live != nil {
-			pr.Live.SetShard(i, g.shards[i].name(), *r.Live) // the final counts
-		}
+		g.account(i, r, pr)
 		// A cancellation the group sent is said once above, not per shard.
 		if r.Err != "" && !(len(errs) > 0 && r.Err == context.Canceled.Error()) {
 			errs = append(errs, fmt.Errorf("shard %d: %s", i, r.Err))
@@ -485,6 +476,28 @@ func (g *Group) Run(ctx context.Context, p client.Params, pr *client.Progress) (
 	return res, errors.Join(errs...)
 }
 
+// account keeps what shard i's reply r says beside its result: its
+// reconnects, the server's closes, its own cost, its final live counts.
+func (g *Group) account(i int, r Reply, pr *client.Progress) {
+	if r.Reconnect != nil {
+		g.rc.Merge(*r.Reconnect)
+	}
+	if r.PeerCloses != nil {
+		for len(g.peer) <= i {
+			g.peer = append(g.peer, client.PeerCloses{})
+		}
+		g.peer[i] = *r.PeerCloses
+	}
+	if r.Cost != nil {
+		c := *r.Cost
+		c.Shard = g.shards[i].name()
+		g.ledger.append(c)
+	}
+	if r.Live != nil && pr != nil && pr.Live != nil {
+		pr.Live.SetShard(i, g.shards[i].name(), *r.Live) // the final counts
+	}
+}
+
 // progressStart readies pr for a run's progress lines: the shards bring
 // their totals, and until they do Live has their open connections.
 func (g *Group) progressStart(pr *client.Progress) {
@@ -503,6 +516,17 @@ func (g *Group) progressStart(pr *client.Progress) {
 // Reconnects returns what the shards' reconnectors did over the last
 // phase (client.Client.Reconnects, merged).
 func (g *Group) Reconnects() client.ReconnectStats { return g.rc }
+
+// PeerCloses returns the connections the server closed or reset, over
+// the shards, as their last replies counted them
+// (client.Client.PeerCloses, merged).
+func (g *Group) PeerCloses() client.PeerCloses {
+	var p client.PeerCloses
+	for _, o := range g.peer {
+		p.Merge(o)
+	}
+	return p
+}
 
 // startSkew places each shard's phase start on the orchestrator's clock
 // and returns their spread (see StartSkew).

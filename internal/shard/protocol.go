@@ -88,4 +88,7 @@ type Reply struct {
 	// Reconnect is what the shard's reconnectors did over the phase
 	// (run; client.Options.Reconnect), nil when nothing.
 	Reconnect *client.ReconnectStats `json:"reconnect,omitempty"`
+	// PeerCloses is every connection the server closed or reset since
+	// the shard started (run; client.Client.PeerCloses), nil when none.
+	PeerCloses *client.PeerCloses `json:"peer_closes,omitempty"`
 }

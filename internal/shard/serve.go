@@ -227,6 +227,9 @@ func runRequest(ctx context.Context, c *client.Client, r Request, pr *client.Pro
 	if rs := c.Reconnects(); rs.Drops > 0 || rs.Reconnects > 0 || rs.Pending > 0 {
 		reply.Reconnect = &rs
 	}
+	if pc := c.PeerCloses(); pc.N > 0 {
+		reply.PeerCloses = &pc
+	}
 	if res != nil {
 		var werr error
 		if reply.Result, werr = json.Marshal(res); werr != nil && err == nil {
