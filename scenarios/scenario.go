@@ -380,8 +380,10 @@ type Env struct {
 	// process's sockets reset a moment before its exit can be seen), or
 	// "" while it runs. A kind that dials the server itself asks it when
 	// its connections fail, so that a dead server's refusals are not
-	// counted as the server's answers. nil when wsplan cannot tell (a
-	// url: server without pid:).
+	// counted as the server's answers. For a url: server without pid:,
+	// whose process wsplan cannot see, a new connection refused says it
+	// ("appears to have died (new connections refused)"). nil when wsplan
+	// cannot tell.
 	ServerGone func(wait time.Duration) string
 }
 

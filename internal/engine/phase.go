@@ -23,9 +23,11 @@ const deathGrace = 500 * time.Millisecond
 // exitPoll is how often exitWithin reads a server's state while it waits.
 const exitPoll = 10 * time.Millisecond
 
-// phase runs one phase with sampling; died reports that the server exited.
-func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc serverProc, sres resources, drv Driver, env *scenarios.Env) (result.Result, bool) {
-	res := result.Result{Server: srv.Name, Framework: e.framework(srv), Phase: ph.Name, Kind: ph.Kind, Metrics: metrics.Values{},
+// phase runs one phase with sampling; gone says why the server is gone
+// ("server pid 123 exited", "the server appears to have died"), "" while
+// it runs.
+func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc serverProc, sres resources, drv Driver, watch *blindWatch, env *scenarios.Env) (res result.Result, gone string) {
+	res = result.Result{Server: srv.Name, Framework: e.framework(srv), Phase: ph.Name, Kind: ph.Kind, Metrics: metrics.Values{},
 		ServerResources: sres.how}
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -46,7 +48,12 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 		defer func() { end(drv.Conns()) }()
 	}
 	env.Window = e.stepWindow(sres, drv)
-	if _, blind := proc.(running); !blind {
+	blind := watch != nil && watch.begin(proc, drv.Conns())
+	_, unwatched := proc.(running)
+	switch {
+	case blind:
+		env.ServerGone = watch.serverGone(proc)
+	case !unwatched:
 		env.ServerGone = func(wait time.Duration) string { return exitWithin(proc, wait) }
 	}
 	stopProgress := e.progress(ph.Name, srv.Name, pr)
@@ -83,16 +90,22 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 	faults(&res)
 	failed, failure := e.judge(srv, ph, m, out, &res)
 
-	died := serverDied(proc, err != nil || failed)
-	res.OK, res.Error = verdict(ctx, proc, died, err, failed, failure)
-	if died {
+	death := ""
+	switch {
+	case serverDied(proc, err != nil || failed):
+		death, gone = "server "+proc.ExitReason()+" during the phase", "server "+proc.ExitReason()
 		res.ServerLog = proc.Tail(2048)
+	case blind:
+		if death = watch.died(ctx, drv.Conns()); death != "" {
+			gone = "the server appears to have died"
+		}
 	}
+	res.OK, res.Error = verdict(ctx, death, err, failed, failure)
 	if soak != nil {
 		e.soakEnd(pctx, soak, &res, res.OK)
 	}
 	e.o.Notice("%s: %s done (%s)", srv.Name, ph.Name, summary(res))
-	return res, died
+	return res, gone
 }
 
 // judge applies the verdict rule (scenarios.Judge) to a phase's
@@ -172,12 +185,13 @@ func exitWithin(proc serverProc, wait time.Duration) string {
 	}
 }
 
-// verdict decides a phase's row: the server's death first, then an
-// interrupt or abort, then the phase's own error or failure.
-func verdict(ctx context.Context, proc serverProc, died bool, err error, failed bool, failure string) (ok bool, reason string) {
+// verdict decides a phase's row: the server's death first (why, ""
+// when none), then an interrupt or abort, then the phase's own error or
+// failure.
+func verdict(ctx context.Context, death string, err error, failed bool, failure string) (ok bool, reason string) {
 	switch {
-	case died:
-		return false, "server " + proc.ExitReason() + " during the phase"
+	case death != "":
+		return false, death
 	case err != nil && ctx.Err() != nil:
 		return false, stopReason(ctx)
 	case err != nil:

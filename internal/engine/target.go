@@ -225,6 +225,7 @@ func (e *runner) phases(ctx context.Context, srv plan.Server, addrs []string, pr
 	// (a connect phase returns its own garbage when it ends).
 	debug.FreeOSMemory()
 	base := mem()
+	watch := newBlindWatch(srv, drv) // nil for a server wsplan started
 	for k, ph := range e.plan.Phases {
 		if ctx.Err() != nil {
 			e.failRest(srv, k, stopReason(ctx), "")
@@ -234,10 +235,10 @@ func (e *runner) phases(ctx context.Context, srv plan.Server, addrs []string, pr
 			res.follow() // a restart in an earlier phase: the server's new process
 			mem = e.memReader(res, drv)
 		}
-		r, died := e.phase(ctx, srv, ph, proc, res, drv, &scenarios.Env{Driver: drv, Target: tgt, Mem: mem, Base: base})
+		r, gone := e.phase(ctx, srv, ph, proc, res, drv, watch, &scenarios.Env{Driver: drv, Target: tgt, Mem: mem, Base: base})
 		e.add(r)
-		if died {
-			e.failRest(srv, k+1, "skipped: server "+proc.ExitReason(), proc.Tail(2048))
+		if gone != "" {
+			e.failRest(srv, k+1, "skipped: "+gone, proc.Tail(2048))
 			return
 		}
 	}
