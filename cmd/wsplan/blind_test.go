@@ -38,11 +38,11 @@ func TestBlindServerDies(t *testing.T) {
 		inproc            bool // a test server in this process, closed; else a `wsplan serve`, killed
 		shards            int
 	}{
-		{"hold", "/ws", "hold: {duration: 3s}", false, 0},
-		{"broadcast", "/broadcast", "broadcast: {rooms: 2, room_size: 10, rate: 20, duration: 3s, drain: 500ms}", true, 0},
+		{"hold", "/ws", "hold: {duration: 2s}", false, 0},
+		{"broadcast", "/broadcast", "broadcast: {rooms: 2, room_size: 10, rate: 20, duration: 2s, drain: 500ms}", true, 0},
 		{"echo", "/ws", "echo: {total: 100000000, concurrency: 20, payload: 64}", false, 0},
-		{"rate", "/ws", "rate: {rate: 50, duration: 3s, payload: 64, drain: 500ms}", false, 0},
-		{"hold over shards", "/ws", "hold: {duration: 3s}", false, 2},  // the shards' counts merge
+		{"rate", "/ws", "rate: {rate: 50, duration: 2s, payload: 64, drain: 500ms}", false, 0},
+		{"hold over shards", "/ws", "hold: {duration: 2s}", false, 2},  // the shards' counts merge
 		{"conformance", "/ws", "conformance: {parallel: 1}", false, 0}, // dials itself: its own dial finds the server gone
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -121,8 +121,8 @@ func TestBlindServerNotDead(t *testing.T) {
 		drop         int // connections the server drops mid-phase
 		exit         int // -1: the hold's own verdict on its drops decides
 	}{
-		{"a few dropped", "  - hold: {duration: 2s}\n" + after, 3, -1},
-		{"all dropped, still listening", "  - hold: {duration: 2s}\n" + after, 20, -1},
+		{"a few dropped", "  - hold: {duration: 1500ms}\n" + after, 3, -1},
+		{"all dropped, still listening", "  - hold: {duration: 1500ms}\n" + after, 20, -1},
 		{"closed by the plan", "  - close: {}\n" + after, 0, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
