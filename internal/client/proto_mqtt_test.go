@@ -272,9 +272,9 @@ func TestMQTTDecodeOracle311(t *testing.T) {
 		p := pahov3.NewControlPacket(pahov3.Connack).(*pahov3.ConnackPacket)
 		p.ReturnCode = code
 		first, body, _, _ := mqttSplit(v3(t, p))
-		got, _, fail := mqttConnackOf(body, false)
-		if first>>4 != mqttConnack || got != code || fail != "" {
-			t.Errorf("connack %d: read %d (%q)", code, got, fail)
+		got, fail := mqttConnackOf(body, false)
+		if first>>4 != mqttConnack || got.code != code || got.keepalive != -1 || got.receiveMax != 0 || fail != "" {
+			t.Errorf("connack %d: read %+v (%q)", code, got, fail)
 		}
 	}
 	if got := mqttCodeText(5, false); got != "not authorized (5)" {
@@ -361,21 +361,23 @@ func TestMQTTDecodeOracle5(t *testing.T) {
 			}
 		})
 	}
-	ka := uint16(7)
+	ka, four, most := uint16(7), uint16(4), uint16(65535)
 	for _, tc := range []struct {
-		code byte
-		ka   *uint16
-		want int
-	}{{0, nil, -1}, {0, &ka, 7}, {0x87, nil, -1}, {0x86, &ka, 7}} {
+		code    byte
+		ka, rm  *uint16
+		want    int
+		wantMax uint16
+	}{{0, nil, nil, -1, 0}, {0, &ka, nil, 7, 0}, {0x87, nil, nil, -1, 0}, {0x86, &ka, &four, 7, 4}, {0, nil, &four, -1, 4}, {0, &ka, &most, 7, 65535}} {
 		p := pahov5.NewControlPacket(pahov5.CONNACK)
 		x := p.Content.(*pahov5.Connack)
 		x.ReasonCode = tc.code
 		x.Properties = props()
 		x.Properties.ServerKeepAlive, x.Properties.AssignedClientID = tc.ka, "assigned"
+		x.Properties.ReceiveMaximum = tc.rm
 		_, body, _, _ := mqttSplit(v5(t, p))
-		code, got, fail := mqttConnackOf(body, true)
-		if code != tc.code || got != tc.want || fail != "" {
-			t.Errorf("connack %#x keepalive %v: read %#x, %d (%q)", tc.code, tc.ka, code, got, fail)
+		got, fail := mqttConnackOf(body, true)
+		if got.code != tc.code || got.keepalive != tc.want || got.receiveMax != tc.wantMax || fail != "" {
+			t.Errorf("connack %#x keepalive %v receive maximum %v: read %+v (%q)", tc.code, tc.ka, tc.rm, got, fail)
 		}
 	}
 	if got := mqttCodeText(0x87, true); got != "not authorized (135)" {
