@@ -72,15 +72,21 @@ func appendJSONText(dst, t []byte) []byte {
 				}
 				dst = utf8.AppendRune(dst, r)
 			default: // \" \\ \/ and what JSON does not define, as it is
-				dst = append(dst, t[i])
+				dst = appendTextByte(dst, t[i])
 			}
-		case b < 0x20:
-			dst = append(dst, ' ')
 		default:
-			dst = append(dst, b)
+			dst = appendTextByte(dst, b)
 		}
 	}
 	return dst
+}
+
+// appendTextByte appends b, or a space for a control character.
+func appendTextByte(dst []byte, b byte) []byte {
+	if b < 0x20 || b == 0x7f {
+		b = ' '
+	}
+	return append(dst, b)
 }
 
 // hex4 reads four hexadecimal digits.

@@ -2,12 +2,15 @@ package client
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	pahov5 "github.com/eclipse/paho.golang/packets"
 )
 
 // The broker's answers that are not a plain success, against a fake
@@ -277,6 +280,51 @@ func TestMQTTReceiveMaximumFake(t *testing.T) {
 		}
 		if r.ReceiveMax != 0 || r.Throttled != 0 || b.maxInflight.Load() != 4 {
 			t.Errorf("receive maximum %d, throttled %d, broker in flight %d; want 0, 0, 4", r.ReceiveMax, r.Throttled, b.maxInflight.Load())
+		}
+	})
+}
+
+// FuzzMQTTConnack: whatever CONNACK a broker sends, the greeting's
+// decoder fails cleanly or reads it as paho does (v5: its code, Server
+// Keep Alive and Receive Maximum).
+func FuzzMQTTConnack(f *testing.F) {
+	f.Add(connack5(0, 0x21, 0, 4), true)
+	f.Add(connack5(0, 0x13, 0, 30, 0x21, 0xff, 0xff), true)
+	f.Add(connack5(0x87, 0x1f, 0, 3, 'b', 'a', 'd'), true)
+	f.Add(connack5(0, 0x21, 0, 0), true)
+	f.Add(connack3(5), false)
+	f.Fuzz(func(t *testing.T, pkt []byte, isV5 bool) {
+		first, body, n, fail := mqttSplit(pkt)
+		if fail != "" || n == 0 || first>>4 != mqttConnack {
+			return
+		}
+		a, fail := mqttConnackOf(body, isV5)
+		if fail != "" {
+			return
+		}
+		if !isV5 {
+			if a.keepalive != -1 || a.receiveMax != 0 || a.code != body[1] {
+				t.Fatalf("% x: 3.1.1 read %+v", pkt[:n], a)
+			}
+			return
+		}
+		p, err := pahov5.ReadPacket(bytes.NewReader(pkt[:n]))
+		if err != nil {
+			return // paho is stricter about some properties
+		}
+		x, ok := p.Content.(*pahov5.Connack)
+		if !ok || x.Properties == nil {
+			return
+		}
+		ka, rm := -1, uint16(0)
+		if x.Properties.ServerKeepAlive != nil {
+			ka = int(*x.Properties.ServerKeepAlive)
+		}
+		if x.Properties.ReceiveMaximum != nil {
+			rm = *x.Properties.ReceiveMaximum
+		}
+		if a.code != x.ReasonCode || a.keepalive != ka || a.receiveMax != rm {
+			t.Fatalf("% x: read %+v, paho code %#x keepalive %d receive maximum %d", pkt[:n], a, x.ReasonCode, ka, rm)
 		}
 	})
 }
