@@ -177,3 +177,24 @@ func TestScriptExchangeNames(t *testing.T) {
 		t.Fatalf("errors %v", errs)
 	}
 }
+
+// TestScriptAllowKeys: a script phase may allow its faults, the phase's
+// and each named exchange's; a percentage only of a fault with a total.
+func TestScriptAllowKeys(t *testing.T) {
+	p := scriptPhase(t, "users: 1\nsteps: [{send: x}, {expect: {as: login}}]")
+	faults := PhaseFaults(client.KindScript, p)
+	for _, tc := range []struct {
+		allow Allow
+		want  string // "" = accepted
+	}{
+		{Allow{scriptErrors: {Percent: 0.1}, scriptDowngraded: {N: 2}, scriptTimeouts: {N: 1}}, ""},
+		{Allow{"login_errors": {N: 5}, "login_timeouts": {N: 1}, scriptUsersFailed: {Percent: 1}}, ""},
+		{Allow{"logout_errors": {N: 5}}, "not a fault this phase counts"},
+		{Allow{scriptOpenFailed: {Percent: 1}}, "no total to take a percentage of"},
+	} {
+		errs := CheckAllow(tc.allow, faults)
+		if tc.want == "" && len(errs) != 0 || tc.want != "" && (len(errs) != 1 || !strings.Contains(errs[0].Msg, tc.want)) {
+			t.Errorf("allow %v: %v, want %q", tc.allow, errs, tc.want)
+		}
+	}
+}
