@@ -125,20 +125,20 @@ var scriptFaults = []Fault{
 	{Metric: scriptOpenFailed, What: "users could not connect"},
 	{Metric: scriptUsersFailed, Of: scriptUsers, What: "users lost their connection"},
 	{Metric: scriptTimeouts, What: "expects got no reply in time"},
-	{Metric: scriptMismatched, What: "replies answered another request"},
+	{Metric: scriptMismatched, What: "replies mismatched (they answered another request)"},
 	{Metric: scriptExchFailed, What: "expects were waiting when their user or the phase ended"},
 	{Metric: scriptErrors, Of: scriptAnswers, What: "error answers"},
 	{Metric: scriptDowngraded, Of: scriptAnswers, What: "answers granted less than asked (downgraded)"},
 }
 
 // exchangeFaults are a named exchange's faults, by suffix, each within
-// the phase's fault of the same count.
+// the phase's fault of the same count; what names the exchange at %s.
 var exchangeFaults = []struct{ suffix, within, what string }{
-	{exTimeouts, scriptTimeouts, "got no reply in time"},
-	{exMismatched, scriptMismatched, "had a reply to another request"},
-	{exFailed, scriptExchFailed, "were waiting when their user or the phase ended"},
-	{exErrors, scriptErrors, "were answered with an error"},
-	{exDowngraded, scriptDowngraded, "were answered with less than asked (downgraded)"},
+	{exTimeouts, scriptTimeouts, "%s expects got no reply in time"},
+	{exMismatched, scriptMismatched, "%s replies mismatched (they answered another request)"},
+	{exFailed, scriptExchFailed, "%s expects were waiting when their user or the phase ended"},
+	{exErrors, scriptErrors, "error answers to %s"},
+	{exDowngraded, scriptDowngraded, "%s answers granted less than asked (downgraded)"},
 }
 
 func init() {
@@ -247,7 +247,7 @@ func (p *Script) ExtraFaults() []Fault {
 	var out []Fault
 	for _, name := range p.exchanges() {
 		for _, f := range exchangeFaults {
-			out = append(out, Fault{Metric: ExchangeMetric(name, f.suffix), Within: f.within, What: name + " exchanges " + f.what})
+			out = append(out, Fault{Metric: ExchangeMetric(name, f.suffix), Within: f.within, What: fmt.Sprintf(f.what, name)})
 		}
 	}
 	return out
