@@ -35,6 +35,12 @@ type Fault struct {
 	// What says what the units are and what happened to them, plural,
 	// after the count: "echoes failed", "error answers".
 	What string
+	// Within is the fault whose units these are a part of (a script's
+	// login_errors are some of its errors); "" = none. A part is judged
+	// on its own only when the plan allows it or an assertion reads it,
+	// and its units then leave its whole's count; otherwise its whole
+	// judges them (so that allow: {errors: 5} covers every exchange's).
+	Within string
 }
 
 // Faulter is implemented by phases with faults beyond their kind's (a
@@ -148,12 +154,30 @@ type Verdict struct {
 // = none does).
 func Judge(faults []Fault, allow Allow, m metrics.Values, reasons map[string]string, gated func(metric string) bool) Verdict {
 	var v Verdict
+	apart := map[string]int64{}    // a whole's units its parts judge
+	parts := map[string][]string{} // and those parts
+	judged := func(f Fault) bool {
+		_, allowed := allow[f.Metric]
+		return allowed || gated != nil && gated(f.Metric)
+	}
 	for _, f := range faults {
-		n := m.Int(f.Metric)
+		if f.Within != "" && judged(f) {
+			apart[f.Within] += m.Int(f.Metric)
+			parts[f.Within] = append(parts[f.Within], f.Metric)
+		}
+	}
+	for _, f := range faults {
+		if f.Within != "" && !judged(f) {
+			continue // its whole judges its units
+		}
+		n := m.Int(f.Metric) - apart[f.Metric]
 		if n <= 0 {
 			continue
 		}
 		msg := faultText(f, n, m, reasons[f.Metric])
+		if len(parts[f.Metric]) > 0 {
+			msg += " (" + strings.Join(parts[f.Metric], ", ") + " judged apart)"
+		}
 		a, allowed := allow[f.Metric]
 		switch {
 		case allowed && n <= a.limit(f, m):

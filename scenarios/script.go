@@ -68,6 +68,11 @@ const (
 	scriptTimeouts    = "timeouts"
 	scriptMismatched  = "mismatched"
 	scriptExchFailed  = "failed"
+	scriptUsersFailed = "users_failed"
+	scriptAnswers     = "answers"
+	scriptErrors      = "errors"
+	scriptDowngraded  = "downgraded"
+	scriptReceiveMax  = "receive_maximum"
 	scriptConnectP50  = "connect_p50"
 	scriptConnectP99  = "connect_p99"
 	scriptBytesSent   = "bytes_sent"
@@ -89,6 +94,8 @@ const (
 	exTimeouts   = "_timeouts"
 	exMismatched = "_mismatched"
 	exFailed     = "_failed"
+	exErrors     = "_errors"
+	exDowngraded = "_downgraded"
 )
 
 // exchangeSuffixes are the per-exchange metrics, in table order, with
@@ -108,6 +115,31 @@ var exchangeSuffixes = []struct {
 	{exTimeouts, metrics.Count, "no reply in time"},
 	{exMismatched, metrics.Count, "a reply for another request"},
 	{exFailed, metrics.Count, "waiting when its user ended, its connection was lost or the phase ended"},
+	{exErrors, metrics.Count, "the protocol answered with an error (a refusal: MQTT reason code >= 0x80, JSON-RPC error, STOMP ERROR, GraphQL error)"},
+	{exDowngraded, metrics.Count, "the protocol's answer granted less than asked (MQTT: a PUBACK to a QoS 2 publish, a SUBACK of a lower QoS)"},
+}
+
+// scriptFaults are the script's counts of units that went wrong; each
+// named exchange's are parts of them (Script.ExtraFaults).
+var scriptFaults = []Fault{
+	{Metric: scriptOpenFailed, What: "users could not connect"},
+	{Metric: scriptDropped, Of: scriptArrivals, What: "arrivals dropped: max_users were running (raise max_users, or the server answers too slowly)"},
+	{Metric: scriptUsersFailed, Of: scriptUsers, What: "users lost their connection"},
+	{Metric: scriptTimeouts, What: "expects got no reply in time"},
+	{Metric: scriptMismatched, What: "replies mismatched (they answered another request)"},
+	{Metric: scriptExchFailed, What: "expects were waiting when their user or the phase ended"},
+	{Metric: scriptErrors, Of: scriptAnswers, What: "error answers"},
+	{Metric: scriptDowngraded, Of: scriptAnswers, What: "answers granted less than asked (downgraded)"},
+}
+
+// exchangeFaults are a named exchange's faults, by suffix, each within
+// the phase's fault of the same count; what names the exchange at %s.
+var exchangeFaults = []struct{ suffix, within, what string }{
+	{exTimeouts, scriptTimeouts, "%s expects got no reply in time"},
+	{exMismatched, scriptMismatched, "%s replies mismatched (they answered another request)"},
+	{exFailed, scriptExchFailed, "%s expects were waiting when their user or the phase ended"},
+	{exErrors, scriptErrors, "error answers to %s"},
+	{exDowngraded, scriptDowngraded, "%s answers granted less than asked (downgraded)"},
 }
 
 func init() {
@@ -128,6 +160,7 @@ func init() {
 			{Header: "TP99", Metric: metrics.P99, Delta: true},
 			{Header: "Timeouts", Metric: scriptTimeouts, Format: FormatInt},
 			{Header: "Mismatched", Metric: scriptMismatched, Format: FormatInt},
+			{Header: "Errors", Metric: scriptErrors, Format: FormatInt},
 			{Header: "Unexpected", Metric: scriptUnexpected, Format: FormatInt},
 			{Header: "Aborted", Metric: scriptAborted, Format: FormatInt},
 			{Metric: ColServer},
@@ -137,6 +170,7 @@ func init() {
 			{Metric: ColVerdict},
 		},
 		Efficiency: &Efficiency{Rate: scriptExchRate, EER: scriptEER, Count: scriptExchanges},
+		Faults:     scriptFaults,
 		Metrics:    scriptMetricDefs(),
 		Family:     exchangeFamily,
 		Tables:     scriptTables,
@@ -153,6 +187,10 @@ func scriptMetricDefs() []metrics.Def {
 		{Name: scriptTimeouts, Kind: metrics.Count, Doc: "expects that got no reply in time (each ends its user)"},
 		{Name: scriptMismatched, Kind: metrics.Count, Doc: "replies taken for a request they did not answer (another id)"},
 		{Name: scriptExchFailed, Kind: metrics.Count, Doc: "expects waiting when their user ended, their connection was lost or the phase ended"},
+		{Name: scriptAnswers, Kind: metrics.Count, Doc: "the protocol's answers to the steps' messages (acks, responses, receipts, errors), named exchange or not"},
+		{Name: scriptErrors, Kind: metrics.Count, Doc: "answers that refused: MQTT reason code >= 0x80 (PUBACK, PUBREC, SUBACK), JSON-RPC error, STOMP ERROR to a receipt, GraphQL error; counted by code"},
+		{Name: scriptDowngraded, Kind: metrics.Count, Doc: "answers that granted less than asked: a PUBACK to a QoS 2 publish, a SUBACK of a lower QoS"},
+		{Name: scriptReceiveMax, Kind: metrics.Count, Doc: "MQTT 5: the least Receive Maximum the broker announced to the users' connections (QoS > 0 publishes unanswered at once; loop inflight is held to it); absent when none did"},
 		{Name: scriptUsers, Kind: metrics.Count, Doc: "users whose connection opened"},
 		{Name: scriptArrivals, Kind: metrics.Count, Doc: "open arrivals due"},
 		{Name: scriptLate, Kind: metrics.Count, Doc: "open arrivals dialled more than late_after after their time"},
@@ -160,6 +198,7 @@ func scriptMetricDefs() []metrics.Def {
 		{Name: scriptOpenFailed, Kind: metrics.Count, Doc: "users whose connection failed after all retries"},
 		{Name: scriptFinished, Kind: metrics.Count, Doc: "users that ran to their end (or a close step)"},
 		{Name: scriptAborted, Kind: metrics.Count, Doc: "users ended by a timeout or a lost connection"},
+		{Name: scriptUsersFailed, Kind: metrics.Count, Doc: "users ended by a lost connection (or a message their protocol could not encode)"},
 		{Name: scriptCut, Kind: metrics.Count, Doc: "users still running when the phase ended"},
 		{Name: scriptPeak, Kind: metrics.Count, Doc: "users running at once at most (each event loop's and shard's own peak, summed: exact when every user runs at once)"},
 		{Name: scriptMemPerUser, Kind: metrics.Bytes, Doc: "(client RSS at its highest during the phase − client RSS at the phase's start) / users_peak: a user's memory, its connection's included"},
@@ -197,6 +236,19 @@ func (p *Script) ExtraMetrics() []metrics.Def {
 	for _, name := range p.exchanges() {
 		for _, s := range exchangeSuffixes {
 			out = append(out, metrics.Def{Name: ExchangeMetric(name, s.suffix), Kind: s.kind, Doc: "exchange " + name + ": " + s.doc})
+		}
+	}
+	return out
+}
+
+// ExtraFaults implements Faulter: every named exchange's faults, each a
+// part of the phase's (login_errors within errors), so that a plan may
+// allow them exchange by exchange.
+func (p *Script) ExtraFaults() []Fault {
+	var out []Fault
+	for _, name := range p.exchanges() {
+		for _, f := range exchangeFaults {
+			out = append(out, Fault{Metric: ExchangeMetric(name, f.suffix), Within: f.within, What: fmt.Sprintf(f.what, name)})
 		}
 	}
 	return out
@@ -271,6 +323,24 @@ func (p *Script) Validate(Context) []FieldError {
 	_, serrs := script.Compile(script.Source{Steps: p.Steps, Ignore: p.Ignore, Columns: cols, Timeout: p.Timeout.D(), AnyColumns: unread})
 	for _, e := range serrs {
 		errs = append(errs, FieldError{e.Field, e.Msg})
+	}
+	return append(errs, p.validateExchangeNames()...)
+}
+
+// validateExchangeNames refuses an exchange whose metrics would be the
+// phase's own (an exchange named users has users_failed).
+func (p *Script) validateExchangeNames() []FieldError {
+	own := map[string]bool{}
+	for _, d := range metrics.Join(scriptMetricDefs(), metrics.Common) {
+		own[d.Name] = true
+	}
+	var errs []FieldError
+	for _, name := range p.exchanges() {
+		for _, s := range exchangeSuffixes {
+			if m := ExchangeMetric(name, s.suffix); own[m] {
+				errs = append(errs, FieldError{"steps", fmt.Sprintf("exchange %q: its metric %s is one of the phase's own: name the exchange otherwise", name, m)})
+			}
+		}
 	}
 	return errs
 }

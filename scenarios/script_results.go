@@ -58,9 +58,9 @@ func (p *Script) Run(ctx context.Context, env *Env) (Outcome, error) {
 		out.Detail = b
 	}
 	out.Warnings = scriptWarnings(r)
-	if msg := scriptFailure(r, v); msg != "" {
-		out.Failed, out.Error = true, msg
-	}
+	// Every failure is a count (scriptFaults, ExtraFaults): the engine
+	// judges them against the plan's allow: and assertions.
+	out.Reasons = scriptReasons(r, names)
 	// Interrupted: what was measured so far is kept, with the error.
 	return out, err
 }
@@ -75,6 +75,11 @@ func scriptValues(r *client.ScriptResult, names []string) (metrics.Values, clien
 		scriptIterations: r.Iterations, scriptSent: r.Sent, scriptReceived: r.Received,
 		scriptUnexpected: r.Unexpected, scriptUnexpUsers: r.UnexpectedUsers, scriptIgnored: r.Ignored,
 		scriptBytesSent: r.BytesSent, scriptBytesRecv: r.BytesRecv, scriptUsed: r.Used,
+		scriptUsersFailed: r.UsersFailed, scriptAnswers: r.Answers,
+		scriptErrors: reasonsTotal(r.ErrorAnswers), scriptDowngraded: reasonsTotal(r.Downgrades),
+	}
+	if r.ReceiveMax > 0 {
+		v[scriptReceiveMax] = r.ReceiveMax
 	}
 	v[scriptConnectP50], v[scriptConnectP99] = time.Duration(0), time.Duration(0)
 	if histCount(r.Connect) > 0 {
@@ -83,7 +88,7 @@ func scriptValues(r *client.ScriptResult, names []string) (metrics.Values, clien
 	}
 	all := client.NewHist()
 	var detail ScriptDetail
-	var done, timeouts, mismatched, failed int64
+	var done int64
 	for _, name := range names {
 		e := r.Exchanges[name]
 		if e == nil {
@@ -99,11 +104,9 @@ func scriptValues(r *client.ScriptResult, names []string) (metrics.Values, clien
 		}
 		detail.Exchanges = append(detail.Exchanges, ScriptExchange{Name: name, Metrics: ev, Histogram: HistString(e.Latency), Timeouts: e.Timeouts, Mismatched: e.Mismatched})
 		done += e.Count
-		timeouts += e.Timeouts
-		mismatched += e.Mismatched
-		failed += e.Failed
 	}
-	v[scriptExchanges], v[scriptTimeouts], v[scriptMismatched], v[scriptExchFailed] = done, timeouts, mismatched, failed
+	// Every expect's, named exchange or not.
+	v[scriptExchanges], v[scriptTimeouts], v[scriptMismatched], v[scriptExchFailed] = done, r.Timeouts, r.Mismatched, r.Unanswered
 	v[scriptExchRate] = rate(done, r.Used)
 	latencyValues(v, all)
 	detail.Failures = scriptFailures(r)
@@ -115,6 +118,7 @@ func exchangeValues(e *client.Exchange, used time.Duration) metrics.Values {
 	v := metrics.Values{
 		exCount: e.Count, exRate: rate(e.Count, used),
 		exTimeouts: e.Timeouts, exMismatched: e.Mismatched, exFailed: e.Failed,
+		exErrors: e.Errors, exDowngraded: e.Downgraded,
 	}
 	h := e.Latency.Histogram
 	for _, q := range []struct {
@@ -150,34 +154,66 @@ func scriptFailures(r *client.ScriptResult) []ScriptFailure {
 	return out
 }
 
-// scriptFailure is the row's failure, "" when it held: connections that
-// did not open, users ended by a failure, exchanges timed out or taken
-// by another request's reply.
-func scriptFailure(r *client.ScriptResult, v metrics.Values) string {
-	var parts []string
-	if r.OpenFailed > 0 {
-		parts = append(parts, fmt.Sprintf("%d users could not connect: %s", r.OpenFailed, errorSummary(r.OpenErrors)))
+// scriptReasons say why each fault's units went wrong: the users' failed
+// connections by reason, the expects by step, the error answers and
+// downgrades by the protocol's code ("mqtt 0x87 not authorized ×1200"),
+// phase-wide and by exchange.
+func scriptReasons(r *client.ScriptResult, names []string) map[string]string {
+	out := map[string]string{
+		scriptOpenFailed:  errorSummary(r.OpenErrors),
+		scriptUsersFailed: errorSummary(r.Errors),
+		scriptTimeouts:    errorSummary(stepsFailing(r, client.ReasonTimeout)),
+		scriptMismatched:  errorSummary(stepsFailing(r, client.ReasonMismatch)),
+		scriptExchFailed:  errorSummary(failedBy(r, client.ReasonUserEnded, client.ReasonPhaseEnd)),
+		scriptErrors:      errorSummary(r.ErrorAnswers),
+		scriptDowngraded:  errorSummary(r.Downgrades),
 	}
-	if n := v.Int(scriptTimeouts); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d expects timed out", n))
+	for _, name := range names {
+		if e := r.Exchanges[name]; e != nil {
+			out[ExchangeMetric(name, exErrors)] = errorSummary(e.ErrorCodes)
+			out[ExchangeMetric(name, exDowngraded)] = errorSummary(e.DowngradeCodes)
+		}
 	}
-	if n := v.Int(scriptMismatched); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d replies mismatched", n))
+	for k, why := range out {
+		if why == "" {
+			delete(out, k)
+		}
 	}
-	if r.Aborted > 0 && len(r.Errors) > 0 {
-		parts = append(parts, fmt.Sprintf("%d users lost their connection: %s", r.Aborted, errorSummary(r.Errors)))
+	return out
+}
+
+// stepsFailing counts the steps that failed for reason, by step
+// ("steps[2].expect ×3").
+func stepsFailing(r *client.ScriptResult, reason client.Reason) client.Reasons {
+	out := client.Reasons{}
+	for step, rs := range r.Failures {
+		if n := rs[reason]; n > 0 {
+			out[client.Reason(step)] = n
+		}
 	}
-	if len(parts) == 0 {
-		return ""
+	return out
+}
+
+// failedBy counts the steps' failures for each of reasons, every step.
+func failedBy(r *client.ScriptResult, reasons ...client.Reason) client.Reasons {
+	out := client.Reasons{}
+	for _, rs := range r.Failures {
+		for _, why := range reasons {
+			if n := rs[why]; n > 0 {
+				out[why] += n
+			}
+		}
 	}
-	msg := parts[0]
-	for _, s := range parts[1:] {
-		msg += "; " + s
+	return out
+}
+
+// reasonsTotal adds a Reasons' counts.
+func reasonsTotal(m client.Reasons) int64 {
+	var n int64
+	for _, c := range m {
+		n += c
 	}
-	if f := scriptFailures(r); len(f) > 0 {
-		msg += fmt.Sprintf(" (first: %s %s ×%d)", f[0].Step, f[0].Reason, f[0].Count)
-	}
-	return msg
+	return n
 }
 
 // scriptWarnings are what the table notes under the row.
@@ -189,11 +225,12 @@ func scriptWarnings(r *client.ScriptResult) []string {
 	if r.Arrivals > 0 && r.Late*100 > r.Arrivals {
 		w = append(w, fmt.Sprintf("%d of %d arrivals were dialled late: the client fell behind its timetable", r.Late, r.Arrivals))
 	}
-	if r.Dropped > 0 {
-		w = append(w, fmt.Sprintf("%d arrivals dropped: max_users were running (raise max_users, or the server answers too slowly)", r.Dropped))
-	}
 	if r.Cut > 0 {
 		w = append(w, fmt.Sprintf("%d users were still running when the phase ended (drain)", r.Cut))
+	}
+	if r.Throttled > 0 {
+		w = append(w, fmt.Sprintf("the broker's Receive Maximum (%d) held loop inflight %d to %d on %d users' connections: they waited for answers rather than send past it",
+			r.ReceiveMax, r.Inflight, r.ReceiveMax, r.Throttled))
 	}
 	return w
 }
@@ -207,14 +244,16 @@ func scriptTables(r *result.Result) []Table {
 	if err := json.Unmarshal(r.Detail, &d); err != nil {
 		return []Table{{Title: r.Server + ": script detail unreadable", Header: []string{"Error"}, Rows: [][]string{{err.Error()}}}}
 	}
-	ex := Table{Title: r.Server + ": exchanges", Header: []string{"Exchange", "Count", "Rate/s", "P50", "P90", "P99", "P999", "Max", "Timeouts", "Mismatched", "Failed"}}
+	ex := Table{Title: r.Server + ": exchanges", Header: []string{"Exchange", "Count", "Rate/s", "P50", "P90", "P99", "P999", "Max", "Timeouts", "Mismatched", "Failed", "Errors", "Downgraded"}}
 	for _, e := range d.Exchanges {
 		e.Metrics.Normalize(exchangeDefs())
 		row := []string{e.Name, fmt.Sprint(e.Metrics.Int(exCount)), fmt.Sprintf("%.0f", e.Metrics.Float(exRate))}
 		for _, s := range []string{exP50, exP90, exP99, exP999, exMax} {
 			row = append(row, shortDur(e.Metrics.Dur(s)))
 		}
-		row = append(row, fmt.Sprint(e.Metrics.Int(exTimeouts)), fmt.Sprint(e.Metrics.Int(exMismatched)), fmt.Sprint(e.Metrics.Int(exFailed)))
+		for _, s := range []string{exTimeouts, exMismatched, exFailed, exErrors, exDowngraded} {
+			row = append(row, fmt.Sprint(e.Metrics.Int(s)))
+		}
 		ex.Rows = append(ex.Rows, row)
 	}
 	out := []Table{ex}

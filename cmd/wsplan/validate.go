@@ -132,12 +132,23 @@ func printServer(w io.Writer, p *plan.Plan, s *plan.Server) {
 
 // faultsLine says which counts fail a phase (scenarios.PhaseFaults) and
 // what the plan allows of each: "faults: failed, lost (allowed: 5%),
-// dropped (allowed: 100%)"; "" for a phase that counts none.
+// dropped (allowed: 100%)"; the parts of a fault (a script's exchanges'
+// login_errors within errors) by their exchange, "per exchange: login_*"
+// unless allowed. "" for a phase that counts none.
 func faultsLine(ph plan.Phase) string {
-	var parts []string
+	var parts, each []string
+	seen := map[string]bool{}
 	for _, f := range scenarios.PhaseFaults(ph.Kind, ph.Spec) {
+		a, allowed := ph.Allow[f.Metric]
+		if prefix, ok := strings.CutSuffix(f.Metric, "_"+f.Within); ok && f.Within != "" && !allowed {
+			if !seen[prefix] {
+				seen[prefix] = true
+				each = append(each, prefix+"_*")
+			}
+			continue
+		}
 		s := f.Metric
-		if a, ok := ph.Allow[f.Metric]; ok {
+		if allowed {
 			s += " (allowed: " + a.String() + ")"
 		}
 		parts = append(parts, s)
@@ -145,5 +156,9 @@ func faultsLine(ph plan.Phase) string {
 	if len(parts) == 0 {
 		return ""
 	}
-	return "faults: " + strings.Join(parts, ", ")
+	line := "faults: " + strings.Join(parts, ", ")
+	if len(each) > 0 {
+		line += "; per exchange: " + strings.Join(each, ", ")
+	}
+	return line
 }

@@ -107,7 +107,11 @@ func (r *joinRun) onMessage(l *loop, c *conn, m *message, now int64) {
 	r.waiting[k] = nil
 	r.pending--
 	if m.Type == msgError {
-		r.part.OpenErrors.add(ReasonJoinRefused)
+		why := ReasonJoinRefused
+		if m.why != "" { // once per refused connection: the allocation is no hot path's
+			why += ": " + m.why
+		}
+		r.part.OpenErrors.add(why)
 		r.part.OpenFailed++
 		l.closeConn(c, closeNormal)
 		r.set.conns[k] = nil

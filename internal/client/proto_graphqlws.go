@@ -185,7 +185,7 @@ func (p *graphQLWS) decode(l *loop, c *conn, _ *protoConn, op byte, msg []byte, 
 		}
 		l.msgs = append(l.msgs, newMessage(msgNext, op, nil, g.id, g.payload))
 	case "error":
-		l.msgs = append(l.msgs, newMessage(msgError, op, nil, g.id, g.payload))
+		l.msgs = append(l.msgs, answerMessage(msgError, op, g.id, g.payload, 0, gqlErrorWhy(g.payload)))
 	case "complete":
 		if len(g.id) > 0 && (g.id[0] == gqlAwaitedTag || g.id[0] == gqlUnawaitedTag) {
 			return "" // a mutation's end, after its one result
@@ -330,3 +330,33 @@ var (
 	_ answerer     = (*graphQLWS)(nil)
 	_ closeNamer   = (*graphQLWS)(nil)
 )
+
+// reasonGQLError is an error answer without a message.
+const reasonGQLError Reason = "graphql error"
+
+// gqlErrorWhy is an error answer's reason: "graphql error" and its first
+// error's message, clipped ("graphql error: Forbidden").
+func gqlErrorWhy(payload []byte) Reason {
+	var msg []byte
+	message := func(k, v []byte) bool {
+		if string(k) == "message" {
+			msg, _ = jsonText(v)
+			return false
+		}
+		return true
+	}
+	if p := bytes.TrimSpace(payload); len(p) > 0 && p[0] == '{' {
+		jsonMembers(p, message) // one error, not a list (older servers)
+	} else {
+		jsonMembers(p, func(_, e []byte) bool {
+			jsonMembers(e, message)
+			return false // the first error
+		})
+	}
+	if len(msg) == 0 {
+		return reasonGQLError
+	}
+	var buf [128]byte
+	b := appendJSONText(append(buf[:0], "graphql error: "...), clipText(msg, 80))
+	return internReason(clipText(b, len("graphql error: ")+40))
+}

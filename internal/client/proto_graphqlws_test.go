@@ -308,8 +308,9 @@ func TestGraphQLWSScript(t *testing.T) {
 		t.Errorf("unexpected %d, finished %d, mismatched sub %d pub %d; want 0, 20, 0, 0", r.Unexpected, r.Finished,
 			r.Exchanges["sub"].Mismatched, r.Exchanges["pub"].Mismatched)
 	}
-	if got := r.Failures["steps[4].subscribe"][ReasonErrorAnswer]; got != 20 {
-		t.Errorf("failures %v, want 20 × %q on steps[4].subscribe", r.Failures, ReasonErrorAnswer)
+	const why = `graphql error: Cannot query field "bad"`
+	if got := r.Failures["steps[4].subscribe"][why]; got != 20 || r.ErrorAnswers[why] != 20 || r.Exchanges["bad"].ErrorCodes[why] != 20 {
+		t.Errorf("failures %v, error answers %v, want 20 × %q on steps[4].subscribe", r.Failures, r.ErrorAnswers, why)
 	}
 }
 

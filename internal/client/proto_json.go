@@ -2,6 +2,7 @@ package client
 
 import (
 	"encoding/base64"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -41,6 +42,69 @@ func jsonText(v []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return v[1 : len(v)-1], true
+}
+
+// appendJSONText appends the text of a JSON string's contents t (as
+// jsonText returns them) unescaped, on one line: a control character
+// becomes a space, a \u escape its character (a lone surrogate U+FFFD).
+func appendJSONText(dst, t []byte) []byte {
+	for i := 0; i < len(t); i++ {
+		b := t[i]
+		switch {
+		case b == '\\' && i+1 < len(t):
+			i++
+			switch t[i] {
+			case 'n', 't', 'r', 'b', 'f':
+				dst = append(dst, ' ')
+			case 'u':
+				r := rune(utf8.RuneError)
+				if i+4 < len(t) {
+					if v, ok := hex4(t[i+1 : i+5]); ok {
+						r = v
+						i += 4
+					}
+				}
+				switch {
+				case r < 0x20:
+					r = ' '
+				case r >= 0xd800 && r < 0xe000:
+					r = utf8.RuneError
+				}
+				dst = utf8.AppendRune(dst, r)
+			default: // \" \\ \/ and what JSON does not define, as it is
+				dst = appendTextByte(dst, t[i])
+			}
+		default:
+			dst = appendTextByte(dst, b)
+		}
+	}
+	return dst
+}
+
+// appendTextByte appends b, or a space for a control character.
+func appendTextByte(dst []byte, b byte) []byte {
+	if b < 0x20 || b == 0x7f {
+		b = ' '
+	}
+	return append(dst, b)
+}
+
+// hex4 reads four hexadecimal digits.
+func hex4(b []byte) (rune, bool) {
+	var r rune
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }
 
 // appendJSONString appends s as a JSON string, quoted and escaped.

@@ -28,6 +28,7 @@ type msgSink struct {
 	n                int
 	typ              uint8
 	topic, mid, body []byte
+	why              Reason
 }
 
 func (k *msgSink) onMessage(_ *loop, _ *conn, m *message, _ int64) {
@@ -36,6 +37,7 @@ func (k *msgSink) onMessage(_ *loop, _ *conn, m *message, _ int64) {
 	k.topic = append(k.topic[:0], m.Topic...)
 	k.mid = append(k.mid[:0], m.ID...)
 	k.body = append(k.body[:0], m.Body...)
+	k.why = m.why
 }
 
 func (*msgSink) finish(*loop, bool, int64)        {}

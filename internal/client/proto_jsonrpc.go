@@ -15,6 +15,7 @@ import (
 //	client: {"jsonrpc":"2.0","method":"sum","params":[1,2],"id":1}   call
 //	server: {"jsonrpc":"2.0","result":3,"id":1}                     its response
 //	        {"jsonrpc":"2.0","error":{"code":-32601,"message":…},"id":1}
+//	                                            an error answer: "jsonrpc -32601"
 //	client: {"jsonrpc":"2.0","method":"log","params":[…]}           notify (no response)
 //	server: [{…},{…}]                                               a batch's responses
 //	server: {"notification":"news","params":[…]}                    an rpc-websockets event
@@ -101,14 +102,46 @@ func (jsonRPC) decodeOne(l *loop, op byte, obj []byte) {
 	case m.method != nil:
 		l.msgs = append(l.msgs, newMessage(msgEvent, op, m.method, m.id, m.params))
 	case m.err != nil:
-		l.msgs = append(l.msgs, newMessage(msgError, op, nil, m.id, m.err))
+		l.msgs = append(l.msgs, answerMessage(msgError, op, m.id, m.err, 0, rpcErrorWhy(m.err)))
 	case m.hasResult && len(m.id) > 0 && m.id[0] == rpcJoinTag && !joinedAll(m.result):
-		l.msgs = append(l.msgs, newMessage(msgError, op, nil, m.id, m.result))
+		l.msgs = append(l.msgs, answerMessage(msgError, op, m.id, m.result, 0, reasonRPCJoinRefused))
 	case m.hasResult:
 		l.msgs = append(l.msgs, newMessage(msgAck, op, nil, m.id, m.result))
 	default:
 		l.msgs = append(l.msgs, newMessage(msgData, op, nil, m.id, obj))
 	}
+}
+
+// Error answers' reasons (message's why).
+const (
+	// reasonRPCError is an error whose code is not an integer.
+	reasonRPCError Reason = "jsonrpc error"
+	// reasonRPCJoinRefused is an rpc.on whose result refused an event.
+	reasonRPCJoinRefused Reason = "jsonrpc rpc.on refused"
+)
+
+// rpcErrorWhy is an error object's reason: "jsonrpc" and its code
+// ("jsonrpc -32601"), the code alone, as a server's message may vary per
+// request.
+func rpcErrorWhy(obj []byte) Reason {
+	var code []byte
+	jsonMembers(obj, func(k, v []byte) bool {
+		if string(k) == "code" {
+			code = v
+			return false
+		}
+		return true
+	})
+	if len(code) == 0 || len(code) > 20 {
+		return reasonRPCError
+	}
+	for i, b := range code {
+		if (b < '0' || b > '9') && (b != '-' || i > 0 || len(code) == 1) {
+			return reasonRPCError
+		}
+	}
+	var buf [32]byte
+	return internReason(append(append(buf[:0], "jsonrpc "...), code...))
 }
 
 // appendRequest appends a request (id != nil) or notification: the

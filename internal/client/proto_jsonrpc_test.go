@@ -161,8 +161,14 @@ func TestJSONRPCScript(t *testing.T) {
 			t.Errorf("exchange %s: %+v, want %d, none mismatched (failures %v)", name, e, want, r.Failures)
 		}
 	}
-	if e := r.Exchanges["fail"]; e.Errors != 20 || r.Failures["steps[4].call"][ReasonErrorAnswer] != 20 {
-		t.Errorf("fail: %+v, failures %v; want 20 error answers", e, r.Failures)
+	const why = "jsonrpc -32000"
+	if e := r.Exchanges["fail"]; e.Errors != 20 || e.ErrorCodes[why] != 20 || r.ErrorAnswers[why] != 20 || len(r.ErrorAnswers) != 1 || r.Failures["steps[4].call"][why] != 20 {
+		t.Errorf("fail: %+v, error answers %v, failures %v; want 20 × %q", e, r.ErrorAnswers, r.Failures, why)
+	}
+	// Every call and the rpc.on are answers; the batch's are expected
+	// messages, not answers to a verb.
+	if want := int64(20 * (10 + 1 + 1)); r.Answers != want {
+		t.Errorf("answers %d, want %d", r.Answers, want)
 	}
 	if r.Unexpected != 0 || r.Finished != 20 {
 		t.Errorf("unexpected %d, finished %d; want 0, 20", r.Unexpected, r.Finished)

@@ -26,9 +26,13 @@ import (
 //	        for as long) → PINGRESP
 //
 // A run sees the broker's PUBLISHes (event, topic and payload) and the
-// answers to its own packets (ack, or error for a refusal), each answer
-// carrying its packet id as decimal text; the protocol answers the rest
-// itself. The codec is proto_mqtt_codec.go (why hand-written: there).
+// answers to its own packets (ack, or error for a refusal: a reason code
+// >= 0x80, "mqtt 0x87 not authorized"), each answer carrying its packet
+// id as decimal text and the QoS it completes or grants (a PUBACK to a
+// QoS 2 publish, a SUBACK granting less than asked: downgrades); the
+// protocol answers the rest itself. A v5 broker's Receive Maximum
+// (CONNACK) is the connection's quota of QoS > 0 publishes unanswered.
+// The codec is proto_mqtt_codec.go (why hand-written: there).
 
 // ProtoMQTT is MQTT's name.
 const ProtoMQTT = "mqtt"
@@ -155,15 +159,16 @@ func (p *mqtt) greeting(_ *loop, c *conn, s *protoConn, op byte, msg []byte, _ i
 	case first>>4 != mqttConnack:
 		return false, Reason("mqtt: " + mqttNames[first>>4] + " before CONNACK")
 	}
-	code, ka, fail := mqttConnackOf(body, p.v5)
+	a, fail := mqttConnackOf(body, p.v5)
 	switch {
 	case fail != "":
 		return false, fail
-	case code != 0:
-		return false, p.refusal(c, code, body)
-	case ka >= 0: // a v5 broker's Server Keep Alive replaces the client's
-		s.every = int64(ka) * int64(time.Second)
+	case a.code != 0:
+		return false, p.refusal(c, a.code, body)
+	case a.keepalive >= 0: // a v5 broker's Server Keep Alive replaces the client's
+		s.every = int64(a.keepalive) * int64(time.Second)
 	}
+	s.quota = a.receiveMax
 	s.keep(data, n, fromPart) // packets after the CONNACK wait for the next message
 	s.state = mqttOpen
 	return true, ""
@@ -254,21 +259,21 @@ func (p *mqtt) packet(l *loop, c *conn, s *protoConn, first byte, body []byte) R
 			return fail
 		case t == mqttPubrel:
 			p.reply(l, c, mqttPubcomp, pid)
-		case t == mqttPubrec && code < 0x80: // QoS 2 goes on: PUBCOMP answers
+		case code >= 0x80:
+			l.msgs = append(l.msgs, p.answer(s, pid, 0, mqttRefusal(code, p.v5)))
+		case t == mqttPubrec: // QoS 2 goes on: PUBCOMP answers
 			p.reply(l, c, mqttPubrel, pid)
-		default:
-			l.msgs = append(l.msgs, p.answer(s, pid, code >= 0x80))
+		case t == mqttPuback: // QoS 1 done; for a QoS 2 publish, a downgrade
+			l.msgs = append(l.msgs, p.answer(s, pid, 1+1, mqttPubackForQoS2))
+		default: // PUBCOMP: QoS 2 done
+			l.msgs = append(l.msgs, p.answer(s, pid, 1+2, ""))
 		}
 	case mqttSuback, mqttUnsuback:
 		pid, codes, fail := mqttSubackOf(body, p.v5)
 		if fail != "" {
 			return fail
 		}
-		refused := false
-		for _, x := range codes {
-			refused = refused || x >= 0x80
-		}
-		l.msgs = append(l.msgs, p.answer(s, pid, refused))
+		l.msgs = append(l.msgs, p.subAnswer(s, t, pid, codes))
 	case mqttPingresp:
 		s.state = mqttOpen
 	case mqttDisconnect:
@@ -290,16 +295,38 @@ func (p *mqtt) reply(l *loop, c *conn, t byte, pid uint16) {
 }
 
 // answer is the run's message for the broker's answer to packet pid: an
-// ack, or an error when the broker refused. Its id, the packet id as
-// decimal text, lives in s.buf until the run took the messages.
-func (p *mqtt) answer(s *protoConn, pid uint16, refused bool) message {
+// ack that completes or grants QoS grant-1 (0 = none), with why it is a
+// downgrade when it is one; or, when grant is 0 and why is set, an error:
+// the broker refused. Its id, the packet id as decimal text, lives in
+// s.buf until the run took the messages.
+func (p *mqtt) answer(s *protoConn, pid uint16, grant uint8, why Reason) message {
 	n := len(s.buf)
 	s.buf = strconv.AppendUint(s.buf, uint64(pid), 10)
 	kind := msgAck
-	if refused {
+	if grant == 0 && why != "" {
 		kind = msgError
 	}
-	return newMessage(kind, opBinary, nil, s.buf[n:len(s.buf):len(s.buf)], nil)
+	return answerMessage(kind, opBinary, s.buf[n:len(s.buf):len(s.buf)], nil, grant, why)
+}
+
+// subAnswer is the run's message for a SUBACK (t) or an UNSUBACK: an
+// error when any code refuses; a SUBACK's ack grants its first code's
+// QoS (the client subscribes to one filter at a time).
+func (p *mqtt) subAnswer(s *protoConn, t byte, pid uint16, codes []byte) message {
+	for _, x := range codes {
+		if x >= 0x80 {
+			return p.answer(s, pid, 0, mqttRefusal(x, p.v5))
+		}
+	}
+	if t != mqttSuback || len(codes) == 0 || codes[0] > 2 {
+		return p.answer(s, pid, 0, "")
+	}
+	q := codes[0]
+	var why Reason
+	if q < 2 {
+		why = mqttGranted[q]
+	}
+	return p.answer(s, pid, 1+q, why)
 }
 
 // tick sends PINGREQ when the connection sent nothing for keepalive/2, or

@@ -304,3 +304,38 @@ func TestMQTTKeepaliveMosquitto(t *testing.T) {
 		}
 	}
 }
+
+// TestMQTTAnswersMosquitto: mosquitto with max_inflight_messages 4
+// announces a Receive Maximum of 4 to MQTT 5 clients and refuses QoS 2
+// publishes past it (PUBREC 0x97): a loop with inflight 16 is held to 4
+// and none is refused. Its ACL refuses a publish it does not allow with
+// PUBACK 0x87, an error answer counted by code.
+func TestMQTTAnswersMosquitto(t *testing.T) {
+	dir := t.TempDir()
+	acl := filepath.Join(dir, "acl")
+	if err := os.WriteFile(acl, []byte("topic readwrite wsplan/ok/#\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := startMosquitto(t, "allow_anonymous true", "max_inflight_messages 4", "acl_file "+acl)
+	const users, n = 10, 100
+	c := mqttClient(t, addr, ProtocolOptions{Version: MQTTVersion5})
+	r := runMQTTScript(t, c, users, fmt.Sprintf(`
+steps:
+  - loop:
+      count: %d
+      inflight: 16
+      steps:
+        - publish: {topic: "wsplan/ok/{{.conn}}", payload: 'n {{.seq}}', qos: 2, as: pub}
+  - loop:
+      count: 3
+      steps:
+        - publish: {topic: "wsplan/denied/{{.conn}}", payload: x, qos: 1, as: denied}
+`, n))
+	wantExchange(t, r, "pub", users*n)
+	if r.ReceiveMax != 4 || r.Throttled != users || len(r.ErrorAnswers) != 1 {
+		t.Errorf("receive maximum %d, throttled %d, error answers %v: want 4, %d, only the denied", r.ReceiveMax, r.Throttled, r.ErrorAnswers, users)
+	}
+	if e := exchange(t, r, "denied"); e.Errors != 3*users || e.Count != 0 || r.ErrorAnswers["mqtt 0x87 not authorized"] != 3*users {
+		t.Errorf("denied: %+v, error answers %v: want %d × mqtt 0x87 not authorized", e, r.ErrorAnswers, 3*users)
+	}
+}

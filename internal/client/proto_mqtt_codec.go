@@ -8,8 +8,8 @@ import "strconv"
 // loop sends are appended to a reused buffer. Only what a client sends
 // and receives is here: no will, no topic aliases (CONNECT asks for none,
 // so a broker may not use them), no AUTH exchange. v5 properties are
-// skipped by their length, except CONNACK's Server Keep Alive, which the
-// client must obey.
+// skipped by their length, except CONNACK's Server Keep Alive and Receive
+// Maximum, which the client must obey.
 //
 // The Go libraries (eclipse/paho.mqtt.golang/packets for 3.1.1,
 // eclipse/paho.golang/packets for 5) read from an io.Reader into a packet
@@ -183,32 +183,46 @@ func mqttSubackOf(body []byte, v5 bool) (pid uint16, codes []byte, fail Reason) 
 	return pid, codes, ""
 }
 
-// mqttConnackOf reads a CONNACK: its return (3.1.1) or reason (5) code,
-// and the Server Keep Alive a v5 broker imposes in seconds (-1 = none).
-func mqttConnackOf(body []byte, v5 bool) (code byte, keepalive int, fail Reason) {
+// mqttConnackInfo is what a CONNACK says.
+type mqttConnackInfo struct {
+	code byte // return code (3.1.1) or reason code (5)
+	// keepalive is the Server Keep Alive a v5 broker imposes, in seconds;
+	// -1 = none.
+	keepalive int
+	// receiveMax is the Receive Maximum a v5 broker announces: QoS > 0
+	// publishes it takes unanswered at once; 0 = none announced (65535).
+	receiveMax uint16
+}
+
+// mqttConnackOf reads a CONNACK.
+func mqttConnackOf(body []byte, v5 bool) (a mqttConnackInfo, fail Reason) {
+	a.keepalive = -1
 	if len(body) < 2 || !v5 && len(body) != 2 {
-		return 0, -1, reasonMQTTMalformed
+		return mqttConnackInfo{keepalive: -1}, reasonMQTTMalformed
 	}
-	code, keepalive = body[1], -1
+	a.code = body[1]
 	if !v5 {
-		return code, keepalive, ""
+		return a, ""
 	}
 	props, _, ok := mqttSkipProps(body[2:])
 	if !ok {
-		return 0, -1, reasonMQTTMalformed
+		return mqttConnackInfo{keepalive: -1}, reasonMQTTMalformed
 	}
 	for len(props) > 0 {
 		id := props[0]
 		size := mqttPropSize(id, props[1:])
 		if size < 0 || size > len(props)-1 {
-			return 0, -1, reasonMQTTMalformed
+			return mqttConnackInfo{keepalive: -1}, reasonMQTTMalformed
 		}
-		if id == 0x13 && size == 2 { // Server Keep Alive
-			keepalive = int(props[1])<<8 | int(props[2])
+		switch {
+		case id == 0x13 && size == 2: // Server Keep Alive
+			a.keepalive = int(props[1])<<8 | int(props[2])
+		case id == 0x21 && size == 2: // Receive Maximum (0 is a protocol error: none)
+			a.receiveMax = uint16(props[1])<<8 | uint16(props[2])
 		}
 		props = props[1+size:]
 	}
-	return code, keepalive, ""
+	return a, ""
 }
 
 // mqttPropSize is the size of the value of v5 property id at the start of
@@ -401,4 +415,39 @@ var mqttReasons = map[byte]string{
 	0x9b: "QoS not supported", 0x9c: "use another server", 0x9d: "server moved",
 	0x9e: "shared subscriptions not supported", 0x9f: "connection rate exceeded", 0xa0: "maximum connect time",
 	0xa1: "subscription identifiers not supported", 0xa2: "wildcard subscriptions not supported",
+}
+
+// What the broker's answers say when they refuse or downgrade (message's
+// why): "mqtt 0x87 not authorized", once per code, so that counting them
+// allocates nothing.
+var (
+	// mqttRefusals are v5 reason codes >= 0x80 as error answers' reasons.
+	mqttRefusals [256]Reason
+	// mqttSubackFailure is a 3.1.1 SUBACK's failure (0x80), which has no
+	// other name.
+	mqttSubackFailure Reason = "mqtt 0x80 failure"
+	// mqttPubackForQoS2 is a PUBACK that completes a publish: a downgrade
+	// when the publish asked for QoS 2 (RabbitMQ 3.10 answers so).
+	mqttPubackForQoS2 Reason = "mqtt PUBACK to a QoS 2 publish"
+	// mqttGranted are SUBACKs' grants below QoS 2, by QoS.
+	mqttGranted = [2]Reason{"mqtt SUBACK granted QoS 0", "mqtt SUBACK granted QoS 1"}
+)
+
+func init() {
+	const hex = "0123456789abcdef"
+	for c := 0x80; c < 256; c++ {
+		name := mqttReasons[byte(c)]
+		if name == "" {
+			name = "unknown code"
+		}
+		mqttRefusals[c] = Reason("mqtt 0x" + string([]byte{hex[c>>4], hex[c&15]}) + " " + name)
+	}
+}
+
+// mqttRefusal is the reason of an answer with code >= 0x80.
+func mqttRefusal(code byte, v5 bool) Reason {
+	if !v5 && code == 0x80 {
+		return mqttSubackFailure
+	}
+	return mqttRefusals[code]
 }

@@ -48,10 +48,19 @@ func newMQTTRig(tb testing.TB, o ProtocolOptions) *mqttRig {
 type mqttGot struct {
 	typ             uint8
 	topic, id, body string
+	grant           uint8
+	why             Reason
 }
 
 func (m mqttGot) String() string {
-	return fmt.Sprintf("%s topic=%q id=%q body=%.40q", [...]string{"data", "event", "ack", "next", "complete", "error"}[m.typ], m.topic, m.id, m.body)
+	s := fmt.Sprintf("%s topic=%q id=%q body=%.40q", [...]string{"data", "event", "ack", "next", "complete", "error"}[m.typ], m.topic, m.id, m.body)
+	if m.grant > 0 {
+		s += fmt.Sprintf(" grant=%d", m.grant)
+	}
+	if m.why != "" {
+		s += fmt.Sprintf(" why=%q", m.why)
+	}
+	return s
 }
 
 // decode hands the rig's protocol each WebSocket message in turn and
@@ -61,7 +70,7 @@ func (g *mqttRig) decode(msgs ...[]byte) (out []mqttGot, fail Reason) {
 		g.l.msgs = g.l.msgs[:0]
 		fail = g.p.decode(g.l, g.c, g.s, opBinary, msg, g.l.now())
 		for _, m := range g.l.msgs {
-			out = append(out, mqttGot{m.Type, string(m.Topic), string(m.ID), string(m.Body)})
+			out = append(out, mqttGot{m.Type, string(m.Topic), string(m.ID), string(m.Body), m.grant, m.why})
 		}
 		g.s.buf = g.s.buf[:0] // as protoData does once the run took them
 		if fail != "" {
@@ -245,11 +254,12 @@ func TestMQTTDecodeOracle311(t *testing.T) {
 		{"publish qos 2", pub(2, 301, "a/b", nil), []string{`event topic="a/b" id="" body=""`}, []string{"PUBREC 301"}},
 		{"publish 300 kB", pub(0, 0, "t", big), []string{fmt.Sprintf(`event topic="t" id="" body=%.40q`, big)}, nil},
 		{"pubrel", ack(pahov3.Pubrel, 301), nil, []string{"PUBCOMP 301"}},
-		{"puback", ack(pahov3.Puback, 42), []string{`ack topic="" id="42" body=""`}, nil},
+		{"puback", ack(pahov3.Puback, 42), []string{`ack topic="" id="42" body="" grant=2 why="mqtt PUBACK to a QoS 2 publish"`}, nil},
 		{"pubrec", ack(pahov3.Pubrec, 43), nil, []string{"PUBREL 43"}},
-		{"pubcomp", ack(pahov3.Pubcomp, 43), []string{`ack topic="" id="43" body=""`}, nil},
-		{"suback", suback(1, 0, 1, 2), []string{`ack topic="" id="1" body=""`}, nil},
-		{"suback refused", suback(2, 0, 0x80), []string{`error topic="" id="2" body=""`}, nil},
+		{"pubcomp", ack(pahov3.Pubcomp, 43), []string{`ack topic="" id="43" body="" grant=3`}, nil},
+		{"suback", suback(1, 0, 1, 2), []string{`ack topic="" id="1" body="" grant=1 why="mqtt SUBACK granted QoS 0"`}, nil},
+		{"suback qos 2", suback(3, 2), []string{`ack topic="" id="3" body="" grant=3`}, nil},
+		{"suback refused", suback(2, 0, 0x80), []string{`error topic="" id="2" body="" why="mqtt 0x80 failure"`}, nil},
 		{"unsuback", ack(pahov3.Unsuback, 65535), []string{`ack topic="" id="65535" body=""`}, nil},
 		{"pingresp", v3(t, pahov3.NewControlPacket(pahov3.Pingresp)), nil, nil},
 	} {
@@ -272,9 +282,9 @@ func TestMQTTDecodeOracle311(t *testing.T) {
 		p := pahov3.NewControlPacket(pahov3.Connack).(*pahov3.ConnackPacket)
 		p.ReturnCode = code
 		first, body, _, _ := mqttSplit(v3(t, p))
-		got, _, fail := mqttConnackOf(body, false)
-		if first>>4 != mqttConnack || got != code || fail != "" {
-			t.Errorf("connack %d: read %d (%q)", code, got, fail)
+		got, fail := mqttConnackOf(body, false)
+		if first>>4 != mqttConnack || got.code != code || got.keepalive != -1 || got.receiveMax != 0 || fail != "" {
+			t.Errorf("connack %d: read %+v (%q)", code, got, fail)
 		}
 	}
 	if got := mqttCodeText(5, false); got != "not authorized (5)" {
@@ -328,17 +338,18 @@ func TestMQTTDecodeOracle5(t *testing.T) {
 		{"publish qos 1", pub(1, 9, "a/b", []byte("hi")), []string{`event topic="a/b" id="" body="hi"`}, []string{"PUBACK 9"}, ""},
 		{"publish qos 2", pub(2, 10, "a/b", []byte("hi")), []string{`event topic="a/b" id="" body="hi"`}, []string{"PUBREC 10"}, ""},
 		{"pubrel", ack(pahov5.PUBREL, 10, 0), nil, []string{"PUBCOMP 10"}, ""},
-		{"puback", ack(pahov5.PUBACK, 11, 0), []string{`ack topic="" id="11" body=""`}, nil, ""},
-		{"puback no subscribers", ack(pahov5.PUBACK, 12, 0x10), []string{`ack topic="" id="12" body=""`}, nil, ""},
-		{"puback refused", ack(pahov5.PUBACK, 13, 0x87), []string{`error topic="" id="13" body=""`}, nil, ""},
+		{"puback", ack(pahov5.PUBACK, 11, 0), []string{`ack topic="" id="11" body="" grant=2 why="mqtt PUBACK to a QoS 2 publish"`}, nil, ""},
+		{"puback no subscribers", ack(pahov5.PUBACK, 12, 0x10), []string{`ack topic="" id="12" body="" grant=2 why="mqtt PUBACK to a QoS 2 publish"`}, nil, ""},
+		{"puback refused", ack(pahov5.PUBACK, 13, 0x87), []string{`error topic="" id="13" body="" why="mqtt 0x87 not authorized"`}, nil, ""},
 		{"pubrec", ack(pahov5.PUBREC, 14, 0), nil, []string{"PUBREL 14"}, ""},
-		{"pubrec refused", ack(pahov5.PUBREC, 15, 0x97), []string{`error topic="" id="15" body=""`}, nil, ""},
-		{"pubcomp", ack(pahov5.PUBCOMP, 14, 0), []string{`ack topic="" id="14" body=""`}, nil, ""},
-		{"pubcomp not found", ack(pahov5.PUBCOMP, 16, 0x92), []string{`error topic="" id="16" body=""`}, nil, ""},
-		{"suback", ack(pahov5.SUBACK, 17, 1), []string{`ack topic="" id="17" body=""`}, nil, ""},
-		{"suback refused", ack(pahov5.SUBACK, 18, 0x8f), []string{`error topic="" id="18" body=""`}, nil, ""},
+		{"pubrec refused", ack(pahov5.PUBREC, 15, 0x97), []string{`error topic="" id="15" body="" why="mqtt 0x97 quota exceeded"`}, nil, ""},
+		{"pubcomp", ack(pahov5.PUBCOMP, 14, 0), []string{`ack topic="" id="14" body="" grant=3`}, nil, ""},
+		{"pubcomp not found", ack(pahov5.PUBCOMP, 16, 0x92), []string{`error topic="" id="16" body="" why="mqtt 0x92 packet identifier not found"`}, nil, ""},
+		{"suback", ack(pahov5.SUBACK, 17, 1), []string{`ack topic="" id="17" body="" grant=2 why="mqtt SUBACK granted QoS 1"`}, nil, ""},
+		{"suback refused", ack(pahov5.SUBACK, 18, 0x8f), []string{`error topic="" id="18" body="" why="mqtt 0x8f topic filter invalid"`}, nil, ""},
+		{"suback unspecified", ack(pahov5.SUBACK, 21, 0x80), []string{`error topic="" id="21" body="" why="mqtt 0x80 unspecified error"`}, nil, ""},
 		{"unsuback", ack(pahov5.UNSUBACK, 19, 0x11), []string{`ack topic="" id="19" body=""`}, nil, ""},
-		{"unsuback refused", ack(pahov5.UNSUBACK, 20, 0x87), []string{`error topic="" id="20" body=""`}, nil, ""},
+		{"unsuback refused", ack(pahov5.UNSUBACK, 20, 0x87), []string{`error topic="" id="20" body="" why="mqtt 0x87 not authorized"`}, nil, ""},
 		{"pingresp", v5(t, pahov5.NewControlPacket(pahov5.PINGRESP)), nil, nil, ""},
 		{"disconnect", func() []byte {
 			p := pahov5.NewControlPacket(pahov5.DISCONNECT)
@@ -361,21 +372,23 @@ func TestMQTTDecodeOracle5(t *testing.T) {
 			}
 		})
 	}
-	ka := uint16(7)
+	ka, four, most := uint16(7), uint16(4), uint16(65535)
 	for _, tc := range []struct {
-		code byte
-		ka   *uint16
-		want int
-	}{{0, nil, -1}, {0, &ka, 7}, {0x87, nil, -1}, {0x86, &ka, 7}} {
+		code    byte
+		ka, rm  *uint16
+		want    int
+		wantMax uint16
+	}{{0, nil, nil, -1, 0}, {0, &ka, nil, 7, 0}, {0x87, nil, nil, -1, 0}, {0x86, &ka, &four, 7, 4}, {0, nil, &four, -1, 4}, {0, &ka, &most, 7, 65535}} {
 		p := pahov5.NewControlPacket(pahov5.CONNACK)
 		x := p.Content.(*pahov5.Connack)
 		x.ReasonCode = tc.code
 		x.Properties = props()
 		x.Properties.ServerKeepAlive, x.Properties.AssignedClientID = tc.ka, "assigned"
+		x.Properties.ReceiveMaximum = tc.rm
 		_, body, _, _ := mqttSplit(v5(t, p))
-		code, got, fail := mqttConnackOf(body, true)
-		if code != tc.code || got != tc.want || fail != "" {
-			t.Errorf("connack %#x keepalive %v: read %#x, %d (%q)", tc.code, tc.ka, code, got, fail)
+		got, fail := mqttConnackOf(body, true)
+		if got.code != tc.code || got.keepalive != tc.want || got.receiveMax != tc.wantMax || fail != "" {
+			t.Errorf("connack %#x keepalive %v receive maximum %v: read %+v (%q)", tc.code, tc.ka, tc.rm, got, fail)
 		}
 	}
 	if got := mqttCodeText(0x87, true); got != "not authorized (135)" {
@@ -395,7 +408,7 @@ func TestMQTTSplitAndJoined(t *testing.T) {
 		body := strings.Repeat(string(rune('a'+i)), n)
 		stream = mqttAppendPublish(stream, false, []byte(topic), []byte(body), 0, 0)
 		stream = append(stream, 0x90, 3, 0, byte(i+1), 0) // SUBACK
-		want = append(want, mqttGot{msgEvent, topic, "", body}, mqttGot{msgAck, "", fmt.Sprint(i + 1), ""})
+		want = append(want, mqttGot{msgEvent, topic, "", body, 0, ""}, mqttGot{msgAck, "", fmt.Sprint(i + 1), "", 1, mqttGranted[0]})
 	}
 	if got, fail := g.decode(stream); fail != "" || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("all in one message: %v (%q)", got, fail)

@@ -188,6 +188,17 @@ func stompErrorReason(f *stompFrame) Reason {
 	return Reason(r)
 }
 
+// stompErrorWhy is an ERROR answer's reason: "stomp ERROR" and its
+// message header, clipped ("stomp ERROR: not_found").
+func stompErrorWhy(f *stompFrame) Reason {
+	var buf [64]byte
+	b := append(buf[:0], "stomp ERROR"...)
+	if len(f.message) > 0 {
+		b = append(append(b, ": "...), clipText(f.message, 40)...)
+	}
+	return internReason(b)
+}
+
 func (p *stomp) decode(l *loop, _ *conn, s *protoConn, op byte, msg []byte, _ int64) Reason {
 	data, fromPart := s.input(msg)
 	var f stompFrame
@@ -231,7 +242,7 @@ func (p *stomp) frame(l *loop, s *protoConn, op byte, f *stompFrame) Reason {
 		// The answer to the frame whose receipt it names; without a
 		// receipt-id (RabbitMQ's refusals) only the connection's end.
 		if id, _ := p.value(s, f.receiptID, f.escaped); len(id) > 0 {
-			l.msgs = append(l.msgs, newMessage(msgError, op, nil, id, f.body))
+			l.msgs = append(l.msgs, answerMessage(msgError, op, id, f.body, 0, stompErrorWhy(f)))
 		}
 		return stompErrorReason(f)
 	default:

@@ -21,7 +21,7 @@ import (
 // stompBroker answers a CONNECT as mode says and counts the client's
 // heart-beats.
 type stompBroker struct {
-	mode  string // "ok", "error", "mute", "silent"
+	mode  string // "ok", "error", "mute", "silent", "deny" (an ERROR answers a SEND's receipt)
 	beat  string // CONNECTED's heart-beat header
 	beats atomic.Int64
 	conns atomic.Int64
@@ -76,6 +76,37 @@ func (b *stompBroker) handle(c net.Conn, r *bufio.Reader) {
 		if string(p) == "\n" {
 			b.beats.Add(1)
 		}
+		if b.mode == "deny" && bytes.HasPrefix(p, []byte("SEND\n")) {
+			_, rest, _ := bytes.Cut(p, []byte("\nreceipt:"))
+			id, _, _ := bytes.Cut(rest, []byte("\n"))
+			c.Write(serverFrame(true, opText, []byte("ERROR\nreceipt-id:"+string(id)+"\nmessage:access_refused\n\nwrite access to topic denied\x00")))
+			return // STOMP: an ERROR ends the connection
+		}
+	}
+}
+
+// TestSTOMPErrorAnswer: a broker that answers a SEND's receipt with ERROR
+// gives an error answer counted by its message, then ends the
+// connection: the user is lost too.
+func TestSTOMPErrorAnswer(t *testing.T) {
+	b := &stompBroker{mode: "deny"}
+	c := stompClient(t, b.start(t), 10*time.Second)
+	res, err := c.Run(t.Context(), &ScriptParams{Steps: steps(t, `
+steps:
+  - publish: {topic: /topic/x, payload: hi, receipt: true, as: send}
+  - think: 1s
+`), Users: 4, Iterations: 1, Concurrency: 4, Timeout: 5 * time.Second, ConnectTimeout: 5 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.(*ScriptResult)
+	const why = "stomp ERROR: access_refused"
+	e := r.Exchanges["send"]
+	if e.Errors != 4 || e.Count != 0 || r.ErrorAnswers[why] != 4 || r.Failures["steps[0].publish"][why] != 4 {
+		t.Fatalf("send %+v, error answers %v, failures %v: want 4 × %q", e, r.ErrorAnswers, r.Failures, why)
+	}
+	if r.UsersFailed != 4 || r.Errors["stomp: ERROR: access_refused (write access to topic denied)"] != 4 {
+		t.Fatalf("users failed %d, errors %v: want every user's connection ended by the ERROR", r.UsersFailed, r.Errors)
 	}
 }
 

@@ -128,10 +128,15 @@ func newSTOMPRig(tb testing.TB, o ProtocolOptions) *stompRig {
 type stompGot struct {
 	typ             uint8
 	topic, id, body string
+	why             Reason
 }
 
 func (m stompGot) String() string {
-	return fmt.Sprintf("%s topic=%q id=%q body=%q", [...]string{"data", "event", "ack", "next", "complete", "error"}[m.typ], m.topic, m.id, m.body)
+	s := fmt.Sprintf("%s topic=%q id=%q body=%q", [...]string{"data", "event", "ack", "next", "complete", "error"}[m.typ], m.topic, m.id, m.body)
+	if m.why != "" {
+		s += fmt.Sprintf(" why=%q", m.why)
+	}
+	return s
 }
 
 // decode hands the protocol each WebSocket message in turn.
@@ -187,8 +192,12 @@ func TestSTOMPDecode(t *testing.T) {
 		{name: "bad escape", msgs: []string{"MESSAGE\ndestination:/t\\t\n\nx\x00"},
 			want: `[]`, fail: "stomp: a header with an escape STOMP does not define"},
 		{name: "error answers, then ends", msgs: []string{"RECEIPT\nreceipt-id:1\n\n\x00ERROR\nreceipt-id:2\nmessage:Unknown destination\n\n'/x' is not a valid destination\nmore\x00"},
-			want: `[ack topic="" id="1" body="" error topic="" id="2" body="'/x' is not a valid destination\nmore"]`,
+			want: `[ack topic="" id="1" body="" error topic="" id="2" body="'/x' is not a valid destination\nmore" why="stomp ERROR: Unknown destination"]`,
 			fail: "stomp: ERROR: Unknown destination ('/x' is not a valid destination)"},
+		{name: "error answer without a message", msgs: []string{"ERROR\nreceipt-id:3\n\n\x00"},
+			want: `[error topic="" id="3" body="" why="stomp ERROR"]`, fail: "stomp: ERROR"},
+		{name: "error answer's message clipped", msgs: []string{"ERROR\nreceipt-id:4\nmessage:" + strings.Repeat("é", 30) + "\n\n\x00"},
+			want: `[error topic="" id="4" body="" why="stomp ERROR: ` + strings.Repeat("é", 20) + `"]`, fail: "stomp: ERROR: " + Reason(strings.Repeat("é", 20)) + "…"},
 		{name: "error without receipt-id only ends", msgs: []string{"ERROR\nmessage:Unknown destination\n\nno\x00"},
 			want: `[]`, fail: "stomp: ERROR: Unknown destination (no)"},
 		{name: "unknown frame", msgs: []string{"CONNECTED\nversion:1.2\n\n\x00"}, want: `[]`, fail: "stomp: unexpected CONNECTED frame"},
@@ -447,7 +456,7 @@ func FuzzSTOMPDecode(f *testing.F) {
 func stompGots(ms []message) []stompGot {
 	out := make([]stompGot, 0, len(ms))
 	for _, m := range ms {
-		out = append(out, stompGot{m.Type, string(m.Topic), string(m.ID), string(m.Body)})
+		out = append(out, stompGot{m.Type, string(m.Topic), string(m.ID), string(m.Body), m.why})
 	}
 	return out
 }

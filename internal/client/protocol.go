@@ -5,6 +5,7 @@ import (
 	"sort"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/wsplan/wsplan/internal/script"
 )
@@ -73,11 +74,69 @@ const (
 type message struct {
 	script.Msg
 	op byte
+	// grant is 1 + the QoS an answer grants or completes (MQTT: PUBACK
+	// 1, PUBCOMP 2, SUBACK the QoS granted); 0 = the answer has no level.
+	// An answer below what its request asked for is a downgrade.
+	grant uint8
+	// why says what an error answer, or an answer that is a downgrade,
+	// is in the protocol's words, with its code: "mqtt 0x87 not
+	// authorized", "jsonrpc -32601", "mqtt PUBACK to a QoS 2 publish";
+	// "" = the protocol has none. A constant or interned (internReason):
+	// counting it allocates nothing.
+	why Reason
 }
 
 // newMessage is a message of kind with its parts.
 func newMessage(kind uint8, op byte, topic, id, body []byte) message {
 	return message{Msg: script.Msg{Type: kind, Topic: topic, ID: id, Body: body}, op: op}
+}
+
+// answerMessage is a protocol's answer to a request (kind msgAck or
+// msgError) that grants a level or says why.
+func answerMessage(kind uint8, op byte, id, body []byte, grant uint8, why Reason) message {
+	m := newMessage(kind, op, nil, id, body)
+	m.grant, m.why = grant, why
+	return m
+}
+
+// clipText is at most n bytes of b, cut at a character's start.
+func clipText(b []byte, n int) []byte {
+	if len(b) <= n {
+		return b
+	}
+	for n > 0 && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return b[:n]
+}
+
+// maxReasons bounds the reasons internReason keeps: past it, each is a
+// string of its own (a server that varies its error text per request
+// costs an allocation per error answer, nothing else).
+const maxReasons = 1024
+
+var (
+	reasonsMu sync.RWMutex
+	reasons   = map[string]Reason{}
+)
+
+// internReason returns b as a Reason, the same string each time the same
+// bytes come: an error answer's code costs no allocation after the
+// first.
+func internReason(b []byte) Reason {
+	reasonsMu.RLock()
+	r, ok := reasons[string(b)]
+	reasonsMu.RUnlock()
+	if ok {
+		return r
+	}
+	r = Reason(b)
+	reasonsMu.Lock()
+	if len(reasons) < maxReasons {
+		reasons[string(r)] = r
+	}
+	reasonsMu.Unlock()
+	return r
 }
 
 // answer reports whether a message of type t can be a protocol's answer
@@ -221,7 +280,11 @@ type protoConn struct {
 	every    int64  // keepalive interval, ns; 0 = none
 	silence  int64  // how long the server may stay silent, ns, where the protocol says; 0 = no limit
 	ids      uint64 // the last packet / ack / receipt id used
-	state    uint8  // the protocol's own
+	// quota is how many QoS > 0 publishes the server lets the connection
+	// have unanswered at once (MQTT 5's Receive Maximum, from CONNACK); 0
+	// = it set none. A script waits rather than send past it.
+	quota uint16
+	state uint8 // the protocol's own
 }
 
 // input returns the bytes a protocol decodes: msg, or the partial

@@ -111,7 +111,37 @@ type ScriptResult struct {
 	// Failures are the steps that failed, by step (its place in the plan,
 	// "steps[2].expect") and reason.
 	Failures map[string]Reasons `json:"failures,omitempty"`
-	Errors   Reasons            `json:"errors"` // connections lost while running, by reason
+	// UsersFailed counts users ended by a lost connection or a message
+	// their protocol could not encode; Errors says why, by reason.
+	UsersFailed int64   `json:"users_failed"`
+	Errors      Reasons `json:"errors"`
+
+	// Timeouts, Mismatched and Unanswered count the expects, named
+	// exchange or not, that got no reply in time, a reply to another
+	// request, or none before their user or the phase ended.
+	Timeouts   int64 `json:"timeouts"`
+	Mismatched int64 `json:"mismatched"`
+	Unanswered int64 `json:"unanswered"`
+
+	// Answers counts the protocol's answers to the steps' messages
+	// (acks, responses, receipts, errors), named exchange or not.
+	Answers int64 `json:"answers"`
+	// ErrorAnswers are the answers that refused, by the protocol's code
+	// ("mqtt 0x87 not authorized", "jsonrpc -32601").
+	ErrorAnswers Reasons `json:"error_answers,omitempty"`
+	// Downgrades are the answers that granted less than asked, by what
+	// they were ("mqtt PUBACK to a QoS 2 publish").
+	Downgrades Reasons `json:"downgrades,omitempty"`
+
+	// ReceiveMax is the least quota of QoS > 0 publishes unanswered that
+	// a server announced to the users' connections (MQTT 5's Receive
+	// Maximum); 0 = none announced one. Throttled counts the users whose
+	// connection's quota was below Inflight, the deepest pipelining
+	// (loop inflight) of the steps' QoS > 0 publishes: the client waited
+	// for answers rather than send past it.
+	ReceiveMax int64 `json:"receive_maximum,omitempty"`
+	Throttled  int64 `json:"throttled,omitempty"`
+	Inflight   int64 `json:"inflight,omitempty"`
 
 	BytesSent int64         `json:"bytes_sent"` // payload bytes
 	BytesRecv int64         `json:"bytes_recv"`
@@ -128,7 +158,12 @@ type Exchange struct {
 	Mismatched int64 `json:"mismatched"` // a reply that met the expect's fixed conditions but not its request's (another request's id)
 	Failed     int64 `json:"failed"`     // waiting when the connection was lost or the phase ended
 	Errors     int64 `json:"errors"`     // the protocol answered with an error
+	Downgraded int64 `json:"downgraded"` // the protocol's answer granted less than asked (a lower QoS)
 	Latency    Hist  `json:"latency"`    // ns, completed ones
+	// ErrorCodes and DowngradeCodes say what the errors and downgrades
+	// were, by the protocol's code.
+	ErrorCodes     Reasons `json:"error_codes,omitempty"`
+	DowngradeCodes Reasons `json:"downgrade_codes,omitempty"`
 }
 
 // Failure reasons of a script's steps.
@@ -136,7 +171,8 @@ const (
 	ReasonMismatch    Reason = "mismatched"   // a reply to another request
 	ReasonUserEnded   Reason = "user ended"   // waiting when its user ended on another failure
 	ReasonPhaseEnd    Reason = "phase ended"  // waiting when the phase ended
-	ReasonErrorAnswer Reason = "error answer" // the protocol answered with an error (JSON-RPC error, STOMP ERROR, GraphQL error)
+	ReasonErrorAnswer Reason = "error answer" // the protocol answered with an error (JSON-RPC error, STOMP ERROR, GraphQL error) and said no code
+	ReasonDowngraded  Reason = "downgraded"   // the protocol granted less than asked and said nothing more
 )
 
 // Kind implements Params.
@@ -270,7 +306,19 @@ func (r *ScriptResult) Merge(other Result) {
 		m.merge(rs)
 		r.Failures[step] = m
 	}
+	r.UsersFailed += o.UsersFailed
+	r.Timeouts += o.Timeouts
+	r.Mismatched += o.Mismatched
+	r.Unanswered += o.Unanswered
 	r.Errors.merge(o.Errors)
+	r.Answers += o.Answers
+	r.ErrorAnswers.merge(o.ErrorAnswers)
+	r.Downgrades.merge(o.Downgrades)
+	if o.ReceiveMax > 0 && (r.ReceiveMax == 0 || o.ReceiveMax < r.ReceiveMax) {
+		r.ReceiveMax = o.ReceiveMax
+	}
+	r.Throttled += o.Throttled
+	r.Inflight = max(r.Inflight, o.Inflight)
 	r.BytesSent += o.BytesSent
 	r.BytesRecv += o.BytesRecv
 	r.Used = max(r.Used, o.Used)
@@ -296,6 +344,9 @@ func (e *Exchange) merge(o *Exchange) {
 	e.Mismatched += o.Mismatched
 	e.Failed += o.Failed
 	e.Errors += o.Errors
+	e.Downgraded += o.Downgraded
+	e.ErrorCodes.merge(o.ErrorCodes)
+	e.DowngradeCodes.merge(o.DowngradeCodes)
 	e.Latency.add(o.Latency)
 }
 

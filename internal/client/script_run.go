@@ -18,12 +18,17 @@ type scriptJob struct {
 	phase int64
 	prog  *script.Program
 	verbs []uint8 // by pc: the outMsg verb of a send
-	rows  *script.Rows
-	row   [][][]byte // rows.Values as bytes, by index in rows
-	query *script.Template
-	hdrs  []scriptHeader
-	start time.Time // t = 0 of the timetable, the same for every loop
-	pr    *Progress
+	// quota is, by pc, whether an expect waits for the answer to a QoS > 0
+	// publish: such expects count against a connection's quota
+	// (protoConn.quota); inflight is the deepest window of them.
+	quota    []bool
+	inflight int
+	rows     *script.Rows
+	row      [][][]byte // rows.Values as bytes, by index in rows
+	query    *script.Template
+	hdrs     []scriptHeader
+	start    time.Time // t = 0 of the timetable, the same for every loop
+	pr       *Progress
 }
 
 type scriptHeader struct {
@@ -48,6 +53,7 @@ func (p *ScriptParams) start(ph *phaseEnv) (*phasePlan, error) {
 			job.verbs[i] = v
 		}
 	}
+	job.quota, job.inflight = quotaExpects(prog)
 	if err := job.compileRequest(p); err != nil {
 		return nil, err
 	}
@@ -93,6 +99,23 @@ func (p *ScriptParams) start(ph *phaseEnv) (*phasePlan, error) {
 		return why
 	}
 	return plan, nil
+}
+
+// quotaExpects marks the expects that wait for the answer to a QoS > 0
+// publish, by pc, and returns the deepest window of them.
+func quotaExpects(prog *script.Program) ([]bool, int) {
+	marks := make([]bool, len(prog.Instrs))
+	deepest := 0
+	for pc, in := range prog.Instrs {
+		if in.Op != script.OpExpect || !in.ByID || in.Send < 0 {
+			continue
+		}
+		if s := &prog.Instrs[in.Send]; s.Verb == script.VerbPublish && s.QoS > 0 {
+			marks[pc] = true
+			deepest = max(deepest, in.Window)
+		}
+	}
+	return marks, deepest
 }
 
 // compileRequest compiles the users' query and header templates (fields
@@ -147,11 +170,11 @@ type scriptRun struct {
 	part               ScriptResult
 	scratch            script.Scratch
 	vars               script.Vars
-	rawMsg             script.Msg // a raw message, as a protocol's would be
-	out                outMsg     // a verb's message being sent
-	tbuf               []byte     // a rendered topic
-	ebuf               []byte     // a message its protocol shaped
-	sbuf               []byte     // a rendered message
+	rawMsg             message // a raw message, as a protocol's would be
+	out                outMsg  // a verb's message being sent
+	tbuf               []byte  // a rendered topic
+	ebuf               []byte  // a message its protocol shaped
+	sbuf               []byte  // a rendered message
 	idbuf              []byte
 	zc                 pmdeflate.Compressor
 	zbits              uint8
@@ -170,6 +193,7 @@ func (l *loop) scriptStart(job *scriptJob, p *ScriptParams) {
 		r.exch[i].Latency = NewHist()
 	}
 	r.part.Connect = NewHist()
+	r.part.Inflight = int64(job.inflight)
 	r.vars.Rand = l.rng
 	r.liveLat.start(job.pr.live(), l.now())
 	r.d.init(r, int64(p.ConnectTimeout), p.Retries, r.request)
@@ -290,10 +314,28 @@ func (r *scriptRun) dialed(l *loop, c *conn, idx int64, now int64) {
 	if !r.p.open() {
 		u.ready = now // closed arrivals start when connected
 	}
+	r.quotaOf(c)
 	u.state = uRunning
 	r.advance(l, u, now)
 	if l.ph == r && !r.p.open() {
 		r.fill(l)
+	}
+}
+
+// quotaOf notes the quota the server set c (protoConn.quota): the least
+// over the users' connections, and whether it throttles the steps'
+// pipelining.
+func (r *scriptRun) quotaOf(c *conn) {
+	s := protoOf(c)
+	if s == nil || s.quota == 0 {
+		return
+	}
+	q := int64(s.quota)
+	if r.part.ReceiveMax == 0 || q < r.part.ReceiveMax {
+		r.part.ReceiveMax = q
+	}
+	if int(s.quota) < r.job.inflight {
+		r.part.Throttled++
 	}
 }
 
@@ -432,6 +474,7 @@ func (r *scriptRun) lost(l *loop, c *conn, _ uint8, reason Reason) {
 		return
 	}
 	u := &r.users[slot]
+	r.part.UsersFailed++
 	r.part.Errors.add(reason)
 	r.abort(l, u, slot, false)
 }
@@ -476,7 +519,7 @@ func (r *scriptRun) liveCounts() LiveCounts {
 	for i := range r.exch {
 		e := &r.exch[i]
 		c.Exchanges += e.Count
-		c.Failed += e.Timeouts + e.Mismatched + e.Failed
+		c.Failed += e.Timeouts + e.Mismatched + e.Failed + e.Errors + e.Downgraded
 	}
 	return c
 }

@@ -78,8 +78,9 @@ func (r *scriptRun) advance(l *loop, u *user, now int64) {
 			u.pc++
 		case script.OpExpect:
 			r.await(u, in)
+			w := r.window(u, in)
 			u.pc++
-			if len(u.pend) >= in.Window {
+			if len(u.pend) >= w {
 				u.state = uWaiting
 				r.setWake(u, slot, u.pend[0].deadline)
 				return
@@ -122,6 +123,21 @@ func (r *scriptRun) advance(l *loop, u *user, now int64) {
 			return
 		}
 	}
+}
+
+// window is how many expects u may have waiting once in, the expect at
+// its pc, waits: its loop's inflight, or fewer when in waits for a QoS
+// > 0 publish's answer and the server's quota for u's connection is
+// smaller (MQTT 5's Receive Maximum): u waits rather than send past it.
+func (r *scriptRun) window(u *user, in *script.Instr) int {
+	w := in.Window
+	if w <= 1 || !r.job.quota[u.pc] {
+		return w
+	}
+	if s := protoOf(u.c); s != nil && s.quota > 0 && int(s.quota) < w {
+		return int(s.quota)
+	}
+	return w
 }
 
 // stopping reports whether closed arrivals' Duration is over: loops end
@@ -253,7 +269,10 @@ func (r *scriptRun) encode(l *loop, p wireProtocol, u *user, in *script.Instr) (
 	out, op, id, err := p.encode(r.ebuf[:0], protoOf(u.c), &r.out, r.idbuf[:0])
 	r.ebuf = out
 	if err != nil {
-		r.part.fail(in.Label, Reason(err.Error()))
+		why := Reason(err.Error())
+		r.part.fail(in.Label, why)
+		r.part.UsersFailed++
+		r.part.Errors.add(why)
 		r.abort(l, u, int32(u.c.slot), true)
 		return nil, 0, false
 	}
@@ -280,6 +299,7 @@ func (r *scriptRun) timer(l *loop, u *user, now int64) {
 		if in.Exchange >= 0 {
 			r.exch[in.Exchange].Timeouts++
 		}
+		r.part.Timeouts++
 		r.part.fail(in.Label, ReasonTimeout)
 		u.pend = u.pend[:copy(u.pend, u.pend[1:])]
 		// A reply that never came leaves the conversation unknown: the
@@ -331,6 +351,7 @@ func (r *scriptRun) failPending(u *user, reason Reason) {
 		if in.Exchange >= 0 {
 			r.exch[in.Exchange].Failed++
 		}
+		r.part.Unanswered++
 		r.part.fail(in.Label, reason)
 	}
 	u.pend = u.pend[:0]
@@ -352,7 +373,7 @@ func (r *scriptRun) onData(l *loop, c *conn, ev *event, now int64) {
 		}
 		msg = u.msg
 	}
-	r.rawMsg = script.Msg{Type: script.TypeData, Body: msg}
+	r.rawMsg = message{Msg: script.Msg{Type: script.TypeData, Body: msg}}
 	r.deliver(l, u, slot, &r.rawMsg, now)
 	if cap(u.msg) > 64<<10 {
 		u.msg = nil // do not keep a large message's buffer per user
@@ -367,11 +388,12 @@ func (r *scriptRun) onMessage(l *loop, c *conn, m *message, now int64) {
 	if slot < 0 || int(slot) >= len(r.users) || r.users[slot].c != c {
 		return
 	}
-	r.deliver(l, &r.users[slot], slot, &m.Msg, now)
+	r.deliver(l, &r.users[slot], slot, m, now)
 }
 
 // deliver matches one whole message.
-func (r *scriptRun) deliver(l *loop, u *user, slot int32, g *script.Msg, now int64) {
+func (r *scriptRun) deliver(l *loop, u *user, slot int32, m *message, now int64) {
+	g := &m.Msg
 	msg := g.Body
 	r.part.Received++
 	r.part.BytesRecv += int64(len(msg))
@@ -414,13 +436,20 @@ func (r *scriptRun) deliver(l *loop, u *user, slot int32, g *script.Msg, now int
 	}
 	p := &u.pend[i]
 	r.setVars(u, p.seq, p.iter)
-	ends := in.Until != nil && in.Until.Matches(g, &r.vars, &r.scratch)
-	if in.ByID && g.Type == msgError {
-		r.mismatch(l, u, slot, in, i, now, ReasonErrorAnswer)
-		return
+	if in.ByID {
+		r.part.Answers++
+		if g.Type == msgError {
+			r.settle(l, u, slot, in, i, now, settleError, orReason(m.why, ReasonErrorAnswer))
+			return
+		}
+		if m.grant > 0 && m.grant-1 < r.job.prog.Instrs[in.Send].QoS {
+			r.settle(l, u, slot, in, i, now, settleDowngrade, orReason(m.why, ReasonDowngraded))
+			return
+		}
 	}
+	ends := in.Until != nil && in.Until.Matches(g, &r.vars, &r.scratch)
 	if !ends && !(in.Match.Select(g, &r.scratch) && in.Match.Check(g, &r.vars, &r.scratch)) {
-		r.mismatch(l, u, slot, in, i, now, ReasonMismatch)
+		r.settle(l, u, slot, in, i, now, settleMismatch, ReasonMismatch)
 		return
 	}
 	p.got++
@@ -444,16 +473,49 @@ func (r *scriptRun) deliver(l *loop, u *user, slot int32, g *script.Msg, now int
 	r.complete(l, u, slot, i, now)
 }
 
-// mismatch fails expect i of u: a reply to another request
-// (ReasonMismatch), or the protocol's error answer (ReasonErrorAnswer).
-func (r *scriptRun) mismatch(l *loop, u *user, slot int32, in *script.Instr, i int, now int64, why Reason) {
-	if e := in.Exchange; e >= 0 && why == ReasonErrorAnswer {
-		r.exch[e].Errors++
-	} else if e >= 0 {
-		r.exch[e].Mismatched++
+// How an answer settles an expect without completing its exchange.
+const (
+	settleMismatch  = iota // a reply to another request
+	settleError            // the protocol's error answer
+	settleDowngrade        // the protocol granted less than asked
+)
+
+// settle fails expect i of u as how says, for why (the failed step's
+// reason, and an error's or a downgrade's code), and lets u go on.
+func (r *scriptRun) settle(l *loop, u *user, slot int32, in *script.Instr, i int, now int64, how uint8, why Reason) {
+	var e *Exchange
+	if in.Exchange >= 0 {
+		e = &r.exch[in.Exchange]
+	}
+	switch {
+	case how == settleError:
+		r.part.ErrorAnswers.add(why)
+		if e != nil {
+			e.Errors++
+			e.ErrorCodes.add(why)
+		}
+	case how == settleDowngrade:
+		r.part.Downgrades.add(why)
+		if e != nil {
+			e.Downgraded++
+			e.DowngradeCodes.add(why)
+		}
+	default:
+		r.part.Mismatched++
+		if e != nil {
+			e.Mismatched++
+		}
 	}
 	r.part.fail(in.Label, why)
 	r.complete(l, u, slot, i, now)
+}
+
+// orReason is why, or def when the protocol said nothing.
+func orReason(why, def Reason) Reason {
+	if why == "" {
+		return def
+	}
+	return why
 }
 
 // complete takes expect i off u's waiting list and lets u go on.
