@@ -61,7 +61,7 @@ func (f *liveFlags) start(p *plan.Plan, stderr io.Writer) (hub *live.Hub, stop f
 	if f.interval < plan.MinMetricsInterval {
 		return nil, nil, usageErr(fmt.Errorf("--metrics-interval %s: want >= %s", f.interval, plan.MinMetricsInterval))
 	}
-	hub = live.NewHub(p.Name)
+	hub = live.NewHub(p.Name, &secrets)
 	var stops []func()
 	stop = func() {
 		for i := len(stops) - 1; i >= 0; i-- {

@@ -50,7 +50,7 @@ func (e commandError) Unwrap() error { return e.err }
 
 // Main runs the CLI with args and returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
-	stdout, stderr = secrets.writer(stdout), secrets.writer(stderr)
+	stdout, stderr = redacting(stdout), redacting(stderr)
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
 	root.SetOut(stdout)

@@ -69,7 +69,7 @@ func (f *planFlags) load(path string) (*plan.Plan, error) {
 	if err != nil {
 		return nil, usageErr(err)
 	}
-	secrets.add(p)
+	secrets.AddSet(p.Secrets)
 	return p, nil
 }
 
@@ -84,7 +84,7 @@ func (f *planFlags) loadMatrix(path string) ([]*plan.Plan, error) {
 		return nil, usageErr(err)
 	}
 	for _, p := range ps {
-		secrets.add(p)
+		secrets.AddSet(p.Secrets)
 	}
 	return ps, nil
 }
@@ -155,7 +155,7 @@ func runPlan(parent context.Context, path string, f *runFlags, stdout, stderr io
 	}
 	out := f.out
 	if out == "" {
-		out = filepath.Join("wsplan-out", p.Name+"-"+time.Now().Format("20060102-150405"))
+		out = filepath.Join("wsplan-out", secrets.Redact(p.Name)+"-"+time.Now().Format("20060102-150405"))
 	}
 	if f.tune {
 		t, err := engine.Tune(sysctlFS(), sysFS(), in.plans, filepath.Join(out, engine.SavedSysctlFile))
@@ -297,6 +297,8 @@ func runOutcome(run *result.Run, runErr error) error {
 // The JSON and benchfmt files keep every repeat; the tables, the summary
 // and the HTML page show their medians.
 func writeOutputs(run, baseline *result.Run, f *runFlags, stdout io.Writer) error {
+	// Every string, before any format escapes it in its own way.
+	secrets.RedactValue(run)
 	if err := printTables(stdout, run, baseline, f); err != nil {
 		return err
 	}
@@ -334,7 +336,7 @@ func writeFile(path string, write func(io.Writer) error) error {
 	if err != nil {
 		return err
 	}
-	if _, err := secrets.writer(fh).Write(buf.Bytes()); err != nil {
+	if _, err := redacting(fh).Write(buf.Bytes()); err != nil {
 		fh.Close()
 		return fmt.Errorf("writing %s: %w", path, err)
 	}

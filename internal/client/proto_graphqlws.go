@@ -2,6 +2,8 @@ package client
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -49,11 +51,29 @@ func newGraphQLWS(o ProtocolOptions) (wireProtocol, error) {
 	if o.Init != "" {
 		b := bytes.TrimSpace([]byte(o.Init))
 		if len(b) == 0 || b[0] != '{' || !gjson.ValidBytes(b) {
-			return nil, fmt.Errorf("client: graphql-ws: init must be a JSON object (connection_init's payload), got %q", o.Init)
+			// Never the value: an init carries credentials.
+			return nil, fmt.Errorf("client: graphql-ws: init must be a JSON object (connection_init's payload): %s", jsonProblem(b))
 		}
 		p.init = b
 	}
 	return p, nil
+}
+
+// jsonProblem says what is wrong with b, which is not a JSON object, by
+// place alone: a quoted piece of it could be a piece of a credential.
+func jsonProblem(b []byte) string {
+	if len(b) == 0 || b[0] != '{' {
+		return "it does not start with {"
+	}
+	var v any
+	var se *json.SyntaxError
+	if err := json.Unmarshal(b, &v); errors.As(err, &se) {
+		if se.Offset >= int64(len(b)) {
+			return fmt.Sprintf("its JSON ends early, at byte %d", len(b))
+		}
+		return fmt.Sprintf("its JSON is broken at byte %d of %d", se.Offset, len(b))
+	}
+	return "it is not valid JSON"
 }
 
 // Greeting states (protoConn.state).

@@ -125,7 +125,8 @@ func (e *runner) driver(srv plan.Server, addrs []string) (Driver, error) {
 	}
 	g, err := shard.Start(shard.Spec{
 		Exe: e.o.Exe, N: n, Client: co, Sources: sources, CPUs: e.o.Layout.ClientCPUs,
-		LogDir: e.o.OutDir, Name: unsafeName.ReplaceAllString(srv.Name, "_"), Grace: e.plan.Defaults.StopGrace.D(),
+		LogDir: e.o.OutDir, Name: unsafeName.ReplaceAllString(e.plan.Redact(srv.Name), "_"), Grace: e.plan.Defaults.StopGrace.D(),
+		Secrets: e.plan.Secrets,
 	})
 	if err != nil {
 		return nil, err

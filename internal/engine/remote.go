@@ -25,7 +25,7 @@ func (e *runner) remoteDriver(srv plan.Server, co client.Options) (Driver, error
 	co.Loops = e.plan.Client.Loops
 	g, hellos, err := shard.Dial(context.Background(), shard.RemoteSpec{
 		Addrs: e.plan.Client.Remote, Weights: e.plan.Client.Weights, Client: co, TLS: cfg,
-		IdleExit: e.plan.Client.IdleExit.D(),
+		IdleExit: e.plan.Client.IdleExit.D(), Secrets: e.plan.Secrets,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("client.remote: %w", err)

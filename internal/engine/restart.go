@@ -249,7 +249,7 @@ func (e *runner) restartStarted(srv plan.Server, spec launch.Spec, hs []handshak
 func (e *runner) restartExternal(srv plan.Server, hs []handshake) func(context.Context, serverProc, int) (serverProc, int, time.Duration, error) {
 	return func(ctx context.Context, cur serverProc, n int) (serverProc, int, time.Duration, error) {
 		timeout := e.plan.Defaults.ReadyTime.D()
-		cmd, err := launch.Start(launch.Spec{Argv: srv.RestartCommand, LogPath: e.logPath(fmt.Sprintf("%s-restart%d", srv.Name, n))})
+		cmd, err := launch.Start(launch.Spec{Argv: srv.RestartCommand, LogPath: e.logPath(fmt.Sprintf("%s-restart%d", srv.Name, n)), Secrets: e.plan.Secrets})
 		if err != nil {
 			return nil, 0, 0, fmt.Errorf("restart_command: %w", err)
 		}

@@ -114,12 +114,9 @@ var errAborted = errors.New("aborted")
 
 func (e *runner) add(r result.Result) {
 	e.stamp(&r)
-	// No secret of the plan (a header value from the environment) leaves
-	// the engine in a result, whatever renders it (JSON escapes, HTML).
-	r.Error, r.ServerLog = e.plan.Redact(r.Error), e.plan.Redact(r.ServerLog)
-	for i, w := range r.Warnings {
-		r.Warnings[i] = e.plan.Redact(w)
-	}
+	// No secret of the plan leaves the engine in a result, in any of its
+	// strings, whatever renders it (JSON escapes, HTML).
+	e.plan.Secrets.RedactValue(&r)
 	e.mu.Lock()
 	e.run.Results = append(e.run.Results, r)
 	e.mu.Unlock()
@@ -187,6 +184,7 @@ func (e *runner) server(ctx context.Context, i int, srv plan.Server) {
 		Argv:    argv,
 		LogPath: e.logPath(srv.Name),
 		CPUs:    e.o.Layout.ServerCPUs,
+		Secrets: e.plan.Secrets,
 	}
 	proc, err := launch.Start(spec)
 	if err != nil {

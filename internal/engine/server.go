@@ -36,5 +36,5 @@ func (e *runner) logPath(name string) string {
 	if e.o.OutDir == "" {
 		return ""
 	}
-	return filepath.Join(e.o.OutDir, "server-"+unsafeName.ReplaceAllString(name, "_")+e.logTag+".log")
+	return filepath.Join(e.o.OutDir, "server-"+unsafeName.ReplaceAllString(e.plan.Redact(name), "_")+e.logTag+".log")
 }

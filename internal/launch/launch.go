@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wsplan/wsplan/internal/secret"
 )
 
 // Spec describes a process to start.
@@ -35,6 +37,9 @@ type Spec struct {
 	CPUs    []int    // CPU affinity; empty = inherit
 	Stdin   io.Reader
 	Stdout  io.Writer // when set, stdout goes here instead of the log (stderr still logs)
+	// Secrets are masked in the log and its tail (the child may print
+	// them: it was given them to do its job); nil masks nothing.
+	Secrets *secret.Set
 }
 
 // Process is a started child.
@@ -43,6 +48,7 @@ type Process struct {
 	cmd  *exec.Cmd
 	log  *tail
 	file *os.File
+	red  *secret.Writer // the log's redaction; nil without Spec.Secrets
 	done chan struct{}
 	err  error // exit error, valid after done is closed
 	mu   sync.Mutex
@@ -69,6 +75,10 @@ func Start(s Spec) (*Process, error) {
 		p.file = f
 		out = io.MultiWriter(f, p.log)
 	}
+	if s.Secrets != nil {
+		p.red = s.Secrets.Writer(out)
+		out = p.red
+	}
 	cmd.Stderr = out
 	cmd.Stdout = out
 	if s.Stdout != nil {
@@ -82,7 +92,12 @@ func Start(s Spec) (*Process, error) {
 	}
 	p.Pid = cmd.Process.Pid
 	go func() {
-		p.err = cmd.Wait()
+		p.err = cmd.Wait() // the output is copied when it returns
+		if p.red != nil {
+			// What was held back for a secret that never came; a failed
+			// write loses the log's last bytes, not the run.
+			_ = p.red.Close()
+		}
 		if p.file != nil {
 			p.file.Close()
 		}

@@ -49,7 +49,7 @@ func (e endpoint) value(name, phase, reason string) float64 {
 // test ends.
 func startEndpoint(t *testing.T) (*Hub, endpoint) {
 	t.Helper()
-	h := NewHub("t")
+	h := NewHub("t", nil)
 	srv, err := Listen(h, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,8 @@
 // Labels are bounded: plan, server, phase, kind, shard (a shard's
 // address or "shard N") and, on the connect failures, reason (one of
 // client.ConnectReason's fixed set), never a connection, an id or a URL.
+// Their values are masked (the plan's secrets, in every form) where they
+// enter the hub, so no exporter sees a secret.
 package live
 
 import (
@@ -24,6 +26,7 @@ import (
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/procstat"
+	"github.com/wsplan/wsplan/internal/secret"
 )
 
 // Series names (Prometheus conventions: counters end in _total, units in
@@ -108,6 +111,7 @@ type Phase struct{ Server, Phase, Kind string }
 // Hub holds every phase begun, for the collector and pushers.
 type Hub struct {
 	plan    string
+	secrets *secret.Set
 	proc    procstat.FS
 	mu      sync.Mutex
 	phases  []*phase
@@ -127,8 +131,11 @@ type phase struct {
 	srvRSS    int64
 }
 
-// NewHub returns a hub for the runs of plan.
-func NewHub(plan string) *Hub { return &Hub{plan: plan} }
+// NewHub returns a hub for the runs of plan, whose secrets (nil: none)
+// are masked in every label value.
+func NewHub(plan string, secrets *secret.Set) *Hub {
+	return &Hub{plan: secrets.Redact(plan), secrets: secrets}
+}
 
 // Begin starts exporting a phase: l is its live counts, serverPID the
 // server process to read CPU and memory of (0: none), open the
@@ -137,6 +144,7 @@ func NewHub(plan string) *Hub { return &Hub{plan: plan} }
 // final counts with the connections open at its end; a phase of the same
 // labels begun again (a repeat) replaces it.
 func (h *Hub) Begin(ph Phase, l *client.Live, serverPID, open int) (end func(open int)) {
+	ph = Phase{Server: h.secrets.Redact(ph.Server), Phase: h.secrets.Redact(ph.Phase), Kind: h.secrets.Redact(ph.Kind)}
 	p := &phase{Phase: ph, live: l, serverPID: serverPID, open0: int64(open), running: true}
 	h.mu.Lock()
 	replaced := false
@@ -240,7 +248,7 @@ func (h *Hub) phaseSamples(p *phase) []Sample {
 		if sh.Name == "" {
 			continue // a shard that sent no snapshot yet
 		}
-		out = append(out, counts(append(base[:len(base):len(base)], [2]string{LabelShard, sh.Name}), sh.LiveSnapshot)...)
+		out = append(out, counts(append(base[:len(base):len(base)], [2]string{LabelShard, h.secrets.Redact(sh.Name)}), sh.LiveSnapshot)...)
 	}
 	return out
 }

@@ -37,7 +37,7 @@ func hist(vs ...float64) client.NativeHist {
 // hubWithShards is a hub with a finished connect phase and a running rate
 // phase over two shards.
 func hubWithShards() (*Hub, *client.Live) {
-	h := NewHub("ci")
+	h := NewHub("ci", nil)
 	var c client.Live
 	end := h.Begin(Phase{Server: "gws", Phase: "connect", Kind: "connect"}, &c, 0, 0)
 	end(1000)

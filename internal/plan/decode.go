@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/wsplan/wsplan/internal/secret"
 )
 
 // The strict decoder. yaml.v3 only honours KnownFields on a yaml.Decoder,
@@ -36,8 +38,9 @@ type loader struct {
 	// badHits counts attempts to decode a bad node: a value that failed,
 	// though the problem was reported before decoding.
 	badHits int
-	// secrets holds the values of ${env:NAME} references.
-	secrets map[string]bool
+	// secrets holds the values of ${env:NAME} references, then the
+	// plan's own credentials (literalSecrets).
+	secrets *secret.Set
 	// given holds the field paths written with a value (not null), for
 	// the one default that is not the zero value (setDefaults).
 	given map[string]bool
@@ -48,7 +51,7 @@ type loader struct {
 func (l *loader) problems() int { return len(l.errs) + l.badHits }
 
 func newLoader(file string) *loader {
-	return &loader{file: file, lines: map[string]int{}, bad: map[*yaml.Node]bool{}, secrets: map[string]bool{}, given: map[string]bool{}}
+	return &loader{file: file, lines: map[string]int{}, bad: map[*yaml.Node]bool{}, secrets: &secret.Set{}, given: map[string]bool{}}
 }
 
 // errf records a problem at a line and field path.
@@ -470,9 +473,14 @@ func (l *loader) leaf(n *yaml.Node, path string, v reflect.Value) bool {
 	tmp := reflect.New(t)
 	if err := n.Decode(tmp.Interface()); err != nil {
 		var te *yaml.TypeError
-		if custom || !errors.As(err, &te) {
+		switch {
+		case errors.As(err, &te) && l.secrets.Holds(n.Value):
+			// yaml.v3 quotes the value's first bytes: a piece of the secret
+			// no redaction would recognise.
+			l.errf(n.Line, path, "want %s, got a value that holds a secret (not shown)", want(base))
+		case custom || te == nil:
 			l.errf(n.Line, path, "%s", strings.TrimPrefix(err.Error(), "yaml: "))
-		} else {
+		default:
 			l.errf(n.Line, path, "want %s, got %s", want(base), describe(n))
 		}
 		return false

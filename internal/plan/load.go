@@ -32,10 +32,9 @@ func LoadBytes(name string, data []byte, opts LoadOptions) (*Plan, error) {
 	l := newLoader(name)
 	p := l.load(data, opts)
 	if len(l.errs) > 0 {
-		// A message may quote a value taken from the environment.
-		red := &Plan{Secrets: sortSecrets(l.secrets)}
+		// A message may quote a secret, in any encoding.
 		for _, e := range l.errs {
-			e.Msg = red.Redact(e.Msg)
+			e.Msg = l.secrets.Redact(e.Msg)
 		}
 		return nil, l.errs.sorted()
 	}
@@ -72,12 +71,13 @@ func (l *loader) load(data []byte, opts LoadOptions) *Plan {
 			"matrix": reflect.ValueOf(&own.matrix).Elem(),
 		})
 	}
-	p.Secrets = sortSecrets(l.secrets)
+	l.resolveTargets(p)
+	literalSecrets(p, l.secrets)
+	p.Secrets = l.secrets
 	p.Vars = vt.resolved()
 	for k, v := range p.Vars {
 		p.Vars[k] = p.Redact(v)
 	}
-	l.resolveTargets(p)
 	nodelaySet := p.Defaults.NoDelay != nil
 	l.setDefaults(p)
 

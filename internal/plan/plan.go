@@ -3,6 +3,7 @@ package plan
 import (
 	"time"
 
+	"github.com/wsplan/wsplan/internal/secret"
 	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/scenarios"
 	"github.com/wsplan/wsplan/sysctl"
@@ -107,9 +108,10 @@ type Plan struct {
 	// Combo is the matrix combination this plan was loaded with
 	// (LoadMatrix); nil for a plan loaded on its own.
 	Combo map[string]string `yaml:"-"`
-	// Secrets are the values taken from the environment with
-	// ${env:NAME}, longest first; Redact removes them from text.
-	Secrets []string `yaml:"-"`
+	// Secrets are the plan's secrets (secrets.go): the values of
+	// ${env:NAME} and the credentials the plan writes itself; Redact
+	// removes them from text. Never nil after Load.
+	Secrets *secret.Set `yaml:"-"`
 }
 
 // Metrics is `metrics:`, where the run's live metrics are pushed while

@@ -1,37 +1,151 @@
 package plan
 
 import (
-	"sort"
+	"encoding/base64"
+	"encoding/json"
+	"net/url"
+	"regexp"
 	"strings"
+
+	"github.com/wsplan/wsplan/internal/secret"
 )
 
 // Redacted replaces a secret in everything wsplan prints or writes.
-const Redacted = "***"
+const Redacted = secret.Redacted
 
-// sortSecrets lists the secret values longest first, so that a secret that
-// contains another is replaced whole.
-func sortSecrets(set map[string]bool) []string {
-	out := make([]string, 0, len(set))
-	for s := range set {
-		out = append(out, s)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if len(out[i]) != len(out[j]) {
-			return len(out[i]) > len(out[j])
-		}
-		return out[i] < out[j]
-	})
-	return out
-}
+// Secrets.
+//
+// A plan's secrets (Plan.Secrets) are the values of ${env:NAME} and the
+// credentials it writes itself: a protocol's password, a header named
+// like a credential (Authorization, Cookie, X-Auth-Token: the value, and
+// the credential after its scheme), a URL's query parameter so named or
+// its user-info password, and a graphql-ws init's members so named
+// (secret.IsSecretKey decides). Plan.Redact and every output of wsplan
+// mask each in every form (secret.Forms). An error about a value that
+// holds one names the key and what is wrong, never the value.
 
-// Redact returns s with every secret of the plan (values of ${env:NAME})
-// replaced by ***. A nil plan redacts nothing.
+// Redact returns s with every form of every secret of the plan replaced
+// by Redacted. A nil plan redacts nothing.
 func (p *Plan) Redact(s string) string {
 	if p == nil {
 		return s
 	}
-	for _, secret := range p.Secrets {
-		s = strings.ReplaceAll(s, secret, Redacted)
+	return p.Secrets.Redact(s)
+}
+
+// literalSecrets adds to set the credentials the plan writes itself (see
+// Secrets above).
+func literalSecrets(p *Plan, set *secret.Set) {
+	targets := []*Target{&p.Defaults.Target}
+	for i := range p.Servers {
+		targets = append(targets, &p.Servers[i].Target)
+		for _, u := range p.Servers[i].URLs {
+			urlSecrets(u, set)
+		}
+		if u := p.Servers[i].URL; u != "" {
+			urlSecrets(u, set)
+		}
 	}
-	return s
+	for _, t := range targets {
+		headerSecrets(t.Headers, set)
+		if pr := t.Protocol; pr != nil {
+			set.Add(pr.Password)
+			initSecrets(pr.Init, set)
+		}
+	}
+	headerSecrets(p.Metrics.Headers, set)
+	urlSecrets(p.Metrics.RemoteWrite, set)
+	urlSecrets(p.Metrics.OTLP, set)
+}
+
+// headerSecrets adds the credential headers' values.
+func headerSecrets(h map[string]string, set *secret.Set) {
+	for k, v := range h {
+		if secret.IsSecretKey(k) {
+			credential(v, set)
+		}
+	}
+}
+
+// credential adds a credential's value: the part after its scheme
+// (Bearer, Basic; the scheme stays visible) when it is long enough to be
+// masked, else the whole; for Basic, the decoded user:pass and pass too.
+func credential(v string, set *secret.Set) {
+	scheme, cred, ok := strings.Cut(strings.TrimSpace(v), " ")
+	cred = strings.TrimSpace(cred)
+	if !ok || len(cred) < secret.MinLen {
+		set.Add(v)
+		return
+	}
+	set.Add(cred)
+	if strings.EqualFold(scheme, "basic") {
+		if b, err := base64.StdEncoding.DecodeString(cred); err == nil {
+			_, pass, _ := strings.Cut(string(b), ":")
+			set.Add(string(b), pass)
+		}
+	}
+}
+
+// urlSecrets adds a URL's user-info password and credential query
+// parameters, as written and decoded.
+func urlSecrets(raw string, set *secret.Set) {
+	_, rest, _ := strings.Cut(raw, "://")
+	if at := strings.LastIndexByte(strings.SplitN(rest, "/", 2)[0], '@'); at >= 0 {
+		if _, pass, ok := strings.Cut(rest[:at], ":"); ok {
+			set.Add(pass)
+			if u, err := url.PathUnescape(pass); err == nil {
+				set.Add(u)
+			}
+		}
+	}
+	_, query, _ := strings.Cut(raw, "?")
+	query, _, _ = strings.Cut(query, "#")
+	for _, kv := range strings.FieldsFunc(query, func(r rune) bool { return r == '&' || r == ';' }) {
+		k, v, _ := strings.Cut(kv, "=")
+		if !secret.IsSecretKey(k) {
+			continue
+		}
+		set.Add(v)
+		if u, err := url.QueryUnescape(v); err == nil {
+			set.Add(u)
+		}
+	}
+}
+
+// initSecrets adds the credential members of a graphql-ws init (a JSON
+// object), at any depth.
+func initSecrets(init string, set *secret.Set) {
+	var v any
+	if json.Unmarshal([]byte(init), &v) != nil {
+		return
+	}
+	var walk func(key string, v any)
+	walk = func(key string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, y := range x {
+				walk(k, y)
+			}
+		case []any:
+			for _, y := range x {
+				walk(key, y)
+			}
+		case string:
+			if secret.IsSecretKey(key) {
+				credential(x, set)
+			}
+		}
+	}
+	walk("", v)
+}
+
+// quoted matches a Go-quoted string in a message.
+var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+
+// unquoted is msg without the values it quotes: for a message about a
+// value that holds a secret, where a quoted part of it (a URL's bad
+// escape, a JSON error's character) could show a piece of the secret no
+// redaction recognises.
+func unquoted(msg string) string {
+	return quoted.ReplaceAllString(msg, "(not shown)")
 }

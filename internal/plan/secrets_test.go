@@ -1,8 +1,13 @@
 package plan
 
 import (
+	"encoding/base64"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/wsplan/wsplan/internal/secret"
 )
 
 func TestEnvSecrets(t *testing.T) {
@@ -26,8 +31,8 @@ phases:
 	if got := p.Servers[0].Command; got[1] != "--auth=s3cret-value-42" || got[2] != "Bearer s3cret-value-42" {
 		t.Errorf("command = %q: the secret must reach what it configures", got)
 	}
-	if len(p.Secrets) != 1 || p.Secrets[0] != "s3cret-value-42" {
-		t.Errorf("Secrets = %q", p.Secrets)
+	if got := p.Secrets.Values(); len(got) != 1 || got[0] != "s3cret-value-42" {
+		t.Errorf("Secrets = %q", got)
 	}
 	if p.Vars["token"] != "***" || p.Vars["bearer"] != "Bearer ***" || p.Vars["conns"] != "10" {
 		t.Errorf("Vars = %v: secrets must be redacted, the rest kept", p.Vars)
@@ -50,4 +55,102 @@ phases:
 			t.Errorf("an error shows the secret value: %v", err)
 		}
 	}
+}
+
+// TestLiteralSecrets: the credentials a plan writes itself are secrets
+// too, and only those: a protocol's password, a credential header's value
+// and its credential, a URL's credential query parameter, a graphql-ws
+// init's credential members; not a username, an origin or another
+// header.
+func TestLiteralSecrets(t *testing.T) {
+	basic := base64.StdEncoding.EncodeToString([]byte("bob:basic-pass"))
+	src := `defaults:
+  allow_remote: true
+  headers: {Authorization: "Bearer bearer-cred", X-Team: team-name, Cookie: "sid=cookie-value"}
+metrics:
+  remote_write: "http://127.0.0.1:9/write?access_token=push-token&db=metrics-db"
+  headers: {Proxy-Authorization: "Basic ` + basic + `"}
+servers:
+  - name: a
+    url: "ws://127.0.0.1:9/ws?token=query-token&room=room-name"
+    origin: https://origin-name.example
+    protocol: {name: mqtt, username: user-name, password: mqtt-pass}
+  - name: b
+    url: ws://127.0.0.1:9/graphql
+    protocol: {name: graphql-ws, init: '{"authToken":"init-token","payload":{"headers":{"Authorization":"Bearer nested-cred"}},"room":"init-room"}'}
+phases:
+  - connect: {connections: 1}
+`
+	p, err := LoadBytes("s.yaml", []byte(src), LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := p.Secrets.Values()
+	for _, want := range []string{"bearer-cred", "sid=cookie-value", "push-token", "basic-pass", "query-token", "mqtt-pass", "init-token", "nested-cred"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("%q is not a secret (secrets %q)", want, got)
+		}
+	}
+	for _, not := range []string{"team-name", "metrics-db", "room-name", "origin-name", "user-name", "init-room"} {
+		if slices.ContainsFunc(got, func(s string) bool { return strings.Contains(s, not) }) {
+			t.Errorf("%q is taken for a secret (secrets %q)", not, got)
+		}
+	}
+}
+
+// TestSecretErrors: an error about a value that holds a secret names the
+// key and what is wrong, and shows the secret in no form and no piece;
+// the same mistake without a secret still shows its value.
+func TestSecretErrors(t *testing.T) {
+	const hard = `x.Q7"y.W3'z.L9\k.R5%j.H2 é✓m.F4`
+	t.Setenv("WSPLAN_TEST_HARD", hard)
+	t.Setenv("WSPLAN_TEST_INIT", `{"token":"s3cr3t-t0ken"`)
+	head := "servers:\n  - name: a\n    url: "
+	tail := "\nphases: [{connect: {connections: 1}}]\n"
+	for _, c := range []struct{ name, src, want string }{
+		{"init breaks its JSON", head + "ws://127.0.0.1:9/\n    protocol: {name: graphql-ws, init: '{\"token\":\"${env:WSPLAN_TEST_HARD}\"}'}" + tail,
+			"s.yaml:4: servers[0].protocol: client: graphql-ws: init must be a JSON object (connection_init's payload): its JSON is broken at byte 16 of 46"},
+		{"init from the environment", head + "ws://127.0.0.1:9/\n    protocol: {name: graphql-ws, init: '${env:WSPLAN_TEST_INIT}'}" + tail,
+			"s.yaml:4: servers[0].protocol: client: graphql-ws: init must be a JSON object (connection_init's payload): its JSON ends early"},
+		{"url path", head + `"ws://127.0.0.1:9/p${env:WSPLAN_TEST_HARD}"` + tail,
+			"s.yaml:3: servers[0].url: bad URL: invalid URL escape (not shown)"},
+		{"url scheme", head + `"http://127.0.0.1:9/?token=${env:WSPLAN_TEST_HARD}"` + tail,
+			"s.yaml:3: servers[0].url: want a ws:// or wss:// URL, got http:"},
+		{"a number", "servers: [{name: gws}]\nphases: [{connect: {connections: ${env:WSPLAN_TEST_HARD}}}]\n",
+			"s.yaml:2: phases[0].connect.connections: want an integer, got a value that holds a secret (not shown)"},
+		{"a string in a number", "servers: [{name: gws}]\nphases: [{connect: {connections: \"n ${env:WSPLAN_TEST_HARD}\"}}]\n",
+			"s.yaml:2: phases[0].connect.connections: want an integer"},
+		{"a metrics url", "metrics: {otlp: \"ftp://h/${env:WSPLAN_TEST_HARD}\"}\nservers: [{name: gws}]" + tail,
+			"s.yaml:1: metrics.otlp: want an http:// or https:// URL"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := LoadBytes("s.yaml", []byte(c.src), LoadOptions{})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want %q", err, c.want)
+			}
+			for _, secret := range []string{hard, "s3cr3t-t0ken"} {
+				if leak := showsSecret(err.Error(), secret); leak != "" {
+					t.Errorf("%v\nshows %s", err, leak)
+				}
+			}
+		})
+	}
+	// Without a secret, the same URL mistake quotes its piece.
+	_, err := LoadBytes("s.yaml", []byte(head+`"ws://127.0.0.1:9/p%zz"`+tail), LoadOptions{})
+	if err == nil || !strings.Contains(err.Error(), `invalid URL escape "%zz"`) {
+		t.Errorf("err = %v, want the bad escape quoted", err)
+	}
+}
+
+// showsSecret returns what of s text shows: a form of it (secret.Forms)
+// or one of its pieces between the characters encoders change; "" when
+// none.
+func showsSecret(text, s string) string {
+	pieces := strings.FieldsFunc(s, func(r rune) bool { return strings.ContainsRune(`"'\% `, r) || r > 127 })
+	for _, f := range append(secret.Forms(s), pieces...) {
+		if strings.Contains(text, f) {
+			return strconv.Quote(f)
+		}
+	}
+	return ""
 }

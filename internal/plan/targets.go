@@ -2,6 +2,7 @@ package plan
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -431,11 +432,17 @@ func mergeTarget(d Target, s Target) Target {
 	return out
 }
 
-// parseURLTarget parses one `url:` of a server.
+// parseURLTarget parses one `url:` of a server. Its messages never quote
+// the whole URL, which may hold a secret (the caller hides the pieces
+// they quote when it does).
 func parseURLTarget(raw string, allowRemote bool) (URLTarget, string) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return URLTarget{}, fmt.Sprintf("bad URL: %v", err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // the error without the URL
+		}
+		return URLTarget{}, "bad URL: " + err.Error()
 	}
 	t := URLTarget{URL: raw, Host: u.Host}
 	switch u.Scheme {
@@ -443,7 +450,7 @@ func parseURLTarget(raw string, allowRemote bool) (URLTarget, string) {
 	case "wss":
 		t.TLS = true
 	default:
-		return t, fmt.Sprintf("want a ws:// or wss:// URL, got %q", raw)
+		return t, fmt.Sprintf("want a ws:// or wss:// URL, got %s:", u.Scheme)
 	}
 	if u.User != nil {
 		return t, "credentials in the URL are not sent: use headers: {Authorization: ...} with ${env:NAME}"
@@ -453,7 +460,7 @@ func parseURLTarget(raw string, allowRemote bool) (URLTarget, string) {
 	}
 	host, port := u.Hostname(), u.Port()
 	if host == "" {
-		return t, fmt.Sprintf("no host in %q", raw)
+		return t, "no host"
 	}
 	if port == "" {
 		port = "80"
@@ -507,6 +514,9 @@ func (l *loader) checkURLServer(s *Server, base string, allowRemote bool) {
 			f = indexPath(base+".urls", i)
 		}
 		t, msg := parseURLTarget(raw, allowRemote)
+		if msg != "" && l.secrets.Holds(raw) {
+			msg = unquoted(msg)
+		}
 		if msg != "" {
 			l.fieldErr(f, "%s", msg)
 			continue

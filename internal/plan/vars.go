@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/wsplan/wsplan/internal/secret"
 )
 
 // Variables.
@@ -47,7 +49,7 @@ const envPrefix = "env:"
 
 // MinSecretLen is the shortest value ${env:NAME} may have: shorter ones
 // could not be redacted without garbling ordinary output.
-const MinSecretLen = 4
+const MinSecretLen = secret.MinLen
 
 // validRef reports whether ref (the text between ${ and }) is a variable
 // name or env:NAME.
@@ -65,7 +67,7 @@ func (l *loader) envLookup(ref string) (*yaml.Node, string) {
 	case len(v) < MinSecretLen:
 		return nil, fmt.Sprintf("environment variable %s is shorter than %d bytes: too short to be redacted from the output as a secret", name, MinSecretLen)
 	}
-	l.secrets[v] = true
+	l.secrets.Add(v)
 	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v, Style: yaml.DoubleQuotedStyle}, ""
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/secret"
 	"github.com/wsplan/wsplan/sysctl"
 )
 
@@ -28,6 +29,8 @@ type RemoteSpec struct {
 	// DialContext opens the TCP link to a shard; default a net.Dialer's
 	// (a test dials from another network namespace with it).
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Secrets are masked in what the shards send back (Spec.Secrets).
+	Secrets *secret.Set
 }
 
 // Hello is what a remote shard says about itself when it is reached.
@@ -93,6 +96,7 @@ func Dial(ctx context.Context, s RemoteSpec) (*Group, []Hello, error) {
 			opts := s.Client
 			p, h, err := dialOne(ctx, i, addr, s.TLS, Request{Op: "open", Options: &opts, IdleExit: s.IdleExit}, s.Ready, s.Link, s.DialContext)
 			if err == nil {
+				p.secrets = s.Secrets
 				var r Reply
 				if r, err = p.read(s.Ready); err == nil && !r.Ready {
 					err = fmt.Errorf("shard %d (%s): %s", i, addr, orUnexpected(r))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/launch"
+	"github.com/wsplan/wsplan/internal/secret"
 )
 
 // Spec describes the shard processes of one server's run.
@@ -29,6 +30,10 @@ type Spec struct {
 	Name    string         // server name, for log files and messages
 	Ready   time.Duration  // how long a shard may take to start; default 10s
 	Grace   time.Duration  // SIGTERM → SIGKILL on Close; default 3s
+	// Secrets are the plan's: a shard is given them to do its job, and
+	// they are masked in what it sends back (errors, warnings) and in its
+	// log. nil masks nothing.
+	Secrets *secret.Set
 }
 
 // Group is a set of shard processes driven as one client; it implements the
@@ -57,6 +62,8 @@ type proc struct {
 	conns int
 	sent  time.Time  // when the phase's request went out
 	mu    sync.Mutex // serialises writes to in
+	// secrets are masked in the shard's replies and its death's tail.
+	secrets *secret.Set
 }
 
 // Start starts the shards and waits until each has opened its client.
@@ -151,7 +158,7 @@ func startOne(s Spec, i int) (*proc, error) {
 	if s.LogDir != "" {
 		log = fmt.Sprintf("%s/%s-shard-%d.log", s.LogDir, s.Name, i)
 	}
-	lp, err := launch.Start(launch.Spec{Argv: argv, LogPath: log, CPUs: s.CPUs, Stdin: stdinR, Stdout: stdoutW})
+	lp, err := launch.Start(launch.Spec{Argv: argv, LogPath: log, CPUs: s.CPUs, Stdin: stdinR, Stdout: stdoutW, Secrets: s.Secrets})
 	// The child has its own copies now.
 	stdinR.Close()
 	stdoutW.Close()
@@ -162,7 +169,7 @@ func startOne(s Spec, i int) (*proc, error) {
 	}
 	sc := bufio.NewScanner(stdoutR)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	return &proc{i: i, p: lp, in: stdinW, out: sc}, nil
+	return &proc{i: i, p: lp, in: stdinW, out: sc, secrets: s.Secrets}, nil
 }
 
 // Pids returns the shard processes' pids, for CPU and memory sampling.
@@ -251,8 +258,14 @@ func (p *proc) read(timeout time.Duration) (Reply, error) {
 		}
 		var r Reply
 		if err := json.Unmarshal(p.out.Bytes(), &r); err != nil {
-			ch <- line{err: fmt.Errorf("shard %d: bad reply %q: %w", p.i, p.out.Text(), err)}
+			ch <- line{err: fmt.Errorf("shard %d: bad reply %q: %w", p.i, p.secrets.Redact(p.out.Text()), err)}
 			return
+		}
+		// The kind's result is decoded, then redacted with the phase's
+		// (engine); what the shard says in words is redacted here.
+		r.Err = p.secrets.Redact(r.Err)
+		for i, w := range r.Warnings {
+			r.Warnings[i] = p.secrets.Redact(w)
 		}
 		ch <- line{r: r}
 	}()
@@ -281,7 +294,7 @@ func (p *proc) died() error {
 	case <-p.p.Done():
 	case <-time.After(2 * time.Second):
 	}
-	tail := strings.TrimSpace(p.p.Tail(600))
+	tail := strings.TrimSpace(p.secrets.Redact(p.p.Tail(600))) // launch redacted it; a tail may begin mid-form
 	if tail != "" {
 		tail = ": " + strings.ReplaceAll(tail, "\n", " | ")
 	}
