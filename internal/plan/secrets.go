@@ -61,16 +61,22 @@ func literalSecrets(p *Plan, set *secret.Set) {
 // headerSecrets adds the credential headers' values.
 func headerSecrets(h map[string]string, set *secret.Set) {
 	for k, v := range h {
-		if secret.IsSecretKey(k) {
-			credential(v, set)
-		}
+		credential(k, v, set)
 	}
 }
 
-// credential adds a credential's value: the part after its scheme
-// (Bearer, Basic; the scheme stays visible) when it is long enough to be
-// masked, else the whole; for Basic, the decoded user:pass and pass too.
-func credential(v string, set *secret.Set) {
+// credential adds the value of a credential named name (see
+// secret.IsSecretKey). An Authorization's is masked after its scheme
+// (Bearer, Basic; the scheme stays visible) when that part is long enough
+// to be masked, else whole; for Basic, the decoded user:pass and pass too.
+func credential(name, v string, set *secret.Set) {
+	if !secret.IsSecretKey(name) {
+		return
+	}
+	if !strings.Contains(strings.ToLower(name), "authorization") {
+		set.Add(v)
+		return
+	}
 	scheme, cred, ok := strings.Cut(strings.TrimSpace(v), " ")
 	cred = strings.TrimSpace(cred)
 	if !ok || len(cred) < secret.MinLen {
@@ -102,12 +108,9 @@ func urlSecrets(raw string, set *secret.Set) {
 	query, _, _ = strings.Cut(query, "#")
 	for _, kv := range strings.FieldsFunc(query, func(r rune) bool { return r == '&' || r == ';' }) {
 		k, v, _ := strings.Cut(kv, "=")
-		if !secret.IsSecretKey(k) {
-			continue
-		}
-		set.Add(v)
+		credential(k, v, set)
 		if u, err := url.QueryUnescape(v); err == nil {
-			set.Add(u)
+			credential(k, u, set)
 		}
 	}
 }
@@ -131,9 +134,7 @@ func initSecrets(init string, set *secret.Set) {
 				walk(key, y)
 			}
 		case string:
-			if secret.IsSecretKey(key) {
-				credential(x, set)
-			}
+			credential(key, x, set)
 		}
 	}
 	walk("", v)

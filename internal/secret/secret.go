@@ -65,7 +65,8 @@ func IsSecretKey(name string) bool {
 // Forms returns every spelling of s that output may carry, s first: the
 // forms of the encoders wsplan writes with (Go %q and %+q, JSON with and
 // without HTML escaping, YAML single- and double-quoted, URL query, path
-// and user info, HTML as html/template writes it, XML, a Markdown cell),
+// and user info, HTML as html/template writes it, XML, a Markdown cell, a
+// STOMP header),
 // each of those once more inside JSON, Go quotes, HTML and XML (an error
 // quoted with %q, then written in a JSON or HTML report), and base64
 // (standard and URL alphabets, padded or not, and the run that stands for
@@ -85,7 +86,7 @@ func Forms(s string) []string {
 	first := []string{s, goQuoted(s, false), goQuoted(s, true), jsonEscaped(s, true), jsonEscaped(s, false),
 		yamlQuoted(s, yaml.SingleQuotedStyle), yamlQuoted(s, yaml.DoubleQuotedStyle),
 		url.QueryEscape(s), url.PathEscape(s), (&url.URL{Path: s}).EscapedPath(), userInfo(s),
-		strings.ReplaceAll(s, "|", `\|`)}
+		strings.ReplaceAll(s, "|", `\|`), stompEscaped.Replace(s)}
 	for _, f := range first {
 		add(f)
 		add(jsonEscaped(f, true))
@@ -98,6 +99,10 @@ func Forms(s string) []string {
 	}
 	return out
 }
+
+// stompEscaped is a STOMP 1.2 header value's escaping (a broker's ERROR
+// may quote a login in it).
+var stompEscaped = strings.NewReplacer(`\`, `\\`, ":", `\c`, "\n", `\n`, "\r", `\r`)
 
 // goQuoted is s as %q (ascii: %+q) writes it, without the quotes.
 func goQuoted(s string, ascii bool) string {

@@ -6,12 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/secret"
 	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/scenarios"
@@ -55,17 +59,27 @@ func shardMain(args []string) int {
 }
 
 // fakeShard answers every run with the error "injected failure" and a
-// partial result: 4 of its connections opened, the others failed.
+// partial result: 4 of its connections opened, the others failed. Given
+// an Authorization header, it echoes it in its error, a warning and its
+// log, as a shard given a secret could.
 func fakeShard() {
 	enc := json.NewEncoder(os.Stdout)
 	_ = enc.Encode(Reply{Op: "ready", Ready: true, Pid: os.Getpid()})
 	sc := bufio.NewScanner(os.Stdin)
+	var echo string
+	var warn []string
 	for sc.Scan() {
 		var r Request
 		if json.Unmarshal(sc.Bytes(), &r) != nil || r.Op == "close" {
 			return
 		}
 		if r.Op == "options" {
+			for _, h := range r.Options.Headers {
+				if h[0] == "Authorization" {
+					echo, warn = ": "+strconv.Quote(h[1]), []string{"sent " + h[1]}
+					os.Stderr.WriteString("log: " + h[1] + "\n")
+				}
+			}
 			_ = enc.Encode(Reply{Op: "options"})
 			continue
 		}
@@ -80,7 +94,7 @@ func fakeShard() {
 				Latency: client.NewHist(), Errors: client.Reasons{"injected": int64(q.Connections) - 4}}
 		}
 		b, _ := json.Marshal(res)
-		_ = enc.Encode(Reply{Op: "run", Kind: r.Kind, Result: b, Err: "injected failure", Conns: 4})
+		_ = enc.Encode(Reply{Op: "run", Kind: r.Kind, Result: b, Err: "injected failure" + echo, Warnings: warn, Conns: 4})
 	}
 }
 
@@ -108,6 +122,14 @@ func startGroup(t *testing.T, srv *dropServer, n int, failing bool) *Group {
 // startGroupAt is startGroup against a server's host:port.
 func startGroupAt(t *testing.T, addr string, n int, failing bool) *Group {
 	t.Helper()
+	return startGroupSpec(t, Spec{N: n, Client: client.Options{Targets: []string{addr}, Path: "/ws"}}, failing)
+}
+
+// startGroupSpec starts s's test shards; with failing, the last one is a
+// fakeShard.
+func startGroupSpec(t *testing.T, s Spec, failing bool) *Group {
+	t.Helper()
+	n := s.N
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -117,8 +139,8 @@ func startGroupAt(t *testing.T, addr string, n int, failing bool) *Group {
 		t.Setenv(failEnv, "1")
 		sources[n-1] = []string{"127.0.0.1"}
 	}
-	g, err := Start(Spec{Exe: exe, N: n, Client: client.Options{Targets: []string{addr}, Path: "/ws"},
-		Sources: sources, Name: "test", Grace: time.Second})
+	s.Exe, s.Sources, s.Name, s.Grace = exe, sources, "test", time.Second
+	g, err := Start(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,3 +224,36 @@ func TestGroupEchoInterrupted(t *testing.T) {
 }
 
 func sizeOf(n units.Size) *units.Size { return &n }
+
+// TestGroupMasksSecrets: a shard is given the plan's secrets to do its
+// job (here an Authorization header); what it sends back — its error and
+// warnings — and its log show them masked in every form.
+func TestGroupMasksSecrets(t *testing.T) {
+	const token = `s3cr"et\tok`
+	srv := newDropServer(t)
+	var set secret.Set
+	set.Add(token)
+	dir := t.TempDir()
+	for _, masked := range []bool{false, true} {
+		s := Spec{N: 2, LogDir: dir, Client: client.Options{Targets: []string{strings.TrimPrefix(srv.URL, "http://")}, Path: "/ws",
+			Headers: [][2]string{{"Authorization", "Bearer " + token}}}}
+		if masked {
+			s.Secrets = &set
+		}
+		g := startGroupSpec(t, s, true)
+		p := &scenarios.Connect{Connections: 20}
+		scenarios.Defaults(p, scenarios.Context{})
+		out, err := p.Run(t.Context(), &scenarios.Env{Driver: g})
+		g.Close()
+		log, rerr := os.ReadFile(filepath.Join(dir, "test-shard-1.log"))
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		text := fmt.Sprint(err) + "\n" + fmt.Sprint(out.Warnings) + "\n" + string(log)
+		quoted := strconv.Quote(token)
+		shows := strings.Contains(text, token) || strings.Contains(text, quoted[1:len(quoted)-1])
+		if shows == masked || (masked && !strings.Contains(text, `injected failure: "Bearer ***"`)) {
+			t.Errorf("masked %v: %s", masked, text)
+		}
+	}
+}

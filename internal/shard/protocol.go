@@ -31,9 +31,10 @@ type Request struct {
 	Params json.RawMessage `json:"params,omitempty"` // run: the kind's parameters (client.<Kind>Params as JSON)
 	// Options (op "options", before the first run) carries the client
 	// options the command line does not: the handshake's Hosts,
-	// RequestURIs, Headers, Subprotocols and Origin, TLS and Compression.
-	// Header values may be secrets, which is why they travel here and
-	// never in the shard's argv (visible in ps). A remote shard's first
+	// RequestURIs, Headers, Subprotocols and Origin, TLS, Compression and
+	// the Protocol with its settings. Header values and a protocol's
+	// password may be secrets, which is why they travel here and never in
+	// the shard's argv (visible in ps). A remote shard's first
 	// request (op "open") carries all of them, over its TLS link.
 	Options  *client.Options `json:"options,omitempty"`
 	IdleExit time.Duration   `json:"idle_exit,omitempty"` // open, probe: a remote shard exits this long after the orchestrator leaves (ns)
@@ -48,7 +49,7 @@ func applyOptions(opts *client.Options, o *client.Options) {
 	opts.Hosts, opts.RequestURIs = o.Hosts, o.RequestURIs
 	opts.Headers, opts.Subprotocols, opts.Origin = o.Headers, o.Subprotocols, o.Origin
 	opts.TLS, opts.Compression = o.TLS, o.Compression
-	opts.Reconnect = o.Reconnect
+	opts.Protocol, opts.Reconnect = o.Protocol, o.Reconnect
 }
 
 // wireOptions is what Group sends in its "options" request: opts without
