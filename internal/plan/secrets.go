@@ -39,10 +39,7 @@ func literalSecrets(p *Plan, set *secret.Set) {
 	targets := []*Target{&p.Defaults.Target}
 	for i := range p.Servers {
 		targets = append(targets, &p.Servers[i].Target)
-		for _, u := range p.Servers[i].URLs {
-			urlSecrets(u, set)
-		}
-		if u := p.Servers[i].URL; u != "" {
+		for _, u := range p.Servers[i].URLs { // url: too (resolveTargets)
 			urlSecrets(u, set)
 		}
 	}
