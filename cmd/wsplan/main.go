@@ -98,6 +98,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newSchemaCmd(stdout),
 		newVersionCmd(stdout),
 		newReportCmd(stdout),
+		newInitCmd(stdout, stderr),
 	)
 	setVersion(root)
 	for _, c := range root.Commands() {
