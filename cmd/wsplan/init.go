@@ -47,6 +47,9 @@ overwritten without --force (on a terminal, it asks).`,
 			if len(args) == 1 {
 				o.File = args[0]
 			}
+			if o.Conns == 0 { // 0 is initplan's default: here, asked for
+				return usageErr(fmt.Errorf("--conns 0: want 1 to %d", initplan.MaxConns))
+			}
 			in := cmd.InOrStdin()
 			if !isTerminalInput(in) || anyChanged(cmd.Flags(), initPlanFlags) {
 				return writeInit(o, force, nil, stdout)
