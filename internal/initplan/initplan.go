@@ -109,6 +109,7 @@ type view struct {
 	Conns, Concurrency      int
 	Echoes, Messages        int
 	Duration                string
+	Bound                   string // the p99 bound of the phases after connect
 }
 
 // Plan renders the starter plan of o, loads it with the plan loader and
@@ -180,6 +181,10 @@ func (o Options) view() (view, error) {
 		v.Name = "starter"
 	}
 	v.Concurrency = min(v.Conns, 50)
+	v.Bound = "500ms" // a protocol's exchanges: a request and its answer, via the application
+	if v.Protocol == "" {
+		v.Bound = "250ms"
+	}
 	v.Echoes, v.Messages, v.Duration = 20*v.Conns, 20, "5s"
 	if v.CI {
 		v.Echoes, v.Messages, v.Duration = 10*v.Conns, 10, "3s"
