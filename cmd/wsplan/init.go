@@ -66,7 +66,7 @@ overwritten without --force (on a terminal, it asks).`,
 	fl.StringVar(&o.Protocol, "protocol", initplan.NoProtocol, "the protocol it speaks: "+strings.Join(initplan.Protocols(), ", "))
 	fl.BoolVar(&o.TLS, "tls", false, "speak wss:// with a tls: block (a preset: served with the run's own CA)")
 	fl.IntVar(&o.Conns, "conns", initplan.DefaultConns, "connections to open (and users of the script)")
-	fl.BoolVar(&o.CI, "ci", false, "a CI gate: shorter phases, named assertions, the first aborts the run")
+	fl.BoolVar(&o.CI, "ci", false, "a CI gate: shorter phases, and a failed handshake bound aborts the run")
 	fl.StringVar(&o.Preset, "preset", "", "the preset a plan without --url measures (default "+initplan.DefaultPreset+"; wsplan frameworks lists them)")
 	fl.BoolVar(&force, "force", false, "overwrite FILE when it exists")
 	return cmd
@@ -228,6 +228,6 @@ func (p *prompter) options(o *initplan.Options) error {
 		return err
 	}
 	o.Conns, _ = strconv.Atoi(conns) // checked above
-	o.CI, err = p.yesNo("A CI gate (short phases, stop at the first failed assertion)?", false)
+	o.CI, err = p.yesNo("A CI gate (short phases; a failed handshake bound stops the run)?", false)
 	return err
 }

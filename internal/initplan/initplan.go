@@ -60,8 +60,8 @@ type Options struct {
 	// Conns is how many connections the connect phase opens, and the
 	// script's users; 0 = DefaultConns, at most MaxConns.
 	Conns int
-	// CI makes a CI gate: shorter phases, named assertions, and the first
-	// one aborts the run when it fails. Default false.
+	// CI makes a CI gate: shorter phases, and the first assertion (the
+	// handshakes' p99) aborts the run when it fails. Default false.
 	CI bool
 	// Preset is the preset a plan without a URL measures; "" =
 	// DefaultPreset.
