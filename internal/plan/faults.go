@@ -101,7 +101,7 @@ func (l *loader) allow(n *yaml.Node, path string, ph *Phase) {
 			continue
 		}
 		kp := keyPath(path, p.key.Value)
-		l.lines[kp] = p.key.Line
+		l.lines.set(kp, p.key.Line)
 		v := deref(p.value)
 		if v == nil || v.Kind != yaml.ScalarNode || isNull(v) {
 			l.errf(p.key.Line, kp, "want a count (10) or a percentage (0.1%%), got %s", describe(v))
