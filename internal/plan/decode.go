@@ -474,6 +474,16 @@ func (l *loader) leaf(n *yaml.Node, path string, v reflect.Value) bool {
 			return false
 		}
 	}
+	if k := base.Kind(); k == reflect.Float32 || k == reflect.Float64 {
+		e := tmp.Elem()
+		for e.Kind() == reflect.Pointer && !e.IsNil() {
+			e = e.Elem()
+		}
+		if f := e; f.CanFloat() && (math.IsNaN(f.Float()) || math.IsInf(f.Float(), 0)) {
+			l.errf(n.Line, path, "want a finite number, got %s", describe(n))
+			return false
+		}
+	}
 	v.Set(tmp.Elem())
 	return true
 }

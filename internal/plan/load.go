@@ -187,6 +187,7 @@ func (l *loader) resolveTargets(p *Plan) {
 	}
 	d.resolve()
 	l.checkTarget(d, "defaults")
+	inherits := false // some server takes defaults.protocol
 	for i := range p.Servers {
 		s := &p.Servers[i]
 		base := indexPath("servers", i)
@@ -207,5 +208,23 @@ func (l *loader) resolveTargets(p *Plan) {
 		s.ServeTLS = s.TLSKey.on
 		l.checkTarget(&s.Target, base)
 		s.Target = mergeTarget(*d, s.Target)
+		inherits = l.presetProtocol(s, base, d.Protocol) || inherits
 	}
+	if d.Protocol != nil && len(p.Servers) > 0 && !inherits {
+		l.fieldErr("defaults.protocol", "applies to no server: every server is a built-in preset, which speaks raw WebSocket messages (protocol: is for command: and url: servers)")
+	}
+}
+
+// presetProtocol leaves a built-in preset without a protocol: it speaks
+// raw WebSocket messages, so it does not inherit defaults.protocol, and
+// its own protocol: is an error. It reports whether s inherits def.
+func (l *loader) presetProtocol(s *Server, base string, def *Protocol) bool {
+	if !s.BuiltIn() {
+		return def != nil && s.Protocol == def
+	}
+	if s.Protocol != nil && s.Protocol != def {
+		l.fieldErr(base+".protocol", "%s is a built-in preset, which speaks raw WebSocket messages, not %s: protocol: is for command: and url: servers", s.Name, s.Protocol.Name)
+	}
+	s.Protocol = nil
+	return false
 }
