@@ -19,8 +19,9 @@ import (
 // children from the same binary.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"wsplan":       func() { os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr)) },
-		"wsplan-leaky": leakyServe,
+		"wsplan":          func() { os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr)) },
+		"wsplan-leaky":    leakyServe,
+		"wsplan-measured": wsplanMeasured,
 	})
 }
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/script"
 )
 
 // Hostile plans: one per class of input that could make loading take
@@ -197,13 +199,17 @@ var hostileClasses = []hostileClass{
 	// A data file that never ends.
 	{"data-dev-zero", func(dir string) string {
 		return writePlan(dir, []byte(hostileBase+"phases:\n  - script: {users: 1, data: {file: /dev/zero}, steps: [{send: x}]}\n"))
-	}, "data.file"},
-	// A data file of one line of a gigabyte.
-	{"data-long-line", func(dir string) string { return writeData(dir, []byte("a\n"), 1<<30) }, "data.file"},
-	// A data file of tens of millions of short rows.
+	}, "data.file: /dev/zero: a line longer than 65536 bytes"},
+	// A data file of one line of 32 MiB (zeros).
+	{"data-long-line", func(dir string) string { return writeData(dir, []byte("a\n"), 32<<20) }, "a line longer than 65536 bytes"},
+	// A data file of more rows than a data file may have.
 	{"data-rows", func(dir string) string {
+		return writeData(dir, append([]byte("a\n"), bytes.Repeat([]byte("1\n"), script.MaxRows+1)...), 0)
+	}, "more than 1000000 rows"},
+	// A data file larger than a data file may be.
+	{"data-size", func(dir string) string {
 		return writeData(dir, append([]byte("a\n"), bytes.Repeat([]byte("1\n"), 40<<20)...), 0)
-	}, "data.file"},
+	}, "larger than 67108864 bytes"},
 	// A plan that never ends.
 	{"plan-dev-zero", func(string) string { return "/dev/zero" }, "the plan is larger than"},
 	// A plan larger than a plan may be.
@@ -218,8 +224,8 @@ var hostileClasses = []hostileClass{
 	}, ""},
 	// Problems by the thousand: the first MaxErrors are listed.
 	{"many-problems", func(dir string) string {
-		return writePlan(dir, fill(hostileBase+"phases:\n", "  - connect: {connections: -1}\n", "", hostileSize))
-	}, "must be > 0"},
+		return writePlan(dir, fill(hostileBase+"phases: [{connect: {connections: 1}}]\nassert:\n", "  - {expr: x, phase: nope}\n", "", hostileSize))
+	}, "more problems: fix the first 100"},
 }
 
 // hostileEnv names the plan a child process loads (TestHostileChild).

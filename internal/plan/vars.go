@@ -266,20 +266,7 @@ func (l *loader) expandScalar(n *yaml.Node, path func() string, lookup func(stri
 		}
 	}
 	if !literal && strings.HasPrefix(n.Value, "${") && strings.HasSuffix(n.Value, "}") && validRef(n.Value[2:len(n.Value)-1]) {
-		v, problem := lookup(n.Value[2 : len(n.Value)-1])
-		if v == nil {
-			if problem != "" {
-				l.errf(n.Line, path(), "%s", problem)
-			}
-			l.bad[n] = true
-			return false
-		}
-		if !l.spend(len(v.Value), n.Line, path) {
-			l.bad[n] = true
-			return false
-		}
-		n.Value, n.Tag, n.Style = v.Value, v.Tag, v.Style
-		return true
+		return l.expandWhole(n, path, lookup)
 	}
 	var b strings.Builder
 	s := n.Value
@@ -329,6 +316,21 @@ func (l *loader) expandScalar(n *yaml.Node, path func() string, lookup func(stri
 	if !literal {
 		n.Tag = "" // typed as if the text had been written here
 	}
+	return true
+}
+
+// expandWhole expands an unquoted scalar that is exactly one reference:
+// it takes the value with its own YAML type.
+func (l *loader) expandWhole(n *yaml.Node, path func() string, lookup func(string) (*yaml.Node, string)) bool {
+	v, problem := lookup(n.Value[2 : len(n.Value)-1])
+	if v == nil && problem != "" {
+		l.errf(n.Line, path(), "%s", problem)
+	}
+	if v == nil || !l.spend(len(v.Value), n.Line, path) {
+		l.bad[n] = true
+		return false
+	}
+	n.Value, n.Tag, n.Style = v.Value, v.Tag, v.Style
 	return true
 }
 
