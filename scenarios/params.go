@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 
@@ -122,12 +123,31 @@ func yamlName(f reflect.StructField) string {
 }
 
 // parseTag parses a tag value as YAML into a new value of type t.
+// Values of scalar types are parsed once (tagValues): every phase of a
+// plan reads the same tags.
 func parseTag(t reflect.Type, s string) (reflect.Value, error) {
+	scalar := t.Kind() != reflect.Slice && t.Kind() != reflect.Map && t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface
+	key := tagKey{t, s}
+	if v, ok := tagValues.Load(key); ok && scalar {
+		return v.(reflect.Value), nil
+	}
 	p := reflect.New(t)
 	if err := yaml.Unmarshal([]byte(s), p.Interface()); err != nil {
 		return reflect.Value{}, err
 	}
+	if scalar {
+		tagValues.Store(key, p.Elem())
+	}
 	return p.Elem(), nil
+}
+
+// tagValues holds the tag values parseTag parsed, by type and text; a
+// value is only ever copied out, never changed.
+var tagValues sync.Map
+
+type tagKey struct {
+	t reflect.Type
+	s string
 }
 
 // mustParseTag parses a tag the code declared: a bad one is a bug.

@@ -307,6 +307,8 @@ func (p *Script) Validate(Context) []FieldError {
 		errs = append(errs, FieldError{"", "needs users (closed arrivals) or arrival_rate (open arrivals)"})
 	case open && p.Duration <= 0:
 		errs = append(errs, FieldError{"duration", "is required with arrival_rate: how long users arrive"})
+	case open && float64(p.ArrivalRate)*p.Duration.D().Seconds() < 1:
+		errs = append(errs, FieldError{"arrival_rate", fmt.Sprintf("%s/s for %s brings no user: raise arrival_rate or duration so that they bring one at least", p.ArrivalRate, p.Duration)})
 	case p.ArrivalRate < 0:
 		errs = append(errs, FieldError{"arrival_rate", fmt.Sprintf("must be > 0, got %s", p.ArrivalRate)})
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,6 +24,27 @@ func (f *liveFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.listen, "metrics-listen", "", "serve live Prometheus metrics at http://ADDR/metrics during the run (e.g. 127.0.0.1:9464)")
 	cmd.Flags().StringArrayVar(&f.push, "metrics-push", nil, "push live metrics to URL during the run: Prometheus remote write (…/api/v1/write) or OTLP/HTTP (…/v1/metrics) (repeatable)")
 	cmd.Flags().DurationVar(&f.interval, "metrics-interval", plan.DefaultMetricsInterval, "interval of --metrics-push")
+}
+
+// check checks the flags' values alone, before the plan loads and
+// anything starts: every --metrics-push URL, --metrics-interval, and the
+// form of --metrics-listen's address (start binds it).
+func (f *liveFlags) check() error {
+	if f.interval < plan.MinMetricsInterval {
+		return usageErr(fmt.Errorf("--metrics-interval %s: want >= %s", f.interval, plan.MinMetricsInterval))
+	}
+	for _, u := range f.push {
+		if _, err := live.ParseTarget(u); err != nil {
+			return usageErr(fmt.Errorf("--metrics-push: %w", err))
+		}
+	}
+	if f.listen != "" {
+		_, port, err := net.SplitHostPort(f.listen)
+		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > plan.MaxPort {
+			return usageErr(fmt.Errorf("--metrics-listen %q: want HOST:PORT, e.g. 127.0.0.1:9464", f.listen))
+		}
+	}
+	return nil
 }
 
 // targets are the push targets of the flags (at --metrics-interval) and of
@@ -57,9 +80,6 @@ func (f *liveFlags) start(p *plan.Plan, stderr io.Writer) (hub *live.Hub, stop f
 	}
 	if f.listen == "" && len(targets) == 0 {
 		return nil, func() {}, nil
-	}
-	if f.interval < plan.MinMetricsInterval {
-		return nil, nil, usageErr(fmt.Errorf("--metrics-interval %s: want >= %s", f.interval, plan.MinMetricsInterval))
 	}
 	hub = live.NewHub(p.Name, &secrets)
 	var stops []func()

@@ -98,6 +98,7 @@ type runFlags struct {
 	baseline string
 	benchfmt string
 	count    int
+	countSet bool // --count given: 0 is then an error, not the plan's repeat:
 	out      string
 	format   string
 	progress string
@@ -112,6 +113,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Run a plan: start each server, drive every phase, print tables",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.countSet = cmd.Flags().Changed("count")
 			return runPlan(cmd.Context(), args[0], &f, stdout, stderr)
 		},
 	}
@@ -141,6 +143,13 @@ func runPlan(parent context.Context, path string, f *runFlags, stdout, stderr io
 		return err
 	}
 	p := in.plans[0]
+	// The live metrics' listener binds before anything else touches the
+	// host: an address in use fails the run with nothing started.
+	hub, stopLive, err := f.live.start(p, stderr)
+	if err != nil {
+		return err
+	}
+	defer stopLive()
 	undoKube, err := kubeUp(parent, p, stderr) // client.kubernetes: the shards, before their preflight
 	if err != nil {
 		return err
@@ -174,11 +183,6 @@ func runPlan(parent context.Context, path string, f *runFlags, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	hub, stopLive, err := f.live.start(p, stderr)
-	if err != nil {
-		return err
-	}
-	defer stopLive()
 	run, runErr := engine.Run(ctx, engine.Options{Plan: p, Plans: in.plans, Count: f.count, Layout: layout, Exe: exe, OutDir: out,
 		Progress: progress, Notice: noticer(progress, stderr), Abort: in.abort, Live: hub,
 		Gated: func(server, phase, kind, metric string) bool {
@@ -197,14 +201,21 @@ func runPlan(parent context.Context, path string, f *runFlags, stdout, stderr io
 	return runOutcome(run, runErr)
 }
 
-// check checks the flags that need no plan and returns where the live
-// progress line goes (nil: nowhere).
+// check checks every flag that needs no plan, before the plan loads and
+// anything touches the host, and returns where the live progress line
+// goes (nil: nowhere).
 func (f *runFlags) check(stderr io.Writer) (io.Writer, error) {
 	if f.format != "md" && f.format != "ascii" {
 		return nil, usageErr(fmt.Errorf("--format %q: want md or ascii", f.format))
 	}
-	if f.count < 0 || f.count > plan.MaxRepeat {
-		return nil, usageErr(fmt.Errorf("--count %d: want 1 to %d", f.count, plan.MaxRepeat))
+	if f.countSet && (f.count < 1 || f.count > plan.MaxRepeat) {
+		return nil, usageErr(fmt.Errorf("--count %d: want 1 to %d (leave it out for the plan's repeat:)", f.count, plan.MaxRepeat))
+	}
+	if err := f.live.check(); err != nil {
+		return nil, err
+	}
+	if err := f.checkOutputs(); err != nil {
+		return nil, err
 	}
 	switch f.progress {
 	case "on":
@@ -218,6 +229,25 @@ func (f *runFlags) check(stderr io.Writer) (io.Writer, error) {
 		return nil, nil
 	}
 	return nil, usageErr(fmt.Errorf("--progress %q: want auto, on or off", f.progress))
+}
+
+// checkOutputs checks that every file the run writes at its end can be
+// created where the flags say: its directory exists.
+func (f *runFlags) checkOutputs() error {
+	for _, o := range []struct{ flag, path string }{
+		{"--json", f.json}, {"--junit", f.junit}, {"--summary", f.summary}, {"--html", f.html}, {"--benchfmt", f.benchfmt},
+	} {
+		if o.path == "" {
+			continue
+		}
+		if st, err := os.Stat(filepath.Dir(o.path)); err != nil || !st.IsDir() {
+			return usageErr(fmt.Errorf("%s %s: no directory %s to write it in", o.flag, o.path, filepath.Dir(o.path)))
+		}
+	}
+	if st, err := os.Stat(f.out); f.out != "" && err == nil && !st.IsDir() {
+		return usageErr(fmt.Errorf("--out %s: not a directory", f.out))
+	}
+	return nil
 }
 
 // runInput is what a run reads before it starts anything: the plan (once

@@ -3,7 +3,9 @@ package client
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"strconv"
+	"strings"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -47,7 +49,12 @@ func (*socketIO) defaults(o ProtocolOptions) ProtocolOptions {
 
 func newSocketIO(o ProtocolOptions) (wireProtocol, error) {
 	s := &socketIO{}
-	if o = s.defaults(o); o.Namespace != "/" {
+	o = s.defaults(o)
+	if !strings.HasPrefix(o.Namespace, "/") || strings.ContainsFunc(o.Namespace, func(r rune) bool { return r == ',' || r <= ' ' }) {
+		// The namespace is written before a comma in every packet.
+		return nil, fmt.Errorf("socketio: namespace %q: want a path such as /chat (a leading /, no comma or space)", o.Namespace)
+	}
+	if o.Namespace != "/" {
 		s.ns = []byte(o.Namespace + ",")
 	}
 	return s, nil

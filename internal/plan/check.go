@@ -259,8 +259,11 @@ func (l *loader) resolveServer(s *Server, base string, d Defaults, nodelaySet bo
 	}
 	a, _, errs := frameworks.Resolve(s.Name, s.Framework, nil)
 	if len(errs) > 0 {
-		if _, isPreset := frameworks.LookupPreset(key); !isPreset && suggest(key, frameworks.Names()) != "" {
-			l.fieldErr(keyField, "%s", unknownMsg("framework", key, frameworks.Names()))
+		if l.frameworkNames == nil {
+			l.frameworkNames = frameworks.Names()
+		}
+		if _, isPreset := frameworks.LookupPreset(key); !isPreset && suggest(key, l.frameworkNames) != "" {
+			l.fieldErr(keyField, "%s", unknownMsg("framework", key, l.frameworkNames))
 			return
 		}
 		for _, err := range errs {

@@ -22,41 +22,53 @@ import (
 // records the line of every key it sees, so that later validation can name
 // the line of any field by its path.
 
-// maxNodes bounds the nodes one load may visit, aliases expanded, so that a
-// "billion laughs" document fails fast instead of exhausting memory.
-const maxNodes = 100_000
-
 // loader holds the state of one Load.
 type loader struct {
 	file  string
 	errs  Errors
-	lines map[string]int // field path -> line of its key
-	nodes int            // nodes visited, aliases expanded
+	more  int        // problems past MaxErrors, counted only
+	lines *lineIndex // field path -> line of its key
+	nodes int        // nodes visited, aliases expanded
+	// expanded counts the bytes variable references expanded to;
+	// valueBytes the bytes of the values decoded (chargeValue).
+	expanded    int
+	valueBytes  int
+	valuesSpent bool
 	// bad holds scalars whose text could not be resolved (an undefined
 	// variable): their decode errors would repeat the same problem.
 	bad map[*yaml.Node]bool
 	// badHits counts attempts to decode a bad node: a value that failed,
 	// though the problem was reported before decoding.
 	badHits int
+	// kindNames and frameworkNames are the registries' names, read once
+	// a load.
+	kindNames, frameworkNames []string
 	// secrets holds the values of ${env:NAME} references, then the
 	// plan's own credentials (literalSecrets).
 	secrets *secret.Set
-	// given holds the field paths written with a value (not null), for
-	// the one default that is not the zero value (setDefaults).
-	given map[string]bool
 }
 
 // problems counts the problems found so far, including values that could
 // not be decoded because of a problem reported earlier.
-func (l *loader) problems() int { return len(l.errs) + l.badHits }
+func (l *loader) problems() int { return len(l.errs) + l.more + l.badHits }
 
 func newLoader(file string) *loader {
-	return &loader{file: file, lines: map[string]int{}, bad: map[*yaml.Node]bool{}, secrets: &secret.Set{}, given: map[string]bool{}}
+	return &loader{file: file, lines: newLineIndex(), bad: map[*yaml.Node]bool{}, secrets: &secret.Set{}}
 }
 
-// errf records a problem at a line and field path.
+// full reports whether the problems listed have reached MaxErrors: the
+// rest are only counted, so a costly message need not be made.
+func (l *loader) full() bool { return len(l.errs) >= MaxErrors }
+
+// errf records a problem at a line and field path; past MaxErrors it only
+// counts it.
 func (l *loader) errf(line int, field, format string, args ...any) {
-	l.errs = append(l.errs, &Error{File: l.file, Line: max(line, 0), Field: field, Msg: fmt.Sprintf(format, args...)})
+	if l.full() {
+		l.more++
+		return
+	}
+	msg := cut(fmt.Sprintf(format, args...), maxMessage) // a value quoted whole
+	l.errs = append(l.errs, &Error{File: l.file, Line: max(line, 0), Field: field, Msg: msg})
 }
 
 // fieldErr records a problem with a field by its path, at the line of the
@@ -67,33 +79,7 @@ func (l *loader) fieldErr(field, format string, args ...any) {
 
 // lineOf returns the line of the key at path, or of its closest ancestor
 // present in the file.
-func (l *loader) lineOf(path string) int {
-	for path != "" {
-		if n, ok := l.lines[path]; ok {
-			return n
-		}
-		path = parentPath(path)
-	}
-	return 0
-}
-
-// parentPath strips the last element of a field path:
-// "a.b[2]" -> "a.b", "a.b" -> "a", `a["x.y"]` -> "a".
-func parentPath(p string) string {
-	if strings.HasSuffix(p, "]") {
-		if i := strings.LastIndex(p, "["); i >= 0 {
-			// Skip a bracket inside a quoted key.
-			if j := strings.LastIndex(p, `["`); j >= 0 && strings.HasSuffix(p, `"]`) {
-				return p[:j]
-			}
-			return p[:i]
-		}
-	}
-	if i := strings.LastIndex(p, "."); i >= 0 {
-		return p[:i]
-	}
-	return ""
-}
+func (l *loader) lineOf(path string) int { return l.lines.line(path) }
 
 var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
@@ -112,14 +98,14 @@ func keyPath(path, key string) string {
 // indexPath appends a sequence index to a field path.
 func indexPath(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
 
-// visit counts one node against maxNodes; it reports false (once, as an
+// visit counts one node against MaxNodes; it reports false (once, as an
 // error) when the document is too large.
 func (l *loader) visit() bool {
 	l.nodes++
-	if l.nodes == maxNodes+1 {
-		l.errf(0, "", "the document has more than %d nodes once aliases are expanded", maxNodes)
+	if l.nodes == MaxNodes+1 {
+		l.errf(0, "", "the document has more than %d nodes once aliases are expanded", MaxNodes)
 	}
-	return l.nodes <= maxNodes
+	return l.nodes <= MaxNodes
 }
 
 // deref follows aliases to the node they name.
@@ -150,9 +136,9 @@ func describe(n *yaml.Node) string {
 		return "a list"
 	case yaml.ScalarNode:
 		if n.ShortTag() == "!!str" {
-			return strconv.Quote(n.Value)
+			return quoteClipped(n.Value)
 		}
-		return n.Value
+		return clipped(n.Value)
 	}
 	return "nothing"
 }
@@ -301,6 +287,9 @@ func (l *loader) decode(n *yaml.Node, path string, v reflect.Value) bool {
 		l.badHits++
 		return false
 	}
+	if n != nil && n.Kind == yaml.ScalarNode && !l.chargeValue(len(n.Value)) {
+		return false
+	}
 	t := v.Type()
 	if t == nodeType {
 		if n != nil {
@@ -311,7 +300,7 @@ func (l *loader) decode(n *yaml.Node, path string, v reflect.Value) bool {
 	if isNull(n) {
 		return true // null leaves the zero value: the documented default
 	}
-	l.given[path] = true
+	l.lines.setGiven(path)
 	if n.Kind == yaml.DocumentNode {
 		if len(n.Content) == 0 {
 			return true
@@ -351,7 +340,7 @@ func (l *loader) decodeSlice(n *yaml.Node, path string, v reflect.Value) bool {
 	ok := true
 	for i, item := range n.Content {
 		p := indexPath(path, i)
-		l.lines[p] = item.Line
+		l.lines.set(p, item.Line)
 		ok = l.decode(item, p, s.Index(i)) && ok
 	}
 	v.Set(s)
@@ -375,7 +364,7 @@ func (l *loader) decodeMap(n *yaml.Node, path string, v reflect.Value) bool {
 			continue
 		}
 		kp := keyPath(path, p.key.Value)
-		l.lines[kp] = p.key.Line
+		l.lines.set(kp, p.key.Line)
 		e := reflect.New(t.Elem()).Elem()
 		if l.decode(p.value, kp, e) {
 			m.SetMapIndex(reflect.ValueOf(p.key.Value).Convert(t.Key()), e)
@@ -428,7 +417,7 @@ func (l *loader) decodeStruct(n *yaml.Node, path string, v reflect.Value, own ma
 			continue
 		}
 		kp := keyPath(path, f.name)
-		l.lines[kp] = p.key.Line
+		l.lines.set(kp, p.key.Line)
 		target, mine := own[f.name]
 		if !mine {
 			target = fieldByIndex(v, f.index)
@@ -490,6 +479,16 @@ func (l *loader) leaf(n *yaml.Node, path string, v reflect.Value) bool {
 		f, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64)
 		if err != nil || f != math.Trunc(f) {
 			l.errf(n.Line, path, "want %s, got %s", want(base), describe(n))
+			return false
+		}
+	}
+	if k := base.Kind(); k == reflect.Float32 || k == reflect.Float64 {
+		e := tmp.Elem()
+		for e.Kind() == reflect.Pointer && !e.IsNil() {
+			e = e.Elem()
+		}
+		if f := e; f.CanFloat() && (math.IsNaN(f.Float()) || math.IsInf(f.Float(), 0)) {
+			l.errf(n.Line, path, "want a finite number, got %s", describe(n))
 			return false
 		}
 	}

@@ -54,7 +54,7 @@ func (l *loader) setDefaults(p *Plan) {
 		}
 		// spread: is the one key whose default is true: unwritten (or
 		// null) is not false.
-		if !l.given["client.kubernetes.spread"] {
+		if !l.lines.isGiven("client.kubernetes.spread") {
 			k.Spread = true
 		}
 		orDuration(&k.ReadyTimeout, DefaultKubeReadyTimeout)

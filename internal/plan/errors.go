@@ -87,6 +87,9 @@ func (es Errors) sorted() Errors {
 func suggest(s string, candidates []string) string {
 	best, bestD := "", 0
 	for _, c := range candidates {
+		if diff := len(c) - len(s); (diff > 3 || diff < -3) && best != "" {
+			continue // at least that far: never closer than the limit below
+		}
 		d := editDistance(strings.ToLower(s), strings.ToLower(c))
 		if best == "" || d < bestD {
 			best, bestD = c, d
@@ -111,9 +114,9 @@ func unknownMsg(what, s string, known []string) string {
 		return fmt.Sprintf("unknown %s %q (did you mean %q?)", what, s, c)
 	}
 	if len(known) == 0 {
-		return fmt.Sprintf("unknown %s %q", what, s)
+		return fmt.Sprintf("unknown %s %s", what, quoteClipped(s))
 	}
-	return fmt.Sprintf("unknown %s %q (known: %s)", what, s, strings.Join(known, ", "))
+	return fmt.Sprintf("unknown %s %s (known: %s)", what, quoteClipped(s), listed(known))
 }
 
 // editDistance is the Levenshtein distance between a and b, in bytes.

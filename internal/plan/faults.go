@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -38,6 +39,9 @@ func (l *loader) checkFaults(p *Plan) {
 			if f.At < 0 {
 				l.errf(f.Line, path+".at", "must be >= 0, got %s", f.At)
 			}
+			if d, ok := phaseDuration(ph.Spec); ok && f.At >= d {
+				l.errf(f.Line, path+".at", "%s is not within the phase's duration (%s): the fault would never happen", f.At, d)
+			}
 			for _, s := range p.Servers {
 				switch {
 				case s.External() && len(s.RestartCommand) == 0:
@@ -53,6 +57,26 @@ func (l *loader) checkFaults(p *Plan) {
 			l.errf(s.Line, "servers", "server %s: restart_command is for url: servers; wsplan restarts the servers it starts itself", s.Name)
 		}
 	}
+}
+
+// phaseDuration returns a phase's `duration:` when it has one and it is
+// set: how long the phase runs, which a fault's time must fall within.
+func phaseDuration(spec scenarios.Phase) (units.Duration, bool) {
+	v := reflect.ValueOf(spec)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return 0, false
+	}
+	v = v.Elem()
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		if name, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); name != "duration" || !f.IsExported() {
+			continue
+		}
+		if d, ok := v.Field(i).Interface().(units.Duration); ok && d > 0 {
+			return d, true
+		}
+	}
+	return 0, false
 }
 
 // faults decodes a phase's faults: (n at path) into ph, each with its
@@ -101,7 +125,7 @@ func (l *loader) allow(n *yaml.Node, path string, ph *Phase) {
 			continue
 		}
 		kp := keyPath(path, p.key.Value)
-		l.lines[kp] = p.key.Line
+		l.lines.set(kp, p.key.Line)
 		v := deref(p.value)
 		if v == nil || v.Kind != yaml.ScalarNode || isNull(v) {
 			l.errf(p.key.Line, kp, "want a count (10) or a percentage (0.1%%), got %s", describe(v))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,9 @@ func FuzzLoad(f *testing.F) {
 	}
 	f.Add([]byte("a: &a [*a, *a]\nb: &b [*a, *a]\nservers: [*b, *b]\n"), "", "")
 	f.Add([]byte("vars: {a: x}\nname: ${a}${b}$${c}${\n"), "a=", "")
+	for _, seed := range fuzzSeeds {
+		f.Add([]byte(seed), "", "")
+	}
 
 	f.Fuzz(func(t *testing.T, data []byte, set, only string) {
 		var opts LoadOptions
@@ -39,8 +43,18 @@ func FuzzLoad(f *testing.F) {
 		if only != "" {
 			opts.Only = strings.Split(only, ",")
 		}
+		// Loading is bounded: two loads well within the property's 2 s
+		// and 200 MB (allocated in all, a bound on the peak).
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		start := time.Now()
 		p, err := LoadBytes("fuzz.yaml", data, opts)
 		again, err2 := LoadBytes("fuzz.yaml", data, opts)
+		took := time.Since(start)
+		runtime.ReadMemStats(&after)
+		if alloc := after.TotalAlloc - before.TotalAlloc; took > 2*time.Second || alloc > 200<<20 {
+			t.Fatalf("%d bytes: two loads took %v and allocated %d MB", len(data), took, alloc>>20)
+		}
 		if (err == nil) != (err2 == nil) || err != nil && err.Error() != err2.Error() {
 			t.Fatalf("two loads differ:\n%v\n--- then ---\n%v", err, err2)
 		}
@@ -67,6 +81,20 @@ func FuzzLoad(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fuzzSeeds are small plans of each class the loader bounds or relates
+// (hostile shapes, steps and their bounds, protocol settings), for the
+// fuzzer to grow.
+var fuzzSeeds = []string{
+	hostileBase + "phases:\n" + deepLoops(30),
+	hostileBase + "vars:\n  a: xx\n  b: ${a}${a}${a}${a}\n  c: ${b}${b}${b}${b}\nname: ${c}${c}\nphases: [{connect: {}}]\n",
+	hostileBase + "t: &t '{{.seq}}{{randString 4096}}'\nphases:\n  - script: {users: 1, steps: [{send: *t}, {send: *t}]}\n",
+	hostileBase + "phases:\n  - script: {users: 1, steps: [{publish: {topic: t, qos: 3}}, {loop: {count: -1, duration: -3s, inflight: -1, steps: [{send: x}]}}, {expect: {count: -1, timeout: -1s}}, {think: -1s}]}\n",
+	hostileBase + "phases:\n  - script: {arrival_rate: 0.05, duration: 10s, data: {file: /dev/zero}, steps: [{emit: {event: e, ack: true, timeout: -1s}}, {call: {method: m}}, {close: {code: 1005}}]}\n",
+	"servers:\n  - {name: b, url: \"ws://127.0.0.1:1/\", protocol: {name: stomp, version: \"1.1\", namespace: chat, keepalive: -1s, host: /vh, init: x}}\nphases: [{connect: {}}]\n",
+	"defaults: {protocol: {name: socketio, namespace: /chat}}\nservers: [{name: fake_plan_test, protocol: mqtt}]\nphases: [{connect: {}}, {churn: {duration: 5s, rate: .inf, faults: [{restart: server, at: 10m}]}}]\n",
+	hostileBase + "vars: {a: 1}\nmatrix: {a: [1, 2, 3]}\nphases: [{connect: {connections: ${a}}}, {search: {factor: .nan}}]\n",
 }
 
 // yamlLines counts lines as YAML does: \n, \r\n, \r, and (as libyaml)

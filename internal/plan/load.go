@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -19,9 +18,9 @@ import (
 // error is an Errors listing every problem found, one per line, in the
 // form `file:line: field.path: message`.
 func Load(path string, opts LoadOptions) (*Plan, error) {
-	data, err := os.ReadFile(path)
+	data, err := readPlan(path)
 	if err != nil {
-		return nil, fmt.Errorf("read plan: %w", err)
+		return nil, err
 	}
 	return LoadBytes(path, data, opts)
 }
@@ -29,6 +28,9 @@ func Load(path string, opts LoadOptions) (*Plan, error) {
 // LoadBytes is Load for a plan already in memory; name is the file name
 // used in messages and for the default plan name.
 func LoadBytes(name string, data []byte, opts LoadOptions) (*Plan, error) {
+	if len(data) > MaxPlanBytes {
+		return nil, tooBig(name)
+	}
 	l := newLoader(name)
 	p := l.load(data, opts)
 	if len(l.errs) > 0 {
@@ -36,7 +38,11 @@ func LoadBytes(name string, data []byte, opts LoadOptions) (*Plan, error) {
 		for _, e := range l.errs {
 			e.Msg = l.secrets.Redact(e.Msg)
 		}
-		return nil, l.errs.sorted()
+		errs := l.errs.sorted()
+		if l.more > 0 {
+			errs = append(errs, &Error{File: name, Msg: fmt.Sprintf("and %d more problems: fix the first %d and load it again", l.more, MaxErrors)})
+		}
+		return nil, errs
 	}
 	return p, nil
 }
@@ -64,7 +70,7 @@ func (l *loader) load(data []byte, opts LoadOptions) *Plan {
 	p := &Plan{File: l.file}
 	var own ownKeys
 	if root != nil {
-		l.substitute(root, "", vt, map[*yaml.Node]bool{}, true)
+		l.substitute(root, nil, vt, map[*yaml.Node]bool{}, true)
 		l.decodeStruct(root, "", reflect.ValueOf(p).Elem(), map[string]reflect.Value{
 			"vars":   reflect.ValueOf(&own.vars).Elem(),
 			"phases": reflect.ValueOf(&own.phases).Elem(),
@@ -106,6 +112,10 @@ var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // parse reads the one YAML document. It returns its top mapping (nil when
 // the document is empty) and false when the YAML itself is broken.
 func (l *loader) parse(data []byte) (*yaml.Node, bool) {
+	if estimateNodes(data, 2*MaxNodes) > 2*MaxNodes {
+		l.errf(0, "", "the document has more than %d YAML nodes", MaxNodes)
+		return nil, false
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(protectRefs(data)))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
@@ -121,6 +131,9 @@ func (l *loader) parse(data []byte) (*yaml.Node, bool) {
 		l.errf(extra.Line, "", "a plan is one YAML document; a second one starts here (remove the ---)")
 	case !errors.Is(err, io.EOF):
 		l.syntaxErr(err)
+		return nil, false
+	}
+	if !l.checkTree(&doc) {
 		return nil, false
 	}
 	restoreRefs(&doc, map[*yaml.Node]bool{})
@@ -157,7 +170,7 @@ func (l *loader) varsNode(root *yaml.Node) *yaml.Node {
 	}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		if k := root.Content[i]; k.Kind == yaml.ScalarNode && k.Value == "vars" {
-			l.lines["vars"] = k.Line
+			l.lines.set("vars", k.Line)
 			return root.Content[i+1]
 		}
 	}
@@ -174,6 +187,7 @@ func (l *loader) resolveTargets(p *Plan) {
 	}
 	d.resolve()
 	l.checkTarget(d, "defaults")
+	inherits := false // some server takes defaults.protocol
 	for i := range p.Servers {
 		s := &p.Servers[i]
 		base := indexPath("servers", i)
@@ -194,5 +208,23 @@ func (l *loader) resolveTargets(p *Plan) {
 		s.ServeTLS = s.TLSKey.on
 		l.checkTarget(&s.Target, base)
 		s.Target = mergeTarget(*d, s.Target)
+		inherits = l.presetProtocol(s, base, d.Protocol) || inherits
 	}
+	if d.Protocol != nil && len(p.Servers) > 0 && !inherits {
+		l.fieldErr("defaults.protocol", "applies to no server: every server is a built-in preset, which speaks raw WebSocket messages (protocol: is for command: and url: servers)")
+	}
+}
+
+// presetProtocol leaves a built-in preset without a protocol: it speaks
+// raw WebSocket messages, so it does not inherit defaults.protocol, and
+// its own protocol: is an error. It reports whether s inherits def.
+func (l *loader) presetProtocol(s *Server, base string, def *Protocol) bool {
+	if !s.BuiltIn() {
+		return def != nil && s.Protocol == def
+	}
+	if s.Protocol != nil && s.Protocol != def {
+		l.fieldErr(base+".protocol", "%s is a built-in preset, which speaks raw WebSocket messages, not %s: protocol: is for command: and url: servers", s.Name, s.Protocol.Name)
+	}
+	s.Protocol = nil
+	return false
 }

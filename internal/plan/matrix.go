@@ -28,6 +28,10 @@ const MaxRepeat = 1000
 // MaxCombinations bounds the number of combinations a matrix may have.
 const MaxCombinations = 1000
 
+// MaxMatrixBytes bounds the combinations of a matrix times the plan's
+// size: each combination is a load of the whole plan.
+const MaxMatrixBytes = 4 << 20
+
 // Matrix is `matrix:`: the vars a run sweeps, in plan order.
 type Matrix []MatrixVar
 
@@ -174,22 +178,31 @@ func (p *Plan) Combinations() []map[string]string {
 // order; each plan's Combo is its combination. Without a matrix it
 // returns the one plan. The first plan's Matrix and Repeat are the plan's.
 func LoadMatrix(path string, opts LoadOptions) ([]*Plan, error) {
-	base, err := Load(path, opts)
+	data, err := readPlan(path)
+	if err != nil {
+		return nil, err
+	}
+	base, err := LoadBytes(path, data, opts)
 	if err != nil {
 		return nil, err
 	}
 	if len(base.Matrix) == 0 {
 		return []*Plan{base}, nil
 	}
+	combos := base.Combinations()
+	if len(combos)*len(data) > MaxMatrixBytes {
+		return nil, Errors{{File: path, Line: base.Matrix[0].Line, Field: "matrix",
+			Msg: fmt.Sprintf("%d combinations of a plan of %d bytes: more than %d bytes (%s) to load, one plan a combination: narrow it with --only-matrix or --set, or shorten the plan", len(combos), len(data), MaxMatrixBytes, sizeName(MaxMatrixBytes))}}
+	}
 	var out []*Plan
 	var errs Errors
-	for _, c := range base.Combinations() {
+	for _, c := range combos {
 		o := LoadOptions{Sets: maps.Clone(opts.Sets), Only: opts.Only}
 		if o.Sets == nil {
 			o.Sets = map[string]string{}
 		}
 		maps.Copy(o.Sets, c)
-		p, err := Load(path, o)
+		p, err := LoadBytes(path, data, o)
 		if err != nil {
 			var es Errors
 			if errors.As(err, &es) {

@@ -47,7 +47,7 @@ func (l *loader) phases(items []yaml.Node) []Phase {
 			}
 		} else {
 			if other, dup := named[ph.Name]; dup {
-				l.fieldErr(kp+".name", "duplicate phase name %q (also %s)", ph.Name, other)
+				l.fieldErr(kp+".name", "duplicate phase name %s (also %s)", quoteClipped(ph.Name), other)
 			}
 			named[ph.Name] = kp
 			if _, isKind := scenarios.Lookup(ph.Name); isKind && ph.Name != ph.Kind {
@@ -59,7 +59,7 @@ func (l *loader) phases(items []yaml.Node) []Phase {
 	// A default name may collide with an explicit one ("echo#2").
 	for _, d := range ds {
 		if other, dup := named[d.Name]; dup && other != d.path {
-			l.fieldErr(other+".name", "duplicate phase name %q (also %s)", d.Name, d.path)
+			l.fieldErr(other+".name", "duplicate phase name %s (also %s)", quoteClipped(d.Name), d.path)
 		}
 	}
 
@@ -102,7 +102,10 @@ func (l *loader) phases(items []yaml.Node) []Phase {
 // phase reads one item of `phases:`: a mapping with one key, the kind,
 // whose value is the body. It reports false when there is no usable kind.
 func (l *loader) phase(n *yaml.Node, path string) (Phase, bool) {
-	known := scenarios.Names()
+	if l.kindNames == nil {
+		l.kindNames = scenarios.Names()
+	}
+	known := l.kindNames
 	if isNull(n) {
 		l.fieldErr(path, "empty phase: want one key naming its kind (%s)", strings.Join(known, ", "))
 		return Phase{}, false
@@ -131,7 +134,7 @@ func (l *loader) phase(n *yaml.Node, path string) (Phase, bool) {
 		return Phase{}, false
 	}
 	kp := keyPath(path, k.Value)
-	l.lines[kp] = k.Line
+	l.lines.set(kp, k.Line)
 	ph := Phase{Kind: kind.Name, Spec: kind.New(), Line: k.Line}
 
 	body = deref(body)
@@ -150,19 +153,19 @@ func (l *loader) phase(n *yaml.Node, path string) (Phase, bool) {
 	stripped := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: body.Line, Column: body.Column}
 	for _, p := range l.pairs(body, kp) {
 		if p.key.Kind == yaml.ScalarNode && p.key.Value == "name" {
-			l.lines[kp+".name"] = p.key.Line
+			l.lines.set(kp+".name", p.key.Line)
 			if l.decode(p.value, kp+".name", reflect.ValueOf(&ph.Name).Elem()) && ph.Name == "" {
 				l.fieldErr(kp+".name", "must not be empty (leave name: out for the default, %s)", kind.Name)
 			}
 			continue
 		}
 		if p.key.Kind == yaml.ScalarNode && p.key.Value == "faults" {
-			l.lines[kp+".faults"] = p.key.Line
+			l.lines.set(kp+".faults", p.key.Line)
 			l.faults(p.value, kp+".faults", &ph)
 			continue
 		}
 		if p.key.Kind == yaml.ScalarNode && p.key.Value == "allow" {
-			l.lines[kp+".allow"] = p.key.Line
+			l.lines.set(kp+".allow", p.key.Line)
 			l.allow(p.value, kp+".allow", &ph)
 			continue
 		}

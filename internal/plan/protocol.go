@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -26,8 +27,32 @@ type Protocol struct {
 	Init      string         `yaml:"init"`
 }
 
+// protocolSettings are a protocol mapping's keys after name: the
+// protocols that read each and what it is. A setting of another protocol
+// than the mapping's name is an error that names the protocols it
+// belongs to; the schema's descriptions say the same.
+var protocolSettings = []struct {
+	key    string
+	protos []string
+	doc    string
+}{
+	{"version", []string{client.ProtoMQTT}, "3.1.1 (default) or 5"},
+	{"namespace", []string{client.ProtoSocketIO}, "the namespace, a path such as /chat; default /"},
+	{"keepalive", []string{client.ProtoMQTT, client.ProtoSTOMP, client.ProtoGraphQLWS}, "how often the client shows it is alive (MQTT keepalive, STOMP heart-beat, GraphQL ping); default the protocol's"},
+	{"username", []string{client.ProtoMQTT, client.ProtoSTOMP}, "login (${env:NAME} for a secret)"},
+	{"password", []string{client.ProtoMQTT, client.ProtoSTOMP}, "password (${env:NAME} for a secret)"},
+	{"host", []string{client.ProtoSTOMP}, "the virtual host (CONNECT's host header); default /, RabbitMQ's default virtual host"},
+	{"init", []string{client.ProtoGraphQLWS}, "connection_init payload (JSON)"},
+}
+
 // protocolKeys are a protocol mapping's keys.
-var protocolKeys = []string{"name", "version", "namespace", "keepalive", "username", "password", "host", "init"}
+var protocolKeys = func() []string {
+	keys := []string{"name"}
+	for _, s := range protocolSettings {
+		keys = append(keys, s.key)
+	}
+	return keys
+}()
 
 // UnmarshalYAML takes a protocol's name, or a mapping of name and
 // settings.
@@ -61,7 +86,36 @@ func (p *Protocol) check() error {
 	if p.Keepalive < 0 {
 		return fmt.Errorf("keepalive must be >= 0, got %s", p.Keepalive)
 	}
+	if err := p.checkOwners(); err != nil {
+		return err
+	}
 	return client.CheckProtocol(p.Options()) // the protocol's own settings (mqtt's version, keepalive, login)
+}
+
+// checkOwners reports the settings given that p's protocol does not read,
+// naming the protocols that do.
+func (p *Protocol) checkOwners() error {
+	var foreign []string
+	for _, s := range protocolSettings {
+		if !slices.Contains(s.protos, p.Name) && !p.setting(s.key).IsZero() {
+			foreign = append(foreign, fmt.Sprintf("%s is a %s setting, not %s's", s.key, strings.Join(s.protos, " and "), p.Name))
+		}
+	}
+	if len(foreign) > 0 {
+		return errors.New(strings.Join(foreign, "; "))
+	}
+	return nil
+}
+
+// setting returns the field of p whose key is key.
+func (p *Protocol) setting(key string) reflect.Value {
+	v := reflect.ValueOf(p).Elem()
+	for i := range v.NumField() {
+		if k, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ","); k == key {
+			return v.Field(i)
+		}
+	}
+	panic("plan: Protocol has no field for " + key)
 }
 
 // JSONSchema describes the values UnmarshalYAML takes, for package schema.
@@ -70,19 +124,17 @@ func (*Protocol) JSONSchema() map[string]any {
 	for _, n := range client.Protocols() {
 		names = append(names, n)
 	}
-	str := map[string]any{"type": "string"}
+	props := map[string]any{"name": map[string]any{"enum": names}}
+	for _, set := range protocolSettings {
+		t := map[string]any{"type": "string"}
+		if _, isDuration := new(Protocol).setting(set.key).Interface().(units.Duration); isDuration {
+			t = map[string]any{"$ref": "#/$defs/duration"}
+		}
+		props[set.key] = described(t, strings.Join(set.protos, ", ")+": "+set.doc)
+	}
 	return map[string]any{"anyOf": []any{
 		map[string]any{"enum": names},
-		map[string]any{"type": "object", "additionalProperties": false, "required": []any{"name"}, "properties": map[string]any{
-			"name":      map[string]any{"enum": names},
-			"version":   described(str, "mqtt: 3.1.1 (default) or 5"),
-			"namespace": described(str, "socketio: the namespace; default /"),
-			"keepalive": described(map[string]any{"$ref": "#/$defs/duration"}, "mqtt: keepalive; stomp: the client's heart-beat; default the protocol's"),
-			"username":  described(str, "mqtt, stomp: login (${env:NAME} for a secret)"),
-			"password":  described(str, "mqtt, stomp: password (${env:NAME} for a secret)"),
-			"host":      described(str, "stomp: the virtual host (CONNECT's host header); default /, RabbitMQ's default virtual host"),
-			"init":      described(str, "graphql-ws: connection_init payload (JSON)"),
-		}},
+		map[string]any{"type": "object", "additionalProperties": false, "required": []any{"name"}, "properties": props},
 	}}
 }
 

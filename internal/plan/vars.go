@@ -75,12 +75,15 @@ func (l *loader) envLookup(ref string) (*yaml.Node, string) {
 type varTable struct {
 	names  []string              // declared, in plan order
 	values map[string]*yaml.Node // resolved scalar; nil = declared but broken (already reported)
+	// full reports that no more problems will be listed: a message is
+	// then not worth its suggestions.
+	full func() bool
 }
 
 // resolveVars reads the `vars:` node (nil when absent), applies --set, and
 // resolves references between variables.
 func (l *loader) resolveVars(n *yaml.Node, sets map[string]string) *varTable {
-	vt := &varTable{values: map[string]*yaml.Node{}}
+	vt := &varTable{values: map[string]*yaml.Node{}, full: l.full}
 	declared := map[string]bool{}
 	var entries []pair
 	if n = deref(n); !isNull(n) {
@@ -118,7 +121,7 @@ func (l *loader) resolveVars(n *yaml.Node, sets map[string]string) *varTable {
 	for _, p := range entries {
 		name := p.key.Value
 		path := keyPath("vars", name)
-		l.lines[path] = p.key.Line
+		l.lines.set(path, p.key.Line)
 		if s, ok := sets[name]; ok {
 			vt.values[name] = &yaml.Node{Kind: yaml.ScalarNode, Value: s, Line: p.key.Line, Column: p.key.Column}
 			continue
@@ -136,7 +139,7 @@ func (l *loader) resolveVars(n *yaml.Node, sets map[string]string) *varTable {
 		}
 		c := *v
 		c.Content = nil
-		ok := l.expandScalar(&c, path, func(ref string) (*yaml.Node, string) {
+		ok := l.expandScalar(&c, func() string { return path }, func(ref string) (*yaml.Node, string) {
 			// vt.values holds exactly the variables declared above.
 			if val, ok := vt.values[ref]; ok {
 				return val, ""
@@ -144,7 +147,7 @@ func (l *loader) resolveVars(n *yaml.Node, sets map[string]string) *varTable {
 			if declared[ref] {
 				return nil, fmt.Sprintf("${%s} is not declared above %s: a variable may only use variables declared before it", ref, name)
 			}
-			return nil, undefinedMsg(ref, vt.names)
+			return nil, vt.undefinedMsg(ref)
 		})
 		if !ok {
 			vt.values[name] = nil
@@ -160,7 +163,7 @@ func (vt *varTable) lookup(ref string) (*yaml.Node, string) {
 	if v, ok := vt.values[ref]; ok {
 		return v, ""
 	}
-	return nil, undefinedMsg(ref, vt.names)
+	return nil, vt.undefinedMsg(ref)
 }
 
 // resolved returns every well-formed variable's final value as text.
@@ -174,21 +177,24 @@ func (vt *varTable) resolved() map[string]string {
 	return out
 }
 
-func undefinedMsg(ref string, names []string) string {
+func (vt *varTable) undefinedMsg(ref string) string {
+	names := vt.names
 	switch {
+	case vt.full != nil && vt.full():
+		return fmt.Sprintf("undefined variable ${%s}", ref)
 	case len(names) == 0:
 		return fmt.Sprintf("undefined variable ${%s}: the plan has no vars:", ref)
 	case suggest(ref, names) != "":
 		return fmt.Sprintf("undefined variable ${%s} (did you mean ${%s}?)", ref, suggest(ref, names))
 	}
-	return fmt.Sprintf("undefined variable ${%s} (vars: %s)", ref, strings.Join(names, ", "))
+	return fmt.Sprintf("undefined variable ${%s} (vars: %s)", ref, listed(names))
 }
 
 // substitute expands variable references in every scalar value under n
 // (keys are left alone). skipTop names a top-level key not to touch
 // ("vars", resolved on its own). A node reached twice through aliases is
-// expanded once.
-func (l *loader) substitute(n *yaml.Node, path string, vt *varTable, seen map[*yaml.Node]bool, top bool) {
+// expanded once. The path of a value is spelt out only for a problem.
+func (l *loader) substitute(n *yaml.Node, at *walkPath, vt *varTable, seen map[*yaml.Node]bool, top bool) {
 	if n == nil || seen[n] {
 		return
 	}
@@ -196,13 +202,13 @@ func (l *loader) substitute(n *yaml.Node, path string, vt *varTable, seen map[*y
 	switch n.Kind {
 	case yaml.DocumentNode:
 		for _, c := range n.Content {
-			l.substitute(c, path, vt, seen, top)
+			l.substitute(c, at, vt, seen, top)
 		}
 	case yaml.AliasNode:
-		l.substitute(n.Alias, path, vt, seen, false)
+		l.substitute(n.Alias, at, vt, seen, false)
 	case yaml.SequenceNode:
 		for i, c := range n.Content {
-			l.substitute(c, indexPath(path, i), vt, seen, false)
+			l.substitute(c, &walkPath{parent: at, index: i}, vt, seen, false)
 		}
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -210,11 +216,30 @@ func (l *loader) substitute(n *yaml.Node, path string, vt *varTable, seen map[*y
 			if top && k.Value == "vars" {
 				continue
 			}
-			l.substitute(n.Content[i+1], keyPath(path, k.Value), vt, seen, false)
+			l.substitute(n.Content[i+1], &walkPath{parent: at, key: k.Value, index: -1}, vt, seen, false)
 		}
 	case yaml.ScalarNode:
-		l.expandScalar(n, path, vt.lookup)
+		l.expandScalar(n, at.String, vt.lookup)
 	}
+}
+
+// walkPath is a field path as a walk descends: each level points to its
+// parent, so that descending costs the same at any depth.
+type walkPath struct {
+	parent *walkPath
+	key    string
+	index  int // -1: a key
+}
+
+// String spells the path as keyPath and indexPath do.
+func (p *walkPath) String() string {
+	if p == nil {
+		return ""
+	}
+	if p.index >= 0 {
+		return indexPath(p.parent.String(), p.index)
+	}
+	return keyPath(p.parent.String(), p.key)
 }
 
 const (
@@ -226,7 +251,7 @@ const (
 // reported). It reports false, after recording the problems, when a
 // reference could not be expanded; the node is then marked bad so that
 // decoding it does not report the same mistake again.
-func (l *loader) expandScalar(n *yaml.Node, path string, lookup func(string) (*yaml.Node, string)) bool {
+func (l *loader) expandScalar(n *yaml.Node, path func() string, lookup func(string) (*yaml.Node, string)) bool {
 	if !strings.Contains(n.Value, "${") {
 		return true
 	}
@@ -243,16 +268,7 @@ func (l *loader) expandScalar(n *yaml.Node, path string, lookup func(string) (*y
 		}
 	}
 	if !literal && strings.HasPrefix(n.Value, "${") && strings.HasSuffix(n.Value, "}") && validRef(n.Value[2:len(n.Value)-1]) {
-		v, problem := lookup(n.Value[2 : len(n.Value)-1])
-		if v == nil {
-			if problem != "" {
-				l.errf(n.Line, path, "%s", problem)
-			}
-			l.bad[n] = true
-			return false
-		}
-		n.Value, n.Tag, n.Style = v.Value, v.Tag, v.Style
-		return true
+		return l.expandWhole(n, path, lookup)
 	}
 	var b strings.Builder
 	s := n.Value
@@ -273,19 +289,22 @@ func (l *loader) expandScalar(n *yaml.Node, path string, lookup func(string) (*y
 		b.WriteString(s[:i])
 		j := strings.IndexByte(s[i:], '}')
 		if j < 0 {
-			l.errf(n.Line, path, "unclosed ${ in %q: write ${name}, or $${ for a literal ${", n.Value)
+			l.errf(n.Line, path(), "unclosed ${ in %q: write ${name}, or $${ for a literal ${", n.Value)
 			ok = false
 			break
 		}
 		ref := s[i+2 : i+j]
 		if !validRef(ref) {
-			l.errf(n.Line, path, "bad variable reference %q: a name has letters, digits and _, or is env:NAME (write $${ for a literal ${)", "${"+ref+"}")
+			l.errf(n.Line, path(), "bad variable reference %q: a name has letters, digits and _, or is env:NAME (write $${ for a literal ${)", "${"+ref+"}")
 			ok = false
 		} else if v, problem := lookup(ref); v == nil {
 			if problem != "" {
-				l.errf(n.Line, path, "%s", problem)
+				l.errf(n.Line, path(), "%s", problem)
 			}
 			ok = false
+		} else if !l.spend(len(v.Value), n.Line, path) {
+			ok = false
+			break
 		} else {
 			b.WriteString(v.Value)
 		}
@@ -299,6 +318,21 @@ func (l *loader) expandScalar(n *yaml.Node, path string, lookup func(string) (*y
 	if !literal {
 		n.Tag = "" // typed as if the text had been written here
 	}
+	return true
+}
+
+// expandWhole expands an unquoted scalar that is exactly one reference:
+// it takes the value with its own YAML type.
+func (l *loader) expandWhole(n *yaml.Node, path func() string, lookup func(string) (*yaml.Node, string)) bool {
+	v, problem := lookup(n.Value[2 : len(n.Value)-1])
+	if v == nil && problem != "" {
+		l.errf(n.Line, path(), "%s", problem)
+	}
+	if v == nil || !l.spend(len(v.Value), n.Line, path) {
+		l.bad[n] = true
+		return false
+	}
+	n.Value, n.Tag, n.Style = v.Value, v.Tag, v.Style
 	return true
 }
 

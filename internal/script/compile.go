@@ -211,6 +211,9 @@ func (c *compiler) steps(steps []Step, path string, depth, window int, timeout t
 		s := &steps[i]
 		at := fmt.Sprintf("%s[%d]", path, i)
 		verb, n := s.Verb()
+		if _, body := stepBody(s); n == 1 {
+			c.bounds(body, at+"."+verb)
+		}
 		if vs, ok := verbOf(s); ok && n == 1 {
 			lastSend = c.verb(vs, at+"."+verb, window, timeout)
 			continue
@@ -426,8 +429,8 @@ func clip(b []byte) string {
 // think compiles a pause.
 func (c *compiler) think(t *Think, at string) {
 	var d ThinkDist
-	n := 0
-	if t.Fixed > 0 {
+	n := 0 // a negative pause is reported by bounds
+	if t.Fixed != 0 {
 		d, n = ThinkDist{Kind: ThinkFixed, A: t.Fixed.D()}, n+1
 	}
 	if len(t.Uniform) > 0 {
@@ -438,7 +441,7 @@ func (c *compiler) think(t *Think, at string) {
 			d = ThinkDist{Kind: ThinkUniform, A: t.Uniform[0].D(), B: t.Uniform[1].D()}
 		}
 	}
-	if t.Exponential > 0 {
+	if t.Exponential != 0 {
 		d, n = ThinkDist{Kind: ThinkExponential, A: t.Exponential.D()}, n+1
 	}
 	if n != 1 {

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 )
 
 // Data is where users' rows come from: each user takes one row of File.
@@ -40,8 +42,16 @@ type Rows struct {
 	Total int `json:"total"`
 }
 
-// MaxRows bounds a data file.
-const MaxRows = 10_000_000
+// A data file's limits, checked as it is read: a file past one fails the
+// plan's load before the file is read whole (/dev/zero fails at once).
+const (
+	// MaxDataBytes bounds a data file's size.
+	MaxDataBytes = 64 << 20
+	// MaxLineBytes bounds a line of a data file (a row, the header).
+	MaxLineBytes = 64 << 10
+	// MaxRows bounds a data file's rows.
+	MaxRows = 1_000_000
+)
 
 // ReadRows reads a data file: JSON Lines when its name ends in .jsonl or
 // .ndjson, else CSV with a header line.
@@ -51,12 +61,26 @@ func ReadRows(path string) (*Rows, error) {
 		return nil, err
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Mode().IsRegular() && st.Size() > MaxDataBytes {
+		return nil, fmt.Errorf("%s: %w", path, errDataSize)
+	}
+	if r := lastRead.get(path, st); r != nil {
+		return r, nil
+	}
+	in := &limitReader{r: f}
 	ext := strings.ToLower(filepath.Ext(path))
 	var r *Rows
 	if ext == ".jsonl" || ext == ".ndjson" {
-		r, err = readJSONL(f)
+		r, err = readJSONL(in)
 	} else {
-		r, err = readCSV(f)
+		r, err = readCSV(in)
+	}
+	if in.err != nil {
+		err = in.err // what the reader saw of it is cut short
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -65,7 +89,40 @@ func ReadRows(path string) (*Rows, error) {
 		return nil, fmt.Errorf("%s: no rows", path)
 	}
 	r.Total = len(r.Values)
+	lastRead.put(path, st, r)
 	return r, nil
+}
+
+// lastRead keeps the rows of the regular file read last, unchanged since
+// (same size and time): a plan with a matrix is loaded once per
+// combination, each load reading the same file. Rows are never modified
+// once read.
+var lastRead rowsCache
+
+type rowsCache struct {
+	mu   sync.Mutex
+	path string
+	size int64
+	mod  time.Time
+	rows *Rows
+}
+
+func (c *rowsCache) get(path string, st os.FileInfo) *Rows {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.rows == nil || c.path != path || c.size != st.Size() || !c.mod.Equal(st.ModTime()) {
+		return nil
+	}
+	return c.rows
+}
+
+func (c *rowsCache) put(path string, st os.FileInfo, r *Rows) {
+	if !st.Mode().IsRegular() {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.path, c.size, c.mod, c.rows = path, st.Size(), st.ModTime(), r
 }
 
 func readCSV(f io.Reader) (*Rows, error) {
@@ -96,7 +153,7 @@ func readCSV(f io.Reader) (*Rows, error) {
 
 func readJSONL(f io.Reader) (*Rows, error) {
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	sc.Buffer(make([]byte, 4<<10), MaxLineBytes+2) // the line, \r\n
 	r := &Rows{}
 	index := map[string]int{}
 	line := 0
@@ -138,6 +195,51 @@ func readJSONL(f io.Reader) (*Rows, error) {
 		r.Values = append(r.Values, row)
 	}
 	return r, sc.Err()
+}
+
+var (
+	errDataSize = fmt.Errorf("larger than %d bytes (%d MiB): a data file's limit", MaxDataBytes, MaxDataBytes>>20)
+	errDataLine = fmt.Errorf("a line longer than %d bytes (%d KiB): a data file's limit", MaxLineBytes, MaxLineBytes>>10)
+)
+
+// limitReader reads a data file up to its limits: at the first byte past
+// MaxDataBytes, or past MaxLineBytes since the last line break, it fails
+// with err.
+type limitReader struct {
+	r     io.Reader
+	total int64
+	line  int // bytes since the last \n
+	err   error
+}
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if l.err != nil {
+		return 0, l.err
+	}
+	n, err := l.r.Read(p)
+	l.total += int64(n)
+	for b := p[:n]; len(b) > 0; {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			l.line += len(b)
+			break
+		}
+		l.line += i
+		if l.line > MaxLineBytes+1 { // +1: a \r before the \n
+			break
+		}
+		l.line, b = 0, b[i+1:]
+	}
+	switch {
+	case l.total > MaxDataBytes:
+		l.err = errDataSize
+	case l.line > MaxLineBytes+1:
+		l.err = errDataLine
+	}
+	if l.err != nil {
+		return 0, l.err
+	}
+	return n, err
 }
 
 // orderedKeys returns an object's keys in the order they are written.

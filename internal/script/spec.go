@@ -141,9 +141,9 @@ type Expect struct {
 
 // Think is a pause of the user.
 type Think struct {
-	Fixed       units.Duration   `yaml:"fixed" json:"fixed,omitempty" doc:"a fixed pause"`
+	Fixed       units.Duration   `yaml:"fixed" json:"fixed,omitempty" min:"0s" doc:"a fixed pause"`
 	Uniform     []units.Duration `yaml:"uniform" json:"uniform,omitempty" doc:"[min, max]: a pause drawn uniformly"`
-	Exponential units.Duration   `yaml:"exponential" json:"exponential,omitempty" doc:"mean of an exponentially distributed pause (Poisson arrivals)"`
+	Exponential units.Duration   `yaml:"exponential" json:"exponential,omitempty" min:"0s" doc:"mean of an exponentially distributed pause (Poisson arrivals)"`
 }
 
 // UnmarshalYAML takes a duration as a fixed pause, or a mapping.

@@ -78,8 +78,17 @@ type segment struct {
 type Template struct {
 	src  string
 	segs []segment
-	max  int // bytes the fixed segments need (a capacity hint)
+	max  int // bytes the fixed segments need at most (a capacity hint)
 }
+
+// MaxTemplateBytes bounds what a template's text, numbers and random
+// strings render to; a {{.row.COLUMN}} adds at most a data file's line
+// (MaxLineBytes), a capture what it captured.
+const MaxTemplateBytes = 1 << 20
+
+// maxNumber is the most bytes a number renders to (-9223372036854775808),
+// quoted.
+const maxNumber = 22
 
 // Vars are the values a template reads, one set per user.
 type Vars struct {
@@ -121,7 +130,7 @@ func ParseTemplate(src string, env *Env) (*Template, error) {
 	funcs := map[string]any{FuncRandInt: true, FuncRandString: true, FuncJSON: true}
 	trees, err := parse.Parse("t", src, "{{", "}}", funcs)
 	if err != nil {
-		return nil, fmt.Errorf("template %q: %s", src, strings.TrimPrefix(err.Error(), "template: t:1: "))
+		return nil, fmt.Errorf("template %q: %s", clip([]byte(src)), strings.TrimPrefix(err.Error(), "template: t:1: "))
 	}
 	t := &Template{src: src}
 	tree := trees["t"]
@@ -136,12 +145,18 @@ func ParseTemplate(src string, env *Env) (*Template, error) {
 		case *parse.ActionNode:
 			s, err := actionSegment(n, env)
 			if err != nil {
-				return nil, fmt.Errorf("template %q: %w", src, err)
+				return nil, fmt.Errorf("template %q: %w", clip([]byte(src)), err)
 			}
 			t.segs = append(t.segs, s)
-			t.max += 20
+			t.max += maxNumber
+			if s.kind == segRandString {
+				t.max += int(s.lo)
+			}
 		default:
-			return nil, fmt.Errorf("template %q: %s is not supported: use fields and randInt, randString, json only", src, n)
+			return nil, fmt.Errorf("template %q: %s is not supported: use fields and randInt, randString, json only", clip([]byte(src)), n)
+		}
+		if t.max > MaxTemplateBytes {
+			return nil, fmt.Errorf("template %q renders more than %d bytes (1 MiB) of text, numbers and random strings", clip([]byte(src)), MaxTemplateBytes)
 		}
 	}
 	return t, nil
