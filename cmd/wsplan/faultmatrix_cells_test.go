@@ -266,7 +266,7 @@ func scriptCells() []cell {
 		if p.errors {
 			allow := "{errors: 100%}"
 			if p.label == "stomp" {
-				allow = "{errors: 100%, users_failed: 100%}" // an ERROR ends the connection
+				allow = "{errors: 100%, users_failed: 100%, failed: 1000}" // an ERROR ends the connection, and its user's expects
 			}
 			add("error answer", fs.Options{Fault: fs.Error}, "", "error answers", allow)
 		}
