@@ -41,6 +41,9 @@ type mproto struct {
 	// checked); else a wrong id, which no expect takes (a timeout).
 	checked bool
 	beat    time.Duration // the server's keepalive (fault server Beat)
+	// subprotocol: the protocol has a subprotocol of its own, which a
+	// strict broker wants offered.
+	subprotocol bool
 }
 
 var mprotos = []mproto{
@@ -48,11 +51,11 @@ var mprotos = []mproto{
 		exchange: `{send: '{"n":{{.seq}}}'}, {expect: {json: {$.n: "{{.seq}}"}, as: x}}`},
 	{label: "socketio", path: fs.PathSocketIO + "?EIO=4&transport=websocket", protocol: "socketio", keepalive: true, checked: true, beat: 300 * time.Millisecond,
 		exchange: `{emit: {event: chat, data: '{"n":{{.seq}}}', ack: true, as: x, reply: {json: {"$[0].n": "{{.seq}}"}}}}`},
-	{label: "graphql-ws", path: fs.PathGraphQL, protocol: "{name: graphql-ws, keepalive: 300ms}", keepalive: true, errors: true, checked: true,
+	{label: "graphql-ws", path: fs.PathGraphQL, protocol: "{name: graphql-ws, keepalive: 300ms}", keepalive: true, errors: true, checked: true, subprotocol: true,
 		exchange: `{publish: {topic: 'query($t:String!){ echo(text:$t) }', payload: '{"t":"q{{.seq}}"}', as: x, reply: {json: {$.data.echo: "q{{.seq}}"}}}}`},
-	{label: "mqtt", path: fs.PathMQTT, protocol: `{name: mqtt, version: "5", keepalive: 1s}`, keepalive: true, errors: true,
+	{label: "mqtt", path: fs.PathMQTT, protocol: `{name: mqtt, version: "5", keepalive: 1s}`, keepalive: true, errors: true, subprotocol: true,
 		exchange: `{publish: {topic: "t/{{.conn}}", payload: 'm{{.seq}}', qos: 1, as: x}}`},
-	{label: "stomp", path: fs.PathSTOMP, protocol: "{name: stomp, keepalive: 200ms}", keepalive: true, errors: true, beat: 200 * time.Millisecond,
+	{label: "stomp", path: fs.PathSTOMP, protocol: "{name: stomp, keepalive: 200ms}", keepalive: true, errors: true, beat: 200 * time.Millisecond, subprotocol: true,
 		exchange: `{publish: {topic: /topic/x, payload: 'm{{.seq}}', receipt: true, as: x}}`},
 	{label: "jsonrpc", path: fs.PathJSONRPC, protocol: "jsonrpc", errors: true, checked: true,
 		exchange: `{call: {method: echo, params: '{"n":{{.seq}}}', as: x, reply: {json: {$.n: "{{.seq}}"}}}}`},
@@ -118,6 +121,13 @@ func connectCells() []cell {
 		} {
 			c := p.on("connect", g.label, fs.Options{Fault: g.fault, Spare: 1})
 			c.body, c.want, c.allow, c.pending = g.body, g.want, "{failed: 100%}", g.pending
+			out = append(out, c)
+		}
+		if p.subprotocol {
+			// A broker that wants its subprotocol offered (EMQX): the
+			// target probe before the first phase must offer it too.
+			c := p.on("connect", "subprotocol required", fs.Options{Strict: true})
+			c.body, c.wantOK, c.pending = "connections: 10", true, needRefusals
 			out = append(out, c)
 		}
 		out = append(out, deaths(p, "connect", "", "connections: 20, concurrency: 4, timeout: 300ms, retries: -1",

@@ -379,5 +379,8 @@ func faultFlags(o faultserver.Options) []string {
 	if o.Deliveries {
 		args = append(args, "--in-rooms")
 	}
+	if o.Strict {
+		args = append(args, "--strict")
+	}
 	return args
 }

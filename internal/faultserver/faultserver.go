@@ -108,6 +108,10 @@ type Options struct {
 	// Delay holds every upgrade, raw echo, pong and close answer that
 	// long, so that a phase lasts long enough to be killed in; 0 = none.
 	Delay time.Duration
+	// Strict refuses an upgrade to PathMQTT, PathGraphQL or PathSTOMP
+	// that does not offer the protocol's subprotocol (HTTP 400), as EMQX
+	// does by default; false = any upgrade is taken.
+	Strict bool
 	// Beat is the server's own keepalive: Socket.IO's pingInterval (and
 	// pingTimeout), STOMP's heart-beat; 0 = 25 s for Socket.IO, none for
 	// STOMP.
@@ -117,7 +121,7 @@ type Options struct {
 // ParseFlags reads a server's address and Options from command-line
 // arguments (a test binary run as a fault server): --addr, --fault,
 // --every, --in-rooms, --spare, --die-after, --receive-maximum, --quota,
-// --ack-delay, --delay, --beat.
+// --ack-delay, --delay, --strict, --beat.
 func ParseFlags(args []string) (addr string, o Options, err error) {
 	fs := flag.NewFlagSet("faultserver", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -131,6 +135,7 @@ func ParseFlags(args []string) (addr string, o Options, err error) {
 	fs.IntVar(&o.Quota, "quota", 0, "MQTT publishes in flight before 0x97")
 	fs.DurationVar(&o.AckDelay, "ack-delay", 0, "hold MQTT acks")
 	fs.DurationVar(&o.Delay, "delay", 0, "hold upgrades, raw echoes and pongs")
+	fs.BoolVar(&o.Strict, "strict", false, "refuse an upgrade without the protocol's subprotocol")
 	fs.DurationVar(&o.Beat, "beat", 0, "Socket.IO ping interval, STOMP heart-beat")
 	if err := fs.Parse(args); err != nil {
 		return "", Options{}, err
@@ -334,6 +339,10 @@ func (p *peer) closeWith(code int, reason string) {
 func (s *Server) handle(serve func(p *peer, r *http.Request, greet Fault)) http.HandlerFunc {
 	upgradeOnly := map[string]bool{PathRaw: true, PathJSONRPC: true}
 	return func(w http.ResponseWriter, r *http.Request) {
+		if want := strictSubprotocols[r.URL.Path]; s.o.Strict && want != "" && !offers(r, want) {
+			http.Error(w, "subprotocol "+want+" required", http.StatusBadRequest)
+			return
+		}
 		s.wait(r.Context())
 		greet := s.greetFault()
 		if upgradeOnly[r.URL.Path] {
@@ -382,6 +391,19 @@ func (s *Server) handle(serve func(p *peer, r *http.Request, greet Fault)) http.
 		}()
 		serve(p, r, greet)
 	}
+}
+
+// strictSubprotocols are what Strict wants offered, by path.
+var strictSubprotocols = map[string]string{PathMQTT: "mqtt", PathGraphQL: "graphql-transport-ws", PathSTOMP: "v12.stomp"}
+
+// offers reports whether an upgrade request offers subprotocol p.
+func offers(r *http.Request, p string) bool {
+	for _, o := range websocket.Subprotocols(r) {
+		if o == p {
+			return true
+		}
+	}
+	return false
 }
 
 // rooms are the server's rooms: name → member → its subscription id

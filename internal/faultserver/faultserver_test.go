@@ -305,6 +305,28 @@ func TestMQTT(t *testing.T) {
 	}
 }
 
+// TestStrict: with Strict, an upgrade to a protocol's path must offer
+// its subprotocol.
+func TestStrict(t *testing.T) {
+	s := start(t, Options{Strict: true})
+	for _, tc := range []struct {
+		path, offer string
+		ok          bool
+	}{{PathMQTT, "mqtt", true}, {PathMQTT, "", false}, {PathGraphQL, "graphql-transport-ws", true}, {PathSTOMP, "mqtt", false}, {PathRaw, "", true}} {
+		var offer []string
+		if tc.offer != "" {
+			offer = []string{tc.offer}
+		}
+		c, resp, err := dial(t, s, tc.path, offer...)
+		if c != nil {
+			c.Close()
+		}
+		if (err == nil) != tc.ok || !tc.ok && (resp == nil || resp.StatusCode != http.StatusBadRequest) {
+			t.Errorf("%s offering %q: %v (%v), want upgraded %v", tc.path, tc.offer, err, resp, tc.ok)
+		}
+	}
+}
+
 // TestDieAfter: the server closes its connections and refuses new ones
 // once DieAfter passed since the first upgrade.
 func TestDieAfter(t *testing.T) {
