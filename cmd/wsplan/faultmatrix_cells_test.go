@@ -130,6 +130,13 @@ func connectCells() []cell {
 			c.body, c.wantOK, c.pending = "connections: 10", true, needRefusals
 			out = append(out, c)
 		}
+		if p.label == "jsonrpc" {
+			// No greeting: the upgrade is what a connection's latency
+			// times, never 0 ns (item 5).
+			c := p.on("connect", "no greeting: latency timed", fs.Options{})
+			c.body, c.assert, c.wantOK, c.pending = "connections: 10", `p50 > duration("0s")`, true, needRefusals
+			out = append(out, c)
+		}
 		out = append(out, deaths(p, "connect", "", "connections: 20, concurrency: 4, timeout: 300ms, retries: -1",
 			"connections failed", "{failed: 100%}", fs.Options{Delay: 60 * time.Millisecond}, 100*time.Millisecond)...)
 	}
