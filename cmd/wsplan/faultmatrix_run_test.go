@@ -282,7 +282,7 @@ func startServer(dir string, c cell) (proc *serverProc, addr string, stop func()
 		}
 		proc, err = startProc(dir, "", path, faultFlags(c.server)...)
 	default:
-		srv, err := faultserver.Start("127.0.0.1:0", c.server)
+		srv, err := faultserver.Start(cellHost()+":0", c.server)
 		if err != nil {
 			return nil, "", nil, err
 		}
@@ -294,17 +294,21 @@ func startServer(dir string, c cell) (proc *serverProc, addr string, stop func()
 	return proc, proc.addr, proc.end, nil
 }
 
-// freeAddr is a loopback address free now, below the kernel's usual
-// ephemeral range (which the cells' own connections take ports from).
+// cellHost is a loopback address of a cell's own (127.a.b.c): a client
+// of another cell that still dials its dead server's address cannot
+// reach this cell's server, even on the same port.
+func cellHost() string {
+	return fmt.Sprintf("127.%d.%d.%d", 1+rand.IntN(254), rand.IntN(256), 2+rand.IntN(253))
+}
+
+// freeAddr is an address of a cell's own, free now.
 func freeAddr() (string, error) {
-	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(10000+rand.IntN(20000)))
-		if err == nil {
-			defer l.Close()
-			return l.Addr().String(), nil
-		}
+	l, err := net.Listen("tcp", cellHost()+":0")
+	if err != nil {
+		return "", err
 	}
-	return "", errors.New("no free loopback port found")
+	defer l.Close()
+	return l.Addr().String(), nil
 }
 
 // mosquittoBin is Debian's mosquitto, "" when it is not installed.
@@ -335,8 +339,8 @@ func startMosquitto(dir string, lines []string) (*serverProc, error) {
 		return nil, err
 	}
 	conf := []string{
-		"listener " + port(plain) + " 127.0.0.1", // mosquitto 2.0.11 wants a plain listener too
-		"listener " + port(ws) + " 127.0.0.1", "protocol websockets", "persistence false", "log_dest stderr",
+		"listener " + hostPort(plain), // mosquitto 2.0.11 wants a plain listener too
+		"listener " + hostPort(ws), "protocol websockets", "persistence false", "log_dest stderr",
 	}
 	if os.Getuid() == 0 {
 		conf = append(conf, "user root") // else it drops to mosquitto's user, who cannot read the test's ACL file
@@ -363,15 +367,15 @@ func startMosquitto(dir string, lines []string) (*serverProc, error) {
 	return startProc(dir, ws, bin, "-c", path)
 }
 
-// port is addr's port.
-func port(addr string) string {
-	_, p, _ := net.SplitHostPort(addr)
-	return p
+// hostPort is addr as mosquitto's listener takes it: "PORT HOST".
+func hostPort(addr string) string {
+	h, p, _ := net.SplitHostPort(addr)
+	return p + " " + h
 }
 
 // faultFlags are o as wsplan-faultserver's flags.
 func faultFlags(o faultserver.Options) []string {
-	args := []string{"--addr", "127.0.0.1:0", "--fault", string(o.Fault),
+	args := []string{"--addr", cellHost() + ":0", "--fault", string(o.Fault),
 		"--every", strconv.Itoa(o.Every), "--spare", strconv.Itoa(o.Spare),
 		"--die-after", o.DieAfter.String(), "--receive-maximum", strconv.Itoa(o.ReceiveMaximum),
 		"--quota", strconv.Itoa(o.Quota), "--ack-delay", o.AckDelay.String(),
