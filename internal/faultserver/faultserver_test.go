@@ -67,13 +67,8 @@ func answers(ch <-chan string) string {
 	}
 }
 
-// conv writes each message of send and collects its answers.
-func conv(t *testing.T, c *websocket.Conn, op int, send ...string) []string {
-	t.Helper()
-	return convCh(t, c, reader(c), op, send...)
-}
-
-// convCh is conv reading from ch (c's reader).
+// convCh writes each message of send and collects its answers from ch
+// (c's reader).
 func convCh(t *testing.T, c *websocket.Conn, ch <-chan string, op int, send ...string) (got []string) {
 	t.Helper()
 	for _, m := range send {
