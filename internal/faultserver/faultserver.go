@@ -53,9 +53,12 @@ const (
 	// byte of a binary message), or, where the answer has no body (MQTT
 	// PUBACK, STOMP RECEIPT), another id; broadcast deliveries corrupt.
 	Wrong Fault = "wrong"
-	// Drop does not answer: no echo, ack, receipt, result, delivery,
-	// pong, PINGRESP, heart-beat or Socket.IO ping.
+	// Drop does not answer: no echo, ack, receipt, result, delivery or
+	// (raw) pong.
 	Drop Fault = "drop"
+	// Silent leaves the protocol's keepalives out: no graphql-ws pong,
+	// MQTT PINGRESP, STOMP heart-beat or Socket.IO ping.
+	Silent Fault = "silent"
 	// Downgrade grants less than asked (MQTT): a PUBACK to a QoS 2
 	// PUBLISH, a SUBACK of QoS 0 to a subscription at QoS 1 or 2.
 	Downgrade Fault = "downgrade"
@@ -64,7 +67,7 @@ const (
 	Quota Fault = "quota"
 )
 
-var faults = map[Fault]bool{None: true, Refuse: true, Mute: true, Garble: true, Error: true, Wrong: true, Drop: true, Downgrade: true, Quota: true}
+var faults = map[Fault]bool{None: true, Refuse: true, Mute: true, Garble: true, Error: true, Wrong: true, Drop: true, Silent: true, Downgrade: true, Quota: true}
 
 // greeting reports whether f hits the greeting.
 func (f Fault) greeting() bool { return f == Refuse || f == Mute || f == Garble }
@@ -126,7 +129,7 @@ func ParseFlags(args []string) (addr string, o Options, err error) {
 	fs := flag.NewFlagSet("faultserver", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&addr, "addr", "127.0.0.1:0", "listen address")
-	fault := fs.String("fault", "", "refuse, mute, garble, error, wrong, drop, downgrade, quota; empty = none")
+	fault := fs.String("fault", "", "refuse, mute, garble, error, wrong, drop, silent, downgrade, quota; empty = none")
 	fs.IntVar(&o.Every, "every", 0, "hit every Nth unit")
 	fs.BoolVar(&o.Deliveries, "in-rooms", false, "aim at what rooms carry instead of answers")
 	fs.IntVar(&o.Spare, "spare", 0, "spare the first N units")

@@ -184,6 +184,7 @@ func TestSocketIO(t *testing.T) {
 		{"garbled", Options{Fault: Garble}, []string{"40"}, []string{`42["hello"]`}},
 		{"wrong", Options{Fault: Wrong}, []string{"40", `421["chat",{"n":5}]`}, []string{`40{"sid":"x"}`, `431[{"n":6}]`}},
 		{"drop", Options{Fault: Drop, Beat: time.Hour}, []string{"40", `421["chat",{"n":5}]`}, []string{`40{"sid":"x"}`, ""}},
+		{"silent", Options{Fault: Silent, Beat: 50 * time.Millisecond}, []string{"40", `421["chat",{"n":5}]`}, []string{`40{"sid":"x"}`, `431[{"n":5}]`}},
 	})
 }
 
@@ -199,7 +200,9 @@ func TestGraphQLWS(t *testing.T) {
 			[]string{`{"type":"connection_ack"}`, `{"id":"1","type":"next","payload":{"data":{"echo":"q6"}}} + {"id":"1","type":"complete"}`}},
 		{"error", Options{Fault: Error}, []string{`{"type":"connection_init"}`, q},
 			[]string{`{"type":"connection_ack"}`, `{"id":"1","type":"error","payload":[{"message":"Forbidden","extensions":{"code":"FORBIDDEN"}}]}`}},
-		{"drop", Options{Fault: Drop}, []string{`{"type":"connection_init"}`, q}, []string{`{"type":"connection_ack"}`, ""}},
+		{"drop", Options{Fault: Drop}, []string{`{"type":"connection_init"}`, q, `{"type":"ping"}`}, []string{`{"type":"connection_ack"}`, "", `{"type":"pong"}`}},
+		{"silent", Options{Fault: Silent}, []string{`{"type":"connection_init"}`, `{"type":"ping"}`, q}, []string{`{"type":"connection_ack"}`, "",
+			`{"id":"1","type":"next","payload":{"data":{"echo":"q5"}}} + {"id":"1","type":"complete"}`}},
 		{"room", Options{}, []string{`{"type":"connection_init"}`,
 			`{"id":"1","type":"subscribe","payload":{"query":"subscription($room:String!){message(room:$room)}","variables":{"room":"room.1"}}}`,
 			`{"id":"q1","type":"subscribe","payload":{"query":"mutation($room:String!,$data:String!){publish(room:$room,data:$data)}","variables":{"room":"room.1","data":"aGk="}}}`},
@@ -276,7 +279,8 @@ func TestMQTT(t *testing.T) {
 		{"error", Options{Fault: Error}, 5, [][]byte{connectPacket(5), mqttPublishQ(1), sub}, [][]byte{{0x20, 3, 0, 0, 0}, {0x40, 4, 0, 7, 0x87, 0}, {0x90, 4, 0, 9, 0, 0x80}}},
 		{"wrong", Options{Fault: Wrong}, 5, [][]byte{connectPacket(5), mqttPublishQ(1)}, [][]byte{{0x20, 3, 0, 0, 0}, {0x40, 2, 0, 8}}},
 		{"downgrade", Options{Fault: Downgrade}, 5, [][]byte{connectPacket(5), mqttPublishQ(2), sub}, [][]byte{{0x20, 3, 0, 0, 0}, {0x40, 2, 0, 7}, {0x90, 4, 0, 9, 0, 0}}},
-		{"drop", Options{Fault: Drop}, 5, [][]byte{connectPacket(5), mqttPublishQ(1), {mqttPingreq << 4, 0}}, [][]byte{{0x20, 3, 0, 0, 0}, nil, nil}},
+		{"drop", Options{Fault: Drop}, 5, [][]byte{connectPacket(5), mqttPublishQ(1), {mqttPingreq << 4, 0}}, [][]byte{{0x20, 3, 0, 0, 0}, nil, {0xd0, 0}}},
+		{"silent", Options{Fault: Silent}, 5, [][]byte{connectPacket(5), {mqttPingreq << 4, 0}, mqttPublishQ(1)}, [][]byte{{0x20, 3, 0, 0, 0}, nil, {0x40, 2, 0, 7}}},
 		{"quota", Options{Fault: Quota, Quota: 1, AckDelay: time.Second}, 5, [][]byte{connectPacket(5), mqttPublishQ(1), mqttPublishQ(1)},
 			[][]byte{{0x20, 3, 0, 0, 0}, nil, {0x40, 4, 0, 7, 0x97, 0}}},
 	} {

@@ -62,7 +62,7 @@ func (s *Server) serveGraphQL(p *peer, _ *http.Request, greet Fault) {
 				return
 			}
 		case m.Type == "ping":
-			if s.answerFault() == Drop {
+			if s.answerFault() == Silent {
 				continue
 			}
 			if p.write(websocket.TextMessage, []byte(`{"type":"pong"}`)) != nil {

@@ -79,7 +79,7 @@ func (m *mqttSession) packet(first byte, body []byte, greet Fault) bool {
 	case mqttSubscribe, mqttUnsubscribe:
 		return m.subscribe(body, t == mqttUnsubscribe)
 	case mqttPingreq:
-		if m.s.answerFault() == Drop {
+		if m.s.answerFault() == Silent {
 			return true
 		}
 		return m.send([]byte{mqttPingresp << 4, 0})

@@ -88,7 +88,7 @@ func (s *Server) sioConnect(p *peer, ns string, greet Fault) bool {
 	return p.write(websocket.TextMessage, []byte(out)) == nil
 }
 
-// sioPing pings every beat (Drop: the pings hit are left out).
+// sioPing pings every beat (Silent: the pings hit are left out).
 func (s *Server) sioPing(p *peer, beat time.Duration, stop <-chan struct{}) {
 	t := time.NewTicker(beat)
 	defer t.Stop()
@@ -99,7 +99,7 @@ func (s *Server) sioPing(p *peer, beat time.Duration, stop <-chan struct{}) {
 		case <-s.dead:
 			return
 		case <-t.C:
-			if s.answerFault() == Drop {
+			if s.answerFault() == Silent {
 				continue
 			}
 			if p.write(websocket.TextMessage, []byte{'2'}) != nil {

@@ -119,7 +119,7 @@ func (st *stompSession) connect(greet Fault, stop <-chan struct{}) bool {
 	return true
 }
 
-// beat sends a heart-beat every Beat (Drop: the ones hit are left out).
+// beat sends a heart-beat every Beat (Silent: the ones hit are left out).
 func (st *stompSession) beat(stop <-chan struct{}) {
 	t := time.NewTicker(st.s.o.Beat)
 	defer t.Stop()
@@ -130,7 +130,7 @@ func (st *stompSession) beat(stop <-chan struct{}) {
 		case <-st.s.dead:
 			return
 		case <-t.C:
-			if st.s.answerFault() == Drop {
+			if st.s.answerFault() == Silent {
 				continue
 			}
 			if st.p.write(websocket.TextMessage, []byte{'\n'}) != nil {
