@@ -24,9 +24,10 @@ var updateScripts = flag.Bool("update-scripts", false, "rewrite testdata/script'
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"wsplan":          func() { os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr)) },
-		"wsplan-leaky":    leakyServe,
-		"wsplan-measured": wsplanMeasured,
+		"wsplan":             func() { os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr)) },
+		"wsplan-leaky":       leakyServe,
+		"wsplan-measured":    wsplanMeasured,
+		"wsplan-faultserver": faultServe,
 	})
 }
 

@@ -11,9 +11,9 @@
 //     place;
 //   - internal/client imports nothing of this module (it is the hot path,
 //     kept free of plan, report and engine types);
-//   - test-only packages (internal/testserver) are imported by _test.go
-//     files alone and import nothing of this module, so every package's
-//     tests can use them without an import cycle;
+//   - test-only packages (internal/testserver, internal/faultserver) are
+//     imported by _test.go files alone and import nothing of this module,
+//     so every package's tests can use them without an import cycle;
 //   - a phase kind's names are spelled only in that kind's files
 //     (scenarios/K.go, scenarios/K_*.go, internal/client/K.go,
 //     internal/client/K_*.go for kind K; the names come from the kind
@@ -72,7 +72,8 @@ var ClientLeaves = map[string]bool{
 // files import them, and they import nothing of the module (leaves, like
 // ClientLeaves), so internal/client's tests may use them too.
 var TestOnly = map[string]bool{
-	"internal/testserver": true,
+	"internal/testserver":  true,
+	"internal/faultserver": true, // protocol servers that go wrong on purpose (the fault matrix)
 }
 
 // Hints say how to fix a violation of each rule.

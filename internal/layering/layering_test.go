@@ -79,6 +79,8 @@ func TestCheckFile(t *testing.T) {
 		{"others import module", "internal/engine", `import "example.com/m/internal/client"; var _ = client.X`, nil},
 		{"test-only package outside tests", "internal/engine", `import "example.com/m/internal/testserver"; var _ = testserver.X`, []string{RuleTestOnly + ": imports example.com/m/internal/testserver"}},
 		{"test-only package imports module", "internal/testserver", `import "example.com/m/internal/units"; var _ = units.X`, []string{RuleTestOnly + ": imports example.com/m/internal/units"}},
+		{"fault server outside tests", "scenarios", `import "example.com/m/internal/faultserver"; var _ = faultserver.X`, []string{RuleTestOnly + ": imports example.com/m/internal/faultserver"}},
+		{"fault server imports module", "internal/faultserver", `import "example.com/m/internal/client"; var _ = client.X`, []string{RuleTestOnly + ": imports example.com/m/internal/client"}},
 		{"test-only package imports others", "internal/testserver", `import "github.com/gorilla/websocket"; var _ = websocket.X`, nil},
 	}
 	for _, c := range cases {
