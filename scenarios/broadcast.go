@@ -36,6 +36,7 @@ const (
 	broadcastSlowLost     = "slow_lost"
 	broadcastSlowDropped  = "slow_dropped"
 	broadcastMissed       = "missed"
+	broadcastOpenFailed   = "open_failed"
 	broadcastReadersLost  = "readers_dropped"
 	broadcastSlowP50      = "slow_p50"
 	broadcastSlowP99      = "slow_p99"
@@ -116,6 +117,7 @@ func init() {
 		// with a reader that lags: what they miss is their verdict, not a
 		// fault.
 		Faults: []Fault{
+			{Metric: broadcastOpenFailed, Of: metrics.Conns, What: "connections failed to open (the rooms were not measured)"},
 			{Metric: metrics.Failed, Of: broadcastDeliveries, What: "deliveries were corrupt"},
 			{Metric: broadcastMissed, Of: broadcastDeliveries, What: "deliveries to subscribers that read never came"},
 			{Metric: broadcastDuplicated, Of: broadcastDeliveries, What: "deliveries were duplicated"},
@@ -124,6 +126,7 @@ func init() {
 		},
 		Metrics: metrics.Join([]metrics.Def{
 			{Name: metrics.Conns, Kind: metrics.Count, Doc: "connections the phase opened (rooms × room_size)"},
+			{Name: broadcastOpenFailed, Kind: metrics.Count, Doc: "connections that failed to open (after their retries), or to join their room: the rooms are then not measured"},
 			{Name: metrics.MemPerConn, Kind: metrics.Bytes, Doc: "server memory per subscriber: its RSS once every subscriber joined, less its RSS before the first phase, / subscribers; absent when the server's memory is not measured"},
 			{Name: broadcastJoinP50, Kind: metrics.Duration, Doc: "joining a room through a protocol (its subscribe to its answer), median; absent on raw connections"},
 			{Name: broadcastJoinP99, Kind: metrics.Duration, Doc: "joining a room through a protocol, 99th percentile; absent on raw connections"},
@@ -152,7 +155,7 @@ func init() {
 			{Name: broadcastSlowLost, Kind: metrics.Count, Doc: "deliveries slow subscribers were due and never received"},
 			{Name: broadcastSlowDropped, Kind: metrics.Count, Doc: "slow subscribers whose connection was lost (closed by the server) during the phase"},
 			{Name: metrics.Dropped, Kind: metrics.Count, Doc: "subscribers whose connection was lost during the phase, slow ones included"},
-			{Name: broadcastMissed, Kind: metrics.Count, Doc: "deliveries to subscribers that read (not slow) never received by the end of the drain: lost − slow_lost"},
+			{Name: broadcastMissed, Kind: metrics.Count, Doc: "deliveries to subscribers that read (not slow) never received by the end of the drain: lost − slow_lost − failed (a corrupt delivery is failed, not missed)"},
 			{Name: broadcastReadersLost, Kind: metrics.Count, Doc: "subscribers that read (not slow) whose connection was lost: dropped − slow_dropped"},
 			{Name: broadcastSlowP50, Kind: metrics.Duration, Doc: "delivery latency to slow subscribers, median"},
 			{Name: broadcastSlowP99, Kind: metrics.Duration, Doc: "delivery latency to slow subscribers, 99th percentile"},
@@ -266,11 +269,17 @@ func (p *Broadcast) Run(ctx context.Context, env *Env) (Outcome, error) {
 		return cerr
 	}
 	if err != nil || open.OpenFailed > 0 {
+		// Rooms with members missing would measure another fan-out than
+		// the plan's: the phase stops here, its open failures a fault the
+		// plan may allow (it then measured nothing, and says so).
 		cerr := closeAll()
 		if err == nil {
 			err = cerr
 		}
-		return Outcome{Failed: true, Error: fmt.Sprintf("%d of %d connections failed to open: %s", open.OpenFailed, p.Rooms*p.RoomSize, errorSummary(open.OpenErrors))}, err
+		conns := int64(p.Rooms * p.RoomSize)
+		return Outcome{Metrics: metrics.Values{metrics.Conns: conns, broadcastOpenFailed: open.OpenFailed},
+			Reasons:  map[string]string{broadcastOpenFailed: errorSummary(open.OpenErrors)},
+			Warnings: []string{fmt.Sprintf("not measured: %d of %d connections did not open or join their room", open.OpenFailed, conns)}}, err
 	}
 	var memPerSub int64 = -1 // the server's memory once every subscriber is in
 	if env.Mem != nil {
@@ -288,6 +297,7 @@ func (p *Broadcast) Run(ctx context.Context, env *Env) (Outcome, error) {
 	}
 	q := p.params(client.BroadcastRun)
 	out := Outcome{Metrics: BroadcastMetrics(*r, q), Histogram: HistString(r.Latency)}
+	out.Metrics[broadcastOpenFailed] = open.OpenFailed
 	if memPerSub >= 0 {
 		out.Metrics[metrics.MemPerConn] = memPerSub
 	}
@@ -341,7 +351,7 @@ func BroadcastMetrics(r client.BroadcastResult, q *client.BroadcastParams) metri
 		broadcastSlowLost:     r.SlowDeliveries - r.SlowDelivered,
 		broadcastSlowDropped:  r.SlowDropped,
 		metrics.Dropped:       r.Dropped,
-		broadcastMissed:       max(r.Lost()-(r.SlowDeliveries-r.SlowDelivered), 0),
+		broadcastMissed:       max(r.Lost()-(r.SlowDeliveries-r.SlowDelivered)-r.Failed, 0), // a corrupt delivery came: it is failed, not missed
 		broadcastReadersLost:  max(r.Dropped-r.SlowDropped, 0),
 	}
 	pacedValues(v, r.Slack, r.SendLate, r.Wakeups, r.Published+r.Delivered)

@@ -74,7 +74,7 @@ func TestBroadcastMetrics(t *testing.T) {
 		t.Errorf("slack %v wakeups %d (%v per message), send_late p50 %v p99 %v max %v, publish_lag_max %v; want 200µs, 94 (2), 20µs, 3ms, 3ms, 3ms",
 			v.Dur("slack"), v.Int("wakeups"), v.Float("wakeups_per_msg"), v.Dur("send_late_p50"), v.Dur("send_late_p99"), v.Dur("send_late_max"), v.Dur("publish_lag_max"))
 	}
-	checkDeclaredSet(t, "broadcast", v, metrics.MemPerConn, broadcastJoinP50, broadcastJoinP99)
+	checkDeclaredSet(t, "broadcast", v, metrics.MemPerConn, broadcastJoinP50, broadcastJoinP99, broadcastOpenFailed)
 	if v.Int(broadcastMissed) != 1 {
 		t.Errorf("missed %d, want 1 (3 lost, 2 of them to the slow subscriber)", v.Int(broadcastMissed))
 	}

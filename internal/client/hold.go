@@ -274,10 +274,13 @@ func (h *holdRun) slot(c *conn) int {
 	return -1
 }
 
-// onPong implements loopRun: it counts a pong from c.
-func (h *holdRun) onPong(_ *loop, c *conn, _ []byte) {
+// onPong implements loopRun: it counts a pong from c that answers one of
+// its pings (RFC 6455 5.5.3: the ping's payload, the 8-byte sequence of a
+// ping sent). Another payload answers none: an unsolicited pong (a
+// heartbeat the RFC allows) or a wrong one, whose ping stays unanswered.
+func (h *holdRun) onPong(_ *loop, c *conn, p []byte) {
 	i := h.slot(c)
-	if i < 0 {
+	if i < 0 || len(p) != 8 || binary.BigEndian.Uint64(p) >= uint64(h.next[i]) {
 		return
 	}
 	h.part.Pongs++

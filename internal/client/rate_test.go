@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/wsplan/wsplan/internal/testserver"
 	"net"
 	"strings"
 	"sync"
@@ -510,5 +511,37 @@ func TestRateLatencyFromSchedule(t *testing.T) {
 	}
 	if max < 300*time.Millisecond {
 		t.Errorf("max latency %v: the last messages waited ~400 ms after their schedule, latency must show it", max)
+	}
+}
+
+// TestHoldWrongPongs: a pong that does not carry its ping's payload
+// answers no ping (RFC 6455 5.5.3): a server that sends such pongs leaves
+// its pings unanswered, and the hold's pings_lost says so.
+func TestHoldWrongPongs(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		pong  func(p []byte) []byte
+		wrong bool
+	}{
+		{"its ping's payload", nil, false},
+		{"another payload", func(p []byte) []byte { return []byte("pong!!!!") }, true},
+		{"a later sequence", func(p []byte) []byte { return []byte{0xff, 0, 0, 0, 0, 0, 0, 0} }, true},
+		{"empty", func([]byte) []byte { return nil }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := testserver.Start(t, testserver.Options{Pong: tc.pong})
+			c := newClient(t, Options{Targets: []string{srv.Addr()}, Loops: 1})
+			mustConnect(t, c, 5)
+			res, err := c.Hold(t.Context(), HoldParams{Duration: 300 * time.Millisecond, Ping: 100 * time.Millisecond}, nil)
+			if err != nil || res.Pings == 0 {
+				t.Fatalf("hold: %+v, %v", res, err)
+			}
+			if tc.wrong && res.Pongs != 0 {
+				t.Errorf("%d of %d wrong pongs counted as answers", res.Pongs, res.Pings)
+			}
+			if !tc.wrong && res.Pongs != res.Pings {
+				t.Errorf("%d pongs for %d pings, want every ping answered", res.Pongs, res.Pings)
+			}
+		})
 	}
 }
