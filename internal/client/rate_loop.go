@@ -363,22 +363,22 @@ func (r *rateRun) onData(l *loop, c *conn, ev *event, now int64) {
 	case rc.bad:
 		reason = ReasonPayloadMismatch
 	default:
-		var seq uint64
-		seq, at = readMarker(rc.mark[:])
-		if seq != uint64(rc.acked) || at != int64(r.job.pacer.At(rc.acked, r.timetable.phase(int(c.slot)))) {
-			reason = ReasonMarkerMismatch
-		}
+		reason, at = r.checkMarker(rc, int(c.slot))
 	}
 	rc.bad = false
 	rc.mark = [MarkerLen]byte{}
-	if rc.acked < rc.next {
+	if rc.acked < rc.next && reason != reasonStale {
 		rc.acked++
 		r.inflight--
 	}
-	if reason == "" {
+	switch reason {
+	case "":
 		r.part.Recv++
 		r.tl.echo(now, max(0, now-(r.start+at)), r.part.Latency.Histogram)
-	} else {
+	case reasonStale:
+		r.part.Failed++
+		r.part.Errors.add(ReasonMarkerMismatch)
+	default:
 		r.part.Failed++
 		r.part.Errors.add(reason)
 	}
@@ -392,6 +392,35 @@ func (r *rateRun) onData(l *loop, c *conn, ev *event, now int64) {
 	if !r.sending && r.inflight == 0 {
 		r.finish(l, false, now)
 	}
+}
+
+// reasonStale marks an echo of a message the connection already gave up
+// as lost (checkMarker): it came out of order, and takes no place of the
+// echoes still due.
+const reasonStale Reason = "stale echo"
+
+// checkMarker checks the marker of an intact echo on connection j: it
+// must name the next message due and its scheduled time (reason "").
+// A connection's echoes come in order (one TCP stream), so a marker
+// naming a later message sent, with that message's time, means the
+// server skipped those before it: they are lost (they count as sent and
+// never echoed), and this echo is intact. One naming a message already
+// skipped is stale (reasonStale); any other marker is a mismatch.
+func (r *rateRun) checkMarker(rc *rateConn, j int) (Reason, int64) {
+	seq, at := readMarker(rc.mark[:])
+	phase := r.timetable.phase(j)
+	switch {
+	case seq == uint64(rc.acked) && at == int64(r.job.pacer.At(rc.acked, phase)):
+		return "", at
+	case seq > uint64(rc.acked) && seq < uint64(rc.next) && at == int64(r.job.pacer.At(int64(seq), phase)):
+		skip := int64(seq) - rc.acked
+		rc.acked += skip
+		r.inflight -= skip
+		return "", at
+	case seq < uint64(rc.acked) && at == int64(r.job.pacer.At(int64(seq), phase)):
+		return reasonStale, at
+	}
+	return ReasonMarkerMismatch, at
 }
 
 // lost implements loopRun: it takes a dropped connection out of the

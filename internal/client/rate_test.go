@@ -545,3 +545,28 @@ func TestHoldWrongPongs(t *testing.T) {
 		})
 	}
 }
+
+// TestRateSkippedEchoes: a server that drops every fifth echo. A
+// connection's echoes come in order, so the echo after a dropped one
+// shows the gap: the dropped ones are lost, the rest intact — not every
+// later echo a "marker mismatch".
+func TestRateSkippedEchoes(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{Copies: func(k int64) int {
+		if k%5 == 0 {
+			return 0
+		}
+		return 1
+	}})
+	c := newClient(t, Options{Targets: []string{srv.Addr()}, Loops: 1})
+	mustConnect(t, c, 10)
+	res, err := c.Rate(t.Context(), RateParams{Duration: time.Second, Rate: 50, Payload: 64, Verify: true, Drain: time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Sent < 100 || res.Failed != 0 || len(res.Errors) != 0 {
+		t.Fatalf("sent %d, failed %d %v: want no echo taken for corrupt", res.Sent, res.Failed, res.Errors)
+	}
+	if res.Lost() != res.Sent/5 || res.Recv != res.Sent-res.Sent/5 {
+		t.Errorf("sent %d, received %d, lost %d: want every fifth lost (%d)", res.Sent, res.Recv, res.Lost(), res.Sent/5)
+	}
+}
