@@ -23,8 +23,7 @@ import (
 
 // What the cells still wait for: found by the matrix, no fix yet.
 const (
-	needCloseDeath = "lead: a close phase takes a death without pid: for failed closes"
-	needLoadDeath  = "lead: a script's death without pid: is missed on a loaded host"
+	needLoadDeath = "lead: a script's death without pid: is missed on a loaded host"
 )
 
 // mproto is a protocol as the cells use it.
@@ -177,9 +176,6 @@ func rawKindCells() []cell {
 	add("close", "absent reply", fs.Options{Fault: fs.Drop}, "timeout: 300ms", "closes failed", "{failed: 100%}")
 	for _, c := range deaths(raw, "close", setup, "concurrency: 2, timeout: 300ms",
 		"closes failed", "{failed: 100%}", fs.Options{Delay: 100 * time.Millisecond}, 100*time.Millisecond) {
-		if c.proc == procKillNP {
-			c.pending = needCloseDeath
-		}
 		out = append(out, c)
 	}
 	return out

@@ -2,6 +2,7 @@ package client
 
 import (
 	"encoding/binary"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -180,7 +181,10 @@ func (l *loop) drop(c *conn, reason Reason, peer bool) {
 	r := l.ph
 	flags := c.flags
 	l.closeFD(c)
-	if peer && flags&fClosing == 0 {
+	// A close frame answering the client's own close is no peer's doing;
+	// the end of the stream or a reset while the client waits for that
+	// answer is (a dead server's connections end so in a close phase).
+	if peer && (flags&fClosing == 0 || !strings.HasPrefix(string(reason), string(ReasonServerClose))) {
 		l.counts.peer.add(time.Now().UnixNano())
 	}
 	if r != nil {
