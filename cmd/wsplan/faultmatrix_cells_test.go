@@ -21,11 +21,6 @@ import (
 // holds each upgrade, echo, pong or close answer (Delay) so that a phase
 // lasts several times the kill's delay, whatever the host's speed.
 
-// What the cells still wait for: found by the matrix, no fix yet.
-const (
-	needLoadDeath = "lead: a script's death without pid: is missed on a loaded host"
-)
-
 // mproto is a protocol as the cells use it.
 type mproto struct {
 	label    string
@@ -300,9 +295,6 @@ func scriptCells() []cell {
 		// A stall past the protocol's keepalive ends its users first.
 		for _, c := range deaths(p, "script", "", head+steps(p, 40, "25ms"), "no reply in time|lost their connection",
 			"{timeouts: 1000, failed: 1000, users_failed: 100%}", fs.Options{}, 300*time.Millisecond) {
-			if c.proc == procKillNP {
-				c.pending = needLoadDeath
-			}
 			out = append(out, c)
 		}
 	}

@@ -109,8 +109,12 @@ func (w *blindWatch) serverGone(proc serverProc) func(time.Duration) string {
 // died returns why the server appears to have died during the phase, ""
 // when nothing says so: the phase's own dial found it gone, or most of
 // the connections were closed by the server within client.PeerWindow and
-// a new one fails. openEnd is the connections open at the phase's end.
-func (w *blindWatch) died(ctx context.Context, openEnd int) string {
+// a new one fails, or the phase went wrong (wrong) and new connections
+// are refused: no listener is left where the server answered before the
+// phase (a phase whose own connections had not opened yet when the
+// server died loses none of them). openEnd is the connections open at
+// the phase's end.
+func (w *blindWatch) died(ctx context.Context, openEnd int, wrong bool) string {
 	w.mu.Lock()
 	gone, before := w.gone, w.seen
 	w.mu.Unlock()
@@ -125,7 +129,13 @@ func (w *blindWatch) died(ctx context.Context, openEnd int) string {
 	w.seen = after
 	w.mu.Unlock()
 	n, m, span, ok := suddenLoss(before, after, w.open, openEnd)
-	if !ok || ctx.Err() != nil {
+	if ctx.Err() != nil {
+		return ""
+	}
+	if !ok {
+		if wrong && newConns(ctx, w.addrs, deathDial) == "refused" {
+			return "the server appears to have died: new connections refused"
+		}
 		return ""
 	}
 	how := newConns(ctx, w.addrs, deathDial)

@@ -145,13 +145,31 @@ func TestBlindWatch(t *testing.T) {
 			continue
 		}
 		d.conns, d.peer = 0, death
-		if got := w.died(t.Context(), d.Conns()); got != c.want {
+		if got := w.died(t.Context(), d.Conns(), false); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
 		// The next phase: nothing new.
 		w.begin(c.proc, d.Conns())
-		if got := w.died(t.Context(), d.Conns()); got != "" {
+		if got := w.died(t.Context(), d.Conns(), false); got != "" {
 			t.Errorf("%s, the phase after: %q, want nothing new", c.name, got)
+		}
+	}
+	// A phase that went wrong before its connections opened (the server
+	// died first): none closed by the peer, but no listener is left.
+	for _, c := range []struct {
+		addr  string
+		wrong bool
+		want  string
+	}{
+		{down, true, "the server appears to have died: new connections refused"},
+		{down, false, ""}, // a phase that went right names nothing
+		{up, true, ""},    // the server listens: its own failures
+	} {
+		d := &fakeDriver{}
+		w := newBlindWatch(srv(c.addr), d)
+		w.begin(running{}, 0)
+		if got := w.died(t.Context(), 0, c.wrong); got != c.want {
+			t.Errorf("no connection lost, went wrong %v, %s: %q, want %q", c.wrong, c.addr, got, c.want)
 		}
 	}
 	if w := newBlindWatch(plan.Server{Name: "started"}, &fakeDriver{}); w != nil {
@@ -163,7 +181,7 @@ func TestBlindWatch(t *testing.T) {
 	if why := w.serverGone(running{})(0); why != "appears to have died (new connections refused)" {
 		t.Errorf("ServerGone: %q", why)
 	}
-	if got := w.died(t.Context(), 0); got != "server appears to have died (new connections refused) during the phase" {
+	if got := w.died(t.Context(), 0, false); got != "server appears to have died (new connections refused) during the phase" {
 		t.Errorf("after ServerGone: %q", got)
 	}
 	w = newBlindWatch(srv(up), &fakeDriver{})

@@ -96,7 +96,7 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 		death, gone = "server "+proc.ExitReason()+" during the phase", "server "+proc.ExitReason()
 		res.ServerLog = proc.Tail(2048)
 	case blind:
-		if death = watch.died(ctx, drv.Conns()); death != "" {
+		if death = watch.died(ctx, drv.Conns(), err != nil || failed); death != "" {
 			gone = "the server appears to have died"
 		}
 	}
