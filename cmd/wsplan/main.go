@@ -97,6 +97,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newKubeCmd(stdout, stderr),
 		newSchemaCmd(stdout),
 		newVersionCmd(stdout),
+		newImportCmd(stdout, stderr),
 		newReportCmd(stdout),
 		newInitCmd(stdout, stderr),
 	)
