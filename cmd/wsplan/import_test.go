@@ -199,6 +199,7 @@ func importAndRun(t *testing.T, app *harApp, srvURL, file string, users int, arg
 	if code := r.wait(t, 2*time.Minute); code != 0 {
 		t.Fatalf("run: exit %d\nstderr:\n%s\nstdout:\n%s\nplan:\n%s", code, r.stderrText(), r.stdout.String(), b)
 	}
+	t.Logf("wsplan run plan.yaml:\n%s", r.stdout.String())
 	res := readJSON(t, filepath.Join(dir, "r.json"))
 	if len(res.Results) != 1 {
 		t.Fatalf("%d results, want 1", len(res.Results))
@@ -220,6 +221,9 @@ func everyExchangeMatched(t *testing.T, app *harApp, res jsonRun, users int, exc
 		if v := num(m, k); v != 0 {
 			t.Errorf("%s = %v, want 0", k, v)
 		}
+	}
+	if got := num(m, "iterations"); got != float64(users) {
+		t.Errorf("iterations = %v, want each of %d users' one", got, users)
 	}
 	if got := num(m, "exchanges"); got != float64(users*len(exchanges)) {
 		t.Errorf("exchanges = %v, want %d users × %d", got, users, len(exchanges))

@@ -213,7 +213,7 @@ func (c *conv) nameExchanges(taken func(string) bool) {
 			base = ident(kindOf(r))
 		}
 		if base == "" {
-			base = "exchange"
+			base = "reply"
 		}
 		if taken(base) {
 			base += "_exchange"

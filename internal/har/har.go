@@ -333,14 +333,14 @@ func messageTime(n json.Number) (time.Time, error) {
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
 		return time.Time{}, fmt.Errorf("want seconds since the epoch, got %s", clip(n.String()))
 	}
+	us := f * 1e6 // to the microsecond: the clock's precision in Chrome's files
 	if f > 1e11 {
-		f /= 1e3
+		us = f * 1e3
 	}
-	if f > 1e11 {
+	if us > 1e17 {
 		return time.Time{}, fmt.Errorf("want seconds since the epoch, got %s", clip(n.String()))
 	}
-	sec, frac := math.Modf(f)
-	return time.Unix(int64(sec), int64(frac*1e9)).UTC(), nil
+	return time.UnixMicro(int64(math.Round(us))).UTC(), nil
 }
 
 // clip shortens s for an error message.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"net/url"
 	"path/filepath"
 	"reflect"
@@ -90,8 +91,36 @@ func (g *generator) document(a *Archive, convs []*conv, res *Result) *yaml.Node 
 		planKey[plan.Plan]("Description"), fmt.Sprintf("imported from %s: %d WebSocket(s), %d sent and %d received messages", filepath.Base(g.o.Source), len(convs), res.Sent, res.Received),
 		planKey[plan.Plan]("Servers"), &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{g.server(first)}},
 		planKey[plan.Plan]("Phases"), phases)
+	if host := targetHost(first, g.o.URL); remote(host) {
+		d := mapping(false, planKey[plan.Defaults]("AllowRemote"), literalNode("true"))
+		d.Content[1].LineComment = "# " + host + " is not loopback: a plan says so to reach it"
+		root.Content = append(root.Content[:4], append([]*yaml.Node{scalar(planKey[plan.Plan]("Defaults")), d}, root.Content[4:]...)...)
+	}
 	root.HeadComment = g.header(a, convs, res)
 	return &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{root}}
+}
+
+// targetHost is the host the plan's server is reached at.
+func targetHost(ws *WebSocket, override string) string {
+	raw := ws.URL
+	if override != "" {
+		raw = override
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
+}
+
+// remote reports whether a plan must allow host explicitly: the plan
+// loader takes loopback addresses and localhost only, unless
+// defaults.allow_remote says otherwise.
+func remote(host string) bool {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return !a.IsLoopback()
+	}
+	return host != "localhost"
 }
 
 // header is the plan's opening comment: where it came from, what it
@@ -233,7 +262,6 @@ func (g *generator) steps(c *conv, res *Result) *yaml.Node {
 		add(script.VerbSend, quoted(t))
 		res.Sent++
 	}
-	add(script.VerbClose, literalNode("true"))
 	return steps
 }
 
