@@ -2,6 +2,7 @@ package har
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -18,7 +19,7 @@ type conv struct {
 	// captures maps a captured value to its capture's name; names holds
 	// the names taken.
 	captures map[string]string
-	names    map[string]bool
+	names    map[string]int // capture names taken; a base name's count
 }
 
 // msg is one text message and what was inferred of it.
@@ -40,7 +41,7 @@ type msg struct {
 
 // readConv collects a WebSocket's text messages and reads their JSON.
 func readConv(ws *WebSocket) *conv {
-	c := &conv{ws: ws, captures: map[string]string{}, names: map[string]bool{}}
+	c := &conv{ws: ws, captures: map[string]string{}, names: map[string]int{}}
 	last := -1
 	for i := range ws.Messages {
 		m := &ws.Messages[i]
@@ -99,8 +100,28 @@ func (c *conv) correlate() {
 }
 
 // capture finds the values a send carries back that a reply before it
-// brought (and the browser had not sent before that reply).
+// brought (and the browser had not sent before that reply). It indexes
+// the values once: a long recording costs its length, not its square.
 func (c *conv) capture() {
+	type at struct {
+		msg  int
+		path string
+	}
+	brought := map[string][]at{} // value → the replies that carry it, in order
+	firstSent := map[string]int{}
+	for j, m := range c.msgs {
+		for _, l := range m.leaves {
+			if l.typ != gjson.String || len(l.str) < minCapture {
+				continue
+			}
+			if _, ok := firstSent[l.str]; m.Send && !ok {
+				firstSent[l.str] = j
+			}
+			if !m.Send && l.path != "" {
+				brought[l.str] = append(brought[l.str], at{j, l.path})
+			}
+		}
+	}
 	for j, s := range c.msgs {
 		if !s.Send || !s.json {
 			continue
@@ -110,55 +131,34 @@ func (c *conv) capture() {
 			if l.path == "" || l.typ != gjson.String || len(l.str) < minCapture || s.ids[i] || strings.Contains(l.str, "{{") {
 				continue
 			}
-			if name, ok := c.captures[l.str]; ok {
-				s.edits[i] = "{{" + script.FuncJSON + " ." + name + "}}"
-				continue
+			name, ok := c.captures[l.str]
+			if !ok {
+				rs := brought[l.str]
+				k := sort.Search(len(rs), func(k int) bool { return rs[k].msg >= j }) - 1
+				if k < 0 || firstSent[l.str] < rs[k].msg {
+					continue
+				}
+				name = c.name(captureName(l.key))
+				c.captures[l.str] = name
+				r := c.msgs[rs[k].msg]
+				r.capture = append(r.capture, [2]string{name, rs[k].path})
 			}
-			r, path := c.broughtBy(l.str, j)
-			if r == nil {
-				continue
-			}
-			name := c.name(captureName(l.key))
-			c.captures[l.str] = name
-			r.capture = append(r.capture, [2]string{name, path})
 			s.edits[i] = "{{" + script.FuncJSON + " ." + name + "}}"
 		}
 	}
 }
 
-// broughtBy returns the latest reply before message j with value v at a
-// path, unless a send before that reply had v already.
-func (c *conv) broughtBy(v string, j int) (*msg, string) {
-	for k := j - 1; k >= 0; k-- {
-		r := c.msgs[k]
-		if r.Send || !r.json {
-			continue
-		}
-		for _, q := range r.leaves {
-			if q.path == "" || q.typ != gjson.String || q.str != v {
-				continue
-			}
-			for _, s := range c.msgs[:k] {
-				if s.Send && strings.Contains(s.text, v) {
-					return nil, ""
-				}
-			}
-			return r, q.path
-		}
-	}
-	return nil, ""
-}
-
-// name returns a capture name not taken yet.
+// name returns a capture name not taken yet: base, base_2, …
 func (c *conv) name(base string) string {
 	if script.IsReserved(base) {
 		base += "_value"
 	}
 	n := base
-	for i := 2; c.names[n]; i++ {
-		n = fmt.Sprintf("%s_%d", base, i)
+	for c.names[n] > 0 {
+		c.names[base]++
+		n = fmt.Sprintf("%s_%d", base, c.names[base])
 	}
-	c.names[n] = true
+	c.names[n]++
 	return n
 }
 
@@ -180,32 +180,28 @@ func (c *conv) registerSecrets(sec *secrets) {
 	}
 }
 
+// MaxExchanges is the most named exchanges (as:) a phase gets: each has
+// a dozen metrics of its own. Later replies are expects without a name,
+// whose timeouts and mismatches count in the phase's.
+const MaxExchanges = 100
+
 // nameExchanges names the reply to each send an exchange: the reply whose
 // id correlates with it, else the first one after it; the name is the
-// send's kind (its type, op, … field), else the reply's.
-func (c *conv) nameExchanges(taken func(string) bool) {
-	used := map[string]bool{}
+// send's kind (its type, op, … field), else the reply's, numbered when
+// repeated (echo, echo_2). It returns how many replies it left unnamed.
+func (c *conv) nameExchanges(taken func(string) bool) (unnamed int) {
+	count := map[string]int{}
+	named := 0
 	for j, s := range c.msgs {
 		if !s.Send {
 			continue
 		}
-		var first, byID *msg
-		for _, r := range c.msgs[j+1:] {
-			if r.Send {
-				break
-			}
-			if first == nil {
-				first = r
-			}
-			if byID == nil && r.correlate != "" {
-				byID = r
-			}
-		}
-		r := byID
+		r := c.replyTo(j)
 		if r == nil {
-			r = first
+			continue
 		}
-		if r == nil {
+		if named == MaxExchanges {
+			unnamed++
 			continue
 		}
 		base := ident(kindOf(s))
@@ -219,12 +215,33 @@ func (c *conv) nameExchanges(taken func(string) bool) {
 			base += "_exchange"
 		}
 		n := base
-		for i := 2; used[n]; i++ {
-			n = fmt.Sprintf("%s_%d", base, i)
+		for count[n] > 0 {
+			count[base]++
+			n = fmt.Sprintf("%s_%d", base, count[base])
 		}
-		used[n] = true
+		count[n]++
 		r.as = n
+		named++
 	}
+	return unnamed
+}
+
+// replyTo returns the reply to send j: the one whose id correlates with
+// it, else the first one after it (nil when the next message is a send).
+func (c *conv) replyTo(j int) *msg {
+	var first *msg
+	for _, r := range c.msgs[j+1:] {
+		if r.Send {
+			break
+		}
+		if r.correlate != "" {
+			return r
+		}
+		if first == nil {
+			first = r
+		}
+	}
+	return first
 }
 
 // kindOf returns a JSON message's kind: the value of its first top-level

@@ -193,3 +193,24 @@ func Example() {
 	//         - send: '{"op":"ping","id":{{.seq}}}'
 	//         - expect: {json: {$.op: pong}, correlate: $.id, as: ping}
 }
+
+// BenchmarkGenerate imports a recording of 100,000 messages (the most a
+// WebSocket may have): 50,000 requests with ids, each answered.
+func BenchmarkGenerate(b *testing.B) {
+	var msgs []map[string]any
+	for i := range MaxMessages / 2 {
+		msgs = append(msgs, sent(float64(i), fmt.Sprintf(`{"op":"get","id":%d,"session":"sess-abcdef","key":"k%d"}`, i+1, i)),
+			recv(float64(i)+0.5, fmt.Sprintf(`{"op":"got","id":%d,"value":"v-%08d"}`, i+1, i)))
+	}
+	in := harOf(b, entry("ws://127.0.0.1:9000/ws", 101, nil, msgs...))
+	b.SetBytes(int64(len(in)))
+	for b.Loop() {
+		a, err := Parse(in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := Generate(a, Options{Source: "big.har"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -89,7 +89,9 @@ func Generate(a *Archive, o Options) (*Result, error) {
 		c.correlate()
 		c.capture()
 		c.registerSecrets(g.sec)
-		c.nameExchanges(g.taken)
+		if n := c.nameExchanges(g.taken); n > 0 {
+			g.warnf("entries[%d]: %d replies are not named exchanges (a phase names at most %d): their timeouts and mismatches count in the phase's", c.ws.Entry, n, MaxExchanges)
+		}
 		g.requestSecrets(c.ws)
 	}
 	res := &Result{WebSockets: len(convs)}

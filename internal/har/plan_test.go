@@ -2,11 +2,11 @@ package har
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/wsplan/wsplan/internal/plan"
-	_ "github.com/wsplan/wsplan/scenarios" // the kinds the plans use
 )
 
 const jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlLXNpZ25hdHVyZQ"
@@ -187,6 +187,22 @@ func (c *generateCase) check(t *testing.T) {
 	if _, err := plan.LoadBytes("rec.yaml", res.Plan, plan.LoadOptions{}); err != nil {
 		t.Errorf("the plan does not load: %v\n%s", err, p)
 	}
+}
+
+// TestGenerateManyExchanges: a phase names at most MaxExchanges replies;
+// the others are expects all the same, and a warning counts them.
+func TestGenerateManyExchanges(t *testing.T) {
+	var msgs []map[string]any
+	for i := range MaxExchanges + 2 {
+		msgs = append(msgs, sent(float64(i), `{"op":"get","id":`+strconv.Itoa(i+1)+`}`), recv(float64(i), `{"op":"got","id":`+strconv.Itoa(i+1)+`}`))
+	}
+	c := generateCase{
+		entries:  []map[string]any{entry("ws://127.0.0.1/ws", 101, nil, msgs...)},
+		want:     []string{"as: get}", "as: get_2}", "as: get_100}", "- expect: {json: {$.op: got}, correlate: $.id}\n"},
+		not:      []string{"as: get_101}"},
+		warnings: []string{"entries[0]: 2 replies are not named exchanges (a phase names at most 100)"},
+	}
+	c.check(t)
 }
 
 // TestGenerateRefuses: the recordings Generate cannot make a plan of.

@@ -113,8 +113,9 @@ func escape(text string, json bool) string {
 // leaked returns the variable of a secret of at least minScrub bytes that
 // plan still holds, "" when none does.
 func (s *secrets) leaked(plan []byte) string {
+	text := string(plan)
 	for _, v := range s.long {
-		if strings.Contains(string(plan), v) {
+		if strings.Contains(text, v) {
 			return s.byValue[v]
 		}
 	}
