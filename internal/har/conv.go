@@ -54,7 +54,7 @@ func readConv(ws *WebSocket) *conv {
 			continue // control frames: the client answers pings itself
 		}
 		x := &msg{Message: m, text: string(m.Data), send: last, edits: map[int]string{}, ids: map[int]bool{}}
-		if IsJSON(m.Data) {
+		if isJSON(m.Data) {
 			x.json = true
 			x.leaves = leaves(x.text)
 		}
@@ -266,6 +266,9 @@ func kindMatch(m *msg, sec *secrets) [][2]string {
 		for _, l := range m.leaves {
 			if l.path != "$."+k {
 				continue
+			}
+			if len(out) > 0 && out[len(out)-1][0] == l.path {
+				break // a key written twice: gjson reads the first
 			}
 			v := l.raw
 			switch l.typ {

@@ -362,9 +362,9 @@ func HeaderValue(hs []Header, name string) (string, bool) {
 	return "", false
 }
 
-// IsJSON reports whether data is one JSON object or array (what Generate
+// isJSON reports whether data is one JSON object or array (what Generate
 // reads ids and values from).
-func IsJSON(data []byte) bool {
+func isJSON(data []byte) bool {
 	d := bytes.TrimSpace(data)
 	return len(d) > 0 && (d[0] == '{' || d[0] == '[') && json.Valid(d)
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/wsplan/wsplan/internal/plan"
 )
 
 // entry writes one HAR entry as JSON: url, response status (0 = none),
@@ -169,6 +171,12 @@ func FuzzParse(f *testing.F) {
 		}
 		if doc["servers"] == nil || doc["phases"] == nil {
 			t.Fatalf("the plan has no servers or phases:\n%s", res.Plan)
+		}
+		for _, v := range res.Env {
+			t.Setenv(v, "value-of-"+v)
+		}
+		if _, err := plan.LoadBytes("f.yaml", res.Plan, plan.LoadOptions{}); err != nil {
+			t.Fatalf("the plan does not load: %v\n%s", err, res.Plan)
 		}
 	})
 }

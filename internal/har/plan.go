@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/scenarios"
 )
@@ -197,7 +199,7 @@ func redactQuery(s string) string {
 var droppedHeaders = map[string]bool{
 	"host": true, "connection": true, "upgrade": true, "origin": true, "user-agent": true,
 	"accept": true, "accept-encoding": true, "accept-language": true, "cache-control": true, "pragma": true,
-	"referer": true, "dnt": true, "content-length": true, "priority": true,
+	"referer": true, "dnt": true, "content-length": true, "transfer-encoding": true, "priority": true,
 }
 
 func dropped(name string) bool {
@@ -268,6 +270,10 @@ func (g *generator) headers(ws *WebSocket) [][2]string {
 	for _, h := range ws.Request {
 		n := strings.ToLower(h.Name)
 		if dropped(n) || seen[n] {
+			continue
+		}
+		if !httpguts.ValidHeaderFieldName(h.Name) || !httpguts.ValidHeaderFieldValue(h.Value) {
+			g.warnf("entries[%d]: header %q left out: not a valid HTTP header", ws.Entry, clip(h.Name))
 			continue
 		}
 		seen[n] = true

@@ -55,9 +55,12 @@ func (s *secrets) add(value, hint string) {
 }
 
 // ref returns ${env:NAME} for a value add noted, and marks its variable
-// used.
+// used; an empty value (add notes none) is written as it is.
 func (s *secrets) ref(value string) string {
-	name := s.byValue[value]
+	name, ok := s.byValue[value]
+	if !ok {
+		return escapeVars(value)
+	}
 	if !s.isUsed[name] {
 		s.isUsed[name] = true
 		s.used = append(s.used, name)

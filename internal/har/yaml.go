@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/net/http/httpguts"
 	"gopkg.in/yaml.v3"
 
 	"github.com/wsplan/wsplan/internal/client"
@@ -147,7 +148,7 @@ func (g *generator) header(a *Archive, convs []*conv, res *Result) string {
 	}
 	if len(g.sec.used) > 0 {
 		lines = append(lines, "Secrets are not in this file: before `wsplan run`, set "+strings.Join(g.sec.used, ", "),
-			"to the values the browser sent (each at least 4 bytes).")
+			fmt.Sprintf("to the values the browser sent (each at least %d bytes).", plan.MinSecretLen))
 	}
 	return "# " + strings.Join(lines, "\n# ")
 }
@@ -159,7 +160,7 @@ func (g *generator) server(ws *WebSocket) *yaml.Node {
 	u, _ := url.Parse(ws.URL) // parsed by Parse
 	target := g.sec.literal(u.Scheme+"://"+u.Host+u.EscapedPath(), false)
 	if g.o.URL != "" {
-		target = escapeVars(g.o.URL)
+		target = g.o.URL // the user's own, in the plan's syntax
 	}
 	name := "server"
 	if h := u.Hostname(); net.ParseIP(h) == nil && ident(strings.Split(h, ".")[0]) != "" {
@@ -176,15 +177,21 @@ func (g *generator) server(ws *WebSocket) *yaml.Node {
 	if hs := g.headers(ws); len(hs) > 0 {
 		s.Content = append(s.Content, scalar(planKey[plan.Server]("Headers")), pairs(hs))
 	}
-	if o, ok := HeaderValue(ws.Request, "Origin"); ok && o != "" {
+	if o, ok := HeaderValue(ws.Request, "Origin"); ok && o != "" && httpguts.ValidHeaderFieldValue(o) {
 		s.Content = append(s.Content, scalar(planKey[plan.Server]("Origin")), scalar(g.sec.literal(o, false)))
 	}
-	if p, ok := HeaderValue(ws.Request, "Sec-WebSocket-Protocol"); ok && strings.TrimSpace(p) != "" {
+	if p, ok := HeaderValue(ws.Request, "Sec-WebSocket-Protocol"); ok {
 		list := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+		seen := map[string]bool{}
 		for _, sp := range strings.Split(p, ",") {
-			list.Content = append(list.Content, scalar(strings.TrimSpace(sp)))
+			if sp = strings.TrimSpace(sp); httpguts.ValidHeaderFieldName(sp) && !seen[sp] { // a subprotocol is a token
+				seen[sp] = true
+				list.Content = append(list.Content, scalar(sp))
+			}
 		}
-		s.Content = append(s.Content, scalar(planKey[plan.Server]("Subprotocols")), list)
+		if len(list.Content) > 0 {
+			s.Content = append(s.Content, scalar(planKey[plan.Server]("Subprotocols")), list)
+		}
 	}
 	if x, ok := HeaderValue(ws.Response, "Sec-WebSocket-Extensions"); ok && strings.Contains(x, "permessage-deflate") {
 		s.Content = append(s.Content, scalar(planKey[plan.Server]("CompressionKey")), literalNode("true"))
