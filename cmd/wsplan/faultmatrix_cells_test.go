@@ -169,10 +169,8 @@ func rawKindCells() []cell {
 		"fatal:no open connections left", "{failed: 100%}", fs.Options{Delay: 10 * time.Millisecond}, 300*time.Millisecond)...)
 	// close
 	add("close", "absent reply", fs.Options{Fault: fs.Drop}, "timeout: 300ms", "closes failed", "{failed: 100%}")
-	for _, c := range deaths(raw, "close", setup, "concurrency: 2, timeout: 300ms",
-		"closes failed", "{failed: 100%}", fs.Options{Delay: 100 * time.Millisecond}, 100*time.Millisecond) {
-		out = append(out, c)
-	}
+	out = append(out, deaths(raw, "close", setup, "concurrency: 2, timeout: 300ms",
+		"closes failed", "{failed: 100%}", fs.Options{Delay: 100 * time.Millisecond}, 100*time.Millisecond)...)
 	return out
 }
 
@@ -293,10 +291,8 @@ func scriptCells() []cell {
 		add("absent reply", fs.Options{Fault: fs.Drop}, "", "no reply in time", "{timeouts: 1000}")
 		add("refused at the greeting", fs.Options{Fault: fs.Refuse, Spare: 1}, "", "could not connect", "{open_failed: 5}")
 		// A stall past the protocol's keepalive ends its users first.
-		for _, c := range deaths(p, "script", "", head+steps(p, 40, "25ms"), "no reply in time|lost their connection",
-			"{timeouts: 1000, failed: 1000, users_failed: 100%}", fs.Options{}, 300*time.Millisecond) {
-			out = append(out, c)
-		}
+		out = append(out, deaths(p, "script", "", head+steps(p, 40, "25ms"), "no reply in time|lost their connection",
+			"{timeouts: 1000, failed: 1000, users_failed: 100%}", fs.Options{}, 300*time.Millisecond)...)
 	}
 	return append(out, mqttCells()...)
 }
