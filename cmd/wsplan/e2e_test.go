@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wsplan/wsplan/sysctl"
 )
 
 // wsplanRun is a `wsplan run` started in the background; its stderr lines
@@ -282,15 +284,18 @@ phases:
   - echo: {total: 50000000, concurrency: 100, deadline: 30s}
 `
 
-// TestInterruptRestoresHost: SIGINT in the middle of an echo phase of a
-// --tune run prints the partial results, restores the sysctl and the idle
-// polling, exits 130 and leaves no process. The sysctl lives in a fake
-// /proc/sys tree (EnvProcSysRoot), the poll window in a fake /sys
-// (EnvSysRoot): the test never changes the host it runs on.
-func TestInterruptRestoresHost(t *testing.T) {
+// fakeSysRoot is a /sys tree (for EnvSysRoot) whose cpuidle driver is
+// driver and, when poll is not "", haltpoll's poll window is poll ns: the
+// host's own driver never decides what a test sees.
+func fakeSysRoot(t *testing.T, driver, poll string) string {
+	t.Helper()
 	sys := t.TempDir()
-	poll := filepath.Join(sys, "module", "haltpoll", "parameters", "guest_halt_poll_ns")
-	for f, v := range map[string]string{poll: "0\n", filepath.Join(sys, "devices", "system", "cpu", "cpuidle", "current_driver"): "haltpoll\n"} {
+	files := map[string]string{sysctl.CPUIdleDriverKey: driver + "\n"}
+	if poll != "" {
+		files[sysctl.HaltPollKey] = poll + "\n"
+	}
+	for key, v := range files {
+		f := filepath.Join(sys, key)
 		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -298,6 +303,17 @@ func TestInterruptRestoresHost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return sys
+}
+
+// TestInterruptRestoresHost: SIGINT in the middle of an echo phase of a
+// --tune run prints the partial results, restores the sysctl and the idle
+// polling, exits 130 and leaves no process. The sysctl lives in a fake
+// /proc/sys tree (EnvProcSysRoot), the poll window in a fake /sys
+// (EnvSysRoot): the test never changes the host it runs on.
+func TestInterruptRestoresHost(t *testing.T) {
+	sys := fakeSysRoot(t, "haltpoll", "0")
+	poll := filepath.Join(sys, sysctl.HaltPollKey)
 	t.Setenv(EnvSysRoot, sys)
 	root := t.TempDir()
 	key := filepath.Join(root, "net", "ipv4", "ip_local_port_range")

@@ -50,7 +50,9 @@ func (e commandError) Unwrap() error { return e.err }
 
 // Main runs the CLI with args and returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
-	stdout, stderr = redacting(stdout), redacting(stderr)
+	// Redacted before wrapped: a secret is replaced whole, then the line
+	// that held it wraps to the terminal.
+	stdout, stderr = redacting(stdout), redacting(fitTerminal(stderr))
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
 	root.SetOut(stdout)

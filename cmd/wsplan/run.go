@@ -184,7 +184,7 @@ func runPlan(parent context.Context, path string, f *runFlags, stdout, stderr io
 		return err
 	}
 	run, runErr := engine.Run(ctx, engine.Options{Plan: p, Plans: in.plans, Count: f.count, Layout: layout, Exe: exe, OutDir: out,
-		Progress: progress, Notice: noticer(progress, stderr), Abort: in.abort, Live: hub,
+		Sys: sysFS(), Progress: progress, Notice: noticer(progress, stderr), Abort: in.abort, Live: hub,
 		Gated: func(server, phase, kind, metric string) bool {
 			return assert.Gates(in.asserts, server, phase, kind, metric)
 		}})
