@@ -20,7 +20,7 @@ import (
 )
 
 // Client is the part of the Kubernetes API wsplan uses: core/v1 and
-// batch/v1. A kubernetes.Interface (the fake clientset in tests) is one;
+// batch/v1. A kubernetes.Interface is one, and so is the tests' fakeCluster;
 // NewClient makes one that links only those two groups, not all of
 // client-go's (which would double the binary).
 type Client interface {

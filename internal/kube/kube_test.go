@@ -17,7 +17,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/shard"
@@ -29,14 +28,14 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// kubelet plays the cluster for a fake clientset: it creates the pods of
+// kubelet plays the cluster for the fake API (fakeCluster): it creates the pods of
 // every Job and moves them as mode says. "ready": each pod i runs a real
 // shard.Listen on 127.0.0.(2+i) with the Secret's certificates, then is
 // Ready; "unschedulable", "imagepull": the pod's status says so;
 // "pending": nothing happens.
 type kubelet struct {
 	t      *testing.T
-	cs     *fake.Clientset
+	cs     *fakeCluster
 	mode   string
 	port   int
 	stop   chan struct{}
@@ -47,7 +46,7 @@ type kubelet struct {
 	shards map[string]chan error // pod name → its Listen's end
 }
 
-func startKubelet(t *testing.T, cs *fake.Clientset, mode string, port int) *kubelet {
+func startKubelet(t *testing.T, cs *fakeCluster, mode string, port int) *kubelet {
 	ctx, cancel := context.WithCancel(context.Background())
 	k := &kubelet{t: t, cs: cs, mode: mode, port: port, stop: make(chan struct{}), ctx: ctx, cancel: cancel, shards: map[string]chan error{}}
 	k.wg.Add(1)
@@ -216,7 +215,7 @@ func testSpec(t *testing.T, port int) Spec {
 }
 
 // assertGone checks that the run's Job, Service and Secret are deleted.
-func assertGone(t *testing.T, cs *fake.Clientset, s Spec) {
+func assertGone(t *testing.T, cs *fakeCluster, s Spec) {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := cs.BatchV1().Jobs(s.Namespace).Get(ctx, s.name(), metav1.GetOptions{}); err == nil {
@@ -264,9 +263,9 @@ func runOn(t *testing.T, ctx context.Context, addrs []string, dir string, long b
 }
 
 // TestDeployRunDelete: create → ready → run → delete, against client-go's
-// fake clientset with real shards behind the pods.
+// fake API (fakeCluster) with real shards behind the pods.
 func TestDeployRunDelete(t *testing.T) {
-	cs := fake.NewClientset()
+	cs := newFakeCluster()
 	s := testSpec(t, freePort(t))
 	dir := t.TempDir()
 	for f, b := range s.Certs {
@@ -322,7 +321,7 @@ func TestDeployFailures(t *testing.T) {
 		{mode: "pending", want: "context canceled", timeout: 10 * time.Second, cancel: true},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
-			cs := fake.NewClientset()
+			cs := newFakeCluster()
 			s := testSpec(t, 7070)
 			startKubelet(t, cs, tc.mode, s.Port)
 			if tc.quota {
@@ -359,7 +358,7 @@ func TestDeployFailures(t *testing.T) {
 // phase stops, the orchestrator deletes the objects, and the shards,
 // their link gone, close their connections and exit after idle_exit.
 func TestSIGINTMidRun(t *testing.T) {
-	cs := fake.NewClientset()
+	cs := newFakeCluster()
 	s := testSpec(t, freePort(t))
 	dir := t.TempDir()
 	for f, b := range s.Certs {
