@@ -179,27 +179,30 @@ func assertNoLeftovers(t *testing.T, dir string) {
 }
 
 type jsonRun struct {
-	Interrupted bool `json:"interrupted"`
-	Results     []struct {
-		Server    string            `json:"server"`
-		Phase     string            `json:"phase"`
-		OK        bool              `json:"ok"`
-		Error     string            `json:"error"`
-		Log       string            `json:"server_log"`
-		Resources string            `json:"server_resources"`
-		Warnings  []string          `json:"warnings"`
-		Metrics   map[string]any    `json:"metrics"`
-		Info      map[string]string `json:"info"`
-		Shards    []struct {
-			Name       string  `json:"name"`
-			CPUAvg     float64 `json:"cpu_avg"`
-			WaitAvg    float64 `json:"wait_avg"`
-			CPUSeconds float64 `json:"cpu_seconds"`
-			MemMax     int64   `json:"mem_max"`
-			Usable     int     `json:"usable_cpus"`
-			Bound      bool    `json:"bound"`
-		} `json:"client_shards"`
-	} `json:"results"`
+	Interrupted bool         `json:"interrupted"`
+	Results     []jsonResult `json:"results"`
+}
+
+// jsonResult is one result of a --json file.
+type jsonResult struct {
+	Server    string            `json:"server"`
+	Phase     string            `json:"phase"`
+	OK        bool              `json:"ok"`
+	Error     string            `json:"error"`
+	Log       string            `json:"server_log"`
+	Resources string            `json:"server_resources"`
+	Warnings  []string          `json:"warnings"`
+	Metrics   map[string]any    `json:"metrics"`
+	Info      map[string]string `json:"info"`
+	Shards    []struct {
+		Name       string  `json:"name"`
+		CPUAvg     float64 `json:"cpu_avg"`
+		WaitAvg    float64 `json:"wait_avg"`
+		CPUSeconds float64 `json:"cpu_seconds"`
+		MemMax     int64   `json:"mem_max"`
+		Usable     int     `json:"usable_cpus"`
+		Bound      bool    `json:"bound"`
+	} `json:"client_shards"`
 }
 
 func readJSON(t *testing.T, path string) jsonRun {
