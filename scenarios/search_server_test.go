@@ -10,6 +10,7 @@ import (
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/result"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/report"
@@ -83,9 +84,7 @@ func search(t *testing.T, srv *slowServer) scenarios.Outcome {
 // over a second by the end of a step). The SLO is loose (p99 < 250 ms) so
 // that a loaded host does not fail the normal server.
 func TestSearchFindsSlowServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs two searches against real servers (about 15 s)")
-	}
+	testenv.Slow(t, "two searches against real servers, about 15 s")
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	// The normal server should hold the SLO to max (4,000/s); a loaded
 	// host can fail a step of it, so it gets three tries to show it holds

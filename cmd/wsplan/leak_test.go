@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/wsplan/wsplan/internal/testenv"
 )
 
 // leakyServe is `wsplan-leaky --addrs HOST:PORT --leak N`, a test
@@ -67,9 +69,7 @@ func leakyServe() {
 // about 1 GB), and against the same server keeping nothing it does not.
 // The servers are the test's own processes, given as url: with pid:.
 func TestChurnFindsLeak(t *testing.T) {
-	if testing.Short() {
-		t.Skip("80 s of churn")
-	}
+	testenv.Slow(t, "70 s of churn")
 	path, err := exec.LookPath("wsplan-leaky")
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/scenarios"
 )
 
@@ -19,9 +20,7 @@ import (
 // with them. The client's connect kind is the dialer every kind's
 // connections come from: it stays.
 func TestKindFilesApart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the packages once per kind")
-	}
+	testenv.Slow(t, "builds a package once per kind: a minute from an empty build cache")
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go tool on PATH")

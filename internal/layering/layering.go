@@ -11,7 +11,8 @@
 //     place;
 //   - internal/client imports nothing of this module (it is the hot path,
 //     kept free of plan, report and engine types);
-//   - test-only packages (internal/testserver, internal/faultserver) are
+//   - test-only packages (internal/testserver, internal/faultserver,
+//     internal/testenv) are
 //     imported by _test.go files alone and import nothing of this module,
 //     so every package's tests can use them without an import cycle;
 //   - a phase kind's names are spelled only in that kind's files
@@ -74,6 +75,7 @@ var ClientLeaves = map[string]bool{
 var TestOnly = map[string]bool{
 	"internal/testserver":  true,
 	"internal/faultserver": true, // protocol servers that go wrong on purpose (the fault matrix)
+	"internal/testenv":     true, // which tests a run includes (WSPLAN_SLOW)
 }
 
 // Hints say how to fix a violation of each rule.
