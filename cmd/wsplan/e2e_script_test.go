@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/testenv"
 )
 
 // The script phase against real application servers, each plan run as
@@ -171,6 +173,7 @@ func TestScriptPlanShards(t *testing.T) {
 // backlog the stall leaves, p99.9 near 200 ms and max past it (README
 // "Scripted conversations"). Without stalls p99 is a few ms.
 func TestScriptStallPlan(t *testing.T) {
+	testenv.Slow(t, "runs plans/script-stall.yaml as it is: 40 s")
 	root := needNodePackage(t, "node-ws", "ws")
 	res, _, _ := runScriptPlan(t, root, 0, "node-app", "plans/script-stall.yaml", "--set", "port="+strconv.Itoa(freeBasePort(t, 1)))
 	if len(res.Results) != 3 {
