@@ -12,6 +12,8 @@ import (
 
 	"github.com/gobwas/ws"
 	"golang.org/x/sys/unix"
+
+	"github.com/wsplan/wsplan/internal/testenv"
 )
 
 // Checks of the nbio, greatws, hertz and nettyws adapters beyond the shared
@@ -258,11 +260,17 @@ func serverNoDelay(t *testing.T, local, remote net.Addr) ([]bool, int) {
 }
 
 // TestBatchBCloseRightAfterStart closes servers before their accept loops
-// may have started: Close must still stop them and return.
+// may have started: Close must still stop them and return. Three rounds
+// each; twenty with WSPLAN_SLOW=1 (an nbio server takes 200 ms to close:
+// the twenty took 13 s).
 func TestBatchBCloseRightAfterStart(t *testing.T) {
+	rounds := 3
+	if testenv.SlowEnabled() {
+		rounds = 20
+	}
 	for _, name := range []string{"nbio_blocking", "nbio_mixed", "nbio_nonblocking", "nbio_std", "greatws", "hertz", "hertz_std", "nettyws"} {
 		t.Run(name, func(t *testing.T) {
-			for range 20 {
+			for range rounds {
 				srv, addrs, err := startOpts(t, name, nil)
 				if err != nil {
 					t.Fatal(err)
