@@ -42,14 +42,17 @@ func (w fitWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// fitText wraps every line of s wider than width columns (runes) at
-// spaces; see fitLine. width <= 0 means no limit.
+// fitText wraps every whole line of s (one that ends in a newline) wider
+// than width columns (runes) at spaces; see fitLine. What follows the
+// last newline is left as it is: a prompt waiting for its answer, or a
+// line the next Write continues, whose width is not known yet. width <= 0
+// means no limit.
 func fitText(s string, width int) string {
 	if width <= 0 {
 		return s
 	}
 	lines := strings.Split(s, "\n")
-	for i, l := range lines {
+	for i, l := range lines[:len(lines)-1] {
 		lines[i] = fitLine(l, width)
 	}
 	return strings.Join(lines, "\n")
