@@ -30,7 +30,7 @@ type gqlServer struct {
 	quiet time.Duration
 
 	pings, pongs, clientPings, earlyPings atomic.Int64
-	subprotocol               atomic.Value // the last one agreed
+	subprotocol                           atomic.Value // the last one agreed
 
 	mu    sync.Mutex
 	rooms map[string]map[*gqlPeer]string // room -> subscriber -> operation id
