@@ -140,20 +140,33 @@ func TestRateBatchedReads(t *testing.T) {
 	addr := s.start(t)
 	c := newClient(t, Options{Targets: []string{addr}, Loops: 1, NoDelay: true})
 	mustConnect(t, c, 100)
-	run := func(reads string) RateResult {
+	// run runs the phase; it says why not when the timetable was not kept
+	// (a loaded host: the echo server is this process too), which is
+	// tried again.
+	run := func(reads string) (RateResult, string) {
 		t.Helper()
 		res, err := c.Rate(t.Context(), RateParams{Duration: time.Second, Rate: 50, Payload: 256, Verify: true, Reads: reads}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		checkRateSums(t, res)
-		if res.Recv != res.Sent || res.Failed != 0 || res.Sent < 4500 {
-			t.Fatalf("reads %q: sent %d recv %d failed %d, want ~5000 all echoed", reads, res.Sent, res.Recv, res.Failed)
+		if res.Failed != 0 {
+			t.Fatalf("reads %q: %d failed (%v), want none", reads, res.Failed, res.Errors)
 		}
-		return res
+		if res.Recv != res.Sent || res.Sent < 4500 {
+			return res, fmt.Sprintf("reads %q: sent %d recv %d, want ~5000 all echoed", reads, res.Sent, res.Recv)
+		}
+		return res, ""
 	}
 	retryTiming(t, func() string {
-		b, p := run(""), run(ReadsPrompt)
+		b, miss := run("")
+		if miss != "" {
+			return miss
+		}
+		p, miss := run(ReadsPrompt)
+		if miss != "" {
+			return miss
+		}
 		if b.Reads != ReadsBatched || p.Reads != ReadsPrompt {
 			t.Fatalf("reads %q and %q, want batched and prompt", b.Reads, p.Reads)
 		}
