@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/script"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/internal/testserver"
 )
 
@@ -282,6 +283,7 @@ func TestMQTTRefusedMosquitto(t *testing.T) {
 // open. So the test can fail on any host: a client that did not ping
 // would be dropped within the hold.
 func TestMQTTKeepaliveMosquitto(t *testing.T) {
+	testenv.Slow(t, "20 s of idle connections: mosquitto drops the silent ones after 5 s here; TestMQTTKeepaliveFake checks the client's side")
 	const keepalive = 2 * time.Second
 	addr := startMosquitto(t)
 	mqttNoPing = true
