@@ -157,15 +157,15 @@ func mustLook(t *testing.T) string {
 	return p
 }
 
-// busyRate is TestRemoteShardOnBusyCPU's plan: 50 connections × 3000/s,
-// 150k messages a second, which a shard on an idle core carries on most
+// busyRate is TestRemoteShardOnBusyCPU's plan: 50 connections × 1000/s,
+// 50k messages a second, which a shard on an idle core carries on most
 // hosts with much of the core to spare.
 const busyRate = `host: {server_cpus: "0", client_cpus: "0"}
 client: {remote: [%s], certs: certs, idle_exit: 1m, loops: 1}
 servers: [{name: gws}]
 phases:
   - connect: {connections: 50, concurrency: 50}
-  - rate: {duration: 2s, rate: 3000, payload: 64, connections: 50}
+  - rate: {duration: 2s, rate: 1000, payload: 64, connections: 50}
 `
 
 // starvedShare is the share of a CPU that a shard at nice 19 gets beside
@@ -181,7 +181,7 @@ const starvedShare = 100 * 15.0 / (15 + 1024)
 // The host is measured first (a relation, not a speed): the shard
 // without the loop says how much of its core the rate needs here. Where
 // that run is already bound (a host too slow, or too busy, for the rate)
-// or the need is below twice the starved share (a host carrying 150k
+// or the need is below twice the starved share (a host carrying 50k
 // msg/s on less than 3% of a core), there is nothing to show: it skips
 // with the figures.
 func TestRemoteShardOnBusyCPU(t *testing.T) {
@@ -227,16 +227,16 @@ func TestRemoteShardOnBusyCPU(t *testing.T) {
 	need, s := idle.Shards[0].CPUAvg, idle.Shards[0]
 	switch {
 	case s.Bound || idle.Metrics["client_bound"] == true || idle.Metrics["server_bound"] == true:
-		t.Skipf("this host cannot carry 150k msg/s even with the shard's CPU to itself (shard CPU %.0f%% + %.0f%% waiting, server CPU %.0f%%, client_bound %v, server_bound %v): nothing to starve",
+		t.Skipf("this host cannot carry 50k msg/s even with the shard's CPU to itself (shard CPU %.0f%% + %.0f%% waiting, server CPU %.0f%%, client_bound %v, server_bound %v): nothing to starve",
 			s.CPUAvg, s.WaitAvg, idle.Metrics["cpu_avg"], idle.Metrics["client_bound"], idle.Metrics["server_bound"])
 	case need < 2*starvedShare:
-		t.Skipf("the shard needs %.1f%% of its core for 150k msg/s here, less than twice the %.1f%% a busy loop leaves it at nice 19", need, starvedShare)
+		t.Skipf("the shard needs %.1f%% of its core for 50k msg/s here, less than twice the %.1f%% a busy loop leaves it at nice 19", need, starvedShare)
 	}
 
 	spinOn(t, taskset, cpu)
 	busy := run("starved.yaml", "starved.json")
 	s = busy.Shards[0]
-	t.Logf("shard at 150k msg/s: alone CPU %.0f%%; at nice 19 beside a busy loop CPU %.0f%% + %.0f%% waiting", need, s.CPUAvg, s.WaitAvg)
+	t.Logf("shard at 50k msg/s: alone CPU %.0f%%; at nice 19 beside a busy loop CPU %.0f%% + %.0f%% waiting", need, s.CPUAvg, s.WaitAvg)
 	if !s.Bound || busy.Metrics["client_bound"] != true {
 		t.Fatalf("shard beside a busy loop (alone it needed %.0f%% of the core): %+v, client_bound %v; want the shard bound; metrics %v",
 			need, busy.Shards, busy.Metrics["client_bound"], busy.Metrics)
