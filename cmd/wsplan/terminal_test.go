@@ -19,17 +19,17 @@ import (
 	"github.com/wsplan/wsplan/report"
 )
 
-// terminalPlan runs a known-length open-loop phase (3 s), long enough for
-// several progress lines.
+// terminalPlan runs a known-length open-loop phase (2 s), long enough for
+// several progress lines (one every 500 ms).
 const terminalPlan = `servers: [{name: gws}]
 phases:
   - connect: {connections: 100, concurrency: 50}
-  - rate: {duration: 3s, rate: 20, payload: 64}
+  - rate: {duration: 2s, rate: 20, payload: 64}
 `
 
 // progressRx matches one live progress line of the rate phase; the ETA
 // shows while the phase has time left.
-var progressRx = regexp.MustCompile(`\r\x1b\[Krate gws: (\d+)/6000  \d+/s  [0-9.]+m?s  ETA \d+s`)
+var progressRx = regexp.MustCompile(`\r\x1b\[Krate gws: (\d+)/4000  \d+/s  [0-9.]+m?s  ETA \d+s`)
 
 // idleHintStart is how the warning for a haltpoll host that does not
 // poll begins (engine.idleHint): one long sentence, the widest line a run
