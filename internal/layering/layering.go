@@ -12,9 +12,9 @@
 //   - internal/client imports nothing of this module (it is the hot path,
 //     kept free of plan, report and engine types);
 //   - test-only packages (internal/testserver, internal/faultserver,
-//     internal/testenv) are
-//     imported by _test.go files alone and import nothing of this module,
-//     so every package's tests can use them without an import cycle;
+//     internal/testenv) are imported by _test.go files alone and import
+//     nothing of this module, so every package's tests can use them
+//     without an import cycle;
 //   - a phase kind's names are spelled only in that kind's files
 //     (scenarios/K.go, scenarios/K_*.go, internal/client/K.go,
 //     internal/client/K_*.go for kind K; the names come from the kind
