@@ -15,6 +15,7 @@ import (
 
 	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/result"
+	"github.com/wsplan/wsplan/internal/testenv"
 )
 
 func renderHTML(t *testing.T, runs ...*result.Run) string {
@@ -261,6 +262,7 @@ func browserCheck(t *testing.T, bin, path string) (drawnCharts, []string) {
 // drawn, with as many series and points as the model has, and no error
 // reached the console or window.onerror.
 func TestHTMLInBrowser(t *testing.T) {
+	testenv.Slow(t, "a headless Chromium per page: 8 s")
 	bin := chromium(t)
 	for name, runs := range map[string][]*result.Run{
 		"one run":      {withProvenance(testRun())},

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/testenv"
 )
 
 // TestHTMLOfRealRun: a tiny real run (two servers; connect, echo, rate)
@@ -20,6 +22,7 @@ import (
 // page; headless Chromium opens both pages: every chart is drawn with data
 // and no error reaches the console. Skips where no chromium is installed.
 func TestHTMLOfRealRun(t *testing.T) {
+	testenv.Slow(t, "a real run and a headless Chromium per page: 7 s")
 	bin := chromiumBinary(t)
 	dir := writePlan(t, `
 name: tiny
