@@ -55,7 +55,7 @@ phases:
 		t.Fatal(err)
 	}
 	res, _, _ := runScriptPlan(t, root, 1, "rpc", plan)
-	if e := res.Results[0].Error; !strings.Contains(e, "join refused ×10") {
+	if e := res.Results[0].Error; !strings.Contains(e, "10 of 20 connections failed to open") || !strings.Contains(e, "join refused: ") || !strings.Contains(e, " ×10") {
 		t.Errorf("JSON error %q, want room 1's 10 joins refused", e)
 	}
 }
