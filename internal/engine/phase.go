@@ -88,7 +88,7 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 		res.Warnings = append(res.Warnings, warning)
 	}
 	faults(&res)
-	failed, failure := e.judge(srv, ph, m, out, &res)
+	failed, failure, faulted := e.judge(srv, ph, m, out, &res)
 
 	death := ""
 	switch {
@@ -96,7 +96,7 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 		death, gone = "server "+proc.ExitReason()+" during the phase", "server "+proc.ExitReason()
 		res.ServerLog = proc.Tail(2048)
 	case blind:
-		if death = watch.died(ctx, drv.Conns(), err != nil || failed); death != "" {
+		if death = watch.died(ctx, drv.Conns(), err != nil || failed || faulted); death != "" {
 			gone = "the server appears to have died"
 		}
 	}
@@ -111,8 +111,10 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 // judge applies the verdict rule (scenarios.Judge) to a phase's
 // metrics: the kind's own failure first, then every fault over what the
 // plan allows. Faults within their allowance, or left to an assertion,
-// become the row's warnings.
-func (e *runner) judge(srv plan.Server, ph plan.Phase, m metrics.Values, out scenarios.Outcome, res *result.Result) (bool, string) {
+// become the row's warnings. faulted reports whether any fault counted
+// units, allowed or not: a server's death is never allowed, so the
+// engine looks for one then too.
+func (e *runner) judge(srv plan.Server, ph plan.Phase, m metrics.Values, out scenarios.Outcome, res *result.Result) (failed bool, failure string, faulted bool) {
 	var gated func(string) bool
 	if e.o.Gated != nil {
 		gated = func(metric string) bool { return e.o.Gated(srv.Name, ph.Name, ph.Kind, metric) }
@@ -126,7 +128,7 @@ func (e *runner) judge(srv plan.Server, ph plan.Phase, m metrics.Values, out sce
 	if out.Failed {
 		why = append([]string{out.Error}, why...)
 	}
-	return len(why) > 0, strings.Join(why, "; ")
+	return len(why) > 0, strings.Join(why, "; "), len(v.Failures)+len(v.Notes) > 0
 }
 
 // serverWarnings are a row's warnings about its measurement: the
