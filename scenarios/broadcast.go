@@ -201,31 +201,31 @@ func (p *Broadcast) Bytes() int { return sizeOr(p, "payload", p.Payload) }
 func (p *Broadcast) Validate(Context) []FieldError {
 	errs := checkReads(p.Reads)
 	if p.Rooms <= 0 {
-		errs = append(errs, FieldError{"rooms", fmt.Sprintf("give rooms, or connections >= room_size (%d)", p.RoomSize)})
+		errs = append(errs, FieldError{Field: "rooms", Msg: fmt.Sprintf("give rooms, or connections >= room_size (%d)", p.RoomSize)})
 	}
 	if p.Connections > 0 && p.Rooms > 0 && p.Connections != p.Rooms*p.RoomSize {
-		errs = append(errs, FieldError{"connections", fmt.Sprintf("must be rooms × room_size = %d, got %d (give one of rooms and connections)", p.Rooms*p.RoomSize, p.Connections)})
+		errs = append(errs, FieldError{Field: "connections", Msg: fmt.Sprintf("must be rooms × room_size = %d, got %d (give one of rooms and connections)", p.Rooms*p.RoomSize, p.Connections)})
 	}
 	if p.Publishers > p.RoomSize {
-		errs = append(errs, FieldError{"publishers", fmt.Sprintf("must be <= room_size (%d), got %d", p.RoomSize, p.Publishers)})
+		errs = append(errs, FieldError{Field: "publishers", Msg: fmt.Sprintf("must be <= room_size (%d), got %d", p.RoomSize, p.Publishers)})
 	}
 	if !(p.Rate > 0) {
-		errs = append(errs, FieldError{"rate", fmt.Sprintf("must be > 0 messages per publisher per second, got %s", p.Rate)})
+		errs = append(errs, FieldError{Field: "rate", Msg: fmt.Sprintf("must be > 0 messages per publisher per second, got %s", p.Rate)})
 	}
 	if p.IncludeSender != nil && !*p.IncludeSender && p.RoomSize < 2 {
-		errs = append(errs, FieldError{"room_size", "must be >= 2 without include_sender"})
+		errs = append(errs, FieldError{Field: "room_size", Msg: "must be >= 2 without include_sender"})
 	}
 	if s := p.Slow; s != nil {
 		if !(s.Fraction > 0 && s.Fraction < 1) {
-			errs = append(errs, FieldError{"slow.fraction", fmt.Sprintf("must be in (0, 1), got %v", s.Fraction)})
+			errs = append(errs, FieldError{Field: "slow.fraction", Msg: fmt.Sprintf("must be in (0, 1), got %v", s.Fraction)})
 		} else if n := int(s.Fraction*float64(p.RoomSize) + 0.5); n > p.RoomSize-p.Publishers {
-			errs = append(errs, FieldError{"slow.fraction", fmt.Sprintf("%d slow members per room leave no room for %d publishers in rooms of %d", n, p.Publishers, p.RoomSize)})
+			errs = append(errs, FieldError{Field: "slow.fraction", Msg: fmt.Sprintf("%d slow members per room leave no room for %d publishers in rooms of %d", n, p.Publishers, p.RoomSize)})
 		}
 		if s.RcvBuf < 0 || s.RcvBuf > 1<<30 {
-			errs = append(errs, FieldError{"slow.rcvbuf", fmt.Sprintf("must be in [0, 1GiB], got %d", int64(s.RcvBuf))})
+			errs = append(errs, FieldError{Field: "slow.rcvbuf", Msg: fmt.Sprintf("must be in [0, 1GiB], got %d", int64(s.RcvBuf))})
 		}
 		if s.ReadPause <= 0 {
-			errs = append(errs, FieldError{"slow.read_pause", fmt.Sprintf("must be > 0, got %s", s.ReadPause)})
+			errs = append(errs, FieldError{Field: "slow.read_pause", Msg: fmt.Sprintf("must be > 0, got %s", s.ReadPause)})
 		}
 	}
 	return errs

@@ -134,17 +134,17 @@ func (p *Churn) Validate(c Context) []FieldError {
 		}
 	}
 	if given != 1 {
-		errs = append(errs, FieldError{"rate", fmt.Sprintf("give one of rate (cycles per second), fraction (of the open connections per second) and lifetime, got %d", given)})
+		errs = append(errs, FieldError{Field: "rate", Msg: fmt.Sprintf("give one of rate (cycles per second), fraction (of the open connections per second) and lifetime, got %d", given)})
 	}
 	switch p.Close {
 	case client.CloseClean, client.CloseReset, client.CloseMixed:
 	default:
-		errs = append(errs, FieldError{"close", fmt.Sprintf("must be %s, %s or %s, got %q", client.CloseClean, client.CloseReset, client.CloseMixed, p.Close)})
+		errs = append(errs, FieldError{Field: "close", Msg: fmt.Sprintf("must be %s, %s or %s, got %q", client.CloseClean, client.CloseReset, client.CloseMixed, p.Close)})
 	}
 	switch p.LifetimeDist {
 	case client.LifetimeExponential, client.LifetimeUniform, client.LifetimeFixed:
 	default:
-		errs = append(errs, FieldError{"lifetime_dist", fmt.Sprintf("must be %s, %s or %s, got %q", client.LifetimeExponential, client.LifetimeUniform, client.LifetimeFixed, p.LifetimeDist)})
+		errs = append(errs, FieldError{Field: "lifetime_dist", Msg: fmt.Sprintf("must be %s, %s or %s, got %q", client.LifetimeExponential, client.LifetimeUniform, client.LifetimeFixed, p.LifetimeDist)})
 	}
 	return errs
 }

@@ -77,7 +77,7 @@ func (p *Close) Defaults(c Context) {
 func (p *Close) Validate(c Context) []FieldError {
 	errs := needsOpen(c, "connections", p.Connections)
 	if p.Concurrency > p.Connections {
-		errs = append(errs, FieldError{"concurrency", fmt.Sprintf("must be <= connections (%d), got %d", p.Connections, p.Concurrency)})
+		errs = append(errs, FieldError{Field: "concurrency", Msg: fmt.Sprintf("must be <= connections (%d), got %d", p.Connections, p.Concurrency)})
 	}
 	return errs
 }

@@ -95,7 +95,7 @@ func (p *Conformance) Validate(Context) []FieldError {
 	switch autobahn.Behavior(p.Behavior) {
 	case autobahn.Strict, autobahn.Lenient:
 	default:
-		errs = append(errs, FieldError{"behavior", fmt.Sprintf("must be %s or %s, got %q", autobahn.Strict, autobahn.Lenient, p.Behavior)})
+		errs = append(errs, FieldError{Field: "behavior", Msg: fmt.Sprintf("must be %s or %s, got %q", autobahn.Strict, autobahn.Lenient, p.Behavior)})
 	}
 	for _, f := range []struct {
 		field string
@@ -103,13 +103,13 @@ func (p *Conformance) Validate(Context) []FieldError {
 	}{{"cases", p.Cases}, {"exclude", p.Exclude}} {
 		for _, pat := range f.pats {
 			if _, err := autobahn.Select([]string{pat}, nil); err != nil {
-				errs = append(errs, FieldError{f.field, fmt.Sprintf("%q matches no case (ids look like 1.1.1, 2.10, 6.4.*)", pat)})
+				errs = append(errs, FieldError{Field: f.field, Msg: fmt.Sprintf("%q matches no case (ids look like 1.1.1, 2.10, 6.4.*)", pat)})
 			}
 		}
 	}
 	if len(errs) == 0 {
 		if cases, _ := autobahn.Select(p.include(), p.Exclude); len(cases) == 0 {
-			errs = append(errs, FieldError{"exclude", "leaves no case to run"})
+			errs = append(errs, FieldError{Field: "exclude", Msg: "leaves no case to run"})
 		}
 	}
 	return errs

@@ -117,7 +117,7 @@ func (p *Connect) Opens() (conns, concurrency int) { return p.Connections, p.Con
 func (p *Connect) Validate(Context) []FieldError {
 	var errs []FieldError
 	if p.Connections > 0 && p.Concurrency > p.Connections {
-		errs = append(errs, FieldError{"concurrency", fmt.Sprintf("must be <= connections (%d), got %d", p.Connections, p.Concurrency)})
+		errs = append(errs, FieldError{Field: "concurrency", Msg: fmt.Sprintf("must be <= connections (%d), got %d", p.Connections, p.Concurrency)})
 	}
 	return errs
 }

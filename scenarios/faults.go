@@ -127,11 +127,11 @@ func CheckAllow(a Allow, faults []Fault) []FieldError {
 		f, ok := known[k]
 		switch {
 		case !ok && len(names) == 0:
-			errs = append(errs, FieldError{k, "this phase counts no faults to allow"})
+			errs = append(errs, FieldError{Field: k, Msg: "this phase counts no faults to allow"})
 		case !ok:
-			errs = append(errs, FieldError{k, fmt.Sprintf("not a fault this phase counts (it counts %s)", strings.Join(names, ", "))})
+			errs = append(errs, FieldError{Field: k, Msg: fmt.Sprintf("not a fault this phase counts (it counts %s)", strings.Join(names, ", "))})
 		case a[k].Percent > 0 && f.Of == "":
-			errs = append(errs, FieldError{k, fmt.Sprintf("%s has no total to take a percentage of: allow a count", k)})
+			errs = append(errs, FieldError{Field: k, Msg: fmt.Sprintf("%s has no total to take a percentage of: allow a count", k)})
 		}
 	}
 	return errs

@@ -57,7 +57,7 @@ func clientSlack(d *units.Duration) time.Duration {
 // checkReads validates a plan's `reads` key.
 func checkReads(reads string) []FieldError {
 	if err := client.CheckReads(reads); err != nil {
-		return []FieldError{{"reads", err.Error()}}
+		return []FieldError{{Field: "reads", Msg: err.Error()}}
 	}
 	return nil
 }

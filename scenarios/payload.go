@@ -35,18 +35,18 @@ func validatePayloadKind(kind, file string, size int) []FieldError {
 	switch kind {
 	case "", payload.Random, payload.Text:
 		if file != "" {
-			errs = append(errs, FieldError{"file", fmt.Sprintf("only with payload_kind: %s, got payload_kind: %s", payload.File, kindOrDefault(kind))})
+			errs = append(errs, FieldError{Field: "file", Msg: fmt.Sprintf("only with payload_kind: %s, got payload_kind: %s", payload.File, kindOrDefault(kind))})
 		}
 	case payload.File:
 		if file == "" {
-			errs = append(errs, FieldError{"file", "is required with payload_kind: file: the file whose bytes messages hold"})
+			errs = append(errs, FieldError{Field: "file", Msg: "is required with payload_kind: file: the file whose bytes messages hold"})
 		} else if b, err := readPayloadFile(file, size); err != nil {
-			errs = append(errs, FieldError{"file", err.Error()})
+			errs = append(errs, FieldError{Field: "file", Msg: err.Error()})
 		} else if len(b) == 0 && size > 0 {
-			errs = append(errs, FieldError{"file", fmt.Sprintf("%s is empty: messages of %d bytes need content", file, size)})
+			errs = append(errs, FieldError{Field: "file", Msg: fmt.Sprintf("%s is empty: messages of %d bytes need content", file, size)})
 		}
 	default:
-		errs = append(errs, FieldError{"payload_kind", fmt.Sprintf("want one of %v, got %q", payload.Kinds, kind)})
+		errs = append(errs, FieldError{Field: "payload_kind", Msg: fmt.Sprintf("want one of %v, got %q", payload.Kinds, kind)})
 	}
 	return errs
 }

@@ -116,11 +116,11 @@ func (p *Rate) Bytes() int { return sizeOr(p, "payload", p.Payload) }
 func (p *Rate) Validate(c Context) []FieldError {
 	errs := validatePayloadKind(p.PayloadKind, p.File, p.Bytes())
 	if !(p.Rate > 0) {
-		errs = append(errs, FieldError{"rate", fmt.Sprintf("must be > 0 messages per connection per second, got %s", p.Rate)})
+		errs = append(errs, FieldError{Field: "rate", Msg: fmt.Sprintf("must be > 0 messages per connection per second, got %s", p.Rate)})
 	}
 	errs = append(errs, needsOpen(c, "connections", p.Connections)...)
 	if p.Ramp > p.Duration {
-		errs = append(errs, FieldError{"ramp", fmt.Sprintf("must be in [0, duration %s], got %s", p.Duration, p.Ramp)})
+		errs = append(errs, FieldError{Field: "ramp", Msg: fmt.Sprintf("must be in [0, duration %s], got %s", p.Duration, p.Ramp)})
 	}
 	errs = append(errs, checkReads(p.Reads)...)
 	return errs

@@ -23,6 +23,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"github.com/wsplan/wsplan/internal/decl"
 	"net/http"
 	"slices"
 	"sort"
@@ -328,19 +329,10 @@ type Extras interface {
 	ExtraMetrics() []metrics.Def
 }
 
-// FieldError is a problem with one field of a phase; the loader adds the
-// file and line of that field.
-type FieldError struct {
-	Field string // YAML key inside the phase body, e.g. "payload"; "" = the whole phase
-	Msg   string // e.g. "must be > 0, got -5"
-}
-
-func (e FieldError) Error() string {
-	if e.Field == "" {
-		return e.Msg
-	}
-	return e.Field + ": " + e.Msg
-}
+// FieldError is a problem with one field of a phase (a YAML key inside
+// the phase body; "" = the whole phase); the loader adds the file and
+// line of that field.
+type FieldError = decl.FieldError
 
 // Driver is the load-generating client as phases see it: one in-process
 // client.Client, or a shard.Group of processes whose results are merged

@@ -302,18 +302,18 @@ func (p *Script) Validate(Context) []FieldError {
 	open := p.ArrivalRate > 0
 	switch {
 	case open && p.Users > 0:
-		errs = append(errs, FieldError{"users", "give users (closed arrivals) or arrival_rate (open arrivals), not both"})
+		errs = append(errs, FieldError{Field: "users", Msg: "give users (closed arrivals) or arrival_rate (open arrivals), not both"})
 	case !open && p.Users == 0:
-		errs = append(errs, FieldError{"", "needs users (closed arrivals) or arrival_rate (open arrivals)"})
+		errs = append(errs, FieldError{Field: "", Msg: "needs users (closed arrivals) or arrival_rate (open arrivals)"})
 	case open && p.Duration <= 0:
-		errs = append(errs, FieldError{"duration", "is required with arrival_rate: how long users arrive"})
+		errs = append(errs, FieldError{Field: "duration", Msg: "is required with arrival_rate: how long users arrive"})
 	case open && float64(p.ArrivalRate)*p.Duration.D().Seconds() < 1:
-		errs = append(errs, FieldError{"arrival_rate", fmt.Sprintf("%s/s for %s brings no user: raise arrival_rate or duration so that they bring one at least", p.ArrivalRate, p.Duration)})
+		errs = append(errs, FieldError{Field: "arrival_rate", Msg: fmt.Sprintf("%s/s for %s brings no user: raise arrival_rate or duration so that they bring one at least", p.ArrivalRate, p.Duration)})
 	case p.ArrivalRate < 0:
-		errs = append(errs, FieldError{"arrival_rate", fmt.Sprintf("must be > 0, got %s", p.ArrivalRate)})
+		errs = append(errs, FieldError{Field: "arrival_rate", Msg: fmt.Sprintf("must be > 0, got %s", p.ArrivalRate)})
 	}
 	if !open && p.Concurrency > p.Users && p.Users > 0 {
-		errs = append(errs, FieldError{"concurrency", fmt.Sprintf("must be <= users (%d), got %d", p.Users, p.Concurrency)})
+		errs = append(errs, FieldError{Field: "concurrency", Msg: fmt.Sprintf("must be <= users (%d), got %d", p.Users, p.Concurrency)})
 	}
 	errs = append(errs, p.validateData()...)
 	errs = append(errs, p.validateRequest()...)
@@ -324,7 +324,7 @@ func (p *Script) Validate(Context) []FieldError {
 	unread := p.Data != nil && p.rows == nil // its columns are unknown: its own error says why
 	_, serrs := script.Compile(script.Source{Steps: p.Steps, Ignore: p.Ignore, Columns: cols, Timeout: p.Timeout.D(), AnyColumns: unread})
 	for _, e := range serrs {
-		errs = append(errs, FieldError{e.Field, e.Msg})
+		errs = append(errs, FieldError{Field: e.Field, Msg: e.Msg})
 	}
 	return append(errs, p.validateExchangeNames()...)
 }
@@ -340,7 +340,7 @@ func (p *Script) validateExchangeNames() []FieldError {
 	for _, name := range p.exchanges() {
 		for _, s := range exchangeSuffixes {
 			if m := ExchangeMetric(name, s.suffix); own[m] {
-				errs = append(errs, FieldError{"steps", fmt.Sprintf("exchange %q: its metric %s is one of the phase's own: name the exchange otherwise", name, m)})
+				errs = append(errs, FieldError{Field: "steps", Msg: fmt.Sprintf("exchange %q: its metric %s is one of the phase's own: name the exchange otherwise", name, m)})
 			}
 		}
 	}
@@ -355,14 +355,14 @@ func (p *Script) validateData() []FieldError {
 	}
 	var errs []FieldError
 	if !contains(script.Orders, p.Data.Order) {
-		errs = append(errs, FieldError{"data.order", fmt.Sprintf("want one of %s, got %q", strings.Join(script.Orders, ", "), p.Data.Order)})
+		errs = append(errs, FieldError{Field: "data.order", Msg: fmt.Sprintf("want one of %s, got %q", strings.Join(script.Orders, ", "), p.Data.Order)})
 	}
 	if p.Data.File == "" {
-		return append(errs, FieldError{"data.file", "is required: a CSV or JSON Lines file"})
+		return append(errs, FieldError{Field: "data.file", Msg: "is required: a CSV or JSON Lines file"})
 	}
 	rows, err := script.ReadRows(p.dataPath())
 	if err != nil {
-		return append(errs, FieldError{"data.file", err.Error()})
+		return append(errs, FieldError{Field: "data.file", Msg: err.Error()})
 	}
 	p.rows = rows
 	need := int64(p.Users)
@@ -371,7 +371,7 @@ func (p *Script) validateData() []FieldError {
 		need, what = int64(math.Floor(float64(p.ArrivalRate)*p.Duration.D().Seconds())), "arrivals"
 	}
 	if p.Data.Order == script.OrderUnique && int64(rows.Total) < need {
-		errs = append(errs, FieldError{"data.order", fmt.Sprintf("unique needs a row per user: %d %s, %d rows in %s", need, what, rows.Total, p.Data.File)})
+		errs = append(errs, FieldError{Field: "data.order", Msg: fmt.Sprintf("unique needs a row per user: %d %s, %d rows in %s", need, what, rows.Total, p.Data.File)})
 	}
 	return errs
 }
@@ -390,16 +390,16 @@ func (p *Script) validateRequest() []FieldError {
 	var errs []FieldError
 	if p.Query != "" {
 		if _, err := script.ParseTemplate(p.Query, env); err != nil {
-			errs = append(errs, FieldError{"query", err.Error()})
+			errs = append(errs, FieldError{Field: "query", Msg: err.Error()})
 		}
 	}
 	for _, k := range sortedKeys(p.Headers) {
 		if contains(reservedHeaders, http.CanonicalHeaderKey(k)) {
-			errs = append(errs, FieldError{"headers." + k, "the client writes this header itself"})
+			errs = append(errs, FieldError{Field: "headers." + k, Msg: "the client writes this header itself"})
 			continue
 		}
 		if _, err := script.ParseTemplate(p.Headers[k], env); err != nil {
-			errs = append(errs, FieldError{"headers." + k, err.Error()})
+			errs = append(errs, FieldError{Field: "headers." + k, Msg: err.Error()})
 		}
 	}
 	return errs

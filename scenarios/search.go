@@ -170,7 +170,7 @@ func (p *Search) Bytes() int { return sizeOr(p, "payload", p.Payload) }
 func (p *Search) Validate(c Context) []FieldError {
 	errs := append(checkReads(p.Reads), validatePayloadKind(p.PayloadKind, p.File, p.Bytes())...)
 	add := func(field, format string, args ...any) {
-		errs = append(errs, FieldError{field, fmt.Sprintf(format, args...)})
+		errs = append(errs, FieldError{Field: field, Msg: fmt.Sprintf(format, args...)})
 	}
 	conns := p.Vary == VaryConnections
 	switch p.Vary {

@@ -39,9 +39,9 @@ func openConcurrency(n int) int { return min(DefaultConnectConcurrency, max(n, 1
 func needsOpen(c Context, field string, n int) []FieldError {
 	switch {
 	case c.Conns == 0:
-		return []FieldError{{"", "needs open connections: put a connect phase before it"}}
+		return []FieldError{{Field: "", Msg: "needs open connections: put a connect phase before it"}}
 	case field != "" && n > c.Conns:
-		return []FieldError{{field, fmt.Sprintf("must be <= the connections opened before it (%d), got %d", c.Conns, n)}}
+		return []FieldError{{Field: field, Msg: fmt.Sprintf("must be <= the connections opened before it (%d), got %d", c.Conns, n)}}
 	}
 	return nil
 }

@@ -67,6 +67,7 @@ var ClientLeaves = map[string]bool{
 	"internal/script":    true, // scripted conversations: templates, paths, matchers
 	"internal/units":     true, // durations and sizes (the script documents' types)
 	"internal/exprlimit": true, // expr's memory budget (script's expr conditions)
+	"internal/decl":      true, // the keys' declarations: defaults, bounds, keys from struct tags
 }
 
 // TestOnly are the module's packages made for tests alone: only _test.go

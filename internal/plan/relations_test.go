@@ -68,10 +68,10 @@ phases:
         - think: -1s
 `, []string{
 		`t.yaml:8: phases[0].script.steps[0].publish.qos: must be 0, 1 or 2, got 3`,
-		`t.yaml:13: phases[0].script.steps[1].loop.steps[0].loop.duration: must be >= 0s, got -3s`,
+		`t.yaml:13: phases[0].script.steps[1].loop.steps[0].loop.duration: must be >= 0, got -3s`,
 		`t.yaml:17: phases[0].script.steps[3].expect.count: must be >= 0, got -1`,
-		`t.yaml:18: phases[0].script.steps[3].expect.timeout: must be >= 0s, got -1s`,
-		`t.yaml:19: phases[0].script.steps[4].think.fixed: must be >= 0s, got -1s`,
+		`t.yaml:18: phases[0].script.steps[3].expect.timeout: must be >= 0, got -1s`,
+		`t.yaml:19: phases[0].script.steps[4].think.fixed: must be >= 0, got -1s`,
 	}},
 }
 

@@ -1,0 +1,196 @@
+// Package decl reads the declaration of a plan's keys: a struct's fields
+// and their tags. A key is declared once, as a field of the struct the
+// plan decodes into:
+//
+//	Payload *units.Size `yaml:"payload" default:"1KiB" min:"0" max:"64MiB" doc:"bytes per message"`
+//	Total   int64       `yaml:"total" required:"true" min:"1" doc:"echoes to measure"`
+//	QoS     int         `yaml:"qos" min:"0" max:"2" doc:"MQTT QoS"`
+//
+// Tag values are written as a plan would write the value and parsed with
+// the field's own type (units.Size takes 1KiB, units.Duration 10s).
+// `default` fills a zero field (nil for a pointer); `min` and `max` bound
+// it (inclusive); `required:"true"` marks a field the plan must give;
+// `hint` adds a parenthesised reason to the error of a value below min;
+// `doc` is the key's one-line documentation. Fields tagged
+// `yaml:",inline"` are read as part of the struct that holds them.
+//
+// Everything that needs a key's facts reads them here: decoding (Keys),
+// defaults (Defaults), bounds (Check), and through the struct's type the
+// JSON Schema (internal/schema), `wsplan validate`'s print and the
+// reference tables in docs/. Adding a key is one field plus the code that
+// uses it.
+//
+// decl imports nothing of the module but internal/units' types' methods
+// it calls through interfaces; internal/client and the protocols may use
+// it.
+package decl
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+
+	"gopkg.in/yaml.v3"
+)
+
+// FieldError is a problem with one key; the loader adds its file and
+// line.
+type FieldError struct {
+	Field string // YAML key, e.g. "payload"; "" = the whole mapping
+	Msg   string // e.g. "must be > 0, got -5"
+}
+
+func (e FieldError) Error() string {
+	if e.Field == "" {
+		return e.Msg
+	}
+	return e.Field + ": " + e.Msg
+}
+
+// Name is a field's YAML key; "" for a field plans cannot set.
+func Name(f reflect.StructField) string {
+	if !f.IsExported() {
+		return ""
+	}
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	if name == "-" {
+		return ""
+	}
+	if name == "" {
+		name = strings.ToLower(f.Name)
+	}
+	return name
+}
+
+// inline reports whether f is read as part of the struct holding it.
+func inline(f reflect.StructField) bool {
+	_, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	return opts == "inline" && f.Type.Kind() == reflect.Struct
+}
+
+// Keys returns the YAML keys of struct type t (or a pointer to one), in
+// declaration order, inline structs' keys in place.
+func Keys(t reflect.Type) []string {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var keys []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if inline(f) {
+			keys = append(keys, Keys(f.Type)...)
+			continue
+		}
+		if n := Name(f); n != "" {
+			keys = append(keys, n)
+		}
+	}
+	return keys
+}
+
+// Field is one declared key: its struct field (and the field's value in
+// the struct Fields was given).
+type Field struct {
+	Key    string
+	Struct reflect.StructField
+	Value  reflect.Value
+}
+
+// Fields returns the keys of struct v (a pointer to a struct, or a struct
+// value), inline structs' in place.
+func Fields(v reflect.Value) []Field {
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	var out []Field
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if inline(f) {
+			out = append(out, Fields(v.Field(i))...)
+			continue
+		}
+		if n := Name(f); n != "" {
+			out = append(out, Field{n, f, v.Field(i)})
+		}
+	}
+	return out
+}
+
+// Parse parses a tag's text as YAML into a new value of type t. Values
+// of scalar types are parsed once: every phase of a plan reads the same
+// tags.
+func Parse(t reflect.Type, s string) (reflect.Value, error) {
+	scalar := t.Kind() != reflect.Slice && t.Kind() != reflect.Map && t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface
+	key := tagKey{t, s}
+	if v, ok := tagValues.Load(key); ok && scalar {
+		return v.(reflect.Value), nil
+	}
+	p := reflect.New(t)
+	if err := yaml.Unmarshal([]byte(s), p.Interface()); err != nil {
+		return reflect.Value{}, err
+	}
+	if scalar {
+		tagValues.Store(key, p.Elem())
+	}
+	return p.Elem(), nil
+}
+
+// tagValues holds the tag values Parse parsed, by type and text; a value
+// is only ever copied out, never changed.
+var tagValues sync.Map
+
+type tagKey struct {
+	t reflect.Type
+	s string
+}
+
+// mustParse parses a tag the code declared: a bad one is a bug.
+func mustParse(f reflect.StructField, t reflect.Type, key, s string) reflect.Value {
+	v, err := Parse(t, s)
+	if err != nil {
+		panic(fmt.Sprintf("decl: field %s: tag %s:%q: %v", f.Name, key, s, err))
+	}
+	return v
+}
+
+// elem is a field's value type: the pointed-to type for a pointer.
+func elem(t reflect.Type) reflect.Type {
+	if t.Kind() == reflect.Pointer {
+		return t.Elem()
+	}
+	return t
+}
+
+// Default returns the default tag of the key of struct v (a pointer to a
+// struct, or its type's zero value), parsed with the field's value type;
+// ok is false when the key has none. Code that needs a default before
+// Defaults ran reads it here, so that the tag stays its one source.
+func Default(v any, key string) (any, bool) {
+	for _, f := range Fields(reflect.New(elem(reflect.TypeOf(v)))) {
+		def, has := f.Struct.Tag.Lookup("default")
+		if f.Key == key && has {
+			return mustParse(f.Struct, elem(f.Struct.Type), "default", def).Interface(), true
+		}
+	}
+	return nil, false
+}
+
+// Defaults fills the zero fields of the struct v points to with their
+// default tags.
+func Defaults(v any) {
+	for _, f := range Fields(reflect.ValueOf(v)) {
+		def, ok := f.Struct.Tag.Lookup("default")
+		if !ok || !f.Value.IsZero() {
+			continue
+		}
+		if f.Struct.Type.Kind() == reflect.Pointer {
+			p := reflect.New(f.Struct.Type.Elem())
+			p.Elem().Set(mustParse(f.Struct, f.Struct.Type.Elem(), "default", def))
+			f.Value.Set(p)
+			continue
+		}
+		f.Value.Set(mustParse(f.Struct, f.Struct.Type, "default", def))
+	}
+}
