@@ -13,13 +13,12 @@ type inner struct {
 }
 
 type sample struct {
-	N       int            `yaml:"n" required:"true" min:"1" max:"10"`
-	Size    *units.Size    `yaml:"size" default:"1KiB" min:"16" max:"1MiB" hint:"a marker"`
-	Wait    units.Duration `yaml:"wait" default:"10s" min:"0s"`
-	Rate    float64        `yaml:"rate" min:"0.5"`
-	Inner   inner          `yaml:",inline"`
-	Skip    int            `yaml:"-"`
-	private int
+	N     int            `yaml:"n" required:"true" min:"1" max:"10"`
+	Size  *units.Size    `yaml:"size" default:"1KiB" min:"16" max:"1MiB" hint:"a marker"`
+	Wait  units.Duration `yaml:"wait" default:"10s" min:"0s"`
+	Rate  float64        `yaml:"rate" min:"0.5"`
+	Inner inner          `yaml:",inline"`
+	Skip  int            `yaml:"-"`
 }
 
 func TestCheck(t *testing.T) {
