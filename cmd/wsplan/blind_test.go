@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -46,6 +47,10 @@ func TestBlindServerDies(t *testing.T) {
 		{"conformance", "/ws", "conformance: {parallel: 1}", false, 0}, // dials itself: its own dial finds the server gone
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			if c.name != "hold" && c.name != "broadcast" {
+				// The fault matrix kills a server without pid: under every kind.
+				testenv.Slow(t, "a death per kind, 2 s each; the fault matrix covers every kind too")
+			}
 			dir := t.TempDir()
 			var addr string
 			var die func()

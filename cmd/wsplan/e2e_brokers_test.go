@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 // TestSTOMP (the plan's command: is what it checks), never beside it:
 // the package's tests run one at a time.
 func TestBrokersPlan(t *testing.T) {
+	testenv.Slow(t, "boots a RabbitMQ node and runs three brokers: 13 s")
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -168,6 +169,7 @@ func runSTOMPPlan(t *testing.T, root, body string, args ...string) (int, string,
 }
 
 func TestSTOMP(t *testing.T) {
+	testenv.Slow(t, "boots a RabbitMQ node: 15 s")
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)

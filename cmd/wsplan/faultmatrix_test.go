@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"os"
 	"regexp"
 	"sort"
@@ -113,6 +114,11 @@ func TestFaultMatrix(t *testing.T) {
 	var jobs []job
 	for _, c := range cells {
 		for _, allow := range []bool{false, true} {
+			// The fault halves (exit 1, the fault named) always run; the
+			// allowance halves (exit 0) run with the slow tests.
+			if allow && !testenv.SlowEnabled() {
+				continue
+			}
 			if (!allow || !c.wantOK) && selected(t.Name()+"/"+c.name()+"/"+half(allow)) {
 				jobs = append(jobs, job{c, allow})
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"io"
 	"math"
 	"net"
@@ -147,6 +148,7 @@ func promQuery(t *testing.T, addr, q string, at time.Time) float64 {
 // 2%, both ways, and the p99 of the histogram is within one bucket of the
 // run's own.
 func TestLivePrometheus(t *testing.T) {
+	testenv.Slow(t, "a real Prometheus scraping a 30 s rate phase")
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freeBasePort(t, 1))
 	prom := startPrometheus(t, metricsAddr)
 	dir := writePlan(t, `servers: [{name: gws}]

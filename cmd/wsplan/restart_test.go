@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -155,6 +156,7 @@ func killPIDFile(t *testing.T, path string) {
 // a url: target's restart_command, has every connection back. It needs
 // node and the example's packages, else it skips.
 func TestRestartNode(t *testing.T) {
+	testenv.Slow(t, "restarts a Node server mid-run: 8 s; TestRestartURLServer covers restart_command")
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("no node on PATH: install Node.js 18 or later (Debian: apt-get install nodejs npm)")
 	}
