@@ -28,12 +28,13 @@ type ptySession struct {
 	out  bytes.Buffer
 	seen int // how much of out the last expect consumed
 	done chan error
+	read chan struct{} // closed when the terminal's output has been read to its end
 }
 
 // startPTY runs wsplan with args in dir on a pseudo-terminal.
 func startPTY(t *testing.T, dir string, args ...string) *ptySession {
 	t.Helper()
-	s := &ptySession{cmd: exec.Command(mustLook(t), args...), done: make(chan error, 1)}
+	s := &ptySession{cmd: exec.Command(mustLook(t), args...), done: make(chan error, 1), read: make(chan struct{})}
 	s.cmd.Dir = dir
 	tty, err := pty.StartWithSize(s.cmd, &pty.Winsize{Rows: 40, Cols: 100})
 	if err != nil {
@@ -41,6 +42,7 @@ func startPTY(t *testing.T, dir string, args ...string) *ptySession {
 	}
 	s.tty = tty
 	go func() {
+		defer close(s.read)
 		buf := make([]byte, 4096)
 		for {
 			n, err := tty.Read(buf)
@@ -96,12 +98,17 @@ func (s *ptySession) text() string {
 	return s.out.String()
 }
 
-// exit waits for the command's exit code.
+// exit waits for the command's exit code, and for its last output to
+// be read (a busy host may run the reader after the child has gone).
 func (s *ptySession) exit(t *testing.T) int {
 	t.Helper()
 	select {
 	case err := <-s.done:
 		s.done <- err // for the cleanup
+		select {
+		case <-s.read:
+		case <-time.After(10 * time.Second):
+		}
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
 			return ee.Sys().(syscall.WaitStatus).ExitStatus()

@@ -191,8 +191,14 @@ func TestDropAndTLS(t *testing.T) {
 	s := Start(t, Options{TLS: &tls.Config{}, Compression: true, Subprotocols: []string{"v1"}})
 	d := &websocket.Dialer{TLSClientConfig: s.Client().Transport.(*http.Transport).TLSClientConfig, EnableCompression: true, Subprotocols: []string{"v1"}}
 	var cs []*websocket.Conn
-	for range 3 {
+	for i := range 3 {
 		cs = append(cs, dial(t, s, "/", d))
+		// The server counts a connection after its handler ran: wait, so
+		// that its oldest are the first dialled (a busy host may run the
+		// handlers in another order).
+		for deadline := time.Now().Add(10 * time.Second); s.Live() != int64(i+1) && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
 	}
 	if cs[0].Subprotocol() != "v1" {
 		t.Errorf("subprotocol %q, want v1", cs[0].Subprotocol())
