@@ -103,6 +103,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newReportCmd(stdout),
 		newInitCmd(stdout, stderr),
 	)
+	root.SetHelpCommand(newHelpCmd(stdout))
 	setVersion(root)
 	for _, c := range root.Commands() {
 		if run := c.RunE; run != nil {
