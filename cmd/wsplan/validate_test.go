@@ -7,30 +7,30 @@ import (
 	"testing"
 )
 
-// TestValidateREADME: the resolved plans README.md shows under `wsplan
+// TestValidateDocs: the resolved plans the docs show under `wsplan
 // validate` are what it prints for those plans.
-func TestValidateREADME(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(b)
-	for _, tc := range []struct{ plan, first string }{
-		{"../../plans/script.yaml", "  - script (script): "},
-		{"../../plans/stomp.yaml", "  - rabbitmq: "},
+func TestValidateDocs(t *testing.T) {
+	for _, tc := range []struct{ page, plan, first string }{
+		{"../../docs/kinds/script.md", "../../plans/script.yaml", "  - script (script): "},
+		{"../../docs/protocols.md", "../../plans/stomp.yaml", "  - rabbitmq: "},
 	} {
-		i := strings.Index(readme, "\n"+tc.first)
-		if i < 0 {
-			t.Fatalf("README.md shows no line starting %q", tc.first)
+		b, err := os.ReadFile(tc.page)
+		if err != nil {
+			t.Fatal(err)
 		}
-		block := readme[i+1:]
+		page := string(b)
+		i := strings.Index(page, "\n"+tc.first)
+		if i < 0 {
+			t.Fatalf("%s shows no line starting %q", tc.page, tc.first)
+		}
+		block := page[i+1:]
 		block = block[:strings.Index(block, "```")]
 		var stdout, stderr bytes.Buffer
 		if code := Main([]string{"validate", tc.plan}, &stdout, &stderr); code != 0 {
 			t.Fatalf("validate %s: exit %d\n%s", tc.plan, code, stderr.String())
 		}
 		if !strings.Contains(stdout.String(), block) {
-			t.Errorf("README.md shows for %s:\n%s\nvalidate prints:\n%s", tc.plan, block, stdout.String())
+			t.Errorf("%s shows for %s:\n%s\nvalidate prints:\n%s", tc.page, tc.plan, block, stdout.String())
 		}
 	}
 }

@@ -2,52 +2,74 @@ package plan
 
 import (
 	"os"
-	"regexp"
+	"path"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/wsplan/wsplan/docs"
 	"github.com/wsplan/wsplan/internal/script"
 )
 
-// TestREADMEPlans loads every YAML plan shown in README.md, so the manual
-// cannot drift from what the loader accepts.
-func TestREADMEPlans(t *testing.T) {
-	t.Setenv("API_TOKEN", "readme-example-token") // the plan taking a header from the environment
-	b, err := os.ReadFile("../../README.md")
+// docPlans are the YAML plans shown in README.md and docs/: every ```yaml
+// block not marked as a fragment (docs.FragmentMarker on the line
+// before). A plan that names no server gets the gws preset, as the pages
+// show phases alone.
+func docPlans(t *testing.T) []docs.Block {
+	t.Helper()
+	pages, err := docs.Pages("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(b), -1)
-	plans := 0
-	for i, m := range blocks {
-		body := m[1]
-		if !strings.Contains(body, "phases:") {
-			continue // a fragment, not a plan
+	var out []docs.Block
+	for _, p := range pages {
+		text, err := docs.ReadPage("../..", p)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if !strings.Contains(body, "servers:") {
-			body = "servers: [{name: gws}]\n" + body
-		}
-		plans++
-		// As if the block were a plan in plans/: paths in it (a script's
-		// data file) are relative to that directory.
-		if _, err := LoadBytes("../../plans/README.md#yaml"+string(rune('0'+i)), []byte(body), LoadOptions{}); err != nil {
-			t.Errorf("README yaml block %d does not load:\n%v\n---\n%s", i, err, body)
+		for _, b := range docs.Blocks(p, text) {
+			if b.Lang != "yaml" || b.Fragment {
+				continue
+			}
+			if !strings.Contains(b.Body, "servers:") {
+				b.Body = "servers: [{name: gws}]\n" + b.Body
+			}
+			out = append(out, b)
 		}
 	}
-	if plans < 2 {
-		t.Errorf("found %d plans in README.md, want at least 2", plans)
+	return out
+}
+
+// TestDocPlans loads every YAML plan shown in README.md and docs/, so the
+// manual cannot drift from what the loader accepts; a block that is not
+// a whole plan says so with docs.FragmentMarker.
+func TestDocPlans(t *testing.T) {
+	// The plans taking a header or a token from the environment.
+	for _, name := range []string{"API_TOKEN", "WSPLAN_HAR_COOKIE", "WSPLAN_HAR_TOKEN", "WSPLAN_HAR_AUTHORIZATION", "WSPLAN_HAR_X_API_KEY"} {
+		t.Setenv(name, "docs-example-"+name)
+	}
+	plans := docPlans(t)
+	for _, b := range plans {
+		// As if the block were a plan in plans/: paths in it (a script's
+		// data file) are relative to that directory.
+		name := "../../plans/" + path.Base(b.Page) + "#L" + strconv.Itoa(b.Line)
+		if _, err := LoadBytes(name, []byte(b.Body), LoadOptions{}); err != nil {
+			t.Errorf("%s:%d: the yaml block does not load as a plan (mark a part of one with %s on the line before it):\n%v\n---\n%s", b.Page, b.Line, docs.FragmentMarker, err, b.Body)
+		}
+	}
+	if len(plans) < 10 {
+		t.Errorf("found %d plans in README.md and docs/, want at least 10", len(plans))
 	}
 }
 
-// TestREADMELimits: the Limits table states the loader's limits as the
-// constants are.
-func TestREADMELimits(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+// TestDocLimits: the Limits table of docs/plans.md states the loader's
+// limits as the constants are.
+func TestDocLimits(t *testing.T) {
+	b, err := os.ReadFile("../../docs/plans.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := string(b)
+	page := string(b)
 	for _, row := range []string{
 		"| plan file | " + sizeName(MaxPlanBytes) + " ",
 		"| YAML nodes | " + thousands(MaxNodes) + ",",
@@ -59,8 +81,8 @@ func TestREADMELimits(t *testing.T) {
 		"| data file (`data: {file}`) | " + sizeName(script.MaxDataBytes) + ", a line " + sizeName(script.MaxLineBytes) + ", " + thousands(script.MaxRows) + " rows |",
 		"| a template's output | " + sizeName(script.MaxTemplateBytes) + " of its text",
 	} {
-		if !strings.Contains(readme, row) {
-			t.Errorf("README.md's Limits table has no row starting %q", row)
+		if !strings.Contains(page, row) {
+			t.Errorf("docs/plans.md's Limits table has no row starting %q", row)
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"gopkg.in/yaml.v3"
 
+	"github.com/wsplan/wsplan/docs"
 	"github.com/wsplan/wsplan/internal/plan"
 )
 
@@ -150,30 +151,37 @@ func TestPlansValidate(t *testing.T) {
 	}
 }
 
-// Every YAML plan in README.md validates, as TestREADMEPlans in
-// internal/plan loads them.
-func TestREADMEValidates(t *testing.T) {
+// Every YAML plan in README.md and docs/ validates, as TestDocPlans in
+// internal/plan loads them: every ```yaml block not marked as a fragment
+// (docs.FragmentMarker), with the gws preset when it names no server.
+func TestDocPlansValidate(t *testing.T) {
 	s := compile(t)
-	b, err := os.ReadFile("../../README.md")
+	pages, err := docs.Pages("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
-	for i, m := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(b), -1) {
-		body := m[1]
-		if !strings.Contains(body, "phases:") {
-			continue // a fragment, not a plan
+	for _, p := range pages {
+		text, err := docs.ReadPage("../..", p)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if !strings.Contains(body, "servers:") {
-			body = "servers: [{name: gws}]\n" + body
-		}
-		n++
-		if err := s.Validate(toJSONRefs(t, []byte(body))); err != nil {
-			t.Errorf("README yaml block %d does not validate:\n%v\n---\n%s", i, err, body)
+		for _, b := range docs.Blocks(p, text) {
+			if b.Lang != "yaml" || b.Fragment {
+				continue
+			}
+			body := b.Body
+			if !strings.Contains(body, "servers:") {
+				body = "servers: [{name: gws}]\n" + body
+			}
+			n++
+			if err := s.Validate(toJSONRefs(t, []byte(body))); err != nil {
+				t.Errorf("%s:%d: the yaml block does not validate:\n%v\n---\n%s", p, b.Line, err, body)
+			}
 		}
 	}
-	if n < 2 {
-		t.Errorf("found %d plans in README.md, want at least 2", n)
+	if n < 10 {
+		t.Errorf("found %d plans in README.md and docs/, want at least 10", n)
 	}
 }
 
