@@ -19,17 +19,9 @@ const root = ".."
 
 func pages(t *testing.T) map[string]string {
 	t.Helper()
-	list, err := Pages(root)
+	out, err := ReadPages(root)
 	if err != nil {
 		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, p := range list {
-		text, err := ReadPage(root, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[p] = text
 	}
 	return out
 }

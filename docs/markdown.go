@@ -238,3 +238,47 @@ func ReadPage(root, page string) (string, error) {
 	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(page)))
 	return string(b), err
 }
+
+// ReadPages reads every page of Pages, by its path.
+func ReadPages(root string) (map[string]string, error) {
+	list, err := Pages(root)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, p := range list {
+		if out[p], err = ReadPage(root, p); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Plans are the YAML plans the pages show: every ```yaml block not
+// marked as a fragment, by page and line. One that names no server gets
+// the gws preset (servers: [{name: gws}]), as pages show phases alone.
+func Plans(root string) ([]Block, error) {
+	pages, err := ReadPages(root)
+	if err != nil {
+		return nil, err
+	}
+	var out []Block
+	for p, text := range pages {
+		for _, b := range Blocks(p, text) {
+			if b.Lang != "yaml" || b.Fragment {
+				continue
+			}
+			if !strings.Contains(b.Body, "servers:") {
+				b.Body = "servers: [{name: gws}]\n" + b.Body
+			}
+			out = append(out, b)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Page != out[j].Page {
+			return out[i].Page < out[j].Page
+		}
+		return out[i].Line < out[j].Line
+	})
+	return out, nil
+}

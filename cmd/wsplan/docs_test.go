@@ -120,16 +120,12 @@ func hasFlag(cmd *cobra.Command, name string, short bool) bool {
 func TestDocCommands(t *testing.T) {
 	root := newRoot(io.Discard, io.Discard)
 	root.SetHelpCommand(newHelpCmd(io.Discard))
-	pages, err := docs.Pages("../..")
+	pages, err := docs.ReadPages("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
-	for _, p := range pages {
-		text, err := docs.ReadPage("../..", p)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for p, text := range pages {
 		for _, l := range commandLines(p, text) {
 			n++
 			if msg := checkCommand(root, l.Target); msg != "" {

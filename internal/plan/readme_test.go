@@ -11,35 +11,6 @@ import (
 	"github.com/wsplan/wsplan/internal/script"
 )
 
-// docPlans are the YAML plans shown in README.md and docs/: every ```yaml
-// block not marked as a fragment (docs.FragmentMarker on the line
-// before). A plan that names no server gets the gws preset, as the pages
-// show phases alone.
-func docPlans(t *testing.T) []docs.Block {
-	t.Helper()
-	pages, err := docs.Pages("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []docs.Block
-	for _, p := range pages {
-		text, err := docs.ReadPage("../..", p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, b := range docs.Blocks(p, text) {
-			if b.Lang != "yaml" || b.Fragment {
-				continue
-			}
-			if !strings.Contains(b.Body, "servers:") {
-				b.Body = "servers: [{name: gws}]\n" + b.Body
-			}
-			out = append(out, b)
-		}
-	}
-	return out
-}
-
 // TestDocPlans loads every YAML plan shown in README.md and docs/, so the
 // manual cannot drift from what the loader accepts; a block that is not
 // a whole plan says so with docs.FragmentMarker.
@@ -48,7 +19,10 @@ func TestDocPlans(t *testing.T) {
 	for _, name := range []string{"API_TOKEN", "WSPLAN_HAR_COOKIE", "WSPLAN_HAR_TOKEN", "WSPLAN_HAR_AUTHORIZATION", "WSPLAN_HAR_X_API_KEY"} {
 		t.Setenv(name, "docs-example-"+name)
 	}
-	plans := docPlans(t)
+	plans, err := docs.Plans("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, b := range plans {
 		// As if the block were a plan in plans/: paths in it (a script's
 		// data file) are relative to that directory.

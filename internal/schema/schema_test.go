@@ -156,31 +156,16 @@ func TestPlansValidate(t *testing.T) {
 // (docs.FragmentMarker), with the gws preset when it names no server.
 func TestDocPlansValidate(t *testing.T) {
 	s := compile(t)
-	pages, err := docs.Pages("../..")
+	plans, err := docs.Plans("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	for _, p := range pages {
-		text, err := docs.ReadPage("../..", p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, b := range docs.Blocks(p, text) {
-			if b.Lang != "yaml" || b.Fragment {
-				continue
-			}
-			body := b.Body
-			if !strings.Contains(body, "servers:") {
-				body = "servers: [{name: gws}]\n" + body
-			}
-			n++
-			if err := s.Validate(toJSONRefs(t, []byte(body))); err != nil {
-				t.Errorf("%s:%d: the yaml block does not validate:\n%v\n---\n%s", p, b.Line, err, body)
-			}
+	for _, b := range plans {
+		if err := s.Validate(toJSONRefs(t, []byte(b.Body))); err != nil {
+			t.Errorf("%s:%d: the yaml block does not validate:\n%v\n---\n%s", b.Page, b.Line, err, b.Body)
 		}
 	}
-	if n < 10 {
+	if n := len(plans); n < 10 {
 		t.Errorf("found %d plans in README.md and docs/, want at least 10", n)
 	}
 }
