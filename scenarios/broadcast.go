@@ -44,7 +44,7 @@ const (
 
 // Broadcast is fan-out: the phase opens Rooms × RoomSize connections of
 // its own, each to the server's path with "?room=N" (the convention in
-// README "The broadcast phase"), and Publishers members of every room
+// docs/kinds/broadcast.md), and Publishers members of every room
 // publish Rate messages per second for Duration on the rate phase's
 // timetable. The server sends each message to every connection in its
 // room; every subscriber records the latency of each delivery from the
@@ -376,7 +376,7 @@ func BroadcastMetrics(r client.BroadcastResult, q *client.BroadcastParams) metri
 func BroadcastWarnings(r client.BroadcastResult, q *client.BroadcastParams) []string {
 	var w []string
 	if all, _ := q.Receivers(); all > 1 && r.Published > 0 && r.Delivered <= r.Published {
-		w = append(w, fmt.Sprintf("only %d deliveries of %d messages: does the server fan out? A preset does on path %s (servers[].path), your own server on the same convention (README: The broadcast phase)", r.Delivered, r.Published, "/broadcast"))
+		w = append(w, fmt.Sprintf("only %d deliveries of %d messages: does the server fan out? A preset does on path %s (servers[].path), your own server on the same convention (wsplan help broadcast)", r.Delivered, r.Published, "/broadcast"))
 	}
 	if late := r.Late + r.Unsent; publishedLate(r) {
 		w = append(w, fmt.Sprintf("%d of %d messages published late (%d never; up to %v): their latency counts from their schedule", late, r.Published+r.Unsent, r.Unsent, sendLateMax(r).Round(time.Microsecond)))

@@ -9,7 +9,7 @@
 // then too, not after the whole run. Evaluate runs after the run (and Check
 // after each phase, for `abort: true`).
 //
-// The environment of an expression (documented in README.md):
+// The environment of an expression (documented in docs/plans.md, Assertions):
 //   - every metric of the phase, by name (scenarios.MetricDefs): counts and
 //     byte sizes are int, rates and percents float, latencies time.Duration
 //     (compare with duration("50ms")), client_bound and server_bound bool;

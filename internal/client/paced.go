@@ -8,7 +8,7 @@ import (
 )
 
 // DefaultSlack is the timer slack of a paced sender when its params give
-// none (RateParams.Slack 0): see pacedWake. Chosen by measurement (README
+// none (RateParams.Slack 0): see pacedWake. Chosen by measurement (docs/results.md,
 // "Client cost"): at 1,000 connections × 10 msg/s it halves the loop's
 // wake-ups per message while keeping the added send lateness (at most the
 // slack) well inside the latency figures it is measured against.

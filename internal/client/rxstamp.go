@@ -28,7 +28,7 @@ import (
 // window of ≤ 1 ms, two echoes of one connection rarely share a read.)
 //
 // The alternative the issue named, a busy-poll window after each send
-// batch, burns the CPU the batching saves: README "Client cost" has both.
+// batch, burns the CPU the batching saves: docs/results.md, "Client cost", has both.
 
 // rxStamps is a loop's scratch space for stamped reads.
 type rxStamps struct {

@@ -15,7 +15,7 @@ import (
 )
 
 // Per-connection memory estimates used by preflight, kernel socket memory
-// included. The client's follows its measured cost (see README, Client
+// included. The client's follows its measured cost (see docs/results.md, Client
 // cost); the server's covers a goroutine-per-connection server with a
 // reused read buffer (event-loop servers such as nbio_nonblocking and
 // greatws need far less).

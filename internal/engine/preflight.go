@@ -101,7 +101,7 @@ func idleHint(idle sysctl.Idle, p *plan.Plan) string {
 	}
 	for _, ph := range p.Phases {
 		if k, ok := scenarios.Lookup(ph.Kind); ok && k.Paced {
-			return fmt.Sprintf("idle CPUs here halt at once (cpuidle haltpoll, no polling): each wake-up of an idle CPU is a VM exit, and on loopback the client of phase %s pays one each time its write wakes the server (at sparse rates, nearly every message); host.idle_poll: 200us with --tune measures as a host with cheap wake-ups would (README: Host tuning and preflight)", ph.Name)
+			return fmt.Sprintf("idle CPUs here halt at once (cpuidle haltpoll, no polling): each wake-up of an idle CPU is a VM exit, and on loopback the client of phase %s pays one each time its write wakes the server (at sparse rates, nearly every message); host.idle_poll: 200us with --tune measures as a host with cheap wake-ups would (wsplan help tuning)", ph.Name)
 		}
 	}
 	return ""

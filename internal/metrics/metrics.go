@@ -64,7 +64,7 @@ func (k Kind) Zero() any {
 type Def struct {
 	Name string // JSON key and expression variable, e.g. "p99"
 	Kind Kind
-	Doc  string // one line, for README and `wsplan validate`
+	Doc  string // one line, for docs/metrics.md and `wsplan validate`
 }
 
 // Values holds one result's metrics by name.

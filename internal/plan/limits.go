@@ -12,7 +12,7 @@ import (
 )
 
 // Loading is bounded whatever the input: any file of up to MaxPlanBytes is
-// accepted or rejected in well under two seconds and 200 MB (README,
+// accepted or rejected in well under two seconds and 200 MB (docs/plans.md,
 // Limits; TestHostileBounded holds the loader to it). Each bound below is
 // checked where the work it bounds would start, and reported as a
 // problem of the plan.

@@ -76,7 +76,7 @@
 //
 // With 100 connections the loop's CPU per echo is 2.8-2.9 µs plain and
 // 3.2-4.4 µs wstls TLS 1.3, depending on batching. The client's full
-// per-echo cost in a real run is ~15.7 µs (README, Client cost), so the
+// per-echo cost in a real run is ~15.7 µs (docs/results.md, Client cost), so the
 // 0.4-1.6 µs that this record layer adds is 1.03-1.10× there, within the
 // issue's 1.4×. Handshakes (BenchmarkHandshake, client thread CPU, TCP
 // connect included): TLS 1.3 0.55 ms (1,800 per core-second; Go's default
