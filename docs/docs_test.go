@@ -79,6 +79,10 @@ func TestReferenceRegionsSad(t *testing.T) {
 			t.Errorf("Fill(%q) = %v, want %q", tc.text, err, tc.want)
 		}
 	}
+	quoted := "see `" + reference.Begin + "kind y -->` in text\n"
+	if got, names, err := reference.Fill(quoted, tables); err != nil || len(names) != 0 || got != quoted {
+		t.Errorf("a marker inside a line is text: Fill = %q, %v, %v", got, names, err)
+	}
 	got, names, err := reference.Fill("a\n"+reference.Begin+"kind x -->\nold\n"+reference.End+"\nb\n", tables)
 	if err != nil || len(names) != 1 || got != "a\n"+reference.Begin+"kind x -->\n| a |\n"+reference.End+"\nb\n" {
 		t.Errorf("Fill = %q, %v, %v", got, names, err)

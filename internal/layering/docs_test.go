@@ -1,0 +1,31 @@
+package layering
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestDocStatesRules: docs/architecture.md names every package the rules
+// let internal/client import and every test-only package, so the page
+// cannot drift from ClientLeaves and TestOnly.
+func TestDocStatesRules(t *testing.T) {
+	b, err := os.ReadFile("../../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	i := strings.Index(page, "Layering rules, checked by")
+	if i < 0 {
+		t.Fatal("docs/architecture.md has no paragraph starting \"Layering rules, checked by\"")
+	}
+	rules := page[i:]
+	rules = rules[:strings.Index(rules, "\n\n")]
+	for _, set := range []map[string]bool{ClientLeaves, TestOnly} {
+		for pkg := range set {
+			if !strings.Contains(rules, "`"+pkg+"`") {
+				t.Errorf("docs/architecture.md's layering rules do not name `%s`", pkg)
+			}
+		}
+	}
+}
