@@ -141,8 +141,8 @@ var (
 func TestMeasuredTables(t *testing.T) {
 	for p, text := range pages(t) {
 		for _, tb := range Tables(text) {
-			if !figures(tb) {
-				continue
+			if strings.Join(tb.Header, "|") == "key|type|default|bounds|doc" || !figures(tb) {
+				continue // a generated reference table holds declarations, not figures
 			}
 			if !measuredRE.MatchString(tb.Above) {
 				t.Errorf("%s:%d: a table of measured figures needs, on the line above it,\n\tMeasured: YYYY-MM-DD, commit HASH, HOST\ngot %q", p, tb.Line, tb.Above)
