@@ -230,3 +230,15 @@ func TestTopicsEmbedded(t *testing.T) {
 		t.Error("Lookup(nope) found a page")
 	}
 }
+
+// TestTablesHaveRows: a table's separator is followed by its rows (a
+// line between them would split it in two when rendered).
+func TestTablesHaveRows(t *testing.T) {
+	for p, text := range pages(t) {
+		for _, tb := range Tables(text) {
+			if len(tb.Rows) == 0 {
+				t.Errorf("%s:%d: a table with no rows", p, tb.Line)
+			}
+		}
+	}
+}
