@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/wsplan/wsplan/internal/secret"
+	"github.com/wsplan/wsplan/scenarios"
 )
 
 // Redacted replaces a secret in everything wsplan prints or writes.
@@ -20,7 +21,8 @@ const Redacted = secret.Redacted
 // like a credential (Authorization, Cookie, X-Auth-Token: the value, and
 // the credential after its scheme), a URL's query parameter so named or
 // its user-info password, and a graphql-ws init's members so named
-// (secret.IsSecretKey decides). Plan.Redact and every output of wsplan
+// (secret.IsSecretKey decides); and the same in a phase's own headers,
+// query and JSON messages (scenarios.Credentialed). Plan.Redact and every output of wsplan
 // mask each in every form (secret.Forms). An error about a value that
 // holds one names the key and what is wrong, never the value.
 
@@ -53,6 +55,30 @@ func literalSecrets(p *Plan, set *secret.Set) {
 	headerSecrets(p.Metrics.Headers, set)
 	urlSecrets(p.Metrics.RemoteWrite, set)
 	urlSecrets(p.Metrics.OTLP, set)
+}
+
+// phaseSecrets adds the credentials a phase writes itself, once decoded
+// (scenarios.Credentialed), as a server's are found, but a value its
+// templates render ({{ … }}) is the run's, not the plan's: left out.
+func phaseSecrets(ph scenarios.Phase, set *secret.Set) {
+	c, ok := ph.(scenarios.Credentialed)
+	if !ok {
+		return
+	}
+	found := &secret.Set{}
+	cr := c.Credentials()
+	headerSecrets(cr.Headers, found)
+	if cr.Query != "" {
+		urlSecrets("?"+cr.Query, found)
+	}
+	for _, msg := range cr.JSON {
+		initSecrets(msg, found)
+	}
+	for _, v := range found.Values() {
+		if !strings.Contains(v, "{{") {
+			set.Add(v)
+		}
+	}
 }
 
 // headerSecrets adds the credential headers' values.
