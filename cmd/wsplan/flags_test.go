@@ -256,3 +256,28 @@ func listFiles(t *testing.T, dir string) []string {
 	}
 	return out
 }
+
+// TestFlagSecrets: a --metrics-push URL's credentials (its user-info
+// password, an access_token) are masked like a plan's: the error about
+// the flag names it and shows *** where they were.
+func TestFlagSecrets(t *testing.T) {
+	dir := t.TempDir()
+	flagFixtures(t, dir)
+	t.Chdir(dir)
+	const pass, token = "flag.P4ss.w0rd", "flag.T0k3n.x9"
+	for _, u := range []string{
+		"ftp://bench:" + pass + "@127.0.0.1/?access_token=" + token,
+		"http://bench:" + pass + "@127.0.0.1:99999/api/v1/write?access_token=" + token,
+	} {
+		var stderr strings.Builder
+		code := Main([]string{"run", "plan.yaml", "--metrics-push", u}, io.Discard, &stderr)
+		if code != ExitUsage || !strings.Contains(stderr.String(), "--metrics-push: metrics push \"") || !strings.Contains(stderr.String(), "bench:***@127.0.0.1") {
+			t.Errorf("%s: exit %d, stderr %q: want exit 2 naming the flag, *** for the password", u, code, stderr.String())
+		}
+		for _, s := range []string{pass, token} {
+			if strings.Contains(stderr.String(), s) {
+				t.Errorf("%s: stderr shows %q: %s", u, s, stderr.String())
+			}
+		}
+	}
+}

@@ -35,6 +35,9 @@ func (f *liveFlags) check() error {
 		return usageErr(fmt.Errorf("--metrics-interval %s: want >= %s", f.interval, plan.MinMetricsInterval))
 	}
 	for _, u := range f.push {
+		// Its credentials (a password, an access_token) are masked like
+		// a plan's, from here on: in this error, and in a failed push's.
+		plan.URLSecrets(u, &secrets)
 		if _, err := live.ParseTarget(u); err != nil {
 			return usageErr(fmt.Errorf("--metrics-push: %w", err))
 		}

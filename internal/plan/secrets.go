@@ -42,7 +42,7 @@ func literalSecrets(p *Plan, set *secret.Set) {
 	for i := range p.Servers {
 		targets = append(targets, &p.Servers[i].Target)
 		for _, u := range p.Servers[i].URLs { // url: too (resolveTargets)
-			urlSecrets(u, set)
+			URLSecrets(u, set)
 		}
 	}
 	for _, t := range targets {
@@ -53,8 +53,8 @@ func literalSecrets(p *Plan, set *secret.Set) {
 		}
 	}
 	headerSecrets(p.Metrics.Headers, set)
-	urlSecrets(p.Metrics.RemoteWrite, set)
-	urlSecrets(p.Metrics.OTLP, set)
+	URLSecrets(p.Metrics.RemoteWrite, set)
+	URLSecrets(p.Metrics.OTLP, set)
 }
 
 // phaseSecrets adds the credentials a phase writes itself, once decoded
@@ -69,7 +69,7 @@ func phaseSecrets(ph scenarios.Phase, set *secret.Set) {
 	cr := c.Credentials()
 	headerSecrets(cr.Headers, found)
 	if cr.Query != "" {
-		urlSecrets("?"+cr.Query, found)
+		URLSecrets("?"+cr.Query, found)
 	}
 	for _, msg := range cr.JSON {
 		initSecrets(msg, found)
@@ -115,9 +115,9 @@ func credential(name, v string, set *secret.Set) {
 	}
 }
 
-// urlSecrets adds a URL's user-info password and credential query
+// URLSecrets adds a URL's user-info password and credential query
 // parameters, as written and decoded.
-func urlSecrets(raw string, set *secret.Set) {
+func URLSecrets(raw string, set *secret.Set) {
 	_, rest, _ := strings.Cut(raw, "://")
 	if at := strings.LastIndexByte(strings.SplitN(rest, "/", 2)[0], '@'); at >= 0 {
 		if _, pass, ok := strings.Cut(rest[:at], ":"); ok {
