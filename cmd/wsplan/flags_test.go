@@ -83,7 +83,8 @@ var planFlagsBad = []badFlag{
 	{[]string{"--only", "nosuch"}, `--only`},
 }
 
-// flagCases are every command with a flag, each bad value of each flag.
+// flagCases are every command with a flag, each bad value of each flag:
+// one table, as long as its rows (a row a flag value, no logic).
 func flagCases() []flagCase {
 	run := []badFlag{
 		{[]string{"--count", "0"}, `--count 0: want 1 to 1000`},
