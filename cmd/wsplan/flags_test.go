@@ -80,7 +80,9 @@ var planFlagsBad = []badFlag{
 	{[]string{"--set", "conns"}, `--set "conns": want VAR=VALUE`},
 	{[]string{"--set", "=1"}, `--set "=1": want VAR=VALUE`},
 	{[]string{"--only-matrix", "n"}, `--only-matrix "n": want VAR=VALUE`},
-	{[]string{"--only", "nosuch"}, `--only`},
+	{[]string{"--only", "nosuch"}, `--only: unknown server "nosuch"`},
+	{[]string{"--set", "nosuch=1"}, `--set: unknown variable "nosuch"`},
+	{[]string{"--only-matrix", "nosuch=1"}, `--only-matrix: unknown matrix variable "nosuch"`},
 }
 
 // flagCases are every command with a flag, each bad value of each flag:
@@ -116,7 +118,9 @@ func flagCases() []flagCase {
 		{"run", []string{"run", "plan.yaml", "--out", "out", "--progress", "off", "--tune"}, run},
 		// The kubernetes shards are deployed after every flag is checked.
 		{"run kubernetes", []string{"run", "kube.yaml", "--out", "out"}, run[:15]},
-		{"validate", []string{"validate", "m.yaml"}, planFlagsBad},
+		{"validate", []string{"validate", "m.yaml"}, append([]badFlag{
+			{[]string{"--only-matrix", "n=7"}, `--only-matrix: n=7: not in the matrix (1, 2)`},
+		}, planFlagsBad...)},
 		{"tune --apply", []string{"tune", "plan.yaml", "--apply", "--save", "s.json"}, append([]badFlag{
 			{[]string{"--check"}, `want: tune PLAN --check, tune PLAN --apply, or tune --restore FILE`},
 			{[]string{"--save", ""}, `--save: want a file name`},
