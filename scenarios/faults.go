@@ -49,6 +49,23 @@ type Faulter interface {
 	ExtraFaults() []Fault
 }
 
+// Credentialed is implemented by phases that write credentials of their
+// own (a script's upgrade headers and query, the JSON it sends): the
+// plan masks the ones named like a credential in every output, as it
+// does a server's (plan.Plan.Secrets).
+type Credentialed interface {
+	Credentials() Credentials
+}
+
+// Credentials are what a phase writes that may hold credentials, as
+// written (templates): a value that holds {{ is rendered at run time and
+// is not itself a secret.
+type Credentials struct {
+	Headers map[string]string // upgrade request headers, by name
+	Query   string            // an upgrade request's query: a=1&token=…
+	JSON    []string          // messages sent: a JSON object's members
+}
+
 // PhaseFaults returns every fault a phase declares: its kind's, then its
 // own (Faulter).
 func PhaseFaults(kind string, ph Phase) []Fault {

@@ -255,6 +255,12 @@ func (p *Script) ExtraFaults() []Fault {
 }
 
 // exchanges returns the names of the exchanges, in step order.
+// Credentials implements Credentialed: the upgrade's headers and query,
+// and every message the steps send.
+func (p *Script) Credentials() Credentials {
+	return Credentials{Headers: p.Headers, Query: p.Query, JSON: script.Bodies(p.Steps)}
+}
+
 func (p *Script) exchanges() []string { return script.Exchanges(p.Steps) }
 
 // Opens implements Opener: the users' connections (open arrivals: at

@@ -39,11 +39,7 @@ func newImportHARCmd(stdout, stderr io.Writer) *cobra.Command {
 			"the variables to set are printed on stderr. See docs/har.md.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			err := importHAR(args[0], out, o, stdout, stderr)
-			if err != nil {
-				return commandError{err}
-			}
-			return nil
+			return importHAR(args[0], out, o, stdout, stderr)
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the plan to this file (default: stdout)")
@@ -60,6 +56,14 @@ func newImportHARCmd(stdout, stderr io.Writer) *cobra.Command {
 func importHAR(file, out string, o har.Options, stdout, stderr io.Writer) error {
 	if o.Users < 1 {
 		return usageErr(fmt.Errorf("--%s: must be >= 1, got %d", har.UsersKey, o.Users))
+	}
+	if err := o.Check(); err != nil {
+		return usageErr(fmt.Errorf("--%w", err))
+	}
+	if out != "" {
+		if err := checkOutput("--output", out); err != nil {
+			return err
+		}
 	}
 	b, err := readHAR(file)
 	if err != nil {
@@ -83,6 +87,9 @@ func importHAR(file, out string, o har.Options, stdout, stderr io.Writer) error 
 			return err
 		}
 	} else {
+		if err := touchHost("write " + out); err != nil {
+			return err
+		}
 		if err := os.WriteFile(out, res.Plan, 0o644); err != nil {
 			return err
 		}

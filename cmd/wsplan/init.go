@@ -120,6 +120,9 @@ func writeInit(o initplan.Options, force bool, p *prompter, stdout io.Writer) er
 		}
 		force = true
 	}
+	if err := touchHost("write " + o.File); err != nil {
+		return err
+	}
 	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
 	if force {
 		flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC

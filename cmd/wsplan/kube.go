@@ -70,6 +70,9 @@ func newKubeCmd(stdout, stderr io.Writer) *cobra.Command {
 			"with client.remote set to the printed pod addresses and client.certs to that directory.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkManifestFlags(cmd, runID, certs, shards); err != nil {
+				return err
+			}
 			p, err := f.load(args[0])
 			if err != nil {
 				return err
@@ -79,6 +82,9 @@ func newKubeCmd(stdout, stderr io.Writer) *cobra.Command {
 			}
 			if certs == "" {
 				certs = "wsplan-certs-" + runID
+			}
+			if err := touchHost("write " + certs); err != nil {
+				return err
 			}
 			files, err := shard.NewCerts(certs)
 			if err != nil {
@@ -110,6 +116,23 @@ func newKubeCmd(stdout, stderr io.Writer) *cobra.Command {
 	return cmd
 }
 
+// checkManifestFlags checks kube manifest's own flags before the plan
+// loads and the certificates are written.
+func checkManifestFlags(cmd *cobra.Command, runID, certs string, shards int) error {
+	if cmd.Flags().Changed("shards") && shards < 1 {
+		return usageErr(fmt.Errorf("--shards %d: want >= 1 (leave it out for the plan's kubernetes.shards)", shards))
+	}
+	if cmd.Flags().Changed("run-id") {
+		if err := kube.CheckRunID(runID); err != nil {
+			return usageErr(fmt.Errorf("--run-id: %w", err))
+		}
+	}
+	if st, err := os.Stat(certs); certs != "" && err == nil && !st.IsDir() {
+		return usageErr(fmt.Errorf("--certs %s: not a directory", certs))
+	}
+	return nil
+}
+
 // kubeUp deploys the plan's client.kubernetes shards before preflight and
 // points client.remote at them; the returned func deletes them (call it
 // when the run ends, also on SIGINT). A plan without client.kubernetes
@@ -118,6 +141,9 @@ func kubeUp(parent context.Context, p *plan.Plan, stderr io.Writer) (func(), err
 	k := p.Client.Kubernetes
 	if k == nil {
 		return func() {}, nil
+	}
+	if err := touchHost("kubernetes"); err != nil {
+		return nil, err
 	}
 	cfg, err := restConfig(k.Kubeconfig)
 	if err != nil {

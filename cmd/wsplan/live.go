@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -34,18 +35,34 @@ func (f *liveFlags) check() error {
 		return usageErr(fmt.Errorf("--metrics-interval %s: want >= %s", f.interval, plan.MinMetricsInterval))
 	}
 	for _, u := range f.push {
+		// Its credentials (a password, an access_token) are masked like
+		// a plan's, from here on: in this error, and in a failed push's.
+		plan.URLSecrets(u, &secrets)
 		if _, err := live.ParseTarget(u); err != nil {
 			return usageErr(fmt.Errorf("--metrics-push: %w", err))
 		}
 	}
-	if f.listen != "" {
-		_, port, err := net.SplitHostPort(f.listen)
-		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > plan.MaxPort {
-			return usageErr(fmt.Errorf("--metrics-listen %q: want HOST:PORT, e.g. 127.0.0.1:9464", f.listen))
-		}
+	if f.listen != "" && !validListen(f.listen) {
+		return usageErr(fmt.Errorf("--metrics-listen %q: want HOST:PORT, e.g. 127.0.0.1:9464", f.listen))
 	}
 	return nil
 }
+
+// validListen reports whether addr has the form of a listen address:
+// HOST:PORT, HOST empty, an IP or a host name, PORT 0 to 65535.
+func validListen(addr string) bool {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > plan.MaxPort {
+		return false
+	}
+	return host == "" || net.ParseIP(host) != nil || hostName.MatchString(host)
+}
+
+// hostName is the form of a DNS host name (RFC 1123).
+var hostName = regexp.MustCompile(`^(?i)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$`)
 
 // targets are the push targets of the flags (at --metrics-interval) and of
 // the plan's metrics: key (at its interval, with its headers).
@@ -87,6 +104,9 @@ func (f *liveFlags) start(p *plan.Plan, stderr io.Writer) (hub *live.Hub, stop f
 		for i := len(stops) - 1; i >= 0; i-- {
 			stops[i]()
 		}
+	}
+	if err := touchHost("live metrics"); err != nil {
+		return nil, nil, err
 	}
 	if f.listen != "" {
 		srv, err := live.Listen(hub, f.listen)

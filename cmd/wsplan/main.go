@@ -105,9 +105,18 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	)
 	root.SetHelpCommand(newHelpCmd(stdout))
 	setVersion(root)
-	for _, c := range root.Commands() {
-		if run := c.RunE; run != nil {
-			c.RunE = func(cmd *cobra.Command, args []string) error {
+	markCommandErrors(root)
+	return root
+}
+
+// markCommandErrors wraps the RunE of c's subcommands, at every depth
+// (kube manifest, import har, shard certs), so that exitCode tells their
+// errors from cobra's own checks.
+func markCommandErrors(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		markCommandErrors(sub)
+		if run := sub.RunE; run != nil {
+			sub.RunE = func(cmd *cobra.Command, args []string) error {
 				if err := run(cmd, args); err != nil {
 					return commandError{err}
 				}
@@ -115,5 +124,11 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 			}
 		}
 	}
-	return root
 }
+
+// touchHost is called just before a command first acts on the host: it
+// binds a listener, pushes metrics, deploys Kubernetes objects, writes
+// sysctls, starts servers or shards, or writes a file. It is a no-op; a
+// test replaces it to prove that every bad flag stops its command before
+// any of these (an error it returns stops the command there).
+var touchHost = func(what string) error { return nil }

@@ -28,6 +28,7 @@ func TestMain(m *testing.M) {
 		"wsplan-leaky":       leakyServe,
 		"wsplan-measured":    wsplanMeasured,
 		"wsplan-faultserver": faultServe,
+		"wsplan-echolog":     echoLog,
 	})
 }
 

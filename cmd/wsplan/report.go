@@ -25,6 +25,9 @@ of the last run (with deltas against the first when there are two or more).
 Without any of them, the tables of the last run are printed.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
+			if err := checkOutputs(map[string]string{"--html": htmlOut, "--summary": summary, "--benchfmt": benchOut}); err != nil {
+				return err
+			}
 			runs := make([]*result.Run, len(args))
 			for i, a := range args {
 				r, err := readRun(a)

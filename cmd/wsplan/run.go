@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -167,6 +168,9 @@ func runPlan(parent context.Context, path string, f *runFlags, stdout, stderr io
 		out = filepath.Join("wsplan-out", secrets.Redact(p.Name)+"-"+time.Now().Format("20060102-150405"))
 	}
 	if f.tune {
+		if err := touchHost("sysctl"); err != nil {
+			return err
+		}
 		t, err := engine.Tune(sysctlFS(), sysFS(), in.plans, filepath.Join(out, engine.SavedSysctlFile))
 		if err != nil {
 			return err
@@ -181,6 +185,9 @@ func runPlan(parent context.Context, path string, f *runFlags, stdout, stderr io
 	defer stop()
 	exe, err := launch.SelfExe()
 	if err != nil {
+		return err
+	}
+	if err := touchHost("start servers"); err != nil {
 		return err
 	}
 	run, runErr := engine.Run(ctx, engine.Options{Plan: p, Plans: in.plans, Count: f.count, Layout: layout, Exe: exe, OutDir: out,
@@ -234,18 +241,47 @@ func (f *runFlags) check(stderr io.Writer) (io.Writer, error) {
 // checkOutputs checks that every file the run writes at its end can be
 // created where the flags say: its directory exists.
 func (f *runFlags) checkOutputs() error {
-	for _, o := range []struct{ flag, path string }{
-		{"--json", f.json}, {"--junit", f.junit}, {"--summary", f.summary}, {"--html", f.html}, {"--benchfmt", f.benchfmt},
-	} {
-		if o.path == "" {
-			continue
-		}
-		if st, err := os.Stat(filepath.Dir(o.path)); err != nil || !st.IsDir() {
-			return usageErr(fmt.Errorf("%s %s: no directory %s to write it in", o.flag, o.path, filepath.Dir(o.path)))
-		}
+	if err := checkOutputs(map[string]string{
+		"--json": f.json, "--junit": f.junit, "--summary": f.summary, "--html": f.html, "--benchfmt": f.benchfmt,
+	}); err != nil {
+		return err
 	}
 	if st, err := os.Stat(f.out); f.out != "" && err == nil && !st.IsDir() {
 		return usageErr(fmt.Errorf("--out %s: not a directory", f.out))
+	}
+	return nil
+}
+
+// checkOutputs checks each flag's output file that is set (flag → path),
+// in the flags' order of name.
+func checkOutputs(files map[string]string) error {
+	flags := make([]string, 0, len(files))
+	for flag := range files {
+		flags = append(flags, flag)
+	}
+	sort.Strings(flags)
+	for _, flag := range flags {
+		if files[flag] == "" {
+			continue
+		}
+		if err := checkOutput(flag, files[flag]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkOutput checks that the file a flag names can be created: its
+// directory exists and it is not itself a directory.
+func checkOutput(flag, path string) error {
+	if path == "" {
+		return usageErr(fmt.Errorf("%s: want a file name", flag))
+	}
+	if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
+		return usageErr(fmt.Errorf("%s %s: no directory %s to write it in", flag, path, filepath.Dir(path)))
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return usageErr(fmt.Errorf("%s %s: a directory, want a file", flag, path))
 	}
 	return nil
 }
@@ -358,6 +394,9 @@ func writeOutputs(run, baseline *result.Run, f *runFlags, stdout io.Writer) erro
 // writeFile creates path and writes it with write, redacted as one piece
 // (no secret of the plan reaches a file, whatever the writes' boundaries).
 func writeFile(path string, write func(io.Writer) error) error {
+	if err := touchHost("write " + path); err != nil {
+		return err
+	}
 	var buf bytes.Buffer
 	if err := write(&buf); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)

@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,29 +63,185 @@ var secretEncodings = []struct {
 
 func inner(q string) string { return q[1 : len(q)-1] }
 
-// TestSecretsNeverLeave: a secret holding every character encoders change,
-// given through ${env:NAME} in a URL's query, an Authorization header, an
-// MQTT and a STOMP password, a graphql-ws init and the plan's name, is
-// found in no output in any encoding: a run's stdout and stderr (progress
-// on), --json, --junit, --summary, --html, --benchfmt, the out dir (its
-// name, the server's log that prints the secret, the shards' logs), the
-// live metrics on --metrics-listen, remote write and OTLP bodies, and
+// issueSecret is issue 30's own example: beside what hardSecret holds, a
+// valid URL escape (%41) and a Go escape (\b). Its pieces are too short
+// to look for alone.
+const issueSecret = `s3 "q" 'a' \b %41 é✓`
+
+// phaseSecret is a credential a script phase writes itself, without
+// ${env:}: its upgrade's Authorization header, an access_token query
+// parameter, a JSON member named password.
+const phaseSecret = "ph.L1t3r4l.Cr3d"
+
+// TestSecretsNeverLeave: a secret holding every character encoders change
+// (hardSecret, then issueSecret), given through ${env:NAME} in a URL's
+// query, an Authorization header, an MQTT and a STOMP password, a
+// graphql-ws init and the plan's name, and in a script phase's body (its
+// name, upgrade headers and query, and the message it sends), beside a
+// credential the phase writes itself (phaseSecret), is found in no output
+// in any encoding: a run's stdout and stderr (progress on), --json,
+// --junit, --summary, --html, --benchfmt, the out dir (its name, the
+// server's log that prints the secret, the shards' logs), the live
+// metrics on --metrics-listen, remote write and OTLP bodies, and
 // validate's print and its errors for a malformed init (a quote that
-// breaks its JSON), an init with an apostrophe, and a URL whose path the
-// secret breaks. A STOMP server that echoes the password in its ERROR
-// carries the secret through the client shards' replies. Each output
-// shows *** where the secret was (so the check can fail).
+// breaks its JSON), an init with an apostrophe, and a URL whose path
+// holds the secret. A STOMP server that echoes the password in its ERROR
+// carries the secret through the client shards' replies; a server that
+// logs each upgrade request and message it gets carries the phase's
+// through its log. Each output shows *** where the secret was (so the
+// check can fail).
 func TestSecretsNeverLeave(t *testing.T) {
-	t.Setenv("WSPLAN_TEST_SECRET", hardSecret)
-	init, _ := json.Marshal(map[string]string{"token": hardSecret})
+	for _, tc := range []struct{ name, secret string }{{"hard", hardSecret}, {"issue", issueSecret}} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := secretOutputs(t, tc.secret)
+			for name, text := range o.text {
+				for _, secret := range []string{tc.secret, phaseSecret} {
+					for _, enc := range secretEncodings {
+						for _, f := range enc.forms(secret) {
+							if i := strings.Index(text, f); i >= 0 && len(f) >= minForm {
+								t.Errorf("%s shows %s (%s) %q at %d: …%s…", name, secret, enc.name, f, i, text[max(0, i-80):min(len(text), i+len(f)+80)])
+							}
+						}
+					}
+				}
+				if want := o.shows[name]; want != "" && !strings.Contains(text, want) {
+					t.Errorf("%s: no %q where the secret was:\n%s", name, want, clipText(text))
+				}
+			}
+			for name, want := range o.shows {
+				if _, ok := o.text[name]; !ok {
+					t.Errorf("no output %s (it should show %q)", name, want)
+				}
+			}
+		})
+	}
+}
+
+// minForm is the shortest form of a secret looked for: a shorter piece
+// (issueSecret's "s3") could be in an output by chance.
+const minForm = 4
+
+// secretOutputs are every output of the runs and validations of
+// TestSecretsNeverLeave, by name, and what each must show where the
+// secret was.
+type secretOutput struct {
+	text, shows map[string]string
+}
+
+// set records an output and what it must show.
+func (o *secretOutput) set(name, text, shows string) {
+	o.text[name] = text
+	if shows != "" {
+		o.shows[name] = shows
+	}
+}
+
+// secretOutputs writes the plans for secret, validates them, runs the two
+// that run (every server kind and output; the script phase's), and
+// gathers what they printed and wrote.
+func secretOutputs(t *testing.T, secret string) *secretOutput {
+	t.Setenv("WSPLAN_TEST_SECRET", secret)
+	init, _ := json.Marshal(map[string]string{"token": secret})
 	t.Setenv("WSPLAN_TEST_INIT", string(init))
 	t.Setenv("WSPLAN_TEST_APOSTROPHE", `{"token":"it's-`+string(init[10:]))
 	dir := t.TempDir()
-	stomp := startEchoSTOMP(t)
 	recv := startPushReceiver(t)
+	metrics := "127.0.0.1:" + strconv.Itoa(freeBasePort(t, 1))
+	phaseMetrics := "127.0.0.1:" + strconv.Itoa(freeBasePort(t, 1))
+	for name, body := range secretPlans(t, recv.addr) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := &secretOutput{text: map[string]string{}, shows: map[string]string{}}
+	validate := func(file string, code int, want string) {
+		v := startWsplan(t, dir, "validate", file)
+		if got := v.wait(t, time.Minute); got != code {
+			t.Errorf("validate %s: exit %d, want %d; stderr:\n%s", file, got, code, v.stderrText())
+		}
+		o.set("validate "+file+": stdout+stderr", v.stdout.String()+v.stderrText(), want)
+	}
+	validate("quote.yaml", ExitUsage, "quote.yaml:1: servers[0].protocol: client: graphql-ws: init must be a JSON object (connection_init's payload): its JSON is broken at byte")
+	validate("apostrophe.yaml", ExitOK, "protocol: graphql-ws {init: '***'}")
+	if strings.Contains(secret, "%j") { // an invalid URL escape
+		validate("url.yaml", ExitUsage, "url.yaml:1: servers[0].url: bad URL: invalid URL escape (not shown)")
+	} else {
+		validate("url.yaml", ExitOK, "url ws://127.0.0.1:9/p/***")
+	}
+	validate("plan.yaml", ExitOK, "Authorization=Bearer ***")
+	validate("phase.yaml", ExitOK, "headers: {Authorization: Bearer ***, X-Env: ***}")
+
+	scrapes := scrapeWhileRunning(t, metrics)
+	r := startWsplan(t, dir, "run", "plan.yaml", "--progress", "on", "--json", "r.json", "--junit", "r.xml",
+		"--summary", "r.md", "--html", "r.html", "--benchfmt", "r.bench", "--metrics-listen", metrics)
+	if code := r.wait(t, 3*time.Minute); code != ExitFailed {
+		t.Errorf("run: exit %d, want %d (stomp, mqtt and gql fail); stderr:\n%s", code, ExitFailed, r.stderrText())
+	}
+	o.set("run stdout", r.stdout.String(), "stomp: ERROR: ***")
+	o.set("run stderr", r.stderrText(), "server logs: wsplan-out/bench ***-")
+	o.set("--metrics-listen", scrapes(), `plan="bench ***"`)
+	phaseScrapes := scrapeWhileRunning(t, phaseMetrics)
+	ph := startWsplan(t, dir, "run", "phase.yaml", "--progress", "on", "--json", "p.json", "--junit", "p.xml",
+		"--summary", "p.md", "--html", "p.html", "--benchfmt", "p.bench", "--metrics-listen", phaseMetrics)
+	if code := ph.wait(t, time.Minute); code != ExitOK {
+		t.Errorf("run phase.yaml: exit %d, want %d; stderr:\n%s", code, ExitOK, ph.stderrText())
+	}
+	o.set("run phase.yaml stdout", ph.stdout.String(), "login ***")
+	o.set("run phase.yaml stderr", ph.stderrText(), "")
+	o.set("phase.yaml --metrics-listen", phaseScrapes(), `phase="login ***"`)
+	o.set("remote write", recv.body("/api/v1/write"), `login ***`)
+	o.set("OTLP", recv.body("/v1/metrics"), "bench ***")
+	secretFiles(t, dir, o)
+	return o
+}
+
+// secretFiles adds every file the runs wrote under dir to o, by name (the
+// out dir's under a name that does not change from run to run).
+func secretFiles(t *testing.T, dir string, o *secretOutput) {
+	var logs []string
+	err := filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() || strings.HasSuffix(path, ".yaml") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		rel, _ := filepath.Rel(dir, path)
+		name := rel
+		if d, f, ok := strings.Cut(rel, string(filepath.Separator)); ok && d == "wsplan-out" {
+			name = "out dir " + strings.SplitN(f, string(filepath.Separator), 2)[0][:5] + " " + filepath.Base(f)
+		}
+		o.text[name] = rel + "\n" + string(b) // its path too
+		if strings.HasSuffix(path, ".log") {
+			logs = append(logs, name)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"r.json", "r.xml", "r.md", "r.html"} {
+		o.shows[f] = "stomp: ERROR: ***"
+	}
+	for _, f := range []string{"p.json", "p.xml", "p.md", "p.html"} {
+		o.shows[f] = "login ***"
+	}
+	o.shows["p.bench"] = "BenchmarkLogin____/server=echolog"
+	o.shows["r.bench"] = "bench"
+	o.shows["out dir bench server-logger.log"] = "token=***"
+	o.shows["out dir phase server-echolog.log"] = "Authorization: Bearer ***"
+	if len(logs) != 1+2*2+1+2 {
+		t.Errorf("logs %q: want the logger's and 2 shards' of each server that could be reached, the echolog's and its 2 shards'", logs)
+	}
+}
+
+// secretPlans are the plans of TestSecretsNeverLeave, by file name: plan
+// (every server kind, pushing metrics to recv), phase (a script phase
+// whose body holds the secrets, on a server that logs what it gets), and
+// three that validate prints or refuses.
+func secretPlans(t *testing.T, recv string) map[string]string {
+	stomp := startEchoSTOMP(t)
 	dead := "127.0.0.1:" + strconv.Itoa(freeBasePort(t, 1))
 	logger := "127.0.0.1:" + strconv.Itoa(freeBasePort(t, 1))
-	metrics := "127.0.0.1:" + strconv.Itoa(freeBasePort(t, 1))
+	echolog := "127.0.0.1:" + strconv.Itoa(freeBasePort(t, 1))
 	plan := fmt.Sprintf(`name: "bench ${env:WSPLAN_TEST_SECRET}"
 defaults:
   base_port: %d
@@ -110,89 +268,65 @@ servers:
 phases:
   - connect: {connections: 4, concurrency: 4, timeout: 2s}
   - hold: {duration: 1s}
-`, freeBasePort(t, 4), recv.addr, recv.addr, logger, logger, stomp, dead, dead)
-	bad := map[string]string{
+`, freeBasePort(t, 4), recv, recv, logger, logger, stomp, dead, dead)
+	phase := fmt.Sprintf(`name: phase
+defaults: {base_port: %d}
+client: {shards: 2, loops: 1}
+metrics: {remote_write: "http://%s/api/v1/write", interval: 200ms}
+servers:
+  - name: echolog
+    command: [wsplan-echolog, "%s"]
+    addrs: ["%s"]
+phases:
+  - script:
+      name: "login ${env:WSPLAN_TEST_SECRET}"
+      users: 2
+      duration: 1s
+      query: "user=bench&access_token=%s"
+      headers: {X-Env: "${env:WSPLAN_TEST_SECRET}", Authorization: "Bearer %s"}
+      steps:
+        - send: '{"op":"login","password":"%s","env":"${env:WSPLAN_TEST_SECRET}"}'
+        - expect: {prefix: '{"op":"login"', as: login}
+        - think: 100ms
+`, freeBasePort(t, 4), recv, echolog, echolog, phaseSecret, phaseSecret, phaseSecret)
+	return map[string]string{
 		"quote.yaml":      "servers: [{name: a, url: \"ws://127.0.0.1:9/\", protocol: {name: graphql-ws, init: '{\"token\":\"${env:WSPLAN_TEST_SECRET}\"}'}}]\nphases: [{connect: {connections: 1}}]\n",
 		"apostrophe.yaml": "servers: [{name: a, url: \"ws://127.0.0.1:9/\", protocol: {name: graphql-ws, init: '${env:WSPLAN_TEST_APOSTROPHE}'}}]\nphases: [{connect: {connections: 1}}]\n",
 		"url.yaml":        "servers: [{name: a, url: \"ws://127.0.0.1:9/p/${env:WSPLAN_TEST_SECRET}\"}]\nphases: [{connect: {connections: 1}}]\n",
 		"plan.yaml":       plan,
+		"phase.yaml":      phase,
 	}
-	for name, body := range bad {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+}
 
-	// Each output, what it must show where the secret was, and how the
-	// command that wrote it must end.
-	outputs := map[string]string{}
-	shows := map[string]string{}
-	validate := func(file string, code int, want string) {
-		v := startWsplan(t, dir, "validate", file)
-		if got := v.wait(t, time.Minute); got != code {
-			t.Errorf("validate %s: exit %d, want %d; stderr:\n%s", file, got, code, v.stderrText())
+// echoLog is `wsplan-echolog ADDR`: a WebSocket echo server that logs
+// each upgrade request (its query and headers) and each message it gets
+// on stdout, as a server's debug log does.
+func echoLog() {
+	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Printf("GET %s\n", r.URL.RequestURI())
+		for _, k := range slices.Sorted(maps.Keys(r.Header)) {
+			fmt.Printf("%s: %s\n", k, strings.Join(r.Header[k], ", "))
 		}
-		outputs["validate "+file+": stdout+stderr"] = v.stdout.String() + v.stderrText()
-		shows["validate "+file+": stdout+stderr"] = want
-	}
-	validate("quote.yaml", ExitUsage, "quote.yaml:1: servers[0].protocol: client: graphql-ws: init must be a JSON object (connection_init's payload): its JSON is broken at byte")
-	validate("apostrophe.yaml", ExitOK, "protocol: graphql-ws {init: '***'}")
-	validate("url.yaml", ExitUsage, "url.yaml:1: servers[0].url: bad URL: invalid URL escape (not shown)")
-	validate("plan.yaml", ExitOK, "Authorization=Bearer ***")
-
-	scrapes := scrapeWhileRunning(t, metrics)
-	r := startWsplan(t, dir, "run", "plan.yaml", "--progress", "on", "--json", "r.json", "--junit", "r.xml",
-		"--summary", "r.md", "--html", "r.html", "--benchfmt", "r.bench", "--metrics-listen", metrics)
-	if code := r.wait(t, 3*time.Minute); code != ExitFailed {
-		t.Errorf("run: exit %d, want %d (stomp, mqtt and gql fail); stderr:\n%s", code, ExitFailed, r.stderrText())
-	}
-	outputs["run stdout"], shows["run stdout"] = r.stdout.String(), "stomp: ERROR: ***"
-	outputs["run stderr"], shows["run stderr"] = r.stderrText(), "server logs: wsplan-out/bench ***-"
-	outputs["--metrics-listen"], shows["--metrics-listen"] = scrapes(), `plan="bench ***"`
-	outputs["remote write"], shows["remote write"] = recv.body("/api/v1/write"), "bench ***"
-	outputs["OTLP"], shows["OTLP"] = recv.body("/v1/metrics"), "bench ***"
-	var logs []string
-	err := filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
-		if err != nil || info.IsDir() || strings.HasSuffix(path, ".yaml") {
-			return err
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
 		}
-		b, err := os.ReadFile(path)
-		rel, _ := filepath.Rel(dir, path)
-		name := rel
-		if d, f, ok := strings.Cut(rel, string(filepath.Separator)); ok && d == "wsplan-out" {
-			name = "out dir " + filepath.Base(f) // the same name every run
+		defer c.Close()
+		for {
+			op, msg, err := c.ReadMessage()
+			if err != nil {
+				return
+			}
+			fmt.Printf("message: %s\n", msg)
+			if c.WriteMessage(op, msg) != nil {
+				return
+			}
 		}
-		outputs[name] = rel + "\n" + string(b) // its path too
-		if strings.HasSuffix(path, ".log") {
-			logs = append(logs, name)
-		}
-		return err
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for f, want := range map[string]string{"r.json": "stomp: ERROR: ***", "r.xml": "stomp: ERROR: ***", "r.md": "stomp: ERROR: ***", "r.html": "stomp: ERROR: ***", "r.bench": "bench"} {
-		shows[f] = want
-	}
-	shows["out dir server-logger.log"] = "token=***"
-	if len(logs) != 1+2*2 {
-		t.Errorf("logs %q: want the logger's and 2 shards' of each server that could be reached", logs)
-	}
-
-	for name, text := range outputs {
-		for _, enc := range secretEncodings {
-			t.Run(name+"/"+enc.name, func(t *testing.T) {
-				for _, f := range enc.forms(hardSecret) {
-					if i := strings.Index(text, f); i >= 0 {
-						t.Errorf("shows %q at %d: …%s…", f, i, text[max(0, i-80):min(len(text), i+len(f)+80)])
-					}
-				}
-			})
-		}
-		if want := shows[name]; want != "" && !strings.Contains(text, want) {
-			t.Errorf("%s: no %q where the secret was:\n%s", name, want, clipText(text))
-		}
-	}
+	srv := &http.Server{Addr: os.Args[1], Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	fmt.Fprintln(os.Stderr, srv.ListenAndServe())
+	os.Exit(1)
 }
 
 func clipText(s string) string {

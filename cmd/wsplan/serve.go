@@ -46,7 +46,13 @@ func newServeCmd(stderr io.Writer) *cobra.Command {
 			}
 			list, err := frameworks.ParseAddrs(addrs)
 			if err != nil {
-				return usageErr(err)
+				return usageErr(fmt.Errorf("--addrs: %w", err))
+			}
+			if payload < 1 {
+				return usageErr(fmt.Errorf("--payload %d: want a size in bytes >= 1", payload))
+			}
+			if !strings.HasPrefix(path, "/") {
+				return usageErr(fmt.Errorf("--path %q: want a path that starts with /", path))
 			}
 			var tlsCfg *tls.Config
 			switch {
@@ -61,6 +67,9 @@ func newServeCmd(stderr io.Writer) *cobra.Command {
 				if why := a.TLSRefusal(vals); why != "" {
 					return usageErr(fmt.Errorf("%s cannot serve TLS: %s", name, why))
 				}
+			}
+			if err := touchHost("listen " + addrs); err != nil {
+				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log"
 	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"runtime"
@@ -40,6 +41,9 @@ func newShardCmd() *cobra.Command {
 			"without an orchestrator (the plan's client.idle_exit replaces it once one came).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkShardFlags(cmd, listen, certs, targets, srcs, opts); err != nil {
+				return err
+			}
 			if listen != "" {
 				ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 				defer stop()
@@ -50,6 +54,9 @@ func newShardCmd() *cobra.Command {
 			opts.Targets = strings.Split(targets, ",")
 			if srcs != "" {
 				opts.SourceAddrs = strings.Split(srcs, ",")
+			}
+			if err := touchHost("shard"); err != nil {
+				return err
 			}
 			// The event loops hold locked threads; leave one P for the rest.
 			runtime.GOMAXPROCS(opts.Loops + 1)
@@ -72,6 +79,9 @@ func newShardCmd() *cobra.Command {
 		Short: "Make a throw-away CA and the certificates of remote shards and their orchestrator in DIR",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := touchHost("write " + args[0]); err != nil {
+				return err
+			}
 			if _, err := shard.NewCerts(args[0]); err != nil {
 				return err
 			}
@@ -83,14 +93,71 @@ func newShardCmd() *cobra.Command {
 	return cmd
 }
 
+// Flags a local shard (driven over stdin/stdout) and a remote one
+// (--listen) take alone.
+var (
+	localShardFlags  = []string{"targets", "source", "path", "nodelay"}
+	remoteShardFlags = []string{"certs", "idle-exit"}
+)
+
+// checkShardFlags checks the shard's flags before it binds, raises a
+// limit or serves: their values, and that a local shard's are not given
+// to a remote one (whose orchestrator sends them) or the other way round.
+func checkShardFlags(cmd *cobra.Command, listen, certs, targets, srcs string, o client.Options) error {
+	if o.Loops < 0 {
+		return usageErr(fmt.Errorf("--loops %d: want >= 0 (0: one per CPU)", o.Loops))
+	}
+	if listen != "" {
+		for _, name := range localShardFlags {
+			if cmd.Flags().Changed(name) {
+				return usageErr(fmt.Errorf("--%s is a local shard's: with --listen, the orchestrator sends it", name))
+			}
+		}
+		if !validListen(listen) {
+			return usageErr(fmt.Errorf("--listen %q: want HOST:PORT, e.g. :7070", listen))
+		}
+		if certs == "" {
+			return usageErr(errors.New("shard --listen needs --certs DIR (make one with `wsplan shard certs DIR`)"))
+		}
+		return nil
+	}
+	for _, name := range remoteShardFlags {
+		if cmd.Flags().Changed(name) {
+			return usageErr(fmt.Errorf("--%s goes with --listen", name))
+		}
+	}
+	if targets == "" {
+		return usageErr(errors.New("shard needs --targets ADDRS (or --listen ADDR for a remote shard)"))
+	}
+	for _, t := range strings.Split(targets, ",") {
+		if _, port, err := net.SplitHostPort(t); err != nil || port == "" {
+			return usageErr(fmt.Errorf("--targets: %q: want HOST:PORT", t))
+		}
+	}
+	if o.Loops == 0 {
+		return usageErr(errors.New("--loops 0: want >= 1 for a local shard (0, one per CPU, is a remote shard's)"))
+	}
+	if srcs != "" {
+		for _, s := range strings.Split(srcs, ",") {
+			if _, err := netip.ParseAddr(s); err != nil {
+				return usageErr(fmt.Errorf("--source: %q: want an IP address", s))
+			}
+		}
+	}
+	if !strings.HasPrefix(o.Path, "/") {
+		return usageErr(fmt.Errorf("--path %q: want a path that starts with /", o.Path))
+	}
+	return nil
+}
+
 // serveRemote is `wsplan shard --listen`: it logs to stderr and returns
 // nil when it exits for want of an orchestrator.
 func serveRemote(ctx context.Context, cmd *cobra.Command, addr, certs string, idle time.Duration, loops int) error {
-	if certs == "" {
-		return usageError{errors.New("shard --listen needs --certs DIR (make one with `wsplan shard certs DIR`)")}
-	}
 	cfg, err := shard.ShardTLS(certs)
 	if err != nil {
+		return usageErr(fmt.Errorf("--certs: %w", err))
+	}
+	if err := touchHost("listen " + addr); err != nil {
 		return err
 	}
 	if _, _, err := sysctl.RaiseNoFile(); err != nil {

@@ -34,6 +34,9 @@ func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
 				if err != nil {
 					return usageErr(err)
 				}
+				if err := touchHost("sysctl"); err != nil {
+					return err
+				}
 				t := engine.Restoring(fs, sys, saved)
 				if err := t.Restore(); err != nil {
 					return err
@@ -45,6 +48,11 @@ func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
 			}
 			if len(args) != 1 || check == apply {
 				return usageErr(errors.New("want: tune PLAN --check, tune PLAN --apply, or tune --restore FILE"))
+			}
+			if apply {
+				if err := checkOutput("--save", save); err != nil {
+					return err
+				}
 			}
 			plans, err := f.loadMatrix(args[0])
 			if err != nil {
@@ -64,6 +72,9 @@ func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
 					fmt.Fprintf(stderr, "warning: %s\n", host.Warning)
 				}
 				return nil
+			}
+			if err := touchHost("sysctl"); err != nil {
+				return err
 			}
 			t, err := engine.Tune(fs, sys, plans, save)
 			if err != nil {

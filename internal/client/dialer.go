@@ -47,7 +47,8 @@ type dialer struct {
 }
 
 // init readies d for owner: timeout per attempt (ns), retries, and req
-// (nil = every connection sends its target's upgrade request).
+// (nil = every connection sends its target's upgrade request; a nil
+// request from it fails the attempt as ReasonTooLong).
 func (d *dialer) init(owner dialHooks, timeout int64, retries int, req func(idx int64, target int) *upgradeRequest) {
 	*d = dialer{owner: owner, timeout: timeout, retries: retries, req: req,
 		part: ConnectResult{Latency: NewHist(), TCP: NewHist(), TLS: NewHist(), Upgrade: NewHist(), Greeting: NewHist()}}
@@ -177,7 +178,10 @@ func (l *loop) sendRequest(c *conn) {
 	x := c.ext
 	req := &l.cl.targets[x.target].req
 	if d := x.dialer; d.req != nil {
-		req = d.req(x.index, x.target)
+		if req = d.req(x.index, x.target); req == nil {
+			l.attemptFailed(c, ReasonTooLong)
+			return
+		}
 	}
 	l.cbuf = append(l.cbuf[:0], req.buf...)
 	copy(l.cbuf[req.keyOff:], x.key[:])

@@ -227,7 +227,8 @@ func (l *loop) scriptStart(job *scriptJob, p *ScriptParams) {
 }
 
 // request returns user idx's upgrade request: the target's, with the
-// query and headers rendered for the user (nil = the target's own).
+// query and headers rendered for the user; nil when one would render
+// more than script.MaxRenderBytes (the attempt fails, ReasonTooLong).
 func (r *scriptRun) request(idx int64, target int) *upgradeRequest {
 	base := &r.cl.targets[target].req
 	if r.job.query == nil && len(r.job.hdrs) == 0 {
@@ -235,15 +236,21 @@ func (r *scriptRun) request(idx int64, target int) *upgradeRequest {
 	}
 	v := &script.Vars{Conn: idx, Row: r.rowOf(idx), Rand: r.vars.Rand, NowNs: time.Now().UnixNano()}
 	var q []byte
+	ok := true
 	if r.job.query != nil {
-		q = r.job.query.Append(nil, v)
+		q, ok = r.job.query.Append(nil, v)
 	}
 	var h []byte
 	for _, hd := range r.job.hdrs {
 		h = append(h, hd.name...)
 		h = append(h, ": "...)
-		h = hd.val.Append(h, v)
+		var fits bool
+		h, fits = hd.val.Append(h, v)
+		ok = ok && fits
 		h = append(h, "\r\n"...)
+	}
+	if !ok {
+		return nil
 	}
 	req := base.with(string(q), h)
 	return &req

@@ -206,7 +206,11 @@ func (r *scriptRun) send(l *loop, u *user, in *script.Instr) bool {
 	u.seq++
 	u.sendAt = u.ready
 	r.setVars(u, u.seq, u.iter)
-	r.sbuf = in.Tmpl.Append(r.sbuf[:0], &r.vars)
+	var ok bool
+	if r.sbuf, ok = in.Tmpl.Append(r.sbuf[:0], &r.vars); !ok {
+		r.tooLong(l, u, in)
+		return false
+	}
 	if next := int(u.pc) + 1; next < len(r.job.prog.Instrs) {
 		if x := &r.job.prog.Instrs[next]; x.Op == script.OpExpect && x.Correlate != nil {
 			id, _ := x.Correlate.Text(r.sbuf, r.idbuf)
@@ -263,7 +267,11 @@ func (r *scriptRun) encode(l *loop, p wireProtocol, u *user, in *script.Instr) (
 	awaited := next < len(r.job.prog.Instrs) && r.job.prog.Instrs[next].ByID
 	r.out = outMsg{verb: r.job.verbs[u.pc], body: r.sbuf, qos: in.QoS, ack: in.Ack, binary: in.Binary, awaited: awaited}
 	if in.Topic != nil {
-		r.tbuf = in.Topic.Append(r.tbuf[:0], &r.vars)
+		var ok bool
+		if r.tbuf, ok = in.Topic.Append(r.tbuf[:0], &r.vars); !ok {
+			r.tooLong(l, u, in)
+			return nil, 0, false
+		}
 		r.out.topic = r.tbuf
 	}
 	out, op, id, err := p.encode(r.ebuf[:0], protoOf(u.c), &r.out, r.idbuf[:0])
@@ -281,6 +289,16 @@ func (r *scriptRun) encode(l *loop, p wireProtocol, u *user, in *script.Instr) (
 	}
 	r.idbuf = id[:0]
 	return out, op, true
+}
+
+// tooLong fails in's step for u, whose template would render more than
+// script.MaxRenderBytes: an error, and the user ends (what it would send
+// next depends on what it could not send).
+func (r *scriptRun) tooLong(l *loop, u *user, in *script.Instr) {
+	r.part.fail(in.Label, ReasonTooLong)
+	r.part.UsersFailed++
+	r.part.Errors.add(ReasonTooLong)
+	r.abort(l, u, int32(u.c.slot), true)
 }
 
 // setVars points the run's template values at u's, for request seq/iter.

@@ -62,6 +62,16 @@ type generator struct {
 	taken func(string) bool
 }
 
+// Check checks the options that need no recording: the url's form.
+func (o Options) Check() error {
+	if o.URL != "" {
+		if u, err := url.Parse(o.URL); err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
+			return fmt.Errorf("url %q: want a ws:// or wss:// URL", o.URL)
+		}
+	}
+	return nil
+}
+
 // Generate writes the WebSockets of a to a plan: one server (the first
 // WebSocket's URL), one script phase per WebSocket to it, each recorded
 // sent message a send step, each received one an expect.
@@ -72,10 +82,8 @@ func Generate(a *Archive, o Options) (*Result, error) {
 	if o.Name == "" {
 		o.Name = strings.TrimSuffix(filepath.Base(o.Source), filepath.Ext(o.Source))
 	}
-	if o.URL != "" {
-		if u, err := url.Parse(o.URL); err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
-			return nil, fmt.Errorf("url %q: want a ws:// or wss:// URL", o.URL)
-		}
+	if err := o.Check(); err != nil {
+		return nil, err
 	}
 	g := &generator{o: o, sec: newSecrets(), taken: exchangeTaken()}
 	convs, err := g.choose(a)

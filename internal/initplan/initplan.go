@@ -25,6 +25,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/wsplan/wsplan/frameworks"
 	"github.com/wsplan/wsplan/internal/assert"
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/plan"
@@ -197,6 +198,9 @@ func (o Options) view() (view, error) {
 	if raw == "" {
 		if v.Preset == "" {
 			v.Preset = DefaultPreset
+		}
+		if !slices.Contains(frameworks.Names(), v.Preset) {
+			return v, fmt.Errorf("--preset %q: want one of %s", o.Preset, strings.Join(frameworks.Names(), ", "))
 		}
 		v.Description = "the preset " + v.Preset
 		return v, nil

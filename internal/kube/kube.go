@@ -17,6 +17,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -59,6 +60,21 @@ type Spec struct {
 	// and Secret (ttlSecondsAfterFinished).
 	TTL   time.Duration
 	Certs map[string][]byte // shard.NewCerts' files; only the shard's go into the Secret
+}
+
+// MaxRunID is the longest run id: "wsplan-ID-INDEX", a pod's host name,
+// stays a DNS label (63 characters) for any shard index.
+const MaxRunID = 40
+
+// runIDForm is a run id's form: a DNS label's characters, lower case.
+var runIDForm = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// CheckRunID checks that id can be the run id of object names and labels.
+func CheckRunID(id string) error {
+	if len(id) > MaxRunID || !runIDForm.MatchString(id) {
+		return fmt.Errorf("run id %q: want 1 to %d lower-case letters, digits and inner dashes", id, MaxRunID)
+	}
+	return nil
 }
 
 // NewRunID returns a fresh run id: 8 lower-case hex digits.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -32,8 +33,13 @@ type Target struct {
 // /v1/metrics is OTLP, any other Prometheus remote write.
 func ParseTarget(raw string) (Target, error) {
 	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 		return Target{}, fmt.Errorf("metrics push %q: want an http:// or https:// URL", raw)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return Target{}, fmt.Errorf("metrics push %q: port %s: want 1 to 65535", raw, p)
+		}
 	}
 	return Target{URL: raw, OTLP: strings.HasSuffix(u.Path, "/v1/metrics")}, nil
 }

@@ -46,6 +46,9 @@ type loader struct {
 	// secrets holds the values of ${env:NAME} references, then the
 	// plan's own credentials (literalSecrets).
 	secrets *secret.Set
+	// secretLines are the lines whose values hold a secret once their
+	// variables are expanded: a problem reported there quotes nothing.
+	secretLines map[int]bool
 }
 
 // problems counts the problems found so far, including values that could
@@ -53,7 +56,7 @@ type loader struct {
 func (l *loader) problems() int { return len(l.errs) + l.more + l.badHits }
 
 func newLoader(file string) *loader {
-	return &loader{file: file, lines: newLineIndex(), bad: map[*yaml.Node]bool{}, secrets: &secret.Set{}}
+	return &loader{file: file, lines: newLineIndex(), bad: map[*yaml.Node]bool{}, secrets: &secret.Set{}, secretLines: map[int]bool{}}
 }
 
 // full reports whether the problems listed have reached MaxErrors: the

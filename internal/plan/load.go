@@ -34,9 +34,14 @@ func LoadBytes(name string, data []byte, opts LoadOptions) (*Plan, error) {
 	l := newLoader(name)
 	p := l.load(data, opts)
 	if len(l.errs) > 0 {
-		// A message may quote a secret, in any encoding.
+		// A message may quote a secret, in any encoding; one about a
+		// line whose value holds a secret may quote a piece of it (a
+		// template's token), so it quotes nothing.
 		for _, e := range l.errs {
 			e.Msg = l.secrets.Redact(e.Msg)
+			if l.secretLines[e.Line] {
+				e.Msg = unquoted(e.Msg)
+			}
 		}
 		errs := l.errs.sorted()
 		if l.more > 0 {
@@ -94,6 +99,9 @@ func (l *loader) load(data []byte, opts LoadOptions) *Plan {
 	l.checkMetrics(&p.Metrics)
 	l.checkServers(p, nodelaySet)
 	p.Phases = l.phases(own.phases)
+	for _, ph := range p.Phases {
+		phaseSecrets(ph.Spec, l.secrets)
+	}
 	if len(own.phases) == 0 {
 		l.fieldErr("phases", "a plan needs at least one phase, e.g. - connect: {connections: 1000}")
 	}

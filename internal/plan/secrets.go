@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/wsplan/wsplan/internal/secret"
+	"github.com/wsplan/wsplan/scenarios"
 )
 
 // Redacted replaces a secret in everything wsplan prints or writes.
@@ -20,7 +21,8 @@ const Redacted = secret.Redacted
 // like a credential (Authorization, Cookie, X-Auth-Token: the value, and
 // the credential after its scheme), a URL's query parameter so named or
 // its user-info password, and a graphql-ws init's members so named
-// (secret.IsSecretKey decides). Plan.Redact and every output of wsplan
+// (secret.IsSecretKey decides); and the same in a phase's own headers,
+// query and JSON messages (scenarios.Credentialed). Plan.Redact and every output of wsplan
 // mask each in every form (secret.Forms). An error about a value that
 // holds one names the key and what is wrong, never the value.
 
@@ -40,7 +42,7 @@ func literalSecrets(p *Plan, set *secret.Set) {
 	for i := range p.Servers {
 		targets = append(targets, &p.Servers[i].Target)
 		for _, u := range p.Servers[i].URLs { // url: too (resolveTargets)
-			urlSecrets(u, set)
+			URLSecrets(u, set)
 		}
 	}
 	for _, t := range targets {
@@ -51,8 +53,32 @@ func literalSecrets(p *Plan, set *secret.Set) {
 		}
 	}
 	headerSecrets(p.Metrics.Headers, set)
-	urlSecrets(p.Metrics.RemoteWrite, set)
-	urlSecrets(p.Metrics.OTLP, set)
+	URLSecrets(p.Metrics.RemoteWrite, set)
+	URLSecrets(p.Metrics.OTLP, set)
+}
+
+// phaseSecrets adds the credentials a phase writes itself, once decoded
+// (scenarios.Credentialed), as a server's are found, but a value its
+// templates render ({{ … }}) is the run's, not the plan's: left out.
+func phaseSecrets(ph scenarios.Phase, set *secret.Set) {
+	c, ok := ph.(scenarios.Credentialed)
+	if !ok {
+		return
+	}
+	found := &secret.Set{}
+	cr := c.Credentials()
+	headerSecrets(cr.Headers, found)
+	if cr.Query != "" {
+		URLSecrets("?"+cr.Query, found)
+	}
+	for _, msg := range cr.JSON {
+		initSecrets(msg, found)
+	}
+	for _, v := range found.Values() {
+		if !strings.Contains(v, "{{") {
+			set.Add(v)
+		}
+	}
 }
 
 // headerSecrets adds the credential headers' values.
@@ -89,9 +115,9 @@ func credential(name, v string, set *secret.Set) {
 	}
 }
 
-// urlSecrets adds a URL's user-info password and credential query
+// URLSecrets adds a URL's user-info password and credential query
 // parameters, as written and decoded.
-func urlSecrets(raw string, set *secret.Set) {
+func URLSecrets(raw string, set *secret.Set) {
 	_, rest, _ := strings.Cut(raw, "://")
 	if at := strings.LastIndexByte(strings.SplitN(rest, "/", 2)[0], '@'); at >= 0 {
 		if _, pass, ok := strings.Cut(rest[:at], ":"); ok {

@@ -60,8 +60,9 @@ phases:
 // TestLiteralSecrets: the credentials a plan writes itself are secrets
 // too, and only those: a protocol's password, a credential header's value
 // and its credential, a URL's credential query parameter, a graphql-ws
-// init's credential members; not a username, an origin or another
-// header.
+// init's credential members, and the same in a script phase's headers,
+// query and sent JSON at any depth; not a username, an origin, another
+// header, or a value a template renders at run time.
 func TestLiteralSecrets(t *testing.T) {
 	basic := base64.StdEncoding.EncodeToString([]byte("bob:basic-pass"))
 	src := `defaults:
@@ -80,18 +81,27 @@ servers:
     protocol: {name: graphql-ws, init: '{"authToken":"init-token","payload":{"headers":{"Authorization":"Bearer nested-cred"}},"room":"init-room"}'}
 phases:
   - connect: {connections: 1}
+  - script:
+      users: 1
+      headers: {Authorization: "Bearer phase-cred", X-Trace: trace-name, X-Api-Key: "key-{{.conn}}"}
+      query: "room=phase-room&token=phase-token"
+      steps:
+        - send: '{"password":"send-pass","user":"send-user"}'
+        - loop: {count: 2, steps: [{send: '{"token":"loop-token","id":"t-{{.seq}}"}'}, {send: '{"token":"t-{{.seq}}"}'}]}
 `
 	p, err := LoadBytes("s.yaml", []byte(src), LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := p.Secrets.Values()
-	for _, want := range []string{"bearer-cred", "sid=cookie-value", "push-token", "basic-pass", "query-token", "mqtt-pass", "init-token", "nested-cred"} {
+	for _, want := range []string{"bearer-cred", "sid=cookie-value", "push-token", "basic-pass", "query-token", "mqtt-pass", "init-token", "nested-cred",
+		"phase-cred", "phase-token", "send-pass", "loop-token"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("%q is not a secret (secrets %q)", want, got)
 		}
 	}
-	for _, not := range []string{"team-name", "metrics-db", "room-name", "origin-name", "user-name", "init-room"} {
+	for _, not := range []string{"team-name", "metrics-db", "room-name", "origin-name", "user-name", "init-room",
+		"trace-name", "phase-room", "send-user", "{{"} {
 		if slices.ContainsFunc(got, func(s string) bool { return strings.Contains(s, not) }) {
 			t.Errorf("%q is taken for a secret (secrets %q)", not, got)
 		}
@@ -105,6 +115,10 @@ func TestSecretErrors(t *testing.T) {
 	const hard = `x.Q7"y.W3'z.L9\k.R5%j.H2 é✓m.F4`
 	t.Setenv("WSPLAN_TEST_HARD", hard)
 	t.Setenv("WSPLAN_TEST_INIT", `{"token":"s3cr3t-t0ken"`)
+	// A template names the token it cannot parse: the secret's word.
+	const word = "abcdefgh12345 xyz.uvw"
+	t.Setenv("WSPLAN_TEST_WORD", word)
+	script := "servers: [{name: gws}]\nphases:\n  - script:\n      users: 1\n"
 	head := "servers:\n  - name: a\n    url: "
 	tail := "\nphases: [{connect: {connections: 1}}]\n"
 	for _, c := range []struct{ name, src, want string }{
@@ -120,6 +134,10 @@ func TestSecretErrors(t *testing.T) {
 			"s.yaml:2: phases[0].connect.connections: want an integer, got a value that holds a secret (not shown)"},
 		{"a string in a number", "servers: [{name: gws}]\nphases: [{connect: {connections: \"n ${env:WSPLAN_TEST_HARD}\"}}]\n",
 			"s.yaml:2: phases[0].connect.connections: want an integer"},
+		{"a template's token", script + "      query: 'a={{ ${env:WSPLAN_TEST_WORD}'\n      steps: [{send: x}]\n",
+			"s.yaml:5: phases[0].script.query: template (not shown): function (not shown) not defined"},
+		{"a step's template", script + "      steps:\n        - send: '{{json ${env:WSPLAN_TEST_WORD}}}'\n",
+			"s.yaml:6: phases[0].script.steps[0].send: template (not shown): function (not shown) not defined"},
 		{"a metrics url", "metrics: {otlp: \"ftp://h/${env:WSPLAN_TEST_HARD}\"}\nservers: [{name: gws}]" + tail,
 			"s.yaml:1: metrics.otlp: want an http:// or https:// URL"},
 	} {
@@ -128,7 +146,7 @@ func TestSecretErrors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want %q", err, c.want)
 			}
-			for _, secret := range []string{hard, "s3cr3t-t0ken"} {
+			for _, secret := range []string{hard, "s3cr3t-t0ken", word} {
 				if leak := showsSecret(err.Error(), secret); leak != "" {
 					t.Errorf("%v\nshows %s", err, leak)
 				}

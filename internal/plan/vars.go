@@ -318,7 +318,17 @@ func (l *loader) expandScalar(n *yaml.Node, path func() string, lookup func(stri
 	if !literal {
 		n.Tag = "" // typed as if the text had been written here
 	}
+	l.markSecret(n)
 	return true
+}
+
+// markSecret records n's line when its expanded value holds a secret: a
+// problem reported there (a template that does not parse, an expression)
+// may quote a token of it that no form of the secret matches.
+func (l *loader) markSecret(n *yaml.Node) {
+	if !l.secrets.Empty() && l.secrets.Holds(n.Value) {
+		l.secretLines[n.Line] = true
+	}
 }
 
 // expandWhole expands an unquoted scalar that is exactly one reference:
@@ -333,6 +343,7 @@ func (l *loader) expandWhole(n *yaml.Node, path func() string, lookup func(strin
 		return false
 	}
 	n.Value, n.Tag, n.Style = v.Value, v.Tag, v.Style
+	l.markSecret(n)
 	return true
 }
 

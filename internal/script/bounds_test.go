@@ -74,6 +74,48 @@ func TestTemplateBound(t *testing.T) {
 	}
 }
 
+// TestRenderBound: at run time a template renders at most MaxRenderBytes,
+// captures and data columns included; past it Append reports false and
+// leaves dst as it was, whichever segment (a capture, a row, a quoted
+// capture that escaping makes longer) takes it over.
+func TestRenderBound(t *testing.T) {
+	big := func(n int, c byte) []byte { return bytes.Repeat([]byte{c}, n) }
+	for _, tc := range []struct {
+		doc, src string
+		row, cap []byte
+		ok       bool
+	}{
+		{"capture within", `x{{.token}}`, nil, big(MaxRenderBytes-1, 'a'), true},
+		{"capture over", `xy{{.token}}`, nil, big(MaxRenderBytes-1, 'a'), false},
+		{"twice over", `{{.token}}{{.token}}`, nil, big(MaxRenderBytes/2+1, 'a'), false},
+		{"twice within", `{{.token}}{{.token}}`, nil, big(MaxRenderBytes/2, 'a'), true},
+		{"row over", `{{.row.user}}{{.row.user}}{{.token}}`, big(MaxRenderBytes/3, 'r'), big(MaxRenderBytes/3+2, 'c'), false},
+		{"quoting over", `{{json .token}}`, nil, big(MaxRenderBytes/6+1, 0), false},
+		{"quoting within", `{{json .token}}`, nil, big(MaxRenderBytes/6-1, 'a'), true},
+	} {
+		tm, err := ParseTemplate(tc.src, testEnv())
+		if err != nil {
+			t.Fatalf("%s: %v", tc.doc, err)
+		}
+		v := testVars()
+		if tc.row != nil {
+			v.Row = [][]byte{tc.row, tc.row}
+		}
+		v.Captures = [][]byte{tc.cap}
+		dst := []byte("kept")
+		got, ok := tm.Append(dst, v)
+		if ok != tc.ok {
+			t.Errorf("%s: ok %v, want %v (%d bytes)", tc.doc, ok, tc.ok, len(got))
+		}
+		if len(got)-len(dst) > MaxRenderBytes || !bytes.HasPrefix(got, dst) {
+			t.Errorf("%s: rendered %d bytes after %q, bound %d", tc.doc, len(got)-len(dst), got[:min(len(got), 4)], MaxRenderBytes)
+		}
+		if !ok && len(got) != len(dst) {
+			t.Errorf("%s: over the bound, dst grew to %d bytes", tc.doc, len(got))
+		}
+	}
+}
+
 // TestDataLimits: a data file past a limit fails as it is read, whatever
 // it is (a device that never ends, a sparse file, a file of rows); one
 // within the limits is read.

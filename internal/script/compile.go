@@ -394,7 +394,7 @@ func (c *compiler) correlate(in *Instr, path, at string, send int) {
 		return
 	}
 	s := &c.p.Instrs[send]
-	sample := s.Tmpl.Append(nil, sampleVars(len(c.p.Columns), len(c.p.Captures)))
+	sample, _ := s.Tmpl.Append(nil, sampleVars(len(c.p.Columns), len(c.p.Captures))) // sample values are short
 	if !json.Valid(sample) {
 		c.fail(at+".correlate", "%s's message is not JSON (rendered with sample values: %s)", s.Label, clip(sample))
 		return

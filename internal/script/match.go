@@ -172,8 +172,8 @@ func (m *Matcher) Select(g *Msg, s *Scratch) bool {
 func (m *Matcher) Check(g *Msg, v *Vars, s *Scratch) bool {
 	msg := g.Body
 	if m.topic != nil && !m.topic.Static() {
-		s.want = m.topic.Append(s.want[:0], v)
-		if !bytes.Equal(g.Topic, s.want) {
+		var ok bool
+		if s.want, ok = m.topic.Append(s.want[:0], v); !ok || !bytes.Equal(g.Topic, s.want) {
 			return false
 		}
 	}
@@ -182,14 +182,14 @@ func (m *Matcher) Check(g *Msg, v *Vars, s *Scratch) bool {
 		if c.want.Static() {
 			continue
 		}
-		s.want = c.want.Append(s.want[:0], v)
-		if !c.eq(msg, s.want, s) {
+		var ok bool
+		if s.want, ok = c.want.Append(s.want[:0], v); !ok || !c.eq(msg, s.want, s) {
 			return false
 		}
 	}
 	if m.prefix != nil && !m.prefix.Static() {
-		s.want = m.prefix.Append(s.want[:0], v)
-		if !bytes.HasPrefix(msg, s.want) {
+		var ok bool
+		if s.want, ok = m.prefix.Append(s.want[:0], v); !ok || !bytes.HasPrefix(msg, s.want) {
 			return false
 		}
 	}

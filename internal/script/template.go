@@ -86,6 +86,13 @@ type Template struct {
 // (MaxLineBytes), a capture what it captured.
 const MaxTemplateBytes = 1 << 20
 
+// MaxRenderBytes bounds what a template renders at run time, captured
+// values and data columns included: a send, a topic, a header or query of
+// the upgrade, a matcher's wanted value. A rendering that would pass it
+// stops there (Append reports it), so a capture that grows each time it
+// is sent back never grows memory past it.
+const MaxRenderBytes = 4 << 20
+
 // maxNumber is the most bytes a number renders to (-9223372036854775808),
 // quoted.
 const maxNumber = 22
@@ -282,14 +289,16 @@ func fieldSegment(ident []string, env *Env) (segment, error) {
 
 const randChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
-// Append renders the template with v onto dst.
-func (t *Template) Append(dst []byte, v *Vars) []byte {
+// Append renders the template with v onto dst. It reports false, with
+// dst as it was, when the rendering would pass MaxRenderBytes.
+func (t *Template) Append(dst []byte, v *Vars) ([]byte, bool) {
+	base := len(dst)
 	for i := range t.segs {
 		s := &t.segs[i]
 		start := len(dst)
 		switch s.kind {
 		case segText:
-			dst = append(dst, s.text...)
+			dst = append(dst, s.text...) // the text is bounded at load
 			continue
 		case segConn:
 			dst = strconv.AppendInt(dst, v.Conn, 10)
@@ -303,10 +312,16 @@ func (t *Template) Append(dst []byte, v *Vars) []byte {
 			dst = strconv.AppendInt(dst, v.NowNs, 10)
 		case segRow:
 			if s.idx < len(v.Row) {
+				if len(dst)-base+len(v.Row[s.idx]) > MaxRenderBytes {
+					return dst[:base], false
+				}
 				dst = append(dst, v.Row[s.idx]...)
 			}
 		case segCapture:
 			if s.idx < len(v.Captures) {
+				if len(dst)-base+len(v.Captures[s.idx]) > MaxRenderBytes {
+					return dst[:base], false
+				}
 				dst = append(dst, v.Captures[s.idx]...)
 			}
 		case segRandInt:
@@ -324,8 +339,11 @@ func (t *Template) Append(dst []byte, v *Vars) []byte {
 		if s.quote {
 			dst = quoteTail(dst, start)
 		}
+		if len(dst)-base > MaxRenderBytes {
+			return dst[:base], false
+		}
 	}
-	return dst
+	return dst, true
 }
 
 // quoteTail rewrites dst[start:] as a JSON string literal, in place where

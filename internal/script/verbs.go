@@ -212,3 +212,23 @@ func Exchanges(steps []Step) []string {
 	}
 	return out
 }
+
+// Bodies lists the templates of every message the steps send, at every
+// depth, as written: sends' text and binary, verbs' bodies (a call's
+// params, a publish's payload).
+func Bodies(steps []Step) []string {
+	var out []string
+	for i := range steps {
+		s := &steps[i]
+		if s.Send != nil {
+			out = append(out, s.Send.Text, s.Send.Binary)
+		}
+		if v, ok := verbOf(s); ok {
+			out = append(out, v.body)
+		}
+		if s.Loop != nil {
+			out = append(out, Bodies(s.Loop.Steps)...)
+		}
+	}
+	return out
+}
