@@ -161,7 +161,7 @@ func secretOutputs(t *testing.T, secret string) *secretOutput {
 		}
 		o.set("validate "+file+": stdout+stderr", v.stdout.String()+v.stderrText(), want)
 	}
-	validate("quote.yaml", ExitUsage, "quote.yaml:1: servers[0].protocol: client: graphql-ws: init must be a JSON object (connection_init's payload): its JSON is broken at byte")
+	validate("quote.yaml", ExitUsage, "quote.yaml:1: servers[0].protocol: graphql-ws: init: must be a JSON object (connection_init's payload): its JSON is broken at byte")
 	validate("apostrophe.yaml", ExitOK, "protocol: graphql-ws {init: '***'}")
 	if strings.Contains(secret, "%j") { // an invalid URL escape
 		validate("url.yaml", ExitUsage, "url.yaml:1: servers[0].url: bad URL: invalid URL escape (not shown)")

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/proto"
 )
 
 func init() {
@@ -402,7 +404,7 @@ func dropSets(c *Client) {
 
 // start implements Params.
 func (p *BroadcastParams) start(ph *phaseEnv) (*phasePlan, error) {
-	if _, rooms := ph.c.proto.(roomProtocol); ph.c.proto != nil && !rooms {
+	if _, rooms := ph.c.proto.(proto.Rooms); ph.c.proto != nil && !rooms {
 		return nil, fmt.Errorf("client: broadcast: the server's protocol carries no rooms")
 	}
 	sets := setsOf(ph.c, p.Step == BroadcastOpen)

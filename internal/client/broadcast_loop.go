@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wsplan/wsplan/internal/proto"
 )
 
 // The event-loop side of the broadcast phase's run step (broadcast.go
@@ -311,7 +313,7 @@ func (r *broadcastRun) publish(l *loop, j int, now int64) int {
 	}
 	phase := r.timetable.phase(j)
 	due := r.pacer.Due(time.Duration(now-r.start), phase)
-	if rp, ok := l.cl.proto.(roomProtocol); ok {
+	if rp, ok := l.cl.proto.(proto.Rooms); ok {
 		return r.publishProto(l, c, rp, due, pb, phase, now)
 	}
 	buf := l.wbuf[:0]

@@ -2,9 +2,11 @@ package client
 
 import (
 	"bytes"
+
+	"github.com/wsplan/wsplan/internal/proto"
 )
 
-// The broadcast phase through a server's protocol (roomProtocol): the open
+// The broadcast phase through a server's protocol (proto.Rooms): the open
 // step's connections greet, then join their room (an MQTT SUBSCRIBE, a
 // STOMP SUBSCRIBE, a Socket.IO join event, a GraphQL subscription) and
 // count as open once the protocol answered; publishers publish through
@@ -15,7 +17,7 @@ import (
 type joinRun struct {
 	baseRun
 	d         dialer
-	rp        roomProtocol
+	rp        proto.Rooms
 	p         *BroadcastParams
 	set       *subscriberSet
 	pr        *Progress
@@ -32,7 +34,7 @@ type joinRun struct {
 
 // broadcastJoin begins the open step through the client's protocol.
 func (l *loop) broadcastJoin(id int64, p *BroadcastParams, set *subscriberSet, pr *Progress) {
-	r := &joinRun{baseRun: baseRun{id}, rp: l.cl.proto.(roomProtocol), p: p, set: set, pr: pr,
+	r := &joinRun{baseRun: baseRun{id}, rp: l.cl.proto.(proto.Rooms), p: p, set: set, pr: pr,
 		waiting: make([][]byte, len(set.conns)), joinAt: make([]int64, len(set.conns)), joins: NewHist()}
 	r.d.init(r, int64(p.Timeout), p.Retries, nil)
 	l.ph = r
@@ -67,7 +69,7 @@ func (r *joinRun) dialed(l *loop, c *conn, idx int64, now int64) {
 	c.slot = k
 	r.set.conns[k] = c
 	room := idx / int64(r.p.RoomSize)
-	out, op, id, answered := r.rp.joinRoom(r.buf[:0], protoOf(c), room, r.idb[:0])
+	out, op, id, answered := r.rp.JoinRoom(r.buf[:0], protoOf(c), room, r.idb[:0])
 	r.buf, r.idb = out, id[:0]
 	l.sendProto(c, op, out)
 	if c.state != stOpen {
@@ -99,17 +101,17 @@ func (r *joinRun) gaveUp(l *loop, _ int64, _ Reason) {
 }
 
 // onMessage implements loopRun: a join's answer.
-func (r *joinRun) onMessage(l *loop, c *conn, m *message, now int64) {
+func (r *joinRun) onMessage(l *loop, c *conn, m *proto.Message, now int64) {
 	k := c.slot
-	if k < 0 || k >= int64(len(r.waiting)) || r.set.conns[k] != c || r.waiting[k] == nil || !answer(m.Type) || !bytes.Equal(m.ID, r.waiting[k]) {
+	if k < 0 || k >= int64(len(r.waiting)) || r.set.conns[k] != c || r.waiting[k] == nil || !proto.IsAnswer(m.Type) || !bytes.Equal(m.ID, r.waiting[k]) {
 		return // a delivery before the run, or anything else: not a join's answer
 	}
 	r.waiting[k] = nil
 	r.pending--
-	if m.Type == msgError {
+	if m.Type == proto.MsgError {
 		why := ReasonJoinRefused
-		if m.why != "" { // once per refused connection: the allocation is no hot path's
-			why += ": " + m.why
+		if m.Why != "" { // once per refused connection: the allocation is no hot path's
+			why += ": " + Reason(m.Why)
 		}
 		r.part.OpenErrors.add(why)
 		r.part.OpenFailed++
@@ -190,14 +192,14 @@ func (r *joinRun) finish(l *loop, stopped bool, _ int64) {
 
 // publishProto writes publisher j's due messages through the protocol
 // and returns the bytes written (publish's protocol path).
-func (r *broadcastRun) publishProto(l *loop, c *conn, rp roomProtocol, due int64, pb *publisher, phase float64, now int64) int {
+func (r *broadcastRun) publishProto(l *loop, c *conn, rp proto.Rooms, due int64, pb *publisher, phase float64, now int64) int {
 	room, member := uint32(pb.g/r.p.Publishers), uint32(pb.g%r.p.Publishers)
 	wrote := 0
 	for pb.next < due {
 		at := int64(r.pacer.At(pb.next, phase))
 		r.msg = append(r.msg[:0], r.payload...)
 		putBroadcastMarker(r.msg, uint64(pb.next), r.epochUnix+r.start+at, room, member)
-		out, op := rp.publishRoom(r.ebuf[:0], protoOf(c), int64(room), r.msg)
+		out, op := rp.PublishRoom(r.ebuf[:0], protoOf(c), int64(room), r.msg)
 		r.ebuf = out
 		l.sendProto(c, op, out)
 		wrote += len(out) + maxHeader
@@ -218,12 +220,12 @@ func (r *broadcastRun) publishProto(l *loop, c *conn, rp roomProtocol, due int64
 
 // onMessage implements loopRun: a protocol's message that carries a
 // delivery is checked as a raw one.
-func (r *broadcastRun) onMessage(l *loop, c *conn, m *message, now int64) {
-	rp, ok := l.cl.proto.(roomProtocol)
+func (r *broadcastRun) onMessage(l *loop, c *conn, m *proto.Message, now int64) {
+	rp, ok := l.cl.proto.(proto.Rooms)
 	if !ok {
 		return
 	}
-	payload, ok := rp.delivery(m, r.scratch[:0])
+	payload, ok := rp.Delivery(m, r.scratch[:0])
 	if !ok {
 		return
 	}

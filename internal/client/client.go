@@ -15,6 +15,8 @@ import (
 
 	"github.com/wsplan/wsplan/internal/pmdeflate"
 	"github.com/wsplan/wsplan/internal/wstls"
+
+	"github.com/wsplan/wsplan/internal/proto"
 )
 
 // Defaults applied by New and the phases.
@@ -40,7 +42,7 @@ type Client struct {
 	src4, src6 []unix.Sockaddr
 	loops      []*loop
 	conns      atomic.Int64
-	proto      wireProtocol // nil = raw messages
+	proto      proto.Protocol // nil = raw messages
 
 	phaseMu sync.Mutex // serialises phases
 

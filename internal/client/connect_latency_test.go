@@ -3,6 +3,8 @@ package client
 import (
 	"testing"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/proto/jsonrpc"
 )
 
 // TestConnectLatencyWithoutGreeting: a protocol without a greeting
@@ -12,7 +14,7 @@ import (
 func TestConnectLatencyWithoutGreeting(t *testing.T) {
 	s := &rpcServer{}
 	addr := s.start(t)
-	for _, proto := range []string{ProtoJSONRPC, ProtoRaw} {
+	for _, proto := range []string{jsonrpc.Name, ""} {
 		t.Run(proto, func(t *testing.T) {
 			c := newClient(t, Options{Targets: []string{addr}, Loops: 2, Protocol: ProtocolOptions{Name: proto}})
 			res, err := c.Connect(t.Context(), ConnectParams{Connections: 20, Concurrency: 20, Timeout: 5 * time.Second}, nil)
@@ -20,7 +22,7 @@ func TestConnectLatencyWithoutGreeting(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkConnectLatency(t, "connect phase", res.Latency, res.Success, 20, res.Used)
-			if proto == ProtoRaw {
+			if proto == "" {
 				return // a script needs a protocol's verbs or raw sends: the connect phase says it
 			}
 			r, err := c.Run(t.Context(), &ScriptParams{Steps: steps(t, "steps:\n  - call: {method: sum, params: '[1, 2]', as: sum}\n"),

@@ -417,7 +417,7 @@ func (d *dialer) tick(l *loop, now int64) {
 		if c := d.inflight[i]; now >= c.ext.deadline {
 			reason := ReasonTimeout
 			if s := protoOf(c); s != nil && c.state == stGreeting {
-				reason = l.cl.proto.waiting(s) // the protocol's own reason
+				reason = Reason(l.cl.proto.Waiting(s)) // the protocol's own reason
 			}
 			l.attemptFailedAs(c, reason, ConnectTimeout)
 		}

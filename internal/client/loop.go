@@ -11,6 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wsplan/wsplan/internal/pmdeflate"
+
+	"github.com/wsplan/wsplan/internal/proto"
 )
 
 const (
@@ -73,7 +75,7 @@ type loopRun interface {
 	onPong(l *loop, c *conn, payload []byte)
 	// onMessage handles an application message a protocol decoded on c
 	// (valid during the call; raw connections get onData instead).
-	onMessage(l *loop, c *conn, m *message, now int64)
+	onMessage(l *loop, c *conn, m *proto.Message, now int64)
 	// lost charges a dropped open connection; it runs after the socket is
 	// closed, with the flags c had. (A connection still in its handshake
 	// is its dialer's: see attemptFailed.)
@@ -99,15 +101,15 @@ type loopRun interface {
 // every kind must think about).
 type baseRun struct{ phase int64 }
 
-func (b *baseRun) id() int64                             { return b.phase }
-func (*baseRun) onData(*loop, *conn, *event, int64)      {}
-func (*baseRun) onPong(*loop, *conn, []byte)             {}
-func (*baseRun) onMessage(*loop, *conn, *message, int64) {}
-func (*baseRun) tick(*loop, int64)                       {}
-func (*baseRun) wakeAt() int64                           { return -1 }
-func (*baseRun) pump(*loop, int64)                       {}
-func (*baseRun) resume(*loop, *conn)                     {}
-func (*baseRun) frame(*loop, uint32, int) []byte         { return nil }
+func (b *baseRun) id() int64                                   { return b.phase }
+func (*baseRun) onData(*loop, *conn, *event, int64)            {}
+func (*baseRun) onPong(*loop, *conn, []byte)                   {}
+func (*baseRun) onMessage(*loop, *conn, *proto.Message, int64) {}
+func (*baseRun) tick(*loop, int64)                             {}
+func (*baseRun) wakeAt() int64                                 { return -1 }
+func (*baseRun) pump(*loop, int64)                             {}
+func (*baseRun) resume(*loop, *conn)                           {}
+func (*baseRun) frame(*loop, uint32, int) []byte               { return nil }
 
 // finished ends the run in progress and sends the loop's share.
 func (l *loop) finished(phase int64, part Result, stopped bool) {
@@ -177,10 +179,11 @@ type loop struct {
 	targets    []unix.Sockaddr
 	src4, src6 []unix.Sockaddr
 
-	// A protocol's decoded messages (reused), and when its keepalives are
-	// next due (protocol.go); protoNext 0 = raw messages.
-	msgs      []message
-	pbuf      []byte // a protocol's reply being built
+	// What the protocol reaches of the loop (its scratch, the messages it
+	// decoded, the connection served), and when its keepalives are next
+	// due (protocol.go); protoNext 0 = raw messages.
+	penv      proto.Env
+	plink     protoLink
 	protoNext int64
 
 	// The phase running here, at most one at a time.
@@ -241,7 +244,7 @@ func newLoop(cl *Client, id int) (*loop, error) {
 		epoch:   time.Now(),
 	}
 	if cl.proto != nil {
-		l.protoNext = int64(protoTick)
+		l.protoNext = int64(proto.TickEvery)
 	}
 	for _, t := range cl.targets {
 		l.targets = append(l.targets, cloneSockaddr(t.sa))
@@ -327,7 +330,7 @@ func (l *loop) run() {
 		now = l.now()
 		if l.protoNext > 0 && now >= l.protoNext {
 			l.protoKeepalive(now)
-			l.protoNext = now + int64(protoTick)
+			l.protoNext = now + int64(proto.TickEvery)
 		}
 		if l.tickEvery > 0 && now >= l.nextTick {
 			l.tick(now)

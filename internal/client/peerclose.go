@@ -141,7 +141,7 @@ func (c *Client) PeerCloses() PeerCloses {
 
 // byPeer reports whether reason, why an open connection was lost, is the
 // server's doing: the end of its stream, a reset, a close frame. A
-// protocol's own words for a server's close frame (closeNamer) are
+// protocol's own words for a server's close frame (proto.CloseNamer) are
 // recorded where the frame is read (onControl). It allocates nothing.
 func byPeer(reason Reason) bool {
 	if strings.HasPrefix(string(reason), string(ReasonServerClose)) {

@@ -11,6 +11,10 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/wsplan/wsplan/internal/proto"
+	"github.com/wsplan/wsplan/internal/proto/graphqlws"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // gqlServer speaks graphql-transport-ws (as graphql-ws 6 does) over
@@ -54,7 +58,7 @@ func (p *gqlPeer) send(v any) {
 func (s *gqlServer) start(t testing.TB) string {
 	t.Helper()
 	s.rooms = map[string]map[*gqlPeer]string{}
-	up := websocket.Upgrader{Subprotocols: []string{GraphQLWSSubprotocol}, CheckOrigin: func(*http.Request) bool { return true }}
+	up := websocket.Upgrader{Subprotocols: []string{graphqlws.Subprotocol}, CheckOrigin: func(*http.Request) bool { return true }}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ws, err := up.Upgrade(w, r, nil)
 		if err != nil {
@@ -190,10 +194,9 @@ func (s *gqlServer) leave(p *gqlPeer) {
 	}
 }
 
-func gqlClient(t *testing.T, addr string, proto ProtocolOptions) *Client {
+func gqlClient(t *testing.T, addr string, o graphqlws.Settings) *Client {
 	t.Helper()
-	proto.Name = ProtoGraphQLWS
-	return newClient(t, Options{Targets: []string{addr}, Loops: 2, Protocol: proto})
+	return newClient(t, Options{Targets: []string{addr}, Loops: 2, Protocol: ProtocolOptions{Name: graphqlws.Name, Settings: &o}})
 }
 
 // TestGraphQLWSGreeting: connection_init carries the init payload and
@@ -202,14 +205,14 @@ func gqlClient(t *testing.T, addr string, proto ProtocolOptions) *Client {
 // connections with the protocol's reasons.
 func TestGraphQLWSGreeting(t *testing.T) {
 	ok := &gqlServer{token: "t0k"}
-	c := gqlClient(t, ok.start(t), ProtocolOptions{Init: `{"token":"t0k"}`})
+	c := gqlClient(t, ok.start(t), graphqlws.Settings{Init: `{"token":"t0k"}`})
 	res, err := c.Run(t.Context(), &ConnectParams{Connections: 20, Concurrency: 20, Timeout: 2 * time.Second}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cr := res.(*ConnectResult)
-	if cr.Success != 20 || cr.Greeting.TotalCount() != 20 || cr.Subprotocol != GraphQLWSSubprotocol {
-		t.Fatalf("success %d, greetings %d, subprotocol %q (errors %v), want 20 acked over %s", cr.Success, cr.Greeting.TotalCount(), cr.Subprotocol, cr.Errors, GraphQLWSSubprotocol)
+	if cr.Success != 20 || cr.Greeting.TotalCount() != 20 || cr.Subprotocol != graphqlws.Subprotocol {
+		t.Fatalf("success %d, greetings %d, subprotocol %q (errors %v), want 20 acked over %s", cr.Success, cr.Greeting.TotalCount(), cr.Subprotocol, cr.Errors, graphqlws.Subprotocol)
 	}
 	for _, tc := range []struct {
 		name string
@@ -219,9 +222,9 @@ func TestGraphQLWSGreeting(t *testing.T) {
 	}{
 		{"refused", &gqlServer{refuse: true}, "", "graphql-ws: forbidden (4403)"},
 		{"wrong token", &gqlServer{token: "t0k"}, `{"token":"nope"}`, "graphql-ws: forbidden (4403)"},
-		{"no ack", &gqlServer{mute: true}, "", reasonGQLNoAck},
+		{"no ack", &gqlServer{mute: true}, "", "graphql-ws: no connection_ack"},
 	} {
-		c := gqlClient(t, tc.srv.start(t), ProtocolOptions{Init: tc.init})
+		c := gqlClient(t, tc.srv.start(t), graphqlws.Settings{Init: tc.init})
 		res, err := c.Run(t.Context(), &ConnectParams{Connections: 5, Concurrency: 5, Timeout: 500 * time.Millisecond, Retries: 0}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -231,7 +234,7 @@ func TestGraphQLWSGreeting(t *testing.T) {
 			t.Errorf("%s: failed %d, errors %v, want 5 × %q", tc.name, cr.Failed, cr.Errors, tc.want)
 		}
 	}
-	if _, err := New(Options{Targets: []string{"127.0.0.1:1"}, Protocol: ProtocolOptions{Name: ProtoGraphQLWS, Init: `[1]`}}); err == nil || !strings.Contains(err.Error(), "init must be a JSON object") {
+	if _, err := New(Options{Targets: []string{"127.0.0.1:1"}, Protocol: ProtocolOptions{Name: graphqlws.Name, Settings: &graphqlws.Settings{Init: `[1]`}}}); err == nil || !strings.Contains(err.Error(), "init: must be a JSON object") {
 		t.Errorf("init [1]: got %v, want an error", err)
 	}
 }
@@ -246,7 +249,7 @@ func TestGraphQLWSGreeting(t *testing.T) {
 func TestGraphQLWSKeepalive(t *testing.T) {
 	const keepalive = 300 * time.Millisecond
 	s := &gqlServer{ping: 20 * time.Millisecond, quiet: keepalive}
-	c := gqlClient(t, s.start(t), ProtocolOptions{Keepalive: keepalive})
+	c := gqlClient(t, s.start(t), graphqlws.Settings{Keepalive: units.Duration(keepalive)})
 	mustConnect(t, c, 10)
 	hold(t, c, 10)
 	waitFor(t, "pongs", func() bool { return s.pings.Load() >= 100 && s.pongs.Load() >= s.pings.Load()-10 })
@@ -257,7 +260,7 @@ func TestGraphQLWSKeepalive(t *testing.T) {
 	}
 
 	quiet := &gqlServer{}
-	c = gqlClient(t, quiet.start(t), ProtocolOptions{Keepalive: 50 * time.Millisecond})
+	c = gqlClient(t, quiet.start(t), graphqlws.Settings{Keepalive: units.Duration(50 * time.Millisecond)})
 	mustConnect(t, c, 10)
 	hold(t, c, 10)
 	// 10 connections pinging about every 200ms (the loop's tick) for
@@ -308,7 +311,7 @@ steps:
 // TestGraphQLWSScript runs gqlScript's users against gqlServer.
 func TestGraphQLWSScript(t *testing.T) {
 	s := &gqlServer{}
-	c := gqlClient(t, s.start(t), ProtocolOptions{})
+	c := gqlClient(t, s.start(t), graphqlws.Settings{})
 	res, err := c.Run(t.Context(), &ScriptParams{Steps: steps(t, gqlScript), Users: 20, Iterations: 1, Concurrency: 20,
 		Timeout: 5 * time.Second, ConnectTimeout: 5 * time.Second, Drain: 5 * time.Second}, nil)
 	if err != nil {
@@ -339,11 +342,11 @@ func TestGraphQLWSScript(t *testing.T) {
 // the ids their answers carry; server messages decode by type and id,
 // keepalives answered below the run.
 func TestGraphQLWSCodec(t *testing.T) {
-	p, _ := newGraphQLWS(ProtocolOptions{})
+	p, _ := proto.Make(ProtocolOptions{Name: graphqlws.Name, Settings: &graphqlws.Settings{}})
 	g := newProtoRig(t, p)
-	enc := func(m outMsg) (map[string]any, string) {
+	enc := func(m proto.Out) (map[string]any, string) {
 		t.Helper()
-		out, op, id, err := p.encode(nil, g.s, &m, nil)
+		out, op, id, err := p.Encode(nil, g.s, &m, nil)
 		if err != nil || op != opText {
 			t.Fatalf("encode %+v: %v", m, err)
 		}
@@ -354,27 +357,27 @@ func TestGraphQLWSCodec(t *testing.T) {
 		return v, string(id)
 	}
 	query := "subscription {\n  message(room: \"a\\b\")\n}"
-	v, id := enc(outMsg{verb: verbSubscribe, topic: []byte(query), body: []byte(`{"room":"r1"}`)})
+	v, id := enc(proto.Out{Verb: proto.VerbSubscribe, Topic: []byte(query), Body: []byte(`{"room":"r1"}`)})
 	pl, _ := v["payload"].(map[string]any)
 	if id != "1" || v["id"] != "1" || v["type"] != "subscribe" || pl["query"] != query || pl["variables"].(map[string]any)["room"] != "r1" {
 		t.Errorf("subscribe: %v, id %q", v, id)
 	}
-	if v, id = enc(outMsg{verb: verbPublish, topic: []byte("mutation { m }"), awaited: true}); id != "p1" || v["id"] != "p1" || v["payload"].(map[string]any)["variables"] != nil {
+	if v, id = enc(proto.Out{Verb: proto.VerbPublish, Topic: []byte("mutation { m }"), Awaited: true}); id != "p1" || v["id"] != "p1" || v["payload"].(map[string]any)["variables"] != nil {
 		t.Errorf("awaited publish: %v, id %q", v, id)
 	}
-	if v, id = enc(outMsg{verb: verbPublish, topic: []byte("mutation { m }")}); id != "q2" || v["type"] != "subscribe" {
+	if v, id = enc(proto.Out{Verb: proto.VerbPublish, Topic: []byte("mutation { m }")}); id != "q2" || v["type"] != "subscribe" {
 		t.Errorf("publish: %v, id %q", v, id)
 	}
-	if _, id = enc(outMsg{verb: verbSubscribe, topic: []byte("subscription { s }")}); id != "2" {
+	if _, id = enc(proto.Out{Verb: proto.VerbSubscribe, Topic: []byte("subscription { s }")}); id != "2" {
 		t.Errorf("second subscribe: id %q, want 2", id)
 	}
-	if v, id = enc(outMsg{verb: verbUnsubscribe, topic: []byte("2")}); id != "" || v["id"] != "2" || v["type"] != "complete" {
+	if v, id = enc(proto.Out{Verb: proto.VerbUnsubscribe, Topic: []byte("2")}); id != "" || v["id"] != "2" || v["type"] != "complete" {
 		t.Errorf("unsubscribe: %v, id %q", v, id)
 	}
-	if v, _ = enc(outMsg{verb: verbSend, body: []byte(`{"type":"ping"}`)}); v["type"] != "ping" {
+	if v, _ = enc(proto.Out{Verb: proto.VerbSend, Body: []byte(`{"type":"ping"}`)}); v["type"] != "ping" {
 		t.Errorf("send: %v", v)
 	}
-	if _, _, _, err := p.encode(nil, g.s, &outMsg{verb: verbSubscribe, topic: []byte("q"), body: []byte(`[1]`)}, nil); err == nil {
+	if _, _, _, err := p.Encode(nil, g.s, &proto.Out{Verb: proto.VerbSubscribe, Topic: []byte("q"), Body: []byte(`[1]`)}, nil); err == nil {
 		t.Error("variables [1]: no error")
 	}
 
@@ -385,15 +388,15 @@ func TestGraphQLWSCodec(t *testing.T) {
 		id, body   string
 		clientSent string
 	}{
-		{`{"id":"1","type":"next","payload":{"data":{"message":"x"}}}`, 1, msgNext, "1", `{"data":{"message":"x"}}`, ""},
-		{`{"type":"error","id":"2","payload":[{"message":"no"}]}`, 2, msgError, "2", `[{"message":"no"}]`, ""},
-		{`{"id":"1","type":"complete"}`, 3, msgComplete, "1", "", ""},
-		{`{"id":"p1","type":"next","payload":{"data":{"m":true}}}`, 4, msgNext, "p1", `{"data":{"m":true}}`, ""},
-		{`{"id":"p1","type":"complete"}`, 4, msgNext, "p1", `{"data":{"m":true}}`, ""}, // dropped
-		{`{"id":"q2","type":"next","payload":{"data":{"m":true}}}`, 4, msgNext, "p1", `{"data":{"m":true}}`, ""},
-		{`{"id":"q2","type":"complete"}`, 4, msgNext, "p1", `{"data":{"m":true}}`, ""},
-		{`{"type":"ping"}`, 4, msgNext, "p1", `{"data":{"m":true}}`, `{"type":"pong"}`},
-		{`{"type":"pong","payload":{}}`, 4, msgNext, "p1", `{"data":{"m":true}}`, ""},
+		{`{"id":"1","type":"next","payload":{"data":{"message":"x"}}}`, 1, proto.MsgNext, "1", `{"data":{"message":"x"}}`, ""},
+		{`{"type":"error","id":"2","payload":[{"message":"no"}]}`, 2, proto.MsgError, "2", `[{"message":"no"}]`, ""},
+		{`{"id":"1","type":"complete"}`, 3, proto.MsgComplete, "1", "", ""},
+		{`{"id":"p1","type":"next","payload":{"data":{"m":true}}}`, 4, proto.MsgNext, "p1", `{"data":{"m":true}}`, ""},
+		{`{"id":"p1","type":"complete"}`, 4, proto.MsgNext, "p1", `{"data":{"m":true}}`, ""}, // dropped
+		{`{"id":"q2","type":"next","payload":{"data":{"m":true}}}`, 4, proto.MsgNext, "p1", `{"data":{"m":true}}`, ""},
+		{`{"id":"q2","type":"complete"}`, 4, proto.MsgNext, "p1", `{"data":{"m":true}}`, ""},
+		{`{"type":"ping"}`, 4, proto.MsgNext, "p1", `{"data":{"m":true}}`, `{"type":"pong"}`},
+		{`{"type":"pong","payload":{}}`, 4, proto.MsgNext, "p1", `{"data":{"m":true}}`, ""},
 	} {
 		g.serve(t, []byte(tc.in))
 		k := g.sink
@@ -404,52 +407,13 @@ func TestGraphQLWSCodec(t *testing.T) {
 			t.Errorf("%s: the client sent %q, want %q", tc.in, got, tc.clientSent)
 		}
 	}
-	for in, want := range map[string]Reason{
+	for in, want := range map[string]proto.Reason{
 		`{"id":"1","type":"data"}`: "graphql-ws: unexpected message type data",
-		`not json`:                 reasonGQLBadMessage,
-		`{"id":"1"}`:               reasonGQLBadMessage,
+		`not json`:                 "graphql-ws: a message that is not a JSON object with a type",
+		`{"id":"1"}`:               "graphql-ws: a message that is not a JSON object with a type",
 	} {
-		if got := p.decode(g.l, g.c, g.s, opText, []byte(in), 0); got != want {
+		if got := p.Decode(g.l.env(g.c), g.s, opText, []byte(in), 0); got != want {
 			t.Errorf("%s: %q, want %q", in, got, want)
-		}
-	}
-}
-
-// TestGraphQLWSRooms: a room's subscription and mutation, and the
-// delivery of what the mutation published, decoded from base64.
-func TestGraphQLWSRooms(t *testing.T) {
-	p, _ := newGraphQLWS(ProtocolOptions{})
-	rp := p.(roomProtocol)
-	s := &protoConn{}
-	out, op, id, answered := rp.joinRoom(nil, s, 7, nil)
-	var v struct {
-		ID, Type string
-		Payload  struct {
-			Query     string
-			Variables map[string]string
-		}
-	}
-	if err := json.Unmarshal(out, &v); err != nil || op != opText || !answered || string(id) != "1" || v.ID != "1" || v.Type != "subscribe" ||
-		v.Payload.Query != gqlRoomSubscription || v.Payload.Variables["room"] != "room.7" {
-		t.Fatalf("join: %s (%v), id %q, answered %v", out, err, id, answered)
-	}
-	payload := []byte("\x00\x01marker\xffbinary")
-	out, _ = rp.publishRoom(nil, s, 7, payload)
-	if err := json.Unmarshal(out, &v); err != nil || v.ID != "q1" || v.Payload.Query != gqlRoomMutation || v.Payload.Variables["room"] != "room.7" {
-		t.Fatalf("publish: %s (%v)", out, err)
-	}
-	next := `{"data":{"message":"` + v.Payload.Variables["data"] + `"}}`
-	got, ok := rp.delivery(&message{Msg: newMessage(msgNext, opText, nil, []byte("1"), []byte(next)).Msg}, nil)
-	if !ok || string(got) != string(payload) {
-		t.Errorf("delivery of %s: %q %v, want %q", next, got, ok, payload)
-	}
-	for _, m := range []message{
-		newMessage(msgNext, opText, nil, []byte("1"), []byte(`{"data":{"message":null}}`)),
-		newMessage(msgNext, opText, nil, []byte("1"), []byte(`{"data":{"message":"not base64!"}}`)),
-		newMessage(msgError, opText, nil, []byte("1"), []byte(`[{"message":"x"}]`)),
-	} {
-		if _, ok := rp.delivery(&m, nil); ok {
-			t.Errorf("delivery of %s: ok", m.Body)
 		}
 	}
 }
@@ -457,9 +421,9 @@ func TestGraphQLWSRooms(t *testing.T) {
 // TestGraphQLWSReceiveAllocs: a next read, decoded and handed to the
 // run, and a delivery decoded from it, allocate nothing.
 func TestGraphQLWSReceiveAllocs(t *testing.T) {
-	p, _ := newGraphQLWS(ProtocolOptions{})
+	p, _ := proto.Make(ProtocolOptions{Name: graphqlws.Name, Settings: &graphqlws.Settings{}})
 	g := newProtoRig(t, p)
-	out, _ := p.(roomProtocol).publishRoom(nil, &protoConn{}, 3, make([]byte, 256))
+	out, _ := p.(proto.Rooms).PublishRoom(nil, &proto.Conn{}, 3, make([]byte, 256))
 	var v struct {
 		Payload struct{ Variables map[string]string }
 	}
@@ -468,11 +432,11 @@ func TestGraphQLWSReceiveAllocs(t *testing.T) {
 	}
 	next := []byte(`{"id":"12","type":"next","payload":{"data":{"message":"` + v.Payload.Variables["data"] + `"}}}`)
 	scratch := make([]byte, 0, 512)
-	var m message
+	var m proto.Message
 	round := func() {
 		g.serve(t, next)
-		m = newMessage(g.sink.typ, opText, nil, g.sink.mid, g.sink.body)
-		if d, ok := p.(roomProtocol).delivery(&m, scratch); !ok || len(d) != 256 {
+		m = proto.NewMessage(g.sink.typ, opText, nil, g.sink.mid, g.sink.body)
+		if d, ok := p.(proto.Rooms).Delivery(&m, scratch); !ok || len(d) != 256 {
 			t.Fatalf("delivery: %d bytes, %v", len(d), ok)
 		}
 	}

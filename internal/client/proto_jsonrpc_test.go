@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/wsplan/wsplan/internal/proto"
+	"github.com/wsplan/wsplan/internal/proto/jsonrpc"
 )
 
 // rpcServer answers JSON-RPC 2.0 as rpc-websockets does: methods sum,
@@ -90,7 +93,7 @@ func (s *rpcServer) run(p *gqlPeer, b []byte) any {
 			return nil
 		}
 		return map[string]any{"jsonrpc": "2.0", "error": map[string]any{"code": -32000, "message": "Error", "data": "asked to fail"}, "id": m.ID}
-	case "publish", rpcRoomMethod:
+	case "publish", jsonrpc.RoomMethod:
 		s.mu.Lock()
 		name, _ := m.Params[0].(string)
 		for peer := range s.events[name] {
@@ -149,7 +152,7 @@ steps:
 // TestJSONRPCScript runs rpcScript's users against rpcServer.
 func TestJSONRPCScript(t *testing.T) {
 	s := &rpcServer{}
-	c := newClient(t, Options{Targets: []string{s.start(t)}, Loops: 2, Protocol: ProtocolOptions{Name: ProtoJSONRPC}})
+	c := newClient(t, Options{Targets: []string{s.start(t)}, Loops: 2, Protocol: ProtocolOptions{Name: jsonrpc.Name}})
 	res, err := c.Run(t.Context(), &ScriptParams{Steps: steps(t, rpcScript), Users: 20, Iterations: 1, Concurrency: 20,
 		Timeout: 5 * time.Second, ConnectTimeout: 5 * time.Second, Drain: 5 * time.Second}, nil)
 	if err != nil {
@@ -179,32 +182,32 @@ func TestJSONRPCScript(t *testing.T) {
 // decode by id (numbers and strings), errors as errors, events and
 // notifications by name, a batch into its messages.
 func TestJSONRPCCodec(t *testing.T) {
-	p, _ := newJSONRPC(ProtocolOptions{})
+	p, _ := proto.Make(ProtocolOptions{Name: jsonrpc.Name, Settings: &jsonrpc.Settings{}})
 	g := newProtoRig(t, p)
-	enc := func(m outMsg) (string, string) {
+	enc := func(m proto.Out) (string, string) {
 		t.Helper()
-		out, op, id, err := p.encode(nil, g.s, &m, nil)
+		out, op, id, err := p.Encode(nil, g.s, &m, nil)
 		if err != nil || op != opText || !json.Valid(out) {
 			t.Fatalf("encode %+v: %s %v", m, out, err)
 		}
 		return string(out), string(id)
 	}
 	for _, tc := range []struct {
-		m         outMsg
+		m         proto.Out
 		want, id  string
 		wantError bool
 	}{
-		{outMsg{verb: verbCall, topic: []byte("sum"), body: []byte("[1, 2]")}, `{"jsonrpc":"2.0","method":"sum","params":[1, 2],"id":1}`, "1", false},
-		{outMsg{verb: verbCall, topic: []byte(`we"ird`)}, `{"jsonrpc":"2.0","method":"we\"ird","id":2}`, "2", false},
-		{outMsg{verb: verbNotify, topic: []byte("log"), body: []byte(` {"a":1} `)}, `{"jsonrpc":"2.0","method":"log","params":{"a":1}}`, "", false},
-		{outMsg{verb: verbSend, body: []byte(`{"raw":true}`)}, `{"raw":true}`, "", false},
+		{proto.Out{Verb: proto.VerbCall, Topic: []byte("sum"), Body: []byte("[1, 2]")}, `{"jsonrpc":"2.0","method":"sum","params":[1, 2],"id":1}`, "1", false},
+		{proto.Out{Verb: proto.VerbCall, Topic: []byte(`we"ird`)}, `{"jsonrpc":"2.0","method":"we\"ird","id":2}`, "2", false},
+		{proto.Out{Verb: proto.VerbNotify, Topic: []byte("log"), Body: []byte(` {"a":1} `)}, `{"jsonrpc":"2.0","method":"log","params":{"a":1}}`, "", false},
+		{proto.Out{Verb: proto.VerbSend, Body: []byte(`{"raw":true}`)}, `{"raw":true}`, "", false},
 	} {
 		if out, id := enc(tc.m); out != tc.want || id != tc.id {
 			t.Errorf("%+v: %s id %q, want %s id %q", tc.m, out, id, tc.want, tc.id)
 		}
 	}
 	for _, bad := range []string{`1`, `"s"`, `[1`} {
-		if _, _, _, err := p.encode(nil, g.s, &outMsg{verb: verbCall, topic: []byte("m"), body: []byte(bad)}, nil); err == nil {
+		if _, _, _, err := p.Encode(nil, g.s, &proto.Out{Verb: proto.VerbCall, Topic: []byte("m"), Body: []byte(bad)}, nil); err == nil {
 			t.Errorf("params %s: no error", bad)
 		}
 	}
@@ -215,15 +218,15 @@ func TestJSONRPCCodec(t *testing.T) {
 		typ             uint8
 		topic, id, body string
 	}{
-		{`{"jsonrpc":"2.0","result":3,"id":1}`, 1, msgAck, "", "1", "3"},
-		{`{"jsonrpc":"2.0","result":null,"id":"abc"}`, 2, msgAck, "", "abc", "null"},
-		{`{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"},"id":2}`, 3, msgError, "", "2", `{"code":-32601,"message":"Method not found"}`},
-		{`{"notification":"room.3","params":["eA=="]}`, 4, msgEvent, "room.3", "", `["eA=="]`},
-		{`{"jsonrpc":"2.0","method":"tick","params":{"n":1}}`, 5, msgEvent, "tick", "", `{"n":1}`},
-		{` [{"jsonrpc":"2.0","result":1,"id":7}, {"jsonrpc":"2.0","result":2,"id":8}]`, 7, msgAck, "", "8", "2"},
-		{`{"jsonrpc":"2.0","result":{"room.1":"ok"},"id":"j3"}`, 8, msgAck, "", "j3", `{"room.1":"ok"}`},
-		{`{"jsonrpc":"2.0","result":{"room.9":"provided event invalid"},"id":"j4"}`, 9, msgError, "", "j4", `{"room.9":"provided event invalid"}`},
-		{`hello`, 10, msgData, "", "", "hello"},
+		{`{"jsonrpc":"2.0","result":3,"id":1}`, 1, proto.MsgAck, "", "1", "3"},
+		{`{"jsonrpc":"2.0","result":null,"id":"abc"}`, 2, proto.MsgAck, "", "abc", "null"},
+		{`{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"},"id":2}`, 3, proto.MsgError, "", "2", `{"code":-32601,"message":"Method not found"}`},
+		{`{"notification":"room.3","params":["eA=="]}`, 4, proto.MsgEvent, "room.3", "", `["eA=="]`},
+		{`{"jsonrpc":"2.0","method":"tick","params":{"n":1}}`, 5, proto.MsgEvent, "tick", "", `{"n":1}`},
+		{` [{"jsonrpc":"2.0","result":1,"id":7}, {"jsonrpc":"2.0","result":2,"id":8}]`, 7, proto.MsgAck, "", "8", "2"},
+		{`{"jsonrpc":"2.0","result":{"room.1":"ok"},"id":"j3"}`, 8, proto.MsgAck, "", "j3", `{"room.1":"ok"}`},
+		{`{"jsonrpc":"2.0","result":{"room.9":"provided event invalid"},"id":"j4"}`, 9, proto.MsgError, "", "j4", `{"room.9":"provided event invalid"}`},
+		{`hello`, 10, proto.MsgData, "", "", "hello"},
 	} {
 		g.serve(t, []byte(tc.in))
 		k := g.sink
@@ -236,33 +239,33 @@ func TestJSONRPCCodec(t *testing.T) {
 // TestJSONRPCRooms: a room is the event room.N: joined by rpc.on,
 // published by the notification publish, delivered as the event.
 func TestJSONRPCRooms(t *testing.T) {
-	p, _ := newJSONRPC(ProtocolOptions{})
-	rp := p.(roomProtocol)
-	s := &protoConn{}
-	out, op, id, answered := rp.joinRoom(nil, s, 4, nil)
+	p, _ := proto.Make(ProtocolOptions{Name: jsonrpc.Name, Settings: &jsonrpc.Settings{}})
+	rp := p.(proto.Rooms)
+	s := &proto.Conn{}
+	out, op, id, answered := rp.JoinRoom(nil, s, 4, nil)
 	if string(out) != `{"jsonrpc":"2.0","method":"rpc.on","params":["room.4"],"id":"j1"}` || op != opText || string(id) != "j1" || !answered {
 		t.Errorf("join: %s id %q answered %v", out, id, answered)
 	}
 	payload := []byte("\x00\x01marker\xffbinary")
-	out, _ = rp.publishRoom(nil, s, 4, payload)
+	out, _ = rp.PublishRoom(nil, s, 4, payload)
 	var v struct {
 		Method string
 		Params []string
 		ID     any
 	}
-	if err := json.Unmarshal(out, &v); err != nil || v.Method != rpcRoomMethod || len(v.Params) != 2 || v.Params[0] != "room.4" || v.ID != nil {
+	if err := json.Unmarshal(out, &v); err != nil || v.Method != jsonrpc.RoomMethod || len(v.Params) != 2 || v.Params[0] != "room.4" || v.ID != nil {
 		t.Fatalf("publish: %s (%v)", out, err)
 	}
-	ev := newMessage(msgEvent, opText, []byte("room.4"), nil, []byte(`["`+v.Params[1]+`"]`))
-	if got, ok := rp.delivery(&ev, nil); !ok || string(got) != string(payload) {
+	ev := proto.NewMessage(proto.MsgEvent, opText, []byte("room.4"), nil, []byte(`["`+v.Params[1]+`"]`))
+	if got, ok := rp.Delivery(&ev, nil); !ok || string(got) != string(payload) {
 		t.Errorf("delivery: %q %v, want %q", got, ok, payload)
 	}
-	for _, m := range []message{
-		newMessage(msgEvent, opText, []byte("news"), nil, []byte(`["eA=="]`)),
-		newMessage(msgAck, opText, nil, []byte("1"), []byte(`true`)),
-		newMessage(msgEvent, opText, []byte("room.4"), nil, []byte(`[1]`)),
+	for _, m := range []proto.Message{
+		proto.NewMessage(proto.MsgEvent, opText, []byte("news"), nil, []byte(`["eA=="]`)),
+		proto.NewMessage(proto.MsgAck, opText, nil, []byte("1"), []byte(`true`)),
+		proto.NewMessage(proto.MsgEvent, opText, []byte("room.4"), nil, []byte(`[1]`)),
 	} {
-		if _, ok := rp.delivery(&m, nil); ok {
+		if _, ok := rp.Delivery(&m, nil); ok {
 			t.Errorf("delivery of %s %s: ok", m.Topic, m.Body)
 		}
 	}
@@ -271,9 +274,9 @@ func TestJSONRPCRooms(t *testing.T) {
 // TestJSONRPCReceiveAllocs: an event read, decoded, handed to the run
 // and its delivery decoded, and a batch of responses, allocate nothing.
 func TestJSONRPCReceiveAllocs(t *testing.T) {
-	p, _ := newJSONRPC(ProtocolOptions{})
+	p, _ := proto.Make(ProtocolOptions{Name: jsonrpc.Name, Settings: &jsonrpc.Settings{}})
 	g := newProtoRig(t, p)
-	out, _ := p.(roomProtocol).publishRoom(nil, &protoConn{}, 3, make([]byte, 256))
+	out, _ := p.(proto.Rooms).PublishRoom(nil, &proto.Conn{}, 3, make([]byte, 256))
 	var v struct{ Params []string }
 	if err := json.Unmarshal(out, &v); err != nil {
 		t.Fatal(err)
@@ -281,11 +284,11 @@ func TestJSONRPCReceiveAllocs(t *testing.T) {
 	event := []byte(`{"notification":"room.3","params":["` + v.Params[1] + `"]}`)
 	batch := []byte(`[{"jsonrpc":"2.0","result":{"a":[1,2,3]},"id":17},{"jsonrpc":"2.0","error":{"code":1,"message":"x"},"id":18}]`)
 	scratch := make([]byte, 0, 512)
-	var m message
+	var m proto.Message
 	round := func() {
 		g.serve(t, event)
-		m = newMessage(g.sink.typ, opText, g.sink.topic, g.sink.mid, g.sink.body)
-		if d, ok := p.(roomProtocol).delivery(&m, scratch); !ok || len(d) != 256 {
+		m = proto.NewMessage(g.sink.typ, opText, g.sink.topic, g.sink.mid, g.sink.body)
+		if d, ok := p.(proto.Rooms).Delivery(&m, scratch); !ok || len(d) != 256 {
 			t.Fatalf("delivery: %d bytes, %v", len(d), ok)
 		}
 		g.serve(t, batch)
@@ -294,7 +297,7 @@ func TestJSONRPCReceiveAllocs(t *testing.T) {
 	if n := testing.AllocsPerRun(1000, round); n > 0 {
 		t.Errorf("%.1f allocations per round, want 0", n)
 	}
-	if g.sink.typ != msgError || string(g.sink.mid) != "18" {
+	if g.sink.typ != proto.MsgError || string(g.sink.mid) != "18" {
 		t.Errorf("last message: type %d id %s", g.sink.typ, g.sink.mid)
 	}
 }

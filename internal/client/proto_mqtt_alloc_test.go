@@ -2,11 +2,12 @@ package client
 
 import (
 	"bytes"
-	"fmt"
 	"testing"
 
-	pahov3 "github.com/eclipse/paho.mqtt.golang/packets"
 	"golang.org/x/sys/unix"
+
+	"github.com/wsplan/wsplan/internal/proto"
+	"github.com/wsplan/wsplan/internal/proto/mqtt"
 )
 
 // What MQTT costs on the loop's receive path (≤ 2 allocations per message
@@ -18,7 +19,7 @@ type countRun struct {
 	msgs, bytes int64
 }
 
-func (r *countRun) onMessage(_ *loop, _ *conn, m *message, _ int64) {
+func (r *countRun) onMessage(_ *loop, _ *conn, m *proto.Message, _ int64) {
 	r.msgs++
 	r.bytes += int64(len(m.Body))
 }
@@ -33,8 +34,8 @@ func (r *countRun) finish(l *loop, stopped bool, _ int64) {
 // a QoS 1 publish's PUBACK: no allocation per message in steady state.
 func TestMQTTReceiveAllocs(t *testing.T) {
 	payload := bytes.Repeat([]byte("p"), 256)
-	pub := mqttAppendPublish(nil, false, []byte("wsplan/room/7"), payload, 0, 0)
-	pub1 := mqttAppendPublish(nil, false, []byte("wsplan/room/7"), payload, 1, 77)
+	pub := mqtt.AppendPublish(nil, false, []byte("wsplan/room/7"), payload, 0, 0)
+	pub1 := mqtt.AppendPublish(nil, false, []byte("wsplan/room/7"), payload, 1, 77)
 	three := bytes.Repeat(pub, 3)
 	h := len(pub) / 2
 	for _, tc := range []struct {
@@ -47,10 +48,10 @@ func TestMQTTReceiveAllocs(t *testing.T) {
 		{"a packet over two messages", [][]byte{serverFrame(true, opBinary, pub[:h]), serverFrame(true, opBinary, pub[h:])}, 1},
 		{"a packet in two fragments", [][]byte{serverFrame(false, opBinary, pub[:h]), serverFrame(true, opContinuation, pub[h:])}, 1},
 		{"qos 1, answered", [][]byte{serverFrame(true, opBinary, pub1)}, 1},
-		{"a puback", [][]byte{serverFrame(true, opBinary, mqttAppendAck(nil, mqttPuback, 9))}, 1},
+		{"a puback", [][]byte{serverFrame(true, opBinary, mqtt.AppendAck(nil, mqtt.Puback, 9))}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := newMQTTRig(t, ProtocolOptions{})
+			g := newMQTTRig(t, mqtt.Settings{})
 			r := &countRun{baseRun: baseRun{1}}
 			g.l.ph = r
 			round := func() {
@@ -87,7 +88,7 @@ steps:
       count: 100000000
       steps:
         - publish: {topic: "wsplan/t/{{.conn}}", payload: '{"n":{{.seq}}}', qos: 1, as: puback}
-`, ProtocolOptions{Name: ProtoMQTT})
+`, ProtocolOptions{Name: mqtt.Name})
 	in := make([]byte, 4096)
 	ack := make([]byte, 0, 16)
 	round := func() {
@@ -99,13 +100,13 @@ steps:
 		for i := range p {
 			p[i] ^= in[2+i%4]
 		}
-		_, body, _, _ := mqttSplit(p)
-		_, _, pid, qos, fail := mqttPublishOf(p[0], body, false)
+		_, body, _, _ := mqtt.Split(p)
+		_, _, pid, qos, fail := mqtt.PublishOf(p[0], body, false)
 		if qos != 1 || fail != "" {
 			t.Fatalf("sent % x: want a QoS 1 PUBLISH", p)
 		}
 		ack = append(ack[:0], 0x80|opBinary, 4)
-		ack = mqttAppendAck(ack, mqttPuback, pid)
+		ack = mqtt.AppendAck(ack, mqtt.Puback, pid)
 		if _, err := unix.Write(g.peer, ack); err != nil {
 			t.Fatal(err)
 		}
@@ -122,48 +123,33 @@ steps:
 	}
 }
 
-// FuzzMQTTDecode: whatever the broker sends, the decoder fails cleanly or
-// decodes; split anywhere over two messages it decodes the same; and each
-// PUBLISH it takes (3.1.1), paho reads with the same topic, id and payload.
-func FuzzMQTTDecode(f *testing.F) {
-	f.Add(mqttAppendPublish(nil, false, []byte("a/b"), []byte("hello"), 1, 3), uint8(3), false)
-	f.Add(append(mqttAppendPublish(nil, true, []byte("t"), bytes.Repeat([]byte("x"), 300), 2, 9), 0x90, 4, 0, 9, 0, 1), uint8(200), true)
-	f.Add([]byte{0x50, 2, 0, 5, 0x62, 2, 0, 5, 0x70, 2, 0, 5, 0xd0, 0}, uint8(5), false)
-	f.Add([]byte{0x40, 4, 0, 5, 0x87, 0, 0xb0, 3, 0, 1, 0}, uint8(1), true)
-	f.Add([]byte{0x30, 0xff, 0xff, 0xff, 0x7f}, uint8(2), false)
-	rigs := map[bool]*mqttRig{false: newMQTTRig(f, ProtocolOptions{}), true: newMQTTRig(f, ProtocolOptions{Version: MQTTVersion5})}
-	f.Fuzz(func(t *testing.T, data []byte, cut uint8, isV5 bool) {
-		g := rigs[isV5]
-		run := func(msgs ...[]byte) string {
-			g.s.part, g.s.partAt = nil, 0
-			got, fail := g.decode(msgs...)
-			for g.replies(t) != nil { // drain what the protocol answered
-			}
-			if fail != "" {
-				return fmt.Sprint(got, fail)
-			}
-			return fmt.Sprint(got, " kept ", len(g.s.part)-g.s.partAt)
-		}
-		whole := run(data)
-		k := int(cut) % (len(data) + 1)
-		if split := run(data[:k], data[k:]); split != whole {
-			t.Fatalf("split at %d: %s, whole: %s", k, split, whole)
-		}
-		for b := data; !isV5; {
-			first, body, n, fail := mqttSplit(b)
-			if fail != "" || n == 0 {
-				break
-			}
-			if topic, payload, pid, qos, fail := mqttPublishOf(first, body, false); first>>4 == mqttPublish && fail == "" {
-				p, err := pahov3.ReadPacket(bytes.NewReader(b[:n]))
-				x, ok := p.(*pahov3.PublishPacket)
-				if err != nil || !ok || x.TopicName != string(topic) || x.MessageID != pid || x.Qos != qos || !bytes.Equal(x.Payload, payload) {
-					t.Fatalf("% x: decoded %q %d %d %q, paho: %v %v", b[:n], topic, pid, qos, payload, p, err)
-				}
-			}
-			b = b[n:]
-		}
-	})
+// loopRig is one loop whose connection speaks a protocol, greeted, its
+// peer the test playing the server.
+type loopRig struct {
+	l    *loop
+	c    *conn
+	peer int
+	rbuf []byte
+}
+
+// newLoopRig makes the rig of o's protocol, its connection's state open
+// (the protocol's own number for it).
+func newLoopRig(tb testing.TB, o ProtocolOptions, open uint8) *loopRig {
+	tb.Helper()
+	p, err := proto.Make(o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	l, c, peer := loopPair(tb)
+	l.cl.proto = p
+	c.sec = &connSec{proto: &proto.Conn{State: open}}
+	stopOnCleanup(tb, l, peer)
+	return &loopRig{l: l, c: c, peer: peer, rbuf: make([]byte, 1<<20)}
+}
+
+// newMQTTRig is the rig of MQTT, its CONNACK taken.
+func newMQTTRig(tb testing.TB, o mqtt.Settings) *loopRig {
+	return newLoopRig(tb, ProtocolOptions{Name: mqtt.Name, Settings: &o}, 1)
 }
 
 // newScriptRigProto is newScriptRig whose connection speaks o's protocol.

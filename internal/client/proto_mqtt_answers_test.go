@@ -2,7 +2,6 @@ package client
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"net"
 	"sync"
@@ -10,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	pahov5 "github.com/eclipse/paho.golang/packets"
+	"github.com/wsplan/wsplan/internal/proto/mqtt"
 )
 
 // The broker's answers that are not a plain success, against a fake
@@ -70,7 +69,7 @@ func (bc *brokerConn) ack(t byte, pid uint16, code byte) []byte {
 	if bc.v5 && code != 0 {
 		return []byte{t << 4, 3, byte(pid >> 8), byte(pid), code}
 	}
-	return mqttAppendAck(nil, t, pid)
+	return mqtt.AppendAck(nil, t, pid)
 }
 
 func (b *answerBroker) serve(c net.Conn, r *bufio.Reader) {
@@ -82,7 +81,7 @@ func (b *answerBroker) serve(c net.Conn, r *bufio.Reader) {
 			return
 		}
 		for len(p) > 0 {
-			first, body, n, _ := mqttSplit(p)
+			first, body, n, _ := mqtt.Split(p)
 			if n == 0 {
 				return
 			}
@@ -96,7 +95,7 @@ func (b *answerBroker) serve(c net.Conn, r *bufio.Reader) {
 func (bc *brokerConn) packet(first byte, body []byte) {
 	b := bc.b
 	switch first >> 4 {
-	case mqttConnect:
+	case mqtt.Connect:
 		bc.v5 = body[6] == 5
 		switch {
 		case !bc.v5:
@@ -106,8 +105,8 @@ func (bc *brokerConn) packet(first byte, body []byte) {
 		default:
 			bc.send(0, connack5(0)...)
 		}
-	case mqttPublish:
-		_, _, pid, qos, _ := mqttPublishOf(first, body, bc.v5)
+	case mqtt.Publish:
+		_, _, pid, qos, _ := mqtt.PublishOf(first, body, bc.v5)
 		if qos == 0 {
 			return
 		}
@@ -120,9 +119,9 @@ func (bc *brokerConn) packet(first byte, body []byte) {
 			}
 		}
 		bc.mu.Unlock()
-		t := byte(mqttPuback)
+		t := byte(mqtt.Puback)
 		if qos == 2 && !b.qos2Puback {
-			t = mqttPubrec
+			t = mqtt.Pubrec
 		}
 		if over {
 			b.refused.Add(1)
@@ -130,7 +129,7 @@ func (bc *brokerConn) packet(first byte, body []byte) {
 			return
 		}
 		done := int64(1)
-		if t == mqttPubrec && b.pubCode < 0x80 {
+		if t == mqtt.Pubrec && b.pubCode < 0x80 {
 			done = 0 // in flight until PUBCOMP
 		}
 		pkt := bc.ack(t, pid, b.pubCode)
@@ -139,24 +138,24 @@ func (bc *brokerConn) packet(first byte, body []byte) {
 			defer bc.timers.Done()
 			bc.send(done, pkt...)
 		})
-	case mqttPubrel:
+	case mqtt.Pubrel:
 		pid := uint16(body[0])<<8 | uint16(body[1])
-		bc.send(1, bc.ack(mqttPubcomp, pid, 0)...)
-	case mqttSubscribe:
+		bc.send(1, bc.ack(mqtt.Pubcomp, pid, 0)...)
+	case mqtt.Subscribe:
 		pid := uint16(body[0])<<8 | uint16(body[1])
 		rest := body[2:]
 		if bc.v5 {
-			_, rest, _ = mqttSkipProps(rest)
+			_, rest, _ = mqtt.SkipProps(rest)
 		}
-		_, rest, _ = mqttString(rest)
+		_, rest, _ = mqtt.ReadString(rest)
 		code := rest[0] & 3
 		if b.grant != nil {
 			code = b.grant(code)
 		}
 		if bc.v5 {
-			bc.send(0, mqttSuback<<4, 4, byte(pid>>8), byte(pid), 0, code)
+			bc.send(0, mqtt.Suback<<4, 4, byte(pid>>8), byte(pid), 0, code)
 		} else {
-			bc.send(0, mqttSuback<<4, 3, byte(pid>>8), byte(pid), code)
+			bc.send(0, mqtt.Suback<<4, 3, byte(pid>>8), byte(pid), code)
 		}
 	}
 }
@@ -223,25 +222,25 @@ func TestMQTTErrorAnswersFake(t *testing.T) {
 		qos, subQ int
 		want      answersWant
 	}{
-		{"granted 3.1.1", MQTTVersion311, &answerBroker{}, 2, 2, answersWant{pub: users * n, sub: users}},
-		{"granted 5", MQTTVersion5, &answerBroker{}, 1, 1, answersWant{pub: users * n, sub: users}},
-		{"puback not authorized", MQTTVersion5, &answerBroker{pubCode: 0x87}, 1, 0,
+		{"granted 3.1.1", mqtt.Version311, &answerBroker{}, 2, 2, answersWant{pub: users * n, sub: users}},
+		{"granted 5", mqtt.Version5, &answerBroker{}, 1, 1, answersWant{pub: users * n, sub: users}},
+		{"puback not authorized", mqtt.Version5, &answerBroker{pubCode: 0x87}, 1, 0,
 			answersWant{pubErrors: users * n, sub: users, why: "mqtt 0x87 not authorized"}},
-		{"pubrec quota exceeded", MQTTVersion5, &answerBroker{pubCode: 0x97}, 2, 0,
+		{"pubrec quota exceeded", mqtt.Version5, &answerBroker{pubCode: 0x97}, 2, 0,
 			answersWant{pubErrors: users * n, sub: users, why: "mqtt 0x97 quota exceeded"}},
-		{"qos 2 answered with puback 3.1.1", MQTTVersion311, &answerBroker{qos2Puback: true}, 2, 0,
-			answersWant{pubDowngraded: users * n, sub: users, why: mqttPubackForQoS2}},
-		{"qos 2 answered with puback 5", MQTTVersion5, &answerBroker{qos2Puback: true}, 2, 0,
-			answersWant{pubDowngraded: users * n, sub: users, why: mqttPubackForQoS2}},
-		{"suback granted less", MQTTVersion311, &answerBroker{grant: func(byte) byte { return 1 }}, 1, 2,
+		{"qos 2 answered with puback 3.1.1", mqtt.Version311, &answerBroker{qos2Puback: true}, 2, 0,
+			answersWant{pubDowngraded: users * n, sub: users, why: Reason(mqtt.PubackForQoS2)}},
+		{"qos 2 answered with puback 5", mqtt.Version5, &answerBroker{qos2Puback: true}, 2, 0,
+			answersWant{pubDowngraded: users * n, sub: users, why: Reason(mqtt.PubackForQoS2)}},
+		{"suback granted less", mqtt.Version311, &answerBroker{grant: func(byte) byte { return 1 }}, 1, 2,
 			answersWant{pub: users * n, subDowngraded: users, why: "mqtt SUBACK granted QoS 1"}},
-		{"suback failure 3.1.1", MQTTVersion311, &answerBroker{grant: func(byte) byte { return 0x80 }}, 1, 1,
+		{"suback failure 3.1.1", mqtt.Version311, &answerBroker{grant: func(byte) byte { return 0x80 }}, 1, 1,
 			answersWant{pub: users * n, subErrors: users, why: "mqtt 0x80 failure"}},
-		{"suback not authorized 5", MQTTVersion5, &answerBroker{grant: func(byte) byte { return 0x87 }}, 1, 0,
+		{"suback not authorized 5", mqtt.Version5, &answerBroker{grant: func(byte) byte { return 0x87 }}, 1, 0,
 			answersWant{pub: users * n, subErrors: users, why: "mqtt 0x87 not authorized"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := mqttClient(t, tc.b.start(t), ProtocolOptions{Version: tc.version})
+			c := mqttClient(t, tc.b.start(t), mqtt.Settings{Version: tc.version})
 			r := runMQTTScript(t, c, users, answersScript(n, 4, tc.qos, tc.subQ))
 			tc.want.check(t, r, users)
 		})
@@ -259,7 +258,7 @@ func TestMQTTReceiveMaximumFake(t *testing.T) {
 	for _, qos := range []int{1, 2} {
 		t.Run(fmt.Sprintf("qos %d", qos), func(t *testing.T) {
 			b := &answerBroker{receiveMax: 4, announce: true, delay: 10 * time.Millisecond}
-			c := mqttClient(t, b.start(t), ProtocolOptions{Version: MQTTVersion5})
+			c := mqttClient(t, b.start(t), mqtt.Settings{Version: mqtt.Version5})
 			r := runMQTTScript(t, c, users, answersScript(n, 16, qos, 0))
 			answersWant{pub: users * n, sub: users}.check(t, r, users)
 			if b.maxInflight.Load() != 4 || b.refused.Load() != 0 || b.publishes.Load() != users*n {
@@ -272,7 +271,7 @@ func TestMQTTReceiveMaximumFake(t *testing.T) {
 	}
 	t.Run("not announced", func(t *testing.T) {
 		b := &answerBroker{receiveMax: 4, delay: 10 * time.Millisecond}
-		c := mqttClient(t, b.start(t), ProtocolOptions{Version: MQTTVersion5})
+		c := mqttClient(t, b.start(t), mqtt.Settings{Version: mqtt.Version5})
 		r := runMQTTScript(t, c, users, answersScript(n, 16, 1, 0))
 		refused := b.refused.Load()
 		if refused == 0 || r.ErrorAnswers["mqtt 0x97 quota exceeded"] != refused || exchange(t, r, "pub").Count != users*n-refused {
@@ -280,51 +279,6 @@ func TestMQTTReceiveMaximumFake(t *testing.T) {
 		}
 		if r.ReceiveMax != 0 || r.Throttled != 0 || b.maxInflight.Load() != 4 {
 			t.Errorf("receive maximum %d, throttled %d, broker in flight %d; want 0, 0, 4", r.ReceiveMax, r.Throttled, b.maxInflight.Load())
-		}
-	})
-}
-
-// FuzzMQTTConnack: whatever CONNACK a broker sends, the greeting's
-// decoder fails cleanly or reads it as paho does (v5: its code, Server
-// Keep Alive and Receive Maximum).
-func FuzzMQTTConnack(f *testing.F) {
-	f.Add(connack5(0, 0x21, 0, 4), true)
-	f.Add(connack5(0, 0x13, 0, 30, 0x21, 0xff, 0xff), true)
-	f.Add(connack5(0x87, 0x1f, 0, 3, 'b', 'a', 'd'), true)
-	f.Add(connack5(0, 0x21, 0, 0), true)
-	f.Add(connack3(5), false)
-	f.Fuzz(func(t *testing.T, pkt []byte, isV5 bool) {
-		first, body, n, fail := mqttSplit(pkt)
-		if fail != "" || n == 0 || first>>4 != mqttConnack {
-			return
-		}
-		a, fail := mqttConnackOf(body, isV5)
-		if fail != "" {
-			return
-		}
-		if !isV5 {
-			if a.keepalive != -1 || a.receiveMax != 0 || a.code != body[1] {
-				t.Fatalf("% x: 3.1.1 read %+v", pkt[:n], a)
-			}
-			return
-		}
-		p, err := pahov5.ReadPacket(bytes.NewReader(pkt[:n]))
-		if err != nil {
-			return // paho is stricter about some properties
-		}
-		x, ok := p.Content.(*pahov5.Connack)
-		if !ok || x.Properties == nil {
-			return
-		}
-		ka, rm := -1, uint16(0)
-		if x.Properties.ServerKeepAlive != nil {
-			ka = int(*x.Properties.ServerKeepAlive)
-		}
-		if x.Properties.ReceiveMaximum != nil {
-			rm = *x.Properties.ReceiveMaximum
-		}
-		if a.code != x.ReasonCode || a.keepalive != ka || a.receiveMax != rm {
-			t.Fatalf("% x: read %+v, paho code %#x keepalive %d receive maximum %d", pkt[:n], a, x.ReasonCode, ka, rm)
 		}
 	})
 }

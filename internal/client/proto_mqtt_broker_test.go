@@ -15,6 +15,9 @@ import (
 	"github.com/wsplan/wsplan/internal/script"
 	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/internal/testserver"
+
+	"github.com/wsplan/wsplan/internal/proto/mqtt"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // The MQTT protocol against a real broker: Debian's mosquitto (2.x) with
@@ -107,13 +110,12 @@ func startMosquitto(t testing.TB, extra ...string) string {
 }
 
 // mqttVersions are the versions every broker test runs with.
-var mqttVersions = []string{MQTTVersion311, MQTTVersion5}
+var mqttVersions = []string{mqtt.Version311, mqtt.Version5}
 
 // mqttClient makes a client of the MQTT protocol.
-func mqttClient(t testing.TB, addr string, o ProtocolOptions) *Client {
+func mqttClient(t testing.TB, addr string, o mqtt.Settings) *Client {
 	t.Helper()
-	o.Name = ProtoMQTT
-	return newClient(t, Options{Targets: []string{addr}, Path: "/mqtt", Loops: 2, NoDelay: true, Protocol: o})
+	return newClient(t, Options{Targets: []string{addr}, Path: "/mqtt", Loops: 2, NoDelay: true, Protocol: ProtocolOptions{Name: mqtt.Name, Settings: &o}})
 }
 
 // runMQTTScript runs a script phase of users users on c.
@@ -181,7 +183,7 @@ steps:
 `, n, n)
 	for _, v := range mqttVersions {
 		t.Run("v"+v, func(t *testing.T) {
-			r := runMQTTScript(t, mqttClient(t, addr, ProtocolOptions{Version: v}), users, doc)
+			r := runMQTTScript(t, mqttClient(t, addr, mqtt.Settings{Version: v}), users, doc)
 			if r.Finished != users || r.Aborted != 0 || r.Unexpected != 0 || len(r.Errors) != 0 || len(r.Failures) != 0 {
 				t.Fatalf("finished %d aborted %d unexpected %d errors %v failures %v (open: %v), want %d users through",
 					r.Finished, r.Aborted, r.Unexpected, r.Errors, r.Failures, r.OpenErrors, users)
@@ -216,7 +218,7 @@ steps:
 `, n)
 	for _, v := range mqttVersions {
 		t.Run("v"+v, func(t *testing.T) {
-			r := runMQTTScript(t, mqttClient(t, addr, ProtocolOptions{Version: v}), users, doc)
+			r := runMQTTScript(t, mqttClient(t, addr, mqtt.Settings{Version: v}), users, doc)
 			if r.Finished != users || r.Unexpected != 0 || len(r.Failures) != 0 {
 				t.Fatalf("finished %d unexpected %d failures %v, want %d users through", r.Finished, r.Unexpected, r.Failures, users)
 			}
@@ -250,15 +252,15 @@ func TestMQTTRefusedMosquitto(t *testing.T) {
 		version, user, pass string
 		want                Reason
 	}{
-		{MQTTVersion311, "", "", "mqtt: connack: not authorized (5)"},
-		{MQTTVersion5, "", "", "mqtt: connack: not authorized (135)"},
-		{MQTTVersion311, "bench", "wrong", "mqtt: connack: not authorized (5)"},
-		{MQTTVersion5, "bench", "wrong", "mqtt: connack: not authorized (135)"},
-		{MQTTVersion311, "bench", "s3cret", ""},
-		{MQTTVersion5, "bench", "s3cret", ""},
+		{mqtt.Version311, "", "", "mqtt: connack: not authorized (5)"},
+		{mqtt.Version5, "", "", "mqtt: connack: not authorized (135)"},
+		{mqtt.Version311, "bench", "wrong", "mqtt: connack: not authorized (5)"},
+		{mqtt.Version5, "bench", "wrong", "mqtt: connack: not authorized (135)"},
+		{mqtt.Version311, "bench", "s3cret", ""},
+		{mqtt.Version5, "bench", "s3cret", ""},
 	} {
 		t.Run(tc.version+"/"+tc.user+"/"+tc.pass, func(t *testing.T) {
-			c := mqttClient(t, addr, ProtocolOptions{Version: tc.version, Username: tc.user, Password: tc.pass})
+			c := mqttClient(t, addr, mqtt.Settings{Version: tc.version, Username: tc.user, Password: tc.pass})
 			res, err := c.Connect(t.Context(), ConnectParams{Connections: 10, Concurrency: 10, Timeout: 5 * time.Second}, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -276,7 +278,7 @@ func TestMQTTRefusedMosquitto(t *testing.T) {
 	}
 }
 
-// TestMQTTKeepaliveMosquitto: without PINGREQ (mqttNoPing), mosquitto
+// TestMQTTKeepaliveMosquitto: without PINGREQ (mqtt.NoPing), mosquitto
 // drops every connection of a 2 s keepalive after 1.5 × keepalive, and
 // when it does is measured here (a loaded host checks late); then, with
 // PINGREQ when idle, connections held that long and a keepalive more stay
@@ -286,8 +288,8 @@ func TestMQTTKeepaliveMosquitto(t *testing.T) {
 	testenv.Slow(t, "20 s of idle connections: mosquitto drops the silent ones after 5 s here; TestMQTTKeepaliveFake checks the client's side")
 	const keepalive = 2 * time.Second
 	addr := startMosquitto(t)
-	mqttNoPing = true
-	c := mqttClient(t, addr, ProtocolOptions{Version: MQTTVersion311, Keepalive: keepalive})
+	mqtt.NoPing = true
+	c := mqttClient(t, addr, mqtt.Settings{Version: mqtt.Version311, Keepalive: units.Duration(keepalive)})
 	mustConnect(t, c, 20)
 	start := time.Now()
 	var dropped time.Duration
@@ -300,7 +302,7 @@ func TestMQTTKeepaliveMosquitto(t *testing.T) {
 			dropped = time.Since(start)
 		}
 	}
-	mqttNoPing = false
+	mqtt.NoPing = false
 	switch {
 	case dropped == 0:
 		t.Fatalf("connections alive %v without PINGREQ: want mosquitto to drop them all (the test cannot fail otherwise)", 10*keepalive)
@@ -311,7 +313,7 @@ func TestMQTTKeepaliveMosquitto(t *testing.T) {
 	t.Logf("without PINGREQ dropped after %v; holding %v with them", dropped.Round(time.Millisecond), hold.Round(time.Millisecond))
 	for _, v := range mqttVersions {
 		t.Run("v"+v, func(t *testing.T) {
-			c := mqttClient(t, addr, ProtocolOptions{Version: v, Keepalive: keepalive})
+			c := mqttClient(t, addr, mqtt.Settings{Version: v, Keepalive: units.Duration(keepalive)})
 			mustConnect(t, c, 20)
 			res, err := runAs[HoldResult](c, t.Context(), &HoldParams{Duration: hold}, nil)
 			if err != nil {
@@ -337,7 +339,7 @@ func TestMQTTAnswersMosquitto(t *testing.T) {
 	}
 	addr := startMosquitto(t, "allow_anonymous true", "max_inflight_messages 4", "acl_file "+acl)
 	const users, n = 10, 100
-	c := mqttClient(t, addr, ProtocolOptions{Version: MQTTVersion5})
+	c := mqttClient(t, addr, mqtt.Settings{Version: mqtt.Version5})
 	r := runMQTTScript(t, c, users, fmt.Sprintf(`
 steps:
   - loop:

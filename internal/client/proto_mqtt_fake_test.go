@@ -9,6 +9,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/proto/mqtt"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // The MQTT protocol against a fake broker that bends the rules: refusals,
@@ -55,18 +58,18 @@ func (fb *fakeBroker) serve(c net.Conn, r *bufio.Reader) {
 		if err != nil {
 			return
 		}
-		first, body, n, _ := mqttSplit(p)
+		first, body, n, _ := mqtt.Split(p)
 		if n == 0 {
 			return
 		}
 		switch first >> 4 {
-		case mqttConnect:
+		case mqtt.Connect:
 			// protocol name, level, flags, keepalive, [v5 properties], client id
 			rest := body[10:]
 			if body[6] == 5 {
-				_, rest, _ = mqttSkipProps(rest)
+				_, rest, _ = mqtt.SkipProps(rest)
 			}
-			id, _, _ := mqttString(rest)
+			id, _, _ := mqtt.ReadString(rest)
 			fb.mu.Lock()
 			fb.ids = append(fb.ids, string(id))
 			fb.mu.Unlock()
@@ -79,10 +82,10 @@ func (fb *fakeBroker) serve(c net.Conn, r *bufio.Reader) {
 					return
 				}
 			}
-		case mqttPingreq:
+		case mqtt.Pingreq:
 			fb.pings.Add(1)
 			if fb.pingresp {
-				if _, err := c.Write(serverFrame(true, op, []byte{mqttPingresp << 4, 0})); err != nil {
+				if _, err := c.Write(serverFrame(true, op, []byte{mqtt.Pingresp << 4, 0})); err != nil {
 					return
 				}
 			}
@@ -91,9 +94,9 @@ func (fb *fakeBroker) serve(c net.Conn, r *bufio.Reader) {
 }
 
 // connack3 and connack5 are CONNACKs with a code (v5: and properties).
-func connack3(code byte) []byte { return []byte{mqttConnack << 4, 2, 0, code} }
+func connack3(code byte) []byte { return []byte{mqtt.Connack << 4, 2, 0, code} }
 func connack5(code byte, props ...byte) []byte {
-	return append([]byte{mqttConnack << 4, byte(3 + len(props)), 0, code, byte(len(props))}, props...)
+	return append([]byte{mqtt.Connack << 4, byte(3 + len(props)), 0, code, byte(len(props))}, props...)
 }
 
 // TestMQTTGreetingFake: CONNECT carries a client id of its own per
@@ -109,19 +112,19 @@ func TestMQTTGreetingFake(t *testing.T) {
 		want    Reason // "" = every connection opens
 	}{
 		{"accepted", "", &fakeBroker{connack: ok}, ""},
-		{"connack in two messages", MQTTVersion5, &fakeBroker{connack: func(int64) [][]byte {
+		{"connack in two messages", mqtt.Version5, &fakeBroker{connack: func(int64) [][]byte {
 			c := connack5(0, 0x13, 0, 30) // with a Server Keep Alive
 			return [][]byte{c[:3], c[3:]}
 		}}, ""},
 		{"refused 3.1.1", "", &fakeBroker{connack: func(int64) [][]byte { return [][]byte{connack3(2)} }}, "mqtt: connack: identifier rejected (2)"},
-		{"refused 5", MQTTVersion5, &fakeBroker{connack: func(int64) [][]byte { return [][]byte{connack5(0x8a)} }}, "mqtt: connack: banned (138)"},
-		{"silent", "", &fakeBroker{}, reasonMQTTNoConnack},
-		{"text message", "", &fakeBroker{connack: ok, op: opText}, reasonMQTTText},
+		{"refused 5", mqtt.Version5, &fakeBroker{connack: func(int64) [][]byte { return [][]byte{connack5(0x8a)} }}, "mqtt: connack: banned (138)"},
+		{"silent", "", &fakeBroker{}, "mqtt: no CONNACK"},
+		{"text message", "", &fakeBroker{connack: ok, op: opText}, "mqtt: a text message (MQTT travels in binary messages)"},
 		{"publish first", "", &fakeBroker{connack: func(int64) [][]byte { return [][]byte{{0x30, 3, 0, 1, 't'}} }}, "mqtt: PUBLISH before CONNACK"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			addr := tc.fb.start(t)
-			c := mqttClient(t, addr, ProtocolOptions{Version: tc.version})
+			c := mqttClient(t, addr, mqtt.Settings{Version: tc.version})
 			res, err := c.Connect(t.Context(), ConnectParams{Connections: 20, Concurrency: 20, Timeout: 500 * time.Millisecond}, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -154,7 +157,7 @@ func TestMQTTGreetingFake(t *testing.T) {
 // keepalive, with that reason.
 func TestMQTTKeepaliveFake(t *testing.T) {
 	fb := &fakeBroker{pingresp: true, connack: func(int64) [][]byte { return [][]byte{connack5(0, 0x13, 0, 1)} }}
-	c := mqttClient(t, fb.start(t), ProtocolOptions{Version: MQTTVersion5})
+	c := mqttClient(t, fb.start(t), mqtt.Settings{Version: mqtt.Version5})
 	mustConnect(t, c, 2)
 	res, err := runAs[HoldResult](c, t.Context(), &HoldParams{Duration: 2500 * time.Millisecond}, nil)
 	if err != nil {
@@ -165,14 +168,14 @@ func TestMQTTKeepaliveFake(t *testing.T) {
 	}
 
 	mute := &fakeBroker{connack: func(int64) [][]byte { return [][]byte{connack3(0)} }}
-	c = mqttClient(t, mute.start(t), ProtocolOptions{Keepalive: time.Second})
+	c = mqttClient(t, mute.start(t), mqtt.Settings{Keepalive: units.Duration(time.Second)})
 	mustConnect(t, c, 3)
 	start := time.Now()
 	res, err = runAs[HoldResult](c, t.Context(), &HoldParams{Duration: 2500 * time.Millisecond}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Alive != 0 || res.Errors[reasonMQTTSilent] != 3 || mute.pings.Load() == 0 {
-		t.Fatalf("alive %d errors %v PINGREQs %d after %v, want 3 × %q", res.Alive, res.Errors, mute.pings.Load(), time.Since(start), reasonMQTTSilent)
+	if res.Alive != 0 || res.Errors["mqtt: no packet from the broker within 1.5 × keepalive"] != 3 || mute.pings.Load() == 0 {
+		t.Fatalf("alive %d errors %v PINGREQs %d after %v, want 3 × %q", res.Alive, res.Errors, mute.pings.Load(), time.Since(start), "mqtt: no packet from the broker within 1.5 × keepalive")
 	}
 }

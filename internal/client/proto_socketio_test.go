@@ -5,6 +5,10 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wsplan/wsplan/internal/proto"
+
+	"github.com/wsplan/wsplan/internal/proto/socketio"
 )
 
 // Socket.IO on one loop against the test playing the server (the real
@@ -12,13 +16,13 @@ import (
 // packets, what the loop answers by itself, and the receive path's
 // allocations.
 
-func newSocketIORig(tb testing.TB, ns string) (*protoRig, *socketIO) {
+func newSocketIORig(tb testing.TB, ns string) (*protoRig, proto.Protocol) {
 	tb.Helper()
-	p, err := newSocketIO(ProtocolOptions{Namespace: ns})
+	p, err := proto.Make(ProtocolOptions{Name: socketio.Name, Settings: &socketio.Settings{Namespace: ns}})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return newProtoRig(tb, p), p.(*socketIO)
+	return newProtoRig(tb, p), p
 }
 
 // TestSocketIOGreeting: the open packet sets the silence limit and is
@@ -28,7 +32,7 @@ func TestSocketIOGreeting(t *testing.T) {
 	for _, tc := range []struct {
 		ns, connect, answer string
 		done                bool
-		fail                Reason
+		fail                proto.Reason
 	}{
 		{"", "40", `40{"sid":"a"}`, true, ""},
 		{"/chat", "40/chat,", `40/chat,{"sid":"a"}`, true, ""},
@@ -36,11 +40,11 @@ func TestSocketIOGreeting(t *testing.T) {
 		{"", "40", `42["early"]`, false, `socket.io: unexpected packet 42["early"] during the handshake`},
 	} {
 		g, p := newSocketIORig(t, tc.ns)
-		if done, fail := p.greet(g.l, g.c, g.s, 0); done || fail != "" || g.s.state != sioWaitOpen {
-			t.Fatalf("greet: %v %q, state %d: want to wait for the open packet", done, fail, g.s.state)
+		if done, fail := p.Greet(g.l.env(g.c), g.s, 0); done || fail != "" || g.s.State != 0 /* waiting for the open packet */ {
+			t.Fatalf("greet: %v %q, state %d: want to wait for the open packet", done, fail, g.s.State)
 		}
-		step := func(msg string) (bool, Reason) {
-			return p.greeting(g.l, g.c, g.s, opText, []byte(msg), 0)
+		step := func(msg string) (bool, proto.Reason) {
+			return p.Greeting(g.l.env(g.c), g.s, opText, []byte(msg), 0)
 		}
 		if done, fail := step("2"); done || fail != "" || g.sent(t) != "3" {
 			t.Fatalf("a ping in the handshake: %v %q, want a pong", done, fail)
@@ -48,8 +52,8 @@ func TestSocketIOGreeting(t *testing.T) {
 		if done, fail := step(`0{"sid":"x","upgrades":[],"pingInterval":25000,"pingTimeout":20000,"maxPayload":1000000}`); done || fail != "" {
 			t.Fatalf("open: %v %q", done, fail)
 		}
-		if got := g.sent(t); got != tc.connect || g.s.every != 45e9 || g.s.state != sioWaitConnect {
-			t.Fatalf("after open: sent %q, every %d, state %d; want %q, 45 s", got, g.s.every, g.s.state, tc.connect)
+		if got := g.sent(t); got != tc.connect || g.s.Every != 45e9 || g.s.State != 1 /* waiting for the connect */ {
+			t.Fatalf("after open: sent %q, every %d, state %d; want %q, 45 s", got, g.s.Every, g.s.State, tc.connect)
 		}
 		if done, fail := step(tc.answer); done != tc.done || fail != tc.fail {
 			t.Errorf("%s: %v %q, want %v %q", tc.answer, done, fail, tc.done, tc.fail)
@@ -67,11 +71,11 @@ func TestSocketIODecode(t *testing.T) {
 		typ                       uint8
 		n                         int // messages the run has seen after in
 	}{
-		{in: `42/chat,["chat",{"n":1}]`, typ: msgEvent, topic: "chat", body: `["chat",{"n":1}]`, n: 1},
-		{in: `42/chat,17["ask",1]`, sent: "43/chat,17[]", typ: msgEvent, topic: "ask", id: "17", body: `["ask",1]`, n: 2},
-		{in: `43/chat,5[{"n":1}]`, typ: msgAck, id: "5", body: `[{"n":1}]`, n: 3},
-		{in: "2", sent: "3", typ: msgAck, id: "5", body: `[{"n":1}]`, n: 3},
-		{in: "6", typ: msgAck, id: "5", body: `[{"n":1}]`, n: 3},
+		{in: `42/chat,["chat",{"n":1}]`, typ: proto.MsgEvent, topic: "chat", body: `["chat",{"n":1}]`, n: 1},
+		{in: `42/chat,17["ask",1]`, sent: "43/chat,17[]", typ: proto.MsgEvent, topic: "ask", id: "17", body: `["ask",1]`, n: 2},
+		{in: `43/chat,5[{"n":1}]`, typ: proto.MsgAck, id: "5", body: `[{"n":1}]`, n: 3},
+		{in: "2", sent: "3", typ: proto.MsgAck, id: "5", body: `[{"n":1}]`, n: 3},
+		{in: "6", typ: proto.MsgAck, id: "5", body: `[{"n":1}]`, n: 3},
 	} {
 		g.serve(t, []byte(tc.in))
 		k := g.sink
@@ -80,15 +84,15 @@ func TestSocketIODecode(t *testing.T) {
 				tc.in, got, k.n, k.typ, k.topic, k.mid, k.body, tc.sent, tc.n, tc.typ, tc.topic, tc.id, tc.body)
 		}
 	}
-	p, _ := newSocketIO(ProtocolOptions{})
-	for in, want := range map[string]Reason{
+	p, _ := proto.Make(ProtocolOptions{Name: socketio.Name, Settings: &socketio.Settings{}})
+	for in, want := range map[string]proto.Reason{
 		"1":                   "socket.io: closed by the server",
 		"41":                  "socket.io: disconnected by the server",
 		`45-["b",{}]`:         "socket.io: packet type 5 is not spoken (binary events)",
 		`44{"message":"bye"}`: "socket.io: connect error: bye",
 		"x":                   "socket.io: unknown packet x",
 	} {
-		if got := p.decode(g.l, g.c, g.s, opText, []byte(in), 0); got != want {
+		if got := p.Decode(g.l.env(g.c), g.s, opText, []byte(in), 0); got != want {
 			t.Errorf("%s: %q, want %q", in, got, want)
 		}
 	}

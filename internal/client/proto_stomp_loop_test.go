@@ -11,6 +11,10 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wsplan/wsplan/internal/proto"
+	"github.com/wsplan/wsplan/internal/proto/stomp"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // STOMP on the event loops against a fake broker (the real one, RabbitMQ,
@@ -112,7 +116,7 @@ steps:
 
 func stompClient(t *testing.T, addr string, keepalive time.Duration) *Client {
 	return newClient(t, Options{Targets: []string{addr}, Loops: 1,
-		Protocol: ProtocolOptions{Name: ProtoSTOMP, Keepalive: keepalive, Username: "guest", Password: "guest"}})
+		Protocol: ProtocolOptions{Name: stomp.Name, Settings: &stomp.Settings{Keepalive: units.Duration(keepalive), Username: "guest", Password: "guest"}}})
 }
 
 // TestSTOMPHeartBeats: idle connections stay open over a hold of many
@@ -190,9 +194,12 @@ type stompSink struct {
 	n, bytes int
 }
 
-func (r *stompSink) onMessage(_ *loop, _ *conn, m *message, _ int64) { r.n++; r.bytes += len(m.Body) }
-func (*stompSink) lost(*loop, *conn, uint8, Reason)                  {}
-func (*stompSink) finish(*loop, bool, int64)                         {}
+func (r *stompSink) onMessage(_ *loop, _ *conn, m *proto.Message, _ int64) {
+	r.n++
+	r.bytes += len(m.Body)
+}
+func (*stompSink) lost(*loop, *conn, uint8, Reason) {}
+func (*stompSink) finish(*loop, bool, int64)        {}
 
 // TestSTOMPReceiveAllocs: reading MESSAGE frames — one a WebSocket
 // message, several with heart-beats in one, one over two messages, with
@@ -213,7 +220,7 @@ func TestSTOMPReceiveAllocs(t *testing.T) {
 		{"escaped destination", serverFrame(true, opBinary, []byte(strings.Replace(one, "destination:/topic/wsplan.room.1", `destination:/topic/a\cb`, 1))), 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := newSTOMPRig(t, ProtocolOptions{})
+			g := newLoopRig(t, ProtocolOptions{Name: stomp.Name}, 1)
 			sink := &stompSink{}
 			g.l.ph = sink
 			t.Cleanup(func() { g.l.ph = nil })
@@ -241,7 +248,7 @@ func TestSTOMPReceiveAllocs(t *testing.T) {
 func BenchmarkSTOMPReceive(b *testing.B) {
 	body := string(makePayload(256, false))
 	wire := serverFrame(true, opBinary, []byte("MESSAGE\nsubscription:/topic/wsplan.room.1\ndestination:/topic/wsplan.room.1\nmessage-id:T_1@@session-x@@1\nredelivered:false\ncontent-length:256\n\n"+body+"\x00\n"))
-	g := newSTOMPRig(b, ProtocolOptions{})
+	g := newLoopRig(b, ProtocolOptions{Name: stomp.Name}, 1)
 	g.l.ph = &stompSink{}
 	b.Cleanup(func() { g.l.ph = nil })
 	b.ReportAllocs()

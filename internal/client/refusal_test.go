@@ -10,6 +10,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/wsplan/wsplan/internal/proto"
+	"github.com/wsplan/wsplan/internal/proto/graphqlws"
+	"github.com/wsplan/wsplan/internal/proto/mqtt"
+	"github.com/wsplan/wsplan/internal/proto/socketio"
+	"github.com/wsplan/wsplan/internal/proto/stomp"
 )
 
 // refuser is a WebSocket server that answers every upgrade with status
@@ -87,8 +93,8 @@ func sioRefuse(data string) func(ws *websocket.Conn) {
 // graphql-ws 4500, a plain close) are still retried: 40 attempts.
 func TestRefusalsNotRetried(t *testing.T) {
 	bin, text := websocket.BinaryMessage, websocket.TextMessage
-	mqtt5 := ProtocolOptions{Name: ProtoMQTT, Version: MQTTVersion5}
-	gql := ProtocolOptions{Name: ProtoGraphQLWS}
+	mqtt5 := ProtocolOptions{Name: mqtt.Name, Settings: &mqtt.Settings{Version: mqtt.Version5}}
+	gql := ProtocolOptions{Name: graphqlws.Name}
 	for _, tc := range []struct {
 		name    string
 		proto   ProtocolOptions
@@ -97,16 +103,16 @@ func TestRefusalsNotRetried(t *testing.T) {
 		refusal bool
 	}{
 		{"http 401", ProtocolOptions{}, &refuser{status: 401}, "bad status 401", true},
-		{"http 403", ProtocolOptions{Name: ProtoMQTT}, &refuser{status: 403}, "bad status 403", true},
-		{"mqtt 3.1.1 bad credentials", ProtocolOptions{Name: ProtoMQTT}, &refuser{greet: replyThen(bin, nil, string(connack3(4)))},
+		{"http 403", ProtocolOptions{Name: mqtt.Name}, &refuser{status: 403}, "bad status 403", true},
+		{"mqtt 3.1.1 bad credentials", ProtocolOptions{Name: mqtt.Name}, &refuser{greet: replyThen(bin, nil, string(connack3(4)))},
 			"mqtt: connack: bad user name or password (4)", true},
-		{"mqtt 3.1.1 not authorized", ProtocolOptions{Name: ProtoMQTT}, &refuser{greet: replyThen(bin, nil, string(connack3(5)))},
+		{"mqtt 3.1.1 not authorized", ProtocolOptions{Name: mqtt.Name}, &refuser{greet: replyThen(bin, nil, string(connack3(5)))},
 			"mqtt: connack: not authorized (5)", true},
 		{"mqtt 5 bad credentials", mqtt5, &refuser{greet: replyThen(bin, nil, string(connack5(0x86)))},
 			"mqtt: connack: bad user name or password (134)", true},
 		{"mqtt 5 not authorized, its words", mqtt5, &refuser{greet: replyThen(bin, nil, string(connack5(0x87, 0x1f, 0, 12, 'n', 'o', ' ', 'A', 'C', 'L', '\n', '\t', 'f', 'o', 'r', ' ')))},
 			"mqtt: connack: not authorized (135): no ACL for", true},
-		{"stomp error at connect", ProtocolOptions{Name: ProtoSTOMP}, &refuser{greet: replyThen(text, nil,
+		{"stomp error at connect", ProtocolOptions{Name: stomp.Name}, &refuser{greet: replyThen(text, nil,
 			"ERROR\nmessage:Bad CONNECT\ncontent-type:text/plain\n\nAccess refused for user 'guest'\n\x00\n")},
 			"stomp: ERROR: Bad CONNECT (Access refused for user 'guest')", true},
 		{"graphql-ws 4403", gql, &refuser{greet: replyThen(text, websocket.FormatCloseMessage(4403, "Forbidden"))},
@@ -116,17 +122,17 @@ func TestRefusalsNotRetried(t *testing.T) {
 		{"mercurius connection_error", gql, &refuser{greet: replyThen(text, []byte{},
 			`{"type":"connection_error","payload":{"message":"Forbidden"}}`)},
 			"graphql-ws: connection_error: Forbidden", true},
-		{"socket.io string", ProtocolOptions{Name: ProtoSocketIO, Namespace: "/chat"}, &refuser{greet: sioRefuse(`"not authorized"`)},
+		{"socket.io string", ProtocolOptions{Name: socketio.Name, Settings: &socketio.Settings{Namespace: "/chat"}}, &refuser{greet: sioRefuse(`"not authorized"`)},
 			"socket.io: connect refused: not authorized", true},
-		{"socket.io message", ProtocolOptions{Name: ProtoSocketIO, Namespace: "/chat"}, &refuser{greet: sioRefuse(`{"message":"Connection rejected by server"}`)},
+		{"socket.io message", ProtocolOptions{Name: socketio.Name, Settings: &socketio.Settings{Namespace: "/chat"}}, &refuser{greet: sioRefuse(`{"message":"Connection rejected by server"}`)},
 			"socket.io: connect refused: Connection rejected by server", true},
 		// Transient: retried.
 		{"http 503", ProtocolOptions{}, &refuser{status: 503}, "bad status 503", false},
-		{"mqtt server unavailable", ProtocolOptions{Name: ProtoMQTT}, &refuser{greet: replyThen(bin, nil, string(connack3(3)))},
+		{"mqtt server unavailable", ProtocolOptions{Name: mqtt.Name}, &refuser{greet: replyThen(bin, nil, string(connack3(3)))},
 			"mqtt: connack: server unavailable (3)", false},
 		{"graphql-ws 4500", gql, &refuser{greet: replyThen(text, websocket.FormatCloseMessage(4500, "db down"))},
 			"graphql-ws: internal server error (4500): db down", false},
-		{"a close with words", ProtocolOptions{Name: ProtoSTOMP}, &refuser{greet: replyThen(text, websocket.FormatCloseMessage(1013, "try\x00again later"))},
+		{"a close with words", ProtocolOptions{Name: stomp.Name}, &refuser{greet: replyThen(text, websocket.FormatCloseMessage(1013, "try\x00again later"))},
 			"server close 1013: try again later", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -149,7 +155,7 @@ func TestRefusalsNotRetried(t *testing.T) {
 
 // TestServerWords: a server's text reads verbatim on one line: spaces and
 // control characters fold into one space, invalid UTF-8 is replaced, the
-// ends are trimmed, and it stops at maxWords bytes (at a character's
+// ends are trimmed, and it stops at proto.MaxWords bytes (at a character's
 // start) with "…".
 func TestServerWords(t *testing.T) {
 	long := strings.Repeat("é", 150) // 300 bytes
@@ -159,14 +165,14 @@ func TestServerWords(t *testing.T) {
 		{"  \t padded \x00\x1b[31m red\x7f ", "padded [31m red"},
 		{"a\u2028b\u0085c", "a b c"},
 		{"bad \xff byte", "bad \uFFFD byte"},
-		{strings.Repeat("x", maxWords), strings.Repeat("x", maxWords)},
-		{strings.Repeat("x", maxWords) + "   ", strings.Repeat("x", maxWords)},
+		{strings.Repeat("x", proto.MaxWords), strings.Repeat("x", proto.MaxWords)},
+		{strings.Repeat("x", proto.MaxWords) + "   ", strings.Repeat("x", proto.MaxWords)},
 		// Sad half: nothing to show, or too much.
 		{"", ""},
 		{" \r\n\t", ""},
-		{strings.Repeat("x", maxWords+1), strings.Repeat("x", maxWords) + "…"},
-		{long, strings.Repeat("é", maxWords/2) + "…"},
-		{"y" + long, "y" + strings.Repeat("é", (maxWords-1)/2) + "…"},
+		{strings.Repeat("x", proto.MaxWords+1), strings.Repeat("x", proto.MaxWords) + "…"},
+		{long, strings.Repeat("é", proto.MaxWords/2) + "…"},
+		{"y" + long, "y" + strings.Repeat("é", (proto.MaxWords-1)/2) + "…"},
 	} {
 		if got := serverWords([]byte(tc.in)); got != tc.want {
 			t.Errorf("serverWords(%q) = %q, want %q", tc.in, got, tc.want)
@@ -189,20 +195,20 @@ func TestJSONWords(t *testing.T) {
 		{"not json\n", "not json"},
 		{``, ``},
 	} {
-		if got := jsonWords([]byte(tc.in)); got != tc.want {
-			t.Errorf("jsonWords(%q) = %q, want %q", tc.in, got, tc.want)
+		if got := proto.JSONWords([]byte(tc.in)); got != tc.want {
+			t.Errorf("proto.JSONWords(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
 
-// checkWords fails unless s is one line of at most maxWords bytes (and
+// checkWords fails unless s is one line of at most proto.MaxWords bytes (and
 // the mark of a cut): valid UTF-8, no control character, no space at
 // either end or twice in a row.
 func checkWords(t *testing.T, s string) {
 	t.Helper()
 	body := strings.TrimSuffix(s, "…")
-	if len(body) > maxWords || !utf8.ValidString(s) || strings.TrimSpace(body) != body || strings.Contains(body, "  ") {
-		t.Fatalf("words %q: not one trimmed line of at most %d bytes", s, maxWords)
+	if len(body) > proto.MaxWords || !utf8.ValidString(s) || strings.TrimSpace(body) != body || strings.Contains(body, "  ") {
+		t.Fatalf("words %q: not one trimmed line of at most %d bytes", s, proto.MaxWords)
 	}
 	for _, r := range body {
 		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u2028' || r == '\u2029' {
@@ -217,7 +223,7 @@ func FuzzServerWords(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkWords(t, serverWords(b))
-		checkWords(t, jsonWords(b))
+		checkWords(t, proto.JSONWords(b))
 	})
 }
 
@@ -229,7 +235,7 @@ func FuzzMQTTConnackWords(f *testing.F) {
 	f.Add(connack5(0x87, 0x26, 0, 1, 'k', 0, 1, 'v')[2:])
 	f.Add([]byte{0, 0x87, 5, 0x1f, 0, 9})
 	f.Fuzz(func(t *testing.T, body []byte) {
-		if w := mqttConnackWords(body); len(w) > len(body) {
+		if w := mqtt.ConnackWords(body); len(w) > len(body) {
 			t.Fatalf("words %q longer than the body %q", w, body)
 		}
 	})
@@ -240,7 +246,7 @@ func FuzzMQTTConnackWords(f *testing.F) {
 // a Socket.IO namespace are 20 attempts, though the phase allows a retry.
 func TestRefusalNotRetriedByScript(t *testing.T) {
 	srv := &refuser{greet: sioRefuse(`"not authorized"`)}
-	c := newClient(t, Options{Targets: []string{srv.start(t)}, Loops: 2, Protocol: ProtocolOptions{Name: ProtoSocketIO, Namespace: "/chat"}})
+	c := newClient(t, Options{Targets: []string{srv.start(t)}, Loops: 2, Protocol: ProtocolOptions{Name: socketio.Name, Settings: &socketio.Settings{Namespace: "/chat"}}})
 	res, err := c.Run(t.Context(), &ScriptParams{Steps: steps(t, "steps:\n  - emit: {event: chat, data: '1'}\n"), Users: 20, Iterations: 1, Concurrency: 20,
 		Timeout: 2 * time.Second, ConnectTimeout: 2 * time.Second, Retries: 1, Drain: time.Second}, nil)
 	if err != nil {

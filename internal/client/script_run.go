@@ -7,6 +7,8 @@ import (
 
 	"github.com/wsplan/wsplan/internal/pmdeflate"
 	"github.com/wsplan/wsplan/internal/script"
+
+	"github.com/wsplan/wsplan/internal/proto"
 )
 
 // What one loop runs of a script phase: its users' connections (a dialer
@@ -17,7 +19,7 @@ import (
 type scriptJob struct {
 	phase int64
 	prog  *script.Program
-	verbs []uint8 // by pc: the outMsg verb of a send
+	verbs []uint8 // by pc: the proto.Out verb of a send
 	// quota is, by pc, whether an expect waits for the answer to a QoS > 0
 	// publish: such expects count against a connection's quota
 	// (protoConn.quota); inflight is the deepest window of them.
@@ -39,15 +41,15 @@ type scriptHeader struct {
 // start implements Params: the program is compiled once per process and
 // shared by its loops (templates, paths and matchers are read-only).
 func (p *ScriptParams) start(ph *phaseEnv) (*phasePlan, error) {
-	prog, errs := p.compile(answerRule(ph.c.proto))
+	prog, errs := p.compile(proto.AnswerRule(ph.c.proto))
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("client: script: %v", errs[0])
 	}
 	job := &scriptJob{phase: ph.id, prog: prog, rows: p.Rows, start: ph.start, pr: ph.pr, verbs: make([]uint8, len(prog.Instrs))}
 	for i, in := range prog.Instrs {
 		if in.Op == script.OpSend && in.Verb != "" {
-			v, ok := verbCodes[in.Verb]
-			if !ok || ph.c.proto == nil || !hasVerb(ph.c.proto, v) {
+			v, ok := proto.VerbCodes[in.Verb]
+			if !ok || ph.c.proto == nil || !proto.HasVerb(ph.c.proto, v) {
 				return nil, fmt.Errorf("client: script: %s: the server's protocol has no %s", in.Label, in.Verb)
 			}
 			job.verbs[i] = v
@@ -170,11 +172,11 @@ type scriptRun struct {
 	part               ScriptResult
 	scratch            script.Scratch
 	vars               script.Vars
-	rawMsg             message // a raw message, as a protocol's would be
-	out                outMsg  // a verb's message being sent
-	tbuf               []byte  // a rendered topic
-	ebuf               []byte  // a message its protocol shaped
-	sbuf               []byte  // a rendered message
+	rawMsg             proto.Message // a raw message, as a protocol's would be
+	out                proto.Out     // a verb's message being sent
+	tbuf               []byte        // a rendered topic
+	ebuf               []byte        // a message its protocol shaped
+	sbuf               []byte        // a rendered message
 	idbuf              []byte
 	zc                 pmdeflate.Compressor
 	zbits              uint8
@@ -334,14 +336,14 @@ func (r *scriptRun) dialed(l *loop, c *conn, idx int64, now int64) {
 // pipelining.
 func (r *scriptRun) quotaOf(c *conn) {
 	s := protoOf(c)
-	if s == nil || s.quota == 0 {
+	if s == nil || s.Quota == 0 {
 		return
 	}
-	q := int64(s.quota)
+	q := int64(s.Quota)
 	if r.part.ReceiveMax == 0 || q < r.part.ReceiveMax {
 		r.part.ReceiveMax = q
 	}
-	if int(s.quota) < r.job.inflight {
+	if int(s.Quota) < r.job.inflight {
 		r.part.Throttled++
 	}
 }

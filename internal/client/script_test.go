@@ -17,6 +17,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/wsplan/wsplan/internal/script"
+
+	"github.com/wsplan/wsplan/internal/proto"
 )
 
 // appServer is a small application server over JSON messages, as real
@@ -368,12 +370,12 @@ func newScriptRig(tb testing.TB, body string) *scriptRig {
 
 // newScriptRigWith is newScriptRig whose connection speaks protocol p
 // (nil: raw messages), its greeting done.
-func newScriptRigWith(tb testing.TB, body string, proto wireProtocol) *scriptRig {
+func newScriptRigWith(tb testing.TB, body string, wp proto.Protocol) *scriptRig {
 	tb.Helper()
 	l, c, peer := loopPair(tb)
-	if proto != nil {
-		l.cl.proto = proto
-		c.sec = &connSec{proto: &protoConn{}}
+	if wp != nil {
+		l.cl.proto = wp
+		c.sec = &connSec{proto: &proto.Conn{}}
 	}
 	var v struct {
 		Steps []script.Step `yaml:"steps"`
@@ -389,7 +391,7 @@ func newScriptRigWith(tb testing.TB, body string, proto wireProtocol) *scriptRig
 	job := &scriptJob{phase: 1, prog: prog, start: time.Now(), verbs: make([]uint8, len(prog.Instrs))}
 	for i, in := range prog.Instrs {
 		if in.Verb != "" {
-			job.verbs[i] = verbCodes[in.Verb]
+			job.verbs[i] = proto.VerbCodes[in.Verb]
 		}
 	}
 	r := &scriptRun{baseRun: baseRun{1}, cl: l.cl, job: job, p: p, byNum: map[int64]int32{}, exch: make([]Exchange, len(prog.Exchanges)), dialled: 1, active: 1}

@@ -6,6 +6,8 @@ import (
 
 	"github.com/wsplan/wsplan/internal/pmdeflate"
 	"github.com/wsplan/wsplan/internal/script"
+
+	"github.com/wsplan/wsplan/internal/proto"
 )
 
 // One user of a script phase: its place in the program, what it waits
@@ -134,8 +136,8 @@ func (r *scriptRun) window(u *user, in *script.Instr) int {
 	if w <= 1 || !r.job.quota[u.pc] {
 		return w
 	}
-	if s := protoOf(u.c); s != nil && s.quota > 0 && int(s.quota) < w {
-		return int(s.quota)
+	if s := protoOf(u.c); s != nil && s.Quota > 0 && int(s.Quota) < w {
+		return int(s.Quota)
 	}
 	return w
 }
@@ -262,19 +264,19 @@ func (r *scriptRun) send(l *loop, u *user, in *script.Instr) bool {
 // encode shapes in's message as u's connection's protocol says, keeping
 // the id its answer will carry; false when the protocol refused it (the
 // user is ended).
-func (r *scriptRun) encode(l *loop, p wireProtocol, u *user, in *script.Instr) ([]byte, byte, bool) {
+func (r *scriptRun) encode(l *loop, p proto.Protocol, u *user, in *script.Instr) ([]byte, byte, bool) {
 	next := int(u.pc) + 1
 	awaited := next < len(r.job.prog.Instrs) && r.job.prog.Instrs[next].ByID
-	r.out = outMsg{verb: r.job.verbs[u.pc], body: r.sbuf, qos: in.QoS, ack: in.Ack, binary: in.Binary, awaited: awaited}
+	r.out = proto.Out{Verb: r.job.verbs[u.pc], Body: r.sbuf, QoS: in.QoS, Ack: in.Ack, Binary: in.Binary, Awaited: awaited}
 	if in.Topic != nil {
 		var ok bool
 		if r.tbuf, ok = in.Topic.Append(r.tbuf[:0], &r.vars); !ok {
 			r.tooLong(l, u, in)
 			return nil, 0, false
 		}
-		r.out.topic = r.tbuf
+		r.out.Topic = r.tbuf
 	}
-	out, op, id, err := p.encode(r.ebuf[:0], protoOf(u.c), &r.out, r.idbuf[:0])
+	out, op, id, err := p.Encode(r.ebuf[:0], protoOf(u.c), &r.out, r.idbuf[:0])
 	r.ebuf = out
 	if err != nil {
 		why := Reason(err.Error())
@@ -391,7 +393,7 @@ func (r *scriptRun) onData(l *loop, c *conn, ev *event, now int64) {
 		}
 		msg = u.msg
 	}
-	r.rawMsg = message{Msg: script.Msg{Type: script.TypeData, Body: msg}}
+	r.rawMsg = proto.Message{Msg: script.Msg{Type: script.TypeData, Body: msg}}
 	r.deliver(l, u, slot, &r.rawMsg, now)
 	if cap(u.msg) > 64<<10 {
 		u.msg = nil // do not keep a large message's buffer per user
@@ -401,7 +403,7 @@ func (r *scriptRun) onData(l *loop, c *conn, ev *event, now int64) {
 }
 
 // onMessage implements loopRun: a message a protocol decoded.
-func (r *scriptRun) onMessage(l *loop, c *conn, m *message, now int64) {
+func (r *scriptRun) onMessage(l *loop, c *conn, m *proto.Message, now int64) {
 	slot := int32(c.slot)
 	if slot < 0 || int(slot) >= len(r.users) || r.users[slot].c != c {
 		return
@@ -410,7 +412,7 @@ func (r *scriptRun) onMessage(l *loop, c *conn, m *message, now int64) {
 }
 
 // deliver matches one whole message.
-func (r *scriptRun) deliver(l *loop, u *user, slot int32, m *message, now int64) {
+func (r *scriptRun) deliver(l *loop, u *user, slot int32, m *proto.Message, now int64) {
 	g := &m.Msg
 	msg := g.Body
 	r.part.Received++
@@ -431,7 +433,7 @@ func (r *scriptRun) deliver(l *loop, u *user, slot int32, m *message, now int64)
 	switch {
 	case in.ByID || in.Correlate != nil:
 		id := g.ID
-		if in.ByID && !answer(g.Type) {
+		if in.ByID && !proto.IsAnswer(g.Type) {
 			r.unexpected(u)
 			return
 		}
@@ -456,12 +458,12 @@ func (r *scriptRun) deliver(l *loop, u *user, slot int32, m *message, now int64)
 	r.setVars(u, p.seq, p.iter)
 	if in.ByID {
 		r.part.Answers++
-		if g.Type == msgError {
-			r.settle(l, u, slot, in, i, now, settleError, orReason(m.why, ReasonErrorAnswer))
+		if g.Type == proto.MsgError {
+			r.settle(l, u, slot, in, i, now, settleError, orReason(Reason(m.Why), ReasonErrorAnswer))
 			return
 		}
-		if m.grant > 0 && m.grant-1 < r.job.prog.Instrs[in.Send].QoS {
-			r.settle(l, u, slot, in, i, now, settleDowngrade, orReason(m.why, ReasonDowngraded))
+		if m.Grant > 0 && m.Grant-1 < r.job.prog.Instrs[in.Send].QoS {
+			r.settle(l, u, slot, in, i, now, settleDowngrade, orReason(Reason(m.Why), ReasonDowngraded))
 			return
 		}
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/wsplan/wsplan/internal/pmdeflate"
 	"github.com/wsplan/wsplan/internal/wstls"
+
+	"github.com/wsplan/wsplan/internal/proto"
 )
 
 // tlsReadBuf is the size of a loop's ciphertext read buffer: one read
@@ -25,7 +27,7 @@ const tlsReadBuf = 256 << 10
 type connSec struct {
 	tls     *wstls.Session // nil = plain TCP
 	out     []byte         // sealed records not yet written, before any other output
-	proto   *protoConn     // the protocol's state (protocol.go); nil = raw messages
+	proto   *proto.Conn    // the protocol's state (protocol.go); nil = raw messages
 	deflate bool           // permessage-deflate was negotiated
 	bits    uint8          // negotiated client_max_window_bits (8..15), for pre-computed frames
 	dec     pmdeflate.Decompressor
@@ -44,7 +46,7 @@ func (l *loop) write(c *conn, b []byte) (int, syscall.Errno) {
 		return rawWrite(c.fd, b)
 	}
 	if p := c.sec.proto; p != nil {
-		p.lastSent = l.now() // the protocol's keepalives count from it
+		p.LastSent = l.now() // the protocol's keepalives count from it
 	}
 	if c.sec.tls == nil {
 		return rawWrite(c.fd, b)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wsplan/wsplan/internal/proto"
 )
 
 // The loop's WebSocket stream, below every kind: reading and decoding the
@@ -143,11 +145,11 @@ func (l *loop) onControl(c *conn, op byte, payload []byte) {
 					reason += Reason(": " + w) // why the greeting ended, in the server's words
 				}
 			}
-			if n, ok := l.cl.proto.(closeNamer); ok && protoOf(c) != nil {
-				if r, refused := n.closeReason(code, payload[2:]); r != "" {
-					reason = r // the protocol's own name for its code
+			if n, ok := l.cl.proto.(proto.CloseNamer); ok && protoOf(c) != nil {
+				if r, refused := n.CloseReason(code, payload[2:]); r != "" {
+					reason = Reason(r) // the protocol's own name for its code
 					if refused {
-						reason = refuse(c, r)
+						reason = refuse(c, Reason(r))
 					}
 				}
 			}

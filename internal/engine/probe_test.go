@@ -12,6 +12,11 @@ import (
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/plan"
 	"github.com/wsplan/wsplan/internal/wstls"
+
+	"github.com/wsplan/wsplan/internal/proto/graphqlws"
+	"github.com/wsplan/wsplan/internal/proto/jsonrpc"
+	"github.com/wsplan/wsplan/internal/proto/mqtt"
+	"github.com/wsplan/wsplan/internal/proto/stomp"
 )
 
 // TestProbe: the probe handshake of a url: server carries the plan's
@@ -148,13 +153,13 @@ func TestProbeProtocolSubprotocol(t *testing.T) {
 		offered    []string
 		wantErr    string
 	}{
-		{"mqtt", "mqtt", &plan.Protocol{Name: client.ProtoMQTT}, nil, ""},
-		{"graphql-ws", client.GraphQLWSSubprotocol, &plan.Protocol{Name: client.ProtoGraphQLWS}, nil, ""},
-		{"stomp", "v12.stomp", &plan.Protocol{Name: client.ProtoSTOMP}, nil, ""},
-		{"plan's own win", "mqttv3.1", &plan.Protocol{Name: client.ProtoMQTT}, []string{"mqttv3.1"}, ""},
-		{"plan's own, not the protocol's", "mqtt", &plan.Protocol{Name: client.ProtoMQTT}, []string{"mqttv3.1"}, "status 401"},
+		{"mqtt", "mqtt", &plan.Protocol{Name: mqtt.Name}, nil, ""},
+		{"graphql-ws", graphqlws.Subprotocol, &plan.Protocol{Name: graphqlws.Name}, nil, ""},
+		{"stomp", "v12.stomp", &plan.Protocol{Name: stomp.Name}, nil, ""},
+		{"plan's own win", "mqttv3.1", &plan.Protocol{Name: mqtt.Name}, []string{"mqttv3.1"}, ""},
+		{"plan's own, not the protocol's", "mqtt", &plan.Protocol{Name: mqtt.Name}, []string{"mqttv3.1"}, "status 401"},
 		{"raw offers none", "mqtt", nil, nil, "status 401"},
-		{"jsonrpc has none", "jsonrpc", &plan.Protocol{Name: client.ProtoJSONRPC}, nil, "status 401"},
+		{"jsonrpc has none", "jsonrpc", &plan.Protocol{Name: jsonrpc.Name}, nil, "status 401"},
 	}
 	for _, c := range cases {
 		s := plan.Server{Target: plan.Target{Protocol: c.proto, Subprotocols: c.offered}}

@@ -29,6 +29,12 @@ import (
 	"github.com/wsplan/wsplan/internal/assert"
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/plan"
+
+	"github.com/wsplan/wsplan/internal/proto/graphqlws"
+	"github.com/wsplan/wsplan/internal/proto/jsonrpc"
+	"github.com/wsplan/wsplan/internal/proto/mqtt"
+	"github.com/wsplan/wsplan/internal/proto/socketio"
+	"github.com/wsplan/wsplan/internal/proto/stomp"
 )
 
 //go:embed templates/*.tmpl
@@ -85,15 +91,15 @@ var examples = map[string]struct {
 	url   string
 	start []string
 }{
-	client.ProtoSocketIO: {"ws://127.0.0.1:9500/socket.io/?EIO=4&transport=websocket",
+	socketio.Name: {"ws://127.0.0.1:9500/socket.io/?EIO=4&transport=websocket",
 		[]string{"npm ci --prefix examples/socketio", "node examples/socketio/server.js 127.0.0.1:9500"}},
-	client.ProtoMQTT: {"ws://127.0.0.1:9883/mqtt",
+	mqtt.Name: {"ws://127.0.0.1:9883/mqtt",
 		[]string{"mosquitto -c examples/mqtt/mosquitto.conf   (apt-get install mosquitto)"}},
-	client.ProtoSTOMP: {"ws://127.0.0.1:15674/ws",
+	stomp.Name: {"ws://127.0.0.1:15674/ws",
 		[]string{"examples/stomp/rabbitmq.sh 15674   (apt-get install rabbitmq-server)"}},
-	client.ProtoGraphQLWS: {"ws://127.0.0.1:9600/graphql",
+	graphqlws.Name: {"ws://127.0.0.1:9600/graphql",
 		[]string{"npm ci --prefix examples/graphql-ws", "node examples/graphql-ws/server.js 127.0.0.1:9600"}},
-	client.ProtoJSONRPC: {"ws://127.0.0.1:9510/",
+	jsonrpc.Name: {"ws://127.0.0.1:9510/",
 		[]string{"npm ci --prefix examples/rpc-websockets", "node examples/rpc-websockets/server.js 127.0.0.1:9510"}},
 }
 
@@ -239,7 +245,7 @@ func (v *view) target(raw string) error {
 	if host == "" {
 		return fmt.Errorf("--url %q: no host", raw)
 	}
-	if v.Protocol == client.ProtoSocketIO && !strings.Contains(u.RawQuery, "EIO=") {
+	if v.Protocol == socketio.Name && !strings.Contains(u.RawQuery, "EIO=") {
 		if u.Path == "" || u.Path == "/" {
 			u.Path = "/socket.io/"
 		}

@@ -12,6 +12,9 @@ import (
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/plan"
+
+	"github.com/wsplan/wsplan/internal/proto/mqtt"
+	"github.com/wsplan/wsplan/internal/proto/socketio"
 )
 
 // update rewrites the golden plans: go test ./internal/initplan -update
@@ -172,11 +175,11 @@ func TestGoodOptions(t *testing.T) {
 	}{
 		{Options{URL: "ws://127.0.0.1:7000/ws"}, `url: "ws://127.0.0.1:7000/ws"`},
 		{Options{URL: "ws://127.0.0.1:7000/ws", TLS: true}, `url: "wss://127.0.0.1:7000/ws"`},
-		{Options{URL: "ws://localhost:3000", Protocol: client.ProtoSocketIO}, `url: "ws://localhost:3000/socket.io/?EIO=4&transport=websocket"`},
-		{Options{URL: "ws://localhost:3000/io/?x=1", Protocol: client.ProtoSocketIO}, `url: "ws://localhost:3000/io/?x=1&EIO=4&transport=websocket"`},
-		{Options{URL: "ws://localhost:3000/?EIO=4&transport=websocket", Protocol: client.ProtoSocketIO}, `url: "ws://localhost:3000/?EIO=4&transport=websocket"`},
+		{Options{URL: "ws://localhost:3000", Protocol: socketio.Name}, `url: "ws://localhost:3000/socket.io/?EIO=4&transport=websocket"`},
+		{Options{URL: "ws://localhost:3000/io/?x=1", Protocol: socketio.Name}, `url: "ws://localhost:3000/io/?x=1&EIO=4&transport=websocket"`},
+		{Options{URL: "ws://localhost:3000/?EIO=4&transport=websocket", Protocol: socketio.Name}, `url: "ws://localhost:3000/?EIO=4&transport=websocket"`},
 		{Options{URL: "wss://a.example/ws?token=${env:TOKEN}"}, `url: "wss://a.example/ws?token=${env:TOKEN}"`},
-		{Options{Protocol: client.ProtoMQTT}, `url: "ws://127.0.0.1:9883/mqtt"`},
+		{Options{Protocol: mqtt.Name}, `url: "ws://127.0.0.1:9883/mqtt"`},
 	} {
 		data, err := Plan(c.o)
 		if err != nil {
@@ -197,7 +200,7 @@ func TestGoodOptions(t *testing.T) {
 func TestGolden(t *testing.T) {
 	for file, o := range map[string]Options{
 		"preset.yaml": {File: "preset.yaml"},
-		"mqtt.yaml":   {URL: "ws://127.0.0.1:9883/mqtt", Protocol: client.ProtoMQTT, File: "mqtt.yaml"},
+		"mqtt.yaml":   {URL: "ws://127.0.0.1:9883/mqtt", Protocol: mqtt.Name, File: "mqtt.yaml"},
 		"ci.yaml":     {URL: "wss://bench.example.com/ws", CI: true, Conns: 50, File: "ci.yaml"},
 	} {
 		got, err := Plan(o)

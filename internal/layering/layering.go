@@ -68,6 +68,15 @@ var ClientLeaves = map[string]bool{
 	"internal/units":     true, // durations and sizes (the script documents' types)
 	"internal/exprlimit": true, // expr's memory budget (script's expr conditions)
 	"internal/decl":      true, // the keys' declarations: defaults, bounds, keys from struct tags
+	// The protocols over WebSocket: what they share and their registry,
+	// each protocol's codec and state machine, and the list of built-ins.
+	"internal/proto":           true,
+	"internal/proto/all":       true,
+	"internal/proto/graphqlws": true,
+	"internal/proto/jsonrpc":   true,
+	"internal/proto/mqtt":      true,
+	"internal/proto/socketio":  true,
+	"internal/proto/stomp":     true,
 }
 
 // TestOnly are the module's packages made for tests alone: only _test.go

@@ -10,132 +10,91 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/wsplan/wsplan/internal/client"
-	"github.com/wsplan/wsplan/internal/units"
+	"github.com/wsplan/wsplan/internal/decl"
+	"github.com/wsplan/wsplan/internal/proto"
 )
 
 // Protocol is `protocol:` as written, on a server or in defaults: what the
 // server speaks over its WebSocket messages (a name, or a mapping with
-// name and the protocol's settings); nil = raw messages.
+// name and the protocol's settings); nil = raw messages. The settings'
+// keys, defaults, bounds and docs are the protocol's own declaration
+// (proto.Def.Settings): nothing here names one.
 type Protocol struct {
-	Name      string         `yaml:"name"`
-	Version   string         `yaml:"version"`
-	Namespace string         `yaml:"namespace"`
-	Keepalive units.Duration `yaml:"keepalive"`
-	Username  string         `yaml:"username"`
-	Password  string         `yaml:"password"`
-	Host      string         `yaml:"host"`
-	Init      string         `yaml:"init"`
+	Name string
+	// Settings points to the protocol's settings struct, its defaults
+	// filled in.
+	Settings any
 }
-
-// protocolSettings are a protocol mapping's keys after name: the
-// protocols that read each and what it is. A setting of another protocol
-// than the mapping's name is an error that names the protocols it
-// belongs to; the schema's descriptions say the same.
-var protocolSettings = []struct {
-	key    string
-	protos []string
-	doc    string
-}{
-	{"version", []string{client.ProtoMQTT}, "3.1.1 (default) or 5"},
-	{"namespace", []string{client.ProtoSocketIO}, "the namespace, a path such as /chat; default /"},
-	{"keepalive", []string{client.ProtoMQTT, client.ProtoSTOMP, client.ProtoGraphQLWS}, "how often the client shows it is alive (MQTT keepalive, STOMP heart-beat, GraphQL ping); default the protocol's"},
-	{"username", []string{client.ProtoMQTT, client.ProtoSTOMP}, "login (${env:NAME} for a secret)"},
-	{"password", []string{client.ProtoMQTT, client.ProtoSTOMP}, "password (${env:NAME} for a secret)"},
-	{"host", []string{client.ProtoSTOMP}, "the virtual host (CONNECT's host header); default /, RabbitMQ's default virtual host"},
-	{"init", []string{client.ProtoGraphQLWS}, "connection_init payload (JSON)"},
-}
-
-// protocolKeys are a protocol mapping's keys.
-var protocolKeys = func() []string {
-	keys := []string{"name"}
-	for _, s := range protocolSettings {
-		keys = append(keys, s.key)
-	}
-	return keys
-}()
 
 // UnmarshalYAML takes a protocol's name, or a mapping of name and
-// settings.
+// settings. A key of another protocol is an error that names the
+// protocols it belongs to.
 func (p *Protocol) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind == yaml.ScalarNode {
-		*p = Protocol{Name: n.Value}
-		return p.check()
+		return p.set(n.Value, nil)
 	}
 	if n.Kind != yaml.MappingNode {
-		return fmt.Errorf("want a protocol's name (%s) or a mapping with name", strings.Join(client.Protocols(), ", "))
+		return fmt.Errorf("want a protocol's name (%s) or a mapping with name", strings.Join(proto.Names(), ", "))
 	}
+	var name *yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		if k := n.Content[i].Value; !slices.Contains(protocolKeys, k) {
-			return fmt.Errorf("unknown key %q: want %s", k, strings.Join(protocolKeys, ", "))
+		if n.Content[i].Value == "name" {
+			name = n.Content[i+1]
 		}
 	}
-	type plain Protocol
-	var v plain
-	if err := n.Decode(&v); err != nil {
-		return err
+	if name == nil || name.Kind != yaml.ScalarNode {
+		return fmt.Errorf("name: is required: want one of %s", strings.Join(proto.Names(), ", "))
 	}
-	*p = Protocol(v)
-	return p.check()
+	return p.set(name.Value, n)
 }
 
-// check validates the protocol's name and version.
-func (p *Protocol) check() error {
-	if !slices.Contains(client.Protocols(), p.Name) {
-		return fmt.Errorf("unknown protocol %q: want one of %s (or leave protocol out for raw messages)", p.Name, strings.Join(client.Protocols(), ", "))
+// set makes p the protocol name with the settings of mapping n (nil =
+// none), its defaults filled in, checked.
+func (p *Protocol) set(name string, n *yaml.Node) error {
+	d, ok := proto.Lookup(name)
+	if !ok {
+		return fmt.Errorf("unknown protocol %q: want one of %s (or leave protocol out for raw messages)", name, strings.Join(proto.Names(), ", "))
 	}
-	if p.Keepalive < 0 {
-		return fmt.Errorf("keepalive must be >= 0, got %s", p.Keepalive)
-	}
-	if err := p.checkOwners(); err != nil {
-		return err
-	}
-	return client.CheckProtocol(p.Options()) // the protocol's own settings (mqtt's version, keepalive, login)
-}
-
-// checkOwners reports the settings given that p's protocol does not read,
-// naming the protocols that do.
-func (p *Protocol) checkOwners() error {
-	var foreign []string
-	for _, s := range protocolSettings {
-		if !slices.Contains(s.protos, p.Name) && !p.setting(s.key).IsZero() {
-			foreign = append(foreign, fmt.Sprintf("%s is a %s setting, not %s's", s.key, strings.Join(s.protos, " and "), p.Name))
+	s := reflect.New(d.Settings).Interface()
+	if n != nil {
+		if err := checkKeys(d, n); err != nil {
+			return err
+		}
+		if err := n.Decode(s); err != nil {
+			return err
 		}
 	}
-	if len(foreign) > 0 {
-		return errors.New(strings.Join(foreign, "; "))
+	decl.Defaults(s)
+	*p = Protocol{Name: name, Settings: s}
+	return d.Check(s)
+}
+
+// checkKeys reports the keys of mapping n that d's settings do not have:
+// another protocol's ("version is a mqtt setting, not stomp's"), or none's.
+func checkKeys(d *proto.Def, n *yaml.Node) error {
+	keys := append([]string{"name"}, d.Keys()...)
+	var errs []string
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i].Value
+		switch owners := proto.Owners(k); {
+		case slices.Contains(keys, k):
+		case len(owners) > 0:
+			errs = append(errs, fmt.Sprintf("%s is a %s setting, not %s's", k, strings.Join(owners, " and "), d.Name))
+		default:
+			errs = append(errs, fmt.Sprintf("unknown key %q: want %s", k, strings.Join(keys, ", ")))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
 	}
 	return nil
 }
 
-// setting returns the field of p whose key is key.
-func (p *Protocol) setting(key string) reflect.Value {
-	v := reflect.ValueOf(p).Elem()
-	for i := range v.NumField() {
-		if k, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ","); k == key {
-			return v.Field(i)
-		}
-	}
-	panic("plan: Protocol has no field for " + key)
-}
-
-// JSONSchema describes the values UnmarshalYAML takes, for package schema.
+// JSONSchema describes the values UnmarshalYAML takes, for package
+// schema, which defines #/$defs/protocol from the registered protocols'
+// settings.
 func (*Protocol) JSONSchema() map[string]any {
-	names := []any{}
-	for _, n := range client.Protocols() {
-		names = append(names, n)
-	}
-	props := map[string]any{"name": map[string]any{"enum": names}}
-	for _, set := range protocolSettings {
-		t := map[string]any{"type": "string"}
-		if _, isDuration := new(Protocol).setting(set.key).Interface().(units.Duration); isDuration {
-			t = map[string]any{"$ref": "#/$defs/duration"}
-		}
-		props[set.key] = described(t, strings.Join(set.protos, ", ")+": "+set.doc)
-	}
-	return map[string]any{"anyOf": []any{
-		map[string]any{"enum": names},
-		map[string]any{"type": "object", "additionalProperties": false, "required": []any{"name"}, "properties": props},
-	}}
+	return map[string]any{"$ref": "#/$defs/protocol"}
 }
 
 // Options returns the client's protocol options.
@@ -143,8 +102,7 @@ func (p *Protocol) Options() client.ProtocolOptions {
 	if p == nil {
 		return client.ProtocolOptions{}
 	}
-	return client.ProtocolOptions{Name: p.Name, Version: p.Version, Namespace: p.Namespace, Keepalive: p.Keepalive.D(),
-		Username: p.Username, Password: p.Password, Host: p.Host, Init: p.Init}
+	return client.ProtocolOptions{Name: p.Name, Settings: p.Settings}
 }
 
 // ProtocolName is the protocol's name, "" for raw messages.
@@ -155,36 +113,51 @@ func (p *Protocol) ProtocolName() string {
 	return p.Name
 }
 
-// protocolSecrets are the protocol's settings wsplan never prints.
-var protocolSecrets = []string{"password"}
+// Secrets calls f with each setting declared secret:"true" (a password)
+// and, with json true, each declared secret:"json" (a JSON payload that
+// carries credentials: graphql-ws's init).
+func (p *Protocol) Secrets(f func(v string, json bool)) {
+	if p == nil || p.Settings == nil {
+		return
+	}
+	for _, fd := range decl.Fields(reflect.ValueOf(p.Settings)) {
+		if s, ok := fd.Value.Interface().(string); ok && s != "" {
+			switch fd.Struct.Tag.Get("secret") {
+			case "true":
+				f(s, false)
+			case "json":
+				f(s, true)
+			}
+		}
+	}
+}
 
-// String is the protocol as wsplan validate prints it: its name, then the
-// settings the plan gives, with the protocol's defaults filled in, as a
-// flow mapping (mqtt {version: "5", keepalive: 30s}); a password shows as
-// Redacted.
+// String is the protocol as wsplan validate prints it: its name, then its
+// settings with the protocol's defaults filled in, as the client will use
+// them, as a flow mapping (mqtt {version: "5", keepalive: 30s}); a
+// setting declared secret:"true" shows as Redacted.
 func (p *Protocol) String() string {
 	if p == nil {
 		return ""
 	}
 	set := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
-	r := *p // with the protocol's defaults, as the client will use them
-	o := client.ProtocolSettings(p.Options())
-	r.Version, r.Namespace, r.Keepalive, r.Host = o.Version, o.Namespace, units.Duration(o.Keepalive), o.Host
-	v := reflect.ValueOf(r)
-	for i := range v.NumField() {
-		key, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
-		val := v.Field(i).Interface()
-		if key == "name" || v.Field(i).IsZero() {
+	eff := proto.Effective(p.Options())
+	if eff == nil {
+		return p.Name
+	}
+	for _, f := range decl.Fields(reflect.ValueOf(eff)) {
+		if f.Value.IsZero() {
 			continue
 		}
-		if slices.Contains(protocolSecrets, key) {
+		val := f.Value.Interface()
+		if f.Struct.Tag.Get("secret") == "true" {
 			val = Redacted
 		}
 		var n yaml.Node
 		if err := n.Encode(val); err != nil {
 			return p.Name + " " + err.Error()
 		}
-		set.Content = append(set.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: key}, &n)
+		set.Content = append(set.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: f.Key}, &n)
 	}
 	if len(set.Content) == 0 {
 		return p.Name

@@ -35,7 +35,7 @@ var relationCases = []struct {
 	{"finite rate", "servers: [{name: fake_plan_test}]\nphases:\n  - connect: {connections: 2}\n  - churn: {duration: 5s, rate: 1.5}\n", nil},
 	// A namespace has its form; a setting belongs to its protocol.
 	{"namespace without /", "servers:\n  - " + relationURL + "{name: socketio, namespace: chat}}\nphases: [{connect: {connections: 1}}]\n",
-		[]string{`t.yaml:2: servers[0].protocol: socketio: namespace "chat": want a path such as /chat (a leading /, no comma or space)`}},
+		[]string{`t.yaml:2: servers[0].protocol: socketio: namespace "chat": want a path with a leading / (write /chat)`}},
 	{"namespace", "servers:\n  - " + relationURL + "{name: socketio, namespace: /chat}}\nphases: [{connect: {connections: 1}}]\n", nil},
 	{"another protocol's settings", "servers:\n  - " + relationURL + `{name: stomp, version: "1.1", namespace: /chat}}` + "\nphases: [{connect: {connections: 1}}]\n",
 		[]string{`t.yaml:2: servers[0].protocol: version is a mqtt setting, not stomp's; namespace is a socketio setting, not stomp's`}},

@@ -47,10 +47,13 @@ func literalSecrets(p *Plan, set *secret.Set) {
 	}
 	for _, t := range targets {
 		headerSecrets(t.Headers, set)
-		if pr := t.Protocol; pr != nil {
-			set.Add(pr.Password)
-			initSecrets(pr.Init, set)
-		}
+		t.Protocol.Secrets(func(v string, json bool) {
+			if json {
+				initSecrets(v, set)
+			} else {
+				set.Add(v)
+			}
+		})
 	}
 	headerSecrets(p.Metrics.Headers, set)
 	URLSecrets(p.Metrics.RemoteWrite, set)

@@ -123,9 +123,9 @@ func TestSecretErrors(t *testing.T) {
 	tail := "\nphases: [{connect: {connections: 1}}]\n"
 	for _, c := range []struct{ name, src, want string }{
 		{"init breaks its JSON", head + "ws://127.0.0.1:9/\n    protocol: {name: graphql-ws, init: '{\"token\":\"${env:WSPLAN_TEST_HARD}\"}'}" + tail,
-			"s.yaml:4: servers[0].protocol: client: graphql-ws: init must be a JSON object (connection_init's payload): its JSON is broken at byte 16 of 46"},
+			"s.yaml:4: servers[0].protocol: graphql-ws: init: must be a JSON object (connection_init's payload): its JSON is broken at byte 16 of 46"},
 		{"init from the environment", head + "ws://127.0.0.1:9/\n    protocol: {name: graphql-ws, init: '${env:WSPLAN_TEST_INIT}'}" + tail,
-			"s.yaml:4: servers[0].protocol: client: graphql-ws: init must be a JSON object (connection_init's payload): its JSON ends early"},
+			"s.yaml:4: servers[0].protocol: graphql-ws: init: must be a JSON object (connection_init's payload): its JSON ends early"},
 		{"url path", head + `"ws://127.0.0.1:9/p${env:WSPLAN_TEST_HARD}"` + tail,
 			"s.yaml:3: servers[0].url: bad URL: invalid URL escape (not shown)"},
 		{"url scheme", head + `"http://127.0.0.1:9/?token=${env:WSPLAN_TEST_HARD}"` + tail,

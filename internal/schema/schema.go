@@ -4,7 +4,7 @@
 //
 // Data flow: `wsplan schema` calls Generate and prints the result; the
 // repository keeps a copy in wsplan.schema.json, which every plan in plans/
-// names on its first line. Three registries feed it:
+// names on its first line. Four registries feed it:
 //
 //   - the plan's sections and keys: the tags of plan.Syntax() (yaml, doc,
 //     default, min, max, required);
@@ -12,7 +12,9 @@
 //     scenarios.Kind.New returns;
 //   - each framework's options, with their types, enums and bounds: the
 //     frameworks registry (servers[].options per framework or preset, by
-//     if/then on framework:, or on name: when framework: is absent).
+//     if/then on framework:, or on name: when framework: is absent);
+//   - each protocol's settings: the tags of the struct it registers with
+//     internal/proto (protocol: {name: …, …}, one branch per name).
 //
 // Values: units.Duration is a Go duration string ("10s"); units.Size an
 // integer or a string with a unit ("1KiB"); units.Rate a number or "200/s".
@@ -99,6 +101,9 @@ func Generate() ([]byte, error) {
 	}
 	props["phases"] = merge(props["phases"].(map[string]any), map[string]any{"items": phases})
 	if err := g.servers(props); err != nil {
+		return nil, err
+	}
+	if err := g.protocols(); err != nil {
 		return nil, err
 	}
 	g.defs["ref"] = map[string]any{

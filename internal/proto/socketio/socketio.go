@@ -1,4 +1,4 @@
-package client
+package socketio
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/wsplan/wsplan/internal/proto"
 )
 
 // Socket.IO v5 over Engine.IO v4 (socket.io 4.x servers), WebSocket
@@ -30,29 +32,31 @@ import (
 // one Go library (zishang520/socket.io) decodes into `any` through an
 // event emitter, allocating per packet.
 
-// ProtoSocketIO is Socket.IO's name.
-const ProtoSocketIO = "socketio"
+// Name is Socket.IO's name in a plan: `protocol: socketio`.
+const Name = "socketio"
 
-func init() { registerProtocol(ProtoSocketIO, newSocketIO) }
+func init() {
+	proto.Register(Name, "Socket.IO v5 over Engine.IO v4 (socket.io 4.x), WebSocket transport only", New)
+}
+
+// Settings are Socket.IO's keys in a plan's `protocol: {name: socketio, …}`.
+type Settings struct {
+	Namespace string `yaml:"namespace" default:"/" doc:"the namespace the client connects to: a path such as /chat"`
+}
 
 type socketIO struct {
 	ns []byte // "" for "/", else "/chat," (with its comma)
 }
 
-// defaults fills in the namespace, "/".
-func (*socketIO) defaults(o ProtocolOptions) ProtocolOptions {
-	if o.Namespace == "" {
-		o.Namespace = "/"
-	}
-	return o
-}
-
-func newSocketIO(o ProtocolOptions) (wireProtocol, error) {
+// New makes Socket.IO from its settings (defaults applied).
+func New(o *Settings) (proto.Protocol, error) {
 	s := &socketIO{}
-	o = s.defaults(o)
-	if !strings.HasPrefix(o.Namespace, "/") || strings.ContainsFunc(o.Namespace, func(r rune) bool { return r == ',' || r <= ' ' }) {
+	if !strings.HasPrefix(o.Namespace, "/") {
+		return nil, fmt.Errorf("namespace %q: want a path with a leading / (write /%s)", o.Namespace, o.Namespace)
+	}
+	if strings.ContainsFunc(o.Namespace, func(r rune) bool { return r == ',' || r <= ' ' }) {
 		// The namespace is written before a comma in every packet.
-		return nil, fmt.Errorf("socketio: namespace %q: want a path such as /chat (a leading /, no comma or space)", o.Namespace)
+		return nil, fmt.Errorf("namespace %q: want a path such as /chat, with no comma or space", o.Namespace)
 	}
 	if o.Namespace != "/" {
 		s.ns = []byte(o.Namespace + ",")
@@ -76,7 +80,7 @@ const (
 	sioConnectError = '4'
 )
 
-// sioPong answers the server's ping; the loop's scratch (l.pbuf) builds
+// sioPong answers the server's ping; the loop's scratch (e.Buf) builds
 // the other replies, kept grown so that a reply allocates nothing.
 var sioPong = []byte{eioPong}
 
@@ -86,51 +90,51 @@ const (
 	sioWaitConnect
 )
 
-func (*socketIO) subprotocols() []string { return nil }
+func (*socketIO) Subprotocols() []string { return nil }
 
-func (*socketIO) waiting(s *protoConn) Reason {
-	if s.state == sioWaitOpen {
+func (*socketIO) Waiting(s *proto.Conn) proto.Reason {
+	if s.State == sioWaitOpen {
 		return "socket.io: no Engine.IO open packet"
 	}
 	return "socket.io: no answer to the namespace connect"
 }
 
-func (*socketIO) verbs() []uint8 { return []uint8{verbSend, verbEmit} }
+func (*socketIO) Verbs() []uint8 { return []uint8{proto.VerbSend, proto.VerbEmit} }
 
-func (*socketIO) greet(_ *loop, _ *conn, s *protoConn, _ int64) (bool, Reason) {
-	s.state = sioWaitOpen // the server speaks first
+func (*socketIO) Greet(_ *proto.Env, s *proto.Conn, _ int64) (bool, proto.Reason) {
+	s.State = sioWaitOpen // the server speaks first
 	return false, ""
 }
 
-func (p *socketIO) greeting(l *loop, c *conn, s *protoConn, _ byte, msg []byte, _ int64) (bool, Reason) {
+func (p *socketIO) Greeting(e *proto.Env, s *proto.Conn, _ byte, msg []byte, _ int64) (bool, proto.Reason) {
 	if len(msg) == 0 {
 		return false, "socket.io: an empty packet"
 	}
 	switch {
 	case msg[0] == eioPing:
-		l.sendProto(c, opText, sioPong)
+		e.Write(proto.OpText, sioPong)
 		return false, ""
-	case s.state == sioWaitOpen && msg[0] == eioOpen:
+	case s.State == sioWaitOpen && msg[0] == eioOpen:
 		// pingInterval + pingTimeout without a packet: the server is gone.
 		js := unsafe.String(unsafe.SliceData(msg[1:]), len(msg)-1)
 		every := gjson.Get(js, "pingInterval").Int() + gjson.Get(js, "pingTimeout").Int()
-		s.every = every * 1e6
-		l.pbuf = append(append(l.pbuf[:0], eioMessage, sioConnect), p.ns...)
-		l.sendProto(c, opText, l.pbuf)
-		s.state = sioWaitConnect
+		s.Every = every * 1e6
+		e.Buf = append(append(e.Buf[:0], eioMessage, sioConnect), p.ns...)
+		e.Write(proto.OpText, e.Buf)
+		s.State = sioWaitConnect
 		return false, ""
-	case s.state == sioWaitConnect && len(msg) >= 2 && msg[0] == eioMessage:
+	case s.State == sioWaitConnect && len(msg) >= 2 && msg[0] == eioMessage:
 		rest := p.stripNS(msg[2:])
 		switch msg[1] {
 		case sioConnect:
 			return true, ""
 		case sioConnectError:
-			return false, refuse(c, Reason("socket.io: connect refused: "+jsonWords(rest)))
+			return false, e.Refuse(proto.Reason("socket.io: connect refused: " + proto.JSONWords(rest)))
 		}
 	case msg[0] == eioClose:
 		return false, "socket.io: closed by the server during the handshake"
 	}
-	return false, Reason("socket.io: unexpected packet " + clip(msg) + " during the handshake")
+	return false, proto.Reason("socket.io: unexpected packet " + proto.Clip(msg) + " during the handshake")
 }
 
 // stripNS drops the connection's namespace (and its comma) from a
@@ -142,13 +146,13 @@ func (p *socketIO) stripNS(b []byte) []byte {
 	return b
 }
 
-func (p *socketIO) decode(l *loop, c *conn, s *protoConn, op byte, msg []byte, _ int64) Reason {
+func (p *socketIO) Decode(e *proto.Env, s *proto.Conn, op byte, msg []byte, _ int64) proto.Reason {
 	if len(msg) == 0 {
 		return "socket.io: an empty packet"
 	}
 	switch msg[0] {
 	case eioPing:
-		l.sendProto(c, opText, sioPong)
+		e.Write(proto.OpText, sioPong)
 		return ""
 	case eioNoop, eioPong:
 		return ""
@@ -156,7 +160,7 @@ func (p *socketIO) decode(l *loop, c *conn, s *protoConn, op byte, msg []byte, _
 		return "socket.io: closed by the server"
 	case eioMessage:
 	default:
-		return Reason("socket.io: unknown packet " + clip(msg))
+		return proto.Reason("socket.io: unknown packet " + proto.Clip(msg))
 	}
 	if len(msg) < 2 {
 		return "socket.io: an empty message packet"
@@ -170,21 +174,21 @@ func (p *socketIO) decode(l *loop, c *conn, s *protoConn, op byte, msg []byte, _
 		if name.Type == gjson.String && name.Index > 0 {
 			topic = args[name.Index+1 : name.Index+len(name.Raw)-1]
 		}
-		l.msgs = append(l.msgs, newMessage(msgEvent, op, topic, id, args))
+		e.Emit(proto.NewMessage(proto.MsgEvent, op, topic, id, args))
 		if len(id) > 0 { // the server asks for an ack: give an empty one
-			l.pbuf = append(append(append(append(l.pbuf[:0], eioMessage, sioAck), p.ns...), id...), "[]"...)
-			l.sendProto(c, opText, l.pbuf)
+			e.Buf = append(append(append(append(e.Buf[:0], eioMessage, sioAck), p.ns...), id...), "[]"...)
+			e.Write(proto.OpText, e.Buf)
 		}
 	case sioAck:
-		l.msgs = append(l.msgs, newMessage(msgAck, op, nil, id, args))
+		e.Emit(proto.NewMessage(proto.MsgAck, op, nil, id, args))
 	case sioDisconnect:
 		return "socket.io: disconnected by the server"
 	case sioConnectError:
-		return Reason("socket.io: connect error: " + jsonWords(body))
+		return proto.Reason("socket.io: connect error: " + proto.JSONWords(body))
 	case sioConnect:
 		// A repeated connect answer: nothing to do.
 	default:
-		return Reason("socket.io: packet type " + string(msg[1]) + " is not spoken (binary events)")
+		return proto.Reason("socket.io: packet type " + string(msg[1]) + " is not spoken (binary events)")
 	}
 	return ""
 }
@@ -202,46 +206,38 @@ func splitAckID(b []byte) (id, rest []byte) {
 	return b[:i], b[i:]
 }
 
-// clip is at most 40 bytes of b, for a reason.
-func clip(b []byte) string {
-	if len(b) > 40 {
-		return string(b[:40]) + "…"
-	}
-	return string(b)
-}
-
-func (*socketIO) tick(_ *loop, _ *conn, s *protoConn, now int64) Reason {
-	if s.every > 0 && now-s.lastRecv > s.every {
+func (*socketIO) Tick(_ *proto.Env, s *proto.Conn, now int64) proto.Reason {
+	if s.Every > 0 && now-s.LastRecv > s.Every {
 		return "socket.io: no ping from the server within pingInterval + pingTimeout"
 	}
 	return ""
 }
 
-func (p *socketIO) encode(dst []byte, s *protoConn, m *outMsg, id []byte) ([]byte, byte, []byte, error) {
+func (p *socketIO) Encode(dst []byte, s *proto.Conn, m *proto.Out, id []byte) ([]byte, byte, []byte, error) {
 	dst = append(dst, eioMessage, sioEvent)
 	dst = append(dst, p.ns...)
-	if m.ack {
-		s.ids++
+	if m.Ack {
+		s.IDs++
 		n := len(id)
-		id = strconv.AppendUint(id, s.ids, 10)
+		id = strconv.AppendUint(id, s.IDs, 10)
 		dst = append(dst, id[n:]...)
 	}
 	dst = append(dst, `["`...)
-	if m.verb == verbEmit {
-		dst = append(dst, m.topic...)
+	if m.Verb == proto.VerbEmit {
+		dst = append(dst, m.Topic...)
 	} else {
 		dst = append(dst, "message"...)
 	}
 	dst = append(dst, '"')
-	if len(m.body) > 0 {
+	if len(m.Body) > 0 {
 		dst = append(dst, ',')
-		dst = append(dst, m.body...)
+		dst = append(dst, m.Body...)
 	}
 	dst = append(dst, ']')
-	return dst, opText, id, nil
+	return dst, proto.OpText, id, nil
 }
 
-// Rooms (roomProtocol): the app joins a socket to room "wsplan.room.N" on
+// Rooms (proto.Rooms): the app joins a socket to room "wsplan.room.N" on
 // a "join" event (acknowledged), and fans a "publish" event's data out to
 // the room as a "message" event (examples/socketio/server.js does both).
 // JSON cannot carry the binary marker: the data is its base64 text.
@@ -249,20 +245,20 @@ func (p *socketIO) encode(dst []byte, s *protoConn, m *outMsg, id []byte) ([]byt
 // sioRoomPrefix names the broadcast phase's rooms.
 const sioRoomPrefix = "wsplan.room."
 
-func (p *socketIO) joinRoom(dst []byte, s *protoConn, room int64, id []byte) ([]byte, byte, []byte, bool) {
+func (p *socketIO) JoinRoom(dst []byte, s *proto.Conn, room int64, id []byte) ([]byte, byte, []byte, bool) {
 	dst = append(dst, eioMessage, sioEvent)
 	dst = append(dst, p.ns...)
-	s.ids++
+	s.IDs++
 	n := len(id)
-	id = strconv.AppendUint(id, s.ids, 10)
+	id = strconv.AppendUint(id, s.IDs, 10)
 	dst = append(dst, id[n:]...)
 	dst = append(dst, `["join","`+sioRoomPrefix...)
 	dst = strconv.AppendInt(dst, room, 10)
 	dst = append(dst, `"]`...)
-	return dst, opText, id, true
+	return dst, proto.OpText, id, true
 }
 
-func (p *socketIO) publishRoom(dst []byte, _ *protoConn, room int64, payload []byte) ([]byte, byte) {
+func (p *socketIO) PublishRoom(dst []byte, _ *proto.Conn, room int64, payload []byte) ([]byte, byte) {
 	dst = append(dst, eioMessage, sioEvent)
 	dst = append(dst, p.ns...)
 	dst = append(dst, `["publish",{"room":"`+sioRoomPrefix...)
@@ -270,11 +266,11 @@ func (p *socketIO) publishRoom(dst []byte, _ *protoConn, room int64, payload []b
 	dst = append(dst, `","data":"`...)
 	dst = base64.StdEncoding.AppendEncode(dst, payload)
 	dst = append(dst, `"}]`...)
-	return dst, opText
+	return dst, proto.OpText
 }
 
-func (*socketIO) delivery(m *message, scratch []byte) ([]byte, bool) {
-	if m.Type != msgEvent || string(m.Topic) != "message" {
+func (*socketIO) Delivery(m *proto.Message, scratch []byte) ([]byte, bool) {
+	if m.Type != proto.MsgEvent || string(m.Topic) != "message" {
 		return nil, false
 	}
 	// ["message","<base64>"]

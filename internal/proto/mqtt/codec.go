@@ -1,4 +1,6 @@
-package client
+package mqtt
+
+import "github.com/wsplan/wsplan/internal/proto"
 
 import "strconv"
 
@@ -14,26 +16,26 @@ import "strconv"
 // The Go libraries (eclipse/paho.mqtt.golang/packets for 3.1.1,
 // eclipse/paho.golang/packets for 5) read from an io.Reader into a packet
 // struct, a properties struct and a buffer per packet: they are the tests'
-// oracle here (proto_mqtt_test.go encodes with them and decodes with this
+// oracle here (codec_test.go encodes with them and decodes with this
 // codec, and the other way round), not the loop's codec.
 
 // Packet types (the high nibble of a packet's first byte).
 const (
-	mqttConnect     = 1
-	mqttConnack     = 2
-	mqttPublish     = 3
-	mqttPuback      = 4
-	mqttPubrec      = 5
-	mqttPubrel      = 6
-	mqttPubcomp     = 7
-	mqttSubscribe   = 8
-	mqttSuback      = 9
-	mqttUnsubscribe = 10
-	mqttUnsuback    = 11
-	mqttPingreq     = 12
-	mqttPingresp    = 13
-	mqttDisconnect  = 14
-	mqttAuth        = 15
+	Connect     = 1
+	Connack     = 2
+	Publish     = 3
+	Puback      = 4
+	Pubrec      = 5
+	Pubrel      = 6
+	Pubcomp     = 7
+	Subscribe   = 8
+	Suback      = 9
+	Unsubscribe = 10
+	Unsuback    = 11
+	Pingreq     = 12
+	Pingresp    = 13
+	Disconnect  = 14
+	Auth        = 15
 )
 
 // mqttNames are the packet types' names, for reasons.
@@ -42,21 +44,21 @@ var mqttNames = [16]string{"reserved packet type 0", "CONNECT", "CONNACK", "PUBL
 
 // mqttMaxPacket is the largest packet the client takes (a WebSocket
 // message's limit); the protocol's own is 256 MiB.
-const mqttMaxPacket = maxPayload
+const mqttMaxPacket = proto.MaxMessage
 
 // Malformed packets: the connection fails with these.
 const (
-	reasonMQTTLength    Reason = "mqtt: malformed remaining length"
-	reasonMQTTTooBig    Reason = "mqtt: a packet larger than 64 MiB"
-	reasonMQTTMalformed Reason = "mqtt: malformed packet"
-	reasonMQTTQoS       Reason = "mqtt: PUBLISH with QoS 3"
-	reasonMQTTPacketID  Reason = "mqtt: packet identifier 0"
+	reasonMQTTLength    proto.Reason = "mqtt: malformed remaining length"
+	reasonMQTTTooBig    proto.Reason = "mqtt: a packet larger than 64 MiB"
+	reasonMQTTMalformed proto.Reason = "mqtt: malformed packet"
+	reasonMQTTQoS       proto.Reason = "mqtt: PUBLISH with QoS 3"
+	reasonMQTTPacketID  proto.Reason = "mqtt: packet identifier 0"
 )
 
-// mqttSplit reads the packet at the start of b: its first byte (type and
+// Split reads the packet at the start of b: its first byte (type and
 // flags), its body (variable header and payload, a sub-slice of b) and its
 // whole size n; n == 0 when b holds only part of it.
-func mqttSplit(b []byte) (first byte, body []byte, n int, fail Reason) {
+func Split(b []byte) (first byte, body []byte, n int, fail proto.Reason) {
 	if len(b) < 2 {
 		return 0, nil, 0, ""
 	}
@@ -96,9 +98,9 @@ func mqttVarint(b []byte) (v, size int) {
 	return 0, 0
 }
 
-// mqttSkipProps drops a v5 properties block (length, then properties)
+// SkipProps drops a v5 properties block (length, then properties)
 // from the start of b; ok false when it does not fit.
-func mqttSkipProps(b []byte) (props, rest []byte, ok bool) {
+func SkipProps(b []byte) (props, rest []byte, ok bool) {
 	n, size := mqttVarint(b)
 	if size == 0 || len(b)-size < n {
 		return nil, nil, false
@@ -106,9 +108,9 @@ func mqttSkipProps(b []byte) (props, rest []byte, ok bool) {
 	return b[size : size+n], b[size+n:], true
 }
 
-// mqttString reads a length-prefixed string (or binary data) at the start
+// ReadString reads a length-prefixed string (or binary data) at the start
 // of b.
-func mqttString(b []byte) (s, rest []byte, ok bool) {
+func ReadString(b []byte) (s, rest []byte, ok bool) {
 	if len(b) < 2 {
 		return nil, nil, false
 	}
@@ -119,14 +121,14 @@ func mqttString(b []byte) (s, rest []byte, ok bool) {
 	return b[2 : 2+n], b[2+n:], true
 }
 
-// mqttPublishOf reads a PUBLISH: its QoS (from the first byte), topic,
+// PublishOf reads a PUBLISH: its QoS (from the first byte), topic,
 // packet id (QoS > 0) and payload.
-func mqttPublishOf(first byte, body []byte, v5 bool) (topic, payload []byte, pid uint16, qos byte, fail Reason) {
+func PublishOf(first byte, body []byte, v5 bool) (topic, payload []byte, pid uint16, qos byte, fail proto.Reason) {
 	qos = first >> 1 & 3
 	if qos == 3 {
 		return nil, nil, 0, 0, reasonMQTTQoS
 	}
-	topic, rest, ok := mqttString(body)
+	topic, rest, ok := ReadString(body)
 	if !ok {
 		return nil, nil, 0, 0, reasonMQTTMalformed
 	}
@@ -140,7 +142,7 @@ func mqttPublishOf(first byte, body []byte, v5 bool) (topic, payload []byte, pid
 		rest = rest[2:]
 	}
 	if v5 {
-		if _, rest, ok = mqttSkipProps(rest); !ok {
+		if _, rest, ok = SkipProps(rest); !ok {
 			return nil, nil, 0, 0, reasonMQTTMalformed
 		}
 	}
@@ -149,7 +151,7 @@ func mqttPublishOf(first byte, body []byte, v5 bool) (topic, payload []byte, pid
 
 // mqttAckOf reads a PUBACK, PUBREC, PUBREL or PUBCOMP: its packet id and
 // reason code (v5; 0 = success, as an absent one).
-func mqttAckOf(body []byte, v5 bool) (pid uint16, code byte, fail Reason) {
+func mqttAckOf(body []byte, v5 bool) (pid uint16, code byte, fail proto.Reason) {
 	if len(body) < 2 || !v5 && len(body) != 2 {
 		return 0, 0, reasonMQTTMalformed
 	}
@@ -165,7 +167,7 @@ func mqttAckOf(body []byte, v5 bool) (pid uint16, code byte, fail Reason) {
 
 // mqttSubackOf reads a SUBACK or UNSUBACK: its packet id and its return
 // or reason codes, one per topic filter (none in a 3.1.1 UNSUBACK).
-func mqttSubackOf(body []byte, v5 bool) (pid uint16, codes []byte, fail Reason) {
+func mqttSubackOf(body []byte, v5 bool) (pid uint16, codes []byte, fail proto.Reason) {
 	if len(body) < 2 {
 		return 0, nil, reasonMQTTMalformed
 	}
@@ -173,7 +175,7 @@ func mqttSubackOf(body []byte, v5 bool) (pid uint16, codes []byte, fail Reason) 
 	codes = body[2:]
 	if v5 {
 		var ok bool
-		if _, codes, ok = mqttSkipProps(codes); !ok {
+		if _, codes, ok = SkipProps(codes); !ok {
 			return 0, nil, reasonMQTTMalformed
 		}
 	}
@@ -194,8 +196,8 @@ type mqttConnackInfo struct {
 	receiveMax uint16
 }
 
-// mqttConnackOf reads a CONNACK.
-func mqttConnackOf(body []byte, v5 bool) (a mqttConnackInfo, fail Reason) {
+// ConnackOf reads a CONNACK.
+func ConnackOf(body []byte, v5 bool) (a mqttConnackInfo, fail proto.Reason) {
 	a.keepalive = -1
 	if len(body) < 2 || !v5 && len(body) != 2 {
 		return mqttConnackInfo{keepalive: -1}, reasonMQTTMalformed
@@ -204,7 +206,7 @@ func mqttConnackOf(body []byte, v5 bool) (a mqttConnackInfo, fail Reason) {
 	if !v5 {
 		return a, ""
 	}
-	props, _, ok := mqttSkipProps(body[2:])
+	props, _, ok := SkipProps(body[2:])
 	if !ok {
 		return mqttConnackInfo{keepalive: -1}, reasonMQTTMalformed
 	}
@@ -242,17 +244,17 @@ func mqttPropSize(id byte, b []byte) int {
 		}
 		return size
 	case 0x03, 0x08, 0x09, 0x12, 0x15, 0x16, 0x1a, 0x1c, 0x1f: // string or binary data
-		s, _, ok := mqttString(b)
+		s, _, ok := ReadString(b)
 		if !ok {
 			return -1
 		}
 		return 2 + len(s)
 	case 0x26: // user property: a string pair
-		k, rest, ok := mqttString(b)
+		k, rest, ok := ReadString(b)
 		if !ok {
 			return -1
 		}
-		v, _, ok := mqttString(rest)
+		v, _, ok := ReadString(rest)
 		if !ok {
 			return -1
 		}
@@ -306,7 +308,7 @@ func mqttAppendConnect(dst []byte, f *mqttConnectFields) []byte {
 		flags |= 0x40
 		rl += 2 + len(f.pass)
 	}
-	dst = mqttAppendHeader(dst, mqttConnect<<4, rl)
+	dst = mqttAppendHeader(dst, Connect<<4, rl)
 	dst = append(dst, 0, 4, 'M', 'Q', 'T', 'T', level, flags, byte(f.keepalive>>8), byte(f.keepalive))
 	if f.v5 {
 		dst = append(dst, 0)
@@ -321,9 +323,9 @@ func mqttAppendConnect(dst []byte, f *mqttConnectFields) []byte {
 	return dst
 }
 
-// mqttAppendPublish appends a PUBLISH of payload to topic (pid is used
+// AppendPublish appends a PUBLISH of payload to topic (pid is used
 // with QoS > 0 only).
-func mqttAppendPublish(dst []byte, v5 bool, topic, payload []byte, qos byte, pid uint16) []byte {
+func AppendPublish(dst []byte, v5 bool, topic, payload []byte, qos byte, pid uint16) []byte {
 	rl := 2 + len(topic) + len(payload)
 	if qos > 0 {
 		rl += 2
@@ -331,7 +333,7 @@ func mqttAppendPublish(dst []byte, v5 bool, topic, payload []byte, qos byte, pid
 	if v5 {
 		rl++
 	}
-	dst = mqttAppendHeader(dst, mqttPublish<<4|qos<<1, rl)
+	dst = mqttAppendHeader(dst, Publish<<4|qos<<1, rl)
 	dst = mqttAppendString(dst, topic)
 	if qos > 0 {
 		dst = append(dst, byte(pid>>8), byte(pid))
@@ -344,12 +346,12 @@ func mqttAppendPublish(dst []byte, v5 bool, topic, payload []byte, qos byte, pid
 
 // mqttAppendSubscribe appends a SUBSCRIBE to one topic filter at qos.
 func mqttAppendSubscribe(dst []byte, v5 bool, pid uint16, filter []byte, qos byte) []byte {
-	return append(mqttAppendSub(dst, mqttSubscribe, v5, pid, filter, 1), qos)
+	return append(mqttAppendSub(dst, Subscribe, v5, pid, filter, 1), qos)
 }
 
 // mqttAppendUnsubscribe appends an UNSUBSCRIBE from one topic filter.
 func mqttAppendUnsubscribe(dst []byte, v5 bool, pid uint16, filter []byte) []byte {
-	return mqttAppendSub(dst, mqttUnsubscribe, v5, pid, filter, 0)
+	return mqttAppendSub(dst, Unsubscribe, v5, pid, filter, 0)
 }
 
 // mqttAppendSub appends a SUBSCRIBE or UNSUBSCRIBE (type t) up to its
@@ -367,18 +369,18 @@ func mqttAppendSub(dst []byte, t byte, v5 bool, pid uint16, filter []byte, more 
 	return mqttAppendString(dst, filter)
 }
 
-// mqttAppendAck appends a PUBACK, PUBREC, PUBREL or PUBCOMP (type t) for
+// AppendAck appends a PUBACK, PUBREC, PUBREL or PUBCOMP (type t) for
 // packet pid, with success (the v5 reason code left out means success).
-func mqttAppendAck(dst []byte, t byte, pid uint16) []byte {
+func AppendAck(dst []byte, t byte, pid uint16) []byte {
 	first := t << 4
-	if t == mqttPubrel {
+	if t == Pubrel {
 		first |= 2
 	}
 	return append(dst, first, 2, byte(pid>>8), byte(pid))
 }
 
 // mqttPingreqPacket is a PINGREQ packet.
-var mqttPingreqPacket = []byte{mqttPingreq << 4, 0}
+var mqttPingreqPacket = []byte{Pingreq << 4, 0}
 
 // mqttCodeText names a CONNACK return code (3.1.1) or a reason code (5),
 // with its number: "not authorized (5)".
@@ -422,15 +424,15 @@ var mqttReasons = map[byte]string{
 // allocates nothing.
 var (
 	// mqttRefusals are v5 reason codes >= 0x80 as error answers' reasons.
-	mqttRefusals [256]Reason
+	mqttRefusals [256]proto.Reason
 	// mqttSubackFailure is a 3.1.1 SUBACK's failure (0x80), which has no
 	// other name.
-	mqttSubackFailure Reason = "mqtt 0x80 failure"
-	// mqttPubackForQoS2 is a PUBACK that completes a publish: a downgrade
+	mqttSubackFailure proto.Reason = "mqtt 0x80 failure"
+	// PubackForQoS2 is a PUBACK that completes a publish: a downgrade
 	// when the publish asked for QoS 2 (RabbitMQ 3.10 answers so).
-	mqttPubackForQoS2 Reason = "mqtt PUBACK to a QoS 2 publish"
+	PubackForQoS2 proto.Reason = "mqtt PUBACK to a QoS 2 publish"
 	// mqttGranted are SUBACKs' grants below QoS 2, by QoS.
-	mqttGranted = [2]Reason{"mqtt SUBACK granted QoS 0", "mqtt SUBACK granted QoS 1"}
+	mqttGranted = [2]proto.Reason{"mqtt SUBACK granted QoS 0", "mqtt SUBACK granted QoS 1"}
 )
 
 func init() {
@@ -440,12 +442,12 @@ func init() {
 		if name == "" {
 			name = "unknown code"
 		}
-		mqttRefusals[c] = Reason("mqtt 0x" + string([]byte{hex[c>>4], hex[c&15]}) + " " + name)
+		mqttRefusals[c] = proto.Reason("mqtt 0x" + string([]byte{hex[c>>4], hex[c&15]}) + " " + name)
 	}
 }
 
 // mqttRefusal is the reason of an answer with code >= 0x80.
-func mqttRefusal(code byte, v5 bool) Reason {
+func mqttRefusal(code byte, v5 bool) proto.Reason {
 	if !v5 && code == 0x80 {
 		return mqttSubackFailure
 	}

@@ -1,4 +1,4 @@
-package client
+package mqtt
 
 import (
 	"bytes"
@@ -10,7 +10,9 @@ import (
 
 	pahov5 "github.com/eclipse/paho.golang/packets"
 	pahov3 "github.com/eclipse/paho.mqtt.golang/packets"
-	"golang.org/x/sys/unix"
+
+	"github.com/wsplan/wsplan/internal/proto"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // The MQTT codec against the Go libraries as oracles: packets the client
@@ -18,61 +20,54 @@ import (
 // eclipse/paho.golang/packets), and packets paho writes are decoded by the
 // loop's protocol, whole, several to a message, or split over messages.
 
-// mqttRig runs the protocol's decode on a loop whose connection's peer is
-// the test: it reads what the protocol answered by itself.
+// mqttRig runs the protocol's decode with a Recorder for its link: it
+// keeps what the protocol answered by itself.
 type mqttRig struct {
-	l    *loop
-	c    *conn
-	s    *protoConn
-	p    *mqtt
-	peer int
-	rbuf []byte
+	e   *proto.Env
+	rec *proto.Recorder
+	s   *proto.Conn
+	p   *mqtt
 }
 
-func newMQTTRig(tb testing.TB, o ProtocolOptions) *mqttRig {
+func newMQTTRig(tb testing.TB, o Settings) *mqttRig {
 	tb.Helper()
-	o.Name = ProtoMQTT
-	wp, err := makeProtocol(o)
+	wp, err := proto.Make(proto.Options{Name: Name, Settings: &o})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	l, c, peer := loopPair(tb)
-	l.cl.proto = wp
-	g := &mqttRig{l: l, c: c, s: &protoConn{state: mqttOpen}, p: wp.(*mqtt), peer: peer, rbuf: make([]byte, 1<<20)}
-	c.sec = &connSec{proto: g.s}
-	stopOnCleanup(tb, l, peer)
-	return g
+	e, rec := proto.NewEnv()
+	return &mqttRig{e: e, rec: rec, s: &proto.Conn{State: mqttOpen}, p: wp.(*mqtt)}
 }
 
 // mqttGot is a decoded message, as text.
 type mqttGot struct {
 	typ             uint8
-	topic, id, body string
-	grant           uint8
-	why             Reason
+	Topic, id, Body string
+	Grant           uint8
+	Why             proto.Reason
 }
 
 func (m mqttGot) String() string {
-	s := fmt.Sprintf("%s topic=%q id=%q body=%.40q", [...]string{"data", "event", "ack", "next", "complete", "error"}[m.typ], m.topic, m.id, m.body)
-	if m.grant > 0 {
-		s += fmt.Sprintf(" grant=%d", m.grant)
+	s := fmt.Sprintf("%s topic=%q id=%q body=%.40q", [...]string{"data", "event", "ack", "next", "complete", "error"}[m.typ], m.Topic, m.id, m.Body)
+	if m.Grant > 0 {
+		s += fmt.Sprintf(" grant=%d", m.Grant)
 	}
-	if m.why != "" {
-		s += fmt.Sprintf(" why=%q", m.why)
+	if m.Why != "" {
+		s += fmt.Sprintf(" why=%q", m.Why)
 	}
 	return s
 }
 
 // decode hands the rig's protocol each WebSocket message in turn and
 // returns what it decoded.
-func (g *mqttRig) decode(msgs ...[]byte) (out []mqttGot, fail Reason) {
+func (g *mqttRig) decode(msgs ...[]byte) (out []mqttGot, fail proto.Reason) {
 	for _, msg := range msgs {
-		g.l.msgs = g.l.msgs[:0]
-		fail = g.p.decode(g.l, g.c, g.s, opBinary, msg, g.l.now())
-		for _, m := range g.l.msgs {
-			out = append(out, mqttGot{m.Type, string(m.Topic), string(m.ID), string(m.Body), m.grant, m.why})
+		g.e.Msgs = g.e.Msgs[:0]
+		fail = g.p.Decode(g.e, g.s, proto.OpBinary, msg, 0)
+		for _, m := range g.e.Msgs {
+			out = append(out, mqttGot{m.Type, string(m.Topic), string(m.ID), string(m.Body), m.Grant, m.Why})
 		}
-		g.s.buf = g.s.buf[:0] // as protoData does once the run took them
+		g.s.Buf = g.s.Buf[:0] // as the loop does once the run took them
 		if fail != "" {
 			return out, fail
 		}
@@ -80,26 +75,17 @@ func (g *mqttRig) decode(msgs ...[]byte) (out []mqttGot, fail Reason) {
 	return out, ""
 }
 
-// replies returns the packets the protocol sent by itself (unmasked, one
-// MQTT packet per WebSocket message).
+// replies returns the packets the protocol sent by itself since the
+// last call (one MQTT packet per WebSocket message).
 func (g *mqttRig) replies(tb testing.TB) [][]byte {
 	tb.Helper()
-	var out [][]byte
-	n, err := unix.Read(g.peer, g.rbuf)
-	if err == unix.EAGAIN {
-		return nil
-	}
-	if err != nil {
-		tb.Fatal(err)
-	}
-	r := bytes.NewReader(g.rbuf[:n])
-	for r.Len() > 0 {
-		_, op, p, err := readClientFrame(r)
-		if err != nil || op != opBinary {
-			tb.Fatalf("reply frame: op %d, %v", op, err)
+	out := g.rec.Sent
+	for _, op := range g.rec.Ops {
+		if op != proto.OpBinary {
+			tb.Fatalf("reply op %d", op)
 		}
-		out = append(out, p)
 	}
+	g.rec.Sent, g.rec.Ops = nil, nil
 	return out
 }
 
@@ -159,12 +145,12 @@ func TestMQTTEncodeOracle(t *testing.T) {
 			if qos > 0 {
 				pid = 513
 			}
-			b := mqttAppendPublish(nil, false, []byte("a/b"), payload, qos, pid)
+			b := AppendPublish(nil, false, []byte("a/b"), payload, qos, pid)
 			p := readV3(t, b).(*pahov3.PublishPacket)
 			if p.TopicName != "a/b" || p.Qos != qos || p.MessageID != pid || !bytes.Equal(p.Payload, payload) || p.Retain || p.Dup {
 				t.Errorf("3.1.1 publish qos %d payload %d: paho read %v", qos, pl, p)
 			}
-			q := readV5(t, mqttAppendPublish(nil, true, []byte("a/b"), payload, qos, pid)).Content.(*pahov5.Publish)
+			q := readV5(t, AppendPublish(nil, true, []byte("a/b"), payload, qos, pid)).Content.(*pahov5.Publish)
 			if q.Topic != "a/b" || q.QoS != qos || q.PacketID != pid || !bytes.Equal(q.Payload, payload) || q.Retain || q.Duplicate {
 				t.Errorf("5 publish qos %d payload %d: paho read %v", qos, pl, q)
 			}
@@ -198,8 +184,8 @@ func TestMQTTEncodeOracle(t *testing.T) {
 	if x := u5.Content.(*pahov5.Unsubscribe); u5.Flags != 2 || x.PacketID != 8 || len(x.Topics) != 1 || x.Topics[0] != "a/b" {
 		t.Errorf("5 unsubscribe: paho read %v", x)
 	}
-	for _, typ := range []byte{mqttPuback, mqttPubrec, mqttPubrel, mqttPubcomp} {
-		b := mqttAppendAck(nil, typ, 65535)
+	for _, typ := range []byte{Puback, Pubrec, Pubrel, Pubcomp} {
+		b := AppendAck(nil, typ, 65535)
 		if p := readV3(t, b); p.Details().MessageID != 65535 || pahov3.PacketNames[typ] != mqttNames[typ] {
 			t.Errorf("3.1.1 %s: paho read %v", mqttNames[typ], p)
 		}
@@ -215,7 +201,7 @@ func TestMQTTEncodeOracle(t *testing.T) {
 // TestMQTTDecodeOracle311: packets paho writes, decoded by the protocol,
 // with what it answers by itself.
 func TestMQTTDecodeOracle311(t *testing.T) {
-	g := newMQTTRig(t, ProtocolOptions{})
+	g := newMQTTRig(t, Settings{})
 	pub := func(qos byte, id uint16, topic string, payload []byte) []byte {
 		p := pahov3.NewControlPacket(pahov3.Publish).(*pahov3.PublishPacket)
 		p.Qos, p.MessageID, p.TopicName, p.Payload = qos, id, topic, payload
@@ -281,9 +267,9 @@ func TestMQTTDecodeOracle311(t *testing.T) {
 	for code := byte(0); code <= 6; code++ {
 		p := pahov3.NewControlPacket(pahov3.Connack).(*pahov3.ConnackPacket)
 		p.ReturnCode = code
-		first, body, _, _ := mqttSplit(v3(t, p))
-		got, fail := mqttConnackOf(body, false)
-		if first>>4 != mqttConnack || got.code != code || got.keepalive != -1 || got.receiveMax != 0 || fail != "" {
+		first, body, _, _ := Split(v3(t, p))
+		got, fail := ConnackOf(body, false)
+		if first>>4 != Connack || got.code != code || got.keepalive != -1 || got.receiveMax != 0 || fail != "" {
 			t.Errorf("connack %d: read %+v (%q)", code, got, fail)
 		}
 	}
@@ -295,7 +281,7 @@ func TestMQTTDecodeOracle311(t *testing.T) {
 // TestMQTTDecodeOracle5: MQTT 5's packets, with properties and reason
 // codes, as paho writes them.
 func TestMQTTDecodeOracle5(t *testing.T) {
-	g := newMQTTRig(t, ProtocolOptions{Version: MQTTVersion5})
+	g := newMQTTRig(t, Settings{Version: Version5})
 	props := func() *pahov5.Properties {
 		pf := byte(1)
 		return &pahov5.Properties{PayloadFormat: &pf, ContentType: "text/plain", ResponseTopic: "r/t", CorrelationData: []byte{1, 2},
@@ -332,7 +318,7 @@ func TestMQTTDecodeOracle5(t *testing.T) {
 		in      []byte
 		want    []string
 		replies []string
-		fail    Reason
+		fail    proto.Reason
 	}{
 		{"publish qos 0 with properties", pub(0, 0, "a/b", []byte("hi")), []string{`event topic="a/b" id="" body="hi"`}, nil, ""},
 		{"publish qos 1", pub(1, 9, "a/b", []byte("hi")), []string{`event topic="a/b" id="" body="hi"`}, []string{"PUBACK 9"}, ""},
@@ -385,8 +371,8 @@ func TestMQTTDecodeOracle5(t *testing.T) {
 		x.Properties = props()
 		x.Properties.ServerKeepAlive, x.Properties.AssignedClientID = tc.ka, "assigned"
 		x.Properties.ReceiveMaximum = tc.rm
-		_, body, _, _ := mqttSplit(v5(t, p))
-		got, fail := mqttConnackOf(body, true)
+		_, body, _, _ := Split(v5(t, p))
+		got, fail := ConnackOf(body, true)
 		if got.code != tc.code || got.keepalive != tc.want || got.receiveMax != tc.wantMax || fail != "" {
 			t.Errorf("connack %#x keepalive %v receive maximum %v: read %+v (%q)", tc.code, tc.ka, tc.rm, got, fail)
 		}
@@ -400,15 +386,15 @@ func TestMQTTDecodeOracle5(t *testing.T) {
 // byte, and several packets in one message, decode as when whole; a
 // partial packet waits for its rest.
 func TestMQTTSplitAndJoined(t *testing.T) {
-	g := newMQTTRig(t, ProtocolOptions{})
+	g := newMQTTRig(t, Settings{})
 	var stream []byte
 	var want []mqttGot
 	for i, n := range []int{0, 1, 126, 300, 17000} {
 		topic := fmt.Sprintf("t/%d", i)
 		body := strings.Repeat(string(rune('a'+i)), n)
-		stream = mqttAppendPublish(stream, false, []byte(topic), []byte(body), 0, 0)
+		stream = AppendPublish(stream, false, []byte(topic), []byte(body), 0, 0)
 		stream = append(stream, 0x90, 3, 0, byte(i+1), 0) // SUBACK
-		want = append(want, mqttGot{msgEvent, topic, "", body, 0, ""}, mqttGot{msgAck, "", fmt.Sprint(i + 1), "", 1, mqttGranted[0]})
+		want = append(want, mqttGot{proto.MsgEvent, topic, "", body, 0, ""}, mqttGot{proto.MsgAck, "", fmt.Sprint(i + 1), "", 1, mqttGranted[0]})
 	}
 	if got, fail := g.decode(stream); fail != "" || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("all in one message: %v (%q)", got, fail)
@@ -418,8 +404,8 @@ func TestMQTTSplitAndJoined(t *testing.T) {
 		if fail != "" || fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("cut at %d: %v (%q)", cut, got, fail)
 		}
-		if len(g.s.part) != 0 {
-			t.Fatalf("cut at %d: %d bytes kept after the whole stream", cut, len(g.s.part))
+		if len(g.s.Part) != 0 {
+			t.Fatalf("cut at %d: %d bytes kept after the whole stream", cut, len(g.s.Part))
 		}
 	}
 	var msgs [][]byte
@@ -429,8 +415,8 @@ func TestMQTTSplitAndJoined(t *testing.T) {
 	if got, fail := g.decode(msgs...); fail != "" || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("7-byte messages: %v (%q)", got, fail)
 	}
-	if got, fail := g.decode(stream[:1]); fail != "" || len(got) != 0 || len(g.s.part) != 1 {
-		t.Fatalf("one byte: %v (%q), kept %d", got, fail, len(g.s.part))
+	if got, fail := g.decode(stream[:1]); fail != "" || len(got) != 0 || len(g.s.Part) != 1 {
+		t.Fatalf("one byte: %v (%q), kept %d", got, fail, len(g.s.Part))
 	}
 }
 
@@ -440,7 +426,7 @@ func TestMQTTMalformed(t *testing.T) {
 		name string
 		v5   bool
 		in   []byte
-		want Reason
+		want proto.Reason
 	}{
 		{"five length bytes", false, []byte{0x30, 0xff, 0xff, 0xff, 0xff, 0x01}, reasonMQTTLength},
 		{"too large", false, []byte{0x30, 0xff, 0xff, 0xff, 0x7f}, reasonMQTTTooBig},
@@ -454,9 +440,9 @@ func TestMQTTMalformed(t *testing.T) {
 		{"connack after the greeting", false, []byte{0x20, 2, 0, 0}, "mqtt: unexpected CONNACK from the broker"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := ProtocolOptions{}
+			o := Settings{}
 			if tc.v5 {
-				o.Version = MQTTVersion5
+				o.Version = Version5
 			}
 			g := newMQTTRig(t, o)
 			if _, fail := g.decode(tc.in); fail != tc.want {
@@ -464,8 +450,8 @@ func TestMQTTMalformed(t *testing.T) {
 			}
 		})
 	}
-	g := newMQTTRig(t, ProtocolOptions{})
-	if fail := g.p.decode(g.l, g.c, g.s, opText, []byte{0xd0, 0}, 0); fail != reasonMQTTText {
+	g := newMQTTRig(t, Settings{})
+	if fail := g.p.Decode(g.e, g.s, proto.OpText, []byte{0xd0, 0}, 0); fail != reasonMQTTText {
 		t.Fatalf("a text message: %q", fail)
 	}
 }
@@ -473,41 +459,40 @@ func TestMQTTMalformed(t *testing.T) {
 // TestMQTTOptions: versions, keepalives and logins a plan may give.
 func TestMQTTOptions(t *testing.T) {
 	for _, tc := range []struct {
-		o    ProtocolOptions
+		o    Settings
 		want string
 	}{
-		{ProtocolOptions{}, ""},
-		{ProtocolOptions{Version: "5", Keepalive: 65535 * time.Second, Password: "x"}, ""},
-		{ProtocolOptions{Version: "3.1"}, `mqtt: version "3.1": want 3.1.1 or 5`},
-		{ProtocolOptions{Keepalive: 1500 * time.Millisecond}, "mqtt: keepalive 1.5s: want whole seconds from 1s to 65535s"},
-		{ProtocolOptions{Keepalive: 65536 * time.Second}, "mqtt: keepalive 18h12m16s: want whole seconds from 1s to 65535s"},
-		{ProtocolOptions{Password: "x"}, "mqtt: a password needs a username in MQTT 3.1.1 (or use version 5)"},
+		{Settings{}, ""},
+		{Settings{Version: "5", Keepalive: units.Duration(65535 * time.Second), Password: "x"}, ""},
+		{Settings{Version: "3.1"}, `mqtt: version "3.1": want 3.1.1 or 5`},
+		{Settings{Keepalive: units.Duration(1500 * time.Millisecond)}, "mqtt: keepalive 1.5s: want whole seconds"},
+		{Settings{Keepalive: units.Duration(65536 * time.Second)}, "mqtt: keepalive: must be <= 18h12m15s, got 18h12m16s"},
+		{Settings{Password: "x"}, "mqtt: password: needs a username in MQTT 3.1.1 (or use version 5)"},
 	} {
-		tc.o.Name = ProtoMQTT
-		err := CheckProtocol(tc.o)
+		_, err := proto.Make(proto.Options{Name: Name, Settings: &tc.o})
 		if got := fmt.Sprint(err); (err == nil) != (tc.want == "") || err != nil && got != tc.want {
 			t.Errorf("%+v: %v, want %q", tc.o, err, tc.want)
 		}
 	}
-	p, _ := newMQTT(ProtocolOptions{})
-	var s protoConn
+	p, _ := New(&Settings{Version: Version311, Keepalive: units.Duration(time.Minute)})
+	var s proto.Conn
 	for _, tc := range []struct {
-		m    outMsg
+		m    proto.Out
 		want error
 	}{
-		{outMsg{verb: verbPublish, topic: []byte("a/+")}, errMQTTTopic},
-		{outMsg{verb: verbPublish}, errMQTTTopic},
-		{outMsg{verb: verbSubscribe}, errMQTTFilter},
-		{outMsg{verb: verbPublish, topic: []byte("a"), qos: 3}, errMQTTQoS},
-		{outMsg{verb: verbPublish, topic: make([]byte, 65536)}, errMQTTTooLarge},
+		{proto.Out{Verb: proto.VerbPublish, Topic: []byte("a/+")}, errMQTTTopic},
+		{proto.Out{Verb: proto.VerbPublish}, errMQTTTopic},
+		{proto.Out{Verb: proto.VerbSubscribe}, errMQTTFilter},
+		{proto.Out{Verb: proto.VerbPublish, Topic: []byte("a"), QoS: 3}, errMQTTQoS},
+		{proto.Out{Verb: proto.VerbPublish, Topic: make([]byte, 65536)}, errMQTTTooLarge},
 	} {
-		if _, _, _, err := p.encode(nil, &s, &tc.m, nil); !errors.Is(err, tc.want) {
-			t.Errorf("encode %+v: %v, want %v", tc.m.verb, err, tc.want)
+		if _, _, _, err := p.Encode(nil, &s, &tc.m, nil); !errors.Is(err, tc.want) {
+			t.Errorf("encode %+v: %v, want %v", tc.m.Verb, err, tc.want)
 		}
 	}
-	s.ids = 65534
+	s.IDs = 65534
 	for _, want := range []string{"65535", "1"} {
-		_, _, id, err := p.encode(nil, &s, &outMsg{verb: verbPublish, topic: []byte("a"), qos: 1}, nil)
+		_, _, id, err := p.Encode(nil, &s, &proto.Out{Verb: proto.VerbPublish, Topic: []byte("a"), QoS: 1}, nil)
 		if err != nil || string(id) != want {
 			t.Errorf("packet id %q (%v), want %s (ids wrap past 65535, skipping 0)", id, err, want)
 		}
@@ -519,10 +504,10 @@ func TestMQTTOptions(t *testing.T) {
 // PUBLISH of the phase's bytes, a delivery is its payload.
 func TestMQTTRooms(t *testing.T) {
 	for _, v := range mqttVersions {
-		g := newMQTTRig(t, ProtocolOptions{Version: v})
-		rp := roomProtocol(g.p)
-		join, op, id, answered := rp.joinRoom(nil, g.s, 12, []byte("x"))
-		if v == MQTTVersion5 {
+		g := newMQTTRig(t, Settings{Version: v})
+		rp := proto.Rooms(g.p)
+		join, op, id, answered := rp.JoinRoom(nil, g.s, 12, []byte("x"))
+		if v == Version5 {
 			if x, ok := readV5(t, join).Content.(*pahov5.Subscribe); !ok || x.Subscriptions[0].Topic != "wsplan/room/12" || x.Subscriptions[0].QoS != 0 || x.PacketID != 1 {
 				t.Errorf("join: %v", x)
 			}
@@ -532,22 +517,135 @@ func TestMQTTRooms(t *testing.T) {
 				t.Errorf("join: %v", s)
 			}
 		}
-		if op != opBinary || string(id) != "x1" || !answered {
+		if op != proto.OpBinary || string(id) != "x1" || !answered {
 			t.Errorf("join: op %d id %q answered %v", op, id, answered)
 		}
 		payload := []byte{0, 1, 2, 255}
-		pub, _ := rp.publishRoom(nil, g.s, 12, payload)
+		pub, _ := rp.PublishRoom(nil, g.s, 12, payload)
 		got, fail := g.decode(pub, []byte{0x90, 3, 0, 1, 0})
-		if fail != "" || len(got) != 2 || got[0].topic != "wsplan/room/12" || got[0].body != string(payload) || got[1].typ != msgAck || got[1].id != "1" {
+		if fail != "" || len(got) != 2 || got[0].Topic != "wsplan/room/12" || got[0].Body != string(payload) || got[1].typ != proto.MsgAck || got[1].id != "1" {
 			t.Fatalf("%s: published and acknowledged: %v (%q)", v, got, fail)
 		}
-		m := newMessage(msgEvent, opBinary, []byte("wsplan/room/12"), nil, payload)
-		if d, ok := rp.delivery(&m, nil); !ok || !bytes.Equal(d, payload) {
+		m := proto.NewMessage(proto.MsgEvent, proto.OpBinary, []byte("wsplan/room/12"), nil, payload)
+		if d, ok := rp.Delivery(&m, nil); !ok || !bytes.Equal(d, payload) {
 			t.Errorf("delivery: %q %v", d, ok)
 		}
 		m.Topic = []byte("other/12")
-		if _, ok := rp.delivery(&m, nil); ok {
+		if _, ok := rp.Delivery(&m, nil); ok {
 			t.Error("a PUBLISH on another topic is a delivery")
 		}
 	}
+}
+
+// mqttVersions are the versions the codec's tests run with.
+var mqttVersions = []string{Version311, Version5}
+
+// TestMQTTRefusalAllocs: a refusal's reason, counted, allocates nothing.
+func TestMQTTRefusalAllocs(t *testing.T) {
+	m := map[proto.Reason]int{}
+	round := func() { m[mqttRefusal(0x87, true)]++ }
+	round()
+	if n := testing.AllocsPerRun(1000, round); n > 0 {
+		t.Fatalf("%.1f allocations per round, want 0", n)
+	}
+	if m["mqtt 0x87 not authorized"] != 1002 {
+		t.Fatalf("counted %v", m)
+	}
+}
+
+// FuzzMQTTDecode: whatever the broker sends, the decoder fails cleanly or
+// decodes; split anywhere over two messages it decodes the same; and each
+// PUBLISH it takes (3.1.1), paho reads with the same topic, id and payload.
+func FuzzMQTTDecode(f *testing.F) {
+	f.Add(AppendPublish(nil, false, []byte("a/b"), []byte("hello"), 1, 3), uint8(3), false)
+	f.Add(append(AppendPublish(nil, true, []byte("t"), bytes.Repeat([]byte("x"), 300), 2, 9), 0x90, 4, 0, 9, 0, 1), uint8(200), true)
+	f.Add([]byte{0x50, 2, 0, 5, 0x62, 2, 0, 5, 0x70, 2, 0, 5, 0xd0, 0}, uint8(5), false)
+	f.Add([]byte{0x40, 4, 0, 5, 0x87, 0, 0xb0, 3, 0, 1, 0}, uint8(1), true)
+	f.Add([]byte{0x30, 0xff, 0xff, 0xff, 0x7f}, uint8(2), false)
+	rigs := map[bool]*mqttRig{false: newMQTTRig(f, Settings{}), true: newMQTTRig(f, Settings{Version: Version5})}
+	f.Fuzz(func(t *testing.T, data []byte, cut uint8, isV5 bool) {
+		g := rigs[isV5]
+		run := func(msgs ...[]byte) string {
+			g.s.Part, g.s.PartAt = nil, 0
+			got, fail := g.decode(msgs...)
+			for g.replies(t) != nil { // drain what the protocol answered
+			}
+			if fail != "" {
+				return fmt.Sprint(got, fail)
+			}
+			return fmt.Sprint(got, " kept ", len(g.s.Part)-g.s.PartAt)
+		}
+		whole := run(data)
+		k := int(cut) % (len(data) + 1)
+		if split := run(data[:k], data[k:]); split != whole {
+			t.Fatalf("split at %d: %s, whole: %s", k, split, whole)
+		}
+		for b := data; !isV5; {
+			first, body, n, fail := Split(b)
+			if fail != "" || n == 0 {
+				break
+			}
+			if topic, payload, pid, qos, fail := PublishOf(first, body, false); first>>4 == Publish && fail == "" {
+				p, err := pahov3.ReadPacket(bytes.NewReader(b[:n]))
+				x, ok := p.(*pahov3.PublishPacket)
+				if err != nil || !ok || x.TopicName != string(topic) || x.MessageID != pid || x.Qos != qos || !bytes.Equal(x.Payload, payload) {
+					t.Fatalf("% x: decoded %q %d %d %q, paho: %v %v", b[:n], topic, pid, qos, payload, p, err)
+				}
+			}
+			b = b[n:]
+		}
+	})
+}
+
+// FuzzMQTTConnack: whatever CONNACK a broker sends, the greeting's
+// decoder fails cleanly or reads it as paho does (v5: its code, Server
+// Keep Alive and Receive Maximum).
+func FuzzMQTTConnack(f *testing.F) {
+	f.Add(connack5(0, 0x21, 0, 4), true)
+	f.Add(connack5(0, 0x13, 0, 30, 0x21, 0xff, 0xff), true)
+	f.Add(connack5(0x87, 0x1f, 0, 3, 'b', 'a', 'd'), true)
+	f.Add(connack5(0, 0x21, 0, 0), true)
+	f.Add(connack3(5), false)
+	f.Fuzz(func(t *testing.T, pkt []byte, isV5 bool) {
+		first, body, n, fail := Split(pkt)
+		if fail != "" || n == 0 || first>>4 != Connack {
+			return
+		}
+		a, fail := ConnackOf(body, isV5)
+		if fail != "" {
+			return
+		}
+		if !isV5 {
+			if a.keepalive != -1 || a.receiveMax != 0 || a.code != body[1] {
+				t.Fatalf("% x: 3.1.1 read %+v", pkt[:n], a)
+			}
+			return
+		}
+		p, err := pahov5.ReadPacket(bytes.NewReader(pkt[:n]))
+		if err != nil {
+			return // paho is stricter about some properties
+		}
+		x, ok := p.Content.(*pahov5.Connack)
+		if !ok || x.Properties == nil {
+			return
+		}
+		ka, rm := -1, uint16(0)
+		if x.Properties.ServerKeepAlive != nil {
+			ka = int(*x.Properties.ServerKeepAlive)
+		}
+		if x.Properties.ReceiveMaximum != nil {
+			rm = *x.Properties.ReceiveMaximum
+		}
+		if a.code != x.ReasonCode || a.keepalive != ka || a.receiveMax != rm {
+			t.Fatalf("% x: read %+v, paho code %#x keepalive %d receive maximum %d", pkt[:n], a, x.ReasonCode, ka, rm)
+		}
+	})
+}
+
+// connack3 is a 3.1.1 CONNACK with code.
+func connack3(code byte) []byte { return []byte{Connack << 4, 2, 0, code} }
+
+// connack5 is a v5 CONNACK with code and properties.
+func connack5(code byte, props ...byte) []byte {
+	return append([]byte{Connack << 4, byte(3 + len(props)), 0, code, byte(len(props))}, props...)
 }

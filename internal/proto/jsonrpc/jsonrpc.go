@@ -1,4 +1,4 @@
-package client
+package jsonrpc
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/wsplan/wsplan/internal/proto"
 )
 
 // JSON-RPC 2.0 over WebSocket, with rpc-websockets' events. No greeting:
@@ -22,32 +24,38 @@ import (
 //	        {"jsonrpc":"2.0","method":"news","params":[…]}          a JSON-RPC notification
 //
 // rpc-websockets' client subscribes to events with the call rpc.on
-// ["name", …]. The codec is hand-written over gjson (proto_json.go): the
+// ["name", …]. The codec is hand-written over gjson (internal/proto/json.go): the
 // Go JSON-RPC libraries (sourcegraph/jsonrpc2, …) run a goroutine per
 // connection and decode every message into values.
 
-// ProtoJSONRPC is JSON-RPC's name.
-const ProtoJSONRPC = "jsonrpc"
+// Name is JSON-RPC's name in a plan: `protocol: jsonrpc`.
+const Name = "jsonrpc"
 
-func init() { registerProtocol(ProtoJSONRPC, newJSONRPC) }
+func init() {
+	proto.Register(Name, "JSON-RPC 2.0 over WebSocket, with rpc-websockets' events", New)
+}
+
+// Settings are JSON-RPC's keys: it has none.
+type Settings struct{}
 
 type jsonRPC struct{}
 
-func newJSONRPC(ProtocolOptions) (wireProtocol, error) { return jsonRPC{}, nil }
+// New makes JSON-RPC.
+func New(*Settings) (proto.Protocol, error) { return jsonRPC{}, nil }
 
-func (jsonRPC) subprotocols() []string { return nil }
+func (jsonRPC) Subprotocols() []string { return nil }
 
-func (jsonRPC) greet(*loop, *conn, *protoConn, int64) (bool, Reason) { return true, "" }
+func (jsonRPC) Greet(*proto.Env, *proto.Conn, int64) (bool, proto.Reason) { return true, "" }
 
-func (jsonRPC) greeting(*loop, *conn, *protoConn, byte, []byte, int64) (bool, Reason) {
+func (jsonRPC) Greeting(*proto.Env, *proto.Conn, byte, []byte, int64) (bool, proto.Reason) {
 	return true, "" // never called: there is no greeting
 }
 
-func (jsonRPC) waiting(*protoConn) Reason { return "jsonrpc: no greeting" }
+func (jsonRPC) Waiting(*proto.Conn) proto.Reason { return "jsonrpc: no greeting" }
 
-func (jsonRPC) tick(*loop, *conn, *protoConn, int64) Reason { return "" }
+func (jsonRPC) Tick(*proto.Env, *proto.Conn, int64) proto.Reason { return "" }
 
-func (jsonRPC) verbs() []uint8 { return []uint8{verbSend, verbCall, verbNotify} }
+func (jsonRPC) Verbs() []uint8 { return []uint8{proto.VerbSend, proto.VerbCall, proto.VerbNotify} }
 
 // rpcMsg is a JSON-RPC message's members, slices of the message.
 type rpcMsg struct {
@@ -55,21 +63,21 @@ type rpcMsg struct {
 	hasResult                       bool
 }
 
-func (j jsonRPC) decode(l *loop, _ *conn, _ *protoConn, op byte, msg []byte, _ int64) Reason {
+func (j jsonRPC) Decode(e *proto.Env, _ *proto.Conn, op byte, msg []byte, _ int64) proto.Reason {
 	i := 0
 	for i < len(msg) && msg[i] <= ' ' {
 		i++
 	}
 	switch {
 	case i < len(msg) && msg[i] == '[': // a batch's responses, in any order
-		jsonMembers(msg, func(_, v []byte) bool {
-			j.decodeOne(l, op, v)
+		proto.JSONMembers(msg, func(_, v []byte) bool {
+			j.decodeOne(e, op, v)
 			return true
 		})
 	case i < len(msg) && msg[i] == '{':
-		j.decodeOne(l, op, msg)
+		j.decodeOne(e, op, msg)
 	default: // not JSON-RPC: the application's plain message
-		l.msgs = append(l.msgs, newMessage(msgData, op, nil, nil, msg))
+		e.Emit(proto.NewMessage(proto.MsgData, op, nil, nil, msg))
 	}
 	return ""
 }
@@ -77,12 +85,12 @@ func (j jsonRPC) decode(l *loop, _ *conn, _ *protoConn, op byte, msg []byte, _ i
 // decodeOne appends the message one JSON-RPC object is: a response (ack
 // or error, by id), a notification or event (topic = its method or
 // name), else a plain message.
-func (jsonRPC) decodeOne(l *loop, op byte, obj []byte) {
+func (jsonRPC) decodeOne(e *proto.Env, op byte, obj []byte) {
 	var m rpcMsg
-	jsonMembers(obj, func(k, v []byte) bool {
+	proto.JSONMembers(obj, func(k, v []byte) bool {
 		switch string(k) {
 		case "id":
-			if t, ok := jsonText(v); ok {
+			if t, ok := proto.JSONText(v); ok {
 				m.id = t
 			} else if string(v) != "null" {
 				m.id = v
@@ -92,7 +100,7 @@ func (jsonRPC) decodeOne(l *loop, op byte, obj []byte) {
 		case "error":
 			m.err = v
 		case "method", "notification":
-			m.method, _ = jsonText(v)
+			m.method, _ = proto.JSONText(v)
 		case "params":
 			m.params = v
 		}
@@ -100,32 +108,32 @@ func (jsonRPC) decodeOne(l *loop, op byte, obj []byte) {
 	})
 	switch {
 	case m.method != nil:
-		l.msgs = append(l.msgs, newMessage(msgEvent, op, m.method, m.id, m.params))
+		e.Emit(proto.NewMessage(proto.MsgEvent, op, m.method, m.id, m.params))
 	case m.err != nil:
-		l.msgs = append(l.msgs, answerMessage(msgError, op, m.id, m.err, 0, rpcErrorWhy(m.err)))
+		e.Emit(proto.Answer(proto.MsgError, op, m.id, m.err, 0, rpcErrorWhy(m.err)))
 	case m.hasResult && len(m.id) > 0 && m.id[0] == rpcJoinTag && !joinedAll(m.result):
-		l.msgs = append(l.msgs, answerMessage(msgError, op, m.id, m.result, 0, reasonRPCJoinRefused))
+		e.Emit(proto.Answer(proto.MsgError, op, m.id, m.result, 0, reasonRPCJoinRefused))
 	case m.hasResult:
-		l.msgs = append(l.msgs, newMessage(msgAck, op, nil, m.id, m.result))
+		e.Emit(proto.NewMessage(proto.MsgAck, op, nil, m.id, m.result))
 	default:
-		l.msgs = append(l.msgs, newMessage(msgData, op, nil, m.id, obj))
+		e.Emit(proto.NewMessage(proto.MsgData, op, nil, m.id, obj))
 	}
 }
 
 // Error answers' reasons (message's why).
 const (
 	// reasonRPCError is an error whose code is not an integer.
-	reasonRPCError Reason = "jsonrpc error"
+	reasonRPCError proto.Reason = "jsonrpc error"
 	// reasonRPCJoinRefused is an rpc.on whose result refused an event.
-	reasonRPCJoinRefused Reason = "jsonrpc rpc.on refused"
+	reasonRPCJoinRefused proto.Reason = "jsonrpc rpc.on refused"
 )
 
 // rpcErrorWhy is an error object's reason: "jsonrpc" and its code
 // ("jsonrpc -32601"), the code alone, as a server's message may vary per
 // request.
-func rpcErrorWhy(obj []byte) Reason {
+func rpcErrorWhy(obj []byte) proto.Reason {
 	var code []byte
-	jsonMembers(obj, func(k, v []byte) bool {
+	proto.JSONMembers(obj, func(k, v []byte) bool {
 		if string(k) == "code" {
 			code = v
 			return false
@@ -141,14 +149,14 @@ func rpcErrorWhy(obj []byte) Reason {
 		}
 	}
 	var buf [32]byte
-	return internReason(append(append(buf[:0], "jsonrpc "...), code...))
+	return proto.Intern(append(append(buf[:0], "jsonrpc "...), code...))
 }
 
 // appendRequest appends a request (id != nil) or notification: the
 // method's name (escaped) and its params (JSON, none when empty).
 func appendRequest(dst, method, params, id []byte) []byte {
 	dst = append(dst, `{"jsonrpc":"2.0","method":`...)
-	dst = appendJSONString(dst, method)
+	dst = proto.AppendJSONString(dst, method)
 	if len(params) > 0 {
 		dst = append(append(dst, `,"params":`...), params...)
 	}
@@ -158,24 +166,24 @@ func appendRequest(dst, method, params, id []byte) []byte {
 	return append(dst, '}')
 }
 
-func (jsonRPC) encode(dst []byte, s *protoConn, m *outMsg, id []byte) ([]byte, byte, []byte, error) {
-	if m.verb == verbSend {
-		return append(dst, m.body...), opText, id, nil
+func (jsonRPC) Encode(dst []byte, s *proto.Conn, m *proto.Out, id []byte) ([]byte, byte, []byte, error) {
+	if m.Verb == proto.VerbSend {
+		return append(dst, m.Body...), proto.OpText, id, nil
 	}
-	params := bytes.TrimSpace(m.body)
+	params := bytes.TrimSpace(m.Body)
 	if len(params) > 0 && ((params[0] != '[' && params[0] != '{') || !gjson.ValidBytes(params)) {
-		return dst, opText, id, fmt.Errorf("jsonrpc: params must be a JSON array or object, got %s", clip(params))
+		return dst, proto.OpText, id, fmt.Errorf("jsonrpc: params must be a JSON array or object, got %s", proto.Clip(params))
 	}
-	if m.verb == verbNotify {
-		return appendRequest(dst, m.topic, params, nil), opText, id, nil
+	if m.Verb == proto.VerbNotify {
+		return appendRequest(dst, m.Topic, params, nil), proto.OpText, id, nil
 	}
-	s.ids++ // from 1: rpc-websockets takes a request with id 0 for a notification
+	s.IDs++ // from 1: rpc-websockets takes a request with id 0 for a notification
 	n := len(id)
-	id = strconv.AppendUint(id, s.ids, 10)
-	return appendRequest(dst, m.topic, params, id[n:]), opText, id, nil
+	id = strconv.AppendUint(id, s.IDs, 10)
+	return appendRequest(dst, m.Topic, params, id[n:]), proto.OpText, id, nil
 }
 
-// Rooms (roomProtocol), rpc-websockets' events: room N is the event
+// Rooms (proto.Rooms), rpc-websockets' events: room N is the event
 // "room.N", which the server registered (server.event). A subscriber
 // joins with the call rpc.on ["room.N"] (answered {"room.N":"ok"}; any
 // other value, e.g. "provided event invalid", refuses the join); a
@@ -186,34 +194,34 @@ func (jsonRPC) encode(dst []byte, s *protoConn, m *outMsg, id []byte) ([]byte, b
 // JSON has no binary: data is the broadcast message in base64.
 const (
 	rpcRoomPrefix = "room."
-	rpcRoomMethod = "broadcast"
-	rpcJoinTag    = 'j' // a join's id: "j1", "j2", …
+	RoomMethod    = "broadcast" // the method a publisher calls (exported for tests that play the server)
+	rpcJoinTag    = 'j'         // a join's id: "j1", "j2", …
 )
 
-func (jsonRPC) joinRoom(dst []byte, s *protoConn, room int64, id []byte) ([]byte, byte, []byte, bool) {
-	s.ids++
+func (jsonRPC) JoinRoom(dst []byte, s *proto.Conn, room int64, id []byte) ([]byte, byte, []byte, bool) {
+	s.IDs++
 	n := len(id)
-	id = strconv.AppendUint(append(id, rpcJoinTag), s.ids, 10)
+	id = strconv.AppendUint(append(id, rpcJoinTag), s.IDs, 10)
 	dst = append(dst, `{"jsonrpc":"2.0","method":"rpc.on","params":["`+rpcRoomPrefix...)
 	dst = strconv.AppendInt(dst, room, 10)
 	dst = append(dst, `"],"id":"`...)
 	dst = append(dst, id[n:]...)
-	return append(dst, `"}`...), opText, id, true
+	return append(dst, `"}`...), proto.OpText, id, true
 }
 
-func (jsonRPC) publishRoom(dst []byte, _ *protoConn, room int64, payload []byte) ([]byte, byte) {
-	dst = append(dst, `{"jsonrpc":"2.0","method":"`+rpcRoomMethod+`","params":["`+rpcRoomPrefix...)
+func (jsonRPC) PublishRoom(dst []byte, _ *proto.Conn, room int64, payload []byte) ([]byte, byte) {
+	dst = append(dst, `{"jsonrpc":"2.0","method":"`+RoomMethod+`","params":["`+rpcRoomPrefix...)
 	dst = strconv.AppendInt(dst, room, 10)
 	dst = append(dst, `","`...)
-	dst = b64.AppendEncode(dst, payload)
-	return append(dst, `"]}`...), opText
+	dst = proto.B64.AppendEncode(dst, payload)
+	return append(dst, `"]}`...), proto.OpText
 }
 
 // joinedAll reports whether an rpc.on result says "ok" for every event.
 func joinedAll(result []byte) bool {
 	ok := true
-	isObj := jsonMembers(result, func(_, v []byte) bool {
-		t, _ := jsonText(v)
+	isObj := proto.JSONMembers(result, func(_, v []byte) bool {
+		t, _ := proto.JSONText(v)
 		ok = string(t) == "ok"
 		return ok
 	})
@@ -222,15 +230,15 @@ func joinedAll(result []byte) bool {
 
 // delivery: an event "room.N" whose params' first element is the
 // base64 message.
-func (jsonRPC) delivery(m *message, scratch []byte) ([]byte, bool) {
-	if m.Type != msgEvent || !bytes.HasPrefix(m.Topic, []byte(rpcRoomPrefix)) {
+func (jsonRPC) Delivery(m *proto.Message, scratch []byte) ([]byte, bool) {
+	if m.Type != proto.MsgEvent || !bytes.HasPrefix(m.Topic, []byte(rpcRoomPrefix)) {
 		return nil, false
 	}
 	r := gjson.Get(unsafe.String(unsafe.SliceData(m.Body), len(m.Body)), "0")
 	if r.Type != gjson.String || r.Index <= 0 {
 		return nil, false
 	}
-	return b64Payload(m.Body[r.Index:r.Index+len(r.Raw)], scratch)
+	return proto.B64Payload(m.Body[r.Index:r.Index+len(r.Raw)], scratch)
 }
 
-var _ roomProtocol = jsonRPC{}
+var _ proto.Rooms = jsonRPC{}

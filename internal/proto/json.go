@@ -1,4 +1,4 @@
-package client
+package proto
 
 import (
 	"encoding/base64"
@@ -12,11 +12,11 @@ import (
 // WebSocket, JSON-RPC): members read with gjson over the loop's buffer,
 // never decoded into values, so a message costs no allocation.
 
-// jsonMembers calls f with each member of the JSON object (or element of
+// JSONMembers calls f with each member of the JSON object (or element of
 // the array) msg: its key as written, without quotes (escapes kept; nil
 // in an array) and its value as a slice of msg. It stops when f returns
 // false, and reports whether msg is an object or an array.
-func jsonMembers(msg []byte, f func(key, val []byte) bool) bool {
+func JSONMembers(msg []byte, f func(key, val []byte) bool) bool {
 	i := 0
 	for i < len(msg) && msg[i] <= ' ' {
 		i++
@@ -35,19 +35,19 @@ func jsonMembers(msg []byte, f func(key, val []byte) bool) bool {
 	return true
 }
 
-// jsonText is the text of a JSON string value as written (escapes kept;
+// JSONText is the text of a JSON string value as written (escapes kept;
 // quotes dropped), and whether v is a string.
-func jsonText(v []byte) ([]byte, bool) {
+func JSONText(v []byte) ([]byte, bool) {
 	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
 		return nil, false
 	}
 	return v[1 : len(v)-1], true
 }
 
-// appendJSONText appends the text of a JSON string's contents t (as
-// jsonText returns them) unescaped, on one line: a control character
+// AppendJSONText appends the text of a JSON string's contents t (as
+// JSONText returns them) unescaped, on one line: a control character
 // becomes a space, a \u escape its character (a lone surrogate U+FFFD).
-func appendJSONText(dst, t []byte) []byte {
+func AppendJSONText(dst, t []byte) []byte {
 	for i := 0; i < len(t); i++ {
 		b := t[i]
 		switch {
@@ -107,8 +107,8 @@ func hex4(b []byte) (rune, bool) {
 	return r, true
 }
 
-// appendJSONString appends s as a JSON string, quoted and escaped.
-func appendJSONString(dst, s []byte) []byte {
+// AppendJSONString appends s as a JSON string, quoted and escaped.
+func AppendJSONString(dst, s []byte) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
 	for _, b := range s {
@@ -130,17 +130,17 @@ func appendJSONString(dst, s []byte) []byte {
 	return append(dst, '"')
 }
 
-// b64 carries the broadcast phase's binary messages in JSON strings:
+// B64 carries the broadcast phase's binary messages in JSON strings:
 // standard base64 (its alphabet needs no escape).
-var b64 = base64.StdEncoding
+var B64 = base64.StdEncoding
 
-// b64Payload decodes a base64 JSON string value (v, with its quotes) into
+// B64Payload decodes a base64 JSON string value (v, with its quotes) into
 // scratch; ok false when v is not one.
-func b64Payload(v, scratch []byte) ([]byte, bool) {
-	t, ok := jsonText(v)
+func B64Payload(v, scratch []byte) ([]byte, bool) {
+	t, ok := JSONText(v)
 	if !ok {
 		return nil, false
 	}
-	out, err := b64.AppendDecode(scratch[:0], t)
+	out, err := B64.AppendDecode(scratch[:0], t)
 	return out, err == nil
 }

@@ -1,4 +1,4 @@
-package client
+package stomp
 
 import (
 	"bytes"
@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/wsplan/wsplan/internal/proto"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // The STOMP codec: frames parsed from byte slices (several to a message,
@@ -95,57 +95,53 @@ func TestSTOMPHeartBeatHeader(t *testing.T) {
 	}
 }
 
-// stompRig runs the protocol on a loop whose connection's peer is the
-// test, which reads what the protocol wrote by itself.
+// stompRig runs the protocol with a Recorder for its link: it keeps
+// what the protocol wrote by itself.
 type stompRig struct {
-	l    *loop
-	c    *conn
-	s    *protoConn
-	p    *stomp
-	peer int
-	rbuf []byte
+	e   *proto.Env
+	rec *proto.Recorder
+	s   *proto.Conn
+	p   *stomp
+	now int64
 }
 
-func newSTOMPRig(tb testing.TB, o ProtocolOptions) *stompRig {
+func newSTOMPRig(tb testing.TB, o Settings) *stompRig {
 	tb.Helper()
-	o.Name = ProtoSTOMP
-	wp, err := makeProtocol(o)
+	wp, err := newSTOMP(o)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	l, c, peer := loopPair(tb)
-	l.cl.proto = wp
-	g := &stompRig{l: l, c: c, s: &protoConn{state: stompOpen}, p: wp.(*stomp), peer: peer, rbuf: make([]byte, 1<<16)}
-	c.sec = &connSec{proto: g.s}
-	tb.Cleanup(func() {
-		l.shutdown()
-		unix.Close(peer)
-	})
-	return g
+	e, rec := proto.NewEnv()
+	return &stompRig{e: e, rec: rec, s: &proto.Conn{State: stompOpen}, p: wp.(*stomp), now: 1e12}
+}
+
+// newSTOMP makes the protocol as the client does.
+func newSTOMP(o Settings) (proto.Protocol, error) {
+	return proto.Make(proto.Options{Name: Name, Settings: &o})
 }
 
 // stompGot is a decoded message, as text.
 type stompGot struct {
 	typ             uint8
-	topic, id, body string
-	why             Reason
+	Topic, id, Body string
+	Why             proto.Reason
 }
 
 func (m stompGot) String() string {
-	s := fmt.Sprintf("%s topic=%q id=%q body=%q", [...]string{"data", "event", "ack", "next", "complete", "error"}[m.typ], m.topic, m.id, m.body)
-	if m.why != "" {
-		s += fmt.Sprintf(" why=%q", m.why)
+	s := fmt.Sprintf("%s topic=%q id=%q body=%q", [...]string{"data", "event", "ack", "next", "complete", "error"}[m.typ], m.Topic, m.id, m.Body)
+	if m.Why != "" {
+		s += fmt.Sprintf(" why=%q", m.Why)
 	}
 	return s
 }
 
 // decode hands the protocol each WebSocket message in turn.
-func (g *stompRig) decode(msgs ...string) (out []stompGot, fail Reason) {
+func (g *stompRig) decode(msgs ...string) (out []stompGot, fail proto.Reason) {
 	for _, msg := range msgs {
-		g.l.msgs = g.l.msgs[:0]
-		fail = g.p.decode(g.l, g.c, g.s, opBinary, []byte(msg), g.l.now())
-		out = append(out, stompGots(g.l.msgs)...)
-		g.s.buf = g.s.buf[:0] // as protoData does once the run took them
+		g.e.Msgs = g.e.Msgs[:0]
+		fail = g.p.Decode(g.e, g.s, proto.OpBinary, []byte(msg), g.now)
+		out = append(out, stompGots(g.e.Msgs)...)
+		g.s.Buf = g.s.Buf[:0] // as protoData does once the run took them
 		if fail != "" {
 			return out, fail
 		}
@@ -153,24 +149,13 @@ func (g *stompRig) decode(msgs ...string) (out []stompGot, fail Reason) {
 	return out, ""
 }
 
-// written returns the WebSocket payloads the protocol wrote to the peer.
+// written returns the WebSocket payloads the protocol wrote since the
+// last call.
 func (g *stompRig) written(tb testing.TB) []string {
 	tb.Helper()
-	n, err := unix.Read(g.peer, g.rbuf)
-	if err == unix.EAGAIN {
-		return nil
-	}
-	if err != nil {
-		tb.Fatal(err)
-	}
 	var out []string
-	r := bytes.NewReader(g.rbuf[:n])
-	for r.Len() > 0 {
-		_, _, p, err := readClientFrame(r)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		out = append(out, string(p))
+	for len(g.rec.Sent) > 0 {
+		out = append(out, g.rec.Next())
 	}
 	return out
 }
@@ -180,7 +165,7 @@ func TestSTOMPDecode(t *testing.T) {
 		name string
 		msgs []string
 		want string
-		fail Reason
+		fail proto.Reason
 	}{
 		{name: "message", msgs: []string{"MESSAGE\nsubscription:/t/a\ndestination:/t/a\nmessage-id:1\ncontent-length:3\n\nabc\x00\n"},
 			want: `[event topic="/t/a" id="" body="abc"]`},
@@ -197,7 +182,7 @@ func TestSTOMPDecode(t *testing.T) {
 		{name: "error answer without a message", msgs: []string{"ERROR\nreceipt-id:3\n\n\x00"},
 			want: `[error topic="" id="3" body="" why="stomp ERROR"]`, fail: "stomp: ERROR"},
 		{name: "error answer's message clipped", msgs: []string{"ERROR\nreceipt-id:4\nmessage:" + strings.Repeat("é", 120) + "\n\n\x00"},
-			want: `[error topic="" id="4" body="" why="stomp ERROR: ` + strings.Repeat("é", 20) + `"]`, fail: "stomp: ERROR: " + Reason(strings.Repeat("é", maxWords/2)) + "…"},
+			want: `[error topic="" id="4" body="" why="stomp ERROR: ` + strings.Repeat("é", 20) + `"]`, fail: "stomp: ERROR: " + proto.Reason(strings.Repeat("é", proto.MaxWords/2)) + "…"},
 		{name: "error without receipt-id only ends", msgs: []string{"ERROR\nmessage:Unknown destination\n\nno\x00"},
 			want: `[]`, fail: "stomp: ERROR: Unknown destination (no)"},
 		{name: "unknown frame", msgs: []string{"CONNECTED\nversion:1.2\n\n\x00"}, want: `[]`, fail: "stomp: unexpected CONNECTED frame"},
@@ -206,7 +191,7 @@ func TestSTOMPDecode(t *testing.T) {
 			want: `[ack topic="" id="1" body="" event topic="/q" id="" body="a\x00b" ack topic="" id="2" body=""]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := newSTOMPRig(t, ProtocolOptions{})
+			g := newSTOMPRig(t, Settings{})
 			got, fail := g.decode(tc.msgs...)
 			if s := fmt.Sprint(got); s != tc.want {
 				t.Errorf("decoded\n got %s\nwant %s", s, tc.want)
@@ -221,16 +206,16 @@ func TestSTOMPDecode(t *testing.T) {
 func TestSTOMPGreeting(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
-		o             ProtocolOptions
+		o             Settings
 		msg           string // split at | into WebSocket messages
 		done          bool
-		fail          Reason
+		fail          proto.Reason
 		every, silent time.Duration
 		v10           bool
 	}{
 		{name: "heart-beats both ways", msg: "CONNECTED\nversion:1.2\nheart-beat:5000,20000\n\n\x00\n", done: true,
 			every: 20 * time.Second, silent: 20 * time.Second},
-		{name: "keepalive option", o: ProtocolOptions{Keepalive: time.Second}, msg: "CONNECTED\nversion:1.2\nheart-beat:500,200\n\n\x00", done: true,
+		{name: "keepalive option", o: Settings{Keepalive: units.Duration(time.Second)}, msg: "CONNECTED\nversion:1.2\nheart-beat:500,200\n\n\x00", done: true,
 			every: time.Second, silent: 2 * time.Second},
 		{name: "server sends none", msg: "CONNECTED\nversion:1.2\nheart-beat:0,1000\n\n\x00", done: true, every: 10 * time.Second},
 		{name: "server wants none", msg: "CONNECTED\nversion:1.1\nheart-beat:1000,0\n\n\x00", done: true, silent: 20 * time.Second},
@@ -245,8 +230,8 @@ func TestSTOMPGreeting(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newSTOMPRig(t, tc.o)
-			g.s.state = 0
-			if done, fail := g.p.greet(g.l, g.c, g.s, g.l.now()); done || fail != "" {
+			g.s.State = 0
+			if done, fail := g.p.Greet(g.e, g.s, g.now); done || fail != "" {
 				t.Fatalf("greet = %v, %q", done, fail)
 			}
 			w := g.written(t)
@@ -254,9 +239,9 @@ func TestSTOMPGreeting(t *testing.T) {
 				t.Fatalf("CONNECT frame %q", w)
 			}
 			var done bool
-			var fail Reason
+			var fail proto.Reason
 			for _, m := range strings.Split(tc.msg, "|") {
-				if done, fail = g.p.greeting(g.l, g.c, g.s, opBinary, []byte(m), g.l.now()); done || fail != "" {
+				if done, fail = g.p.Greeting(g.e, g.s, proto.OpBinary, []byte(m), g.now); done || fail != "" {
 					break
 				}
 			}
@@ -266,15 +251,15 @@ func TestSTOMPGreeting(t *testing.T) {
 			if !done {
 				return
 			}
-			if g.s.every != int64(tc.every) || g.s.silence != int64(tc.silent) || (g.s.state&stompV10 != 0) != tc.v10 || g.s.state&^stompV10 != stompOpen {
-				t.Errorf("every %v silence %v state %x; want %v, %v, v1.0 %v", time.Duration(g.s.every), time.Duration(g.s.silence), g.s.state, tc.every, tc.silent, tc.v10)
+			if g.s.Every != int64(tc.every) || g.s.Silence != int64(tc.silent) || (g.s.State&stompV10 != 0) != tc.v10 || g.s.State&^stompV10 != stompOpen {
+				t.Errorf("every %v silence %v state %x; want %v, %v, v1.0 %v", time.Duration(g.s.Every), time.Duration(g.s.Silence), g.s.State, tc.every, tc.silent, tc.v10)
 			}
 		})
 	}
 }
 
 func TestSTOMPConnectFrame(t *testing.T) {
-	p, err := newSTOMP(ProtocolOptions{Host: "vh", Username: "u", Password: "p", Keepalive: 1500 * time.Millisecond})
+	p, err := newSTOMP(Settings{Host: "vh", Username: "u", Password: "p", Keepalive: units.Duration(1500 * time.Millisecond)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +267,7 @@ func TestSTOMPConnectFrame(t *testing.T) {
 	if got := string(p.(*stomp).connect); got != want {
 		t.Errorf("CONNECT\n got %q\nwant %q", got, want)
 	}
-	for _, o := range []ProtocolOptions{{Username: "a\nb"}, {Host: "x\x00"}, {Keepalive: time.Microsecond}} {
+	for _, o := range []Settings{{Username: "a\nb"}, {Host: "x\x00"}, {Keepalive: units.Duration(time.Microsecond)}} {
 		if _, err := newSTOMP(o); err == nil {
 			t.Errorf("%+v: no error", o)
 		}
@@ -290,27 +275,25 @@ func TestSTOMPConnectFrame(t *testing.T) {
 }
 
 func TestSTOMPTick(t *testing.T) {
-	g := newSTOMPRig(t, ProtocolOptions{})
-	now := g.l.now()
-	g.s.every, g.s.silence = int64(time.Second), int64(3*time.Second)
-	g.s.lastSent, g.s.lastRecv = now, now
-	if fail := g.p.tick(g.l, g.c, g.s, now+int64(500*time.Millisecond)); fail != "" {
+	g := newSTOMPRig(t, Settings{})
+	now := g.now
+	g.s.Every, g.s.Silence = int64(time.Second), int64(3*time.Second)
+	g.s.LastSent, g.s.LastRecv = now, now
+	if fail := g.p.Tick(g.e, g.s, now+int64(500*time.Millisecond)); fail != "" {
 		t.Fatal(fail)
 	}
 	if w := g.written(t); len(w) != 0 {
 		t.Fatalf("a heart-beat %q half an interval after a write", w)
 	}
 	// The next tick would come after the interval: the heart-beat leaves now.
-	if fail := g.p.tick(g.l, g.c, g.s, now+int64(time.Second-protoTick/2)); fail != "" {
+	if fail := g.p.Tick(g.e, g.s, now+int64(time.Second-proto.TickEvery/2)); fail != "" {
 		t.Fatal(fail)
 	}
 	if w := g.written(t); len(w) != 1 || w[0] != "\n" {
 		t.Fatalf("heart-beat %q, want one EOL", w)
 	}
-	if g.s.lastSent <= now {
-		t.Error("the heart-beat did not count as a write")
-	}
-	if fail := g.p.tick(g.l, g.c, g.s, now+int64(3*time.Second)+1); fail != "stomp: no heart-beat from the server for 2 of its intervals" {
+	g.s.LastSent = now + int64(time.Second) // the loop notes every write
+	if fail := g.p.Tick(g.e, g.s, now+int64(3*time.Second)+1); fail != "stomp: no heart-beat from the server for 2 of its intervals" {
 		t.Errorf("a silent server: %q", fail)
 	}
 }
@@ -318,30 +301,30 @@ func TestSTOMPTick(t *testing.T) {
 func TestSTOMPEncode(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		m      outMsg
+		m      proto.Out
 		want   string
 		id     string
 		op     byte
 		errMsg string
 	}{
-		{name: "publish", m: outMsg{verb: verbPublish, topic: []byte("/queue/a"), body: []byte("hi")},
-			want: "SEND\ndestination:/queue/a\ncontent-length:2\n\nhi\x00", op: opText},
-		{name: "publish with receipt", m: outMsg{verb: verbPublish, topic: []byte("/topic/x:y"), body: []byte("a\x00b"), ack: true},
-			want: "SEND\ndestination:/topic/x\\cy\nreceipt:1\ncontent-length:3\n\na\x00b\x00", id: "1", op: opText},
-		{name: "subscribe always asks a receipt", m: outMsg{verb: verbSubscribe, topic: []byte("/topic/t")},
-			want: "SUBSCRIBE\nid:/topic/t\ndestination:/topic/t\nack:auto\nreceipt:1\n\n\x00", id: "1", op: opText},
-		{name: "unsubscribe", m: outMsg{verb: verbUnsubscribe, topic: []byte("/topic/t"), ack: true},
-			want: "UNSUBSCRIBE\nid:/topic/t\nreceipt:1\n\n\x00", id: "1", op: opText},
-		{name: "send is a frame as written", m: outMsg{verb: verbSend, body: []byte("BEGIN\ntransaction:t\n\n")},
-			want: "BEGIN\ntransaction:t\n\n\x00", op: opText},
-		{name: "send keeps its NUL", m: outMsg{verb: verbSend, body: []byte("ACK\nid:1\n\n\x00"), binary: true},
-			want: "ACK\nid:1\n\n\x00", op: opBinary},
-		{name: "NUL in a destination", m: outMsg{verb: verbPublish, topic: []byte("/a\x00")}, errMsg: "stomp: a destination cannot hold a NUL byte"},
-		{name: "not a STOMP verb", m: outMsg{verb: verbEmit, topic: []byte("x")}, errMsg: "stomp: the verb is not STOMP's"},
+		{name: "publish", m: proto.Out{Verb: proto.VerbPublish, Topic: []byte("/queue/a"), Body: []byte("hi")},
+			want: "SEND\ndestination:/queue/a\ncontent-length:2\n\nhi\x00", op: proto.OpText},
+		{name: "publish with receipt", m: proto.Out{Verb: proto.VerbPublish, Topic: []byte("/topic/x:y"), Body: []byte("a\x00b"), Ack: true},
+			want: "SEND\ndestination:/topic/x\\cy\nreceipt:1\ncontent-length:3\n\na\x00b\x00", id: "1", op: proto.OpText},
+		{name: "subscribe always asks a receipt", m: proto.Out{Verb: proto.VerbSubscribe, Topic: []byte("/topic/t")},
+			want: "SUBSCRIBE\nid:/topic/t\ndestination:/topic/t\nack:auto\nreceipt:1\n\n\x00", id: "1", op: proto.OpText},
+		{name: "unsubscribe", m: proto.Out{Verb: proto.VerbUnsubscribe, Topic: []byte("/topic/t"), Ack: true},
+			want: "UNSUBSCRIBE\nid:/topic/t\nreceipt:1\n\n\x00", id: "1", op: proto.OpText},
+		{name: "send is a frame as written", m: proto.Out{Verb: proto.VerbSend, Body: []byte("BEGIN\ntransaction:t\n\n")},
+			want: "BEGIN\ntransaction:t\n\n\x00", op: proto.OpText},
+		{name: "send keeps its NUL", m: proto.Out{Verb: proto.VerbSend, Body: []byte("ACK\nid:1\n\n\x00"), Binary: true},
+			want: "ACK\nid:1\n\n\x00", op: proto.OpBinary},
+		{name: "NUL in a destination", m: proto.Out{Verb: proto.VerbPublish, Topic: []byte("/a\x00")}, errMsg: "stomp: a destination cannot hold a NUL byte"},
+		{name: "not a STOMP verb", m: proto.Out{Verb: proto.VerbEmit, Topic: []byte("x")}, errMsg: "stomp: the verb is not STOMP's"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := newSTOMPRig(t, ProtocolOptions{})
-			out, op, id, err := g.p.encode(nil, g.s, &tc.m, []byte("x"))
+			g := newSTOMPRig(t, Settings{})
+			out, op, id, err := g.p.Encode(nil, g.s, &tc.m, []byte("x"))
 			if tc.errMsg != "" {
 				if err == nil || err.Error() != tc.errMsg {
 					t.Fatalf("error %v, want %q", err, tc.errMsg)
@@ -366,27 +349,27 @@ func TestSTOMPEncode(t *testing.T) {
 // publisher sends the binary payload, and the MESSAGE that comes back is
 // a delivery of exactly those bytes.
 func TestSTOMPRooms(t *testing.T) {
-	g := newSTOMPRig(t, ProtocolOptions{})
-	join, op, id, answered := g.p.joinRoom(nil, g.s, 7, nil)
-	if string(join) != "SUBSCRIBE\nid:/topic/wsplan.room.7\ndestination:/topic/wsplan.room.7\nack:auto\nreceipt:1\n\n\x00" || op != opText || string(id) != "1" || !answered {
+	g := newSTOMPRig(t, Settings{})
+	join, op, id, answered := g.p.JoinRoom(nil, g.s, 7, nil)
+	if string(join) != "SUBSCRIBE\nid:/topic/wsplan.room.7\ndestination:/topic/wsplan.room.7\nack:auto\nreceipt:1\n\n\x00" || op != proto.OpText || string(id) != "1" || !answered {
 		t.Errorf("join %q op %d id %q answered %v", join, op, id, answered)
 	}
 	payload := []byte{0, 1, 2, 0, 0xff, '\n'}
-	pub, op := g.p.publishRoom(nil, g.s, 7, payload)
-	if string(pub) != "SEND\ndestination:/topic/wsplan.room.7\ncontent-length:6\n\n\x00\x01\x02\x00\xff\n\x00" || op != opBinary {
+	pub, op := g.p.PublishRoom(nil, g.s, 7, payload)
+	if string(pub) != "SEND\ndestination:/topic/wsplan.room.7\ncontent-length:6\n\n\x00\x01\x02\x00\xff\n\x00" || op != proto.OpBinary {
 		t.Errorf("publish %q op %d", pub, op)
 	}
 	// What RabbitMQ makes of it.
 	msg := "MESSAGE\nsubscription:/topic/wsplan.room.7\ndestination:/topic/wsplan.room.7\nmessage-id:T_1@@s@@1\nredelivered:false\ncontent-length:6\n\n" + string(payload) + "\x00\n"
-	g.l.msgs = g.l.msgs[:0]
-	if fail := g.p.decode(g.l, g.c, g.s, opBinary, []byte(msg), g.l.now()); fail != "" || len(g.l.msgs) != 1 {
-		t.Fatalf("decode: %q, %d messages", fail, len(g.l.msgs))
+	g.e.Msgs = g.e.Msgs[:0]
+	if fail := g.p.Decode(g.e, g.s, proto.OpBinary, []byte(msg), g.now); fail != "" || len(g.e.Msgs) != 1 {
+		t.Fatalf("decode: %q, %d messages", fail, len(g.e.Msgs))
 	}
-	got, ok := g.p.delivery(&g.l.msgs[0], nil)
+	got, ok := g.p.Delivery(&g.e.Msgs[0], nil)
 	if !ok || !bytes.Equal(got, payload) {
 		t.Errorf("delivery %q %v, want %q", got, ok, payload)
 	}
-	if _, ok := g.p.delivery(&message{Msg: newMessage(msgAck, opBinary, nil, []byte("1"), nil).Msg}, nil); ok {
+	if _, ok := g.p.Delivery(&proto.Message{Msg: proto.NewMessage(proto.MsgAck, proto.OpBinary, nil, []byte("1"), nil).Msg}, nil); ok {
 		t.Error("a RECEIPT is a delivery")
 	}
 }
@@ -401,37 +384,37 @@ func FuzzSTOMPDecode(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	l := &loop{}
+	e := &proto.Env{Link: &proto.Recorder{}}
 	p := &stomp{}
 	f.Fuzz(func(t *testing.T, msg []byte) {
-		s := &protoConn{state: stompOpen}
-		l.msgs = l.msgs[:0]
-		fail := p.decode(l, nil, s, opBinary, msg, 0)
-		for _, m := range l.msgs {
+		s := &proto.Conn{State: stompOpen}
+		e.Msgs = e.Msgs[:0]
+		fail := p.Decode(e, s, proto.OpBinary, msg, 0)
+		for _, m := range e.Msgs {
 			for _, part := range [][]byte{m.Topic, m.ID, m.Body} {
-				if len(part) > 0 && !within(part, msg) && !within(part, s.buf) {
+				if len(part) > 0 && !proto.Within(part, msg) && !proto.Within(part, s.Buf) {
 					t.Fatalf("a decoded part %q points outside the message", part)
 				}
 			}
 		}
-		if len(l.msgs) > 0 && l.msgs[len(l.msgs)-1].Type == msgError && fail == "" {
+		if len(e.Msgs) > 0 && e.Msgs[len(e.Msgs)-1].Type == proto.MsgError && fail == "" {
 			t.Fatal("an ERROR frame did not end the connection")
 		}
 		// The same bytes in two WebSocket messages decode the same.
 		if fail == "" && len(msg) > 1 {
-			whole := stompGots(l.msgs)
+			whole := stompGots(e.Msgs)
 			cut := int(msg[0]) % len(msg)
-			s2 := &protoConn{state: stompOpen}
-			l.msgs = l.msgs[:0]
-			if f2 := p.decode(l, nil, s2, opBinary, append([]byte(nil), msg[:cut]...), 0); f2 != "" {
+			s2 := &proto.Conn{State: stompOpen}
+			e.Msgs = e.Msgs[:0]
+			if f2 := p.Decode(e, s2, proto.OpBinary, append([]byte(nil), msg[:cut]...), 0); f2 != "" {
 				t.Fatalf("the first %d bytes fail (%q) where the whole message did not", cut, f2)
 			}
-			first := stompGots(l.msgs)
-			l.msgs = l.msgs[:0]
-			if f2 := p.decode(l, nil, s2, opBinary, append([]byte(nil), msg[cut:]...), 0); f2 != "" {
+			first := stompGots(e.Msgs)
+			e.Msgs = e.Msgs[:0]
+			if f2 := p.Decode(e, s2, proto.OpBinary, append([]byte(nil), msg[cut:]...), 0); f2 != "" {
 				t.Fatalf("split at %d: %q where the whole message did not fail", cut, f2)
 			}
-			if got := fmt.Sprint(append(first, stompGots(l.msgs)...)); got != fmt.Sprint(whole) {
+			if got := fmt.Sprint(append(first, stompGots(e.Msgs)...)); got != fmt.Sprint(whole) {
 				t.Fatalf("split at %d decodes\n%s\nwhole\n%s", cut, got, fmt.Sprint(whole))
 			}
 		}
@@ -453,20 +436,10 @@ func FuzzSTOMPDecode(f *testing.F) {
 }
 
 // stompGots copies decoded messages as text.
-func stompGots(ms []message) []stompGot {
+func stompGots(ms []proto.Message) []stompGot {
 	out := make([]stompGot, 0, len(ms))
 	for _, m := range ms {
-		out = append(out, stompGot{m.Type, string(m.Topic), string(m.ID), string(m.Body), m.why})
+		out = append(out, stompGot{m.Type, string(m.Topic), string(m.ID), string(m.Body), m.Why})
 	}
 	return out
-}
-
-// within reports whether part lies inside whole's array.
-func within(part, whole []byte) bool {
-	if cap(whole) == 0 {
-		return false
-	}
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(whole)))
-	p := uintptr(unsafe.Pointer(unsafe.SliceData(part)))
-	return p >= start && p < start+uintptr(cap(whole))
 }

@@ -1,11 +1,12 @@
 package client
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wsplan/wsplan/internal/proto"
 )
 
 // protoRig drives one loop synchronously over a socketpair, its one
@@ -14,7 +15,7 @@ import (
 type protoRig struct {
 	l     *loop
 	c     *conn
-	s     *protoConn
+	s     *proto.Conn
 	peer  int
 	sink  *msgSink
 	frame []byte
@@ -31,23 +32,23 @@ type msgSink struct {
 	why              Reason
 }
 
-func (k *msgSink) onMessage(_ *loop, _ *conn, m *message, _ int64) {
+func (k *msgSink) onMessage(_ *loop, _ *conn, m *proto.Message, _ int64) {
 	k.n++
 	k.typ = m.Type
 	k.topic = append(k.topic[:0], m.Topic...)
 	k.mid = append(k.mid[:0], m.ID...)
 	k.body = append(k.body[:0], m.Body...)
-	k.why = m.why
+	k.why = Reason(m.Why)
 }
 
 func (*msgSink) finish(*loop, bool, int64)        {}
 func (*msgSink) lost(*loop, *conn, uint8, Reason) {}
 
-func newProtoRig(tb testing.TB, p wireProtocol) *protoRig {
+func newProtoRig(tb testing.TB, p proto.Protocol) *protoRig {
 	tb.Helper()
 	l, c, peer := loopPair(tb)
 	l.cl.proto = p
-	s := &protoConn{}
+	s := &proto.Conn{}
 	c.sec = &connSec{proto: s}
 	sink := &msgSink{}
 	l.ph = sink
@@ -99,35 +100,4 @@ func (g *protoRig) sent(tb testing.TB) string {
 		tb.Fatal(err)
 	}
 	return string(payload)
-}
-
-func TestAppendJSONString(t *testing.T) {
-	for _, s := range []string{"", "plain", `a "quoted" \ back`, "new\nline\ttab\r", "ctl \x00\x01\x1f", "ünï ✓"} {
-		b := appendJSONString(nil, []byte(s))
-		var got string
-		if err := json.Unmarshal(b, &got); err != nil || got != s {
-			t.Errorf("%q: %s decodes to %q (%v)", s, b, got, err)
-		}
-	}
-}
-
-func TestJSONMembers(t *testing.T) {
-	var keys, vals []string
-	f := func(k, v []byte) bool {
-		keys, vals = append(keys, string(k)), append(vals, string(v))
-		return true
-	}
-	if !jsonMembers([]byte(` {"a":1, "b\"c" : {"x":[1,2]}, "d":"s"}`), f) {
-		t.Fatal("an object: false")
-	}
-	if got := strings.Join(keys, "|") + " " + strings.Join(vals, "|"); got != `a|b\"c|d 1|{"x":[1,2]}|"s"` {
-		t.Errorf("object: %s", got)
-	}
-	keys, vals = nil, nil
-	if !jsonMembers([]byte(`[{"id":1},2]`), f) || strings.Join(vals, "|") != `{"id":1}|2` || keys[0] != "" {
-		t.Errorf("array: %q %q", keys, vals)
-	}
-	if jsonMembers([]byte(`"str"`), f) || jsonMembers(nil, f) {
-		t.Error("not an object or array: true")
-	}
 }

@@ -1,4 +1,4 @@
-package client
+package graphqlws
 
 import (
 	"bytes"
@@ -12,6 +12,9 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/wsplan/wsplan/internal/script"
+
+	"github.com/wsplan/wsplan/internal/proto"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // GraphQL over WebSocket: the graphql-transport-ws protocol of the
@@ -29,30 +32,40 @@ import (
 //
 // Queries and mutations run as subscribe too: one next, then complete.
 // The codec is hand-written over gjson: a message is an envelope of three
-// members, read in place (proto_json.go); Go's GraphQL clients
+// members, read in place (internal/proto/json.go); Go's GraphQL clients
 // (hasura/go-graphql-client and others) run a goroutine per connection
 // and decode into values.
 
-// ProtoGraphQLWS is GraphQL over WebSocket's name.
-const ProtoGraphQLWS = "graphql-ws"
+// Name is GraphQL over WebSocket's name in a plan: `protocol: graphql-ws`.
+const Name = "graphql-ws"
 
-// GraphQLWSSubprotocol is what the client offers in the upgrade.
-const GraphQLWSSubprotocol = "graphql-transport-ws"
+// Subprotocol is what the client offers in the upgrade.
+const Subprotocol = "graphql-transport-ws"
 
-func init() { registerProtocol(ProtoGraphQLWS, newGraphQLWS) }
+func init() {
+	proto.Register(Name, "GraphQL over WebSocket: graphql-ws's graphql-transport-ws protocol", New)
+}
+
+// Settings are GraphQL over WebSocket's keys in a plan's
+// `protocol: {name: graphql-ws, …}`.
+type Settings struct {
+	Init      string         `yaml:"init" secret:"json" doc:"connection_init's payload, a JSON object (${env:NAME} for a token in it)"`
+	Keepalive units.Duration `yaml:"keepalive" min:"0s" doc:"how often the client pings; 0 = never (the server's pings are answered)"`
+}
 
 type graphQLWS struct {
 	init  []byte // connection_init's payload (JSON object); nil = none
 	every int64  // client ping interval, ns; 0 = none
 }
 
-func newGraphQLWS(o ProtocolOptions) (wireProtocol, error) {
+// New makes GraphQL over WebSocket from its settings.
+func New(o *Settings) (proto.Protocol, error) {
 	p := &graphQLWS{every: int64(o.Keepalive)}
 	if o.Init != "" {
 		b := bytes.TrimSpace([]byte(o.Init))
 		if len(b) == 0 || b[0] != '{' || !gjson.ValidBytes(b) {
 			// Never the value: an init carries credentials.
-			return nil, fmt.Errorf("client: graphql-ws: init must be a JSON object (connection_init's payload): %s", jsonProblem(b))
+			return nil, fmt.Errorf("init: must be a JSON object (connection_init's payload): %s", jsonProblem(b))
 		}
 		p.init = b
 	}
@@ -76,7 +89,7 @@ func jsonProblem(b []byte) string {
 	return "it is not valid JSON"
 }
 
-// Greeting states (protoConn.state).
+// Greeting states (proto.Conn.State).
 const (
 	gqlWaitAck = iota
 	gqlOpen
@@ -84,9 +97,9 @@ const (
 
 // Reasons a graphql-ws connection fails with.
 const (
-	reasonGQLNoAck      Reason = "graphql-ws: no connection_ack"
-	reasonGQLNoPong     Reason = "graphql-ws: no pong within 2 × keepalive"
-	reasonGQLBadMessage Reason = "graphql-ws: a message that is not a JSON object with a type"
+	reasonGQLNoAck      proto.Reason = "graphql-ws: no connection_ack"
+	reasonGQLNoPong     proto.Reason = "graphql-ws: no pong within 2 × keepalive"
+	reasonGQLBadMessage proto.Reason = "graphql-ws: a message that is not a JSON object with a type"
 )
 
 // gqlCloses name the protocol's close codes (graphql-ws's CloseCode).
@@ -102,47 +115,47 @@ var gqlCloses = map[uint16]string{
 	4500: "internal server error",
 }
 
-// closeReason implements closeNamer: "graphql-ws: forbidden (4403)", and
+// CloseReason implements proto.CloseNamer: "graphql-ws: forbidden (4403)", and
 // the server's words when they say more than the code's name (": Token
 // expired"). 4401 and 4403 are refusals.
-func (*graphQLWS) closeReason(code uint16, text []byte) (Reason, bool) {
+func (*graphQLWS) CloseReason(code uint16, text []byte) (proto.Reason, bool) {
 	name, ok := gqlCloses[code]
 	if !ok {
 		return "", false
 	}
 	r := "graphql-ws: " + name + " (" + strconv.Itoa(int(code)) + ")"
-	if w := serverWords(text); w != "" && !strings.EqualFold(w, name) {
+	if w := proto.Words(text); w != "" && !strings.EqualFold(w, name) {
 		r += ": " + w
 	}
-	return Reason(r), code == 4401 || code == 4403
+	return proto.Reason(r), code == 4401 || code == 4403
 }
 
-func (*graphQLWS) subprotocols() []string { return []string{GraphQLWSSubprotocol} }
+func (*graphQLWS) Subprotocols() []string { return []string{Subprotocol} }
 
-func (*graphQLWS) waiting(*protoConn) Reason { return reasonGQLNoAck }
+func (*graphQLWS) Waiting(*proto.Conn) proto.Reason { return reasonGQLNoAck }
 
-func (*graphQLWS) verbs() []uint8 {
-	return []uint8{verbSend, verbSubscribe, verbPublish, verbUnsubscribe}
+func (*graphQLWS) Verbs() []uint8 {
+	return []uint8{proto.VerbSend, proto.VerbSubscribe, proto.VerbPublish, proto.VerbUnsubscribe}
 }
 
-// answers implements answerer: a subscribe is answered by its first
+// Answers implements proto.Answerer: a subscribe is answered by its first
 // result (or error), a publish (a mutation) by its only one — when the
 // step wants it (as:, reply:, capture:); else the client does not wait
 // (a mutation's result is then dropped, a subscription's results are
 // the events later expects take). An unsubscribe (complete) is never
 // answered.
-func (*graphQLWS) answers(verb string, _, asks bool, _ int) bool {
+func (*graphQLWS) Answers(verb string, _, asks bool, _ int) bool {
 	return asks && (verb == script.VerbSubscribe || verb == script.VerbPublish)
 }
 
-func (p *graphQLWS) greet(l *loop, c *conn, s *protoConn, _ int64) (bool, Reason) {
-	b := append(l.pbuf[:0], `{"type":"connection_init"`...)
+func (p *graphQLWS) Greet(e *proto.Env, s *proto.Conn, _ int64) (bool, proto.Reason) {
+	b := append(e.Buf[:0], `{"type":"connection_init"`...)
 	if p.init != nil {
 		b = append(append(b, `,"payload":`...), p.init...)
 	}
-	l.pbuf = append(b, '}')
-	l.sendProto(c, opText, l.pbuf)
-	s.state = gqlWaitAck
+	e.Buf = append(b, '}')
+	e.Write(proto.OpText, e.Buf)
+	s.State = gqlWaitAck
 	return false, ""
 }
 
@@ -153,12 +166,12 @@ type gqlMsg struct {
 
 // parseGQL reads a message's type, id and payload in place.
 func parseGQL(msg []byte) (g gqlMsg, ok bool) {
-	ok = jsonMembers(msg, func(k, v []byte) bool {
+	ok = proto.JSONMembers(msg, func(k, v []byte) bool {
 		switch string(k) {
 		case "type":
-			g.typ, _ = jsonText(v)
+			g.typ, _ = proto.JSONText(v)
 		case "id":
-			g.id, _ = jsonText(v)
+			g.id, _ = proto.JSONText(v)
 		case "payload":
 			g.payload = v
 		}
@@ -172,28 +185,28 @@ var (
 	gqlPong = []byte(`{"type":"pong"}`)
 )
 
-func (p *graphQLWS) greeting(l *loop, c *conn, s *protoConn, _ byte, msg []byte, now int64) (bool, Reason) {
+func (p *graphQLWS) Greeting(e *proto.Env, s *proto.Conn, _ byte, msg []byte, now int64) (bool, proto.Reason) {
 	g, ok := parseGQL(msg)
 	if !ok {
 		return false, reasonGQLBadMessage
 	}
 	switch string(g.typ) {
 	case "connection_ack":
-		s.state = gqlOpen
-		s.every, s.lastSent = p.every, now
+		s.State = gqlOpen
+		s.Every, s.LastSent = p.every, now
 		return true, ""
 	case "ping":
-		l.sendProto(c, opText, gqlPong)
+		e.Write(proto.OpText, gqlPong)
 		return false, ""
 	case "pong":
 		return false, ""
 	case "connection_error": // mercurius' refusal: {"message":"Forbidden"}, then a close
-		return false, refuse(c, Reason("graphql-ws: connection_error: "+jsonWords(g.payload)))
+		return false, e.Refuse(proto.Reason("graphql-ws: connection_error: " + proto.JSONWords(g.payload)))
 	}
-	return false, Reason("graphql-ws: " + clip(g.typ) + " before connection_ack")
+	return false, proto.Reason("graphql-ws: " + proto.Clip(g.typ) + " before connection_ack")
 }
 
-func (p *graphQLWS) decode(l *loop, c *conn, _ *protoConn, op byte, msg []byte, _ int64) Reason {
+func (p *graphQLWS) Decode(e *proto.Env, _ *proto.Conn, op byte, msg []byte, _ int64) proto.Reason {
 	g, ok := parseGQL(msg)
 	if !ok {
 		return reasonGQLBadMessage
@@ -203,42 +216,42 @@ func (p *graphQLWS) decode(l *loop, c *conn, _ *protoConn, op byte, msg []byte, 
 		if len(g.id) > 0 && g.id[0] == gqlUnawaitedTag {
 			return "" // the result of a mutation nobody waits for
 		}
-		l.msgs = append(l.msgs, newMessage(msgNext, op, nil, g.id, g.payload))
+		e.Emit(proto.NewMessage(proto.MsgNext, op, nil, g.id, g.payload))
 	case "error":
-		l.msgs = append(l.msgs, answerMessage(msgError, op, g.id, g.payload, 0, gqlErrorWhy(g.payload)))
+		e.Emit(proto.Answer(proto.MsgError, op, g.id, g.payload, 0, gqlErrorWhy(g.payload)))
 	case "complete":
 		if len(g.id) > 0 && (g.id[0] == gqlAwaitedTag || g.id[0] == gqlUnawaitedTag) {
 			return "" // a mutation's end, after its one result
 		}
-		l.msgs = append(l.msgs, newMessage(msgComplete, op, nil, g.id, nil))
+		e.Emit(proto.NewMessage(proto.MsgComplete, op, nil, g.id, nil))
 	case "ping":
-		l.sendProto(c, opText, gqlPong)
+		e.Write(proto.OpText, gqlPong)
 	case "pong", "connection_ack":
 	default:
-		return Reason("graphql-ws: unexpected message type " + clip(g.typ))
+		return proto.Reason("graphql-ws: unexpected message type " + proto.Clip(g.typ))
 	}
 	return ""
 }
 
-// tick pings the server when the client has sent nothing for a
+// Tick pings the server when the client has sent nothing for a
 // keepalive (when set; any write counts), and fails a connection the
 // server has sent nothing on for two of them.
-func (p *graphQLWS) tick(l *loop, c *conn, s *protoConn, now int64) Reason {
-	if s.every <= 0 || s.state != gqlOpen {
+func (p *graphQLWS) Tick(e *proto.Env, s *proto.Conn, now int64) proto.Reason {
+	if s.Every <= 0 || s.State != gqlOpen {
 		return ""
 	}
-	if now-s.lastRecv > 2*s.every+int64(protoTick) { // a tick late at most
+	if now-s.LastRecv > 2*s.Every+int64(proto.TickEvery) { // a tick late at most
 		return reasonGQLNoPong
 	}
-	if now-s.lastSent >= s.every {
-		l.sendProto(c, opText, gqlPing)
-		s.lastSent = now
+	if now-s.LastSent >= s.Every {
+		e.Write(proto.OpText, gqlPing)
+		s.LastSent = now
 	}
 	return ""
 }
 
 // Operation ids: a connection's subscriptions are "1", "2", … in order
-// (the low half of protoConn.ids), so a script can name one to stop; its
+// (the low half of proto.Conn.ids), so a script can name one to stop; its
 // mutations (publishes) are "p1", "p2", … when awaited, "q1", "q2", …
 // when not (the high half): a mutation's complete, and the result of one
 // nobody awaits, are dropped, never taken for a subscription's. (An
@@ -249,15 +262,15 @@ const (
 )
 
 // nextSub returns the next subscription id, appended to id.
-func nextSub(s *protoConn, id []byte) []byte {
-	s.ids = s.ids&^0xffffffff | (s.ids+1)&0xffffffff
-	return strconv.AppendUint(id, s.ids&0xffffffff, 10)
+func nextSub(s *proto.Conn, id []byte) []byte {
+	s.IDs = s.IDs&^0xffffffff | (s.IDs+1)&0xffffffff
+	return strconv.AppendUint(id, s.IDs&0xffffffff, 10)
 }
 
 // nextPub returns the next publish id with its tag, appended to id.
-func nextPub(s *protoConn, id []byte, tag byte) []byte {
-	s.ids += 1 << 32
-	return strconv.AppendUint(append(id, tag), s.ids>>32, 10)
+func nextPub(s *proto.Conn, id []byte, tag byte) []byte {
+	s.IDs += 1 << 32
+	return strconv.AppendUint(append(id, tag), s.IDs>>32, 10)
 }
 
 // appendSubscribe appends a subscribe message: operation id, the query's
@@ -266,38 +279,38 @@ func appendSubscribe(dst, id, query, vars []byte) []byte {
 	dst = append(dst, `{"id":"`...)
 	dst = append(dst, id...)
 	dst = append(dst, `","type":"subscribe","payload":{"query":`...)
-	dst = appendJSONString(dst, query)
+	dst = proto.AppendJSONString(dst, query)
 	if len(vars) > 0 {
 		dst = append(append(dst, `,"variables":`...), vars...)
 	}
 	return append(dst, "}}"...)
 }
 
-func (p *graphQLWS) encode(dst []byte, s *protoConn, m *outMsg, id []byte) ([]byte, byte, []byte, error) {
-	switch m.verb {
-	case verbSend:
-		return append(dst, m.body...), opText, id, nil
-	case verbUnsubscribe:
+func (p *graphQLWS) Encode(dst []byte, s *proto.Conn, m *proto.Out, id []byte) ([]byte, byte, []byte, error) {
+	switch m.Verb {
+	case proto.VerbSend:
+		return append(dst, m.Body...), proto.OpText, id, nil
+	case proto.VerbUnsubscribe:
 		dst = append(dst, `{"id":`...)
-		dst = appendJSONString(dst, m.topic)
-		return append(dst, `,"type":"complete"}`...), opText, id, nil
+		dst = proto.AppendJSONString(dst, m.Topic)
+		return append(dst, `,"type":"complete"}`...), proto.OpText, id, nil
 	}
-	if vars := bytes.TrimSpace(m.body); len(vars) > 0 && (vars[0] != '{' || !gjson.ValidBytes(vars)) {
-		return dst, opText, id, fmt.Errorf("graphql-ws: variables must be a JSON object, got %s", clip(vars))
+	if vars := bytes.TrimSpace(m.Body); len(vars) > 0 && (vars[0] != '{' || !gjson.ValidBytes(vars)) {
+		return dst, proto.OpText, id, fmt.Errorf("graphql-ws: variables must be a JSON object, got %s", proto.Clip(vars))
 	}
 	n := len(id)
 	switch {
-	case m.verb == verbPublish && m.awaited:
+	case m.Verb == proto.VerbPublish && m.Awaited:
 		id = nextPub(s, id, gqlAwaitedTag)
-	case m.verb == verbPublish:
+	case m.Verb == proto.VerbPublish:
 		id = nextPub(s, id, gqlUnawaitedTag)
 	default:
 		id = nextSub(s, id)
 	}
-	return appendSubscribe(dst, id[n:], m.topic, m.body), opText, id, nil
+	return appendSubscribe(dst, id[n:], m.Topic, m.Body), proto.OpText, id, nil
 }
 
-// Rooms (roomProtocol): room N is the subscription
+// Rooms (proto.Rooms): room N is the subscription
 //
 //	subscription($room:String!){message(room:$room)}   room = "room.N"
 //
@@ -312,64 +325,64 @@ const (
 	gqlRoomPrefix       = "room."
 )
 
-func (p *graphQLWS) joinRoom(dst []byte, s *protoConn, room int64, id []byte) ([]byte, byte, []byte, bool) {
+func (p *graphQLWS) JoinRoom(dst []byte, s *proto.Conn, room int64, id []byte) ([]byte, byte, []byte, bool) {
 	n := len(id)
 	id = nextSub(s, id)
 	dst = append(dst, `{"id":"`...)
 	dst = append(dst, id[n:]...)
 	dst = append(dst, `","type":"subscribe","payload":{"query":"`+gqlRoomSubscription+`","variables":{"room":"`+gqlRoomPrefix...)
 	dst = strconv.AppendInt(dst, room, 10)
-	return append(dst, `"}}}`...), opText, id, true
+	return append(dst, `"}}}`...), proto.OpText, id, true
 }
 
-func (p *graphQLWS) publishRoom(dst []byte, s *protoConn, room int64, payload []byte) ([]byte, byte) {
+func (p *graphQLWS) PublishRoom(dst []byte, s *proto.Conn, room int64, payload []byte) ([]byte, byte) {
 	dst = append(dst, `{"id":"`...)
 	dst = nextPub(s, dst, gqlUnawaitedTag) // its result is dropped on arrival
 	dst = append(dst, `","type":"subscribe","payload":{"query":"`+gqlRoomMutation+`","variables":{"room":"`+gqlRoomPrefix...)
 	dst = strconv.AppendInt(dst, room, 10)
 	dst = append(dst, `","data":"`...)
-	dst = b64.AppendEncode(dst, payload)
-	return append(dst, `"}}}`...), opText
+	dst = proto.B64.AppendEncode(dst, payload)
+	return append(dst, `"}}}`...), proto.OpText
 }
 
 // delivery: a next whose payload is {"data":{"message":"<base64>"}} (a
 // null message is the subscription's first result, not a delivery).
-func (*graphQLWS) delivery(m *message, scratch []byte) ([]byte, bool) {
-	if m.Type != msgNext || len(m.Body) == 0 {
+func (*graphQLWS) Delivery(m *proto.Message, scratch []byte) ([]byte, bool) {
+	if m.Type != proto.MsgNext || len(m.Body) == 0 {
 		return nil, false
 	}
 	r := gjson.Get(unsafe.String(unsafe.SliceData(m.Body), len(m.Body)), "data.message")
 	if r.Type != gjson.String || r.Index <= 0 {
 		return nil, false
 	}
-	return b64Payload(m.Body[r.Index:r.Index+len(r.Raw)], scratch)
+	return proto.B64Payload(m.Body[r.Index:r.Index+len(r.Raw)], scratch)
 }
 
 var (
-	_ roomProtocol = (*graphQLWS)(nil)
-	_ answerer     = (*graphQLWS)(nil)
-	_ closeNamer   = (*graphQLWS)(nil)
+	_ proto.Rooms      = (*graphQLWS)(nil)
+	_ proto.Answerer   = (*graphQLWS)(nil)
+	_ proto.CloseNamer = (*graphQLWS)(nil)
 )
 
 // reasonGQLError is an error answer without a message.
-const reasonGQLError Reason = "graphql error"
+const reasonGQLError proto.Reason = "graphql error"
 
 // gqlErrorWhy is an error answer's reason: "graphql error" and its first
 // error's message, clipped ("graphql error: Forbidden").
-func gqlErrorWhy(payload []byte) Reason {
+func gqlErrorWhy(payload []byte) proto.Reason {
 	var msg []byte
 	message := func(k, v []byte) bool {
 		if string(k) == "message" {
-			msg, _ = jsonText(v)
+			msg, _ = proto.JSONText(v)
 			return false
 		}
 		return true
 	}
 	if p := bytes.TrimSpace(payload); len(p) > 0 && p[0] == '{' {
-		jsonMembers(p, message) // one error, not a list (older servers)
+		proto.JSONMembers(p, message) // one error, not a list (older servers)
 	} else {
-		jsonMembers(p, func(_, e []byte) bool {
-			jsonMembers(e, message)
+		proto.JSONMembers(p, func(_, e []byte) bool {
+			proto.JSONMembers(e, message)
 			return false // the first error
 		})
 	}
@@ -377,6 +390,6 @@ func gqlErrorWhy(payload []byte) Reason {
 		return reasonGQLError
 	}
 	var buf [128]byte
-	b := appendJSONText(append(buf[:0], "graphql error: "...), clipText(msg, 80))
-	return internReason(clipText(b, len("graphql error: ")+40))
+	b := proto.AppendJSONText(append(buf[:0], "graphql error: "...), proto.ClipText(msg, 80))
+	return proto.Intern(proto.ClipText(b, len("graphql error: ")+40))
 }
