@@ -1,6 +1,10 @@
 package proto
 
-import "unsafe"
+import (
+	"fmt"
+	"strings"
+	"unsafe"
+)
 
 // Recorder is a Link that keeps what a protocol wrote, for tests and
 // fuzzers that drive a protocol without an event loop (as
@@ -52,4 +56,26 @@ func Within(part, whole []byte) bool {
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(whole)))
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(part)))
 	return p >= start && p < start+uintptr(cap(whole))
+}
+
+// CheckDecoded is what every protocol's fuzzer asserts of a Decode (or
+// Greeting) of msg on s: each part of each message it emitted lies in
+// msg or in what the protocol keeps (s.Buf, s.Part), an error answer
+// says why, and a failure's reason is one line that starts with the
+// protocol's words (prefix). It returns what is wrong, "" when nothing.
+func CheckDecoded(e *Env, s *Conn, msg []byte, fail Reason, prefix string) string {
+	for _, m := range e.Msgs {
+		for _, part := range [][]byte{m.Topic, m.ID, m.Body} {
+			if len(part) > 0 && !Within(part, msg) && !Within(part, s.Buf) && !Within(part, s.Part) {
+				return fmt.Sprintf("a decoded part %q points outside the message", part)
+			}
+		}
+		if m.Type == MsgError && m.Why == "" && m.Grant == 0 && prefix != "stomp" {
+			return fmt.Sprintf("an error answer %q without a reason", m.Body)
+		}
+	}
+	if fail != "" && (!strings.HasPrefix(string(fail), prefix) || strings.ContainsAny(string(fail), "\r\n")) {
+		return fmt.Sprintf("reason %q: want one line starting %q", fail, prefix)
+	}
+	return ""
 }

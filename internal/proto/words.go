@@ -79,12 +79,13 @@ func ClipText(b []byte, n int) []byte {
 	return b[:n]
 }
 
-// Clip is at most 40 bytes of b, for a reason.
+// Clip is at most 40 bytes of b, for a reason: on one line, as Words
+// shows it (a server's bytes could hold a line break).
 func Clip(b []byte) string {
 	if len(b) > 40 {
-		return string(b[:40]) + "…"
+		return Words(ClipText(b, 40)) + "…"
 	}
-	return string(b)
+	return Words(b)
 }
 
 // maxReasons bounds the reasons Intern keeps: past it, each is a string

@@ -188,7 +188,7 @@ func (p *socketIO) Decode(e *proto.Env, s *proto.Conn, op byte, msg []byte, _ in
 	case sioConnect:
 		// A repeated connect answer: nothing to do.
 	default:
-		return proto.Reason("socket.io: packet type " + string(msg[1]) + " is not spoken (binary events)")
+		return proto.Reason("socket.io: packet type " + proto.Clip(msg[1:2]) + " is not spoken (binary events)")
 	}
 	return ""
 }
