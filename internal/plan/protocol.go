@@ -18,7 +18,8 @@ import (
 // server speaks over its WebSocket messages (a name, or a mapping with
 // name and the protocol's settings); nil = raw messages. The settings'
 // keys, defaults, bounds and docs are the protocol's own declaration
-// (proto.Def.Settings): nothing here names one.
+// (proto.Def.Settings): nothing here names one, and internal/schema
+// generates `protocol:`'s schema from the same registry.
 type Protocol struct {
 	Name string
 	// Settings points to the protocol's settings struct, its defaults
@@ -88,13 +89,6 @@ func checkKeys(d *proto.Def, n *yaml.Node) error {
 		return errors.New(strings.Join(errs, "; "))
 	}
 	return nil
-}
-
-// JSONSchema describes the values UnmarshalYAML takes, for package
-// schema, which defines #/$defs/protocol from the registered protocols'
-// settings.
-func (*Protocol) JSONSchema() map[string]any {
-	return map[string]any{"$ref": "#/$defs/protocol"}
 }
 
 // Options returns the client's protocol options.

@@ -14,7 +14,7 @@
 //     frameworks registry (servers[].options per framework or preset, by
 //     if/then on framework:, or on name: when framework: is absent);
 //   - each protocol's settings: the tags of the struct it registers with
-//     internal/proto (protocol: {name: …, …}, one branch per name).
+//     internal/proto (protocol: {name: …, …}, an if/then per name).
 //
 // Values: units.Duration is a Go duration string ("10s"); units.Size an
 // integer or a string with a unit ("1KiB"); units.Rate a number or "200/s".
@@ -101,9 +101,6 @@ func Generate() ([]byte, error) {
 	}
 	props["phases"] = merge(props["phases"].(map[string]any), map[string]any{"items": phases})
 	if err := g.servers(props); err != nil {
-		return nil, err
-	}
-	if err := g.protocols(); err != nil {
 		return nil, err
 	}
 	g.defs["ref"] = map[string]any{
@@ -272,6 +269,13 @@ func (g *gen) field(t reflect.Type, tg tags, where string) (map[string]any, erro
 
 // value is the schema of a type, without a field's tags.
 func (g *gen) value(t reflect.Type, where string) (map[string]any, error) {
+	if t == protocolType {
+		s, err := g.protocol()
+		if err != nil {
+			return nil, err
+		}
+		return withRef(s), nil
+	}
 	if t.Implements(describedType) {
 		return withRef(reflect.New(t).Elem().Interface().(Described).JSONSchema()), nil
 	}

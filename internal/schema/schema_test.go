@@ -196,6 +196,9 @@ func TestSchemaRejects(t *testing.T) {
 	}
 	bad := []struct{ name, src string }{
 		{"unknown top-level key", "descripton: x\n" + base},
+		{"another protocol's setting", "servers: [{name: b, url: 'ws://127.0.0.1:9/', protocol: {name: stomp, version: '5'}}]\nphases: [{connect: {connections: 1}}]\n"},
+		{"a protocol without its name", "servers: [{name: b, url: 'ws://127.0.0.1:9/', protocol: {keepalive: 1s}}]\nphases: [{connect: {connections: 1}}]\n"},
+		{"an unknown protocol", "servers: [{name: b, url: 'ws://127.0.0.1:9/', protocol: amqp}]\nphases: [{connect: {connections: 1}}]\n"},
 		{"unknown phase key", base + "  - echo: {total: 1, paylod: 5}\n"},
 		{"unknown phase kind", base + "  - blast: {total: 1}\n"},
 		{"two kinds in one phase", "servers: [{name: gws}]\nphases:\n  - {connect: {connections: 1}, hold: {duration: 1s}}\n"},

@@ -50,7 +50,7 @@ func init() {
 // `protocol: {name: graphql-ws, …}`.
 type Settings struct {
 	Init      string         `yaml:"init" secret:"json" doc:"connection_init's payload, a JSON object (${env:NAME} for a token in it)"`
-	Keepalive units.Duration `yaml:"keepalive" min:"0s" doc:"how often the client pings; 0 = never (the server's pings are answered)"`
+	Keepalive units.Duration `yaml:"keepalive" min:"0s" doc:"how often the client pings, 0 = never (the server's pings are answered)"`
 }
 
 type graphQLWS struct {
