@@ -22,7 +22,7 @@ type scriptJob struct {
 	verbs []uint8 // by pc: the proto.Out verb of a send
 	// quota is, by pc, whether an expect waits for the answer to a QoS > 0
 	// publish: such expects count against a connection's quota
-	// (protoConn.quota); inflight is the deepest window of them.
+	// (proto.Conn.Quota); inflight is the deepest window of them.
 	quota    []bool
 	inflight int
 	rows     *script.Rows
@@ -331,7 +331,7 @@ func (r *scriptRun) dialed(l *loop, c *conn, idx int64, now int64) {
 	}
 }
 
-// quotaOf notes the quota the server set c (protoConn.quota): the least
+// quotaOf notes the quota the server set c (proto.Conn.Quota): the least
 // over the users' connections, and whether it throttles the steps'
 // pipelining.
 func (r *scriptRun) quotaOf(c *conn) {

@@ -5,7 +5,7 @@ import (
 	"strconv"
 )
 
-// STOMP 1.2 frames on byte slices, for the loop (proto_stomp.go):
+// STOMP 1.2 frames on byte slices, for the protocol (stomp.go):
 //
 //	COMMAND EOL
 //	name:value EOL …   (values escaped: \r \n \c \\, but in CONNECT/CONNECTED)
