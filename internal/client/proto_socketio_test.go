@@ -25,42 +25,6 @@ func newSocketIORig(tb testing.TB, ns string) (*protoRig, proto.Protocol) {
 	return newProtoRig(tb, p), p
 }
 
-// TestSocketIOGreeting: the open packet sets the silence limit and is
-// answered by the namespace connect; 40 opens the connection, 44 refuses
-// it with the server's message; a ping during the handshake is answered.
-func TestSocketIOGreeting(t *testing.T) {
-	for _, tc := range []struct {
-		ns, connect, answer string
-		done                bool
-		fail                proto.Reason
-	}{
-		{"", "40", `40{"sid":"a"}`, true, ""},
-		{"/chat", "40/chat,", `40/chat,{"sid":"a"}`, true, ""},
-		{"", "40", `44{"message":"not authorized"}`, false, "socket.io: connect refused: not authorized"},
-		{"", "40", `42["early"]`, false, `socket.io: unexpected packet 42["early"] during the handshake`},
-	} {
-		g, p := newSocketIORig(t, tc.ns)
-		if done, fail := p.Greet(g.l.env(g.c), g.s, 0); done || fail != "" || g.s.State != 0 /* waiting for the open packet */ {
-			t.Fatalf("greet: %v %q, state %d: want to wait for the open packet", done, fail, g.s.State)
-		}
-		step := func(msg string) (bool, proto.Reason) {
-			return p.Greeting(g.l.env(g.c), g.s, opText, []byte(msg), 0)
-		}
-		if done, fail := step("2"); done || fail != "" || g.sent(t) != "3" {
-			t.Fatalf("a ping in the handshake: %v %q, want a pong", done, fail)
-		}
-		if done, fail := step(`0{"sid":"x","upgrades":[],"pingInterval":25000,"pingTimeout":20000,"maxPayload":1000000}`); done || fail != "" {
-			t.Fatalf("open: %v %q", done, fail)
-		}
-		if got := g.sent(t); got != tc.connect || g.s.Every != 45e9 || g.s.State != 1 /* waiting for the connect */ {
-			t.Fatalf("after open: sent %q, every %d, state %d; want %q, 45 s", got, g.s.Every, g.s.State, tc.connect)
-		}
-		if done, fail := step(tc.answer); done != tc.done || fail != tc.fail {
-			t.Errorf("%s: %v %q, want %v %q", tc.answer, done, fail, tc.done, tc.fail)
-		}
-	}
-}
-
 // TestSocketIODecode: events (with the server asking an ack, answered
 // empty), acks by id, pings answered by the loop and never handed to the
 // run, and the packets that end a connection.
