@@ -26,6 +26,9 @@ func checkField(f Field) (FieldError, bool) {
 		}
 		fv = fv.Elem()
 	}
+	if fv.Kind() == reflect.Slice {
+		return checkLen(f, fv)
+	}
 	lo, hasLo := bound(f.Struct, fv.Type(), "min")
 	hi, hasHi := bound(f.Struct, fv.Type(), "max")
 	below, above := hasLo && compare(fv, lo) < 0, hasHi && compare(fv, hi) > 0
@@ -51,6 +54,45 @@ func checkField(f Field) (FieldError, bool) {
 	return FieldError{}, false
 }
 
+// checkLen checks a list's length against its min and max tags, which
+// count items; an empty list is one not given (required says if it must
+// be).
+func checkLen(f Field, fv reflect.Value) (FieldError, bool) {
+	lo, hasLo := lenBound(f.Struct, "min")
+	hi, hasHi := lenBound(f.Struct, "max")
+	n := fv.Len()
+	var want string
+	switch {
+	case n == 0:
+		return FieldError{Field: f.Key, Msg: "is required"}, f.Struct.Tag.Get("required") == "true"
+	case hasLo && hasHi && lo == hi && n != lo:
+		want = items(lo)
+	case hasLo && n < lo:
+		want = "at least " + items(lo)
+	case hasHi && n > hi:
+		want = "at most " + items(hi)
+	default:
+		return FieldError{}, false
+	}
+	return FieldError{Field: f.Key, Msg: fmt.Sprintf("must have %s, got %d", want, n)}, true
+}
+
+func items(n int) string {
+	if n == 1 {
+		return "1 item"
+	}
+	return fmt.Sprintf("%d items", n)
+}
+
+// lenBound parses a list's min or max tag: a count of items.
+func lenBound(f reflect.StructField, key string) (int, bool) {
+	s, ok := f.Tag.Lookup(key)
+	if !ok {
+		return 0, false
+	}
+	return mustParse(f, reflect.TypeFor[int](), key, s).Interface().(int), true
+}
+
 // bound parses f's tag key (min or max) with value type t.
 func bound(f reflect.StructField, t reflect.Type, key string) (reflect.Value, bool) {
 	s, ok := f.Tag.Lookup(key)
@@ -65,6 +107,9 @@ func bound(f reflect.StructField, t reflect.Type, key string) (reflect.Value, bo
 // "0, 1 or 2" for a few integers; "" when it has no bounds.
 func Range(f reflect.StructField) string {
 	t := elem(f.Type)
+	if t.Kind() == reflect.Slice {
+		t = reflect.TypeFor[int]()
+	}
 	lo, hasLo := bound(f, t, "min")
 	hi, hasHi := bound(f, t, "max")
 	switch {

@@ -18,6 +18,8 @@ type sample struct {
 	Wait  units.Duration `yaml:"wait" default:"10s" min:"0s"`
 	Rate  float64        `yaml:"rate" min:"0.5"`
 	Inner inner          `yaml:",inline"`
+	Pair  []int          `yaml:"pair" min:"2" max:"2"`
+	Some  []int          `yaml:"some" min:"1" max:"3"`
 	Skip  int            `yaml:"-"`
 }
 
@@ -35,6 +37,8 @@ func TestCheck(t *testing.T) {
 		{"negative duration", sample{N: 1, Wait: -units.Duration(1e9), Rate: 1}, []string{"wait: must be >= 0, got -1s"}},
 		{"float", sample{N: 1, Rate: 0.25}, []string{"rate: must be >= 0.5, got 0.25"}},
 		{"inline, a few values", sample{N: 1, Rate: 1, Inner: inner{QoS: 3}}, []string{"qos: must be 0, 1 or 2, got 3"}},
+		{"list lengths", sample{N: 1, Rate: 1, Pair: []int{1}, Some: []int{1, 2, 3, 4}}, []string{"pair: must have 2 items, got 1", "some: must have at most 3 items, got 4"}},
+		{"list lengths within", sample{N: 1, Rate: 1, Pair: []int{1, 2}, Some: []int{1}}, nil},
 	} {
 		var got []string
 		for _, e := range Check(&c.v) {
@@ -63,7 +67,7 @@ func TestDefaultsAndKeys(t *testing.T) {
 	if _, ok := Default(&sample{}, "rate"); ok {
 		t.Error("Default(rate): a key without a default has one")
 	}
-	if got, want := Keys(reflect.TypeOf(sample{})), []string{"n", "size", "wait", "rate", "qos"}; !slices.Equal(got, want) {
+	if got, want := Keys(reflect.TypeOf(sample{})), []string{"n", "size", "wait", "rate", "qos", "pair", "some"}; !slices.Equal(got, want) {
 		t.Errorf("Keys = %q, want %q", got, want)
 	}
 	if got := Range(reflect.TypeOf(sample{}).Field(0)); got != "in [1, 10]" {

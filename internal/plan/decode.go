@@ -12,6 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/wsplan/wsplan/internal/decl"
 	"github.com/wsplan/wsplan/internal/secret"
 )
 
@@ -220,6 +221,7 @@ func (l *loader) mergeSources(v *yaml.Node, path string) []*yaml.Node {
 var (
 	nodeType        = reflect.TypeFor[yaml.Node]()
 	unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
+	shorthandType   = reflect.TypeFor[decl.Shorthand]()
 )
 
 // field is one decodable field of a struct.
@@ -310,6 +312,12 @@ func (l *loader) decode(n *yaml.Node, path string, v reflect.Value) bool {
 		}
 		return l.decode(n.Content[0], path, v)
 	}
+	if reflect.PointerTo(t).Implements(shorthandType) {
+		if n.Kind == yaml.MappingNode {
+			return l.decodeStruct(n, path, v, nil)
+		}
+		return l.short(n, path, v)
+	}
 	if reflect.PointerTo(t).Implements(unmarshalerType) {
 		return l.leaf(n, path, v)
 	}
@@ -382,7 +390,7 @@ func (l *loader) decodeMap(n *yaml.Node, path string, v reflect.Value) bool {
 // needsWalk reports whether values of t are decoded by the loader itself
 // (containers, structs) rather than handed to yaml.v3 as leaves.
 func needsWalk(t reflect.Type) bool {
-	if t == nodeType {
+	if t == nodeType || reflect.PointerTo(t).Implements(shorthandType) {
 		return true
 	}
 	if reflect.PointerTo(t).Implements(unmarshalerType) {
@@ -442,6 +450,23 @@ func fieldByIndex(v reflect.Value, index []int) reflect.Value {
 		v = v.Field(x)
 	}
 	return v
+}
+
+// short decodes the short form of a struct that has one (decl.Shorthand:
+// think: 100ms), a node other than a mapping; its mapping form is
+// decoded as any struct's.
+func (l *loader) short(n *yaml.Node, path string, v reflect.Value) bool {
+	tmp := reflect.New(v.Type())
+	if err := tmp.Interface().(decl.Shorthand).UnmarshalShort(n); err != nil {
+		if l.secrets.Holds(n.Value) {
+			l.errf(n.Line, path, "got a value that holds a secret (not shown)")
+		} else {
+			l.errf(n.Line, path, "%s", strings.TrimPrefix(err.Error(), "yaml: "))
+		}
+		return false
+	}
+	v.Set(tmp.Elem())
+	return true
 }
 
 // leaf decodes a scalar (or a type with its own UnmarshalYAML) through

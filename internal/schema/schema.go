@@ -33,11 +33,13 @@ import (
 	"fmt"
 	"path"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/wsplan/wsplan/internal/decl"
 	"github.com/wsplan/wsplan/internal/plan"
 	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/scenarios"
@@ -76,6 +78,7 @@ var (
 	rateType      = reflect.TypeFor[units.Rate]()
 	nodeType      = reflect.TypeFor[yaml.Node]()
 	describedType = reflect.TypeFor[Described]()
+	shorthandType = reflect.TypeFor[decl.Shorthand]()
 )
 
 // Generate returns the plan's JSON Schema, indented, with a final newline.
@@ -282,6 +285,9 @@ func (g *gen) value(t reflect.Type, where string) (map[string]any, error) {
 	if reflect.PointerTo(t).Implements(describedType) {
 		return withRef(reflect.New(t).Interface().(Described).JSONSchema()), nil
 	}
+	if reflect.PointerTo(t).Implements(shorthandType) {
+		return g.shorthand(t, where)
+	}
 	switch t {
 	case durationType:
 		return withRef(map[string]any{"$ref": "#/$defs/duration"}), nil
@@ -321,6 +327,31 @@ func (g *gen) value(t reflect.Type, where string) (map[string]any, error) {
 		return g.structValue(t, where)
 	}
 	return nil, fmt.Errorf("%s: no schema for Go type %s", where, t)
+}
+
+// shorthand is the schema of a struct with a short form (decl.Shorthand):
+// the form's value (true for a switch that only turns on, close: true),
+// or the struct's mapping.
+func (g *gen) shorthand(t reflect.Type, where string) (map[string]any, error) {
+	v, _ := reflect.New(t).Interface().(decl.Shorthand).Shorten()
+	short := map[string]any{"const": true}
+	if _, isBool := v.(bool); !isBool {
+		var err error
+		if short, err = g.value(reflect.TypeOf(v), where); err != nil {
+			return nil, err
+		}
+	}
+	obj, err := g.structValue(t, where)
+	if err != nil {
+		return nil, err
+	}
+	if branches, ok := short["anyOf"].([]any); ok && len(short) == 1 {
+		// withRef adds the reference once, after the mapping.
+		short = map[string]any{"anyOf": slices.DeleteFunc(slices.Clone(branches), func(b any) bool {
+			return reflect.DeepEqual(b, map[string]any{"$ref": "#/$defs/ref"})
+		})}
+	}
+	return withRef(short, obj), nil
 }
 
 // bounds puts min and max on the numeric branch of s (the first anyOf

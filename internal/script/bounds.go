@@ -1,7 +1,17 @@
 package script
 
-import "github.com/wsplan/wsplan/internal/decl"
+import (
+	"reflect"
 
+	"github.com/wsplan/wsplan/internal/decl"
+)
+
+// A step's keys take their defaults from the default tags of their
+// fields (decl.Defaults), on a copy: the plan's document stays as it was
+// written, which `wsplan validate` prints. A default that depends on the
+// rest of the script (an expect's timeout is the phase's, its count 1
+// unless until: ends it) is stated in its doc tag and set by Compile.
+//
 // A step's numbers are bounded by the min and max tags of its fields
 // (inclusive, written as a plan writes the value: 0, 2, 0s), the same
 // declarations the JSON Schema reads (package decl); Compile checks them
@@ -19,4 +29,20 @@ func (c *compiler) bounds(s any, at string) bool {
 		c.fail(at+"."+e.Field, "%s", e.Msg)
 	}
 	return len(errs) == 0
+}
+
+// withDefaults returns a copy of step s whose body holds its declared
+// defaults.
+func withDefaults(s *Step) *Step {
+	out := *s
+	v := reflect.ValueOf(&out).Elem()
+	for i := range v.NumField() {
+		if f := v.Field(i); f.Kind() == reflect.Pointer && !f.IsNil() {
+			body := reflect.New(f.Type().Elem())
+			body.Elem().Set(f.Elem())
+			decl.Defaults(body.Interface())
+			f.Set(body)
+		}
+	}
+	return &out
 }

@@ -25,13 +25,17 @@ func TestStepBounds(t *testing.T) {
 		{`steps: [{subscribe: {topic: t, qos: -1}}]`, []string{`steps[0].subscribe.qos: must be 0, 1 or 2, got -1`}},
 		{`steps: [{loop: {count: -1, steps: [{send: x}]}}]`, []string{`steps[0].loop.count: must be >= 0, got -1`}},
 		{`steps: [{loop: {duration: -3s, steps: [{send: x}]}}]`, []string{`steps[0].loop.duration: must be >= 0, got -3s`}},
-		{`steps: [{loop: {count: 2, inflight: -2, steps: [{send: x}]}}]`, []string{`steps[0].loop.inflight: must be >= 0, got -2`}},
+		{`steps: [{loop: {count: 2, inflight: -2, steps: [{send: x}]}}]`, []string{`steps[0].loop.inflight: must be > 0, got -2`}},
 		{`steps: [{send: x}, {expect: {count: -1}}]`, []string{`steps[1].expect.count: must be >= 0, got -1`}},
 		{`steps: [{send: x}, {expect: {timeout: -1s}}]`, []string{`steps[1].expect.timeout: must be >= 0, got -1s`}},
 		{`steps: [{call: {method: m, timeout: -5s}}]`, []string{`steps[0].call.timeout: must be >= 0, got -5s`}},
 		{`steps: [{emit: {event: e, ack: true, timeout: -1ms}}]`, []string{`steps[0].emit.timeout: must be >= 0, got -1ms`}},
 		{`steps: [{think: -1s}]`, []string{`steps[0].think.fixed: must be >= 0, got -1s`}},
 		{`steps: [{think: {exponential: -1s}}]`, []string{`steps[0].think.exponential: must be >= 0, got -1s`}},
+		{`steps: [{think: {uniform: [1s]}}]`, []string{`steps[0].think.uniform: must have 2 items, got 1`}},
+		{`steps: [{think: {uniform: [1s, 2s, 3s]}}]`, []string{`steps[0].think.uniform: must have 2 items, got 3`}},
+		{`steps: [{think: {uniform: [2s, 1s]}}]`, []string{`steps[0].think.uniform: want [min, max] with 0 <= min <= max, got [2s 1s]`}},
+		{`steps: [{close: {code: 999}}, {close: {code: 5000}}]`, []string{`steps[0].close.code: must be >= 1000, got 999`, `steps[1].close.code: must be <= 4999, got 5000`}},
 		{`steps: [{loop: {count: 1, steps: [{send: x}, {loop: {count: 1, steps: [{publish: {topic: t, qos: 9}}]}}]}}]`,
 			[]string{`steps[0].loop.steps[1].loop.steps[0].publish.qos: must be 0, 1 or 2, got 9`}},
 		{`steps: [{loop: {count: -1, duration: -1s, steps: [{publish: {topic: t, qos: 3}}]}}]`, []string{
@@ -46,6 +50,8 @@ func TestStepBounds(t *testing.T) {
 			`steps[2].think: want one of a duration, {uniform: [min, max]} or {exponential: mean}`,
 		}},
 		{`steps: [{call: {method: m, timeout: 0s}}, {think: 1ms}]`, nil},
+		{`steps: [{think: {uniform: [0s, 0s]}}, {close: {code: 1000}}]`, nil},
+		{`steps: [{close: {code: 4999}}]`, nil},
 	} {
 		_, errs := Compile(Source{Steps: load(t, tc.doc), Timeout: time.Second})
 		var got []string

@@ -208,7 +208,7 @@ func (c *compiler) declareCaptures(steps []Step, path string) {
 func (c *compiler) steps(steps []Step, path string, depth, window int, timeout time.Duration) {
 	lastSend := -1
 	for i := range steps {
-		s := &steps[i]
+		s := withDefaults(&steps[i])
 		at := fmt.Sprintf("%s[%d]", path, i)
 		verb, n := s.Verb()
 		if _, body := stepBody(s); n == 1 {
@@ -239,11 +239,8 @@ func (c *compiler) steps(steps []Step, path string, depth, window int, timeout t
 			lastSend = -1
 		case VerbClose:
 			code := s.Close.Code
-			if code == 0 {
-				code = 1000
-			}
-			if code < 1000 || code > 4999 || code == 1004 || code == 1005 || code == 1006 || code == 1015 {
-				c.fail(at+".code", "must be a close code a client may send (1000–4999 but 1004–1006, 1015), got %d", code)
+			if code == 1004 || code == 1005 || code == 1006 || code == 1015 {
+				c.fail(at+".code", "%d is reserved: a client may not send it (1004–1006, 1015)", code)
 			}
 			c.p.Instrs = append(c.p.Instrs, Instr{Op: OpClose, Label: at, Code: code})
 		}
@@ -434,11 +431,11 @@ func (c *compiler) think(t *Think, at string) {
 		d, n = ThinkDist{Kind: ThinkFixed, A: t.Fixed.D()}, n+1
 	}
 	if len(t.Uniform) > 0 {
-		n++
-		if len(t.Uniform) != 2 || t.Uniform[0] > t.Uniform[1] || t.Uniform[0] < 0 {
-			c.fail(at+".uniform", "want [min, max] with 0 <= min <= max, got %v", t.Uniform)
-		} else {
-			d = ThinkDist{Kind: ThinkUniform, A: t.Uniform[0].D(), B: t.Uniform[1].D()}
+		n++ // a list of another length is reported by bounds
+		if u := t.Uniform; len(u) == 2 && (u[0] > u[1] || u[0] < 0) {
+			c.fail(at+".uniform", "want [min, max] with 0 <= min <= max, got %v", u)
+		} else if len(u) == 2 {
+			d = ThinkDist{Kind: ThinkUniform, A: u[0].D(), B: u[1].D()}
 		}
 	}
 	if t.Exponential != 0 {
@@ -459,7 +456,7 @@ func (c *compiler) loop(l *Loop, at string, depth int, timeout time.Duration) {
 	if l.Count == 0 && l.Duration == 0 {
 		c.fail(at, "needs count or duration (or both: the first reached ends it)")
 	}
-	inflight := max(l.Inflight, 1)
+	inflight := l.Inflight
 	if inflight > 1 {
 		c.pipelined(l.Steps, at)
 	}

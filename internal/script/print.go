@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/wsplan/wsplan/internal/decl"
 )
 
 // Lines returns steps as wsplan validate prints them: a line a step, in
@@ -37,23 +39,19 @@ func stepBody(s *Step) (string, any) {
 	return "", nil
 }
 
-// shortBody is a step's value in its shortest form: a send's text, a
-// fixed think's duration, close's true, a loop without its steps.
+// shortBody is a step's value in its shortest form: its scalar form
+// where it has one (decl.Shorthand: a send's text, a fixed think's
+// duration, close's true), a loop without its steps.
 func shortBody(body any) string {
-	switch b := body.(type) {
-	case *Send:
-		if b.Binary == "" {
-			return scalar(b.Text)
+	if sh, ok := body.(decl.Shorthand); ok {
+		if v, ok := sh.Shorten(); ok {
+			if s, isString := v.(string); isString {
+				return scalar(s)
+			}
+			return Short(v)
 		}
-	case *Think:
-		if len(b.Uniform) == 0 && b.Exponential == 0 {
-			return b.Fixed.String()
-		}
-	case *Close:
-		if b.Code == 0 {
-			return "true"
-		}
-	case *Loop:
+	}
+	if b, ok := body.(*Loop); ok {
 		l := *b
 		l.Steps = nil
 		return Short(l)

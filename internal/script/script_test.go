@@ -4,11 +4,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 func testEnv() *Env {
@@ -220,7 +223,9 @@ func TestCompileErrors(t *testing.T) {
 		{`steps: [{loop: {count: 2, inflight: 4, steps: [{send: x}, {think: 1ms}]}}]`, `steps[0].loop.inflight: with inflight > 1`},
 		{`steps: [{loop: {steps: [{send: x}]}}]`, `steps[0].loop: needs count or duration`},
 		{`steps: [{}]`, `steps[0]: empty step`},
-		{`steps: [{close: {code: 1005}}]`, `steps[0].close.code: must be a close code`},
+		{`steps: [{close: {code: 1005}}]`, `steps[0].close.code: 1005 is reserved`},
+		{`steps: [{close: {code: 999}}]`, `steps[0].close.code: must be >= 1000, got 999`},
+		{`steps: [{close: {code: 5000}}]`, `steps[0].close.code: must be <= 4999, got 5000`},
 		{`steps: [{expect: {as: Login}}]`, `steps[0].expect.as: an exchange's name is lower-case`},
 	} {
 		_, errs := Compile(Source{Steps: load(t, tc.doc), Timeout: time.Second})
@@ -230,6 +235,41 @@ func TestCompileErrors(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("%s: got %v, want an error containing %q", tc.doc, errs, tc.want)
+		}
+	}
+}
+
+// TestShortForms: a step with a short form decodes it and its mapping
+// (keys from its declaration; an unknown key is an error listing them)
+// through yaml.v3 alone, as it does through the plan loader.
+func TestShortForms(t *testing.T) {
+	for _, tc := range []struct {
+		doc  string
+		want Step // zero: an error containing err
+		err  string
+	}{
+		{`send: hi`, Step{Send: &Send{Text: "hi"}}, ""},
+		{`send: {binary: b}`, Step{Send: &Send{Binary: "b"}}, ""},
+		{`think: 5ms`, Step{Think: &Think{Fixed: units.Duration(5 * time.Millisecond)}}, ""},
+		{`think: {exponential: 1s}`, Step{Think: &Think{Exponential: units.Duration(time.Second)}}, ""},
+		{`close: true`, Step{Close: &Close{}}, ""},
+		{`close: {code: 4000}`, Step{Close: &Close{Code: 4000}}, ""},
+		{`close: false`, Step{}, `want true or {code: N}, got "false"`},
+		{`close: {cod: 1000}`, Step{}, `unknown key "cod": want code`},
+		{`think: {fixd: 1s}`, Step{}, `unknown key "fixd": want fixed, uniform, exponential`},
+		{`think: [1s]`, Step{}, `want a duration or a mapping of fixed, uniform, exponential, got a list`},
+		{`think: soon`, Step{}, `soon`},
+		{`send: {text: a, bin: b}`, Step{}, `unknown key "bin": want text, binary`},
+	} {
+		var got Step
+		err := yaml.Unmarshal([]byte(tc.doc), &got)
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: got %v, want an error containing %q", tc.doc, err, tc.err)
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.doc, err)
+		case tc.err == "" && !reflect.DeepEqual(got, tc.want):
+			t.Errorf("%s: got %+v, want %+v", tc.doc, got, tc.want)
 		}
 	}
 }

@@ -2,19 +2,26 @@ package script
 
 import (
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/wsplan/wsplan/internal/decl"
 	"github.com/wsplan/wsplan/internal/units"
 )
 
-// The document types below are a script as a plan writes it. Their yaml
-// tags are the plan's keys (decoded strictly by the plan loader, with
-// file:line errors), their json tags the shard wire's; doc tags feed the
-// JSON Schema. Types with a short form (send: "text", think: 100ms,
-// close: true) unmarshal it themselves.
+// The document types below are a script as a plan writes it: each key is
+// one field, declared once with its tags (package decl): yaml the plan's
+// key, doc its line of documentation, default, min and max its default
+// and bounds. The plan loader decodes them strictly from the
+// declarations (unknown keys rejected, with file:line), Compile applies
+// the defaults and checks the bounds, and the JSON Schema and `wsplan
+// validate`'s print read the same tags; json tags are the shard wire's.
+// Types with a short form (send: "text", think: 100ms, close: true)
+// implement decl.Shorthand: the scalar form is all they decode
+// themselves.
 
 // Step is one step of a script: exactly one of its fields is set.
 type Step struct {
@@ -68,21 +75,20 @@ type Send struct {
 	Binary string `yaml:"binary" json:"binary,omitempty" doc:"template of a binary message (its rendered bytes)"`
 }
 
-// UnmarshalYAML takes a string as the template of a text message, or a
-// mapping with text or binary.
-func (s *Send) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind == yaml.ScalarNode {
-		*s = Send{Text: n.Value}
-		return nil
+// UnmarshalShort takes a scalar as the template of a text message.
+func (s *Send) UnmarshalShort(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("want a template or {text: …} / {binary: …}, got a list")
 	}
-	type plain Send
-	var p plain
-	if err := decodeStrict(n, &p, "text", "binary"); err != nil {
-		return err
-	}
-	*s = Send(p)
+	*s = Send{Text: n.Value}
 	return nil
 }
+
+// Shorten implements decl.Shorthand: a text message is its template.
+func (s *Send) Shorten() (any, bool) { return s.Text, decl.OnlySet(s, "text") }
+
+// UnmarshalYAML decodes either form (decl.Unmarshal).
+func (s *Send) UnmarshalYAML(n *yaml.Node) error { return decl.Unmarshal(n, s) }
 
 // Template returns the send's template and whether it is binary.
 func (s *Send) Template() (string, bool) {
@@ -142,31 +148,28 @@ type Expect struct {
 // Think is a pause of the user.
 type Think struct {
 	Fixed       units.Duration   `yaml:"fixed" json:"fixed,omitempty" min:"0s" doc:"a fixed pause"`
-	Uniform     []units.Duration `yaml:"uniform" json:"uniform,omitempty" doc:"[min, max]: a pause drawn uniformly"`
+	Uniform     []units.Duration `yaml:"uniform" json:"uniform,omitempty" min:"2" max:"2" doc:"[min, max]: a pause drawn uniformly, 0 <= min <= max"`
 	Exponential units.Duration   `yaml:"exponential" json:"exponential,omitempty" min:"0s" doc:"mean of an exponentially distributed pause (Poisson arrivals)"`
 }
 
-// UnmarshalYAML takes a duration as a fixed pause, or a mapping.
-func (t *Think) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind == yaml.ScalarNode {
-		var d units.Duration
-		if err := d.UnmarshalText([]byte(n.Value)); err != nil {
-			return err
-		}
-		*t = Think{Fixed: d}
-		return nil
+// UnmarshalShort takes a duration as a fixed pause.
+func (t *Think) UnmarshalShort(n *yaml.Node) error {
+	var d units.Duration
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("want a duration or a mapping of %s, got a list", strings.Join(decl.Keys(reflect.TypeOf(t)), ", "))
 	}
-	var p struct {
-		Fixed       units.Duration   `yaml:"fixed"`
-		Uniform     []units.Duration `yaml:"uniform"`
-		Exponential units.Duration   `yaml:"exponential"`
-	}
-	if err := decodeStrict(n, &p, "fixed", "uniform", "exponential"); err != nil {
+	if err := d.UnmarshalText([]byte(n.Value)); err != nil {
 		return err
 	}
-	*t = Think{Fixed: p.Fixed, Uniform: p.Uniform, Exponential: p.Exponential}
+	*t = Think{Fixed: d}
 	return nil
 }
+
+// Shorten implements decl.Shorthand: a fixed pause is its duration.
+func (t *Think) Shorten() (any, bool) { return t.Fixed, decl.OnlySet(t, "fixed") }
+
+// UnmarshalYAML decodes either form (decl.Unmarshal).
+func (t *Think) UnmarshalYAML(n *yaml.Node) error { return decl.Unmarshal(n, t) }
 
 // Loop repeats its steps.
 type Loop struct {
@@ -175,83 +178,28 @@ type Loop struct {
 	// Inflight > 1 pipelines the body: a new iteration starts while fewer
 	// than Inflight of its expects wait. The body is then a send and an
 	// expect (after an optional think).
-	Inflight int    `yaml:"inflight" json:"inflight,omitempty" min:"0" doc:"iterations waiting at once (pipelining); the body is then [think,] send, expect; default 1"`
+	Inflight int    `yaml:"inflight" json:"inflight,omitempty" default:"1" min:"1" doc:"iterations waiting at once (pipelining); above 1 the body is [think,] send, expect"`
 	Steps    []Step `yaml:"steps" json:"steps" doc:"the steps to repeat"`
 }
 
 // Close ends the user: a close frame with Code, then the connection is
 // closed.
 type Close struct {
-	Code int `yaml:"code" json:"code,omitempty" doc:"close code; default 1000"`
+	Code int `yaml:"code" json:"code,omitempty" default:"1000" min:"1000" max:"4999" doc:"close code a client may send (1004–1006 and 1015 are reserved)"`
 }
 
-// UnmarshalYAML takes true, or a mapping with code.
-func (c *Close) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind == yaml.ScalarNode {
-		b, err := strconv.ParseBool(n.Value)
-		if err != nil || !b {
-			return fmt.Errorf("want true or {code: N}, got %q", n.Value)
-		}
-		*c = Close{}
-		return nil
+// UnmarshalShort takes true: a close with the default code.
+func (c *Close) UnmarshalShort(n *yaml.Node) error {
+	b, err := strconv.ParseBool(n.Value)
+	if n.Kind != yaml.ScalarNode || err != nil || !b {
+		return fmt.Errorf("want true or {code: N}, got %q", n.Value)
 	}
-	var p struct {
-		Code int `yaml:"code"`
-	}
-	if err := decodeStrict(n, &p, "code"); err != nil {
-		return err
-	}
-	*c = Close{Code: p.Code}
+	*c = Close{}
 	return nil
 }
 
-// decodeStrict decodes a mapping into v, rejecting keys not in known.
-func decodeStrict(n *yaml.Node, v any, known ...string) error {
-	if n.Kind != yaml.MappingNode {
-		return fmt.Errorf("want a mapping with %s", strings.Join(known, ", "))
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k := n.Content[i].Value
-		ok := false
-		for _, w := range known {
-			ok = ok || k == w
-		}
-		if !ok {
-			return fmt.Errorf("unknown key %q: want %s", k, strings.Join(known, ", "))
-		}
-	}
-	return n.Decode(v)
-}
+// Shorten implements decl.Shorthand: a close with no key set is true.
+func (c *Close) Shorten() (any, bool) { return true, decl.OnlySet(c) }
 
-// JSONSchema states Send's two forms: a template, or {text|binary}.
-func (*Send) JSONSchema() map[string]any {
-	return map[string]any{"anyOf": []any{
-		map[string]any{"type": "string", "description": "template of a text message"},
-		map[string]any{"type": "object", "additionalProperties": false, "properties": map[string]any{
-			"text":   map[string]any{"type": "string", "description": "template of a text message"},
-			"binary": map[string]any{"type": "string", "description": "template of a binary message"},
-		}},
-	}}
-}
-
-// JSONSchema states Think's forms: a duration, or one distribution.
-func (*Think) JSONSchema() map[string]any {
-	d := map[string]any{"$ref": "#/$defs/duration"}
-	return map[string]any{"anyOf": []any{d,
-		map[string]any{"type": "object", "additionalProperties": false, "properties": map[string]any{
-			"fixed":       d,
-			"uniform":     map[string]any{"type": "array", "items": d, "minItems": 2, "maxItems": 2, "description": "[min, max]"},
-			"exponential": map[string]any{"$ref": "#/$defs/duration", "description": "the mean"},
-		}},
-	}}
-}
-
-// JSONSchema states Close's forms: true, or {code}.
-func (*Close) JSONSchema() map[string]any {
-	return map[string]any{"anyOf": []any{
-		map[string]any{"const": true},
-		map[string]any{"type": "object", "additionalProperties": false, "properties": map[string]any{
-			"code": map[string]any{"type": "integer", "minimum": 1000, "maximum": 4999, "description": "close code; default 1000"},
-		}},
-	}}
-}
+// UnmarshalYAML decodes either form (decl.Unmarshal).
+func (c *Close) UnmarshalYAML(n *yaml.Node) error { return decl.Unmarshal(n, c) }
