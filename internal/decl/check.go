@@ -3,6 +3,7 @@ package decl
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -29,6 +30,9 @@ func checkField(f Field) (FieldError, bool) {
 	if fv.Kind() == reflect.Slice {
 		return checkLen(f, fv)
 	}
+	if e, ok := fv.Interface().(Enum); ok && !fv.IsZero() && !slices.Contains(e.Values(), fv.String()) {
+		return FieldError{Field: f.Key, Msg: fmt.Sprintf("must be %s, got %q", OneOf(e.Values()), fv.String())}, true
+	}
 	lo, hasLo := bound(f.Struct, fv.Type(), "min")
 	hi, hasHi := bound(f.Struct, fv.Type(), "max")
 	below, above := hasLo && compare(fv, lo) < 0, hasHi && compare(fv, hi) > 0
@@ -52,6 +56,22 @@ func checkField(f Field) (FieldError, bool) {
 		return FieldError{Field: f.Key, Msg: "is required"}, true
 	}
 	return FieldError{}, false
+}
+
+// Enum is a string type whose values are a few names (reconnect's
+// policy: none, immediate or backoff): Check refuses any other, and the
+// JSON Schema lists them.
+type Enum interface {
+	// Values returns the names, the default first.
+	Values() []string
+}
+
+// OneOf says a few names as a sentence: "a", "a or b", "a, b or c".
+func OneOf(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // checkLen checks a list's length against its min and max tags, which

@@ -12,7 +12,12 @@ type inner struct {
 	QoS int `yaml:"qos" min:"0" max:"2" doc:"MQTT QoS"`
 }
 
+type mode string
+
+func (mode) Values() []string { return []string{"fast", "slow", "off"} }
+
 type sample struct {
+	Mode  mode           `yaml:"mode" default:"fast"`
 	N     int            `yaml:"n" required:"true" min:"1" max:"10"`
 	Size  *units.Size    `yaml:"size" default:"1KiB" min:"16" max:"1MiB" hint:"a marker"`
 	Wait  units.Duration `yaml:"wait" default:"10s" min:"0s"`
@@ -38,6 +43,8 @@ func TestCheck(t *testing.T) {
 		{"float", sample{N: 1, Rate: 0.25}, []string{"rate: must be >= 0.5, got 0.25"}},
 		{"inline, a few values", sample{N: 1, Rate: 1, Inner: inner{QoS: 3}}, []string{"qos: must be 0, 1 or 2, got 3"}},
 		{"list lengths", sample{N: 1, Rate: 1, Pair: []int{1}, Some: []int{1, 2, 3, 4}}, []string{"pair: must have 2 items, got 1", "some: must have at most 3 items, got 4"}},
+		{"enum", sample{N: 1, Rate: 1, Mode: "quick"}, []string{`mode: must be fast, slow or off, got "quick"`}},
+		{"enum within", sample{N: 1, Rate: 1, Mode: "off"}, nil},
 		{"list lengths within", sample{N: 1, Rate: 1, Pair: []int{1, 2}, Some: []int{1}}, nil},
 	} {
 		var got []string
@@ -67,10 +74,10 @@ func TestDefaultsAndKeys(t *testing.T) {
 	if _, ok := Default(&sample{}, "rate"); ok {
 		t.Error("Default(rate): a key without a default has one")
 	}
-	if got, want := Keys(reflect.TypeOf(sample{})), []string{"n", "size", "wait", "rate", "qos", "pair", "some"}; !slices.Equal(got, want) {
+	if got, want := Keys(reflect.TypeOf(sample{})), []string{"mode", "n", "size", "wait", "rate", "qos", "pair", "some"}; !slices.Equal(got, want) {
 		t.Errorf("Keys = %q, want %q", got, want)
 	}
-	if got := Range(reflect.TypeOf(sample{}).Field(0)); got != "in [1, 10]" {
+	if got := Range(reflect.TypeOf(sample{}).Field(1)); got != "in [1, 10]" {
 		t.Errorf("Range(n) = %q", got)
 	}
 }

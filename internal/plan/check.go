@@ -12,12 +12,15 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/wsplan/wsplan/frameworks"
+	"github.com/wsplan/wsplan/internal/decl"
 	"github.com/wsplan/wsplan/sysctl"
 )
 
 // The checks of the plan's sections, run after defaults are applied. Each
 // reports every problem it finds (fieldErr names the field and the line
-// of its key) and goes on.
+// of its key) and goes on. A key's own bounds are its declaration's
+// (declared.go); these are what a tag cannot say: a name's form, a
+// relation between keys, a name that must exist.
 
 var sysctlName = regexp.MustCompile(`^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*(\.[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*)*$`)
 
@@ -50,12 +53,6 @@ func (l *loader) checkHost(h *Host) {
 			}
 		}
 	}
-	if h.NoFile < 0 {
-		l.fieldErr("host.nofile", "must be >= 0, got %d", h.NoFile)
-	}
-	if d := h.IdlePoll; d != nil && (*d < 0 || d.D() > MaxIdlePoll) {
-		l.fieldErr("host.idle_poll", "must be between 0s and %v, got %s", MaxIdlePoll, *d)
-	}
 	for _, f := range []struct{ key, v string }{{"server_cpus", h.ServerCPUs}, {"client_cpus", h.ClientCPUs}} {
 		if f.v == "" {
 			continue
@@ -67,24 +64,11 @@ func (l *loader) checkHost(h *Host) {
 }
 
 func (l *loader) checkDefaults(d *Defaults, servers int) {
-	if d.ReadyTime <= 0 {
-		l.fieldErr("defaults.ready_timeout", "must be > 0, got %s", d.ReadyTime)
-	}
-	if d.StopGrace <= 0 {
-		l.fieldErr("defaults.stop_grace", "must be > 0, got %s", d.StopGrace)
-	}
-	if d.Sample <= 0 {
-		l.fieldErr("defaults.sample_interval", "must be > 0, got %s", d.Sample)
-	}
-	portsOK := true
-	if d.Ports < 1 || d.Ports > MaxPorts {
-		l.fieldErr("defaults.ports", "must be between 1 and %d, got %d", MaxPorts, d.Ports)
-		portsOK = false
-	}
+	// Out of their bounds (declared.go), ports and base_port say nothing
+	// of the ports the servers take.
+	inBounds := len(decl.Check(d)) == 0
 	switch {
-	case d.BasePort < 1 || d.BasePort > MaxPort:
-		l.fieldErr("defaults.base_port", "must be between 1 and %d, got %d", MaxPort, d.BasePort)
-	case portsOK && d.BasePort+d.Ports*servers > MaxPort:
+	case inBounds && d.BasePort+d.Ports*servers > MaxPort:
 		l.fieldErr("defaults.base_port", "base_port + ports × servers must be <= %d, got %d + %d × %d = %d: lower base_port or ports",
 			MaxPort, d.BasePort, d.Ports, servers, d.BasePort+d.Ports*servers)
 	}
@@ -97,25 +81,7 @@ func (l *loader) checkDefaults(d *Defaults, servers int) {
 	}
 }
 
-func (l *loader) checkSoak(s *Soak) {
-	if s.LeakThreshold < 1 {
-		l.fieldErr("soak.leak_threshold", "must be > 0 bytes per hour, got %s", s.LeakThreshold)
-	}
-	if s.Settle < 0 {
-		l.fieldErr("soak.settle", "must be >= 0, got %s", s.Settle)
-	}
-	if s.Drain < 0 {
-		l.fieldErr("soak.drain", "must be >= 0 (0 = not read), got %s", s.Drain)
-	}
-}
-
 func (l *loader) checkClient(c *Client, allowRemote bool) {
-	if c.Shards < -1 {
-		l.fieldErr("client.shards", "must be >= 0 or \"auto\", got %d", c.Shards)
-	}
-	if c.Loops < 0 {
-		l.fieldErr("client.loops", "must be >= 0 (0 = one per client CPU), got %d", c.Loops)
-	}
 	l.checkReconnect(&c.Reconnect)
 	l.checkRemote(c)
 	for i, a := range c.SourceAddrs {
@@ -139,9 +105,6 @@ func (l *loader) checkMetrics(m *Metrics) {
 		if x, err := url.Parse(u.url); err != nil || (x.Scheme != "http" && x.Scheme != "https") || x.Host == "" {
 			l.fieldErr(u.field, "want an http:// or https:// URL, got %q", u.url)
 		}
-	}
-	if m.Interval.D() < MinMetricsInterval {
-		l.fieldErr("metrics.interval", "must be >= %s, got %s", MinMetricsInterval, m.Interval)
 	}
 	for k := range m.Headers {
 		if !httpguts.ValidHeaderFieldName(k) {

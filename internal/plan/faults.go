@@ -8,6 +8,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/wsplan/wsplan/internal/decl"
 	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/scenarios"
 )
@@ -17,27 +18,37 @@ import (
 // phase runs, at a time after its start.
 type Fault struct {
 	At      units.Duration `yaml:"at" default:"0s" min:"0s" doc:"when, after the phase's start"`
-	Restart string         `yaml:"restart" required:"true" doc:"what restarts: server (one wsplan started: SIGTERM, then the stop grace, then started again on the same addresses; a url: server: its restart_command)"`
+	Restart FaultTarget    `yaml:"restart" required:"true" doc:"what restarts: server (one wsplan started: SIGTERM, then the stop grace, then started again on the same addresses; a url: server: its restart_command)"`
 	// Line is the line of the entry, for messages.
 	Line int `yaml:"-"`
+	// index is the entry's place in the list as written (the list is
+	// sorted by time), for paths.
+	index int
+}
+
+// path is the fault's path, as written in phase i of kind.
+func (f *Fault) path(i int, kind string) string {
+	return fmt.Sprintf("phases[%d].%s.faults[%d]", i, kind, f.index)
 }
 
 // FaultServer is what a restart fault restarts (Fault.Restart).
 const FaultServer = "server"
+
+// FaultTarget is what a fault is done to.
+type FaultTarget string
+
+// Values implements decl.Enum.
+func (FaultTarget) Values() []string { return []string{FaultServer} }
 
 // checkFaults checks the phases' faults against the servers: a url:
 // server can be restarted only by its restart_command, and its pid then
 // changes (pid_file:, read again after the restart, not pid:).
 func (l *loader) checkFaults(p *Plan) {
 	for i, ph := range p.Phases {
-		for j, f := range ph.Faults {
-			path := fmt.Sprintf("phases[%d].%s.faults[%d]", i, ph.Kind, j)
-			if f.Restart != FaultServer {
-				l.errf(f.Line, path+".restart", "must be %s, got %q", FaultServer, f.Restart)
-				continue
-			}
-			if f.At < 0 {
-				l.errf(f.Line, path+".at", "must be >= 0, got %s", f.At)
+		for _, f := range ph.Faults {
+			path := f.path(i, ph.Kind)
+			if f.Restart != FaultServer || f.At < 0 {
+				continue // its declaration says what is wrong (declared.go)
 			}
 			if d, ok := phaseDuration(ph.Spec); ok && f.At >= d {
 				l.errf(f.Line, path+".at", "%s is not within the phase's duration (%s): the fault would never happen", f.At, d)
@@ -85,11 +96,15 @@ func (l *loader) faults(n *yaml.Node, path string, ph *Phase) {
 	if !l.decode(n, path, reflect.ValueOf(&ph.Faults).Elem()) {
 		return
 	}
+	for i := range ph.Faults {
+		decl.Defaults(&ph.Faults[i])
+	}
 	if n = deref(n); n != nil && n.Kind == yaml.SequenceNode {
 		for i := range ph.Faults {
 			if i < len(n.Content) {
 				ph.Faults[i].Line = n.Content[i].Line
 			}
+			ph.Faults[i].index = i
 		}
 	}
 	sort.SliceStable(ph.Faults, func(i, j int) bool { return ph.Faults[i].At < ph.Faults[j].At })

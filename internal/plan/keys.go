@@ -30,8 +30,8 @@ func (s *ShardCount) UnmarshalYAML(n *yaml.Node) error {
 		return nil
 	}
 	var v int
-	if n.Kind != yaml.ScalarNode || n.Decode(&v) != nil || n.ShortTag() != "!!int" {
-		return fmt.Errorf("want an integer or \"auto\", got %s", describe(n))
+	if n.Kind != yaml.ScalarNode || n.Decode(&v) != nil || n.ShortTag() != "!!int" || v < 0 {
+		return fmt.Errorf("want an integer >= 0 or \"auto\", got %s", describe(n))
 	}
 	*s = ShardCount(v)
 	return nil

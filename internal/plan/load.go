@@ -95,7 +95,6 @@ func (l *loader) load(data []byte, opts LoadOptions) *Plan {
 	l.checkHost(&p.Host)
 	l.checkDefaults(&p.Defaults, len(p.Servers))
 	l.checkClient(&p.Client, p.Defaults.AllowRemote)
-	l.checkSoak(&p.Soak)
 	l.checkMetrics(&p.Metrics)
 	l.checkServers(p, nodelaySet)
 	p.Phases = l.phases(own.phases)
@@ -107,10 +106,8 @@ func (l *loader) load(data []byte, opts LoadOptions) *Plan {
 	}
 	l.checkFaults(p)
 	l.checkAsserts(p)
+	l.checkDeclared(p)
 	p.Servers = l.only(p.Servers, opts.Only)
-	if p.Repeat < 1 || p.Repeat > MaxRepeat {
-		l.fieldErr("repeat", "must be in [1, %d], got %d", MaxRepeat, p.Repeat)
-	}
 	p.Matrix = l.matrix(&own.matrix, vt, opts.Sets, opts.OnlyMatrix)
 	return p
 }

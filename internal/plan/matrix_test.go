@@ -72,7 +72,7 @@ func TestMatrixErrors(t *testing.T) {
 		{"empty list", "vars: {a: 1}\nmatrix: {a: []}\n" + base, LoadOptions{}, `m.yaml:2: matrix.a: want a non-empty list of values`},
 		{"twice", "vars: {a: 1}\nmatrix: {a: [1, 1]}\n" + base, LoadOptions{}, `m.yaml:2: matrix.a: "1" is listed twice`},
 		{"not a mapping", "vars: {a: 1}\nmatrix: [a]\n" + base, LoadOptions{}, `m.yaml:2: matrix: want a mapping of variables to lists of values, got a list`},
-		{"repeat 0 written", "repeat: -1\n" + base, LoadOptions{}, `m.yaml:1: repeat: must be in [1, 1000], got -1`},
+		{"repeat 0 written", "repeat: -1\n" + base, LoadOptions{}, `m.yaml:1: repeat: must be > 0, got -1`},
 		{"only-matrix unknown var", "vars: {a: 1}\nmatrix: {a: [1, 2]}\n" + base, LoadOptions{OnlyMatrix: map[string][]string{"b": {"1"}}}, `m.yaml: --only-matrix: unknown matrix variable "b"`},
 		{"only-matrix unknown value", "vars: {a: 1}\nmatrix: {a: [1, 2]}\n" + base, LoadOptions{OnlyMatrix: map[string][]string{"a": {"3"}}}, `m.yaml: --only-matrix: a=3: not in the matrix (1, 2)`},
 		{"only-matrix of a set var", "vars: {a: 1}\nmatrix: {a: [1, 2]}\n" + base, LoadOptions{Sets: map[string]string{"a": "1"}, OnlyMatrix: map[string][]string{"a": {"1"}}}, `m.yaml: --only-matrix: a is fixed by --set`},

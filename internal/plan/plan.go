@@ -17,12 +17,12 @@ import (
 //     a key resolves to);
 //   - doc: one line for people and the schema;
 //   - default: as a user would write it (applied by setDefaults, the one
-//     place defaults are applied; the constants below);
+//     place defaults are applied, at every depth: declared.go);
 //   - min, max: inclusive bounds, written as the value (for a list, its
-//     length); required.
+//     length); required (checked at every depth: declared.go).
 //
 // Adding a key is adding its field here, plus its check in check.go when
-// it has one. A key whose written form is not the engine's (a switch or a
+// it has one beyond its bounds (a relation with another key). A key whose written form is not the engine's (a switch or a
 // mapping, one URL or several) has a type of its own with UnmarshalYAML
 // and JSONSchema (keys.go, targets.go).
 
@@ -40,28 +40,15 @@ type LoadOptions struct {
 	OnlyMatrix map[string][]string
 }
 
-// Plan-level defaults, applied by setDefaults (the one place) to zero
-// fields. Phase defaults belong to each phase kind (scenarios).
+// Defaults and bounds other packages need as constants (flags, shards,
+// Kubernetes objects): each is its key's tag too, and TestTagConstants
+// ties the two. The rest live in their tags alone.
 const (
-	DefaultNoDelay        = true
-	DefaultReadyTimeout   = 20 * time.Second
-	DefaultStopGrace      = 3 * time.Second
-	DefaultPorts          = 1
-	DefaultBasePort       = 9000
-	DefaultListen         = "127.0.0.1"
-	DefaultSampleInterval = time.Second
-	DefaultPath           = "/ws"
-	DefaultIdleExit       = 30 * time.Second // client.idle_exit
-	DefaultRepeat         = 1
-	DefaultLeakThreshold  = 64 << 20 // soak.leak_threshold, bytes per hour
+	DefaultIdleExit = 30 * time.Second // client.idle_exit
 	// DefaultMetricsInterval is metrics.interval and --metrics-interval.
 	DefaultMetricsInterval = 5 * time.Second
 	// MinMetricsInterval bounds metrics.interval and --metrics-interval.
 	MinMetricsInterval = 100 * time.Millisecond
-
-	// MaxIdlePoll bounds host.idle_poll: a CPU that polls longer burns
-	// its time for wake-ups that are no longer coming.
-	MaxIdlePoll = 10 * time.Millisecond
 
 	// client.kubernetes defaults.
 	DefaultKubeNamespace      = "default"
@@ -72,11 +59,8 @@ const (
 	DefaultKubeTTL            = 10 * time.Minute
 )
 
-// Limits checked by validation.
-const (
-	MaxPorts = 1000           // defaults.ports
-	MaxPort  = sysctl.MaxPort // highest listen port
-)
+// MaxPort is the highest listen port.
+const MaxPort = sysctl.MaxPort
 
 // Syntax returns the zero Plan, whose tags declare every key of a plan
 // file (phase bodies excepted: those are each kind's, in scenarios);
@@ -158,14 +142,14 @@ type Defaults struct {
 type Soak struct {
 	LeakThreshold units.Size     `yaml:"leak_threshold" default:"64MiB" min:"1" doc:"server RSS growth per hour, fitted over a phase with a constant load, above which the phase reads leak? (churn judges per 100,000 cycles instead)"`
 	Settle        units.Duration `yaml:"settle" min:"0s" doc:"the start of each phase left out of the fits (warm-up); default: the first fifth of the phase"`
-	Drain         units.Duration `yaml:"drain" default:"0s" min:"0s" doc:"after each such phase, how long to wait with its load stopped before reading the server's RSS (rss_after_drain); 0 = not read"`
+	Drain         units.Duration `yaml:"drain" default:"0s" min:"0s" hint:"0 = not read" doc:"after each such phase, how long to wait with its load stopped before reading the server's RSS (rss_after_drain)"`
 }
 
 // Client is `client:`, the load-generating client.
 type Client struct {
 	Shards      ShardCount `yaml:"shards" default:"0" doc:"client processes: 0 = inside wsplan, N, or auto (the engine decides)"`
 	SourceAddrs []string   `yaml:"source_addrs" doc:"local IP addresses the client binds, round-robin; default: the kernel picks"`
-	Loops       int        `yaml:"loops" default:"0" min:"0" doc:"event loops per client process; 0 = one per client CPU"`
+	Loops       int        `yaml:"loops" default:"0" min:"0" hint:"0 = one per client CPU" doc:"event loops per client process"`
 
 	Remote  []string `yaml:"remote" doc:"host:port of remote shards (wsplan shard --listen) that run the client instead of this host"`
 	Weights []int    `yaml:"weights" doc:"with remote: each shard's share of the connections; default: 1,000 per CPU of its host, at most its fd hard limit"`
@@ -183,18 +167,18 @@ type Client struct {
 
 // Kube is `client.kubernetes:`, defaults applied.
 type Kube struct {
-	Namespace string `yaml:"namespace" doc:"namespace of the Job, Service and Secret; default: default"`
+	Namespace string `yaml:"namespace" default:"default" doc:"namespace of the Job, Service and Secret"`
 	// Image stays "" after Load when unwritten: the cmd fills it in.
 	Image          string            `yaml:"image" doc:"the wsplan image the shard pods run (see Dockerfile); default ghcr.io/wsplan/wsplan:<this version>"`
-	Shards         int               `yaml:"shards" min:"1" doc:"shard pods; default 2"`
+	Shards         int               `yaml:"shards" default:"2" min:"1" doc:"shard pods"`
 	NodeSelector   map[string]string `yaml:"node_selector" doc:"node labels the pods must run on"`
 	KubeResources  `yaml:"resources" doc:"each pod's CPU and memory, as request and limit"`
 	Spread         bool           `yaml:"spread" doc:"spread the pods over nodes (topology spread + anti-affinity); default true"`
 	Kubeconfig     string         `yaml:"kubeconfig" doc:"kubeconfig file; default: in-cluster, else $KUBECONFIG or ~/.kube/config"`
-	Port           int            `yaml:"port" min:"1" max:"65535" doc:"the shards' listen port; default 7070"`
-	ReadyTimeout   units.Duration `yaml:"ready_timeout" min:"1ns" doc:"how long the pods may take to be ready; default 5m"`
-	ActiveDeadline units.Duration `yaml:"active_deadline" min:"1s" doc:"the Job's activeDeadlineSeconds, so nothing outlives a killed orchestrator for long; default 2h"`
-	TTL            units.Duration `yaml:"ttl_after_finished" min:"0s" doc:"the Job's ttlSecondsAfterFinished (its Service and Secret go with it); default 10m"`
+	Port           int            `yaml:"port" default:"7070" min:"1" max:"65535" doc:"the shards' listen port"`
+	ReadyTimeout   units.Duration `yaml:"ready_timeout" default:"5m" min:"1ns" doc:"how long the pods may take to be ready"`
+	ActiveDeadline units.Duration `yaml:"active_deadline" default:"2h" min:"1s" doc:"the Job's activeDeadlineSeconds, so nothing outlives a killed orchestrator for long"`
+	TTL            units.Duration `yaml:"ttl_after_finished" default:"10m" min:"0s" doc:"the Job's ttlSecondsAfterFinished (its Service and Secret go with it)"`
 	// Line is the line of client.kubernetes, for messages.
 	Line int `yaml:"-"`
 }

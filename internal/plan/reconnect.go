@@ -1,8 +1,6 @@
 package plan
 
 import (
-	"time"
-
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/units"
 )
@@ -22,17 +20,17 @@ type Reconnect struct {
 // Policy is client.reconnect.policy.
 type Policy string
 
-// JSONSchema states the values (internal/schema).
-func (Policy) JSONSchema() map[string]any {
-	return map[string]any{"enum": []any{client.ReconnectNone, client.ReconnectImmediate, client.ReconnectBackoff}}
+// Values implements decl.Enum.
+func (Policy) Values() []string {
+	return []string{client.ReconnectNone, client.ReconnectImmediate, client.ReconnectBackoff}
 }
 
 // Jitter is client.reconnect.jitter.
 type Jitter string
 
-// JSONSchema states the values (internal/schema).
-func (Jitter) JSONSchema() map[string]any {
-	return map[string]any{"enum": []any{client.JitterFull, client.JitterEqual, client.JitterNone}}
+// Values implements decl.Enum.
+func (Jitter) Values() []string {
+	return []string{client.JitterFull, client.JitterEqual, client.JitterNone}
 }
 
 // Options is the client's policy; nil for none.
@@ -43,41 +41,10 @@ func (r Reconnect) Options() *client.Reconnect {
 	return &client.Reconnect{Policy: string(r.Policy), Base: r.Base.D(), Max: r.Max.D(), Jitter: string(r.Jitter), Timeout: r.Timeout.D()}
 }
 
-// setDefaults fills r's zero fields (the tags' defaults).
-func (r *Reconnect) setDefaults() {
-	if r.Policy == "" {
-		r.Policy = client.ReconnectNone
-	}
-	if r.Jitter == "" {
-		r.Jitter = client.JitterFull
-	}
-	orDuration(&r.Base, client.DefaultReconnectBase)
-	orDuration(&r.Max, client.DefaultReconnectMax)
-	orDuration(&r.Timeout, client.DefaultReconnectTimeout)
-}
-
-// check reports r's problems.
+// checkReconnect reports what r's declaration cannot say: max >= base.
+// Its defaults and bounds are its tags' (declared.go).
 func (l *loader) checkReconnect(r *Reconnect) {
-	c := client.Reconnect{Policy: string(r.Policy), Base: r.Base.D(), Max: r.Max.D(), Jitter: string(r.Jitter), Timeout: r.Timeout.D()}
-	switch c.Policy {
-	case client.ReconnectNone, client.ReconnectImmediate, client.ReconnectBackoff:
-	default:
-		l.fieldErr("client.reconnect.policy", "must be %s, %s or %s, got %q", client.ReconnectNone, client.ReconnectImmediate, client.ReconnectBackoff, c.Policy)
-	}
-	switch c.Jitter {
-	case client.JitterFull, client.JitterEqual, client.JitterNone:
-	default:
-		l.fieldErr("client.reconnect.jitter", "must be %s, %s or %s, got %q", client.JitterFull, client.JitterEqual, client.JitterNone, c.Jitter)
-	}
-	for _, f := range []struct {
-		key string
-		d   time.Duration
-	}{{"base", c.Base}, {"max", c.Max}, {"timeout", c.Timeout}} {
-		if f.d <= 0 {
-			l.fieldErr("client.reconnect."+f.key, "must be > 0, got %s", f.d)
-		}
-	}
-	if c.Base > 0 && c.Max < c.Base {
-		l.fieldErr("client.reconnect.max", "must be >= base (%s), got %s", c.Base, c.Max)
+	if r.Base > 0 && r.Max > 0 && r.Max < r.Base {
+		l.fieldErr("client.reconnect.max", "must be >= base (%s), got %s", r.Base, r.Max)
 	}
 }

@@ -5,9 +5,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"time"
-
-	"github.com/wsplan/wsplan/internal/units"
 )
 
 // quantity is a Kubernetes resource quantity (checked again by the API).
@@ -28,34 +25,16 @@ func (l *loader) checkKube(c *Client) {
 	case len(c.SourceAddrs) > 0:
 		l.fieldErr("client.kubernetes", "cannot be combined with client.source_addrs: each pod binds its own address")
 	}
-	if k.Shards < 1 {
-		l.fieldErr("client.kubernetes.shards", "must be >= 1, got %d", k.Shards)
-	}
-	if k.Port < 1 || k.Port > 65535 {
-		l.fieldErr("client.kubernetes.port", "must be in 1..65535, got %d", k.Port)
-	}
 	for _, q := range []struct{ key, v string }{{"cpu", k.CPU}, {"memory", k.Memory}} {
 		if q.v != "" && !quantity.MatchString(q.v) {
 			l.fieldErr("client.kubernetes.resources."+q.key, "want a Kubernetes quantity such as 2, 1500m or 4Gi, got %q", q.v)
 		}
-	}
-	if k.ReadyTimeout <= 0 {
-		l.fieldErr("client.kubernetes.ready_timeout", "must be > 0, got %s", k.ReadyTimeout)
-	}
-	if k.ActiveDeadline < units.Duration(time.Second) {
-		l.fieldErr("client.kubernetes.active_deadline", "must be >= 1s, got %s", k.ActiveDeadline)
-	}
-	if k.TTL < 0 {
-		l.fieldErr("client.kubernetes.ttl_after_finished", "must be >= 0, got %s", k.TTL)
 	}
 }
 
 // checkRemote checks client.remote, weights and certs, and resolves certs
 // against the plan's directory.
 func (l *loader) checkRemote(c *Client) {
-	if c.IdleExit <= 0 {
-		l.fieldErr("client.idle_exit", "must be > 0, got %s", c.IdleExit)
-	}
 	l.checkKube(c)
 	if len(c.Remote) == 0 {
 		if len(c.Weights) > 0 {

@@ -79,6 +79,7 @@ var (
 	nodeType      = reflect.TypeFor[yaml.Node]()
 	describedType = reflect.TypeFor[Described]()
 	shorthandType = reflect.TypeFor[decl.Shorthand]()
+	enumType      = reflect.TypeFor[decl.Enum]()
 )
 
 // Generate returns the plan's JSON Schema, indented, with a final newline.
@@ -287,6 +288,13 @@ func (g *gen) value(t reflect.Type, where string) (map[string]any, error) {
 	}
 	if reflect.PointerTo(t).Implements(shorthandType) {
 		return g.shorthand(t, where)
+	}
+	if t.Implements(enumType) {
+		var names []any
+		for _, n := range reflect.New(t).Elem().Interface().(decl.Enum).Values() {
+			names = append(names, n)
+		}
+		return withRef(map[string]any{"enum": names}), nil
 	}
 	switch t {
 	case durationType:

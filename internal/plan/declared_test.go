@@ -1,0 +1,85 @@
+package plan
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/decl"
+	"github.com/wsplan/wsplan/internal/units"
+)
+
+// TestTagConstants: a default or bound other packages need as a constant
+// (a flag's default, a shard's, the client's own for a zero field) is the
+// same as its key's tag, so that the tag stays the one declaration.
+func TestTagConstants(t *testing.T) {
+	tag := func(v any, key, which string) any {
+		for _, f := range decl.Fields(reflect.ValueOf(v)) {
+			if s, ok := f.Struct.Tag.Lookup(which); f.Key == key && ok {
+				x, err := decl.Parse(f.Struct.Type, s)
+				if err != nil {
+					t.Fatalf("%T.%s: %s tag %q: %v", v, key, which, s, err)
+				}
+				return x.Interface()
+			}
+		}
+		t.Fatalf("%T.%s: no %s tag", v, key, which)
+		return nil
+	}
+	d := func(x time.Duration) units.Duration { return units.Duration(x) }
+	for _, c := range []struct {
+		v          any
+		key, which string
+		want       any
+	}{
+		{&Client{}, "idle_exit", "default", d(DefaultIdleExit)},
+		{&Metrics{}, "interval", "default", d(DefaultMetricsInterval)},
+		{&Metrics{}, "interval", "min", d(MinMetricsInterval)},
+		{&Plan{}, "repeat", "max", MaxRepeat},
+		{&Kube{}, "namespace", "default", DefaultKubeNamespace},
+		{&Kube{}, "shards", "default", DefaultKubeShards},
+		{&Kube{}, "port", "default", DefaultKubePort},
+		{&Kube{}, "ready_timeout", "default", d(DefaultKubeReadyTimeout)},
+		{&Kube{}, "active_deadline", "default", d(DefaultKubeActiveDeadline)},
+		{&Kube{}, "ttl_after_finished", "default", d(DefaultKubeTTL)},
+		{&Reconnect{}, "base", "default", d(client.DefaultReconnectBase)},
+		{&Reconnect{}, "max", "default", d(client.DefaultReconnectMax)},
+		{&Reconnect{}, "timeout", "default", d(client.DefaultReconnectTimeout)},
+		{&Reconnect{}, "policy", "default", Policy(client.ReconnectNone)},
+		{&Reconnect{}, "jitter", "default", Jitter(client.JitterFull)},
+	} {
+		if got := tag(c.v, c.key, c.which); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%T.%s: %s tag %v (%T), the constant is %v (%T)", c.v, c.key, c.which, got, got, c.want, c.want)
+		}
+	}
+}
+
+// TestDeclaredDepth: defaults and bounds reach every depth of the plan's
+// declarations (a server, client.reconnect, client.kubernetes, a phase's
+// faults, sorted by time but named by their place as written), and a key
+// a check of its own reported on is not reported twice.
+func TestDeclaredDepth(t *testing.T) {
+	const base = "servers: [{name: fake_plan_test}]\n"
+	p, err := LoadBytes("d.yaml", []byte(base+"client: {kubernetes: {}}\nphases: [{connect: {connections: 1}}, {hold: {duration: 5s, faults: [{restart: server}]}}]\n"), LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, k := p.Client.Reconnect, p.Client.Kubernetes
+	if r.Policy != client.ReconnectNone || r.Base != units.Duration(client.DefaultReconnectBase) || k.Port != DefaultKubePort || p.Servers[0].Path != "/ws" || p.Repeat != 1 {
+		t.Errorf("defaults: reconnect %+v, kubernetes port %d, path %q, repeat %d", r, k.Port, p.Servers[0].Path, p.Repeat)
+	}
+	for _, tc := range []struct{ plan, want string }{
+		{base + "phases:\n  - connect: {connections: 1}\n  - hold:\n      duration: 5s\n      faults:\n        - {restart: server, at: 2s}\n        - {restart: server, at: -1s}\n",
+			"d.yaml:8: phases[1].hold.faults[1].at: must be >= 0, got -1s"},
+		{base + "phases: [{connect: {connections: 1}}]\nclient:\n  reconnect:\n    timeout: -1s\n",
+			"d.yaml:5: client.reconnect.timeout: must be > 0, got -1s"},
+		{"servers: [{name: ''}]\nphases: [{connect: {connections: 1}}]\n",
+			"d.yaml:1: servers[0].name: is required: a preset (wsplan frameworks lists them), or a label with framework:"},
+	} {
+		_, err := LoadBytes("d.yaml", []byte(tc.plan), LoadOptions{})
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%s:\n got %v\nwant %s", tc.plan, err, tc.want)
+		}
+	}
+}
