@@ -256,8 +256,8 @@ func TestShortForms(t *testing.T) {
 		{`close: {code: 4000}`, Step{Close: &Close{Code: 4000}}, ""},
 		{`close: false`, Step{}, `want true or {code: N}, got "false"`},
 		{`close: {cod: 1000}`, Step{}, `unknown key "cod": want code`},
-		{`think: {fixd: 1s}`, Step{}, `unknown key "fixd": want fixed, uniform, exponential`},
-		{`think: [1s]`, Step{}, `want a duration or a mapping of fixed, uniform, exponential, got a list`},
+		{`think: {fixd: 1s}`, Step{}, `unknown key "fixd": want fixed, `},
+		{`think: [1s]`, Step{}, `want a duration or a mapping of fixed, `},
 		{`think: soon`, Step{}, `soon`},
 		{`send: {text: a, bin: b}`, Step{}, `unknown key "bin": want text, binary`},
 	} {
