@@ -430,6 +430,11 @@ func (c *compiler) think(t *Think, at string) {
 	if t.Fixed != 0 {
 		d, n = ThinkDist{Kind: ThinkFixed, A: t.Fixed.D()}, n+1
 	}
+	if j := t.Jitter.D(); j > t.Fixed.D() && j > 0 {
+		c.fail(at+".jitter", "must be <= fixed (%s), got %s", t.Fixed, t.Jitter)
+	} else if j > 0 {
+		d = ThinkDist{Kind: ThinkUniform, A: t.Fixed.D() - j, B: t.Fixed.D() + j}
+	}
 	if len(t.Uniform) > 0 {
 		n++ // a list of another length is reported by bounds
 		if u := t.Uniform; len(u) == 2 && (u[0] > u[1] || u[0] < 0) {

@@ -290,6 +290,19 @@ func TestThinkDraw(t *testing.T) {
 			t.Fatalf("uniform drew %v", v)
 		}
 	}
+	// A jitter around a fixed pause: uniform in [fixed - jitter, fixed + jitter].
+	p, errs := Compile(Source{Steps: load(t, `steps: [{think: {fixed: 100ms, jitter: 20ms}}]`), Timeout: time.Second})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	lo, hi := time.Hour, time.Duration(0)
+	for range 1000 {
+		v := p.Instrs[0].Think.Draw(r)
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	if lo < 80*time.Millisecond || hi > 120*time.Millisecond || lo > 85*time.Millisecond || hi < 115*time.Millisecond {
+		t.Errorf("fixed 100ms, jitter 20ms drew from %v to %v, want [80ms, 120ms] spread over", lo, hi)
+	}
 }
 
 func TestRows(t *testing.T) {

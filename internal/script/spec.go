@@ -148,6 +148,7 @@ type Expect struct {
 // Think is a pause of the user.
 type Think struct {
 	Fixed       units.Duration   `yaml:"fixed" json:"fixed,omitempty" min:"0s" doc:"a fixed pause"`
+	Jitter      units.Duration   `yaml:"jitter" json:"jitter,omitempty" min:"0s" doc:"with fixed: the pause is drawn uniformly in [fixed - jitter, fixed + jitter]; at most fixed"`
 	Uniform     []units.Duration `yaml:"uniform" json:"uniform,omitempty" min:"2" max:"2" doc:"[min, max]: a pause drawn uniformly, 0 <= min <= max"`
 	Exponential units.Duration   `yaml:"exponential" json:"exponential,omitempty" min:"0s" doc:"mean of an exponentially distributed pause (Poisson arrivals)"`
 }
