@@ -11,11 +11,11 @@ import (
 // is required and missing, or lies outside its min and max tags.
 func Check(v any) []FieldError {
 	var errs []FieldError
-	for _, f := range Fields(reflect.ValueOf(v)) {
-		if e, bad := checkField(f); bad {
+	each(reflect.ValueOf(v), func(k key) bool { return k.checked }, func(k key, fv reflect.Value) {
+		if e, bad := checkField(Field{Key: k.name, Struct: k.field, Value: fv, Index: k.index}); bad {
 			errs = append(errs, e)
 		}
-	}
+	})
 	return errs
 }
 
@@ -30,8 +30,10 @@ func checkField(f Field) (FieldError, bool) {
 	if fv.Kind() == reflect.Slice {
 		return checkLen(f, fv)
 	}
-	if e, ok := fv.Interface().(Enum); ok && !fv.IsZero() && !slices.Contains(e.Values(), fv.String()) {
-		return FieldError{Field: f.Key, Msg: fmt.Sprintf("must be %s, got %q", OneOf(e.Values()), fv.String())}, true
+	if fv.Type().Implements(enumType) && !fv.IsZero() {
+		if names := fv.Interface().(Enum).Values(); !slices.Contains(names, fv.String()) {
+			return FieldError{Field: f.Key, Msg: fmt.Sprintf("must be %s, got %q", OneOf(names), fv.String())}, true
+		}
 	}
 	lo, hasLo := bound(f.Struct, fv.Type(), "min")
 	hi, hasHi := bound(f.Struct, fv.Type(), "max")

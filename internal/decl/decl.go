@@ -90,11 +90,13 @@ func Keys(t reflect.Type) []string {
 }
 
 // Field is one declared key: its struct field (and the field's value in
-// the struct Fields was given).
+// the struct Fields was given), and the field's index in the struct
+// (through inline structs, for reflect.Value.FieldByIndex).
 type Field struct {
 	Key    string
 	Struct reflect.StructField
 	Value  reflect.Value
+	Index  []int
 }
 
 // Fields returns the keys of struct v (a pointer to a struct, or a struct
@@ -103,18 +105,72 @@ func Fields(v reflect.Value) []Field {
 	if v.Kind() == reflect.Pointer {
 		v = v.Elem()
 	}
-	var out []Field
-	t := v.Type()
+	keys := keysOf(v.Type())
+	out := make([]Field, len(keys))
+	for i, k := range keys {
+		out[i] = Field{Key: k.name, Struct: k.field, Value: v.FieldByIndex(k.index), Index: k.index}
+	}
+	return out
+}
+
+// key is a declared key of a struct type: its name, field, and the
+// field's index (through inline structs); whether it has a default, and
+// whether Check has anything to check (a bound, required, an Enum).
+type key struct {
+	name    string
+	field   reflect.StructField
+	index   []int
+	def     bool
+	checked bool
+}
+
+var enumType = reflect.TypeFor[Enum]()
+
+func newKey(name string, f reflect.StructField, index []int) key {
+	_, def := f.Tag.Lookup("default")
+	_, lo := f.Tag.Lookup("min")
+	_, hi := f.Tag.Lookup("max")
+	checked := lo || hi || f.Tag.Get("required") == "true" || elem(f.Type).Implements(enumType)
+	return key{name, f, index, def, checked}
+}
+
+// each calls fn with the keys of struct v (a pointer to a struct, or a
+// struct value) that pick takes, and their values.
+func each(v reflect.Value, pick func(key) bool, fn func(k key, fv reflect.Value)) {
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	for _, k := range keysOf(v.Type()) {
+		if pick(k) {
+			fn(k, v.FieldByIndex(k.index))
+		}
+	}
+}
+
+// keyCache holds each struct type's keys (keysOf): every load reads the
+// same types again, at every depth.
+var keyCache sync.Map // reflect.Type -> []key
+
+// keysOf returns struct type t's keys, inline structs' in place.
+func keysOf(t reflect.Type) []key {
+	if k, ok := keyCache.Load(t); ok {
+		return k.([]key)
+	}
+	var out []key
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if inline(f) {
-			out = append(out, Fields(v.Field(i))...)
+			for _, k := range keysOf(f.Type) {
+				k.index = append([]int{i}, k.index...)
+				out = append(out, k)
+			}
 			continue
 		}
 		if n := Name(f); n != "" {
-			out = append(out, Field{n, f, v.Field(i)})
+			out = append(out, newKey(n, f, []int{i}))
 		}
 	}
+	keyCache.Store(t, out)
 	return out
 }
 
@@ -180,17 +236,17 @@ func Default(v any, key string) (any, bool) {
 // Defaults fills the zero fields of the struct v points to with their
 // default tags.
 func Defaults(v any) {
-	for _, f := range Fields(reflect.ValueOf(v)) {
-		def, ok := f.Struct.Tag.Lookup("default")
-		if !ok || !f.Value.IsZero() {
-			continue
+	each(reflect.ValueOf(v), func(k key) bool { return k.def }, func(k key, fv reflect.Value) {
+		if !fv.IsZero() {
+			return
 		}
-		if f.Struct.Type.Kind() == reflect.Pointer {
-			p := reflect.New(f.Struct.Type.Elem())
-			p.Elem().Set(mustParse(f.Struct, f.Struct.Type.Elem(), "default", def))
-			f.Value.Set(p)
-			continue
+		def, t := k.field.Tag.Get("default"), k.field.Type
+		if t.Kind() == reflect.Pointer {
+			p := reflect.New(t.Elem())
+			p.Elem().Set(mustParse(k.field, t.Elem(), "default", def))
+			fv.Set(p)
+			return
 		}
-		f.Value.Set(mustParse(f.Struct, f.Struct.Type, "default", def))
-	}
+		fv.Set(mustParse(k.field, t, "default", def))
+	})
 }

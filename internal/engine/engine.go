@@ -167,7 +167,7 @@ func ClientOptions(srv plan.Server, addrs []string) client.Options {
 	if srv.ServeTLS || (len(srv.Targets) > 0 && srv.Targets[0].TLS) {
 		co.TLS = &client.TLSOptions{}
 		if t := srv.TLS; t != nil {
-			co.TLS = &client.TLSOptions{CAFile: t.CAFile, ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify, SessionResumption: t.SessionResumption, MaxVersion: t.MaxVersion, Groups: t.Groups}
+			co.TLS = &client.TLSOptions{CAFile: t.CAFile, ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify, SessionResumption: t.SessionResumption, MaxVersion: uint16(t.MaxVersion), Groups: t.Groups}
 		}
 	}
 	return co

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"reflect"
+	"sync"
 
 	"github.com/wsplan/wsplan/internal/decl"
 )
@@ -25,15 +26,15 @@ var describerType = reflect.TypeFor[describer]()
 // list), depth first, each with its path.
 func eachDeclared(v reflect.Value, path string, fn func(v any, path string)) {
 	fn(v.Interface(), path)
-	for _, f := range decl.Fields(v) {
-		at := keyPath(path, f.Key)
-		fv := f.Value
+	for _, c := range childrenOf(v.Type().Elem()) {
+		fv := v.Elem().FieldByIndex(c.index)
 		switch {
-		case fv.Kind() == reflect.Pointer && !fv.IsNil() && declared(fv.Type().Elem()):
-			eachDeclared(fv, at, fn)
-		case fv.Kind() == reflect.Struct && declared(fv.Type()):
-			eachDeclared(fv.Addr(), at, fn)
-		case fv.Kind() == reflect.Slice && declared(fv.Type().Elem()):
+		case fv.Kind() == reflect.Pointer && !fv.IsNil():
+			eachDeclared(fv, keyPath(path, c.key), fn)
+		case fv.Kind() == reflect.Struct:
+			eachDeclared(fv.Addr(), keyPath(path, c.key), fn)
+		case fv.Kind() == reflect.Slice && fv.Len() > 0:
+			at := keyPath(path, c.key)
 			for i := range fv.Len() {
 				eachDeclared(fv.Index(i).Addr(), indexPath(at, i), fn)
 			}
@@ -41,10 +42,41 @@ func eachDeclared(v reflect.Value, path string, fn func(v any, path string)) {
 	}
 }
 
+// child is a key of a struct type that holds declared structs: directly,
+// through a pointer or in a list.
+type child struct {
+	key   string
+	index []int
+}
+
+var childCache sync.Map // reflect.Type -> []child
+
+// childrenOf returns the keys of struct type t that hold declared
+// structs.
+func childrenOf(t reflect.Type) []child {
+	if c, ok := childCache.Load(t); ok {
+		return c.([]child)
+	}
+	var out []child
+	v := reflect.New(t).Elem()
+	for _, f := range decl.Fields(v) {
+		ft := f.Struct.Type
+		if ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice {
+			ft = ft.Elem()
+		}
+		if declared(ft) {
+			out = append(out, child{f.Key, f.Index})
+		}
+	}
+	childCache.Store(t, out)
+	return out
+}
+
 // declared reports whether values of t are structs decoded by their
-// declaration.
+// declaration (a short form aside: decl.Shorthand).
 func declared(t reflect.Type) bool {
-	return t.Kind() == reflect.Struct && !reflect.PointerTo(t).Implements(describerType) && !reflect.PointerTo(t).Implements(unmarshalerType)
+	p := reflect.PointerTo(t)
+	return t.Kind() == reflect.Struct && (p.Implements(shorthandType) || !p.Implements(describerType) && !p.Implements(unmarshalerType))
 }
 
 // declaredDefaults fills every zero key of p with its default tag (a

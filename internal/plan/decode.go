@@ -313,10 +313,13 @@ func (l *loader) decode(n *yaml.Node, path string, v reflect.Value) bool {
 		return l.decode(n.Content[0], path, v)
 	}
 	if reflect.PointerTo(t).Implements(shorthandType) {
-		if n.Kind == yaml.MappingNode {
-			return l.decodeStruct(n, path, v, nil)
+		if n.Kind != yaml.MappingNode {
+			return l.short(n, path, v)
 		}
-		return l.short(n, path, v)
+		if w, ok := v.Addr().Interface().(written); ok {
+			w.markWritten()
+		}
+		return l.decodeStruct(n, path, v, nil)
 	}
 	if reflect.PointerTo(t).Implements(unmarshalerType) {
 		return l.leaf(n, path, v)
@@ -457,6 +460,9 @@ func fieldByIndex(v reflect.Value, index []int) reflect.Value {
 // decoded as any struct's.
 func (l *loader) short(n *yaml.Node, path string, v reflect.Value) bool {
 	tmp := reflect.New(v.Type())
+	if w, ok := tmp.Interface().(written); ok {
+		w.markWritten()
+	}
 	if err := tmp.Interface().(decl.Shorthand).UnmarshalShort(n); err != nil {
 		if l.secrets.Holds(n.Value) {
 			l.errf(n.Line, path, "got a value that holds a secret (not shown)")

@@ -187,8 +187,8 @@ func (l *loader) varsNode(root *yaml.Node) *yaml.Node {
 // ServeTLS, url: into URLs, and defaults' merged under each server's own.
 func (l *loader) resolveTargets(p *Plan) {
 	d := &p.Defaults.Target
-	if d.TLSKey.set && d.TLSKey.config == nil {
-		l.fieldErr("defaults.tls", "want a mapping of TLS settings (%s); tls: true is a server's", strings.Join(tlsKeyNames(), ", "))
+	if d.TLSKey.set && !d.TLSKey.mapping {
+		l.fieldErr("defaults.tls", "want a mapping of TLS settings (%s); tls: true is a server's", keyList(&d.TLSKey))
 	}
 	d.resolve()
 	l.checkTarget(d, "defaults")

@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -9,15 +8,12 @@ import (
 	"net/textproto"
 	"net/url"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
-	"gopkg.in/yaml.v3"
 
 	"github.com/wsplan/wsplan/internal/pmdeflate"
-	"github.com/wsplan/wsplan/internal/wstls"
 )
 
 // Target is how the client reaches and greets a server: the handshake
@@ -48,87 +44,7 @@ type Target struct {
 
 // resolve sets what the engine reads from the keys as written.
 func (t *Target) resolve() {
-	t.TLS, t.Compression = t.TLSKey.config, t.CompressionKey.params
-}
-
-// CompressionKey is `compression:` as written: true/false, or a mapping
-// of permessage-deflate offer parameters.
-type CompressionKey struct {
-	set    bool
-	params *pmdeflate.Params // nil = false
-}
-
-// JSONSchema describes the values UnmarshalYAML takes, for package schema.
-func (CompressionKey) JSONSchema() map[string]any {
-	flag := map[string]any{"type": "boolean"}
-	bits := map[string]any{"type": "integer", "minimum": pmdeflate.MinWindowBits, "maximum": pmdeflate.MaxWindowBits}
-	return map[string]any{"anyOf": []any{
-		map[string]any{"type": "boolean"},
-		map[string]any{
-			"type": "object",
-			"properties": map[string]any{
-				"client_no_context_takeover": described(flag, "the client compresses each message on its own; default false"),
-				"server_no_context_takeover": described(flag, "ask the server to compress each message on its own; default false"),
-				"client_max_window_bits":     described(bits, "the client's LZ77 window, 8-15; default: offered without a value (the server may pick)"),
-				"server_max_window_bits":     described(bits, "ask the server for at most this window, 8-15; default: not asked (15)"),
-			},
-			"additionalProperties": false,
-		},
-	}}
-}
-
-// UnmarshalYAML takes true, false or a mapping of offer parameters.
-func (c *CompressionKey) UnmarshalYAML(n *yaml.Node) error {
-	c.set = true
-	known := []string{"client_no_context_takeover", "server_no_context_takeover", "client_max_window_bits", "server_max_window_bits"}
-	switch n.Kind {
-	case yaml.ScalarNode:
-		var on bool
-		if err := decodeBool(n, &on); err != nil {
-			return fmt.Errorf("want true, false or a mapping (%s), got %s", strings.Join(known, ", "), describe(n))
-		}
-		if on {
-			c.params = &pmdeflate.Params{}
-		}
-		return nil
-	case yaml.MappingNode:
-		p := &pmdeflate.Params{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			var err error
-			switch k.Value {
-			case "client_no_context_takeover":
-				err = decodeBool(v, &p.ClientNoContextTakeover)
-			case "server_no_context_takeover":
-				err = decodeBool(v, &p.ServerNoContextTakeover)
-			case "client_max_window_bits":
-				err = decodeBits(v, &p.ClientMaxWindowBits)
-			case "server_max_window_bits":
-				err = decodeBits(v, &p.ServerMaxWindowBits)
-			default:
-				return fmt.Errorf("line %d: %s", k.Line, unknownMsg("compression key", k.Value, known))
-			}
-			if err != nil {
-				return fmt.Errorf("%s: %w", k.Value, err)
-			}
-		}
-		c.params = p
-		return nil
-	}
-	return fmt.Errorf("want true, false or a mapping, got %s", describe(n))
-}
-
-func decodeBits(n *yaml.Node, b *int) error {
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
-		return fmt.Errorf("want an integer between %d and %d, got %s", pmdeflate.MinWindowBits, pmdeflate.MaxWindowBits, describe(n))
-	}
-	if err := n.Decode(b); err != nil {
-		return err
-	}
-	if *b < pmdeflate.MinWindowBits || *b > pmdeflate.MaxWindowBits {
-		return fmt.Errorf("want an integer between %d and %d, got %d", pmdeflate.MinWindowBits, pmdeflate.MaxWindowBits, *b)
-	}
-	return nil
+	t.TLS, t.Compression = t.TLSKey.config(), t.CompressionKey.params()
 }
 
 // Offer is the permessage-deflate offer the client makes to this server:
@@ -144,130 +60,6 @@ func (s Server) Offer() *pmdeflate.Params {
 	return nil
 }
 
-// TLSConfig is the mapping form of `tls:`: how the client verifies the
-// server and what it offers. A preset given `tls: true` (or this mapping)
-// is served over TLS with a certificate wsplan makes for the run, and the
-// client trusts only that CA unless ca_file says otherwise.
-type TLSConfig struct {
-	CAFile             string   // `ca_file:` PEM CA bundle to trust; default: the system roots (url targets) or the run's CA (presets)
-	ServerName         string   // `server_name:` SNI and the name verified; default: the URL's host
-	InsecureSkipVerify bool     // `insecure_skip_verify:` accept any certificate (measures TLS cost, proves nothing about identity); default false
-	SessionResumption  bool     // `session_resumption:` reuse TLS sessions across connections (tickets); default false: every handshake is full
-	MaxVersion         uint16   // `max_version:` the highest TLS version offered, "1.2" or "1.3" (tls.VersionTLS12, 13); 0 = 1.3
-	Certificate        string   // `certificate:` key type of the certificate wsplan makes for a preset: ecdsa-p256 (default) or rsa-2048
-	Groups             []string // `groups:` key exchange groups offered, a set (wstls.GroupNames); default crypto/tls's offer
-}
-
-// String lists the settings given, as key=value in the mapping's order
-// (wsplan validate prints it).
-func (c TLSConfig) String() string {
-	var parts []string
-	add := func(key, value string, set bool) {
-		if set {
-			parts = append(parts, key+"="+value)
-		}
-	}
-	add("ca_file", c.CAFile, c.CAFile != "")
-	add("server_name", c.ServerName, c.ServerName != "")
-	add("insecure_skip_verify", "true", c.InsecureSkipVerify)
-	add("session_resumption", "true", c.SessionResumption)
-	add("max_version", strings.TrimPrefix(tls.VersionName(c.MaxVersion), "TLS "), c.MaxVersion != 0)
-	add("certificate", c.Certificate, c.Certificate != "")
-	add("groups", strings.Join(c.Groups, ","), len(c.Groups) > 0)
-	return strings.Join(parts, " ")
-}
-
-// tlsKeys are the keys of the `tls:` mapping, in the order errors and the
-// schema list them.
-var tlsKeys = []struct {
-	name, doc string
-	schema    map[string]any
-	decode    func(n *yaml.Node, c *TLSConfig) error
-}{
-	{"ca_file", "PEM CA bundle to trust; default: the system roots (url targets) or the run's CA (presets)", schemaString,
-		func(n *yaml.Node, c *TLSConfig) error { return n.Decode(&c.CAFile) }},
-	{"server_name", "SNI and the name verified; default: the URL's host", schemaString,
-		func(n *yaml.Node, c *TLSConfig) error { return n.Decode(&c.ServerName) }},
-	{"insecure_skip_verify", "accept any certificate (measures TLS cost, proves nothing about identity); default false", schemaBool,
-		func(n *yaml.Node, c *TLSConfig) error { return decodeBool(n, &c.InsecureSkipVerify) }},
-	{"session_resumption", "reuse TLS sessions across connections (tickets); default false: every handshake is full", schemaBool,
-		func(n *yaml.Node, c *TLSConfig) error { return decodeBool(n, &c.SessionResumption) }},
-	{"max_version", `the highest TLS version the client offers: "1.2" or "1.3"; default "1.3"`, map[string]any{"enum": []any{"1.2", "1.3", 1.2, 1.3}},
-		decodeTLSVersion},
-	{"certificate", "key type of the certificate wsplan makes for a preset it serves with TLS (and of its CA): " + strings.Join(wstlsKeys(), " or ") + "; default ecdsa-p256", map[string]any{"enum": anySlice(wstlsKeys())},
-		func(n *yaml.Node, c *TLSConfig) error {
-			if err := n.Decode(&c.Certificate); err != nil {
-				return err
-			}
-			if !slices.Contains(wstlsKeys(), c.Certificate) {
-				return fmt.Errorf("want %s, got %q", strings.Join(wstlsKeys(), " or "), c.Certificate)
-			}
-			return nil
-		}},
-	{"groups", "key exchange groups the client offers (a set: crypto/tls offers them in its own order): " + strings.Join(wstls.GroupNames(), ", ") + "; default crypto/tls's offer, the ML-KEM hybrids first as current browsers make it; e.g. [x25519] for clients without ML-KEM",
-		map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"enum": anySlice(wstls.GroupNames())}},
-		decodeTLSGroups},
-}
-
-// decodeTLSGroups takes a list of group names (or one name) into Groups;
-// wstls.CheckGroups checks them once the mapping is read.
-func decodeTLSGroups(n *yaml.Node, c *TLSConfig) error {
-	if n.Kind == yaml.ScalarNode {
-		c.Groups = []string{n.Value}
-		return nil
-	}
-	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
-		return fmt.Errorf("want a list of key exchange groups (%s), got %s", strings.Join(wstls.GroupNames(), ", "), describe(n))
-	}
-	return n.Decode(&c.Groups)
-}
-
-var (
-	schemaString = map[string]any{"type": []any{"string", "number"}}
-	schemaBool   = map[string]any{"type": "boolean"}
-)
-
-// tlsKeyNames lists the `tls:` mapping's keys, for messages.
-func tlsKeyNames() []string {
-	names := make([]string, len(tlsKeys))
-	for i, k := range tlsKeys {
-		names[i] = k.name
-	}
-	return names
-}
-
-// wstlsKeys are the certificate key types a run's CA makes.
-func wstlsKeys() []string {
-	out := make([]string, len(wstls.Keys))
-	for i, k := range wstls.Keys {
-		out[i] = string(k)
-	}
-	return out
-}
-
-func anySlice(s []string) []any {
-	out := make([]any, len(s))
-	for i, v := range s {
-		out[i] = v
-	}
-	return out
-}
-
-// decodeTLSVersion takes "1.2" or "1.3" (quoted or not) into MaxVersion.
-func decodeTLSVersion(n *yaml.Node, c *TLSConfig) error {
-	if n.Kind == yaml.ScalarNode {
-		switch n.Value {
-		case "1.2":
-			c.MaxVersion = tls.VersionTLS12
-			return nil
-		case "1.3":
-			c.MaxVersion = tls.VersionTLS13
-			return nil
-		}
-	}
-	return fmt.Errorf(`want "1.2" or "1.3", got %s`, describe(n))
-}
-
 // URLTarget is one parsed `url:`.
 type URLTarget struct {
 	URL        string // as written
@@ -277,26 +69,6 @@ type URLTarget struct {
 	RequestURI string // path and query of the upgrade request
 }
 
-// TLSKey is `tls:` as written: true/false, or a mapping of TLSConfig's
-// keys.
-type TLSKey struct {
-	set    bool
-	on     bool
-	config *TLSConfig
-}
-
-// JSONSchema describes the values UnmarshalYAML takes, for package schema.
-func (TLSKey) JSONSchema() map[string]any {
-	props := map[string]any{}
-	for _, k := range tlsKeys {
-		props[k.name] = described(k.schema, k.doc)
-	}
-	return map[string]any{"anyOf": []any{
-		map[string]any{"type": "boolean"},
-		map[string]any{"type": "object", "properties": props, "additionalProperties": false},
-	}}
-}
-
 // described returns a copy of s with a description.
 func described(s map[string]any, doc string) map[string]any {
 	out := map[string]any{"description": doc}
@@ -304,47 +76,6 @@ func described(s map[string]any, doc string) map[string]any {
 		out[k] = v
 	}
 	return out
-}
-
-// UnmarshalYAML takes true, false or a mapping of TLSConfig's keys.
-func (t *TLSKey) UnmarshalYAML(n *yaml.Node) error {
-	t.set = true
-	switch n.Kind {
-	case yaml.ScalarNode:
-		if n.ShortTag() != "!!bool" {
-			return fmt.Errorf("want true, false or a mapping (%s), got %s", strings.Join(tlsKeyNames(), ", "), describe(n))
-		}
-		return n.Decode(&t.on)
-	case yaml.MappingNode:
-		t.on = true
-		c := &TLSConfig{}
-	keys:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			for _, key := range tlsKeys {
-				if key.name == k.Value {
-					if err := key.decode(v, c); err != nil {
-						return fmt.Errorf("%s: %w", k.Value, err)
-					}
-					continue keys
-				}
-			}
-			return fmt.Errorf("line %d: %s", k.Line, unknownMsg("tls key", k.Value, tlsKeyNames()))
-		}
-		if err := wstls.CheckGroups(c.Groups, c.MaxVersion); err != nil {
-			return err
-		}
-		t.config = c
-		return nil
-	}
-	return fmt.Errorf("want true, false or a mapping, got %s", describe(n))
-}
-
-func decodeBool(n *yaml.Node, b *bool) error {
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
-		return fmt.Errorf("want true or false, got %s", describe(n))
-	}
-	return n.Decode(b)
 }
 
 // External reports whether the server is a url target: wsplan neither
@@ -394,6 +125,7 @@ func (l *loader) checkTarget(t *Target, path string) {
 	if t.Origin != "" && !httpguts.ValidHeaderFieldValue(t.Origin) {
 		l.fieldErr(path+".origin", "bad origin %q", t.Origin)
 	}
+	l.checkTLS(t.TLS, path+".tls")
 	if c := t.TLS; c != nil && c.CAFile != "" {
 		if _, err := os.Stat(c.CAFile); err != nil {
 			l.fieldErr(path+".tls.ca_file", "%v", err)

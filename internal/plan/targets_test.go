@@ -81,13 +81,13 @@ func TestURLTargetErrors(t *testing.T) {
 		{`{name: a, url: "ws://127.0.0.1:1/", metrics_url: "ftp://x/"}`, `want an http:// or https:// URL`},
 		{`{name: a, url: "ws://127.0.0.1:1/", tls: {ca_file: /nonexistent.pem}}`, `servers[0].tls.ca_file:`},
 		{`{name: a, url: "ws://127.0.0.1:1/", tls: {insecure_skip_verify: true}}`, `tls settings need wss:// URLs`},
-		{`{name: a, url: "wss://127.0.0.1:1/", tls: {verify: true}}`, `unknown tls key "verify"`},
-		{`{name: a, url: "wss://127.0.0.1:1/", tls: {max_version: 1.1}}`, `servers[0].tls: max_version: want "1.2" or "1.3", got 1.1`},
+		{`{name: a, url: "wss://127.0.0.1:1/", tls: {verify: true}}`, `servers[0].tls: unknown key "verify" (known: ca_file, server_name, insecure_skip_verify, session_resumption, max_version, certificate, groups)`},
+		{`{name: a, url: "wss://127.0.0.1:1/", tls: {max_version: 1.1}}`, `t.yaml:2: servers[0].tls.max_version: want "1.2" or "1.3", got 1.1`},
 		{`{name: a, url: "wss://127.0.0.1:1/", tls: {certificate: rsa-2048}}`, `servers[0].tls.certificate: is the key type of the certificate wsplan makes for a preset it serves with TLS`},
-		{`{name: gws, tls: {certificate: dsa}}`, `certificate: want ecdsa-p256 or rsa-2048, got "dsa"`},
-		{`{name: gws, tls: {groups: [x448]}}`, `servers[0].tls: groups: unknown group "x448": want x25519mlkem768, secp256r1mlkem768, secp384r1mlkem1024, x25519, p256, p384, p521`},
-		{`{name: gws, tls: {groups: []}}`, `servers[0].tls: groups: want a list of key exchange groups`},
-		{`{name: gws, tls: {max_version: "1.2", groups: [x25519mlkem768]}}`, `servers[0].tls: groups: x25519mlkem768: TLS 1.3's only, and max_version is 1.2`},
+		{`{name: gws, tls: {certificate: dsa}}`, `servers[0].tls.certificate: must be ecdsa-p256 or rsa-2048, got "dsa"`},
+		{`{name: gws, tls: {groups: [x448]}}`, `servers[0].tls.groups: unknown group "x448": want x25519mlkem768, secp256r1mlkem768, secp384r1mlkem1024, x25519, p256, p384, p521`},
+		{`{name: gws, tls: {groups: []}}`, `servers[0].tls.groups: want a list of key exchange groups (x25519mlkem768, secp256r1mlkem768, secp384r1mlkem1024, x25519, p256, p384, p521), got none`},
+		{`{name: gws, tls: {max_version: "1.2", groups: [x25519mlkem768]}}`, `servers[0].tls.groups: x25519mlkem768: TLS 1.3's only, and max_version is 1.2`},
 		{`{name: gws, pid: 5}`, `pid:, pid_file: and metrics_url: are for url: servers`},
 		{`{name: a, url: "ws://127.0.0.1:1/", headers: {Sec-WebSocket-Protocol: x}}`, `Sec-Websocket-Protocol cannot be set here: use subprotocols:`},
 		{`{name: a, url: "ws://127.0.0.1:1/", headers: {"bad name": x}}`, `bad header name "bad name"`},
@@ -154,8 +154,10 @@ phases:
 func TestCompressionKeyErrors(t *testing.T) {
 	tests := []struct{ server, want string }{
 		{`{name: a, url: "ws://127.0.0.1:1/", compression: yes please}`, `want true, false or a mapping`},
-		{`{name: a, url: "ws://127.0.0.1:1/", compression: {window: 9}}`, `unknown compression key "window"`},
-		{`{name: a, url: "ws://127.0.0.1:1/", compression: {client_max_window_bits: 7}}`, `want an integer between 8 and 15, got 7`},
+		{`{name: a, url: "ws://127.0.0.1:1/", compression: {window: 9}}`, `servers[0].compression: unknown key "window" (known: client_no_context_takeover, server_no_context_takeover, client_max_window_bits, server_max_window_bits)`},
+		{`{name: a, url: "ws://127.0.0.1:1/", compression: {client_max_window_bits: 7}}`, `t.yaml:2: servers[0].compression.client_max_window_bits: must be >= 8, got 7`},
+		{`{name: a, url: "ws://127.0.0.1:1/", compression: {server_max_window_bits: 16}}`, `servers[0].compression.server_max_window_bits: must be <= 15, got 16`},
+		{`{name: a, url: "ws://127.0.0.1:1/", compression: {client_max_window_bits: 1.5}}`, `servers[0].compression.client_max_window_bits: want an integer, got 1.5`},
 		{`{name: gws, compression: true}`, `servers[0].compression: the client would ask gws (servers[0]) for permessage-deflate, but it serves without: add options: {compression: true}`},
 	}
 	for _, tt := range tests {
@@ -164,5 +166,17 @@ func TestCompressionKeyErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s:\n  err = %v\n want %q", tt.server, err, tt.want)
 		}
+	}
+}
+
+// TestTLSConfigString: validate's print of tls: is the settings given,
+// by key, in declaration order.
+func TestTLSConfigString(t *testing.T) {
+	c := TLSConfig{CAFile: "a.pem", InsecureSkipVerify: true, MaxVersion: tls.VersionTLS12, Certificate: "rsa-2048", Groups: TLSGroups{"x25519", "p256"}}
+	if got, want := c.String(), "ca_file=a.pem insecure_skip_verify=true max_version=1.2 certificate=rsa-2048 groups=x25519,p256"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := (TLSConfig{}).String(); got != "" {
+		t.Errorf("no settings: got %q", got)
 	}
 }

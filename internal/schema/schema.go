@@ -338,12 +338,12 @@ func (g *gen) value(t reflect.Type, where string) (map[string]any, error) {
 }
 
 // shorthand is the schema of a struct with a short form (decl.Shorthand):
-// the form's value (true for a switch that only turns on, close: true),
-// or the struct's mapping.
+// the form's value, or the struct's mapping. A switch whose zero value is
+// true only turns on (close: true): its form is that constant.
 func (g *gen) shorthand(t reflect.Type, where string) (map[string]any, error) {
 	v, _ := reflect.New(t).Interface().(decl.Shorthand).Shorten()
 	short := map[string]any{"const": true}
-	if _, isBool := v.(bool); !isBool {
+	if on, isBool := v.(bool); !isBool || !on {
 		var err error
 		if short, err = g.value(reflect.TypeOf(v), where); err != nil {
 			return nil, err
