@@ -95,6 +95,9 @@ var fuzzSeeds = []string{
 	"servers:\n  - {name: b, url: \"ws://127.0.0.1:1/\", protocol: {name: stomp, version: \"1.1\", namespace: chat, keepalive: -1s, host: /vh, init: x}}\nphases: [{connect: {}}]\n",
 	"defaults: {protocol: {name: socketio, namespace: /chat}}\nservers: [{name: fake_plan_test, protocol: mqtt}]\nphases: [{connect: {}}, {churn: {duration: 5s, rate: .inf, faults: [{restart: server, at: 10m}]}}]\n",
 	hostileBase + "vars: {a: 1}\nmatrix: {a: [1, 2, 3]}\nphases: [{connect: {connections: ${a}}}, {search: {factor: .nan}}]\n",
+	// Short forms and mappings of the same keys.
+	hostileBase + "phases:\n  - script: {users: 1, steps: [{send: {text: a, binary: b}}, {think: {fixed: 1s, jitter: 2s, uniform: [1s]}}, {think: [1s]}, {close: false}, {close: {code: 999}}, {send: [x]}]}\n",
+	"defaults: {tls: true, compression: {client_max_window_bits: 7, window: 1}}\nservers:\n  - {name: b, url: \"wss://127.0.0.1:1/\", tls: {max_version: 1.1, groups: [], certificate: dsa}, compression: yes}\nphases: [{connect: {}}]\n",
 }
 
 // yamlLines counts lines as YAML does: \n, \r\n, \r, and (as libyaml)
