@@ -32,6 +32,8 @@ func TestTagDefaultsMatchClient(t *testing.T) {
 		{&Rate{}, "late_after", units.Duration(client.DefaultLateAfter)},
 		{&Search{}, "late_after", units.Duration(client.DefaultLateAfter)},
 		{&Broadcast{}, "late_after", units.Duration(client.DefaultLateAfter)},
+		{&Script{}, "late_after", units.Duration(client.DefaultLateAfter)},
+		{&Script{}, "drain", units.Duration(client.DefaultScriptDrain)},
 		{&Rate{}, "max_inflight_bytes", units.Size(client.DefaultMaxInflightBytes)},
 		{&Search{}, "max_inflight_bytes", units.Size(client.DefaultMaxInflightBytes)},
 		{&Rate{}, "slack", units.Duration(client.DefaultSlack)},

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/decl"
 	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/script"
 	"github.com/wsplan/wsplan/internal/units"
@@ -285,8 +286,8 @@ func (p *Script) Defaults(c Context) {
 		p.MaxUsers = int(min(math.Ceil(float64(p.ArrivalRate)*p.Duration.D().Seconds()), DefaultMaxUsers))
 		p.MaxUsers = max(p.MaxUsers, 1)
 	}
-	if p.Data != nil && p.Data.Order == "" {
-		p.Data.Order = script.OrderSequential
+	if p.Data != nil {
+		decl.Defaults(p.Data)
 	}
 }
 
@@ -360,8 +361,10 @@ func (p *Script) validateData() []FieldError {
 		return nil
 	}
 	var errs []FieldError
-	if !contains(script.Orders, p.Data.Order) {
-		errs = append(errs, FieldError{Field: "data.order", Msg: fmt.Sprintf("want one of %s, got %q", strings.Join(script.Orders, ", "), p.Data.Order)})
+	for _, e := range decl.Check(p.Data) {
+		if e.Field != "file" { // said below, with what it takes
+			errs = append(errs, FieldError{Field: "data." + e.Field, Msg: e.Msg})
+		}
 	}
 	if p.Data.File == "" {
 		return append(errs, FieldError{Field: "data.file", Msg: "is required: a CSV or JSON Lines file"})
@@ -448,7 +451,7 @@ func (p *Script) params() (*client.ScriptParams, error) {
 		if err != nil {
 			return nil, err
 		}
-		q.Rows, q.Order = rows, p.Data.Order
+		q.Rows, q.Order = rows, string(p.Data.Order)
 	}
 	return q, nil
 }

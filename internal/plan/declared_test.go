@@ -2,6 +2,7 @@ package plan
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,9 +77,11 @@ func TestDeclaredDepth(t *testing.T) {
 			"d.yaml:5: client.reconnect.timeout: must be > 0, got -1s"},
 		{"servers: [{name: ''}]\nphases: [{connect: {connections: 1}}]\n",
 			"d.yaml:1: servers[0].name: is required: a preset (wsplan frameworks lists them), or a label with framework:"},
+		{base + "phases:\n  - script:\n      users: 1\n      data: {file: testdata/users.csv, order: first}\n      steps: [{send: x}]\n",
+			`d.yaml:5: phases[0].script.data.order: must be sequential, random or unique, got "first"`},
 	} {
 		_, err := LoadBytes("d.yaml", []byte(tc.plan), LoadOptions{})
-		if err == nil || err.Error() != tc.want {
+		if err == nil || !strings.Contains(err.Error()+"\n", tc.want+"\n") {
 			t.Errorf("%s:\n got %v\nwant %s", tc.plan, err, tc.want)
 		}
 	}

@@ -18,8 +18,11 @@ import (
 // Data is where users' rows come from: each user takes one row of File.
 type Data struct {
 	File  string `yaml:"file" json:"file" required:"true" doc:"a CSV file (its first line names the columns) or JSON Lines (.jsonl, one object a line); relative to the plan"`
-	Order string `yaml:"order" json:"order,omitempty" default:"sequential" doc:"which row a user takes: sequential (user i takes row i mod rows), random, unique (row i; fewer rows than users is an error)"`
+	Order Order  `yaml:"order" json:"order,omitempty" default:"sequential" doc:"which row a user takes: sequential (user i takes row i mod rows), random, unique (row i; fewer rows than users is an error)"`
 }
+
+// Order is which row a user takes (Data.Order).
+type Order string
 
 // Orders of Data.
 const (
@@ -30,6 +33,9 @@ const (
 
 // Orders lists the orders, the default first.
 var Orders = []string{OrderSequential, OrderRandom, OrderUnique}
+
+// Values implements decl.Enum.
+func (Order) Values() []string { return Orders }
 
 // Rows are a data file's rows: Values[i][j] is row i's column j. They
 // cross to shards as JSON, so a shard needs no file.
