@@ -54,6 +54,9 @@ func printPlan(w io.Writer, p *plan.Plan) {
 			fmt.Fprintf(w, "  %s: %s\n", k, p.Vars[k])
 		}
 	}
+	if c := plan.Changed(&p.Client); c != "" {
+		fmt.Fprintf(w, "client: %s\n", p.Redact(c))
+	}
 	fmt.Fprintln(w, "servers:")
 	for i := range p.Servers {
 		printServer(w, p, &p.Servers[i])

@@ -4,7 +4,10 @@ import (
 	"reflect"
 	"sync"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/wsplan/wsplan/internal/decl"
+	"github.com/wsplan/wsplan/internal/script"
 )
 
 // The plan's sections take their defaults and bounds from their
@@ -109,4 +112,51 @@ func (l *loader) checkDeclared(p *Plan) {
 			check(&ph.Faults[j], ph.Faults[j].path(i, ph.Kind))
 		}
 	}
+}
+
+// Changed returns the keys of the section v points to (a declared struct
+// of the plan: &p.Client) whose values differ from their defaults, as
+// one flow mapping ({loops: 2, reconnect: {policy: backoff}}); "" when
+// every key holds its default. `wsplan validate` prints it.
+func Changed(v any) string {
+	n := changed(reflect.ValueOf(v).Elem())
+	if n == nil {
+		return ""
+	}
+	return script.OneLine(n)
+}
+
+// changed is the mapping of v's keys that differ from its type's
+// defaults, nested sections by their own changed keys; nil for none.
+func changed(v reflect.Value) *yaml.Node {
+	def := reflect.New(v.Type())
+	eachDeclared(def, "", func(s any, _ string) { decl.Defaults(s) })
+	n := &yaml.Node{Kind: yaml.MappingNode}
+	for i, f := range decl.Fields(v.Addr()) {
+		d := decl.Fields(def)[i].Value
+		if reflect.DeepEqual(f.Value.Interface(), d.Interface()) {
+			continue
+		}
+		var val *yaml.Node
+		switch fv := f.Value; {
+		case fv.Kind() == reflect.Struct && declared(fv.Type()):
+			val = changed(fv)
+		case fv.Kind() == reflect.Pointer && !fv.IsNil() && declared(fv.Type().Elem()):
+			if val = changed(fv.Elem()); val == nil {
+				val = &yaml.Node{Kind: yaml.MappingNode} // given, every key its default
+			}
+		default:
+			val = &yaml.Node{}
+			if err := val.Encode(f.Value.Interface()); err != nil {
+				val = &yaml.Node{Kind: yaml.ScalarNode, Value: err.Error()}
+			}
+		}
+		if val != nil {
+			n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: f.Key}, val)
+		}
+	}
+	if len(n.Content) == 0 {
+		return nil
+	}
+	return n
 }

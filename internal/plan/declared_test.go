@@ -86,3 +86,24 @@ func TestDeclaredDepth(t *testing.T) {
 		}
 	}
 }
+
+// TestChanged: validate's print of a section is the keys that differ
+// from their defaults, at every depth; nothing for a section left as it
+// is.
+func TestChanged(t *testing.T) {
+	const base = "servers: [{name: fake_plan_test}]\nphases: [{connect: {connections: 1}}]\n"
+	for _, tc := range []struct{ plan, want string }{
+		{base, ""},
+		{base + "client: {loops: 0, reconnect: {policy: none}}\n", ""},
+		{base + "client: {loops: 2, shards: auto, reconnect: {policy: backoff, max: 1m}}\n", "{shards: auto, loops: 2, reconnect: {policy: backoff, max: 1m0s}}"},
+		{base + "client: {kubernetes: {shards: 3}}\n", "{kubernetes: {shards: 3, spread: true}}"},
+	} {
+		p, err := LoadBytes("c.yaml", []byte(tc.plan), LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Changed(&p.Client); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.plan, got, tc.want)
+		}
+	}
+}

@@ -23,6 +23,14 @@ func (ShardCount) JSONSchema() map[string]any {
 	}}
 }
 
+// MarshalYAML writes auto as a plan does.
+func (s ShardCount) MarshalYAML() (any, error) {
+	if s < 0 {
+		return "auto", nil
+	}
+	return int(s), nil
+}
+
 // UnmarshalYAML takes an integer or "auto".
 func (s *ShardCount) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind == yaml.ScalarNode && n.Value == "auto" {
