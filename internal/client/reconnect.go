@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/decl"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // Reconnecting lives below the kinds: each loop has a reconnector (when
@@ -16,6 +19,20 @@ import (
 // adopter (its connections are its own: broadcast, script) gets no
 // reconnects while it runs; between phases every dropped connection of
 // the pool comes back.
+
+// ReconnectPolicy is Reconnect.Policy.
+type ReconnectPolicy string
+
+// Values implements decl.Enum.
+func (ReconnectPolicy) Values() []string {
+	return []string{ReconnectNone, ReconnectImmediate, ReconnectBackoff}
+}
+
+// ReconnectJitter is Reconnect.Jitter.
+type ReconnectJitter string
+
+// Values implements decl.Enum.
+func (ReconnectJitter) Values() []string { return []string{JitterFull, JitterEqual, JitterNone} }
 
 // Reconnect policies (Reconnect.Policy).
 const (
@@ -31,58 +48,37 @@ const (
 	JitterNone  = "none"  // exactly d: every client of a herd at the same moment
 )
 
-// Reconnect defaults, applied by Check.
-const (
-	DefaultReconnectBase    = 100 * time.Millisecond
-	DefaultReconnectMax     = 10 * time.Second
-	DefaultReconnectTimeout = 5 * time.Second
-)
-
-// Reconnect is how dropped connections come back (Options.Reconnect).
+// Reconnect is how dropped connections come back (Options.Reconnect),
+// and `client.reconnect:` of a plan: each key declared once, here
+// (package decl), for the plan's loader, its schema and docs, and Check.
 type Reconnect struct {
-	Policy  string        `json:"policy"`            // ReconnectNone (default), ReconnectImmediate, ReconnectBackoff
-	Base    time.Duration `json:"base,omitempty"`    // the first wait (immediate: between failed attempts); 0 = DefaultReconnectBase
-	Max     time.Duration `json:"max,omitempty"`     // the longest wait; 0 = DefaultReconnectMax
-	Jitter  string        `json:"jitter,omitempty"`  // JitterFull (default), JitterEqual, JitterNone
-	Timeout time.Duration `json:"timeout,omitempty"` // per attempt; 0 = DefaultReconnectTimeout
+	Policy  ReconnectPolicy `yaml:"policy" json:"policy" default:"none" doc:"none (a dropped connection stays closed), immediate (dial again at once; a failed attempt again after base) or backoff (wait base × 2^attempt, at most max, jittered, before each attempt)"`
+	Base    units.Duration  `yaml:"base" json:"base,omitempty" default:"100ms" min:"1ns" doc:"backoff: the first wait; immediate: the wait after a failed attempt"`
+	Max     units.Duration  `yaml:"max" json:"max,omitempty" default:"10s" min:"1ns" doc:"backoff: the longest wait"`
+	Jitter  ReconnectJitter `yaml:"jitter" json:"jitter,omitempty" default:"full" doc:"how a backoff's wait d is drawn: full (uniform in [0, d]), equal (d/2 + uniform in [0, d/2]) or none (d: the whole herd at once)"`
+	Timeout units.Duration  `yaml:"timeout" json:"timeout,omitempty" default:"5s" min:"1ns" doc:"time allowed for one attempt"`
 }
 
-// Check validates r and fills its defaults.
+// Check fills r's zero keys with their defaults and validates it: its
+// declaration's bounds, and max >= base.
 func (r *Reconnect) Check() error {
-	if r.Policy == "" {
-		r.Policy = ReconnectNone
-	}
-	if r.Base == 0 {
-		r.Base = DefaultReconnectBase
-	}
-	if r.Max == 0 {
-		r.Max = DefaultReconnectMax
-	}
-	if r.Jitter == "" {
-		r.Jitter = JitterFull
-	}
-	if r.Timeout == 0 {
-		r.Timeout = DefaultReconnectTimeout
-	}
+	decl.Defaults(r)
 	var errs []error
-	switch r.Policy {
-	case ReconnectNone, ReconnectImmediate, ReconnectBackoff:
-	default:
-		errs = append(errs, fmt.Errorf("policy must be %s, %s or %s, got %q", ReconnectNone, ReconnectImmediate, ReconnectBackoff, r.Policy))
+	for _, e := range decl.Check(r) {
+		errs = append(errs, e)
 	}
-	switch r.Jitter {
-	case JitterFull, JitterEqual, JitterNone:
-	default:
-		errs = append(errs, fmt.Errorf("jitter must be %s, %s or %s, got %q", JitterFull, JitterEqual, JitterNone, r.Jitter))
-	}
-	if r.Base < 0 || r.Max < r.Base || r.Timeout < 0 {
-		errs = append(errs, fmt.Errorf("want 0 <= base <= max and timeout >= 0, got base %v, max %v, timeout %v", r.Base, r.Max, r.Timeout))
+	if r.Max < r.Base {
+		errs = append(errs, fmt.Errorf("max: must be >= base (%s), got %s", r.Base, r.Max))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("client: reconnect: %w", errors.Join(errs...))
 	}
 	return nil
 }
+
+// On reports whether r brings dropped connections back (a policy but
+// none).
+func (r *Reconnect) On() bool { return r != nil && r.Policy != "" && r.Policy != ReconnectNone }
 
 // wait is how long before attempt n (0 = the first after the drop); u is
 // uniform in [0, 1).
@@ -91,11 +87,11 @@ func (r *Reconnect) wait(n int, u float64) time.Duration {
 		if n == 0 {
 			return 0
 		}
-		return r.Base
+		return r.Base.D()
 	}
-	d := r.Max
+	d := r.Max.D()
 	if n < 40 {
-		d = min(r.Base<<n, r.Max)
+		d = min(r.Base.D()<<n, r.Max.D())
 	}
 	switch r.Jitter {
 	case JitterFull:

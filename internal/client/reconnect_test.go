@@ -1,6 +1,7 @@
 package client
 
 import (
+	"encoding/json"
 	"math"
 	"net"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/testserver"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // TestReconnectRate: the server drops every connection in the middle of
@@ -19,7 +21,7 @@ import (
 func TestReconnectRate(t *testing.T) {
 	srv := testserver.Start(t, testserver.Options{})
 	c := newClient(t, Options{Targets: []string{srv.Addr()}, Loops: 2,
-		Reconnect: &Reconnect{Policy: ReconnectBackoff, Base: 50 * time.Millisecond, Max: time.Second, Jitter: JitterFull}})
+		Reconnect: &Reconnect{Policy: ReconnectBackoff, Base: units.Duration(50 * time.Millisecond), Max: units.Duration(time.Second), Jitter: JitterFull}})
 	mustConnect(t, c, 40)
 	time.AfterFunc(700*time.Millisecond, func() { srv.Drop(40) })
 	res, err := c.Rate(t.Context(), RateParams{Duration: 2 * time.Second, Rate: 50, Payload: 64, Verify: true}, nil)
@@ -70,7 +72,7 @@ func TestReconnectServerRestart(t *testing.T) {
 	hs := &http.Server{Handler: srv}
 	go hs.Serve(ln)
 	c := newClient(t, Options{Targets: []string{addr},
-		Reconnect: &Reconnect{Policy: ReconnectBackoff, Base: 20 * time.Millisecond, Max: 200 * time.Millisecond, Jitter: JitterNone}})
+		Reconnect: &Reconnect{Policy: ReconnectBackoff, Base: units.Duration(20 * time.Millisecond), Max: units.Duration(200 * time.Millisecond), Jitter: JitterNone}})
 	mustConnect(t, c, 20)
 	back := make(chan *http.Server, 1)
 	time.AfterFunc(200*time.Millisecond, func() {
@@ -133,7 +135,7 @@ func TestReconnectNone(t *testing.T) {
 	if err != nil || res.Alive != 5 || c.Reconnects().Drops != 0 {
 		t.Errorf("hold %+v %v, reconnects %+v", res, err, c.Reconnects())
 	}
-	if _, err := New(Options{Targets: []string{srv.Addr()}, Reconnect: &Reconnect{Policy: "sometimes"}}); err == nil || !strings.Contains(err.Error(), `policy must be none, immediate or backoff, got "sometimes"`) {
+	if _, err := New(Options{Targets: []string{srv.Addr()}, Reconnect: &Reconnect{Policy: "sometimes"}}); err == nil || !strings.Contains(err.Error(), `policy: must be none, immediate or backoff, got "sometimes"`) {
 		t.Errorf("bad policy: %v", err)
 	}
 }
@@ -147,22 +149,32 @@ func TestReconnectWait(t *testing.T) {
 		u    float64
 		want time.Duration
 	}{
-		{Reconnect{Policy: ReconnectImmediate, Base: 100 * ms}, 0, 0.5, 0},
-		{Reconnect{Policy: ReconnectImmediate, Base: 100 * ms}, 3, 0.5, 100 * ms},
-		{Reconnect{Policy: ReconnectBackoff, Base: 100 * ms, Max: time.Second, Jitter: JitterNone}, 0, 0.5, 100 * ms},
-		{Reconnect{Policy: ReconnectBackoff, Base: 100 * ms, Max: time.Second, Jitter: JitterNone}, 2, 0.5, 400 * ms},
-		{Reconnect{Policy: ReconnectBackoff, Base: 100 * ms, Max: time.Second, Jitter: JitterNone}, 9, 0.5, time.Second},
-		{Reconnect{Policy: ReconnectBackoff, Base: 100 * ms, Max: time.Second, Jitter: JitterNone}, 80, 0.5, time.Second},
-		{Reconnect{Policy: ReconnectBackoff, Base: 100 * ms, Max: time.Second, Jitter: JitterFull}, 1, 0.25, 50 * ms},
-		{Reconnect{Policy: ReconnectBackoff, Base: 100 * ms, Max: time.Second, Jitter: JitterEqual}, 1, 0.5, 150 * ms},
+		{Reconnect{Policy: ReconnectImmediate, Base: units.Duration(100 * ms)}, 0, 0.5, 0},
+		{Reconnect{Policy: ReconnectImmediate, Base: units.Duration(100 * ms)}, 3, 0.5, 100 * ms},
+		{Reconnect{Policy: ReconnectBackoff, Base: units.Duration(100 * ms), Max: units.Duration(time.Second), Jitter: JitterNone}, 0, 0.5, 100 * ms},
+		{Reconnect{Policy: ReconnectBackoff, Base: units.Duration(100 * ms), Max: units.Duration(time.Second), Jitter: JitterNone}, 2, 0.5, 400 * ms},
+		{Reconnect{Policy: ReconnectBackoff, Base: units.Duration(100 * ms), Max: units.Duration(time.Second), Jitter: JitterNone}, 9, 0.5, time.Second},
+		{Reconnect{Policy: ReconnectBackoff, Base: units.Duration(100 * ms), Max: units.Duration(time.Second), Jitter: JitterNone}, 80, 0.5, time.Second},
+		{Reconnect{Policy: ReconnectBackoff, Base: units.Duration(100 * ms), Max: units.Duration(time.Second), Jitter: JitterFull}, 1, 0.25, 50 * ms},
+		{Reconnect{Policy: ReconnectBackoff, Base: units.Duration(100 * ms), Max: units.Duration(time.Second), Jitter: JitterEqual}, 1, 0.5, 150 * ms},
 	} {
 		if got := c.r.wait(c.n, c.u); got != c.want {
 			t.Errorf("%+v attempt %d u %v: %v, want %v", c.r, c.n, c.u, got, c.want)
 		}
 	}
 	r := Reconnect{}
-	if err := r.Check(); err != nil || r.Policy != ReconnectNone || r.Jitter != JitterFull || r.Base != DefaultReconnectBase || r.Max != DefaultReconnectMax {
+	if err := r.Check(); err != nil || r.Policy != ReconnectNone || r.Jitter != JitterFull || r.Base != units.Duration(100*ms) || r.Max != units.Duration(10*time.Second) || r.Timeout != units.Duration(5*time.Second) {
 		t.Errorf("defaults %+v %v", r, err)
+	}
+	// The policy crosses to shards as JSON.
+	var back Reconnect
+	if b, err := json.Marshal(r); err != nil || json.Unmarshal(b, &back) != nil || back != r {
+		t.Errorf("JSON round trip: %+v, want %+v (%s)", back, r, b)
+	}
+	for _, bad := range []Reconnect{{Policy: "sometimes"}, {Base: -1}, {Base: units.Duration(time.Second), Max: units.Duration(ms)}, {Jitter: "lots"}} {
+		if err := bad.Check(); err == nil {
+			t.Errorf("%+v: no error", bad)
+		}
 	}
 }
 

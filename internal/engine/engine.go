@@ -109,7 +109,7 @@ func (e *runner) driver(srv plan.Server, addrs []string) (Driver, error) {
 	co.SourceAddrs = e.plan.Client.SourceAddrs
 	co.Loops = loops(e.plan, e.o.Layout)
 	co.NoDelay = e.plan.Defaults.NoDelay == nil || *e.plan.Defaults.NoDelay
-	co.Reconnect = e.plan.Client.Reconnect.Options()
+	co.Reconnect = e.plan.Client.ReconnectPolicy()
 	if len(e.plan.Client.Remote) > 0 {
 		return e.remoteDriver(srv, co)
 	}

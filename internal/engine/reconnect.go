@@ -19,7 +19,7 @@ type reconnectReporter interface {
 // when the plan has a reconnect policy, and returns a warning when some
 // dropped connections were not back by the phase's end ("" otherwise).
 func (e *runner) reconnectMetrics(m metrics.Values, drv Driver) string {
-	if e.plan.Client.Reconnect.Options() == nil {
+	if e.plan.Client.ReconnectPolicy() == nil {
 		return ""
 	}
 	rr, ok := drv.(reconnectReporter)

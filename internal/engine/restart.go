@@ -207,7 +207,7 @@ func (e *runner) startFaults(ctx context.Context, srv plan.Server, ph plan.Phase
 			res.Metrics[metrics.RestartTime] = f.longest
 		}
 		res.Warnings = append(res.Warnings, f.notes...)
-		if e.plan.Client.Reconnect.Options() == nil {
+		if e.plan.Client.ReconnectPolicy() == nil {
 			res.Warnings = append(res.Warnings, "client.reconnect has no policy: the connections the restart dropped stayed closed")
 		}
 	}

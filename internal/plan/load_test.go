@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/frameworks"
+	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/scenarios"
 )
@@ -674,5 +675,5 @@ func TestKubeDefaults(t *testing.T) {
 
 // defaultReconnect is client.reconnect unwritten: no reconnects, the
 // other keys at their defaults.
-var defaultReconnect = Reconnect{Policy: "none", Base: units.Duration(100 * time.Millisecond), Max: units.Duration(10 * time.Second),
+var defaultReconnect = client.Reconnect{Policy: "none", Base: units.Duration(100 * time.Millisecond), Max: units.Duration(10 * time.Second),
 	Jitter: "full", Timeout: units.Duration(5 * time.Second)}

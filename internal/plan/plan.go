@@ -3,6 +3,7 @@ package plan
 import (
 	"time"
 
+	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/secret"
 	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/scenarios"
@@ -157,7 +158,7 @@ type Client struct {
 	Certs    string         `yaml:"certs" doc:"with remote: directory of the run's certificates (wsplan shard certs DIR) the shards were started with; relative to the plan's directory"`
 	IdleExit units.Duration `yaml:"idle_exit" default:"30s" min:"1ns" doc:"with remote or kubernetes: how long a shard waits for the next orchestrator after this one leaves before it exits"`
 
-	Reconnect Reconnect `yaml:"reconnect" doc:"how dropped connections come back (policy none, immediate or backoff): counted as reconnects, their messages in flight lost, never sent again"`
+	Reconnect client.Reconnect `yaml:"reconnect" doc:"how dropped connections come back (policy none, immediate or backoff): counted as reconnects, their messages in flight lost, never sent again"`
 
 	// Kubernetes: the client runs as remote shards in an Indexed Job
 	// wsplan creates before the run and deletes after it; nil = not on
