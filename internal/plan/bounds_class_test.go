@@ -64,13 +64,16 @@ func declaredKeys(t reflect.Type, path []seg, seen map[reflect.Type]int, pick fu
 		if pick(f.Struct) {
 			out = append(out, boundedKey{at, f.Struct})
 		}
+		if selfDescribed(ft) {
+			continue
+		}
 		for ft.Kind() == reflect.Pointer {
 			ft = ft.Elem()
 		}
 		if ft.Kind() == reflect.Slice {
 			ft, at = ft.Elem(), append(at, "")
 		}
-		if ft.Kind() == reflect.Struct && (declared(ft) || reflect.PointerTo(ft).Implements(shorthandType)) {
+		if declared(ft) {
 			out = append(out, declaredKeys(ft, at, seen, pick)...)
 		}
 	}
@@ -312,5 +315,18 @@ func TestOutside(t *testing.T) {
 		if got, _ := outside(typ.Field(i)); got != w {
 			t.Errorf("%s: got %q, want %q", typ.Field(i).Name, got, w)
 		}
+	}
+}
+
+// TestDocClass: every declared key at every depth (the walk of
+// TestBoundsClass) has its line of documentation, which the schema and
+// the docs' reference tables print.
+func TestDocClass(t *testing.T) {
+	all := allKeys(func(reflect.StructField) bool { return true })
+	for _, k := range allKeys(func(f reflect.StructField) bool { return strings.TrimSpace(f.Tag.Get("doc")) == "" }) {
+		t.Errorf("%s: no doc tag", k)
+	}
+	if len(all) < 300 {
+		t.Errorf("%d keys: the walk lost its way", len(all))
 	}
 }

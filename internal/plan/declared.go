@@ -64,6 +64,9 @@ func childrenOf(t reflect.Type) []child {
 	v := reflect.New(t).Elem()
 	for _, f := range decl.Fields(v) {
 		ft := f.Struct.Type
+		if selfDescribed(ft) {
+			continue // a list that decodes itself: matrix:
+		}
 		if ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice {
 			ft = ft.Elem()
 		}
@@ -75,12 +78,16 @@ func childrenOf(t reflect.Type) []child {
 	return out
 }
 
-// declared reports whether values of t are structs decoded by their
-// declaration (a short form aside: decl.Shorthand).
-func declared(t reflect.Type) bool {
+// selfDescribed reports whether values of t decode and describe
+// themselves (a short form is not that: decl.Shorthand).
+func selfDescribed(t reflect.Type) bool {
 	p := reflect.PointerTo(t)
-	return t.Kind() == reflect.Struct && (p.Implements(shorthandType) || !p.Implements(describerType) && !p.Implements(unmarshalerType))
+	return !p.Implements(shorthandType) && (p.Implements(describerType) || p.Implements(unmarshalerType))
 }
+
+// declared reports whether values of t are structs decoded by their
+// declaration.
+func declared(t reflect.Type) bool { return t.Kind() == reflect.Struct && !selfDescribed(t) }
 
 // declaredDefaults fills every zero key of p with its default tag (a
 // phase's faults take theirs as they are decoded).
