@@ -18,7 +18,6 @@ import (
 	"github.com/wsplan/wsplan/internal/plan"
 	"github.com/wsplan/wsplan/internal/result"
 	"github.com/wsplan/wsplan/internal/shard"
-	"github.com/wsplan/wsplan/internal/units"
 )
 
 // DefaultImage is the shard image when client.kubernetes.image is not set:
@@ -37,17 +36,14 @@ func defaultImage() string {
 // when the plan has none), with the run's certificates.
 func kubeSpec(k *plan.Kube, c plan.Client, runID string, certs map[string][]byte) kube.Spec {
 	if k == nil {
-		k = &plan.Kube{Namespace: plan.DefaultKubeNamespace, Shards: plan.DefaultKubeShards, Spread: true, Port: plan.DefaultKubePort}
-		k.ReadyTimeout = units.Duration(plan.DefaultKubeReadyTimeout)
-		k.ActiveDeadline = units.Duration(plan.DefaultKubeActiveDeadline)
-		k.TTL = units.Duration(plan.DefaultKubeTTL)
+		k = plan.DefaultKube()
 	}
 	image := k.Image
 	if image == "" {
 		image = defaultImage()
 	}
 	return kube.Spec{RunID: runID, Namespace: k.Namespace, Image: image, Shards: k.Shards, Port: k.Port,
-		NodeSelector: k.NodeSelector, CPU: k.CPU, Memory: k.Memory, Spread: k.Spread, IdleExit: c.IdleExit.D(),
+		NodeSelector: k.NodeSelector, CPU: k.CPU, Memory: k.Memory, Spread: *k.Spread, IdleExit: c.IdleExit.D(),
 		ActiveDeadline: k.ActiveDeadline.D(), TTL: k.TTL.D(), Certs: certs}
 }
 

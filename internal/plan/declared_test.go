@@ -38,12 +38,6 @@ func TestTagConstants(t *testing.T) {
 		{&Metrics{}, "interval", "default", d(DefaultMetricsInterval)},
 		{&Metrics{}, "interval", "min", d(MinMetricsInterval)},
 		{&Plan{}, "repeat", "max", MaxRepeat},
-		{&Kube{}, "namespace", "default", DefaultKubeNamespace},
-		{&Kube{}, "shards", "default", DefaultKubeShards},
-		{&Kube{}, "port", "default", DefaultKubePort},
-		{&Kube{}, "ready_timeout", "default", d(DefaultKubeReadyTimeout)},
-		{&Kube{}, "active_deadline", "default", d(DefaultKubeActiveDeadline)},
-		{&Kube{}, "ttl_after_finished", "default", d(DefaultKubeTTL)},
 	} {
 		if got := tag(c.v, c.key, c.which); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%T.%s: %s tag %v (%T), the constant is %v (%T)", c.v, c.key, c.which, got, got, c.want, c.want)
@@ -62,7 +56,7 @@ func TestDeclaredDepth(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, k := p.Client.Reconnect, p.Client.Kubernetes
-	if r.Policy != client.ReconnectNone || r.Base != units.Duration(100*time.Millisecond) || k.Port != DefaultKubePort || p.Servers[0].Path != "/ws" || p.Repeat != 1 {
+	if r.Policy != client.ReconnectNone || r.Base != units.Duration(100*time.Millisecond) || k.Port != 7070 || p.Servers[0].Path != "/ws" || p.Repeat != 1 {
 		t.Errorf("defaults: reconnect %+v, kubernetes port %d, path %q, repeat %d", r, k.Port, p.Servers[0].Path, p.Repeat)
 	}
 	for _, tc := range []struct{ plan, want string }{
@@ -91,7 +85,8 @@ func TestChanged(t *testing.T) {
 		{base, ""},
 		{base + "client: {loops: 0, reconnect: {policy: none}}\n", ""},
 		{base + "client: {loops: 2, shards: auto, reconnect: {policy: backoff, max: 1m}}\n", "{shards: auto, loops: 2, reconnect: {policy: backoff, max: 1m0s}}"},
-		{base + "client: {kubernetes: {shards: 3}}\n", "{kubernetes: {shards: 3, spread: true}}"},
+		{base + "client: {kubernetes: {shards: 3}}\n", "{kubernetes: {shards: 3}}"},
+		{base + "client: {kubernetes: {spread: false}}\n", "{kubernetes: {spread: false}}"},
 	} {
 		p, err := LoadBytes("c.yaml", []byte(tc.plan), LoadOptions{})
 		if err != nil {

@@ -663,13 +663,17 @@ func TestKubeDefaults(t *testing.T) {
 			t.Fatalf("%s: %v", tc.body, err)
 		}
 		k := p.Client.Kubernetes
-		shards := DefaultKubeShards
+		shards := 2
 		if strings.Contains(tc.body, "shards: 3") {
 			shards = 3
 		}
-		check(t, tc.body, *k, Kube{Namespace: DefaultKubeNamespace, Shards: shards, Spread: tc.spread, Port: DefaultKubePort,
-			ReadyTimeout: units.Duration(DefaultKubeReadyTimeout), ActiveDeadline: units.Duration(DefaultKubeActiveDeadline),
-			TTL: units.Duration(DefaultKubeTTL), Line: 1})
+		check(t, tc.body, *k, Kube{Namespace: "default", Shards: shards, Spread: &tc.spread, Port: 7070,
+			ReadyTimeout: units.Duration(5 * time.Minute), ActiveDeadline: units.Duration(2 * time.Hour),
+			TTL: units.Duration(10 * time.Minute), Line: 1})
+		if d := DefaultKube(); tc.body == "{}" && !reflect.DeepEqual(*d, Kube{Namespace: k.Namespace, Shards: k.Shards, Spread: k.Spread, Port: k.Port,
+			ReadyTimeout: k.ReadyTimeout, ActiveDeadline: k.ActiveDeadline, TTL: k.TTL}) {
+			t.Errorf("DefaultKube() = %+v, a plan's unwritten keys %+v", d, k)
+		}
 	}
 }
 

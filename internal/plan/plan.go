@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/decl"
 	"github.com/wsplan/wsplan/internal/secret"
 	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/scenarios"
@@ -50,14 +51,6 @@ const (
 	DefaultMetricsInterval = 5 * time.Second
 	// MinMetricsInterval bounds metrics.interval and --metrics-interval.
 	MinMetricsInterval = 100 * time.Millisecond
-
-	// client.kubernetes defaults.
-	DefaultKubeNamespace      = "default"
-	DefaultKubeShards         = 2
-	DefaultKubePort           = 7070
-	DefaultKubeReadyTimeout   = 5 * time.Minute
-	DefaultKubeActiveDeadline = 2 * time.Hour
-	DefaultKubeTTL            = 10 * time.Minute
 )
 
 // MaxPort is the highest listen port.
@@ -170,11 +163,12 @@ type Client struct {
 type Kube struct {
 	Namespace string `yaml:"namespace" default:"default" doc:"namespace of the Job, Service and Secret"`
 	// Image stays "" after Load when unwritten: the cmd fills it in.
-	Image          string            `yaml:"image" doc:"the wsplan image the shard pods run (see Dockerfile); default ghcr.io/wsplan/wsplan:<this version>"`
-	Shards         int               `yaml:"shards" default:"2" min:"1" doc:"shard pods"`
-	NodeSelector   map[string]string `yaml:"node_selector" doc:"node labels the pods must run on"`
-	KubeResources  `yaml:"resources" doc:"each pod's CPU and memory, as request and limit"`
-	Spread         bool           `yaml:"spread" doc:"spread the pods over nodes (topology spread + anti-affinity); default true"`
+	Image         string            `yaml:"image" doc:"the wsplan image the shard pods run (see Dockerfile); default ghcr.io/wsplan/wsplan:<this version>"`
+	Shards        int               `yaml:"shards" default:"2" min:"1" doc:"shard pods"`
+	NodeSelector  map[string]string `yaml:"node_selector" doc:"node labels the pods must run on"`
+	KubeResources `yaml:"resources" doc:"each pod's CPU and memory, as request and limit"`
+	// Spread is never nil after Load.
+	Spread         *bool          `yaml:"spread" default:"true" doc:"spread the pods over nodes (topology spread + anti-affinity)"`
 	Kubeconfig     string         `yaml:"kubeconfig" doc:"kubeconfig file; default: in-cluster, else $KUBECONFIG or ~/.kube/config"`
 	Port           int            `yaml:"port" default:"7070" min:"1" max:"65535" doc:"the shards' listen port"`
 	ReadyTimeout   units.Duration `yaml:"ready_timeout" default:"5m" min:"1ns" doc:"how long the pods may take to be ready"`
@@ -182,6 +176,14 @@ type Kube struct {
 	TTL            units.Duration `yaml:"ttl_after_finished" default:"10m" min:"0s" doc:"the Job's ttlSecondsAfterFinished (its Service and Secret go with it)"`
 	// Line is the line of client.kubernetes, for messages.
 	Line int `yaml:"-"`
+}
+
+// DefaultKube is client.kubernetes with every key at its default: what
+// `wsplan kube` uses for a plan without one.
+func DefaultKube() *Kube {
+	k := &Kube{}
+	decl.Defaults(k)
+	return k
 }
 
 // KubeResources is `client.kubernetes.resources:`; "" = none.
