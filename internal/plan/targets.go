@@ -69,15 +69,6 @@ type URLTarget struct {
 	RequestURI string // path and query of the upgrade request
 }
 
-// described returns a copy of s with a description.
-func described(s map[string]any, doc string) map[string]any {
-	out := map[string]any{"description": doc}
-	for k, v := range s {
-		out[k] = v
-	}
-	return out
-}
-
 // External reports whether the server is a url target: wsplan neither
 // starts, signals nor stops it.
 func (s Server) External() bool { return len(s.URLs) > 0 }
