@@ -1,21 +1,3 @@
-// Package client is wsplan's load-generating WebSocket client: an event-driven
-// engine (epoll loops on locked OS threads, no goroutine per connection) that
-// opens connections, drives closed-loop echoes and open-loop rates, and records
-// latencies into HDR histograms. It is designed for 1M connections across
-// several processes: per connection it keeps only a small struct while idle.
-//
-// The handshake carries the Options' headers, subprotocols and origin; a
-// connection may speak TLS (internal/wstls: crypto/tls's handshake stepped
-// on the loop, an allocation-free record layer after it; secure.go) and
-// permessage-deflate (internal/pmdeflate: a deflater and an inflater per
-// loop, only the history per connection), with the same allocation-free
-// per-message path.
-//
-// Phases in scenarios/ call it through Client.Run with a kind's Params
-// (kind.go describes the contract a phase kind fulfils); shards (separate
-// processes) run the same kinds and send their results back as JSON, which
-// merge exactly through the kind's Result.Merge (histograms merged, counts
-// summed).
 package client
 
 import (

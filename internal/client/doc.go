@@ -1,0 +1,66 @@
+// Package client is wsplan's load-generating WebSocket client: an event-driven
+// engine (epoll loops on locked OS threads, no goroutine per connection) that
+// opens connections, drives closed-loop echoes and open-loop rates, and records
+// latencies into HDR histograms. It is designed for 1M connections across
+// several processes: per connection it keeps only a small struct while idle.
+//
+// The handshake carries the Options' headers, subprotocols and origin; a
+// connection may speak TLS (internal/wstls: crypto/tls's handshake stepped
+// on the loop, an allocation-free record layer after it; secure.go) and
+// permessage-deflate (internal/pmdeflate: a deflater and an inflater per
+// loop, only the history per connection), with the same allocation-free
+// per-message path. A protocol spoken over the messages (Socket.IO, MQTT,
+// …) is a package of its own under internal/proto; protocol.go is the one
+// adapter between it and the loop.
+//
+// Phases in scenarios/ call it through Client.Run with a kind's Params
+// (kind.go describes the contract a phase kind fulfils); shards (separate
+// processes) run the same kinds and send their results back as JSON, which
+// merge exactly through the kind's Result.Merge (histograms merged, counts
+// summed).
+//
+// # Layers
+//
+// From the socket up, each layer knows only the one below it:
+//
+//   - transport: a conn is one TCP socket (fd) in one loop's epoll set,
+//     with its TLS session when the target is wss:// (sys.go, dialer.go,
+//     secure.go); write and read move bytes, nothing else;
+//   - WebSocket: the upgrade (handshake.go), frames in and out (frame.go,
+//     wsio.go), permessage-deflate, control frames, the close handshake;
+//   - protocol: the greeting and the messages of a protocol over the
+//     WebSocket's messages (protocol.go → internal/proto);
+//   - runs: what a phase kind does with whole messages (a loopRun: its
+//     hooks get a conn and a message, and send through the loop).
+//
+// # Design note: a multiplexed transport (RFC 8441), not built
+//
+// WebSocket over HTTP/2 (RFC 8441, extended CONNECT) carries many
+// WebSockets as streams of one TCP connection. It must fit without a
+// change to any kind, and it can, because kinds see a conn only as "a
+// WebSocket that takes messages and hands them back", never as a socket:
+//
+//   - The conn stays the unit kinds hold (one per WebSocket), but its fd
+//     becomes the id of a stream; a new shared object, the session (one per
+//     TCP connection, owned by one loop like today's conns), holds the
+//     socket, the TLS session, HPACK state and the streams' flow-control
+//     windows. epoll reports the session's socket; the session demultiplexes
+//     DATA frames to its streams' conns and calls the same onData path.
+//   - Writes go through the one place that writes today (loop.write /
+//     writeOrQueue): for a stream conn it wraps the WebSocket frame in an
+//     HTTP/2 DATA frame on the session's socket and queues it when the
+//     stream's or the connection's window is closed — the same "queued
+//     output, resume when writable" contract kinds already honour (resume).
+//   - The upgrade becomes an extended CONNECT on a new stream
+//     (:protocol = websocket) instead of a GET with Upgrade; the dialer
+//     opens a session on demand and streams on it up to the server's
+//     SETTINGS_MAX_CONCURRENT_STREAMS; connect latency splits into the
+//     session's TCP + TLS (paid once) and the stream's CONNECT round trip.
+//   - A dropped session drops every stream conn on it with the same
+//     Reason, through the same lost hook; the reconnector redials streams,
+//     opening a session first when none is left.
+//   - Options gain a transport choice (http1, h2) and a streams-per-session
+//     bound; the plan a `transport:` key beside `tls:`. No kind, protocol
+//     or result type changes; per-connection memory then splits into the
+//     session's (shared) and the stream's (a conn plus its window counters).
+package client
