@@ -18,8 +18,8 @@ func testPlan(asserts ...plan.Assertion) *plan.Plan {
 	return &plan.Plan{
 		File: "p.yaml",
 		Phases: []plan.Phase{
-			{Kind: "connect", Name: "connect", Spec: &scenarios.Connect{}},
-			{Kind: "echo", Name: "echo", Spec: &scenarios.Echo{}},
+			{Kind: "connect", PhaseKeys: plan.PhaseKeys{Name: "connect"}, Spec: &scenarios.Connect{}},
+			{Kind: "echo", PhaseKeys: plan.PhaseKeys{Name: "echo"}, Spec: &scenarios.Echo{}},
 		},
 		Assert: asserts,
 	}

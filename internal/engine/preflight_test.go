@@ -225,7 +225,7 @@ func idleWarnings(ws []string) []string {
 func TestIdleHint(t *testing.T) {
 	p := planWith([]int{1}, 0, nil)
 	p.Servers = []plan.Server{{Name: "gws"}}
-	p.Phases = append(p.Phases, plan.Phase{Kind: "rate", Name: "rate#2"})
+	p.Phases = append(p.Phases, plan.Phase{Kind: "rate", PhaseKeys: plan.PhaseKeys{Name: "rate#2"}})
 	if got := idleHint(sysctl.ReadIdle(fakeSys(t, "0")), p); !strings.Contains(got, "idle CPUs here halt at once") || !strings.Contains(got, "phase rate#2") {
 		t.Errorf("no polling: %q", got)
 	}

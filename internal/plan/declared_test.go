@@ -97,3 +97,17 @@ func TestChanged(t *testing.T) {
 		}
 	}
 }
+
+// TestPhaseKeysRead: every key PhaseKeys declares has its reader, and
+// no reader reads an undeclared key.
+func TestPhaseKeysRead(t *testing.T) {
+	keys := decl.Keys(reflect.TypeFor[PhaseKeys]())
+	for _, k := range keys {
+		if phaseKeyReaders[k] == nil {
+			t.Errorf("PhaseKeys declares %s: phaseKeyReaders has no reader for it", k)
+		}
+	}
+	if len(phaseKeyReaders) != len(keys) {
+		t.Errorf("%d readers for %d declared keys (%v)", len(phaseKeyReaders), len(keys), keys)
+	}
+}

@@ -99,6 +99,18 @@ func (l *loader) phases(items []yaml.Node) []Phase {
 	return out
 }
 
+// phaseKeyReaders read each of PhaseKeys' keys into a phase (a test
+// checks there is one per declared key).
+var phaseKeyReaders = map[string]func(l *loader, n *yaml.Node, path string, ph *Phase){
+	"name": func(l *loader, n *yaml.Node, path string, ph *Phase) {
+		if l.decode(n, path, reflect.ValueOf(&ph.Name).Elem()) && ph.Name == "" {
+			l.fieldErr(path, "must not be empty (leave name: out for the default, %s)", ph.Kind)
+		}
+	},
+	"faults": (*loader).faults,
+	"allow":  (*loader).allow,
+}
+
 // phase reads one item of `phases:`: a mapping with one key, the kind,
 // whose value is the body. It reports false when there is no usable kind.
 func (l *loader) phase(n *yaml.Node, path string) (Phase, bool) {
@@ -149,25 +161,17 @@ func (l *loader) phase(n *yaml.Node, path string) (Phase, bool) {
 		l.errf(body.Line, kp, "want a mapping of the phase's settings, got %s", describe(body))
 		return ph, true
 	}
-	// `name:` belongs to the plan, not to the kind: strip it.
+	// The keys every phase has (PhaseKeys) belong to the plan, not to the
+	// kind: take them out.
 	stripped := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: body.Line, Column: body.Column}
 	for _, p := range l.pairs(body, kp) {
-		if p.key.Kind == yaml.ScalarNode && p.key.Value == "name" {
-			l.lines.set(kp+".name", p.key.Line)
-			if l.decode(p.value, kp+".name", reflect.ValueOf(&ph.Name).Elem()) && ph.Name == "" {
-				l.fieldErr(kp+".name", "must not be empty (leave name: out for the default, %s)", kind.Name)
+		if p.key.Kind == yaml.ScalarNode {
+			if read, ok := phaseKeyReaders[p.key.Value]; ok {
+				path := kp + "." + p.key.Value
+				l.lines.set(path, p.key.Line)
+				read(l, p.value, path, &ph)
+				continue
 			}
-			continue
-		}
-		if p.key.Kind == yaml.ScalarNode && p.key.Value == "faults" {
-			l.lines.set(kp+".faults", p.key.Line)
-			l.faults(p.value, kp+".faults", &ph)
-			continue
-		}
-		if p.key.Kind == yaml.ScalarNode && p.key.Value == "allow" {
-			l.lines.set(kp+".allow", p.key.Line)
-			l.allow(p.value, kp+".allow", &ph)
-			continue
 		}
 		stripped.Content = append(stripped.Content, p.key, p.value)
 	}

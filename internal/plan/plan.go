@@ -244,15 +244,25 @@ func (s Server) Resources() bool {
 // whose value is the kind's body, decoded in two passes (phases.go).
 type Phase struct {
 	Kind string          // the entry's key, e.g. "echo"
-	Name string          // `name:` inside the body; default Kind for the first phase of a kind, Kind#N for the Nth (echo#2); unique in the plan
 	Spec scenarios.Phase // decoded, defaulted, validated body
 	Line int             // line of the kind key
-	// Faults are `faults:` inside the body (any kind), in time order.
-	Faults []Fault
-	// Allow is `allow:` inside the body (any kind): how many units of
-	// each of the phase's faults (scenarios.PhaseFaults) it may count and
-	// still pass; nil = none (scenarios.Judge).
-	Allow scenarios.Allow
+	PhaseKeys
+}
+
+// PhaseKeys are the keys every phase body has besides its kind's own,
+// declared once here: the loader takes them out of the body before the
+// kind decodes the rest (phaseKeyReaders), and the schema adds them to
+// every kind's body.
+type PhaseKeys struct {
+	// Name defaults to Kind for the first phase of a kind, Kind#N for the
+	// Nth (echo#2); unique in the plan.
+	Name string `yaml:"name" doc:"the phase's name in results and assertions; default its kind (echo#2 for the second echo phase, …)"`
+	// Faults are in time order.
+	Faults []Fault `yaml:"faults" doc:"faults done to the server while the phase runs: [{at: 20s, restart: server}]"`
+	// Allow says how many units of each of the phase's faults
+	// (scenarios.PhaseFaults) it may count and still pass; nil = none
+	// (scenarios.Judge).
+	Allow scenarios.Allow `yaml:"allow" doc:"faults the phase may count and still pass (the verdict rule): {failed: 10, lost: 0.1%}"`
 }
 
 // JSONSchema is a placeholder for package schema, which builds an item of

@@ -481,6 +481,28 @@ func merge(a, b map[string]any) map[string]any {
 	return a
 }
 
+// phaseKeys adds the keys every phase body has (plan.PhaseKeys) to a
+// kind's properties, each described by its declaration's doc.
+func (g *gen) phaseKeys(props map[string]any, k scenarios.Kind) error {
+	for _, f := range decl.Fields(reflect.ValueOf(&plan.PhaseKeys{})) {
+		var s map[string]any
+		switch f.Key {
+		case "name": // a number is a name too (name: 2)
+			s = map[string]any{"type": []any{"string", "number"}}
+		case "allow": // the kind's own faults
+			s = allowSchema(k.Faults)
+		default:
+			var err error
+			if s, err = g.value(f.Struct.Type, "phases[]."+k.Name+"."+f.Key); err != nil {
+				return err
+			}
+		}
+		s["description"] = f.Struct.Tag.Get("doc")
+		props[f.Key] = s
+	}
+	return nil
+}
+
 // phases is the schema of one item of phases:: one key, a kind, whose body
 // is that kind's parameters plus name:.
 func (g *gen) phases() (map[string]any, error) {
@@ -497,17 +519,9 @@ func (g *gen) phases() (map[string]any, error) {
 		if err != nil {
 			return nil, err
 		}
-		body["properties"].(map[string]any)["name"] = map[string]any{
-			"type":        []any{"string", "number"},
-			"description": fmt.Sprintf("the phase's name in results and assertions; default %s (%s#2 for the second %s phase, …)", k.Name, k.Name, k.Name),
-		}
-		faults, err := g.value(reflect.TypeOf([]plan.Fault(nil)), "phases[]."+k.Name+".faults")
-		if err != nil {
+		if err := g.phaseKeys(body["properties"].(map[string]any), k); err != nil {
 			return nil, err
 		}
-		faults["description"] = "faults done to the server while the phase runs: [{at: 20s, restart: server}]"
-		body["properties"].(map[string]any)["faults"] = faults
-		body["properties"].(map[string]any)["allow"] = allowSchema(k.Faults)
 		body["description"] = k.Doc
 		def := "phase." + k.Name
 		g.defs[def] = body
