@@ -53,7 +53,7 @@ func Compact(w io.Writer, run *result.Run, format string) error {
 	ew := &errWriter{w: w}
 	run = result.Collapse(run)
 	names := run.MatrixNames()
-	for _, ph := range phaseOrder(run) {
+	for _, ph := range run.Phases() {
 		var rs []*result.Result
 		for i := range run.Results {
 			if run.Results[i].Phase == ph {

@@ -137,7 +137,7 @@ func chartModel(runs []*result.Run, labels []string) []chartSection {
 	var phases []string
 	kinds := map[string]string{}
 	for _, run := range runs {
-		for _, ph := range phasesOf(run) {
+		for _, ph := range run.Phases() {
 			if _, ok := kinds[ph]; !ok {
 				phases = append(phases, ph)
 				kinds[ph] = run.Results[indexOfPhase(run, ph)].Kind
@@ -431,20 +431,6 @@ func (p *phaseCharts) series(server string, j, i int) chartSeries {
 		return chartSeries{Name: server}
 	}
 	return chartSeries{Name: server + " · " + p.labels[i], Color: &j, Dash: &i}
-}
-
-// phasesOf returns a run's phase names in order of first appearance (the
-// order of the tables).
-func phasesOf(run *result.Run) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, r := range run.Results {
-		if !seen[r.Phase] {
-			seen[r.Phase] = true
-			out = append(out, r.Phase)
-		}
-	}
-	return out
 }
 
 func indexOfPhase(run *result.Run, phase string) int {

@@ -25,7 +25,7 @@ const mermaidHorizontalAbove = 6
 // writes nothing.
 func Mermaid(w io.Writer, run *result.Run) error {
 	ew := &errWriter{w: w}
-	for _, ph := range phasesOf(run) {
+	for _, ph := range run.Phases() {
 		kind := run.Results[indexOfPhase(run, ph)].Kind
 		k, ok := scenarios.Lookup(kind)
 		if !ok || !k.Throughput.Messages {

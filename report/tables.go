@@ -53,7 +53,7 @@ func Tables(w io.Writer, run *result.Run, baseline *result.Run, format string) e
 		}
 	}
 	run, baseline = result.Collapse(run), result.Collapse(baseline)
-	phases := phaseOrder(run)
+	phases := run.Phases()
 	if len(phases) == 0 {
 		ew.printf("(no results)\n\n")
 		return ew.err
@@ -64,19 +64,6 @@ func Tables(w io.Writer, run *result.Run, baseline *result.Run, format string) e
 		}
 	}
 	return ew.err
-}
-
-// phaseOrder returns the phase names in order of first appearance.
-func phaseOrder(run *result.Run) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, r := range run.Results {
-		if !seen[r.Phase] {
-			seen[r.Phase] = true
-			out = append(out, r.Phase)
-		}
-	}
-	return out
 }
 
 // row is what a cell function sees.

@@ -229,6 +229,20 @@ type Assertion struct {
 }
 
 // Find returns the result for a server and phase, or nil; the first one
+// Phases returns the run's phase names in order of first appearance (the
+// order of its tables and charts).
+func (r *Run) Phases() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, x := range r.Results {
+		if !seen[x.Phase] {
+			seen[x.Phase] = true
+			out = append(out, x.Phase)
+		}
+	}
+	return out
+}
+
 // when the run has repeats or a matrix (see FindVars).
 func (r *Run) Find(server, phase string) *Result {
 	for i := range r.Results {
