@@ -89,7 +89,7 @@ func TestCloseServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if r, err := c.Connect(t.Context(), client.ConnectParams{Connections: 40, Concurrency: 20, Timeout: 5 * time.Second}, nil); err != nil || r.Success != 40 {
+	if r, err := c.Connect(t.Context(), client.ConnectParams{Connections: 40, Concurrency: 20, Timeout: units.Duration(5 * time.Second)}, nil); err != nil || r.Success != 40 {
 		t.Fatalf("connect: %+v, %v", r, err)
 	}
 	p := &Close{Connections: 30, Concurrency: 7}

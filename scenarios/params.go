@@ -84,5 +84,3 @@ func sizeOr(p any, key string, s *units.Size) int {
 	return int(n)
 }
 
-// yamlName is a field's YAML key; "" for a field plans cannot set.
-func yamlName(f reflect.StructField) string { return decl.Name(f) }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/decl"
 	"github.com/wsplan/wsplan/internal/exprlimit"
 	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/result"
@@ -364,12 +365,9 @@ func (s *searcher) judge(st *step, r *client.RateResult, m metrics.Values, bisec
 // open opens n more connections for a vary: connections step, with the
 // connect phase's defaults; failures show as the step's shortfall.
 func (s *searcher) open(ctx context.Context, n int) error {
-	_, err := run[client.ConnectResult](ctx, s.env, &client.ConnectParams{
-		Connections: n,
-		Concurrency: min(DefaultConnectConcurrency, n),
-		Timeout:     openTimeout,
-		Retries:     openRetries,
-	})
+	q := &client.ConnectParams{Connections: n, Concurrency: openConcurrency(n)}
+	decl.Defaults(q)
+	_, err := run[client.ConnectResult](ctx, s.env, q)
 	return err
 }
 

@@ -59,7 +59,7 @@ func search(t *testing.T, srv *slowServer) scenarios.Outcome {
 		}
 	}()
 	env := &scenarios.Env{Driver: c, Progress: &client.Progress{}}
-	if r, err := c.Connect(t.Context(), client.ConnectParams{Connections: 50, Concurrency: 50, Timeout: 5 * time.Second}, env.Progress); err != nil || r.Success != 50 {
+	if r, err := c.Connect(t.Context(), client.ConnectParams{Connections: 50, Concurrency: 50, Timeout: units.Duration(5 * time.Second)}, env.Progress); err != nil || r.Success != 50 {
 		t.Fatalf("connect: %+v %v", r, err)
 	}
 	s := &scenarios.Search{Start: 250, Max: 4000, Tolerance: 0.25, SLO: `p99 < duration("250ms") && lost == 0`,

@@ -286,7 +286,7 @@ func TestMultiHostNetns(t *testing.T) {
 			p    scenarios.Phase
 			ctx  scenarios.Context
 		}{
-			{"connect", &scenarios.Connect{Connections: 18000, Concurrency: 400}, scenarios.Context{}},
+			{"connect", &scenarios.Connect{ConnectParams: client.ConnectParams{Connections: 18000, Concurrency: 400}}, scenarios.Context{}},
 			{"hold", &scenarios.Hold{Duration: units.Duration(2 * time.Second)}, scenarios.Context{Conns: 18000}},
 			{"echo", &scenarios.Echo{Total: 36000, Concurrency: 2000, Payload: &pay}, scenarios.Context{Conns: 18000}},
 			{"rate", &scenarios.Rate{Duration: units.Duration(3 * time.Second), Rate: units.Rate(0.2), Payload: &pay}, scenarios.Context{Conns: 18000}},
@@ -321,7 +321,7 @@ func TestMultiHostNetns(t *testing.T) {
 		g := dialRemote(t, remote, target, certs, idleExit, nsDialer(t, h.orch))
 		defer g.Close()
 		env := &scenarios.Env{Driver: g}
-		runPhase(t, env, &scenarios.Connect{Connections: 4000, Concurrency: 200}, scenarios.Context{})
+		runPhase(t, env, &scenarios.Connect{ConnectParams: client.ConnectParams{Connections: 4000, Concurrency: 200}}, scenarios.Context{})
 		time.AfterFunc(time.Second, func() {
 			if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Error(err)
@@ -488,7 +488,7 @@ func TestNetnsOrchestratorChild(t *testing.T) {
 	g := dialRemote(t, f[:2], f[2], f[3], idle, nil)
 	defer g.Close()
 	env := &scenarios.Env{Driver: g}
-	runPhase(t, env, &scenarios.Connect{Connections: 4000, Concurrency: 200}, scenarios.Context{})
+	runPhase(t, env, &scenarios.Connect{ConnectParams: client.ConnectParams{Connections: 4000, Concurrency: 200}}, scenarios.Context{})
 	fmt.Println(childStarted)
 	pay := units.Size(64)
 	runPhase(t, env, &scenarios.Rate{Duration: units.Duration(60 * time.Second), Rate: units.Rate(1), Payload: &pay}, scenarios.Context{Conns: 4000})

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/wsplan/wsplan/internal/testserver"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 func TestConnect(t *testing.T) {
@@ -26,7 +27,7 @@ func TestConnect(t *testing.T) {
 		t.Run(fmt.Sprintf("loops=%d", loops), func(t *testing.T) {
 			c := newClient(t, Options{Targets: []string{addr}, Loops: loops, NoDelay: true})
 			var pr Progress
-			res, err := c.Connect(t.Context(), ConnectParams{Connections: 300, Concurrency: 40, Timeout: 5 * time.Second}, &pr)
+			res, err := c.Connect(t.Context(), ConnectParams{Connections: 300, Concurrency: 40, Timeout: units.Duration(5 * time.Second)}, &pr)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -46,7 +47,7 @@ func TestConnect(t *testing.T) {
 				t.Errorf("Conns() = %d, want 300", c.Conns())
 			}
 			// Connections accumulate over phases.
-			res, err = c.Connect(t.Context(), ConnectParams{Connections: 50, Concurrency: 50, Timeout: 5 * time.Second}, nil)
+			res, err = c.Connect(t.Context(), ConnectParams{Connections: 50, Concurrency: 50, Timeout: units.Duration(5 * time.Second)}, nil)
 			if err != nil || res.Success != 50 {
 				t.Fatalf("second connect: %+v, %v", res, err)
 			}
@@ -59,7 +60,7 @@ func TestConnect(t *testing.T) {
 
 func TestConnectRefused(t *testing.T) {
 	c := newClient(t, Options{Targets: []string{testserver.ClosedAddr(t)}, Loops: 2})
-	res, err := c.Connect(t.Context(), ConnectParams{Connections: 20, Concurrency: 5, Timeout: time.Second, Retries: 2}, nil)
+	res, err := c.Connect(t.Context(), ConnectParams{Connections: 20, Concurrency: 5, Timeout: units.Duration(time.Second), Retries: 2}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestConnectTimeout(t *testing.T) {
 	addr := s.start(t)
 	c := newClient(t, Options{Targets: []string{addr}})
 	start := time.Now()
-	res, err := c.Connect(t.Context(), ConnectParams{Connections: 10, Concurrency: 10, Timeout: 200 * time.Millisecond, Retries: 1}, nil)
+	res, err := c.Connect(t.Context(), ConnectParams{Connections: 10, Concurrency: 10, Timeout: units.Duration(200 * time.Millisecond), Retries: 1}, nil)
 	used := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +121,7 @@ func TestConnectBadResponses(t *testing.T) {
 			}}
 			addr := s.start(t)
 			c := newClient(t, Options{Targets: []string{addr}})
-			res, err := c.Connect(t.Context(), ConnectParams{Connections: 3, Concurrency: 3, Timeout: 2 * time.Second}, nil)
+			res, err := c.Connect(t.Context(), ConnectParams{Connections: 3, Concurrency: 3, Timeout: units.Duration(2 * time.Second), Retries: -1}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +136,7 @@ func TestConnectHTTPStatus(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	defer srv.Close()
 	c := newClient(t, Options{Targets: []string{srv.Listener.Addr().String()}})
-	res, err := c.Connect(t.Context(), ConnectParams{Connections: 4, Concurrency: 2, Timeout: 2 * time.Second}, nil)
+	res, err := c.Connect(t.Context(), ConnectParams{Connections: 4, Concurrency: 2, Timeout: units.Duration(2 * time.Second), Retries: -1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func TestConnectIPv6AndSourceAddrs(t *testing.T) {
 	s4 := &rawServer{handle: func(c net.Conn, r *bufio.Reader) { _, _ = io.Copy(io.Discard, r) }}
 	addr4 := s4.start(t)
 	c := newClient(t, Options{Targets: []string{addr6, addr4}, SourceAddrs: []string{"::1", "127.0.0.1", "127.0.0.2"}})
-	res, err := c.Connect(t.Context(), ConnectParams{Connections: 40, Concurrency: 8, Timeout: 2 * time.Second}, nil)
+	res, err := c.Connect(t.Context(), ConnectParams{Connections: 40, Concurrency: 8, Timeout: units.Duration(2 * time.Second)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,8 +204,8 @@ func TestNewErrors(t *testing.T) {
 
 func TestParamErrors(t *testing.T) {
 	c := newClient(t, Options{Targets: []string{testserver.ClosedAddr(t)}})
-	_, err := c.Connect(t.Context(), ConnectParams{Connections: 0, Concurrency: -1, Timeout: 0, Retries: -2}, nil)
-	want := "client: connect: connections must be > 0, got 0\nconcurrency must be > 0, got -1\ntimeout must be > 0, got 0s\nretries must be >= 0, got -2"
+	_, err := c.Connect(t.Context(), ConnectParams{Connections: 0, Concurrency: -1, Timeout: -1, Retries: -2}, nil)
+	want := "client: connect: connections: must be > 0, got 0\nconcurrency: must be > 0, got -1\ntimeout: must be > 0, got -1ns"
 	if err == nil || err.Error() != want {
 		t.Errorf("connect error:\n%v\nwant\n%s", err, want)
 	}
@@ -537,7 +538,7 @@ func TestConnectCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	time.AfterFunc(100*time.Millisecond, cancel)
 	start := time.Now()
-	res, err := c.Connect(ctx, ConnectParams{Connections: 50, Concurrency: 10, Timeout: 10 * time.Second}, nil)
+	res, err := c.Connect(ctx, ConnectParams{Connections: 50, Concurrency: 10, Timeout: units.Duration(10 * time.Second)}, nil)
 	if !errors.Is(err, context.Canceled) || res.Stopped != StopCanceled {
 		t.Errorf("%+v, %v; want a canceled phase", res, err)
 	}
@@ -583,7 +584,7 @@ func TestCloseReleasesEverything(t *testing.T) {
 	if _, err := c.Echo(t.Context(), EchoParams{Total: 1, Concurrency: 1}, nil); !errors.Is(err, ErrClosed) {
 		t.Errorf("echo after Close: %v, want ErrClosed", err)
 	}
-	if _, err := c.Connect(t.Context(), ConnectParams{Connections: 1, Concurrency: 1, Timeout: time.Second}, nil); !errors.Is(err, ErrClosed) {
+	if _, err := c.Connect(t.Context(), ConnectParams{Connections: 1, Concurrency: 1, Timeout: units.Duration(time.Second)}, nil); !errors.Is(err, ErrClosed) {
 		t.Errorf("connect after Close: %v, want ErrClosed", err)
 	}
 	goleak.VerifyNone(t, goleak.IgnoreCurrent())

@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/wsplan/wsplan/internal/decl"
 )
 
 // A phase kind is one contract, declared in its own files (K.go, K_*.go:
@@ -33,6 +36,25 @@ type Params interface {
 	Split(weights []int) []Params
 	// start prepares the phase on c's loops.
 	start(ph *phaseEnv) (*phasePlan, error)
+}
+
+// checkParams returns the problems of p's keys against their declared
+// bounds (decl.Check) and the kind's own rules (extra, nil ones skipped),
+// as one error naming the kind; nil when there are none.
+func checkParams(p Params, extra ...error) error {
+	var errs []error
+	for _, e := range decl.Check(p) {
+		errs = append(errs, e)
+	}
+	for _, e := range extra {
+		if e != nil {
+			errs = append(errs, e)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("client: %s: %w", p.Kind(), errors.Join(errs...))
 }
 
 // Result is what one phase kind measured. Merge adds another part's result
@@ -299,6 +321,9 @@ type phasePlan struct {
 // pr.Live, when set, follows this client's connections from here on.
 func (c *Client) Run(ctx context.Context, p Params, pr *Progress) (Result, error) {
 	pr.live().follow(c)
+	// A plan's params come defaulted; a shard's or a test's take their
+	// zero keys' defaults here, from the same tags.
+	decl.Defaults(p)
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lxzan/gws"
 
+	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/internal/wstls"
 )
 
@@ -130,7 +131,7 @@ func TestMeasureTLSCost(t *testing.T) {
 				t.Fatal(err)
 			}
 			cpu0 := processCPU(t)
-			cr, err := c.Connect(context.Background(), ConnectParams{Connections: conns, Concurrency: 1000, Timeout: 10 * time.Second}, nil)
+			cr, err := c.Connect(context.Background(), ConnectParams{Connections: conns, Concurrency: 1000, Timeout: units.Duration(10 * time.Second)}, nil)
 			cpu1 := processCPU(t)
 			if err != nil || cr.Success != conns {
 				c.Close()

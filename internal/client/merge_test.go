@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 func TestMergeStop(t *testing.T) {
@@ -68,7 +70,7 @@ func TestSplitParams(t *testing.T) {
 	if e := (&EchoParams{Total: 100, Concurrency: 12}).Split([]int{1, 20}); e[0].(*EchoParams).Concurrency != 1 || e[1].(*EchoParams).Concurrency != 11 {
 		t.Errorf("echo split capped %+v %+v", e[0], e[1])
 	}
-	conn := (&ConnectParams{Connections: 101, Concurrency: 2, Timeout: time.Second}).Split(w)
+	conn := (&ConnectParams{Connections: 101, Concurrency: 2, Timeout: units.Duration(time.Second)}).Split(w)
 	if conn[2] != nil || conn[0].(*ConnectParams).Connections != 51 || conn[1].(*ConnectParams).Connections != 50 || conn[1].(*ConnectParams).Concurrency != 1 {
 		t.Errorf("connect split %+v %+v %+v", conn[0], conn[1], conn[2])
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/wsplan/wsplan/internal/script"
 	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/internal/testserver"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // The MQTT protocol against a real broker: Debian's mosquitto (2.x) with
@@ -259,7 +260,7 @@ func TestMQTTRefusedMosquitto(t *testing.T) {
 	} {
 		t.Run(tc.version+"/"+tc.user+"/"+tc.pass, func(t *testing.T) {
 			c := mqttClient(t, addr, ProtocolOptions{Version: tc.version, Username: tc.user, Password: tc.pass})
-			res, err := c.Connect(t.Context(), ConnectParams{Connections: 10, Concurrency: 10, Timeout: 5 * time.Second}, nil)
+			res, err := c.Connect(t.Context(), ConnectParams{Connections: 10, Concurrency: 10, Timeout: units.Duration(5 * time.Second)}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // The MQTT protocol against a fake broker that bends the rules: refusals,
@@ -122,7 +124,7 @@ func TestMQTTGreetingFake(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			addr := tc.fb.start(t)
 			c := mqttClient(t, addr, ProtocolOptions{Version: tc.version})
-			res, err := c.Connect(t.Context(), ConnectParams{Connections: 20, Concurrency: 20, Timeout: 500 * time.Millisecond}, nil)
+			res, err := c.Connect(t.Context(), ConnectParams{Connections: 20, Concurrency: 20, Timeout: units.Duration(500 * time.Millisecond)}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // STOMP on the event loops against a fake broker (the real one, RabbitMQ,
@@ -121,7 +123,7 @@ func stompClient(t *testing.T, addr string, keepalive time.Duration) *Client {
 func TestSTOMPHeartBeats(t *testing.T) {
 	b := &stompBroker{mode: "ok", beat: "100,300"}
 	c := stompClient(t, b.start(t), 200*time.Millisecond)
-	res, err := c.Connect(t.Context(), ConnectParams{Connections: 4, Concurrency: 4, Timeout: 2 * time.Second}, nil)
+	res, err := c.Connect(t.Context(), ConnectParams{Connections: 4, Concurrency: 4, Timeout: units.Duration(2 * time.Second)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +159,7 @@ func TestSTOMPGreetingFailures(t *testing.T) {
 		t.Run(tc.mode, func(t *testing.T) {
 			b := &stompBroker{mode: tc.mode, beat: tc.beat}
 			c := stompClient(t, b.start(t), 0)
-			res, err := c.Connect(t.Context(), ConnectParams{Connections: 3, Concurrency: 3, Timeout: 300 * time.Millisecond}, nil)
+			res, err := c.Connect(t.Context(), ConnectParams{Connections: 3, Concurrency: 3, Timeout: units.Duration(300 * time.Millisecond)}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // refuser is a WebSocket server that answers every upgrade with status
@@ -131,7 +133,7 @@ func TestRefusalsNotRetried(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newClient(t, Options{Targets: []string{tc.srv.start(t)}, Loops: 2, Protocol: tc.proto})
-			res, err := c.Connect(t.Context(), ConnectParams{Connections: 20, Concurrency: 20, Timeout: 2 * time.Second, Retries: 1}, nil)
+			res, err := c.Connect(t.Context(), ConnectParams{Connections: 20, Concurrency: 20, Timeout: units.Duration(2 * time.Second), Retries: 1}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -21,6 +21,7 @@ import (
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/shard"
 	"github.com/wsplan/wsplan/internal/testserver"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 func TestMain(m *testing.M) {
@@ -248,7 +249,7 @@ func runOn(t *testing.T, ctx context.Context, addrs []string, dir string, long b
 		t.Fatal(err)
 	}
 	defer g.Close()
-	if _, err := g.Run(ctx, &client.ConnectParams{Connections: 20, Concurrency: 10, Timeout: 5 * time.Second}, nil); err != nil {
+	if _, err := g.Run(ctx, &client.ConnectParams{Connections: 20, Concurrency: 10, Timeout: units.Duration(5 * time.Second)}, nil); err != nil {
 		t.Fatal(err)
 	}
 	total := int64(200)

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
-	"strings"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/wsplan/wsplan/internal/decl"
 	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/scenarios"
 )
@@ -66,13 +66,8 @@ func phaseDuration(spec scenarios.Phase) (units.Duration, bool) {
 	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
 		return 0, false
 	}
-	v = v.Elem()
-	for i := range v.NumField() {
-		f := v.Type().Field(i)
-		if name, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); name != "duration" || !f.IsExported() {
-			continue
-		}
-		if d, ok := v.Field(i).Interface().(units.Duration); ok && d > 0 {
+	for _, f := range decl.Fields(v) {
+		if d, ok := f.Value.Interface().(units.Duration); ok && f.Key == "duration" && d > 0 {
 			return d, true
 		}
 	}

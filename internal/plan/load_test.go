@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/frameworks"
+	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/scenarios"
 )
@@ -371,8 +372,8 @@ func TestLoadFull(t *testing.T) {
 	tr := true
 	size := func(n units.Size) *units.Size { return &n }
 	check(t, "Phases", p.Phases, []Phase{
-		{Kind: "connect", Name: "connect", Line: 41, Spec: &scenarios.Connect{
-			Connections: 100, Concurrency: 10, Timeout: units.Duration(2 * time.Second), Retries: 3}},
+		{Kind: "connect", Name: "connect", Line: 41, Spec: &scenarios.Connect{ConnectParams: client.ConnectParams{
+			Connections: 100, Concurrency: 10, Timeout: units.Duration(2 * time.Second), Retries: 3}}},
 		{Kind: "echo", Name: "warm", Line: 42, Spec: &scenarios.Echo{
 			Total: 1000, Concurrency: 100, Payload: size(512), Verify: &tr, Timeout: units.Duration(10 * time.Second), PayloadKind: "random"}},
 		{Kind: "echo", Name: "echo#2", Line: 43, Spec: &scenarios.Echo{
@@ -413,8 +414,8 @@ func TestDefaults(t *testing.T) {
 		Values: map[string]string{"nodelay": "true", "read_buffer": "0", "compression": "false", "mode": "event", "pool_size": "0"},
 		Path:   "/ws", Line: 3,
 	}})
-	check(t, "Phases", p.Phases, []Phase{{Kind: "connect", Name: "connect", Line: 5, Spec: &scenarios.Connect{
-		Connections: 10, Concurrency: 10, Timeout: units.Duration(5 * time.Second), Retries: 3}}})
+	check(t, "Phases", p.Phases, []Phase{{Kind: "connect", Name: "connect", Line: 5, Spec: &scenarios.Connect{ConnectParams: client.ConnectParams{
+		Connections: 10, Concurrency: 10, Timeout: units.Duration(5 * time.Second), Retries: 3}}}})
 
 	// The name defaults to the base name of whatever file name is given.
 	p, err = LoadBytes("some/dir/nightly.v2.yml", []byte("servers: [{name: fake_plan_test}]\nphases: [{connect: {connections: 1}}]\n"), LoadOptions{})

@@ -155,7 +155,7 @@ func startGroupSpec(t *testing.T, s Spec, failing bool) *Group {
 // connect opens conns connections through the connect phase kind.
 func connect(t *testing.T, env *scenarios.Env, conns int) {
 	t.Helper()
-	p := &scenarios.Connect{Connections: conns}
+	p := &scenarios.Connect{ConnectParams: client.ConnectParams{Connections: conns}}
 	scenarios.Defaults(p, scenarios.Context{})
 	out, err := p.Run(t.Context(), env)
 	if err != nil || out.Failed || out.Metrics.Int("success") != int64(conns) {
@@ -186,7 +186,7 @@ func TestGroupEchoShardError(t *testing.T) {
 func TestGroupConnectShardError(t *testing.T) {
 	srv := newDropServer(t)
 	g := startGroup(t, srv, 2, true)
-	p := &scenarios.Connect{Connections: 20}
+	p := &scenarios.Connect{ConnectParams: client.ConnectParams{Connections: 20}}
 	scenarios.Defaults(p, scenarios.Context{})
 	out, err := p.Run(t.Context(), &scenarios.Env{Driver: g})
 	if err == nil || !strings.Contains(err.Error(), "shard 1: injected failure") {
@@ -241,7 +241,7 @@ func TestGroupMasksSecrets(t *testing.T) {
 			s.Secrets = &set
 		}
 		g := startGroupSpec(t, s, true)
-		p := &scenarios.Connect{Connections: 20}
+		p := &scenarios.Connect{ConnectParams: client.ConnectParams{Connections: 20}}
 		scenarios.Defaults(p, scenarios.Context{})
 		out, err := p.Run(t.Context(), &scenarios.Env{Driver: g})
 		g.Close()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/testserver"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // TestRateWireIsExact: two shards' rate results, sent over the wire and
@@ -134,7 +135,7 @@ func TestServeRateAndHold(t *testing.T) {
 	if r := reply(Request{}); !r.Ready {
 		t.Fatalf("first line %+v", r)
 	}
-	if r := reply(runReq(t, &client.ConnectParams{Connections: 20, Concurrency: 20, Timeout: 5 * time.Second})); r.Err != "" || r.Conns != 20 {
+	if r := reply(runReq(t, &client.ConnectParams{Connections: 20, Concurrency: 20, Timeout: units.Duration(5 * time.Second)})); r.Err != "" || r.Conns != 20 {
 		t.Fatalf("connect: %+v", r)
 	}
 	r := reply(runReq(t, &client.RateParams{Duration: time.Second, Rate: 10, Payload: 64, Verify: true, PhaseFirst: 20, PhaseTotal: 40}))
