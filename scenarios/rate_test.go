@@ -194,12 +194,12 @@ func TestHoldRun(t *testing.T) {
 		warnings []string
 		pings    int64
 	}{
-		{"idle", Hold{Duration: units.Duration(time.Second)}, client.HoldResult{Conns: 10, Alive: 10, Used: time.Second}, 10, "", nil, 0},
-		{"pings answered", Hold{Duration: units.Duration(time.Second), Ping: units.Duration(100 * time.Millisecond)},
+		{"idle", Hold{HoldParams: client.HoldParams{Duration: units.Duration(time.Second)}}, client.HoldResult{Conns: 10, Alive: 10, Used: time.Second}, 10, "", nil, 0},
+		{"pings answered", Hold{HoldParams: client.HoldParams{Duration: units.Duration(time.Second), Ping: units.Duration(100 * time.Millisecond)}},
 			client.HoldResult{Conns: 10, Alive: 10, Pings: 100, Pongs: 100, Used: time.Second}, 10, "", nil, 100},
-		{"pongs missing", Hold{Duration: units.Duration(time.Second), Ping: units.Duration(100 * time.Millisecond)},
+		{"pongs missing", Hold{HoldParams: client.HoldParams{Duration: units.Duration(time.Second), Ping: units.Duration(100 * time.Millisecond)}},
 			client.HoldResult{Conns: 10, Alive: 10, Pings: 100, Pongs: 90, Used: time.Second}, 10, "10 of 100 pings got no pong", nil, 100},
-		{"drops", Hold{Duration: units.Duration(time.Second)},
+		{"drops", Hold{HoldParams: client.HoldParams{Duration: units.Duration(time.Second)}},
 			client.HoldResult{Conns: 10, Alive: 7, Used: time.Second, Errors: client.Reasons{"eof": 3}}, 7, "3 of 10 connections dropped while held: eof ×3", nil, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -209,7 +209,7 @@ func TestHoldRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if drv.hold.Duration != time.Second || drv.hold.Ping != tt.hold.Ping.D() {
+			if drv.hold != tt.hold.HoldParams {
 				t.Errorf("params %+v", drv.hold)
 			}
 			m := out.Metrics
@@ -225,7 +225,7 @@ func TestHoldRun(t *testing.T) {
 			}
 		})
 	}
-	if errs := Check(&Hold{Duration: units.Duration(time.Second), Ping: -1}, Context{Conns: 1}); len(errs) != 1 || errs[0].Field != "ping" {
+	if errs := Check(&Hold{HoldParams: client.HoldParams{Duration: units.Duration(time.Second), Ping: -1}}, Context{Conns: 1}); len(errs) != 1 || errs[0].Field != "ping" {
 		t.Errorf("negative ping: %v", errs)
 	}
 }

@@ -80,8 +80,8 @@ func TestSplitParams(t *testing.T) {
 		r0.MaxInflightBytes+r2.MaxInflightBytes > DefaultMaxInflightBytes || r0.Batch != DefaultRateBatch {
 		t.Errorf("rate split %+v %+v", r0, r2)
 	}
-	for i, p := range (&HoldParams{Duration: time.Second}).Split(w) {
-		if p == nil || p.(*HoldParams).Duration != time.Second {
+	for i, p := range (&HoldParams{Duration: units.Duration(time.Second)}).Split(w) {
+		if p == nil || p.(*HoldParams).Duration.D() != time.Second {
 			t.Errorf("hold part %d: %+v", i, p)
 		}
 	}

@@ -273,7 +273,7 @@ func TestGraphQLWSKeepalive(t *testing.T) {
 // are alive after.
 func hold(t *testing.T, c *Client, n int64) {
 	t.Helper()
-	res, err := c.Run(t.Context(), &HoldParams{Duration: 500 * time.Millisecond}, nil)
+	res, err := c.Run(t.Context(), &HoldParams{Duration: units.Duration(500 * time.Millisecond)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -158,7 +158,7 @@ func TestMQTTKeepaliveFake(t *testing.T) {
 	fb := &fakeBroker{pingresp: true, connack: func(int64) [][]byte { return [][]byte{connack5(0, 0x13, 0, 1)} }}
 	c := mqttClient(t, fb.start(t), ProtocolOptions{Version: MQTTVersion5})
 	mustConnect(t, c, 2)
-	res, err := runAs[HoldResult](c, t.Context(), &HoldParams{Duration: 2500 * time.Millisecond}, nil)
+	res, err := runAs[HoldResult](c, t.Context(), &HoldParams{Duration: units.Duration(2500 * time.Millisecond)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestMQTTKeepaliveFake(t *testing.T) {
 	c = mqttClient(t, mute.start(t), ProtocolOptions{Keepalive: time.Second})
 	mustConnect(t, c, 3)
 	start := time.Now()
-	res, err = runAs[HoldResult](c, t.Context(), &HoldParams{Duration: 2500 * time.Millisecond}, nil)
+	res, err = runAs[HoldResult](c, t.Context(), &HoldParams{Duration: units.Duration(2500 * time.Millisecond)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

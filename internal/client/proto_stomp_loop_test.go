@@ -133,7 +133,7 @@ func TestSTOMPHeartBeats(t *testing.T) {
 	if f := b.frame[0]; !strings.Contains(f, "\nlogin:guest\npasscode:guest\nheart-beat:200,200\n") {
 		t.Errorf("CONNECT frame %q", f)
 	}
-	hold, err := c.Hold(t.Context(), HoldParams{Duration: 1500 * time.Millisecond}, nil)
+	hold, err := c.Hold(t.Context(), HoldParams{Duration: units.Duration(1500 * time.Millisecond)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestSTOMPGreetingFailures(t *testing.T) {
 		b := &stompBroker{mode: "silent", beat: "100,0"}
 		c := stompClient(t, b.start(t), 200*time.Millisecond)
 		mustConnect(t, c, 3)
-		hold, err := c.Hold(t.Context(), HoldParams{Duration: time.Second}, nil)
+		hold, err := c.Hold(t.Context(), HoldParams{Duration: units.Duration(time.Second)}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,13 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/wsplan/wsplan/internal/testserver"
 	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/testserver"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // checkRateSums checks what must hold in any rate result: the timeline
@@ -424,7 +426,7 @@ func TestHold(t *testing.T) {
 	c := newClient(t, Options{Targets: []string{addr}, Loops: 2})
 	mustConnect(t, c, 20)
 	start := time.Now()
-	res, err := c.Hold(t.Context(), HoldParams{Duration: 300 * time.Millisecond}, nil)
+	res, err := c.Hold(t.Context(), HoldParams{Duration: units.Duration(300 * time.Millisecond)}, nil)
 	if err != nil || res.Conns != 20 || res.Alive != 20 || res.Pings != 0 || res.Pongs != 0 {
 		t.Fatalf("idle hold: %+v, %v", res, err)
 	}
@@ -435,7 +437,7 @@ func TestHold(t *testing.T) {
 	// interval; gorilla answers each with a pong.
 	retryTiming(t, func() string {
 		var pr Progress
-		res, err := c.Hold(t.Context(), HoldParams{Duration: time.Second, Ping: 100 * time.Millisecond}, &pr)
+		res, err := c.Hold(t.Context(), HoldParams{Duration: units.Duration(time.Second), Ping: units.Duration(100 * time.Millisecond)}, &pr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -463,7 +465,7 @@ func TestHoldDrops(t *testing.T) {
 	c := newClient(t, Options{Targets: []string{addr}})
 	mustConnect(t, c, 6)
 	start := time.Now()
-	res, err := c.Hold(t.Context(), HoldParams{Duration: 500 * time.Millisecond, Ping: 50 * time.Millisecond}, nil)
+	res, err := c.Hold(t.Context(), HoldParams{Duration: units.Duration(500 * time.Millisecond), Ping: units.Duration(50 * time.Millisecond)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -532,7 +534,7 @@ func TestHoldWrongPongs(t *testing.T) {
 			srv := testserver.Start(t, testserver.Options{Pong: tc.pong})
 			c := newClient(t, Options{Targets: []string{srv.Addr()}, Loops: 1})
 			mustConnect(t, c, 5)
-			res, err := c.Hold(t.Context(), HoldParams{Duration: 300 * time.Millisecond, Ping: 100 * time.Millisecond}, nil)
+			res, err := c.Hold(t.Context(), HoldParams{Duration: units.Duration(300 * time.Millisecond), Ping: units.Duration(100 * time.Millisecond)}, nil)
 			if err != nil || res.Pings == 0 {
 				t.Fatalf("hold: %+v, %v", res, err)
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/testserver"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // TestReconnectRate: the server drops every connection in the middle of
@@ -98,7 +99,7 @@ func TestReconnectServerRestart(t *testing.T) {
 		}
 		lowest <- low
 	}()
-	res, err := c.Hold(t.Context(), HoldParams{Duration: 1500 * time.Millisecond}, pr)
+	res, err := c.Hold(t.Context(), HoldParams{Duration: units.Duration(1500 * time.Millisecond)}, pr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func TestReconnectNone(t *testing.T) {
 	mustConnect(t, c, 10)
 	srv.Drop(5)
 	waitFor(t, "the drops", func() bool { return c.Conns() == 5 })
-	res, err := c.Hold(t.Context(), HoldParams{Duration: 200 * time.Millisecond}, nil)
+	res, err := c.Hold(t.Context(), HoldParams{Duration: units.Duration(200 * time.Millisecond)}, nil)
 	if err != nil || res.Alive != 5 || c.Reconnects().Drops != 0 {
 		t.Errorf("hold %+v %v, reconnects %+v", res, err, c.Reconnects())
 	}

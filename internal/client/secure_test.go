@@ -477,7 +477,7 @@ func TestTLSPhases(t *testing.T) {
 	if err != nil || pr.Success != 500 || pr.Failed != 0 {
 		t.Fatalf("ping: %+v %v", pr, err)
 	}
-	hr, err := c.Hold(t.Context(), HoldParams{Duration: 300 * time.Millisecond, Ping: 50 * time.Millisecond}, nil)
+	hr, err := c.Hold(t.Context(), HoldParams{Duration: units.Duration(300 * time.Millisecond), Ping: units.Duration(50 * time.Millisecond)}, nil)
 	if err != nil || hr.Alive != hr.Conns || hr.Pongs == 0 {
 		t.Fatalf("hold: %+v %v", hr, err)
 	}

@@ -155,7 +155,7 @@ func TestEndpointConnectionsOpen(t *testing.T) {
 	if got := e.value(Connects, "connect", ""); got != 20 {
 		t.Errorf("connect: %s = %v, want 20", Connects, got)
 	}
-	run("hold", &client.HoldParams{Duration: 2 * time.Second}, func() {
+	run("hold", &client.HoldParams{Duration: units.Duration(2 * time.Second)}, func() {
 		e.waitValue(ConnectionsOpen, "hold", 20)
 		ts.Drop(5)
 		e.waitValue(ConnectionsOpen, "hold", 15)

@@ -27,7 +27,7 @@ func TestGroupLiveConnections(t *testing.T) {
 	hold := &client.Progress{Live: &client.Live{}}
 	done := make(chan error, 1)
 	go func() {
-		_, err := g.Run(t.Context(), &client.HoldParams{Duration: 3 * time.Second}, hold)
+		_, err := g.Run(t.Context(), &client.HoldParams{Duration: units.Duration(3 * time.Second)}, hold)
 		done <- err
 	}()
 	waitFor(t, func() bool { s := hold.Live.Snapshot(); return s.HasOpen && s.Open == 20 }, "the hold's 20 open")

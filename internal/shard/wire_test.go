@@ -150,7 +150,7 @@ func TestServeRateAndHold(t *testing.T) {
 	if rr := res.(*client.RateResult); rr.Sent != 200 || rr.Recv != 200 || rr.Lost() != 0 || len(rr.Seconds) == 0 || rr.Seconds[0].Max == 0 || rr.Latency.TotalCount() != 200 {
 		t.Fatalf("rate result %+v", rr)
 	}
-	r = reply(runReq(t, &client.HoldParams{Duration: 500 * time.Millisecond, Ping: 100 * time.Millisecond}))
+	r = reply(runReq(t, &client.HoldParams{Duration: units.Duration(500 * time.Millisecond), Ping: units.Duration(100 * time.Millisecond)}))
 	if res, err = client.DecodeResult(r.Kind, r.Result); err != nil {
 		t.Fatal(err)
 	}
