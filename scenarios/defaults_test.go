@@ -24,7 +24,6 @@ func TestTagDefaultsMatchClient(t *testing.T) {
 		want  any // the constant, in the field's type
 	}{
 		{&Echo{}, "timeout", units.Duration(client.DefaultEchoTimeout)},
-		{&Ping{}, "timeout", units.Duration(client.DefaultPingTimeout)},
 		{&Rate{}, "batch", units.Size(client.DefaultRateBatch)},
 		{&Search{}, "batch", units.Size(client.DefaultRateBatch)},
 		{&Rate{}, "drain", units.Duration(client.DefaultRateDrain)},
