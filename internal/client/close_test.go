@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/testserver"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // closeServer answers a client's close frame as reply says: with a close
@@ -84,7 +85,7 @@ func TestCloseKindFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newClient(t, Options{Targets: []string{closeServer(t, tc.reply, tc.drop)}, Loops: 1})
 			mustConnect(t, c, 4)
-			res, err := c.CloseHandshakes(t.Context(), CloseParams{Connections: 4, Concurrency: 4, Timeout: 200 * time.Millisecond}, nil)
+			res, err := c.CloseHandshakes(t.Context(), CloseParams{Connections: 4, Concurrency: 4, Timeout: units.Duration(200 * time.Millisecond)}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -146,13 +147,13 @@ func TestCloseKindParams(t *testing.T) {
 		{Connections: 0, Concurrency: 1},
 		{Connections: 2, Concurrency: 3},
 		{Connections: 2, Concurrency: 0},
-		{Connections: 2, Concurrency: 1, Timeout: -time.Second},
+		{Connections: 2, Concurrency: 1, Timeout: units.Duration(-time.Second)},
 	} {
 		if err := p.Validate(); err == nil {
 			t.Errorf("%+v: no error", p)
 		}
 	}
-	if err := (&CloseParams{Connections: 2, Concurrency: 2}).Validate(); err != nil {
+	if err := (&CloseParams{Connections: 2, Concurrency: 2, Timeout: units.Duration(time.Second)}).Validate(); err != nil {
 		t.Error(err)
 	}
 	// Every part that closes connections closes at least one at a time.

@@ -160,7 +160,7 @@ func TestEndpointConnectionsOpen(t *testing.T) {
 		ts.Drop(5)
 		e.waitValue(ConnectionsOpen, "hold", 15)
 	})
-	run("close", &client.CloseParams{Connections: 15, Concurrency: 15, Timeout: 5 * time.Second}, nil)
+	run("close", &client.CloseParams{Connections: 15, Concurrency: 15, Timeout: units.Duration(5 * time.Second)}, nil)
 	if got := e.value(ConnectionsOpen, "close", ""); got != 0 {
 		t.Errorf("after the close phase: %s = %v, want 0", ConnectionsOpen, got)
 	}
