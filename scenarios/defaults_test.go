@@ -23,7 +23,6 @@ func TestTagDefaultsMatchClient(t *testing.T) {
 		key   string
 		want  any // the constant, in the field's type
 	}{
-		{&Echo{}, "timeout", units.Duration(client.DefaultEchoTimeout)},
 		{&Rate{}, "batch", units.Size(client.DefaultRateBatch)},
 		{&Search{}, "batch", units.Size(client.DefaultRateBatch)},
 		{&Rate{}, "drain", units.Duration(client.DefaultRateDrain)},

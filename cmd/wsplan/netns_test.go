@@ -288,7 +288,7 @@ func TestMultiHostNetns(t *testing.T) {
 		}{
 			{"connect", &scenarios.Connect{ConnectParams: client.ConnectParams{Connections: 18000, Concurrency: 400}}, scenarios.Context{}},
 			{"hold", &scenarios.Hold{HoldParams: client.HoldParams{Duration: units.Duration(2 * time.Second)}}, scenarios.Context{Conns: 18000}},
-			{"echo", &scenarios.Echo{Total: 36000, Concurrency: 2000, Payload: &pay}, scenarios.Context{Conns: 18000}},
+			{"echo", &scenarios.Echo{EchoParams: client.EchoParams{Total: 36000, Concurrency: 2000, Payload: &pay}}, scenarios.Context{Conns: 18000}},
 			{"rate", &scenarios.Rate{Duration: units.Duration(3 * time.Second), Rate: units.Rate(0.2), Payload: &pay}, scenarios.Context{Conns: 18000}},
 		}
 		for _, ph := range phases {

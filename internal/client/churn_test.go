@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/testserver"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // TestChurn: at a rate, connections close (a clean close handshake, a
@@ -68,7 +69,7 @@ func TestChurn(t *testing.T) {
 				t.Errorf("server saw %d upgrades, want %d", srv.Conns(), 100+res.Cycles)
 			}
 			// The set is usable by the next phase.
-			if e, err := c.Echo(t.Context(), EchoParams{Total: 200, Concurrency: 100, Payload: 16, Verify: true}, nil); err != nil || e.Success != 200 {
+			if e, err := c.Echo(t.Context(), EchoParams{Total: 200, Concurrency: 100, Payload: new(units.Size(16)), Verify: new(true)}, nil); err != nil || e.Success != 200 {
 				t.Errorf("echo after churn: %+v, %v", e, err)
 			}
 		})

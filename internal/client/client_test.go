@@ -209,8 +209,8 @@ func TestParamErrors(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("connect error:\n%v\nwant\n%s", err, want)
 	}
-	_, err = c.Echo(t.Context(), EchoParams{Total: 0, Concurrency: 0, Payload: -1, Warmup: -1, Timeout: -1, Deadline: -1}, nil)
-	want = "client: echo: total must be > 0, got 0\nconcurrency must be > 0, got 0\npayload must be in [0, 67108864], got -1\nwarmup must be >= 0, got -1\ntimeout must be in [0, 2m0s], got -1ns\ndeadline must be >= 0, got -1ns"
+	_, err = c.Echo(t.Context(), EchoParams{Total: 0, Concurrency: 0, Payload: new(units.Size(-1)), Warmup: -1, Timeout: -1, Deadline: -1}, nil)
+	want = "client: echo: total: must be > 0, got 0\nconcurrency: must be > 0, got 0\npayload: must be >= 0, got -1\nwarmup: must be >= 0, got -1\ntimeout: must be > 0, got -1ns\ndeadline: must be >= 0, got -1ns"
 	if err == nil || err.Error() != want {
 		t.Errorf("echo error:\n%v\nwant\n%s", err, want)
 	}
@@ -235,7 +235,7 @@ func TestEchoVerify(t *testing.T) {
 						total = 60
 					}
 					var pr Progress
-					res, err := c.Echo(t.Context(), EchoParams{Total: total, Concurrency: 10, Payload: size, Text: text, Verify: true, Warmup: 20}, &pr)
+					res, err := c.Echo(t.Context(), EchoParams{Total: total, Concurrency: 10, Payload: new(units.Size(size)), Text: text, Verify: new(true), Warmup: 20}, &pr)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -269,7 +269,7 @@ func TestEchoWarmupNotCounted(t *testing.T) {
 	addr := s.start(t)
 	c := newClient(t, Options{Targets: []string{addr}})
 	mustConnect(t, c, 5)
-	res, err := c.Echo(t.Context(), EchoParams{Total: 500, Warmup: 100, Concurrency: 5, Payload: 16}, nil)
+	res, err := c.Echo(t.Context(), EchoParams{Total: 500, Warmup: 100, Concurrency: 5, Payload: new(units.Size(16))}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestEchoCorruptByte(t *testing.T) {
 	addr := s.start(t)
 	c := newClient(t, Options{Targets: []string{addr}})
 	mustConnect(t, c, 8)
-	res, err := c.Echo(t.Context(), EchoParams{Total: 400, Concurrency: 8, Payload: 1024, Verify: true}, nil)
+	res, err := c.Echo(t.Context(), EchoParams{Total: 400, Concurrency: 8, Payload: new(units.Size(1024)), Verify: new(true)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +299,7 @@ func TestEchoCorruptByte(t *testing.T) {
 	}
 	// Without Verify the corruption goes unnoticed: the length is right.
 	s.corruptAt.Store(s.msgs.Load() + 10)
-	res, err = c.Echo(t.Context(), EchoParams{Total: 100, Concurrency: 8, Payload: 1024}, nil)
+	res, err = c.Echo(t.Context(), EchoParams{Total: 100, Concurrency: 8, Payload: new(units.Size(1024)), Verify: new(false)}, nil)
 	if err != nil || res.Success != 100 {
 		t.Errorf("unverified: %+v, %v; want 100 successes", res, err)
 	}
@@ -320,7 +320,7 @@ func TestEchoServerCloses(t *testing.T) {
 			addr := tt.server.start(t)
 			c := newClient(t, Options{Targets: []string{addr}})
 			mustConnect(t, c, 10)
-			res, err := c.Echo(t.Context(), EchoParams{Total: 200, Concurrency: 10, Payload: 100, Verify: true}, nil)
+			res, err := c.Echo(t.Context(), EchoParams{Total: 200, Concurrency: 10, Payload: new(units.Size(100)), Verify: new(true)}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -348,7 +348,7 @@ func TestEchoReplacesLostConnections(t *testing.T) {
 	addr := s.start(t)
 	c := newClient(t, Options{Targets: []string{addr}})
 	mustConnect(t, c, 20)
-	res, err := c.Echo(t.Context(), EchoParams{Total: 75, Concurrency: 5, Payload: 10}, nil)
+	res, err := c.Echo(t.Context(), EchoParams{Total: 75, Concurrency: 5, Payload: new(units.Size(10))}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +414,7 @@ func TestEchoFragmentedSplitFrames(t *testing.T) {
 	mustConnect(t, c, 4)
 	for _, size := range []int{0, 10, 1024, 5000} {
 		before := pongs.Load()
-		res, err := c.Echo(t.Context(), EchoParams{Total: 40, Concurrency: 4, Payload: size, Verify: true}, nil)
+		res, err := c.Echo(t.Context(), EchoParams{Total: 40, Concurrency: 4, Payload: new(units.Size(size)), Verify: new(true)}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -440,7 +440,7 @@ func TestPingInHandshakeResponse(t *testing.T) {
 	c := newClient(t, Options{Targets: []string{addr}})
 	mustConnect(t, c, 3)
 	waitFor(t, "pongs", func() bool { return pongs.Load() == 3 })
-	res, err := c.Echo(t.Context(), EchoParams{Total: 30, Concurrency: 3, Payload: 500, Verify: true}, nil)
+	res, err := c.Echo(t.Context(), EchoParams{Total: 30, Concurrency: 3, Payload: new(units.Size(500)), Verify: new(true)}, nil)
 	if err != nil || res.Success != 30 {
 		t.Fatalf("echo after the ping: %+v %v, errors %v", res, err, res.Errors)
 	}
@@ -452,7 +452,7 @@ func TestEchoTimeout(t *testing.T) {
 	c := newClient(t, Options{Targets: []string{addr}})
 	mustConnect(t, c, 4)
 	start := time.Now()
-	res, err := c.Echo(t.Context(), EchoParams{Total: 100, Concurrency: 4, Payload: 64, Timeout: 200 * time.Millisecond}, nil)
+	res, err := c.Echo(t.Context(), EchoParams{Total: 100, Concurrency: 4, Payload: new(units.Size(64)), Timeout: units.Duration(200 * time.Millisecond)}, nil)
 	used := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
@@ -476,7 +476,7 @@ func TestEchoCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	time.AfterFunc(300*time.Millisecond, cancel)
 	start := time.Now()
-	res, err := c.Echo(ctx, EchoParams{Total: 1_000_000, Concurrency: 10, Payload: 64}, nil)
+	res, err := c.Echo(ctx, EchoParams{Total: 1_000_000, Concurrency: 10, Payload: new(units.Size(64))}, nil)
 	late := time.Since(start) - 300*time.Millisecond
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
@@ -498,7 +498,7 @@ func TestEchoDeadline(t *testing.T) {
 	c := newClient(t, Options{Targets: []string{addr}})
 	mustConnect(t, c, 5)
 	start := time.Now()
-	res, err := c.Echo(t.Context(), EchoParams{Total: 1_000_000, Concurrency: 5, Payload: 64, Deadline: 200 * time.Millisecond}, nil)
+	res, err := c.Echo(t.Context(), EchoParams{Total: 1_000_000, Concurrency: 5, Payload: new(units.Size(64)), Deadline: units.Duration(200 * time.Millisecond)}, nil)
 	used := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
@@ -521,11 +521,11 @@ func TestLateEchoesDiscarded(t *testing.T) {
 	mustConnect(t, c, 6)
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	res, err := c.Echo(ctx, EchoParams{Total: 1000, Concurrency: 6, Payload: 100}, nil)
+	res, err := c.Echo(ctx, EchoParams{Total: 1000, Concurrency: 6, Payload: new(units.Size(100))}, nil)
 	if !errors.Is(err, context.DeadlineExceeded) || res.Stopped != StopCanceled {
 		t.Fatalf("first phase: %+v, %v; want a canceled phase", res, err)
 	}
-	res, err = c.Echo(t.Context(), EchoParams{Total: 30, Concurrency: 6, Payload: 200, Verify: true}, nil)
+	res, err = c.Echo(t.Context(), EchoParams{Total: 30, Concurrency: 6, Payload: new(units.Size(200)), Verify: new(true)}, nil)
 	if err != nil || res.Success != 30 || res.Failed != 0 {
 		t.Fatalf("second phase: %+v, %v, errors %v; want 30 successes", res, err, res.Errors)
 	}
@@ -564,7 +564,7 @@ func TestCloseReleasesEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustConnect(t, c, 60)
-	if _, err := c.Echo(t.Context(), EchoParams{Total: 300, Concurrency: 60, Payload: 100}, nil); err != nil {
+	if _, err := c.Echo(t.Context(), EchoParams{Total: 300, Concurrency: 60, Payload: new(units.Size(100))}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := countFDs(t); got < before+60 {

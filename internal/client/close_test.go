@@ -58,7 +58,7 @@ func TestCloseKind(t *testing.T) {
 	if n := c.Conns(); n != 10 {
 		t.Errorf("%d connections open after closing 20 of 30, want 10", n)
 	}
-	if e, err := c.Echo(t.Context(), EchoParams{Total: 100, Concurrency: 10, Payload: 16, Verify: true}, nil); err != nil || e.Success != 100 {
+	if e, err := c.Echo(t.Context(), EchoParams{Total: 100, Concurrency: 10, Payload: new(units.Size(16)), Verify: new(true)}, nil); err != nil || e.Success != 100 {
 		t.Errorf("echo on the connections left: %+v, %v", e, err)
 	}
 	if _, err := c.CloseHandshakes(t.Context(), CloseParams{Connections: 11, Concurrency: 1}, nil); err == nil || !strings.Contains(err.Error(), "exceeds the 10 open connections") {

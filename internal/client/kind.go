@@ -38,6 +38,14 @@ type Params interface {
 	start(ph *phaseEnv) (*phasePlan, error)
 }
 
+// Ready fills p's zero keys with their declared defaults (decl.Defaults)
+// and validates it: what a driver (Client.Run, a shard group) does first.
+// A plan's params come defaulted already; a test's or a shard's may not.
+func Ready(p Params) error {
+	decl.Defaults(p)
+	return p.Validate()
+}
+
 // checkParams returns the problems of p's keys against their declared
 // bounds (decl.Check) and the kind's own rules (extra, nil ones skipped),
 // as one error naming the kind; nil when there are none.
@@ -321,10 +329,7 @@ type phasePlan struct {
 // pr.Live, when set, follows this client's connections from here on.
 func (c *Client) Run(ctx context.Context, p Params, pr *Progress) (Result, error) {
 	pr.live().follow(c)
-	// A plan's params come defaulted; a shard's or a test's take their
-	// zero keys' defaults here, from the same tags.
-	decl.Defaults(p)
-	if err := p.Validate(); err != nil {
+	if err := Ready(p); err != nil {
 		return nil, err
 	}
 	c.phaseMu.Lock()

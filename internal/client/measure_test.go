@@ -137,7 +137,7 @@ func TestMeasureTLSCost(t *testing.T) {
 				c.Close()
 				t.Fatalf("%s connect: %+v %v", tc.name, cr.Errors, err)
 			}
-			er, err := c.Echo(context.Background(), EchoParams{Total: echoes, Concurrency: conns, Payload: 1024, Verify: true, Warmup: 2000}, nil)
+			er, err := c.Echo(context.Background(), EchoParams{Total: echoes, Concurrency: conns, Payload: new(units.Size(1024)), Verify: new(true), Warmup: 2000}, nil)
 			cpu2 := processCPU(t)
 			c.Close()
 			if err != nil || er.Failed != 0 {

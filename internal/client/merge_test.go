@@ -61,7 +61,7 @@ func TestSplitInt64(t *testing.T) {
 // the weights, and never gives a part more connections than it has.
 func TestSplitParams(t *testing.T) {
 	w := []int{6, 0, 4}
-	echo := (&EchoParams{Total: 1001, Concurrency: 10, Warmup: 11, Payload: 8}).Split(w)
+	echo := (&EchoParams{Total: 1001, Concurrency: 10, Warmup: 11, Payload: new(units.Size(8))}).Split(w)
 	if echo[1] != nil || echo[0].(*EchoParams).Concurrency != 6 || echo[2].(*EchoParams).Concurrency != 4 ||
 		echo[0].(*EchoParams).Total+echo[2].(*EchoParams).Total != 1001 || echo[0].(*EchoParams).Warmup+echo[2].(*EchoParams).Warmup != 11 {
 		t.Errorf("echo split %+v %+v %+v", echo[0], echo[1], echo[2])

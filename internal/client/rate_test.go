@@ -367,7 +367,7 @@ func TestRateCancelAndNextPhase(t *testing.T) {
 		t.Errorf("canceled result %+v", res)
 	}
 	// The echoes still due must not be taken for the next phase's.
-	er, err := c.Echo(t.Context(), EchoParams{Total: 50, Concurrency: 10, Payload: 300, Verify: true}, nil)
+	er, err := c.Echo(t.Context(), EchoParams{Total: 50, Concurrency: 10, Payload: new(units.Size(300)), Verify: new(true)}, nil)
 	if err != nil || er.Success != 50 || er.Failed != 0 {
 		t.Fatalf("echo after rate: %+v, %v (errors %v)", er, err, er.Errors)
 	}
@@ -450,7 +450,7 @@ func TestHold(t *testing.T) {
 		return ""
 	})
 	// The connections still echo afterwards.
-	er, err := c.Echo(t.Context(), EchoParams{Total: 40, Concurrency: 20, Payload: 32, Verify: true}, nil)
+	er, err := c.Echo(t.Context(), EchoParams{Total: 40, Concurrency: 20, Payload: new(units.Size(32)), Verify: new(true)}, nil)
 	if err != nil || er.Success != 40 {
 		t.Errorf("echo after hold: %+v, %v", er, err)
 	}

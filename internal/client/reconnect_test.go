@@ -48,7 +48,7 @@ func TestReconnectRate(t *testing.T) {
 		t.Errorf("%d open after the phase, want 40", c.Conns())
 	}
 	// The next phase uses the connections that came back.
-	if e, err := c.Echo(t.Context(), EchoParams{Total: 80, Concurrency: 40, Payload: 16, Verify: true}, nil); err != nil || e.Success != 80 {
+	if e, err := c.Echo(t.Context(), EchoParams{Total: 80, Concurrency: 40, Payload: new(units.Size(16)), Verify: new(true)}, nil); err != nil || e.Success != 80 {
 		t.Errorf("echo after: %+v %v", e, err)
 	}
 	if rs := c.Reconnects(); rs.Drops != 0 || rs.Reconnects != 0 {

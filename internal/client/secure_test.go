@@ -213,7 +213,7 @@ func TestTLSEcho(t *testing.T) {
 			cfg, caFile := runCA(t, tc.version)
 			addr := serveHTTP(t, cfg, gorillaEcho(false, nil, nil))
 			c := newClient(t, Options{Targets: []string{addr}, Loops: 2, NoDelay: true, TLS: &TLSOptions{CAFile: caFile, SessionResumption: tc.resume}})
-			cr, er := connectEcho(t, c, 50, EchoParams{Total: 2000, Payload: 1024, Verify: true, Text: true, PayloadKind: "text"})
+			cr, er := connectEcho(t, c, 50, EchoParams{Total: 2000, Payload: new(units.Size(1024)), Verify: new(true), Text: true, PayloadKind: "text"})
 			if er.Success != 2000 || er.Failed != 0 {
 				t.Fatalf("echo %d ok, %d failed (%v), want 2000 and 0", er.Success, er.Failed, er.Errors)
 			}
@@ -306,7 +306,7 @@ func TestHandshakeOptions(t *testing.T) {
 		Headers:      [][2]string{{"Authorization", secret}, {"X-Tenant", "acme"}},
 		Subprotocols: []string{"v2.chat", "v1.chat"}, Origin: "https://app.example",
 	})
-	cr, er := connectEcho(t, c, 4, EchoParams{Total: 100, Payload: 64, Verify: true})
+	cr, er := connectEcho(t, c, 4, EchoParams{Total: 100, Payload: new(units.Size(64)), Verify: new(true)})
 	if er.Failed != 0 {
 		t.Fatalf("echo failed: %v", er.Errors)
 	}
@@ -399,7 +399,7 @@ func TestCompressionInterop(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) {
 			addr := s.start(t)
 			c := newClient(t, Options{Targets: []string{addr}, Loops: 2, NoDelay: true, Compression: &pmdeflate.Params{}})
-			cr, er := connectEcho(t, c, 20, EchoParams{Total: 2000, Payload: 1024, Text: true, Verify: true, PayloadKind: "text"})
+			cr, er := connectEcho(t, c, 20, EchoParams{Total: 2000, Payload: new(units.Size(1024)), Text: true, Verify: new(true), PayloadKind: "text"})
 			if er.Success != 2000 || er.Failed != 0 {
 				t.Fatalf("echo %d ok, %d failed (%v)", er.Success, er.Failed, er.Errors)
 			}
@@ -443,7 +443,7 @@ func TestTLSCompression(t *testing.T) {
 	cfg, caFile := runCA(t, 0)
 	addr := startGwsDeflate(t, cfg, true, true)
 	c := newClient(t, Options{Targets: []string{addr}, TLS: &TLSOptions{CAFile: caFile}, Compression: &pmdeflate.Params{}})
-	cr, er := connectEcho(t, c, 10, EchoParams{Total: 1000, Payload: 4096, Verify: true, PayloadKind: "text"})
+	cr, er := connectEcho(t, c, 10, EchoParams{Total: 1000, Payload: new(units.Size(4096)), Verify: new(true), PayloadKind: "text"})
 	if er.Success != 1000 || er.Failed != 0 || cr.TLSVersion != "TLS 1.3" || cr.Extensions == "" {
 		t.Fatalf("echo %d/%d %v, tls %q ext %q", er.Success, er.Failed, er.Errors, cr.TLSVersion, cr.Extensions)
 	}
@@ -455,13 +455,13 @@ func TestTLSPhases(t *testing.T) {
 	cfg, caFile := runCA(t, 0)
 	addr := startGwsDeflate(t, cfg, true, true)
 	c := newClient(t, Options{Targets: []string{addr}, Loops: 2, TLS: &TLSOptions{CAFile: caFile}, Compression: &pmdeflate.Params{}})
-	cr, er := connectEcho(t, c, 8, EchoParams{Total: 40, Payload: 1 << 20, Verify: true, PayloadKind: "text"})
+	cr, er := connectEcho(t, c, 8, EchoParams{Total: 40, Payload: new(units.Size(1 << 20)), Verify: new(true), PayloadKind: "text"})
 	if er.Success != 40 || er.Failed != 0 || cr.Extensions == "" {
 		t.Fatalf("1 MiB echoes: %d ok, %d failed %v", er.Success, er.Failed, er.Errors)
 	}
 	// 8 MiB of random bytes: more than a socket takes at once, so the
 	// sealed records wait for EPOLLOUT in pieces.
-	er, err := c.Echo(t.Context(), EchoParams{Total: 16, Concurrency: 8, Payload: 8 << 20, Verify: true}, nil)
+	er, err := c.Echo(t.Context(), EchoParams{Total: 16, Concurrency: 8, Payload: new(units.Size(8 << 20)), Verify: new(true)}, nil)
 	if err != nil || er.Success != 16 || er.Failed != 0 {
 		t.Fatalf("8 MiB random echoes: %+v %v", er.Errors, err)
 	}

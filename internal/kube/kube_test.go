@@ -256,7 +256,7 @@ func runOn(t *testing.T, ctx context.Context, addrs []string, dir string, long b
 	if long {
 		total = 1 << 40
 	}
-	res, err := g.Run(ctx, &client.EchoParams{Total: total, Concurrency: 20, Payload: 16, Timeout: 5 * time.Second}, nil)
+	res, err := g.Run(ctx, &client.EchoParams{Total: total, Concurrency: 20, Payload: new(units.Size(16)), Timeout: units.Duration(5 * time.Second)}, nil)
 	if !long && (err != nil || res.(*client.EchoResult).Success != 200) {
 		t.Errorf("echo on the pods: %+v, %v", res, err)
 	}

@@ -374,11 +374,11 @@ func TestLoadFull(t *testing.T) {
 	check(t, "Phases", p.Phases, []Phase{
 		{Kind: "connect", Name: "connect", Line: 41, Spec: &scenarios.Connect{ConnectParams: client.ConnectParams{
 			Connections: 100, Concurrency: 10, Timeout: units.Duration(2 * time.Second), Retries: 3}}},
-		{Kind: "echo", Name: "warm", Line: 42, Spec: &scenarios.Echo{
-			Total: 1000, Concurrency: 100, Payload: size(512), Verify: &tr, Timeout: units.Duration(10 * time.Second), PayloadKind: "random"}},
-		{Kind: "echo", Name: "echo#2", Line: 43, Spec: &scenarios.Echo{
+		{Kind: "echo", Name: "warm", Line: 42, Spec: &scenarios.Echo{EchoParams: client.EchoParams{
+			Total: 1000, Concurrency: 100, Payload: size(512), Verify: &tr, Timeout: units.Duration(10 * time.Second), PayloadKind: "random"}}},
+		{Kind: "echo", Name: "echo#2", Line: 43, Spec: &scenarios.Echo{EchoParams: client.EchoParams{
 			Total: 1000, Concurrency: 50, Payload: size(1024), Verify: &tr, // 1024: echo's payload tag default
-			Timeout: units.Duration(10 * time.Second), Deadline: units.Duration(10 * time.Second), PayloadKind: "random"}},
+			Timeout: units.Duration(10 * time.Second), Deadline: units.Duration(10 * time.Second), PayloadKind: "random"}}},
 	})
 	check(t, "Assert", p.Assert, []Assertion{
 		{Expr: "failed == 0", Phase: "warm", Line: 46},

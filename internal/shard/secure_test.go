@@ -61,7 +61,7 @@ func TestGroupTLS(t *testing.T) {
 	if cr.Success != 20 || cr.TLS.TotalCount() != 20 || cr.TLSVersion != "TLS 1.3" || cr.Extensions == "" {
 		t.Fatalf("connect %+v", cr)
 	}
-	res, err = g.Run(context.Background(), &client.EchoParams{Total: 2000, Concurrency: 20, Payload: 1024, Verify: true, Text: true, PayloadKind: "text"}, nil)
+	res, err = g.Run(context.Background(), &client.EchoParams{Total: 2000, Concurrency: 20, Payload: new(units.Size(1024)), Verify: new(true), Text: true, PayloadKind: "text"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
