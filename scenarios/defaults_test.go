@@ -23,19 +23,9 @@ func TestTagDefaultsMatchClient(t *testing.T) {
 		key   string
 		want  any // the constant, in the field's type
 	}{
-		{&Rate{}, "batch", units.Size(client.DefaultRateBatch)},
-		{&Search{}, "batch", units.Size(client.DefaultRateBatch)},
-		{&Rate{}, "drain", units.Duration(client.DefaultRateDrain)},
-		{&Search{}, "drain", units.Duration(client.DefaultRateDrain)},
 		{&Broadcast{}, "drain", units.Duration(client.DefaultBroadcastDrain)},
-		{&Rate{}, "late_after", units.Duration(client.DefaultLateAfter)},
-		{&Search{}, "late_after", units.Duration(client.DefaultLateAfter)},
-		{&Broadcast{}, "late_after", units.Duration(client.DefaultLateAfter)},
-		{&Rate{}, "max_inflight_bytes", units.Size(client.DefaultMaxInflightBytes)},
-		{&Search{}, "max_inflight_bytes", units.Size(client.DefaultMaxInflightBytes)},
-		{&Rate{}, "slack", units.Duration(client.DefaultSlack)},
-		{&Search{}, "slack", units.Duration(client.DefaultSlack)},
-		{&Broadcast{}, "slack", units.Duration(client.DefaultSlack)},
+		{&Broadcast{}, "late_after", must(tagDefault(&Rate{}, "late_after"))},
+		{&Broadcast{}, "slack", must(tagDefault(&Rate{}, "slack"))},
 		{&Rate{}, "reads", client.ReadsBatched},
 		{&Search{}, "reads", client.ReadsBatched},
 		{&Broadcast{}, "reads", client.ReadsBatched},

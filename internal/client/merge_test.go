@@ -74,10 +74,10 @@ func TestSplitParams(t *testing.T) {
 	if conn[2] != nil || conn[0].(*ConnectParams).Connections != 51 || conn[1].(*ConnectParams).Connections != 50 || conn[1].(*ConnectParams).Concurrency != 1 {
 		t.Errorf("connect split %+v %+v %+v", conn[0], conn[1], conn[2])
 	}
-	rate := (&RateParams{Duration: time.Second, Rate: 1, Payload: 64, Connections: 9}).Split(w)
+	rate := (&RateParams{Duration: units.Duration(time.Second), Rate: 1, Connections: 9, RateSend: RateSend{Payload: new(units.Size(64))}}).Split(w)
 	r0, r2 := rate[0].(*RateParams), rate[2].(*RateParams)
 	if rate[1] != nil || r0.Connections+r2.Connections != 9 || r0.PhaseFirst != 0 || r2.PhaseFirst != r0.Connections || r0.PhaseTotal != 9 || r2.PhaseTotal != 9 ||
-		r0.MaxInflightBytes+r2.MaxInflightBytes > DefaultMaxInflightBytes || r0.Batch != DefaultRateBatch {
+		r0.MaxInflightBytes+r2.MaxInflightBytes > 64<<20 || r0.Batch != units.Size(DefaultRateBatch) {
 		t.Errorf("rate split %+v %+v", r0, r2)
 	}
 	for i, p := range (&HoldParams{Duration: units.Duration(time.Second)}).Split(w) {
@@ -88,7 +88,7 @@ func TestSplitParams(t *testing.T) {
 	for _, parts := range [][]Params{echo, conn, rate} {
 		for _, p := range parts {
 			if p != nil {
-				if err := p.Validate(); err != nil {
+				if err := Ready(p); err != nil {
 					t.Errorf("%s part invalid: %v", p.Kind(), err)
 				}
 			}

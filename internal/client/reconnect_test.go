@@ -23,7 +23,7 @@ func TestReconnectRate(t *testing.T) {
 		Reconnect: &Reconnect{Policy: ReconnectBackoff, Base: 50 * time.Millisecond, Max: time.Second, Jitter: JitterFull}})
 	mustConnect(t, c, 40)
 	time.AfterFunc(700*time.Millisecond, func() { srv.Drop(40) })
-	res, err := c.Rate(t.Context(), RateParams{Duration: 2 * time.Second, Rate: 50, Payload: 64, Verify: true}, nil)
+	res, err := c.Rate(t.Context(), RateParams{Duration: units.Duration(2 * time.Second), Rate: 50, RateSend: RateSend{Payload: new(units.Size(64)), Verify: new(true)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

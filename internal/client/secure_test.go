@@ -411,7 +411,7 @@ func TestCompressionInterop(t *testing.T) {
 				t.Errorf("payload %d bytes (want %d), wire %d: ratio %.3f, want < 0.5", er.BytesPayload, 2*2000*1024, er.BytesWire, ratio)
 			}
 			// The open loop compresses each message on its own.
-			rr, err := c.Rate(t.Context(), RateParams{Duration: 500 * time.Millisecond, Rate: 100, Payload: 1024, Verify: true, PayloadKind: "text"}, nil)
+			rr, err := c.Rate(t.Context(), RateParams{Duration: units.Duration(500 * time.Millisecond), Rate: 100, RateSend: RateSend{Payload: new(units.Size(1024)), Verify: new(true), PayloadKind: "text"}}, nil)
 			if err != nil || rr.Failed != 0 || rr.Lost() != 0 || rr.Sent == 0 {
 				t.Fatalf("rate: sent %d recv %d failed %d %v %v", rr.Sent, rr.Recv, rr.Failed, rr.Errors, err)
 			}
@@ -465,7 +465,7 @@ func TestTLSPhases(t *testing.T) {
 	if err != nil || er.Success != 16 || er.Failed != 0 {
 		t.Fatalf("8 MiB random echoes: %+v %v", er.Errors, err)
 	}
-	rr, err := c.Rate(t.Context(), RateParams{Duration: time.Second, Rate: 200, Payload: 4096, Verify: true, PayloadKind: "text"}, nil)
+	rr, err := c.Rate(t.Context(), RateParams{Duration: units.Duration(time.Second), Rate: 200, RateSend: RateSend{Payload: new(units.Size(4096)), Verify: new(true), PayloadKind: "text"}}, nil)
 	if err != nil || rr.Failed != 0 || rr.Lost() != 0 || rr.Recv != rr.Sent || rr.Sent < 1500 {
 		t.Fatalf("rate: sent %d recv %d failed %d lost %d %v %v", rr.Sent, rr.Recv, rr.Failed, rr.Lost(), rr.Errors, err)
 	}

@@ -138,7 +138,7 @@ func TestServeRateAndHold(t *testing.T) {
 	if r := reply(runReq(t, &client.ConnectParams{Connections: 20, Concurrency: 20, Timeout: units.Duration(5 * time.Second)})); r.Err != "" || r.Conns != 20 {
 		t.Fatalf("connect: %+v", r)
 	}
-	r := reply(runReq(t, &client.RateParams{Duration: time.Second, Rate: 10, Payload: 64, Verify: true, PhaseFirst: 20, PhaseTotal: 40}))
+	r := reply(runReq(t, &client.RateParams{Duration: units.Duration(time.Second), Rate: 10, PhaseFirst: 20, PhaseTotal: 40, RateSend: client.RateSend{Payload: new(units.Size(64)), Verify: new(true)}}))
 	if r.Err != "" || len(r.Result) == 0 {
 		t.Fatalf("rate: %+v", r)
 	}
