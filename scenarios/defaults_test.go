@@ -10,7 +10,6 @@ import (
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/decl"
 	"github.com/wsplan/wsplan/internal/payload"
-	"github.com/wsplan/wsplan/internal/units"
 )
 
 // TestTagDefaultsMatchClient: a default is declared once, in a param tag;
@@ -23,7 +22,6 @@ func TestTagDefaultsMatchClient(t *testing.T) {
 		key   string
 		want  any // the constant, in the field's type
 	}{
-		{&Broadcast{}, "drain", units.Duration(client.DefaultBroadcastDrain)},
 		{&Broadcast{}, "late_after", must(tagDefault(&Rate{}, "late_after"))},
 		{&Broadcast{}, "slack", must(tagDefault(&Rate{}, "slack"))},
 		{&Rate{}, "reads", client.ReadsBatched},
