@@ -205,7 +205,7 @@ func gqlClient(t *testing.T, addr string, proto ProtocolOptions) *Client {
 func TestGraphQLWSGreeting(t *testing.T) {
 	ok := &gqlServer{token: "t0k"}
 	c := gqlClient(t, ok.start(t), ProtocolOptions{Init: `{"token":"t0k"}`})
-	res, err := c.Run(t.Context(), &ConnectParams{Connections: 20, Concurrency: 20, Timeout: units.Duration(2 * time.Second)}, nil)
+	res, err := c.Run(t.Context(), &ConnectParams{Connections: 20, Concurrency: 20, Timeout: units.Duration(2 * time.Second), Retries: -1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestGraphQLWSGreeting(t *testing.T) {
 		{"no ack", &gqlServer{mute: true}, "", reasonGQLNoAck},
 	} {
 		c := gqlClient(t, tc.srv.start(t), ProtocolOptions{Init: tc.init})
-		res, err := c.Run(t.Context(), &ConnectParams{Connections: 5, Concurrency: 5, Timeout: units.Duration(500 * time.Millisecond), Retries: 0}, nil)
+		res, err := c.Run(t.Context(), &ConnectParams{Connections: 5, Concurrency: 5, Timeout: units.Duration(500 * time.Millisecond), Retries: -1}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -124,7 +124,7 @@ func TestMQTTGreetingFake(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			addr := tc.fb.start(t)
 			c := mqttClient(t, addr, ProtocolOptions{Version: tc.version})
-			res, err := c.Connect(t.Context(), ConnectParams{Connections: 20, Concurrency: 20, Timeout: units.Duration(500 * time.Millisecond)}, nil)
+			res, err := c.Connect(t.Context(), ConnectParams{Connections: 20, Concurrency: 20, Timeout: units.Duration(500 * time.Millisecond), Retries: -1}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

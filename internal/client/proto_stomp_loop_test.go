@@ -159,7 +159,7 @@ func TestSTOMPGreetingFailures(t *testing.T) {
 		t.Run(tc.mode, func(t *testing.T) {
 			b := &stompBroker{mode: tc.mode, beat: tc.beat}
 			c := stompClient(t, b.start(t), 0)
-			res, err := c.Connect(t.Context(), ConnectParams{Connections: 3, Concurrency: 3, Timeout: units.Duration(300 * time.Millisecond)}, nil)
+			res, err := c.Connect(t.Context(), ConnectParams{Connections: 3, Concurrency: 3, Timeout: units.Duration(300 * time.Millisecond), Retries: -1}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

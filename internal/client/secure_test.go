@@ -254,7 +254,7 @@ func TestTLSUnknownAuthority(t *testing.T) {
 	_, otherCA := runCA(t, 0)
 	addr := serveHTTP(t, cfg, gorillaEcho(false, nil, nil))
 	c := newClient(t, Options{Targets: []string{addr}, TLS: &TLSOptions{CAFile: otherCA}})
-	cr, err := c.Connect(t.Context(), ConnectParams{Connections: 3, Concurrency: 3, Timeout: units.Duration(5 * time.Second)}, nil)
+	cr, err := c.Connect(t.Context(), ConnectParams{Connections: 3, Concurrency: 3, Timeout: units.Duration(5 * time.Second), Retries: -1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,13 +264,13 @@ func TestTLSUnknownAuthority(t *testing.T) {
 	}
 	// insecure_skip_verify accepts it.
 	c2 := newClient(t, Options{Targets: []string{addr}, TLS: &TLSOptions{InsecureSkipVerify: true}})
-	cr, err = c2.Connect(t.Context(), ConnectParams{Connections: 3, Concurrency: 3, Timeout: units.Duration(5 * time.Second)}, nil)
+	cr, err = c2.Connect(t.Context(), ConnectParams{Connections: 3, Concurrency: 3, Timeout: units.Duration(5 * time.Second), Retries: -1}, nil)
 	if err != nil || cr.Success != 3 {
 		t.Fatalf("insecure: %+v %v", cr, err)
 	}
 	// Plain ws:// against the TLS port fails the handshake, not silently.
 	c3 := newClient(t, Options{Targets: []string{addr}})
-	cr, err = c3.Connect(t.Context(), ConnectParams{Connections: 1, Concurrency: 1, Timeout: units.Duration(5 * time.Second)}, nil)
+	cr, err = c3.Connect(t.Context(), ConnectParams{Connections: 1, Concurrency: 1, Timeout: units.Duration(5 * time.Second), Retries: -1}, nil)
 	if err != nil || cr.Failed != 1 {
 		t.Fatalf("plain against TLS: %+v %v", cr, err)
 	}
@@ -429,7 +429,7 @@ func TestCompressionInterop(t *testing.T) {
 func TestCompressionDeclined(t *testing.T) {
 	addr := startGwsDeflate(t, nil, false, false)
 	c := newClient(t, Options{Targets: []string{addr}, Compression: &pmdeflate.Params{}})
-	cr, err := c.Connect(t.Context(), ConnectParams{Connections: 5, Concurrency: 5, Timeout: units.Duration(5 * time.Second)}, nil)
+	cr, err := c.Connect(t.Context(), ConnectParams{Connections: 5, Concurrency: 5, Timeout: units.Duration(5 * time.Second), Retries: -1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -515,7 +515,7 @@ func TestTLSServerName(t *testing.T) {
 			seen = nil
 			mu.Unlock()
 			c := newClient(t, tc.opts)
-			cr, err := c.Connect(t.Context(), ConnectParams{Connections: 2, Concurrency: 2, Timeout: units.Duration(5 * time.Second)}, nil)
+			cr, err := c.Connect(t.Context(), ConnectParams{Connections: 2, Concurrency: 2, Timeout: units.Duration(5 * time.Second), Retries: -1}, nil)
 			if err != nil || cr.Success != 2 {
 				t.Fatalf("connect %+v %v", cr.Errors, err)
 			}
@@ -528,7 +528,7 @@ func TestTLSServerName(t *testing.T) {
 	}
 	// A name the certificate does not hold fails verification.
 	c := newClient(t, Options{Targets: []string{addr}, TLS: &TLSOptions{CAFile: caFile, ServerName: "example.com"}})
-	cr, err := c.Connect(t.Context(), ConnectParams{Connections: 1, Concurrency: 1, Timeout: units.Duration(5 * time.Second)}, nil)
+	cr, err := c.Connect(t.Context(), ConnectParams{Connections: 1, Concurrency: 1, Timeout: units.Duration(5 * time.Second), Retries: -1}, nil)
 	if err != nil || cr.Errors["tls: x509: certificate is not valid for the server name"] != 1 {
 		t.Errorf("wrong name: %v %v", cr.Errors, err)
 	}
@@ -606,7 +606,7 @@ func TestTLSServerRestartedWithAnotherCertificate(t *testing.T) {
 			srv.Drop(open) // the restart ends the server's connections
 			cur.Store(st.cert)
 		}
-		cr, err := c.Connect(t.Context(), ConnectParams{Connections: 3, Concurrency: 3, Timeout: units.Duration(5 * time.Second)}, nil)
+		cr, err := c.Connect(t.Context(), ConnectParams{Connections: 3, Concurrency: 3, Timeout: units.Duration(5 * time.Second), Retries: -1}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
