@@ -83,4 +83,3 @@ func sizeOr(p any, key string, s *units.Size) int {
 	n, _ := d.(units.Size)
 	return int(n)
 }
-

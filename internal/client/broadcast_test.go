@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/decl"
+	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
 )
 
@@ -234,7 +234,8 @@ func TestBroadcastDeliveryAllocs(t *testing.T) {
 	payload := makePayload(256, false)
 	p := &BroadcastParams{Rooms: 1, RoomSize: 2, Publishers: 1, Rate: 1000, Duration: units.Duration(time.Hour), Payload: new(units.Size(256)), Verify: new(true), IncludeSender: new(true)}
 	set := &subscriberSet{first: 1, conns: []*conn{c}} // member 1: a subscriber only
-	decl.Defaults(p) // as Client.Run does
+	// The tags' defaults, as Client.Run applies them.
+	decl.Defaults(p)
 	l.broadcastStart(1, l.epoch.Add(time.Hour), p, set, appendClientHeader(nil, opBinary, 256, 0), payload, nil)
 	r := l.ph.(*broadcastRun)
 	frames := make([][]byte, 4000)
@@ -263,7 +264,8 @@ func BenchmarkBroadcastDelivery(b *testing.B) {
 	payload := makePayload(256, false)
 	p := &BroadcastParams{Rooms: 1, RoomSize: 2, Publishers: 1, Rate: 1e6, Duration: units.Duration(time.Hour), Payload: new(units.Size(256)), Verify: new(true), IncludeSender: new(true)}
 	set := &subscriberSet{first: 1, conns: []*conn{c}}
-	decl.Defaults(p) // as Client.Run does
+	// The tags' defaults, as Client.Run applies them.
+	decl.Defaults(p)
 	l.broadcastStart(1, l.epoch.Add(time.Hour), p, set, appendClientHeader(nil, opBinary, 256, 0), payload, nil)
 	r := l.ph.(*broadcastRun)
 	const n = 1 << 16
@@ -349,7 +351,8 @@ func bcPublisher(tb testing.TB, rate float64, slack time.Duration) (*loop, *broa
 	payload := makePayload(256, false)
 	p := &BroadcastParams{Rooms: 1, RoomSize: 2, Publishers: 1, Rate: units.Rate(rate), Duration: units.Duration(time.Hour), Payload: new(units.Size(256)), IncludeSender: new(true), Slack: declSlack(slack)}
 	set := &subscriberSet{first: 0, conns: []*conn{c}}
-	decl.Defaults(p) // as Client.Run does
+	// The tags' defaults, as Client.Run applies them.
+	decl.Defaults(p)
 	l.broadcastStart(1, l.epoch.Add(time.Hour), p, set, appendClientHeader(nil, opBinary, 256, 0), payload, nil)
 	r := l.ph.(*broadcastRun)
 	if r.part.Published != 0 {
