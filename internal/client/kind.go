@@ -25,7 +25,11 @@ import (
 // removes only its registration (internal/layering's TestKindFilesApart).
 
 // Params are one phase kind's parameters. The kinds' params types are the
-// only implementations (the unexported method keeps it so).
+// only implementations (the unexported method keeps it so). A params
+// struct is also the declaration of its kind's plan keys: yaml, json and
+// decl tags on one field each (the plan side holds it inline), so the
+// plan, the JSON Schema, the shard wire and the client read the same
+// fields and defaults (Ready).
 type Params interface {
 	// Kind is the registered name, e.g. "echo".
 	Kind() string
