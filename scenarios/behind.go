@@ -84,7 +84,7 @@ func sendingSpan(start time.Time, used time.Duration) []Span {
 // openLoopBehind is behindSpans of an open loop that started at start and
 // ran q, measured as r.
 func openLoopBehind(start time.Time, r client.RateResult, q *client.RateParams) ([]Span, time.Duration) {
-	pacer := client.Pacer{Rate: q.Rate, Ramp: q.Ramp, Duration: q.Duration}
+	pacer := q.Pacer()
 	due := func(from, to time.Duration) float64 { return float64(r.Conns) * pacer.Expected(from, to) }
 	return behindSpans(start, r.Seconds, due, r.Used)
 }

@@ -147,7 +147,7 @@ func (d *broadcastDriver) Run(_ context.Context, p client.Params, _ *client.Prog
 	case client.BroadcastOpen:
 		r.Opened = int64(q.Rooms * q.RoomSize)
 	case client.BroadcastRun:
-		r.Published, r.Late, r.Used = 1000, d.late, q.Duration
+		r.Published, r.Late, r.Used = 1000, d.late, q.Duration.D()
 	}
 	return r, nil
 }
@@ -159,7 +159,7 @@ func (d *broadcastDriver) Conns() int { return 0 }
 // time (it keeps no timeline); one that kept up says nothing of it.
 func TestBroadcastNamesWhoFellBehind(t *testing.T) {
 	for _, late := range []int64{200, 0} {
-		p := &Broadcast{Rooms: 1, RoomSize: 4, Rate: 10, Duration: units.Duration(time.Second)}
+		p := &Broadcast{BroadcastParams: client.BroadcastParams{Rooms: 1, RoomSize: 4, Rate: 10, Duration: units.Duration(time.Second)}}
 		Defaults(p, Context{})
 		before := time.Now()
 		out, err := p.Run(t.Context(), &Env{Driver: &broadcastDriver{late: late}})

@@ -6,11 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
-	"github.com/wsplan/wsplan/internal/units"
 )
 
 // The broadcast phase's key and the metrics only it reports.
@@ -51,35 +48,7 @@ const (
 // message's scheduled publish time (a 24-byte marker: number, Unix time,
 // room, publisher). The connections are closed at the end of the phase.
 type Broadcast struct {
-	Rooms       int            `yaml:"rooms" min:"0" doc:"rooms; default: connections / room_size"`
-	RoomSize    int            `yaml:"room_size" required:"true" min:"1" doc:"connections per room, publishers included"`
-	Connections int            `yaml:"connections" min:"0" doc:"connections in all (rooms × room_size); give rooms or connections"`
-	Publishers  int            `yaml:"publishers" default:"1" min:"1" doc:"publishers per room (the room's first members)"`
-	Rate        units.Rate     `yaml:"rate" required:"true" doc:"messages per publisher per second, > 0; fractions allowed"`
-	Duration    units.Duration `yaml:"duration" required:"true" min:"1ns" doc:"publishing time"`
-	Payload     *units.Size    `yaml:"payload" default:"256" min:"24" max:"64MiB" hint:"the marker: number, scheduled time, room and publisher" doc:"bytes per message, the 24-byte marker included"`
-	Drain       units.Duration `yaml:"drain" default:"2s" min:"0s" doc:"wait after duration for deliveries still due"`
-	LateAfter   units.Duration `yaml:"late_after" default:"1ms" min:"0s" doc:"a message published later than this after its schedule is late"`
-	// Slack is the publishers': each message's latency still counts from
-	// its own schedule; send_late_* say how late messages left.
-	Slack         *units.Duration `yaml:"slack" default:"200us" min:"0s" doc:"timer slack: sends due within it share one wake-up (at most this late); 0 = a wake-up per message"`
-	Reads         string          `yaml:"reads" default:"batched" doc:"when the client reads what arrives: batched (it sleeps through arrivals until its next send window, latency ends at the kernel's receive timestamp) or prompt (it wakes for each arrival); slow subscribers always read promptly"`
-	IncludeSender *bool           `yaml:"include_sender" default:"true" doc:"the server sends a message to its publisher too; false adds include_sender=false to the URL"`
-	Verify        *bool           `yaml:"verify" default:"true" doc:"compare every delivered payload byte (the marker is always checked)"`
-	Slow          *BroadcastSlow  `yaml:"slow" doc:"slow subscribers: some members stop reading now and then"`
-	Concurrency   int             `yaml:"concurrency" min:"0" doc:"handshakes in progress at once while opening; default min(1000, connections)"`
-	Timeout       units.Duration  `yaml:"timeout" default:"5s" min:"1ns" doc:"time allowed for one handshake attempt"`
-	Retries       int             `yaml:"retries" default:"3" doc:"extra attempts per connection; negative = none"`
-}
-
-// BroadcastSlow configures slow subscribers: the last round(fraction ×
-// room_size) members of each room (never a publisher) stop reading for
-// read_pause, read for read_pause, and so on while messages are
-// published.
-type BroadcastSlow struct {
-	Fraction  float64        `yaml:"fraction" doc:"share of each room's members that are slow, in (0, 1)"`
-	ReadPause units.Duration `yaml:"read_pause" doc:"how long a slow subscriber stops reading each time, > 0"`
-	RcvBuf    units.Size     `yaml:"rcvbuf" doc:"SO_RCVBUF of the slow subscribers' sockets; small values move their backlog into the server (on loopback keep it >= 128KiB: below two 64 KiB segments TCP stalls); default: the kernel's (autotuned, megabytes)"`
+	client.BroadcastParams `yaml:",inline"`
 }
 
 func init() {
@@ -233,28 +202,9 @@ func (p *Broadcast) Validate(Context) []FieldError {
 
 // params returns the client parameters of one step.
 func (p *Broadcast) params(step string) *client.BroadcastParams {
-	q := &client.BroadcastParams{
-		Step:       step,
-		Rooms:      p.Rooms,
-		RoomSize:   p.RoomSize,
-		Publishers: p.Publishers,
-		Rate:       float64(p.Rate),
-		Duration:   p.Duration.D(),
-		Payload:    p.Bytes(),
-		Drain:      p.Drain.D(),
-		LateAfter:  p.LateAfter.D(),
-		Slack:      clientSlack(p.Slack),
-		Reads:      p.Reads,
-		Verify:     p.Verify == nil || *p.Verify,
-		Include:    p.IncludeSender == nil || *p.IncludeSender,
-		Conc:       p.Concurrency,
-		Timeout:    p.Timeout.D(),
-		Retries:    max(p.Retries, 0),
-	}
-	if s := p.Slow; s != nil {
-		q.Slow, q.ReadPause, q.SlowRcvBuf = s.Fraction, s.ReadPause.D(), int(s.RcvBuf)
-	}
-	return q
+	q := p.BroadcastParams
+	q.Step = step
+	return &q
 }
 
 // Run implements Phase: open the rooms' connections, publish and measure,
@@ -414,19 +364,11 @@ func slowVerdict(r client.BroadcastResult, q *client.BroadcastParams) string {
 	if len(did) == 0 {
 		did = append(did, "nothing observable")
 	}
-	return fmt.Sprintf("slow subscribers (%d, pausing %v): the server %s", r.Slow, q.ReadPause, strings.Join(did, ", "))
-}
-
-// MarshalYAML implements yaml.Marshaler: a flow mapping, so that the
-// phase prints on one line (wsplan validate).
-func (s BroadcastSlow) MarshalYAML() (any, error) {
-	type plain BroadcastSlow // without this method
-	var n yaml.Node
-	if err := n.Encode(plain(s)); err != nil {
-		return nil, err
+	var pause client.BroadcastSlow
+	if q.Slow != nil {
+		pause = *q.Slow
 	}
-	n.Style = yaml.FlowStyle
-	return &n, nil
+	return fmt.Sprintf("slow subscribers (%d, pausing %v): the server %s", r.Slow, pause.ReadPause, strings.Join(did, ", "))
 }
 
 // sendLateMax is the latest a message was published after its schedule.

@@ -17,14 +17,14 @@ func TestBroadcastValidate(t *testing.T) {
 		field string // "" = valid
 		want  string
 	}{
-		{name: "rooms", p: Broadcast{Rooms: 20, RoomSize: 100, Rate: 10, Duration: units.Duration(time.Second)}},
-		{name: "connections", p: Broadcast{Connections: 2000, RoomSize: 100, Rate: 10, Duration: units.Duration(time.Second)}},
-		{name: "no rooms", p: Broadcast{Connections: 50, RoomSize: 100, Rate: 10, Duration: units.Duration(time.Second)}, field: "rooms", want: "give rooms"},
-		{name: "both disagree", p: Broadcast{Rooms: 3, Connections: 200, RoomSize: 100, Rate: 10, Duration: units.Duration(time.Second)}, field: "connections", want: "rooms × room_size = 300"},
-		{name: "publishers", p: Broadcast{Rooms: 1, RoomSize: 4, Publishers: 5, Rate: 10, Duration: units.Duration(time.Second)}, field: "publishers", want: "<= room_size (4)"},
-		{name: "slow fraction", p: Broadcast{Rooms: 1, RoomSize: 10, Rate: 10, Duration: units.Duration(time.Second), Slow: &BroadcastSlow{Fraction: 1, ReadPause: units.Duration(time.Second)}}, field: "slow.fraction", want: "(0, 1)"},
-		{name: "slow pause", p: Broadcast{Rooms: 1, RoomSize: 10, Rate: 10, Duration: units.Duration(time.Second), Slow: &BroadcastSlow{Fraction: 0.1}}, field: "slow.read_pause", want: "> 0"},
-		{name: "slow publishers", p: Broadcast{Rooms: 1, RoomSize: 10, Publishers: 3, Rate: 10, Duration: units.Duration(time.Second), Slow: &BroadcastSlow{Fraction: 0.8, ReadPause: units.Duration(time.Second)}}, field: "slow.fraction", want: "no room for 3 publishers"},
+		{name: "rooms", p: Broadcast{BroadcastParams: client.BroadcastParams{Rooms: 20, RoomSize: 100, Rate: 10, Duration: units.Duration(time.Second)}}},
+		{name: "connections", p: Broadcast{BroadcastParams: client.BroadcastParams{Connections: 2000, RoomSize: 100, Rate: 10, Duration: units.Duration(time.Second)}}},
+		{name: "no rooms", p: Broadcast{BroadcastParams: client.BroadcastParams{Connections: 50, RoomSize: 100, Rate: 10, Duration: units.Duration(time.Second)}}, field: "rooms", want: "give rooms"},
+		{name: "both disagree", p: Broadcast{BroadcastParams: client.BroadcastParams{Rooms: 3, Connections: 200, RoomSize: 100, Rate: 10, Duration: units.Duration(time.Second)}}, field: "connections", want: "rooms × room_size = 300"},
+		{name: "publishers", p: Broadcast{BroadcastParams: client.BroadcastParams{Rooms: 1, RoomSize: 4, Publishers: 5, Rate: 10, Duration: units.Duration(time.Second)}}, field: "publishers", want: "<= room_size (4)"},
+		{name: "slow fraction", p: Broadcast{BroadcastParams: client.BroadcastParams{Rooms: 1, RoomSize: 10, Rate: 10, Duration: units.Duration(time.Second), Slow: &client.BroadcastSlow{Fraction: 1, ReadPause: units.Duration(time.Second)}}}, field: "slow.fraction", want: "(0, 1)"},
+		{name: "slow pause", p: Broadcast{BroadcastParams: client.BroadcastParams{Rooms: 1, RoomSize: 10, Rate: 10, Duration: units.Duration(time.Second), Slow: &client.BroadcastSlow{Fraction: 0.1}}}, field: "slow.read_pause", want: "> 0"},
+		{name: "slow publishers", p: Broadcast{BroadcastParams: client.BroadcastParams{Rooms: 1, RoomSize: 10, Publishers: 3, Rate: 10, Duration: units.Duration(time.Second), Slow: &client.BroadcastSlow{Fraction: 0.8, ReadPause: units.Duration(time.Second)}}}, field: "slow.fraction", want: "no room for 3 publishers"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := tc.p
@@ -52,7 +52,7 @@ func TestBroadcastValidate(t *testing.T) {
 // TestBroadcastMetrics: lost, slow_lost and the fanout come from the
 // result as documented; the verdict says what the server did.
 func TestBroadcastMetrics(t *testing.T) {
-	q := &client.BroadcastParams{Rooms: 1, RoomSize: 4, Publishers: 1, Include: true, Slow: 0.25, ReadPause: time.Second}
+	q := &client.BroadcastParams{Rooms: 1, RoomSize: 4, Publishers: 1, IncludeSender: new(true), Slow: &client.BroadcastSlow{Fraction: 0.25, ReadPause: units.Duration(time.Second)}}
 	r := client.BroadcastResult{Published: 10, Late: 2, Deliveries: 40, Delivered: 37, SlowDeliveries: 10, SlowDelivered: 8, Slow: 1,
 		Latency: client.NewHist(), SlowLatency: client.NewHist(),
 		Fanout: client.FanoutTable{Stride: 1, PerPub: 2, Max: []int64{int64(time.Millisecond), int64(3 * time.Millisecond)}, Count: []int32{3, 2}}}
@@ -92,7 +92,7 @@ func TestBroadcastMetrics(t *testing.T) {
 // TestBroadcastNoFanout: an echo server (the wrong path) sends each
 // message back to its publisher only; the warning says where to look.
 func TestBroadcastNoFanout(t *testing.T) {
-	q := &client.BroadcastParams{Rooms: 2, RoomSize: 10, Publishers: 1, Include: true}
+	q := &client.BroadcastParams{Rooms: 2, RoomSize: 10, Publishers: 1, IncludeSender: new(true)}
 	r := client.BroadcastResult{Published: 20, Deliveries: 200, Delivered: 20, Latency: client.NewHist(), SlowLatency: client.NewHist()}
 	w := strings.Join(BroadcastWarnings(r, q), "\n")
 	if !strings.Contains(w, "does the server fan out? A preset does on path /broadcast") {
@@ -105,19 +105,19 @@ func TestBroadcastNoFanout(t *testing.T) {
 }
 
 // TestBroadcastSlack: the plan's slack reaches the client's publishers
-// (clientSlack, TestClientSlack), and a negative one is a load error.
+// (client.slackOf), and a negative one is a load error.
 func TestBroadcastSlack(t *testing.T) {
 	ms := units.Duration(time.Millisecond)
-	p := Broadcast{Rooms: 1, RoomSize: 2, Rate: 10, Duration: units.Duration(time.Second), Slack: &ms}
+	p := Broadcast{BroadcastParams: client.BroadcastParams{Rooms: 1, RoomSize: 2, Rate: 10, Duration: units.Duration(time.Second), Slack: &ms}}
 	Defaults(&p, Context{})
 	if errs := Check(&p, Context{}); len(errs) > 0 {
 		t.Fatalf("slack 1ms: errors %v", errs)
 	}
-	if got := p.params(client.BroadcastRun).Slack; got != time.Millisecond {
+	if got := p.params(client.BroadcastRun).Slack; got == nil || *got != ms {
 		t.Errorf("slack 1ms: client gets %v", got)
 	}
 	neg := units.Duration(-time.Millisecond)
-	p = Broadcast{Rooms: 1, RoomSize: 2, Rate: 10, Duration: units.Duration(time.Second), Slack: &neg}
+	p = Broadcast{BroadcastParams: client.BroadcastParams{Rooms: 1, RoomSize: 2, Rate: 10, Duration: units.Duration(time.Second), Slack: &neg}}
 	Defaults(&p, Context{})
 	if errs := Check(&p, Context{}); len(errs) != 1 || errs[0].Field != "slack" {
 		t.Errorf("slack -1ms: errors %v, want one on slack", errs)

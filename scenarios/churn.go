@@ -7,7 +7,6 @@ import (
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
-	"github.com/wsplan/wsplan/internal/units"
 )
 
 // The churn phase's metrics of its own; the handshake latency is the
@@ -49,17 +48,7 @@ const churnLeakPer100k = 512 << 20
 // reset, the server's cleanup (its RSS and fds per 100,000 cycles, a
 // soak).
 type Churn struct {
-	Duration     units.Duration `yaml:"duration" required:"true" min:"1ns" doc:"how long connections close and reopen"`
-	Rate         float64        `yaml:"rate" min:"0" doc:"cycles (a connection closed and its replacement dialled) per second over every connection; give one of rate, fraction and lifetime"`
-	Fraction     float64        `yaml:"fraction" min:"0" doc:"share of the open connections cycled per second (0.1 = a tenth of them per second); give one of rate, fraction and lifetime"`
-	Lifetime     units.Duration `yaml:"lifetime" min:"0s" doc:"mean lifetime of a connection: each closes when its own life ends and its replacement draws a new one; give one of rate, fraction and lifetime"`
-	LifetimeDist string         `yaml:"lifetime_dist" default:"exponential" doc:"how lifetimes are drawn: exponential (closes arrive as a Poisson process), uniform (in [0, 2 × lifetime]) or fixed"`
-	Close        string         `yaml:"close" default:"clean" doc:"how the client closes: clean (close frame, the server's close frame, then TCP close), reset (SO_LINGER 0: a TCP reset), or mixed (half and half at random)"`
-	Ping         units.Duration `yaml:"ping" default:"0s" min:"0s" doc:"every open connection pings every ping (spread over the interval) while others churn; 0 = idle"`
-	Timeout      units.Duration `yaml:"timeout" default:"5s" min:"1ns" doc:"time allowed for one handshake attempt of a replacement"`
-	Retries      int            `yaml:"retries" default:"0" min:"0" doc:"extra attempts per replacement (retried attempts are counted)"`
-	CloseTimeout units.Duration `yaml:"close_timeout" default:"5s" min:"1ns" doc:"how long a clean close waits for the server's close frame before it closes TCP anyway"`
-	Seed         uint64         `yaml:"seed" doc:"seed of the picks (which connection, which close, lifetimes), for repeatable runs; default: random"`
+	client.ChurnParams `yaml:",inline"`
 }
 
 func init() {
@@ -155,17 +144,16 @@ func (p *Churn) Run(ctx context.Context, env *Env) (Outcome, error) {
 	if conns <= 0 {
 		return Outcome{}, fmt.Errorf("no open connections")
 	}
-	q := &client.ChurnParams{Duration: p.Duration.D(), Rate: p.Rate, Lifetime: p.Lifetime.D(), LifetimeDist: p.LifetimeDist,
-		Close: p.Close, Ping: p.Ping.D(), Timeout: p.Timeout.D(), Retries: p.Retries, CloseTimeout: p.CloseTimeout.D(), Seed: p.Seed}
+	q := p.ChurnParams
 	target := p.Rate
 	switch {
 	case p.Fraction > 0:
-		q.Rate = p.Fraction * float64(conns)
+		q.Rate, q.Fraction = p.Fraction*float64(conns), 0
 		target = q.Rate
 	case p.Lifetime > 0:
 		target = float64(conns) / p.Lifetime.D().Seconds()
 	}
-	r, err := run[client.ChurnResult](ctx, env, q)
+	r, err := run[client.ChurnResult](ctx, env, &q)
 	if r == nil {
 		return Outcome{}, err
 	}

@@ -31,7 +31,7 @@ func (d *churnDriver) Conns() int { return 200 }
 // with their reasons.
 func TestChurnPhase(t *testing.T) {
 	ctx := Context{Conns: 200}
-	p := &Churn{Duration: units.Duration(10 * time.Second), Fraction: 0.5}
+	p := &Churn{ChurnParams: client.ChurnParams{Duration: units.Duration(10 * time.Second), Fraction: 0.5}}
 	Defaults(p, ctx)
 	if errs := Check(p, ctx); len(errs) != 0 || p.Close != client.CloseClean || p.LifetimeDist != client.LifetimeExponential || p.Timeout.D() != 5*time.Second || p.CloseTimeout.D() != 5*time.Second {
 		t.Fatalf("defaults %+v, errors %v", p, errs)
@@ -45,7 +45,7 @@ func TestChurnPhase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if drv.got.Rate != 100 || drv.got.Close != client.CloseClean || drv.got.Duration != 10*time.Second {
+	if drv.got.Rate != 100 || drv.got.Close != client.CloseClean || drv.got.Duration.D() != 10*time.Second || drv.got.Fraction != 0 {
 		t.Errorf("params %+v: want rate 0.5 × 200 connections", drv.got)
 	}
 	m := out.Metrics
@@ -62,9 +62,9 @@ func TestChurnPhase(t *testing.T) {
 		p    Churn
 		want string
 	}{
-		{Churn{Duration: units.Duration(time.Second)}, "rate: give one of rate"},
-		{Churn{Duration: units.Duration(time.Second), Rate: 1, Lifetime: units.Duration(time.Second)}, "rate: give one of rate"},
-		{Churn{Duration: units.Duration(time.Second), Rate: 1, Close: "slam"}, `close: must be clean, reset or mixed, got "slam"`},
+		{Churn{ChurnParams: client.ChurnParams{Duration: units.Duration(time.Second)}}, "rate: give one of rate"},
+		{Churn{ChurnParams: client.ChurnParams{Duration: units.Duration(time.Second), Rate: 1, Lifetime: units.Duration(time.Second)}}, "rate: give one of rate"},
+		{Churn{ChurnParams: client.ChurnParams{Duration: units.Duration(time.Second), Rate: 1, Close: "slam"}}, `close: must be clean, reset or mixed, got "slam"`},
 	} {
 		q := c.p
 		Defaults(&q, ctx)
@@ -76,7 +76,7 @@ func TestChurnPhase(t *testing.T) {
 			t.Errorf("%+v: %q, want %q", c.p, got, c.want)
 		}
 	}
-	lone := &Churn{Duration: units.Duration(time.Second), Rate: 1}
+	lone := &Churn{ChurnParams: client.ChurnParams{Duration: units.Duration(time.Second), Rate: 1}}
 	Defaults(lone, Context{})
 	if errs := Check(lone, Context{}); len(errs) != 1 || !strings.Contains(errs[0].Msg, "connect phase") {
 		t.Errorf("no open connections: %v", errs)

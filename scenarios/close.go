@@ -6,7 +6,6 @@ import (
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
-	"github.com/wsplan/wsplan/internal/units"
 )
 
 // The close phase's key and the metric only it reports.
@@ -21,9 +20,7 @@ const (
 // arrives. The connections are closed after: the phase ends them, so it
 // comes last, or before a connect phase that opens new ones.
 type Close struct {
-	Connections int            `yaml:"connections" min:"0" doc:"connections to close; default: every open one"`
-	Concurrency int            `yaml:"concurrency" min:"0" doc:"close handshakes in progress at once; default: every connection the phase closes"`
-	Timeout     units.Duration `yaml:"timeout" default:"5s" min:"1ns" max:"120s" doc:"longest wait for the server's close frame; a connection without it by then fails and is dropped"`
+	client.CloseParams `yaml:",inline"`
 }
 
 func init() {
@@ -89,7 +86,9 @@ func (p *Close) Run(ctx context.Context, env *Env) (Outcome, error) {
 		return Outcome{}, fmt.Errorf("no open connections")
 	}
 	conc := min(p.Concurrency, conns)
-	r, err := run[client.CloseResult](ctx, env, &client.CloseParams{Connections: conns, Concurrency: conc, Timeout: p.Timeout.D()})
+	q := p.CloseParams
+	q.Connections, q.Concurrency = conns, conc
+	r, err := run[client.CloseResult](ctx, env, &q)
 	if r == nil {
 		return Outcome{}, err // nothing was measured
 	}

@@ -34,10 +34,6 @@ func TestCloseRun(t *testing.T) {
 	}
 	drv := &closeDriver{res: client.CloseResult{Total: 8, Success: 6, OtherCode: 1, Failed: 2, Used: time.Second, Latency: h,
 		Codes: client.Reasons{"server close 1001": 1}, Errors: client.Reasons{client.ReasonTimeout: 2}}}
-	// The client's default is the tag's.
-	if d, _ := tagDefault(&Close{}, "timeout"); d != units.Duration(client.DefaultCloseTimeout) {
-		t.Errorf("timeout tag default %v, client.DefaultCloseTimeout %v", d, client.DefaultCloseTimeout)
-	}
 	p := &Close{}
 	Defaults(p, Context{Conns: 10})
 	if errs := Check(p, Context{Conns: 10}); len(errs) != 0 || p.Connections != 10 || p.Concurrency != 10 || p.Timeout.D() != 5*time.Second {
@@ -47,7 +43,7 @@ func TestCloseRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if drv.got != (client.CloseParams{Connections: 8, Concurrency: 8, Timeout: 5 * time.Second}) {
+	if drv.got != (client.CloseParams{Connections: 8, Concurrency: 8, Timeout: units.Duration(5 * time.Second)}) {
 		t.Errorf("params %+v", drv.got)
 	}
 	m := out.Metrics
@@ -65,8 +61,8 @@ func TestCloseRun(t *testing.T) {
 		p     *Close
 		field string
 	}{
-		{&Close{Connections: 11}, "connections"},
-		{&Close{Connections: 4, Concurrency: 5}, "concurrency"},
+		{&Close{CloseParams: client.CloseParams{Connections: 11}}, "connections"},
+		{&Close{CloseParams: client.CloseParams{Connections: 4, Concurrency: 5}}, "concurrency"},
 	} {
 		Defaults(c.p, Context{Conns: 10})
 		if errs := Check(c.p, Context{Conns: 10}); len(errs) != 1 || errs[0].Field != c.field {
@@ -89,10 +85,10 @@ func TestCloseServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if r, err := c.Connect(t.Context(), client.ConnectParams{Connections: 40, Concurrency: 20, Timeout: 5 * time.Second}, nil); err != nil || r.Success != 40 {
+	if r, err := c.Connect(t.Context(), client.ConnectParams{Connections: 40, Concurrency: 20, Timeout: units.Duration(5 * time.Second)}, nil); err != nil || r.Success != 40 {
 		t.Fatalf("connect: %+v, %v", r, err)
 	}
-	p := &Close{Connections: 30, Concurrency: 7}
+	p := &Close{CloseParams: client.CloseParams{Connections: 30, Concurrency: 7}}
 	Defaults(p, Context{Conns: 40})
 	out, err := p.Run(t.Context(), &Env{Driver: c, Progress: &client.Progress{}})
 	if err != nil || out.Failed {

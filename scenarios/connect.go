@@ -7,7 +7,6 @@ import (
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
-	"github.com/wsplan/wsplan/internal/units"
 )
 
 // The connect phase's key and the metrics only it reports.
@@ -38,10 +37,7 @@ var connectCPU = CPUFigures{Scale: 1e3, Client: connectClientCPUPerHS, Server: c
 // Connect opens connections to the server and measures handshake latency
 // (TCP connect start to the 101 response).
 type Connect struct {
-	Connections int            `yaml:"connections" required:"true" min:"1" doc:"connections to open"`
-	Concurrency int            `yaml:"concurrency" min:"1" doc:"handshakes in progress at once; default min(1000, connections)"`
-	Timeout     units.Duration `yaml:"timeout" default:"5s" min:"1ns" doc:"time allowed for one attempt"`
-	Retries     int            `yaml:"retries" default:"3" doc:"extra attempts per connection; negative = none"`
+	client.ConnectParams `yaml:",inline"`
 }
 
 func init() {
@@ -124,12 +120,7 @@ func (p *Connect) Validate(Context) []FieldError {
 
 // Run implements Phase.
 func (p *Connect) Run(ctx context.Context, env *Env) (Outcome, error) {
-	r, err := run[client.ConnectResult](ctx, env, &client.ConnectParams{
-		Connections: p.Connections,
-		Concurrency: p.Concurrency,
-		Timeout:     p.Timeout.D(),
-		Retries:     max(p.Retries, 0),
-	})
+	r, err := run[client.ConnectResult](ctx, env, &p.ConnectParams)
 	if r == nil {
 		return Outcome{}, err // nothing was measured
 	}

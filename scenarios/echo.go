@@ -6,7 +6,6 @@ import (
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
-	"github.com/wsplan/wsplan/internal/units"
 )
 
 // echoKind is the echo phase's key; its metrics are the closed loop's
@@ -18,17 +17,7 @@ const echoKind = "echo"
 // sent, until Total echoes were measured. Warmup echoes come first and are
 // not counted.
 type Echo struct {
-	Total       int64          `yaml:"total" required:"true" min:"1" doc:"echoes to measure"`
-	Concurrency int            `yaml:"concurrency" min:"1" doc:"messages in flight, one per connection; default: every open connection"`
-	Payload     *units.Size    `yaml:"payload" default:"1KiB" min:"0" max:"64MiB" doc:"bytes per message; 0 = empty messages"`
-	Warmup      int64          `yaml:"warmup" default:"0" min:"0" doc:"echoes before measuring, not counted"`
-	Text        bool           `yaml:"text" default:"false" doc:"send text frames instead of binary"`
-	Verify      *bool          `yaml:"verify" default:"true" doc:"compare every echoed byte"`
-	Timeout     units.Duration `yaml:"timeout" default:"10s" min:"1ns" max:"120s" doc:"longest wait for one echo"`
-	Deadline    units.Duration `yaml:"deadline" default:"0s" min:"0s" doc:"longest phase; 0 = none"`
-	PayloadKind string         `yaml:"payload_kind" default:"random" doc:"what messages hold: random (incompressible bytes), text (chat-like JSON lines), file"`
-	// File is read at Run (and checked at load).
-	File string `yaml:"file" doc:"with payload_kind: file, the file whose bytes are cycled to the payload size"`
+	client.EchoParams `yaml:",inline"`
 }
 
 func init() {
@@ -106,18 +95,9 @@ func (p *Echo) Run(ctx context.Context, env *Env) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	r, err := run[client.EchoResult](ctx, env, &client.EchoParams{
-		PayloadKind: p.PayloadKind,
-		PayloadFile: file,
-		Total:       p.Total,
-		Concurrency: conc,
-		Payload:     p.Bytes(),
-		Warmup:      p.Warmup,
-		Text:        p.Text,
-		Verify:      p.Verify == nil || *p.Verify,
-		Timeout:     p.Timeout.D(),
-		Deadline:    p.Deadline.D(),
-	})
+	q := p.EchoParams
+	q.Concurrency, q.PayloadFile = conc, file
+	r, err := run[client.EchoResult](ctx, env, &q)
 	if r == nil {
 		return Outcome{}, err // nothing was measured
 	}

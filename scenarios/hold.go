@@ -6,7 +6,6 @@ import (
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
-	"github.com/wsplan/wsplan/internal/units"
 )
 
 // The hold phase's key and the metrics only it reports.
@@ -25,8 +24,7 @@ const (
 // every connection also sends a ping every Ping (spread over the interval)
 // and the pongs are counted.
 type Hold struct {
-	Duration units.Duration `yaml:"duration" required:"true" min:"1ns" doc:"how long to hold every connection open"`
-	Ping     units.Duration `yaml:"ping" default:"0s" min:"0s" hint:"0 = no pings" doc:"ping interval per connection; 0 = idle, no pings"`
+	client.HoldParams `yaml:",inline"`
 }
 
 func init() {
@@ -71,7 +69,7 @@ func (p *Hold) Run(ctx context.Context, env *Env) (Outcome, error) {
 			v[metrics.ServerRSS], v[metrics.MemPerConn] = now.Server, perConn(now.Server-env.Base.Server, conns)
 		}
 	}
-	r, err := run[client.HoldResult](ctx, env, &client.HoldParams{Duration: p.Duration.D(), Ping: p.Ping.D()})
+	r, err := run[client.HoldResult](ctx, env, &p.HoldParams)
 	if r == nil {
 		r = &client.HoldResult{}
 	}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
-	"github.com/wsplan/wsplan/internal/units"
 )
 
 // The pacing figures every paced kind (rate, and through it search;
@@ -40,18 +39,6 @@ func pacedValues(v metrics.Values, slack time.Duration, late client.Hist, wakeup
 		p50, p99, mx = time.Duration(h.ValueAtQuantile(50)), time.Duration(h.ValueAtQuantile(99)), time.Duration(h.Max())
 	}
 	v[metrics.SendLateP50], v[metrics.SendLateP99], v[metrics.SendLateMax] = p50, p99, mx
-}
-
-// clientSlack returns the client's slack for a plan's `slack` key: absent
-// is client.DefaultSlack, 0 is client.NoSlack.
-func clientSlack(d *units.Duration) time.Duration {
-	switch {
-	case d == nil:
-		return client.DefaultSlack
-	case *d == 0:
-		return client.NoSlack
-	}
-	return d.D()
 }
 
 // checkReads validates a plan's `reads` key.

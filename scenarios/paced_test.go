@@ -3,11 +3,8 @@ package scenarios
 import (
 	"fmt"
 	"testing"
-	"time"
 
-	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
-	"github.com/wsplan/wsplan/internal/units"
 )
 
 // checkDeclaredSet checks that v, a kind's own metrics (before the engine
@@ -39,25 +36,6 @@ func checkDeclaredSet(t *testing.T, kind string, v metrics.Values, byRun ...stri
 		}
 		if ok && fmt.Sprintf("%T", x) != fmt.Sprintf("%T", d.Kind.Zero()) {
 			t.Errorf("%s: metric %s is a %T, its kind wants %T", kind, d.Name, x, d.Kind.Zero())
-		}
-	}
-}
-
-// TestClientSlack: a plan's slack reaches the client as every paced kind
-// passes it: absent is the default, 0s is none (a wake-up per message),
-// any other value itself.
-func TestClientSlack(t *testing.T) {
-	d := func(v time.Duration) *units.Duration { u := units.Duration(v); return &u }
-	for _, tc := range []struct {
-		slack *units.Duration
-		want  time.Duration
-	}{
-		{nil, client.DefaultSlack},
-		{d(0), client.NoSlack},
-		{d(time.Millisecond), time.Millisecond},
-	} {
-		if got := clientSlack(tc.slack); got != tc.want {
-			t.Errorf("slack %v: client gets %v, want %v", tc.slack, got, tc.want)
 		}
 	}
 }

@@ -83,6 +83,3 @@ func sizeOr(p any, key string, s *units.Size) int {
 	n, _ := d.(units.Size)
 	return int(n)
 }
-
-// yamlName is a field's YAML key; "" for a field plans cannot set.
-func yamlName(f reflect.StructField) string { return decl.Name(f) }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
-	"github.com/wsplan/wsplan/internal/units"
 )
 
 // pingKind is the ping phase's key; its metrics are the closed loop's
@@ -19,9 +18,7 @@ const pingKind = "ping"
 // pings (its control-frame path and the round trip), apart from any data
 // message's decoding and copying.
 type Ping struct {
-	Total       int64          `yaml:"total" required:"true" min:"1" doc:"pongs to measure"`
-	Concurrency int            `yaml:"concurrency" min:"1" doc:"pings in flight, each on its own connection; default: every open connection"`
-	Timeout     units.Duration `yaml:"timeout" default:"10s" min:"1ns" max:"120s" doc:"longest wait for one pong; a late pong fails and drops its connection"`
+	client.PingParams `yaml:",inline"`
 }
 
 func init() {
@@ -65,7 +62,9 @@ func (p *Ping) Run(ctx context.Context, env *Env) (Outcome, error) {
 	if conc <= 0 {
 		return Outcome{}, fmt.Errorf("no open connections")
 	}
-	r, err := run[client.PingResult](ctx, env, &client.PingParams{Total: p.Total, Concurrency: conc, Timeout: p.Timeout.D()})
+	q := p.PingParams
+	q.Concurrency = conc
+	r, err := run[client.PingResult](ctx, env, &q)
 	if r == nil {
 		return Outcome{}, err // nothing was measured
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // pingDriver answers a ping phase with a canned result.
@@ -28,7 +29,7 @@ func TestPingRun(t *testing.T) {
 		h.RecordValue(v)
 	}
 	drv := &pingDriver{res: client.PingResult{Total: 100, Success: 97, Failed: 3, Used: time.Second, Latency: h, Errors: client.Reasons{client.ReasonTimeout: 3}}}
-	p := &Ping{Total: 100}
+	p := &Ping{PingParams: client.PingParams{Total: 100}}
 	Defaults(p, Context{Conns: 10})
 	if errs := Check(p, Context{Conns: 10}); len(errs) != 0 || p.Concurrency != 10 || p.Timeout.D() != 10*time.Second {
 		t.Fatalf("defaults %+v, errors %v", p, errs)
@@ -37,7 +38,7 @@ func TestPingRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if drv.got != (client.PingParams{Total: 100, Concurrency: 8, Timeout: 10 * time.Second}) {
+	if drv.got != (client.PingParams{Total: 100, Concurrency: 8, Timeout: units.Duration(10 * time.Second)}) {
 		t.Errorf("params %+v", drv.got)
 	}
 	m := out.Metrics
@@ -47,7 +48,7 @@ func TestPingRun(t *testing.T) {
 	if failed, msg, _ := judged(pingKind, p, out, nil); !failed || msg != "3 of 100 pings failed: timeout ×3" || len(out.Warnings) != 1 {
 		t.Errorf("outcome %+v", out)
 	}
-	q := &Ping{Total: 1, Concurrency: 11}
+	q := &Ping{PingParams: client.PingParams{Total: 1, Concurrency: 11}}
 	Defaults(q, Context{Conns: 10})
 	if errs := Check(q, Context{Conns: 10}); len(errs) != 1 || errs[0].Field != "concurrency" {
 		t.Errorf("too much concurrency: %v", errs)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
-	"github.com/wsplan/wsplan/internal/units"
 )
 
 // rateKind is the rate phase's key. Its metrics are the open loop's
@@ -25,27 +24,7 @@ const rateKind = "rate"
 // The fields' docs are their doc tags; a comment adds only what the tag
 // does not say.
 type Rate struct {
-	Duration    units.Duration `yaml:"duration" required:"true" min:"1ns" doc:"sending time"`
-	Rate        units.Rate     `yaml:"rate" required:"true" doc:"messages per connection per second, > 0; fractions allowed"`
-	Payload     *units.Size    `yaml:"payload" default:"1KiB" min:"16" max:"64MiB" hint:"the latency marker: 8-byte sequence number and 8-byte scheduled send time" doc:"bytes per message, the 16-byte latency marker included"`
-	Connections int            `yaml:"connections" min:"0" doc:"connections that send; default: every open one"`
-	Ramp        units.Duration `yaml:"ramp" default:"0s" min:"0s" doc:"time to reach the full rate linearly, at most duration; 0 = none"`
-	Batch       units.Size     `yaml:"batch" default:"16KiB" min:"0" doc:"most bytes per write when several messages are due on a connection"`
-	// MaxInflight's default is client.DefaultMaxInflight(rate).
-	MaxInflight int `yaml:"max_inflight" min:"0" doc:"messages sent and not echoed per connection; default rate × 1 s, in [16, 1000]"`
-	// MaxInflightBytes keeps an overloaded server from making the client
-	// fill the kernel's socket memory.
-	MaxInflightBytes units.Size     `yaml:"max_inflight_bytes" default:"64MiB" min:"0" doc:"payload bytes sent and not echoed over every connection"`
-	Drain            units.Duration `yaml:"drain" default:"2s" min:"0s" doc:"wait for the echoes still due after duration"`
-	// Slack: each message's latency still counts from its own schedule;
-	// send_late_* say how late messages left.
-	Slack       *units.Duration `yaml:"slack" default:"200us" min:"0s" doc:"timer slack: sends due within it share one wake-up (at most this late); 0 = a wake-up per message"`
-	Reads       string          `yaml:"reads" default:"batched" doc:"when the client reads what arrives: batched (it sleeps through arrivals until its next send window, latency ends at the kernel's receive timestamp) or prompt (it wakes for each arrival)"`
-	LateAfter   units.Duration  `yaml:"late_after" default:"1ms" min:"0s" doc:"a message written later than this after its schedule is late"`
-	Verify      *bool           `yaml:"verify" default:"true" doc:"compare every echoed payload byte (the marker is always checked)"`
-	PayloadKind string          `yaml:"payload_kind" default:"random" doc:"what messages hold after the marker: random (incompressible bytes), text (chat-like JSON lines), file"`
-	// File is read at Run (and checked at load).
-	File string `yaml:"file" doc:"with payload_kind: file, the file whose bytes are cycled to the payload size"`
+	client.RateParams `yaml:",inline"`
 }
 
 func init() {
@@ -139,30 +118,15 @@ func (p *Rate) Run(ctx context.Context, env *Env) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	q := &client.RateParams{
-		PayloadKind:      p.PayloadKind,
-		PayloadFile:      file,
-		Duration:         p.Duration.D(),
-		Rate:             float64(p.Rate),
-		Payload:          p.Bytes(),
-		Connections:      conns,
-		Ramp:             p.Ramp.D(),
-		Batch:            int(p.Batch),
-		MaxInflight:      p.MaxInflight,
-		MaxInflightBytes: int64(p.MaxInflightBytes),
-		Drain:            p.Drain.D(),
-		LateAfter:        p.LateAfter.D(),
-		Verify:           p.Verify == nil || *p.Verify,
-		Slack:            clientSlack(p.Slack),
-		Reads:            p.Reads,
-	}
+	q := p.RateParams
+	q.Connections, q.PayloadFile = conns, file
 	start := time.Now()
-	r, err := run[client.RateResult](ctx, env, q)
+	r, err := run[client.RateResult](ctx, env, &q)
 	if r == nil {
 		return Outcome{}, err // nothing was measured
 	}
 	out := Outcome{Metrics: RateMetrics(*r, float64(p.Rate), int64(p.Bytes())), Timeline: Timeline(r.Seconds), Histogram: HistString(r.Latency)}
-	out.Behind, out.Metrics[metrics.Behind] = openLoopBehind(start, *r, q)
+	out.Behind, out.Metrics[metrics.Behind] = openLoopBehind(start, *r, &q)
 	if conns < p.Connections {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("connections lowered from %d to %d: only %d are open", p.Connections, conns, conns))
 	}

@@ -48,7 +48,7 @@ func (f *fakeDriver) Conns() int { return f.conns }
 
 func TestRateValidate(t *testing.T) {
 	valid := func() *Rate {
-		r := &Rate{Duration: units.Duration(10 * time.Second), Rate: 0.5}
+		r := &Rate{RateParams: client.RateParams{Duration: units.Duration(10 * time.Second), Rate: 0.5}}
 		Defaults(r, Context{Conns: 100})
 		return r
 	}
@@ -112,13 +112,13 @@ func TestRateRun(t *testing.T) {
 		Wakeups:  890,
 		SendLate: client.Hist{Histogram: sendLate},
 	}}
-	p := &Rate{Duration: units.Duration(5 * time.Second), Rate: 5, Payload: size(64)}
+	p := &Rate{RateParams: client.RateParams{Duration: units.Duration(5 * time.Second), Rate: 5, RateSend: client.RateSend{Payload: size(64)}}}
 	Defaults(p, Context{Conns: 50}) // 10 of them closed since
 	out, err := p.Run(t.Context(), &Env{Driver: drv})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if drv.rate.Connections != 40 || drv.rate.Rate != 5 || drv.rate.Payload != 64 || !drv.rate.Verify || drv.rate.MaxInflight != 16 || drv.rate.MaxInflightBytes != 64<<20 {
+	if drv.rate.Connections != 40 || drv.rate.Rate != 5 || *drv.rate.Payload != 64 || !*drv.rate.Verify || drv.rate.MaxInflight != 16 || drv.rate.MaxInflightBytes != 64<<20 {
 		t.Errorf("params %+v", drv.rate)
 	}
 	m := out.Metrics
@@ -143,7 +143,7 @@ func TestRateRun(t *testing.T) {
 	if !near(m.Dur("send_late_p50"), 20*time.Microsecond) || !near(m.Dur("send_late_p99"), 3*time.Millisecond) || !near(m.Dur("send_late_max"), 3*time.Millisecond) {
 		t.Errorf("send_late p50 %v p99 %v max %v, want 20µs, 3ms, 3ms", m.Dur("send_late_p50"), m.Dur("send_late_p99"), m.Dur("send_late_max"))
 	}
-	if drv.rate.Slack != client.DefaultSlack {
+	if drv.rate.Slack.D() != client.DefaultSlack {
 		t.Errorf("slack passed %v, want the default %v", drv.rate.Slack, client.DefaultSlack)
 	}
 	if !near(m.Dur("p99"), 100*time.Millisecond) || !near(m.Dur("p50"), 2*time.Millisecond) {
@@ -173,7 +173,7 @@ func TestRateRunClean(t *testing.T) {
 	drv := &fakeDriver{conns: 10, connsNext: -1, rateRes: client.RateResult{
 		Conns: 10, Scheduled: 100, Sent: 100, Recv: 100, Used: time.Second, Latency: client.NewHist(),
 	}}
-	p := &Rate{Duration: units.Duration(time.Second), Rate: 10}
+	p := &Rate{RateParams: client.RateParams{Duration: units.Duration(time.Second), Rate: 10}}
 	Defaults(p, Context{Conns: 10})
 	out, err := p.Run(t.Context(), &Env{Driver: drv})
 	if err != nil || out.Failed || len(out.AllWarnings(nil)) != 0 {
@@ -194,12 +194,12 @@ func TestHoldRun(t *testing.T) {
 		warnings []string
 		pings    int64
 	}{
-		{"idle", Hold{Duration: units.Duration(time.Second)}, client.HoldResult{Conns: 10, Alive: 10, Used: time.Second}, 10, "", nil, 0},
-		{"pings answered", Hold{Duration: units.Duration(time.Second), Ping: units.Duration(100 * time.Millisecond)},
+		{"idle", Hold{HoldParams: client.HoldParams{Duration: units.Duration(time.Second)}}, client.HoldResult{Conns: 10, Alive: 10, Used: time.Second}, 10, "", nil, 0},
+		{"pings answered", Hold{HoldParams: client.HoldParams{Duration: units.Duration(time.Second), Ping: units.Duration(100 * time.Millisecond)}},
 			client.HoldResult{Conns: 10, Alive: 10, Pings: 100, Pongs: 100, Used: time.Second}, 10, "", nil, 100},
-		{"pongs missing", Hold{Duration: units.Duration(time.Second), Ping: units.Duration(100 * time.Millisecond)},
+		{"pongs missing", Hold{HoldParams: client.HoldParams{Duration: units.Duration(time.Second), Ping: units.Duration(100 * time.Millisecond)}},
 			client.HoldResult{Conns: 10, Alive: 10, Pings: 100, Pongs: 90, Used: time.Second}, 10, "10 of 100 pings got no pong", nil, 100},
-		{"drops", Hold{Duration: units.Duration(time.Second)},
+		{"drops", Hold{HoldParams: client.HoldParams{Duration: units.Duration(time.Second)}},
 			client.HoldResult{Conns: 10, Alive: 7, Used: time.Second, Errors: client.Reasons{"eof": 3}}, 7, "3 of 10 connections dropped while held: eof ×3", nil, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -209,7 +209,7 @@ func TestHoldRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if drv.hold.Duration != time.Second || drv.hold.Ping != tt.hold.Ping.D() {
+			if drv.hold != tt.hold.HoldParams {
 				t.Errorf("params %+v", drv.hold)
 			}
 			m := out.Metrics
@@ -225,7 +225,7 @@ func TestHoldRun(t *testing.T) {
 			}
 		})
 	}
-	if errs := Check(&Hold{Duration: units.Duration(time.Second), Ping: -1}, Context{Conns: 1}); len(errs) != 1 || errs[0].Field != "ping" {
+	if errs := Check(&Hold{HoldParams: client.HoldParams{Duration: units.Duration(time.Second), Ping: -1}}, Context{Conns: 1}); len(errs) != 1 || errs[0].Field != "ping" {
 		t.Errorf("negative ping: %v", errs)
 	}
 }
@@ -246,7 +246,7 @@ func TestRateRunInterrupted(t *testing.T) {
 	drv := &fakeDriver{conns: 10, connsNext: -1, rateErr: context.Canceled, rateRes: client.RateResult{
 		Conns: 10, Scheduled: 50, Sent: 50, Recv: 48, Used: 500 * time.Millisecond, Latency: client.NewHist(), Stopped: client.StopCanceled,
 	}}
-	p := &Rate{Duration: units.Duration(time.Second), Rate: 10}
+	p := &Rate{RateParams: client.RateParams{Duration: units.Duration(time.Second), Rate: 10}}
 	Defaults(p, Context{Conns: 10})
 	out, err := p.Run(t.Context(), &Env{Driver: drv})
 	if err != context.Canceled || out.Metrics.Int("sent") != 50 || out.Metrics.Int("lost") != 2 {
@@ -302,7 +302,7 @@ func TestRateShortfallSide(t *testing.T) {
 	drv := &fakeDriver{conns: 10, connsNext: -1, rateRes: client.RateResult{
 		Conns: 10, Scheduled: 100, Sent: 50, Recv: 50, Used: time.Second, Latency: client.NewHist(),
 	}}
-	p := &Rate{Duration: units.Duration(time.Second), Rate: 10, Connections: 20}
+	p := &Rate{RateParams: client.RateParams{Duration: units.Duration(time.Second), Rate: 10, Connections: 20}}
 	Defaults(p, Context{Conns: 10})
 	out, err := p.Run(t.Context(), &Env{Driver: drv})
 	if err != nil {

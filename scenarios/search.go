@@ -10,6 +10,7 @@ import (
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/vm"
 
+	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/exprlimit"
 	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/units"
@@ -74,18 +75,8 @@ type Search struct {
 	Tolerance    float64        `yaml:"tolerance" default:"0.05" min:"0.001" max:"1" doc:"bisection ends when first failing − last passing ≤ tolerance × last passing"`
 	Rate         units.Rate     `yaml:"rate" doc:"vary: connections: messages per connection per second (required there; unused with vary: rate)"`
 	Connections  int            `yaml:"connections" min:"0" doc:"vary: rate: connections that send; default: every open one"`
-	// Payload to Reads are the rate phase's keys, passed to every step.
-	Payload          *units.Size     `yaml:"payload" default:"1KiB" min:"16" max:"64MiB" hint:"the latency marker: 8-byte sequence number and 8-byte scheduled send time" doc:"bytes per message, the 16-byte latency marker included"`
-	Batch            units.Size      `yaml:"batch" default:"16KiB" min:"0" doc:"most bytes per write when several messages are due on a connection"`
-	MaxInflight      int             `yaml:"max_inflight" min:"0" doc:"messages sent and not echoed per connection; default each step's rate per connection × 1 s, in [16, 1000]"`
-	MaxInflightBytes units.Size      `yaml:"max_inflight_bytes" default:"64MiB" min:"0" doc:"payload bytes sent and not echoed over every connection"`
-	Drain            units.Duration  `yaml:"drain" default:"2s" min:"0s" doc:"wait for the echoes still due after each step"`
-	LateAfter        units.Duration  `yaml:"late_after" default:"1ms" min:"0s" doc:"a message written later than this after its schedule is late"`
-	Verify           *bool           `yaml:"verify" default:"true" doc:"compare every echoed payload byte (the marker is always checked)"`
-	Slack            *units.Duration `yaml:"slack" default:"200us" min:"0s" doc:"timer slack: sends due within it share one wake-up (at most this late); 0 = a wake-up per message"`
-	PayloadKind      string          `yaml:"payload_kind" default:"random" doc:"what messages hold after the marker: random (incompressible bytes), text (chat-like JSON lines), file"`
-	File             string          `yaml:"file" doc:"with payload_kind: file, the file whose bytes are cycled to the payload size"`
-	Reads            string          `yaml:"reads" default:"batched" doc:"when the client reads what arrives: batched (it sleeps through arrivals until its next send window, latency ends at the kernel's receive timestamp) or prompt (it wakes for each arrival)"`
+	// The rate phase's keys of how it sends, passed to every step.
+	client.RateSend `yaml:",inline"`
 
 	open int         // connections open before the phase (Defaults)
 	slo  *vm.Program // compiled by Validate

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/decl"
 	"github.com/wsplan/wsplan/internal/exprlimit"
 	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/result"
@@ -248,20 +249,11 @@ func (s *searcher) prepare(ctx context.Context, x float64) (*step, error) {
 		return nil, nil
 	}
 	st.params = client.RateParams{
-		Duration:         p.Settle.D(),
-		Rate:             st.perConn,
-		Payload:          p.Bytes(),
-		Connections:      conns,
-		Batch:            int(p.Batch),
-		MaxInflight:      p.MaxInflight,
-		MaxInflightBytes: int64(p.MaxInflightBytes),
-		Drain:            p.Drain.D(),
-		LateAfter:        p.LateAfter.D(),
-		Verify:           p.Verify == nil || *p.Verify,
-		Slack:            clientSlack(p.Slack),
-		Reads:            p.Reads,
-		PayloadKind:      p.PayloadKind,
-		PayloadFile:      s.file,
+		Duration:    p.Settle,
+		Rate:        units.Rate(st.perConn),
+		Connections: conns,
+		RateSend:    p.RateSend,
+		PayloadFile: s.file,
 	}
 	return st, nil
 }
@@ -277,7 +269,7 @@ func (s *searcher) sample(ctx context.Context, st *step) (*client.RateResult, me
 			return nil, nil, err
 		}
 	}
-	st.params.Duration = s.p.StepDuration.D()
+	st.params.Duration = s.p.StepDuration
 	if conns, open := st.params.Connections, env.Driver.Conns(); open < conns {
 		// Connections were lost while settling: measure what is left,
 		// and the step cannot pass.
@@ -289,7 +281,7 @@ func (s *searcher) sample(ctx context.Context, st *step) (*client.RateResult, me
 		st.params.Connections = open
 		if s.p.Vary == VaryRate {
 			st.perConn = st.x / float64(open) // the step's target stays
-			st.params.Rate = st.perConn
+			st.params.Rate = units.Rate(st.perConn)
 		}
 	}
 	var stop func(metrics.Values, *Efficiency, []Span) string
@@ -364,12 +356,9 @@ func (s *searcher) judge(st *step, r *client.RateResult, m metrics.Values, bisec
 // open opens n more connections for a vary: connections step, with the
 // connect phase's defaults; failures show as the step's shortfall.
 func (s *searcher) open(ctx context.Context, n int) error {
-	_, err := run[client.ConnectResult](ctx, s.env, &client.ConnectParams{
-		Connections: n,
-		Concurrency: min(DefaultConnectConcurrency, n),
-		Timeout:     openTimeout,
-		Retries:     openRetries,
-	})
+	q := &client.ConnectParams{Connections: n, Concurrency: openConcurrency(n)}
+	decl.Defaults(q)
+	_, err := run[client.ConnectResult](ctx, s.env, q)
 	return err
 }
 

@@ -59,11 +59,10 @@ func search(t *testing.T, srv *slowServer) scenarios.Outcome {
 		}
 	}()
 	env := &scenarios.Env{Driver: c, Progress: &client.Progress{}}
-	if r, err := c.Connect(t.Context(), client.ConnectParams{Connections: 50, Concurrency: 50, Timeout: 5 * time.Second}, env.Progress); err != nil || r.Success != 50 {
+	if r, err := c.Connect(t.Context(), client.ConnectParams{Connections: 50, Concurrency: 50, Timeout: units.Duration(5 * time.Second)}, env.Progress); err != nil || r.Success != 50 {
 		t.Fatalf("connect: %+v %v", r, err)
 	}
-	s := &scenarios.Search{Start: 250, Max: 4000, Tolerance: 0.25, SLO: `p99 < duration("250ms") && lost == 0`,
-		StepDuration: units.Duration(time.Second), Settle: units.Duration(200 * time.Millisecond), Drain: units.Duration(time.Second)}
+	s := &scenarios.Search{Start: 250, Max: 4000, Tolerance: 0.25, SLO: `p99 < duration("250ms") && lost == 0`, StepDuration: units.Duration(time.Second), Settle: units.Duration(200 * time.Millisecond), RateSend: client.RateSend{Drain: units.Duration(time.Second)}}
 	ctx := scenarios.Context{Conns: 50}
 	scenarios.Defaults(s, ctx)
 	if errs := scenarios.Check(s, ctx); len(errs) != 0 {

@@ -31,17 +31,17 @@ type searchDriver struct {
 func (d *searchDriver) Run(_ context.Context, p client.Params, _ *client.Progress) (client.Result, error) {
 	switch q := p.(type) {
 	case *client.RateParams:
-		target := q.Rate * float64(q.Connections)
+		target := float64(q.Rate) * float64(q.Connections)
 		d.last = target
 		d.targets = append(d.targets, target)
-		n := int64(math.Round(target * q.Duration.Seconds()))
+		n := int64(math.Round(target * q.Duration.D().Seconds()))
 		lat := client.NewHistogram()
 		v := time.Millisecond
 		if target > d.capacity {
 			v = 100 * time.Millisecond
 		}
 		lat.RecordValues(int64(v), max(n, 1))
-		return &client.RateResult{Conns: q.Connections, Scheduled: n, Sent: n, Recv: n, Used: q.Duration, Latency: client.Hist{Histogram: lat}}, nil
+		return &client.RateResult{Conns: q.Connections, Scheduled: n, Sent: n, Recv: n, Used: q.Duration.D(), Latency: client.Hist{Histogram: lat}}, nil
 	case *client.ConnectParams:
 		d.connects = append(d.connects, q.Connections)
 		d.conns += q.Connections
@@ -430,14 +430,18 @@ func TestSearchConnectionsLostWhileSettling(t *testing.T) {
 // pacingDriver records the pacing each rate run was given.
 type pacingDriver struct {
 	searchDriver
-	slack []time.Duration
+	slack []units.Duration // as declared; absent = the tag default
 	reads []string
 	kinds []string
 }
 
 func (d *pacingDriver) Run(ctx context.Context, p client.Params, pr *client.Progress) (client.Result, error) {
 	if q, ok := p.(*client.RateParams); ok {
-		d.slack, d.reads, d.kinds = append(d.slack, q.Slack), append(d.reads, q.Reads), append(d.kinds, q.PayloadKind)
+		slack := must(tagDefault(&Rate{}, "slack")).(units.Duration)
+		if q.Slack != nil {
+			slack = *q.Slack
+		}
+		d.slack, d.reads, d.kinds = append(d.slack, slack), append(d.reads, q.Reads), append(d.kinds, q.PayloadKind)
 	}
 	return d.searchDriver.Run(ctx, p, pr)
 }
@@ -450,8 +454,8 @@ func TestSearchPacing(t *testing.T) {
 	for _, c := range []struct {
 		slack *units.Duration
 		reads string
-		want  time.Duration
-	}{{nil, "", client.DefaultSlack}, {&zero, client.ReadsPrompt, client.NoSlack}} {
+		want  units.Duration
+	}{{nil, "", units.Duration(client.DefaultSlack)}, {&zero, client.ReadsPrompt, 0}} {
 		d := &pacingDriver{searchDriver: searchDriver{conns: 100, capacity: 2500}}
 		s, ctx := validSearch(func(s *Search) { s.Max, s.Slack, s.Reads, s.PayloadKind = 4000, c.slack, c.reads, "text" })
 		if errs := Check(s, ctx); len(errs) != 0 {

@@ -17,17 +17,11 @@ import (
 // these and nothing of another kind's file, so that deleting a kind's files
 // removes only its registration (TestKindFilesApart).
 
-// Opening connections: the defaults of the kinds that open connections of
-// their own (connect, broadcast, search with vary: connections). Connect's
-// and broadcast's timeout and retries tags repeat the last two
-// (TestOpenDefaults ties them).
-const (
-	// DefaultConnectConcurrency bounds the handshakes in progress at once
-	// when a phase does not say: min(1000, connections).
-	DefaultConnectConcurrency = 1000
-	openTimeout               = 5 * time.Second // one handshake attempt
-	openRetries               = 3               // extra attempts per connection
-)
+// DefaultConnectConcurrency bounds the handshakes in progress at once
+// when a phase that opens connections of its own (connect, broadcast,
+// search with vary: connections) does not say: min(1000, connections).
+// Their timeout and retries are client.ConnectParams' tag defaults.
+const DefaultConnectConcurrency = 1000
 
 // openConcurrency is the handshakes in progress at once for n connections
 // when the phase does not say.

@@ -286,10 +286,10 @@ func TestMultiHostNetns(t *testing.T) {
 			p    scenarios.Phase
 			ctx  scenarios.Context
 		}{
-			{"connect", &scenarios.Connect{Connections: 18000, Concurrency: 400}, scenarios.Context{}},
-			{"hold", &scenarios.Hold{Duration: units.Duration(2 * time.Second)}, scenarios.Context{Conns: 18000}},
-			{"echo", &scenarios.Echo{Total: 36000, Concurrency: 2000, Payload: &pay}, scenarios.Context{Conns: 18000}},
-			{"rate", &scenarios.Rate{Duration: units.Duration(3 * time.Second), Rate: units.Rate(0.2), Payload: &pay}, scenarios.Context{Conns: 18000}},
+			{"connect", &scenarios.Connect{ConnectParams: client.ConnectParams{Connections: 18000, Concurrency: 400}}, scenarios.Context{}},
+			{"hold", &scenarios.Hold{HoldParams: client.HoldParams{Duration: units.Duration(2 * time.Second)}}, scenarios.Context{Conns: 18000}},
+			{"echo", &scenarios.Echo{EchoParams: client.EchoParams{Total: 36000, Concurrency: 2000, Payload: &pay}}, scenarios.Context{Conns: 18000}},
+			{"rate", &scenarios.Rate{RateParams: client.RateParams{Duration: units.Duration(3 * time.Second), Rate: units.Rate(0.2), RateSend: client.RateSend{Payload: &pay}}}, scenarios.Context{Conns: 18000}},
 		}
 		for _, ph := range phases {
 			scenarios.Defaults(ph.p, ph.ctx)
@@ -321,14 +321,14 @@ func TestMultiHostNetns(t *testing.T) {
 		g := dialRemote(t, remote, target, certs, idleExit, nsDialer(t, h.orch))
 		defer g.Close()
 		env := &scenarios.Env{Driver: g}
-		runPhase(t, env, &scenarios.Connect{Connections: 4000, Concurrency: 200}, scenarios.Context{})
+		runPhase(t, env, &scenarios.Connect{ConnectParams: client.ConnectParams{Connections: 4000, Concurrency: 200}}, scenarios.Context{})
 		time.AfterFunc(time.Second, func() {
 			if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Error(err)
 			}
 		})
 		pay := units.Size(64)
-		p := &scenarios.Rate{Duration: units.Duration(20 * time.Second), Rate: units.Rate(1), Payload: &pay}
+		p := &scenarios.Rate{RateParams: client.RateParams{Duration: units.Duration(20 * time.Second), Rate: units.Rate(1), RateSend: client.RateSend{Payload: &pay}}}
 		scenarios.Defaults(p, scenarios.Context{Conns: 4000})
 		t0 := time.Now()
 		out, err := p.Run(t.Context(), env)
@@ -488,10 +488,10 @@ func TestNetnsOrchestratorChild(t *testing.T) {
 	g := dialRemote(t, f[:2], f[2], f[3], idle, nil)
 	defer g.Close()
 	env := &scenarios.Env{Driver: g}
-	runPhase(t, env, &scenarios.Connect{Connections: 4000, Concurrency: 200}, scenarios.Context{})
+	runPhase(t, env, &scenarios.Connect{ConnectParams: client.ConnectParams{Connections: 4000, Concurrency: 200}}, scenarios.Context{})
 	fmt.Println(childStarted)
 	pay := units.Size(64)
-	runPhase(t, env, &scenarios.Rate{Duration: units.Duration(60 * time.Second), Rate: units.Rate(1), Payload: &pay}, scenarios.Context{Conns: 4000})
+	runPhase(t, env, &scenarios.Rate{RateParams: client.RateParams{Duration: units.Duration(60 * time.Second), Rate: units.Rate(1), RateSend: client.RateSend{Payload: &pay}}}, scenarios.Context{Conns: 4000})
 }
 
 // dialRemote reaches the two shards (retrying while they start).

@@ -3,7 +3,6 @@ package client
 import (
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/proto"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 func init() {
@@ -43,50 +43,71 @@ const (
 // the room; all little-endian.
 const BroadcastMarkerLen = 24
 
-// Broadcast defaults and bounds.
+// Broadcast bounds.
 const (
-	// DefaultBroadcastDrain is BroadcastParams.Drain when 0.
-	DefaultBroadcastDrain = 2 * time.Second
 	// MaxFanoutTracked bounds the messages whose last delivery is tracked
 	// (12 bytes each per event loop); beyond it every k-th message of a
 	// publisher is tracked (FanoutTable.Stride).
 	MaxFanoutTracked = 1 << 20
 )
 
-// BroadcastParams configure one step of a broadcast phase.
+// BroadcastParams configure one step of a broadcast phase. They are the
+// phase's plan keys too (scenarios.Broadcast holds them inline), declared
+// once in their tags; the scenario sets Step, Split sets First and Count.
 type BroadcastParams struct {
-	Step       string        `json:"step"`        // BroadcastOpen, BroadcastRun or BroadcastClose
-	Rooms      int           `json:"rooms"`       // > 0
-	RoomSize   int           `json:"room_size"`   // subscribers per room (publishers included), > 0
-	Publishers int           `json:"publishers"`  // per room, in [1, RoomSize]
-	Rate       float64       `json:"rate"`        // messages per publisher per second, > 0
-	Duration   time.Duration `json:"duration"`    // publishing time, > 0
-	Payload    int           `json:"payload"`     // bytes per message, >= BroadcastMarkerLen
-	Drain      time.Duration `json:"drain"`       // wait after Duration for deliveries still due; 0 = DefaultBroadcastDrain
-	LateAfter  time.Duration `json:"late_after"`  // a message published later than this after its time is late; 0 = DefaultLateAfter
-	Verify     bool          `json:"verify"`      // compare every delivered byte after the marker
-	Include    bool          `json:"include"`     // the server sends a message to its publisher too (include_sender)
-	Slow       float64       `json:"slow"`        // fraction of each room's members that are slow subscribers, in [0, 1)
-	ReadPause  time.Duration `json:"read_pause"`  // slow subscribers stop reading for ReadPause, read for ReadPause, and so on
-	SlowRcvBuf int           `json:"slow_rcvbuf"` // SO_RCVBUF of slow subscribers' sockets, bytes; 0 = the kernel's (autotuned)
-	Conc       int           `json:"concurrency"` // open: handshakes in flight
-	Timeout    time.Duration `json:"timeout"`     // open: per attempt
-	Retries    int           `json:"retries"`     // open: extra attempts
-	// Slack is the publishers' timer slack, as RateParams.Slack: after a
-	// wake-up the loop sleeps at least Slack before the next and publishes
-	// every message due by then together, so a message leaves at most
-	// Slack late (BroadcastResult.SendLate says how late they left).
-	// 0 = DefaultSlack; NoSlack = a wake-up per due message.
-	Slack time.Duration `json:"slack"`
-	// Reads is when the loop reads deliveries, as RateParams.Reads; slow
-	// subscribers are always read promptly (their latency is when they
-	// read).
-	Reads string `json:"reads,omitempty"`
+	Step        string `yaml:"-" json:"step"` // BroadcastOpen, BroadcastRun or BroadcastClose
+	Rooms       int    `yaml:"rooms" json:"rooms" min:"0" doc:"rooms; default: connections / room_size"`
+	RoomSize    int    `yaml:"room_size" json:"room_size" required:"true" min:"1" doc:"connections per room, publishers included"`
+	Connections int    `yaml:"connections" json:"-" min:"0" doc:"connections in all (rooms × room_size); give rooms or connections"`
+	Publishers  int    `yaml:"publishers" json:"publishers" default:"1" min:"1" doc:"publishers per room (the room's first members)"`
+	// Rate is a publisher's, on the rate phase's timetable (Pacer).
+	Rate      units.Rate     `yaml:"rate" json:"rate" required:"true" doc:"messages per publisher per second, > 0; fractions allowed"`
+	Duration  units.Duration `yaml:"duration" json:"duration" required:"true" min:"1ns" doc:"publishing time"`
+	Payload   *units.Size    `yaml:"payload" json:"payload" default:"256" min:"24" max:"64MiB" hint:"the marker: number, scheduled time, room and publisher" doc:"bytes per message, the 24-byte marker included"`
+	Drain     units.Duration `yaml:"drain" json:"drain" default:"2s" min:"0s" doc:"wait after duration for deliveries still due"`
+	LateAfter units.Duration `yaml:"late_after" json:"late_after" default:"1ms" min:"0s" doc:"a message published later than this after its schedule is late"`
+	// Slack is the publishers', as RateSend.Slack: each message's latency
+	// still counts from its own schedule; send_late_* say how late
+	// messages left (BroadcastResult.SendLate).
+	Slack *units.Duration `yaml:"slack" json:"slack" default:"200us" min:"0s" doc:"timer slack: sends due within it share one wake-up (at most this late); 0 = a wake-up per message"`
+	// Reads is as RateSend.Reads; slow subscribers are always read
+	// promptly (their latency is when they read).
+	Reads         string         `yaml:"reads" json:"reads,omitempty" default:"batched" doc:"when the client reads what arrives: batched (it sleeps through arrivals until its next send window, latency ends at the kernel's receive timestamp) or prompt (it wakes for each arrival); slow subscribers always read promptly"`
+	IncludeSender *bool          `yaml:"include_sender" json:"include" default:"true" doc:"the server sends a message to its publisher too; false adds include_sender=false to the URL"`
+	Verify        *bool          `yaml:"verify" json:"verify" default:"true" doc:"compare every delivered payload byte (the marker is always checked)"`
+	Slow          *BroadcastSlow `yaml:"slow,flow" json:"slow,omitempty" doc:"slow subscribers: some members stop reading now and then"`
+	// Concurrency, Timeout and Retries are the open step's handshakes, as
+	// ConnectParams' (whose tags' defaults these repeat).
+	Concurrency int            `yaml:"concurrency" json:"concurrency" min:"0" doc:"handshakes in progress at once while opening; default min(1000, connections)"`
+	Timeout     units.Duration `yaml:"timeout" json:"timeout" default:"5s" min:"1ns" doc:"time allowed for one handshake attempt"`
+	Retries     int            `yaml:"retries" json:"retries" default:"3" doc:"extra attempts per connection; negative = none"`
 	// First and Count are this part's subscribers: [First, First+Count);
 	// Count 0 = every one from First on. Split sets them.
-	First int `json:"first"`
-	Count int `json:"count"`
+	First int `yaml:"-" json:"first"`
+	Count int `yaml:"-" json:"count"`
 }
+
+// BroadcastSlow configures slow subscribers: the last round(fraction ×
+// room_size) members of each room (never a publisher) stop reading for
+// read_pause, read for read_pause, and so on while messages are
+// published.
+type BroadcastSlow struct {
+	Fraction  float64        `yaml:"fraction" json:"fraction" doc:"share of each room's members that are slow, in (0, 1)"`
+	ReadPause units.Duration `yaml:"read_pause" json:"read_pause" doc:"how long a slow subscriber stops reading each time, > 0"`
+	RcvBuf    units.Size     `yaml:"rcvbuf" json:"rcvbuf" doc:"SO_RCVBUF of the slow subscribers' sockets; small values move their backlog into the server (on loopback keep it >= 128KiB: below two 64 KiB segments TCP stalls); default: the kernel's (autotuned, megabytes)"`
+}
+
+// slow is the slow subscribers' settings; the zero value without any.
+func (p *BroadcastParams) slow() BroadcastSlow {
+	if p.Slow == nil {
+		return BroadcastSlow{}
+	}
+	return *p.Slow
+}
+
+// include reports whether a publisher receives its own messages
+// (include_sender; Client.Run applied its default).
+func (p *BroadcastParams) include() bool { return p.IncludeSender != nil && *p.IncludeSender }
 
 // BroadcastResult is what a broadcast step measured. Latency runs from a
 // message's scheduled publish time to its complete delivery, on each
@@ -270,20 +291,21 @@ func (r *BroadcastResult) Merge(other Result) {
 
 // SlowPerRoom is how many members of each room are slow subscribers.
 func (p *BroadcastParams) SlowPerRoom() int {
-	return int(math.Round(p.Slow * float64(p.RoomSize)))
+	return int(math.Round(p.slow().Fraction * float64(p.RoomSize)))
 }
 
 // Receivers is how many subscribers of a room receive each message, and
 // how many of them are slow.
 func (p *BroadcastParams) Receivers() (all, slow int) {
 	all = p.RoomSize
-	if !p.Include {
+	if !p.include() {
 		all--
 	}
 	return all, p.SlowPerRoom()
 }
 
-// Validate implements Params.
+// Validate implements Params: the declared bounds, and the relations
+// between keys.
 func (p *BroadcastParams) Validate() error {
 	var errs []error
 	switch p.Step {
@@ -291,54 +313,40 @@ func (p *BroadcastParams) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("step must be open, run or close, got %q", p.Step))
 	}
-	if p.Rooms <= 0 || p.RoomSize <= 0 {
-		errs = append(errs, fmt.Errorf("rooms and room size must be > 0, got %d and %d", p.Rooms, p.RoomSize))
+	if p.Rooms <= 0 {
+		errs = append(errs, fmt.Errorf("rooms must be > 0, got %d", p.Rooms))
 	}
-	if p.Publishers <= 0 || p.Publishers > p.RoomSize {
+	if p.Publishers > p.RoomSize {
 		errs = append(errs, fmt.Errorf("publishers must be in [1, room size %d], got %d", p.RoomSize, p.Publishers))
 	}
-	if !p.Include && p.RoomSize < 2 {
+	if !p.include() && p.RoomSize < 2 {
 		errs = append(errs, fmt.Errorf("without include_sender a room needs at least 2 members, got %d", p.RoomSize))
 	}
-	if !(p.Rate > 0) || math.IsInf(p.Rate, 0) {
+	if !(p.Rate > 0) || math.IsInf(float64(p.Rate), 0) {
 		errs = append(errs, fmt.Errorf("rate must be > 0 messages per second, got %v", p.Rate))
-	}
-	if p.Duration <= 0 {
-		errs = append(errs, fmt.Errorf("duration must be > 0, got %v", p.Duration))
-	}
-	if p.Payload < BroadcastMarkerLen || p.Payload > maxPayload {
-		errs = append(errs, fmt.Errorf("payload must be in [%d, %d] (the first %d bytes carry the marker), got %d", BroadcastMarkerLen, maxPayload, BroadcastMarkerLen, p.Payload))
-	}
-	if p.Drain < 0 || p.LateAfter < 0 {
-		errs = append(errs, fmt.Errorf("drain and late after must be >= 0, got %v and %v", p.Drain, p.LateAfter))
-	}
-	if p.Slack < 0 && p.Slack != NoSlack {
-		errs = append(errs, fmt.Errorf("slack must be >= 0 (or NoSlack), got %v", p.Slack))
 	}
 	if err := CheckReads(p.Reads); err != nil {
 		errs = append(errs, fmt.Errorf("reads %w", err))
 	}
-	if p.Slow < 0 || p.Slow >= 1 {
-		errs = append(errs, fmt.Errorf("slow fraction must be in [0, 1), got %v", p.Slow))
+	s := p.slow()
+	if s.Fraction < 0 || s.Fraction >= 1 {
+		errs = append(errs, fmt.Errorf("slow fraction must be in [0, 1), got %v", s.Fraction))
 	} else if n := p.SlowPerRoom(); n > 0 && n > p.RoomSize-p.Publishers {
 		errs = append(errs, fmt.Errorf("slow subscribers (%d per room) must not include publishers: at most room size - publishers = %d", n, p.RoomSize-p.Publishers))
 	}
-	if p.SlowRcvBuf < 0 {
-		errs = append(errs, fmt.Errorf("slow rcvbuf must be >= 0, got %d", p.SlowRcvBuf))
+	if s.RcvBuf < 0 {
+		errs = append(errs, fmt.Errorf("slow rcvbuf must be >= 0, got %d", s.RcvBuf))
 	}
-	if p.ReadPause < 0 || (p.Slow > 0 && p.ReadPause == 0) {
-		errs = append(errs, fmt.Errorf("read pause must be > 0 with slow subscribers, got %v", p.ReadPause))
+	if s.ReadPause < 0 || (s.Fraction > 0 && s.ReadPause == 0) {
+		errs = append(errs, fmt.Errorf("read pause must be > 0 with slow subscribers, got %v", s.ReadPause))
 	}
-	if p.Step == BroadcastOpen && (p.Conc <= 0 || p.Timeout <= 0 || p.Retries < 0) {
-		errs = append(errs, fmt.Errorf("open: concurrency and timeout must be > 0 and retries >= 0, got %d, %v, %d", p.Conc, p.Timeout, p.Retries))
+	if p.Step == BroadcastOpen && p.Concurrency <= 0 {
+		errs = append(errs, fmt.Errorf("open: concurrency must be > 0, got %d", p.Concurrency))
 	}
 	if n := p.Rooms * p.RoomSize; p.First < 0 || p.Count < 0 || p.First+p.Count > n {
 		errs = append(errs, fmt.Errorf("first %d + count %d must be within the %d subscribers", p.First, p.Count, n))
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("client: broadcast: %w", errors.Join(errs...))
-	}
-	return nil
+	return checkParams(p, errs...)
 }
 
 // count returns how many subscribers this part has.
@@ -361,8 +369,8 @@ func (p *BroadcastParams) Split(weights []int) []Params {
 	for j := 0; j < m; j++ {
 		q := *p
 		q.First, q.Count = first, share(n, m, j)
-		if p.Conc > 0 {
-			q.Conc = max(1, share(p.Conc, m, j))
+		if p.Concurrency > 0 {
+			q.Concurrency = max(1, share(p.Concurrency, m, j))
 		}
 		first += q.Count
 		out[j] = &q
@@ -439,10 +447,10 @@ func (p *BroadcastParams) start(ph *phaseEnv) (*phasePlan, error) {
 	case BroadcastRun:
 		if ph.pr != nil {
 			all, _ := p.Receivers()
-			ph.pr.Total.Store(int64(math.Ceil(p.Rate*p.Duration.Seconds())) * int64(p.Rooms*p.Publishers*all))
+			ph.pr.Total.Store(int64(math.Ceil(float64(p.Rate)*p.Duration.D().Seconds())) * int64(p.Rooms*p.Publishers*all))
 			ph.pr.Done.Store(0)
 		}
-		payload := makePayload(p.Payload, false)
+		payload := makePayload(sizeOf(p.Payload), false)
 		hdr := appendClientHeader(nil, opBinary, len(payload), 0)
 		for i, part := range parts {
 			if part == nil || sets[i] == nil {
@@ -484,9 +492,9 @@ func (l *loop) broadcastOpen(id int64, p *BroadcastParams, set *subscriberSet, p
 		n:       p.Count,
 		first:   int64(p.First),
 		stride:  1,
-		conc:    p.Conc,
+		conc:    p.Concurrency,
 		timeout: int64(p.Timeout),
-		retries: p.Retries,
+		retries: max(p.Retries, 0),
 		pr:      pr,
 		req: func(idx int64, t int) *upgradeRequest {
 			room := idx / int64(p.RoomSize)
@@ -494,7 +502,7 @@ func (l *loop) broadcastOpen(id int64, p *BroadcastParams, set *subscriberSet, p
 			if r, ok := reqs[key]; ok {
 				return r
 			}
-			r := roomRequest(l.cl.targets[t].req, room, p.Include)
+			r := roomRequest(l.cl.targets[t].req, room, p.include())
 			reqs[key] = &r
 			return &r
 		},

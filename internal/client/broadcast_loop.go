@@ -67,6 +67,8 @@ type broadcastRun struct {
 	start, end, stopAt int64
 	epochUnix          int64 // Unix ns of loop clock 0
 	lateAfter          int64
+	readPause          int64 // slow subscribers' pause, ns
+	verify, include    bool  // the params', read once at the start
 	sending            bool
 	pausedNow          bool
 	toggle             int64 // loop clock of the next slow pause or resume
@@ -92,29 +94,23 @@ func (l *loop) broadcastStart(id int64, start time.Time, p *BroadcastParams, set
 		part: BroadcastResult{Latency: NewHist(), SlowLatency: NewHist()}}
 	l.ph = r
 	r.liveLat.start(pr.live(), l.now())
-	r.pacer = Pacer{Rate: p.Rate, Duration: p.Duration}
+	r.pacer = Pacer{Rate: float64(p.Rate), Duration: p.Duration.D()}
+	r.verify, r.include, r.readPause = *p.Verify, p.include(), int64(p.slow().ReadPause)
 	r.flen = len(hdr) + len(payload)
 	if need := max(DefaultRateBatch, r.flen); cap(l.wbuf) < need {
 		l.wbuf = make([]byte, need)
 	}
 	r.start = int64(start.Sub(l.epoch))
 	r.end = r.start + int64(p.Duration)
-	drain := p.Drain
-	if drain == 0 {
-		drain = DefaultBroadcastDrain
-	}
-	r.stopAt = r.end + int64(drain)
+	r.stopAt = r.end + int64(p.Drain)
 	r.lateAfter = int64(p.LateAfter)
-	if r.lateAfter == 0 {
-		r.lateAfter = int64(DefaultLateAfter)
-	}
 	r.epochUnix = l.epoch.UnixNano()
-	r.gate = newPacedWake(p.Slack)
+	r.gate = newPacedWake(slackOf(p.Slack))
 	r.wakes0 = l.wakes
 	all, slow := p.Receivers()
 	r.recv, r.slowRcv = int64(all), int64(slow)
 	totalPubs := p.Rooms * p.Publishers
-	perPub := int64(math.Ceil(p.Rate*p.Duration.Seconds())) + 1
+	perPub := int64(math.Ceil(float64(p.Rate)*p.Duration.D().Seconds())) + 1
 	stride := max(1, (int64(totalPubs)*perPub+MaxFanoutTracked-1)/MaxFanoutTracked)
 	slotsPerPub := (perPub + stride - 1) / stride
 	r.fan = FanoutTable{Stride: stride, PerPub: slotsPerPub, Max: make([]int64, int64(totalPubs)*slotsPerPub), Count: make([]int32, int64(totalPubs)*slotsPerPub)}
@@ -132,7 +128,7 @@ func (l *loop) broadcastStart(id int64, start time.Time, p *BroadcastParams, set
 	r.sending = true
 	r.toggle = math.MaxInt64
 	if slow > 0 {
-		r.toggle = r.start + int64(p.ReadPause)
+		r.toggle = r.start + r.readPause
 	}
 	l.setTick(maxTick)
 	r.pump(l, l.now())
@@ -154,14 +150,14 @@ func (r *broadcastRun) place(set *subscriberSet, slow int) (firstG int) {
 		if c != nil && c.state == stOpen {
 			si = len(r.subs)
 			sub := subscriber{c: c, room: int32(room), member: int32(member), slow: member >= slowFrom, live: true}
-			if sub.slow && p.SlowRcvBuf > 0 {
+			if rcvbuf := int(p.slow().RcvBuf); sub.slow && rcvbuf > 0 {
 				// A small receive buffer moves the backlog of a subscriber
 				// that does not read to the server. Best effort: the run
 				// goes on with the kernel's buffer if it fails.
-				_ = unix.SetsockoptInt(int(c.fd), unix.SOL_SOCKET, unix.SO_RCVBUF, p.SlowRcvBuf)
+				_ = unix.SetsockoptInt(int(c.fd), unix.SOL_SOCKET, unix.SO_RCVBUF, rcvbuf)
 			}
 			for q := range p.Publishers {
-				if q != member || p.Include {
+				if q != member || r.include {
 					sub.want += r.pacer.Total(float64(room*p.Publishers+q) / float64(totalPubs))
 				}
 			}
@@ -233,7 +229,7 @@ func (r *broadcastRun) pump(l *loop, now int64) {
 		if l.ph != r {
 			return
 		}
-		r.toggle += int64(r.p.ReadPause)
+		r.toggle += r.readPause
 	}
 	if !r.sending && (r.got >= r.want || now >= r.stopAt) {
 		r.finish(l, false, now)
@@ -411,7 +407,7 @@ func (r *broadcastRun) onData(l *loop, c *conn, ev *event, now int64) {
 	}
 	if ev.total > int64(len(r.payload)) {
 		s.bad = true
-	} else if r.p.Verify && len(d) > 0 && !bytes.Equal(d, r.payload[pos:ev.total]) {
+	} else if r.verify && len(d) > 0 && !bytes.Equal(d, r.payload[pos:ev.total]) {
 		s.bad = true
 	}
 	if !ev.end {
@@ -457,7 +453,7 @@ func (r *broadcastRun) check(s *subscriber, ev *event) (seq uint64, atUnix int64
 		reason = ReasonPayloadMismatch
 	case room != uint32(s.room) || member >= uint32(r.p.Publishers) || seq > 1<<62:
 		reason = ReasonMarkerMismatch
-	case !r.p.Include && member == uint32(s.member):
+	case !r.include && member == uint32(s.member):
 		reason = ReasonUnexpected
 	}
 	s.bad = false

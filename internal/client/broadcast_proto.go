@@ -36,9 +36,9 @@ type joinRun struct {
 func (l *loop) broadcastJoin(id int64, p *BroadcastParams, set *subscriberSet, pr *Progress) {
 	r := &joinRun{baseRun: baseRun{id}, rp: l.cl.proto.(proto.Rooms), p: p, set: set, pr: pr,
 		waiting: make([][]byte, len(set.conns)), joinAt: make([]int64, len(set.conns)), joins: NewHist()}
-	r.d.init(r, int64(p.Timeout), p.Retries, nil)
+	r.d.init(r, int64(p.Timeout), max(p.Retries, 0), nil)
 	l.ph = r
-	l.setTick(p.Timeout / 10)
+	l.setTick(p.Timeout.D() / 10)
 	r.fill(l)
 }
 
@@ -49,7 +49,7 @@ func (r *joinRun) fill(l *loop) {
 		return
 	}
 	r.filling = true
-	for len(r.d.inflight) < max(r.p.Conc, 1) && r.started < len(r.set.conns) {
+	for len(r.d.inflight) < max(r.p.Concurrency, 1) && r.started < len(r.set.conns) {
 		idx := int64(r.set.first + r.started)
 		r.started++
 		l.dial(&r.d, idx, 0)

@@ -11,7 +11,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wsplan/wsplan/internal/decl"
 	"github.com/wsplan/wsplan/internal/testserver"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // roomServer is a gorilla broadcast server following the /broadcast
@@ -67,8 +69,8 @@ func runBroadcastWith(t *testing.T, c *Client, p BroadcastParams, pr *Progress) 
 }
 
 func TestBroadcast(t *testing.T) {
-	base := BroadcastParams{Rooms: 3, RoomSize: 5, Publishers: 2, Rate: 20, Duration: 500 * time.Millisecond, Payload: 64,
-		Drain: time.Second, Verify: true, Include: true, Conc: 8, Timeout: 5 * time.Second}
+	base := BroadcastParams{Rooms: 3, RoomSize: 5, Publishers: 2, Rate: 20, Duration: units.Duration(500 * time.Millisecond), Payload: new(units.Size(64)),
+		Drain: units.Duration(time.Second), Verify: new(true), IncludeSender: new(true), Concurrency: 8, Timeout: units.Duration(5 * time.Second)}
 	// 3 rooms × 2 publishers × 20/s × 0.5 s = 60 messages.
 	for _, tc := range []struct {
 		name                  string
@@ -78,7 +80,7 @@ func TestBroadcast(t *testing.T) {
 		dup                   bool
 	}{
 		{name: "every delivery", deliveries: 60 * 5, delivered: 60 * 5},
-		{name: "without the sender", change: func(p *BroadcastParams) { p.Include = false }, deliveries: 60 * 4, delivered: 60 * 4},
+		{name: "without the sender", change: func(p *BroadcastParams) { p.IncludeSender = new(false) }, deliveries: 60 * 4, delivered: 60 * 4},
 		{name: "server drops every 10th", dropEvery: 10, deliveries: 300, delivered: 270},
 		{name: "server duplicates every 10th", dupEvery: 10, deliveries: 300, delivered: 300, dup: true},
 		{name: "prompt reads", change: func(p *BroadcastParams) { p.Reads = ReadsPrompt }, deliveries: 300, delivered: 300},
@@ -134,8 +136,8 @@ func TestBroadcastSlow(t *testing.T) {
 	var srv roomServer
 	addr := srv.start(t)
 	c := newClient(t, Options{Targets: []string{addr}, Path: "/broadcast", Loops: 1})
-	p := BroadcastParams{Rooms: 2, RoomSize: 10, Publishers: 1, Rate: 50, Duration: time.Second, Payload: 64,
-		Drain: 2 * time.Second, Include: true, Slow: 0.2, ReadPause: 200 * time.Millisecond, Conc: 8, Timeout: 5 * time.Second}
+	p := BroadcastParams{Rooms: 2, RoomSize: 10, Publishers: 1, Rate: 50, Duration: units.Duration(time.Second), Payload: new(units.Size(64)),
+		Drain: units.Duration(2 * time.Second), IncludeSender: new(true), Slow: &BroadcastSlow{Fraction: 0.2, ReadPause: units.Duration(200 * time.Millisecond)}, Concurrency: 8, Timeout: units.Duration(5 * time.Second)}
 	r := runBroadcast(t, c, p)
 	if r.Slow != 4 || r.SlowDeliveries != r.Published*2 || r.SlowDelivered != r.SlowDeliveries || r.Lost() != 0 {
 		t.Fatalf("slow %d slow deliveries %d delivered %d lost %d", r.Slow, r.SlowDeliveries, r.SlowDelivered, r.Lost())
@@ -149,7 +151,8 @@ func TestBroadcastSlow(t *testing.T) {
 }
 
 func TestBroadcastValidate(t *testing.T) {
-	ok := BroadcastParams{Step: BroadcastRun, Rooms: 2, RoomSize: 10, Publishers: 1, Rate: 1, Duration: time.Second, Payload: 24, Include: true}
+	ok := BroadcastParams{Step: BroadcastRun, Rooms: 2, RoomSize: 10, Publishers: 1, Rate: 1, Duration: units.Duration(time.Second), Payload: new(units.Size(24)), IncludeSender: new(true)}
+	decl.Defaults(&ok)
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("valid params: %v", err)
 	}
@@ -159,11 +162,11 @@ func TestBroadcastValidate(t *testing.T) {
 	}{
 		{func(p *BroadcastParams) { p.Step = "x" }, "step must be"},
 		{func(p *BroadcastParams) { p.Publishers = 11 }, "publishers must be in [1, room size 10]"},
-		{func(p *BroadcastParams) { p.Payload = 23 }, "payload must be in [24,"},
-		{func(p *BroadcastParams) { p.Slow = 0.95 }, "must not include publishers"},
-		{func(p *BroadcastParams) { p.Slow = 0.1 }, "read pause must be > 0"},
+		{func(p *BroadcastParams) { p.Payload = new(units.Size(23)) }, "payload: must be >= 24 (the marker"},
+		{func(p *BroadcastParams) { p.Slow = &BroadcastSlow{Fraction: 0.95} }, "must not include publishers"},
+		{func(p *BroadcastParams) { p.Slow = &BroadcastSlow{Fraction: 0.1} }, "read pause must be > 0"},
 		{func(p *BroadcastParams) { p.First, p.Count = 15, 10 }, "within the 20 subscribers"},
-		{func(p *BroadcastParams) { p.RoomSize, p.Include = 1, false }, "at least 2 members"},
+		{func(p *BroadcastParams) { p.RoomSize, p.IncludeSender = 1, new(false) }, "at least 2 members"},
 	} {
 		p := ok
 		tc.change(&p)
@@ -176,13 +179,13 @@ func TestBroadcastValidate(t *testing.T) {
 // TestBroadcastSplit: the subscribers split in contiguous ranges, alike
 // for every step whatever the weights.
 func TestBroadcastSplit(t *testing.T) {
-	p := BroadcastParams{Rooms: 3, RoomSize: 5, First: 2, Count: 11, Conc: 3}
+	p := BroadcastParams{Rooms: 3, RoomSize: 5, First: 2, Count: 11, Concurrency: 3}
 	parts := p.Split([]int{0, 7, 1})
 	next := 2
 	for i, q := range parts {
 		b := q.(*BroadcastParams)
-		if b.First != next || b.Count == 0 || b.Conc < 1 {
-			t.Fatalf("part %d: first %d count %d conc %d, want first %d", i, b.First, b.Count, b.Conc, next)
+		if b.First != next || b.Count == 0 || b.Concurrency < 1 {
+			t.Fatalf("part %d: first %d count %d conc %d, want first %d", i, b.First, b.Count, b.Concurrency, next)
 		}
 		next += b.Count
 	}
@@ -229,8 +232,10 @@ func TestBroadcastDeliveryAllocs(t *testing.T) {
 	l, c, peer := loopPair(t)
 	defer unix.Close(peer)
 	payload := makePayload(256, false)
-	p := &BroadcastParams{Rooms: 1, RoomSize: 2, Publishers: 1, Rate: 1000, Duration: time.Hour, Payload: 256, Verify: true, Include: true}
+	p := &BroadcastParams{Rooms: 1, RoomSize: 2, Publishers: 1, Rate: 1000, Duration: units.Duration(time.Hour), Payload: new(units.Size(256)), Verify: new(true), IncludeSender: new(true)}
 	set := &subscriberSet{first: 1, conns: []*conn{c}} // member 1: a subscriber only
+	// The tags' defaults, as Client.Run applies them.
+	decl.Defaults(p)
 	l.broadcastStart(1, l.epoch.Add(time.Hour), p, set, appendClientHeader(nil, opBinary, 256, 0), payload, nil)
 	r := l.ph.(*broadcastRun)
 	frames := make([][]byte, 4000)
@@ -257,8 +262,10 @@ func BenchmarkBroadcastDelivery(b *testing.B) {
 	l, c, peer := loopPair(b)
 	defer unix.Close(peer)
 	payload := makePayload(256, false)
-	p := &BroadcastParams{Rooms: 1, RoomSize: 2, Publishers: 1, Rate: 1e6, Duration: time.Hour, Payload: 256, Verify: true, Include: true}
+	p := &BroadcastParams{Rooms: 1, RoomSize: 2, Publishers: 1, Rate: 1e6, Duration: units.Duration(time.Hour), Payload: new(units.Size(256)), Verify: new(true), IncludeSender: new(true)}
 	set := &subscriberSet{first: 1, conns: []*conn{c}}
+	// The tags' defaults, as Client.Run applies them.
+	decl.Defaults(p)
 	l.broadcastStart(1, l.epoch.Add(time.Hour), p, set, appendClientHeader(nil, opBinary, 256, 0), payload, nil)
 	r := l.ph.(*broadcastRun)
 	const n = 1 << 16
@@ -285,8 +292,8 @@ func TestBroadcastCloseDropsSets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := BroadcastParams{Step: BroadcastOpen, Rooms: 1, RoomSize: 3, Publishers: 1, Rate: 1, Duration: time.Second, Payload: 24,
-		Include: true, Conc: 3, Timeout: 5 * time.Second}
+	p := BroadcastParams{Step: BroadcastOpen, Rooms: 1, RoomSize: 3, Publishers: 1, Rate: 1, Duration: units.Duration(time.Second), Payload: new(units.Size(24)),
+		IncludeSender: new(true), Concurrency: 3, Timeout: units.Duration(5 * time.Second)}
 	if _, err := runAs[BroadcastResult](c, t.Context(), &p, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -322,6 +329,18 @@ func TestBroadcastMerge(t *testing.T) {
 	}
 }
 
+// declSlack is the declared slack of a sender's slack: 0 (the default)
+// is none given, NoSlack is 0s.
+func declSlack(d time.Duration) *units.Duration {
+	switch d {
+	case 0:
+		return nil
+	case NoSlack:
+		return new(units.Duration(0))
+	}
+	return new(units.Duration(d))
+}
+
 // bcPublisher starts a run step on a loop whose one connection is member
 // 0 of a room of 2 (the publisher), publishing rate messages per second
 // with slack from t = 0 an hour in the loop clock's future; the test plays
@@ -330,8 +349,10 @@ func bcPublisher(tb testing.TB, rate float64, slack time.Duration) (*loop, *broa
 	tb.Helper()
 	l, c, peer := loopPair(tb)
 	payload := makePayload(256, false)
-	p := &BroadcastParams{Rooms: 1, RoomSize: 2, Publishers: 1, Rate: rate, Duration: time.Hour, Payload: 256, Include: true, Slack: slack}
+	p := &BroadcastParams{Rooms: 1, RoomSize: 2, Publishers: 1, Rate: units.Rate(rate), Duration: units.Duration(time.Hour), Payload: new(units.Size(256)), IncludeSender: new(true), Slack: declSlack(slack)}
 	set := &subscriberSet{first: 0, conns: []*conn{c}}
+	// The tags' defaults, as Client.Run applies them.
+	decl.Defaults(p)
 	l.broadcastStart(1, l.epoch.Add(time.Hour), p, set, appendClientHeader(nil, opBinary, 256, 0), payload, nil)
 	r := l.ph.(*broadcastRun)
 	if r.part.Published != 0 {
@@ -426,12 +447,12 @@ func TestBroadcastSlackWakeups(t *testing.T) {
 	srv := &roomServer{dropEvery: 1}
 	addr := srv.start(t)
 	c := newClient(t, Options{Targets: []string{addr}, Path: "/broadcast", Loops: 1})
-	p := BroadcastParams{Rooms: 50, RoomSize: 2, Publishers: 1, Rate: 400, Duration: 500 * time.Millisecond, Payload: 64,
-		Drain: 10 * time.Millisecond, Conc: 16, Timeout: 5 * time.Second}
+	p := BroadcastParams{Rooms: 50, RoomSize: 2, Publishers: 1, Rate: 400, Duration: units.Duration(500 * time.Millisecond), Payload: new(units.Size(64)),
+		Drain: units.Duration(10 * time.Millisecond), Concurrency: 16, Timeout: units.Duration(5 * time.Second)}
 	const scheduled = 50 * 400 / 2
 	run := func(slack time.Duration) BroadcastResult {
 		q := p
-		q.Slack = slack
+		q.Slack = declSlack(slack)
 		r := runBroadcast(t, c, q)
 		if r.Published+r.Unsent != scheduled || r.SendLate.TotalCount() != r.Published || r.Delivered != 0 {
 			t.Fatalf("slack %v: published %d + unsent %d, send_late count %d, delivered %d; want %d, every one published, 0",
@@ -446,7 +467,7 @@ func TestBroadcastSlackWakeups(t *testing.T) {
 		def, none := run(0), run(NoSlack)
 		// At most one wake-up per slack while publishing and draining, plus
 		// the loop's ticks and commands.
-		bound := int64((p.Duration+p.Drain)/DefaultSlack) + 50
+		bound := int64((p.Duration+p.Drain).D()/DefaultSlack) + 50
 		if def.Unsent != 0 || none.Unsent != 0 || def.Wakeups > bound || def.Wakeups >= none.Wakeups {
 			return fmt.Sprintf("wake-ups: %d with the default slack (bound %d), %d without; unsent %d and %d",
 				def.Wakeups, bound, none.Wakeups, def.Unsent, none.Unsent)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // KindChurn is the churn phase's name.
@@ -29,32 +31,25 @@ const (
 	LifetimeFixed       = "fixed"       // exactly mean (an open connection's first one uniform in [0, mean])
 )
 
-// Churn defaults, applied by start to zero fields.
-const (
-	DefaultChurnTimeout      = 5 * time.Second // a handshake attempt
-	DefaultChurnCloseTimeout = 5 * time.Second // the server's close frame after ours
-)
-
 // ChurnParams configure a churn phase: for Duration, the open connections
 // close and reopen — Rate cycles per second over the whole phase, or each
 // after a Lifetime drawn from LifetimeDist — while the others stay open
 // (and, with Ping, keep pinging). A cycle closes one connection (Close)
-// and dials its replacement at once through the run's dialer.
+// and dials its replacement at once through the run's dialer. They are
+// the phase's plan keys too (scenarios.Churn holds them inline), declared
+// once in their tags; the scenario turns a Fraction into a Rate.
 type ChurnParams struct {
-	Duration time.Duration `json:"duration"` // > 0
-	// Rate is cycles per second over every part; 0 with Lifetime set.
-	Rate float64 `json:"rate"`
-	// Lifetime is the mean lifetime of a connection; 0 with Rate set.
-	Lifetime     time.Duration `json:"lifetime"`
-	LifetimeDist string        `json:"lifetime_dist"` // LifetimeExponential (default), LifetimeUniform, LifetimeFixed
-	Close        string        `json:"close"`         // CloseClean (default), CloseReset, CloseMixed
-	Ping         time.Duration `json:"ping"`          // each connection pings every Ping (spread over the interval); 0 = idle
-	Timeout      time.Duration `json:"timeout"`       // per handshake attempt; 0 = DefaultChurnTimeout
-	Retries      int           `json:"retries"`       // extra attempts per replacement
-	CloseTimeout time.Duration `json:"close_timeout"` // the server's close frame after ours; 0 = DefaultChurnCloseTimeout
-	// Seed makes the picks (which connection, which close, lifetimes)
-	// repeatable per part; 0 = the loop's random source.
-	Seed uint64 `json:"seed,omitempty"`
+	Duration     units.Duration `yaml:"duration" json:"duration" required:"true" min:"1ns" doc:"how long connections close and reopen"`
+	Rate         float64        `yaml:"rate" json:"rate" min:"0" doc:"cycles (a connection closed and its replacement dialled) per second over every connection; give one of rate, fraction and lifetime"`
+	Fraction     float64        `yaml:"fraction" json:"-" min:"0" doc:"share of the open connections cycled per second (0.1 = a tenth of them per second); give one of rate, fraction and lifetime"`
+	Lifetime     units.Duration `yaml:"lifetime" json:"lifetime" min:"0s" doc:"mean lifetime of a connection: each closes when its own life ends and its replacement draws a new one; give one of rate, fraction and lifetime"`
+	LifetimeDist string         `yaml:"lifetime_dist" json:"lifetime_dist" default:"exponential" doc:"how lifetimes are drawn: exponential (closes arrive as a Poisson process), uniform (in [0, 2 × lifetime]) or fixed"`
+	Close        string         `yaml:"close" json:"close" default:"clean" doc:"how the client closes: clean (close frame, the server's close frame, then TCP close), reset (SO_LINGER 0: a TCP reset), or mixed (half and half at random)"`
+	Ping         units.Duration `yaml:"ping" json:"ping" default:"0s" min:"0s" doc:"every open connection pings every ping (spread over the interval) while others churn; 0 = idle"`
+	Timeout      units.Duration `yaml:"timeout" json:"timeout" default:"5s" min:"1ns" doc:"time allowed for one handshake attempt of a replacement"`
+	Retries      int            `yaml:"retries" json:"retries" default:"0" min:"0" doc:"extra attempts per replacement (retried attempts are counted)"`
+	CloseTimeout units.Duration `yaml:"close_timeout" json:"close_timeout" default:"5s" min:"1ns" doc:"how long a clean close waits for the server's close frame before it closes TCP anyway"`
+	Seed         uint64         `yaml:"seed" json:"seed,omitempty" doc:"seed of the picks (which connection, which close, lifetimes), for repeatable runs; default: random"`
 }
 
 // ChurnResult is what a churn phase measured.
@@ -99,37 +94,27 @@ type ChurnResult struct {
 // Kind implements Params.
 func (p *ChurnParams) Kind() string { return KindChurn }
 
-// Validate implements Params.
+// Validate implements Params: the declared bounds, one of rate and
+// lifetime, and the names of a distribution and a close.
 func (p *ChurnParams) Validate() error {
-	var errs []error
-	if p.Duration <= 0 {
-		errs = append(errs, fmt.Errorf("duration must be > 0, got %v", p.Duration))
-	}
+	var rate, dist, cl error
 	switch {
-	case p.Rate < 0 || math.IsNaN(p.Rate) || math.IsInf(p.Rate, 0):
-		errs = append(errs, fmt.Errorf("rate must be >= 0, got %v", p.Rate))
-	case p.Lifetime < 0:
-		errs = append(errs, fmt.Errorf("lifetime must be >= 0, got %v", p.Lifetime))
-	case (p.Rate > 0) == (p.Lifetime > 0):
-		errs = append(errs, errors.New("give one of rate and lifetime"))
+	case math.IsNaN(p.Rate) || math.IsInf(p.Rate, 0):
+		rate = fmt.Errorf("rate must be finite, got %v", p.Rate)
+	case p.Rate >= 0 && p.Lifetime >= 0 && (p.Rate > 0) == (p.Lifetime > 0):
+		rate = errors.New("give one of rate and lifetime")
 	}
 	switch p.LifetimeDist {
-	case "", LifetimeExponential, LifetimeUniform, LifetimeFixed:
+	case LifetimeExponential, LifetimeUniform, LifetimeFixed:
 	default:
-		errs = append(errs, fmt.Errorf("lifetime_dist must be %s, %s or %s, got %q", LifetimeExponential, LifetimeUniform, LifetimeFixed, p.LifetimeDist))
+		dist = fmt.Errorf("lifetime_dist must be %s, %s or %s, got %q", LifetimeExponential, LifetimeUniform, LifetimeFixed, p.LifetimeDist)
 	}
 	switch p.Close {
-	case "", CloseClean, CloseReset, CloseMixed:
+	case CloseClean, CloseReset, CloseMixed:
 	default:
-		errs = append(errs, fmt.Errorf("close must be %s, %s or %s, got %q", CloseClean, CloseReset, CloseMixed, p.Close))
+		cl = fmt.Errorf("close must be %s, %s or %s, got %q", CloseClean, CloseReset, CloseMixed, p.Close)
 	}
-	if p.Ping < 0 || p.Timeout < 0 || p.CloseTimeout < 0 || p.Retries < 0 {
-		errs = append(errs, fmt.Errorf("ping, timeout, close_timeout and retries must be >= 0"))
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("client: churn: %w", errors.Join(errs...))
-	}
-	return nil
+	return checkParams(p, rate, dist, cl)
 }
 
 // Split implements Params: every part churns its own open connections, at
@@ -193,26 +178,14 @@ func (c *Client) Churn(ctx context.Context, p ChurnParams, pr *Progress) (ChurnR
 // every connection opened so far, each part its own stride of them.
 func (p *ChurnParams) start(ph *phaseEnv) (*phasePlan, error) {
 	q := *p
-	if q.Timeout == 0 {
-		q.Timeout = DefaultChurnTimeout
-	}
-	if q.CloseTimeout == 0 {
-		q.CloseTimeout = DefaultChurnCloseTimeout
-	}
-	if q.Close == "" {
-		q.Close = CloseClean
-	}
-	if q.LifetimeDist == "" {
-		q.LifetimeDist = LifetimeExponential
-	}
 	total := 0
 	for _, o := range ph.open {
 		total += o
 	}
 	if ph.pr != nil {
-		cycles := q.Rate * q.Duration.Seconds()
+		cycles := q.Rate * q.Duration.D().Seconds()
 		if q.Lifetime > 0 {
-			cycles = float64(total) * q.Duration.Seconds() / q.Lifetime.Seconds()
+			cycles = float64(total) * q.Duration.D().Seconds() / q.Lifetime.D().Seconds()
 		}
 		ph.pr.Total.Store(int64(cycles))
 		ph.pr.Done.Store(0)

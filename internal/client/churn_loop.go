@@ -110,10 +110,10 @@ func (l *loop) churnStart(job *churnJob) {
 		}
 	}
 	if p.Ping > 0 {
-		r.ping = Pacer{Duration: p.Duration, Rate: 1 / p.Ping.Seconds()}
+		r.ping = Pacer{Duration: p.Duration.D(), Rate: 1 / p.Ping.D().Seconds()}
 		r.cu = cursor{p: r.ping, first: job.pingFirst, total: job.pingTotal, n: len(r.slots)}
 	}
-	l.setTick(min(p.Timeout, p.CloseTimeout) / 10)
+	l.setTick(min(p.Timeout, p.CloseTimeout).D() / 10)
 	r.pump(l, l.now())
 }
 

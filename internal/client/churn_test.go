@@ -2,12 +2,14 @@ package client
 
 import (
 	"bufio"
+	"math"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/wsplan/wsplan/internal/testserver"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // TestChurn: at a rate, connections close (a clean close handshake, a
@@ -23,7 +25,7 @@ func TestChurn(t *testing.T) {
 			c := newClient(t, Options{Targets: []string{srv.Addr()}, Loops: 2})
 			mustConnect(t, c, 100)
 			pr := &Progress{Live: &Live{}}
-			res, err := c.Churn(t.Context(), ChurnParams{Duration: 2 * time.Second, Rate: 100, Close: how, Ping: 200 * time.Millisecond}, pr)
+			res, err := c.Churn(t.Context(), ChurnParams{Duration: units.Duration(2 * time.Second), Rate: 100, Close: how, Ping: units.Duration(200 * time.Millisecond)}, pr)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,7 +70,7 @@ func TestChurn(t *testing.T) {
 				t.Errorf("server saw %d upgrades, want %d", srv.Conns(), 100+res.Cycles)
 			}
 			// The set is usable by the next phase.
-			if e, err := c.Echo(t.Context(), EchoParams{Total: 200, Concurrency: 100, Payload: 16, Verify: true}, nil); err != nil || e.Success != 200 {
+			if e, err := c.Echo(t.Context(), EchoParams{Total: 200, Concurrency: 100, Payload: new(units.Size(16)), Verify: new(true)}, nil); err != nil || e.Success != 200 {
 				t.Errorf("echo after churn: %+v, %v", e, err)
 			}
 		})
@@ -84,7 +86,7 @@ func TestChurnLifetime(t *testing.T) {
 	srv := testserver.Start(t, testserver.Options{})
 	c := newClient(t, Options{Targets: []string{srv.Addr()}})
 	mustConnect(t, c, 40)
-	res, err := c.Churn(t.Context(), ChurnParams{Duration: time.Second, Lifetime: 200 * time.Millisecond, LifetimeDist: LifetimeFixed, Close: CloseReset, Seed: 7}, nil)
+	res, err := c.Churn(t.Context(), ChurnParams{Duration: units.Duration(time.Second), Lifetime: units.Duration(200 * time.Millisecond), LifetimeDist: LifetimeFixed, Close: CloseReset, Seed: 7}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +111,7 @@ func TestChurnCloseTimeout(t *testing.T) {
 	addr := srv.start(t)
 	c := newClient(t, Options{Targets: []string{addr}})
 	mustConnect(t, c, 10)
-	res, err := c.Churn(t.Context(), ChurnParams{Duration: 500 * time.Millisecond, Rate: 20, CloseTimeout: 100 * time.Millisecond}, nil)
+	res, err := c.Churn(t.Context(), ChurnParams{Duration: units.Duration(500 * time.Millisecond), Rate: 20, CloseTimeout: units.Duration(100 * time.Millisecond)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +127,7 @@ func TestChurnReplacementsFail(t *testing.T) {
 	c := newClient(t, Options{Targets: []string{srv.Addr()}})
 	mustConnect(t, c, 20)
 	srv.Listener.Close() // new connections are refused; open ones stay
-	res, err := c.Churn(t.Context(), ChurnParams{Duration: 300 * time.Millisecond, Rate: 20, Close: CloseReset}, nil)
+	res, err := c.Churn(t.Context(), ChurnParams{Duration: units.Duration(300 * time.Millisecond), Rate: 20, Close: CloseReset}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,20 +141,22 @@ func TestChurnParams(t *testing.T) {
 		p    ChurnParams
 		want string
 	}{
-		{ChurnParams{Duration: time.Second, Rate: 1}, ""},
-		{ChurnParams{Duration: time.Second, Lifetime: time.Second, LifetimeDist: LifetimeUniform}, ""},
-		{ChurnParams{Duration: time.Second}, "give one of rate and lifetime"},
-		{ChurnParams{Duration: time.Second, Rate: 1, Lifetime: time.Second}, "give one of rate and lifetime"},
-		{ChurnParams{Rate: 1}, "duration must be > 0"},
-		{ChurnParams{Duration: time.Second, Rate: 1, Close: "slam"}, `close must be clean, reset or mixed, got "slam"`},
-		{ChurnParams{Duration: time.Second, Lifetime: 1, LifetimeDist: "normal"}, `lifetime_dist must be`},
+		{ChurnParams{Duration: units.Duration(time.Second), Rate: 1}, ""},
+		{ChurnParams{Duration: units.Duration(time.Second), Lifetime: units.Duration(time.Second), LifetimeDist: LifetimeUniform}, ""},
+		{ChurnParams{Duration: units.Duration(time.Second)}, "give one of rate and lifetime"},
+		{ChurnParams{Duration: units.Duration(time.Second), Rate: 1, Lifetime: units.Duration(time.Second)}, "give one of rate and lifetime"},
+		{ChurnParams{Rate: 1}, "duration: must be > 0"},
+		{ChurnParams{Duration: units.Duration(time.Second), Rate: math.Inf(1)}, "rate must be finite"},
+		{ChurnParams{Duration: units.Duration(time.Second), Rate: 1, Retries: -1}, "retries: must be >= 0, got -1"},
+		{ChurnParams{Duration: units.Duration(time.Second), Rate: 1, Close: "slam"}, `close must be clean, reset or mixed, got "slam"`},
+		{ChurnParams{Duration: units.Duration(time.Second), Lifetime: 1, LifetimeDist: "normal"}, `lifetime_dist must be`},
 	} {
-		err := c.p.Validate()
+		err := Ready(&c.p) // the tags' defaults, then Validate
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%+v: %v, want %q", c.p, err, c.want)
 		}
 	}
-	parts := (&ChurnParams{Duration: time.Second, Rate: 90, Seed: 5}).Split([]int{10, 0, 20})
+	parts := (&ChurnParams{Duration: units.Duration(time.Second), Rate: 90, Seed: 5}).Split([]int{10, 0, 20})
 	if parts[1] != nil || parts[0].(*ChurnParams).Rate != 30 || parts[2].(*ChurnParams).Rate != 60 || parts[0].(*ChurnParams).Seed == parts[2].(*ChurnParams).Seed {
 		t.Errorf("split %+v %+v %+v", parts[0], parts[1], parts[2])
 	}

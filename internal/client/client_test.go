@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/wsplan/wsplan/internal/testserver"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 func TestConnect(t *testing.T) {
@@ -26,7 +27,7 @@ func TestConnect(t *testing.T) {
 		t.Run(fmt.Sprintf("loops=%d", loops), func(t *testing.T) {
 			c := newClient(t, Options{Targets: []string{addr}, Loops: loops, NoDelay: true})
 			var pr Progress
-			res, err := c.Connect(t.Context(), ConnectParams{Connections: 300, Concurrency: 40, Timeout: 5 * time.Second}, &pr)
+			res, err := c.Connect(t.Context(), ConnectParams{Connections: 300, Concurrency: 40, Timeout: units.Duration(5 * time.Second)}, &pr)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -46,7 +47,7 @@ func TestConnect(t *testing.T) {
 				t.Errorf("Conns() = %d, want 300", c.Conns())
 			}
 			// Connections accumulate over phases.
-			res, err = c.Connect(t.Context(), ConnectParams{Connections: 50, Concurrency: 50, Timeout: 5 * time.Second}, nil)
+			res, err = c.Connect(t.Context(), ConnectParams{Connections: 50, Concurrency: 50, Timeout: units.Duration(5 * time.Second)}, nil)
 			if err != nil || res.Success != 50 {
 				t.Fatalf("second connect: %+v, %v", res, err)
 			}
@@ -59,7 +60,7 @@ func TestConnect(t *testing.T) {
 
 func TestConnectRefused(t *testing.T) {
 	c := newClient(t, Options{Targets: []string{testserver.ClosedAddr(t)}, Loops: 2})
-	res, err := c.Connect(t.Context(), ConnectParams{Connections: 20, Concurrency: 5, Timeout: time.Second, Retries: 2}, nil)
+	res, err := c.Connect(t.Context(), ConnectParams{Connections: 20, Concurrency: 5, Timeout: units.Duration(time.Second), Retries: 2}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestConnectTimeout(t *testing.T) {
 	addr := s.start(t)
 	c := newClient(t, Options{Targets: []string{addr}})
 	start := time.Now()
-	res, err := c.Connect(t.Context(), ConnectParams{Connections: 10, Concurrency: 10, Timeout: 200 * time.Millisecond, Retries: 1}, nil)
+	res, err := c.Connect(t.Context(), ConnectParams{Connections: 10, Concurrency: 10, Timeout: units.Duration(200 * time.Millisecond), Retries: 1}, nil)
 	used := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +121,7 @@ func TestConnectBadResponses(t *testing.T) {
 			}}
 			addr := s.start(t)
 			c := newClient(t, Options{Targets: []string{addr}})
-			res, err := c.Connect(t.Context(), ConnectParams{Connections: 3, Concurrency: 3, Timeout: 2 * time.Second}, nil)
+			res, err := c.Connect(t.Context(), ConnectParams{Connections: 3, Concurrency: 3, Timeout: units.Duration(2 * time.Second), Retries: -1}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +136,7 @@ func TestConnectHTTPStatus(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	defer srv.Close()
 	c := newClient(t, Options{Targets: []string{srv.Listener.Addr().String()}})
-	res, err := c.Connect(t.Context(), ConnectParams{Connections: 4, Concurrency: 2, Timeout: 2 * time.Second}, nil)
+	res, err := c.Connect(t.Context(), ConnectParams{Connections: 4, Concurrency: 2, Timeout: units.Duration(2 * time.Second), Retries: -1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func TestConnectIPv6AndSourceAddrs(t *testing.T) {
 	s4 := &rawServer{handle: func(c net.Conn, r *bufio.Reader) { _, _ = io.Copy(io.Discard, r) }}
 	addr4 := s4.start(t)
 	c := newClient(t, Options{Targets: []string{addr6, addr4}, SourceAddrs: []string{"::1", "127.0.0.1", "127.0.0.2"}})
-	res, err := c.Connect(t.Context(), ConnectParams{Connections: 40, Concurrency: 8, Timeout: 2 * time.Second}, nil)
+	res, err := c.Connect(t.Context(), ConnectParams{Connections: 40, Concurrency: 8, Timeout: units.Duration(2 * time.Second)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,13 +204,13 @@ func TestNewErrors(t *testing.T) {
 
 func TestParamErrors(t *testing.T) {
 	c := newClient(t, Options{Targets: []string{testserver.ClosedAddr(t)}})
-	_, err := c.Connect(t.Context(), ConnectParams{Connections: 0, Concurrency: -1, Timeout: 0, Retries: -2}, nil)
-	want := "client: connect: connections must be > 0, got 0\nconcurrency must be > 0, got -1\ntimeout must be > 0, got 0s\nretries must be >= 0, got -2"
+	_, err := c.Connect(t.Context(), ConnectParams{Connections: 0, Concurrency: -1, Timeout: -1, Retries: -2}, nil)
+	want := "client: connect: connections: must be > 0, got 0\nconcurrency: must be > 0, got -1\ntimeout: must be > 0, got -1ns"
 	if err == nil || err.Error() != want {
 		t.Errorf("connect error:\n%v\nwant\n%s", err, want)
 	}
-	_, err = c.Echo(t.Context(), EchoParams{Total: 0, Concurrency: 0, Payload: -1, Warmup: -1, Timeout: -1, Deadline: -1}, nil)
-	want = "client: echo: total must be > 0, got 0\nconcurrency must be > 0, got 0\npayload must be in [0, 67108864], got -1\nwarmup must be >= 0, got -1\ntimeout must be in [0, 2m0s], got -1ns\ndeadline must be >= 0, got -1ns"
+	_, err = c.Echo(t.Context(), EchoParams{Total: 0, Concurrency: 0, Payload: new(units.Size(-1)), Warmup: -1, Timeout: -1, Deadline: -1}, nil)
+	want = "client: echo: total: must be > 0, got 0\nconcurrency: must be > 0, got 0\npayload: must be >= 0, got -1\nwarmup: must be >= 0, got -1\ntimeout: must be > 0, got -1ns\ndeadline: must be >= 0, got -1ns"
 	if err == nil || err.Error() != want {
 		t.Errorf("echo error:\n%v\nwant\n%s", err, want)
 	}
@@ -234,7 +235,7 @@ func TestEchoVerify(t *testing.T) {
 						total = 60
 					}
 					var pr Progress
-					res, err := c.Echo(t.Context(), EchoParams{Total: total, Concurrency: 10, Payload: size, Text: text, Verify: true, Warmup: 20}, &pr)
+					res, err := c.Echo(t.Context(), EchoParams{Total: total, Concurrency: 10, Payload: new(units.Size(size)), Text: text, Verify: new(true), Warmup: 20}, &pr)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -268,7 +269,7 @@ func TestEchoWarmupNotCounted(t *testing.T) {
 	addr := s.start(t)
 	c := newClient(t, Options{Targets: []string{addr}})
 	mustConnect(t, c, 5)
-	res, err := c.Echo(t.Context(), EchoParams{Total: 500, Warmup: 100, Concurrency: 5, Payload: 16}, nil)
+	res, err := c.Echo(t.Context(), EchoParams{Total: 500, Warmup: 100, Concurrency: 5, Payload: new(units.Size(16))}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +287,7 @@ func TestEchoCorruptByte(t *testing.T) {
 	addr := s.start(t)
 	c := newClient(t, Options{Targets: []string{addr}})
 	mustConnect(t, c, 8)
-	res, err := c.Echo(t.Context(), EchoParams{Total: 400, Concurrency: 8, Payload: 1024, Verify: true}, nil)
+	res, err := c.Echo(t.Context(), EchoParams{Total: 400, Concurrency: 8, Payload: new(units.Size(1024)), Verify: new(true)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +299,7 @@ func TestEchoCorruptByte(t *testing.T) {
 	}
 	// Without Verify the corruption goes unnoticed: the length is right.
 	s.corruptAt.Store(s.msgs.Load() + 10)
-	res, err = c.Echo(t.Context(), EchoParams{Total: 100, Concurrency: 8, Payload: 1024}, nil)
+	res, err = c.Echo(t.Context(), EchoParams{Total: 100, Concurrency: 8, Payload: new(units.Size(1024)), Verify: new(false)}, nil)
 	if err != nil || res.Success != 100 {
 		t.Errorf("unverified: %+v, %v; want 100 successes", res, err)
 	}
@@ -319,7 +320,7 @@ func TestEchoServerCloses(t *testing.T) {
 			addr := tt.server.start(t)
 			c := newClient(t, Options{Targets: []string{addr}})
 			mustConnect(t, c, 10)
-			res, err := c.Echo(t.Context(), EchoParams{Total: 200, Concurrency: 10, Payload: 100, Verify: true}, nil)
+			res, err := c.Echo(t.Context(), EchoParams{Total: 200, Concurrency: 10, Payload: new(units.Size(100)), Verify: new(true)}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -347,7 +348,7 @@ func TestEchoReplacesLostConnections(t *testing.T) {
 	addr := s.start(t)
 	c := newClient(t, Options{Targets: []string{addr}})
 	mustConnect(t, c, 20)
-	res, err := c.Echo(t.Context(), EchoParams{Total: 75, Concurrency: 5, Payload: 10}, nil)
+	res, err := c.Echo(t.Context(), EchoParams{Total: 75, Concurrency: 5, Payload: new(units.Size(10))}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,7 +414,7 @@ func TestEchoFragmentedSplitFrames(t *testing.T) {
 	mustConnect(t, c, 4)
 	for _, size := range []int{0, 10, 1024, 5000} {
 		before := pongs.Load()
-		res, err := c.Echo(t.Context(), EchoParams{Total: 40, Concurrency: 4, Payload: size, Verify: true}, nil)
+		res, err := c.Echo(t.Context(), EchoParams{Total: 40, Concurrency: 4, Payload: new(units.Size(size)), Verify: new(true)}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -439,7 +440,7 @@ func TestPingInHandshakeResponse(t *testing.T) {
 	c := newClient(t, Options{Targets: []string{addr}})
 	mustConnect(t, c, 3)
 	waitFor(t, "pongs", func() bool { return pongs.Load() == 3 })
-	res, err := c.Echo(t.Context(), EchoParams{Total: 30, Concurrency: 3, Payload: 500, Verify: true}, nil)
+	res, err := c.Echo(t.Context(), EchoParams{Total: 30, Concurrency: 3, Payload: new(units.Size(500)), Verify: new(true)}, nil)
 	if err != nil || res.Success != 30 {
 		t.Fatalf("echo after the ping: %+v %v, errors %v", res, err, res.Errors)
 	}
@@ -451,7 +452,7 @@ func TestEchoTimeout(t *testing.T) {
 	c := newClient(t, Options{Targets: []string{addr}})
 	mustConnect(t, c, 4)
 	start := time.Now()
-	res, err := c.Echo(t.Context(), EchoParams{Total: 100, Concurrency: 4, Payload: 64, Timeout: 200 * time.Millisecond}, nil)
+	res, err := c.Echo(t.Context(), EchoParams{Total: 100, Concurrency: 4, Payload: new(units.Size(64)), Timeout: units.Duration(200 * time.Millisecond)}, nil)
 	used := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
@@ -475,7 +476,7 @@ func TestEchoCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	time.AfterFunc(300*time.Millisecond, cancel)
 	start := time.Now()
-	res, err := c.Echo(ctx, EchoParams{Total: 1_000_000, Concurrency: 10, Payload: 64}, nil)
+	res, err := c.Echo(ctx, EchoParams{Total: 1_000_000, Concurrency: 10, Payload: new(units.Size(64))}, nil)
 	late := time.Since(start) - 300*time.Millisecond
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
@@ -497,7 +498,7 @@ func TestEchoDeadline(t *testing.T) {
 	c := newClient(t, Options{Targets: []string{addr}})
 	mustConnect(t, c, 5)
 	start := time.Now()
-	res, err := c.Echo(t.Context(), EchoParams{Total: 1_000_000, Concurrency: 5, Payload: 64, Deadline: 200 * time.Millisecond}, nil)
+	res, err := c.Echo(t.Context(), EchoParams{Total: 1_000_000, Concurrency: 5, Payload: new(units.Size(64)), Deadline: units.Duration(200 * time.Millisecond)}, nil)
 	used := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
@@ -520,11 +521,11 @@ func TestLateEchoesDiscarded(t *testing.T) {
 	mustConnect(t, c, 6)
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	res, err := c.Echo(ctx, EchoParams{Total: 1000, Concurrency: 6, Payload: 100}, nil)
+	res, err := c.Echo(ctx, EchoParams{Total: 1000, Concurrency: 6, Payload: new(units.Size(100))}, nil)
 	if !errors.Is(err, context.DeadlineExceeded) || res.Stopped != StopCanceled {
 		t.Fatalf("first phase: %+v, %v; want a canceled phase", res, err)
 	}
-	res, err = c.Echo(t.Context(), EchoParams{Total: 30, Concurrency: 6, Payload: 200, Verify: true}, nil)
+	res, err = c.Echo(t.Context(), EchoParams{Total: 30, Concurrency: 6, Payload: new(units.Size(200)), Verify: new(true)}, nil)
 	if err != nil || res.Success != 30 || res.Failed != 0 {
 		t.Fatalf("second phase: %+v, %v, errors %v; want 30 successes", res, err, res.Errors)
 	}
@@ -537,7 +538,7 @@ func TestConnectCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	time.AfterFunc(100*time.Millisecond, cancel)
 	start := time.Now()
-	res, err := c.Connect(ctx, ConnectParams{Connections: 50, Concurrency: 10, Timeout: 10 * time.Second}, nil)
+	res, err := c.Connect(ctx, ConnectParams{Connections: 50, Concurrency: 10, Timeout: units.Duration(10 * time.Second)}, nil)
 	if !errors.Is(err, context.Canceled) || res.Stopped != StopCanceled {
 		t.Errorf("%+v, %v; want a canceled phase", res, err)
 	}
@@ -563,7 +564,7 @@ func TestCloseReleasesEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustConnect(t, c, 60)
-	if _, err := c.Echo(t.Context(), EchoParams{Total: 300, Concurrency: 60, Payload: 100}, nil); err != nil {
+	if _, err := c.Echo(t.Context(), EchoParams{Total: 300, Concurrency: 60, Payload: new(units.Size(100))}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := countFDs(t); got < before+60 {
@@ -583,7 +584,7 @@ func TestCloseReleasesEverything(t *testing.T) {
 	if _, err := c.Echo(t.Context(), EchoParams{Total: 1, Concurrency: 1}, nil); !errors.Is(err, ErrClosed) {
 		t.Errorf("echo after Close: %v, want ErrClosed", err)
 	}
-	if _, err := c.Connect(t.Context(), ConnectParams{Connections: 1, Concurrency: 1, Timeout: time.Second}, nil); !errors.Is(err, ErrClosed) {
+	if _, err := c.Connect(t.Context(), ConnectParams{Connections: 1, Concurrency: 1, Timeout: units.Duration(time.Second)}, nil); !errors.Is(err, ErrClosed) {
 		t.Errorf("connect after Close: %v, want ErrClosed", err)
 	}
 	goleak.VerifyNone(t, goleak.IgnoreCurrent())

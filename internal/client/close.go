@@ -2,10 +2,11 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 func init() {
@@ -24,17 +25,17 @@ var (
 	closeAnswered = ReasonServerClose + Reason(" "+itoa(CloseCode))
 )
 
-// DefaultCloseTimeout is CloseParams.Timeout when it is 0.
-const DefaultCloseTimeout = 5 * time.Second
-
 // CloseParams configure a close phase: Connections of the open
 // connections each send a close frame, at most Concurrency at once, and
 // each close handshake is timed until the server's close frame arrives.
-// Every connection the phase sent a close on is closed at its end.
+// Every connection the phase sent a close on is closed at its end. They
+// are the phase's plan keys too (scenarios.Close holds them inline),
+// declared once in their tags; the scenario fills and lowers Connections
+// and Concurrency to the connections open.
 type CloseParams struct {
-	Connections int           `json:"connections"` // connections to close, > 0; <= open connections
-	Concurrency int           `json:"concurrency"` // close handshakes in progress at once, in [1, Connections]
-	Timeout     time.Duration `json:"timeout"`     // max wait for the server's close frame; 0 = DefaultCloseTimeout
+	Connections int            `yaml:"connections" json:"connections" min:"0" doc:"connections to close; default: every open one"`
+	Concurrency int            `yaml:"concurrency" json:"concurrency" min:"0" doc:"close handshakes in progress at once; default: every connection the phase closes"`
+	Timeout     units.Duration `yaml:"timeout" json:"timeout" default:"5s" min:"1ns" max:"120s" doc:"longest wait for the server's close frame; a connection without it by then fails and is dropped"`
 }
 
 // CloseResult is what a close phase measured.
@@ -53,22 +54,17 @@ type CloseResult struct {
 // Kind implements Params.
 func (p *CloseParams) Kind() string { return "close" }
 
-// Validate implements Params.
+// Validate implements Params: the declared bounds, and a phase that
+// closes something.
 func (p *CloseParams) Validate() error {
-	var errs []error
+	var conns, conc error
 	if p.Connections <= 0 {
-		errs = append(errs, fmt.Errorf("connections must be > 0, got %d", p.Connections))
+		conns = fmt.Errorf("connections must be > 0, got %d", p.Connections)
 	}
 	if p.Concurrency <= 0 || p.Concurrency > p.Connections {
-		errs = append(errs, fmt.Errorf("concurrency must be in [1, connections %d], got %d", p.Connections, p.Concurrency))
+		conc = fmt.Errorf("concurrency must be in [1, connections %d], got %d", p.Connections, p.Concurrency)
 	}
-	if p.Timeout < 0 || p.Timeout > time.Duration(HistMax) {
-		errs = append(errs, fmt.Errorf("timeout must be in [0, %v], got %v", time.Duration(HistMax), p.Timeout))
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("client: close: %w", errors.Join(errs...))
-	}
-	return nil
+	return checkParams(p, conns, conc)
 }
 
 // Split implements Params: connections in proportion to the parts' open
@@ -119,10 +115,6 @@ func (p *CloseParams) start(ph *phaseEnv) (*phasePlan, error) {
 	if p.Connections > total {
 		return nil, fmt.Errorf("client: close: connections %d exceeds the %d open connections", p.Connections, total)
 	}
-	timeout := p.Timeout
-	if timeout == 0 {
-		timeout = DefaultCloseTimeout
-	}
 	if ph.pr != nil {
 		ph.pr.Total.Store(int64(p.Connections))
 		ph.pr.Done.Store(0)
@@ -134,7 +126,7 @@ func (p *CloseParams) start(ph *phaseEnv) (*phasePlan, error) {
 		}
 		q := part.(*CloseParams)
 		id, pr := ph.id, ph.pr
-		plan.starts[i] = func(l *loop) { l.closeStart(id, q.Connections, q.Concurrency, int64(timeout), pr) }
+		plan.starts[i] = func(l *loop) { l.closeStart(id, q.Connections, q.Concurrency, int64(p.Timeout), pr) }
 	}
 	plan.done = func(res Result, why StopReason, wall time.Duration) StopReason {
 		r := res.(*CloseResult)

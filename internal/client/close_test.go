@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/testserver"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // closeServer answers a client's close frame as reply says: with a close
@@ -57,7 +58,7 @@ func TestCloseKind(t *testing.T) {
 	if n := c.Conns(); n != 10 {
 		t.Errorf("%d connections open after closing 20 of 30, want 10", n)
 	}
-	if e, err := c.Echo(t.Context(), EchoParams{Total: 100, Concurrency: 10, Payload: 16, Verify: true}, nil); err != nil || e.Success != 100 {
+	if e, err := c.Echo(t.Context(), EchoParams{Total: 100, Concurrency: 10, Payload: new(units.Size(16)), Verify: new(true)}, nil); err != nil || e.Success != 100 {
 		t.Errorf("echo on the connections left: %+v, %v", e, err)
 	}
 	if _, err := c.CloseHandshakes(t.Context(), CloseParams{Connections: 11, Concurrency: 1}, nil); err == nil || !strings.Contains(err.Error(), "exceeds the 10 open connections") {
@@ -84,7 +85,7 @@ func TestCloseKindFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newClient(t, Options{Targets: []string{closeServer(t, tc.reply, tc.drop)}, Loops: 1})
 			mustConnect(t, c, 4)
-			res, err := c.CloseHandshakes(t.Context(), CloseParams{Connections: 4, Concurrency: 4, Timeout: 200 * time.Millisecond}, nil)
+			res, err := c.CloseHandshakes(t.Context(), CloseParams{Connections: 4, Concurrency: 4, Timeout: units.Duration(200 * time.Millisecond)}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -146,13 +147,13 @@ func TestCloseKindParams(t *testing.T) {
 		{Connections: 0, Concurrency: 1},
 		{Connections: 2, Concurrency: 3},
 		{Connections: 2, Concurrency: 0},
-		{Connections: 2, Concurrency: 1, Timeout: -time.Second},
+		{Connections: 2, Concurrency: 1, Timeout: units.Duration(-time.Second)},
 	} {
 		if err := p.Validate(); err == nil {
 			t.Errorf("%+v: no error", p)
 		}
 	}
-	if err := (&CloseParams{Connections: 2, Concurrency: 2}).Validate(); err != nil {
+	if err := (&CloseParams{Connections: 2, Concurrency: 2, Timeout: units.Duration(time.Second)}).Validate(); err != nil {
 		t.Error(err)
 	}
 	// Every part that closes connections closes at least one at a time.

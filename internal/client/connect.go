@@ -1,22 +1,23 @@
 package client
 
 import (
-	"errors"
-	"fmt"
 	"runtime/debug"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 func init() {
 	Register(Kind{Name: "connect", NewParams: func() Params { return &ConnectParams{} }, NewResult: func() Result { return &ConnectResult{} }})
 }
 
-// ConnectParams configure a connect phase.
+// ConnectParams configure a connect phase; they are its plan keys too
+// (scenarios.Connect holds them inline), declared once in their tags.
 type ConnectParams struct {
-	Connections int           `json:"connections"` // to open, > 0
-	Concurrency int           `json:"concurrency"` // handshakes in progress at once, > 0
-	Timeout     time.Duration `json:"timeout"`     // per attempt (TCP connect + upgrade), > 0
-	Retries     int           `json:"retries"`     // extra attempts per connection after a failure
+	Connections int            `yaml:"connections" json:"connections" required:"true" min:"1" doc:"connections to open"`
+	Concurrency int            `yaml:"concurrency" json:"concurrency" min:"1" doc:"handshakes in progress at once; default min(1000, connections)"`
+	Timeout     units.Duration `yaml:"timeout" json:"timeout" default:"5s" min:"1ns" doc:"time allowed for one attempt"`
+	Retries     int            `yaml:"retries" json:"retries" default:"3" doc:"extra attempts per connection; negative = none"`
 }
 
 // ConnectResult is what a connect phase measured.
@@ -52,25 +53,7 @@ type ConnectResult struct {
 func (p *ConnectParams) Kind() string { return "connect" }
 
 // Validate implements Params.
-func (p *ConnectParams) Validate() error {
-	var errs []error
-	if p.Connections <= 0 {
-		errs = append(errs, fmt.Errorf("connections must be > 0, got %d", p.Connections))
-	}
-	if p.Concurrency <= 0 {
-		errs = append(errs, fmt.Errorf("concurrency must be > 0, got %d", p.Concurrency))
-	}
-	if p.Timeout <= 0 {
-		errs = append(errs, fmt.Errorf("timeout must be > 0, got %v", p.Timeout))
-	}
-	if p.Retries < 0 {
-		errs = append(errs, fmt.Errorf("retries must be >= 0, got %d", p.Retries))
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("client: connect: %w", errors.Join(errs...))
-	}
-	return nil
-}
+func (p *ConnectParams) Validate() error { return checkParams(p) }
 
 // Split implements Params: connections and concurrency split evenly over
 // the first min(parts, concurrency, connections) parts (a connect phase
@@ -154,7 +137,7 @@ func (p *ConnectParams) start(ph *phaseEnv) (*phasePlan, error) {
 			stride:  int64(m),
 			conc:    q.Concurrency,
 			timeout: int64(p.Timeout),
-			retries: p.Retries,
+			retries: max(p.Retries, 0),
 			pr:      ph.pr,
 		}
 		plan.starts[j] = func(l *loop) { l.dialStart(job) }

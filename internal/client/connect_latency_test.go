@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/proto/jsonrpc"
+
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // TestConnectLatencyWithoutGreeting: a protocol without a greeting
@@ -17,7 +19,7 @@ func TestConnectLatencyWithoutGreeting(t *testing.T) {
 	for _, proto := range []string{jsonrpc.Name, ""} {
 		t.Run(proto, func(t *testing.T) {
 			c := newClient(t, Options{Targets: []string{addr}, Loops: 2, Protocol: ProtocolOptions{Name: proto}})
-			res, err := c.Connect(t.Context(), ConnectParams{Connections: 20, Concurrency: 20, Timeout: 5 * time.Second}, nil)
+			res, err := c.Connect(t.Context(), ConnectParams{Connections: 20, Concurrency: 20, Timeout: units.Duration(5 * time.Second)}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

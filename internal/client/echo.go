@@ -3,43 +3,46 @@ package client
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
 
 	"github.com/wsplan/wsplan/internal/pmdeflate"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 func init() {
 	Register(Kind{Name: "echo", NewParams: func() Params { return &EchoParams{} }, NewResult: func() Result { return &EchoResult{} }})
 }
 
-// DefaultEchoTimeout is EchoParams.Timeout when it is 0.
-const DefaultEchoTimeout = 10 * time.Second
-
-// EchoParams configure a closed-loop echo phase.
+// EchoParams configure a closed-loop echo phase. They are the phase's
+// plan keys too (scenarios.Echo holds them inline), declared once in
+// their tags; the scenario lowers Concurrency to the connections open and
+// reads File into PayloadFile.
 type EchoParams struct {
-	Total       int64         `json:"total"`       // echoes to measure, > 0
-	Concurrency int           `json:"concurrency"` // messages in flight, each on its own connection; <= open connections
-	Payload     int           `json:"payload"`     // bytes per message, >= 0
-	Warmup      int64         `json:"warmup"`      // echoes before measuring starts (not counted)
-	Text        bool          `json:"text"`        // send text frames (default binary)
-	Verify      bool          `json:"verify"`      // compare every echoed payload byte for byte
-	Timeout     time.Duration `json:"timeout"`     // max wait for one echo; a late echo counts as failed and its connection is dropped; 0 = 10s
-	Deadline    time.Duration `json:"deadline"`    // max wall time for the phase; 0 = none
-	// PayloadKind is what the message holds (internal/payload's kinds):
-	// "" or "random" (incompressible), "text" (chat-like JSON), "file".
-	PayloadKind string `json:"payload_kind,omitempty"`
+	Total       int64          `yaml:"total" json:"total" required:"true" min:"1" doc:"echoes to measure"`
+	Concurrency int            `yaml:"concurrency" json:"concurrency" min:"1" doc:"messages in flight, one per connection; default: every open connection"`
+	Payload     *units.Size    `yaml:"payload" json:"payload" default:"1KiB" min:"0" max:"64MiB" doc:"bytes per message; 0 = empty messages"`
+	Warmup      int64          `yaml:"warmup" json:"warmup" default:"0" min:"0" doc:"echoes before measuring, not counted"`
+	Text        bool           `yaml:"text" json:"text" default:"false" doc:"send text frames instead of binary"`
+	Verify      *bool          `yaml:"verify" json:"verify" default:"true" doc:"compare every echoed byte"`
+	Timeout     units.Duration `yaml:"timeout" json:"timeout" default:"10s" min:"1ns" max:"120s" doc:"longest wait for one echo"`
+	Deadline    units.Duration `yaml:"deadline" json:"deadline" default:"0s" min:"0s" doc:"longest phase; 0 = none"`
+	PayloadKind string         `yaml:"payload_kind" json:"payload_kind,omitempty" default:"random" doc:"what messages hold: random (incompressible bytes), text (chat-like JSON lines), file"`
+	// File is read by the scenario (and checked at load), into
+	// PayloadFile: shards need no file.
+	File string `yaml:"file" json:"-" doc:"with payload_kind: file, the file whose bytes are cycled to the payload size"`
 	// PayloadFile is the content of the payload file (kind "file"),
-	// cycled to Payload bytes; the scenario reads the file, so that shards
-	// need none.
-	PayloadFile []byte `json:"payload_file,omitempty"`
+	// cycled to Payload bytes.
+	PayloadFile []byte `yaml:"-" json:"payload_file,omitempty"`
 }
+
+// bytes is the payload size; Client.Run applied its default.
+func (p *EchoParams) bytes() int { return sizeOf(p.Payload) }
 
 // payload makes the message an echo phase sends.
 func (p *EchoParams) payload() ([]byte, error) {
-	return makeKindPayload(p.PayloadKind, p.Payload, p.Text, p.PayloadFile)
+	return makeKindPayload(p.PayloadKind, p.bytes(), p.Text, p.PayloadFile)
 }
 
 // EchoResult is what an echo phase measured.
@@ -90,32 +93,7 @@ func (p *EchoParams) Kind() string { return "echo" }
 
 // Validate implements Params.
 func (p *EchoParams) Validate() error {
-	var errs []error
-	if p.Total <= 0 {
-		errs = append(errs, fmt.Errorf("total must be > 0, got %d", p.Total))
-	}
-	if p.Concurrency <= 0 {
-		errs = append(errs, fmt.Errorf("concurrency must be > 0, got %d", p.Concurrency))
-	}
-	if p.Payload < 0 || p.Payload > maxPayload {
-		errs = append(errs, fmt.Errorf("payload must be in [0, %d], got %d", maxPayload, p.Payload))
-	}
-	if p.Warmup < 0 {
-		errs = append(errs, fmt.Errorf("warmup must be >= 0, got %d", p.Warmup))
-	}
-	if p.Timeout < 0 || p.Timeout > time.Duration(HistMax) {
-		errs = append(errs, fmt.Errorf("timeout must be in [0, %v], got %v", time.Duration(HistMax), p.Timeout))
-	}
-	if p.Deadline < 0 {
-		errs = append(errs, fmt.Errorf("deadline must be >= 0, got %v", p.Deadline))
-	}
-	if err := checkPayloadKind(p.PayloadKind, p.PayloadFile); err != nil {
-		errs = append(errs, err)
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("client: echo: %w", errors.Join(errs...))
-	}
-	return nil
+	return checkParams(p, checkPayloadKind(p.PayloadKind, p.PayloadFile))
 }
 
 // Split implements Params: concurrency in proportion to the parts' open
@@ -166,10 +144,6 @@ func (p *EchoParams) start(ph *phaseEnv) (*phasePlan, error) {
 	if p.Concurrency > total {
 		return nil, fmt.Errorf("client: echo: concurrency %d exceeds the %d open connections: open more in a connect phase or lower concurrency", p.Concurrency, total)
 	}
-	timeout := p.Timeout
-	if timeout == 0 {
-		timeout = DefaultEchoTimeout
-	}
 	op := byte(opBinary)
 	if p.Text {
 		op = opText
@@ -190,7 +164,7 @@ func (p *EchoParams) start(ph *phaseEnv) (*phasePlan, error) {
 		ph.pr.Total.Store(p.Warmup + p.Total)
 		ph.pr.Done.Store(0)
 	}
-	plan := &phasePlan{starts: make([]func(*loop), len(ph.open)), deadline: p.Deadline}
+	plan := &phasePlan{starts: make([]func(*loop), len(ph.open)), deadline: p.Deadline.D()}
 	start := time.Now()
 	for i, slots := range distribute(p.Concurrency, ph.open) {
 		if slots == 0 {
@@ -202,8 +176,8 @@ func (p *EchoParams) start(ph *phaseEnv) (*phasePlan, error) {
 			hdr:     hdr,
 			payload: payload,
 			op:      op,
-			verify:  p.Verify,
-			timeout: int64(timeout),
+			verify:  *p.Verify,
+			timeout: int64(p.Timeout),
 			pool:    pool,
 			batch:   batch,
 			pr:      ph.pr,

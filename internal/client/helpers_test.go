@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/testserver"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // echoServer is a gorilla/websocket echo server on 127.0.0.1 whose
@@ -233,7 +234,7 @@ func newClient(t testing.TB, opts Options) *Client {
 // mustConnect opens n connections and fails the test unless all open.
 func mustConnect(t testing.TB, c *Client, n int) {
 	t.Helper()
-	res, err := c.Connect(t.Context(), ConnectParams{Connections: n, Concurrency: 64, Timeout: 5 * time.Second}, nil)
+	res, err := c.Connect(t.Context(), ConnectParams{Connections: n, Concurrency: 64, Timeout: units.Duration(5 * time.Second)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,9 +3,9 @@ package client
 import (
 	"context"
 	"encoding/binary"
-	"errors"
-	"fmt"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 func init() {
@@ -16,13 +16,14 @@ func init() {
 // for the pongs still due.
 const DefaultHoldDrain = time.Second
 
-// HoldParams configure a hold phase (Client.Hold).
+// HoldParams configure a hold phase (Client.Hold); they are its plan keys
+// too (scenarios.Hold holds them inline), declared once in their tags.
+// With Ping > 0 every open connection sends a ping every Ping, the
+// connections' pings spread evenly over the interval; a connection that
+// falls behind sends one ping, not the ones it missed.
 type HoldParams struct {
-	Duration time.Duration `json:"duration"` // > 0
-	// Ping, when > 0, makes every open connection send a ping every Ping,
-	// the connections' pings spread evenly over the interval. A connection
-	// that falls behind sends one ping, not the ones it missed. 0 = idle.
-	Ping time.Duration `json:"ping"`
+	Duration units.Duration `yaml:"duration" json:"duration" required:"true" min:"1ns" doc:"how long to hold every connection open"`
+	Ping     units.Duration `yaml:"ping" json:"ping" default:"0s" min:"0s" hint:"0 = no pings" doc:"ping interval per connection; 0 = idle, no pings"`
 }
 
 // HoldResult is what a hold phase measured.
@@ -40,19 +41,7 @@ type HoldResult struct {
 func (p *HoldParams) Kind() string { return "hold" }
 
 // Validate implements Params.
-func (p *HoldParams) Validate() error {
-	var errs []error
-	if p.Duration <= 0 {
-		errs = append(errs, fmt.Errorf("duration must be > 0, got %v", p.Duration))
-	}
-	if p.Ping < 0 {
-		errs = append(errs, fmt.Errorf("ping must be >= 0, got %v", p.Ping))
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("client: hold: %w", errors.Join(errs...))
-	}
-	return nil
-}
+func (p *HoldParams) Validate() error { return checkParams(p) }
 
 // Split implements Params: every part holds all of its connections, and
 // spreads its own connections' pings over the interval.
@@ -99,9 +88,9 @@ func (p *HoldParams) start(ph *phaseEnv) (*phasePlan, error) {
 	for _, o := range ph.open {
 		total += o
 	}
-	pacer := Pacer{Duration: p.Duration, Rate: 1}
+	pacer := Pacer{Duration: p.Duration.D(), Rate: 1}
 	if p.Ping > 0 {
-		pacer.Rate = 1 / p.Ping.Seconds()
+		pacer.Rate = 1 / p.Ping.D().Seconds()
 	}
 	if pr := ph.pr; pr != nil {
 		pr.Done.Store(0)
@@ -112,7 +101,7 @@ func (p *HoldParams) start(ph *phaseEnv) (*phasePlan, error) {
 			}
 			pr.Total.Store(want)
 		} else {
-			pr.Total.Store(int64(p.Duration / time.Second))
+			pr.Total.Store(int64(p.Duration.D() / time.Second))
 		}
 	}
 	plan := &phasePlan{starts: make([]func(*loop), len(ph.open))}

@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/wsplan/wsplan/internal/decl"
 )
 
 // A phase kind is one contract, declared in its own files (K.go, K_*.go:
@@ -22,7 +25,11 @@ import (
 // removes only its registration (internal/layering's TestKindFilesApart).
 
 // Params are one phase kind's parameters. The kinds' params types are the
-// only implementations (the unexported method keeps it so).
+// only implementations (the unexported method keeps it so). A params
+// struct is also the declaration of its kind's plan keys: yaml, json and
+// decl tags on one field each (the plan side holds it inline), so the
+// plan, the JSON Schema, the shard wire and the client read the same
+// fields and defaults (Ready).
 type Params interface {
 	// Kind is the registered name, e.g. "echo".
 	Kind() string
@@ -33,6 +40,33 @@ type Params interface {
 	Split(weights []int) []Params
 	// start prepares the phase on c's loops.
 	start(ph *phaseEnv) (*phasePlan, error)
+}
+
+// Ready fills p's zero keys with their declared defaults (decl.Defaults)
+// and validates it: what a driver (Client.Run, a shard group) does first.
+// A plan's params come defaulted already; a test's or a shard's may not.
+func Ready(p Params) error {
+	decl.Defaults(p)
+	return p.Validate()
+}
+
+// checkParams returns the problems of p's keys against their declared
+// bounds (decl.Check) and the kind's own rules (extra, nil ones skipped),
+// as one error naming the kind; nil when there are none.
+func checkParams(p Params, extra ...error) error {
+	var errs []error
+	for _, e := range decl.Check(p) {
+		errs = append(errs, e)
+	}
+	for _, e := range extra {
+		if e != nil {
+			errs = append(errs, e)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("client: %s: %w", p.Kind(), errors.Join(errs...))
 }
 
 // Result is what one phase kind measured. Merge adds another part's result
@@ -299,7 +333,7 @@ type phasePlan struct {
 // pr.Live, when set, follows this client's connections from here on.
 func (c *Client) Run(ctx context.Context, p Params, pr *Progress) (Result, error) {
 	pr.live().follow(c)
-	if err := p.Validate(); err != nil {
+	if err := Ready(p); err != nil {
 		return nil, err
 	}
 	c.phaseMu.Lock()

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wsplan/wsplan/internal/testserver"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 func TestNativeBucket(t *testing.T) {
@@ -156,7 +157,7 @@ func TestLiveConnections(t *testing.T) {
 	closed := testserver.ClosedAddr(t)
 	c := newClient(t, Options{Targets: []string{closed}, Loops: 2})
 	pr := &Progress{Live: &Live{}}
-	res, err := c.Connect(t.Context(), ConnectParams{Connections: 20, Concurrency: 20, Retries: 2, Timeout: 5 * time.Second}, pr)
+	res, err := c.Connect(t.Context(), ConnectParams{Connections: 20, Concurrency: 20, Retries: 2, Timeout: units.Duration(5 * time.Second)}, pr)
 	if err != nil || res.Failed != 20 || res.Retried != 40 {
 		t.Fatalf("connect to a closed port: %+v %v", res, err)
 	}
@@ -168,7 +169,7 @@ func TestLiveConnections(t *testing.T) {
 	srv := testserver.Start(t, testserver.Options{})
 	c = newClient(t, Options{Targets: []string{srv.Addr()}, Loops: 2})
 	pr = &Progress{Live: &Live{}}
-	if res, err := c.Connect(t.Context(), ConnectParams{Connections: 20, Concurrency: 20, Timeout: 5 * time.Second}, pr); err != nil || res.Success != 20 {
+	if res, err := c.Connect(t.Context(), ConnectParams{Connections: 20, Concurrency: 20, Timeout: units.Duration(5 * time.Second)}, pr); err != nil || res.Success != 20 {
 		t.Fatalf("connect: %+v %v", res, err)
 	}
 	if s := pr.Live.Snapshot(); s.Connects != 20 || s.Open != 20 || s.ConnectFailed.Total() != 0 {
@@ -177,7 +178,7 @@ func TestLiveConnections(t *testing.T) {
 	hold := &Progress{Live: &Live{}}
 	done := make(chan error, 1)
 	go func() {
-		_, err := c.Hold(t.Context(), HoldParams{Duration: 2 * time.Second}, hold)
+		_, err := c.Hold(t.Context(), HoldParams{Duration: units.Duration(2 * time.Second)}, hold)
 		done <- err
 	}()
 	waitFor(t, "the hold's connections", func() bool { return hold.Live.Snapshot().Open == 20 })

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lxzan/gws"
 
+	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/internal/wstls"
 )
 
@@ -130,13 +131,13 @@ func TestMeasureTLSCost(t *testing.T) {
 				t.Fatal(err)
 			}
 			cpu0 := processCPU(t)
-			cr, err := c.Connect(context.Background(), ConnectParams{Connections: conns, Concurrency: 1000, Timeout: 10 * time.Second}, nil)
+			cr, err := c.Connect(context.Background(), ConnectParams{Connections: conns, Concurrency: 1000, Timeout: units.Duration(10 * time.Second)}, nil)
 			cpu1 := processCPU(t)
 			if err != nil || cr.Success != conns {
 				c.Close()
 				t.Fatalf("%s connect: %+v %v", tc.name, cr.Errors, err)
 			}
-			er, err := c.Echo(context.Background(), EchoParams{Total: echoes, Concurrency: conns, Payload: 1024, Verify: true, Warmup: 2000}, nil)
+			er, err := c.Echo(context.Background(), EchoParams{Total: echoes, Concurrency: conns, Payload: new(units.Size(1024)), Verify: new(true), Warmup: 2000}, nil)
 			cpu2 := processCPU(t)
 			c.Close()
 			if err != nil || er.Failed != 0 {

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 func TestMergeStop(t *testing.T) {
@@ -59,7 +61,7 @@ func TestSplitInt64(t *testing.T) {
 // the weights, and never gives a part more connections than it has.
 func TestSplitParams(t *testing.T) {
 	w := []int{6, 0, 4}
-	echo := (&EchoParams{Total: 1001, Concurrency: 10, Warmup: 11, Payload: 8}).Split(w)
+	echo := (&EchoParams{Total: 1001, Concurrency: 10, Warmup: 11, Payload: new(units.Size(8))}).Split(w)
 	if echo[1] != nil || echo[0].(*EchoParams).Concurrency != 6 || echo[2].(*EchoParams).Concurrency != 4 ||
 		echo[0].(*EchoParams).Total+echo[2].(*EchoParams).Total != 1001 || echo[0].(*EchoParams).Warmup+echo[2].(*EchoParams).Warmup != 11 {
 		t.Errorf("echo split %+v %+v %+v", echo[0], echo[1], echo[2])
@@ -68,25 +70,25 @@ func TestSplitParams(t *testing.T) {
 	if e := (&EchoParams{Total: 100, Concurrency: 12}).Split([]int{1, 20}); e[0].(*EchoParams).Concurrency != 1 || e[1].(*EchoParams).Concurrency != 11 {
 		t.Errorf("echo split capped %+v %+v", e[0], e[1])
 	}
-	conn := (&ConnectParams{Connections: 101, Concurrency: 2, Timeout: time.Second}).Split(w)
+	conn := (&ConnectParams{Connections: 101, Concurrency: 2, Timeout: units.Duration(time.Second)}).Split(w)
 	if conn[2] != nil || conn[0].(*ConnectParams).Connections != 51 || conn[1].(*ConnectParams).Connections != 50 || conn[1].(*ConnectParams).Concurrency != 1 {
 		t.Errorf("connect split %+v %+v %+v", conn[0], conn[1], conn[2])
 	}
-	rate := (&RateParams{Duration: time.Second, Rate: 1, Payload: 64, Connections: 9}).Split(w)
+	rate := (&RateParams{Duration: units.Duration(time.Second), Rate: 1, Connections: 9, RateSend: RateSend{Payload: new(units.Size(64))}}).Split(w)
 	r0, r2 := rate[0].(*RateParams), rate[2].(*RateParams)
 	if rate[1] != nil || r0.Connections+r2.Connections != 9 || r0.PhaseFirst != 0 || r2.PhaseFirst != r0.Connections || r0.PhaseTotal != 9 || r2.PhaseTotal != 9 ||
-		r0.MaxInflightBytes+r2.MaxInflightBytes > DefaultMaxInflightBytes || r0.Batch != DefaultRateBatch {
+		r0.MaxInflightBytes+r2.MaxInflightBytes > 64<<20 || r0.Batch != units.Size(DefaultRateBatch) {
 		t.Errorf("rate split %+v %+v", r0, r2)
 	}
-	for i, p := range (&HoldParams{Duration: time.Second}).Split(w) {
-		if p == nil || p.(*HoldParams).Duration != time.Second {
+	for i, p := range (&HoldParams{Duration: units.Duration(time.Second)}).Split(w) {
+		if p == nil || p.(*HoldParams).Duration.D() != time.Second {
 			t.Errorf("hold part %d: %+v", i, p)
 		}
 	}
 	for _, parts := range [][]Params{echo, conn, rate} {
 		for _, p := range parts {
 			if p != nil {
-				if err := p.Validate(); err != nil {
+				if err := Ready(p); err != nil {
 					t.Errorf("%s part invalid: %v", p.Kind(), err)
 				}
 			}

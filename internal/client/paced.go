@@ -5,34 +5,45 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/wsplan/wsplan/internal/decl"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
-// DefaultSlack is the timer slack of a paced sender when its params give
-// none (RateParams.Slack 0): see pacedWake. Chosen by measurement (docs/results.md,
-// "Client cost"): at 1,000 connections × 10 msg/s it halves the loop's
-// wake-ups per message while keeping the added send lateness (at most the
-// slack) well inside the latency figures it is measured against.
-const DefaultSlack = 200 * time.Microsecond
-
-// NoSlack is a Slack value that turns coalescing off: every due message
-// gets a wake-up of its own at its scheduled time (the behaviour before
-// slack existed). Slack 0 means DefaultSlack, as every zero default.
+// NoSlack is a slack that turns coalescing off: every due message gets a
+// wake-up of its own at its scheduled time (the behaviour before slack
+// existed); a `slack: 0` key means it.
 const NoSlack = time.Duration(-1)
 
-// Defaults and bounds shared by the paced kinds (rate, broadcast, script).
-const (
+// Defaults shared by the paced kinds (rate, broadcast, script), read from
+// their one declaration, the rate phase's keys (RateSend's tags), for
+// code that has no key of its own to read them from.
+var (
+	// DefaultSlack is the timer slack of a paced sender when its params
+	// give none: see pacedWake. Chosen by measurement (docs/results.md,
+	// "Client cost"): at 1,000 connections × 10 msg/s it halves the
+	// loop's wake-ups per message while keeping the added send lateness
+	// (at most the slack) well inside the latency figures it is measured
+	// against.
+	DefaultSlack = rateDefault[units.Duration]("slack").D()
 	// DefaultRateBatch is the most bytes one write carries when several
-	// messages are due on a connection at once (RateParams.Batch when 0),
-	// as the predecessor's 16 KiB.
-	DefaultRateBatch = 16 << 10
+	// messages are due on a connection at once, as the predecessor's
+	// 16 KiB.
+	DefaultRateBatch = int(rateDefault[units.Size]("batch"))
 	// DefaultLateAfter is how late after its scheduled time a message
-	// counts as late when a phase's late_after is 0 (RateParams,
-	// BroadcastParams, ScriptParams).
-	DefaultLateAfter = time.Millisecond
-	// pumpBytes bounds what one pump writes before the loop reads again:
-	// an overdriven phase must not starve the reads of its own echoes.
-	pumpBytes = 1 << 20
+	// counts as late when a phase's late_after is 0.
+	DefaultLateAfter = rateDefault[units.Duration]("late_after").D()
 )
+
+// pumpBytes bounds what one pump writes before the loop reads again: an
+// overdriven phase must not starve the reads of its own echoes.
+const pumpBytes = 1 << 20
+
+// rateDefault is the default tag of RateSend's key.
+func rateDefault[T any](key string) T {
+	d, _ := decl.Default(&RateSend{}, key)
+	return d.(T)
+}
 
 // pacedWake is the part of an open-loop sender that decides when its loop
 // wakes up, shared by every paced kind (rate, and through it capacity
@@ -56,6 +67,18 @@ type pacedWake struct {
 	late *hdrhistogram.Histogram
 	// batched: the phase's reads are batched (begin), until end.
 	batched bool
+}
+
+// slackOf is the slack of a paced sender for a declared `slack` key: 0 is
+// NoSlack, nil (no default applied) DefaultSlack.
+func slackOf(d *units.Duration) time.Duration {
+	switch {
+	case d == nil:
+		return DefaultSlack
+	case *d == 0:
+		return NoSlack
+	}
+	return d.D()
 }
 
 // newPacedWake returns the wake gate of a sender with slack (NoSlack or

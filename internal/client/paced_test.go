@@ -3,6 +3,8 @@ package client
 import (
 	"testing"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // TestPacedWake: the loop wakes for the next due message, but never sooner
@@ -61,5 +63,24 @@ func TestRateSlackBatches(t *testing.T) {
 	lo, hi := time.Duration(h.Min()), time.Duration(h.Max())
 	if lo < 99*time.Microsecond || lo > 101*time.Microsecond || hi < 999*time.Microsecond || hi > 1001*time.Microsecond {
 		t.Errorf("send lateness in [%v, %v], want [100µs, 1ms]", lo, hi)
+	}
+}
+
+// TestSlackOf: a declared slack becomes the sender's as every paced kind
+// passes it: absent is the default, 0s is none (a wake-up per message),
+// any other value itself.
+func TestSlackOf(t *testing.T) {
+	d := func(v time.Duration) *units.Duration { u := units.Duration(v); return &u }
+	for _, tc := range []struct {
+		slack *units.Duration
+		want  time.Duration
+	}{
+		{nil, DefaultSlack},
+		{d(0), NoSlack},
+		{d(time.Millisecond), time.Millisecond},
+	} {
+		if got := slackOf(tc.slack); got != tc.want {
+			t.Errorf("slack %v: client gets %v, want %v", tc.slack, got, tc.want)
+		}
 	}
 }

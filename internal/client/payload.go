@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/wsplan/wsplan/internal/payload"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // The bytes a phase sends are made once per phase from internal/payload's
@@ -13,6 +14,15 @@ import (
 
 // maxPayload bounds a message's payload: each loop keeps one masked copy.
 const maxPayload = 64 << 20
+
+// sizeOf is a declared size key's value in bytes: nil (not given, and no
+// default applied) is 0.
+func sizeOf(s *units.Size) int {
+	if s == nil {
+		return 0
+	}
+	return int(*s)
+}
 
 // checkPayloadKind checks a phase's payload kind and file.
 func checkPayloadKind(kind string, file []byte) error {

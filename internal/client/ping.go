@@ -3,27 +3,27 @@ package client
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 func init() {
 	Register(Kind{Name: "ping", NewParams: func() Params { return &PingParams{} }, NewResult: func() Result { return &PingResult{} }})
 }
 
-// DefaultPingTimeout is PingParams.Timeout when it is 0.
-const DefaultPingTimeout = 10 * time.Second
-
 // PingParams configure a closed-loop ping phase: Concurrency connections
 // each keep one ping in flight and send the next as soon as its pong
 // comes, until Total pongs were measured. It measures the server's
 // control-frame round trip, without a data message's decoding and
-// copying.
+// copying. They are the phase's plan keys too (scenarios.Ping holds them
+// inline), declared once in their tags; the scenario lowers Concurrency
+// to the connections open.
 type PingParams struct {
-	Total       int64         `json:"total"`       // pongs to measure, > 0
-	Concurrency int           `json:"concurrency"` // pings in flight, each on its own connection; <= open connections
-	Timeout     time.Duration `json:"timeout"`     // max wait for one pong; a late pong fails and drops its connection; 0 = DefaultPingTimeout
+	Total       int64          `yaml:"total" json:"total" required:"true" min:"1" doc:"pongs to measure"`
+	Concurrency int            `yaml:"concurrency" json:"concurrency" min:"1" doc:"pings in flight, each on its own connection; default: every open connection"`
+	Timeout     units.Duration `yaml:"timeout" json:"timeout" default:"10s" min:"1ns" max:"120s" doc:"longest wait for one pong; a late pong fails and drops its connection"`
 }
 
 // PingResult is what a ping phase measured.
@@ -41,22 +41,7 @@ type PingResult struct {
 func (p *PingParams) Kind() string { return "ping" }
 
 // Validate implements Params.
-func (p *PingParams) Validate() error {
-	var errs []error
-	if p.Total <= 0 {
-		errs = append(errs, fmt.Errorf("total must be > 0, got %d", p.Total))
-	}
-	if p.Concurrency <= 0 {
-		errs = append(errs, fmt.Errorf("concurrency must be > 0, got %d", p.Concurrency))
-	}
-	if p.Timeout < 0 || p.Timeout > time.Duration(HistMax) {
-		errs = append(errs, fmt.Errorf("timeout must be in [0, %v], got %v", time.Duration(HistMax), p.Timeout))
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("client: ping: %w", errors.Join(errs...))
-	}
-	return nil
-}
+func (p *PingParams) Validate() error { return checkParams(p) }
 
 // Split implements Params: concurrency in proportion to the parts' open
 // connections, total in proportion to the concurrency.
@@ -103,10 +88,6 @@ func (p *PingParams) start(ph *phaseEnv) (*phasePlan, error) {
 	if p.Concurrency > total {
 		return nil, fmt.Errorf("client: ping: concurrency %d exceeds the %d open connections: open more in a connect phase or lower concurrency", p.Concurrency, total)
 	}
-	timeout := p.Timeout
-	if timeout == 0 {
-		timeout = DefaultPingTimeout
-	}
 	if ph.pr != nil {
 		ph.pr.Total.Store(p.Total)
 		ph.pr.Done.Store(0)
@@ -118,7 +99,7 @@ func (p *PingParams) start(ph *phaseEnv) (*phasePlan, error) {
 		}
 		q := part.(*PingParams)
 		id, pr := ph.id, ph.pr
-		plan.starts[i] = func(l *loop) { l.pingStart(id, q.Concurrency, q.Total, int64(timeout), pr) }
+		plan.starts[i] = func(l *loop) { l.pingStart(id, q.Concurrency, q.Total, int64(p.Timeout), pr) }
 	}
 	plan.done = func(res Result, why StopReason, wall time.Duration) StopReason {
 		r := res.(*PingResult)

@@ -3,6 +3,8 @@ package client
 import (
 	"strings"
 	"testing"
+
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 func TestPing(t *testing.T) {
@@ -24,7 +26,7 @@ func TestPing(t *testing.T) {
 		t.Errorf("live latencies %d, want every pong's (2000)", n)
 	}
 	// An echo phase after it sees no stray pong or message.
-	if e, err := c.Echo(t.Context(), EchoParams{Total: 100, Concurrency: 10, Payload: 16, Verify: true}, nil); err != nil || e.Success != 100 {
+	if e, err := c.Echo(t.Context(), EchoParams{Total: 100, Concurrency: 10, Payload: new(units.Size(16)), Verify: new(true)}, nil); err != nil || e.Success != 100 {
 		t.Errorf("echo after ping: %+v, %v", e, err)
 	}
 	if _, err := c.Ping(t.Context(), PingParams{Total: 10, Concurrency: 11}, nil); err == nil || !strings.Contains(err.Error(), "exceeds the 10 open connections") {

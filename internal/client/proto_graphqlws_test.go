@@ -206,7 +206,7 @@ func gqlClient(t *testing.T, addr string, o graphqlws.Settings) *Client {
 func TestGraphQLWSGreeting(t *testing.T) {
 	ok := &gqlServer{token: "t0k"}
 	c := gqlClient(t, ok.start(t), graphqlws.Settings{Init: `{"token":"t0k"}`})
-	res, err := c.Run(t.Context(), &ConnectParams{Connections: 20, Concurrency: 20, Timeout: 2 * time.Second}, nil)
+	res, err := c.Run(t.Context(), &ConnectParams{Connections: 20, Concurrency: 20, Timeout: units.Duration(2 * time.Second), Retries: -1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func TestGraphQLWSGreeting(t *testing.T) {
 		{"no ack", &gqlServer{mute: true}, "", "graphql-ws: no connection_ack"},
 	} {
 		c := gqlClient(t, tc.srv.start(t), graphqlws.Settings{Init: tc.init})
-		res, err := c.Run(t.Context(), &ConnectParams{Connections: 5, Concurrency: 5, Timeout: 500 * time.Millisecond, Retries: 0}, nil)
+		res, err := c.Run(t.Context(), &ConnectParams{Connections: 5, Concurrency: 5, Timeout: units.Duration(500 * time.Millisecond), Retries: -1}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -274,7 +274,7 @@ func TestGraphQLWSKeepalive(t *testing.T) {
 // are alive after.
 func hold(t *testing.T, c *Client, n int64) {
 	t.Helper()
-	res, err := c.Run(t.Context(), &HoldParams{Duration: 500 * time.Millisecond}, nil)
+	res, err := c.Run(t.Context(), &HoldParams{Duration: units.Duration(500 * time.Millisecond)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -261,7 +261,7 @@ func TestMQTTRefusedMosquitto(t *testing.T) {
 	} {
 		t.Run(tc.version+"/"+tc.user+"/"+tc.pass, func(t *testing.T) {
 			c := mqttClient(t, addr, mqtt.Settings{Version: tc.version, Username: tc.user, Password: tc.pass})
-			res, err := c.Connect(t.Context(), ConnectParams{Connections: 10, Concurrency: 10, Timeout: 5 * time.Second}, nil)
+			res, err := c.Connect(t.Context(), ConnectParams{Connections: 10, Concurrency: 10, Timeout: units.Duration(5 * time.Second)}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -294,7 +294,7 @@ func TestMQTTKeepaliveMosquitto(t *testing.T) {
 	start := time.Now()
 	var dropped time.Duration
 	for dropped == 0 && time.Since(start) < 10*keepalive {
-		res, err := runAs[HoldResult](c, t.Context(), &HoldParams{Duration: keepalive / 4}, nil)
+		res, err := runAs[HoldResult](c, t.Context(), &HoldParams{Duration: units.Duration(keepalive / 4)}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -315,7 +315,7 @@ func TestMQTTKeepaliveMosquitto(t *testing.T) {
 		t.Run("v"+v, func(t *testing.T) {
 			c := mqttClient(t, addr, mqtt.Settings{Version: v, Keepalive: units.Duration(keepalive)})
 			mustConnect(t, c, 20)
-			res, err := runAs[HoldResult](c, t.Context(), &HoldParams{Duration: hold}, nil)
+			res, err := runAs[HoldResult](c, t.Context(), &HoldParams{Duration: units.Duration(hold)}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

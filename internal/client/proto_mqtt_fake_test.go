@@ -125,7 +125,7 @@ func TestMQTTGreetingFake(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			addr := tc.fb.start(t)
 			c := mqttClient(t, addr, mqtt.Settings{Version: tc.version})
-			res, err := c.Connect(t.Context(), ConnectParams{Connections: 20, Concurrency: 20, Timeout: 500 * time.Millisecond}, nil)
+			res, err := c.Connect(t.Context(), ConnectParams{Connections: 20, Concurrency: 20, Timeout: units.Duration(500 * time.Millisecond), Retries: -1}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,7 +159,7 @@ func TestMQTTKeepaliveFake(t *testing.T) {
 	fb := &fakeBroker{pingresp: true, connack: func(int64) [][]byte { return [][]byte{connack5(0, 0x13, 0, 1)} }}
 	c := mqttClient(t, fb.start(t), mqtt.Settings{Version: mqtt.Version5})
 	mustConnect(t, c, 2)
-	res, err := runAs[HoldResult](c, t.Context(), &HoldParams{Duration: 2500 * time.Millisecond}, nil)
+	res, err := runAs[HoldResult](c, t.Context(), &HoldParams{Duration: units.Duration(2500 * time.Millisecond)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestMQTTKeepaliveFake(t *testing.T) {
 	c = mqttClient(t, mute.start(t), mqtt.Settings{Keepalive: units.Duration(time.Second)})
 	mustConnect(t, c, 3)
 	start := time.Now()
-	res, err = runAs[HoldResult](c, t.Context(), &HoldParams{Duration: 2500 * time.Millisecond}, nil)
+	res, err = runAs[HoldResult](c, t.Context(), &HoldParams{Duration: units.Duration(2500 * time.Millisecond)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

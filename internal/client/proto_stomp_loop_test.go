@@ -125,7 +125,7 @@ func stompClient(t *testing.T, addr string, keepalive time.Duration) *Client {
 func TestSTOMPHeartBeats(t *testing.T) {
 	b := &stompBroker{mode: "ok", beat: "100,300"}
 	c := stompClient(t, b.start(t), 200*time.Millisecond)
-	res, err := c.Connect(t.Context(), ConnectParams{Connections: 4, Concurrency: 4, Timeout: 2 * time.Second}, nil)
+	res, err := c.Connect(t.Context(), ConnectParams{Connections: 4, Concurrency: 4, Timeout: units.Duration(2 * time.Second)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestSTOMPHeartBeats(t *testing.T) {
 	if f := b.frame[0]; !strings.Contains(f, "\nlogin:guest\npasscode:guest\nheart-beat:200,200\n") {
 		t.Errorf("CONNECT frame %q", f)
 	}
-	hold, err := c.Hold(t.Context(), HoldParams{Duration: 1500 * time.Millisecond}, nil)
+	hold, err := c.Hold(t.Context(), HoldParams{Duration: units.Duration(1500 * time.Millisecond)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestSTOMPGreetingFailures(t *testing.T) {
 		t.Run(tc.mode, func(t *testing.T) {
 			b := &stompBroker{mode: tc.mode, beat: tc.beat}
 			c := stompClient(t, b.start(t), 0)
-			res, err := c.Connect(t.Context(), ConnectParams{Connections: 3, Concurrency: 3, Timeout: 300 * time.Millisecond}, nil)
+			res, err := c.Connect(t.Context(), ConnectParams{Connections: 3, Concurrency: 3, Timeout: units.Duration(300 * time.Millisecond), Retries: -1}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,7 +174,7 @@ func TestSTOMPGreetingFailures(t *testing.T) {
 		b := &stompBroker{mode: "silent", beat: "100,0"}
 		c := stompClient(t, b.start(t), 200*time.Millisecond)
 		mustConnect(t, c, 3)
-		hold, err := c.Hold(t.Context(), HoldParams{Duration: time.Second}, nil)
+		hold, err := c.Hold(t.Context(), HoldParams{Duration: units.Duration(time.Second)}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,69 +2,71 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/decl"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 func init() {
 	Register(Kind{Name: "rate", NewParams: func() Params { return &RateParams{} }, NewResult: func() Result { return &RateResult{} }})
 }
 
-// RateParams configure an open-loop rate phase (Client.Rate).
+// RateParams configure an open-loop rate phase (Client.Rate). They are
+// the phase's plan keys too (scenarios.Rate holds them inline), declared
+// once in their tags; the scenario lowers Connections to those open and
+// reads File into PayloadFile.
 type RateParams struct {
-	Duration time.Duration `json:"duration"` // sending time, > 0
-	Rate     float64       `json:"rate"`     // messages per connection per second, > 0 (fractions allowed)
-	Payload  int           `json:"payload"`  // bytes per message, >= MarkerLen
+	Duration units.Duration `yaml:"duration" json:"duration" required:"true" min:"1ns" doc:"sending time"`
+	Rate     units.Rate     `yaml:"rate" json:"rate" required:"true" doc:"messages per connection per second, > 0; fractions allowed"`
 	// Connections is how many open connections send; 0 = all open ones.
-	Connections int `json:"connections"`
-	// Ramp is the time to reach Rate linearly from 0; 0 = none; <= Duration.
-	Ramp time.Duration `json:"ramp"`
-	// Batch is the most bytes one write carries when several messages are
-	// due on a connection at once; 0 = DefaultRateBatch. A message larger
-	// than Batch is one write of its own.
-	Batch int `json:"batch"`
-	// MaxInflight bounds the messages sent and not yet echoed on one
-	// connection; 0 = DefaultMaxInflight(Rate). A message due while its
-	// connection is at the bound (or its socket is not writable) waits and
-	// leaves late, with its original scheduled time.
-	MaxInflight int `json:"max_inflight"`
-	// MaxInflightBytes bounds the payload bytes sent and not yet echoed
-	// over every connection of the phase (split over loops and shards in
-	// proportion to their connections), so an overloaded server cannot
-	// make the client fill the kernel's socket memory; messages due beyond
-	// it wait like those beyond MaxInflight. 0 = DefaultMaxInflightBytes.
-	MaxInflightBytes int64 `json:"max_inflight_bytes"`
-	// Drain is how long to wait after Duration for echoes still due; 0 =
-	// DefaultRateDrain.
-	Drain time.Duration `json:"drain"`
-	// LateAfter: a message written more than LateAfter after its scheduled
-	// time counts as late; 0 = DefaultLateAfter.
-	LateAfter time.Duration `json:"late_after"`
-	// Verify compares every echoed payload byte after the marker (the
-	// marker itself is always checked).
-	Verify bool `json:"verify"`
-	// Slack is the timer slack: after a wake-up the loop sleeps at least
-	// Slack before the next, and writes every message due by then
-	// together, so a message leaves at most Slack late (RateResult.SendLate
-	// says how late they left). 0 = DefaultSlack; NoSlack = a wake-up per
-	// due message.
-	Slack time.Duration `json:"slack"`
-	// Reads is when the loop reads the echoes: ReadsBatched (the default,
-	// "" too) or ReadsPrompt; see ReadsBatched.
-	Reads string `json:"reads,omitempty"`
+	Connections int            `yaml:"connections" json:"connections" min:"0" doc:"connections that send; default: every open one"`
+	Ramp        units.Duration `yaml:"ramp" json:"ramp" default:"0s" min:"0s" doc:"time to reach the full rate linearly, at most duration; 0 = none"`
+	RateSend    `yaml:",inline"`
+	// PayloadFile is the content of the payload file (payload_kind:
+	// file), cycled to Payload bytes after the marker.
+	PayloadFile []byte `yaml:"-" json:"payload_file,omitempty"`
 	// PhaseFirst and PhaseTotal place this client's connections in the
 	// timetable: its connection j gets phase (PhaseFirst+j)/PhaseTotal of
 	// a period. Zero values = j/Connections. Split sets them so that the
 	// connections of every loop and shard spread over one period together.
-	PhaseFirst int `json:"phase_first"`
-	PhaseTotal int `json:"phase_total"`
-	// PayloadKind and PayloadFile are what the messages hold after their
-	// marker, as in EchoParams.
-	PayloadKind string `json:"payload_kind,omitempty"`
-	PayloadFile []byte `json:"payload_file,omitempty"`
+	PhaseFirst int `yaml:"-" json:"phase_first"`
+	PhaseTotal int `yaml:"-" json:"phase_total"`
 }
+
+// RateSend are the keys of how a rate phase sends and checks its
+// messages, which a capacity search (scenarios.Search) passes to every
+// step: declared here once for both.
+type RateSend struct {
+	Payload *units.Size `yaml:"payload" json:"payload" default:"1KiB" min:"16" max:"64MiB" hint:"the latency marker: 8-byte sequence number and 8-byte scheduled send time" doc:"bytes per message, the 16-byte latency marker included"`
+	// Batch: a message larger than it is one write of its own.
+	Batch units.Size `yaml:"batch" json:"batch" default:"16KiB" min:"0" doc:"most bytes per write when several messages are due on a connection"`
+	// MaxInflight: a message due while its connection is at the bound (or
+	// its socket is not writable) waits and leaves late, with its original
+	// scheduled time. 0 = DefaultMaxInflight(rate), applied by the client.
+	MaxInflight int `yaml:"max_inflight" json:"max_inflight" min:"0" doc:"messages sent and not echoed per connection; default rate per connection × 1 s (each step's, in a search), in [16, 1000]"`
+	// MaxInflightBytes keeps an overloaded server from making the client
+	// fill the kernel's socket memory; split over loops and shards in
+	// proportion to their connections.
+	MaxInflightBytes units.Size     `yaml:"max_inflight_bytes" json:"max_inflight_bytes" default:"64MiB" min:"0" doc:"payload bytes sent and not echoed over every connection"`
+	Drain            units.Duration `yaml:"drain" json:"drain" default:"2s" min:"0s" doc:"wait for the echoes still due when sending ends (after each step, in a search)"`
+	// Slack: each message's latency still counts from its own schedule;
+	// send_late_* say how late messages left (pacedWake).
+	Slack *units.Duration `yaml:"slack" json:"slack" default:"200us" min:"0s" doc:"timer slack: sends due within it share one wake-up (at most this late); 0 = a wake-up per message"`
+	// Reads: see ReadsBatched.
+	Reads       string         `yaml:"reads" json:"reads,omitempty" default:"batched" doc:"when the client reads what arrives: batched (it sleeps through arrivals until its next send window, latency ends at the kernel's receive timestamp) or prompt (it wakes for each arrival)"`
+	LateAfter   units.Duration `yaml:"late_after" json:"late_after" default:"1ms" min:"0s" doc:"a message written later than this after its schedule is late"`
+	Verify      *bool          `yaml:"verify" json:"verify" default:"true" doc:"compare every echoed payload byte (the marker is always checked)"`
+	PayloadKind string         `yaml:"payload_kind" json:"payload_kind,omitempty" default:"random" doc:"what messages hold after the marker: random (incompressible bytes), text (chat-like JSON lines), file"`
+	// File is read by the scenario (and checked at load), into
+	// RateParams.PayloadFile: shards need no file.
+	File string `yaml:"file" json:"-" doc:"with payload_kind: file, the file whose bytes are cycled to the payload size"`
+}
+
+// bytes is the payload size; Client.Run applied its default.
+func (p *RateSend) bytes() int { return sizeOf(p.Payload) }
 
 // RateResult is what a rate phase measured. Every message carries a
 // MarkerLen-byte marker (its number on its connection and its scheduled
@@ -149,28 +151,17 @@ func (r *RateResult) Merge(other Result) {
 // Stop implements Result.
 func (r *RateResult) Stop() StopReason { return r.Stopped }
 
-// withDefaults returns p with its zero defaults filled in.
+// Pacer is the timetable of each sending connection.
+func (p *RateParams) Pacer() Pacer {
+	return Pacer{Rate: float64(p.Rate), Ramp: p.Ramp.D(), Duration: p.Duration.D()}
+}
+
+// withDefaults returns p with its zero keys' defaults: the tags' (as
+// Client.Run applies them), and MaxInflight's, which follows the rate.
 func (p RateParams) withDefaults() RateParams {
-	if p.Batch == 0 {
-		p.Batch = DefaultRateBatch
-	}
+	decl.Defaults(&p)
 	if p.MaxInflight == 0 {
-		p.MaxInflight = DefaultMaxInflight(p.Rate)
-	}
-	if p.MaxInflightBytes == 0 {
-		p.MaxInflightBytes = DefaultMaxInflightBytes
-	}
-	if p.Drain == 0 {
-		p.Drain = DefaultRateDrain
-	}
-	if p.LateAfter == 0 {
-		p.LateAfter = DefaultLateAfter
-	}
-	if p.Slack == 0 {
-		p.Slack = DefaultSlack
-	}
-	if p.Reads == "" {
-		p.Reads = ReadsBatched
+		p.MaxInflight = DefaultMaxInflight(float64(p.Rate))
 	}
 	return p
 }
@@ -200,22 +191,17 @@ func (p *RateParams) Split(weights []int) []Params {
 		q := d
 		q.Connections = slots
 		q.PhaseFirst, q.PhaseTotal = first, total
-		q.MaxInflightBytes = max(int64(p.Payload), d.MaxInflightBytes*int64(slots)/int64(n))
+		q.MaxInflightBytes = max(units.Size(d.bytes()), d.MaxInflightBytes*units.Size(slots)/units.Size(n))
 		first += slots
 		out[i] = &q
 	}
 	return out
 }
 
-// Rate phase defaults.
+// MinDefaultInflight and MaxDefaultInflight bound DefaultMaxInflight.
 const (
-	// DefaultRateDrain is RateParams.Drain when 0.
-	DefaultRateDrain = 2 * time.Second
-	// MinDefaultInflight and MaxDefaultInflight bound DefaultMaxInflight.
 	MinDefaultInflight = 16
 	MaxDefaultInflight = 1000
-	// DefaultMaxInflightBytes is RateParams.MaxInflightBytes when 0.
-	DefaultMaxInflightBytes = 64 << 20
 )
 
 // DefaultMaxInflight is RateParams.MaxInflight when 0: one second of
@@ -225,55 +211,23 @@ func DefaultMaxInflight(rate float64) int {
 	return int(min(max(math.Ceil(rate), MinDefaultInflight), MaxDefaultInflight))
 }
 
-// Validate implements Params.
+// Validate implements Params: the declared bounds, and the relations
+// between keys.
 func (p *RateParams) Validate() error {
-	var errs []error
-	if p.Duration <= 0 {
-		errs = append(errs, fmt.Errorf("duration must be > 0, got %v", p.Duration))
+	var rate, ramp, reads, phase error
+	if !(p.Rate > 0) || math.IsInf(float64(p.Rate), 0) {
+		rate = fmt.Errorf("rate must be > 0 messages per second, got %v", p.Rate)
 	}
-	if !(p.Rate > 0) || math.IsInf(p.Rate, 0) {
-		errs = append(errs, fmt.Errorf("rate must be > 0 messages per second, got %v", p.Rate))
-	}
-	if p.Payload < MarkerLen || p.Payload > maxPayload {
-		errs = append(errs, fmt.Errorf("payload must be in [%d, %d] (the first %d bytes carry the latency marker), got %d", MarkerLen, maxPayload, MarkerLen, p.Payload))
-	}
-	if p.Connections < 0 {
-		errs = append(errs, fmt.Errorf("connections must be >= 0, got %d", p.Connections))
-	}
-	if p.Ramp < 0 || p.Ramp > p.Duration {
-		errs = append(errs, fmt.Errorf("ramp must be in [0, duration %v], got %v", p.Duration, p.Ramp))
-	}
-	if p.Batch < 0 {
-		errs = append(errs, fmt.Errorf("batch must be >= 0, got %d", p.Batch))
-	}
-	if p.MaxInflight < 0 {
-		errs = append(errs, fmt.Errorf("max inflight must be >= 0, got %d", p.MaxInflight))
-	}
-	if p.MaxInflightBytes < 0 {
-		errs = append(errs, fmt.Errorf("max inflight bytes must be >= 0, got %d", p.MaxInflightBytes))
-	}
-	if p.Drain < 0 {
-		errs = append(errs, fmt.Errorf("drain must be >= 0, got %v", p.Drain))
-	}
-	if err := checkPayloadKind(p.PayloadKind, p.PayloadFile); err != nil {
-		errs = append(errs, err)
-	}
-	if p.Slack < 0 && p.Slack != NoSlack {
-		errs = append(errs, fmt.Errorf("slack must be >= 0 (or NoSlack), got %v", p.Slack))
+	if p.Ramp > p.Duration {
+		ramp = fmt.Errorf("ramp must be in [0, duration %v], got %v", p.Duration, p.Ramp)
 	}
 	if err := CheckReads(p.Reads); err != nil {
-		errs = append(errs, fmt.Errorf("reads %w", err))
-	}
-	if p.LateAfter < 0 {
-		errs = append(errs, fmt.Errorf("late after must be >= 0, got %v", p.LateAfter))
+		reads = fmt.Errorf("reads %w", err)
 	}
 	if p.PhaseFirst < 0 || p.PhaseTotal < 0 || (p.PhaseTotal > 0 && p.PhaseFirst+p.Connections > p.PhaseTotal) {
-		errs = append(errs, fmt.Errorf("phase first %d + connections %d must be <= phase total %d", p.PhaseFirst, p.Connections, p.PhaseTotal))
+		phase = fmt.Errorf("phase first %d + connections %d must be <= phase total %d", p.PhaseFirst, p.Connections, p.PhaseTotal)
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("client: rate: %w", errors.Join(errs...))
-	}
-	return nil
+	return checkParams(p, rate, ramp, checkPayloadKind(p.PayloadKind, p.PayloadFile), reads, phase)
 }
 
 // Rate runs an open-loop phase over p.Connections open connections: each
@@ -310,8 +264,8 @@ func (p *RateParams) start(ph *phaseEnv) (*phasePlan, error) {
 	if phaseTotal == 0 {
 		phaseTotal = p.PhaseFirst + n
 	}
-	pacer := Pacer{Rate: p.Rate, Ramp: p.Ramp, Duration: p.Duration}
-	payload, err := makeKindPayload(p.PayloadKind, p.Payload, false, p.PayloadFile)
+	pacer := p.Pacer()
+	payload, err := makeKindPayload(p.PayloadKind, p.bytes(), false, p.PayloadFile)
 	if err != nil {
 		return nil, err
 	}
@@ -340,12 +294,12 @@ func (p *RateParams) start(ph *phaseEnv) (*phasePlan, error) {
 			drain:       int64(d.Drain),
 			hdr:         hdr,
 			payload:     payload,
-			verify:      p.Verify,
-			batch:       d.Batch,
+			verify:      *d.Verify,
+			batch:       int(d.Batch),
 			maxInflight: int64(d.MaxInflight),
-			loopMax:     max(1, q.MaxInflightBytes/int64(p.Payload)),
+			loopMax:     max(1, int64(q.MaxInflightBytes)/int64(d.bytes())),
 			lateAfter:   int64(d.LateAfter),
-			slack:       d.Slack,
+			slack:       slackOf(d.Slack),
 			reads:       d.Reads,
 			pr:          ph.pr,
 		}

@@ -5,13 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/wsplan/wsplan/internal/testserver"
 	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/testserver"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // checkRateSums checks what must hold in any rate result: the timeline
@@ -55,7 +57,7 @@ func TestRate(t *testing.T) {
 				before := s.msgs.Load()
 				var pr Progress
 				start := time.Now()
-				res, err := c.Rate(t.Context(), RateParams{Duration: time.Second, Rate: 20, Payload: 1024, Verify: true}, &pr)
+				res, err := c.Rate(t.Context(), RateParams{Duration: units.Duration(time.Second), Rate: 20, RateSend: RateSend{Payload: new(units.Size(1024)), Verify: new(true)}}, &pr)
 				used := time.Since(start)
 				if err != nil {
 					t.Fatal(err)
@@ -122,7 +124,7 @@ func TestRateSpread(t *testing.T) {
 		arrivals = arrivals[:0]
 		mu.Unlock()
 		// 10 connections × 10/s: one message every 10 ms over all of them.
-		res, err := c.Rate(t.Context(), RateParams{Duration: time.Second, Rate: 10, Payload: 64}, nil)
+		res, err := c.Rate(t.Context(), RateParams{Duration: units.Duration(time.Second), Rate: 10, RateSend: RateSend{Payload: new(units.Size(64))}}, nil)
 		if err != nil || res.Sent != 100 || res.Recv != 100 {
 			t.Fatalf("%+v, %v", res, err)
 		}
@@ -153,12 +155,12 @@ func TestRateFractionalAndRamp(t *testing.T) {
 	mustConnect(t, c, 40)
 	// 0.5/s for 1 s: each connection has half a period: phases 0…0.5
 	// send once, the others never.
-	res, err := c.Rate(t.Context(), RateParams{Duration: time.Second, Rate: 0.5, Payload: 16}, nil)
+	res, err := c.Rate(t.Context(), RateParams{Duration: units.Duration(time.Second), Rate: 0.5, RateSend: RateSend{Payload: new(units.Size(16))}}, nil)
 	if err != nil || res.Scheduled != 20 || res.Sent != 20 || res.Recv != 20 {
 		t.Errorf("0.5/s: %+v, %v; want 20 messages", res, err)
 	}
 	// A ramp over the whole second: half the messages of the full rate.
-	res, err = c.Rate(t.Context(), RateParams{Duration: time.Second, Ramp: time.Second, Rate: 50, Payload: 16}, nil)
+	res, err = c.Rate(t.Context(), RateParams{Duration: units.Duration(time.Second), Ramp: units.Duration(time.Second), Rate: 50, RateSend: RateSend{Payload: new(units.Size(16))}}, nil)
 	if err != nil || res.Scheduled < 990 || res.Scheduled > 1010 || res.Sent != res.Scheduled || res.Recv != res.Sent {
 		t.Errorf("ramp: %+v, %v; want about 1000 messages", res, err)
 	}
@@ -204,7 +206,7 @@ func TestRateCoordinatedOmission(t *testing.T) {
 	c := newClient(t, Options{Targets: []string{addr}, NoDelay: true})
 	mustConnect(t, c, 20)
 	// 20 × 10/s = 200 messages/s: two stalls a second, 3 s.
-	res, err := c.Rate(t.Context(), RateParams{Duration: 3 * time.Second, Rate: 10, Payload: 256, Verify: true}, nil)
+	res, err := c.Rate(t.Context(), RateParams{Duration: units.Duration(3 * time.Second), Rate: 10, RateSend: RateSend{Payload: new(units.Size(256)), Verify: new(true)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +257,7 @@ func TestRateCorruptEchoes(t *testing.T) {
 	addr := s.start(t)
 	c := newClient(t, Options{Targets: []string{addr}})
 	mustConnect(t, c, 5)
-	res, err := c.Rate(t.Context(), RateParams{Duration: 500 * time.Millisecond, Rate: 40, Payload: 512, Verify: true}, nil)
+	res, err := c.Rate(t.Context(), RateParams{Duration: units.Duration(500 * time.Millisecond), Rate: 40, RateSend: RateSend{Payload: new(units.Size(512)), Verify: new(true)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +280,7 @@ func TestRateBackpressure(t *testing.T) {
 	c := newClient(t, Options{Targets: []string{addr}})
 	mustConnect(t, c, 10)
 	start := time.Now()
-	res, err := c.Rate(t.Context(), RateParams{Duration: time.Second, Rate: 100, Payload: 64, MaxInflight: 10, Drain: 200 * time.Millisecond}, nil)
+	res, err := c.Rate(t.Context(), RateParams{Duration: units.Duration(time.Second), Rate: 100, RateSend: RateSend{Payload: new(units.Size(64)), MaxInflight: 10, Drain: units.Duration(200 * time.Millisecond)}}, nil)
 	used := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
@@ -291,7 +293,7 @@ func TestRateBackpressure(t *testing.T) {
 		t.Errorf("phase took %v (drain %v), want 1 s + 200 ms", used, res.Drain)
 	}
 	// The bound over every connection: 25 messages' worth of bytes.
-	res, err = c.Rate(t.Context(), RateParams{Duration: 300 * time.Millisecond, Rate: 100, Payload: 64, MaxInflight: 10, MaxInflightBytes: 25 * 64, Drain: 50 * time.Millisecond}, nil)
+	res, err = c.Rate(t.Context(), RateParams{Duration: units.Duration(300 * time.Millisecond), Rate: 100, RateSend: RateSend{Payload: new(units.Size(64)), MaxInflight: 10, MaxInflightBytes: 25 * 64, Drain: units.Duration(50 * time.Millisecond)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +314,7 @@ func TestRateSocketFull(t *testing.T) {
 	c := newClient(t, Options{Targets: []string{addr}})
 	mustConnect(t, c, 4)
 	start := time.Now()
-	res, err := c.Rate(t.Context(), RateParams{Duration: time.Second, Rate: 2000, Payload: 64 << 10, MaxInflight: 100000, Drain: 100 * time.Millisecond}, nil)
+	res, err := c.Rate(t.Context(), RateParams{Duration: units.Duration(time.Second), Rate: 2000, RateSend: RateSend{Payload: new(units.Size(64 << 10)), MaxInflight: 100000, Drain: units.Duration(100 * time.Millisecond)}}, nil)
 	used := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
@@ -335,7 +337,7 @@ func TestRateLateSends(t *testing.T) {
 	addr := stallServer(t, 1<<62, 0)
 	c := newClient(t, Options{Targets: []string{addr}})
 	mustConnect(t, c, 50)
-	res, err := c.Rate(t.Context(), RateParams{Duration: 500 * time.Millisecond, Rate: 4000, Payload: 4096, LateAfter: 100 * time.Microsecond}, nil)
+	res, err := c.Rate(t.Context(), RateParams{Duration: units.Duration(500 * time.Millisecond), Rate: 4000, RateSend: RateSend{Payload: new(units.Size(4096)), LateAfter: units.Duration(100 * time.Microsecond)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +356,7 @@ func TestRateCancelAndNextPhase(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	time.AfterFunc(300*time.Millisecond, cancel)
 	start := time.Now()
-	res, err := c.Rate(ctx, RateParams{Duration: time.Hour, Rate: 100, Payload: 100}, nil)
+	res, err := c.Rate(ctx, RateParams{Duration: units.Duration(time.Hour), Rate: 100, RateSend: RateSend{Payload: new(units.Size(100))}}, nil)
 	if !errors.Is(err, context.Canceled) || res.Stopped != StopCanceled {
 		t.Fatalf("err %v, stopped %q; want a canceled phase", err, res.Stopped)
 	}
@@ -365,11 +367,11 @@ func TestRateCancelAndNextPhase(t *testing.T) {
 		t.Errorf("canceled result %+v", res)
 	}
 	// The echoes still due must not be taken for the next phase's.
-	er, err := c.Echo(t.Context(), EchoParams{Total: 50, Concurrency: 10, Payload: 300, Verify: true}, nil)
+	er, err := c.Echo(t.Context(), EchoParams{Total: 50, Concurrency: 10, Payload: new(units.Size(300)), Verify: new(true)}, nil)
 	if err != nil || er.Success != 50 || er.Failed != 0 {
 		t.Fatalf("echo after rate: %+v, %v (errors %v)", er, err, er.Errors)
 	}
-	res, err = c.Rate(t.Context(), RateParams{Duration: 200 * time.Millisecond, Rate: 50, Payload: 64, Verify: true}, nil)
+	res, err = c.Rate(t.Context(), RateParams{Duration: units.Duration(200 * time.Millisecond), Rate: 50, RateSend: RateSend{Payload: new(units.Size(64)), Verify: new(true)}}, nil)
 	if err != nil || res.Sent != 100 || res.Recv != 100 {
 		t.Fatalf("rate after echo: %+v, %v (errors %v)", res, err, res.Errors)
 	}
@@ -381,7 +383,7 @@ func TestRateServerCloses(t *testing.T) {
 	c := newClient(t, Options{Targets: []string{addr}})
 	mustConnect(t, c, 4)
 	start := time.Now()
-	res, err := c.Rate(t.Context(), RateParams{Duration: 5 * time.Second, Rate: 100, Payload: 64}, nil)
+	res, err := c.Rate(t.Context(), RateParams{Duration: units.Duration(5 * time.Second), Rate: 100, RateSend: RateSend{Payload: new(units.Size(64))}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,11 +407,12 @@ func TestRateParamErrors(t *testing.T) {
 		p    RateParams
 		want string
 	}{
-		{RateParams{Rate: 1, Payload: 16}, "duration must be > 0"},
-		{RateParams{Duration: time.Second, Payload: 16}, "rate must be > 0"},
-		{RateParams{Duration: time.Second, Rate: 1, Payload: 15}, "payload must be in [16, "},
-		{RateParams{Duration: time.Second, Rate: 1, Payload: 16, Ramp: 2 * time.Second}, "ramp must be in [0, duration 1s]"},
-		{RateParams{Duration: time.Second, Rate: 1, Payload: 16, Connections: 3}, "connections 3 exceeds the 2 open connections"},
+		{RateParams{Rate: 1, RateSend: RateSend{Payload: new(units.Size(16))}}, "duration: must be > 0"},
+		{RateParams{Duration: units.Duration(time.Second), RateSend: RateSend{Payload: new(units.Size(16))}}, "rate must be > 0"},
+		{RateParams{Duration: units.Duration(time.Second), Rate: 1, RateSend: RateSend{Payload: new(units.Size(15))}}, "payload: must be >= 16 (the latency marker"},
+		{RateParams{Duration: units.Duration(time.Second), Rate: 1, RateSend: RateSend{Payload: new(units.Size(64<<20 + 1))}}, "payload: must be <= 64MiB"},
+		{RateParams{Duration: units.Duration(time.Second), Rate: 1, Ramp: units.Duration(2 * time.Second), RateSend: RateSend{Payload: new(units.Size(16))}}, "ramp must be in [0, duration 1s]"},
+		{RateParams{Duration: units.Duration(time.Second), Rate: 1, Connections: 3, RateSend: RateSend{Payload: new(units.Size(16))}}, "connections 3 exceeds the 2 open connections"},
 	} {
 		_, err := c.Rate(t.Context(), tt.p, nil)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -424,7 +427,7 @@ func TestHold(t *testing.T) {
 	c := newClient(t, Options{Targets: []string{addr}, Loops: 2})
 	mustConnect(t, c, 20)
 	start := time.Now()
-	res, err := c.Hold(t.Context(), HoldParams{Duration: 300 * time.Millisecond}, nil)
+	res, err := c.Hold(t.Context(), HoldParams{Duration: units.Duration(300 * time.Millisecond)}, nil)
 	if err != nil || res.Conns != 20 || res.Alive != 20 || res.Pings != 0 || res.Pongs != 0 {
 		t.Fatalf("idle hold: %+v, %v", res, err)
 	}
@@ -435,7 +438,7 @@ func TestHold(t *testing.T) {
 	// interval; gorilla answers each with a pong.
 	retryTiming(t, func() string {
 		var pr Progress
-		res, err := c.Hold(t.Context(), HoldParams{Duration: time.Second, Ping: 100 * time.Millisecond}, &pr)
+		res, err := c.Hold(t.Context(), HoldParams{Duration: units.Duration(time.Second), Ping: units.Duration(100 * time.Millisecond)}, &pr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -448,7 +451,7 @@ func TestHold(t *testing.T) {
 		return ""
 	})
 	// The connections still echo afterwards.
-	er, err := c.Echo(t.Context(), EchoParams{Total: 40, Concurrency: 20, Payload: 32, Verify: true}, nil)
+	er, err := c.Echo(t.Context(), EchoParams{Total: 40, Concurrency: 20, Payload: new(units.Size(32)), Verify: new(true)}, nil)
 	if err != nil || er.Success != 40 {
 		t.Errorf("echo after hold: %+v, %v", er, err)
 	}
@@ -463,7 +466,7 @@ func TestHoldDrops(t *testing.T) {
 	c := newClient(t, Options{Targets: []string{addr}})
 	mustConnect(t, c, 6)
 	start := time.Now()
-	res, err := c.Hold(t.Context(), HoldParams{Duration: 500 * time.Millisecond, Ping: 50 * time.Millisecond}, nil)
+	res, err := c.Hold(t.Context(), HoldParams{Duration: units.Duration(500 * time.Millisecond), Ping: units.Duration(50 * time.Millisecond)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -492,7 +495,7 @@ func TestRateLatencyFromSchedule(t *testing.T) {
 	c := newClient(t, Options{Targets: []string{addr}})
 	mustConnect(t, c, 2)
 	// 100/s per connection, one in flight: one message per ~50 ms leaves.
-	res, err := c.Rate(t.Context(), RateParams{Duration: 500 * time.Millisecond, Rate: 100, Payload: 64, MaxInflight: 1, Drain: time.Second}, nil)
+	res, err := c.Rate(t.Context(), RateParams{Duration: units.Duration(500 * time.Millisecond), Rate: 100, RateSend: RateSend{Payload: new(units.Size(64)), MaxInflight: 1, Drain: units.Duration(time.Second)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -532,7 +535,7 @@ func TestHoldWrongPongs(t *testing.T) {
 			srv := testserver.Start(t, testserver.Options{Pong: tc.pong})
 			c := newClient(t, Options{Targets: []string{srv.Addr()}, Loops: 1})
 			mustConnect(t, c, 5)
-			res, err := c.Hold(t.Context(), HoldParams{Duration: 300 * time.Millisecond, Ping: 100 * time.Millisecond}, nil)
+			res, err := c.Hold(t.Context(), HoldParams{Duration: units.Duration(300 * time.Millisecond), Ping: units.Duration(100 * time.Millisecond)}, nil)
 			if err != nil || res.Pings == 0 {
 				t.Fatalf("hold: %+v, %v", res, err)
 			}
@@ -559,7 +562,7 @@ func TestRateSkippedEchoes(t *testing.T) {
 	}})
 	c := newClient(t, Options{Targets: []string{srv.Addr()}, Loops: 1})
 	mustConnect(t, c, 10)
-	res, err := c.Rate(t.Context(), RateParams{Duration: time.Second, Rate: 50, Payload: 64, Verify: true, Drain: time.Second}, nil)
+	res, err := c.Rate(t.Context(), RateParams{Duration: units.Duration(time.Second), Rate: 50, RateSend: RateSend{Payload: new(units.Size(64)), Verify: new(true), Drain: units.Duration(time.Second)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

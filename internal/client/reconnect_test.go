@@ -24,7 +24,7 @@ func TestReconnectRate(t *testing.T) {
 		Reconnect: &Reconnect{Policy: ReconnectBackoff, Base: units.Duration(50 * time.Millisecond), Max: units.Duration(time.Second), Jitter: JitterFull}})
 	mustConnect(t, c, 40)
 	time.AfterFunc(700*time.Millisecond, func() { srv.Drop(40) })
-	res, err := c.Rate(t.Context(), RateParams{Duration: 2 * time.Second, Rate: 50, Payload: 64, Verify: true}, nil)
+	res, err := c.Rate(t.Context(), RateParams{Duration: units.Duration(2 * time.Second), Rate: 50, RateSend: RateSend{Payload: new(units.Size(64)), Verify: new(true)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestReconnectRate(t *testing.T) {
 		t.Errorf("%d open after the phase, want 40", c.Conns())
 	}
 	// The next phase uses the connections that came back.
-	if e, err := c.Echo(t.Context(), EchoParams{Total: 80, Concurrency: 40, Payload: 16, Verify: true}, nil); err != nil || e.Success != 80 {
+	if e, err := c.Echo(t.Context(), EchoParams{Total: 80, Concurrency: 40, Payload: new(units.Size(16)), Verify: new(true)}, nil); err != nil || e.Success != 80 {
 		t.Errorf("echo after: %+v %v", e, err)
 	}
 	if rs := c.Reconnects(); rs.Drops != 0 || rs.Reconnects != 0 {
@@ -100,7 +100,7 @@ func TestReconnectServerRestart(t *testing.T) {
 		}
 		lowest <- low
 	}()
-	res, err := c.Hold(t.Context(), HoldParams{Duration: 1500 * time.Millisecond}, pr)
+	res, err := c.Hold(t.Context(), HoldParams{Duration: units.Duration(1500 * time.Millisecond)}, pr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestReconnectNone(t *testing.T) {
 	mustConnect(t, c, 10)
 	srv.Drop(5)
 	waitFor(t, "the drops", func() bool { return c.Conns() == 5 })
-	res, err := c.Hold(t.Context(), HoldParams{Duration: 200 * time.Millisecond}, nil)
+	res, err := c.Hold(t.Context(), HoldParams{Duration: units.Duration(200 * time.Millisecond)}, nil)
 	if err != nil || res.Alive != 5 || c.Reconnects().Drops != 0 {
 		t.Errorf("hold %+v %v, reconnects %+v", res, err, c.Reconnects())
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/wsplan/wsplan/internal/proto/mqtt"
 	"github.com/wsplan/wsplan/internal/proto/socketio"
 	"github.com/wsplan/wsplan/internal/proto/stomp"
+
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // refuser is a WebSocket server that answers every upgrade with status
@@ -137,7 +139,7 @@ func TestRefusalsNotRetried(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newClient(t, Options{Targets: []string{tc.srv.start(t)}, Loops: 2, Protocol: tc.proto})
-			res, err := c.Connect(t.Context(), ConnectParams{Connections: 20, Concurrency: 20, Timeout: 2 * time.Second, Retries: 1}, nil)
+			res, err := c.Connect(t.Context(), ConnectParams{Connections: 20, Concurrency: 20, Timeout: units.Duration(2 * time.Second), Retries: 1}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

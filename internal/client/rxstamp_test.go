@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // tcpPair returns a loop with one registered TCP loopback connection (the
@@ -145,7 +147,7 @@ func TestRateBatchedReads(t *testing.T) {
 	// tried again.
 	run := func(reads string) (RateResult, string) {
 		t.Helper()
-		res, err := c.Rate(t.Context(), RateParams{Duration: time.Second, Rate: 50, Payload: 256, Verify: true, Reads: reads}, nil)
+		res, err := c.Rate(t.Context(), RateParams{Duration: units.Duration(time.Second), Rate: 50, RateSend: RateSend{Payload: new(units.Size(256)), Verify: new(true), Reads: reads}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

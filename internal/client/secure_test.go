@@ -27,6 +27,7 @@ import (
 
 	"github.com/wsplan/wsplan/internal/pmdeflate"
 	"github.com/wsplan/wsplan/internal/testserver"
+	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/internal/wstls"
 )
 
@@ -178,7 +179,7 @@ func runCA(t testing.TB, version uint16) (*tls.Config, string) {
 // connectEcho opens conns connections and runs n echoes of p over them.
 func connectEcho(t testing.TB, c *Client, conns int, p EchoParams) (ConnectResult, EchoResult) {
 	t.Helper()
-	cr, err := c.Connect(context.Background(), ConnectParams{Connections: conns, Concurrency: conns, Timeout: 10 * time.Second}, nil)
+	cr, err := c.Connect(context.Background(), ConnectParams{Connections: conns, Concurrency: conns, Timeout: units.Duration(10 * time.Second)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +213,7 @@ func TestTLSEcho(t *testing.T) {
 			cfg, caFile := runCA(t, tc.version)
 			addr := serveHTTP(t, cfg, gorillaEcho(false, nil, nil))
 			c := newClient(t, Options{Targets: []string{addr}, Loops: 2, NoDelay: true, TLS: &TLSOptions{CAFile: caFile, SessionResumption: tc.resume}})
-			cr, er := connectEcho(t, c, 50, EchoParams{Total: 2000, Payload: 1024, Verify: true, Text: true, PayloadKind: "text"})
+			cr, er := connectEcho(t, c, 50, EchoParams{Total: 2000, Payload: new(units.Size(1024)), Verify: new(true), Text: true, PayloadKind: "text"})
 			if er.Success != 2000 || er.Failed != 0 {
 				t.Fatalf("echo %d ok, %d failed (%v), want 2000 and 0", er.Success, er.Failed, er.Errors)
 			}
@@ -233,7 +234,7 @@ func TestTLSEcho(t *testing.T) {
 			// With resumption, connections after the first ticket resume
 			// (those already in flight when it came cannot).
 			if tc.resume {
-				cr2, err := c.Connect(t.Context(), ConnectParams{Connections: 20, Concurrency: 1, Timeout: 5 * time.Second}, nil)
+				cr2, err := c.Connect(t.Context(), ConnectParams{Connections: 20, Concurrency: 1, Timeout: units.Duration(5 * time.Second)}, nil)
 				if err != nil || cr2.Success != 20 {
 					t.Fatalf("second connect %+v %v", cr2, err)
 				}
@@ -253,7 +254,7 @@ func TestTLSUnknownAuthority(t *testing.T) {
 	_, otherCA := runCA(t, 0)
 	addr := serveHTTP(t, cfg, gorillaEcho(false, nil, nil))
 	c := newClient(t, Options{Targets: []string{addr}, TLS: &TLSOptions{CAFile: otherCA}})
-	cr, err := c.Connect(t.Context(), ConnectParams{Connections: 3, Concurrency: 3, Timeout: 5 * time.Second}, nil)
+	cr, err := c.Connect(t.Context(), ConnectParams{Connections: 3, Concurrency: 3, Timeout: units.Duration(5 * time.Second), Retries: -1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,13 +264,13 @@ func TestTLSUnknownAuthority(t *testing.T) {
 	}
 	// insecure_skip_verify accepts it.
 	c2 := newClient(t, Options{Targets: []string{addr}, TLS: &TLSOptions{InsecureSkipVerify: true}})
-	cr, err = c2.Connect(t.Context(), ConnectParams{Connections: 3, Concurrency: 3, Timeout: 5 * time.Second}, nil)
+	cr, err = c2.Connect(t.Context(), ConnectParams{Connections: 3, Concurrency: 3, Timeout: units.Duration(5 * time.Second), Retries: -1}, nil)
 	if err != nil || cr.Success != 3 {
 		t.Fatalf("insecure: %+v %v", cr, err)
 	}
 	// Plain ws:// against the TLS port fails the handshake, not silently.
 	c3 := newClient(t, Options{Targets: []string{addr}})
-	cr, err = c3.Connect(t.Context(), ConnectParams{Connections: 1, Concurrency: 1, Timeout: 5 * time.Second}, nil)
+	cr, err = c3.Connect(t.Context(), ConnectParams{Connections: 1, Concurrency: 1, Timeout: units.Duration(5 * time.Second), Retries: -1}, nil)
 	if err != nil || cr.Failed != 1 {
 		t.Fatalf("plain against TLS: %+v %v", cr, err)
 	}
@@ -305,7 +306,7 @@ func TestHandshakeOptions(t *testing.T) {
 		Headers:      [][2]string{{"Authorization", secret}, {"X-Tenant", "acme"}},
 		Subprotocols: []string{"v2.chat", "v1.chat"}, Origin: "https://app.example",
 	})
-	cr, er := connectEcho(t, c, 4, EchoParams{Total: 100, Payload: 64, Verify: true})
+	cr, er := connectEcho(t, c, 4, EchoParams{Total: 100, Payload: new(units.Size(64)), Verify: new(true)})
 	if er.Failed != 0 {
 		t.Fatalf("echo failed: %v", er.Errors)
 	}
@@ -327,7 +328,7 @@ func TestSecretsNotInErrors(t *testing.T) {
 		http.Error(w, "no: "+r.Header.Get("Authorization"), http.StatusUnauthorized) // even a server echoing it back
 	})
 	c := newClient(t, Options{Targets: []string{addr}, Headers: [][2]string{{"Authorization", secret}}, Subprotocols: []string{"a"}})
-	cr, err := c.Connect(t.Context(), ConnectParams{Connections: 2, Concurrency: 2, Timeout: 5 * time.Second, Retries: 1}, nil)
+	cr, err := c.Connect(t.Context(), ConnectParams{Connections: 2, Concurrency: 2, Timeout: units.Duration(5 * time.Second), Retries: 1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +399,7 @@ func TestCompressionInterop(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) {
 			addr := s.start(t)
 			c := newClient(t, Options{Targets: []string{addr}, Loops: 2, NoDelay: true, Compression: &pmdeflate.Params{}})
-			cr, er := connectEcho(t, c, 20, EchoParams{Total: 2000, Payload: 1024, Text: true, Verify: true, PayloadKind: "text"})
+			cr, er := connectEcho(t, c, 20, EchoParams{Total: 2000, Payload: new(units.Size(1024)), Text: true, Verify: new(true), PayloadKind: "text"})
 			if er.Success != 2000 || er.Failed != 0 {
 				t.Fatalf("echo %d ok, %d failed (%v)", er.Success, er.Failed, er.Errors)
 			}
@@ -410,7 +411,7 @@ func TestCompressionInterop(t *testing.T) {
 				t.Errorf("payload %d bytes (want %d), wire %d: ratio %.3f, want < 0.5", er.BytesPayload, 2*2000*1024, er.BytesWire, ratio)
 			}
 			// The open loop compresses each message on its own.
-			rr, err := c.Rate(t.Context(), RateParams{Duration: 500 * time.Millisecond, Rate: 100, Payload: 1024, Verify: true, PayloadKind: "text"}, nil)
+			rr, err := c.Rate(t.Context(), RateParams{Duration: units.Duration(500 * time.Millisecond), Rate: 100, RateSend: RateSend{Payload: new(units.Size(1024)), Verify: new(true), PayloadKind: "text"}}, nil)
 			if err != nil || rr.Failed != 0 || rr.Lost() != 0 || rr.Sent == 0 {
 				t.Fatalf("rate: sent %d recv %d failed %d %v %v", rr.Sent, rr.Recv, rr.Failed, rr.Errors, err)
 			}
@@ -428,7 +429,7 @@ func TestCompressionInterop(t *testing.T) {
 func TestCompressionDeclined(t *testing.T) {
 	addr := startGwsDeflate(t, nil, false, false)
 	c := newClient(t, Options{Targets: []string{addr}, Compression: &pmdeflate.Params{}})
-	cr, err := c.Connect(t.Context(), ConnectParams{Connections: 5, Concurrency: 5, Timeout: 5 * time.Second}, nil)
+	cr, err := c.Connect(t.Context(), ConnectParams{Connections: 5, Concurrency: 5, Timeout: units.Duration(5 * time.Second), Retries: -1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +443,7 @@ func TestTLSCompression(t *testing.T) {
 	cfg, caFile := runCA(t, 0)
 	addr := startGwsDeflate(t, cfg, true, true)
 	c := newClient(t, Options{Targets: []string{addr}, TLS: &TLSOptions{CAFile: caFile}, Compression: &pmdeflate.Params{}})
-	cr, er := connectEcho(t, c, 10, EchoParams{Total: 1000, Payload: 4096, Verify: true, PayloadKind: "text"})
+	cr, er := connectEcho(t, c, 10, EchoParams{Total: 1000, Payload: new(units.Size(4096)), Verify: new(true), PayloadKind: "text"})
 	if er.Success != 1000 || er.Failed != 0 || cr.TLSVersion != "TLS 1.3" || cr.Extensions == "" {
 		t.Fatalf("echo %d/%d %v, tls %q ext %q", er.Success, er.Failed, er.Errors, cr.TLSVersion, cr.Extensions)
 	}
@@ -454,17 +455,17 @@ func TestTLSPhases(t *testing.T) {
 	cfg, caFile := runCA(t, 0)
 	addr := startGwsDeflate(t, cfg, true, true)
 	c := newClient(t, Options{Targets: []string{addr}, Loops: 2, TLS: &TLSOptions{CAFile: caFile}, Compression: &pmdeflate.Params{}})
-	cr, er := connectEcho(t, c, 8, EchoParams{Total: 40, Payload: 1 << 20, Verify: true, PayloadKind: "text"})
+	cr, er := connectEcho(t, c, 8, EchoParams{Total: 40, Payload: new(units.Size(1 << 20)), Verify: new(true), PayloadKind: "text"})
 	if er.Success != 40 || er.Failed != 0 || cr.Extensions == "" {
 		t.Fatalf("1 MiB echoes: %d ok, %d failed %v", er.Success, er.Failed, er.Errors)
 	}
 	// 8 MiB of random bytes: more than a socket takes at once, so the
 	// sealed records wait for EPOLLOUT in pieces.
-	er, err := c.Echo(t.Context(), EchoParams{Total: 16, Concurrency: 8, Payload: 8 << 20, Verify: true}, nil)
+	er, err := c.Echo(t.Context(), EchoParams{Total: 16, Concurrency: 8, Payload: new(units.Size(8 << 20)), Verify: new(true)}, nil)
 	if err != nil || er.Success != 16 || er.Failed != 0 {
 		t.Fatalf("8 MiB random echoes: %+v %v", er.Errors, err)
 	}
-	rr, err := c.Rate(t.Context(), RateParams{Duration: time.Second, Rate: 200, Payload: 4096, Verify: true, PayloadKind: "text"}, nil)
+	rr, err := c.Rate(t.Context(), RateParams{Duration: units.Duration(time.Second), Rate: 200, RateSend: RateSend{Payload: new(units.Size(4096)), Verify: new(true), PayloadKind: "text"}}, nil)
 	if err != nil || rr.Failed != 0 || rr.Lost() != 0 || rr.Recv != rr.Sent || rr.Sent < 1500 {
 		t.Fatalf("rate: sent %d recv %d failed %d lost %d %v %v", rr.Sent, rr.Recv, rr.Failed, rr.Lost(), rr.Errors, err)
 	}
@@ -476,7 +477,7 @@ func TestTLSPhases(t *testing.T) {
 	if err != nil || pr.Success != 500 || pr.Failed != 0 {
 		t.Fatalf("ping: %+v %v", pr, err)
 	}
-	hr, err := c.Hold(t.Context(), HoldParams{Duration: 300 * time.Millisecond, Ping: 50 * time.Millisecond}, nil)
+	hr, err := c.Hold(t.Context(), HoldParams{Duration: units.Duration(300 * time.Millisecond), Ping: units.Duration(50 * time.Millisecond)}, nil)
 	if err != nil || hr.Alive != hr.Conns || hr.Pongs == 0 {
 		t.Fatalf("hold: %+v %v", hr, err)
 	}
@@ -514,7 +515,7 @@ func TestTLSServerName(t *testing.T) {
 			seen = nil
 			mu.Unlock()
 			c := newClient(t, tc.opts)
-			cr, err := c.Connect(t.Context(), ConnectParams{Connections: 2, Concurrency: 2, Timeout: 5 * time.Second}, nil)
+			cr, err := c.Connect(t.Context(), ConnectParams{Connections: 2, Concurrency: 2, Timeout: units.Duration(5 * time.Second), Retries: -1}, nil)
 			if err != nil || cr.Success != 2 {
 				t.Fatalf("connect %+v %v", cr.Errors, err)
 			}
@@ -527,7 +528,7 @@ func TestTLSServerName(t *testing.T) {
 	}
 	// A name the certificate does not hold fails verification.
 	c := newClient(t, Options{Targets: []string{addr}, TLS: &TLSOptions{CAFile: caFile, ServerName: "example.com"}})
-	cr, err := c.Connect(t.Context(), ConnectParams{Connections: 1, Concurrency: 1, Timeout: 5 * time.Second}, nil)
+	cr, err := c.Connect(t.Context(), ConnectParams{Connections: 1, Concurrency: 1, Timeout: units.Duration(5 * time.Second), Retries: -1}, nil)
 	if err != nil || cr.Errors["tls: x509: certificate is not valid for the server name"] != 1 {
 		t.Errorf("wrong name: %v %v", cr.Errors, err)
 	}
@@ -605,7 +606,7 @@ func TestTLSServerRestartedWithAnotherCertificate(t *testing.T) {
 			srv.Drop(open) // the restart ends the server's connections
 			cur.Store(st.cert)
 		}
-		cr, err := c.Connect(t.Context(), ConnectParams{Connections: 3, Concurrency: 3, Timeout: 5 * time.Second}, nil)
+		cr, err := c.Connect(t.Context(), ConnectParams{Connections: 3, Concurrency: 3, Timeout: units.Duration(5 * time.Second), Retries: -1}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

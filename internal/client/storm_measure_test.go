@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/internal/wstls"
 )
 
@@ -88,12 +89,12 @@ func stormOnce(t *testing.T, addr string, pid int, o *TLSOptions, conns, conc in
 	}
 	defer c.Close()
 	if o.SessionResumption { // a first connection fills the session cache
-		if r, err := c.Connect(context.Background(), ConnectParams{Connections: 1, Concurrency: 1, Timeout: 10 * time.Second}, nil); err != nil || r.Success != 1 {
+		if r, err := c.Connect(context.Background(), ConnectParams{Connections: 1, Concurrency: 1, Timeout: units.Duration(10 * time.Second)}, nil); err != nil || r.Success != 1 {
 			t.Fatalf("prime: %+v %v", r.Errors, err)
 		}
 	}
 	cpu0, srv0 := processCPU(t), childCPU(t, pid)
-	cr, err := c.Connect(context.Background(), ConnectParams{Connections: conns, Concurrency: conc, Timeout: 30 * time.Second}, nil)
+	cr, err := c.Connect(context.Background(), ConnectParams{Connections: conns, Concurrency: conc, Timeout: units.Duration(30 * time.Second)}, nil)
 	cpu1, srv1 := processCPU(t), childCPU(t, pid)
 	if err != nil || cr.Success != int64(conns) {
 		t.Fatalf("connect: %+v %v", cr.Errors, err)
@@ -155,7 +156,7 @@ func TestMeasureStormMemory(t *testing.T) {
 			runtime.GC()
 			debug.FreeOSMemory()
 			before := selfRSS(t)
-			cr, err := c.Connect(context.Background(), ConnectParams{Connections: conns, Concurrency: 1000, Timeout: 30 * time.Second}, nil)
+			cr, err := c.Connect(context.Background(), ConnectParams{Connections: conns, Concurrency: 1000, Timeout: units.Duration(30 * time.Second)}, nil)
 			if err != nil || cr.Success != int64(conns) {
 				c.Close()
 				t.Fatalf("%s: %+v %v", tc.name, cr.Errors, err)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // TestTLSGroups: the client offers the key exchange groups it is given
@@ -30,7 +32,7 @@ func TestTLSGroups(t *testing.T) {
 			cfg, caFile := runCA(t, tc.version)
 			addr := serveHTTP(t, cfg, gorillaEcho(false, nil, nil))
 			c := newClient(t, Options{Targets: []string{addr}, Loops: 1, NoDelay: true, TLS: &TLSOptions{CAFile: caFile, Groups: tc.groups}})
-			cr, er := connectEcho(t, c, 4, EchoParams{Total: 40, Payload: 64, Verify: true})
+			cr, er := connectEcho(t, c, 4, EchoParams{Total: 40, Payload: new(units.Size(64)), Verify: new(true)})
 			if er.Success != 40 {
 				t.Fatalf("echo %d of 40: %v", er.Success, er.Errors)
 			}

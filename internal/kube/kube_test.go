@@ -21,6 +21,7 @@ import (
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/shard"
 	"github.com/wsplan/wsplan/internal/testserver"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 func TestMain(m *testing.M) {
@@ -248,14 +249,14 @@ func runOn(t *testing.T, ctx context.Context, addrs []string, dir string, long b
 		t.Fatal(err)
 	}
 	defer g.Close()
-	if _, err := g.Run(ctx, &client.ConnectParams{Connections: 20, Concurrency: 10, Timeout: 5 * time.Second}, nil); err != nil {
+	if _, err := g.Run(ctx, &client.ConnectParams{Connections: 20, Concurrency: 10, Timeout: units.Duration(5 * time.Second)}, nil); err != nil {
 		t.Fatal(err)
 	}
 	total := int64(200)
 	if long {
 		total = 1 << 40
 	}
-	res, err := g.Run(ctx, &client.EchoParams{Total: total, Concurrency: 20, Payload: 16, Timeout: 5 * time.Second}, nil)
+	res, err := g.Run(ctx, &client.EchoParams{Total: total, Concurrency: 20, Payload: new(units.Size(16)), Timeout: units.Duration(5 * time.Second)}, nil)
 	if !long && (err != nil || res.(*client.EchoResult).Success != 200) {
 		t.Errorf("echo on the pods: %+v, %v", res, err)
 	}

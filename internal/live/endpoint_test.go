@@ -11,6 +11,7 @@ import (
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/testserver"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // endpoint scrapes a --metrics-listen server.
@@ -98,7 +99,7 @@ func TestEndpointConnectRefused(t *testing.T) {
 	defer c.Close()
 	pr := &client.Progress{Live: &client.Live{}}
 	end := h.Begin(Phase{Server: "down", Phase: "connect", Kind: "connect"}, pr.Live, 0, c.Conns())
-	res, err := c.Connect(t.Context(), client.ConnectParams{Connections: 20, Concurrency: 20, Retries: 1, Timeout: 5 * time.Second}, pr)
+	res, err := c.Connect(t.Context(), client.ConnectParams{Connections: 20, Concurrency: 20, Retries: 1, Timeout: units.Duration(5 * time.Second)}, pr)
 	if err != nil || res.Failed != 20 {
 		t.Fatalf("connect: %+v %v", res, err)
 	}
@@ -150,16 +151,16 @@ func TestEndpointConnectionsOpen(t *testing.T) {
 		}
 		end(c.Conns())
 	}
-	run("connect", &client.ConnectParams{Connections: 20, Concurrency: 20, Timeout: 5 * time.Second}, nil)
+	run("connect", &client.ConnectParams{Connections: 20, Concurrency: 20, Timeout: units.Duration(5 * time.Second)}, nil)
 	if got := e.value(Connects, "connect", ""); got != 20 {
 		t.Errorf("connect: %s = %v, want 20", Connects, got)
 	}
-	run("hold", &client.HoldParams{Duration: 2 * time.Second}, func() {
+	run("hold", &client.HoldParams{Duration: units.Duration(2 * time.Second)}, func() {
 		e.waitValue(ConnectionsOpen, "hold", 20)
 		ts.Drop(5)
 		e.waitValue(ConnectionsOpen, "hold", 15)
 	})
-	run("close", &client.CloseParams{Connections: 15, Concurrency: 15, Timeout: 5 * time.Second}, nil)
+	run("close", &client.CloseParams{Connections: 15, Concurrency: 15, Timeout: units.Duration(5 * time.Second)}, nil)
 	if got := e.value(ConnectionsOpen, "close", ""); got != 0 {
 		t.Errorf("after the close phase: %s = %v, want 0", ConnectionsOpen, got)
 	}

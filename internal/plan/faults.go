@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
-	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -77,13 +76,8 @@ func phaseDuration(spec scenarios.Phase) (units.Duration, bool) {
 	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
 		return 0, false
 	}
-	v = v.Elem()
-	for i := range v.NumField() {
-		f := v.Type().Field(i)
-		if name, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); name != "duration" || !f.IsExported() {
-			continue
-		}
-		if d, ok := v.Field(i).Interface().(units.Duration); ok && d > 0 {
+	for _, f := range decl.Fields(v) {
+		if d, ok := f.Value.Interface().(units.Duration); ok && f.Key == "duration" && d > 0 {
 			return d, true
 		}
 	}

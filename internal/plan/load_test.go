@@ -372,13 +372,13 @@ func TestLoadFull(t *testing.T) {
 	tr := true
 	size := func(n units.Size) *units.Size { return &n }
 	check(t, "Phases", p.Phases, []Phase{
-		{Kind: "connect", PhaseKeys: PhaseKeys{Name: "connect"}, Line: 41, Spec: &scenarios.Connect{
-			Connections: 100, Concurrency: 10, Timeout: units.Duration(2 * time.Second), Retries: 3}},
-		{Kind: "echo", PhaseKeys: PhaseKeys{Name: "warm"}, Line: 42, Spec: &scenarios.Echo{
-			Total: 1000, Concurrency: 100, Payload: size(512), Verify: &tr, Timeout: units.Duration(10 * time.Second), PayloadKind: "random"}},
-		{Kind: "echo", PhaseKeys: PhaseKeys{Name: "echo#2"}, Line: 43, Spec: &scenarios.Echo{
+		{Kind: "connect", PhaseKeys: PhaseKeys{Name: "connect"}, Line: 41, Spec: &scenarios.Connect{ConnectParams: client.ConnectParams{
+			Connections: 100, Concurrency: 10, Timeout: units.Duration(2 * time.Second), Retries: 3}}},
+		{Kind: "echo", PhaseKeys: PhaseKeys{Name: "warm"}, Line: 42, Spec: &scenarios.Echo{EchoParams: client.EchoParams{
+			Total: 1000, Concurrency: 100, Payload: size(512), Verify: &tr, Timeout: units.Duration(10 * time.Second), PayloadKind: "random"}}},
+		{Kind: "echo", PhaseKeys: PhaseKeys{Name: "echo#2"}, Line: 43, Spec: &scenarios.Echo{EchoParams: client.EchoParams{
 			Total: 1000, Concurrency: 50, Payload: size(1024), Verify: &tr, // 1024: echo's payload tag default
-			Timeout: units.Duration(10 * time.Second), Deadline: units.Duration(10 * time.Second), PayloadKind: "random"}},
+			Timeout: units.Duration(10 * time.Second), Deadline: units.Duration(10 * time.Second), PayloadKind: "random"}}},
 	})
 	check(t, "Assert", p.Assert, []Assertion{
 		{Expr: "failed == 0", Phase: "warm", Line: 46},
@@ -414,8 +414,8 @@ func TestDefaults(t *testing.T) {
 		Values: map[string]string{"nodelay": "true", "read_buffer": "0", "compression": "false", "mode": "event", "pool_size": "0"},
 		Path:   "/ws", Line: 3,
 	}})
-	check(t, "Phases", p.Phases, []Phase{{Kind: "connect", PhaseKeys: PhaseKeys{Name: "connect"}, Line: 5, Spec: &scenarios.Connect{
-		Connections: 10, Concurrency: 10, Timeout: units.Duration(5 * time.Second), Retries: 3}}})
+	check(t, "Phases", p.Phases, []Phase{{Kind: "connect", PhaseKeys: PhaseKeys{Name: "connect"}, Line: 5, Spec: &scenarios.Connect{ConnectParams: client.ConnectParams{
+		Connections: 10, Concurrency: 10, Timeout: units.Duration(5 * time.Second), Retries: 3}}}})
 
 	// The name defaults to the base name of whatever file name is given.
 	p, err = LoadBytes("some/dir/nightly.v2.yml", []byte("servers: [{name: fake_plan_test}]\nphases: [{connect: {connections: 1}}]\n"), LoadOptions{})

@@ -17,7 +17,7 @@ func TestGroupChurn(t *testing.T) {
 	g := startGroup(t, srv, 2, false)
 	env := &scenarios.Env{Driver: g, Progress: &client.Progress{}}
 	connect(t, env, 40)
-	p := &scenarios.Churn{Duration: units.Duration(time.Second), Rate: 100, Close: client.CloseMixed, Ping: units.Duration(100 * time.Millisecond)}
+	p := &scenarios.Churn{ChurnParams: client.ChurnParams{Duration: units.Duration(time.Second), Rate: 100, Close: client.CloseMixed, Ping: units.Duration(100 * time.Millisecond)}}
 	scenarios.Defaults(p, scenarios.Context{Conns: 40})
 	if errs := scenarios.Check(p, scenarios.Context{Conns: 40}); len(errs) > 0 {
 		t.Fatal(errs)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/testserver"
+	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/scenarios"
 )
 
@@ -20,7 +21,7 @@ func TestGroupEchoTimeline(t *testing.T) {
 	env := &scenarios.Env{Driver: g, Progress: &client.Progress{}}
 	connect(t, env, 4)
 	const total = 1400 // 4 connections at <= 250/s each: more than a second
-	res, err := g.Run(t.Context(), &client.EchoParams{Total: total, Concurrency: 4, Payload: 64, Warmup: 40, Verify: true}, env.Progress)
+	res, err := g.Run(t.Context(), &client.EchoParams{Total: total, Concurrency: 4, Payload: new(units.Size(64)), Warmup: 40, Verify: new(true)}, env.Progress)
 	if err != nil {
 		t.Fatal(err)
 	}

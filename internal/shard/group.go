@@ -421,7 +421,7 @@ func (s *progressSum) add(i int, r Reply, name string) {
 // is merged even when it failed or was cut short, so the phase keeps what
 // it measured.
 func (g *Group) Run(ctx context.Context, p client.Params, pr *client.Progress) (client.Result, error) {
-	if err := p.Validate(); err != nil {
+	if err := client.Ready(p); err != nil {
 		return nil, err
 	}
 	w := make([]int, len(g.shards))

@@ -155,7 +155,7 @@ func startGroupSpec(t *testing.T, s Spec, failing bool) *Group {
 // connect opens conns connections through the connect phase kind.
 func connect(t *testing.T, env *scenarios.Env, conns int) {
 	t.Helper()
-	p := &scenarios.Connect{Connections: conns}
+	p := &scenarios.Connect{ConnectParams: client.ConnectParams{Connections: conns}}
 	scenarios.Defaults(p, scenarios.Context{})
 	out, err := p.Run(t.Context(), env)
 	if err != nil || out.Failed || out.Metrics.Int("success") != int64(conns) {
@@ -173,7 +173,7 @@ func TestGroupEchoShardError(t *testing.T) {
 	connect(t, env, 20)
 	srv.drop(3)
 	time.Sleep(200 * time.Millisecond) // the shards read the drops
-	p := &scenarios.Echo{Total: 2000}
+	p := &scenarios.Echo{EchoParams: client.EchoParams{Total: 2000}}
 	scenarios.Defaults(p, scenarios.Context{Conns: 20})
 	_, err := p.Run(t.Context(), env)
 	if err == nil || !strings.Contains(err.Error(), "shard ") || !strings.Contains(err.Error(), "exceeds the") {
@@ -186,7 +186,7 @@ func TestGroupEchoShardError(t *testing.T) {
 func TestGroupConnectShardError(t *testing.T) {
 	srv := newDropServer(t)
 	g := startGroup(t, srv, 2, true)
-	p := &scenarios.Connect{Connections: 20}
+	p := &scenarios.Connect{ConnectParams: client.ConnectParams{Connections: 20}}
 	scenarios.Defaults(p, scenarios.Context{})
 	out, err := p.Run(t.Context(), &scenarios.Env{Driver: g})
 	if err == nil || !strings.Contains(err.Error(), "shard 1: injected failure") {
@@ -207,7 +207,7 @@ func TestGroupEchoInterrupted(t *testing.T) {
 	connect(t, env, 20)
 	ctx, cancel := context.WithTimeout(t.Context(), 700*time.Millisecond)
 	defer cancel()
-	p := &scenarios.Echo{Total: 1 << 40, Payload: sizeOf(64)}
+	p := &scenarios.Echo{EchoParams: client.EchoParams{Total: 1 << 40, Payload: sizeOf(64)}}
 	scenarios.Defaults(p, scenarios.Context{Conns: 20})
 	out, err := p.Run(ctx, env)
 	if !errors.Is(err, context.DeadlineExceeded) {
@@ -217,7 +217,7 @@ func TestGroupEchoInterrupted(t *testing.T) {
 		t.Errorf("interrupted echo kept %v, want its successes and latencies", m)
 	}
 	// Both shards measured: the histogram holds both shares.
-	res, err := g.Run(t.Context(), &client.EchoParams{Total: 400, Concurrency: 20, Payload: 64, Verify: true}, nil)
+	res, err := g.Run(t.Context(), &client.EchoParams{Total: 400, Concurrency: 20, Payload: new(units.Size(64)), Verify: new(true)}, nil)
 	if err != nil || res.(*client.EchoResult).Success != 400 || res.(*client.EchoResult).Latency.TotalCount() != 400 {
 		t.Errorf("echo after the interrupted one: %+v, %v", res, err)
 	}
@@ -241,7 +241,7 @@ func TestGroupMasksSecrets(t *testing.T) {
 			s.Secrets = &set
 		}
 		g := startGroupSpec(t, s, true)
-		p := &scenarios.Connect{Connections: 20}
+		p := &scenarios.Connect{ConnectParams: client.ConnectParams{Connections: 20}}
 		scenarios.Defaults(p, scenarios.Context{})
 		out, err := p.Run(t.Context(), &scenarios.Env{Driver: g})
 		g.Close()

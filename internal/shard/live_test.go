@@ -6,6 +6,7 @@ import (
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/testserver"
+	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/scenarios"
 )
 
@@ -26,7 +27,7 @@ func TestGroupLiveConnections(t *testing.T) {
 	hold := &client.Progress{Live: &client.Live{}}
 	done := make(chan error, 1)
 	go func() {
-		_, err := g.Run(t.Context(), &client.HoldParams{Duration: 3 * time.Second}, hold)
+		_, err := g.Run(t.Context(), &client.HoldParams{Duration: units.Duration(3 * time.Second)}, hold)
 		done <- err
 	}()
 	waitFor(t, func() bool { s := hold.Live.Snapshot(); return s.HasOpen && s.Open == 20 }, "the hold's 20 open")
@@ -46,7 +47,7 @@ func TestGroupLiveRefused(t *testing.T) {
 	closed := testserver.ClosedAddr(t)
 	g := startGroupAt(t, closed, 2, false)
 	pr := &client.Progress{Live: &client.Live{}}
-	res, err := g.Run(t.Context(), &client.ConnectParams{Connections: 20, Concurrency: 20, Retries: 1, Timeout: 5 * time.Second}, pr)
+	res, err := g.Run(t.Context(), &client.ConnectParams{Connections: 20, Concurrency: 20, Retries: 1, Timeout: units.Duration(5 * time.Second)}, pr)
 	if err != nil || res.(*client.ConnectResult).Failed != 20 {
 		t.Fatalf("connect: %+v %v", res, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/scenarios"
 )
 
@@ -23,7 +24,7 @@ func TestGroupPeerCloses(t *testing.T) {
 		t.Helper()
 		deadline := time.Now().Add(5 * time.Second)
 		for {
-			if _, err := g.Run(t.Context(), &client.HoldParams{Duration: 100 * time.Millisecond}, nil); err != nil {
+			if _, err := g.Run(t.Context(), &client.HoldParams{Duration: units.Duration(100 * time.Millisecond)}, nil); err != nil {
 				t.Fatal(err)
 			}
 			p := g.PeerCloses()

@@ -14,7 +14,7 @@ func TestGroupPing(t *testing.T) {
 	g := startGroup(t, srv, 2, false)
 	env := &scenarios.Env{Driver: g, Progress: &client.Progress{}}
 	connect(t, env, 20)
-	p := &scenarios.Ping{Total: 3000}
+	p := &scenarios.Ping{PingParams: client.PingParams{Total: 3000}}
 	scenarios.Defaults(p, scenarios.Context{Conns: 20})
 	out, err := p.Run(t.Context(), env)
 	if err != nil || out.Failed {

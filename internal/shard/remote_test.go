@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/scenarios"
 )
 
@@ -212,7 +213,7 @@ func TestRemoteRun(t *testing.T) {
 		t.Errorf("weights 3:1 opened %d and %d connections, want 30 and 10", c0, c1)
 	}
 	mark := g.CostMark()
-	res, err := g.Run(t.Context(), &client.EchoParams{Total: 800, Concurrency: 40, Payload: 64, Verify: true}, &client.Progress{})
+	res, err := g.Run(t.Context(), &client.EchoParams{Total: 800, Concurrency: 40, Payload: new(units.Size(64)), Verify: new(true)}, &client.Progress{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +275,7 @@ func TestRemoteLinkLost(t *testing.T) {
 	env := &scenarios.Env{Driver: g}
 	connect(t, env, 20)
 	time.AfterFunc(300*time.Millisecond, func() { g.shards[0].link.Close() })
-	_, err = g.Run(t.Context(), &client.EchoParams{Total: 1 << 40, Concurrency: 20, Payload: 64}, nil)
+	_, err = g.Run(t.Context(), &client.EchoParams{Total: 1 << 40, Concurrency: 20, Payload: new(units.Size(64))}, nil)
 	if err == nil || !strings.Contains(err.Error(), "shard 0 ("+sh.addr+")") {
 		t.Errorf("phase with a lost link: %v, want shard 0's address", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/pmdeflate"
 	"github.com/wsplan/wsplan/internal/testserver"
+	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/internal/wstls"
 )
 
@@ -52,7 +53,7 @@ func TestGroupTLS(t *testing.T) {
 			t.Errorf("close: %v", err)
 		}
 	}()
-	res, err := g.Run(context.Background(), &client.ConnectParams{Connections: 20, Concurrency: 20, Timeout: 5 * time.Second}, nil)
+	res, err := g.Run(context.Background(), &client.ConnectParams{Connections: 20, Concurrency: 20, Timeout: units.Duration(5 * time.Second)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func TestGroupTLS(t *testing.T) {
 	if cr.Success != 20 || cr.TLS.TotalCount() != 20 || cr.TLSVersion != "TLS 1.3" || cr.Extensions == "" {
 		t.Fatalf("connect %+v", cr)
 	}
-	res, err = g.Run(context.Background(), &client.EchoParams{Total: 2000, Concurrency: 20, Payload: 1024, Verify: true, Text: true, PayloadKind: "text"}, nil)
+	res, err = g.Run(context.Background(), &client.EchoParams{Total: 2000, Concurrency: 20, Payload: new(units.Size(1024)), Verify: new(true), Text: true, PayloadKind: "text"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/testserver"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // TestRateWireIsExact: two shards' rate results, sent over the wire and
@@ -134,10 +135,10 @@ func TestServeRateAndHold(t *testing.T) {
 	if r := reply(Request{}); !r.Ready {
 		t.Fatalf("first line %+v", r)
 	}
-	if r := reply(runReq(t, &client.ConnectParams{Connections: 20, Concurrency: 20, Timeout: 5 * time.Second})); r.Err != "" || r.Conns != 20 {
+	if r := reply(runReq(t, &client.ConnectParams{Connections: 20, Concurrency: 20, Timeout: units.Duration(5 * time.Second)})); r.Err != "" || r.Conns != 20 {
 		t.Fatalf("connect: %+v", r)
 	}
-	r := reply(runReq(t, &client.RateParams{Duration: time.Second, Rate: 10, Payload: 64, Verify: true, PhaseFirst: 20, PhaseTotal: 40}))
+	r := reply(runReq(t, &client.RateParams{Duration: units.Duration(time.Second), Rate: 10, PhaseFirst: 20, PhaseTotal: 40, RateSend: client.RateSend{Payload: new(units.Size(64)), Verify: new(true)}}))
 	if r.Err != "" || len(r.Result) == 0 {
 		t.Fatalf("rate: %+v", r)
 	}
@@ -149,7 +150,7 @@ func TestServeRateAndHold(t *testing.T) {
 	if rr := res.(*client.RateResult); rr.Sent != 200 || rr.Recv != 200 || rr.Lost() != 0 || len(rr.Seconds) == 0 || rr.Seconds[0].Max == 0 || rr.Latency.TotalCount() != 200 {
 		t.Fatalf("rate result %+v", rr)
 	}
-	r = reply(runReq(t, &client.HoldParams{Duration: 500 * time.Millisecond, Ping: 100 * time.Millisecond}))
+	r = reply(runReq(t, &client.HoldParams{Duration: units.Duration(500 * time.Millisecond), Ping: units.Duration(100 * time.Millisecond)}))
 	if res, err = client.DecodeResult(r.Kind, r.Result); err != nil {
 		t.Fatal(err)
 	}

@@ -137,6 +137,15 @@ func (r *Rate) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// UnmarshalJSON reads a rate as JSON writes it (a number), or a string
+// as UnmarshalText does.
+func (r *Rate) UnmarshalJSON(b []byte) error {
+	if s, err := strconv.Unquote(string(b)); err == nil {
+		b = []byte(s)
+	}
+	return r.UnmarshalText(b)
+}
+
 // UnmarshalYAML parses a scalar rate.
 func (r *Rate) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
