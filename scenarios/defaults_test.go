@@ -10,7 +10,6 @@ import (
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/decl"
 	"github.com/wsplan/wsplan/internal/payload"
-	"github.com/wsplan/wsplan/internal/units"
 )
 
 // TestTagDefaultsMatchClient: a default is declared once, in a param tag;
@@ -26,7 +25,6 @@ func TestTagDefaultsMatchClient(t *testing.T) {
 		{&Broadcast{}, "late_after", must(tagDefault(&Rate{}, "late_after"))},
 		{&Broadcast{}, "slack", must(tagDefault(&Rate{}, "slack"))},
 		{&Script{}, "late_after", must(tagDefault(&Rate{}, "late_after"))},
-		{&Script{}, "drain", units.Duration(client.DefaultScriptDrain)},
 		{&Rate{}, "reads", client.ReadsBatched},
 		{&Search{}, "reads", client.ReadsBatched},
 		{&Broadcast{}, "reads", client.ReadsBatched},

@@ -80,7 +80,6 @@ func TestKeysDeclaredOnce(t *testing.T) {
 	clientPkg := reflect.TypeFor[client.RateParams]().PkgPath()
 	own := map[string]string{ // kind → why it declares keys of its own
 		"conformance": "it runs internal/autobahn, no client kind",
-		"script":      "its steps are internal/script's; not yet converted",
 		"search":      "vary, start, step… steer the search; the steps' keys are client.RateSend",
 	}
 	for _, k := range Kinds() {

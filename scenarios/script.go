@@ -12,7 +12,6 @@ import (
 	"github.com/wsplan/wsplan/internal/decl"
 	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/script"
-	"github.com/wsplan/wsplan/internal/units"
 )
 
 // Script is a scripted conversation (internal/script): every user opens
@@ -24,22 +23,7 @@ import (
 // as:) is timed from the scheduled time of its send, so a late client or
 // a stalled server shows (no coordinated omission).
 type Script struct {
-	Users          int               `yaml:"users" min:"0" doc:"closed arrivals: users, each on its own connection, from the start"`
-	ArrivalRate    units.Rate        `yaml:"arrival_rate" doc:"open arrivals: users arriving per second, each on a new connection, for duration"`
-	Duration       units.Duration    `yaml:"duration" min:"0s" doc:"open arrivals: how long users arrive; closed: no iteration starts after it"`
-	Iterations     int64             `yaml:"iterations" min:"0" doc:"times each user runs the steps; default 1, or with a duration (closed) until it ends"`
-	MaxUsers       int               `yaml:"max_users" min:"0" doc:"open arrivals: users running at once at most (later arrivals are dropped, counted); default min(arrivals, 10000)"`
-	Concurrency    int               `yaml:"concurrency" min:"0" doc:"closed arrivals: handshakes in progress at once; default min(1000, users)"`
-	ConnectTimeout units.Duration    `yaml:"connect_timeout" default:"5s" min:"1ns" doc:"time allowed for one handshake attempt"`
-	Retries        int               `yaml:"retries" default:"3" min:"0" doc:"extra handshake attempts per user"`
-	Timeout        units.Duration    `yaml:"timeout" default:"10s" min:"1ns" max:"120s" doc:"an expect's longest wait when it sets none; a reply later than this ends its user"`
-	Drain          units.Duration    `yaml:"drain" default:"10s" min:"0s" doc:"wait after duration for users to finish"`
-	LateAfter      units.Duration    `yaml:"late_after" default:"1ms" min:"0s" doc:"open arrivals: a user dialled later than this after its time is late"`
-	Data           *script.Data      `yaml:"data" doc:"rows users take: {file: users.csv, order: sequential | random | unique}"`
-	Query          string            `yaml:"query" doc:"template added to the upgrade request's query, e.g. user={{.row.user}}"`
-	Headers        map[string]string `yaml:"headers" doc:"upgrade request headers, values are templates (Authorization: Bearer {{.row.token}})"`
-	Ignore         []script.Match    `yaml:"ignore" doc:"messages never taken as replies nor counted unexpected (keepalives, presence): json, expr, regex, prefix"`
-	Steps          []script.Step     `yaml:"steps" required:"true" doc:"the conversation: send, expect, think, loop, close"`
+	client.ScriptParams `yaml:",inline"`
 
 	rows *script.Rows // read by Validate
 	dir  string       // the plan's directory
@@ -432,19 +416,16 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
-// params returns the client's parameters (rows read again at run).
+// params returns the client's parameters: the phase's own, with what the
+// client derives from them (rows read again at run, headers in order).
 func (p *Script) params() (*client.ScriptParams, error) {
-	q := &client.ScriptParams{
-		Steps: p.Steps, Ignore: p.Ignore, Timeout: p.Timeout.D(), Query: p.Query,
-		Users: p.Users, ArrivalRate: float64(p.ArrivalRate), MaxUsers: p.MaxUsers,
-		Iterations: p.Iterations, Duration: p.Duration.D(), Drain: p.Drain.D(),
-		Concurrency: p.Concurrency, ConnectTimeout: p.ConnectTimeout.D(), Retries: p.Retries, LateAfter: p.LateAfter.D(),
-	}
+	q := p.ScriptParams
 	if q.ArrivalRate > 0 {
 		q.Iterations = max(q.Iterations, 1)
 	}
+	q.HeaderList = nil
 	for _, k := range sortedKeys(p.Headers) {
-		q.Headers = append(q.Headers, [2]string{k, p.Headers[k]})
+		q.HeaderList = append(q.HeaderList, [2]string{k, p.Headers[k]})
 	}
 	if p.Data != nil {
 		rows, err := script.ReadRows(p.dataPath())
@@ -453,7 +434,7 @@ func (p *Script) params() (*client.ScriptParams, error) {
 		}
 		q.Rows, q.Order = rows, string(p.Data.Order)
 	}
-	return q, nil
+	return &q, nil
 }
 
 // Speaks implements ProtocolSpeaker: every verb the steps use must be one

@@ -28,7 +28,7 @@ func TestConnectLatencyWithoutGreeting(t *testing.T) {
 				return // a script needs a protocol's verbs or raw sends: the connect phase says it
 			}
 			r, err := c.Run(t.Context(), &ScriptParams{Steps: steps(t, "steps:\n  - call: {method: sum, params: '[1, 2]', as: sum}\n"),
-				Users: 10, Iterations: 1, Concurrency: 10, Timeout: 5 * time.Second, ConnectTimeout: 5 * time.Second, Drain: time.Second}, nil)
+				Users: 10, Iterations: 1, Concurrency: 10, Timeout: units.Duration(5 * time.Second), ConnectTimeout: units.Duration(5 * time.Second), Drain: units.Duration(time.Second)}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/proto/jsonrpc"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // TestJSONRPCErrorAnswers: calls to a method the server does not have
@@ -21,7 +22,7 @@ steps:
         - call: {method: nosuch, as: nosuch}
         - call: {method: sum, params: '[1, 2]', as: sum}
   - call: {method: nosuch}
-`), Users: 5, Iterations: 1, Concurrency: 5, Timeout: 5 * time.Second, ConnectTimeout: 5 * time.Second}, nil)
+`), Users: 5, Iterations: 1, Concurrency: 5, Timeout: units.Duration(5 * time.Second), ConnectTimeout: units.Duration(5 * time.Second)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

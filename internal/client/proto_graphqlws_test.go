@@ -313,7 +313,7 @@ func TestGraphQLWSScript(t *testing.T) {
 	s := &gqlServer{}
 	c := gqlClient(t, s.start(t), graphqlws.Settings{})
 	res, err := c.Run(t.Context(), &ScriptParams{Steps: steps(t, gqlScript), Users: 20, Iterations: 1, Concurrency: 20,
-		Timeout: 5 * time.Second, ConnectTimeout: 5 * time.Second, Drain: 5 * time.Second}, nil)
+		Timeout: units.Duration(5 * time.Second), ConnectTimeout: units.Duration(5 * time.Second), Drain: units.Duration(5 * time.Second)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

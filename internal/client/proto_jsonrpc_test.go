@@ -14,6 +14,7 @@ import (
 
 	"github.com/wsplan/wsplan/internal/proto"
 	"github.com/wsplan/wsplan/internal/proto/jsonrpc"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // rpcServer answers JSON-RPC 2.0 as rpc-websockets does: methods sum,
@@ -154,7 +155,7 @@ func TestJSONRPCScript(t *testing.T) {
 	s := &rpcServer{}
 	c := newClient(t, Options{Targets: []string{s.start(t)}, Loops: 2, Protocol: ProtocolOptions{Name: jsonrpc.Name}})
 	res, err := c.Run(t.Context(), &ScriptParams{Steps: steps(t, rpcScript), Users: 20, Iterations: 1, Concurrency: 20,
-		Timeout: 5 * time.Second, ConnectTimeout: 5 * time.Second, Drain: 5 * time.Second}, nil)
+		Timeout: units.Duration(5 * time.Second), ConnectTimeout: units.Duration(5 * time.Second), Drain: units.Duration(5 * time.Second)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

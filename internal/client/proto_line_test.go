@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/proto"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // A whole protocol in a test: "line", whose messages are "topic:body"
@@ -69,7 +70,7 @@ steps:
       steps:
         - publish: {topic: 'room{{.conn}}', payload: 'hi {{.seq}}'}
         - expect: {type: event, topic: 'room{{.conn}}', as: echo}
-`), Users: 4, Iterations: 1, Concurrency: 4, Timeout: 5 * time.Second, ConnectTimeout: 5 * time.Second}, nil)
+`), Users: 4, Iterations: 1, Concurrency: 4, Timeout: units.Duration(5 * time.Second), ConnectTimeout: units.Duration(5 * time.Second)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

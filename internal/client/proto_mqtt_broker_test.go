@@ -124,7 +124,7 @@ func runMQTTScript(t *testing.T, c *Client, users int, doc string) *ScriptResult
 	var p ScriptParams
 	p.Steps = steps(t, doc)
 	p.Users, p.Iterations = users, 1
-	p.Timeout, p.ConnectTimeout = 5*time.Second, 5*time.Second
+	p.Timeout, p.ConnectTimeout = units.Duration(5*time.Second), units.Duration(5*time.Second)
 	if strings.Contains(doc, "ignore_events") {
 		p.Ignore = []script.Match{{Type: "event"}}
 	}

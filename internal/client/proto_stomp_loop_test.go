@@ -99,7 +99,7 @@ func TestSTOMPErrorAnswer(t *testing.T) {
 steps:
   - publish: {topic: /topic/x, payload: hi, receipt: true, as: send}
   - think: 1s
-`), Users: 4, Iterations: 1, Concurrency: 4, Timeout: 5 * time.Second, ConnectTimeout: 5 * time.Second}, nil)
+`), Users: 4, Iterations: 1, Concurrency: 4, Timeout: units.Duration(5 * time.Second), ConnectTimeout: units.Duration(5 * time.Second)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

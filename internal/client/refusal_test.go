@@ -250,7 +250,7 @@ func TestRefusalNotRetriedByScript(t *testing.T) {
 	srv := &refuser{greet: sioRefuse(`"not authorized"`)}
 	c := newClient(t, Options{Targets: []string{srv.start(t)}, Loops: 2, Protocol: ProtocolOptions{Name: socketio.Name, Settings: &socketio.Settings{Namespace: "/chat"}}})
 	res, err := c.Run(t.Context(), &ScriptParams{Steps: steps(t, "steps:\n  - emit: {event: chat, data: '1'}\n"), Users: 20, Iterations: 1, Concurrency: 20,
-		Timeout: 2 * time.Second, ConnectTimeout: 2 * time.Second, Retries: 1, Drain: time.Second}, nil)
+		Timeout: units.Duration(2 * time.Second), ConnectTimeout: units.Duration(2 * time.Second), Retries: 1, Drain: units.Duration(time.Second)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

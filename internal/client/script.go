@@ -1,12 +1,12 @@
 package client
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"time"
 
 	"github.com/wsplan/wsplan/internal/script"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // KindScript is the script kind's name.
@@ -26,58 +26,47 @@ func init() {
 // script_user.go one user's steps and its messages.
 
 // ScriptParams configure a script phase (one part of it, after Split).
+// They are the phase's plan keys too (scenarios.Script holds them
+// inline), declared once in their tags; the fields a plan cannot set
+// (yaml:"-") are what the scenario and Split derive: the data's rows, the
+// users' numbers, the headers in order.
 type ScriptParams struct {
-	Steps   []script.Step  `json:"steps"`
-	Ignore  []script.Match `json:"ignore,omitempty"`
-	Timeout time.Duration  `json:"timeout"` // an expect's wait when it sets none, > 0
+	Users          int               `yaml:"users" json:"users,omitempty" min:"0" doc:"closed arrivals: users, each on its own connection, from the start"`
+	ArrivalRate    units.Rate        `yaml:"arrival_rate" json:"arrival_rate,omitempty" doc:"open arrivals: users arriving per second, each on a new connection, for duration"`
+	Duration       units.Duration    `yaml:"duration" json:"duration,omitempty" min:"0s" doc:"open arrivals: how long users arrive; closed: no iteration starts after it"`
+	Iterations     int64             `yaml:"iterations" json:"iterations,omitempty" min:"0" doc:"times each user runs the steps; default 1, or with a duration (closed) until it ends"`
+	MaxUsers       int               `yaml:"max_users" json:"max_users,omitempty" min:"0" doc:"open arrivals: users running at once at most (later arrivals are dropped, counted); default min(arrivals, 10000)"`
+	Concurrency    int               `yaml:"concurrency" json:"concurrency,omitempty" min:"0" doc:"closed arrivals: handshakes in progress at once; default min(1000, users)"`
+	ConnectTimeout units.Duration    `yaml:"connect_timeout" json:"connect_timeout" default:"5s" min:"1ns" doc:"time allowed for one handshake attempt"`
+	Retries        int               `yaml:"retries" json:"retries,omitempty" default:"3" min:"0" doc:"extra handshake attempts per user"`
+	Timeout        units.Duration    `yaml:"timeout" json:"timeout" default:"10s" min:"1ns" max:"120s" doc:"an expect's longest wait when it sets none; a reply later than this ends its user"`
+	Drain          units.Duration    `yaml:"drain" json:"drain" default:"10s" min:"0s" doc:"wait after duration for users to finish"`
+	LateAfter      units.Duration    `yaml:"late_after" json:"late_after" default:"1ms" min:"0s" doc:"open arrivals: a user dialled later than this after its time is late"`
+	Data           *script.Data      `yaml:"data" json:"-" doc:"rows users take: {file: users.csv, order: sequential | random | unique}"`
+	Query          string            `yaml:"query" json:"query,omitempty" doc:"template added to the upgrade request's query, e.g. user={{.row.user}}"`
+	Headers        map[string]string `yaml:"headers" json:"-" doc:"upgrade request headers, values are templates (Authorization: Bearer {{.row.token}})"`
+	Ignore         []script.Match    `yaml:"ignore" json:"ignore,omitempty" doc:"messages never taken as replies nor counted unexpected (keepalives, presence): json, expr, regex, prefix"`
+	Steps          []script.Step     `yaml:"steps" json:"steps" required:"true" doc:"the conversation: send, expect, think, loop, close"`
+
+	// HeaderList is Headers in the order the upgrade writes them (name,
+	// value template): what the loop reads, and shards get.
+	HeaderList [][2]string `yaml:"-" json:"headers,omitempty"`
 
 	// Rows are the data users take (nil = none), by Order; RowSeed varies
 	// the random order.
-	Rows    *script.Rows `json:"rows,omitempty"`
-	Order   string       `json:"order,omitempty"`
-	RowSeed uint64       `json:"row_seed,omitempty"`
+	Rows    *script.Rows `yaml:"-" json:"rows,omitempty"`
+	Order   string       `yaml:"-" json:"order,omitempty"`
+	RowSeed uint64       `yaml:"-" json:"row_seed,omitempty"`
 
-	// Query and Headers are templates of the users' upgrade requests:
-	// Query is appended to the target's query; Headers are extra header
-	// lines (name, value template).
-	Query   string      `json:"query,omitempty"`
-	Headers [][2]string `json:"headers,omitempty"`
-
-	// Closed arrivals: Users users, numbered First … First+Users-1.
-	Users int   `json:"users,omitempty"`
-	First int64 `json:"first,omitempty"`
-	// Open arrivals: ArrivalRate users per second arrive for Duration;
-	// this part takes arrival k = ArrivalFirst + j×ArrivalStride (the
-	// user numbered k) at k / ArrivalRate after the start, at most
-	// MaxUsers at once here (arrivals beyond are dropped, counted).
-	ArrivalRate   float64 `json:"arrival_rate,omitempty"`
-	ArrivalFirst  int64   `json:"arrival_first,omitempty"`
-	ArrivalStride int64   `json:"arrival_stride,omitempty"`
-	MaxUsers      int     `json:"max_users,omitempty"`
-
-	// Iterations is how many times a user runs the steps; 0 = until
-	// Duration (closed arrivals; open arrivals: 1).
-	Iterations int64 `json:"iterations,omitempty"`
-	// Duration: closed arrivals start no iteration after it; open
-	// arrivals arrive during it. 0 with closed arrivals = Iterations only.
-	Duration time.Duration `json:"duration,omitempty"`
-	// Drain is how long the phase waits after Duration (or, without it,
-	// after the last user began its last iteration) for users to finish;
-	// 0 = DefaultScriptDrain.
-	Drain time.Duration `json:"drain,omitempty"`
-
-	// Concurrency bounds the handshakes in flight (closed arrivals);
-	// ConnectTimeout and Retries are per user's connection.
-	Concurrency    int           `json:"concurrency,omitempty"`
-	ConnectTimeout time.Duration `json:"connect_timeout"`
-	Retries        int           `json:"retries,omitempty"`
-	// LateAfter: an arrival dialled later than this after its time is
-	// late; 0 = DefaultLateAfter.
-	LateAfter time.Duration `json:"late_after,omitempty"`
+	// Closed arrivals: this part's users are numbered First …
+	// First+Users-1. Open arrivals: this part takes arrival k =
+	// ArrivalFirst + j×ArrivalStride (the user numbered k) at
+	// k / ArrivalRate after the start, at most MaxUsers at once here
+	// (arrivals beyond are dropped, counted).
+	First         int64 `yaml:"-" json:"first,omitempty"`
+	ArrivalFirst  int64 `yaml:"-" json:"arrival_first,omitempty"`
+	ArrivalStride int64 `yaml:"-" json:"arrival_stride,omitempty"`
 }
-
-// DefaultScriptDrain is ScriptParams.Drain when 0.
-const DefaultScriptDrain = 10 * time.Second
 
 // ScriptResult is what a script phase measured.
 type ScriptResult struct {
@@ -197,21 +186,12 @@ func (p *ScriptParams) Validate() error {
 	if !p.open() && p.Iterations <= 0 && p.Duration <= 0 {
 		errs = append(errs, fmt.Errorf("users need iterations or a duration"))
 	}
-	if p.Timeout <= 0 || p.ConnectTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("timeout and connect_timeout must be > 0, got %v and %v", p.Timeout, p.ConnectTimeout))
-	}
-	if p.Iterations < 0 || p.Duration < 0 || p.Drain < 0 || p.Retries < 0 || p.MaxUsers < 0 || p.Concurrency < 0 {
-		errs = append(errs, fmt.Errorf("counts and durations must be >= 0"))
-	}
 	if _, cerrs := p.compile(nil); len(cerrs) > 0 {
 		for _, e := range cerrs {
 			errs = append(errs, e)
 		}
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("client: script: %w", errors.Join(errs...))
-	}
-	return nil
+	return checkParams(p, errs...)
 }
 
 // compile compiles the steps against the rows' columns and the rule of
@@ -221,7 +201,7 @@ func (p *ScriptParams) compile(answers script.AnswerRule) (*script.Program, []sc
 	if p.Rows != nil {
 		cols = p.Rows.Columns
 	}
-	return script.Compile(script.Source{Steps: p.Steps, Ignore: p.Ignore, Columns: cols, Timeout: p.Timeout, Answers: answers})
+	return script.Compile(script.Source{Steps: p.Steps, Ignore: p.Ignore, Columns: cols, Timeout: p.Timeout.D(), Answers: answers})
 }
 
 // Split implements Params: closed arrivals' users in contiguous ranges
@@ -271,7 +251,7 @@ func (p *ScriptParams) Split(weights []int) []Params {
 // arrivals returns the open arrivals this part takes: those with k < the
 // whole phase's arrivals (rate × duration).
 func (p *ScriptParams) arrivals() int64 {
-	total := int64(math.Floor(p.ArrivalRate * p.Duration.Seconds()))
+	total := int64(math.Floor(float64(p.ArrivalRate) * p.Duration.D().Seconds()))
 	if p.ArrivalFirst >= total {
 		return 0
 	}

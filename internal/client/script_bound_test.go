@@ -61,8 +61,8 @@ func TestScriptRequestTooLong(t *testing.T) {
 	addr := (&appServer{}).start(t)
 	rows := &script.Rows{Columns: []string{"user"}, Total: 1, Values: [][]string{{strings.Repeat("u", script.MaxRenderBytes/2+1)}}}
 	r := runScript(t, addr, 1, ScriptParams{Users: 1, Iterations: 1, Rows: rows,
-		Headers: [][2]string{{"X-User", "{{.row.user}}{{.row.user}}"}},
-		Steps:   steps(t, "steps:\n  - send: x\n")})
+		HeaderList: [][2]string{{"X-User", "{{.row.user}}{{.row.user}}"}},
+		Steps:      steps(t, "steps:\n  - send: x\n")})
 	if r.OpenErrors[ReasonTooLong] != 1 || r.OpenFailed != 1 || r.Users != 0 {
 		t.Errorf("open errors %v, open failed %d, users %d: want the attempt failed as %q", r.OpenErrors, r.OpenFailed, r.Users, ReasonTooLong)
 	}

@@ -134,7 +134,7 @@ func (j *scriptJob) compileRequest(p *ScriptParams) error {
 			return fmt.Errorf("client: script: query: %w", err)
 		}
 	}
-	for _, h := range p.Headers {
+	for _, h := range p.HeaderList {
 		t, err := script.ParseTemplate(h[1], env)
 		if err != nil {
 			return fmt.Errorf("client: script: header %s: %w", h[0], err)
@@ -201,23 +201,16 @@ func (l *loop) scriptStart(job *scriptJob, p *ScriptParams) {
 	r.d.init(r, int64(p.ConnectTimeout), p.Retries, r.request)
 	l.ph = r
 	r.start = int64(job.start.Sub(l.epoch))
-	drain := p.Drain
-	if drain == 0 {
-		drain = DefaultScriptDrain
-	}
-	if p.Duration > 0 {
+	if p.Duration > 0 { // drain and late_after come defaulted (Ready)
 		r.end = r.start + int64(p.Duration)
-		r.stopAt = r.end + int64(drain)
+		r.stopAt = r.end + int64(p.Drain)
 	}
 	r.lateAfter = int64(p.LateAfter)
-	if r.lateAfter == 0 {
-		r.lateAfter = int64(DefaultLateAfter)
-	}
-	l.setTick(min(p.ConnectTimeout, p.Timeout) / 10)
+	l.setTick(min(p.ConnectTimeout, p.Timeout).D() / 10)
 	if p.open() {
 		r.arrN = p.arrivals()
 		r.part.Arrivals = r.arrN
-		r.period = 1e9 / p.ArrivalRate
+		r.period = 1e9 / float64(p.ArrivalRate)
 		r.arrAt0 = r.start
 		// Pointers into users stay valid while a user runs: no growth.
 		r.users = make([]user, 0, max(p.MaxUsers, 1))

@@ -19,6 +19,7 @@ import (
 	"github.com/wsplan/wsplan/internal/script"
 
 	"github.com/wsplan/wsplan/internal/proto"
+	"github.com/wsplan/wsplan/internal/units"
 )
 
 // appServer is a small application server over JSON messages, as real
@@ -126,10 +127,10 @@ func runScript(t *testing.T, addr string, loops int, p ScriptParams) *ScriptResu
 	t.Helper()
 	c := newClient(t, Options{Targets: []string{addr}, Loops: loops})
 	if p.Timeout == 0 {
-		p.Timeout = 5 * time.Second
+		p.Timeout = units.Duration(5 * time.Second)
 	}
 	if p.ConnectTimeout == 0 {
-		p.ConnectTimeout = 5 * time.Second
+		p.ConnectTimeout = units.Duration(5 * time.Second)
 	}
 	res, err := c.Run(t.Context(), &p, nil)
 	if err != nil {
@@ -167,7 +168,7 @@ func TestScriptConversation(t *testing.T) {
 	srv := &appServer{outOfOrder: true}
 	addr := srv.start(t)
 	r := runScript(t, addr, 2, ScriptParams{Steps: steps(t, loginScript), Users: 40, Iterations: 1, Concurrency: 10,
-		Rows: userRows(40), Order: script.OrderUnique, Query: "u={{.row.user}}", Headers: [][2]string{{"X-User", "{{.row.user}}"}}})
+		Rows: userRows(40), Order: script.OrderUnique, Query: "u={{.row.user}}", HeaderList: [][2]string{{"X-User", "{{.row.user}}"}}})
 	if r.Users != 40 || r.Finished != 40 || r.Aborted != 0 || r.Iterations != 40 {
 		t.Fatalf("users %d finished %d aborted %d iterations %d; failures %v errors %v", r.Users, r.Finished, r.Aborted, r.Iterations, r.Failures, r.Errors)
 	}
@@ -296,7 +297,7 @@ steps:
 func TestScriptOpenArrivals(t *testing.T) {
 	addr := (&appServer{}).start(t)
 	start := time.Now()
-	r := runScript(t, addr, 2, ScriptParams{ArrivalRate: 200, Duration: 500 * time.Millisecond, MaxUsers: 1000, Steps: steps(t, `
+	r := runScript(t, addr, 2, ScriptParams{ArrivalRate: 200, Duration: units.Duration(500 * time.Millisecond), MaxUsers: 1000, Steps: steps(t, `
 steps:
   - send: '{"op":"echo","id":{{.conn}}}'
   - expect: {correlate: $.id, as: echo}
@@ -333,7 +334,7 @@ func TestScriptSplitRows(t *testing.T) {
 	if first != 10 {
 		t.Fatalf("split users %d", first)
 	}
-	o := (&ScriptParams{ArrivalRate: 100, Duration: time.Second, MaxUsers: 9}).Split([]int{1, 1, 1})
+	o := (&ScriptParams{ArrivalRate: 100, Duration: units.Duration(time.Second), MaxUsers: 9}).Split([]int{1, 1, 1})
 	n := int64(0)
 	for _, q := range o {
 		n += q.(*ScriptParams).arrivals()
@@ -383,7 +384,7 @@ func newScriptRigWith(tb testing.TB, body string, wp proto.Protocol) *scriptRig 
 	if err := yaml.Unmarshal([]byte(body), &v); err != nil {
 		tb.Fatal(err)
 	}
-	p := &ScriptParams{Steps: v.Steps, Users: 1, Iterations: 1, Timeout: time.Hour, ConnectTimeout: time.Second}
+	p := &ScriptParams{Steps: v.Steps, Users: 1, Iterations: 1, Timeout: units.Duration(time.Hour), ConnectTimeout: units.Duration(time.Second)}
 	prog, errs := p.compile(nil)
 	if errs != nil {
 		tb.Fatal(errs)
@@ -482,7 +483,7 @@ func TestScriptLiveLatency(t *testing.T) {
 	c := newClient(t, Options{Targets: []string{addr}, Loops: 2})
 	pr := &Progress{Live: &Live{}}
 	res, err := c.Run(t.Context(), &ScriptParams{Steps: steps(t, loginScript), Users: 20, Iterations: 1, Concurrency: 10,
-		Rows: userRows(20), Order: script.OrderUnique, Timeout: 5 * time.Second, ConnectTimeout: 5 * time.Second}, pr)
+		Rows: userRows(20), Order: script.OrderUnique, Timeout: units.Duration(5 * time.Second), ConnectTimeout: units.Duration(5 * time.Second)}, pr)
 	if err != nil {
 		t.Fatal(err)
 	}
