@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/plan"
 	"github.com/wsplan/wsplan/internal/procstat"
@@ -49,7 +50,7 @@ func planWith(conns []int, shards int, sources []string) *plan.Plan {
 	p.Client.Shards = plan.ShardCount(shards)
 	p.Client.SourceAddrs = sources
 	for _, n := range conns {
-		p.Phases = append(p.Phases, plan.Phase{Kind: "connect", Spec: &scenarios.Connect{Connections: n, Concurrency: 10}})
+		p.Phases = append(p.Phases, plan.Phase{Kind: "connect", Spec: &scenarios.Connect{ConnectParams: client.ConnectParams{Connections: n, Concurrency: 10}}})
 	}
 	return p
 }
