@@ -127,12 +127,18 @@ func keyBlock12(s *suite, master, clientRandom, serverRandom []byte) (ck, sk, ci
 
 // keyLog collects the secrets crypto/tls logs for one handshake, in NSS key
 // log format ("LABEL <client random> <secret>\n"), passing every line on to
-// a KeyLogWriter the caller configured.
+// a KeyLogWriter the caller configured. The secrets are decoded into its
+// own arrays: a handshake's key log allocates nothing.
 type keyLog struct {
 	next                 interface{ Write([]byte) (int, error) }
 	master               []byte // TLS 1.2
 	clientApp, serverApp []byte // TLS 1.3 *_TRAFFIC_SECRET_0
+	buf                  [3][maxSecret]byte
 }
+
+// maxSecret is the longest secret a key log line carries: a TLS 1.2
+// master secret, a TLS 1.3 secret of SHA-384.
+const maxSecret = 48
 
 // Write parses one key log line.
 func (k *keyLog) Write(line []byte) (int, error) {
@@ -141,21 +147,27 @@ func (k *keyLog) Write(line []byte) (int, error) {
 			return 0, err
 		}
 	}
-	f := bytes.Fields(line)
-	if len(f) != 3 {
-		return len(line), nil
+	label, rest, _ := bytes.Cut(bytes.TrimSpace(line), []byte{' '})
+	_, secretHex, ok := bytes.Cut(rest, []byte{' '})
+	var dst *[]byte
+	var buf *[maxSecret]byte
+	switch string(label) {
+	case "CLIENT_RANDOM":
+		dst, buf = &k.master, &k.buf[0]
+	case "CLIENT_TRAFFIC_SECRET_0":
+		dst, buf = &k.clientApp, &k.buf[1]
+	case "SERVER_TRAFFIC_SECRET_0":
+		dst, buf = &k.serverApp, &k.buf[2]
+	default:
+		return len(line), nil // a handshake secret: not needed
 	}
-	secret := make([]byte, hex.DecodedLen(len(f[2])))
-	if _, err := hex.Decode(secret, f[2]); err != nil {
+	n := hex.DecodedLen(len(secretHex))
+	if !ok || n == 0 || n > maxSecret {
 		return 0, errors.New("wstls: bad key log line")
 	}
-	switch string(f[0]) {
-	case "CLIENT_RANDOM":
-		k.master = secret
-	case "CLIENT_TRAFFIC_SECRET_0":
-		k.clientApp = secret
-	case "SERVER_TRAFFIC_SECRET_0":
-		k.serverApp = secret
+	if _, err := hex.Decode(buf[:n], secretHex); err != nil {
+		return 0, errors.New("wstls: bad key log line")
 	}
+	*dst = buf[:n]
 	return len(line), nil
 }
