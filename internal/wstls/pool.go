@@ -7,11 +7,14 @@ import (
 	"iter"
 )
 
-// maxIdle bounds a Pool's idle coroutines: enough for the handshakes that
-// finish in one turn of a loop to hand theirs to the next ones, few enough
+// minIdle is how many idle coroutines a Pool keeps when no handshake is
+// in progress: enough for a few handshakes to start at once, few enough
 // that a loop keeps little once a storm is over (each holds a stack grown
 // to crypto/tls's depth, 16-32 KB, which the GC shrinks while it idles).
-const maxIdle = 64
+// While handshakes are in progress it keeps as many idle as there are
+// handshakes: in a storm, those that finish in one turn of the loop hand
+// theirs to those that start in the next.
+const minIdle = 16
 
 // maxKeptIn is the largest handshake input buffer a reused worker keeps
 // (a server's first flight with its certificate chain is a few KB).
@@ -30,6 +33,7 @@ const maxKeptIn = 64 << 10
 // it exits (idle coroutines are goroutines until then).
 type Pool struct {
 	idle    []*worker
+	busy    int // handshakes in progress on p's coroutines
 	started int // coroutines started (tests)
 	closed  bool
 }
@@ -58,6 +62,7 @@ func (p *Pool) Close() {
 // get returns an idle worker, or a new one.
 func (p *Pool) get() *worker {
 	if p != nil {
+		p.busy++
 		if n := len(p.idle); n > 0 {
 			w := p.idle[n-1]
 			p.idle[n-1] = nil
@@ -75,13 +80,29 @@ func (p *Pool) get() *worker {
 }
 
 // put takes back the worker of a finished handshake: idle, or ended if
-// p has enough.
+// p has enough (see minIdle), ending others that are now too many.
 func (p *Pool) put(w *worker) {
-	if len(p.idle) >= maxIdle || p.closed {
+	p.busy--
+	keep := max(minIdle, p.busy)
+	if p.closed || len(p.idle) >= keep {
 		w.stop()
-		return
+	} else {
+		p.idle = append(p.idle, w)
 	}
-	p.idle = append(p.idle, w)
+	for len(p.idle) > keep {
+		n := len(p.idle) - 1
+		p.idle[n].stop()
+		p.idle[n] = nil
+		p.idle = p.idle[:n]
+	}
+}
+
+// lost accounts for a worker that will not come back: its handshake was
+// aborted, or its coroutine ended.
+func (p *Pool) lost() {
+	if p != nil {
+		p.busy--
+	}
 }
 
 // worker is one handshake coroutine and the state of the handshake it

@@ -125,8 +125,8 @@ func TestPoolAbort(t *testing.T) {
 	if _, _, err := s.Handshake(nil, []byte{22, 3, 3}); err == nil {
 		t.Fatal("an aborted session went on")
 	}
-	if len(p.idle) != 0 {
-		t.Fatalf("%d idle coroutines after an abort, want 0", len(p.idle))
+	if len(p.idle) != 0 || p.busy != 0 {
+		t.Fatalf("after an abort: %d idle, %d busy; want 0, 0", len(p.idle), p.busy)
 	}
 	// Two in flight at once: two coroutines, both back afterwards.
 	c1, c2 := dialConn(t, srv), dialConn(t, srv)
@@ -159,27 +159,50 @@ func coroutines() int {
 	return strings.Count(string(buf[:runtime.Stack(buf, true)]), "wstls.(*worker).run(")
 }
 
-// TestPoolBound: a pool keeps at most maxIdle coroutines, however many
-// handshakes were in flight at once.
+// TestPoolBound: while handshakes are in progress a pool keeps as many
+// idle coroutines as there are handshakes, for the next ones to reuse;
+// when none is left, minIdle.
 func TestPoolBound(t *testing.T) {
 	srv := newTestServer(t, false, nil)
 	cfg := clientConfig(t, srv, false)
 	var p Pool
 	defer p.Close()
-	n := maxIdle + 4
-	conns, sess, outs := make([]net.Conn, n), make([]*Session, n), make([][]byte, n)
-	for i := range n {
-		conns[i], sess[i] = dialConn(t, srv), p.NewClient(cfg)
+	const n = 2*minIdle + 8
+	type hs struct {
+		c   net.Conn
+		s   *Session
+		out []byte
+	}
+	start := func() hs {
+		h := hs{c: dialConn(t, srv), s: p.NewClient(cfg)}
 		var err error
-		if outs[i], _, err = sess[i].Handshake(nil, nil); err != nil {
+		if h.out, _, err = h.s.Handshake(nil, nil); err != nil {
 			t.Fatal(err)
 		}
+		return h
 	}
-	for i := range n {
-		finish(t, sess[i], conns[i], outs[i])
+	var first []hs
+	for range n {
+		first = append(first, start())
 	}
-	if p.started != n || len(p.idle) != maxIdle {
-		t.Errorf("started %d, %d idle; want %d, %d", p.started, len(p.idle), n, maxIdle)
+	for _, h := range first[:n/2] {
+		finish(t, h.s, h.c, h.out)
+	}
+	if p.started != n || len(p.idle) != n/2 {
+		t.Fatalf("half finished: started %d, %d idle; want %d, %d", p.started, len(p.idle), n, n/2)
+	}
+	var second []hs
+	for range n / 2 {
+		second = append(second, start())
+	}
+	if p.started != n || len(p.idle) != 0 {
+		t.Fatalf("restarted: started %d, %d idle; want %d, 0", p.started, len(p.idle), n)
+	}
+	for _, h := range append(first[n/2:], second...) {
+		finish(t, h.s, h.c, h.out)
+	}
+	if len(p.idle) != minIdle || p.busy != 0 || coroutines() != minIdle {
+		t.Errorf("all finished: %d idle, %d busy, %d alive; want %d, 0, %d", len(p.idle), p.busy, coroutines(), minIdle, minIdle)
 	}
 }
 

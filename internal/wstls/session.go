@@ -178,6 +178,8 @@ func (s *Session) Handshake(dst, in []byte) (out []byte, done bool, err error) {
 	}
 	if alive && x.pool != nil {
 		x.pool.put(w) // hs is w's: done with only now
+	} else {
+		x.pool.lost()
 	}
 	if err != nil {
 		return out, false, err
@@ -200,6 +202,7 @@ func (s *Session) Abort() {
 		w := s.x.hs.w
 		s.x.hs.w = nil
 		w.stop()
+		s.x.pool.lost()
 	}
 	if s.mode != modeDead {
 		s.fail(errAborted)
