@@ -125,7 +125,7 @@ func (w *worker) run(yield func(struct{}) bool) {
 		hs.yield = nil
 		hs.done = true
 		w.s = nil
-		if w.pool == nil || !yield(struct{}{}) {
+		if w.pool == nil || !park(yield) {
 			return
 		}
 	}
@@ -140,4 +140,24 @@ func (w *worker) start(s *Session) *hsState {
 	}
 	w.hs = hsState{in: in, w: w}
 	return &w.hs
+}
+
+// parkPad is the stack a parked coroutine keeps in use under its yield.
+// The GC halves the stack of a goroutine that uses less than a quarter of
+// it; a handshake coroutine parked waiting for the server (or idle in a
+// Pool) uses little of the stack crypto/tls grew, so without this every
+// GC would halve the stacks of a storm's parked handshakes, and each
+// would grow its stack again, copying it, when it resumes.
+const parkPad = 8 << 10
+
+// park yields with parkPad bytes of frame under the yield.
+//
+//go:noinline
+func park(yield func(struct{}) bool) bool {
+	var pad [parkPad]byte
+	ok := yield(struct{}{})
+	if !ok {
+		pad[0] = 1 // read below: the frame must exist
+	}
+	return ok && pad[0] == 0
 }

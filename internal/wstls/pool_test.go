@@ -294,3 +294,42 @@ func TestKeyLog(t *testing.T) {
 		t.Errorf("a key log line allocates %.0f times, want 0", n)
 	}
 }
+
+// TestParkedStacksKept: the GC leaves the stacks of parked handshakes
+// alone (park's pad), so that they do not grow again, copied, when the
+// server's answer comes. 64 handshakes parked after their ClientHello:
+// the stack in use is the same after two GCs (without the pad, each GC
+// halves it).
+func TestParkedStacksKept(t *testing.T) {
+	cfg, err := ClientConfig(ClientOptions{ServerName: "localhost", InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p Pool
+	defer p.Close()
+	var parked []*Session
+	defer func() {
+		for _, s := range parked {
+			s.Abort()
+		}
+	}()
+	for range 64 {
+		s := p.NewClient(cfg)
+		if _, _, err := s.Handshake(nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		parked = append(parked, s)
+	}
+	stackInuse := func() uint64 {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.StackInuse
+	}
+	runtime.GC()
+	before := stackInuse()
+	runtime.GC()
+	runtime.GC()
+	if after := stackInuse(); after < before*9/10 {
+		t.Errorf("stacks in use fell from %d to %d bytes over two GCs: parked handshakes' stacks were shrunk", before, after)
+	}
+}
