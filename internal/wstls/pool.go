@@ -9,12 +9,12 @@ import (
 
 // minIdle is how many idle coroutines a Pool keeps when no handshake is
 // in progress: enough for a few handshakes to start at once, few enough
-// that a loop keeps little once a storm is over (each holds a stack grown
-// to crypto/tls's depth, 16-32 KB, which the GC shrinks while it idles).
-// While handshakes are in progress it keeps as many idle as there are
+// that a loop keeps little once a storm is over (an idle coroutine's
+// stack, grown to crypto/tls's depth, shrinks by half at each GC). While
+// handshakes are in progress it keeps as many idle as there are
 // handshakes: in a storm, those that finish in one turn of the loop hand
 // theirs to those that start in the next.
-const minIdle = 16
+const minIdle = 4
 
 // maxKeptIn is the largest handshake input buffer a reused worker keeps
 // (a server's first flight with its certificate chain is a few KB).
@@ -125,7 +125,7 @@ func (w *worker) run(yield func(struct{}) bool) {
 		hs.yield = nil
 		hs.done = true
 		w.s = nil
-		if w.pool == nil || !park(yield) {
+		if w.pool == nil || !yield(struct{}{}) {
 			return
 		}
 	}
@@ -142,12 +142,14 @@ func (w *worker) start(s *Session) *hsState {
 	return &w.hs
 }
 
-// parkPad is the stack a parked coroutine keeps in use under its yield.
-// The GC halves the stack of a goroutine that uses less than a quarter of
-// it; a handshake coroutine parked waiting for the server (or idle in a
-// Pool) uses little of the stack crypto/tls grew, so without this every
-// GC would halve the stacks of a storm's parked handshakes, and each
-// would grow its stack again, copying it, when it resumes.
+// parkPad is the stack a handshake coroutine keeps in use under its
+// yield while it waits for the server. The GC halves the stack of a
+// goroutine that uses less than a quarter of it; a handshake parked in
+// the middle of crypto/tls uses little of the stack crypto/tls grew, so
+// without this every GC would halve the stacks of a storm's parked
+// handshakes, and each would grow its stack again, copying it, when it
+// resumes. (An idle coroutine in a Pool parks without it: its stack may
+// shrink.)
 const parkPad = 8 << 10
 
 // park yields with parkPad bytes of frame under the yield.
