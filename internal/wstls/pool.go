@@ -149,8 +149,10 @@ func (w *worker) start(s *Session) *hsState {
 // without this every GC would halve the stacks of a storm's parked
 // handshakes, and each would grow its stack again, copying it, when it
 // resumes. (An idle coroutine in a Pool parks without it: its stack may
-// shrink.)
-const parkPad = 8 << 10
+// shrink.) 4 KB keeps a quarter of the 16 KB stack a TLS 1.3 handshake
+// grows (ML-KEM key generation is its deepest point) in use; 8 KB would
+// push the parked depth past 16 KB and double every stack.
+const parkPad = 4 << 10
 
 // park yields with parkPad bytes of frame under the yield.
 //

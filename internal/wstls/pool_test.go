@@ -299,7 +299,7 @@ func TestKeyLog(t *testing.T) {
 // alone (park's pad), so that they do not grow again, copied, when the
 // server's answer comes. 64 handshakes parked after their ClientHello:
 // the stack in use is the same after two GCs (without the pad, each GC
-// halves it).
+// halves it), and no larger than the handshake needs.
 func TestParkedStacksKept(t *testing.T) {
 	cfg, err := ClientConfig(ClientOptions{ServerName: "localhost", InsecureSkipVerify: true})
 	if err != nil {
@@ -329,7 +329,14 @@ func TestParkedStacksKept(t *testing.T) {
 	before := stackInuse()
 	runtime.GC()
 	runtime.GC()
-	if after := stackInuse(); after < before*9/10 {
+	after := stackInuse()
+	if after < before*9/10 {
 		t.Errorf("stacks in use fell from %d to %d bytes over two GCs: parked handshakes' stacks were shrunk", before, after)
+	}
+	// The pad must not grow the stacks it keeps: 16 KB each (and the
+	// test's own goroutines), not 32. (The race detector's frames are
+	// larger.)
+	if per := after / uint64(len(parked)); per > 24<<10 && !raceOn {
+		t.Errorf("%d bytes of stack per parked handshake, want at most 24 KB", per)
 	}
 }
