@@ -165,6 +165,7 @@ type loop struct {
 	tin    []byte // TLS: ciphertext read; made on first use
 	tout   []byte // TLS: sealed records to write
 	tpend  int    // TLS: bytes at the start of tout that the next write sends first (a handshake's last flight)
+	tpool  hsPool // TLS: the handshakes' coroutines, reused
 	ibuf   []byte // permessage-deflate: the inflated message
 	fc     *conn  // the connection whose pending data frame flush or spill asks the run for (loopRun.frame)
 
@@ -286,6 +287,7 @@ func (l *loop) run() {
 	defer preciseTimers()()
 	defer close(l.done)
 	defer loopsAlive.Add(-1)
+	defer l.tpool.Close()
 	raw := rawWaits()
 	now := l.now() // read once per iteration, after the events
 	for {

@@ -137,11 +137,15 @@ func dropSec(c *conn) {
 	c.sec = nil
 }
 
+// hsPool is a loop's TLS handshake coroutines (loop.tpool; the loop
+// closes it when it exits).
+type hsPool = wstls.Pool
+
 // startTLS begins the TLS handshake of a connection whose TCP connect just
 // completed.
 func (l *loop) startTLS(c *conn, t *target) {
 	c.state = stTLS
-	c.sec = &connSec{tls: wstls.NewClient(t.tls)}
+	c.sec = &connSec{tls: l.tpool.NewClient(t.tls)}
 	if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, c.gen, evIn); err != nil {
 		l.attemptFailed(c, Reason("epoll_ctl: "+errnoText(err)))
 		return

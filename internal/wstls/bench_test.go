@@ -595,6 +595,8 @@ func BenchmarkHandshake(b *testing.B) {
 				c.Close()
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
+				var pool Pool // a loop's, as internal/client has it
+				defer pool.Close()
 				b.ResetTimer()
 				cpu0, proc0 := threadCPU(), processCPU()
 				var hs time.Duration
@@ -603,7 +605,7 @@ func BenchmarkHandshake(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					s := NewClient(cfg)
+					s := pool.NewClient(cfg)
 					if err := handshake(s, c); err != nil {
 						b.Fatal(err)
 					}

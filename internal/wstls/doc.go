@@ -28,7 +28,9 @@
 // coroutine (iter.Pull) on
 // the caller's goroutine over an in-memory net.Conn: when crypto/tls needs
 // input, the coroutine yields and Handshake returns what to write; the
-// next Handshake call resumes it with the bytes read. The in-memory conn
+// next Handshake call resumes it with the bytes read. A loop's Pool
+// hands a finished handshake's coroutine, its stack grown to crypto/tls's
+// depth, to the next handshake (Pool.NewClient). The in-memory conn
 // hands crypto/tls one record at a time, so it knows exactly which records
 // crypto/tls consumed. The certificate chain is verified by the config's
 // Verifier (verify.go, installed by ClientConfig in place of crypto/tls's

@@ -60,6 +60,8 @@ func epollEcho(t testing.TB, srv *testServer, cfg *tls.Config, nconn, echoes int
 		t.Fatal(err)
 	}
 	defer unix.Close(epfd)
+	var pool Pool // a loop's, as internal/client has it
+	defer pool.Close()
 	conns := map[int]*epConn{}
 	defer func() {
 		for _, c := range conns {
@@ -79,7 +81,7 @@ func epollEcho(t testing.TB, srv *testServer, cfg *tls.Config, nconn, echoes int
 		if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
 			t.Fatal(err)
 		}
-		conns[fd] = &epConn{fd: fd, s: NewClient(cfg)}
+		conns[fd] = &epConn{fd: fd, s: pool.NewClient(cfg)}
 	}
 	msg := payload(1500) // more than one TCP segment's worth, less than a record
 	rbuf := make([]byte, 4096)

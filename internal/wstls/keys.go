@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
-	"crypto/hkdf"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/sha512"
@@ -69,29 +68,37 @@ func (s *suite) newAEAD(key []byte) (cipher.AEAD, error) {
 	return cipher.NewGCM(b)
 }
 
+// The labels of TLS 1.3's HKDF-Expand-Label that the record layer uses,
+// with their "tls13 " prefix.
+var (
+	labelKey    = []byte("tls13 key")
+	labelIV     = []byte("tls13 iv")
+	labelUpdate = []byte("tls13 traffic upd")
+)
+
 // expandLabel is TLS 1.3's HKDF-Expand-Label (RFC 8446 §7.1) with an empty
-// context.
-func expandLabel(h func() hash.Hash, secret []byte, label string, n int) ([]byte, error) {
-	full := "tls13 " + label
-	info := make([]byte, 0, 4+len(full))
-	info = append(info, byte(n>>8), byte(n), byte(len(full)))
-	info = append(info, full...)
-	info = append(info, 0) // empty context
-	return hkdf.Expand(h, secret, string(info), n)
+// context, for n at most the hash's size: HKDF-Expand's first block,
+// HMAC(secret, info || 0x01), cut to n bytes. mac is an HMAC keyed with
+// the secret; one serves every label of a secret.
+func expandLabel(mac hash.Hash, label []byte, n int) []byte {
+	mac.Reset()
+	hdr := [3]byte{byte(n >> 8), byte(n), byte(len(label))}
+	mac.Write(hdr[:])
+	mac.Write(label)
+	tail := [2]byte{0, 1} // empty context; HKDF's block counter
+	mac.Write(tail[:])
+	return mac.Sum(nil)[:n]
 }
 
 // trafficKeys13 derives a TLS 1.3 record key and IV from a traffic secret.
 func trafficKeys13(s *suite, secret []byte) (key, iv []byte, err error) {
-	if key, err = expandLabel(s.hash, secret, "key", s.keyLen); err != nil {
-		return nil, nil, err
-	}
-	iv, err = expandLabel(s.hash, secret, "iv", 12)
-	return key, iv, err
+	mac := hmac.New(s.hash, secret)
+	return expandLabel(mac, labelKey, s.keyLen), expandLabel(mac, labelIV, 12), nil
 }
 
 // nextSecret13 is the KeyUpdate step: application_traffic_secret_N+1.
 func nextSecret13(s *suite, secret []byte) ([]byte, error) {
-	return expandLabel(s.hash, secret, "traffic upd", s.hashLen)
+	return expandLabel(hmac.New(s.hash, secret), labelUpdate, s.hashLen), nil
 }
 
 // prf12 is the TLS 1.2 PRF (RFC 5246 §5): P_hash(secret, label + seed).
@@ -127,12 +134,18 @@ func keyBlock12(s *suite, master, clientRandom, serverRandom []byte) (ck, sk, ci
 
 // keyLog collects the secrets crypto/tls logs for one handshake, in NSS key
 // log format ("LABEL <client random> <secret>\n"), passing every line on to
-// a KeyLogWriter the caller configured.
+// a KeyLogWriter the caller configured. The secrets are decoded into its
+// own arrays: a handshake's key log allocates nothing.
 type keyLog struct {
 	next                 interface{ Write([]byte) (int, error) }
 	master               []byte // TLS 1.2
 	clientApp, serverApp []byte // TLS 1.3 *_TRAFFIC_SECRET_0
+	buf                  [3][maxSecret]byte
 }
+
+// maxSecret is the longest secret a key log line carries: a TLS 1.2
+// master secret, a TLS 1.3 secret of SHA-384.
+const maxSecret = 48
 
 // Write parses one key log line.
 func (k *keyLog) Write(line []byte) (int, error) {
@@ -141,21 +154,27 @@ func (k *keyLog) Write(line []byte) (int, error) {
 			return 0, err
 		}
 	}
-	f := bytes.Fields(line)
-	if len(f) != 3 {
-		return len(line), nil
+	label, rest, _ := bytes.Cut(bytes.TrimSpace(line), []byte{' '})
+	_, secretHex, ok := bytes.Cut(rest, []byte{' '})
+	var dst *[]byte
+	var buf *[maxSecret]byte
+	switch string(label) {
+	case "CLIENT_RANDOM":
+		dst, buf = &k.master, &k.buf[0]
+	case "CLIENT_TRAFFIC_SECRET_0":
+		dst, buf = &k.clientApp, &k.buf[1]
+	case "SERVER_TRAFFIC_SECRET_0":
+		dst, buf = &k.serverApp, &k.buf[2]
+	default:
+		return len(line), nil // a handshake secret: not needed
 	}
-	secret := make([]byte, hex.DecodedLen(len(f[2])))
-	if _, err := hex.Decode(secret, f[2]); err != nil {
+	n := hex.DecodedLen(len(secretHex))
+	if !ok || n == 0 || n > maxSecret {
 		return 0, errors.New("wstls: bad key log line")
 	}
-	switch string(f[0]) {
-	case "CLIENT_RANDOM":
-		k.master = secret
-	case "CLIENT_TRAFFIC_SECRET_0":
-		k.clientApp = secret
-	case "SERVER_TRAFFIC_SECRET_0":
-		k.serverApp = secret
+	if _, err := hex.Decode(buf[:n], secretHex); err != nil {
+		return 0, errors.New("wstls: bad key log line")
 	}
+	*dst = buf[:n]
 	return len(line), nil
 }

@@ -35,7 +35,7 @@ func (m *memConn) Read(p []byte) (int, error) {
 	case modeHandshake:
 		hs := s.x.hs
 		for hs.off == len(hs.in) {
-			if hs.yield == nil || !hs.yield(struct{}{}) {
+			if hs.yield == nil || !park(hs.yield) {
 				return 0, errAborted
 			}
 		}

@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"iter"
 	"time"
 )
 
@@ -78,6 +77,7 @@ type Session struct {
 // handshake state.
 type withStd struct {
 	cfg     *tls.Config
+	pool    *Pool // the handshake's coroutines; nil = one of its own
 	conn    *tls.Conn
 	hs      *hsState // nil outside the handshake
 	out     []byte   // the in-memory conn's output (ciphertext to write)
@@ -86,12 +86,13 @@ type withStd struct {
 	one     [1]byte
 }
 
-// hsState is a Session's state during the handshake only.
+// hsState is a Session's state during the handshake only. It lives in
+// the worker that runs the handshake, and is reused with it.
 type hsState struct {
-	next    func() (struct{}, bool)
-	stop    func()
+	w       *worker // the coroutine running the handshake; nil once it ended or was handed back
 	yield   func(struct{}) bool
-	err     error
+	done    bool                    // crypto/tls's Handshake returned
+	err     error                   // what it returned
 	offered *tls.ClientSessionState // the cached session crypto/tls offered, if any
 	in      []byte                  // ciphertext handed in, owned
 	off     int                     // bytes of in given to crypto/tls
@@ -127,7 +128,9 @@ func (s *Session) Handshake(dst, in []byte) (out []byte, done bool, err error) {
 	switch s.mode {
 	case modeNew:
 		x := s.x
-		hs := &hsState{start: time.Now()}
+		w := x.pool.get()
+		hs := w.start(s)
+		hs.start = time.Now()
 		x.hs = hs
 		cfg := x.cfg.Clone()
 		hs.kl.next = x.cfg.KeyLogWriter
@@ -136,7 +139,6 @@ func (s *Session) Handshake(dst, in []byte) (out []byte, done bool, err error) {
 			cfg.ClientSessionCache = &cacheSpy{inner: cfg.ClientSessionCache, hs: hs}
 		}
 		x.conn = tls.Client((*memConn)(s), cfg)
-		hs.next, hs.stop = iter.Pull(s.runHandshake)
 		s.mode = modeHandshake
 	case modeHandshake:
 	case modeDead:
@@ -151,35 +153,38 @@ func (s *Session) Handshake(dst, in []byte) (out []byte, done bool, err error) {
 	hs.in = append(hs.in, in...)
 	x.out = dst
 	first := hs.crandN == 0
-	_, more := hs.next()
+	_, alive := hs.w.next()
 	out, x.out = x.out, nil
 	if hello := out[len(dst):]; first && len(hello) >= 43 && hello[0] == recHandshake && hello[5] == 1 {
 		// ClientHello: record header, handshake header, version, random.
 		hs.crandN = copy(hs.crand[:], hello[11:43])
 	}
-	if more {
-		return out, false, nil
+	if !hs.done {
+		if alive {
+			return out, false, nil
+		}
+		hs.err = errAborted // the coroutine ended without finishing
 	}
-	hs.next, hs.stop = nil, nil
+	w := hs.w
+	hs.w = nil
 	if hs.err != nil {
 		s.fail(fmt.Errorf("tls handshake: %w", hs.err))
-		return out, false, s.err
+		err = s.err
+	} else {
+		s.hsTime = time.Since(hs.start)
+		if err = s.established(hs); err != nil {
+			s.fail(err)
+		}
 	}
-	s.hsTime = time.Since(hs.start)
-	err = s.established(hs)
+	if alive && x.pool != nil {
+		x.pool.put(w) // hs is w's: done with only now
+	} else {
+		x.pool.lost()
+	}
 	if err != nil {
-		s.fail(err)
 		return out, false, err
 	}
 	return out, true, nil
-}
-
-// runHandshake is the handshake coroutine.
-func (s *Session) runHandshake(yield func(struct{}) bool) {
-	hs := s.x.hs
-	hs.yield = yield
-	hs.err = s.x.conn.Handshake()
-	hs.yield = nil
 }
 
 // HandshakeTime is the wall time from the first Handshake call to the
@@ -193,9 +198,11 @@ func (s *Session) State() State { return s.state }
 // Abort ends the session without a close_notify: it stops a handshake in
 // progress (ending its coroutine) and drops all state. Idempotent.
 func (s *Session) Abort() {
-	if s.x != nil && s.x.hs != nil && s.x.hs.stop != nil {
-		s.x.hs.stop()
-		s.x.hs.next, s.x.hs.stop = nil, nil
+	if s.x != nil && s.x.hs != nil && s.x.hs.w != nil {
+		w := s.x.hs.w
+		s.x.hs.w = nil
+		w.stop()
+		s.x.pool.lost()
 	}
 	if s.mode != modeDead {
 		s.fail(errAborted)
