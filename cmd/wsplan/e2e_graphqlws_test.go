@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/wsplan/wsplan/internal/testenv"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +16,7 @@ import (
 // and checked, queries matched by operation id, and a broadcast through
 // the subscription fed by the publish mutation with nothing lost.
 func TestGraphQLWSPlan(t *testing.T) {
+	testenv.Slow(t, "plans/graphql-ws.yaml against Node: 4 s; the fault matrix runs graphql-ws every run")
 	root := needNodePackage(t, "graphql-ws", "graphql-ws")
 	res, _, log := runScriptPlan(t, root, 0, "graphql-ws", "plans/graphql-ws.yaml",
 		"--set", "port="+strconv.Itoa(freeBasePort(t, 1)), "--set", "users=100", "--set", "concurrency=100", "--set", "ops=5",

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,6 +45,7 @@ func mosquittoConf(t *testing.T, dir string, extra ...string) (bin, conf string,
 // users, 20 QoS 1 publishes each; 4 topics × 25 subscribers for 2 s), in
 // MQTT 5 and 3.1.1.
 func TestMQTTPlan(t *testing.T) {
+	testenv.Slow(t, "plans/mqtt.yaml against mosquitto: 6 s; TestInitMQTT and the fault matrix run mosquitto every run")
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)

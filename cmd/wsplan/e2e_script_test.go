@@ -84,6 +84,7 @@ func exchangeOK(t *testing.T, m map[string]any, name string, min float64) {
 // id, one exchange per method; no reply is mismatched, and the server
 // answered exactly the calls the client counted.
 func TestJSONRPCPlan(t *testing.T) {
+	testenv.Slow(t, "plans/jsonrpc.yaml against Node: 8 s; the fault matrix runs jsonrpc every run")
 	root := needNodePackage(t, "rpc-websockets", "rpc-websockets")
 	res, _, log := runScriptPlan(t, root, 0, "rpc-websockets", "plans/jsonrpc.yaml",
 		"--set", "port="+strconv.Itoa(freeBasePort(t, 1)), "--set", "duration=6s")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"net"
 	"os"
 	"os/exec"
@@ -53,6 +54,7 @@ func runInitPlan(t *testing.T, dir string, args ...string) (int, string) {
 // every phase ok and every assertion held; against a server that answers
 // 300 ms late, the p99 assertions fail it (exit 1).
 func TestInitRaw(t *testing.T) {
+	testenv.Slow(t, "runs a raw starter plan against every preset shape: 5 s; TestInitMQTT runs init then run")
 	for _, c := range []struct {
 		name  string
 		delay time.Duration

@@ -299,6 +299,7 @@ func startHangingServer(t *testing.T) *hangingServer {
 // reason of the connect failures (at 0), and the hold's open connections
 // while it runs.
 func TestLiveShards(t *testing.T) {
+	testenv.Slow(t, "live metrics over shards: 7 s; internal/live tests the series")
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freeBasePort(t, 1))
 	dir := writePlan(t, `client: {shards: 2, loops: 1}
 servers: [{name: gws}]

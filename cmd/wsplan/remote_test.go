@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -185,6 +186,7 @@ const starvedShare = 100 * 15.0 / (15 + 1024)
 // msg/s on less than 3% of a core), there is nothing to show: it skips
 // with the figures.
 func TestRemoteShardOnBusyCPU(t *testing.T) {
+	testenv.Slow(t, "measures the host, then a remote shard beside a busy loop: 15 s")
 	taskset, err := exec.LookPath("taskset")
 	if err != nil || runtime.NumCPU() < 2 {
 		t.Skip("needs taskset and 2 CPUs")

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,6 +53,7 @@ func readSoak(t *testing.T, path string) []soakResult {
 // sample interval, then the drain (rss_after_drain); the connect phase,
 // whose load is not constant, carries none.
 func TestSoakSeries(t *testing.T) {
+	testenv.Slow(t, "a soak series: 4 s; scenarios tests the fit")
 	dir := writePlan(t, fmt.Sprintf(`
 defaults: {base_port: %d, sample_interval: 200ms}
 soak: {drain: 1s}
