@@ -156,3 +156,9 @@ func (f *ConnectFailures) UnmarshalJSON(b []byte) error {
 	}
 	return nil
 }
+
+// ReasonTooLong: a template (a send, its topic, a header or query of the
+// upgrade) would render more than script.MaxRenderBytes, its captured
+// values and data columns included. The dialer fails an attempt with it
+// and a script's step, so it is in a file of no kind.
+const ReasonTooLong Reason = "template output over 4 MiB"

@@ -155,3 +155,36 @@ func (w *pacedWake) wake(due int64) int64 { return max(due, w.last+w.slack) }
 
 // sent records a message scheduled at `at` and written at now.
 func (w *pacedWake) sent(now, at int64) { record(w.late, max(0, now-at)) }
+
+// RateSend are the keys of how a rate phase sends and checks its
+// messages, which a capacity search (scenarios.Search) passes to every
+// step: declared here once for both, in a file of no kind (the paced
+// kinds' defaults are read from its tags).
+type RateSend struct {
+	Payload *units.Size `yaml:"payload" json:"payload" default:"1KiB" min:"16" max:"64MiB" hint:"the latency marker: 8-byte sequence number and 8-byte scheduled send time" doc:"bytes per message, the 16-byte latency marker included"`
+	// Batch: a message larger than it is one write of its own.
+	Batch units.Size `yaml:"batch" json:"batch" default:"16KiB" min:"0" doc:"most bytes per write when several messages are due on a connection"`
+	// MaxInflight: a message due while its connection is at the bound (or
+	// its socket is not writable) waits and leaves late, with its original
+	// scheduled time. 0 = DefaultMaxInflight(rate), applied by the client.
+	MaxInflight int `yaml:"max_inflight" json:"max_inflight" min:"0" doc:"messages sent and not echoed per connection; default rate per connection × 1 s (each step's, in a search), in [16, 1000]"`
+	// MaxInflightBytes keeps an overloaded server from making the client
+	// fill the kernel's socket memory; split over loops and shards in
+	// proportion to their connections.
+	MaxInflightBytes units.Size     `yaml:"max_inflight_bytes" json:"max_inflight_bytes" default:"64MiB" min:"0" doc:"payload bytes sent and not echoed over every connection"`
+	Drain            units.Duration `yaml:"drain" json:"drain" default:"2s" min:"0s" doc:"wait for the echoes still due when sending ends (after each step, in a search)"`
+	// Slack: each message's latency still counts from its own schedule;
+	// send_late_* say how late messages left (pacedWake).
+	Slack *units.Duration `yaml:"slack" json:"slack" default:"200us" min:"0s" doc:"timer slack: sends due within it share one wake-up (at most this late); 0 = a wake-up per message"`
+	// Reads: see ReadsBatched.
+	Reads       string         `yaml:"reads" json:"reads,omitempty" default:"batched" doc:"when the client reads what arrives: batched (it sleeps through arrivals until its next send window, latency ends at the kernel's receive timestamp) or prompt (it wakes for each arrival)"`
+	LateAfter   units.Duration `yaml:"late_after" json:"late_after" default:"1ms" min:"0s" doc:"a message written later than this after its schedule is late"`
+	Verify      *bool          `yaml:"verify" json:"verify" default:"true" doc:"compare every echoed payload byte (the marker is always checked)"`
+	PayloadKind string         `yaml:"payload_kind" json:"payload_kind,omitempty" default:"random" doc:"what messages hold after the marker: random (incompressible bytes), text (chat-like JSON lines), file"`
+	// File is read by the scenario (and checked at load), into
+	// RateParams.PayloadFile: shards need no file.
+	File string `yaml:"file" json:"-" doc:"with payload_kind: file, the file whose bytes are cycled to the payload size"`
+}
+
+// bytes is the payload size; Client.Run applied its default.
+func (p *RateSend) bytes() int { return sizeOf(p.Payload) }

@@ -162,10 +162,6 @@ const (
 	ReasonPhaseEnd    Reason = "phase ended"  // waiting when the phase ended
 	ReasonErrorAnswer Reason = "error answer" // the protocol answered with an error (JSON-RPC error, STOMP ERROR, GraphQL error) and said no code
 	ReasonDowngraded  Reason = "downgraded"   // the protocol granted less than asked and said nothing more
-	// ReasonTooLong: a template (a send, its topic, a header or query of
-	// the upgrade) would render more than script.MaxRenderBytes, its
-	// captured values and data columns included.
-	ReasonTooLong Reason = "template output over 4 MiB"
 )
 
 // Kind implements Params.
