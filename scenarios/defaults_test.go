@@ -22,9 +22,9 @@ func TestTagDefaultsMatchClient(t *testing.T) {
 		key   string
 		want  any // the constant, in the field's type
 	}{
-		{&Broadcast{}, "late_after", must(tagDefault(&Rate{}, "late_after"))},
-		{&Broadcast{}, "slack", must(tagDefault(&Rate{}, "slack"))},
-		{&Script{}, "late_after", must(tagDefault(&Rate{}, "late_after"))},
+		{&Broadcast{}, "late_after", must(decl.Default(&Rate{}, "late_after"))},
+		{&Broadcast{}, "slack", must(decl.Default(&Rate{}, "slack"))},
+		{&Script{}, "late_after", must(decl.Default(&Rate{}, "late_after"))},
 		{&Rate{}, "reads", client.ReadsBatched},
 		{&Search{}, "reads", client.ReadsBatched},
 		{&Broadcast{}, "reads", client.ReadsBatched},
@@ -34,11 +34,11 @@ func TestTagDefaultsMatchClient(t *testing.T) {
 		// What a phase that opens connections of its own uses when it has
 		// no keys for them (search's vary: connections), and the connect
 		// phase's tags.
-		{&Broadcast{}, "timeout", must(tagDefault(&Connect{}, "timeout"))},
-		{&Broadcast{}, "retries", must(tagDefault(&Connect{}, "retries"))},
+		{&Broadcast{}, "timeout", must(decl.Default(&Connect{}, "timeout"))},
+		{&Broadcast{}, "retries", must(decl.Default(&Connect{}, "retries"))},
 	} {
 		name := fmt.Sprintf("%T.%s", c.phase, c.key)
-		got, ok := tagDefault(c.phase, c.key)
+		got, ok := decl.Default(c.phase, c.key)
 		if !ok {
 			t.Errorf("%s: no default tag", name)
 			continue

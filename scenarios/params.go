@@ -70,9 +70,6 @@ func isStructPtr(p any) bool {
 	return v.Kind() == reflect.Pointer && v.Elem().Kind() == reflect.Struct
 }
 
-// tagDefault returns the default tag of phase p's key (decl.Default).
-func tagDefault(p any, key string) (any, bool) { return decl.Default(p, key) }
-
 // sizeOr returns *s, or the tag default of p's field with YAML key key
 // when s is nil (a payload before Defaults ran).
 func sizeOr(p any, key string, s *units.Size) int {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/wsplan/wsplan/internal/decl"
 	"math"
 	"strings"
 	"testing"
@@ -437,7 +438,7 @@ type pacingDriver struct {
 
 func (d *pacingDriver) Run(ctx context.Context, p client.Params, pr *client.Progress) (client.Result, error) {
 	if q, ok := p.(*client.RateParams); ok {
-		slack := must(tagDefault(&Rate{}, "slack")).(units.Duration)
+		slack := must(decl.Default(&Rate{}, "slack")).(units.Duration)
 		if q.Slack != nil {
 			slack = *q.Slack
 		}

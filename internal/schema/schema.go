@@ -258,7 +258,7 @@ func (g *gen) field(t reflect.Type, tg tags, where string) (map[string]any, erro
 		doc = strings.TrimSpace(doc + " (" + boundsText(tg) + ")")
 	}
 	if tg.def != "" {
-		v, err := parse(base, tg.def)
+		v, err := decl.Parse(base, tg.def)
 		if err != nil {
 			return nil, fmt.Errorf("%s: default %q: %w", where, tg.def, err)
 		}
@@ -377,7 +377,7 @@ func (g *gen) bounds(s map[string]any, t reflect.Type, tg tags, where string) er
 			s[b.arrKw] = n
 			continue
 		}
-		v, err := parse(t, b.text)
+		v, err := decl.Parse(t, b.text)
 		if err != nil {
 			return fmt.Errorf("%s: bound %q: %w", where, b.text, err)
 		}
@@ -410,16 +410,6 @@ func boundsText(tg tags) string {
 		return ">= " + tg.min + hint
 	}
 	return "<= " + tg.max
-}
-
-// parse decodes a tag's text as a YAML scalar of type t, as the loader
-// would decode the value written in a plan.
-func parse(t reflect.Type, text string) (reflect.Value, error) {
-	v := reflect.New(t)
-	if err := yaml.Unmarshal([]byte(text), v.Interface()); err != nil {
-		return reflect.Value{}, err
-	}
-	return v.Elem(), nil
 }
 
 // numeric returns a number for integer, size and rate values.
