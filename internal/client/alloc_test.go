@@ -13,8 +13,8 @@ import (
 // whole per-message path runs — decode, verify, record, mask, read and
 // write system calls — without the network or epoll_wait.
 type pathRig struct {
-	l      *loop
-	c      *conn
+	l      *Loop
+	c      *Conn
 	peer   int
 	in     []byte   // what the peer reads the client's frame into
 	writes [][]byte // what the peer writes back per message, in order
@@ -23,7 +23,7 @@ type pathRig struct {
 // loopPair returns a loop with one open connection whose socket is one end
 // of a socketpair, and the other end (the fake server): the per-message
 // paths run against real syscalls without a network.
-func loopPair(tb testing.TB) (*loop, *conn, int) {
+func loopPair(tb testing.TB) (*Loop, *Conn, int) {
 	tb.Helper()
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -41,7 +41,7 @@ func loopPair(tb testing.TB) (*loop, *conn, int) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	c := &conn{fd: int32(fds[0])}
+	c := &Conn{fd: int32(fds[0])}
 	if err := l.register(c, unix.EPOLLIN); err != nil {
 		tb.Fatal(err)
 	}
@@ -51,10 +51,10 @@ func loopPair(tb testing.TB) (*loop, *conn, int) {
 
 // stopOnCleanup ends the loop's run, then the loop, and closes the peer
 // of a loopPair when the test ends.
-func stopOnCleanup(tb testing.TB, l *loop, peer int) {
+func stopOnCleanup(tb testing.TB, l *Loop, peer int) {
 	tb.Cleanup(func() {
 		if l.ph != nil {
-			l.ph.finish(l, true, l.now())
+			l.ph.Finish(l, true, l.Now())
 			<-l.results
 		}
 		l.shutdown()
@@ -65,16 +65,16 @@ func stopOnCleanup(tb testing.TB, l *loop, peer int) {
 func newPathRig(tb testing.TB, payload int, writes func(echo []byte) [][]byte) *pathRig {
 	tb.Helper()
 	l, c, peer := loopPair(tb)
-	p := makePayload(payload, false)
+	p := MakePayload(payload, false)
 	r := &pathRig{l: l, c: c, peer: peer, in: make([]byte, payload+64), writes: writes(p)}
 	pool := &tokenPool{}
 	pool.meas.Store(1 << 40)
 	l.echoStart(&echoJob{
 		phase:   1,
 		slots:   1,
-		hdr:     appendClientHeader(nil, opBinary, len(p), 0),
+		hdr:     AppendClientHeader(nil, OpBinary, len(p), 0),
 		payload: p,
-		op:      opBinary,
+		op:      OpBinary,
 		verify:  true,
 		timeout: int64(1 << 62),
 		pool:    pool,
@@ -85,7 +85,7 @@ func newPathRig(tb testing.TB, payload int, writes func(echo []byte) [][]byte) *
 	}
 	tb.Cleanup(func() {
 		if l.ph != nil {
-			l.ph.finish(l, true, l.now())
+			l.ph.Finish(l, true, l.Now())
 			<-l.results
 		}
 		l.shutdown()
@@ -108,7 +108,7 @@ func (r *pathRig) roundTrip(tb testing.TB) {
 		if _, err := unix.Write(r.peer, w); err != nil {
 			tb.Fatal(err)
 		}
-		r.l.readFrames(r.c)
+		r.l.ReadFrames(r.c)
 	}
 }
 
@@ -117,17 +117,17 @@ var pathShapes = []struct {
 	name   string
 	writes func(echo []byte) [][]byte
 }{
-	{"one frame", func(p []byte) [][]byte { return [][]byte{serverFrame(true, opBinary, p)} }},
+	{"one frame", func(p []byte) [][]byte { return [][]byte{serverFrame(true, OpBinary, p)} }},
 	{"fragmented with ping", func(p []byte) [][]byte {
 		h := len(p) / 2
 		return [][]byte{bytes.Join([][]byte{
-			serverFrame(false, opBinary, p[:h]),
-			serverFrame(true, opPing, []byte("ping")),
+			serverFrame(false, OpBinary, p[:h]),
+			serverFrame(true, OpPing, []byte("ping")),
 			serverFrame(true, opContinuation, p[h:]),
 		}, nil)}
 	}},
 	{"split header", func(p []byte) [][]byte {
-		f := serverFrame(true, opBinary, p)
+		f := serverFrame(true, OpBinary, p)
 		return [][]byte{f[:1], f[1:3], f[3:]}
 	}},
 }

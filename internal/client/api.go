@@ -100,8 +100,8 @@ func NewHistogram() *hdrhistogram.Histogram {
 	return hdrhistogram.New(HistMin, HistMax, HistSigFigs)
 }
 
-// record adds a latency to h.
-func record(h *hdrhistogram.Histogram, v int64) {
+// Record adds a latency to h.
+func Record(h *hdrhistogram.Histogram, v int64) {
 	if err := h.RecordValue(v); err != nil {
 		// Only values above HistMax (120 s) fail; count them at the top.
 		_ = h.RecordValue(HistMax) // HistMax is within the bounds: cannot fail

@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	Register(Kind{Name: "broadcast", NewParams: func() Params { return &BroadcastParams{} }, NewResult: func() Result { return &BroadcastResult{} }, forget: dropSets})
+	Register(Kind{Name: "broadcast", NewParams: func() Params { return &BroadcastParams{} }, NewResult: func() Result { return &BroadcastResult{} }, Forget: dropSets})
 }
 
 // A broadcast phase runs in three steps, each one Client.Run of
@@ -240,7 +240,7 @@ func (t FanoutTable) Last(want int32) (h Hist, incomplete int64) {
 	for i, c := range t.Count {
 		switch {
 		case c >= want && want > 0:
-			record(h.Histogram, t.Max[i])
+			Record(h.Histogram, t.Max[i])
 		case c > 0:
 			incomplete++
 		}
@@ -259,18 +259,18 @@ func (r *BroadcastResult) Merge(other Result) {
 	o := other.(*BroadcastResult)
 	r.Opened += o.Opened
 	r.OpenFailed += o.OpenFailed
-	r.Connect.add(o.Connect)
-	r.Join.add(o.Join)
-	r.OpenErrors.merge(o.OpenErrors)
+	r.Connect.Add(o.Connect)
+	r.Join.Add(o.Join)
+	r.OpenErrors.Merge(o.OpenErrors)
 	r.Subscribers += o.Subscribers
 	r.Slow += o.Slow
 	r.Published += o.Published
 	r.Late += o.Late
 	r.Unsent += o.Unsent
 	r.Slack = max(r.Slack, o.Slack)
-	r.SendLate.add(o.SendLate)
+	r.SendLate.Add(o.SendLate)
 	r.Wakeups += o.Wakeups
-	r.Reads = mergeReads(r.Reads, o.Reads)
+	r.Reads = MergeReads(r.Reads, o.Reads)
 	r.Deliveries += o.Deliveries
 	r.Delivered += o.Delivered
 	r.Duplicated += o.Duplicated
@@ -282,10 +282,10 @@ func (r *BroadcastResult) Merge(other Result) {
 	r.SlowDropped += o.SlowDropped
 	r.Used = max(r.Used, o.Used)
 	r.Drain = max(r.Drain, o.Drain)
-	r.Latency.add(o.Latency)
-	r.SlowLatency.add(o.SlowLatency)
+	r.Latency.Add(o.Latency)
+	r.SlowLatency.Add(o.SlowLatency)
 	r.Fanout.merge(o.Fanout)
-	r.Errors.merge(o.Errors)
+	r.Errors.Merge(o.Errors)
 	r.Stopped = MergeStop(r.Stopped, o.Stopped)
 }
 
@@ -346,7 +346,7 @@ func (p *BroadcastParams) Validate() error {
 	if n := p.Rooms * p.RoomSize; p.First < 0 || p.Count < 0 || p.First+p.Count > n {
 		errs = append(errs, fmt.Errorf("first %d + count %d must be within the %d subscribers", p.First, p.Count, n))
 	}
-	return checkParams(p, errs...)
+	return CheckParams(p, errs...)
 }
 
 // count returns how many subscribers this part has.
@@ -368,9 +368,9 @@ func (p *BroadcastParams) Split(weights []int) []Params {
 	first := p.First
 	for j := 0; j < m; j++ {
 		q := *p
-		q.First, q.Count = first, share(n, m, j)
+		q.First, q.Count = first, Share(n, m, j)
 		if p.Concurrency > 0 {
-			q.Concurrency = max(1, share(p.Concurrency, m, j))
+			q.Concurrency = max(1, Share(p.Concurrency, m, j))
 		}
 		first += q.Count
 		out[j] = &q
@@ -382,7 +382,7 @@ func (p *BroadcastParams) Split(weights []int) []Params {
 // first+k (nil: it did not open).
 type subscriberSet struct {
 	first int
-	conns []*conn
+	conns []*Conn
 }
 
 // subscriberSets keeps each client's sets from the open step to the close step
@@ -399,7 +399,7 @@ func setsOf(c *Client, create bool) []*subscriberSet {
 		if subscriberSets.m == nil {
 			subscriberSets.m = map[*Client][]*subscriberSet{}
 		}
-		subscriberSets.m[c] = make([]*subscriberSet, len(c.loops))
+		subscriberSets.m[c] = make([]*subscriberSet, len(c.Loops()))
 	}
 	return subscriberSets.m[c]
 }
@@ -410,63 +410,63 @@ func dropSets(c *Client) {
 	delete(subscriberSets.m, c)
 }
 
-// start implements Params.
-func (p *BroadcastParams) start(ph *phaseEnv) (*phasePlan, error) {
-	if _, rooms := ph.c.proto.(proto.Rooms); ph.c.proto != nil && !rooms {
+// Start implements Params.
+func (p *BroadcastParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
+	if _, rooms := ph.Client.Proto().(proto.Rooms); ph.Client.Proto() != nil && !rooms {
 		return nil, fmt.Errorf("client: broadcast: the server's protocol carries no rooms")
 	}
-	sets := setsOf(ph.c, p.Step == BroadcastOpen)
+	sets := setsOf(ph.Client, p.Step == BroadcastOpen)
 	if sets == nil {
 		return nil, fmt.Errorf("client: broadcast: %s step without an open step before it", p.Step)
 	}
 	if p.Step == BroadcastClose {
-		dropSets(ph.c)
+		dropSets(ph.Client)
 	}
-	plan := &phasePlan{starts: make([]func(*loop), len(ph.open))}
-	parts := p.Split(ph.open)
+	plan := &PhasePlan{Starts: make([]func(*Loop), len(ph.Open))}
+	parts := p.Split(ph.Open)
 	switch p.Step {
 	case BroadcastOpen:
-		if ph.pr != nil {
-			ph.pr.Total.Store(int64(p.count()))
-			ph.pr.Done.Store(0)
+		if ph.Progress != nil {
+			ph.Progress.Total.Store(int64(p.count()))
+			ph.Progress.Done.Store(0)
 		}
 		for i, part := range parts {
 			if part == nil {
 				continue
 			}
 			q := part.(*BroadcastParams)
-			set := &subscriberSet{first: q.First, conns: make([]*conn, q.Count)}
+			set := &subscriberSet{first: q.First, conns: make([]*Conn, q.Count)}
 			sets[i] = set
-			if ph.c.proto != nil {
-				plan.starts[i] = func(l *loop) { l.broadcastJoin(ph.id, q, set, ph.pr) }
+			if ph.Client.Proto() != nil {
+				plan.Starts[i] = func(l *Loop) { l.broadcastJoin(ph.ID, q, set, ph.Progress) }
 			} else {
-				plan.starts[i] = func(l *loop) { l.broadcastOpen(ph.id, q, set, ph.pr) }
+				plan.Starts[i] = func(l *Loop) { l.broadcastOpen(ph.ID, q, set, ph.Progress) }
 			}
 		}
-		ph.c.next += int64(p.count())
+		ph.Client.NextConn += int64(p.count())
 	case BroadcastRun:
-		if ph.pr != nil {
+		if ph.Progress != nil {
 			all, _ := p.Receivers()
-			ph.pr.Total.Store(int64(math.Ceil(float64(p.Rate)*p.Duration.D().Seconds())) * int64(p.Rooms*p.Publishers*all))
-			ph.pr.Done.Store(0)
+			ph.Progress.Total.Store(int64(math.Ceil(float64(p.Rate)*p.Duration.D().Seconds())) * int64(p.Rooms*p.Publishers*all))
+			ph.Progress.Done.Store(0)
 		}
-		payload := makePayload(sizeOf(p.Payload), false)
-		hdr := appendClientHeader(nil, opBinary, len(payload), 0)
+		payload := MakePayload(SizeOf(p.Payload), false)
+		hdr := AppendClientHeader(nil, OpBinary, len(payload), 0)
 		for i, part := range parts {
 			if part == nil || sets[i] == nil {
 				continue
 			}
 			q, set := part.(*BroadcastParams), sets[i]
-			plan.starts[i] = func(l *loop) { l.broadcastStart(ph.id, ph.start, q, set, hdr, payload, ph.pr) }
+			plan.Starts[i] = func(l *Loop) { l.broadcastStart(ph.ID, ph.Start, q, set, hdr, payload, ph.Progress) }
 		}
 	case BroadcastClose:
 		for i := range parts {
 			if set := sets[i]; set != nil {
-				plan.starts[i] = func(l *loop) { l.broadcastClose(ph.id, set) }
+				plan.Starts[i] = func(l *Loop) { l.broadcastClose(ph.ID, set) }
 			}
 		}
 	}
-	plan.done = func(res Result, why StopReason, wall time.Duration) StopReason {
+	plan.Done = func(res Result, why StopReason, wall time.Duration) StopReason {
 		r := res.(*BroadcastResult)
 		for _, h := range []*Hist{&r.Connect, &r.Join, &r.Latency, &r.SlowLatency, &r.SendLate} {
 			if h.Histogram == nil {
@@ -484,58 +484,58 @@ func (p *BroadcastParams) start(ph *phaseEnv) (*phasePlan, error) {
 
 // broadcastOpen runs the open step here: a connect run whose connections go to
 // their room's path and are kept in set.
-func (l *loop) broadcastOpen(id int64, p *BroadcastParams, set *subscriberSet, pr *Progress) {
-	reqs := map[int64]*upgradeRequest{}
-	nt := int64(len(l.cl.targets))
-	job := &dialJob{
-		phase:   id,
-		n:       p.Count,
-		first:   int64(p.First),
-		stride:  1,
-		conc:    p.Concurrency,
-		timeout: int64(p.Timeout),
-		retries: max(p.Retries, 0),
-		pr:      pr,
-		req: func(idx int64, t int) *upgradeRequest {
+func (l *Loop) broadcastOpen(id int64, p *BroadcastParams, set *subscriberSet, pr *Progress) {
+	reqs := map[int64]*UpgradeRequest{}
+	nt := int64(len(l.Client().Targets()))
+	job := &DialJob{
+		Phase:    id,
+		N:        p.Count,
+		First:    int64(p.First),
+		Stride:   1,
+		Conc:     p.Concurrency,
+		Timeout:  int64(p.Timeout),
+		Retries:  max(p.Retries, 0),
+		Progress: pr,
+		Req: func(idx int64, t int) *UpgradeRequest {
 			room := idx / int64(p.RoomSize)
 			key := room*nt + int64(t)
 			if r, ok := reqs[key]; ok {
 				return r
 			}
-			r := roomRequest(l.cl.targets[t].req, room, p.include())
+			r := roomRequest(l.Client().Targets()[t].Req, room, p.include())
 			reqs[key] = &r
 			return &r
 		},
-		opened: func(c *conn, idx int64) {
+		Opened: func(c *Conn, idx int64) {
 			if k := idx - int64(set.first); k >= 0 && k < int64(len(set.conns)) {
 				set.conns[k] = c
 			}
 		},
-		done: func(l *loop, part *ConnectResult, stopped bool) {
+		Done: func(l *Loop, part *ConnectResult, stopped bool) {
 			res := &BroadcastResult{Opened: part.Success, OpenFailed: part.Failed, Connect: part.Latency, OpenErrors: part.Errors, Stopped: part.Stopped}
-			l.finished(id, res, stopped)
+			l.Finished(id, res, stopped)
 		},
 	}
-	l.dialStart(job)
+	l.DialStart(job)
 }
 
 // roomRequest returns base with "room=N" (and "include_sender=false")
 // added to its path's query.
-func roomRequest(base upgradeRequest, room int64, include bool) upgradeRequest {
+func roomRequest(base UpgradeRequest, room int64, include bool) UpgradeRequest {
 	q := "room=" + strconv.FormatInt(room, 10)
 	if !include {
 		q += "&include_sender=false"
 	}
-	return base.with(q, nil)
+	return base.With(q, nil)
 }
 
 // broadcastClose runs the close step here: every connection of the set still
 // open gets a close frame (best effort) and is closed.
-func (l *loop) broadcastClose(id int64, set *subscriberSet) {
+func (l *Loop) broadcastClose(id int64, set *subscriberSet) {
 	for _, c := range set.conns {
-		if c != nil && c.state == stOpen {
-			l.closeConn(c, closeNormal)
+		if c != nil && c.State() == StateOpen {
+			l.CloseConn(c, CloseNormal)
 		}
 	}
-	l.finished(id, &BroadcastResult{}, false)
+	l.Finished(id, &BroadcastResult{}, false)
 }

@@ -18,7 +18,7 @@ import (
 
 // subscriber is a subscriber's state in the run; conn.slot holds its index.
 type subscriber struct {
-	c      *conn
+	c      *Conn
 	room   int32
 	member int32
 	slow   bool
@@ -49,12 +49,12 @@ type publisher struct {
 // the rate phase's senders do (pacedWake: a timer slack, and a loop awake
 // anyway for deliveries publishes what is due at once).
 type broadcastRun struct {
-	baseRun
+	BaseRun
 	p         BroadcastParams
-	gate      pacedWake
+	gate      PacedWake
 	wakes0    int64 // the loop's wake-ups at the start
 	pacer     Pacer
-	timetable cursor
+	timetable Cursor
 	subs      []subscriber
 	wins      []pubWindow // subs × Publishers
 	pubs      []publisher
@@ -79,34 +79,34 @@ type broadcastRun struct {
 	pr                 *Progress
 	unflushed          int64
 	published          LiveCounts // what Live has of this loop
-	liveLat            liveHist   // delivery latencies for Live
+	liveLat            LiveHist   // delivery latencies for Live
 	part               BroadcastResult
 
 	// Through a protocol (broadcast_proto.go): a message being published,
 	// its encoding, a decoded delivery, and the delivery as an event.
 	msg, ebuf, scratch []byte
-	evp                event
+	evp                Event
 }
 
 // broadcastStart begins the run step in this loop.
-func (l *loop) broadcastStart(id int64, start time.Time, p *BroadcastParams, set *subscriberSet, hdr, payload []byte, pr *Progress) {
-	r := &broadcastRun{baseRun: baseRun{id}, p: *p, hdr: hdr, payload: payload, pr: pr,
+func (l *Loop) broadcastStart(id int64, start time.Time, p *BroadcastParams, set *subscriberSet, hdr, payload []byte, pr *Progress) {
+	r := &broadcastRun{BaseRun: BaseRun{id}, p: *p, hdr: hdr, payload: payload, pr: pr,
 		part: BroadcastResult{Latency: NewHist(), SlowLatency: NewHist()}}
-	l.ph = r
-	r.liveLat.start(pr.live(), l.now())
+	l.SetRun(r)
+	r.liveLat.Start(pr.Following(), l.Now())
 	r.pacer = Pacer{Rate: float64(p.Rate), Duration: p.Duration.D()}
 	r.verify, r.include, r.readPause = *p.Verify, p.include(), int64(p.slow().ReadPause)
 	r.flen = len(hdr) + len(payload)
-	if need := max(DefaultRateBatch, r.flen); cap(l.wbuf) < need {
-		l.wbuf = make([]byte, need)
+	if need := max(DefaultRateBatch, r.flen); cap(l.WriteBuf) < need {
+		l.WriteBuf = make([]byte, need)
 	}
-	r.start = int64(start.Sub(l.epoch))
+	r.start = int64(start.Sub(l.Epoch()))
 	r.end = r.start + int64(p.Duration)
 	r.stopAt = r.end + int64(p.Drain)
 	r.lateAfter = int64(p.LateAfter)
-	r.epochUnix = l.epoch.UnixNano()
-	r.gate = newPacedWake(slackOf(p.Slack))
-	r.wakes0 = l.wakes
+	r.epochUnix = l.Epoch().UnixNano()
+	r.gate = NewPacedWake(SlackOf(p.Slack))
+	r.wakes0 = l.Wakes()
 	all, slow := p.Receivers()
 	r.recv, r.slowRcv = int64(all), int64(slow)
 	totalPubs := p.Rooms * p.Publishers
@@ -115,23 +115,23 @@ func (l *loop) broadcastStart(id int64, start time.Time, p *BroadcastParams, set
 	slotsPerPub := (perPub + stride - 1) / stride
 	r.fan = FanoutTable{Stride: stride, PerPub: slotsPerPub, Max: make([]int64, int64(totalPubs)*slotsPerPub), Count: make([]int32, int64(totalPubs)*slotsPerPub)}
 	firstG := r.place(set, slow)
-	r.timetable = cursor{p: r.pacer, first: max(firstG, 0), total: totalPubs, n: len(r.pubs)}
+	r.timetable = Cursor{Pacer: r.pacer, First: max(firstG, 0), Total: totalPubs, Conns: len(r.pubs)}
 	// Batched reads for the subscribers that read as they can; a slow
 	// one's latency is when it reads, so it keeps prompt reads.
-	fast := make([]*conn, 0, len(r.subs))
+	fast := make([]*Conn, 0, len(r.subs))
 	for i := range r.subs {
 		if !r.subs[i].slow {
 			fast = append(fast, r.subs[i].c)
 		}
 	}
-	r.part.Reads = r.gate.begin(l, fast, p.Reads)
+	r.part.Reads = r.gate.Begin(l, fast, p.Reads)
 	r.sending = true
 	r.toggle = math.MaxInt64
 	if slow > 0 {
 		r.toggle = r.start + r.readPause
 	}
-	l.setTick(maxTick)
-	r.pump(l, l.now())
+	l.SetTick(MaxTick)
+	r.Pump(l, l.Now())
 }
 
 // place makes the run's subscribers of set's open connections and its
@@ -147,21 +147,21 @@ func (r *broadcastRun) place(set *subscriberSet, slow int) (firstG int) {
 		s := set.first + k
 		room, member := s/p.RoomSize, s%p.RoomSize
 		si := -1
-		if c != nil && c.state == stOpen {
+		if c != nil && c.State() == StateOpen {
 			si = len(r.subs)
 			sub := subscriber{c: c, room: int32(room), member: int32(member), slow: member >= slowFrom, live: true}
 			if rcvbuf := int(p.slow().RcvBuf); sub.slow && rcvbuf > 0 {
 				// A small receive buffer moves the backlog of a subscriber
 				// that does not read to the server. Best effort: the run
 				// goes on with the kernel's buffer if it fails.
-				_ = unix.SetsockoptInt(int(c.fd), unix.SOL_SOCKET, unix.SO_RCVBUF, rcvbuf)
+				_ = unix.SetsockoptInt(int(c.FD()), unix.SOL_SOCKET, unix.SO_RCVBUF, rcvbuf)
 			}
 			for q := range p.Publishers {
 				if q != member || r.include {
 					sub.want += r.pacer.Total(float64(room*p.Publishers+q) / float64(totalPubs))
 				}
 			}
-			c.slot = int64(si)
+			c.Slot = int64(si)
 			r.subs = append(r.subs, sub)
 			r.want += sub.want
 			r.part.Subscribers++
@@ -184,38 +184,38 @@ func (r *broadcastRun) place(set *subscriberSet, slow int) (firstG int) {
 	return firstG
 }
 
-// wakeAt implements loopRun.
-func (r *broadcastRun) wakeAt() int64 { return r.wake }
+// WakeAt implements LoopRun.
+func (r *broadcastRun) WakeAt() int64 { return r.wake }
 
-// dueAt implements slackRun.
-func (r *broadcastRun) dueAt() int64 { return r.due }
+// DueAt implements slackRun.
+func (r *broadcastRun) DueAt() int64 { return r.due }
 
-// pump implements loopRun: it publishes what the timetable has due, pauses
+// Pump implements LoopRun: it publishes what the timetable has due, pauses
 // and resumes the slow subscribers, ends publishing at Duration and the
 // run when every delivery due here came or the drain is over.
-func (r *broadcastRun) pump(l *loop, now int64) {
+func (r *broadcastRun) Pump(l *Loop, now int64) {
 	more := false
-	r.gate.pumped(now)
+	r.gate.Pumped(now)
 	if r.sending && len(r.pubs) > 0 {
 		el := time.Duration(now - r.start)
 		visited := 0
-		left := pumpBytes
+		left := PumpBytes
 		for {
-			at := r.timetable.at()
+			at := r.timetable.At()
 			if at >= r.pacer.Duration || at > el {
 				break
 			}
-			left -= r.publish(l, r.timetable.j, now)
-			if l.ph != r {
+			left -= r.publish(l, r.timetable.Index, now)
+			if l.Run() != r {
 				return
 			}
 			if left <= 0 {
 				more = true
 				break
 			}
-			r.timetable.advance()
+			r.timetable.Advance()
 			if visited++; visited >= len(r.pubs) {
-				r.timetable.seek(el)
+				r.timetable.Seek(el)
 				visited = 0
 			}
 		}
@@ -226,13 +226,13 @@ func (r *broadcastRun) pump(l *loop, now int64) {
 	for r.sending && now >= r.toggle {
 		r.pausedNow = !r.pausedNow
 		r.setPaused(l, r.pausedNow)
-		if l.ph != r {
+		if l.Run() != r {
 			return
 		}
 		r.toggle += r.readPause
 	}
 	if !r.sending && (r.got >= r.want || now >= r.stopAt) {
-		r.finish(l, false, now)
+		r.Finish(l, false, now)
 		return
 	}
 	switch {
@@ -241,9 +241,9 @@ func (r *broadcastRun) pump(l *loop, now int64) {
 	case r.sending:
 		r.wake, r.due = min(r.end, r.toggle), min(r.end, r.toggle)
 		if len(r.pubs) > 0 {
-			if at := r.timetable.at(); at < r.pacer.Duration {
+			if at := r.timetable.At(); at < r.pacer.Duration {
 				r.due = min(r.due, r.start+int64(at))
-				r.wake = min(r.wake, r.gate.wake(r.due))
+				r.wake = min(r.wake, r.gate.Wake(r.due))
 			}
 		}
 	default:
@@ -253,11 +253,11 @@ func (r *broadcastRun) pump(l *loop, now int64) {
 
 // closeWindow ends publishing: what was due and not written stays unsent,
 // and slow subscribers read again.
-func (r *broadcastRun) closeWindow(l *loop, now int64) {
+func (r *broadcastRun) closeWindow(l *Loop, now int64) {
 	r.sending = false
 	el := time.Duration(now - r.start)
 	for j, pb := range r.pubs {
-		due := r.pacer.Due(min(el, r.pacer.Duration), r.timetable.phase(j))
+		due := r.pacer.Due(min(el, r.pacer.Duration), r.timetable.Phase(j))
 		r.part.Unsent += max(0, due-pb.next)
 	}
 	if r.pausedNow {
@@ -267,30 +267,30 @@ func (r *broadcastRun) closeWindow(l *loop, now int64) {
 }
 
 // setPaused stops or restarts reading on every live slow subscriber.
-func (r *broadcastRun) setPaused(l *loop, paused bool) {
+func (r *broadcastRun) setPaused(l *Loop, paused bool) {
 	for i := range r.subs {
 		s := &r.subs[i]
-		if !s.slow || !s.live || s.c.state != stOpen || s.paused == paused {
+		if !s.slow || !s.live || s.c.State() != StateOpen || s.paused == paused {
 			continue
 		}
-		ev := uint32(evIn)
+		ev := uint32(EvIn)
 		if paused {
 			ev = unix.EPOLLET
 		}
-		if s.c.flags&fWantOut != 0 {
+		if s.c.Flags&FlagWantOut != 0 {
 			ev |= unix.EPOLLOUT
 		}
-		if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, s.c.fd, s.c.gen, ev); err != nil {
-			l.lost(s.c, Reason("epoll_ctl: "+errnoText(err)))
-			if l.ph != r {
+		if err := EpollCtl(l.EpollFD, unix.EPOLL_CTL_MOD, s.c.FD(), s.c.Gen(), ev); err != nil {
+			l.Drop(s.c, Reason("epoll_ctl: "+ErrnoText(err)))
+			if l.Run() != r {
 				return
 			}
 			continue
 		}
 		s.paused = paused
 		if !paused {
-			l.readFrames(s.c) // what arrived while it did not read
-			if l.ph != r {
+			l.ReadFrames(s.c) // what arrived while it did not read
+			if l.Run() != r {
 				return
 			}
 		}
@@ -298,29 +298,29 @@ func (r *broadcastRun) setPaused(l *loop, paused bool) {
 }
 
 // publish writes publisher j's due messages and returns the bytes written.
-func (r *broadcastRun) publish(l *loop, j int, now int64) int {
+func (r *broadcastRun) publish(l *Loop, j int, now int64) int {
 	pb := &r.pubs[j]
 	if pb.sub < 0 {
 		return 0
 	}
 	c := r.subs[pb.sub].c
-	if c.state != stOpen || c.flags&fWantOut != 0 {
+	if c.State() != StateOpen || c.Flags&FlagWantOut != 0 {
 		return 0 // closed, or blocked until flush empties its output (resume sends)
 	}
-	phase := r.timetable.phase(j)
+	phase := r.timetable.Phase(j)
 	due := r.pacer.Due(time.Duration(now-r.start), phase)
-	if rp, ok := l.cl.proto.(proto.Rooms); ok {
+	if rp, ok := l.Client().Proto().(proto.Rooms); ok {
 		return r.publishProto(l, c, rp, due, pb, phase, now)
 	}
-	buf := l.wbuf[:0]
+	buf := l.WriteBuf[:0]
 	wrote := 0
 	room, member := uint32(pb.g/r.p.Publishers), uint32(pb.g%r.p.Publishers)
 	for pb.next < due {
-		if len(buf)+r.flen > cap(l.wbuf) {
-			if !l.writeOrQueue(c, buf) {
+		if len(buf)+r.flen > cap(l.WriteBuf) {
+			if !l.WriteOrQueue(c, buf) {
 				return wrote
 			}
-			buf = l.wbuf[:0]
+			buf = l.WriteBuf[:0]
 		}
 		at := int64(r.pacer.At(pb.next, phase))
 		buf = r.appendFrame(l, buf, uint64(pb.next), r.epochUnix+r.start+at, room, member)
@@ -332,17 +332,17 @@ func (r *broadcastRun) publish(l *loop, j int, now int64) int {
 		if now-(r.start+at) > r.lateAfter {
 			r.part.Late++
 		}
-		r.gate.sent(now, r.start+at)
+		r.gate.Sent(now, r.start+at)
 	}
 	if len(buf) > 0 {
-		l.writeOrQueue(c, buf)
+		l.WriteOrQueue(c, buf)
 	}
 	return wrote
 }
 
 // appendFrame appends one message as a masked frame with a fresh key.
-func (r *broadcastRun) appendFrame(l *loop, buf []byte, seq uint64, atUnix int64, room, member uint32) []byte {
-	key := uint32(l.rng.Uint64())
+func (r *broadcastRun) appendFrame(l *Loop, buf []byte, seq uint64, atUnix int64, room, member uint32) []byte {
+	key := uint32(l.Rand().Uint64())
 	n := len(buf)
 	buf = buf[:n+r.flen]
 	hl := copy(buf[n:], r.hdr)
@@ -353,70 +353,70 @@ func (r *broadcastRun) appendFrame(l *loop, buf []byte, seq uint64, atUnix int64
 	f[hl-1] = byte(key >> 24)
 	var m [BroadcastMarkerLen]byte
 	putBroadcastMarker(m[:], seq, atUnix, room, member)
-	maskCopy(f[hl:], m[:], key, 0)
-	maskCopy(f[hl+BroadcastMarkerLen:], r.payload[BroadcastMarkerLen:], key, BroadcastMarkerLen)
+	MaskCopy(f[hl:], m[:], key, 0)
+	MaskCopy(f[hl+BroadcastMarkerLen:], r.payload[BroadcastMarkerLen:], key, BroadcastMarkerLen)
 	return buf
 }
 
 // putBroadcastMarker writes a message's marker into m's first
 // BroadcastMarkerLen bytes.
 func putBroadcastMarker(m []byte, seq uint64, atUnix int64, room, member uint32) {
-	putMarker(m, seq, atUnix)
+	PutMarker(m, seq, atUnix)
 	binary.LittleEndian.PutUint32(m[16:], room)
 	binary.LittleEndian.PutUint32(m[20:], member)
 }
 
 // slot returns c's subscriber index, or -1.
-func (r *broadcastRun) slot(c *conn) int {
-	if i := c.slot; i >= 0 && i < int64(len(r.subs)) && r.subs[i].c == c {
+func (r *broadcastRun) slot(c *Conn) int {
+	if i := c.Slot; i >= 0 && i < int64(len(r.subs)) && r.subs[i].c == c {
 		return int(i)
 	}
 	return -1
 }
 
-// resume implements loopRun: a publisher whose output drained sends what
+// Resume implements LoopRun: a publisher whose output drained sends what
 // is due.
-func (r *broadcastRun) resume(l *loop, c *conn) {
+func (r *broadcastRun) Resume(l *Loop, c *Conn) {
 	i := r.slot(c)
 	if i < 0 || !r.sending || int(r.subs[i].member) >= r.p.Publishers {
 		return
 	}
 	for j := range r.pubs {
 		if r.pubs[j].sub == i {
-			r.publish(l, j, l.now())
+			r.publish(l, j, l.Now())
 			return
 		}
 	}
 }
 
-// onData implements loopRun: a chunk of a delivery. At its end the marker
+// OnData implements LoopRun: a chunk of a delivery. At its end the marker
 // must name a publisher of the subscriber's room; its latency runs from
 // the scheduled publish time.
-func (r *broadcastRun) onData(l *loop, c *conn, ev *event, now int64) {
+func (r *broadcastRun) OnData(l *Loop, c *Conn, ev *Event, now int64) {
 	i := r.slot(c)
 	if i < 0 {
 		return
 	}
 	s := &r.subs[i]
-	d := ev.data
-	pos := ev.total - int64(len(d))
+	d := ev.Data
+	pos := ev.Total - int64(len(d))
 	if pos < BroadcastMarkerLen {
 		k := copy(s.mark[pos:], d)
 		d = d[k:]
 		pos += int64(k)
 	}
-	if ev.total > int64(len(r.payload)) {
+	if ev.Total > int64(len(r.payload)) {
 		s.bad = true
-	} else if r.verify && len(d) > 0 && !bytes.Equal(d, r.payload[pos:ev.total]) {
+	} else if r.verify && len(d) > 0 && !bytes.Equal(d, r.payload[pos:ev.Total]) {
 		s.bad = true
 	}
-	if !ev.end {
+	if !ev.End {
 		return
 	}
 	seq, atUnix, room, member, reason := r.check(s, ev)
 	if reason != "" {
 		r.part.Failed++
-		r.part.Errors.add(reason)
+		r.part.Errors.Add(reason)
 		return
 	}
 	q := int64(seq)
@@ -429,25 +429,25 @@ func (r *broadcastRun) onData(l *loop, c *conn, ev *event, now int64) {
 		return
 	}
 	r.delivered(s, room, member, q, max(0, r.epochUnix+now-atUnix))
-	if r.unflushed++; r.unflushed >= progressBatch && r.pr != nil {
+	if r.unflushed++; r.unflushed >= ProgressBatch && r.pr != nil {
 		r.flush()
 	}
 	if !r.sending && r.got >= r.want {
-		r.finish(l, false, now)
+		r.Finish(l, false, now)
 	}
 }
 
 // check reads a complete delivery's marker (its number, scheduled time,
 // room and publisher) and says what is wrong with it ("" = nothing); s is
 // ready for its next delivery after.
-func (r *broadcastRun) check(s *subscriber, ev *event) (seq uint64, atUnix int64, room, member uint32, reason Reason) {
-	seq, atUnix = readMarker(s.mark[:])
+func (r *broadcastRun) check(s *subscriber, ev *Event) (seq uint64, atUnix int64, room, member uint32, reason Reason) {
+	seq, atUnix = ReadMarker(s.mark[:])
 	room = binary.LittleEndian.Uint32(s.mark[16:])
 	member = binary.LittleEndian.Uint32(s.mark[20:])
 	switch {
-	case ev.total != int64(len(r.payload)):
+	case ev.Total != int64(len(r.payload)):
 		reason = ReasonWrongLength
-	case ev.op != opBinary:
+	case ev.Op != OpBinary:
 		reason = ReasonWrongOpcode
 	case s.bad:
 		reason = ReasonPayloadMismatch
@@ -496,11 +496,11 @@ func (r *broadcastRun) delivered(s *subscriber, room, member uint32, q, lat int6
 	s.got++
 	if s.slow {
 		r.part.SlowDelivered++
-		record(r.part.SlowLatency.Histogram, lat)
+		Record(r.part.SlowLatency.Histogram, lat)
 		return
 	}
-	record(r.part.Latency.Histogram, lat)
-	r.liveLat.add(lat)
+	Record(r.part.Latency.Histogram, lat)
+	r.liveLat.Add(lat)
 	if q%r.fan.Stride == 0 && q/r.fan.Stride < r.fan.PerPub {
 		g := int64(room)*int64(r.p.Publishers) + int64(member)
 		k := g*r.fan.PerPub + q/r.fan.Stride
@@ -509,9 +509,9 @@ func (r *broadcastRun) delivered(s *subscriber, room, member uint32, q, lat int6
 	}
 }
 
-// lost implements loopRun: a subscriber the server dropped (or that
+// Lost implements LoopRun: a subscriber the server dropped (or that
 // failed) leaves the run; what it was still due counts as lost.
-func (r *broadcastRun) lost(l *loop, c *conn, _ uint8, reason Reason) {
+func (r *broadcastRun) Lost(l *Loop, c *Conn, _ uint8, reason Reason) {
 	i := r.slot(c)
 	if i < 0 {
 		return
@@ -527,40 +527,40 @@ func (r *broadcastRun) lost(l *loop, c *conn, _ uint8, reason Reason) {
 	if s.slow {
 		r.part.SlowDropped++
 	}
-	r.part.Errors.add(reason)
+	r.part.Errors.Add(reason)
 	if !r.sending && r.got >= r.want {
 		r.wake, r.due = 0, 0 // the next pump ends the run
 	}
 }
 
-// tick implements loopRun: it publishes progress.
-func (r *broadcastRun) tick(_ *loop, now int64) {
+// Tick implements LoopRun: it publishes progress.
+func (r *broadcastRun) Tick(_ *Loop, now int64) {
 	if r.pr != nil && r.unflushed > 0 {
 		r.flush()
 	}
-	r.liveLat.tick(r.pr.live(), now)
+	r.liveLat.Tick(r.pr.Following(), now)
 }
 
-// finish implements loopRun. Deliveries still due are ignored when they
+// Finish implements LoopRun. Deliveries still due are ignored when they
 // come; the close step closes the connections.
-func (r *broadcastRun) finish(l *loop, stopped bool, now int64) {
+func (r *broadcastRun) Finish(l *Loop, stopped bool, now int64) {
 	if r.sending {
 		r.closeWindow(l, now)
 	}
 	for i := range r.subs {
 		s := &r.subs[i]
-		if s.c.slot == int64(i) {
-			s.c.slot = 0
+		if s.c.Slot == int64(i) {
+			s.c.Slot = 0
 		}
 	}
 	elapsed := max(0, time.Duration(now-r.start))
 	r.part.Used = min(elapsed, r.pacer.Duration)
 	r.part.Drain = elapsed - r.part.Used
 	r.part.Fanout = r.fan
-	r.gate.end(l)
-	r.part.Slack = time.Duration(r.gate.slack)
-	r.part.SendLate = Hist{r.gate.late}
-	r.part.Wakeups = l.wakes - r.wakes0
+	r.gate.End(l)
+	r.part.Slack = time.Duration(r.gate.Slack)
+	r.part.SendLate = Hist{r.gate.Late}
+	r.part.Wakeups = l.Wakes() - r.wakes0
 	if r.part.Subscribers > 0 && r.part.Dropped == r.part.Subscribers {
 		r.part.Stopped = StopNoConnections
 	}
@@ -569,16 +569,16 @@ func (r *broadcastRun) finish(l *loop, stopped bool, now int64) {
 	}
 	final := r.liveCounts()
 	final.Lost = r.part.Lost()
-	r.pr.live().publish(&r.published, final)
-	r.liveLat.flush(r.pr.live())
-	l.finished(r.id(), &r.part, stopped)
+	r.pr.Following().Publish(&r.published, final)
+	r.liveLat.Flush(r.pr.Following())
+	l.Finished(r.ID(), &r.part, stopped)
 }
 
 // flush publishes the deliveries not yet in Progress, and Live's counts.
 func (r *broadcastRun) flush() {
 	r.pr.Done.Add(r.unflushed)
 	r.unflushed = 0
-	r.pr.live().publish(&r.published, r.liveCounts())
+	r.pr.Following().Publish(&r.published, r.liveCounts())
 }
 
 // liveCounts are this loop's totals so far, for Live.

@@ -15,8 +15,8 @@ import (
 
 // joinRun is the open step through a protocol on one loop.
 type joinRun struct {
-	baseRun
-	d         dialer
+	BaseRun
+	d         Dialer
 	rp        proto.Rooms
 	p         *BroadcastParams
 	set       *subscriberSet
@@ -33,46 +33,46 @@ type joinRun struct {
 }
 
 // broadcastJoin begins the open step through the client's protocol.
-func (l *loop) broadcastJoin(id int64, p *BroadcastParams, set *subscriberSet, pr *Progress) {
-	r := &joinRun{baseRun: baseRun{id}, rp: l.cl.proto.(proto.Rooms), p: p, set: set, pr: pr,
+func (l *Loop) broadcastJoin(id int64, p *BroadcastParams, set *subscriberSet, pr *Progress) {
+	r := &joinRun{BaseRun: BaseRun{id}, rp: l.Client().Proto().(proto.Rooms), p: p, set: set, pr: pr,
 		waiting: make([][]byte, len(set.conns)), joinAt: make([]int64, len(set.conns)), joins: NewHist()}
-	r.d.init(r, int64(p.Timeout), max(p.Retries, 0), nil)
-	l.ph = r
-	l.setTick(p.Timeout.D() / 10)
+	r.d.Init(r, int64(p.Timeout), max(p.Retries, 0), nil)
+	l.SetRun(r)
+	l.SetTick(p.Timeout.D() / 10)
 	r.fill(l)
 }
 
 // fill starts attempts up to the concurrency, and ends the step when
 // every connection is open and joined, or failed.
-func (r *joinRun) fill(l *loop) {
+func (r *joinRun) fill(l *Loop) {
 	if r.filling {
 		return
 	}
 	r.filling = true
-	for len(r.d.inflight) < max(r.p.Concurrency, 1) && r.started < len(r.set.conns) {
+	for len(r.d.Inflight) < max(r.p.Concurrency, 1) && r.started < len(r.set.conns) {
 		idx := int64(r.set.first + r.started)
 		r.started++
-		l.dial(&r.d, idx, 0)
-		if l.ph != r {
+		l.Dial(&r.d, idx, 0)
+		if l.Run() != r {
 			return
 		}
 	}
 	r.filling = false
-	if r.started == len(r.set.conns) && len(r.d.inflight) == 0 && r.pending == 0 {
-		r.finish(l, false, l.now())
+	if r.started == len(r.set.conns) && len(r.d.Inflight) == 0 && r.pending == 0 {
+		r.Finish(l, false, l.Now())
 	}
 }
 
-// dialed implements dialHooks: the connection joins its room.
-func (r *joinRun) dialed(l *loop, c *conn, idx int64, now int64) {
+// Dialed implements dialHooks: the connection joins its room.
+func (r *joinRun) Dialed(l *Loop, c *Conn, idx int64, now int64) {
 	k := idx - int64(r.set.first)
-	c.slot = k
+	c.Slot = k
 	r.set.conns[k] = c
 	room := idx / int64(r.p.RoomSize)
-	out, op, id, answered := r.rp.JoinRoom(r.buf[:0], protoOf(c), room, r.idb[:0])
+	out, op, id, answered := r.rp.JoinRoom(r.buf[:0], ProtoOf(c), room, r.idb[:0])
 	r.buf, r.idb = out, id[:0]
-	l.sendProto(c, op, out)
-	if c.state != stOpen {
+	l.SendProto(c, op, out)
+	if c.State() != StateOpen {
 		return // lost while writing: counted by lost
 	}
 	if answered {
@@ -88,21 +88,21 @@ func (r *joinRun) dialed(l *loop, c *conn, idx int64, now int64) {
 // joined counts a subscriber ready.
 func (r *joinRun) joined(k int64) {
 	r.part.Opened++
-	if r.unflushed++; r.pr != nil && r.unflushed >= progressBatch {
+	if r.unflushed++; r.pr != nil && r.unflushed >= ProgressBatch {
 		r.pr.Done.Add(r.unflushed)
 		r.unflushed = 0
 	}
 }
 
-// gaveUp implements dialHooks.
-func (r *joinRun) gaveUp(l *loop, _ int64, _ Reason) {
+// GaveUp implements dialHooks.
+func (r *joinRun) GaveUp(l *Loop, _ int64, _ Reason) {
 	r.unflushed++
 	r.fill(l)
 }
 
-// onMessage implements loopRun: a join's answer.
-func (r *joinRun) onMessage(l *loop, c *conn, m *proto.Message, now int64) {
-	k := c.slot
+// OnMessage implements LoopRun: a join's answer.
+func (r *joinRun) OnMessage(l *Loop, c *Conn, m *proto.Message, now int64) {
+	k := c.Slot
 	if k < 0 || k >= int64(len(r.waiting)) || r.set.conns[k] != c || r.waiting[k] == nil || !proto.IsAnswer(m.Type) || !bytes.Equal(m.ID, r.waiting[k]) {
 		return // a delivery before the run, or anything else: not a join's answer
 	}
@@ -113,12 +113,12 @@ func (r *joinRun) onMessage(l *loop, c *conn, m *proto.Message, now int64) {
 		if m.Why != "" { // once per refused connection: the allocation is no hot path's
 			why += ": " + Reason(m.Why)
 		}
-		r.part.OpenErrors.add(why)
+		r.part.OpenErrors.Add(why)
 		r.part.OpenFailed++
-		l.closeConn(c, closeNormal)
+		l.CloseConn(c, CloseNormal)
 		r.set.conns[k] = nil
 	} else {
-		record(r.joins.Histogram, now-r.joinAt[k])
+		Record(r.joins.Histogram, now-r.joinAt[k])
 		r.joined(k)
 	}
 	r.fill(l)
@@ -127,9 +127,9 @@ func (r *joinRun) onMessage(l *loop, c *conn, m *proto.Message, now int64) {
 // ReasonJoinRefused is a room join the protocol answered with an error.
 const ReasonJoinRefused Reason = "join refused"
 
-// lost implements loopRun: a connection lost while joining fails.
-func (r *joinRun) lost(l *loop, c *conn, _ uint8, reason Reason) {
-	k := c.slot
+// Lost implements LoopRun: a connection lost while joining fails.
+func (r *joinRun) Lost(l *Loop, c *Conn, _ uint8, reason Reason) {
+	k := c.Slot
 	if k < 0 || k >= int64(len(r.waiting)) || r.set.conns[k] != c {
 		return
 	}
@@ -137,33 +137,33 @@ func (r *joinRun) lost(l *loop, c *conn, _ uint8, reason Reason) {
 		r.waiting[k] = nil
 		r.pending--
 		r.part.OpenFailed++
-		r.part.OpenErrors.add(reason)
+		r.part.OpenErrors.Add(reason)
 	}
 	r.set.conns[k] = nil
 	r.fill(l)
 }
 
-// tick implements loopRun: handshake deadlines, and joins never
+// Tick implements LoopRun: handshake deadlines, and joins never
 // answered within the attempt's timeout.
-func (r *joinRun) tick(l *loop, now int64) {
-	r.d.tick(l, now)
+func (r *joinRun) Tick(l *Loop, now int64) {
+	r.d.Tick(l, now)
 	for k, id := range r.waiting {
-		if id != nil && now-r.joinAt[k] > int64(r.p.Timeout) && l.ph == r {
+		if id != nil && now-r.joinAt[k] > int64(r.p.Timeout) && l.Run() == r {
 			r.waiting[k] = nil
 			r.pending--
 			r.part.OpenFailed++
-			r.part.OpenErrors.add(ReasonJoinTimeout)
+			r.part.OpenErrors.Add(ReasonJoinTimeout)
 			if c := r.set.conns[k]; c != nil {
-				l.closeConn(c, closeNormal)
+				l.CloseConn(c, CloseNormal)
 				r.set.conns[k] = nil
 			}
 		}
 	}
-	if l.ph == r && r.pr != nil && r.unflushed > 0 {
+	if l.Run() == r && r.pr != nil && r.unflushed > 0 {
 		r.pr.Done.Add(r.unflushed)
 		r.unflushed = 0
 	}
-	if l.ph == r {
+	if l.Run() == r {
 		r.fill(l)
 	}
 }
@@ -171,38 +171,38 @@ func (r *joinRun) tick(l *loop, now int64) {
 // ReasonJoinTimeout is a room join the protocol never answered.
 const ReasonJoinTimeout Reason = "join unanswered"
 
-// finish implements loopRun.
-func (r *joinRun) finish(l *loop, stopped bool, _ int64) {
+// Finish implements LoopRun.
+func (r *joinRun) Finish(l *Loop, stopped bool, _ int64) {
 	if stopped {
-		r.d.abandon(l)
+		r.d.Abandon(l)
 	}
 	if r.pr != nil && r.unflushed > 0 {
 		r.pr.Done.Add(r.unflushed)
 	}
-	cr := r.d.result()
+	cr := r.d.Result()
 	r.part.OpenFailed += cr.Failed
-	r.part.OpenErrors.merge(cr.Errors)
+	r.part.OpenErrors.Merge(cr.Errors)
 	r.part.Connect = cr.Latency
 	r.part.Join = r.joins
 	if stopped {
 		r.part.Stopped = StopCanceled
 	}
-	l.finished(r.id(), &r.part, stopped)
+	l.Finished(r.ID(), &r.part, stopped)
 }
 
 // publishProto writes publisher j's due messages through the protocol
 // and returns the bytes written (publish's protocol path).
-func (r *broadcastRun) publishProto(l *loop, c *conn, rp proto.Rooms, due int64, pb *publisher, phase float64, now int64) int {
+func (r *broadcastRun) publishProto(l *Loop, c *Conn, rp proto.Rooms, due int64, pb *publisher, phase float64, now int64) int {
 	room, member := uint32(pb.g/r.p.Publishers), uint32(pb.g%r.p.Publishers)
 	wrote := 0
 	for pb.next < due {
 		at := int64(r.pacer.At(pb.next, phase))
 		r.msg = append(r.msg[:0], r.payload...)
 		putBroadcastMarker(r.msg, uint64(pb.next), r.epochUnix+r.start+at, room, member)
-		out, op := rp.PublishRoom(r.ebuf[:0], protoOf(c), int64(room), r.msg)
+		out, op := rp.PublishRoom(r.ebuf[:0], ProtoOf(c), int64(room), r.msg)
 		r.ebuf = out
-		l.sendProto(c, op, out)
-		wrote += len(out) + maxHeader
+		l.SendProto(c, op, out)
+		wrote += len(out) + MaxHeader
 		pb.next++
 		r.part.Published++
 		r.part.Deliveries += r.recv
@@ -210,18 +210,18 @@ func (r *broadcastRun) publishProto(l *loop, c *conn, rp proto.Rooms, due int64,
 		if now-(r.start+at) > r.lateAfter {
 			r.part.Late++
 		}
-		r.gate.sent(now, r.start+at)
-		if c.state != stOpen || c.flags&fWantOut != 0 {
+		r.gate.Sent(now, r.start+at)
+		if c.State() != StateOpen || c.Flags&FlagWantOut != 0 {
 			break // lost, or its socket is full: resume sends the rest
 		}
 	}
 	return wrote
 }
 
-// onMessage implements loopRun: a protocol's message that carries a
+// OnMessage implements LoopRun: a protocol's message that carries a
 // delivery is checked as a raw one.
-func (r *broadcastRun) onMessage(l *loop, c *conn, m *proto.Message, now int64) {
-	rp, ok := l.cl.proto.(proto.Rooms)
+func (r *broadcastRun) OnMessage(l *Loop, c *Conn, m *proto.Message, now int64) {
+	rp, ok := l.Client().Proto().(proto.Rooms)
 	if !ok {
 		return
 	}
@@ -232,6 +232,6 @@ func (r *broadcastRun) onMessage(l *loop, c *conn, m *proto.Message, now int64) 
 	if cap(payload) > cap(r.scratch) && len(payload) > 0 && &payload[0] != &m.Body[0] {
 		r.scratch = payload[:0]
 	}
-	r.evp = event{kind: evData, op: opBinary, end: true, data: payload, total: int64(len(payload))}
-	r.onData(l, c, &r.evp, now)
+	r.evp = Event{Kind: EventData, Op: OpBinary, End: true, Data: payload, Total: int64(len(payload))}
+	r.OnData(l, c, &r.evp, now)
 }

@@ -46,7 +46,7 @@ func runBroadcast(t *testing.T, c *Client, p BroadcastParams) BroadcastResult {
 func runBroadcastWith(t *testing.T, c *Client, p BroadcastParams, pr *Progress) BroadcastResult {
 	t.Helper()
 	p.Step = BroadcastOpen
-	open, err := runAs[BroadcastResult](c, t.Context(), &p, nil)
+	open, err := RunAs[BroadcastResult](c, t.Context(), &p, nil)
 	if err != nil || open.Opened != int64(p.Rooms*p.RoomSize) {
 		t.Fatalf("open: %v, opened %d (errors %v)", err, open.Opened, open.OpenErrors)
 	}
@@ -54,12 +54,12 @@ func runBroadcastWith(t *testing.T, c *Client, p BroadcastParams, pr *Progress) 
 		t.Fatalf("after open: %d connections, want %d", got, p.Rooms*p.RoomSize)
 	}
 	p.Step = BroadcastRun
-	res, err := runAs[BroadcastResult](c, t.Context(), &p, pr)
+	res, err := RunAs[BroadcastResult](c, t.Context(), &p, pr)
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
 	p.Step = BroadcastClose
-	if _, err := runAs[BroadcastResult](c, t.Context(), &p, nil); err != nil {
+	if _, err := RunAs[BroadcastResult](c, t.Context(), &p, nil); err != nil {
 		t.Fatalf("close: %v", err)
 	}
 	if got := c.Conns(); got != 0 {
@@ -220,10 +220,10 @@ func TestFanoutTableJSON(t *testing.T) {
 // bcFrame is a server frame of one broadcast message.
 func bcFrame(payload []byte, seq uint64, atUnix int64, room, member uint32) []byte {
 	m := append([]byte(nil), payload...)
-	putMarker(m, seq, atUnix)
+	PutMarker(m, seq, atUnix)
 	binary.LittleEndian.PutUint32(m[16:], room)
 	binary.LittleEndian.PutUint32(m[20:], member)
-	return serverFrame(true, opBinary, m)
+	return serverFrame(true, OpBinary, m)
 }
 
 // TestBroadcastDeliveryAllocs: the per-delivery path (decode, marker,
@@ -231,12 +231,12 @@ func bcFrame(payload []byte, seq uint64, atUnix int64, room, member uint32) []by
 func TestBroadcastDeliveryAllocs(t *testing.T) {
 	l, c, peer := loopPair(t)
 	defer unix.Close(peer)
-	payload := makePayload(256, false)
+	payload := MakePayload(256, false)
 	p := &BroadcastParams{Rooms: 1, RoomSize: 2, Publishers: 1, Rate: 1000, Duration: units.Duration(time.Hour), Payload: new(units.Size(256)), Verify: new(true), IncludeSender: new(true)}
-	set := &subscriberSet{first: 1, conns: []*conn{c}} // member 1: a subscriber only
+	set := &subscriberSet{first: 1, conns: []*Conn{c}} // member 1: a subscriber only
 	// The tags' defaults, as Client.Run applies them.
 	decl.Defaults(p)
-	l.broadcastStart(1, l.epoch.Add(time.Hour), p, set, appendClientHeader(nil, opBinary, 256, 0), payload, nil)
+	l.broadcastStart(1, l.epoch.Add(time.Hour), p, set, AppendClientHeader(nil, OpBinary, 256, 0), payload, nil)
 	r := l.ph.(*broadcastRun)
 	frames := make([][]byte, 4000)
 	for i := range frames {
@@ -244,7 +244,7 @@ func TestBroadcastDeliveryAllocs(t *testing.T) {
 	}
 	i := 0
 	allocs := testing.AllocsPerRun(3000, func() {
-		l.feed(c, frames[i], l.now())
+		l.feed(c, frames[i], l.Now())
 		i++
 	})
 	if allocs != 0 {
@@ -253,7 +253,7 @@ func TestBroadcastDeliveryAllocs(t *testing.T) {
 	if r.part.Delivered != int64(i) || r.part.Failed != 0 {
 		t.Errorf("delivered %d failed %d (errors %v), want %d", r.part.Delivered, r.part.Failed, r.part.Errors, i)
 	}
-	l.ph.finish(l, true, l.now())
+	l.ph.Finish(l, true, l.Now())
 	<-l.results
 }
 
@@ -261,12 +261,12 @@ func TestBroadcastDeliveryAllocs(t *testing.T) {
 func BenchmarkBroadcastDelivery(b *testing.B) {
 	l, c, peer := loopPair(b)
 	defer unix.Close(peer)
-	payload := makePayload(256, false)
+	payload := MakePayload(256, false)
 	p := &BroadcastParams{Rooms: 1, RoomSize: 2, Publishers: 1, Rate: 1e6, Duration: units.Duration(time.Hour), Payload: new(units.Size(256)), Verify: new(true), IncludeSender: new(true)}
-	set := &subscriberSet{first: 1, conns: []*conn{c}}
+	set := &subscriberSet{first: 1, conns: []*Conn{c}}
 	// The tags' defaults, as Client.Run applies them.
 	decl.Defaults(p)
-	l.broadcastStart(1, l.epoch.Add(time.Hour), p, set, appendClientHeader(nil, opBinary, 256, 0), payload, nil)
+	l.broadcastStart(1, l.epoch.Add(time.Hour), p, set, AppendClientHeader(nil, OpBinary, 256, 0), payload, nil)
 	r := l.ph.(*broadcastRun)
 	const n = 1 << 16
 	frames := make([][]byte, n)
@@ -276,10 +276,10 @@ func BenchmarkBroadcastDelivery(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		l.feed(c, frames[i%n], l.now())
+		l.feed(c, frames[i%n], l.Now())
 	}
 	b.StopTimer()
-	l.ph.finish(l, true, l.now())
+	l.ph.Finish(l, true, l.Now())
 	<-l.results
 }
 
@@ -294,7 +294,7 @@ func TestBroadcastCloseDropsSets(t *testing.T) {
 	}
 	p := BroadcastParams{Step: BroadcastOpen, Rooms: 1, RoomSize: 3, Publishers: 1, Rate: 1, Duration: units.Duration(time.Second), Payload: new(units.Size(24)),
 		IncludeSender: new(true), Concurrency: 3, Timeout: units.Duration(5 * time.Second)}
-	if _, err := runAs[BroadcastResult](c, t.Context(), &p, nil); err != nil {
+	if _, err := RunAs[BroadcastResult](c, t.Context(), &p, nil); err != nil {
 		t.Fatal(err)
 	}
 	if setsOf(c, false) == nil {
@@ -345,22 +345,22 @@ func declSlack(d time.Duration) *units.Duration {
 // 0 of a room of 2 (the publisher), publishing rate messages per second
 // with slack from t = 0 an hour in the loop clock's future; the test plays
 // the server on peer and pumps the run on a fake clock.
-func bcPublisher(tb testing.TB, rate float64, slack time.Duration) (*loop, *broadcastRun, int) {
+func bcPublisher(tb testing.TB, rate float64, slack time.Duration) (*Loop, *broadcastRun, int) {
 	tb.Helper()
 	l, c, peer := loopPair(tb)
-	payload := makePayload(256, false)
+	payload := MakePayload(256, false)
 	p := &BroadcastParams{Rooms: 1, RoomSize: 2, Publishers: 1, Rate: units.Rate(rate), Duration: units.Duration(time.Hour), Payload: new(units.Size(256)), IncludeSender: new(true), Slack: declSlack(slack)}
-	set := &subscriberSet{first: 0, conns: []*conn{c}}
+	set := &subscriberSet{first: 0, conns: []*Conn{c}}
 	// The tags' defaults, as Client.Run applies them.
 	decl.Defaults(p)
-	l.broadcastStart(1, l.epoch.Add(time.Hour), p, set, appendClientHeader(nil, opBinary, 256, 0), payload, nil)
+	l.broadcastStart(1, l.epoch.Add(time.Hour), p, set, AppendClientHeader(nil, OpBinary, 256, 0), payload, nil)
 	r := l.ph.(*broadcastRun)
 	if r.part.Published != 0 {
 		tb.Fatal("broadcastStart published before t = 0")
 	}
 	tb.Cleanup(func() {
 		if l.ph != nil {
-			l.ph.finish(l, true, l.now())
+			l.ph.Finish(l, true, l.Now())
 			<-l.results
 		}
 		l.shutdown()
@@ -379,7 +379,7 @@ func TestBroadcastPublishAllocs(t *testing.T) {
 	now := r.start - int64(time.Millisecond)
 	step := func() {
 		now += int64(time.Millisecond) // one message due
-		r.pump(l, now)
+		r.Pump(l, now)
 		if n, err := unix.Read(peer, in); err != nil || n != flen {
 			t.Fatalf("peer read %d bytes (%v), want one frame of %d", n, err, flen)
 		}
@@ -392,11 +392,11 @@ func TestBroadcastPublishAllocs(t *testing.T) {
 	// Message k is due at k ms: at each pump one is due, the last one
 	// exactly on time, and the next 1 ms later (beyond the slack).
 	// (An HDR histogram's 0 reads back as at most 1.)
-	if r.part.Published != 1002 || r.part.Late != 0 || r.gate.late.TotalCount() != r.part.Published || r.gate.late.Max() > 1 {
-		t.Errorf("published %d late %d, send_late count %d max %d; want 1002, 0, 1002, 0", r.part.Published, r.part.Late, r.gate.late.TotalCount(), r.gate.late.Max())
+	if r.part.Published != 1002 || r.part.Late != 0 || r.gate.Late.TotalCount() != r.part.Published || r.gate.Late.Max() > 1 {
+		t.Errorf("published %d late %d, send_late count %d max %d; want 1002, 0, 1002, 0", r.part.Published, r.part.Late, r.gate.Late.TotalCount(), r.gate.Late.Max())
 	}
-	if next := now + int64(time.Millisecond); r.wakeAt() != next || r.dueAt() != next {
-		t.Errorf("next wake %d due %d, want both at the next message %d", r.wakeAt(), r.dueAt(), next)
+	if next := now + int64(time.Millisecond); r.WakeAt() != next || r.DueAt() != next {
+		t.Errorf("next wake %d due %d, want both at the next message %d", r.WakeAt(), r.DueAt(), next)
 	}
 }
 
@@ -418,15 +418,15 @@ func TestBroadcastSlackBatches(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, r, peer := bcPublisher(t, 20_000, tc.slack) // a message every 50 µs
-			r.pump(l, r.start)
-			if r.part.Published != 1 || r.wakeAt() != r.start+tc.wake || r.dueAt() != r.start+50*us {
-				t.Fatalf("first pump: published %d, wake at +%d due at +%d; want 1, +%d, +%d", r.part.Published, r.wakeAt()-r.start, r.dueAt()-r.start, tc.wake, 50*us)
+			r.Pump(l, r.start)
+			if r.part.Published != 1 || r.WakeAt() != r.start+tc.wake || r.DueAt() != r.start+50*us {
+				t.Fatalf("first pump: published %d, wake at +%d due at +%d; want 1, +%d, +%d", r.part.Published, r.WakeAt()-r.start, r.DueAt()-r.start, tc.wake, 50*us)
 			}
-			r.pump(l, r.wakeAt())
+			r.Pump(l, r.WakeAt())
 			if r.part.Published != tc.published {
 				t.Errorf("second pump: published %d, want %d", r.part.Published, tc.published)
 			}
-			h := r.gate.late
+			h := r.gate.Late
 			if wantMax := tc.wake - 50*us; h.TotalCount() != tc.published || (h.Max() < wantMax*999/1000 || h.Max() > wantMax*1001/1000) {
 				t.Errorf("send_late: %d values up to %d ns, want %d up to %d (the first message after t = 0 waited the longest)", h.TotalCount(), h.Max(), tc.published, wantMax)
 			}

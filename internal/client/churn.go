@@ -114,7 +114,7 @@ func (p *ChurnParams) Validate() error {
 	default:
 		cl = fmt.Errorf("close must be %s, %s or %s, got %q", CloseClean, CloseReset, CloseMixed, p.Close)
 	}
-	return checkParams(p, rate, dist, cl)
+	return CheckParams(p, rate, dist, cl)
 }
 
 // Split implements Params: every part churns its own open connections, at
@@ -154,14 +154,14 @@ func (r *ChurnResult) Merge(other Result) {
 	r.CloseEOF += o.CloseEOF
 	r.CloseTimeouts += o.CloseTimeouts
 	r.Resets += o.Resets
-	r.CloseLatency.add(o.CloseLatency)
-	r.CloseErrors.merge(o.CloseErrors)
+	r.CloseLatency.Add(o.CloseLatency)
+	r.CloseErrors.Merge(o.CloseErrors)
 	r.Dropped += o.Dropped
-	r.Errors.merge(o.Errors)
+	r.Errors.Merge(o.Errors)
 	r.Pings += o.Pings
 	r.Pongs += o.Pongs
 	r.PingsCut += o.PingsCut
-	r.PingLatency.add(o.PingLatency)
+	r.PingLatency.Add(o.PingLatency)
 	r.Used = max(r.Used, o.Used)
 	r.Stopped = MergeStop(r.Stopped, o.Stopped)
 }
@@ -171,40 +171,40 @@ func (r *ChurnResult) Stop() StopReason { return r.Stopped }
 
 // Churn runs a churn phase (see ChurnParams).
 func (c *Client) Churn(ctx context.Context, p ChurnParams, pr *Progress) (ChurnResult, error) {
-	return runAs[ChurnResult](c, ctx, &p, pr)
+	return RunAs[ChurnResult](c, ctx, &p, pr)
 }
 
-// start implements Params. Replacements take connection numbers after
+// Start implements Params. Replacements take connection numbers after
 // every connection opened so far, each part its own stride of them.
-func (p *ChurnParams) start(ph *phaseEnv) (*phasePlan, error) {
+func (p *ChurnParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
 	q := *p
 	total := 0
-	for _, o := range ph.open {
+	for _, o := range ph.Open {
 		total += o
 	}
-	if ph.pr != nil {
+	if ph.Progress != nil {
 		cycles := q.Rate * q.Duration.D().Seconds()
 		if q.Lifetime > 0 {
 			cycles = float64(total) * q.Duration.D().Seconds() / q.Lifetime.D().Seconds()
 		}
-		ph.pr.Total.Store(int64(cycles))
-		ph.pr.Done.Store(0)
+		ph.Progress.Total.Store(int64(cycles))
+		ph.Progress.Done.Store(0)
 	}
-	parts := q.Split(ph.open)
-	c := ph.c
-	first, m := c.next, int64(len(parts))
-	plan := &phasePlan{starts: make([]func(*loop), len(parts))}
+	parts := q.Split(ph.Open)
+	c := ph.Client
+	first, m := c.NextConn, int64(len(parts))
+	plan := &PhasePlan{Starts: make([]func(*Loop), len(parts))}
 	before := 0
 	for j, part := range parts {
 		if part == nil {
 			continue
 		}
-		job := &churnJob{phase: ph.id, p: *part.(*ChurnParams), first: first + int64(j), stride: m,
-			start: ph.start, pr: ph.pr, pingFirst: before, pingTotal: max(total, 1)}
-		before += ph.open[j]
-		plan.starts[j] = func(l *loop) { l.churnStart(job) }
+		job := &churnJob{phase: ph.ID, p: *part.(*ChurnParams), first: first + int64(j), stride: m,
+			start: ph.Start, pr: ph.Progress, pingFirst: before, pingTotal: max(total, 1)}
+		before += ph.Open[j]
+		plan.Starts[j] = func(l *Loop) { l.churnStart(job) }
 	}
-	plan.done = func(res Result, why StopReason, wall time.Duration) StopReason {
+	plan.Done = func(res Result, why StopReason, wall time.Duration) StopReason {
 		r := res.(*ChurnResult)
 		r.Used = wall
 		for _, h := range []*Hist{&r.Connect.Latency, &r.Connect.TCP, &r.Connect.TLS, &r.Connect.Upgrade, &r.CloseLatency, &r.PingLatency} {
@@ -214,7 +214,7 @@ func (p *ChurnParams) start(ph *phaseEnv) (*phasePlan, error) {
 		}
 		r.Connect.Total = r.Connect.Success + r.Connect.Failed
 		// Later phases number their connections after the replacements.
-		c.next += m * (r.Connect.Total + r.Connect.Retried + 1)
+		c.NextConn += m * (r.Connect.Total + r.Connect.Retried + 1)
 		if why == "" {
 			why = r.Stopped
 		}

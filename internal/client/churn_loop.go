@@ -36,8 +36,8 @@ type churnJob struct {
 // churnSlot is one place of the churned set: its open connection, or a
 // replacement being dialled, or nothing (given up, dropped).
 type churnSlot struct {
-	c        *conn
-	gone     *conn  // the connection the server dropped from the slot, until a reconnect brings it back
+	c        *Conn
+	gone     *Conn  // the connection the server dropped from the slot, until a reconnect brings it back
 	gen      uint32 // bumped at every connection the slot gets (lifetime timers)
 	pos      int32  // index in churnRun.open while c is open
 	dialling bool
@@ -47,15 +47,15 @@ type churnSlot struct {
 
 // churnClosing is a connection whose close handshake is in progress.
 type churnClosing struct {
-	c  *conn
+	c  *Conn
 	at int64 // loop clock of our close frame
 }
 
 // churnRun is a churn phase on one loop. conn.slot holds a connection's
 // slot, or, with fClosing, its index in closing.
 type churnRun struct {
-	baseRun
-	d       dialer
+	BaseRun
+	d       Dialer
 	job     *churnJob
 	rng     *rand.ChaCha8
 	slots   []churnSlot
@@ -63,8 +63,8 @@ type churnRun struct {
 	closing []churnClosing
 	dialing map[int64]int32 // replacement number → slot, while dialled
 	next    int64           // replacements dialled
-	timers  timerHeap       // lifetimes
-	cu      cursor          // pings
+	timers  TimerHeap       // lifetimes
+	cu      Cursor          // pings
 	ping    Pacer
 
 	start, end, stopAt int64 // loop clock
@@ -79,56 +79,56 @@ type churnRun struct {
 }
 
 // churnStart begins a churn phase on this loop.
-func (l *loop) churnStart(job *churnJob) {
+func (l *Loop) churnStart(job *churnJob) {
 	p := &job.p
-	r := &churnRun{baseRun: baseRun{job.phase}, job: job, rng: l.rng, dialing: map[int64]int32{}, holding: true,
+	r := &churnRun{BaseRun: BaseRun{job.phase}, job: job, rng: l.Rand(), dialing: map[int64]int32{}, holding: true,
 		lifetime: p.Lifetime > 0}
 	if p.Seed != 0 {
 		var seed [32]byte
 		binary.LittleEndian.PutUint64(seed[:], p.Seed)
 		r.rng = rand.NewChaCha8(seed)
 	}
-	r.d.init(r, int64(p.Timeout), p.Retries, nil)
+	r.d.Init(r, int64(p.Timeout), p.Retries, nil)
 	r.part.CloseLatency, r.part.PingLatency = NewHist(), NewHist()
-	l.ph = r
-	r.start = int64(job.start.Sub(l.epoch))
+	l.SetRun(r)
+	r.start = int64(job.start.Sub(l.Epoch()))
 	r.end = r.start + int64(p.Duration)
 	r.stopAt = r.end + max(int64(p.Timeout)*int64(p.Retries+1), int64(p.CloseTimeout), int64(churnDrain))
 	if p.Rate > 0 {
 		r.period = 1e9 / p.Rate
 	}
-	r.slots = make([]churnSlot, len(l.open))
-	r.open = make([]int32, 0, len(l.open))
-	for i, c := range l.open {
+	r.slots = make([]churnSlot, len(l.Open()))
+	r.open = make([]int32, 0, len(l.Open()))
+	for i, c := range l.Open() {
 		r.put(int32(i), c)
 	}
 	r.part.Conns = int64(len(r.slots))
 	if r.lifetime {
-		now := l.now()
+		now := l.Now()
 		for i := range r.slots {
 			r.arm(int32(i), now, true)
 		}
 	}
 	if p.Ping > 0 {
 		r.ping = Pacer{Duration: p.Duration.D(), Rate: 1 / p.Ping.D().Seconds()}
-		r.cu = cursor{p: r.ping, first: job.pingFirst, total: job.pingTotal, n: len(r.slots)}
+		r.cu = Cursor{Pacer: r.ping, First: job.pingFirst, Total: job.pingTotal, Conns: len(r.slots)}
 	}
-	l.setTick(min(p.Timeout, p.CloseTimeout).D() / 10)
-	r.pump(l, l.now())
+	l.SetTick(min(p.Timeout, p.CloseTimeout).D() / 10)
+	r.Pump(l, l.Now())
 }
 
 // put gives slot s the open connection c.
-func (r *churnRun) put(s int32, c *conn) {
+func (r *churnRun) put(s int32, c *Conn) {
 	sl := &r.slots[s]
 	sl.c, sl.gone, sl.dialling, sl.waiting = c, nil, false, 0
 	sl.gen++
 	sl.pos = int32(len(r.open))
 	r.open = append(r.open, s)
-	c.slot = int64(s)
+	c.Slot = int64(s)
 }
 
 // take removes slot s's connection from the open set and returns it.
-func (r *churnRun) take(s int32) *conn {
+func (r *churnRun) take(s int32) *Conn {
 	sl := &r.slots[s]
 	c := sl.c
 	last := r.open[len(r.open)-1]
@@ -143,11 +143,11 @@ func (r *churnRun) take(s int32) *conn {
 
 // slotOf returns c's slot, or -1 when c is not one of the set's open
 // connections.
-func (r *churnRun) slotOf(c *conn) int32 {
-	if c.flags&fClosing != 0 {
+func (r *churnRun) slotOf(c *Conn) int32 {
+	if c.Flags&FlagClosing != 0 {
 		return -1
 	}
-	if s := c.slot; s >= 0 && s < int64(len(r.slots)) && r.slots[s].c == c {
+	if s := c.Slot; s >= 0 && s < int64(len(r.slots)) && r.slots[s].c == c {
 		return int32(s)
 	}
 	return -1
@@ -170,25 +170,25 @@ func (r *churnRun) arm(s int32, now int64, first bool) {
 	default:
 		d = -mean * math.Log1p(-u)
 	}
-	r.timers.push(timer{at: now + int64(d), id: s, gen: r.slots[s].gen})
+	r.timers.Push(Timer{At: now + int64(d), ID: s, Gen: r.slots[s].gen})
 }
 
-// wakeAt implements loopRun: the next cycle, lifetime, ping or end.
-func (r *churnRun) wakeAt() int64 {
+// WakeAt implements LoopRun: the next cycle, lifetime, ping or end.
+func (r *churnRun) WakeAt() int64 {
 	w := r.stopAt
 	if !r.holding {
 		return w
 	}
 	w = min(w, r.end)
 	if r.lifetime {
-		if t := r.timers.next(); t >= 0 {
+		if t := r.timers.Next(); t >= 0 {
 			w = min(w, t)
 		}
 	} else {
 		w = min(w, r.cycleAt(r.k))
 	}
-	if r.job.p.Ping > 0 && r.cu.n > 0 && r.cu.at() < r.ping.Duration {
-		w = min(w, r.start+int64(r.cu.at()))
+	if r.job.p.Ping > 0 && r.cu.Conns > 0 && r.cu.At() < r.ping.Duration {
+		w = min(w, r.start+int64(r.cu.At()))
 	}
 	return w
 }
@@ -198,47 +198,47 @@ func (r *churnRun) cycleAt(k int64) int64 {
 	return r.start + int64((float64(k)+0.5)*r.period)
 }
 
-// pump implements loopRun: the cycles and pings due, the phase's end.
-func (r *churnRun) pump(l *loop, now int64) {
+// Pump implements LoopRun: the cycles and pings due, the phase's end.
+func (r *churnRun) Pump(l *Loop, now int64) {
 	if r.holding {
 		r.cycles(l, now)
-		if l.ph != r {
+		if l.Run() != r {
 			return
 		}
 		r.pings(l, now)
-		if l.ph != r {
+		if l.Run() != r {
 			return
 		}
 		if now >= r.end {
 			r.holding = false
 		}
 	}
-	if !r.holding && (now >= r.stopAt || len(r.d.inflight) == 0 && len(r.closing) == 0 && r.pending == 0) {
-		r.finish(l, false, now)
+	if !r.holding && (now >= r.stopAt || len(r.d.Inflight) == 0 && len(r.closing) == 0 && r.pending == 0) {
+		r.Finish(l, false, now)
 	}
 }
 
 // cycles runs the cycles due by now.
-func (r *churnRun) cycles(l *loop, now int64) {
+func (r *churnRun) cycles(l *Loop, now int64) {
 	late := int64(churnLateAfter)
 	if r.lifetime {
-		for l.ph == r {
-			at := r.timers.next()
+		for l.Run() == r {
+			at := r.timers.Next()
 			if at < 0 || at > now || at >= r.end {
 				return
 			}
-			t := r.timers.pop()
-			if sl := &r.slots[t.id]; sl.gen != t.gen || sl.c == nil {
+			t := r.timers.Pop()
+			if sl := &r.slots[t.ID]; sl.gen != t.Gen || sl.c == nil {
 				continue // an old lifetime of the slot
 			}
 			if now-at > late {
 				r.part.Late++
 			}
-			r.cycle(l, t.id, now)
+			r.cycle(l, t.ID, now)
 		}
 		return
 	}
-	for l.ph == r {
+	for l.Run() == r {
 		at := r.cycleAt(r.k)
 		if at > now || at >= r.end {
 			return
@@ -256,23 +256,23 @@ func (r *churnRun) cycles(l *loop, now int64) {
 }
 
 // cycle closes slot s's connection and dials its replacement.
-func (r *churnRun) cycle(l *loop, s int32, now int64) {
+func (r *churnRun) cycle(l *Loop, s int32, now int64) {
 	c := r.take(s)
 	r.part.Cycles++
 	r.progress(1)
 	r.close(l, c, now)
-	if l.ph != r {
+	if l.Run() != r {
 		return
 	}
 	idx := r.job.first + r.next*r.job.stride
 	r.next++
 	r.slots[s].dialling = true
 	r.dialing[idx] = s
-	l.dial(&r.d, idx, 0)
+	l.Dial(&r.d, idx, 0)
 }
 
 // close ends c as the phase's close says.
-func (r *churnRun) close(l *loop, c *conn, now int64) {
+func (r *churnRun) close(l *Loop, c *Conn, now int64) {
 	how := r.job.p.Close
 	if how == CloseMixed {
 		how = CloseClean
@@ -282,66 +282,66 @@ func (r *churnRun) close(l *loop, c *conn, now int64) {
 	}
 	if how == CloseReset {
 		// The close itself sends the reset; an error here leaves a FIN.
-		_ = unix.SetsockoptLinger(int(c.fd), unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
-		l.closeFD(c)
+		_ = unix.SetsockoptLinger(int(c.FD()), unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
+		l.CloseFD(c)
 		r.part.Resets++
 		return
 	}
-	c.flags |= fClosing
-	c.slot = int64(len(r.closing))
+	c.Flags |= FlagClosing
+	c.Slot = int64(len(r.closing))
 	r.closing = append(r.closing, churnClosing{c: c, at: now})
-	l.sendControl(c, opClose, []byte{closeNormal >> 8, closeNormal & 0xff})
+	l.SendControl(c, OpClose, []byte{CloseNormal >> 8, CloseNormal & 0xff})
 }
 
 // closed takes closing entry c off the list.
-func (r *churnRun) closed(c *conn) (at int64, ok bool) {
-	i := c.slot
+func (r *churnRun) closed(c *Conn) (at int64, ok bool) {
+	i := c.Slot
 	if i < 0 || i >= int64(len(r.closing)) || r.closing[i].c != c {
 		return 0, false
 	}
 	at = r.closing[i].at
 	last := len(r.closing) - 1
 	r.closing[i] = r.closing[last]
-	r.closing[i].c.slot = i
+	r.closing[i].c.Slot = i
 	r.closing[last] = churnClosing{}
 	r.closing = r.closing[:last]
 	return at, true
 }
 
 // pings sends the pings due by now (as a hold does).
-func (r *churnRun) pings(l *loop, now int64) {
-	if r.job.p.Ping <= 0 || r.cu.n == 0 {
+func (r *churnRun) pings(l *Loop, now int64) {
+	if r.job.p.Ping <= 0 || r.cu.Conns == 0 {
 		return
 	}
 	el := time.Duration(now - r.start)
 	visited := 0
-	for l.ph == r {
-		at := r.cu.at()
+	for l.Run() == r {
+		at := r.cu.At()
 		if at >= r.ping.Duration || at > el {
 			return
 		}
-		j := r.cu.j
+		j := r.cu.Index
 		if sl := &r.slots[j]; sl.c != nil {
-			if due := r.ping.Due(el, r.cu.phase(j)); sl.pings < due {
+			if due := r.ping.Due(el, r.cu.Phase(j)); sl.pings < due {
 				sl.pings = due
 				sl.waiting++
 				r.pending++
 				r.part.Pings++
 				var stamp [8]byte
-				binary.LittleEndian.PutUint64(stamp[:], uint64(l.now()))
-				l.sendControl(sl.c, opPing, stamp[:])
+				binary.LittleEndian.PutUint64(stamp[:], uint64(l.Now()))
+				l.SendControl(sl.c, OpPing, stamp[:])
 			}
 		}
-		r.cu.advance()
-		if visited++; visited >= r.cu.n {
-			r.cu.seek(el)
+		r.cu.Advance()
+		if visited++; visited >= r.cu.Conns {
+			r.cu.Seek(el)
 			visited = 0
 		}
 	}
 }
 
-// onPong implements loopRun: a pong of one of the set's connections.
-func (r *churnRun) onPong(l *loop, c *conn, payload []byte) {
+// OnPong implements LoopRun: a pong of one of the set's connections.
+func (r *churnRun) OnPong(l *Loop, c *Conn, payload []byte) {
 	s := r.slotOf(c)
 	if s < 0 {
 		return
@@ -352,17 +352,17 @@ func (r *churnRun) onPong(l *loop, c *conn, payload []byte) {
 		r.pending--
 	}
 	if len(payload) == 8 {
-		if sent := int64(binary.LittleEndian.Uint64(payload)); sent > 0 && sent <= l.now() {
-			record(r.part.PingLatency.Histogram, l.now()-sent)
+		if sent := int64(binary.LittleEndian.Uint64(payload)); sent > 0 && sent <= l.Now() {
+			Record(r.part.PingLatency.Histogram, l.Now()-sent)
 		}
 	}
 }
 
-// dialed implements dialHooks: a replacement is open.
-func (r *churnRun) dialed(l *loop, c *conn, idx int64, now int64) {
+// Dialed implements dialHooks: a replacement is open.
+func (r *churnRun) Dialed(l *Loop, c *Conn, idx int64, now int64) {
 	s, ok := r.dialing[idx]
 	if !ok {
-		l.closeConn(c, closeNormal) // cannot happen
+		l.CloseConn(c, CloseNormal) // cannot happen
 		return
 	}
 	delete(r.dialing, idx)
@@ -372,29 +372,29 @@ func (r *churnRun) dialed(l *loop, c *conn, idx int64, now int64) {
 	}
 }
 
-// gaveUp implements dialHooks: the slot stays empty (the dialer counted
+// GaveUp implements dialHooks: the slot stays empty (the dialer counted
 // the failure and its reasons).
-func (r *churnRun) gaveUp(_ *loop, idx int64, _ Reason) {
+func (r *churnRun) GaveUp(_ *Loop, idx int64, _ Reason) {
 	if s, ok := r.dialing[idx]; ok {
 		delete(r.dialing, idx)
 		r.slots[s].dialling = false
 	}
 }
 
-// lost implements loopRun: the end of a close handshake, or a connection
+// Lost implements LoopRun: the end of a close handshake, or a connection
 // of the set dropped.
-func (r *churnRun) lost(l *loop, c *conn, flags uint8, reason Reason) {
-	if flags&fClosing != 0 {
+func (r *churnRun) Lost(l *Loop, c *Conn, flags uint8, reason Reason) {
+	if flags&FlagClosing != 0 {
 		at, ok := r.closed(c)
 		switch {
 		case !ok:
 		case len(reason) >= len(ReasonServerClose) && reason[:len(ReasonServerClose)] == ReasonServerClose:
 			r.part.Clean++
-			record(r.part.CloseLatency.Histogram, l.now()-at)
+			Record(r.part.CloseLatency.Histogram, l.Now()-at)
 		case reason == ReasonEOF:
 			r.part.CloseEOF++
 		default:
-			r.part.CloseErrors.add(reason)
+			r.part.CloseErrors.Add(reason)
 		}
 		return
 	}
@@ -405,27 +405,27 @@ func (r *churnRun) lost(l *loop, c *conn, flags uint8, reason Reason) {
 	r.take(s)
 	r.slots[s].gone = c
 	r.part.Dropped++
-	r.part.Errors.add(reason)
+	r.part.Errors.Add(reason)
 }
 
-// adopt implements adopter: a connection the server dropped came back
+// Adopt implements adopter: a connection the server dropped came back
 // (the reconnector's); it takes its slot again.
-func (r *churnRun) adopt(l *loop, old, c *conn) {
-	s := old.slot
+func (r *churnRun) Adopt(l *Loop, old, c *Conn) {
+	s := old.Slot
 	if s < 0 || s >= int64(len(r.slots)) || r.slots[s].gone != old || r.slots[s].c != nil || r.slots[s].dialling {
 		return
 	}
 	r.slots[s].gone = nil
 	r.put(int32(s), c)
 	if r.lifetime {
-		r.arm(int32(s), l.now(), false)
+		r.arm(int32(s), l.Now(), false)
 	}
 }
 
-// tick implements loopRun: handshake and close deadlines, progress.
-func (r *churnRun) tick(l *loop, now int64) {
-	r.d.tick(l, now)
-	if l.ph != r {
+// Tick implements LoopRun: handshake and close deadlines, progress.
+func (r *churnRun) Tick(l *Loop, now int64) {
+	r.d.Tick(l, now)
+	if l.Run() != r {
 		return
 	}
 	limit := int64(r.job.p.CloseTimeout)
@@ -436,19 +436,19 @@ func (r *churnRun) tick(l *loop, now int64) {
 		if cc := r.closing[i]; now-cc.at >= limit {
 			r.closed(cc.c)
 			r.part.CloseTimeouts++
-			l.closeFD(cc.c)
+			l.CloseFD(cc.c)
 		}
 	}
 	r.flush()
-	if !r.holding && len(r.d.inflight) == 0 && len(r.closing) == 0 {
-		r.pump(l, now)
+	if !r.holding && len(r.d.Inflight) == 0 && len(r.closing) == 0 {
+		r.Pump(l, now)
 	}
 }
 
 // progress publishes cycles in batches.
 func (r *churnRun) progress(n int64) {
 	r.unflushed += n
-	if r.job.pr != nil && r.unflushed >= progressBatch {
+	if r.job.pr != nil && r.unflushed >= ProgressBatch {
 		r.flush()
 	}
 }
@@ -463,24 +463,24 @@ func (r *churnRun) flush() {
 		r.job.pr.Done.Add(r.unflushed)
 		r.unflushed = 0
 	}
-	r.job.pr.live().publish(&r.published, LiveCounts{Sent: r.part.Pings, Recv: r.part.Pongs})
+	r.job.pr.Following().Publish(&r.published, LiveCounts{Sent: r.part.Pings, Recv: r.part.Pongs})
 }
 
-// finish implements loopRun: attempts in flight are abandoned and close
+// Finish implements LoopRun: attempts in flight are abandoned and close
 // handshakes still waiting are cut; the set's open connections stay open
 // for the next phases.
-func (r *churnRun) finish(l *loop, stopped bool, _ int64) {
-	l.ph = nil
-	r.d.abandon(l)
+func (r *churnRun) Finish(l *Loop, stopped bool, _ int64) {
+	l.SetRun(nil)
+	r.d.Abandon(l)
 	for _, cc := range r.closing {
-		l.closeFD(cc.c)
+		l.CloseFD(cc.c)
 	}
 	r.closing = nil
 	for _, s := range r.open {
-		r.slots[s].c.slot = 0
+		r.slots[s].c.Slot = 0
 	}
 	r.part.Alive = int64(len(r.open))
-	r.part.Connect = *r.d.result()
+	r.part.Connect = *r.d.Result()
 	r.flush()
-	l.finished(r.job.phase, &r.part, stopped)
+	l.Finished(r.job.phase, &r.part, stopped)
 }

@@ -40,16 +40,16 @@ type Client struct {
 	offer      offer
 	targets    []target
 	src4, src6 []unix.Sockaddr
-	loops      []*loop
+	loops      []*Loop
 	conns      atomic.Int64
 	proto      proto.Protocol // nil = raw messages
 
 	phaseMu sync.Mutex // serialises phases
 
-	rcMu   sync.Mutex
-	rcLast ReconnectStats // the last phase's reconnects (Reconnects)
-	phase  int64          // id of the last phase started; guarded by phaseMu
-	next   int64          // number of the next connection; guarded by phaseMu
+	rcMu     sync.Mutex
+	rcLast   ReconnectStats // the last phase's reconnects (Reconnects)
+	phase    int64          // id of the last phase started; guarded by phaseMu
+	NextConn int64          // number of the next connection; guarded by phaseMu
 
 	closeOnce sync.Once
 	closed    atomic.Bool
@@ -59,7 +59,7 @@ type Client struct {
 type target struct {
 	addr string
 	sa   unix.Sockaddr
-	req  upgradeRequest
+	Req  UpgradeRequest
 	tls  *tls.Config // nil = plain; shared by the target's connections (and its session cache)
 }
 
@@ -232,7 +232,7 @@ func (c *Client) target(i int, t string) (target, error) {
 	if opts.Compression != nil {
 		spec.extensions = pmdeflate.Offer(*opts.Compression)
 	}
-	tg := target{addr: t, sa: sa, req: newUpgradeRequest(spec)}
+	tg := target{addr: t, sa: sa, Req: newUpgradeRequest(spec)}
 	if o := opts.TLS; o != nil {
 		name := o.ServerName
 		if name == "" {
@@ -280,11 +280,11 @@ func (c *Client) Close() error {
 // sum is Failed + Retried (plus, in Failed, connections that opened and
 // were closed by the server before the phase ended).
 func (c *Client) Connect(ctx context.Context, p ConnectParams, pr *Progress) (ConnectResult, error) {
-	return runAs[ConnectResult](c, ctx, &p, pr)
+	return RunAs[ConnectResult](c, ctx, &p, pr)
 }
 
-// share is part j of n split into m nearly equal parts.
-func share(n, m, j int) int {
+// Share is part j of n split into m nearly equal parts.
+func Share(n, m, j int) int {
 	s := n / m
 	if j < n%m {
 		s++
@@ -306,7 +306,7 @@ func stopErr(ctx context.Context, why StopReason) error {
 // collect waits for the posted loops' results; on ctx cancellation or the
 // deadline it stops the phase and keeps collecting (loops answer a stop at
 // once). why is the stop reason, "" if the phase ran to its end.
-func (c *Client) collect(ctx context.Context, deadline time.Duration, posted []*loop) (results []phaseResult, why StopReason) {
+func (c *Client) collect(ctx context.Context, deadline time.Duration, posted []*Loop) (results []phaseResult, why StopReason) {
 	phase := c.phase
 	var timeout <-chan time.Time
 	if deadline > 0 {
@@ -366,9 +366,9 @@ func (c *Client) collect(ctx context.Context, deadline time.Duration, posted []*
 	return results, why
 }
 
-// distribute splits n slots over parts (loops or shards) in proportion to
+// Distribute splits n slots over parts (loops or shards) in proportion to
 // their open connections, never giving a part more than it has.
-func distribute(n int, open []int) []int {
+func Distribute(n int, open []int) []int {
 	total := 0
 	for _, o := range open {
 		total += o
@@ -398,9 +398,9 @@ func distribute(n int, open []int) []int {
 	return slots
 }
 
-// splitInt64 divides n into parts proportional to weights (equal when all
+// SplitInt64 divides n into parts proportional to weights (equal when all
 // are 0).
-func splitInt64(n int64, weights []int) []int64 {
+func SplitInt64(n int64, weights []int) []int64 {
 	out := make([]int64, len(weights))
 	if len(out) == 0 {
 		return out

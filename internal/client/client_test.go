@@ -379,7 +379,7 @@ func fragmentingEcho(pongs *atomic.Int64) func(c net.Conn, r *bufio.Reader) {
 					pongs.Add(1)
 				}
 				continue
-			case opClose:
+			case OpClose:
 				return
 			}
 			var out []byte
@@ -391,7 +391,7 @@ func fragmentingEcho(pongs *atomic.Int64) func(c net.Conn, r *bufio.Reader) {
 				}
 				out = append(out, serverFrame(i+k == len(payload), fop, payload[i:i+k])...)
 				if first {
-					out = append(out, serverFrame(true, opPing, []byte("are you there"))...)
+					out = append(out, serverFrame(true, OpPing, []byte("are you there"))...)
 				}
 				i += k
 			}
@@ -431,7 +431,7 @@ func TestPingInHandshakeResponse(t *testing.T) {
 	// the response head start the frame stream.
 	var pongs atomic.Int64
 	s := &rawServer{handshake: func(c net.Conn, r *bufio.Reader) {
-		if err := serverHandshake(c, r, serverFrame(true, opPing, []byte("are you there"))); err != nil {
+		if err := serverHandshake(c, r, serverFrame(true, OpPing, []byte("are you there"))); err != nil {
 			return
 		}
 		fragmentingEcho(&pongs)(c, r)

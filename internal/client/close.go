@@ -16,13 +16,13 @@ func init() {
 // CloseCode is the status code a close phase's close frames carry (1000,
 // normal closure); a server's close frame that answers with another code
 // counts as CloseResult.OtherCode.
-const CloseCode = closeNormal
+const CloseCode = CloseNormal
 
 // closePayload is CloseCode as a close frame's payload, and closeAnswered
 // the reason the loop gives a connection whose server answered with it.
 var (
 	closePayload  = []byte{CloseCode >> 8, CloseCode & 0xff}
-	closeAnswered = ReasonServerClose + Reason(" "+itoa(CloseCode))
+	closeAnswered = ReasonServerClose + Reason(" "+Itoa(CloseCode))
 )
 
 // CloseParams configure a close phase: Connections of the open
@@ -64,15 +64,15 @@ func (p *CloseParams) Validate() error {
 	if p.Concurrency <= 0 || p.Concurrency > p.Connections {
 		conc = fmt.Errorf("concurrency must be in [1, connections %d], got %d", p.Connections, p.Concurrency)
 	}
-	return checkParams(p, conns, conc)
+	return CheckParams(p, conns, conc)
 }
 
 // Split implements Params: connections in proportion to the parts' open
 // connections, concurrency in proportion to those (at least one per part
 // that closes any).
 func (p *CloseParams) Split(weights []int) []Params {
-	conns := distribute(p.Connections, weights)
-	conc := distribute(p.Concurrency, conns)
+	conns := Distribute(p.Connections, weights)
+	conc := Distribute(p.Concurrency, conns)
 	out := make([]Params, len(weights))
 	for i := range out {
 		if conns[i] > 0 {
@@ -92,9 +92,9 @@ func (r *CloseResult) Merge(other Result) {
 	r.OtherCode += o.OtherCode
 	r.Failed += o.Failed
 	r.Used = max(r.Used, o.Used)
-	r.Latency.add(o.Latency)
-	r.Codes.merge(o.Codes)
-	r.Errors.merge(o.Errors)
+	r.Latency.Add(o.Latency)
+	r.Codes.Merge(o.Codes)
+	r.Errors.Merge(o.Errors)
 	r.Stopped = MergeStop(r.Stopped, o.Stopped)
 }
 
@@ -103,32 +103,32 @@ func (r *CloseResult) Stop() StopReason { return r.Stopped }
 
 // CloseHandshakes runs a close phase (see CloseParams).
 func (c *Client) CloseHandshakes(ctx context.Context, p CloseParams, pr *Progress) (CloseResult, error) {
-	return runAs[CloseResult](c, ctx, &p, pr)
+	return RunAs[CloseResult](c, ctx, &p, pr)
 }
 
-// start implements Params: each loop closes its share of the connections.
-func (p *CloseParams) start(ph *phaseEnv) (*phasePlan, error) {
+// Start implements Params: each loop closes its share of the connections.
+func (p *CloseParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
 	total := 0
-	for _, o := range ph.open {
+	for _, o := range ph.Open {
 		total += o
 	}
 	if p.Connections > total {
 		return nil, fmt.Errorf("client: close: connections %d exceeds the %d open connections", p.Connections, total)
 	}
-	if ph.pr != nil {
-		ph.pr.Total.Store(int64(p.Connections))
-		ph.pr.Done.Store(0)
+	if ph.Progress != nil {
+		ph.Progress.Total.Store(int64(p.Connections))
+		ph.Progress.Done.Store(0)
 	}
-	plan := &phasePlan{starts: make([]func(*loop), len(ph.open))}
-	for i, part := range p.Split(ph.open) {
+	plan := &PhasePlan{Starts: make([]func(*Loop), len(ph.Open))}
+	for i, part := range p.Split(ph.Open) {
 		if part == nil {
 			continue
 		}
 		q := part.(*CloseParams)
-		id, pr := ph.id, ph.pr
-		plan.starts[i] = func(l *loop) { l.closeStart(id, q.Connections, q.Concurrency, int64(p.Timeout), pr) }
+		id, pr := ph.ID, ph.Progress
+		plan.Starts[i] = func(l *Loop) { l.closeStart(id, q.Connections, q.Concurrency, int64(p.Timeout), pr) }
 	}
-	plan.done = func(res Result, why StopReason, wall time.Duration) StopReason {
+	plan.Done = func(res Result, why StopReason, wall time.Duration) StopReason {
 		r := res.(*CloseResult)
 		r.Total, r.Used = int64(p.Connections), wall
 		if r.Latency.Histogram == nil {
@@ -153,8 +153,8 @@ const (
 // closeRun is a close phase running in a loop. Its connections are the
 // loop's first open ones; conn.slot holds a connection's index.
 type closeRun struct {
-	baseRun
-	conns     []*conn
+	BaseRun
+	conns     []*Conn
 	sent      []int64 // per connection: the loop clock its close left, or closeWaiting, closeDone
 	next      int     // the next connection to send a close on
 	inflight  int
@@ -166,19 +166,19 @@ type closeRun struct {
 
 // closeStart begins a close phase in this loop: n connections, conc of
 // them closing at once.
-func (l *loop) closeStart(id int64, n, conc int, timeout int64, pr *Progress) {
-	n = min(n, len(l.open))
-	r := &closeRun{baseRun: baseRun{id}, conns: append([]*conn(nil), l.open[:n]...), sent: make([]int64, n),
+func (l *Loop) closeStart(id int64, n, conc int, timeout int64, pr *Progress) {
+	n = min(n, len(l.Open()))
+	r := &closeRun{BaseRun: BaseRun{id}, conns: append([]*Conn(nil), l.Open()[:n]...), sent: make([]int64, n),
 		timeout: timeout, pr: pr, part: CloseResult{Latency: NewHist()}}
-	l.ph = r
-	l.setTick(time.Duration(timeout / 10))
+	l.SetRun(r)
+	l.SetTick(time.Duration(timeout / 10))
 	for i, c := range r.conns {
-		c.slot = int64(i)
+		c.Slot = int64(i)
 		r.sent[i] = closeWaiting
 	}
-	now := l.now()
+	now := l.Now()
 	for range min(conc, n) {
-		if l.ph != r {
+		if l.Run() != r {
 			return
 		}
 		r.send(l, now)
@@ -187,7 +187,7 @@ func (l *loop) closeStart(id int64, n, conc int, timeout int64, pr *Progress) {
 }
 
 // send writes the close frame of the next connection still open.
-func (r *closeRun) send(l *loop, now int64) {
+func (r *closeRun) send(l *Loop, now int64) {
 	for r.next < len(r.conns) {
 		i := r.next
 		r.next++
@@ -196,25 +196,25 @@ func (r *closeRun) send(l *loop, now int64) {
 		}
 		r.sent[i] = now
 		r.inflight++
-		r.conns[i].flags |= fClosing // the server's close answers this one: not a close of its own
-		l.sendControl(r.conns[i], opClose, closePayload)
+		r.conns[i].Flags |= FlagClosing // the server's close answers this one: not a close of its own
+		l.SendControl(r.conns[i], OpClose, closePayload)
 		return
 	}
 }
 
 // slot returns c's index in the run, or -1.
-func (r *closeRun) slot(c *conn) int {
-	if i := c.slot; i >= 0 && i < int64(len(r.conns)) && r.conns[i] == c {
+func (r *closeRun) slot(c *Conn) int {
+	if i := c.Slot; i >= 0 && i < int64(len(r.conns)) && r.conns[i] == c {
 		return int(i)
 	}
 	return -1
 }
 
-// lost implements loopRun: the loop drops a connection when the server's
+// Lost implements LoopRun: the loop drops a connection when the server's
 // close frame arrives (reason ReasonServerClose, with the server's code):
 // the handshake in progress on it succeeded. Any other reason, or the
 // server's close before the client's, fails the connection's close.
-func (r *closeRun) lost(l *loop, c *conn, _ uint8, reason Reason) {
+func (r *closeRun) Lost(l *Loop, c *Conn, _ uint8, reason Reason) {
 	i := r.slot(c)
 	if i < 0 || r.sent[i] == closeDone {
 		return
@@ -225,36 +225,36 @@ func (r *closeRun) lost(l *loop, c *conn, _ uint8, reason Reason) {
 	}
 	switch {
 	case answered:
-		record(r.part.Latency.Histogram, l.now()-r.sent[i])
+		Record(r.part.Latency.Histogram, l.Now()-r.sent[i])
 		r.part.Success++
 		if reason != closeAnswered {
 			r.part.OtherCode++
-			r.part.Codes.add(reason)
+			r.part.Codes.Add(reason)
 		}
 	case r.sent[i] < 0:
 		r.part.Failed++
-		r.part.Errors.add("before its close: " + reason)
+		r.part.Errors.Add("before its close: " + reason)
 	default:
 		r.part.Failed++
-		r.part.Errors.add(reason)
+		r.part.Errors.Add(reason)
 	}
 	r.sent[i] = closeDone
 	r.progress()
-	if l.ph == r {
-		r.send(l, l.now())
+	if l.Run() == r {
+		r.send(l, l.Now())
 		r.maybeDone(l)
 	}
 }
 
-// tick implements loopRun: it fails closes older than the timeout
+// Tick implements LoopRun: it fails closes older than the timeout
 // (dropping their connections) and publishes progress.
-func (r *closeRun) tick(l *loop, now int64) {
+func (r *closeRun) Tick(l *Loop, now int64) {
 	for i, c := range r.conns {
-		if l.ph != r {
+		if l.Run() != r {
 			return
 		}
 		if r.sent[i] >= 0 && now-r.sent[i] > r.timeout {
-			l.lost(c, ReasonTimeout)
+			l.Drop(c, ReasonTimeout)
 		}
 	}
 	if r.pr != nil && r.unflushed > 0 {
@@ -264,31 +264,31 @@ func (r *closeRun) tick(l *loop, now int64) {
 }
 
 func (r *closeRun) progress() {
-	if r.unflushed++; r.unflushed >= progressBatch && r.pr != nil {
+	if r.unflushed++; r.unflushed >= ProgressBatch && r.pr != nil {
 		r.pr.Done.Add(r.unflushed)
 		r.unflushed = 0
 	}
 }
 
 // maybeDone ends the phase here once every close was answered or failed.
-func (r *closeRun) maybeDone(l *loop) {
-	if l.ph != r || r.inflight > 0 || r.next < len(r.conns) {
+func (r *closeRun) maybeDone(l *Loop) {
+	if l.Run() != r || r.inflight > 0 || r.next < len(r.conns) {
 		return
 	}
-	r.finish(l, false, 0)
+	r.Finish(l, false, 0)
 }
 
-// finish implements loopRun: a connection whose close frame left and that
+// Finish implements LoopRun: a connection whose close frame left and that
 // is still open (the phase was cut short) is closed now.
-func (r *closeRun) finish(l *loop, stopped bool, _ int64) {
+func (r *closeRun) Finish(l *Loop, stopped bool, _ int64) {
 	for i, c := range r.conns {
-		if r.sent[i] >= 0 && c.state == stOpen {
-			l.closeFD(c)
+		if r.sent[i] >= 0 && c.State() == StateOpen {
+			l.CloseFD(c)
 		}
-		c.slot = 0
+		c.Slot = 0
 	}
 	if r.pr != nil && r.unflushed > 0 {
 		r.pr.Done.Add(r.unflushed)
 	}
-	l.finished(r.id(), &r.part, stopped)
+	l.Finished(r.ID(), &r.part, stopped)
 }

@@ -22,14 +22,14 @@ func closeServer(t *testing.T, reply []byte, drop bool) string {
 			if err != nil {
 				return
 			}
-			if op != opClose {
+			if op != OpClose {
 				continue
 			}
 			if drop {
 				return
 			}
 			if reply != nil {
-				_, _ = c.Write(serverFrame(true, opClose, reply))
+				_, _ = c.Write(serverFrame(true, OpClose, reply))
 			}
 		}
 	}}

@@ -53,7 +53,7 @@ type ConnectResult struct {
 func (p *ConnectParams) Kind() string { return "connect" }
 
 // Validate implements Params.
-func (p *ConnectParams) Validate() error { return checkParams(p) }
+func (p *ConnectParams) Validate() error { return CheckParams(p) }
 
 // Split implements Params: connections and concurrency split evenly over
 // the first min(parts, concurrency, connections) parts (a connect phase
@@ -63,9 +63,9 @@ func (p *ConnectParams) Validate() error { return checkParams(p) }
 // 1 of concurrency.
 func (p *ConnectParams) Split(weights []int) []Params {
 	out := make([]Params, len(weights))
-	if weighted(weights) {
-		conns := splitInt64(int64(p.Connections), weights)
-		conc := splitInt64(int64(p.Concurrency), weights)
+	if Weighted(weights) {
+		conns := SplitInt64(int64(p.Connections), weights)
+		conc := SplitInt64(int64(p.Concurrency), weights)
 		for j := range out {
 			if conns[j] == 0 {
 				continue
@@ -79,7 +79,7 @@ func (p *ConnectParams) Split(weights []int) []Params {
 	m := min(len(weights), p.Concurrency, p.Connections)
 	for j := 0; j < m; j++ {
 		q := *p
-		q.Connections, q.Concurrency = share(p.Connections, m, j), share(p.Concurrency, m, j)
+		q.Connections, q.Concurrency = Share(p.Connections, m, j), Share(p.Concurrency, m, j)
 		out[j] = &q
 	}
 	return out
@@ -93,57 +93,57 @@ func (r *ConnectResult) Merge(other Result) {
 	r.Failed += o.Failed
 	r.Retried += o.Retried
 	r.Used = max(r.Used, o.Used)
-	r.Latency.add(o.Latency)
-	r.TCP.add(o.TCP)
-	r.TLS.add(o.TLS)
-	r.Upgrade.add(o.Upgrade)
-	r.Greeting.add(o.Greeting)
+	r.Latency.Add(o.Latency)
+	r.TCP.Add(o.TCP)
+	r.TLS.Add(o.TLS)
+	r.Upgrade.Add(o.Upgrade)
+	r.Greeting.Add(o.Greeting)
 	r.TLSResumed += o.TLSResumed
 	r.Subprotocol = mergeSet(r.Subprotocol, o.Subprotocol)
 	r.Extensions = mergeSet(r.Extensions, o.Extensions)
 	r.TLSVersion = mergeSet(r.TLSVersion, o.TLSVersion)
 	r.TLSGroup = mergeSet(r.TLSGroup, o.TLSGroup)
-	r.Errors.merge(o.Errors)
+	r.Errors.Merge(o.Errors)
 	r.Stopped = MergeStop(r.Stopped, o.Stopped)
 }
 
 // Stop implements Result.
 func (r *ConnectResult) Stop() StopReason { return r.Stopped }
 
-// start implements Params.
-func (p *ConnectParams) start(ph *phaseEnv) (*phasePlan, error) {
-	c := ph.c
-	if ph.pr != nil {
-		ph.pr.Total.Store(int64(p.Connections))
-		ph.pr.Done.Store(0)
+// Start implements Params.
+func (p *ConnectParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
+	c := ph.Client
+	if ph.Progress != nil {
+		ph.Progress.Total.Store(int64(p.Connections))
+		ph.Progress.Done.Store(0)
 	}
-	parts := p.Split(ph.open)
+	parts := p.Split(ph.Open)
 	m := 0
 	for _, q := range parts {
 		if q != nil {
 			m++
 		}
 	}
-	plan := &phasePlan{starts: make([]func(*loop), len(parts))}
+	plan := &PhasePlan{Starts: make([]func(*Loop), len(parts))}
 	for j, q := range parts {
 		if q == nil {
 			continue
 		}
 		q := q.(*ConnectParams)
-		job := &dialJob{
-			phase:   ph.id,
-			n:       q.Connections,
-			first:   c.next + int64(j),
-			stride:  int64(m),
-			conc:    q.Concurrency,
-			timeout: int64(p.Timeout),
-			retries: max(p.Retries, 0),
-			pr:      ph.pr,
+		job := &DialJob{
+			Phase:    ph.ID,
+			N:        q.Connections,
+			First:    c.NextConn + int64(j),
+			Stride:   int64(m),
+			Conc:     q.Concurrency,
+			Timeout:  int64(p.Timeout),
+			Retries:  max(p.Retries, 0),
+			Progress: ph.Progress,
 		}
-		plan.starts[j] = func(l *loop) { l.dialStart(job) }
+		plan.Starts[j] = func(l *Loop) { l.DialStart(job) }
 	}
-	c.next += int64(p.Connections)
-	plan.done = func(res Result, why StopReason, wall time.Duration) StopReason {
+	c.NextConn += int64(p.Connections)
+	plan.Done = func(res Result, why StopReason, wall time.Duration) StopReason {
 		r := res.(*ConnectResult)
 		r.Total = int64(p.Connections)
 		r.Used = wall
@@ -163,83 +163,83 @@ func (p *ConnectParams) start(ph *phaseEnv) (*phasePlan, error) {
 	return plan, nil
 }
 
-// dialJob is one loop's share of a connect phase.
-type dialJob struct {
-	phase   int64
-	n       int   // connections to open here
-	first   int64 // connection number of the first; the k-th is first+k*stride
-	stride  int64
-	conc    int   // attempts in flight here at most
-	timeout int64 // per attempt, ns
-	retries int
-	pr      *Progress
+// DialJob is one loop's share of a connect phase.
+type DialJob struct {
+	Phase    int64
+	N        int   // connections to open here
+	First    int64 // connection number of the first; the k-th is first+k*stride
+	Stride   int64
+	Conc     int   // attempts in flight here at most
+	Timeout  int64 // per attempt, ns
+	Retries  int
+	Progress *Progress
 	// Hooks for a kind that opens connections of its own in a step of
 	// its own (broadcast's open step); nil = a plain connect phase. req
 	// returns connection idx's upgrade request (else its target's);
 	// opened is told of each connection that finished its handshake;
 	// done takes over when the dial ends here, instead of reporting the
 	// connect result.
-	req    func(idx int64, target int) *upgradeRequest
-	opened func(c *conn, idx int64)
-	done   func(l *loop, part *ConnectResult, stopped bool)
+	Req    func(idx int64, target int) *UpgradeRequest
+	Opened func(c *Conn, idx int64)
+	Done   func(l *Loop, part *ConnectResult, stopped bool)
 }
 
 // dialRun is a connect phase running in a loop: a dialer that opens
 // job.n connections, job.conc at a time, and ends when every one is open
 // or given up.
 type dialRun struct {
-	baseRun
-	d         dialer
-	job       dialJob
+	BaseRun
+	d         Dialer
+	job       DialJob
 	started   int   // connections begun
 	unflushed int64 // finished connections not yet added to Progress
 	filling   bool  // dialFill is starting attempts: hooks must not recurse into it
 }
 
-// dialStart begins a connect phase in this loop.
-func (l *loop) dialStart(job *dialJob) {
-	r := &dialRun{baseRun: baseRun{job.phase}, job: *job}
-	r.d.init(r, job.timeout, job.retries, job.req)
+// DialStart begins a connect phase in this loop.
+func (l *Loop) DialStart(job *DialJob) {
+	r := &dialRun{BaseRun: BaseRun{job.Phase}, job: *job}
+	r.d.Init(r, job.Timeout, job.Retries, job.Req)
 	l.ph = r
-	l.setTick(time.Duration(job.timeout / 10))
+	l.SetTick(time.Duration(job.Timeout / 10))
 	l.dialFill(r)
 }
 
 // dialFill starts attempts until the concurrency or the count is reached,
 // and ends the phase when nothing is left.
-func (l *loop) dialFill(r *dialRun) {
+func (l *Loop) dialFill(r *dialRun) {
 	if r.filling {
 		return
 	}
 	r.filling = true
-	for len(r.d.inflight) < r.job.conc && r.started < r.job.n {
-		idx := r.job.first + int64(r.started)*r.job.stride
+	for len(r.d.Inflight) < r.job.Conc && r.started < r.job.N {
+		idx := r.job.First + int64(r.started)*r.job.Stride
 		r.started++
-		l.dial(&r.d, idx, 0)
+		l.Dial(&r.d, idx, 0)
 		if l.ph != r {
 			return
 		}
 	}
 	r.filling = false
-	if r.started == r.job.n && len(r.d.inflight) == 0 {
-		r.finish(l, false, 0)
+	if r.started == r.job.N && len(r.d.Inflight) == 0 {
+		r.Finish(l, false, 0)
 	}
 }
 
-// dialed implements dialHooks.
-func (r *dialRun) dialed(l *loop, c *conn, idx int64, _ int64) {
-	c.flags |= fNew
+// Dialed implements dialHooks.
+func (r *dialRun) Dialed(l *Loop, c *Conn, idx int64, _ int64) {
+	c.Flags |= fNew
 	r.progress(1)
-	if r.job.opened != nil {
-		r.job.opened(c, idx)
+	if r.job.Opened != nil {
+		r.job.Opened(c, idx)
 	}
 	if l.ph == r {
 		l.dialFill(r)
 	}
 }
 
-// gaveUp implements dialHooks.
-func (r *dialRun) gaveUp(l *loop, _ int64, _ Reason) {
+// GaveUp implements dialHooks.
+func (r *dialRun) GaveUp(l *Loop, _ int64, _ Reason) {
 	r.progress(1)
 	if l.ph == r {
 		l.dialFill(r)
@@ -249,57 +249,57 @@ func (r *dialRun) gaveUp(l *loop, _ int64, _ Reason) {
 // progress publishes finished connections in batches.
 func (r *dialRun) progress(n int64) {
 	r.unflushed += n
-	if r.job.pr != nil && r.unflushed >= progressBatch {
-		r.job.pr.Done.Add(r.unflushed)
+	if r.job.Progress != nil && r.unflushed >= ProgressBatch {
+		r.job.Progress.Done.Add(r.unflushed)
 		r.unflushed = 0
 	}
 }
 
-// lost implements loopRun: a connection this phase opened that the server
+// Lost implements LoopRun: a connection this phase opened that the server
 // dropped before the phase ended counts as failed (handshakes in progress
 // are the dialer's: loop.lost hands them to it).
-func (r *dialRun) lost(_ *loop, _ *conn, flags uint8, reason Reason) {
+func (r *dialRun) Lost(_ *Loop, _ *Conn, flags uint8, reason Reason) {
 	if flags&fNew != 0 {
-		r.d.part.Success--
-		r.d.part.Failed++
-		r.d.part.Errors.add(reason)
+		r.d.Part.Success--
+		r.d.Part.Failed++
+		r.d.Part.Errors.Add(reason)
 	}
 }
 
-// tick implements loopRun: it fails attempts past their deadline and
+// Tick implements LoopRun: it fails attempts past their deadline and
 // publishes progress.
-func (r *dialRun) tick(l *loop, now int64) {
-	r.d.tick(l, now)
-	if l.ph == r && r.job.pr != nil && r.unflushed > 0 {
-		r.job.pr.Done.Add(r.unflushed)
+func (r *dialRun) Tick(l *Loop, now int64) {
+	r.d.Tick(l, now)
+	if l.ph == r && r.job.Progress != nil && r.unflushed > 0 {
+		r.job.Progress.Done.Add(r.unflushed)
 		r.unflushed = 0
 	}
 }
 
-// finish implements loopRun: it ends the connect phase here and reports
+// Finish implements LoopRun: it ends the connect phase here and reports
 // this loop's share. stopped means it was cut short: attempts in flight
 // are abandoned (not counted as failures).
-func (r *dialRun) finish(l *loop, stopped bool, _ int64) {
+func (r *dialRun) Finish(l *Loop, stopped bool, _ int64) {
 	l.ph = nil
 	if stopped {
-		r.d.abandon(l)
+		r.d.Abandon(l)
 	}
 	for _, c := range l.open {
-		c.flags &^= fNew
+		c.Flags &^= fNew
 	}
-	if r.job.pr != nil && r.unflushed > 0 {
-		r.job.pr.Done.Add(r.unflushed)
+	if r.job.Progress != nil && r.unflushed > 0 {
+		r.job.Progress.Done.Add(r.unflushed)
 	}
-	part := r.d.result()
-	if r.job.done != nil {
-		r.job.done(l, part, stopped)
+	part := r.d.Result()
+	if r.job.Done != nil {
+		r.job.Done(l, part, stopped)
 		return
 	}
-	l.finished(r.job.phase, part, stopped)
+	l.Finished(r.job.Phase, part, stopped)
 }
 
-// weighted reports whether weights are all > 0 and not all equal.
-func weighted(weights []int) bool {
+// Weighted reports whether weights are all > 0 and not all equal.
+func Weighted(weights []int) bool {
 	differ := false
 	for _, w := range weights {
 		if w <= 0 {

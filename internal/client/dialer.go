@@ -24,19 +24,19 @@ import (
 type dialHooks interface {
 	// dialed: connection idx finished its handshake at now and is open
 	// (on l.open); bytes that came with the response are fed after it.
-	dialed(l *loop, c *conn, idx int64, now int64)
+	Dialed(l *Loop, c *Conn, idx int64, now int64)
 	// gaveUp: connection idx failed its last allowed attempt.
-	gaveUp(l *loop, idx int64, reason Reason)
+	GaveUp(l *Loop, idx int64, reason Reason)
 }
 
-// dialer is the handshakes in progress of one run on one loop.
-type dialer struct {
+// Dialer is the handshakes in progress of one run on one loop.
+type Dialer struct {
 	owner    dialHooks
 	timeout  int64 // per attempt, ns
 	retries  int   // extra attempts per connection
-	req      func(idx int64, target int) *upgradeRequest
-	inflight []*conn // attempts in progress; conn.ext.slot is the index
-	part     ConnectResult
+	req      func(idx int64, target int) *UpgradeRequest
+	Inflight []*Conn // attempts in progress; conn.ext.slot is the index
+	Part     ConnectResult
 
 	sub, ext, ver string           // negotiated subprotocols, extensions, TLS versions seen (sets)
 	group         string           // key exchange groups seen (a set)
@@ -46,24 +46,24 @@ type dialer struct {
 	lastGroup     tls.CurveID
 }
 
-// init readies d for owner: timeout per attempt (ns), retries, and req
+// Init readies d for owner: timeout per attempt (ns), retries, and req
 // (nil = every connection sends its target's upgrade request; a nil
 // request from it fails the attempt as ReasonTooLong).
-func (d *dialer) init(owner dialHooks, timeout int64, retries int, req func(idx int64, target int) *upgradeRequest) {
-	*d = dialer{owner: owner, timeout: timeout, retries: retries, req: req,
-		part: ConnectResult{Latency: NewHist(), TCP: NewHist(), TLS: NewHist(), Upgrade: NewHist(), Greeting: NewHist()}}
+func (d *Dialer) Init(owner dialHooks, timeout int64, retries int, req func(idx int64, target int) *UpgradeRequest) {
+	*d = Dialer{owner: owner, timeout: timeout, retries: retries, req: req,
+		Part: ConnectResult{Latency: NewHist(), TCP: NewHist(), TLS: NewHist(), Upgrade: NewHist(), Greeting: NewHist()}}
 }
 
-// result returns what d measured, its negotiated sets filled in.
-func (d *dialer) result() *ConnectResult {
-	d.part.Subprotocol, d.part.Extensions, d.part.TLSVersion, d.part.TLSGroup = d.sub, d.ext, d.ver, d.group
-	return &d.part
+// Result returns what d measured, its negotiated sets filled in.
+func (d *Dialer) Result() *ConnectResult {
+	d.Part.Subprotocol, d.Part.Extensions, d.Part.TLSVersion, d.Part.TLSGroup = d.sub, d.ext, d.ver, d.group
+	return &d.Part
 }
 
-// dial opens a socket for connection idx and starts its connect();
+// Dial opens a socket for connection idx and starts its connect();
 // failures that happen at once are retried at once. tries is the number
 // of attempts that already failed.
-func (l *loop) dial(d *dialer, idx int64, tries int) {
+func (l *Loop) Dial(d *Dialer, idx int64, tries int) {
 	for {
 		reason := l.tryConnect(d, idx, tries)
 		if reason == "" {
@@ -79,19 +79,19 @@ func (l *loop) dial(d *dialer, idx int64, tries int) {
 
 // failure records a failed attempt and reports whether to retry it: a
 // refusal (refusal.go) never is.
-func (d *dialer) failure(reason Reason, tries int, refused bool) bool {
-	d.part.Errors.add(reason)
+func (d *Dialer) failure(reason Reason, tries int, refused bool) bool {
+	d.Part.Errors.Add(reason)
 	if tries < d.retries && !refused {
-		d.part.Retried++
+		d.Part.Retried++
 		return true
 	}
-	d.part.Failed++
+	d.Part.Failed++
 	return false
 }
 
 // tryConnect creates the socket and calls connect(). It returns the failure
 // reason, or "" when the attempt is in flight.
-func (l *loop) tryConnect(d *dialer, idx int64, tries int) Reason {
+func (l *Loop) tryConnect(d *Dialer, idx int64, tries int) Reason {
 	t := int(idx % int64(len(l.targets)))
 	sa := l.targets[t]
 	family := unix.AF_INET
@@ -102,12 +102,12 @@ func (l *loop) tryConnect(d *dialer, idx int64, tries int) Reason {
 	}
 	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return Reason("socket: " + errnoText(err))
+		return Reason("socket: " + ErrnoText(err))
 	}
 	if l.cl.opts.NoDelay {
 		if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
 			unix.Close(fd)
-			return Reason("setsockopt: " + errnoText(err))
+			return Reason("setsockopt: " + ErrnoText(err))
 		}
 	}
 	if len(srcs) > 0 {
@@ -120,20 +120,20 @@ func (l *loop) tryConnect(d *dialer, idx int64, tries int) Reason {
 		k := idx / int64(len(l.targets))
 		if err := unix.Bind(fd, srcs[k%int64(len(srcs))]); err != nil {
 			unix.Close(fd)
-			return Reason("bind: " + errnoText(err))
+			return Reason("bind: " + ErrnoText(err))
 		}
 	}
-	started := l.now()
+	started := l.Now()
 	if err := unix.Connect(fd, sa); err != nil && err != unix.EINPROGRESS {
 		unix.Close(fd)
-		return Reason("connect: " + errnoText(err))
+		return Reason("connect: " + ErrnoText(err))
 	}
-	c := &conn{fd: int32(fd), state: stConnecting}
+	c := &Conn{fd: int32(fd), state: stConnecting}
 	if err := l.register(c, evOut); err != nil {
 		unix.Close(fd)
-		return Reason("epoll_ctl: " + errnoText(err))
+		return Reason("epoll_ctl: " + ErrnoText(err))
 	}
-	x := l.getExt(c)
+	x := l.GetExt(c)
 	x.index = idx
 	x.tries = tries
 	x.target = t
@@ -148,23 +148,23 @@ func (l *loop) tryConnect(d *dialer, idx int64, tries int) Reason {
 		}
 	}
 	encodeKey(&x.key, raw)
-	x.slot = len(d.inflight)
-	d.inflight = append(d.inflight, c)
+	x.slot = len(d.Inflight)
+	d.Inflight = append(d.Inflight, c)
 	return ""
 }
 
 // onConnected runs when a connecting socket becomes writable (or fails).
-func (l *loop) onConnected(c *conn) {
+func (l *Loop) onConnected(c *Conn) {
 	soerr, err := unix.GetsockoptInt(int(c.fd), unix.SOL_SOCKET, unix.SO_ERROR)
 	if err != nil {
-		l.attemptFailed(c, Reason("getsockopt: "+errnoText(err)))
+		l.attemptFailed(c, Reason("getsockopt: "+ErrnoText(err)))
 		return
 	}
 	if soerr != 0 {
 		l.attemptFailed(c, Reason("connect: "+unix.Errno(soerr).Error()))
 		return
 	}
-	c.ext.tcpAt = l.now()
+	c.ext.tcpAt = l.Now()
 	if t := &l.cl.targets[c.ext.target]; t.tls != nil {
 		l.startTLS(c, t)
 		return
@@ -174,9 +174,9 @@ func (l *loop) onConnected(c *conn) {
 }
 
 // sendRequest writes (the rest of) the upgrade request.
-func (l *loop) sendRequest(c *conn) {
+func (l *Loop) sendRequest(c *Conn) {
 	x := c.ext
-	req := &l.cl.targets[x.target].req
+	req := &l.cl.targets[x.target].Req
 	if d := x.dialer; d.req != nil {
 		if req = d.req(x.index, x.target); req == nil {
 			l.attemptFailed(c, ReasonTooLong)
@@ -185,9 +185,9 @@ func (l *loop) sendRequest(c *conn) {
 	}
 	l.cbuf = append(l.cbuf[:0], req.buf...)
 	copy(l.cbuf[req.keyOff:], x.key[:])
-	n, e := l.write(c, l.cbuf[x.written:])
+	n, e := l.Write(c, l.cbuf[x.written:])
 	if e != 0 {
-		if !wouldBlock(e) {
+		if !WouldBlock(e) {
 			l.attemptFailed(c, Reason("write: "+e.Error()))
 		}
 		return
@@ -196,9 +196,9 @@ func (l *loop) sendRequest(c *conn) {
 	if x.written < len(l.cbuf) {
 		return // EPOLLOUT is still registered
 	}
-	if c.flags&fWantOut == 0 && (c.sec == nil || c.sec.tls == nil) { // TLS waits for input since its handshake began
-		if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, c.gen, evIn); err != nil {
-			l.attemptFailed(c, Reason("epoll_ctl: "+errnoText(err)))
+	if c.Flags&FlagWantOut == 0 && (c.Sec == nil || c.Sec.tls == nil) { // TLS waits for input since its handshake began
+		if err := EpollCtl(l.EpollFD, unix.EPOLL_CTL_MOD, c.fd, c.gen, EvIn); err != nil {
+			l.attemptFailed(c, Reason("epoll_ctl: "+ErrnoText(err)))
 			return
 		}
 	}
@@ -208,14 +208,14 @@ func (l *loop) sendRequest(c *conn) {
 // readResponse reads the upgrade response; bytes after its head are the
 // start of the frame stream. A response that is not complete after a read
 // shorter than the buffer waits for the next EPOLLIN edge.
-func (l *loop) readResponse(c *conn) {
-	if c.sec != nil && c.sec.tls != nil {
+func (l *Loop) readResponse(c *Conn) {
+	if c.Sec != nil && c.Sec.tls != nil {
 		l.readSealed(c)
 		return
 	}
 	n, e := rawRead(c.fd, l.rbuf)
 	if e != 0 {
-		if !wouldBlock(e) {
+		if !WouldBlock(e) {
 			l.attemptFailed(c, Reason("read: "+e.Error()))
 		}
 		return
@@ -225,15 +225,15 @@ func (l *loop) readResponse(c *conn) {
 		return
 	}
 	l.responseBytes(c, l.rbuf[:n])
-	if n == len(l.rbuf) && c.state == stOpen {
-		l.readFrames(c) // the socket may hold more, and no new edge would say so
+	if n == len(l.rbuf) && c.state == StateOpen {
+		l.ReadFrames(c) // the socket may hold more, and no new edge would say so
 	}
 }
 
 // responseBytes takes the next bytes of c's upgrade response (plaintext)
 // and, once its head is complete, checks it and opens the connection; the
 // bytes after the head are the start of the frame stream.
-func (l *loop) responseBytes(c *conn, b []byte) {
+func (l *Loop) responseBytes(c *Conn, b []byte) {
 	x := c.ext
 	x.pend = append(x.pend, b...)
 	end := responseEnd(x.pend)
@@ -252,19 +252,19 @@ func (l *loop) responseBytes(c *conn, b []byte) {
 		l.attemptFailed(c, reason)
 		return
 	}
-	now := l.now()
+	now := l.Now()
 	d := x.dialer
 	d.opened(l, c, neg, now)
 	if neg.deflate {
-		if c.sec == nil {
-			c.sec = &connSec{}
+		if c.Sec == nil {
+			c.Sec = &connSec{}
 		}
-		c.sec.deflate = true
-		c.sec.bits = uint8(neg.params.ClientMaxWindowBits)
-		if c.sec.bits == 0 {
-			c.sec.bits = pmdeflate.MaxWindowBits
+		c.Sec.Deflate = true
+		c.Sec.WindowBits = uint8(neg.params.ClientMaxWindowBits)
+		if c.Sec.WindowBits == 0 {
+			c.Sec.WindowBits = pmdeflate.MaxWindowBits
 		}
-		c.sec.dec.Init(&l.inflater, neg.params, maxPayload)
+		c.Sec.dec.Init(&l.inflater, neg.params, maxPayload)
 		c.dec.deflate = true
 	}
 	rest := copy(l.rbuf, x.pend[end:])
@@ -284,10 +284,10 @@ func (l *loop) responseBytes(c *conn, b []byte) {
 
 // greeted ends a protocol's handshake on c (protocol.go): the connection
 // is open.
-func (l *loop) greeted(c *conn, now int64) {
+func (l *Loop) greeted(c *Conn, now int64) {
 	x := c.ext
 	if x.upAt > 0 {
-		record(x.dialer.part.Greeting.Histogram, now-x.upAt)
+		Record(x.dialer.Part.Greeting.Histogram, now-x.upAt)
 	}
 	l.established(c, now)
 }
@@ -297,34 +297,34 @@ func (l *loop) greeted(c *conn, now int64) {
 // latency, dial start to open, whichever way c got here: a raw
 // connection's 101, a protocol's greeting, or a protocol without one
 // (JSON-RPC) open at its 101.
-func (l *loop) established(c *conn, now int64) {
+func (l *Loop) established(c *Conn, now int64) {
 	x := c.ext
 	d, idx := x.dialer, x.index
-	record(d.part.Latency.Histogram, now-x.started)
+	Record(d.Part.Latency.Histogram, now-x.started)
 	d.removeInflight(c)
-	d.part.Success++
+	d.Part.Success++
 	l.counts.opened.Add(1)
 	x.dialer = nil
-	c.state = stOpen
+	c.state = StateOpen
 	if x.idle() {
 		l.putExt(c)
 	}
 	l.addOpen(c)
-	d.owner.dialed(l, c, idx, now)
+	d.owner.Dialed(l, c, idx, now)
 }
 
 // opened records the timings and negotiated options of a handshake that
 // succeeded at now.
-func (d *dialer) opened(l *loop, c *conn, neg negotiated, now int64) {
+func (d *Dialer) opened(l *Loop, c *Conn, neg negotiated, now int64) {
 	x := c.ext
 	x.upAt = now
-	record(d.part.TCP.Histogram, x.tcpAt-x.started)
+	Record(d.Part.TCP.Histogram, x.tcpAt-x.started)
 	up := x.tcpAt
 	if x.tlsAt > 0 {
-		record(d.part.TLS.Histogram, x.tlsAt-x.tcpAt)
+		Record(d.Part.TLS.Histogram, x.tlsAt-x.tcpAt)
 		up = x.tlsAt
 	}
-	record(d.part.Upgrade.Histogram, now-up)
+	Record(d.Part.Upgrade.Histogram, now-up)
 	if neg.subprotocol >= 0 {
 		d.sub = mergeSet(d.sub, l.cl.opts.Subprotocols[neg.subprotocol])
 	}
@@ -335,9 +335,9 @@ func (d *dialer) opened(l *loop, c *conn, neg negotiated, now int64) {
 }
 
 // tlsDone records an established TLS session.
-func (d *dialer) tlsDone(st wstls.State) {
+func (d *Dialer) tlsDone(st wstls.State) {
 	if st.DidResume {
-		d.part.TLSResumed++
+		d.Part.TLSResumed++
 	}
 	if st.Version != d.lastVer {
 		d.lastVer = st.Version
@@ -372,29 +372,29 @@ func mergeSet(a, b string) string {
 }
 
 // removeInflight takes an attempt off the in-flight list.
-func (d *dialer) removeInflight(c *conn) {
+func (d *Dialer) removeInflight(c *Conn) {
 	i := c.ext.slot
-	last := d.inflight[len(d.inflight)-1]
-	d.inflight[i] = last
+	last := d.Inflight[len(d.Inflight)-1]
+	d.Inflight[i] = last
 	last.ext.slot = i
-	d.inflight[len(d.inflight)-1] = nil
-	d.inflight = d.inflight[:len(d.inflight)-1]
+	d.Inflight[len(d.Inflight)-1] = nil
+	d.Inflight = d.Inflight[:len(d.Inflight)-1]
 }
 
 // attemptFailed closes a failed attempt and retries it if allowed, or
 // tells the owner it gave up.
-func (l *loop) attemptFailed(c *conn, reason Reason) {
+func (l *Loop) attemptFailed(c *Conn, reason Reason) {
 	l.attemptFailedAs(c, reason, connectReasonOf(reason, c.state))
 }
 
 // attemptFailedAs is attemptFailed with the live metrics' reason given.
-func (l *loop) attemptFailedAs(c *conn, reason Reason, why ConnectReason) {
+func (l *Loop) attemptFailedAs(c *Conn, reason Reason, why ConnectReason) {
 	x := c.ext
 	d, idx, tries, refused := x.dialer, x.index, x.tries, x.refused
 	d.removeInflight(c)
-	l.closeFD(c)
+	l.CloseFD(c)
 	if d.failure(reason, tries, refused) {
-		l.dial(d, idx, tries+1)
+		l.Dial(d, idx, tries+1)
 		return
 	}
 	l.gaveUp(d, idx, reason, why)
@@ -402,21 +402,21 @@ func (l *loop) attemptFailedAs(c *conn, reason Reason, why ConnectReason) {
 
 // gaveUp counts connection idx given up for why (Live reads it) and
 // tells d's owner.
-func (l *loop) gaveUp(d *dialer, idx int64, reason Reason, why ConnectReason) {
+func (l *Loop) gaveUp(d *Dialer, idx int64, reason Reason, why ConnectReason) {
 	l.counts.failed[why].Add(1)
-	d.owner.gaveUp(l, idx, reason)
+	d.owner.GaveUp(l, idx, reason)
 }
 
-// tick fails attempts past their deadline; the owning run calls it from
+// Tick fails attempts past their deadline; the owning run calls it from
 // its own tick.
-func (d *dialer) tick(l *loop, now int64) {
-	for i := len(d.inflight) - 1; i >= 0; i-- {
-		if i >= len(d.inflight) {
+func (d *Dialer) Tick(l *Loop, now int64) {
+	for i := len(d.Inflight) - 1; i >= 0; i-- {
+		if i >= len(d.Inflight) {
 			continue
 		}
-		if c := d.inflight[i]; now >= c.ext.deadline {
+		if c := d.Inflight[i]; now >= c.ext.deadline {
 			reason := ReasonTimeout
-			if s := protoOf(c); s != nil && c.state == stGreeting {
+			if s := ProtoOf(c); s != nil && c.state == stGreeting {
 				reason = Reason(l.cl.proto.Waiting(s)) // the protocol's own reason
 			}
 			l.attemptFailedAs(c, reason, ConnectTimeout)
@@ -424,11 +424,11 @@ func (d *dialer) tick(l *loop, now int64) {
 	}
 }
 
-// abandon closes the attempts in progress, counted neither as opened nor
+// Abandon closes the attempts in progress, counted neither as opened nor
 // as failed (a run cut short).
-func (d *dialer) abandon(l *loop) {
-	for _, c := range d.inflight {
-		l.closeFD(c)
+func (d *Dialer) Abandon(l *Loop) {
+	for _, c := range d.Inflight {
+		l.CloseFD(c)
 	}
-	d.inflight = nil
+	d.Inflight = nil
 }

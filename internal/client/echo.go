@@ -38,11 +38,11 @@ type EchoParams struct {
 }
 
 // bytes is the payload size; Client.Run applied its default.
-func (p *EchoParams) bytes() int { return sizeOf(p.Payload) }
+func (p *EchoParams) bytes() int { return SizeOf(p.Payload) }
 
 // payload makes the message an echo phase sends.
 func (p *EchoParams) payload() ([]byte, error) {
-	return makeKindPayload(p.PayloadKind, p.bytes(), p.Text, p.PayloadFile)
+	return MakeKindPayload(p.PayloadKind, p.bytes(), p.Text, p.PayloadFile)
 }
 
 // EchoResult is what an echo phase measured.
@@ -85,7 +85,7 @@ type EchoResult struct {
 // and their late echoes are discarded. Cancellation also returns ctx.Err(),
 // Close ErrClosed; Deadline and lost connections return a nil error.
 func (c *Client) Echo(ctx context.Context, p EchoParams, pr *Progress) (EchoResult, error) {
-	return runAs[EchoResult](c, ctx, &p, pr)
+	return RunAs[EchoResult](c, ctx, &p, pr)
 }
 
 // Kind implements Params.
@@ -93,7 +93,7 @@ func (p *EchoParams) Kind() string { return "echo" }
 
 // Validate implements Params.
 func (p *EchoParams) Validate() error {
-	return checkParams(p, checkPayloadKind(p.PayloadKind, p.PayloadFile))
+	return CheckParams(p, CheckPayloadKind(p.PayloadKind, p.PayloadFile))
 }
 
 // Split implements Params: concurrency in proportion to the parts' open
@@ -101,9 +101,9 @@ func (p *EchoParams) Validate() error {
 // proportion to the concurrency, so every part finishes at about the same
 // time. A part without concurrency or echoes to measure gets nothing.
 func (p *EchoParams) Split(weights []int) []Params {
-	conc := distribute(p.Concurrency, weights)
-	tot := splitInt64(p.Total, conc)
-	warm := splitInt64(p.Warmup, conc)
+	conc := Distribute(p.Concurrency, weights)
+	tot := SplitInt64(p.Total, conc)
+	warm := SplitInt64(p.Warmup, conc)
 	out := make([]Params, len(weights))
 	for i := range out {
 		if conc[i] == 0 || tot[i] == 0 {
@@ -123,55 +123,55 @@ func (r *EchoResult) Merge(other Result) {
 	r.Success += o.Success
 	r.Failed += o.Failed
 	r.Used = max(r.Used, o.Used)
-	r.Latency.add(o.Latency)
-	r.Errors.merge(o.Errors)
+	r.Latency.Add(o.Latency)
+	r.Errors.Merge(o.Errors)
 	r.Stopped = MergeStop(r.Stopped, o.Stopped)
 	r.BytesPayload += o.BytesPayload
 	r.BytesWire += o.BytesWire
-	r.Seconds = mergeSeconds(r.Seconds, o.Seconds)
+	r.Seconds = MergeSeconds(r.Seconds, o.Seconds)
 }
 
 // Stop implements Result.
 func (r *EchoResult) Stop() StopReason { return r.Stopped }
 
-// start implements Params: the loops share one pool of tokens (messages
+// Start implements Params: the loops share one pool of tokens (messages
 // to send), so a loop whose connections answer faster sends more.
-func (p *EchoParams) start(ph *phaseEnv) (*phasePlan, error) {
+func (p *EchoParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
 	total := 0
-	for _, o := range ph.open {
+	for _, o := range ph.Open {
 		total += o
 	}
 	if p.Concurrency > total {
 		return nil, fmt.Errorf("client: echo: concurrency %d exceeds the %d open connections: open more in a connect phase or lower concurrency", p.Concurrency, total)
 	}
-	op := byte(opBinary)
+	op := byte(OpBinary)
 	if p.Text {
-		op = opText
+		op = OpText
 	}
 	payload, err := p.payload()
 	if err != nil {
 		return nil, err
 	}
-	hdr := appendClientHeader(nil, op, len(payload), 0)
+	hdr := AppendClientHeader(nil, op, len(payload), 0)
 	pool := &tokenPool{}
 	pool.warm.Store(p.Warmup)
 	pool.meas.Store(p.Total)
 	batch := p.Warmup + p.Total
-	if n := len(ph.open); n > 1 {
+	if n := len(ph.Open); n > 1 {
 		batch = max(1, min(256, batch/int64(64*n)))
 	}
-	if ph.pr != nil {
-		ph.pr.Total.Store(p.Warmup + p.Total)
-		ph.pr.Done.Store(0)
+	if ph.Progress != nil {
+		ph.Progress.Total.Store(p.Warmup + p.Total)
+		ph.Progress.Done.Store(0)
 	}
-	plan := &phasePlan{starts: make([]func(*loop), len(ph.open)), deadline: p.Deadline.D()}
+	plan := &PhasePlan{Starts: make([]func(*Loop), len(ph.Open)), Deadline: p.Deadline.D()}
 	start := time.Now()
-	for i, slots := range distribute(p.Concurrency, ph.open) {
+	for i, slots := range Distribute(p.Concurrency, ph.Open) {
 		if slots == 0 {
 			continue
 		}
 		job := &echoJob{
-			phase:   ph.id,
+			phase:   ph.ID,
 			slots:   slots,
 			hdr:     hdr,
 			payload: payload,
@@ -180,12 +180,12 @@ func (p *EchoParams) start(ph *phaseEnv) (*phasePlan, error) {
 			timeout: int64(p.Timeout),
 			pool:    pool,
 			batch:   batch,
-			pr:      ph.pr,
+			pr:      ph.Progress,
 			start:   start,
 		}
-		plan.starts[i] = func(l *loop) { l.echoStart(job) }
+		plan.Starts[i] = func(l *Loop) { l.echoStart(job) }
 	}
-	plan.done = func(res Result, why StopReason, wall time.Duration) StopReason {
+	plan.Done = func(res Result, why StopReason, wall time.Duration) StopReason {
 		r := res.(*EchoResult)
 		r.Total = p.Total
 		r.Used = wall
@@ -242,17 +242,17 @@ func take(a *atomic.Int64, n int64) int64 {
 // completes (or fails) it sends the next message, if a token is left.
 // Connections that were idle at the start replace ones that are lost.
 type echoRun struct {
-	baseRun
+	BaseRun
 	job       echoJob
 	inflight  int
 	warmLeft  int64 // tokens taken from the pool, not yet used
 	measLeft  int64
-	idle      []*conn // open connections not in use, to replace lost ones
+	idle      []*Conn // open connections not in use, to replace lost ones
 	part      EchoResult
 	unflushed int64
 	published LiveCounts // what Live has of this loop
 	starting  bool       // echoStart is sending the first messages
-	tl        timeline
+	tl        Timeline
 
 	// z holds the phase's frame compressed on its own, per negotiated
 	// client window bits (index), made on first use by a connection that
@@ -269,43 +269,43 @@ type zframe struct {
 }
 
 // zframe returns the phase's frame compressed for client window bits.
-func (e *echoRun) zframe(l *loop, bits uint8) *zframe {
+func (e *echoRun) zframe(l *Loop, bits uint8) *zframe {
 	if z := e.z[bits]; z != nil {
 		return z
 	}
 	var c pmdeflate.Compressor
-	c.Init(&l.deflater, pmdeflate.Params{ClientNoContextTakeover: true, ClientMaxWindowBits: int(bits)})
+	c.Init(&l.Deflater, pmdeflate.Params{ClientNoContextTakeover: true, ClientMaxWindowBits: int(bits)})
 	pl := c.Compress(nil, e.job.payload)
-	hdr := appendClientHeader(nil, e.job.op, len(pl), 0)
-	hdr[0] |= rsv1
+	hdr := AppendClientHeader(nil, e.job.op, len(pl), 0)
+	hdr[0] |= Rsv1
 	z := &zframe{hdr: hdr, payload: pl}
-	if need := len(hdr) + len(pl); cap(l.wbuf) < need {
-		l.wbuf = make([]byte, need)
+	if need := len(hdr) + len(pl); cap(l.WriteBuf) < need {
+		l.WriteBuf = make([]byte, need)
 	}
 	e.z[bits] = z
 	return z
 }
 
 // echoStart begins an echo phase in this loop.
-func (l *loop) echoStart(job *echoJob) {
-	e := &echoRun{baseRun: baseRun{job.phase}, job: *job, part: EchoResult{Latency: NewHist()}, wireIn0: l.wireIn, payloadIn0: l.payloadIn,
-		tl: newTimeline(int64(job.start.Sub(l.epoch)))}
-	e.tl.live = job.pr.live()
-	l.ph = e
-	if need := len(job.hdr) + len(job.payload); cap(l.wbuf) < need {
-		l.wbuf = make([]byte, need)
+func (l *Loop) echoStart(job *echoJob) {
+	e := &echoRun{BaseRun: BaseRun{job.phase}, job: *job, part: EchoResult{Latency: NewHist()}, wireIn0: l.WireIn(), payloadIn0: l.PayloadIn(),
+		tl: NewTimeline(int64(job.start.Sub(l.Epoch())))}
+	e.tl.Live = job.pr.Following()
+	l.SetRun(e)
+	if need := len(job.hdr) + len(job.payload); cap(l.WriteBuf) < need {
+		l.WriteBuf = make([]byte, need)
 	}
-	l.setTick(time.Duration(job.timeout / 10))
-	slots := min(job.slots, len(l.open))
-	active := append([]*conn(nil), l.open[:slots]...)
-	e.idle = append([]*conn(nil), l.open[slots:]...)
+	l.SetTick(time.Duration(job.timeout / 10))
+	slots := min(job.slots, len(l.Open()))
+	active := append([]*Conn(nil), l.Open()[:slots]...)
+	e.idle = append([]*Conn(nil), l.Open()[slots:]...)
 	e.starting = true
-	now := l.now()
+	now := l.Now()
 	for _, c := range active {
-		if l.ph != e {
+		if l.Run() != e {
 			return
 		}
-		if c.state == stOpen && !l.echoNext(e, c, now) {
+		if c.State() == StateOpen && !l.echoNext(e, c, now) {
 			break
 		}
 	}
@@ -333,19 +333,19 @@ func (e *echoRun) claim() (ok, warm bool) {
 
 // echoNext sends c's next message if a token is left, reporting whether
 // it did.
-func (l *loop) echoNext(e *echoRun, c *conn, now int64) bool {
+func (l *Loop) echoNext(e *echoRun, c *Conn, now int64) bool {
 	ok, warm := e.claim()
 	if !ok {
 		return false
 	}
-	c.flags |= fInflight
+	c.Flags |= FlagInflight
 	if warm {
-		c.flags |= fWarm
+		c.Flags |= FlagWarm
 	} else {
-		_, s := e.tl.second(now)
+		_, s := e.tl.Second(now)
 		s.Sent++
 	}
-	c.slot = now
+	c.Slot = now
 	e.inflight++
 	l.sendData(e, c)
 	return true
@@ -353,51 +353,51 @@ func (l *loop) echoNext(e *echoRun, c *conn, now int64) bool {
 
 // sendData masks the phase's frame with a fresh key into the loop's write
 // buffer and writes it; what the socket does not take waits for EPOLLOUT.
-func (l *loop) sendData(e *echoRun, c *conn) {
-	key := uint32(l.rng.Uint64())
-	c.wkey = key
-	c.woff = 0
-	if c.flags&fWantOut != 0 {
-		c.flags |= fDataPend // written by flush, after the queued output
+func (l *Loop) sendData(e *echoRun, c *Conn) {
+	key := uint32(l.Rand().Uint64())
+	c.WKey = key
+	c.WOff = 0
+	if c.Flags&FlagWantOut != 0 {
+		c.Flags |= FlagDataPend // written by flush, after the queued output
 		return
 	}
-	l.fc = c
-	b := e.frame(l, key, 0)
+	l.FrameConn = c
+	b := e.Frame(l, key, 0)
 	e.payloadOut += int64(len(e.job.payload))
 	e.wireOut += int64(len(b) - len(e.job.hdr))
-	if c.sec != nil && c.sec.deflate {
-		e.wireOut += int64(len(e.job.hdr) - len(e.z[c.sec.bits].hdr))
+	if c.Sec != nil && c.Sec.Deflate {
+		e.wireOut += int64(len(e.job.hdr) - len(e.z[c.Sec.WindowBits].hdr))
 	}
-	n, errno := l.write(c, b)
+	n, errno := l.Write(c, b)
 	if errno != 0 {
-		if !wouldBlock(errno) {
-			l.lost(c, Reason("write: "+errno.Error()))
+		if !WouldBlock(errno) {
+			l.Drop(c, Reason("write: "+errno.Error()))
 			return
 		}
 		n = 0
 	}
 	if n < len(b) {
-		c.woff = int32(n)
-		c.flags |= fDataPend
-		l.wantOut(c)
+		c.WOff = int32(n)
+		c.Flags |= FlagDataPend
+		l.WantOut(c)
 	}
 }
 
-// frame implements loopRun: it writes bytes [off:] of the phase's frame,
+// Frame implements LoopRun: it writes bytes [off:] of the phase's frame,
 // masked with key, into the loop's write buffer and returns them.
 // The connection is l.fc: one that negotiated permessage-deflate gets
 // the compressed frame.
-func (e *echoRun) frame(l *loop, key uint32, off int) []byte {
+func (e *echoRun) Frame(l *Loop, key uint32, off int) []byte {
 	hdr, payload := e.job.hdr, e.job.payload
-	if c := l.fc; c != nil && c.sec != nil && c.sec.deflate {
-		z := e.zframe(l, c.sec.bits)
+	if c := l.FrameConn; c != nil && c.Sec != nil && c.Sec.Deflate {
+		z := e.zframe(l, c.Sec.WindowBits)
 		hdr, payload = z.hdr, z.payload
 	}
 	hl := len(hdr)
-	out := l.wbuf[:hl+len(payload)-off]
+	out := l.WriteBuf[:hl+len(payload)-off]
 	n := 0
 	if off < hl {
-		var h [maxHeader]byte
+		var h [MaxHeader]byte
 		copy(h[:], hdr)
 		h[hl-4] = byte(key)
 		h[hl-3] = byte(key >> 8)
@@ -406,49 +406,49 @@ func (e *echoRun) frame(l *loop, key uint32, off int) []byte {
 		n = copy(out, h[off:hl])
 		off = hl
 	}
-	maskCopy(out[n:], payload[off-hl:], key, off-hl)
+	MaskCopy(out[n:], payload[off-hl:], key, off-hl)
 	return out
 }
 
-// onData implements loopRun: it checks a chunk of c's reply and completes
+// OnData implements LoopRun: it checks a chunk of c's reply and completes
 // the echo at its end.
-func (e *echoRun) onData(l *loop, c *conn, ev *event, now int64) {
-	if c.flags&fInflight == 0 {
+func (e *echoRun) OnData(l *Loop, c *Conn, ev *Event, now int64) {
+	if c.Flags&FlagInflight == 0 {
 		return // a message nobody asked for: ignored
 	}
-	if c.flags&fDataPend != 0 {
+	if c.Flags&FlagDataPend != 0 {
 		// A reply before the request was fully written is not an echo.
-		l.lost(c, ReasonUnexpected)
+		l.Drop(c, ReasonUnexpected)
 		return
 	}
 	p := e.job.payload
-	if ev.total > int64(len(p)) {
-		c.flags |= fBad
-	} else if e.job.verify && !bytes.Equal(ev.data, p[ev.total-int64(len(ev.data)):ev.total]) {
-		c.flags |= fBad
+	if ev.Total > int64(len(p)) {
+		c.Flags |= FlagBad
+	} else if e.job.verify && !bytes.Equal(ev.Data, p[ev.Total-int64(len(ev.Data)):ev.Total]) {
+		c.Flags |= FlagBad
 	}
-	if !ev.end {
+	if !ev.End {
 		return
 	}
-	warm := c.flags&fWarm != 0
+	warm := c.Flags&FlagWarm != 0
 	var reason Reason
 	switch {
-	case ev.total != int64(len(p)):
+	case ev.Total != int64(len(p)):
 		reason = ReasonWrongLength
-	case c.flags&fBad != 0:
+	case c.Flags&FlagBad != 0:
 		reason = ReasonPayloadMismatch
-	case ev.op != e.job.op:
+	case ev.Op != e.job.op:
 		reason = ReasonWrongOpcode
 	}
-	c.flags &^= fInflight | fWarm | fBad
+	c.Flags &^= FlagInflight | FlagWarm | FlagBad
 	e.inflight--
 	if !warm {
 		if reason == "" {
 			e.part.Success++
-			e.tl.echo(now, now-c.slot, e.part.Latency.Histogram)
+			e.tl.Echo(now, now-c.Slot, e.part.Latency.Histogram)
 		} else {
 			e.part.Failed++
-			e.part.Errors.add(reason)
+			e.part.Errors.Add(reason)
 		}
 	}
 	e.progress(1)
@@ -456,27 +456,27 @@ func (e *echoRun) onData(l *loop, c *conn, ev *event, now int64) {
 	e.maybeDone(l)
 }
 
-// lost implements loopRun: it charges a lost connection's in-flight
+// Lost implements LoopRun: it charges a lost connection's in-flight
 // message and puts an idle connection in its place.
-func (e *echoRun) lost(l *loop, _ *conn, flags uint8, reason Reason) {
-	if flags&fInflight == 0 {
+func (e *echoRun) Lost(l *Loop, _ *Conn, flags uint8, reason Reason) {
+	if flags&FlagInflight == 0 {
 		return
 	}
 	e.inflight--
-	if flags&fWarm == 0 {
+	if flags&FlagWarm == 0 {
 		e.part.Failed++
-		e.part.Errors.add(reason)
+		e.part.Errors.Add(reason)
 	}
 	e.progress(1)
-	now := l.now()
-	for l.ph == e && len(e.idle) > 0 {
+	now := l.Now()
+	for l.Run() == e && len(e.idle) > 0 {
 		c := e.idle[len(e.idle)-1]
 		e.idle[len(e.idle)-1] = nil
 		e.idle = e.idle[:len(e.idle)-1]
-		if c.state != stOpen || c.flags&fInflight != 0 {
+		if c.State() != StateOpen || c.Flags&FlagInflight != 0 {
 			continue
 		}
-		if l.echoNext(e, c, now) || l.ph != e {
+		if l.echoNext(e, c, now) || l.Run() != e {
 			break
 		}
 		break // no token left
@@ -484,66 +484,66 @@ func (e *echoRun) lost(l *loop, _ *conn, flags uint8, reason Reason) {
 	e.maybeDone(l)
 }
 
-// adopt implements adopter: a dropped connection came back; it stands by
+// Adopt implements adopter: a dropped connection came back; it stands by
 // with the idle ones, and takes the next message if one is waiting.
-func (e *echoRun) adopt(l *loop, _, c *conn) {
-	if l.ph != e {
+func (e *echoRun) Adopt(l *Loop, _, c *Conn) {
+	if l.Run() != e {
 		return
 	}
-	if e.inflight >= e.job.slots || !l.echoNext(e, c, l.now()) {
+	if e.inflight >= e.job.slots || !l.echoNext(e, c, l.Now()) {
 		e.idle = append(e.idle, c)
 	}
 }
 
 // maybeDone ends the phase here once nothing is in flight.
-func (e *echoRun) maybeDone(l *loop) {
-	if l.ph == e && e.inflight == 0 && !e.starting {
-		e.finish(l, false, 0)
+func (e *echoRun) maybeDone(l *Loop) {
+	if l.Run() == e && e.inflight == 0 && !e.starting {
+		e.Finish(l, false, 0)
 	}
 }
 
 // progress publishes finished echoes in batches.
 func (e *echoRun) progress(n int64) {
 	e.unflushed += n
-	if e.unflushed >= progressBatch && e.job.pr != nil {
+	if e.unflushed >= ProgressBatch && e.job.pr != nil {
 		e.job.pr.Done.Add(e.unflushed)
 		e.unflushed = 0
-		e.job.pr.live().publish(&e.published, e.liveCounts())
+		e.job.pr.Following().Publish(&e.published, e.liveCounts())
 	}
 }
 
-// tick implements loopRun: it fails messages older than the timeout
+// Tick implements LoopRun: it fails messages older than the timeout
 // (dropping their connections) and publishes progress.
-func (e *echoRun) tick(l *loop, now int64) {
-	for i := len(l.open) - 1; i >= 0 && l.ph == e; i-- {
-		if i >= len(l.open) {
+func (e *echoRun) Tick(l *Loop, now int64) {
+	for i := len(l.Open()) - 1; i >= 0 && l.Run() == e; i-- {
+		if i >= len(l.Open()) {
 			continue
 		}
-		if c := l.open[i]; c.flags&fInflight != 0 && now-c.slot > e.job.timeout {
-			l.lost(c, ReasonTimeout)
+		if c := l.Open()[i]; c.Flags&FlagInflight != 0 && now-c.Slot > e.job.timeout {
+			l.Drop(c, ReasonTimeout)
 		}
 	}
-	if l.ph == e && e.job.pr != nil && e.unflushed > 0 {
+	if l.Run() == e && e.job.pr != nil && e.unflushed > 0 {
 		e.job.pr.Done.Add(e.unflushed)
 		e.unflushed = 0
-		e.job.pr.live().publish(&e.published, e.liveCounts())
+		e.job.pr.Following().Publish(&e.published, e.liveCounts())
 	}
 }
 
-// finish implements loopRun: it ends the echo phase here and reports this
+// Finish implements LoopRun: it ends the echo phase here and reports this
 // loop's share. If it was stopped (by a command or Close), messages in
 // flight are abandoned: neither success nor failure, and their replies,
 // when they come, are discarded (conn.skip).
-func (e *echoRun) finish(l *loop, stopped bool, _ int64) {
-	for _, c := range l.open {
-		if c.flags&fInflight != 0 {
-			c.flags &^= fInflight | fWarm | fBad
-			if c.skip < ^uint16(0) {
-				c.skip++
+func (e *echoRun) Finish(l *Loop, stopped bool, _ int64) {
+	for _, c := range l.Open() {
+		if c.Flags&FlagInflight != 0 {
+			c.Flags &^= FlagInflight | FlagWarm | FlagBad
+			if c.Skip < ^uint16(0) {
+				c.Skip++
 			}
 		}
-		if c.flags&fDataPend != 0 {
-			l.spill(e, c)
+		if c.Flags&FlagDataPend != 0 {
+			l.Spill(e, c)
 		}
 	}
 	e.job.pool.warm.Add(e.warmLeft)
@@ -551,12 +551,12 @@ func (e *echoRun) finish(l *loop, stopped bool, _ int64) {
 	if e.job.pr != nil && e.unflushed > 0 {
 		e.job.pr.Done.Add(e.unflushed)
 	}
-	e.part.BytesPayload = e.payloadOut + l.payloadIn - e.payloadIn0
-	e.part.BytesWire = e.wireOut + l.wireIn - e.wireIn0
-	e.tl.roll(e.part.Latency.Histogram)
-	e.job.pr.live().publish(&e.published, e.liveCounts())
-	e.part.Seconds = e.tl.secs
-	l.finished(e.job.phase, &e.part, stopped)
+	e.part.BytesPayload = e.payloadOut + l.PayloadIn() - e.payloadIn0
+	e.part.BytesWire = e.wireOut + l.WireIn() - e.wireIn0
+	e.tl.Roll(e.part.Latency.Histogram)
+	e.job.pr.Following().Publish(&e.published, e.liveCounts())
+	e.part.Seconds = e.tl.Seconds
+	l.Finished(e.job.phase, &e.part, stopped)
 }
 
 // liveCounts are this loop's totals so far, for Live.

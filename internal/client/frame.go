@@ -9,24 +9,24 @@ import (
 // WebSocket opcodes (RFC 6455 §5.2).
 const (
 	opContinuation = 0x0
-	opText         = 0x1
-	opBinary       = 0x2
-	opClose        = 0x8
-	opPing         = 0x9
+	OpText         = 0x1
+	OpBinary       = 0x2
+	OpClose        = 0x8
+	OpPing         = 0x9
 	opPong         = 0xA
 )
 
 const (
-	// maxHeader is the longest frame header: 2 + 8 (length) + 4 (mask key).
-	maxHeader = 14
+	// MaxHeader is the longest frame header: 2 + 8 (length) + 4 (mask key).
+	MaxHeader = 14
 	// maxControl is the longest control frame payload (RFC 6455 §5.5).
 	maxControl = 125
 	// maxStash is the most unparsed input a connection ever keeps between
 	// reads: an incomplete header, or an incomplete control frame.
-	maxStash = maxHeader + maxControl
-	// rsv1 marks the first frame of a compressed message
+	maxStash = MaxHeader + maxControl
+	// Rsv1 marks the first frame of a compressed message
 	// (pmdeflate.RSV1).
-	rsv1 = 0x40
+	Rsv1 = 0x40
 )
 
 // Protocol errors found in server frames. Their texts become Errors keys
@@ -97,17 +97,17 @@ func parseFrameHeader(b []byte) (h frameHeader, n int, err error) {
 
 // Decoder event kinds.
 const (
-	evData    = iota + 1 // a chunk of the current data message
+	EventData = iota + 1 // a chunk of the current data message
 	evControl            // a complete control frame
 )
 
-// event is one step of a decoded server byte stream.
-type event struct {
-	kind  uint8
-	op    byte   // message opcode (text/binary) for evData, frame opcode for evControl
-	end   bool   // evData: this chunk completes the message
-	data  []byte // evData: payload chunk (may be empty); evControl: the payload
-	total int64  // evData: message bytes received so far, this chunk included
+// Event is one step of a decoded server byte stream.
+type Event struct {
+	Kind  uint8
+	Op    byte   // message opcode (text/binary) for evData, frame opcode for evControl
+	End   bool   // evData: this chunk completes the message
+	Data  []byte // evData: payload chunk (may be empty); evControl: the payload
+	Total int64  // evData: message bytes received so far, this chunk included
 	comp  bool   // evData: the message is compressed (permessage-deflate); data and total are as on the wire
 }
 
@@ -132,14 +132,14 @@ type decoder struct {
 // next decodes the start of b. n is the number of bytes consumed; n == 0
 // (with a nil error) means b holds an incomplete header or control frame:
 // keep b and call again with more bytes appended. b must not be empty.
-func (d *decoder) next(b []byte) (ev event, n int, err error) {
+func (d *decoder) next(b []byte) (ev Event, n int, err error) {
 	if d.remain == 0 {
 		h, hn, err := parseFrameHeader(b)
 		if err != nil || hn == 0 {
 			return ev, 0, err
 		}
 		rsv, comp := h.rsv, false
-		if rsv == rsv1 && d.deflate && (h.op == opText || h.op == opBinary) {
+		if rsv == Rsv1 && d.deflate && (h.op == OpText || h.op == OpBinary) {
 			rsv, comp = 0, true
 		}
 		switch {
@@ -147,7 +147,7 @@ func (d *decoder) next(b []byte) (ev event, n int, err error) {
 			return ev, 0, errRSV
 		case h.masked:
 			return ev, 0, errMasked
-		case h.op >= opClose:
+		case h.op >= OpClose:
 			if h.op > opPong {
 				return ev, 0, errOpcode
 			}
@@ -161,12 +161,12 @@ func (d *decoder) next(b []byte) (ev event, n int, err error) {
 			if len(b) < end {
 				return ev, 0, nil
 			}
-			return event{kind: evControl, op: h.op, data: b[hn:end]}, end, nil
+			return Event{Kind: evControl, Op: h.op, Data: b[hn:end]}, end, nil
 		case h.op == opContinuation:
 			if d.msgOp == 0 {
 				return ev, 0, errContinuation
 			}
-		case h.op == opText || h.op == opBinary:
+		case h.op == OpText || h.op == OpBinary:
 			if d.msgOp != 0 {
 				return ev, 0, errInterleaved
 			}
@@ -187,9 +187,9 @@ func (d *decoder) next(b []byte) (ev event, n int, err error) {
 	}
 	d.remain -= k
 	d.total += k
-	ev = event{kind: evData, op: d.msgOp, data: b[:k], total: d.total, comp: d.comp}
+	ev = Event{Kind: EventData, Op: d.msgOp, Data: b[:k], Total: d.total, comp: d.comp}
 	if d.remain == 0 && d.fin {
-		ev.end = true
+		ev.End = true
 		d.msgOp = 0
 	}
 	return ev, n + int(k), nil
@@ -208,9 +208,9 @@ func frameHeaderLen(n int) int {
 	}
 }
 
-// appendClientHeader appends a final, masked frame header for opcode op
+// AppendClientHeader appends a final, masked frame header for opcode op
 // and an n-byte payload, with mask key key.
-func appendClientHeader(dst []byte, op byte, n int, key uint32) []byte {
+func AppendClientHeader(dst []byte, op byte, n int, key uint32) []byte {
 	dst = append(dst, 0x80|op)
 	switch {
 	case n < 126:
@@ -225,11 +225,11 @@ func appendClientHeader(dst []byte, op byte, n int, key uint32) []byte {
 	return binary.LittleEndian.AppendUint32(dst, key)
 }
 
-// maskCopy writes src masked with key into dst (len(dst) >= len(src)),
+// MaskCopy writes src masked with key into dst (len(dst) >= len(src)),
 // where src starts at byte pos of the payload. The key's byte i, the i-th
 // key byte on the wire, is byte(key >> (8*i)): the key is stored in the
 // header little-endian.
-func maskCopy(dst, src []byte, key uint32, pos int) {
+func MaskCopy(dst, src []byte, key uint32, pos int) {
 	k := bits.RotateLeft32(key, -8*(pos&3))
 	k64 := uint64(k) | uint64(k)<<32
 	n := len(src)

@@ -24,13 +24,13 @@ func TestMaskCopy(t *testing.T) {
 				want[i] = src[i] ^ kb[(pos+i)%4]
 			}
 			got := make([]byte, n)
-			maskCopy(got, src[:n], key, pos)
+			MaskCopy(got, src[:n], key, pos)
 			if !bytes.Equal(got, want) {
 				t.Fatalf("n=%d pos=%d: got %x, want %x", n, pos, got, want)
 			}
 			// In place, as appendControl does.
 			inplace := append([]byte(nil), src[:n]...)
-			maskCopy(inplace, inplace, key, pos)
+			MaskCopy(inplace, inplace, key, pos)
 			if !bytes.Equal(inplace, want) {
 				t.Fatalf("n=%d pos=%d in place: got %x, want %x", n, pos, inplace, want)
 			}
@@ -50,7 +50,7 @@ func TestAppendClientHeader(t *testing.T) {
 		{65536, []byte{0x82, 0x80 | 127, 0, 0, 0, 0, 0, 1, 0, 0, 1, 2, 3, 4}},
 	}
 	for _, tt := range tests {
-		got := appendClientHeader(nil, opBinary, tt.n, 0x04030201)
+		got := AppendClientHeader(nil, OpBinary, tt.n, 0x04030201)
 		if !bytes.Equal(got, tt.want) {
 			t.Errorf("n=%d: got % x, want % x", tt.n, got, tt.want)
 		}
@@ -91,19 +91,19 @@ func decodeAll(stream []byte, pieces []int) decoded {
 				break
 			}
 			b = b[n:]
-			switch ev.kind {
-			case evData:
-				msg = append(msg, ev.data...)
-				if int64(len(msg)) != ev.total {
-					out.err = fmt.Errorf("total %d, have %d bytes", ev.total, len(msg))
+			switch ev.Kind {
+			case EventData:
+				msg = append(msg, ev.Data...)
+				if int64(len(msg)) != ev.Total {
+					out.err = fmt.Errorf("total %d, have %d bytes", ev.Total, len(msg))
 					return out
 				}
-				if ev.end {
-					out.msgs = append(out.msgs, fmt.Sprintf("%d:%s", ev.op, msg))
+				if ev.End {
+					out.msgs = append(out.msgs, fmt.Sprintf("%d:%s", ev.Op, msg))
 					msg = msg[:0]
 				}
 			case evControl:
-				out.ctrls = append(out.ctrls, fmt.Sprintf("%d:%s", ev.op, ev.data))
+				out.ctrls = append(out.ctrls, fmt.Sprintf("%d:%s", ev.Op, ev.Data))
 			}
 		}
 		pend = append([]byte(nil), b...)
@@ -125,13 +125,13 @@ func TestDecoder(t *testing.T) {
 		ctrls  []string
 		err    error
 	}{
-		{"one binary", serverFrame(true, opBinary, []byte("hello")), []string{"2:hello"}, nil, nil},
-		{"empty text", serverFrame(true, opText, nil), []string{"1:"}, nil, nil},
-		{"three frames", cat(serverFrame(true, opText, []byte("a")), serverFrame(true, opBinary, []byte("bc")), serverFrame(true, opText, []byte("d"))), []string{"1:a", "2:bc", "1:d"}, nil, nil},
-		{"fragmented with ping inside", cat(serverFrame(false, opText, []byte("he")), serverFrame(true, opPing, []byte("p")), serverFrame(false, opContinuation, nil), serverFrame(true, opContinuation, []byte("llo"))), []string{"1:hello"}, []string{"9:p"}, nil},
-		{"16-bit length", serverFrame(true, opBinary, big[:300]), []string{"2:" + string(big[:300])}, nil, nil},
-		{"64-bit length", serverFrame(true, opBinary, big), []string{"2:" + string(big)}, nil, nil},
-		{"close", serverFrame(true, opClose, []byte{3, 232}), nil, []string{"8:\x03\xe8"}, nil},
+		{"one binary", serverFrame(true, OpBinary, []byte("hello")), []string{"2:hello"}, nil, nil},
+		{"empty text", serverFrame(true, OpText, nil), []string{"1:"}, nil, nil},
+		{"three frames", cat(serverFrame(true, OpText, []byte("a")), serverFrame(true, OpBinary, []byte("bc")), serverFrame(true, OpText, []byte("d"))), []string{"1:a", "2:bc", "1:d"}, nil, nil},
+		{"fragmented with ping inside", cat(serverFrame(false, OpText, []byte("he")), serverFrame(true, OpPing, []byte("p")), serverFrame(false, opContinuation, nil), serverFrame(true, opContinuation, []byte("llo"))), []string{"1:hello"}, []string{"9:p"}, nil},
+		{"16-bit length", serverFrame(true, OpBinary, big[:300]), []string{"2:" + string(big[:300])}, nil, nil},
+		{"64-bit length", serverFrame(true, OpBinary, big), []string{"2:" + string(big)}, nil, nil},
+		{"close", serverFrame(true, OpClose, []byte{3, 232}), nil, []string{"8:\x03\xe8"}, nil},
 		{"masked", []byte{0x82, 0x81, 1, 2, 3, 4, 5}, nil, nil, errMasked},
 		{"rsv", []byte{0xc2, 0x01, 5}, nil, nil, errRSV},
 		{"bad opcode", []byte{0x83, 0x00}, nil, nil, errOpcode},
@@ -139,7 +139,7 @@ func TestDecoder(t *testing.T) {
 		{"fragmented ping", []byte{0x09, 0x00}, nil, nil, errFragmentedControl},
 		{"long ping", append([]byte{0x89, 126, 0, 126}, make([]byte, 126)...), nil, nil, errControlLength},
 		{"stray continuation", serverFrame(true, opContinuation, []byte("x")), nil, nil, errContinuation},
-		{"interleaved", cat(serverFrame(false, opText, []byte("a")), serverFrame(true, opText, []byte("b"))), nil, nil, errInterleaved},
+		{"interleaved", cat(serverFrame(false, OpText, []byte("a")), serverFrame(true, OpText, []byte("b"))), nil, nil, errInterleaved},
 		{"length top bit", []byte{0x82, 127, 0x80, 0, 0, 0, 0, 0, 0, 0}, nil, nil, errLength},
 	}
 	for _, tt := range tests {
@@ -168,14 +168,14 @@ func TestDecoder(t *testing.T) {
 // (same messages, control frames and error) whether it arrives whole or in
 // pieces.
 func FuzzParseFrame(f *testing.F) {
-	f.Add(serverFrame(true, opBinary, []byte("hello")), uint8(1))
-	f.Add(append(serverFrame(false, opText, []byte("he")), serverFrame(true, opContinuation, []byte("llo"))...), uint8(2))
-	f.Add(serverFrame(true, opPing, []byte("ping")), uint8(3))
+	f.Add(serverFrame(true, OpBinary, []byte("hello")), uint8(1))
+	f.Add(append(serverFrame(false, OpText, []byte("he")), serverFrame(true, opContinuation, []byte("llo"))...), uint8(2))
+	f.Add(serverFrame(true, OpPing, []byte("ping")), uint8(3))
 	f.Add([]byte{0x82, 127, 0, 0, 0, 0, 0, 1, 0, 0}, uint8(4))
 	f.Add([]byte{0x82, 0xfe, 0, 200, 1, 2, 3, 4}, uint8(5))
 	f.Fuzz(func(t *testing.T, data []byte, piece uint8) {
 		h, n, err := parseFrameHeader(data)
-		if n < 0 || n > len(data) || n > maxHeader {
+		if n < 0 || n > len(data) || n > MaxHeader {
 			t.Fatalf("header length %d for %d bytes", n, len(data))
 		}
 		if err == nil && n > 0 {
@@ -276,18 +276,18 @@ func BenchmarkMaskCopy1K(b *testing.B) {
 	b.SetBytes(1024)
 	b.ReportAllocs()
 	for b.Loop() {
-		maskCopy(dst, src, rand.Uint32(), 0)
+		MaskCopy(dst, src, rand.Uint32(), 0)
 	}
 }
 
 func BenchmarkDecode1K(b *testing.B) {
-	frame := serverFrame(true, opBinary, make([]byte, 1024))
+	frame := serverFrame(true, OpBinary, make([]byte, 1024))
 	var d decoder
 	b.SetBytes(int64(len(frame)))
 	b.ReportAllocs()
 	for b.Loop() {
 		ev, _, err := d.next(frame)
-		if err != nil || !ev.end {
+		if err != nil || !ev.End {
 			b.Fatal("bad decode")
 		}
 	}

@@ -50,9 +50,9 @@ type offer struct {
 	compression  *pmdeflate.Params // nil = no extension offered
 }
 
-// upgradeRequest is a pre-built HTTP/1.1 upgrade request for one target;
+// UpgradeRequest is a pre-built HTTP/1.1 upgrade request for one target;
 // each attempt copies it and writes its own key at keyOff.
-type upgradeRequest struct {
+type UpgradeRequest struct {
 	buf    []byte
 	keyOff int
 }
@@ -69,7 +69,7 @@ type requestSpec struct {
 
 // newUpgradeRequest builds the request a spec describes. The key comes
 // last, so that a request without options reads as it always did.
-func newUpgradeRequest(s requestSpec) upgradeRequest {
+func newUpgradeRequest(s requestSpec) UpgradeRequest {
 	head := "GET " + s.uri + " HTTP/1.1\r\nHost: " + s.host +
 		"\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
 	if s.origin != "" {
@@ -90,7 +90,7 @@ func newUpgradeRequest(s requestSpec) upgradeRequest {
 	off := len(buf)
 	buf = append(buf, bytes.Repeat([]byte{'A'}, keyLen)...)
 	buf = append(buf, "\r\n\r\n"...)
-	return upgradeRequest{buf: buf, keyOff: off}
+	return UpgradeRequest{buf: buf, keyOff: off}
 }
 
 // encodeKey writes the base64 form of 16 random bytes into dst.
@@ -219,10 +219,10 @@ func checkResponse(head, key []byte, o *offer) (negotiated, error) {
 	return neg, nil
 }
 
-// with returns a copy of r with query appended to its request target's
+// With returns a copy of r with query appended to its request target's
 // query (after "?" or "&") and header lines ("Name: value\r\n" each)
 // added before its key; r itself is unchanged.
-func (r upgradeRequest) with(query string, headers []byte) upgradeRequest {
+func (r UpgradeRequest) With(query string, headers []byte) UpgradeRequest {
 	sp := bytes.IndexByte(r.buf[4:], ' ') + 4 // "GET <target> HTTP/1.1"
 	if query != "" {
 		sep := "?"
@@ -238,5 +238,5 @@ func (r upgradeRequest) with(query string, headers []byte) upgradeRequest {
 	buf = append(buf, r.buf[sp:kl]...)
 	buf = append(buf, headers...)
 	buf = append(buf, r.buf[kl:]...)
-	return upgradeRequest{buf: buf, keyOff: r.keyOff + len(query) + len(headers)}
+	return UpgradeRequest{buf: buf, keyOff: r.keyOff + len(query) + len(headers)}
 }

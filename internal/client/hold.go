@@ -41,7 +41,7 @@ type HoldResult struct {
 func (p *HoldParams) Kind() string { return "hold" }
 
 // Validate implements Params.
-func (p *HoldParams) Validate() error { return checkParams(p) }
+func (p *HoldParams) Validate() error { return CheckParams(p) }
 
 // Split implements Params: every part holds all of its connections, and
 // spreads its own connections' pings over the interval.
@@ -62,7 +62,7 @@ func (r *HoldResult) Merge(other Result) {
 	r.Pings += o.Pings
 	r.Pongs += o.Pongs
 	r.Used = max(r.Used, o.Used)
-	r.Errors.merge(o.Errors)
+	r.Errors.Merge(o.Errors)
 	r.Stopped = MergeStop(r.Stopped, o.Stopped)
 }
 
@@ -79,20 +79,20 @@ func (r *HoldResult) Stop() StopReason { return r.Stopped }
 // phase cut short (ctx canceled, Close) returns what was measured with
 // Stopped saying why; cancellation also returns ctx.Err(), Close ErrClosed.
 func (c *Client) Hold(ctx context.Context, p HoldParams, pr *Progress) (HoldResult, error) {
-	return runAs[HoldResult](c, ctx, &p, pr)
+	return RunAs[HoldResult](c, ctx, &p, pr)
 }
 
-// start implements Params.
-func (p *HoldParams) start(ph *phaseEnv) (*phasePlan, error) {
+// Start implements Params.
+func (p *HoldParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
 	total := 0
-	for _, o := range ph.open {
+	for _, o := range ph.Open {
 		total += o
 	}
 	pacer := Pacer{Duration: p.Duration.D(), Rate: 1}
 	if p.Ping > 0 {
 		pacer.Rate = 1 / p.Ping.D().Seconds()
 	}
-	if pr := ph.pr; pr != nil {
+	if pr := ph.Progress; pr != nil {
 		pr.Done.Store(0)
 		if p.Ping > 0 {
 			var want int64
@@ -104,26 +104,26 @@ func (p *HoldParams) start(ph *phaseEnv) (*phasePlan, error) {
 			pr.Total.Store(int64(p.Duration.D() / time.Second))
 		}
 	}
-	plan := &phasePlan{starts: make([]func(*loop), len(ph.open))}
+	plan := &PhasePlan{Starts: make([]func(*Loop), len(ph.Open))}
 	first := 0
-	for i := range ph.open {
+	for i := range ph.Open {
 		job := &holdJob{
-			phase: ph.id,
+			phase: ph.ID,
 			ping:  p.Ping > 0,
 			pacer: pacer,
 			first: first,
 			total: max(total, 1),
-			start: ph.start,
+			start: ph.Start,
 			clock: i == 0 && p.Ping == 0,
-			pr:    ph.pr,
+			pr:    ph.Progress,
 		}
 		if p.Ping > 0 {
 			job.drain = int64(DefaultHoldDrain)
 		}
-		first += ph.open[i]
-		plan.starts[i] = func(l *loop) { l.holdStart(job) }
+		first += ph.Open[i]
+		plan.Starts[i] = func(l *Loop) { l.holdStart(job) }
 	}
-	plan.done = func(res Result, why StopReason, wall time.Duration) StopReason {
+	plan.Done = func(res Result, why StopReason, wall time.Duration) StopReason {
 		r := res.(*HoldResult)
 		r.Used = wall
 		r.Stopped = why
@@ -148,10 +148,10 @@ type holdJob struct {
 // holdRun is a hold phase running in a loop: the connections stay open,
 // and with pings each sends one at every event of its timetable.
 type holdRun struct {
-	baseRun
+	BaseRun
 	job     holdJob
-	cu      cursor
-	conns   []*conn
+	cu      Cursor
+	conns   []*Conn
 	next    []int64 // pings due so far per connection
 	waiting []int32 // pings without their pong per connection
 	start   int64
@@ -164,48 +164,48 @@ type holdRun struct {
 }
 
 // holdStart begins a hold phase in this loop.
-func (l *loop) holdStart(job *holdJob) {
-	h := &holdRun{baseRun: baseRun{job.phase}, job: *job}
-	l.ph = h
-	h.start = int64(job.start.Sub(l.epoch))
+func (l *Loop) holdStart(job *holdJob) {
+	h := &holdRun{BaseRun: BaseRun{job.phase}, job: *job}
+	l.SetRun(h)
+	h.start = int64(job.start.Sub(l.Epoch()))
 	h.end = h.start + int64(job.pacer.Duration)
 	h.stopAt = h.end + job.drain
-	h.conns = append([]*conn(nil), l.open...)
+	h.conns = append([]*Conn(nil), l.Open()...)
 	h.next = make([]int64, len(h.conns))
 	h.waiting = make([]int32, len(h.conns))
 	for i, c := range h.conns {
-		c.slot = int64(i)
+		c.Slot = int64(i)
 	}
 	h.part.Conns = int64(len(h.conns))
-	h.cu = cursor{p: job.pacer, first: job.first, total: job.total, n: len(h.conns)}
+	h.cu = Cursor{Pacer: job.pacer, First: job.first, Total: job.total, Conns: len(h.conns)}
 	if len(h.conns) == 0 {
 		h.job.ping = false // nothing to ping: just wait for the end
 	}
 	h.holding = true
-	h.pump(l, l.now())
+	h.Pump(l, l.Now())
 }
 
-// wakeAt implements loopRun.
-func (h *holdRun) wakeAt() int64 { return h.wake }
+// WakeAt implements LoopRun.
+func (h *holdRun) WakeAt() int64 { return h.wake }
 
-// pump implements loopRun: it sends the pings due, ends the hold at its
+// Pump implements LoopRun: it sends the pings due, ends the hold at its
 // end (after the drain for pongs) and sets the time of the next pump.
-func (h *holdRun) pump(l *loop, now int64) {
+func (h *holdRun) Pump(l *Loop, now int64) {
 	el := time.Duration(now - h.start)
 	if h.holding && h.job.ping {
 		visited := 0
 		for {
-			at := h.cu.at()
+			at := h.cu.At()
 			if at >= h.job.pacer.Duration || at > el {
 				break
 			}
-			l.holdPing(h, h.cu.j, el)
-			if l.ph != h {
+			l.holdPing(h, h.cu.Index, el)
+			if l.Run() != h {
 				return
 			}
-			h.cu.advance()
+			h.cu.Advance()
 			if visited++; visited >= len(h.conns) {
-				h.cu.seek(el)
+				h.cu.Seek(el)
 				visited = 0
 			}
 		}
@@ -217,14 +217,14 @@ func (h *holdRun) pump(l *loop, now int64) {
 		h.holding = false
 	}
 	if !h.holding && (h.pending == 0 || now >= h.stopAt) {
-		h.finish(l, false, now)
+		h.Finish(l, false, now)
 		return
 	}
 	switch {
 	case !h.holding:
 		h.wake = h.stopAt
-	case h.job.ping && h.cu.at() < h.job.pacer.Duration:
-		h.wake = min(h.end, h.start+int64(h.cu.at()))
+	case h.job.ping && h.cu.At() < h.job.pacer.Duration:
+		h.wake = min(h.end, h.start+int64(h.cu.At()))
 	default:
 		h.wake = h.end
 	}
@@ -234,12 +234,12 @@ func (h *holdRun) pump(l *loop, now int64) {
 }
 
 // holdPing sends connection j one ping if one is due.
-func (l *loop) holdPing(h *holdRun, j int, el time.Duration) {
+func (l *Loop) holdPing(h *holdRun, j int, el time.Duration) {
 	c := h.conns[j]
-	if c.state != stOpen {
+	if c.State() != StateOpen {
 		return
 	}
-	due := h.job.pacer.Due(el, h.cu.phase(j))
+	due := h.job.pacer.Due(el, h.cu.Phase(j))
 	if h.next[j] >= due {
 		return
 	}
@@ -252,22 +252,22 @@ func (l *loop) holdPing(h *holdRun, j int, el time.Duration) {
 	if h.job.pr != nil && !h.job.clock {
 		h.job.pr.Done.Add(1)
 	}
-	l.sendControl(c, opPing, seq[:])
+	l.SendControl(c, OpPing, seq[:])
 }
 
 // slot returns c's index in the hold, or -1.
-func (h *holdRun) slot(c *conn) int {
-	if i := c.slot; i >= 0 && i < int64(len(h.conns)) && h.conns[i] == c {
+func (h *holdRun) slot(c *Conn) int {
+	if i := c.Slot; i >= 0 && i < int64(len(h.conns)) && h.conns[i] == c {
 		return int(i)
 	}
 	return -1
 }
 
-// onPong implements loopRun: it counts a pong from c that answers one of
+// OnPong implements LoopRun: it counts a pong from c that answers one of
 // its pings (RFC 6455 5.5.3: the ping's payload, the 8-byte sequence of a
 // ping sent). Another payload answers none: an unsolicited pong (a
 // heartbeat the RFC allows) or a wrong one, whose ping stays unanswered.
-func (h *holdRun) onPong(_ *loop, c *conn, p []byte) {
+func (h *holdRun) OnPong(_ *Loop, c *Conn, p []byte) {
 	i := h.slot(c)
 	if i < 0 || len(p) != 8 || binary.BigEndian.Uint64(p) >= uint64(h.next[i]) {
 		return
@@ -282,41 +282,41 @@ func (h *holdRun) onPong(_ *loop, c *conn, p []byte) {
 	}
 }
 
-// lost implements loopRun: it counts a dropped connection; its pongs will
+// Lost implements LoopRun: it counts a dropped connection; its pongs will
 // not come.
-func (h *holdRun) lost(_ *loop, c *conn, _ uint8, reason Reason) {
+func (h *holdRun) Lost(_ *Loop, c *Conn, _ uint8, reason Reason) {
 	i := h.slot(c)
 	if i < 0 {
 		return
 	}
 	h.pending -= int64(h.waiting[i])
 	h.waiting[i] = 0
-	h.part.Errors.add(reason)
+	h.part.Errors.Add(reason)
 	if !h.holding && h.pending == 0 {
 		h.wake = 0
 	}
 }
 
-// adopt implements adopter: a dropped connection came back; it takes its
+// Adopt implements adopter: a dropped connection came back; it takes its
 // place on the ping timetable (one ping when the next is due, no catch-up).
-func (h *holdRun) adopt(_ *loop, old, c *conn) {
+func (h *holdRun) Adopt(_ *Loop, old, c *Conn) {
 	if i := h.slot(old); i >= 0 {
 		h.conns[i] = c
-		c.slot = int64(i)
+		c.Slot = int64(i)
 	}
 }
 
-// finish implements loopRun: it ends the hold here and reports this
+// Finish implements LoopRun: it ends the hold here and reports this
 // loop's share.
-func (h *holdRun) finish(l *loop, stopped bool, now int64) {
+func (h *holdRun) Finish(l *Loop, stopped bool, now int64) {
 	for _, c := range h.conns {
-		if c.state == stOpen {
+		if c.State() == StateOpen {
 			h.part.Alive++
 		}
-		c.slot = 0
+		c.Slot = 0
 	}
 	if h.job.clock && h.job.pr != nil {
 		h.job.pr.Done.Store(int64(min(time.Duration(now-h.start), h.job.pacer.Duration) / time.Second))
 	}
-	l.finished(h.job.phase, &h.part, stopped)
+	l.Finished(h.job.phase, &h.part, stopped)
 }

@@ -39,7 +39,7 @@ type Params interface {
 	// weights are their open connections; a nil entry has nothing to do.
 	Split(weights []int) []Params
 	// start prepares the phase on c's loops.
-	start(ph *phaseEnv) (*phasePlan, error)
+	Start(ph *PhaseEnv) (*PhasePlan, error)
 }
 
 // Ready fills p's zero keys with their declared defaults (decl.Defaults)
@@ -50,10 +50,10 @@ func Ready(p Params) error {
 	return p.Validate()
 }
 
-// checkParams returns the problems of p's keys against their declared
+// CheckParams returns the problems of p's keys against their declared
 // bounds (decl.Check) and the kind's own rules (extra, nil ones skipped),
 // as one error naming the kind; nil when there are none.
-func checkParams(p Params, extra ...error) error {
+func CheckParams(p Params, extra ...error) error {
 	var errs []error
 	for _, e := range decl.Check(p) {
 		errs = append(errs, e)
@@ -84,9 +84,9 @@ type Kind struct {
 	Name      string
 	NewParams func() Params // a pointer to zero params, for JSON decoding
 	NewResult func() Result // a pointer to an empty result, for JSON decoding
-	// forget drops what the kind keeps for a client beyond one phase
+	// Forget drops what the kind keeps for a client beyond one phase
 	// (broadcast's subscriber sets); Client.Close calls it. nil = nothing.
-	forget func(c *Client)
+	Forget func(c *Client)
 }
 
 var (
@@ -109,8 +109,8 @@ func forgetClient(c *Client) {
 	kindsMu.RLock()
 	defer kindsMu.RUnlock()
 	for _, k := range kinds {
-		if k.forget != nil {
-			k.forget(c)
+		if k.Forget != nil {
+			k.Forget(c)
 		}
 	}
 }
@@ -232,16 +232,16 @@ func (r Reason) Corrupt() bool {
 // Reasons counts failures by reason.
 type Reasons map[Reason]int64
 
-// add counts one failure; it allocates the map on first use.
-func (m *Reasons) add(r Reason) {
+// Add counts one failure; it allocates the map on first use.
+func (m *Reasons) Add(r Reason) {
 	if *m == nil {
 		*m = Reasons{}
 	}
 	(*m)[r]++
 }
 
-// merge adds o's counts.
-func (m *Reasons) merge(o Reasons) {
+// Merge adds o's counts.
+func (m *Reasons) Merge(o Reasons) {
 	if len(o) == 0 {
 		return
 	}
@@ -261,8 +261,8 @@ type Hist struct{ *hdrhistogram.Histogram }
 // NewHist returns an empty latency histogram.
 func NewHist() Hist { return Hist{NewHistogram()} }
 
-// add merges o into h (allocating h if it is empty).
-func (h *Hist) add(o Hist) {
+// Add merges o into h (allocating h if it is empty).
+func (h *Hist) Add(o Hist) {
 	if o.Histogram == nil {
 		return
 	}
@@ -306,25 +306,25 @@ func (h *Hist) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// phaseEnv is what a kind's start sees of the client.
-type phaseEnv struct {
-	c     *Client
-	id    int64     // the phase's number
-	open  []int     // open connections per loop
-	start time.Time // when the phase started
-	pr    *Progress
+// PhaseEnv is what a kind's start sees of the client.
+type PhaseEnv struct {
+	Client   *Client
+	ID       int64     // the phase's number
+	Open     []int     // open connections per loop
+	Start    time.Time // when the phase started
+	Progress *Progress
 }
 
-// phasePlan is a phase prepared for the loops.
-type phasePlan struct {
-	// starts holds, per loop, what begins the phase there (on the loop's
+// PhasePlan is a phase prepared for the loops.
+type PhasePlan struct {
+	// Starts holds, per loop, what begins the phase there (on the loop's
 	// goroutine: it sets l.ph); nil = nothing to do on that loop.
-	starts []func(l *loop)
-	// deadline bounds the phase's wall time; 0 = none.
-	deadline time.Duration
-	// done completes the merged result (wall time, derived counts) and
+	Starts []func(l *Loop)
+	// Deadline bounds the phase's wall time; 0 = none.
+	Deadline time.Duration
+	// Done completes the merged result (wall time, derived counts) and
 	// returns the final stop reason, given the one collect saw.
-	done func(res Result, why StopReason, wall time.Duration) StopReason
+	Done func(res Result, why StopReason, wall time.Duration) StopReason
 }
 
 // Run runs one phase of any kind over the open connections and returns
@@ -332,7 +332,7 @@ type phasePlan struct {
 // stop reason; cancellation also returns ctx.Err(), Close ErrClosed.
 // pr.Live, when set, follows this client's connections from here on.
 func (c *Client) Run(ctx context.Context, p Params, pr *Progress) (Result, error) {
-	pr.live().follow(c)
+	pr.Following().follow(c)
 	if err := Ready(p); err != nil {
 		return nil, err
 	}
@@ -345,19 +345,19 @@ func (c *Client) Run(ctx context.Context, p Params, pr *Progress) (Result, error
 	for i, l := range c.loops {
 		open[i] = int(l.counts.open.Load())
 	}
-	env := &phaseEnv{c: c, id: c.phase + 1, open: open, start: time.Now(), pr: pr}
-	plan, err := p.start(env)
+	env := &PhaseEnv{Client: c, ID: c.phase + 1, Open: open, Start: time.Now(), Progress: pr}
+	plan, err := p.Start(env)
 	if err != nil {
 		return nil, err
 	}
 	c.phase++
-	var posted []*loop
-	for i, s := range plan.starts {
+	var posted []*Loop
+	for i, s := range plan.Starts {
 		if s != nil && c.loops[i].post(command{kind: cmdRun, phase: c.phase, start: s}) {
 			posted = append(posted, c.loops[i])
 		}
 	}
-	results, why := c.collect(ctx, plan.deadline, posted)
+	results, why := c.collect(ctx, plan.Deadline, posted)
 	var rc ReconnectStats
 	for _, r := range results {
 		rc.Merge(r.rc)
@@ -379,14 +379,14 @@ func (c *Client) Run(ctx context.Context, p Params, pr *Progress) (Result, error
 	if res == nil {
 		res = NewResult(p)
 	}
-	if plan.done != nil {
-		why = plan.done(res, why, time.Since(env.start))
+	if plan.Done != nil {
+		why = plan.Done(res, why, time.Since(env.Start))
 	}
 	return res, stopErr(ctx, why)
 }
 
-// runAs runs p and returns its result as R (the zero R when none).
-func runAs[R any](c *Client, ctx context.Context, p Params, pr *Progress) (R, error) {
+// RunAs runs p and returns its result as R (the zero R when none).
+func RunAs[R any](c *Client, ctx context.Context, p Params, pr *Progress) (R, error) {
 	res, err := c.Run(ctx, p, pr)
 	var out R
 	if r, ok := any(res).(*R); ok && r != nil {

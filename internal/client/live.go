@@ -217,8 +217,8 @@ type LiveCounts struct {
 	Sent, Recv, Failed, Lost, Late, Unsent, Exchanges int64
 }
 
-// publish adds now - *last to l and remembers now. A nil l does nothing.
-func (l *Live) publish(last *LiveCounts, now LiveCounts) {
+// Publish adds now - *last to l and remembers now. A nil l does nothing.
+func (l *Live) Publish(last *LiveCounts, now LiveCounts) {
 	if l == nil {
 		return
 	}
@@ -238,7 +238,7 @@ func (l *Live) publish(last *LiveCounts, now LiveCounts) {
 }
 
 // live is p's Live, nil without one.
-func (p *Progress) live() *Live {
+func (p *Progress) Following() *Live {
 	if p == nil {
 		return nil
 	}
@@ -338,41 +338,41 @@ func (l *Live) Snapshot() LiveSnapshot {
 	return s
 }
 
-// liveHist gathers one loop's latencies for Live between hand-overs: a
+// LiveHist gathers one loop's latencies for Live between hand-overs: a
 // kind that times its messages outside the rate timeline records into it
 // beside its own histogram, hands it over at a tick once a second has
 // passed (tick), and the rest when the phase ends (flush). Its zero value,
 // or one started without a Live, records nothing.
-type liveHist struct {
+type LiveHist struct {
 	h  *hdrhistogram.Histogram
 	at int64 // loop clock of the last hand-over
 }
 
-// start readies w for live at loop clock now (nothing without live).
-func (w *liveHist) start(live *Live, now int64) {
+// Start readies w for live at loop clock now (nothing without live).
+func (w *LiveHist) Start(live *Live, now int64) {
 	if live != nil {
 		w.h, w.at = NewHistogram(), now
 	}
 }
 
-// add records latency v (ns).
-func (w *liveHist) add(v int64) {
+// Add records latency v (ns).
+func (w *LiveHist) Add(v int64) {
 	if w.h != nil {
-		record(w.h, v)
+		Record(w.h, v)
 	}
 }
 
-// tick hands the latencies over to live when a second has passed since
+// Tick hands the latencies over to live when a second has passed since
 // the last hand-over.
-func (w *liveHist) tick(live *Live, now int64) {
+func (w *LiveHist) Tick(live *Live, now int64) {
 	if w.h != nil && now-w.at >= int64(time.Second) {
-		w.flush(live)
+		w.Flush(live)
 		w.at = now
 	}
 }
 
-// flush hands the latencies over to live.
-func (w *liveHist) flush(live *Live) {
+// Flush hands the latencies over to live.
+func (w *LiveHist) Flush(live *Live) {
 	if w.h != nil {
 		live.observe(w.h)
 		w.h.Reset()

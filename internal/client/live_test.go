@@ -29,12 +29,12 @@ func TestNativeBucket(t *testing.T) {
 func TestLivePublish(t *testing.T) {
 	var l Live
 	var a, b LiveCounts
-	l.publish(&a, LiveCounts{Sent: 10, Recv: 8})
-	l.publish(&b, LiveCounts{Sent: 5, Late: 1})
-	l.publish(&a, LiveCounts{Sent: 30, Recv: 29, Failed: 1, Lost: 2})
+	l.Publish(&a, LiveCounts{Sent: 10, Recv: 8})
+	l.Publish(&b, LiveCounts{Sent: 5, Late: 1})
+	l.Publish(&a, LiveCounts{Sent: 30, Recv: 29, Failed: 1, Lost: 2})
 	h := NewHistogram()
 	for _, v := range []int64{1e6, 1e6, 2e6, 50e6} {
-		record(h, v)
+		Record(h, v)
 	}
 	l.observe(h)
 	s := l.Snapshot()
@@ -53,7 +53,7 @@ func TestLivePublish(t *testing.T) {
 		t.Errorf("shards %+v", sh)
 	}
 	var none *Live
-	none.publish(&a, LiveCounts{Sent: 1}) // no Live: nothing, no panic
+	none.Publish(&a, LiveCounts{Sent: 1}) // no Live: nothing, no panic
 }
 
 // TestConnectReasonOf: failure texts fall into the fixed reasons, by

@@ -21,12 +21,12 @@ const (
 	eventBatch = 1024
 	// readBufSize is the per-loop read buffer shared by all its connections.
 	readBufSize = 256 << 10
-	// progressBatch is how many finished units a loop accumulates before
+	// ProgressBatch is how many finished units a loop accumulates before
 	// publishing them to Progress.Done.
-	progressBatch = 256
-	// maxTick bounds the interval of a loop's timer checks (timeouts,
+	ProgressBatch = 256
+	// MaxTick bounds the interval of a loop's timer checks (timeouts,
 	// progress), and so how late a timeout can be noticed.
-	maxTick = 100 * time.Millisecond
+	MaxTick = 100 * time.Millisecond
 	// minTick is the shortest timer-check interval.
 	minTick = time.Millisecond
 )
@@ -36,8 +36,8 @@ const (
 // readiness is left unconsumed; and unlike level-triggered interest, the
 // kernel does not poll every reported socket again at the next epoll_wait.
 const (
-	evIn    = unix.EPOLLIN | unix.EPOLLET
-	evInOut = evIn | unix.EPOLLOUT
+	EvIn    = unix.EPOLLIN | unix.EPOLLET
+	evInOut = EvIn | unix.EPOLLOUT
 	evOut   = unix.EPOLLOUT | unix.EPOLLET
 )
 
@@ -53,7 +53,7 @@ const (
 type command struct {
 	kind  int
 	phase int64         // the phase to run (cmdRun) or stop (cmdStop)
-	start func(l *loop) // cmdRun: begins the phase's run on the loop
+	start func(l *Loop) // cmdRun: begins the phase's run on the loop
 }
 
 // phaseResult is a loop's share of a phase, sent when the phase ends there.
@@ -64,57 +64,57 @@ type phaseResult struct {
 	rc      ReconnectStats
 }
 
-// loopRun is a phase running on a loop: the one interface the protocol
-// layer calls. Kinds embed baseRun for the hooks they do not need.
-type loopRun interface {
-	// id is the phase's number.
-	id() int64
-	// onData handles a chunk of a data message on c.
-	onData(l *loop, c *conn, ev *event, now int64)
-	// onPong handles a pong on c, with its payload (valid during the call).
-	onPong(l *loop, c *conn, payload []byte)
-	// onMessage handles an application message a protocol decoded on c
-	// (valid during the call; raw connections get onData instead).
-	onMessage(l *loop, c *conn, m *proto.Message, now int64)
-	// lost charges a dropped open connection; it runs after the socket is
+// LoopRun is a phase running on a loop: the one interface the protocol
+// layer calls. Kinds embed BaseRun for the hooks they do not need.
+type LoopRun interface {
+	// ID is the phase's number.
+	ID() int64
+	// OnData handles a chunk of a data message on c.
+	OnData(l *Loop, c *Conn, ev *Event, now int64)
+	// OnPong handles a pong on c, with its payload (valid during the call).
+	OnPong(l *Loop, c *Conn, payload []byte)
+	// OnMessage handles an application message a protocol decoded on c
+	// (valid during the call; raw connections get OnData instead).
+	OnMessage(l *Loop, c *Conn, m *proto.Message, now int64)
+	// Lost charges a dropped open connection; it runs after the socket is
 	// closed, with the flags c had. (A connection still in its handshake
 	// is its dialer's: see attemptFailed.)
-	lost(l *loop, c *conn, flags uint8, reason Reason)
-	// tick runs the timer checks (see loop.setTick).
-	tick(l *loop, now int64)
-	// wakeAt is the loop clock of the next pump; < 0 = none.
-	wakeAt() int64
-	// pump runs the timetable when wakeAt has come.
-	pump(l *loop, now int64)
-	// resume runs when c's queued output is written and its socket is
+	Lost(l *Loop, c *Conn, flags uint8, reason Reason)
+	// Tick runs the timer checks (see Loop.SetTick).
+	Tick(l *Loop, now int64)
+	// WakeAt is the loop clock of the next pump; < 0 = none.
+	WakeAt() int64
+	// Pump runs the timetable when WakeAt has come.
+	Pump(l *Loop, now int64)
+	// Resume runs when c's queued output is written and its socket is
 	// writable again.
-	resume(l *loop, c *conn)
-	// frame returns bytes [off:] of c's pending data frame masked with key
+	Resume(l *Loop, c *Conn)
+	// Frame returns bytes [off:] of c's pending data frame masked with key
 	// (conn.flags fDataPend), in the loop's write buffer.
-	frame(l *loop, key uint32, off int) []byte
-	// finish ends the run here (stopped: cut short) and reports its share
-	// with l.finished.
-	finish(l *loop, stopped bool, now int64)
+	Frame(l *Loop, key uint32, off int) []byte
+	// Finish ends the run here (stopped: cut short) and reports its share
+	// with l.Finished.
+	Finish(l *Loop, stopped bool, now int64)
 }
 
-// baseRun gives a loopRun no-op hooks (all but lost and finish, which
+// BaseRun gives a LoopRun no-op hooks (all but Lost and Finish, which
 // every kind must think about).
-type baseRun struct{ phase int64 }
+type BaseRun struct{ phase int64 }
 
-func (b *baseRun) id() int64                                   { return b.phase }
-func (*baseRun) onData(*loop, *conn, *event, int64)            {}
-func (*baseRun) onPong(*loop, *conn, []byte)                   {}
-func (*baseRun) onMessage(*loop, *conn, *proto.Message, int64) {}
-func (*baseRun) tick(*loop, int64)                             {}
-func (*baseRun) wakeAt() int64                                 { return -1 }
-func (*baseRun) pump(*loop, int64)                             {}
-func (*baseRun) resume(*loop, *conn)                           {}
-func (*baseRun) frame(*loop, uint32, int) []byte               { return nil }
+func (b *BaseRun) ID() int64                                   { return b.phase }
+func (*BaseRun) OnData(*Loop, *Conn, *Event, int64)            {}
+func (*BaseRun) OnPong(*Loop, *Conn, []byte)                   {}
+func (*BaseRun) OnMessage(*Loop, *Conn, *proto.Message, int64) {}
+func (*BaseRun) Tick(*Loop, int64)                             {}
+func (*BaseRun) WakeAt() int64                                 { return -1 }
+func (*BaseRun) Pump(*Loop, int64)                             {}
+func (*BaseRun) Resume(*Loop, *Conn)                           {}
+func (*BaseRun) Frame(*Loop, uint32, int) []byte               { return nil }
 
-// finished ends the run in progress and sends the loop's share.
-func (l *loop) finished(phase int64, part Result, stopped bool) {
+// Finished ends the run in progress and sends the loop's share.
+func (l *Loop) Finished(phase int64, part Result, stopped bool) {
 	l.ph = nil
-	l.setTick(0)
+	l.SetTick(0)
 	res := phaseResult{phase: phase, part: part, stopped: stopped}
 	if l.rc != nil {
 		res.rc = l.rc.stats()
@@ -122,7 +122,7 @@ func (l *loop) finished(phase int64, part Result, stopped bool) {
 	l.results <- res
 }
 
-// loop is one event loop: a goroutine locked to its OS thread, with its own
+// Loop is one event loop: a goroutine locked to its OS thread, with its own
 // epoll fd, owning a set of connections. Everything below mu is touched only
 // by the loop goroutine (and by tests that drive a loop synchronously).
 //
@@ -141,11 +141,11 @@ func (l *loop) finished(phase int64, part Result, stopped bool) {
 //     their next timetable event: epoll_pwait2 sleeps until exactly then
 //     (nanosecond timeouts; epoll_wait's whole milliseconds would make
 //     every paced message up to 1 ms late), and the loop calls their pump.
-type loop struct {
-	cl   *Client
-	id   int
-	epfd int
-	evfd int
+type Loop struct {
+	cl      *Client
+	id      int
+	EpollFD int
+	evfd    int
 
 	mu      sync.Mutex
 	cmds    []command
@@ -154,23 +154,23 @@ type loop struct {
 	done    chan struct{}
 	counts  *loopCounts // read by Live and the caller's slot distribution
 
-	events []unix.EpollEvent
-	ts     unix.Timespec // epollWait's timeout
-	byFD   []*conn       // fd -> connection
-	open   []*conn       // open WebSocket connections
-	gen    uint32
-	rbuf   []byte
-	wbuf   []byte
-	cbuf   []byte // control frames and upgrade requests
-	tin    []byte // TLS: ciphertext read; made on first use
-	tout   []byte // TLS: sealed records to write
-	tpend  int    // TLS: bytes at the start of tout that the next write sends first (a handshake's last flight)
-	tpool  hsPool // TLS: the handshakes' coroutines, reused
-	ibuf   []byte // permessage-deflate: the inflated message
-	fc     *conn  // the connection whose pending data frame flush or spill asks the run for (loopRun.frame)
+	events    []unix.EpollEvent
+	ts        unix.Timespec // epollWait's timeout
+	byFD      []*Conn       // fd -> connection
+	open      []*Conn       // open WebSocket connections
+	gen       uint32
+	rbuf      []byte
+	WriteBuf  []byte
+	cbuf      []byte // control frames and upgrade requests
+	tin       []byte // TLS: ciphertext read; made on first use
+	tout      []byte // TLS: sealed records to write
+	tpend     int    // TLS: bytes at the start of tout that the next write sends first (a handshake's last flight)
+	tpool     hsPool // TLS: the handshakes' coroutines, reused
+	ibuf      []byte // permessage-deflate: the inflated message
+	FrameConn *Conn  // the connection whose pending data frame flush or spill asks the run for (loopRun.frame)
 
 	inflater pmdeflate.Inflater // shared by the loop's compressed connections
-	deflater pmdeflate.Deflater
+	Deflater pmdeflate.Deflater
 	rng      *rand.ChaCha8
 	epoch    time.Time
 	extFree  []*connExt
@@ -188,13 +188,13 @@ type loop struct {
 	protoNext int64
 
 	// The phase running here, at most one at a time.
-	ph        loopRun
+	ph        LoopRun
 	rc        *reconnector // brings dropped connections back (Options.Reconnect); nil = none
 	tickEvery int64        // ns; 0 = no timers
 	nextTick  int64
 	cmdTmp    []command
-	ev        event // the data event being handled (see feed)
-	evz       event // an inflated message's event (see onData)
+	ev        Event // the data event being handled (see feed)
+	evz       Event // an inflated message's event (see onData)
 
 	// Data bytes received: as the frames carried them (compressed or not)
 	// and as payload (inflated); runs read them at their start and end.
@@ -211,7 +211,7 @@ type loop struct {
 }
 
 // newLoop creates a loop's epoll and eventfd; run starts it.
-func newLoop(cl *Client, id int) (*loop, error) {
+func newLoop(cl *Client, id int) (*Loop, error) {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, errors.Join(errors.New("client: epoll_create1"), err)
@@ -221,7 +221,7 @@ func newLoop(cl *Client, id int) (*loop, error) {
 		unix.Close(epfd)
 		return nil, errors.Join(errors.New("client: eventfd"), err)
 	}
-	if err := epollCtl(epfd, unix.EPOLL_CTL_ADD, int32(evfd), 0, unix.EPOLLIN); err != nil {
+	if err := EpollCtl(epfd, unix.EPOLL_CTL_ADD, int32(evfd), 0, unix.EPOLLIN); err != nil {
 		unix.Close(evfd)
 		unix.Close(epfd)
 		return nil, errors.Join(errors.New("client: epoll_ctl eventfd"), err)
@@ -230,10 +230,10 @@ func newLoop(cl *Client, id int) (*loop, error) {
 	for i := 0; i < 4; i++ {
 		binary.LittleEndian.PutUint64(seed[8*i:], rand.Uint64())
 	}
-	l := &loop{
+	l := &Loop{
 		cl:      cl,
 		id:      id,
-		epfd:    epfd,
+		EpollFD: epfd,
 		evfd:    evfd,
 		results: make(chan phaseResult, 1),
 		done:    make(chan struct{}),
@@ -259,13 +259,13 @@ func newLoop(cl *Client, id int) (*loop, error) {
 	return l, nil
 }
 
-// now is the loop clock: monotonic ns since the loop was created. It costs
+// Now is the loop clock: monotonic ns since the loop was created. It costs
 // one vDSO clock read (time.Since), never a system call.
-func (l *loop) now() int64 { return int64(time.Since(l.epoch)) }
+func (l *Loop) Now() int64 { return int64(time.Since(l.epoch)) }
 
 // post queues a command and wakes the loop. It returns false if the loop
 // has exited (or is exiting) and will not run it.
-func (l *loop) post(cmd command) bool {
+func (l *Loop) post(cmd command) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.quit {
@@ -281,7 +281,7 @@ func (l *loop) post(cmd command) bool {
 }
 
 // run is the loop goroutine.
-func (l *loop) run() {
+func (l *Loop) run() {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	defer preciseTimers()()
@@ -289,7 +289,7 @@ func (l *loop) run() {
 	defer loopsAlive.Add(-1)
 	defer l.tpool.Close()
 	raw := rawWaits()
-	now := l.now() // read once per iteration, after the events
+	now := l.Now() // read once per iteration, after the events
 	for {
 		timeout := int64(-1)
 		if at, ok := l.deadline(); ok {
@@ -301,7 +301,7 @@ func (l *loop) run() {
 			l.sleep(timeout)
 			timeout = 0
 		}
-		n, err := epollWait(l.epfd, l.events, timeout, raw, &l.ts)
+		n, err := epollWait(l.EpollFD, l.events, timeout, raw, &l.ts)
 		l.wakes++
 		l.more = n == len(l.events)
 		if l.batching {
@@ -329,7 +329,7 @@ func (l *loop) run() {
 			}
 			l.handle(c, ev.Events)
 		}
-		now = l.now()
+		now = l.Now()
 		if l.protoNext > 0 && now >= l.protoNext {
 			l.protoKeepalive(now)
 			l.protoNext = now + int64(proto.TickEvery)
@@ -339,15 +339,15 @@ func (l *loop) run() {
 			l.nextTick = now + l.tickEvery
 		}
 		if r := l.ph; r != nil {
-			if w := r.wakeAt(); w >= 0 && (now >= w || n > 0 && dueEarly(r, now)) {
-				r.pump(l, now)
-				now = l.now() // the pump's writes take time; wake on time
+			if w := r.WakeAt(); w >= 0 && (now >= w || n > 0 && dueEarly(r, now)) {
+				r.Pump(l, now)
+				now = l.Now() // the pump's writes take time; wake on time
 			}
 		}
 		if rc := l.rc; rc != nil {
 			if w := rc.wakeAt(); w >= 0 && now >= w {
 				rc.pump(l, now)
-				now = l.now()
+				now = l.Now()
 			}
 		}
 		if l.stopping {
@@ -359,19 +359,19 @@ func (l *loop) run() {
 
 // slackRun is a run whose wake-ups a timer slack delays past its next due
 // message (pacedWake): dueAt is the loop clock that message is due.
-type slackRun interface{ dueAt() int64 }
+type slackRun interface{ DueAt() int64 }
 
 // dueEarly reports whether r has a message due by now although its
 // (slack-delayed) wake-up has not come: a loop awake anyway, for an echo,
 // then pumps at once, so that one wake-up serves the sends too and the
 // message leaves as early as it can.
-func dueEarly(r loopRun, now int64) bool {
+func dueEarly(r LoopRun, now int64) bool {
 	s, ok := r.(slackRun)
-	return ok && now >= s.dueAt()
+	return ok && now >= s.DueAt()
 }
 
 // deadline returns the loop clock of the next timer event, if any.
-func (l *loop) deadline() (int64, bool) {
+func (l *Loop) deadline() (int64, bool) {
 	at, ok := int64(0), false
 	if l.tickEvery > 0 {
 		at, ok = l.nextTick, true
@@ -380,7 +380,7 @@ func (l *loop) deadline() (int64, bool) {
 		at, ok = l.protoNext, true
 	}
 	if r := l.ph; r != nil {
-		if w := r.wakeAt(); w >= 0 && (!ok || w < at) {
+		if w := r.WakeAt(); w >= 0 && (!ok || w < at) {
 			at, ok = w, true
 		}
 	}
@@ -393,7 +393,7 @@ func (l *loop) deadline() (int64, bool) {
 }
 
 // drainCommands runs the queued commands.
-func (l *loop) drainCommands() {
+func (l *Loop) drainCommands() {
 	var buf [8]byte
 	// The eventfd is non-blocking; EAGAIN just means another wake-up
 	// already reset the counter.
@@ -407,8 +407,8 @@ func (l *loop) drainCommands() {
 		case cmdRun:
 			cmd.start(l)
 		case cmdStop:
-			if r := l.ph; r != nil && r.id() == cmd.phase {
-				r.finish(l, true, l.now())
+			if r := l.ph; r != nil && r.ID() == cmd.phase {
+				r.Finish(l, true, l.Now())
 			}
 		case cmdClose:
 			l.stopping = true
@@ -417,66 +417,66 @@ func (l *loop) drainCommands() {
 	}
 }
 
-// setTick arms (every > 0) or disarms the loop's timer checks.
-func (l *loop) setTick(every time.Duration) {
+// SetTick arms (every > 0) or disarms the loop's timer checks.
+func (l *Loop) SetTick(every time.Duration) {
 	if every <= 0 {
 		l.tickEvery = 0
 		return
 	}
-	l.tickEvery = int64(min(max(every, minTick), maxTick))
-	l.nextTick = l.now() + l.tickEvery
+	l.tickEvery = int64(min(max(every, minTick), MaxTick))
+	l.nextTick = l.Now() + l.tickEvery
 }
 
 // tick runs the timer checks of the phase in progress.
-func (l *loop) tick(now int64) {
+func (l *Loop) tick(now int64) {
 	if r := l.ph; r != nil {
-		r.tick(l, now)
+		r.Tick(l, now)
 	}
 }
 
 // shutdown ends any phase, says goodbye on every connection and releases
 // the loop's fds. After it, post refuses commands.
-func (l *loop) shutdown() {
+func (l *Loop) shutdown() {
 	l.mu.Lock()
 	l.quit = true
 	l.cmds = nil
 	l.mu.Unlock()
 	if r := l.ph; r != nil {
-		r.finish(l, true, l.now())
+		r.Finish(l, true, l.Now())
 	}
 	for fd, c := range l.byFD {
 		if c == nil {
 			continue
 		}
-		if c.state == stOpen && c.flags&(fDataPend|fWantOut) == 0 {
-			l.cbuf = appendControl(l.cbuf[:0], opClose, []byte{0x03, 0xe8}, uint32(l.rng.Uint64())) // 1000: normal closure
+		if c.state == StateOpen && c.Flags&(FlagDataPend|FlagWantOut) == 0 {
+			l.cbuf = appendControl(l.cbuf[:0], OpClose, []byte{0x03, 0xe8}, uint32(l.rng.Uint64())) // 1000: normal closure
 			// Best effort: the connection is closed right after either way.
-			_, _ = l.write(c, l.cbuf)
+			_, _ = l.Write(c, l.cbuf)
 			l.closeNotify(c)
 		}
-		l.closeFD(c)
+		l.CloseFD(c)
 		l.byFD[fd] = nil
 	}
 	l.open = nil
 	l.counts.open.Store(0)
 	unix.Close(l.evfd)
-	unix.Close(l.epfd)
+	unix.Close(l.EpollFD)
 }
 
 // register adds c to the fd table and to epoll.
-func (l *loop) register(c *conn, events uint32) error {
+func (l *Loop) register(c *Conn, events uint32) error {
 	l.gen++
 	if l.gen == 0 { // 0 marks the eventfd
 		l.gen = 1
 	}
 	c.gen = l.gen
-	if err := epollCtl(l.epfd, unix.EPOLL_CTL_ADD, c.fd, c.gen, events); err != nil {
+	if err := EpollCtl(l.EpollFD, unix.EPOLL_CTL_ADD, c.fd, c.gen, events); err != nil {
 		return err
 	}
 	fd := int(c.fd)
 	if fd >= len(l.byFD) {
 		n := max(2*len(l.byFD), fd+1, 1024)
-		byFD := make([]*conn, n)
+		byFD := make([]*Conn, n)
 		copy(byFD, l.byFD)
 		l.byFD = byFD
 	}
@@ -484,10 +484,10 @@ func (l *loop) register(c *conn, events uint32) error {
 	return nil
 }
 
-// closeFD closes c's socket (which also removes it from epoll) and, if it
+// CloseFD closes c's socket (which also removes it from epoll) and, if it
 // was open, takes it off the open list.
-func (l *loop) closeFD(c *conn) {
-	if c.state == stOpen {
+func (l *Loop) CloseFD(c *Conn) {
+	if c.state == StateOpen {
 		last := l.open[len(l.open)-1]
 		l.open[c.idx] = last
 		last.idx = c.idx
@@ -502,21 +502,21 @@ func (l *loop) closeFD(c *conn) {
 	unix.Close(int(c.fd))
 	dropSec(c)
 	c.state = stClosed
-	c.flags = 0
+	c.Flags = 0
 	l.putExt(c)
 }
 
 // addOpen puts a connection that finished its handshake on the open list.
-func (l *loop) addOpen(c *conn) {
-	c.state = stOpen
+func (l *Loop) addOpen(c *Conn) {
+	c.state = StateOpen
 	c.idx = int32(len(l.open))
 	l.open = append(l.open, c)
 	l.counts.open.Add(1)
 	l.cl.conns.Add(1)
 }
 
-// getExt returns c's ext, attaching a recycled or new one if needed.
-func (l *loop) getExt(c *conn) *connExt {
+// GetExt returns c's ext, attaching a recycled or new one if needed.
+func (l *Loop) GetExt(c *Conn) *connExt {
 	if c.ext == nil {
 		if n := len(l.extFree); n > 0 {
 			c.ext = l.extFree[n-1]
@@ -529,7 +529,7 @@ func (l *loop) getExt(c *conn) *connExt {
 }
 
 // putExt detaches c's ext and recycles it.
-func (l *loop) putExt(c *conn) {
+func (l *Loop) putExt(c *Conn) {
 	x := c.ext
 	if x == nil {
 		return
@@ -538,15 +538,15 @@ func (l *loop) putExt(c *conn) {
 	if cap(x.pend) > maxStash*2 {
 		x.pend = nil // drop a large handshake buffer
 	}
-	*x = connExt{pend: x.pend[:0], out: x.out[:0]}
+	*x = connExt{pend: x.pend[:0], Out: x.Out[:0]}
 	if len(l.extFree) < 1024 {
 		l.extFree = append(l.extFree, x)
 	}
 }
 
 // handle dispatches one epoll event.
-func (l *loop) handle(c *conn, events uint32) {
-	if c.sec != nil && len(c.sec.out) > 0 && events&unix.EPOLLOUT != 0 {
+func (l *Loop) handle(c *Conn, events uint32) {
+	if c.Sec != nil && len(c.Sec.out) > 0 && events&unix.EPOLLOUT != 0 {
 		// Sealed TLS records precede any other output.
 		l.flushSealed(c)
 		if c.state == stClosed {
@@ -564,15 +564,15 @@ func (l *loop) handle(c *conn, events uint32) {
 		l.sendRequest(c)
 	case stReceiving:
 		l.readResponse(c)
-	case stGreeting, stOpen:
-		if events&unix.EPOLLOUT != 0 && c.flags&fWantOut != 0 {
+	case stGreeting, StateOpen:
+		if events&unix.EPOLLOUT != 0 && c.Flags&FlagWantOut != 0 {
 			l.flush(c)
 			if c.state < stGreeting {
 				return
 			}
 		}
 		if events&(unix.EPOLLIN|unix.EPOLLERR|unix.EPOLLHUP) != 0 {
-			l.readFrames(c)
+			l.ReadFrames(c)
 		}
 	}
 }

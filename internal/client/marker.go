@@ -9,15 +9,15 @@ import "encoding/binary"
 // little-endian. A rate payload must be at least this long.
 const MarkerLen = 16
 
-// putMarker writes a marker into b[:MarkerLen].
-func putMarker(b []byte, seq uint64, at int64) {
+// PutMarker writes a marker into b[:MarkerLen].
+func PutMarker(b []byte, seq uint64, at int64) {
 	_ = b[MarkerLen-1]
 	binary.LittleEndian.PutUint64(b[0:], seq)
 	binary.LittleEndian.PutUint64(b[8:], uint64(at))
 }
 
-// readMarker reads the marker in b[:MarkerLen].
-func readMarker(b []byte) (seq uint64, at int64) {
+// ReadMarker reads the marker in b[:MarkerLen].
+func ReadMarker(b []byte) (seq uint64, at int64) {
 	_ = b[MarkerLen-1]
 	return binary.LittleEndian.Uint64(b[0:]), int64(binary.LittleEndian.Uint64(b[8:]))
 }

@@ -50,7 +50,7 @@ func TestSplitInt64(t *testing.T) {
 		{1000001, []int{9500, 9500}, []int64{500001, 500000}},
 	}
 	for _, c := range cases {
-		got := splitInt64(c.n, c.weights)
+		got := SplitInt64(c.n, c.weights)
 		if !reflect.DeepEqual(got, c.want) {
 			t.Errorf("splitInt64(%d, %v) = %v, want %v", c.n, c.weights, got, c.want)
 		}
@@ -100,8 +100,8 @@ func TestSplitParams(t *testing.T) {
 func hist(all Hist, vals ...int64) Hist {
 	h := NewHist()
 	for _, v := range vals {
-		record(h.Histogram, v)
-		record(all.Histogram, v)
+		Record(h.Histogram, v)
+		Record(all.Histogram, v)
 	}
 	return h
 }

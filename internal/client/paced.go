@@ -37,7 +37,7 @@ var (
 
 // pumpBytes bounds what one pump writes before the loop reads again: an
 // overdriven phase must not starve the reads of its own echoes.
-const pumpBytes = 1 << 20
+const PumpBytes = 1 << 20
 
 // rateDefault is the default tag of RateSend's key.
 func rateDefault[T any](key string) T {
@@ -45,7 +45,7 @@ func rateDefault[T any](key string) T {
 	return d.(T)
 }
 
-// pacedWake is the part of an open-loop sender that decides when its loop
+// PacedWake is the part of an open-loop sender that decides when its loop
 // wakes up, shared by every paced kind (rate, and through it capacity
 // search; broadcast): the timetable itself is a Pacer and a cursor, the
 // sending is the kind's.
@@ -59,19 +59,19 @@ func rateDefault[T any](key string) T {
 // host's own wake-up latency); its latency still counts from its own
 // scheduled time, and lateness records exactly how late each one left.
 // Sparse timetables (gaps longer than the slack) are not delayed at all.
-type pacedWake struct {
-	slack int64 // ns; 0 = none
+type PacedWake struct {
+	Slack int64 // ns; 0 = none
 	last  int64 // loop clock of the last pump; math.MinInt64/2 before the first
-	// late is how late each message left: actual write − scheduled time,
+	// Late is how late each message left: actual write − scheduled time,
 	// ns (0 for one written early, which never happens).
-	late *hdrhistogram.Histogram
-	// batched: the phase's reads are batched (begin), until end.
-	batched bool
+	Late *hdrhistogram.Histogram
+	// Batched: the phase's reads are batched (begin), until end.
+	Batched bool
 }
 
-// slackOf is the slack of a paced sender for a declared `slack` key: 0 is
+// SlackOf is the slack of a paced sender for a declared `slack` key: 0 is
 // NoSlack, nil (no default applied) DefaultSlack.
-func slackOf(d *units.Duration) time.Duration {
+func SlackOf(d *units.Duration) time.Duration {
 	switch {
 	case d == nil:
 		return DefaultSlack
@@ -81,16 +81,16 @@ func slackOf(d *units.Duration) time.Duration {
 	return d.D()
 }
 
-// newPacedWake returns the wake gate of a sender with slack (NoSlack or
+// NewPacedWake returns the wake gate of a sender with slack (NoSlack or
 // > 0; 0 is DefaultSlack).
-func newPacedWake(slack time.Duration) pacedWake {
+func NewPacedWake(slack time.Duration) PacedWake {
 	switch {
 	case slack == 0:
 		slack = DefaultSlack
 	case slack < 0:
 		slack = 0
 	}
-	return pacedWake{slack: int64(slack), last: -1 << 62, late: NewHistogram()}
+	return PacedWake{Slack: int64(slack), last: -1 << 62, Late: NewHistogram()}
 }
 
 // Read modes of a paced phase (RateParams.Reads).
@@ -115,10 +115,10 @@ func CheckReads(mode string) error {
 	return fmt.Errorf("must be %s or %s, got %q", ReadsBatched, ReadsPrompt, mode)
 }
 
-// mergeReads merges the read modes of two parts of a phase: prompt where
+// MergeReads merges the read modes of two parts of a phase: prompt where
 // any part read promptly (a kernel refused timestamps), which is what the
 // phase's figures then partly rest on.
-func mergeReads(a, b string) string {
+func MergeReads(a, b string) string {
 	switch {
 	case a == "":
 		return b
@@ -128,33 +128,33 @@ func mergeReads(a, b string) string {
 	return ReadsPrompt
 }
 
-// begin starts the gate's phase on l over its connections conns with the
+// Begin starts the gate's phase on l over its connections conns with the
 // read mode asked for, and returns the mode it runs with: batched reads
 // fall back to prompt ones where the kernel refuses receive timestamps.
-func (w *pacedWake) begin(l *loop, conns []*conn, mode string) string {
+func (w *PacedWake) Begin(l *Loop, conns []*Conn, mode string) string {
 	if mode == ReadsPrompt || !l.batchReads(conns) {
 		return ReadsPrompt
 	}
-	w.batched = true
+	w.Batched = true
 	return ReadsBatched
 }
 
-// end ends the gate's phase on l: prompt reads again.
-func (w *pacedWake) end(l *loop) {
-	if w.batched {
+// End ends the gate's phase on l: prompt reads again.
+func (w *PacedWake) End(l *Loop) {
+	if w.Batched {
 		l.promptReads()
-		w.batched = false
+		w.Batched = false
 	}
 }
 
-// pumped notes a pump at now.
-func (w *pacedWake) pumped(now int64) { w.last = now }
+// Pumped notes a pump at now.
+func (w *PacedWake) Pumped(now int64) { w.last = now }
 
-// wake returns when to wake for a message due at `due` (loop clock).
-func (w *pacedWake) wake(due int64) int64 { return max(due, w.last+w.slack) }
+// Wake returns when to wake for a message due at `due` (loop clock).
+func (w *PacedWake) Wake(due int64) int64 { return max(due, w.last+w.Slack) }
 
-// sent records a message scheduled at `at` and written at now.
-func (w *pacedWake) sent(now, at int64) { record(w.late, max(0, now-at)) }
+// Sent records a message scheduled at `at` and written at now.
+func (w *PacedWake) Sent(now, at int64) { Record(w.Late, max(0, now-at)) }
 
 // RateSend are the keys of how a rate phase sends and checks its
 // messages, which a capacity search (scenarios.Search) passes to every
@@ -186,5 +186,5 @@ type RateSend struct {
 	File string `yaml:"file" json:"-" doc:"with payload_kind: file, the file whose bytes are cycled to the payload size"`
 }
 
-// bytes is the payload size; Client.Run applied its default.
-func (p *RateSend) bytes() int { return sizeOf(p.Payload) }
+// Bytes is the payload size; Client.Run applied its default.
+func (p *RateSend) Bytes() int { return SizeOf(p.Payload) }

@@ -25,12 +25,12 @@ func TestPacedWake(t *testing.T) {
 		{"no slack, overdue: at once", NoSlack, 1000 * us, 900 * us, 1000 * us},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newPacedWake(tc.slack)
-			if got := w.wake(tc.due); got != tc.due {
+			w := NewPacedWake(tc.slack)
+			if got := w.Wake(tc.due); got != tc.due {
 				t.Errorf("before any pump: wake(%d) = %d, want the due time", tc.due, got)
 			}
-			w.pumped(tc.last)
-			if got := w.wake(tc.due); got != tc.want {
+			w.Pumped(tc.last)
+			if got := w.Wake(tc.due); got != tc.want {
 				t.Errorf("wake(%d) after a pump at %d = %d, want %d", tc.due, tc.last, got, tc.want)
 			}
 		})
@@ -44,17 +44,17 @@ func TestPacedWake(t *testing.T) {
 func TestRateSlackBatches(t *testing.T) {
 	r := newRateRig(t, 64, 1)
 	rr := r.l.ph.(*rateRun)
-	rr.gate = newPacedWake(time.Millisecond)
+	rr.gate = NewPacedWake(time.Millisecond)
 	// 10 messages due (1 ms at 10,000/s): one pump writes them all.
 	r.now = rr.start + 10*r.period - 1
 	r.l.ratePump(r.now)
 	if rr.part.Sent != 10 {
 		t.Fatalf("one pump after 1 ms sent %d, want 10", rr.part.Sent)
 	}
-	if w := r.l.ph.wakeAt(); w != r.now+int64(time.Millisecond) {
+	if w := r.l.ph.WakeAt(); w != r.now+int64(time.Millisecond) {
 		t.Errorf("next wake at %d, want the pump + slack %d", w, r.now+int64(time.Millisecond))
 	}
-	h := rr.gate.late
+	h := rr.gate.Late
 	if h.TotalCount() != 10 {
 		t.Fatalf("send_late holds %d, want 10", h.TotalCount())
 	}
@@ -79,7 +79,7 @@ func TestSlackOf(t *testing.T) {
 		{d(0), NoSlack},
 		{d(time.Millisecond), time.Millisecond},
 	} {
-		if got := slackOf(tc.slack); got != tc.want {
+		if got := SlackOf(tc.slack); got != tc.want {
 			t.Errorf("slack %v: client gets %v, want %v", tc.slack, got, tc.want)
 		}
 	}

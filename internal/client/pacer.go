@@ -118,61 +118,61 @@ func (p Pacer) Pace(elapsed time.Duration, sent int64, phase float64) (wait time
 	return at - elapsed, false
 }
 
-// cursor walks one loop's share of a timetable in due order. The loop's n
+// Cursor walks one loop's share of a timetable in due order. The loop's n
 // connections have phases (first+j)/total for j = 0…n-1, increasing in j,
 // so the events (round k, connection j) are due in lexicographic order:
 // the loop needs no timer per connection, only the time of the event at
 // the cursor.
-type cursor struct {
-	p     Pacer
-	first int // phase index of the loop's connection 0
-	total int // phase denominator: connections over every loop (and shard)
-	n     int // connections in this loop
+type Cursor struct {
+	Pacer Pacer
+	First int // phase index of the loop's connection 0
+	Total int // phase denominator: connections over every loop (and shard)
+	Conns int // connections in this loop
 	k     int64
-	j     int
+	Index int
 }
 
-// phase returns connection j's phase.
-func (cu *cursor) phase(j int) float64 { return float64(cu.first+j) / float64(cu.total) }
+// Phase returns connection j's phase.
+func (cu *Cursor) Phase(j int) float64 { return float64(cu.First+j) / float64(cu.Total) }
 
-// at returns the scheduled time of the event at the cursor; at or after
+// At returns the scheduled time of the event at the cursor; at or after
 // the pacer's Duration means the timetable is exhausted.
-func (cu *cursor) at() time.Duration { return cu.p.At(cu.k, cu.phase(cu.j)) }
+func (cu *Cursor) At() time.Duration { return cu.Pacer.At(cu.k, cu.Phase(cu.Index)) }
 
-// advance moves to the next event.
-func (cu *cursor) advance() {
-	cu.j++
-	if cu.j == cu.n {
-		cu.j = 0
+// Advance moves to the next event.
+func (cu *Cursor) Advance() {
+	cu.Index++
+	if cu.Index == cu.Conns {
+		cu.Index = 0
 		cu.k++
 	}
 }
 
-// seek moves the cursor to the first event due after elapsed.
-func (cu *cursor) seek(elapsed time.Duration) {
-	if cu.n == 0 {
+// Seek moves the cursor to the first event due after elapsed.
+func (cu *Cursor) Seek(elapsed time.Duration) {
+	if cu.Conns == 0 {
 		return
 	}
-	x := cu.p.credit(elapsed)
+	x := cu.Pacer.credit(elapsed)
 	k := int64(x)
 	frac := x - float64(k)
 	// First j with phase(j) > frac.
-	j := int(math.Floor(frac*float64(cu.total)-float64(cu.first))) + 1
-	j = min(max(j, 0), cu.n)
-	cu.k, cu.j = k, j
-	if cu.j == cu.n {
-		cu.k, cu.j = cu.k+1, 0
+	j := int(math.Floor(frac*float64(cu.Total)-float64(cu.First))) + 1
+	j = min(max(j, 0), cu.Conns)
+	cu.k, cu.Index = k, j
+	if cu.Index == cu.Conns {
+		cu.k, cu.Index = cu.k+1, 0
 	}
 	// Rounding may put the estimate an event off either way: step back,
 	// then forward past every event due by elapsed.
 	for range 2 {
-		if cu.j > 0 {
-			cu.j--
+		if cu.Index > 0 {
+			cu.Index--
 		} else if cu.k > 0 {
-			cu.k, cu.j = cu.k-1, cu.n-1
+			cu.k, cu.Index = cu.k-1, cu.Conns-1
 		}
 	}
-	for cu.at() <= elapsed {
-		cu.advance()
+	for cu.At() <= elapsed {
+		cu.Advance()
 	}
 }

@@ -169,30 +169,30 @@ func TestCursorOrder(t *testing.T) {
 		t.Run(fmt.Sprint("ramp=", ramp), func(t *testing.T) {
 			p := Pacer{Rate: 10, Ramp: ramp, Duration: time.Second}
 			// This loop has connections 3…7 of 10 (another loop has the rest).
-			cu := cursor{p: p, first: 3, total: 10, n: 5}
-			counts := make([]int64, cu.n)
+			cu := Cursor{Pacer: p, First: 3, Total: 10, Conns: 5}
+			counts := make([]int64, cu.Conns)
 			last := time.Duration(-1)
-			for cu.at() < p.Duration {
-				at := cu.at()
+			for cu.At() < p.Duration {
+				at := cu.At()
 				if at < last {
-					t.Fatalf("event (%d, %d) at %v before the previous at %v", cu.k, cu.j, at, last)
+					t.Fatalf("event (%d, %d) at %v before the previous at %v", cu.k, cu.Index, at, last)
 				}
-				if cu.k != counts[cu.j] {
-					t.Fatalf("event (%d, %d): connection's message %d expected", cu.k, cu.j, counts[cu.j])
+				if cu.k != counts[cu.Index] {
+					t.Fatalf("event (%d, %d): connection's message %d expected", cu.k, cu.Index, counts[cu.Index])
 				}
 				last = at
-				counts[cu.j]++
-				cu.advance()
+				counts[cu.Index]++
+				cu.Advance()
 			}
 			for j, n := range counts {
-				if want := p.Total(cu.phase(j)); n != want {
+				if want := p.Total(cu.Phase(j)); n != want {
 					t.Errorf("connection %d: %d events, want %d", j, n, want)
 				}
 			}
 			if ramp == 0 {
 				// Phases 0.3…0.7 of a 100 ms period: 30, 40, … 70 ms.
-				for j := range cu.n {
-					if got, want := p.At(0, cu.phase(j)), time.Duration(30+10*j)*ms; absDur(got-want) > time.Microsecond {
+				for j := range cu.Conns {
+					if got, want := p.At(0, cu.Phase(j)), time.Duration(30+10*j)*ms; absDur(got-want) > time.Microsecond {
 						t.Errorf("connection %d: first message at %v, want %v", j, got, want)
 					}
 				}
@@ -209,20 +209,20 @@ func TestCursorSeek(t *testing.T) {
 		{Rate: 7, Ramp: time.Second, Duration: 3 * time.Second},
 		{Rate: 1000, Duration: time.Second},
 	} {
-		walk := cursor{p: p, first: 2, total: 9, n: 4}
-		for step := 0; walk.at() < p.Duration; step++ {
-			at := walk.at()
+		walk := Cursor{Pacer: p, First: 2, Total: 9, Conns: 4}
+		for step := 0; walk.At() < p.Duration; step++ {
+			at := walk.At()
 			for _, el := range []time.Duration{at - 1, at - time.Microsecond} {
 				if el < 0 {
 					continue
 				}
-				sk := cursor{p: p, first: 2, total: 9, n: 4}
-				sk.seek(el)
-				if sk.k != walk.k || sk.j != walk.j {
-					t.Fatalf("%+v: seek(%v) = (%d, %d), want (%d, %d)", p, el, sk.k, sk.j, walk.k, walk.j)
+				sk := Cursor{Pacer: p, First: 2, Total: 9, Conns: 4}
+				sk.Seek(el)
+				if sk.k != walk.k || sk.Index != walk.Index {
+					t.Fatalf("%+v: seek(%v) = (%d, %d), want (%d, %d)", p, el, sk.k, sk.Index, walk.k, walk.Index)
 				}
 			}
-			walk.advance()
+			walk.Advance()
 		}
 	}
 }
@@ -244,8 +244,8 @@ func TestMarkerRoundTrip(t *testing.T) {
 		seq uint64
 		at  int64
 	}{{0, 0}, {1, 5000}, {1<<40 + 7, int64(time.Hour)}, {math.MaxUint64, math.MaxInt64}} {
-		putMarker(b, c.seq, c.at)
-		if seq, at := readMarker(b); seq != c.seq || at != c.at {
+		PutMarker(b, c.seq, c.at)
+		if seq, at := ReadMarker(b); seq != c.seq || at != c.at {
 			t.Errorf("marker (%d, %d) read back as (%d, %d)", c.seq, c.at, seq, at)
 		}
 	}
@@ -254,17 +254,17 @@ func TestMarkerRoundTrip(t *testing.T) {
 // TestPacingAllocs: the pacer, the cursor and the marker allocate nothing.
 func TestPacingAllocs(t *testing.T) {
 	p := Pacer{Rate: 200, Ramp: time.Second, Duration: 10 * time.Second}
-	cu := cursor{p: p, first: 0, total: 1000, n: 1000}
+	cu := Cursor{Pacer: p, First: 0, Total: 1000, Conns: 1000}
 	var b [MarkerLen]byte
 	el := time.Duration(0)
 	allocs := testing.AllocsPerRun(10000, func() {
 		el += 37 * time.Microsecond
 		_ = p.Due(el, 0.25)
 		_, _ = p.Pace(el, 3, 0.25)
-		cu.advance()
-		_ = cu.at()
-		putMarker(b[:], 42, int64(el))
-		_, _ = readMarker(b[:])
+		cu.Advance()
+		_ = cu.At()
+		PutMarker(b[:], 42, int64(el))
+		_, _ = ReadMarker(b[:])
 	})
 	if allocs != 0 {
 		t.Errorf("%v allocations per run, want 0", allocs)
@@ -303,11 +303,11 @@ func BenchmarkPacerDue(b *testing.B) {
 
 // BenchmarkCursor is the scheduler's cost per timetable event.
 func BenchmarkCursor(b *testing.B) {
-	cu := cursor{p: Pacer{Rate: 200, Duration: 1 << 62}, total: 10000, n: 10000}
+	cu := Cursor{Pacer: Pacer{Rate: 200, Duration: 1 << 62}, Total: 10000, Conns: 10000}
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = cu.at()
-		cu.advance()
+		_ = cu.At()
+		cu.Advance()
 	}
 }
 
@@ -316,8 +316,8 @@ func BenchmarkMarker(b *testing.B) {
 	b.ReportAllocs()
 	var sum uint64
 	for i := 0; b.Loop(); i++ {
-		putMarker(buf[:], uint64(i), int64(i)*7)
-		seq, at := readMarker(buf[:])
+		PutMarker(buf[:], uint64(i), int64(i)*7)
+		seq, at := ReadMarker(buf[:])
 		sum += seq + uint64(at)
 	}
 	if sum == 0 {

@@ -15,17 +15,17 @@ import (
 // maxPayload bounds a message's payload: each loop keeps one masked copy.
 const maxPayload = 64 << 20
 
-// sizeOf is a declared size key's value in bytes: nil (not given, and no
+// SizeOf is a declared size key's value in bytes: nil (not given, and no
 // default applied) is 0.
-func sizeOf(s *units.Size) int {
+func SizeOf(s *units.Size) int {
 	if s == nil {
 		return 0
 	}
 	return int(*s)
 }
 
-// checkPayloadKind checks a phase's payload kind and file.
-func checkPayloadKind(kind string, file []byte) error {
+// CheckPayloadKind checks a phase's payload kind and file.
+func CheckPayloadKind(kind string, file []byte) error {
 	switch kind {
 	case "", payload.Random, payload.Text:
 		if len(file) > 0 {
@@ -41,9 +41,9 @@ func checkPayloadKind(kind string, file []byte) error {
 	return fmt.Errorf("payload kind must be one of %v, got %q", payload.Kinds, kind)
 }
 
-// makeKindPayload returns n bytes of the given payload kind, valid UTF-8
+// MakeKindPayload returns n bytes of the given payload kind, valid UTF-8
 // for text messages.
-func makeKindPayload(kind string, n int, text bool, file []byte) ([]byte, error) {
+func MakeKindPayload(kind string, n int, text bool, file []byte) ([]byte, error) {
 	if kind == "" {
 		kind = payload.Random
 	}
@@ -60,10 +60,10 @@ func makeKindPayload(kind string, n int, text bool, file []byte) ([]byte, error)
 	return b, nil
 }
 
-// makePayload returns n bytes of the default kind (random): ChaCha8
+// MakePayload returns n bytes of the default kind (random): ChaCha8
 // bytes, or lowercase letters (valid UTF-8) for text.
-func makePayload(n int, text bool) []byte {
-	b, err := makeKindPayload(payload.Random, n, text, nil)
+func MakePayload(n int, text bool) []byte {
+	b, err := MakeKindPayload(payload.Random, n, text, nil)
 	if err != nil {
 		panic(err) // the random kind fails only for n < 0, a caller's bug
 	}

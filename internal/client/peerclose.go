@@ -147,7 +147,7 @@ func byPeer(reason Reason) bool {
 	if strings.HasPrefix(string(reason), string(ReasonServerClose)) {
 		return true
 	}
-	switch connectReasonOf(reason, stOpen) {
+	switch connectReasonOf(reason, StateOpen) {
 	case ConnectReset, ConnectClosed:
 		return true
 	}

@@ -41,13 +41,13 @@ type PingResult struct {
 func (p *PingParams) Kind() string { return "ping" }
 
 // Validate implements Params.
-func (p *PingParams) Validate() error { return checkParams(p) }
+func (p *PingParams) Validate() error { return CheckParams(p) }
 
 // Split implements Params: concurrency in proportion to the parts' open
 // connections, total in proportion to the concurrency.
 func (p *PingParams) Split(weights []int) []Params {
-	conc := distribute(p.Concurrency, weights)
-	tot := splitInt64(p.Total, conc)
+	conc := Distribute(p.Concurrency, weights)
+	tot := SplitInt64(p.Total, conc)
 	out := make([]Params, len(weights))
 	for i := range out {
 		if conc[i] > 0 && tot[i] > 0 {
@@ -66,8 +66,8 @@ func (r *PingResult) Merge(other Result) {
 	r.Success += o.Success
 	r.Failed += o.Failed
 	r.Used = max(r.Used, o.Used)
-	r.Latency.add(o.Latency)
-	r.Errors.merge(o.Errors)
+	r.Latency.Add(o.Latency)
+	r.Errors.Merge(o.Errors)
 	r.Stopped = MergeStop(r.Stopped, o.Stopped)
 }
 
@@ -76,32 +76,32 @@ func (r *PingResult) Stop() StopReason { return r.Stopped }
 
 // Ping runs a ping phase (see PingParams).
 func (c *Client) Ping(ctx context.Context, p PingParams, pr *Progress) (PingResult, error) {
-	return runAs[PingResult](c, ctx, &p, pr)
+	return RunAs[PingResult](c, ctx, &p, pr)
 }
 
-// start implements Params: each loop gets its share of the pings.
-func (p *PingParams) start(ph *phaseEnv) (*phasePlan, error) {
+// Start implements Params: each loop gets its share of the pings.
+func (p *PingParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
 	total := 0
-	for _, o := range ph.open {
+	for _, o := range ph.Open {
 		total += o
 	}
 	if p.Concurrency > total {
 		return nil, fmt.Errorf("client: ping: concurrency %d exceeds the %d open connections: open more in a connect phase or lower concurrency", p.Concurrency, total)
 	}
-	if ph.pr != nil {
-		ph.pr.Total.Store(p.Total)
-		ph.pr.Done.Store(0)
+	if ph.Progress != nil {
+		ph.Progress.Total.Store(p.Total)
+		ph.Progress.Done.Store(0)
 	}
-	plan := &phasePlan{starts: make([]func(*loop), len(ph.open))}
-	for i, part := range p.Split(ph.open) {
+	plan := &PhasePlan{Starts: make([]func(*Loop), len(ph.Open))}
+	for i, part := range p.Split(ph.Open) {
 		if part == nil {
 			continue
 		}
 		q := part.(*PingParams)
-		id, pr := ph.id, ph.pr
-		plan.starts[i] = func(l *loop) { l.pingStart(id, q.Concurrency, q.Total, int64(p.Timeout), pr) }
+		id, pr := ph.ID, ph.Progress
+		plan.Starts[i] = func(l *Loop) { l.pingStart(id, q.Concurrency, q.Total, int64(p.Timeout), pr) }
 	}
-	plan.done = func(res Result, why StopReason, wall time.Duration) StopReason {
+	plan.Done = func(res Result, why StopReason, wall time.Duration) StopReason {
 		r := res.(*PingResult)
 		r.Total, r.Used = p.Total, wall
 		if r.Latency.Histogram == nil {
@@ -119,8 +119,8 @@ func (p *PingParams) start(ph *phaseEnv) (*phasePlan, error) {
 // pingRun is a ping phase running in a loop. Its connections are the
 // loop's first slots open ones; conn.slot holds a connection's index.
 type pingRun struct {
-	baseRun
-	conns     []*conn
+	BaseRun
+	conns     []*Conn
 	sent      []int64 // loop clock of the ping in flight per connection; -1 = none
 	seq       []uint64
 	left      int64 // pings still to send here
@@ -130,25 +130,25 @@ type pingRun struct {
 	pr        *Progress
 	unflushed int64
 	published LiveCounts // what Live has of this loop
-	liveLat   liveHist   // latencies for Live
+	liveLat   LiveHist   // latencies for Live
 	part      PingResult
 }
 
 // pingStart begins a ping phase in this loop.
-func (l *loop) pingStart(id int64, slots int, total, timeout int64, pr *Progress) {
-	n := min(slots, len(l.open))
-	r := &pingRun{baseRun: baseRun{id}, conns: append([]*conn(nil), l.open[:n]...), sent: make([]int64, n), seq: make([]uint64, n),
+func (l *Loop) pingStart(id int64, slots int, total, timeout int64, pr *Progress) {
+	n := min(slots, len(l.Open()))
+	r := &pingRun{BaseRun: BaseRun{id}, conns: append([]*Conn(nil), l.Open()[:n]...), sent: make([]int64, n), seq: make([]uint64, n),
 		left: total, live: n, timeout: timeout, pr: pr, part: PingResult{Latency: NewHist()}}
-	l.ph = r
-	l.setTick(time.Duration(timeout / 10))
-	now := l.now()
-	r.liveLat.start(pr.live(), now)
+	l.SetRun(r)
+	l.SetTick(time.Duration(timeout / 10))
+	now := l.Now()
+	r.liveLat.Start(pr.Following(), now)
 	for i, c := range r.conns {
-		c.slot = int64(i)
+		c.Slot = int64(i)
 		r.sent[i] = -1
 	}
 	for i := range r.conns {
-		if l.ph != r {
+		if l.Run() != r {
 			return
 		}
 		r.send(l, i, now)
@@ -157,8 +157,8 @@ func (l *loop) pingStart(id int64, slots int, total, timeout int64, pr *Progress
 }
 
 // send writes connection i's next ping if one is left.
-func (r *pingRun) send(l *loop, i int, now int64) {
-	if r.left == 0 || r.conns[i].state != stOpen {
+func (r *pingRun) send(l *Loop, i int, now int64) {
+	if r.left == 0 || r.conns[i].State() != StateOpen {
 		return
 	}
 	r.left--
@@ -167,27 +167,27 @@ func (r *pingRun) send(l *loop, i int, now int64) {
 	r.sent[i] = now
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], r.seq[i])
-	l.sendControl(r.conns[i], opPing, b[:])
+	l.SendControl(r.conns[i], OpPing, b[:])
 }
 
 // slot returns c's index in the run, or -1.
-func (r *pingRun) slot(c *conn) int {
-	if i := c.slot; i >= 0 && i < int64(len(r.conns)) && r.conns[i] == c {
+func (r *pingRun) slot(c *Conn) int {
+	if i := c.Slot; i >= 0 && i < int64(len(r.conns)) && r.conns[i] == c {
 		return int(i)
 	}
 	return -1
 }
 
-// onPong implements loopRun: the pong of connection i's ping in flight
+// OnPong implements LoopRun: the pong of connection i's ping in flight
 // (a pong carrying another payload is not: it is ignored).
-func (r *pingRun) onPong(l *loop, c *conn, payload []byte) {
+func (r *pingRun) OnPong(l *Loop, c *Conn, payload []byte) {
 	i := r.slot(c)
 	if i < 0 || r.sent[i] < 0 || len(payload) != 8 || binary.BigEndian.Uint64(payload) != r.seq[i] {
 		return
 	}
-	now := l.now()
-	record(r.part.Latency.Histogram, now-r.sent[i])
-	r.liveLat.add(now - r.sent[i])
+	now := l.Now()
+	Record(r.part.Latency.Histogram, now-r.sent[i])
+	r.liveLat.Add(now - r.sent[i])
 	r.part.Success++
 	r.sent[i] = -1
 	r.inflight--
@@ -196,8 +196,8 @@ func (r *pingRun) onPong(l *loop, c *conn, payload []byte) {
 	r.maybeDone(l)
 }
 
-// lost implements loopRun: a lost connection fails its ping in flight.
-func (r *pingRun) lost(l *loop, c *conn, _ uint8, reason Reason) {
+// Lost implements LoopRun: a lost connection fails its ping in flight.
+func (r *pingRun) Lost(l *Loop, c *Conn, _ uint8, reason Reason) {
 	i := r.slot(c)
 	if i < 0 {
 		return
@@ -207,79 +207,79 @@ func (r *pingRun) lost(l *loop, c *conn, _ uint8, reason Reason) {
 		r.sent[i] = -1
 		r.inflight--
 		r.part.Failed++
-		r.part.Errors.add(reason)
+		r.part.Errors.Add(reason)
 		r.progress()
 	}
 	r.maybeDone(l)
 }
 
-// adopt implements adopter: a dropped connection came back while pings
+// Adopt implements adopter: a dropped connection came back while pings
 // are left; it takes its place and sends the next.
-func (r *pingRun) adopt(l *loop, old, c *conn) {
+func (r *pingRun) Adopt(l *Loop, old, c *Conn) {
 	i := r.slot(old)
-	if i < 0 || l.ph != r {
+	if i < 0 || l.Run() != r {
 		return
 	}
 	r.conns[i] = c
-	c.slot = int64(i)
+	c.Slot = int64(i)
 	r.sent[i] = -1
 	r.live++
-	r.send(l, i, l.now())
+	r.send(l, i, l.Now())
 }
 
-// tick implements loopRun: it fails pings older than the timeout
+// Tick implements LoopRun: it fails pings older than the timeout
 // (dropping their connections) and publishes progress.
-func (r *pingRun) tick(l *loop, now int64) {
+func (r *pingRun) Tick(l *Loop, now int64) {
 	for i, c := range r.conns {
-		if l.ph != r {
+		if l.Run() != r {
 			return
 		}
 		if r.sent[i] >= 0 && now-r.sent[i] > r.timeout {
-			l.lost(c, ReasonTimeout)
+			l.Drop(c, ReasonTimeout)
 		}
 	}
 	if r.pr != nil && r.unflushed > 0 {
 		r.pr.Done.Add(r.unflushed)
 		r.unflushed = 0
-		r.pr.live().publish(&r.published, r.liveCounts())
+		r.pr.Following().Publish(&r.published, r.liveCounts())
 	}
-	r.liveLat.tick(r.pr.live(), now)
+	r.liveLat.Tick(r.pr.Following(), now)
 }
 
 func (r *pingRun) progress() {
-	if r.unflushed++; r.unflushed >= progressBatch && r.pr != nil {
+	if r.unflushed++; r.unflushed >= ProgressBatch && r.pr != nil {
 		r.pr.Done.Add(r.unflushed)
 		r.unflushed = 0
-		r.pr.live().publish(&r.published, r.liveCounts())
+		r.pr.Following().Publish(&r.published, r.liveCounts())
 	}
 }
 
 // maybeDone ends the phase here once nothing is in flight.
-func (r *pingRun) maybeDone(l *loop) {
-	if l.ph != r || r.inflight > 0 {
+func (r *pingRun) maybeDone(l *Loop) {
+	if l.Run() != r || r.inflight > 0 {
 		return
 	}
 	if r.left > 0 && r.live > 0 {
 		return // cannot happen: an open connection without a ping in flight sends one
 	}
-	r.finish(l, false, 0)
+	r.Finish(l, false, 0)
 }
 
-// finish implements loopRun. Pongs of pings still in flight are ignored
+// Finish implements LoopRun. Pongs of pings still in flight are ignored
 // when they come.
-func (r *pingRun) finish(l *loop, stopped bool, _ int64) {
+func (r *pingRun) Finish(l *Loop, stopped bool, _ int64) {
 	for _, c := range r.conns {
-		c.slot = 0
+		c.Slot = 0
 	}
 	if r.left > 0 && !stopped {
 		r.part.Stopped = StopNoConnections
 	}
 	if r.pr != nil && r.unflushed > 0 {
 		r.pr.Done.Add(r.unflushed)
-		r.pr.live().publish(&r.published, r.liveCounts())
+		r.pr.Following().Publish(&r.published, r.liveCounts())
 	}
-	r.liveLat.flush(r.pr.live())
-	l.finished(r.id(), &r.part, stopped)
+	r.liveLat.Flush(r.pr.Following())
+	l.Finished(r.ID(), &r.part, stopped)
 }
 
 // liveCounts are this loop's totals so far, for Live.

@@ -347,7 +347,7 @@ func TestGraphQLWSCodec(t *testing.T) {
 	enc := func(m proto.Out) (map[string]any, string) {
 		t.Helper()
 		out, op, id, err := p.Encode(nil, g.s, &m, nil)
-		if err != nil || op != opText {
+		if err != nil || op != OpText {
 			t.Fatalf("encode %+v: %v", m, err)
 		}
 		var v map[string]any
@@ -412,7 +412,7 @@ func TestGraphQLWSCodec(t *testing.T) {
 		`not json`:                 "graphql-ws: a message that is not a JSON object with a type",
 		`{"id":"1"}`:               "graphql-ws: a message that is not a JSON object with a type",
 	} {
-		if got := p.Decode(g.l.env(g.c), g.s, opText, []byte(in), 0); got != want {
+		if got := p.Decode(g.l.env(g.c), g.s, OpText, []byte(in), 0); got != want {
 			t.Errorf("%s: %q, want %q", in, got, want)
 		}
 	}
@@ -435,7 +435,7 @@ func TestGraphQLWSReceiveAllocs(t *testing.T) {
 	var m proto.Message
 	round := func() {
 		g.serve(t, next)
-		m = proto.NewMessage(g.sink.typ, opText, nil, g.sink.mid, g.sink.body)
+		m = proto.NewMessage(g.sink.typ, OpText, nil, g.sink.mid, g.sink.body)
 		if d, ok := p.(proto.Rooms).Delivery(&m, scratch); !ok || len(d) != 256 {
 			t.Fatalf("delivery: %d bytes, %v", len(d), ok)
 		}

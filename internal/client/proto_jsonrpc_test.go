@@ -188,7 +188,7 @@ func TestJSONRPCCodec(t *testing.T) {
 	enc := func(m proto.Out) (string, string) {
 		t.Helper()
 		out, op, id, err := p.Encode(nil, g.s, &m, nil)
-		if err != nil || op != opText || !json.Valid(out) {
+		if err != nil || op != OpText || !json.Valid(out) {
 			t.Fatalf("encode %+v: %s %v", m, out, err)
 		}
 		return string(out), string(id)
@@ -244,7 +244,7 @@ func TestJSONRPCRooms(t *testing.T) {
 	rp := p.(proto.Rooms)
 	s := &proto.Conn{}
 	out, op, id, answered := rp.JoinRoom(nil, s, 4, nil)
-	if string(out) != `{"jsonrpc":"2.0","method":"rpc.on","params":["room.4"],"id":"j1"}` || op != opText || string(id) != "j1" || !answered {
+	if string(out) != `{"jsonrpc":"2.0","method":"rpc.on","params":["room.4"],"id":"j1"}` || op != OpText || string(id) != "j1" || !answered {
 		t.Errorf("join: %s id %q answered %v", out, id, answered)
 	}
 	payload := []byte("\x00\x01marker\xffbinary")
@@ -257,14 +257,14 @@ func TestJSONRPCRooms(t *testing.T) {
 	if err := json.Unmarshal(out, &v); err != nil || v.Method != jsonrpc.RoomMethod || len(v.Params) != 2 || v.Params[0] != "room.4" || v.ID != nil {
 		t.Fatalf("publish: %s (%v)", out, err)
 	}
-	ev := proto.NewMessage(proto.MsgEvent, opText, []byte("room.4"), nil, []byte(`["`+v.Params[1]+`"]`))
+	ev := proto.NewMessage(proto.MsgEvent, OpText, []byte("room.4"), nil, []byte(`["`+v.Params[1]+`"]`))
 	if got, ok := rp.Delivery(&ev, nil); !ok || string(got) != string(payload) {
 		t.Errorf("delivery: %q %v, want %q", got, ok, payload)
 	}
 	for _, m := range []proto.Message{
-		proto.NewMessage(proto.MsgEvent, opText, []byte("news"), nil, []byte(`["eA=="]`)),
-		proto.NewMessage(proto.MsgAck, opText, nil, []byte("1"), []byte(`true`)),
-		proto.NewMessage(proto.MsgEvent, opText, []byte("room.4"), nil, []byte(`[1]`)),
+		proto.NewMessage(proto.MsgEvent, OpText, []byte("news"), nil, []byte(`["eA=="]`)),
+		proto.NewMessage(proto.MsgAck, OpText, nil, []byte("1"), []byte(`true`)),
+		proto.NewMessage(proto.MsgEvent, OpText, []byte("room.4"), nil, []byte(`[1]`)),
 	} {
 		if _, ok := rp.Delivery(&m, nil); ok {
 			t.Errorf("delivery of %s %s: ok", m.Topic, m.Body)
@@ -288,7 +288,7 @@ func TestJSONRPCReceiveAllocs(t *testing.T) {
 	var m proto.Message
 	round := func() {
 		g.serve(t, event)
-		m = proto.NewMessage(g.sink.typ, opText, g.sink.topic, g.sink.mid, g.sink.body)
+		m = proto.NewMessage(g.sink.typ, OpText, g.sink.topic, g.sink.mid, g.sink.body)
 		if d, ok := p.(proto.Rooms).Delivery(&m, scratch); !ok || len(d) != 256 {
 			t.Fatalf("delivery: %d bytes, %v", len(d), ok)
 		}

@@ -15,17 +15,17 @@ import (
 
 // countRun counts the messages a protocol hands the run.
 type countRun struct {
-	baseRun
+	BaseRun
 	msgs, bytes int64
 }
 
-func (r *countRun) onMessage(_ *loop, _ *conn, m *proto.Message, _ int64) {
+func (r *countRun) OnMessage(_ *Loop, _ *Conn, m *proto.Message, _ int64) {
 	r.msgs++
 	r.bytes += int64(len(m.Body))
 }
-func (*countRun) lost(*loop, *conn, uint8, Reason) {}
-func (r *countRun) finish(l *loop, stopped bool, _ int64) {
-	l.finished(r.phase, &HoldResult{}, stopped)
+func (*countRun) Lost(*Loop, *Conn, uint8, Reason) {}
+func (r *countRun) Finish(l *Loop, stopped bool, _ int64) {
+	l.Finished(r.phase, &HoldResult{}, stopped)
 }
 
 // TestMQTTReceiveAllocs: the broker's PUBLISHes, read from the socket,
@@ -43,23 +43,23 @@ func TestMQTTReceiveAllocs(t *testing.T) {
 		frames [][]byte
 		msgs   int64
 	}{
-		{"one packet a message", [][]byte{serverFrame(true, opBinary, pub)}, 1},
-		{"three packets a message", [][]byte{serverFrame(true, opBinary, three)}, 3},
-		{"a packet over two messages", [][]byte{serverFrame(true, opBinary, pub[:h]), serverFrame(true, opBinary, pub[h:])}, 1},
-		{"a packet in two fragments", [][]byte{serverFrame(false, opBinary, pub[:h]), serverFrame(true, opContinuation, pub[h:])}, 1},
-		{"qos 1, answered", [][]byte{serverFrame(true, opBinary, pub1)}, 1},
-		{"a puback", [][]byte{serverFrame(true, opBinary, mqtt.AppendAck(nil, mqtt.Puback, 9))}, 1},
+		{"one packet a message", [][]byte{serverFrame(true, OpBinary, pub)}, 1},
+		{"three packets a message", [][]byte{serverFrame(true, OpBinary, three)}, 3},
+		{"a packet over two messages", [][]byte{serverFrame(true, OpBinary, pub[:h]), serverFrame(true, OpBinary, pub[h:])}, 1},
+		{"a packet in two fragments", [][]byte{serverFrame(false, OpBinary, pub[:h]), serverFrame(true, opContinuation, pub[h:])}, 1},
+		{"qos 1, answered", [][]byte{serverFrame(true, OpBinary, pub1)}, 1},
+		{"a puback", [][]byte{serverFrame(true, OpBinary, mqtt.AppendAck(nil, mqtt.Puback, 9))}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newMQTTRig(t, mqtt.Settings{})
-			r := &countRun{baseRun: baseRun{1}}
+			r := &countRun{BaseRun: BaseRun{1}}
 			g.l.ph = r
 			round := func() {
 				for _, f := range tc.frames {
 					if _, err := unix.Write(g.peer, f); err != nil {
 						t.Fatal(err)
 					}
-					g.l.readFrames(g.c)
+					g.l.ReadFrames(g.c)
 				}
 				if _, err := unix.Read(g.peer, g.rbuf); err != nil && err != unix.EAGAIN {
 					t.Fatal(err)
@@ -71,7 +71,7 @@ func TestMQTTReceiveAllocs(t *testing.T) {
 			if n := testing.AllocsPerRun(1000, round); n > 0 {
 				t.Errorf("%.2f allocations per round, want 0", n)
 			}
-			if want := 1101 * tc.msgs; r.msgs != want || g.c.state != stOpen {
+			if want := 1101 * tc.msgs; r.msgs != want || g.c.state != StateOpen {
 				t.Fatalf("run got %d messages, want %d (conn state %d)", r.msgs, want, g.c.state)
 			}
 		})
@@ -105,12 +105,12 @@ steps:
 		if qos != 1 || fail != "" {
 			t.Fatalf("sent % x: want a QoS 1 PUBLISH", p)
 		}
-		ack = append(ack[:0], 0x80|opBinary, 4)
+		ack = append(ack[:0], 0x80|OpBinary, 4)
 		ack = mqtt.AppendAck(ack, mqtt.Puback, pid)
 		if _, err := unix.Write(g.peer, ack); err != nil {
 			t.Fatal(err)
 		}
-		g.l.readFrames(g.c)
+		g.l.ReadFrames(g.c)
 	}
 	for range 100 {
 		round()
@@ -126,8 +126,8 @@ steps:
 // loopRig is one loop whose connection speaks a protocol, greeted, its
 // peer the test playing the server.
 type loopRig struct {
-	l    *loop
-	c    *conn
+	l    *Loop
+	c    *Conn
 	peer int
 	rbuf []byte
 }
@@ -142,7 +142,7 @@ func newLoopRig(tb testing.TB, o ProtocolOptions, open uint8) *loopRig {
 	}
 	l, c, peer := loopPair(tb)
 	l.cl.proto = p
-	c.sec = &connSec{proto: &proto.Conn{State: open}}
+	c.Sec = &connSec{proto: &proto.Conn{State: open}}
 	stopOnCleanup(tb, l, peer)
 	return &loopRig{l: l, c: c, peer: peer, rbuf: make([]byte, 1<<20)}
 }

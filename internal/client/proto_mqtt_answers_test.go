@@ -61,7 +61,7 @@ func (bc *brokerConn) send(done int64, p ...byte) {
 	bc.mu.Lock()
 	defer bc.mu.Unlock()
 	bc.inflight -= done
-	_, _ = bc.c.Write(serverFrame(true, opBinary, p)) // a closed connection ends the test's reads
+	_, _ = bc.c.Write(serverFrame(true, OpBinary, p)) // a closed connection ends the test's reads
 }
 
 // ack is a PUBACK, PUBREC or PUBCOMP (t) for pid with code.

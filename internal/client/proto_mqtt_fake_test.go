@@ -51,7 +51,7 @@ func (fb *fakeBroker) serve(c net.Conn, r *bufio.Reader) {
 	}
 	op := fb.op
 	if op == 0 {
-		op = opBinary
+		op = OpBinary
 	}
 	for {
 		_, _, p, err := readClientFrame(r)
@@ -119,7 +119,7 @@ func TestMQTTGreetingFake(t *testing.T) {
 		{"refused 3.1.1", "", &fakeBroker{connack: func(int64) [][]byte { return [][]byte{connack3(2)} }}, "mqtt: connack: identifier rejected (2)"},
 		{"refused 5", mqtt.Version5, &fakeBroker{connack: func(int64) [][]byte { return [][]byte{connack5(0x8a)} }}, "mqtt: connack: banned (138)"},
 		{"silent", "", &fakeBroker{}, "mqtt: no CONNACK"},
-		{"text message", "", &fakeBroker{connack: ok, op: opText}, "mqtt: a text message (MQTT travels in binary messages)"},
+		{"text message", "", &fakeBroker{connack: ok, op: OpText}, "mqtt: a text message (MQTT travels in binary messages)"},
 		{"publish first", "", &fakeBroker{connack: func(int64) [][]byte { return [][]byte{{0x30, 3, 0, 1, 't'}} }}, "mqtt: PUBLISH before CONNACK"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -159,7 +159,7 @@ func TestMQTTKeepaliveFake(t *testing.T) {
 	fb := &fakeBroker{pingresp: true, connack: func(int64) [][]byte { return [][]byte{connack5(0, 0x13, 0, 1)} }}
 	c := mqttClient(t, fb.start(t), mqtt.Settings{Version: mqtt.Version5})
 	mustConnect(t, c, 2)
-	res, err := runAs[HoldResult](c, t.Context(), &HoldParams{Duration: units.Duration(2500 * time.Millisecond)}, nil)
+	res, err := RunAs[HoldResult](c, t.Context(), &HoldParams{Duration: units.Duration(2500 * time.Millisecond)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestMQTTKeepaliveFake(t *testing.T) {
 	c = mqttClient(t, mute.start(t), mqtt.Settings{Keepalive: units.Duration(time.Second)})
 	mustConnect(t, c, 3)
 	start := time.Now()
-	res, err = runAs[HoldResult](c, t.Context(), &HoldParams{Duration: units.Duration(2500 * time.Millisecond)}, nil)
+	res, err = RunAs[HoldResult](c, t.Context(), &HoldParams{Duration: units.Duration(2500 * time.Millisecond)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 // connection open through a protocol: the test plays the server on the
 // peer end; what the protocol decodes reaches sink.
 type protoRig struct {
-	l     *loop
-	c     *conn
+	l     *Loop
+	c     *Conn
 	s     *proto.Conn
 	peer  int
 	sink  *msgSink
@@ -25,14 +25,14 @@ type protoRig struct {
 // msgSink is a run that keeps the last message a protocol decoded (its
 // parts copied) and counts them.
 type msgSink struct {
-	baseRun
+	BaseRun
 	n                int
 	typ              uint8
 	topic, mid, body []byte
 	why              Reason
 }
 
-func (k *msgSink) onMessage(_ *loop, _ *conn, m *proto.Message, _ int64) {
+func (k *msgSink) OnMessage(_ *Loop, _ *Conn, m *proto.Message, _ int64) {
 	k.n++
 	k.typ = m.Type
 	k.topic = append(k.topic[:0], m.Topic...)
@@ -41,15 +41,15 @@ func (k *msgSink) onMessage(_ *loop, _ *conn, m *proto.Message, _ int64) {
 	k.why = Reason(m.Why)
 }
 
-func (*msgSink) finish(*loop, bool, int64)        {}
-func (*msgSink) lost(*loop, *conn, uint8, Reason) {}
+func (*msgSink) Finish(*Loop, bool, int64)        {}
+func (*msgSink) Lost(*Loop, *Conn, uint8, Reason) {}
 
 func newProtoRig(tb testing.TB, p proto.Protocol) *protoRig {
 	tb.Helper()
 	l, c, peer := loopPair(tb)
 	l.cl.proto = p
 	s := &proto.Conn{}
-	c.sec = &connSec{proto: s}
+	c.Sec = &connSec{proto: s}
 	sink := &msgSink{}
 	l.ph = sink
 	tb.Cleanup(func() {
@@ -67,18 +67,18 @@ func (g *protoRig) serve(tb testing.TB, msg []byte) {
 	if _, err := unix.Write(g.peer, g.frame); err != nil {
 		tb.Fatal(err)
 	}
-	g.l.readFrames(g.c)
+	g.l.ReadFrames(g.c)
 }
 
 // serverFrameHeader appends an unmasked final text frame's header.
 func serverFrameHeader(dst []byte, n int) []byte {
 	switch {
 	case n < 126:
-		return append(dst, 0x80|opText, byte(n))
+		return append(dst, 0x80|OpText, byte(n))
 	case n < 1<<16:
-		return append(dst, 0x80|opText, 126, byte(n>>8), byte(n))
+		return append(dst, 0x80|OpText, 126, byte(n>>8), byte(n))
 	}
-	dst = append(dst, 0x80|opText, 127)
+	dst = append(dst, 0x80|OpText, 127)
 	for i := 7; i >= 0; i-- {
 		dst = append(dst, byte(n>>(8*i)))
 	}

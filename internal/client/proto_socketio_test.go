@@ -56,7 +56,7 @@ func TestSocketIODecode(t *testing.T) {
 		`44{"message":"bye"}`: "socket.io: connect error: bye",
 		"x":                   "socket.io: unknown packet x",
 	} {
-		if got := p.Decode(g.l.env(g.c), g.s, opText, []byte(in), 0); got != want {
+		if got := p.Decode(g.l.env(g.c), g.s, OpText, []byte(in), 0); got != want {
 			t.Errorf("%s: %q, want %q", in, got, want)
 		}
 	}
@@ -109,7 +109,7 @@ func TestSocketIOReceiveAllocs(t *testing.T) {
 			if n := testing.AllocsPerRun(500, round); n > 0 {
 				t.Errorf("%.2f allocations per message, want 0 (bound 2)", n)
 			}
-			if want := 511 * tc.n; g.sink.n != want || g.c.state != stOpen {
+			if want := 511 * tc.n; g.sink.n != want || g.c.state != StateOpen {
 				t.Errorf("the run got %d messages, want %d; state %d", g.sink.n, want, g.c.state)
 			}
 		})

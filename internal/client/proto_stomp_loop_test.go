@@ -48,10 +48,10 @@ func (b *stompBroker) handle(c net.Conn, r *bufio.Reader) {
 	b.mu.Unlock()
 	switch b.mode {
 	case "error":
-		c.Write(serverFrame(true, opText, []byte("ERROR\nmessage:Bad CONNECT\ncontent-type:text/plain\ncontent-length:32\n\nAccess refused for user 'guest'\n\x00\n")))
+		c.Write(serverFrame(true, OpText, []byte("ERROR\nmessage:Bad CONNECT\ncontent-type:text/plain\ncontent-length:32\n\nAccess refused for user 'guest'\n\x00\n")))
 	case "mute":
 	default:
-		c.Write(serverFrame(true, opText, []byte("CONNECTED\nversion:1.2\nheart-beat:"+b.beat+"\n\n\x00\n")))
+		c.Write(serverFrame(true, OpText, []byte("CONNECTED\nversion:1.2\nheart-beat:"+b.beat+"\n\n\x00\n")))
 	}
 	b.conns.Add(1)
 	stop := make(chan struct{})
@@ -65,7 +65,7 @@ func (b *stompBroker) handle(c net.Conn, r *bufio.Reader) {
 				case <-stop:
 					return
 				case <-tk.C:
-					if _, err := c.Write(serverFrame(true, opText, []byte("\n"))); err != nil {
+					if _, err := c.Write(serverFrame(true, OpText, []byte("\n"))); err != nil {
 						return
 					}
 				}
@@ -74,7 +74,7 @@ func (b *stompBroker) handle(c net.Conn, r *bufio.Reader) {
 	}
 	for {
 		_, op, p, err := readClientFrame(r)
-		if err != nil || op == opClose {
+		if err != nil || op == OpClose {
 			return
 		}
 		if string(p) == "\n" {
@@ -83,7 +83,7 @@ func (b *stompBroker) handle(c net.Conn, r *bufio.Reader) {
 		if b.mode == "deny" && bytes.HasPrefix(p, []byte("SEND\n")) {
 			_, rest, _ := bytes.Cut(p, []byte("\nreceipt:"))
 			id, _, _ := bytes.Cut(rest, []byte("\n"))
-			c.Write(serverFrame(true, opText, []byte("ERROR\nreceipt-id:"+string(id)+"\nmessage:access_refused\n\nwrite access to topic denied\x00")))
+			c.Write(serverFrame(true, OpText, []byte("ERROR\nreceipt-id:"+string(id)+"\nmessage:access_refused\n\nwrite access to topic denied\x00")))
 			return // STOMP: an ERROR ends the connection
 		}
 	}
@@ -190,16 +190,16 @@ func TestSTOMPGreetingFailures(t *testing.T) {
 
 // stompSink is a run that takes decoded messages.
 type stompSink struct {
-	baseRun
+	BaseRun
 	n, bytes int
 }
 
-func (r *stompSink) onMessage(_ *loop, _ *conn, m *proto.Message, _ int64) {
+func (r *stompSink) OnMessage(_ *Loop, _ *Conn, m *proto.Message, _ int64) {
 	r.n++
 	r.bytes += len(m.Body)
 }
-func (*stompSink) lost(*loop, *conn, uint8, Reason) {}
-func (*stompSink) finish(*loop, bool, int64)        {}
+func (*stompSink) Lost(*Loop, *Conn, uint8, Reason) {}
+func (*stompSink) Finish(*Loop, bool, int64)        {}
 
 // TestSTOMPReceiveAllocs: reading MESSAGE frames — one a WebSocket
 // message, several with heart-beats in one, one over two messages, with
@@ -207,17 +207,17 @@ func (*stompSink) finish(*loop, bool, int64)        {}
 // from the socket to the run allocates nothing in steady state (the
 // bound is 2 per message).
 func TestSTOMPReceiveAllocs(t *testing.T) {
-	body := string(makePayload(256, false))
+	body := string(MakePayload(256, false))
 	one := "MESSAGE\nsubscription:/topic/wsplan.room.1\ndestination:/topic/wsplan.room.1\nmessage-id:T_1@@session-x@@1\nredelivered:false\ncontent-length:256\n\n" + body + "\x00\n"
 	for _, tc := range []struct {
 		name string
 		wire []byte
 		per  int // messages per round
 	}{
-		{"one frame a message", serverFrame(true, opBinary, []byte(one)), 1},
-		{"four frames and heart-beats", bytes.Join([][]byte{serverFrame(true, opBinary, []byte(one+one+"\n"+one+one)), serverFrame(true, opText, []byte("\n"))}, nil), 4},
-		{"a frame in two messages", bytes.Join([][]byte{serverFrame(true, opBinary, []byte(one[:100])), serverFrame(true, opBinary, []byte(one[100:]))}, nil), 1},
-		{"escaped destination", serverFrame(true, opBinary, []byte(strings.Replace(one, "destination:/topic/wsplan.room.1", `destination:/topic/a\cb`, 1))), 1},
+		{"one frame a message", serverFrame(true, OpBinary, []byte(one)), 1},
+		{"four frames and heart-beats", bytes.Join([][]byte{serverFrame(true, OpBinary, []byte(one+one+"\n"+one+one)), serverFrame(true, OpText, []byte("\n"))}, nil), 4},
+		{"a frame in two messages", bytes.Join([][]byte{serverFrame(true, OpBinary, []byte(one[:100])), serverFrame(true, OpBinary, []byte(one[100:]))}, nil), 1},
+		{"escaped destination", serverFrame(true, OpBinary, []byte(strings.Replace(one, "destination:/topic/wsplan.room.1", `destination:/topic/a\cb`, 1))), 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newLoopRig(t, ProtocolOptions{Name: stomp.Name}, 1)
@@ -228,7 +228,7 @@ func TestSTOMPReceiveAllocs(t *testing.T) {
 				if _, err := unix.Write(g.peer, tc.wire); err != nil {
 					t.Fatal(err)
 				}
-				g.l.readFrames(g.c)
+				g.l.ReadFrames(g.c)
 			}
 			for range 10 {
 				round()
@@ -237,7 +237,7 @@ func TestSTOMPReceiveAllocs(t *testing.T) {
 			if got := allocs / float64(tc.per); got > 0 {
 				t.Errorf("%.2f allocations per message, want 0 (bound 2)", got)
 			}
-			if sink.n != 211*tc.per || sink.bytes != sink.n*256 || g.c.state != stOpen {
+			if sink.n != 211*tc.per || sink.bytes != sink.n*256 || g.c.state != StateOpen {
 				t.Errorf("the run got %d messages (%d bytes), want %d of 256; state %d", sink.n, sink.bytes, 211*tc.per, g.c.state)
 			}
 		})
@@ -246,8 +246,8 @@ func TestSTOMPReceiveAllocs(t *testing.T) {
 
 // BenchmarkSTOMPReceive is the receive path of one 256-byte MESSAGE.
 func BenchmarkSTOMPReceive(b *testing.B) {
-	body := string(makePayload(256, false))
-	wire := serverFrame(true, opBinary, []byte("MESSAGE\nsubscription:/topic/wsplan.room.1\ndestination:/topic/wsplan.room.1\nmessage-id:T_1@@session-x@@1\nredelivered:false\ncontent-length:256\n\n"+body+"\x00\n"))
+	body := string(MakePayload(256, false))
+	wire := serverFrame(true, OpBinary, []byte("MESSAGE\nsubscription:/topic/wsplan.room.1\ndestination:/topic/wsplan.room.1\nmessage-id:T_1@@session-x@@1\nredelivered:false\ncontent-length:256\n\n"+body+"\x00\n"))
 	g := newLoopRig(b, ProtocolOptions{Name: stomp.Name}, 1)
 	g.l.ph = &stompSink{}
 	b.Cleanup(func() { g.l.ph = nil })
@@ -257,6 +257,6 @@ func BenchmarkSTOMPReceive(b *testing.B) {
 		if _, err := unix.Write(g.peer, wire); err != nil {
 			b.Fatal(err)
 		}
-		g.l.readFrames(g.c)
+		g.l.ReadFrames(g.c)
 	}
 }

@@ -37,18 +37,18 @@ const _ = uint(maxPayload-proto.MaxMessage) + uint(proto.MaxMessage-maxPayload)
 
 // protoLink is a loop's proto.Link: the connection its protocol serves.
 type protoLink struct {
-	l *loop
-	c *conn
+	l *Loop
+	c *Conn
 }
 
 // Write implements proto.Link.
-func (k *protoLink) Write(op byte, b []byte) { k.l.sendProto(k.c, op, b) }
+func (k *protoLink) Write(op byte, b []byte) { k.l.SendProto(k.c, op, b) }
 
 // Refuse implements proto.Link.
 func (k *protoLink) Refuse() { refuse(k.c, "") }
 
 // env returns the loop's proto.Env serving c.
-func (l *loop) env(c *conn) *proto.Env {
+func (l *Loop) env(c *Conn) *proto.Env {
 	if l.penv.Link == nil {
 		l.plink.l = l
 		l.penv.Link, l.penv.Loop = &l.plink, l.id
@@ -144,37 +144,37 @@ func makeProtocol(o ProtocolOptions) (proto.Protocol, error) {
 	return p, nil
 }
 
-// protoOf returns c's protocol state, nil for a raw connection.
-func protoOf(c *conn) *proto.Conn {
-	if c.sec == nil {
+// ProtoOf returns c's protocol state, nil for a raw connection.
+func ProtoOf(c *Conn) *proto.Conn {
+	if c.Sec == nil {
 		return nil
 	}
-	return c.sec.proto
+	return c.Sec.proto
 }
 
 // startGreeting runs after c's upgrade: a connection of a protocol greets
 // (stGreeting) and reports whether it is open already.
-func (l *loop) startGreeting(c *conn, now int64) (open bool, fail Reason) {
+func (l *Loop) startGreeting(c *Conn, now int64) (open bool, fail Reason) {
 	p := l.cl.proto
 	if p == nil {
 		return true, ""
 	}
-	if c.sec == nil {
-		c.sec = &connSec{}
+	if c.Sec == nil {
+		c.Sec = &connSec{}
 	}
-	c.sec.proto = &proto.Conn{LastRecv: now}
+	c.Sec.proto = &proto.Conn{LastRecv: now}
 	c.state = stGreeting
-	done, why := p.Greet(l.env(c), c.sec.proto, now)
+	done, why := p.Greet(l.env(c), c.Sec.proto, now)
 	return done, Reason(why)
 }
 
 // protoData takes a chunk of a data message on a protocol's connection
 // (inflated already): whole messages go to the protocol.
-func (l *loop) protoData(c *conn, s *proto.Conn, ev *event, now int64) {
-	msg := ev.data
-	if !ev.end || int64(len(ev.data)) != ev.total {
-		s.Buf = append(s.Buf, ev.data...)
-		if !ev.end {
+func (l *Loop) protoData(c *Conn, s *proto.Conn, ev *Event, now int64) {
+	msg := ev.Data
+	if !ev.End || int64(len(ev.Data)) != ev.Total {
+		s.Buf = append(s.Buf, ev.Data...)
+		if !ev.End {
 			return
 		}
 		msg = s.Buf
@@ -182,32 +182,32 @@ func (l *loop) protoData(c *conn, s *proto.Conn, ev *event, now int64) {
 	s.LastRecv = now
 	p, e := l.cl.proto, l.env(c)
 	if c.state == stGreeting {
-		done, fail := p.Greeting(e, s, ev.op, msg, now)
+		done, fail := p.Greeting(e, s, ev.Op, msg, now)
 		s.Buf = s.Buf[:0]
 		switch {
 		case fail != "":
-			l.lost(c, Reason(fail))
+			l.Drop(c, Reason(fail))
 		case done:
 			l.greeted(c, now)
 		}
 		return
 	}
 	e.Msgs = e.Msgs[:0]
-	fail := p.Decode(e, s, ev.op, msg, now)
+	fail := p.Decode(e, s, ev.Op, msg, now)
 	// Messages decoded before a failure are delivered first (a STOMP
 	// ERROR frame answers a request, then ends the connection).
 	for i := range e.Msgs {
-		if c.state != stOpen {
+		if c.state != StateOpen {
 			break
 		}
 		if r := l.ph; r != nil {
-			r.onMessage(l, c, &e.Msgs[i], now)
+			r.OnMessage(l, c, &e.Msgs[i], now)
 		}
 	}
 	if fail != "" {
 		s.Buf = s.Buf[:0]
-		if c.state == stOpen {
-			l.lost(c, Reason(fail))
+		if c.state == StateOpen {
+			l.Drop(c, Reason(fail))
 		}
 		return
 	}
@@ -220,34 +220,34 @@ func (l *loop) protoData(c *conn, s *proto.Conn, ev *event, now int64) {
 
 // protoKeepalive lets the protocol send what it owes on every open
 // connection.
-func (l *loop) protoKeepalive(now int64) {
+func (l *Loop) protoKeepalive(now int64) {
 	p := l.cl.proto
 	for i := len(l.open) - 1; i >= 0; i-- {
 		if i >= len(l.open) {
 			continue
 		}
 		c := l.open[i]
-		if s := protoOf(c); s != nil {
+		if s := ProtoOf(c); s != nil {
 			if fail := p.Tick(l.env(c), s, now); fail != "" {
-				l.lost(c, Reason(fail))
+				l.Drop(c, Reason(fail))
 			}
 		}
 	}
 }
 
-// sendProto writes one protocol message (payload b, opcode op) on c as a
+// SendProto writes one protocol message (payload b, opcode op) on c as a
 // WebSocket frame; what the socket does not take waits in order.
-func (l *loop) sendProto(c *conn, op byte, b []byte) {
-	l.cbuf = appendClientHeader(l.cbuf[:0], op, len(b), 0)
+func (l *Loop) SendProto(c *Conn, op byte, b []byte) {
+	l.cbuf = AppendClientHeader(l.cbuf[:0], op, len(b), 0)
 	key := uint32(l.rng.Uint64())
 	hl := len(l.cbuf)
 	l.cbuf[hl-4], l.cbuf[hl-3], l.cbuf[hl-2], l.cbuf[hl-1] = byte(key), byte(key>>8), byte(key>>16), byte(key>>24)
 	l.cbuf = append(l.cbuf, b...)
-	maskCopy(l.cbuf[hl:], l.cbuf[hl:], key, 0)
-	if c.flags&fWantOut != 0 {
-		x := l.getExt(c)
-		x.out = append(x.out, l.cbuf...)
+	MaskCopy(l.cbuf[hl:], l.cbuf[hl:], key, 0)
+	if c.Flags&FlagWantOut != 0 {
+		x := l.GetExt(c)
+		x.Out = append(x.Out, l.cbuf...)
 		return
 	}
-	l.writeOrQueue(c, l.cbuf)
+	l.WriteOrQueue(c, l.cbuf)
 }

@@ -101,18 +101,18 @@ func (r *RateResult) Merge(other Result) {
 	r.BytesWire += o.BytesWire
 	r.Used = max(r.Used, o.Used)
 	r.Drain = max(r.Drain, o.Drain)
-	r.Latency.add(o.Latency)
+	r.Latency.Add(o.Latency)
 	r.Slack = max(r.Slack, o.Slack)
-	r.SendLate.add(o.SendLate)
+	r.SendLate.Add(o.SendLate)
 	r.Wakeups += o.Wakeups
-	r.Reads = mergeReads(r.Reads, o.Reads)
+	r.Reads = MergeReads(r.Reads, o.Reads)
 	for len(r.Seconds) < len(o.Seconds) {
 		r.Seconds = append(r.Seconds, RateSecond{})
 	}
 	for i, s := range o.Seconds {
-		r.Seconds[i].merge(s)
+		r.Seconds[i].Merge(s)
 	}
-	r.Errors.merge(o.Errors)
+	r.Errors.Merge(o.Errors)
 	r.Stopped = MergeStop(r.Stopped, o.Stopped)
 }
 
@@ -152,14 +152,14 @@ func (p *RateParams) Split(weights []int) []Params {
 	}
 	out := make([]Params, len(weights))
 	first := p.PhaseFirst
-	for i, slots := range distribute(n, weights) {
+	for i, slots := range Distribute(n, weights) {
 		if slots == 0 {
 			continue
 		}
 		q := d
 		q.Connections = slots
 		q.PhaseFirst, q.PhaseTotal = first, total
-		q.MaxInflightBytes = max(units.Size(d.bytes()), d.MaxInflightBytes*units.Size(slots)/units.Size(n))
+		q.MaxInflightBytes = max(units.Size(d.Bytes()), d.MaxInflightBytes*units.Size(slots)/units.Size(n))
 		first += slots
 		out[i] = &q
 	}
@@ -195,7 +195,7 @@ func (p *RateParams) Validate() error {
 	if p.PhaseFirst < 0 || p.PhaseTotal < 0 || (p.PhaseTotal > 0 && p.PhaseFirst+p.Connections > p.PhaseTotal) {
 		phase = fmt.Errorf("phase first %d + connections %d must be <= phase total %d", p.PhaseFirst, p.Connections, p.PhaseTotal)
 	}
-	return checkParams(p, rate, ramp, checkPayloadKind(p.PayloadKind, p.PayloadFile), reads, phase)
+	return CheckParams(p, rate, ramp, CheckPayloadKind(p.PayloadKind, p.PayloadFile), reads, phase)
 }
 
 // Rate runs an open-loop phase over p.Connections open connections: each
@@ -211,13 +211,13 @@ func (p *RateParams) Validate() error {
 // returns what was measured with Stopped saying why; cancellation also
 // returns ctx.Err(), Close ErrClosed.
 func (c *Client) Rate(ctx context.Context, p RateParams, pr *Progress) (RateResult, error) {
-	return runAs[RateResult](c, ctx, &p, pr)
+	return RunAs[RateResult](c, ctx, &p, pr)
 }
 
-// start implements Params.
-func (p *RateParams) start(ph *phaseEnv) (*phasePlan, error) {
+// Start implements Params.
+func (p *RateParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
 	total := 0
-	for _, o := range ph.open {
+	for _, o := range ph.Open {
 		total += o
 	}
 	n := p.Connections
@@ -233,47 +233,47 @@ func (p *RateParams) start(ph *phaseEnv) (*phasePlan, error) {
 		phaseTotal = p.PhaseFirst + n
 	}
 	pacer := p.Pacer()
-	payload, err := makeKindPayload(p.PayloadKind, p.bytes(), false, p.PayloadFile)
+	payload, err := MakeKindPayload(p.PayloadKind, p.Bytes(), false, p.PayloadFile)
 	if err != nil {
 		return nil, err
 	}
-	hdr := appendClientHeader(nil, opBinary, len(payload), 0)
-	if ph.pr != nil {
+	hdr := AppendClientHeader(nil, OpBinary, len(payload), 0)
+	if ph.Progress != nil {
 		var want int64
 		for j := range n {
 			want += pacer.Total(float64(p.PhaseFirst+j) / float64(phaseTotal))
 		}
-		ph.pr.Total.Store(want)
-		ph.pr.Done.Store(0)
+		ph.Progress.Total.Store(want)
+		ph.Progress.Done.Store(0)
 	}
-	plan := &phasePlan{starts: make([]func(*loop), len(ph.open))}
-	for i, part := range p.Split(ph.open) {
+	plan := &PhasePlan{Starts: make([]func(*Loop), len(ph.Open))}
+	for i, part := range p.Split(ph.Open) {
 		if part == nil {
 			continue
 		}
 		q := part.(*RateParams)
 		job := &rateJob{
-			phase:       ph.id,
+			phase:       ph.ID,
 			slots:       q.Connections,
 			first:       q.PhaseFirst,
 			total:       q.PhaseTotal,
 			pacer:       pacer,
-			start:       ph.start,
+			start:       ph.Start,
 			drain:       int64(d.Drain),
 			hdr:         hdr,
 			payload:     payload,
 			verify:      *d.Verify,
 			batch:       int(d.Batch),
 			maxInflight: int64(d.MaxInflight),
-			loopMax:     max(1, int64(q.MaxInflightBytes)/int64(d.bytes())),
+			loopMax:     max(1, int64(q.MaxInflightBytes)/int64(d.Bytes())),
 			lateAfter:   int64(d.LateAfter),
-			slack:       slackOf(d.Slack),
+			slack:       SlackOf(d.Slack),
 			reads:       d.Reads,
-			pr:          ph.pr,
+			pr:          ph.Progress,
 		}
-		plan.starts[i] = func(l *loop) { l.rateStart(job) }
+		plan.Starts[i] = func(l *Loop) { l.rateStart(job) }
 	}
-	plan.done = func(res Result, why StopReason, _ time.Duration) StopReason {
+	plan.Done = func(res Result, why StopReason, _ time.Duration) StopReason {
 		r := res.(*RateResult)
 		if r.Latency.Histogram == nil {
 			r.Latency = NewHist()

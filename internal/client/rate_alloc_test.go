@@ -16,8 +16,8 @@ import (
 // to the loop. The whole per-message path runs — pacing, marker, masking,
 // write, decode, verification, histogram — without epoll_wait.
 type rateRig struct {
-	l       *loop
-	c       *conn
+	l       *Loop
+	c       *Conn
 	peer    int
 	payload int
 	per     int   // messages per step
@@ -31,7 +31,7 @@ const rigRate = 10000 // messages per second: a timeline second is 10,000 messag
 func newRateRig(tb testing.TB, payload, per int) *rateRig {
 	tb.Helper()
 	l, c, peer := loopPair(tb)
-	p := makePayload(payload, false)
+	p := MakePayload(payload, false)
 	flen := frameHeaderLen(payload) + payload
 	r := &rateRig{l: l, c: c, peer: peer, payload: payload, per: per, period: int64(time.Second / rigRate),
 		in: make([]byte, per*flen), out: make([]byte, 0, per*(flen+10))}
@@ -43,7 +43,7 @@ func newRateRig(tb testing.TB, payload, per int) *rateRig {
 		pacer:       Pacer{Rate: rigRate, Duration: time.Hour},
 		start:       l.epoch.Add(time.Hour), // t = 0 in the fake clock's future: nothing is due yet
 		drain:       int64(time.Second),
-		hdr:         appendClientHeader(nil, opBinary, payload, 0),
+		hdr:         AppendClientHeader(nil, OpBinary, payload, 0),
 		payload:     p,
 		verify:      true,
 		batch:       DefaultRateBatch,
@@ -85,7 +85,7 @@ func (r *rateRig) step(tb testing.TB) {
 		if err != nil || hn == 0 || !h.masked || int(h.length) != r.payload {
 			tb.Fatalf("bad client frame %+v %v", h, err)
 		}
-		out = append(out, 0x80|opBinary)
+		out = append(out, 0x80|OpBinary)
 		switch {
 		case r.payload < 126:
 			out = append(out, byte(r.payload))
@@ -137,7 +137,7 @@ func TestRatePathAllocs(t *testing.T) {
 			t.Errorf("%d per step: sent %d recv %d failed %d late %d; want %d, %d, 0, 0 (errors %v)",
 				per, p.Sent-before.Sent, p.Recv-before.Recv, p.Failed, p.Late, want, want, p.Errors)
 		}
-		if n := r.l.ph.(*rateRun).gate.late.TotalCount(); n != p.Sent {
+		if n := r.l.ph.(*rateRun).gate.Late.TotalCount(); n != p.Sent {
 			t.Errorf("%d per step: send_late holds %d, want every message sent (%d)", per, n, p.Sent)
 		}
 		if lat := r.l.ph.(*rateRun).tl.cur.Max(); lat < 100_000 || lat > 100_000+int64(per)*r.period+1000 {
@@ -175,7 +175,7 @@ func TestRateMemoryFollowsTimeRun(t *testing.T) {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		l.rateStart(&rateJob{phase: 1, slots: 1, total: 1, pacer: Pacer{Rate: 1, Duration: d}, start: l.epoch.Add(time.Hour),
-			hdr: appendClientHeader(nil, opBinary, 64, 0), payload: makePayload(64, false), batch: DefaultRateBatch, maxInflight: 16, loopMax: 16})
+			hdr: AppendClientHeader(nil, OpBinary, 64, 0), payload: MakePayload(64, false), batch: DefaultRateBatch, maxInflight: 16, loopMax: 16})
 		runtime.ReadMemStats(&after)
 		if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
 			t.Errorf("duration %v: starting allocated %d bytes, want < 1 MiB", d, got)
@@ -183,10 +183,10 @@ func TestRateMemoryFollowsTimeRun(t *testing.T) {
 		r := l.ph.(*rateRun)
 		start := r.start
 		for s := int64(0); s < 5; s++ {
-			r.tl.second(start + s*int64(time.Second) + 1)
+			r.tl.Second(start + s*int64(time.Second) + 1)
 		}
-		if len(r.tl.secs) != 5 || cap(r.tl.secs) > 8 {
-			t.Errorf("duration %v: timeline of %d seconds (capacity %d) after 5 s, want 5", d, len(r.tl.secs), cap(r.tl.secs))
+		if len(r.tl.Seconds) != 5 || cap(r.tl.Seconds) > 8 {
+			t.Errorf("duration %v: timeline of %d seconds (capacity %d) after 5 s, want 5", d, len(r.tl.Seconds), cap(r.tl.Seconds))
 		}
 		l.rateFinish(true, start+5*int64(time.Second))
 		<-l.results

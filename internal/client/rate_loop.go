@@ -36,7 +36,7 @@ type rateJob struct {
 // rateConn is a connection's state in a rate phase; conn.slot holds its
 // index in rateRun.conns while the phase runs.
 type rateConn struct {
-	c      *conn
+	c      *Conn
 	next   int64 // messages sent: the number of the next one
 	acked  int64 // echoes completed, intact or not: the number of the next one expected
 	mark   [MarkerLen]byte
@@ -51,12 +51,12 @@ type rateConn struct {
 // then wait, and leave as soon as a flush or an echo frees it, late but
 // with their scheduled times. Nothing waits for replies.
 type rateRun struct {
-	baseRun
+	BaseRun
 	wireIn0   int64 // the loop's received wire bytes at the start
 	wakes0    int64 // the loop's wake-ups at the start
-	gate      pacedWake
+	gate      PacedWake
 	job       rateJob
-	timetable cursor
+	timetable Cursor
 	conns     []rateConn
 	flen      int   // frame length
 	start     int64 // loop clock at t = 0
@@ -70,7 +70,7 @@ type rateRun struct {
 	due       int64 // loop clock of the next due event (wake without the slack)
 	part      RateResult
 	noConns   bool       // every connection was lost
-	tl        timeline   // per second: sends, echoes and their latencies
+	tl        Timeline   // per second: sends, echoes and their latencies
 	published LiveCounts // what Live has of this loop
 	unflushed int64
 
@@ -84,64 +84,64 @@ type rateRun struct {
 }
 
 // rateStart begins a rate phase in this loop.
-func (l *loop) rateStart(job *rateJob) {
-	r := &rateRun{baseRun: baseRun{job.phase}, job: *job, part: RateResult{Latency: NewHist()}, wireIn0: l.wireIn}
-	l.ph = r
+func (l *Loop) rateStart(job *rateJob) {
+	r := &rateRun{BaseRun: BaseRun{job.phase}, job: *job, part: RateResult{Latency: NewHist()}, wireIn0: l.WireIn()}
+	l.SetRun(r)
 	r.flen = len(job.hdr) + len(job.payload)
 	// Room for a compressed frame too: deflate can grow a message that
 	// does not compress by a few bytes per block.
-	if need := max(job.batch, r.flen) + r.flen/64 + 64; cap(l.wbuf) < need {
-		l.wbuf = make([]byte, need)
+	if need := max(job.batch, r.flen) + r.flen/64 + 64; cap(l.WriteBuf) < need {
+		l.WriteBuf = make([]byte, need)
 	}
-	r.gate = newPacedWake(job.slack)
-	r.wakes0 = l.wakes
-	r.start = int64(job.start.Sub(l.epoch))
-	r.tl = newTimeline(r.start)
-	r.tl.live = r.job.pr.live()
+	r.gate = NewPacedWake(job.slack)
+	r.wakes0 = l.Wakes()
+	r.start = int64(job.start.Sub(l.Epoch()))
+	r.tl = NewTimeline(r.start)
+	r.tl.Live = r.job.pr.Following()
 	r.end = r.start + int64(job.pacer.Duration)
 	r.stopAt = r.end + job.drain
-	n := min(job.slots, len(l.open))
+	n := min(job.slots, len(l.Open()))
 	r.conns = make([]rateConn, n)
 	for i := range r.conns {
-		c := l.open[i]
+		c := l.Open()[i]
 		r.conns[i].c = c
-		c.slot = int64(i)
+		c.Slot = int64(i)
 	}
 	r.live = n
 	r.part.Conns = n
-	r.part.Reads = r.gate.begin(l, l.open[:n], job.reads)
-	r.timetable = cursor{p: job.pacer, first: job.first, total: job.total, n: n}
+	r.part.Reads = r.gate.Begin(l, l.Open()[:n], job.reads)
+	r.timetable = Cursor{Pacer: job.pacer, First: job.first, Total: job.total, Conns: n}
 	r.sending = true
-	l.setTick(maxTick)
-	r.pump(l, l.now())
+	l.SetTick(MaxTick)
+	r.Pump(l, l.Now())
 }
 
-// wakeAt implements loopRun.
-func (r *rateRun) wakeAt() int64 { return r.wake }
+// WakeAt implements LoopRun.
+func (r *rateRun) WakeAt() int64 { return r.wake }
 
-// dueAt implements slackRun.
-func (r *rateRun) dueAt() int64 { return r.due }
+// DueAt implements slackRun.
+func (r *rateRun) DueAt() int64 { return r.due }
 
 // ratePump runs the pump (tests call it by this name).
-func (l *loop) ratePump(now int64) { l.ph.pump(l, now) }
+func (l *Loop) ratePump(now int64) { l.Run().Pump(l, now) }
 
-// pump implements loopRun: it sends what the timetable has due by now,
+// Pump implements LoopRun: it sends what the timetable has due by now,
 // closes the sending window at its end, ends the phase when nothing is
 // left to wait for, and sets the time of the next pump.
-func (r *rateRun) pump(l *loop, now int64) {
+func (r *rateRun) Pump(l *Loop, now int64) {
 	more := false
-	r.gate.pumped(now)
+	r.gate.Pumped(now)
 	if r.sending {
 		el := time.Duration(now - r.start)
 		visited := 0
-		r.left = max(pumpBytes, r.job.batch)
+		r.left = max(PumpBytes, r.job.batch)
 		for r.live > 0 {
-			at := r.timetable.at()
+			at := r.timetable.At()
 			if at >= r.job.pacer.Duration || at > el {
 				break
 			}
-			l.rateSend(r, r.timetable.j, now)
-			if l.ph != r {
+			l.rateSend(r, r.timetable.Index, now)
+			if l.Run() != r {
 				return
 			}
 			if r.left <= 0 {
@@ -150,27 +150,27 @@ func (r *rateRun) pump(l *loop, now int64) {
 				more = true
 				break
 			}
-			r.timetable.advance()
+			r.timetable.Advance()
 			// A whole round visited in one pump: every connection is up to
 			// date with now, so the events still behind are done too.
 			if visited++; visited >= len(r.conns) {
-				r.timetable.seek(el)
+				r.timetable.Seek(el)
 				visited = 0
 			}
 		}
-		if now >= r.end || r.live == 0 && !l.reconnecting() {
+		if now >= r.end || r.live == 0 && !l.Reconnecting() {
 			r.closeWindow(now)
 		}
 	}
 	if !r.sending && (r.inflight == 0 || now >= r.stopAt) {
-		r.finish(l, false, now)
+		r.Finish(l, false, now)
 		return
 	}
 	if r.sending {
 		r.wake, r.due = r.end, r.end
-		if at := r.timetable.at(); at < r.job.pacer.Duration {
+		if at := r.timetable.At(); at < r.job.pacer.Duration {
 			r.due = min(r.due, r.start+int64(at))
-			r.wake = min(r.wake, r.gate.wake(r.due))
+			r.wake = min(r.wake, r.gate.Wake(r.due))
 		}
 		if more {
 			r.wake, r.due = now, now
@@ -186,7 +186,7 @@ func (r *rateRun) closeWindow(now int64) {
 	r.sending = false
 	el := time.Duration(now - r.start)
 	for j := range r.conns {
-		r.part.Scheduled += r.job.pacer.Due(el, r.timetable.phase(j))
+		r.part.Scheduled += r.job.pacer.Due(el, r.timetable.Phase(j))
 	}
 	if r.live == 0 {
 		r.noConns = true
@@ -197,33 +197,33 @@ func (r *rateRun) closeWindow(now int64) {
 // job.batch bytes, until none is due, the socket stops taking them,
 // MaxInflight are in flight on the connection or loopMax on the loop, or
 // the pump's write budget is spent.
-func (l *loop) rateSend(r *rateRun, j int, now int64) {
+func (l *Loop) rateSend(r *rateRun, j int, now int64) {
 	rc := &r.conns[j]
 	c := rc.c
-	if c.state != stOpen || c.flags&fWantOut != 0 {
+	if c.State() != StateOpen || c.Flags&FlagWantOut != 0 {
 		return // closed, or blocked until flush empties its output
 	}
-	phase := r.timetable.phase(j)
+	phase := r.timetable.Phase(j)
 	due := r.job.pacer.Due(time.Duration(now-r.start), phase)
 	if rc.next >= due {
 		return
 	}
-	_, sec := r.tl.second(now)
-	buf := l.wbuf[:0]
+	_, sec := r.tl.Second(now)
+	buf := l.WriteBuf[:0]
 	for rc.next < due && r.inflight < r.job.loopMax && r.left > 0 {
 		if rc.next-rc.acked >= r.job.maxInflight {
 			rc.capped = true
 			break
 		}
 		if len(buf) > 0 && len(buf)+r.flen > r.job.batch {
-			if !l.writeOrQueue(c, buf) {
+			if !l.WriteOrQueue(c, buf) {
 				buf = buf[:0]
 				break
 			}
-			buf = l.wbuf[:0]
+			buf = l.WriteBuf[:0]
 		}
 		at := int64(r.job.pacer.At(rc.next, phase))
-		if c.sec != nil && c.sec.deflate {
+		if c.Sec != nil && c.Sec.Deflate {
 			var ok bool
 			if buf, ok = r.appendZFrame(l, c, buf, uint64(rc.next), at); !ok {
 				break // the socket refused the batch before it
@@ -241,23 +241,23 @@ func (l *loop) rateSend(r *rateRun, j int, now int64) {
 			r.part.Late++
 			sec.Late++
 		}
-		r.gate.sent(now, r.start+at)
+		r.gate.Sent(now, r.start+at)
 		r.unflushed++
 	}
 	if len(buf) > 0 {
-		l.writeOrQueue(c, buf)
+		l.WriteOrQueue(c, buf)
 	}
-	if r.unflushed >= progressBatch && r.job.pr != nil {
+	if r.unflushed >= ProgressBatch && r.job.pr != nil {
 		r.job.pr.Done.Add(r.unflushed)
 		r.unflushed = 0
-		r.job.pr.live().publish(&r.published, r.liveCounts())
+		r.job.pr.Following().Publish(&r.published, r.liveCounts())
 	}
 }
 
 // appendFrame appends message seq, scheduled at `at` ns after the start,
 // as a masked frame with a fresh key. buf has room for it.
-func (r *rateRun) appendFrame(l *loop, buf []byte, seq uint64, at int64) []byte {
-	key := uint32(l.rng.Uint64())
+func (r *rateRun) appendFrame(l *Loop, buf []byte, seq uint64, at int64) []byte {
+	key := uint32(l.Rand().Uint64())
 	n := len(buf)
 	buf = buf[:n+r.flen]
 	hl := copy(buf[n:], r.job.hdr)
@@ -267,9 +267,9 @@ func (r *rateRun) appendFrame(l *loop, buf []byte, seq uint64, at int64) []byte 
 	f[hl-2] = byte(key >> 16)
 	f[hl-1] = byte(key >> 24)
 	var m [MarkerLen]byte
-	putMarker(m[:], seq, at)
-	maskCopy(f[hl:], m[:], key, 0)
-	maskCopy(f[hl+MarkerLen:], r.job.payload[MarkerLen:], key, MarkerLen)
+	PutMarker(m[:], seq, at)
+	MaskCopy(f[hl:], m[:], key, 0)
+	MaskCopy(f[hl+MarkerLen:], r.job.payload[MarkerLen:], key, MarkerLen)
 	r.part.BytesSent += int64(len(r.job.payload))
 	return buf
 }
@@ -277,65 +277,65 @@ func (r *rateRun) appendFrame(l *loop, buf []byte, seq uint64, at int64) []byte 
 // appendZFrame appends message seq compressed (RSV1 set), masked with a
 // fresh key. A compressed frame that does not fit behind buf's batch is
 // preceded by writing the batch (ok false: the socket refused it).
-func (r *rateRun) appendZFrame(l *loop, c *conn, buf []byte, seq uint64, at int64) ([]byte, bool) {
-	if bits := c.sec.bits; bits != r.zbits {
-		r.zc.Init(&l.deflater, pmdeflate.Params{ClientNoContextTakeover: true, ClientMaxWindowBits: int(bits)})
+func (r *rateRun) appendZFrame(l *Loop, c *Conn, buf []byte, seq uint64, at int64) ([]byte, bool) {
+	if bits := c.Sec.WindowBits; bits != r.zbits {
+		r.zc.Init(&l.Deflater, pmdeflate.Params{ClientNoContextTakeover: true, ClientMaxWindowBits: int(bits)})
 		r.zbits = bits
 	}
 	r.zin = append(r.zin[:0], r.job.payload...)
-	putMarker(r.zin[:MarkerLen], seq, at)
+	PutMarker(r.zin[:MarkerLen], seq, at)
 	r.zout = r.zc.Compress(r.zout[:0], r.zin)
-	need := maxHeader + len(r.zout)
+	need := MaxHeader + len(r.zout)
 	if len(buf) > 0 && len(buf)+need > cap(buf) {
-		if !l.writeOrQueue(c, buf) {
+		if !l.WriteOrQueue(c, buf) {
 			return buf[:0], false
 		}
-		buf = l.wbuf[:0]
+		buf = l.WriteBuf[:0]
 	}
 	if cap(buf) < need { // a message that grew under compression
-		l.wbuf = make([]byte, 0, need)
-		buf = l.wbuf[:0]
+		l.WriteBuf = make([]byte, 0, need)
+		buf = l.WriteBuf[:0]
 	}
-	key := uint32(l.rng.Uint64())
+	key := uint32(l.Rand().Uint64())
 	n := len(buf)
-	buf = appendClientHeader(buf, opBinary, len(r.zout), key)
-	buf[n] |= rsv1
+	buf = AppendClientHeader(buf, OpBinary, len(r.zout), key)
+	buf[n] |= Rsv1
 	h := len(buf)
 	buf = buf[:h+len(r.zout)]
-	maskCopy(buf[h:], r.zout, key, 0)
+	MaskCopy(buf[h:], r.zout, key, 0)
 	r.part.BytesSent += int64(len(r.job.payload))
 	r.wireOut += int64(len(r.zout))
 	return buf, true
 }
 
 // slot returns c's state in the phase, or nil if c does not take part.
-func (r *rateRun) slot(c *conn) *rateConn {
-	if i := c.slot; i >= 0 && i < int64(len(r.conns)) && r.conns[i].c == c {
+func (r *rateRun) slot(c *Conn) *rateConn {
+	if i := c.Slot; i >= 0 && i < int64(len(r.conns)) && r.conns[i].c == c {
 		return &r.conns[i]
 	}
 	return nil
 }
 
-// resume implements loopRun: it sends c's overdue messages once its output
+// Resume implements LoopRun: it sends c's overdue messages once its output
 // has drained (within what is left of the last pump's write budget; else
 // its next visit does).
-func (r *rateRun) resume(l *loop, c *conn) {
+func (r *rateRun) Resume(l *Loop, c *Conn) {
 	if rc := r.slot(c); rc != nil && r.sending {
-		l.rateSend(r, int(c.slot), l.now())
+		l.rateSend(r, int(c.Slot), l.Now())
 	}
 }
 
-// onData implements loopRun: it checks a chunk of an echo and completes it
+// OnData implements LoopRun: it checks a chunk of an echo and completes it
 // at its end: the marker
 // must name the next message expected on the connection and its scheduled
 // time, and (with verify) the rest must match the payload.
-func (r *rateRun) onData(l *loop, c *conn, ev *event, now int64) {
+func (r *rateRun) OnData(l *Loop, c *Conn, ev *Event, now int64) {
 	rc := r.slot(c)
 	if rc == nil {
 		return
 	}
-	d := ev.data
-	pos := ev.total - int64(len(d))
+	d := ev.Data
+	pos := ev.Total - int64(len(d))
 	r.part.BytesRecv += int64(len(d))
 	if pos < MarkerLen {
 		k := copy(rc.mark[pos:], d)
@@ -343,12 +343,12 @@ func (r *rateRun) onData(l *loop, c *conn, ev *event, now int64) {
 		pos += int64(k)
 	}
 	p := r.job.payload
-	if ev.total > int64(len(p)) {
+	if ev.Total > int64(len(p)) {
 		rc.bad = true
-	} else if r.job.verify && len(d) > 0 && !bytes.Equal(d, p[pos:ev.total]) {
+	} else if r.job.verify && len(d) > 0 && !bytes.Equal(d, p[pos:ev.Total]) {
 		rc.bad = true
 	}
-	if !ev.end {
+	if !ev.End {
 		return
 	}
 	var reason Reason
@@ -356,14 +356,14 @@ func (r *rateRun) onData(l *loop, c *conn, ev *event, now int64) {
 	switch {
 	case rc.acked >= rc.next:
 		reason = ReasonUnexpected
-	case ev.total != int64(len(p)):
+	case ev.Total != int64(len(p)):
 		reason = ReasonWrongLength
-	case ev.op != opBinary:
+	case ev.Op != OpBinary:
 		reason = ReasonWrongOpcode
 	case rc.bad:
 		reason = ReasonPayloadMismatch
 	default:
-		reason, at = r.checkMarker(rc, int(c.slot))
+		reason, at = r.checkMarker(rc, int(c.Slot))
 	}
 	rc.bad = false
 	rc.mark = [MarkerLen]byte{}
@@ -374,23 +374,23 @@ func (r *rateRun) onData(l *loop, c *conn, ev *event, now int64) {
 	switch reason {
 	case "":
 		r.part.Recv++
-		r.tl.echo(now, max(0, now-(r.start+at)), r.part.Latency.Histogram)
+		r.tl.Echo(now, max(0, now-(r.start+at)), r.part.Latency.Histogram)
 	case reasonStale:
 		r.part.Failed++
-		r.part.Errors.add(ReasonMarkerMismatch)
+		r.part.Errors.Add(ReasonMarkerMismatch)
 	default:
 		r.part.Failed++
-		r.part.Errors.add(reason)
+		r.part.Errors.Add(reason)
 	}
 	if rc.capped && r.sending {
 		rc.capped = false
-		l.rateSend(r, int(c.slot), l.now()) // now may be the echo's arrival, before this read
-		if l.ph != r {
+		l.rateSend(r, int(c.Slot), l.Now()) // now may be the echo's arrival, before this read
+		if l.Run() != r {
 			return
 		}
 	}
 	if !r.sending && r.inflight == 0 {
-		r.finish(l, false, now)
+		r.Finish(l, false, now)
 	}
 }
 
@@ -407,8 +407,8 @@ const reasonStale Reason = "stale echo"
 // never echoed), and this echo is intact. One naming a message already
 // skipped is stale (reasonStale); any other marker is a mismatch.
 func (r *rateRun) checkMarker(rc *rateConn, j int) (Reason, int64) {
-	seq, at := readMarker(rc.mark[:])
-	phase := r.timetable.phase(j)
+	seq, at := ReadMarker(rc.mark[:])
+	phase := r.timetable.Phase(j)
 	switch {
 	case seq == uint64(rc.acked) && at == int64(r.job.pacer.At(rc.acked, phase)):
 		return "", at
@@ -423,9 +423,9 @@ func (r *rateRun) checkMarker(rc *rateConn, j int) (Reason, int64) {
 	return ReasonMarkerMismatch, at
 }
 
-// lost implements loopRun: it takes a dropped connection out of the
+// Lost implements LoopRun: it takes a dropped connection out of the
 // phase; its messages in flight will never be echoed (they count as lost).
-func (r *rateRun) lost(_ *loop, c *conn, _ uint8, reason Reason) {
+func (r *rateRun) Lost(_ *Loop, c *Conn, _ uint8, reason Reason) {
 	rc := r.slot(c)
 	if rc == nil {
 		return
@@ -433,66 +433,66 @@ func (r *rateRun) lost(_ *loop, c *conn, _ uint8, reason Reason) {
 	r.inflight -= rc.next - rc.acked
 	rc.acked = rc.next
 	r.live--
-	r.part.Errors.add(reason)
+	r.part.Errors.Add(reason)
 	if r.live == 0 || (!r.sending && r.inflight == 0) {
 		r.wake, r.due = 0, 0 // the next pump ends the phase
 	}
 }
 
-// adopt implements adopter: a dropped connection came back; it takes its
+// Adopt implements adopter: a dropped connection came back; it takes its
 // place in the timetable from now on. Its messages due while it was down
 // are not sent (they stay unsent), those in flight at the drop were lost:
 // the next message it sends is the one due next.
-func (r *rateRun) adopt(l *loop, old, c *conn) {
+func (r *rateRun) Adopt(l *Loop, old, c *Conn) {
 	rc := r.slot(old)
 	if rc == nil || !r.sending {
 		return
 	}
-	j := int(old.slot)
+	j := int(old.Slot)
 	rc.c = c
-	c.slot = int64(j)
-	if due := r.job.pacer.Due(time.Duration(l.now()-r.start), r.timetable.phase(j)); due > rc.next {
+	c.Slot = int64(j)
+	if due := r.job.pacer.Due(time.Duration(l.Now()-r.start), r.timetable.Phase(j)); due > rc.next {
 		rc.next = due
 	}
 	rc.acked, rc.bad, rc.capped, rc.mark = rc.next, false, false, [MarkerLen]byte{}
 	r.live++
-	if r.gate.batched {
-		stampReads(c, true) // refused: this connection's reads end at the read
+	if r.gate.Batched {
+		StampReads(c, true) // refused: this connection's reads end at the read
 	}
 }
 
-// tick implements loopRun: it publishes progress.
-func (r *rateRun) tick(*loop, int64) {
+// Tick implements LoopRun: it publishes progress.
+func (r *rateRun) Tick(*Loop, int64) {
 	if r.job.pr != nil && r.unflushed > 0 {
 		r.job.pr.Done.Add(r.unflushed)
 		r.unflushed = 0
 	}
-	r.job.pr.live().publish(&r.published, r.liveCounts())
+	r.job.pr.Following().Publish(&r.published, r.liveCounts())
 }
 
 // rateFinish ends the rate phase (tests call it by this name).
-func (l *loop) rateFinish(stopped bool, now int64) { l.ph.finish(l, stopped, now) }
+func (l *Loop) rateFinish(stopped bool, now int64) { l.Run().Finish(l, stopped, now) }
 
-// finish implements loopRun: it ends the rate phase here and reports this
+// Finish implements LoopRun: it ends the rate phase here and reports this
 // loop's share. Echoes still due are discarded when they come (conn.skip).
-func (r *rateRun) finish(l *loop, stopped bool, now int64) {
+func (r *rateRun) Finish(l *Loop, stopped bool, now int64) {
 	if r.sending {
 		r.closeWindow(now)
 	}
-	r.tl.roll(r.part.Latency.Histogram)
+	r.tl.Roll(r.part.Latency.Histogram)
 	for i := range r.conns {
 		rc := &r.conns[i]
 		c := rc.c
-		if c.state == stOpen && c.slot == int64(i) {
+		if c.State() == StateOpen && c.Slot == int64(i) {
 			if out := rc.next - rc.acked; out > 0 {
-				c.skip = uint16(min(int64(c.skip)+out, math.MaxUint16))
+				c.Skip = uint16(min(int64(c.Skip)+out, math.MaxUint16))
 			}
 		}
-		c.slot = 0
+		c.Slot = 0
 	}
 	elapsed := max(0, time.Duration(now-r.start))
-	r.tl.second(now) // the timeline reaches the end
-	r.part.Seconds = r.tl.secs
+	r.tl.Second(now) // the timeline reaches the end
+	r.part.Seconds = r.tl.Seconds
 	r.part.Used = min(elapsed, r.job.pacer.Duration)
 	r.part.Drain = elapsed - r.part.Used
 	r.part.Unsent = r.part.Scheduled - r.part.Sent
@@ -502,14 +502,14 @@ func (r *rateRun) finish(l *loop, stopped bool, now int64) {
 	if r.job.pr != nil && r.unflushed > 0 {
 		r.job.pr.Done.Add(r.unflushed)
 	}
-	r.job.pr.live().publish(&r.published, r.finalCounts())
-	r.gate.end(l)
-	r.part.Slack = time.Duration(r.gate.slack)
-	r.part.SendLate = Hist{r.gate.late}
-	r.part.Wakeups = l.wakes - r.wakes0
+	r.job.pr.Following().Publish(&r.published, r.finalCounts())
+	r.gate.End(l)
+	r.part.Slack = time.Duration(r.gate.Slack)
+	r.part.SendLate = Hist{r.gate.Late}
+	r.part.Wakeups = l.Wakes() - r.wakes0
 	r.part.BytesPayload = r.part.BytesSent + r.part.BytesRecv
-	r.part.BytesWire = r.wireOut + l.wireIn - r.wireIn0
-	l.finished(r.job.phase, &r.part, stopped)
+	r.part.BytesWire = r.wireOut + l.WireIn() - r.wireIn0
+	l.Finished(r.job.phase, &r.part, stopped)
 }
 
 // finalCounts are this loop's totals at the end, with the echoes lost.

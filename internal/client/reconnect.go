@@ -129,9 +129,9 @@ func (s *ReconnectStats) Merge(o ReconnectStats) {
 	s.Drops += o.Drops
 	s.Reconnects += o.Reconnects
 	s.Failed += o.Failed
-	s.Errors.merge(o.Errors)
+	s.Errors.Merge(o.Errors)
 	s.Pending += o.Pending
-	s.Latency.add(o.Latency)
+	s.Latency.Add(o.Latency)
 	s.FirstDrop = minSet(s.FirstDrop, o.FirstDrop)
 	s.FirstBack = minSet(s.FirstBack, o.FirstBack)
 	s.LastBack = max(s.LastBack, o.LastBack)
@@ -171,7 +171,7 @@ func (s *ReconnectStats) Peak() int64 {
 // that did not hold old ignores it; c stays on the pool for the next
 // phases either way.
 type adopter interface {
-	adopt(l *loop, old, c *conn)
+	Adopt(l *Loop, old, c *Conn)
 }
 
 // Reconnects returns what the reconnectors did over the last phase Run

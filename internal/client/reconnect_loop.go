@@ -7,10 +7,10 @@ import "time"
 // attempt, dialled by a dialer of its own.
 type reconnector struct {
 	pol    Reconnect
-	d      dialer
+	d      Dialer
 	waits  []rcWait
 	free   []int32
-	timers timerHeap
+	timers TimerHeap
 	byIdx  map[int64]int32 // attempt's connection number → wait
 	next   int64           // attempts dialled: attempt k is connection base + k×stride
 	base   int64
@@ -21,7 +21,7 @@ type reconnector struct {
 
 // rcWait is one dropped connection on its way back.
 type rcWait struct {
-	old    *conn // the dropped connection (closed): where the run had it
+	old    *Conn // the dropped connection (closed): where the run had it
 	lostAt int64 // loop clock of the drop
 	tries  int   // attempts that failed
 	gen    uint32
@@ -35,14 +35,14 @@ const rcNumbers = 1 << 40
 // newReconnector readies loop id's of n for policy p (checked).
 func newReconnector(p Reconnect, id, n int) *reconnector {
 	rc := &reconnector{pol: p, byIdx: map[int64]int32{}, base: rcNumbers + int64(id), stride: int64(n)}
-	rc.d.init(rc, int64(p.Timeout), 0, nil)
+	rc.d.Init(rc, int64(p.Timeout), 0, nil)
 	rc.st.Latency = NewHist()
 	return rc
 }
 
 // dropped takes c, a connection of the pool the server dropped at now,
 // when the run in progress (if any) can take its replacement.
-func (rc *reconnector) dropped(l *loop, c *conn, now int64) {
+func (rc *reconnector) dropped(l *Loop, c *Conn, now int64) {
 	if r := l.ph; r != nil {
 		if _, ok := r.(adopter); !ok {
 			return
@@ -66,51 +66,51 @@ func (rc *reconnector) dropped(l *loop, c *conn, now int64) {
 }
 
 // arm sets wait i's next attempt by the policy.
-func (rc *reconnector) arm(l *loop, i int32, now int64) {
+func (rc *reconnector) arm(l *Loop, i int32, now int64) {
 	w := &rc.waits[i]
 	u := float64(l.rng.Uint64()>>11) / (1 << 53)
-	rc.timers.push(timer{at: now + int64(rc.pol.wait(w.tries, u)), id: i, gen: w.gen})
+	rc.timers.Push(Timer{At: now + int64(rc.pol.wait(w.tries, u)), ID: i, Gen: w.gen})
 }
 
 // wakeAt is the loop clock of the reconnector's next attempt or deadline
 // check; < 0 = none.
 func (rc *reconnector) wakeAt() int64 {
-	w := rc.timers.next()
-	if len(rc.d.inflight) > 0 && (w < 0 || rc.check < w) {
+	w := rc.timers.Next()
+	if len(rc.d.Inflight) > 0 && (w < 0 || rc.check < w) {
 		w = rc.check
 	}
 	return w
 }
 
 // pump starts the attempts due and fails those past their deadline.
-func (rc *reconnector) pump(l *loop, now int64) {
+func (rc *reconnector) pump(l *Loop, now int64) {
 	for {
-		at := rc.timers.next()
+		at := rc.timers.Next()
 		if at < 0 || at > now {
 			break
 		}
-		t := rc.timers.pop()
-		w := &rc.waits[t.id]
-		if !w.busy || w.gen != t.gen {
+		t := rc.timers.Pop()
+		w := &rc.waits[t.ID]
+		if !w.busy || w.gen != t.Gen {
 			continue
 		}
 		idx := rc.base + rc.next*rc.stride
 		rc.next++
-		rc.byIdx[idx] = t.id
-		if len(rc.d.inflight) == 0 {
+		rc.byIdx[idx] = t.ID
+		if len(rc.d.Inflight) == 0 {
 			rc.check = now + int64(rc.pol.Timeout)/10
 		}
-		l.dial(&rc.d, idx, 0)
+		l.Dial(&rc.d, idx, 0)
 	}
-	if len(rc.d.inflight) > 0 && now >= rc.check {
-		rc.d.tick(l, now)
+	if len(rc.d.Inflight) > 0 && now >= rc.check {
+		rc.d.Tick(l, now)
 		rc.check = now + max(int64(rc.pol.Timeout)/10, int64(minTick))
 	}
 }
 
-// dialed implements dialHooks: a dropped connection is back; the run in
+// Dialed implements dialHooks: a dropped connection is back; the run in
 // progress takes it in the old one's place.
-func (rc *reconnector) dialed(l *loop, c *conn, idx int64, now int64) {
+func (rc *reconnector) Dialed(l *Loop, c *Conn, idx int64, now int64) {
 	i, ok := rc.byIdx[idx]
 	if !ok {
 		return
@@ -119,7 +119,7 @@ func (rc *reconnector) dialed(l *loop, c *conn, idx int64, now int64) {
 	w := &rc.waits[i]
 	old := w.old
 	rc.st.Reconnects++
-	record(rc.st.Latency.Histogram, now-w.lostAt)
+	Record(rc.st.Latency.Histogram, now-w.lostAt)
 	if rc.st.PerTick == nil {
 		rc.st.PerTick = map[int64]int64{}
 	}
@@ -132,26 +132,26 @@ func (rc *reconnector) dialed(l *loop, c *conn, idx int64, now int64) {
 	w.busy, w.old = false, nil
 	rc.free = append(rc.free, i)
 	if a, ok := l.ph.(adopter); ok {
-		a.adopt(l, old, c)
+		a.Adopt(l, old, c)
 	}
 }
 
-// gaveUp implements dialHooks: the attempt failed; the next one waits.
-func (rc *reconnector) gaveUp(l *loop, idx int64, reason Reason) {
+// GaveUp implements dialHooks: the attempt failed; the next one waits.
+func (rc *reconnector) GaveUp(l *Loop, idx int64, reason Reason) {
 	i, ok := rc.byIdx[idx]
 	if !ok {
 		return
 	}
 	delete(rc.byIdx, idx)
 	rc.st.Failed++
-	rc.st.Errors.add(reason)
+	rc.st.Errors.Add(reason)
 	rc.waits[i].tries++
-	rc.arm(l, i, l.now())
+	rc.arm(l, i, l.Now())
 }
 
-// reconnecting reports whether dropped connections of l are on their way
+// Reconnecting reports whether dropped connections of l are on their way
 // back: a timed run then keeps going for them.
-func (l *loop) reconnecting() bool { return l.rc != nil && len(l.rc.free) < len(l.rc.waits) }
+func (l *Loop) Reconnecting() bool { return l.rc != nil && len(l.rc.free) < len(l.rc.waits) }
 
 // stats returns what the reconnector did since the last call, with the
 // drops still pending, and starts counting anew.

@@ -16,8 +16,8 @@ import "github.com/wsplan/wsplan/internal/proto"
 // refuse marks the attempt of c, in its handshake or greeting, as refused
 // by the server: it is not retried. It returns r, the reason the attempt
 // fails with, so that a greeting reads `return false, refuse(c, r)`.
-func refuse(c *conn, r Reason) Reason {
-	if c.state < stOpen && c.ext != nil {
+func refuse(c *Conn, r Reason) Reason {
+	if c.state < StateOpen && c.ext != nil {
 		c.ext.refused = true
 	}
 	return r

@@ -48,9 +48,9 @@ func (s *rxStamps) calibrate(epoch time.Time) {
 	s.off = t.UnixNano() - int64(t.Sub(epoch))
 }
 
-// stampReads turns kernel receive timestamps on or off for c. It returns
+// StampReads turns kernel receive timestamps on or off for c. It returns
 // false if the kernel refused (c's flag is then left as it was).
-func stampReads(c *conn, on bool) bool {
+func StampReads(c *Conn, on bool) bool {
 	v := 0
 	if on {
 		v = 1
@@ -58,9 +58,9 @@ func stampReads(c *conn, on bool) bool {
 	if unix.SetsockoptInt(int(c.fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, v) != nil {
 		return false
 	}
-	c.flags &^= fStamp
+	c.Flags &^= fStamp
 	if on {
-		c.flags |= fStamp
+		c.Flags |= fStamp
 	}
 	return true
 }
@@ -69,11 +69,11 @@ func stampReads(c *conn, on bool) bool {
 // phase that starts on it: conns get receive timestamps, and sleeps up to
 // rawWaitMax ignore arrivals. It returns false, changing nothing, where
 // the kernel refuses timestamps: the phase then runs with prompt reads.
-func (l *loop) batchReads(conns []*conn) bool {
+func (l *Loop) batchReads(conns []*Conn) bool {
 	for i, c := range conns {
-		if !stampReads(c, true) {
+		if !StampReads(c, true) {
 			for _, d := range conns[:i] {
-				stampReads(d, false)
+				StampReads(d, false)
 			}
 			return false
 		}
@@ -86,11 +86,11 @@ func (l *loop) batchReads(conns []*conn) bool {
 // promptReads ends batched reads: the loop wakes for each arrival again
 // and its connections lose their timestamps (the flag on each says which
 // have them; a closed one has no flags).
-func (l *loop) promptReads() {
+func (l *Loop) promptReads() {
 	l.batching = false
 	for _, c := range l.open {
-		if c.flags&fStamp != 0 {
-			stampReads(c, false)
+		if c.Flags&fStamp != 0 {
+			StampReads(c, false)
 		}
 	}
 }
@@ -98,13 +98,13 @@ func (l *loop) promptReads() {
 // read reads from c's socket. On a stamped connection it returns, with the
 // data, the loop clock the last byte arrived at (at most the read's own
 // time); otherwise the read's own time.
-func (l *loop) read(c *conn, b []byte) (int, int64, syscall.Errno) {
-	if c.flags&fStamp == 0 {
+func (l *Loop) read(c *Conn, b []byte) (int, int64, syscall.Errno) {
+	if c.Flags&fStamp == 0 {
 		n, e := rawRead(c.fd, b)
 		if e != 0 || n == 0 {
 			return n, 0, e
 		}
-		return n, l.now(), 0
+		return n, l.Now(), 0
 	}
 	s := &l.rxs
 	s.iov.Base = unsafe.SliceData(b)
@@ -117,7 +117,7 @@ func (l *loop) read(c *conn, b []byte) (int, int64, syscall.Errno) {
 	if e != 0 || r == 0 {
 		return int(r), 0, e
 	}
-	at := l.now()
+	at := l.Now()
 	if k, ok := s.stamp(); ok && k-s.off < at {
 		at = k - s.off
 	}
@@ -147,7 +147,7 @@ func (s *rxStamps) stamp() (int64, bool) {
 
 // sleep sleeps ns (> 0) without telling the scheduler (as a raw epoll wait
 // of the same length would; see rawWaitMax).
-func (l *loop) sleep(ns int64) {
+func (l *Loop) sleep(ns int64) {
 	l.ts = unix.NsecToTimespec(ns)
 	// EINTR just ends the sleep early: the loop recomputes its wake-up.
 	syscall.RawSyscall6(unix.SYS_CLOCK_NANOSLEEP, unix.CLOCK_MONOTONIC, 0, uintptr(unsafe.Pointer(&l.ts)), 0, 0, 0)

@@ -13,7 +13,7 @@ import (
 
 // tcpPair returns a loop with one registered TCP loopback connection (the
 // loop's end, non-blocking; newTCPPairs) and the peer's fd.
-func tcpPair(tb testing.TB) (*loop, *conn, int) {
+func tcpPair(tb testing.TB) (*Loop, *Conn, int) {
 	tb.Helper()
 	p := newTCPPairs(tb, 1)
 	l, err := newLoop(&Client{}, 0)
@@ -21,8 +21,8 @@ func tcpPair(tb testing.TB) (*loop, *conn, int) {
 		p.close()
 		tb.Fatal(err)
 	}
-	c := &conn{fd: p.cli[0]}
-	if err := l.register(c, evIn); err != nil {
+	c := &Conn{fd: p.cli[0]}
+	if err := l.register(c, EvIn); err != nil {
 		tb.Fatal(err)
 	}
 	l.addOpen(c)
@@ -42,7 +42,7 @@ func TestStampedRead(t *testing.T) {
 	buf := make([]byte, 4096)
 	send := func(s string) int64 {
 		t.Helper()
-		at := l.now()
+		at := l.Now()
 		if _, err := unix.Write(peer, []byte(s)); err != nil {
 			t.Fatal(err)
 		}
@@ -50,12 +50,12 @@ func TestStampedRead(t *testing.T) {
 	}
 	const late = 30 * time.Millisecond
 	retryTiming(t, func() string {
-		if !l.batchReads([]*conn{c}) || c.flags&fStamp == 0 || !l.batching {
+		if !l.batchReads([]*Conn{c}) || c.Flags&fStamp == 0 || !l.batching {
 			t.Fatal("batchReads refused on a TCP socket")
 		}
 		sent := send("hello")
 		time.Sleep(late)
-		read := l.now()
+		read := l.Now()
 		n, at, e := l.read(c, buf)
 		if e != 0 || string(buf[:n]) != "hello" {
 			t.Fatalf("read %q, errno %v", buf[:n], e)
@@ -76,7 +76,7 @@ func TestStampedRead(t *testing.T) {
 			return fmt.Sprintf("two segments: stamp %v after the second write, want about 0", d)
 		}
 		l.promptReads()
-		if c.flags&fStamp != 0 || l.batching {
+		if c.Flags&fStamp != 0 || l.batching {
 			t.Fatal("promptReads left the stamp on")
 		}
 		sent = send("x")
@@ -90,7 +90,7 @@ func TestStampedRead(t *testing.T) {
 		}
 		return ""
 	})
-	l.batchReads([]*conn{c})
+	l.batchReads([]*Conn{c})
 	one := []byte{1}
 	if got := testing.AllocsPerRun(200, func() {
 		_, _ = unix.Write(peer, one)

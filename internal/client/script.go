@@ -187,7 +187,7 @@ func (p *ScriptParams) Validate() error {
 			errs = append(errs, e)
 		}
 	}
-	return checkParams(p, errs...)
+	return CheckParams(p, errs...)
 }
 
 // compile compiles the steps against the rows' columns and the rule of
@@ -213,18 +213,18 @@ func (p *ScriptParams) Split(weights []int) []Params {
 			q := *p
 			q.ArrivalFirst = p.ArrivalFirst + int64(j)*stride
 			q.ArrivalStride = stride * m
-			q.MaxUsers = max(1, share(p.MaxUsers, int(m), j))
+			q.MaxUsers = max(1, Share(p.MaxUsers, int(m), j))
 			out[j] = &q
 		}
 		return out
 	}
 	counts := make([]int64, len(weights))
-	if weighted(weights) {
-		counts = splitInt64(int64(p.Users), weights)
+	if Weighted(weights) {
+		counts = SplitInt64(int64(p.Users), weights)
 	} else {
 		m := min(len(weights), p.Users)
 		for j := 0; j < m; j++ {
-			counts[j] = int64(share(p.Users, m, j))
+			counts[j] = int64(Share(p.Users, m, j))
 		}
 	}
 	first := p.First
@@ -263,8 +263,8 @@ func (r *ScriptResult) Merge(other Result) {
 	r.Late += o.Late
 	r.Dropped += o.Dropped
 	r.OpenFailed += o.OpenFailed
-	r.Connect.add(o.Connect)
-	r.OpenErrors.merge(o.OpenErrors)
+	r.Connect.Add(o.Connect)
+	r.OpenErrors.Merge(o.OpenErrors)
 	r.Finished += o.Finished
 	r.Aborted += o.Aborted
 	r.Cut += o.Cut
@@ -283,17 +283,17 @@ func (r *ScriptResult) Merge(other Result) {
 			r.Failures = map[string]Reasons{}
 		}
 		m := r.Failures[step]
-		m.merge(rs)
+		m.Merge(rs)
 		r.Failures[step] = m
 	}
 	r.UsersFailed += o.UsersFailed
 	r.Timeouts += o.Timeouts
 	r.Mismatched += o.Mismatched
 	r.Unanswered += o.Unanswered
-	r.Errors.merge(o.Errors)
+	r.Errors.Merge(o.Errors)
 	r.Answers += o.Answers
-	r.ErrorAnswers.merge(o.ErrorAnswers)
-	r.Downgrades.merge(o.Downgrades)
+	r.ErrorAnswers.Merge(o.ErrorAnswers)
+	r.Downgrades.Merge(o.Downgrades)
 	if o.ReceiveMax > 0 && (r.ReceiveMax == 0 || o.ReceiveMax < r.ReceiveMax) {
 		r.ReceiveMax = o.ReceiveMax
 	}
@@ -325,9 +325,9 @@ func (e *Exchange) merge(o *Exchange) {
 	e.Failed += o.Failed
 	e.Errors += o.Errors
 	e.Downgraded += o.Downgraded
-	e.ErrorCodes.merge(o.ErrorCodes)
-	e.DowngradeCodes.merge(o.DowngradeCodes)
-	e.Latency.add(o.Latency)
+	e.ErrorCodes.Merge(o.ErrorCodes)
+	e.DowngradeCodes.Merge(o.DowngradeCodes)
+	e.Latency.Add(o.Latency)
 }
 
 // Stop implements Result.
@@ -339,6 +339,6 @@ func (r *ScriptResult) fail(step string, reason Reason) {
 		r.Failures = map[string]Reasons{}
 	}
 	m := r.Failures[step]
-	m.add(reason)
+	m.Add(reason)
 	r.Failures[step] = m
 }

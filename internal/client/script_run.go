@@ -38,18 +38,18 @@ type scriptHeader struct {
 	val  *script.Template
 }
 
-// start implements Params: the program is compiled once per process and
+// Start implements Params: the program is compiled once per process and
 // shared by its loops (templates, paths and matchers are read-only).
-func (p *ScriptParams) start(ph *phaseEnv) (*phasePlan, error) {
-	prog, errs := p.compile(proto.AnswerRule(ph.c.proto))
+func (p *ScriptParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
+	prog, errs := p.compile(proto.AnswerRule(ph.Client.Proto()))
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("client: script: %v", errs[0])
 	}
-	job := &scriptJob{phase: ph.id, prog: prog, rows: p.Rows, start: ph.start, pr: ph.pr, verbs: make([]uint8, len(prog.Instrs))}
+	job := &scriptJob{phase: ph.ID, prog: prog, rows: p.Rows, start: ph.Start, pr: ph.Progress, verbs: make([]uint8, len(prog.Instrs))}
 	for i, in := range prog.Instrs {
 		if in.Op == script.OpSend && in.Verb != "" {
 			v, ok := proto.VerbCodes[in.Verb]
-			if !ok || ph.c.proto == nil || !proto.HasVerb(ph.c.proto, v) {
+			if !ok || ph.Client.Proto() == nil || !proto.HasVerb(ph.Client.Proto(), v) {
 				return nil, fmt.Errorf("client: script: %s: the server's protocol has no %s", in.Label, in.Verb)
 			}
 			job.verbs[i] = v
@@ -68,24 +68,24 @@ func (p *ScriptParams) start(ph *phaseEnv) (*phasePlan, error) {
 			}
 		}
 	}
-	parts := p.Split(ph.open)
-	if ph.pr != nil {
+	parts := p.Split(ph.Open)
+	if ph.Progress != nil {
 		total := int64(p.Users)
 		if p.open() {
 			total = p.arrivals()
 		}
-		ph.pr.Total.Store(total)
-		ph.pr.Done.Store(0)
+		ph.Progress.Total.Store(total)
+		ph.Progress.Done.Store(0)
 	}
-	plan := &phasePlan{starts: make([]func(*loop), len(parts))}
+	plan := &PhasePlan{Starts: make([]func(*Loop), len(parts))}
 	for i, part := range parts {
 		if part == nil {
 			continue
 		}
 		q := part.(*ScriptParams)
-		plan.starts[i] = func(l *loop) { l.scriptStart(job, q) }
+		plan.Starts[i] = func(l *Loop) { l.scriptStart(job, q) }
 	}
-	plan.done = func(res Result, why StopReason, wall time.Duration) StopReason {
+	plan.Done = func(res Result, why StopReason, wall time.Duration) StopReason {
 		r := res.(*ScriptResult)
 		r.Used = wall
 		if r.Connect.Histogram == nil {
@@ -146,15 +146,15 @@ func (j *scriptJob) compileRequest(p *ScriptParams) error {
 
 // scriptRun is a script phase on one loop.
 type scriptRun struct {
-	baseRun
-	d      dialer
+	BaseRun
+	d      Dialer
 	cl     *Client
 	job    *scriptJob
 	p      *ScriptParams
 	users  []user
 	free   []int32         // free user slots
 	byNum  map[int64]int32 // user number -> slot, while its connection is dialled
-	timers timerHeap
+	timers TimerHeap
 
 	// Closed arrivals: users dialled so far; at most Concurrency in flight.
 	dialled int
@@ -183,30 +183,30 @@ type scriptRun struct {
 	zout               []byte
 	unflushed          int64
 	published          LiveCounts // what Live has of this loop
-	liveLat            liveHist   // the exchanges' latencies for Live
+	liveLat            LiveHist   // the exchanges' latencies for Live
 	ending             bool
 }
 
 // scriptStart begins a script phase on this loop.
-func (l *loop) scriptStart(job *scriptJob, p *ScriptParams) {
-	r := &scriptRun{baseRun: baseRun{job.phase}, cl: l.cl, job: job, p: p, byNum: map[int64]int32{},
+func (l *Loop) scriptStart(job *scriptJob, p *ScriptParams) {
+	r := &scriptRun{BaseRun: BaseRun{job.phase}, cl: l.Client(), job: job, p: p, byNum: map[int64]int32{},
 		exch: make([]Exchange, len(job.prog.Exchanges))}
 	for i := range r.exch {
 		r.exch[i].Latency = NewHist()
 	}
 	r.part.Connect = NewHist()
 	r.part.Inflight = int64(job.inflight)
-	r.vars.Rand = l.rng
-	r.liveLat.start(job.pr.live(), l.now())
-	r.d.init(r, int64(p.ConnectTimeout), p.Retries, r.request)
-	l.ph = r
-	r.start = int64(job.start.Sub(l.epoch))
+	r.vars.Rand = l.Rand()
+	r.liveLat.Start(job.pr.Following(), l.Now())
+	r.d.Init(r, int64(p.ConnectTimeout), p.Retries, r.request)
+	l.SetRun(r)
+	r.start = int64(job.start.Sub(l.Epoch()))
 	if p.Duration > 0 { // drain and late_after come defaulted (Ready)
 		r.end = r.start + int64(p.Duration)
 		r.stopAt = r.end + int64(p.Drain)
 	}
 	r.lateAfter = int64(p.LateAfter)
-	l.setTick(min(p.ConnectTimeout, p.Timeout).D() / 10)
+	l.SetTick(min(p.ConnectTimeout, p.Timeout).D() / 10)
 	if p.open() {
 		r.arrN = p.arrivals()
 		r.part.Arrivals = r.arrN
@@ -218,14 +218,14 @@ func (l *loop) scriptStart(job *scriptJob, p *ScriptParams) {
 		r.users = make([]user, 0, p.Users)
 		r.fill(l)
 	}
-	r.pump(l, l.now())
+	r.Pump(l, l.Now())
 }
 
 // request returns user idx's upgrade request: the target's, with the
 // query and headers rendered for the user; nil when one would render
 // more than script.MaxRenderBytes (the attempt fails, ReasonTooLong).
-func (r *scriptRun) request(idx int64, target int) *upgradeRequest {
-	base := &r.cl.targets[target].req
+func (r *scriptRun) request(idx int64, target int) *UpgradeRequest {
+	base := &r.cl.Targets()[target].Req
 	if r.job.query == nil && len(r.job.hdrs) == 0 {
 		return base
 	}
@@ -247,7 +247,7 @@ func (r *scriptRun) request(idx int64, target int) *upgradeRequest {
 	if !ok {
 		return nil
 	}
-	req := base.with(string(q), h)
+	req := base.With(string(q), h)
 	return &req
 }
 
@@ -265,23 +265,23 @@ func (r *scriptRun) rowOf(num int64) [][]byte {
 }
 
 // fill dials closed arrivals' users up to the concurrency.
-func (r *scriptRun) fill(l *loop) {
-	for len(r.d.inflight) < max(r.p.Concurrency, 1) && r.dialled < r.p.Users {
+func (r *scriptRun) fill(l *Loop) {
+	for len(r.d.Inflight) < max(r.p.Concurrency, 1) && r.dialled < r.p.Users {
 		num := r.p.First + int64(r.dialled)
 		r.dialled++
-		r.dial(l, num, l.now())
-		if l.ph != r {
+		r.dial(l, num, l.Now())
+		if l.Run() != r {
 			return
 		}
 	}
 }
 
 // dial starts user num's connection; ready is when its script is due.
-func (r *scriptRun) dial(l *loop, num int64, ready int64) {
+func (r *scriptRun) dial(l *Loop, num int64, ready int64) {
 	slot := r.newUser(num, ready)
 	r.byNum[num] = slot
 	r.active++
-	l.dial(&r.d, num, 0)
+	l.Dial(&r.d, num, 0)
 }
 
 // newUser takes a slot for user num.
@@ -299,17 +299,17 @@ func (r *scriptRun) newUser(num, ready int64) int32 {
 	return int32(len(r.users) - 1)
 }
 
-// dialed implements dialHooks: the user's script starts.
-func (r *scriptRun) dialed(l *loop, c *conn, idx int64, now int64) {
+// Dialed implements dialHooks: the user's script starts.
+func (r *scriptRun) Dialed(l *Loop, c *Conn, idx int64, now int64) {
 	slot, ok := r.byNum[idx]
 	if !ok {
-		l.closeConn(c, closeNormal) // cannot happen
+		l.CloseConn(c, CloseNormal) // cannot happen
 		return
 	}
 	delete(r.byNum, idx)
 	u := &r.users[slot]
 	u.c = c
-	c.slot = int64(slot)
+	c.Slot = int64(slot)
 	r.part.Users++
 	r.live++
 	r.part.Peak = max(r.part.Peak, r.live)
@@ -319,7 +319,7 @@ func (r *scriptRun) dialed(l *loop, c *conn, idx int64, now int64) {
 	r.quotaOf(c)
 	u.state = uRunning
 	r.advance(l, u, now)
-	if l.ph == r && !r.p.open() {
+	if l.Run() == r && !r.p.open() {
 		r.fill(l)
 	}
 }
@@ -327,8 +327,8 @@ func (r *scriptRun) dialed(l *loop, c *conn, idx int64, now int64) {
 // quotaOf notes the quota the server set c (proto.Conn.Quota): the least
 // over the users' connections, and whether it throttles the steps'
 // pipelining.
-func (r *scriptRun) quotaOf(c *conn) {
-	s := protoOf(c)
+func (r *scriptRun) quotaOf(c *Conn) {
+	s := ProtoOf(c)
 	if s == nil || s.Quota == 0 {
 		return
 	}
@@ -341,10 +341,10 @@ func (r *scriptRun) quotaOf(c *conn) {
 	}
 }
 
-// gaveUp implements dialHooks.
-func (r *scriptRun) gaveUp(l *loop, idx int64, reason Reason) {
+// GaveUp implements dialHooks.
+func (r *scriptRun) GaveUp(l *Loop, idx int64, reason Reason) {
 	r.part.OpenFailed++
-	r.part.OpenErrors.add(reason)
+	r.part.OpenErrors.Add(reason)
 	if slot, ok := r.byNum[idx]; ok {
 		delete(r.byNum, idx)
 		r.release(slot)
@@ -352,7 +352,7 @@ func (r *scriptRun) gaveUp(l *loop, idx int64, reason Reason) {
 	if !r.p.open() {
 		r.fill(l)
 	}
-	r.maybeDone(l, l.now())
+	r.maybeDone(l, l.Now())
 }
 
 // release frees a user's slot.
@@ -369,16 +369,16 @@ func (r *scriptRun) release(slot int32) {
 // progress publishes finished users in batches.
 func (r *scriptRun) progress(n int64) {
 	r.unflushed += n
-	if r.job.pr != nil && r.unflushed >= progressBatch {
+	if r.job.pr != nil && r.unflushed >= ProgressBatch {
 		r.job.pr.Done.Add(r.unflushed)
 		r.unflushed = 0
-		r.job.pr.live().publish(&r.published, r.liveCounts())
+		r.job.pr.Following().Publish(&r.published, r.liveCounts())
 	}
 }
 
-// wakeAt implements loopRun: the next timer or arrival.
-func (r *scriptRun) wakeAt() int64 {
-	w := r.timers.next()
+// WakeAt implements LoopRun: the next timer or arrival.
+func (r *scriptRun) WakeAt() int64 {
+	w := r.timers.Next()
 	if r.arrNext < r.arrN {
 		if a := r.arrivalAt(r.arrNext); w < 0 || a < w {
 			w = a
@@ -396,9 +396,9 @@ func (r *scriptRun) arrivalAt(j int64) int64 {
 	return r.arrAt0 + int64(math.Round(float64(k)*r.period))
 }
 
-// pump implements loopRun: due arrivals, due timers, the phase's end.
-func (r *scriptRun) pump(l *loop, now int64) {
-	for r.arrNext < r.arrN && l.ph == r {
+// Pump implements LoopRun: due arrivals, due timers, the phase's end.
+func (r *scriptRun) Pump(l *Loop, now int64) {
+	for r.arrNext < r.arrN && l.Run() == r {
 		at := r.arrivalAt(r.arrNext)
 		if at > now {
 			break
@@ -415,19 +415,19 @@ func (r *scriptRun) pump(l *loop, now int64) {
 		}
 		r.dial(l, num, at)
 	}
-	for l.ph == r {
-		t := r.timers.next()
+	for l.Run() == r {
+		t := r.timers.Next()
 		if t < 0 || t > now {
 			break
 		}
-		tm := r.timers.pop()
-		if u := &r.users[tm.id]; u.gen == tm.gen && u.wake == tm.at {
+		tm := r.timers.Pop()
+		if u := &r.users[tm.ID]; u.gen == tm.Gen && u.wake == tm.At {
 			u.wake = 0
 			r.timer(l, u, now)
 		}
 	}
-	if l.ph == r && r.stopAt > 0 && now >= r.stopAt {
-		r.finish(l, false, now)
+	if l.Run() == r && r.stopAt > 0 && now >= r.stopAt {
+		r.Finish(l, false, now)
 		return
 	}
 	r.maybeDone(l, now)
@@ -444,51 +444,51 @@ func (r *scriptRun) setWake(u *user, slot int32, at int64) {
 		return
 	}
 	u.wake = at
-	r.timers.push(timer{at: at, id: slot, gen: u.gen})
+	r.timers.Push(Timer{At: at, ID: slot, Gen: u.gen})
 }
 
 // maybeDone ends the phase here once every user is done and no arrival
 // is left.
-func (r *scriptRun) maybeDone(l *loop, now int64) {
-	if l.ph != r || r.ending || r.active > 0 || r.arrNext < r.arrN || (!r.p.open() && r.dialled < r.p.Users) {
+func (r *scriptRun) maybeDone(l *Loop, now int64) {
+	if l.Run() != r || r.ending || r.active > 0 || r.arrNext < r.arrN || (!r.p.open() && r.dialled < r.p.Users) {
 		return
 	}
-	r.finish(l, false, now)
+	r.Finish(l, false, now)
 }
 
-// tick implements loopRun: handshake deadlines, progress.
-func (r *scriptRun) tick(l *loop, now int64) {
-	r.d.tick(l, now)
-	if l.ph == r && r.job.pr != nil && r.unflushed > 0 {
+// Tick implements LoopRun: handshake deadlines, progress.
+func (r *scriptRun) Tick(l *Loop, now int64) {
+	r.d.Tick(l, now)
+	if l.Run() == r && r.job.pr != nil && r.unflushed > 0 {
 		r.job.pr.Done.Add(r.unflushed)
 		r.unflushed = 0
 	}
-	if l.ph == r {
-		r.job.pr.live().publish(&r.published, r.liveCounts())
-		r.liveLat.tick(r.job.pr.live(), now)
+	if l.Run() == r {
+		r.job.pr.Following().Publish(&r.published, r.liveCounts())
+		r.liveLat.Tick(r.job.pr.Following(), now)
 	}
 }
 
-// lost implements loopRun: a user's connection dropped.
-func (r *scriptRun) lost(l *loop, c *conn, _ uint8, reason Reason) {
-	slot := int32(c.slot)
+// Lost implements LoopRun: a user's connection dropped.
+func (r *scriptRun) Lost(l *Loop, c *Conn, _ uint8, reason Reason) {
+	slot := int32(c.Slot)
 	if slot < 0 || int(slot) >= len(r.users) || r.users[slot].c != c {
 		return
 	}
 	u := &r.users[slot]
 	r.part.UsersFailed++
-	r.part.Errors.add(reason)
+	r.part.Errors.Add(reason)
 	r.abort(l, u, slot, false)
 }
 
-// finish implements loopRun: users still running are ended (their
+// Finish implements LoopRun: users still running are ended (their
 // waiting expects fail with "phase ended"), connections closed.
-func (r *scriptRun) finish(l *loop, stopped bool, _ int64) {
+func (r *scriptRun) Finish(l *Loop, stopped bool, _ int64) {
 	if r.ending {
 		return
 	}
 	r.ending = true
-	r.d.abandon(l)
+	r.d.Abandon(l)
 	for i := range r.users {
 		u := &r.users[i]
 		if u.state == uFree || u.state == uDialing {
@@ -496,21 +496,21 @@ func (r *scriptRun) finish(l *loop, stopped bool, _ int64) {
 		}
 		r.failPending(u, ReasonPhaseEnd)
 		r.part.Cut++
-		if u.c != nil && u.c.state == stOpen {
-			l.closeConn(u.c, closeNormal)
+		if u.c != nil && u.c.State() == StateOpen {
+			l.CloseConn(u.c, CloseNormal)
 		}
 	}
 	if r.job.pr != nil && r.unflushed > 0 {
 		r.job.pr.Done.Add(r.unflushed)
 	}
-	r.job.pr.live().publish(&r.published, r.liveCounts())
-	r.liveLat.flush(r.job.pr.live())
+	r.job.pr.Following().Publish(&r.published, r.liveCounts())
+	r.liveLat.Flush(r.job.pr.Following())
 	for i, name := range r.job.prog.Exchanges {
 		e := r.part.exchange(name)
 		e.merge(&r.exch[i])
 	}
-	r.part.Connect.add(r.d.part.Latency) // the users' handshakes
-	l.finished(r.job.phase, &r.part, stopped)
+	r.part.Connect.Add(r.d.Part.Latency) // the users' handshakes
+	l.Finished(r.job.phase, &r.part, stopped)
 }
 
 // liveCounts are this loop's totals so far, for Live: messages, and

@@ -346,7 +346,7 @@ func TestScriptSplitRows(t *testing.T) {
 
 func TestScriptRequestWith(t *testing.T) {
 	base := newUpgradeRequest(requestSpec{host: "h", uri: "/ws?a=1"})
-	r := base.with("u=x", []byte("X-User: x\r\n"))
+	r := base.With("u=x", []byte("X-User: x\r\n"))
 	s := string(r.buf)
 	if !strings.HasPrefix(s, "GET /ws?a=1&u=x HTTP/1.1\r\n") || !strings.Contains(s, "X-User: x\r\nSec-WebSocket-Key: ") || string(r.buf[r.keyOff:r.keyOff+4]) != "AAAA" {
 		t.Fatalf("request %q", s)
@@ -356,8 +356,8 @@ func TestScriptRequestWith(t *testing.T) {
 // scriptRig runs a script's user on one connection of a loop driven
 // synchronously (as pathRig does for echoes): the test is the server.
 type scriptRig struct {
-	l     *loop
-	c     *conn
+	l     *Loop
+	c     *Conn
 	r     *scriptRun
 	peer  int
 	in    []byte
@@ -376,7 +376,7 @@ func newScriptRigWith(tb testing.TB, body string, wp proto.Protocol) *scriptRig 
 	l, c, peer := loopPair(tb)
 	if wp != nil {
 		l.cl.proto = wp
-		c.sec = &connSec{proto: &proto.Conn{}}
+		c.Sec = &connSec{proto: &proto.Conn{}}
 	}
 	var v struct {
 		Steps []script.Step `yaml:"steps"`
@@ -395,16 +395,16 @@ func newScriptRigWith(tb testing.TB, body string, wp proto.Protocol) *scriptRig 
 			job.verbs[i] = proto.VerbCodes[in.Verb]
 		}
 	}
-	r := &scriptRun{baseRun: baseRun{1}, cl: l.cl, job: job, p: p, byNum: map[int64]int32{}, exch: make([]Exchange, len(prog.Exchanges)), dialled: 1, active: 1}
+	r := &scriptRun{BaseRun: BaseRun{1}, cl: l.cl, job: job, p: p, byNum: map[int64]int32{}, exch: make([]Exchange, len(prog.Exchanges)), dialled: 1, active: 1}
 	for i := range r.exch {
 		r.exch[i].Latency = NewHist()
 	}
 	r.vars.Rand = l.rng
-	r.users = []user{{c: c, state: uRunning, gen: 1, ready: l.now()}}
-	c.slot = 0
+	r.users = []user{{c: c, state: uRunning, gen: 1, ready: l.Now()}}
+	c.Slot = 0
 	l.ph = r
 	stopOnCleanup(tb, l, peer)
-	r.advance(l, &r.users[0], l.now())
+	r.advance(l, &r.users[0], l.Now())
 	return &scriptRig{l: l, c: c, r: r, peer: peer, in: make([]byte, 4096)}
 }
 
@@ -413,11 +413,11 @@ func (g *scriptRig) reply(tb testing.TB, msg []byte) {
 	if _, err := unix.Read(g.peer, g.in); err != nil {
 		tb.Fatal(err)
 	}
-	g.frame = append(append(g.frame[:0], 0x80|opText, byte(len(msg))), msg...) // short messages only
+	g.frame = append(append(g.frame[:0], 0x80|OpText, byte(len(msg))), msg...) // short messages only
 	if _, err := unix.Write(g.peer, g.frame); err != nil {
 		tb.Fatal(err)
 	}
-	g.l.readFrames(g.c)
+	g.l.ReadFrames(g.c)
 }
 
 // TestScriptExchangeAllocs: a request matched to its reply by id costs

@@ -25,7 +25,7 @@ const (
 
 // user is one user's state; conn.slot holds its index in scriptRun.users.
 type user struct {
-	c      *conn
+	c      *Conn
 	num    int64    // the user's number, {{.conn}}
 	row    [][]byte // its data row
 	caps   [][]byte // captured values, by capture index
@@ -63,10 +63,10 @@ type loopFrame struct {
 
 // advance runs u's steps from its pc until one blocks: an expect whose
 // window is full, a pause, the end.
-func (r *scriptRun) advance(l *loop, u *user, now int64) {
+func (r *scriptRun) advance(l *Loop, u *user, now int64) {
 	prog := r.job.prog
-	slot := int32(u.c.slot)
-	for u.state == uRunning && l.ph == r {
+	slot := int32(u.c.Slot)
+	for u.state == uRunning && l.Run() == r {
 		if int(u.pc) == len(prog.Instrs) {
 			r.iterationDone(l, u, slot, now)
 			continue
@@ -88,7 +88,7 @@ func (r *scriptRun) advance(l *loop, u *user, now int64) {
 				return
 			}
 		case script.OpThink:
-			u.ready += int64(in.Think.Draw(l.rng))
+			u.ready += int64(in.Think.Draw(l.Rand()))
 			u.pc++
 			if u.ready > now {
 				u.state = uThinking
@@ -119,7 +119,7 @@ func (r *scriptRun) advance(l *loop, u *user, now int64) {
 			u.pc = int32(in.Pair)
 		case script.OpClose:
 			r.failPending(u, ReasonUserEnded)
-			l.closeConn(u.c, uint16(in.Code))
+			l.CloseConn(u.c, uint16(in.Code))
 			r.part.Finished++
 			r.endUser(l, u, slot)
 			return
@@ -136,7 +136,7 @@ func (r *scriptRun) window(u *user, in *script.Instr) int {
 	if w <= 1 || !r.job.quota[u.pc] {
 		return w
 	}
-	if s := protoOf(u.c); s != nil && s.Quota > 0 && int(s.Quota) < w {
+	if s := ProtoOf(u.c); s != nil && s.Quota > 0 && int(s.Quota) < w {
 		return int(s.Quota)
 	}
 	return w
@@ -149,7 +149,7 @@ func (r *scriptRun) stopping(now int64) bool { return !r.p.open() && r.end > 0 &
 
 // iterationDone ends one pass over the steps: the next, or the user's
 // end (its connection closed cleanly).
-func (r *scriptRun) iterationDone(l *loop, u *user, slot int32, now int64) {
+func (r *scriptRun) iterationDone(l *Loop, u *user, slot int32, now int64) {
 	if len(u.pend) > 0 {
 		u.state = uWaiting // expects of the last steps are still out
 		r.setWake(u, slot, u.pend[0].deadline)
@@ -166,20 +166,20 @@ func (r *scriptRun) iterationDone(l *loop, u *user, slot int32, now int64) {
 		return
 	}
 	r.part.Finished++
-	l.closeConn(u.c, closeNormal)
+	l.CloseConn(u.c, CloseNormal)
 	r.endUser(l, u, slot)
 }
 
 // endUser frees the slot of a user whose connection is closed, and ends
 // the phase here if it was the last.
-func (r *scriptRun) endUser(l *loop, u *user, slot int32) {
+func (r *scriptRun) endUser(l *Loop, u *user, slot int32) {
 	if u.unexp {
 		r.part.UnexpectedUsers++
 	}
 	u.state = uDone
 	r.live--
 	r.release(slot)
-	r.maybeDone(l, l.now())
+	r.maybeDone(l, l.Now())
 }
 
 // await makes in, an expect, wait: its exchange counts from the send
@@ -204,7 +204,7 @@ func (r *scriptRun) await(u *user, in *script.Instr) {
 
 // send renders in's template and writes it; false when the connection
 // was lost (the user is ended).
-func (r *scriptRun) send(l *loop, u *user, in *script.Instr) bool {
+func (r *scriptRun) send(l *Loop, u *user, in *script.Instr) bool {
 	u.seq++
 	u.sendAt = u.ready
 	r.setVars(u, u.seq, u.iter)
@@ -219,52 +219,52 @@ func (r *scriptRun) send(l *loop, u *user, in *script.Instr) bool {
 			u.lastID = append(u.lastID[:0], id...)
 		}
 	}
-	op := byte(opText)
+	op := byte(OpText)
 	if in.Binary {
-		op = opBinary
+		op = OpBinary
 	}
 	r.part.Sent++
 	r.part.BytesSent += int64(len(r.sbuf))
 	c := u.c
 	payload := r.sbuf
-	if p := r.cl.proto; p != nil {
+	if p := r.cl.Proto(); p != nil {
 		var ok bool
 		if payload, op, ok = r.encode(l, p, u, in); !ok {
 			return false
 		}
 	}
 	data, rsv := payload, byte(0)
-	if c.sec != nil && c.sec.deflate {
-		if c.sec.bits != r.zbits {
-			r.zc.Init(&l.deflater, pmdeflate.Params{ClientNoContextTakeover: true, ClientMaxWindowBits: int(c.sec.bits)})
-			r.zbits = c.sec.bits
+	if c.Sec != nil && c.Sec.Deflate {
+		if c.Sec.WindowBits != r.zbits {
+			r.zc.Init(&l.Deflater, pmdeflate.Params{ClientNoContextTakeover: true, ClientMaxWindowBits: int(c.Sec.WindowBits)})
+			r.zbits = c.Sec.WindowBits
 		}
 		r.zout = r.zc.Compress(r.zout[:0], payload)
-		data, rsv = r.zout, rsv1
+		data, rsv = r.zout, Rsv1
 	}
-	need := maxHeader + len(data)
-	if cap(l.wbuf) < need {
-		l.wbuf = make([]byte, 0, need)
+	need := MaxHeader + len(data)
+	if cap(l.WriteBuf) < need {
+		l.WriteBuf = make([]byte, 0, need)
 	}
-	key := uint32(l.rng.Uint64())
-	buf := appendClientHeader(l.wbuf[:0], op, len(data), key)
+	key := uint32(l.Rand().Uint64())
+	buf := AppendClientHeader(l.WriteBuf[:0], op, len(data), key)
 	buf[0] |= rsv
 	h := len(buf)
 	buf = buf[:h+len(data)]
-	maskCopy(buf[h:], data, key, 0)
-	if c.flags&fWantOut != 0 {
-		x := l.getExt(c)
-		x.out = append(x.out, buf...) // behind what waits for EPOLLOUT
+	MaskCopy(buf[h:], data, key, 0)
+	if c.Flags&FlagWantOut != 0 {
+		x := l.GetExt(c)
+		x.Out = append(x.Out, buf...) // behind what waits for EPOLLOUT
 		return true
 	}
-	l.writeOrQueue(c, buf)
-	return c.state == stOpen
+	l.WriteOrQueue(c, buf)
+	return c.State() == StateOpen
 }
 
 // encode shapes in's message as u's connection's protocol says, keeping
 // the id its answer will carry; false when the protocol refused it (the
 // user is ended).
-func (r *scriptRun) encode(l *loop, p proto.Protocol, u *user, in *script.Instr) ([]byte, byte, bool) {
+func (r *scriptRun) encode(l *Loop, p proto.Protocol, u *user, in *script.Instr) ([]byte, byte, bool) {
 	next := int(u.pc) + 1
 	awaited := next < len(r.job.prog.Instrs) && r.job.prog.Instrs[next].ByID
 	r.out = proto.Out{Verb: r.job.verbs[u.pc], Body: r.sbuf, QoS: in.QoS, Ack: in.Ack, Binary: in.Binary, Awaited: awaited}
@@ -276,14 +276,14 @@ func (r *scriptRun) encode(l *loop, p proto.Protocol, u *user, in *script.Instr)
 		}
 		r.out.Topic = r.tbuf
 	}
-	out, op, id, err := p.Encode(r.ebuf[:0], protoOf(u.c), &r.out, r.idbuf[:0])
+	out, op, id, err := p.Encode(r.ebuf[:0], ProtoOf(u.c), &r.out, r.idbuf[:0])
 	r.ebuf = out
 	if err != nil {
 		why := Reason(err.Error())
 		r.part.fail(in.Label, why)
 		r.part.UsersFailed++
-		r.part.Errors.add(why)
-		r.abort(l, u, int32(u.c.slot), true)
+		r.part.Errors.Add(why)
+		r.abort(l, u, int32(u.c.Slot), true)
 		return nil, 0, false
 	}
 	if awaited {
@@ -296,11 +296,11 @@ func (r *scriptRun) encode(l *loop, p proto.Protocol, u *user, in *script.Instr)
 // tooLong fails in's step for u, whose template would render more than
 // script.MaxRenderBytes: an error, and the user ends (what it would send
 // next depends on what it could not send).
-func (r *scriptRun) tooLong(l *loop, u *user, in *script.Instr) {
+func (r *scriptRun) tooLong(l *Loop, u *user, in *script.Instr) {
 	r.part.fail(in.Label, ReasonTooLong)
 	r.part.UsersFailed++
-	r.part.Errors.add(ReasonTooLong)
-	r.abort(l, u, int32(u.c.slot), true)
+	r.part.Errors.Add(ReasonTooLong)
+	r.abort(l, u, int32(u.c.Slot), true)
 }
 
 // setVars points the run's template values at u's, for request seq/iter.
@@ -312,8 +312,8 @@ func (r *scriptRun) setVars(u *user, seq, iter int64) {
 
 // timer runs when u's wake-up comes: a pause ends, its oldest expect
 // times out, or it came early and is re-armed.
-func (r *scriptRun) timer(l *loop, u *user, now int64) {
-	slot := int32(u.c.slot)
+func (r *scriptRun) timer(l *Loop, u *user, now int64) {
+	slot := int32(u.c.Slot)
 	if len(u.pend) > 0 && now >= u.pend[0].deadline {
 		in := &r.job.prog.Instrs[u.pend[0].pc]
 		if in.Exchange >= 0 {
@@ -352,13 +352,13 @@ func (r *scriptRun) nextWake(u *user) int64 {
 // abort ends u on a failure the caller counted (a timeout, the loss of
 // its connection): its other waiting expects fail with "user ended", its
 // connection is closed (closeIt) unless lost already.
-func (r *scriptRun) abort(l *loop, u *user, slot int32, closeIt bool) {
+func (r *scriptRun) abort(l *Loop, u *user, slot int32, closeIt bool) {
 	if u.state == uDone || u.state == uFree {
 		return
 	}
 	r.failPending(u, ReasonUserEnded)
-	if closeIt && u.c != nil && u.c.state == stOpen {
-		l.closeConn(u.c, closeNormal)
+	if closeIt && u.c != nil && u.c.State() == StateOpen {
+		l.CloseConn(u.c, CloseNormal)
 	}
 	r.part.Aborted++
 	r.endUser(l, u, slot)
@@ -377,18 +377,18 @@ func (r *scriptRun) failPending(u *user, reason Reason) {
 	u.pend = u.pend[:0]
 }
 
-// onData implements loopRun: a chunk of a message for a user; whole
+// OnData implements LoopRun: a chunk of a message for a user; whole
 // messages are matched (a message in several chunks is assembled).
-func (r *scriptRun) onData(l *loop, c *conn, ev *event, now int64) {
-	slot := int32(c.slot)
+func (r *scriptRun) OnData(l *Loop, c *Conn, ev *Event, now int64) {
+	slot := int32(c.Slot)
 	if slot < 0 || int(slot) >= len(r.users) || r.users[slot].c != c {
 		return
 	}
 	u := &r.users[slot]
-	msg := ev.data
-	if !ev.end || int64(len(ev.data)) != ev.total {
-		u.msg = append(u.msg, ev.data...)
-		if !ev.end {
+	msg := ev.Data
+	if !ev.End || int64(len(ev.Data)) != ev.Total {
+		u.msg = append(u.msg, ev.Data...)
+		if !ev.End {
 			return
 		}
 		msg = u.msg
@@ -402,9 +402,9 @@ func (r *scriptRun) onData(l *loop, c *conn, ev *event, now int64) {
 	}
 }
 
-// onMessage implements loopRun: a message a protocol decoded.
-func (r *scriptRun) onMessage(l *loop, c *conn, m *proto.Message, now int64) {
-	slot := int32(c.slot)
+// OnMessage implements LoopRun: a message a protocol decoded.
+func (r *scriptRun) OnMessage(l *Loop, c *Conn, m *proto.Message, now int64) {
+	slot := int32(c.Slot)
 	if slot < 0 || int(slot) >= len(r.users) || r.users[slot].c != c {
 		return
 	}
@@ -412,7 +412,7 @@ func (r *scriptRun) onMessage(l *loop, c *conn, m *proto.Message, now int64) {
 }
 
 // deliver matches one whole message.
-func (r *scriptRun) deliver(l *loop, u *user, slot int32, m *proto.Message, now int64) {
+func (r *scriptRun) deliver(l *Loop, u *user, slot int32, m *proto.Message, now int64) {
 	g := &m.Msg
 	msg := g.Body
 	r.part.Received++
@@ -487,8 +487,8 @@ func (r *scriptRun) deliver(l *loop, u *user, slot int32, m *proto.Message, now 
 	if in.Exchange >= 0 {
 		e := &r.exch[in.Exchange]
 		e.Count++
-		record(e.Latency.Histogram, now-p.sentAt)
-		r.liveLat.add(now - p.sentAt)
+		Record(e.Latency.Histogram, now-p.sentAt)
+		r.liveLat.Add(now - p.sentAt)
 	}
 	r.complete(l, u, slot, i, now)
 }
@@ -502,23 +502,23 @@ const (
 
 // settle fails expect i of u as how says, for why (the failed step's
 // reason, and an error's or a downgrade's code), and lets u go on.
-func (r *scriptRun) settle(l *loop, u *user, slot int32, in *script.Instr, i int, now int64, how uint8, why Reason) {
+func (r *scriptRun) settle(l *Loop, u *user, slot int32, in *script.Instr, i int, now int64, how uint8, why Reason) {
 	var e *Exchange
 	if in.Exchange >= 0 {
 		e = &r.exch[in.Exchange]
 	}
 	switch {
 	case how == settleError:
-		r.part.ErrorAnswers.add(why)
+		r.part.ErrorAnswers.Add(why)
 		if e != nil {
 			e.Errors++
-			e.ErrorCodes.add(why)
+			e.ErrorCodes.Add(why)
 		}
 	case how == settleDowngrade:
-		r.part.Downgrades.add(why)
+		r.part.Downgrades.Add(why)
 		if e != nil {
 			e.Downgraded++
-			e.DowngradeCodes.add(why)
+			e.DowngradeCodes.Add(why)
 		}
 	default:
 		r.part.Mismatched++
@@ -539,7 +539,7 @@ func orReason(why, def Reason) Reason {
 }
 
 // complete takes expect i off u's waiting list and lets u go on.
-func (r *scriptRun) complete(l *loop, u *user, slot int32, i int, now int64) {
+func (r *scriptRun) complete(l *Loop, u *user, slot int32, i int, now int64) {
 	p := u.pend[i]
 	copy(u.pend[i:], u.pend[i+1:])
 	u.pend = u.pend[:len(u.pend)-1]

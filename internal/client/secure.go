@@ -25,33 +25,33 @@ const tlsReadBuf = 256 << 10
 // Loops share every buffer; per connection only this struct, the session
 // and the inflate history (with server context takeover) remain.
 type connSec struct {
-	tls     *wstls.Session // nil = plain TCP
-	out     []byte         // sealed records not yet written, before any other output
-	proto   *proto.Conn    // the protocol's state (protocol.go); nil = raw messages
-	deflate bool           // permessage-deflate was negotiated
-	bits    uint8          // negotiated client_max_window_bits (8..15), for pre-computed frames
-	dec     pmdeflate.Decompressor
+	tls        *wstls.Session // nil = plain TCP
+	out        []byte         // sealed records not yet written, before any other output
+	proto      *proto.Conn    // the protocol's state (protocol.go); nil = raw messages
+	Deflate    bool           // permessage-deflate was negotiated
+	WindowBits uint8          // negotiated client_max_window_bits (8..15), for pre-computed frames
+	dec        pmdeflate.Decompressor
 }
 
 // errTLSSeal stands for a Seal failure where a write's errno is expected.
 const errTLSSeal = syscall.EPROTO
 
-// write writes b to c: directly on a plain connection; sealed on a TLS one,
+// Write writes b to c: directly on a plain connection; sealed on a TLS one,
 // where it always takes all of b (records cannot be sealed again, so
 // whatever the socket refuses is kept as ciphertext in c.sec.out and
 // written first when the socket is writable; it registers EPOLLOUT for
 // it). len(b) must be > 0.
-func (l *loop) write(c *conn, b []byte) (int, syscall.Errno) {
-	if c.sec == nil {
+func (l *Loop) Write(c *Conn, b []byte) (int, syscall.Errno) {
+	if c.Sec == nil {
 		return rawWrite(c.fd, b)
 	}
-	if p := c.sec.proto; p != nil {
-		p.LastSent = l.now() // the protocol's keepalives count from it
+	if p := c.Sec.proto; p != nil {
+		p.LastSent = l.Now() // the protocol's keepalives count from it
 	}
-	if c.sec.tls == nil {
+	if c.Sec.tls == nil {
 		return rawWrite(c.fd, b)
 	}
-	s := c.sec
+	s := c.Sec
 	// After the handshake's last flight (l.tpend bytes of l.tout), so that
 	// both leave in one write.
 	ct, err := s.tls.Seal(l.tout[:l.tpend], b)
@@ -66,29 +66,29 @@ func (l *loop) write(c *conn, b []byte) (int, syscall.Errno) {
 	}
 	n, e := rawWrite(c.fd, ct)
 	if e != 0 {
-		if !wouldBlock(e) {
+		if !WouldBlock(e) {
 			return 0, e
 		}
 		n = 0
 	}
 	if n < len(ct) {
 		s.out = append(s.out, ct[n:]...)
-		l.wantOut(c)
+		l.WantOut(c)
 	}
 	return len(b), 0
 }
 
 // flushSealed writes c's pending ciphertext and reports whether all of it
 // is out (false also when the connection was lost).
-func (l *loop) flushSealed(c *conn) bool {
-	s := c.sec
+func (l *Loop) flushSealed(c *Conn) bool {
+	s := c.Sec
 	if s == nil || len(s.out) == 0 {
 		return true
 	}
 	n, e := rawWrite(c.fd, s.out)
 	if e != 0 {
-		if !wouldBlock(e) {
-			l.lost(c, Reason("write: "+e.Error()))
+		if !WouldBlock(e) {
+			l.Drop(c, Reason("write: "+e.Error()))
 		}
 		return false
 	}
@@ -99,11 +99,11 @@ func (l *loop) flushSealed(c *conn) bool {
 	if cap(s.out) > 64<<10 {
 		s.out = nil // a burst's buffer; steady state needs little
 	}
-	if c.state < stOpen {
+	if c.state < StateOpen {
 		// During the handshake nothing else waits for the socket.
-		c.flags &^= fWantOut
-		if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, c.gen, evIn); err != nil {
-			l.lost(c, Reason("epoll_ctl: "+errnoText(err)))
+		c.Flags &^= FlagWantOut
+		if err := EpollCtl(l.EpollFD, unix.EPOLL_CTL_MOD, c.fd, c.gen, EvIn); err != nil {
+			l.Drop(c, Reason("epoll_ctl: "+ErrnoText(err)))
 			return false
 		}
 	}
@@ -112,11 +112,11 @@ func (l *loop) flushSealed(c *conn) bool {
 
 // closeNotify sends a TLS connection's close_notify, best effort (the
 // socket is closed right after): the polite end a server expects.
-func (l *loop) closeNotify(c *conn) {
-	if c.sec == nil || c.sec.tls == nil || len(c.sec.out) > 0 {
+func (l *Loop) closeNotify(c *Conn) {
+	if c.Sec == nil || c.Sec.tls == nil || len(c.Sec.out) > 0 {
 		return
 	}
-	ct, err := c.sec.tls.Close(l.tout[:0])
+	ct, err := c.Sec.tls.Close(l.tout[:0])
 	l.tout = ct[:0]
 	if err == nil && len(ct) > 0 {
 		_, _ = rawWrite(c.fd, ct) // best effort, as above
@@ -125,8 +125,8 @@ func (l *loop) closeNotify(c *conn) {
 
 // dropSec releases c's TLS session and inflate state (the socket is
 // closing).
-func dropSec(c *conn) {
-	s := c.sec
+func dropSec(c *Conn) {
+	s := c.Sec
 	if s == nil {
 		return
 	}
@@ -134,7 +134,7 @@ func dropSec(c *conn) {
 		s.tls.Abort()
 	}
 	s.dec.Discard()
-	c.sec = nil
+	c.Sec = nil
 }
 
 // hsPool is a loop's TLS handshake coroutines (loop.tpool; the loop
@@ -143,25 +143,25 @@ type hsPool = wstls.Pool
 
 // startTLS begins the TLS handshake of a connection whose TCP connect just
 // completed.
-func (l *loop) startTLS(c *conn, t *target) {
+func (l *Loop) startTLS(c *Conn, t *target) {
 	c.state = stTLS
-	c.sec = &connSec{tls: l.tpool.NewClient(t.tls)}
-	if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, c.gen, evIn); err != nil {
-		l.attemptFailed(c, Reason("epoll_ctl: "+errnoText(err)))
+	c.Sec = &connSec{tls: l.tpool.NewClient(t.tls)}
+	if err := EpollCtl(l.EpollFD, unix.EPOLL_CTL_MOD, c.fd, c.gen, EvIn); err != nil {
+		l.attemptFailed(c, Reason("epoll_ctl: "+ErrnoText(err)))
 		return
 	}
 	l.handshakeStep(c, nil)
 }
 
 // readHandshake hands the ciphertext the socket has to the TLS handshake.
-func (l *loop) readHandshake(c *conn) {
+func (l *Loop) readHandshake(c *Conn) {
 	if l.tin == nil {
 		l.tin = make([]byte, tlsReadBuf)
 	}
 	for c.state == stTLS {
 		n, e := rawRead(c.fd, l.tin)
 		if e != 0 {
-			if !wouldBlock(e) {
+			if !WouldBlock(e) {
 				l.attemptFailed(c, Reason("read: "+e.Error()))
 			}
 			return
@@ -181,8 +181,8 @@ func (l *loop) readHandshake(c *conn) {
 // writes what it says, and sends the upgrade request once it is done: the
 // handshake's last flight (the client's Finished) and the request leave
 // in one write.
-func (l *loop) handshakeStep(c *conn, in []byte) {
-	out, done, err := c.sec.tls.Handshake(l.tout[:0], in)
+func (l *Loop) handshakeStep(c *Conn, in []byte) {
+	out, done, err := c.Sec.tls.Handshake(l.tout[:0], in)
 	l.tout = out[:0]
 	if done && err == nil {
 		l.tlsDone(c)
@@ -192,11 +192,11 @@ func (l *loop) handshakeStep(c *conn, in []byte) {
 		return
 	}
 	if len(out) > 0 {
-		if len(c.sec.out) > 0 {
-			c.sec.out = append(c.sec.out, out...)
+		if len(c.Sec.out) > 0 {
+			c.Sec.out = append(c.Sec.out, out...)
 		} else {
 			n, e := rawWrite(c.fd, out)
-			if e != 0 && !wouldBlock(e) {
+			if e != 0 && !WouldBlock(e) {
 				l.attemptFailed(c, Reason("write: "+e.Error()))
 				return
 			}
@@ -204,8 +204,8 @@ func (l *loop) handshakeStep(c *conn, in []byte) {
 				n = 0
 			}
 			if n < len(out) {
-				c.sec.out = append(c.sec.out, out[n:]...)
-				l.wantOut(c)
+				c.Sec.out = append(c.Sec.out, out[n:]...)
+				l.WantOut(c)
 			}
 		}
 	}
@@ -215,13 +215,13 @@ func (l *loop) handshakeStep(c *conn, in []byte) {
 }
 
 // tlsDone records c's completed TLS handshake; the upgrade request is next.
-func (l *loop) tlsDone(c *conn) {
+func (l *Loop) tlsDone(c *Conn) {
 	x := c.ext
-	x.tlsAt = l.now()
+	x.tlsAt = l.Now()
 	if x.tlsAt == 0 {
 		x.tlsAt = 1
 	}
-	x.dialer.tlsDone(c.sec.tls.State())
+	x.dialer.tlsDone(c.Sec.tls.State())
 	c.state = stSending
 }
 
@@ -252,37 +252,37 @@ func tlsReason(err error) Reason {
 // then to the frame decoder. A connection it opens (the 101 response)
 // drops its record ciphers until it is used (wstls.Session.Idle): after a
 // storm, a TLS connection keeps little more than a plain one.
-func (l *loop) readSealed(c *conn) {
+func (l *Loop) readSealed(c *Conn) {
 	if c.state != stReceiving {
 		l.readRecords(c)
 		return
 	}
-	s := c.sec.tls
+	s := c.Sec.tls
 	l.readRecords(c)
-	if c.state == stOpen && c.sec != nil && c.sec.tls == s {
+	if c.state == StateOpen && c.Sec != nil && c.Sec.tls == s {
 		s.Idle()
 	}
 }
 
 // readRecords is readSealed's loop.
-func (l *loop) readRecords(c *conn) {
+func (l *Loop) readRecords(c *Conn) {
 	if l.tin == nil {
 		l.tin = make([]byte, tlsReadBuf)
 	}
-	s := c.sec.tls
+	s := c.Sec.tls
 	for {
 		n, at, e := l.read(c, l.tin)
 		if e != 0 {
-			if !wouldBlock(e) {
-				l.lost(c, Reason("read: "+e.Error()))
+			if !WouldBlock(e) {
+				l.Drop(c, Reason("read: "+e.Error()))
 			}
 			return
 		}
 		if n == 0 {
 			if c.state >= stGreeting {
-				l.lost(c, ReasonEOF)
+				l.Drop(c, ReasonEOF)
 			} else {
-				l.lost(c, ReasonHandshakeEOF)
+				l.Drop(c, ReasonHandshakeEOF)
 			}
 			return
 		}
@@ -291,9 +291,9 @@ func (l *loop) readRecords(c *conn) {
 			p, err := s.Next()
 			if err != nil {
 				if errors.Is(err, io.EOF) {
-					l.lost(c, ReasonEOF)
+					l.Drop(c, ReasonEOF)
 				} else {
-					l.lost(c, tlsReason(err))
+					l.Drop(c, tlsReason(err))
 				}
 				return
 			}
@@ -303,7 +303,7 @@ func (l *loop) readRecords(c *conn) {
 			switch c.state {
 			case stReceiving:
 				l.responseBytes(c, p)
-			case stGreeting, stOpen:
+			case stGreeting, StateOpen:
 				off := 0
 				if c.ext != nil && len(c.ext.pend) > 0 {
 					off = copy(l.rbuf, c.ext.pend)

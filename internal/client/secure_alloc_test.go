@@ -19,8 +19,8 @@ import (
 // time roundTrip asks; it never reads, so the client's frames pile up in
 // the socket buffer (sized for the messages a test sends).
 type secureRig struct {
-	l      *loop
-	c      *conn
+	l      *Loop
+	c      *Conn
 	ask    chan struct{}
 	done   chan error
 	stop   chan struct{}
@@ -34,18 +34,18 @@ type secureRig struct {
 func newSecureRig(tb testing.TB, withTLS, deflate bool) *secureRig {
 	tb.Helper()
 	l, c, peer := loopPair(tb)
-	p, err := makeKindPayload("text", 1024, true, nil) // chat-like: deflate has work to do
+	p, err := MakeKindPayload("text", 1024, true, nil) // chat-like: deflate has work to do
 	if err != nil {
 		tb.Fatal(err)
 	}
-	echo := serverFrame(true, opText, p)
+	echo := serverFrame(true, OpText, p)
 	if deflate {
 		np := pmdeflate.Params{ClientNoContextTakeover: true, ServerNoContextTakeover: true}
 		z := pmdeflate.Precompute(np, p)
-		echo = serverFrame(true, opText, z)
-		echo[0] |= rsv1
-		c.sec = &connSec{deflate: true, bits: pmdeflate.MaxWindowBits}
-		c.sec.dec.Init(&l.inflater, np, maxPayload)
+		echo = serverFrame(true, OpText, z)
+		echo[0] |= Rsv1
+		c.Sec = &connSec{Deflate: true, WindowBits: pmdeflate.MaxWindowBits}
+		c.Sec.dec.Init(&l.inflater, np, maxPayload)
 		c.dec.deflate = true
 	}
 	r := &secureRig{l: l, c: c, ask: make(chan struct{}), done: make(chan error), stop: make(chan struct{}), drainc: make(chan struct{})}
@@ -75,11 +75,11 @@ func newSecureRig(tb testing.TB, withTLS, deflate bool) *secureRig {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		if c.sec == nil {
-			c.sec = &connSec{}
+		if c.Sec == nil {
+			c.Sec = &connSec{}
 		}
-		c.sec.tls = wstls.NewClient(ccfg)
-		clientHandshake(tb, c.fd, c.sec.tls)
+		c.Sec.tls = wstls.NewClient(ccfg)
+		clientHandshake(tb, c.fd, c.Sec.tls)
 		if err := <-hs; err != nil {
 			tb.Fatal(err)
 		}
@@ -109,12 +109,12 @@ func newSecureRig(tb testing.TB, withTLS, deflate bool) *secureRig {
 	}()
 	pool := &tokenPool{}
 	pool.meas.Store(1 << 40)
-	l.echoStart(&echoJob{phase: 1, slots: 1, hdr: appendClientHeader(nil, opText, len(p), 0), payload: p, op: opText,
+	l.echoStart(&echoJob{phase: 1, slots: 1, hdr: AppendClientHeader(nil, OpText, len(p), 0), payload: p, op: OpText,
 		verify: true, timeout: int64(1 << 62), pool: pool, batch: 1 << 40})
 	tb.Cleanup(func() {
 		close(r.stop)
 		if l.ph != nil {
-			l.ph.finish(l, true, l.now())
+			l.ph.Finish(l, true, l.Now())
 			<-l.results
 		}
 		l.shutdown()
@@ -171,7 +171,7 @@ func (r *secureRig) roundTrip(tb testing.TB) {
 	if err := <-r.done; err != nil {
 		tb.Fatal(err)
 	}
-	r.l.readFrames(r.c)
+	r.l.ReadFrames(r.c)
 }
 
 // drain has the peer read what the client sent so far.

@@ -30,21 +30,21 @@ func rawWrite(fd int32, b []byte) (int, syscall.Errno) {
 	return int(r), 0
 }
 
-// wouldBlock reports whether a non-blocking call found nothing to do.
-func wouldBlock(e syscall.Errno) bool {
+// WouldBlock reports whether a non-blocking call found nothing to do.
+func WouldBlock(e syscall.Errno) bool {
 	return e == syscall.EAGAIN || e == syscall.EINTR
 }
 
-// epollCtl registers or changes fd in epfd with the connection's generation
+// EpollCtl registers or changes fd in epfd with the connection's generation
 // in the event data, so that an event fetched before fd was closed and
 // reused is recognised as stale.
-func epollCtl(epfd, op int, fd int32, gen uint32, events uint32) error {
+func EpollCtl(epfd, op int, fd int32, gen uint32, events uint32) error {
 	ev := unix.EpollEvent{Events: events, Fd: fd, Pad: int32(gen)}
 	return unix.EpollCtl(epfd, op, int(fd), &ev)
 }
 
-// errnoText is the short reason text of a system error, for Errors maps.
-func errnoText(err error) string {
+// ErrnoText is the short reason text of a system error, for Errors maps.
+func ErrnoText(err error) string {
 	if err == nil {
 		return "unknown error"
 	}

@@ -7,21 +7,21 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
-// timeline is a loop's per-second timeline of a phase: entry i of secs
+// Timeline is a loop's per-second timeline of a phase: entry i of secs
 // covers [i s, i+1 s) of loop time from start. A finished second keeps
 // only its summary (RateSecond: 48 bytes); its latencies go to a
 // current-second histogram that rolls into the phase's histogram when the
 // second changes. Nothing is allocated per message: secs grows once per
 // second, and the second last asked for is cached (two compares, no
 // division).
-type timeline struct {
-	secs     []RateSecond
+type Timeline struct {
+	Seconds  []RateSecond
 	start    int64 // loop clock at t = 0
 	idx      int   // the second last asked for
 	from, to int64 // its loop clock span
 	cur      *hdrhistogram.Histogram
 	curSec   int   // the second cur's latencies belong to
-	live     *Live // takes each second's latencies when it rolls (nil: none)
+	Live     *Live // takes each second's latencies when it rolls (nil: none)
 }
 
 // RateSecond is one second of a rate phase's timeline. A finished second
@@ -38,8 +38,8 @@ type RateSecond struct {
 	Max  time.Duration `json:"max,omitempty"`
 }
 
-// merge adds o into s.
-func (s *RateSecond) merge(o RateSecond) {
+// Merge adds o into s.
+func (s *RateSecond) Merge(o RateSecond) {
 	s.Sent += o.Sent
 	s.Recv += o.Recv
 	s.Late += o.Late
@@ -48,18 +48,18 @@ func (s *RateSecond) merge(o RateSecond) {
 	s.Max = max(s.Max, o.Max)
 }
 
-// newTimeline starts a timeline at loop clock start.
-func newTimeline(start int64) timeline {
-	return timeline{start: start, from: math.MaxInt64, cur: NewHistogram()}
+// NewTimeline starts a timeline at loop clock start.
+func NewTimeline(start int64) Timeline {
+	return Timeline{start: start, from: math.MaxInt64, cur: NewHistogram()}
 }
 
-// second returns the index and entry of loop time now, growing the
+// Second returns the index and entry of loop time now, growing the
 // timeline to it. Times before start count in second 0.
-func (t *timeline) second(now int64) (int, *RateSecond) {
+func (t *Timeline) Second(now int64) (int, *RateSecond) {
 	if now < t.from || now >= t.to {
 		s := max(0, int((now-t.start)/int64(time.Second)))
-		for len(t.secs) <= s {
-			t.secs = append(t.secs, RateSecond{})
+		for len(t.Seconds) <= s {
+			t.Seconds = append(t.Seconds, RateSecond{})
 		}
 		t.idx = s
 		t.from = t.start + int64(s)*int64(time.Second)
@@ -68,44 +68,44 @@ func (t *timeline) second(now int64) (int, *RateSecond) {
 		}
 		t.to = t.start + int64(s+1)*int64(time.Second)
 	}
-	return t.idx, &t.secs[t.idx]
+	return t.idx, &t.Seconds[t.idx]
 }
 
-// echo counts an intact echo completed at now with latency v: in the
+// Echo counts an intact echo completed at now with latency v: in the
 // second of now, its latency in that second's summary and (when the
 // second rolls) in all.
-func (t *timeline) echo(now, v int64, all *hdrhistogram.Histogram) {
-	i, s := t.second(now)
+func (t *Timeline) Echo(now, v int64, all *hdrhistogram.Histogram) {
+	i, s := t.Second(now)
 	s.Recv++
 	if i != t.curSec {
-		t.roll(all)
+		t.Roll(all)
 		t.curSec = i
 	}
-	record(t.cur, v)
+	Record(t.cur, v)
 }
 
-// roll ends second curSec's latencies: its entry keeps their summary
+// Roll ends second curSec's latencies: its entry keeps their summary
 // (p50, p99, max), all takes them.
-func (t *timeline) roll(all *hdrhistogram.Histogram) {
+func (t *Timeline) Roll(all *hdrhistogram.Histogram) {
 	if t.cur.TotalCount() == 0 {
 		return
 	}
-	s := &t.secs[t.curSec]
+	s := &t.Seconds[t.curSec]
 	s.P50 = time.Duration(t.cur.ValueAtQuantile(50))
 	s.P99 = time.Duration(t.cur.ValueAtQuantile(99))
 	s.Max = time.Duration(t.cur.Max())
 	all.Merge(t.cur)
-	t.live.observe(t.cur)
+	t.Live.observe(t.cur)
 	t.cur.Reset()
 }
 
-// mergeSeconds adds o into secs, second by second.
-func mergeSeconds(secs []RateSecond, o []RateSecond) []RateSecond {
+// MergeSeconds adds o into secs, second by second.
+func MergeSeconds(secs []RateSecond, o []RateSecond) []RateSecond {
 	for len(secs) < len(o) {
 		secs = append(secs, RateSecond{})
 	}
 	for i, s := range o {
-		secs[i].merge(s)
+		secs[i].Merge(s)
 	}
 	return secs
 }

@@ -10,7 +10,7 @@ import (
 // latency once rolled, and times before the start count in second 0.
 func TestTimelineSeconds(t *testing.T) {
 	all := NewHistogram()
-	tl := newTimeline(int64(10 * time.Second))
+	tl := NewTimeline(int64(10 * time.Second))
 	s := int64(time.Second)
 	for _, e := range []struct{ at, lat int64 }{
 		{9 * s, 5},              // before the start: second 0
@@ -21,13 +21,13 @@ func TestTimelineSeconds(t *testing.T) {
 		{13*s + s/2, 200_000},   // second 3
 		{13*s + s/2, 4_000_000}, // second 3
 	} {
-		_, sec := tl.second(e.at)
+		_, sec := tl.Second(e.at)
 		sec.Sent++
-		tl.echo(e.at, e.lat, all)
+		tl.Echo(e.at, e.lat, all)
 	}
-	tl.roll(all)
-	if len(tl.secs) != 4 {
-		t.Fatalf("%d seconds: %+v", len(tl.secs), tl.secs)
+	tl.Roll(all)
+	if len(tl.Seconds) != 4 {
+		t.Fatalf("%d seconds: %+v", len(tl.Seconds), tl.Seconds)
 	}
 	for i, w := range []RateSecond{
 		{Sent: 3, Recv: 3, P50: 1000, P99: 3000, Max: 3000},
@@ -35,7 +35,7 @@ func TestTimelineSeconds(t *testing.T) {
 		{},
 		{Sent: 3, Recv: 3, P50: 200_000, P99: 4_000_000, Max: 4_000_000},
 	} {
-		g := tl.secs[i]
+		g := tl.Seconds[i]
 		// HDR values are exact to 3 significant digits.
 		near := func(a, b time.Duration) bool { return a >= b && a <= b+b/500 }
 		if g.Sent != w.Sent || g.Recv != w.Recv || !near(g.P50, w.P50) || !near(g.P99, w.P99) || !near(g.Max, w.Max) {
@@ -54,13 +54,13 @@ func TestTimelineSeconds(t *testing.T) {
 func BenchmarkTimelineEcho(b *testing.B) {
 	b.Run("timeline", func(b *testing.B) {
 		all := NewHistogram()
-		tl := newTimeline(0)
+		tl := NewTimeline(0)
 		now := int64(0)
 		for b.Loop() {
 			now += 2000
-			_, s := tl.second(now)
+			_, s := tl.Second(now)
 			s.Sent++
-			tl.echo(now, 1_000_000+now%1_000_000, all)
+			tl.Echo(now, 1_000_000+now%1_000_000, all)
 		}
 	})
 	b.Run("histogram only", func(b *testing.B) {
@@ -68,7 +68,7 @@ func BenchmarkTimelineEcho(b *testing.B) {
 		now := int64(0)
 		for b.Loop() {
 			now += 2000
-			record(all, 1_000_000+now%1_000_000)
+			Record(all, 1_000_000+now%1_000_000)
 		}
 	})
 }

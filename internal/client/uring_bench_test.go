@@ -396,7 +396,7 @@ func (x *xfer) drain(first int) {
 	for j := range x.batch {
 		i := (first + j) % uringK
 		n, e := rawRead(x.p.peer[i], x.big)
-		if e != 0 && !wouldBlock(e) {
+		if e != 0 && !WouldBlock(e) {
 			x.b.Fatalf("peer read: %v", e)
 		}
 		if n < uringMsg {

@@ -16,11 +16,11 @@ import (
 // pending output in order. It names no kind: runs see data through
 // loopRun.onData and pongs through loopRun.onPong.
 
-// readFrames reads what the socket has and decodes it: one read, unless
+// ReadFrames reads what the socket has and decodes it: one read, unless
 // the read filled the buffer (then the socket may hold more, and with
 // edge-triggered epoll no new event would say so).
-func (l *loop) readFrames(c *conn) {
-	if c.sec != nil && c.sec.tls != nil {
+func (l *Loop) ReadFrames(c *Conn) {
+	if c.Sec != nil && c.Sec.tls != nil {
 		l.readSealed(c)
 		return
 	}
@@ -31,13 +31,13 @@ func (l *loop) readFrames(c *conn) {
 		}
 		n, at, e := l.read(c, l.rbuf[off:])
 		if e != 0 {
-			if !wouldBlock(e) {
-				l.lost(c, Reason("read: "+e.Error()))
+			if !WouldBlock(e) {
+				l.Drop(c, Reason("read: "+e.Error()))
 			}
 			return
 		}
 		if n == 0 {
-			l.lost(c, ReasonEOF)
+			l.Drop(c, ReasonEOF)
 			return
 		}
 		if off > 0 {
@@ -57,7 +57,7 @@ func (l *loop) readFrames(c *conn) {
 // when b arrived: the read's clock, or on a stamped connection the
 // kernel's receive time (rxstamp.go), which may be well before the read;
 // a run that writes in response takes l.now() for the write's time.
-func (l *loop) feed(c *conn, b []byte, now int64) {
+func (l *Loop) feed(c *Conn, b []byte, now int64) {
 	for len(b) > 0 {
 		// The event is decoded into a loop field: a pointer to a local
 		// passed to an interface method (onData) would escape, one
@@ -67,20 +67,20 @@ func (l *loop) feed(c *conn, b []byte, now int64) {
 		l.ev, n, err = c.dec.next(b)
 		ev := &l.ev
 		if err != nil {
-			l.lost(c, Reason("protocol: "+err.Error()))
+			l.Drop(c, Reason("protocol: "+err.Error()))
 			return
 		}
 		if n == 0 {
-			x := l.getExt(c)
+			x := l.GetExt(c)
 			x.pend = append(x.pend[:0], b...)
 			return
 		}
 		b = b[n:]
-		switch ev.kind {
-		case evData:
+		switch ev.Kind {
+		case EventData:
 			l.onData(c, ev, now)
 		case evControl:
-			l.onControl(c, ev.op, ev.data)
+			l.onControl(c, ev.Op, ev.Data)
 		}
 		if c.state < stGreeting {
 			return
@@ -91,61 +91,61 @@ func (l *loop) feed(c *conn, b []byte, now int64) {
 // onData handles a chunk of a data message. A compressed message is
 // inflated (whole, at its end) before anyone sees it: with server context
 // takeover every one must be, even those nobody checks.
-func (l *loop) onData(c *conn, ev *event, now int64) {
+func (l *Loop) onData(c *Conn, ev *Event, now int64) {
 	if ev.comp {
-		l.wireIn += int64(len(ev.data))
-		out, err := c.sec.dec.Feed(l.ibuf[:0], ev.data, ev.end)
+		l.wireIn += int64(len(ev.Data))
+		out, err := c.Sec.dec.Feed(l.ibuf[:0], ev.Data, ev.End)
 		if err != nil {
-			l.lost(c, Reason("inflate: "+err.Error()))
+			l.Drop(c, Reason("inflate: "+err.Error()))
 			return
 		}
-		if !ev.end {
+		if !ev.End {
 			return
 		}
 		l.ibuf = out[:0]
 		l.payloadIn += int64(len(out))
-		l.evz = event{kind: evData, op: ev.op, end: true, data: out, total: int64(len(out))}
+		l.evz = Event{Kind: EventData, Op: ev.Op, End: true, Data: out, Total: int64(len(out))}
 		ev = &l.evz
 	} else {
-		l.wireIn += int64(len(ev.data))
-		l.payloadIn += int64(len(ev.data))
+		l.wireIn += int64(len(ev.Data))
+		l.payloadIn += int64(len(ev.Data))
 	}
-	if s := protoOf(c); s != nil {
+	if s := ProtoOf(c); s != nil {
 		l.protoData(c, s, ev, now) // whole messages, through the protocol
 		return
 	}
-	if c.skip > 0 {
-		if ev.end {
-			c.skip--
+	if c.Skip > 0 {
+		if ev.End {
+			c.Skip--
 		}
 		return
 	}
 	if r := l.ph; r != nil {
-		r.onData(l, c, ev, now)
+		r.OnData(l, c, ev, now)
 	}
 	// Without a phase, a message nobody asked for; it is ignored.
 }
 
 // onControl answers pings and handles a server's close.
-func (l *loop) onControl(c *conn, op byte, payload []byte) {
+func (l *Loop) onControl(c *Conn, op byte, payload []byte) {
 	switch op {
-	case opPing:
-		l.sendControl(c, opPong, payload)
+	case OpPing:
+		l.SendControl(c, opPong, payload)
 	case opPong:
 		if r := l.ph; r != nil {
-			r.onPong(l, c, payload)
+			r.OnPong(l, c, payload)
 		}
-	case opClose:
+	case OpClose:
 		reason := ReasonServerClose
 		if len(payload) >= 2 {
 			code := binary.BigEndian.Uint16(payload)
-			reason = ReasonServerClose + Reason(" "+itoa(int(code)))
+			reason = ReasonServerClose + Reason(" "+Itoa(int(code)))
 			if c.state == stGreeting {
 				if w := serverWords(payload[2:]); w != "" {
 					reason += Reason(": " + w) // why the greeting ended, in the server's words
 				}
 			}
-			if n, ok := l.cl.proto.(proto.CloseNamer); ok && protoOf(c) != nil {
+			if n, ok := l.cl.proto.(proto.CloseNamer); ok && ProtoOf(c) != nil {
 				if r, refused := n.CloseReason(code, payload[2:]); r != "" {
 					reason = Reason(r) // the protocol's own name for its code
 					if refused {
@@ -157,10 +157,10 @@ func (l *loop) onControl(c *conn, op byte, payload []byte) {
 		} else {
 			payload = nil
 		}
-		if c.flags&(fDataPend|fWantOut|fClosing) == 0 {
-			l.cbuf = appendControl(l.cbuf[:0], opClose, payload, uint32(l.rng.Uint64()))
+		if c.Flags&(FlagDataPend|FlagWantOut|FlagClosing) == 0 {
+			l.cbuf = appendControl(l.cbuf[:0], OpClose, payload, uint32(l.rng.Uint64()))
 			// Best effort reply: the connection is dropped right after.
-			_, _ = l.write(c, l.cbuf)
+			_, _ = l.Write(c, l.cbuf)
 		}
 		l.drop(c, reason, true)
 	}
@@ -168,52 +168,52 @@ func (l *loop) onControl(c *conn, op byte, payload []byte) {
 
 // lost drops a connection that failed, charging the failure to the phase
 // that was using it.
-func (l *loop) lost(c *conn, reason Reason) { l.drop(c, reason, byPeer(reason)) }
+func (l *Loop) Drop(c *Conn, reason Reason) { l.drop(c, reason, byPeer(reason)) }
 
 // drop is lost; peer says that the server closed or reset the connection
 // (counted in the loop's PeerCloses unless the client had asked for it).
-func (l *loop) drop(c *conn, reason Reason, peer bool) {
+func (l *Loop) drop(c *Conn, reason Reason, peer bool) {
 	if c.state == stClosed {
 		return
 	}
-	if c.state != stOpen {
+	if c.state != StateOpen {
 		l.attemptFailed(c, reason) // a handshake (or a protocol's greeting): its dialer's
 		return
 	}
 	r := l.ph
-	flags := c.flags
-	l.closeFD(c)
+	flags := c.Flags
+	l.CloseFD(c)
 	// A close frame answering the client's own close is no peer's doing;
 	// the end of the stream or a reset while the client waits for that
 	// answer is (a dead server's connections end so in a close phase).
-	if peer && (flags&fClosing == 0 || !strings.HasPrefix(string(reason), string(ReasonServerClose))) {
+	if peer && (flags&FlagClosing == 0 || !strings.HasPrefix(string(reason), string(ReasonServerClose))) {
 		l.counts.peer.add(time.Now().UnixNano())
 	}
 	if r != nil {
-		r.lost(l, c, flags, reason)
+		r.Lost(l, c, flags, reason)
 	}
-	if l.rc != nil && flags&fClosing == 0 {
-		l.rc.dropped(l, c, l.now()) // the pool's: it comes back by the policy
+	if l.rc != nil && flags&FlagClosing == 0 {
+		l.rc.dropped(l, c, l.Now()) // the pool's: it comes back by the policy
 	}
 }
 
 // appendControl appends a masked control frame.
 func appendControl(dst []byte, op byte, payload []byte, key uint32) []byte {
-	dst = appendClientHeader(dst, op, len(payload), key)
+	dst = AppendClientHeader(dst, op, len(payload), key)
 	n := len(dst)
 	dst = append(dst, payload...)
-	maskCopy(dst[n:], dst[n:], key, 0)
+	MaskCopy(dst[n:], dst[n:], key, 0)
 	return dst
 }
 
-// sendControl writes a control frame, or queues it behind pending output.
-func (l *loop) sendControl(c *conn, op byte, payload []byte) {
+// SendControl writes a control frame, or queues it behind pending output.
+func (l *Loop) SendControl(c *Conn, op byte, payload []byte) {
 	l.cbuf = appendControl(l.cbuf[:0], op, payload, uint32(l.rng.Uint64()))
 	b := l.cbuf
-	if c.flags&fWantOut == 0 {
-		n, e := l.write(c, b)
-		if e != 0 && !wouldBlock(e) {
-			l.lost(c, Reason("write: "+e.Error()))
+	if c.Flags&FlagWantOut == 0 {
+		n, e := l.Write(c, b)
+		if e != 0 && !WouldBlock(e) {
+			l.Drop(c, Reason("write: "+e.Error()))
 			return
 		}
 		b = b[n:]
@@ -221,25 +221,25 @@ func (l *loop) sendControl(c *conn, op byte, payload []byte) {
 			return
 		}
 	}
-	x := l.getExt(c)
-	x.out = append(x.out, b...)
-	l.wantOut(c)
+	x := l.GetExt(c)
+	x.Out = append(x.Out, b...)
+	l.WantOut(c)
 }
 
-// wantOut asks epoll for EPOLLOUT on c.
-func (l *loop) wantOut(c *conn) {
-	if c.flags&fWantOut != 0 {
+// WantOut asks epoll for EPOLLOUT on c.
+func (l *Loop) WantOut(c *Conn) {
+	if c.Flags&FlagWantOut != 0 {
 		return
 	}
-	c.flags |= fWantOut
-	if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, c.gen, evInOut); err != nil {
-		l.lost(c, Reason("epoll_ctl: "+errnoText(err)))
+	c.Flags |= FlagWantOut
+	if err := EpollCtl(l.EpollFD, unix.EPOLL_CTL_MOD, c.fd, c.gen, evInOut); err != nil {
+		l.Drop(c, Reason("epoll_ctl: "+ErrnoText(err)))
 	}
 }
 
 // flush writes c's pending output in order: the rest of a started data
 // frame, queued control frames, then a queued data frame.
-func (l *loop) flush(c *conn) {
+func (l *Loop) flush(c *Conn) {
 	if !l.flushSealed(c) {
 		return
 	}
@@ -247,68 +247,68 @@ func (l *loop) flush(c *conn) {
 		var b []byte
 		data := false
 		switch {
-		case c.flags&fDataPend != 0 && (c.woff > 0 || c.ext == nil || len(c.ext.out) == 0):
+		case c.Flags&FlagDataPend != 0 && (c.WOff > 0 || c.ext == nil || len(c.ext.Out) == 0):
 			if l.ph != nil {
-				l.fc = c
-				b = l.ph.frame(l, c.wkey, int(c.woff))
+				l.FrameConn = c
+				b = l.ph.Frame(l, c.WKey, int(c.WOff))
 			}
 			if b == nil { // cannot happen: runs spill pending frames when they finish
-				c.flags &^= fDataPend
+				c.Flags &^= FlagDataPend
 				continue
 			}
 			data = true
-		case c.ext != nil && len(c.ext.out) > 0:
-			b = c.ext.out
+		case c.ext != nil && len(c.ext.Out) > 0:
+			b = c.ext.Out
 		default:
-			c.flags &^= fWantOut
+			c.Flags &^= FlagWantOut
 			if c.ext != nil && c.ext.idle() {
 				l.putExt(c)
 			}
-			if err := epollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, c.gen, evIn); err != nil {
-				l.lost(c, Reason("epoll_ctl: "+errnoText(err)))
+			if err := EpollCtl(l.EpollFD, unix.EPOLL_CTL_MOD, c.fd, c.gen, EvIn); err != nil {
+				l.Drop(c, Reason("epoll_ctl: "+ErrnoText(err)))
 				return
 			}
 			if r := l.ph; r != nil {
-				r.resume(l, c) // messages that waited for the socket
+				r.Resume(l, c) // messages that waited for the socket
 			}
 			return
 		}
-		n, e := l.write(c, b)
+		n, e := l.Write(c, b)
 		if e != 0 {
-			if !wouldBlock(e) {
-				l.lost(c, Reason("write: "+e.Error()))
+			if !WouldBlock(e) {
+				l.Drop(c, Reason("write: "+e.Error()))
 			}
 			return
 		}
-		if c.sec != nil && len(c.sec.out) > 0 {
+		if c.Sec != nil && len(c.Sec.out) > 0 {
 			// A TLS connection took all of b, but the socket did not:
 			// the rest waits as ciphertext for the next EPOLLOUT.
 			if data {
-				c.flags &^= fDataPend
-				c.woff = 0
+				c.Flags &^= FlagDataPend
+				c.WOff = 0
 			} else {
-				c.ext.out = c.ext.out[:0]
+				c.ext.Out = c.ext.Out[:0]
 			}
 			return
 		}
 		if data {
 			if n < len(b) {
-				c.woff += int32(n)
+				c.WOff += int32(n)
 				return
 			}
-			c.flags &^= fDataPend
-			c.woff = 0
+			c.Flags &^= FlagDataPend
+			c.WOff = 0
 			continue
 		}
-		c.ext.out = c.ext.out[:copy(c.ext.out, c.ext.out[n:])]
+		c.ext.Out = c.ext.Out[:copy(c.ext.Out, c.ext.Out[n:])]
 		if n < len(b) {
 			return
 		}
 	}
 }
 
-// itoa formats a small non-negative integer without fmt.
-func itoa(v int) string {
+// Itoa formats a small non-negative integer without fmt.
+func Itoa(v int) string {
 	var b [20]byte
 	i := len(b)
 	for {
@@ -322,13 +322,13 @@ func itoa(v int) string {
 	return string(b[i:])
 }
 
-// writeOrQueue writes b, data frames of a run, to c; what the socket does not take is queued for
+// WriteOrQueue writes b, data frames of a run, to c; what the socket does not take is queued for
 // flush. It reports whether everything was written.
-func (l *loop) writeOrQueue(c *conn, b []byte) bool {
-	n, e := l.write(c, b)
+func (l *Loop) WriteOrQueue(c *Conn, b []byte) bool {
+	n, e := l.Write(c, b)
 	if e != 0 {
-		if !wouldBlock(e) {
-			l.lost(c, Reason("write: "+e.Error()))
+		if !WouldBlock(e) {
+			l.Drop(c, Reason("write: "+e.Error()))
 			return false
 		}
 		n = 0
@@ -336,40 +336,40 @@ func (l *loop) writeOrQueue(c *conn, b []byte) bool {
 	if n == len(b) {
 		return true
 	}
-	x := l.getExt(c)
-	x.out = append(x.out, b[n:]...)
-	l.wantOut(c)
+	x := l.GetExt(c)
+	x.Out = append(x.Out, b[n:]...)
+	l.WantOut(c)
 	return false
 }
 
 // closeNormal is the close code of a connection that did its job.
-const closeNormal = 1000
+const CloseNormal = 1000
 
-// closeConn says goodbye on c — a close frame with code and TLS's
+// CloseConn says goodbye on c — a close frame with code and TLS's
 // close_notify, best effort: the connection is closed right after — and
 // closes it. Queued output is not waited for.
-func (l *loop) closeConn(c *conn, code uint16) {
-	if c.state == stOpen && c.flags&(fDataPend|fWantOut) == 0 {
-		l.cbuf = appendControl(l.cbuf[:0], opClose, []byte{byte(code >> 8), byte(code)}, uint32(l.rng.Uint64()))
-		_, _ = l.write(c, l.cbuf) // best effort: the connection is closed right after
+func (l *Loop) CloseConn(c *Conn, code uint16) {
+	if c.state == StateOpen && c.Flags&(FlagDataPend|FlagWantOut) == 0 {
+		l.cbuf = appendControl(l.cbuf[:0], OpClose, []byte{byte(code >> 8), byte(code)}, uint32(l.rng.Uint64()))
+		_, _ = l.Write(c, l.cbuf) // best effort: the connection is closed right after
 		l.closeNotify(c)
 	}
-	l.closeFD(c)
+	l.CloseFD(c)
 }
 
-// spill turns c's pending data frame into queued output bytes, so that it
+// Spill turns c's pending data frame into queued output bytes, so that it
 // is finished after the phase (and its frame) is gone.
-func (l *loop) spill(r loopRun, c *conn) {
-	l.fc = c
-	b := r.frame(l, c.wkey, int(c.woff))
-	x := l.getExt(c)
-	if c.woff > 0 {
-		out := make([]byte, 0, len(b)+len(x.out))
+func (l *Loop) Spill(r LoopRun, c *Conn) {
+	l.FrameConn = c
+	b := r.Frame(l, c.WKey, int(c.WOff))
+	x := l.GetExt(c)
+	if c.WOff > 0 {
+		out := make([]byte, 0, len(b)+len(x.Out))
 		out = append(out, b...)
-		x.out = append(out, x.out...)
+		x.Out = append(out, x.Out...)
 	} else {
-		x.out = append(x.out, b...)
+		x.Out = append(x.Out, b...)
 	}
-	c.flags &^= fDataPend
-	c.woff = 0
+	c.Flags &^= FlagDataPend
+	c.WOff = 0
 }
