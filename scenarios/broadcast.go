@@ -128,7 +128,7 @@ func init() {
 			{Name: broadcastReadersLost, Kind: metrics.Count, Doc: "subscribers that read (not slow) whose connection was lost: dropped − slow_dropped"},
 			{Name: broadcastSlowP50, Kind: metrics.Duration, Doc: "delivery latency to slow subscribers, median"},
 			{Name: broadcastSlowP99, Kind: metrics.Duration, Doc: "delivery latency to slow subscribers, 99th percentile"},
-		}, cpuPer1MDefs("deliveries", "deliveries")),
+		}, CPUPer1MDefs("deliveries", "deliveries")),
 	})
 }
 
@@ -210,12 +210,12 @@ func (p *Broadcast) params(step string) *client.BroadcastParams {
 // Run implements Phase: open the rooms' connections, publish and measure,
 // close them (also when the run failed).
 func (p *Broadcast) Run(ctx context.Context, env *Env) (Outcome, error) {
-	open, err := run[client.BroadcastResult](ctx, env, p.params(client.BroadcastOpen))
+	open, err := Drive[client.BroadcastResult](ctx, env, p.params(client.BroadcastOpen))
 	if open == nil {
 		return Outcome{}, err
 	}
 	closeAll := func() error {
-		_, cerr := run[client.BroadcastResult](context.WithoutCancel(ctx), env, p.params(client.BroadcastClose))
+		_, cerr := Drive[client.BroadcastResult](context.WithoutCancel(ctx), env, p.params(client.BroadcastClose))
 		return cerr
 	}
 	if err != nil || open.OpenFailed > 0 {
@@ -228,7 +228,7 @@ func (p *Broadcast) Run(ctx context.Context, env *Env) (Outcome, error) {
 		}
 		conns := int64(p.Rooms * p.RoomSize)
 		return Outcome{Metrics: metrics.Values{metrics.Conns: conns, broadcastOpenFailed: open.OpenFailed},
-			Reasons:  map[string]string{broadcastOpenFailed: errorSummary(open.OpenErrors)},
+			Reasons:  map[string]string{broadcastOpenFailed: ErrorSummary(open.OpenErrors)},
 			Warnings: []string{fmt.Sprintf("not measured: %d of %d connections did not open or join their room", open.OpenFailed, conns)}}, err
 	}
 	var memPerSub int64 = -1 // the server's memory once every subscriber is in
@@ -238,7 +238,7 @@ func (p *Broadcast) Run(ctx context.Context, env *Env) (Outcome, error) {
 		}
 	}
 	start := time.Now()
-	r, err := run[client.BroadcastResult](ctx, env, p.params(client.BroadcastRun))
+	r, err := Drive[client.BroadcastResult](ctx, env, p.params(client.BroadcastRun))
 	if cerr := closeAll(); err == nil && cerr != nil {
 		err = cerr
 	}
@@ -267,7 +267,7 @@ func (p *Broadcast) Run(ctx context.Context, env *Env) (Outcome, error) {
 	if w := readsWarning(q.Reads, r.Reads); w != "" {
 		out.Warnings = append(out.Warnings, w)
 	}
-	out.Reasons = map[string]string{metrics.Failed: errorSummary(r.Errors)}
+	out.Reasons = map[string]string{metrics.Failed: ErrorSummary(r.Errors)}
 	if r.Stopped != "" {
 		out.Failed, out.Error = true, "stopped early: "+string(r.Stopped)
 	}
@@ -293,7 +293,7 @@ func BroadcastMetrics(r client.BroadcastResult, q *client.BroadcastParams) metri
 		broadcastDuplicated:   r.Duplicated,
 		broadcastOutOfOrder:   r.OutOfOrder,
 		metrics.Failed:        r.Failed,
-		broadcastDeliveryRate: rate(r.Delivered, r.Used+r.Drain),
+		broadcastDeliveryRate: PerSecond(r.Delivered, r.Used+r.Drain),
 		metrics.DurationName:  r.Used,
 		metrics.Drain:         r.Drain,
 		broadcastIncomplete:   incomplete,
@@ -305,7 +305,7 @@ func BroadcastMetrics(r client.BroadcastResult, q *client.BroadcastParams) metri
 		broadcastReadersLost:  max(r.Dropped-r.SlowDropped, 0),
 	}
 	pacedValues(v, r.Slack, r.SendLate, r.Wakeups, r.Published+r.Delivered)
-	latencyValues(v, r.Latency)
+	LatencyValues(v, r.Latency)
 	v[broadcastFanoutP50], v[broadcastFanoutP99], v[broadcastFanoutMax] = time.Duration(0), time.Duration(0), time.Duration(0)
 	if h := fan.Histogram; h.TotalCount() > 0 {
 		v[broadcastFanoutP50] = time.Duration(h.ValueAtQuantile(50))

@@ -115,7 +115,7 @@ func init() {
 
 // Validate implements Phase.
 func (p *Churn) Validate(c Context) []FieldError {
-	errs := needsOpen(c, "", 0)
+	errs := NeedsOpen(c, "", 0)
 	given := 0
 	for _, set := range []bool{p.Rate > 0, p.Fraction > 0, p.Lifetime > 0} {
 		if set {
@@ -153,7 +153,7 @@ func (p *Churn) Run(ctx context.Context, env *Env) (Outcome, error) {
 	case p.Lifetime > 0:
 		target = float64(conns) / p.Lifetime.D().Seconds()
 	}
-	r, err := run[client.ChurnResult](ctx, env, &q)
+	r, err := Drive[client.ChurnResult](ctx, env, &q)
 	if r == nil {
 		return Outcome{}, err
 	}
@@ -161,7 +161,7 @@ func (p *Churn) Run(ctx context.Context, env *Env) (Outcome, error) {
 		metrics.DurationName: r.Used,
 		churnCycles:          r.Cycles,
 		churnTargetRate:      target,
-		churnConnectRate:     rate(r.Connect.Success, p.Duration.D()),
+		churnConnectRate:     PerSecond(r.Connect.Success, p.Duration.D()),
 		metrics.Failed:       r.Connect.Failed,
 		churnRetried:         r.Connect.Retried,
 		churnClean:           r.Clean,
@@ -177,7 +177,7 @@ func (p *Churn) Run(ctx context.Context, env *Env) (Outcome, error) {
 		churnPongs:           r.Pongs,
 		churnPingsCut:        r.PingsCut,
 	}
-	latencyValues(v, r.Connect.Latency)
+	LatencyValues(v, r.Connect.Latency)
 	v[churnCloseP50], v[churnCloseP99] = churnQuantile(r.CloseLatency, 50), churnQuantile(r.CloseLatency, 99)
 	if p.Ping > 0 {
 		v[churnPingP50], v[churnPingP99] = churnQuantile(r.PingLatency, 50), churnQuantile(r.PingLatency, 99)
@@ -187,7 +187,7 @@ func (p *Churn) Run(ctx context.Context, env *Env) (Outcome, error) {
 		out.Failed, out.Error = true, "stopped: "+err.Error()
 		return out, err
 	}
-	out.Reasons = map[string]string{metrics.Failed: errorSummary(r.Connect.Errors), metrics.Dropped: errorSummary(r.Errors)}
+	out.Reasons = map[string]string{metrics.Failed: ErrorSummary(r.Connect.Errors), metrics.Dropped: ErrorSummary(r.Errors)}
 	if n := r.CloseEOF + r.CloseTimeouts + sumReasons(r.CloseErrors); n > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%d of %d clean closes got no close frame back (%d TCP dropped, %d timed out after %s)", n, r.Clean+n, r.CloseEOF, r.CloseTimeouts, p.CloseTimeout))
 	}

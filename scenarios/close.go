@@ -72,7 +72,7 @@ func (p *Close) Defaults(c Context) {
 
 // Validate implements Phase.
 func (p *Close) Validate(c Context) []FieldError {
-	errs := needsOpen(c, "connections", p.Connections)
+	errs := NeedsOpen(c, "connections", p.Connections)
 	if p.Concurrency > p.Connections {
 		errs = append(errs, FieldError{Field: "concurrency", Msg: fmt.Sprintf("must be <= connections (%d), got %d", p.Connections, p.Concurrency)})
 	}
@@ -88,7 +88,7 @@ func (p *Close) Run(ctx context.Context, env *Env) (Outcome, error) {
 	conc := min(p.Concurrency, conns)
 	q := p.CloseParams
 	q.Connections, q.Concurrency = conns, conc
-	r, err := run[client.CloseResult](ctx, env, &q)
+	r, err := Drive[client.CloseResult](ctx, env, &q)
 	if r == nil {
 		return Outcome{}, err // nothing was measured
 	}
@@ -100,17 +100,17 @@ func (p *Close) Run(ctx context.Context, env *Env) (Outcome, error) {
 		closeOtherCode:      r.OtherCode,
 		metrics.Concurrency: int64(conc),
 		metrics.Conns:       int64(env.Driver.Conns()),
-		metrics.TPS:         rate(r.Success, r.Used),
+		metrics.TPS:         PerSecond(r.Success, r.Used),
 	}
-	latencyValues(v, r.Latency)
+	LatencyValues(v, r.Latency)
 	out := Outcome{Metrics: v, Histogram: HistString(r.Latency)}
 	if conns < p.Connections {
-		out.Warnings = append(out.Warnings, lowered("connections", p.Connections, conns))
+		out.Warnings = append(out.Warnings, Lowered("connections", p.Connections, conns))
 	}
 	if r.OtherCode > 0 {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("%d of %d closes were answered with another status code than %d: %s", r.OtherCode, r.Success, client.CloseCode, errorSummary(r.Codes)))
+		out.Warnings = append(out.Warnings, fmt.Sprintf("%d of %d closes were answered with another status code than %d: %s", r.OtherCode, r.Success, client.CloseCode, ErrorSummary(r.Codes)))
 	}
-	out.Reasons = map[string]string{metrics.Failed: errorSummary(r.Errors)}
+	out.Reasons = map[string]string{metrics.Failed: ErrorSummary(r.Errors)}
 	// Interrupted: what was measured so far is kept, with the error.
 	return out, err
 }

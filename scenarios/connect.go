@@ -120,7 +120,7 @@ func (p *Connect) Validate(Context) []FieldError {
 
 // Run implements Phase.
 func (p *Connect) Run(ctx context.Context, env *Env) (Outcome, error) {
-	r, err := run[client.ConnectResult](ctx, env, &p.ConnectParams)
+	r, err := Drive[client.ConnectResult](ctx, env, &p.ConnectParams)
 	if r == nil {
 		return Outcome{}, err // nothing was measured
 	}
@@ -132,9 +132,9 @@ func (p *Connect) Run(ctx context.Context, env *Env) (Outcome, error) {
 		connectRetried:      r.Retried,
 		metrics.Concurrency: int64(p.Concurrency),
 		metrics.Conns:       int64(env.Driver.Conns()),
-		metrics.TPS:         rate(r.Success, r.Used),
+		metrics.TPS:         PerSecond(r.Success, r.Used),
 	}
-	latencyValues(v, r.Latency)
+	LatencyValues(v, r.Latency)
 	splitValues(v, connectTCPP50, connectTCPP99, r.TCP)
 	splitValues(v, connectUpgradeP50, connectUpgradeP99, r.Upgrade)
 	if histCount(r.Greeting) > 0 {
@@ -142,11 +142,11 @@ func (p *Connect) Run(ctx context.Context, env *Env) (Outcome, error) {
 	}
 	if n := histCount(r.TLS); n > 0 {
 		splitValues(v, connectTLSP50, connectTLSP99, r.TLS)
-		v[connectTLSPerSecond] = rate(n, r.Used)
+		v[connectTLSPerSecond] = PerSecond(n, r.Used)
 		v[connectTLSResumed] = r.TLSResumed
 	}
 	out := Outcome{Metrics: v, Info: negotiatedInfo(r), Histogram: HistString(r.Latency)}
-	out.Reasons = map[string]string{metrics.Failed: errorSummary(r.Errors)}
+	out.Reasons = map[string]string{metrics.Failed: ErrorSummary(r.Errors)}
 	if r.Retried > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%d connection attempts were retried", r.Retried))
 	}

@@ -61,7 +61,7 @@ func init() {
 			{Name: metrics.Conns, Kind: metrics.Count, Doc: "connections open"},
 			{Name: metrics.Concurrency, Kind: metrics.Count, Doc: "messages in flight"},
 			{Name: metrics.Payload, Kind: metrics.Bytes, Doc: "bytes per message"},
-		}, cpuPer1MDefs("echoes", "echoes"), wireDefs),
+		}, CPUPer1MDefs("echoes", "echoes"), wireDefs),
 	})
 }
 
@@ -82,7 +82,7 @@ func (p *Echo) Bytes() int { return sizeOr(p, "payload", p.Payload) }
 
 // Validate implements Phase.
 func (p *Echo) Validate(c Context) []FieldError {
-	return append(validatePayloadKind(p.PayloadKind, p.File, p.Bytes()), needsOpen(c, "concurrency", p.Concurrency)...)
+	return append(validatePayloadKind(p.PayloadKind, p.File, p.Bytes()), NeedsOpen(c, "concurrency", p.Concurrency)...)
 }
 
 // Run implements Phase.
@@ -97,7 +97,7 @@ func (p *Echo) Run(ctx context.Context, env *Env) (Outcome, error) {
 	}
 	q := p.EchoParams
 	q.Concurrency, q.PayloadFile = conc, file
-	r, err := run[client.EchoResult](ctx, env, &q)
+	r, err := Drive[client.EchoResult](ctx, env, &q)
 	if r == nil {
 		return Outcome{}, err // nothing was measured
 	}
@@ -109,15 +109,15 @@ func (p *Echo) Run(ctx context.Context, env *Env) (Outcome, error) {
 		metrics.Conns:       int64(env.Driver.Conns()),
 		metrics.Concurrency: int64(conc),
 		metrics.Payload:     int64(p.Bytes()),
-		metrics.TPS:         rate(r.Success, r.Used),
+		metrics.TPS:         PerSecond(r.Success, r.Used),
 	}
 	wireValues(v, r.BytesPayload, r.BytesWire)
-	latencyValues(v, r.Latency)
+	LatencyValues(v, r.Latency)
 	out := Outcome{Metrics: v, Timeline: Timeline(r.Seconds), Histogram: HistString(r.Latency)}
 	if conc < p.Concurrency {
-		out.Warnings = append(out.Warnings, lowered("concurrency", p.Concurrency, conc))
+		out.Warnings = append(out.Warnings, Lowered("concurrency", p.Concurrency, conc))
 	}
-	out.Reasons = map[string]string{metrics.Failed: errorSummary(r.Errors)}
+	out.Reasons = map[string]string{metrics.Failed: ErrorSummary(r.Errors)}
 	// Interrupted: what was measured so far is kept, with the error.
 	return out, err
 }

@@ -55,7 +55,7 @@ func init() {
 
 // Validate implements Phase.
 func (p *Hold) Validate(c Context) []FieldError {
-	return needsOpen(c, "", 0)
+	return NeedsOpen(c, "", 0)
 }
 
 // Run implements Phase.
@@ -69,7 +69,7 @@ func (p *Hold) Run(ctx context.Context, env *Env) (Outcome, error) {
 			v[metrics.ServerRSS], v[metrics.MemPerConn] = now.Server, perConn(now.Server-env.Base.Server, conns)
 		}
 	}
-	r, err := run[client.HoldResult](ctx, env, &p.HoldParams)
+	r, err := Drive[client.HoldResult](ctx, env, &p.HoldParams)
 	if r == nil {
 		r = &client.HoldResult{}
 	}
@@ -81,7 +81,7 @@ func (p *Hold) Run(ctx context.Context, env *Env) (Outcome, error) {
 	v[metrics.DurationName], v[holdAlive], v[metrics.Dropped] = r.Used, alive, conns-alive
 	v[holdPings], v[holdPongs], v[holdPingsLost] = r.Pings, r.Pongs, max(r.Pings-r.Pongs, 0)
 	out.Metrics = v
-	out.Reasons = map[string]string{metrics.Dropped: errorSummary(r.Errors)}
+	out.Reasons = map[string]string{metrics.Dropped: ErrorSummary(r.Errors)}
 	// Interrupted: what was measured so far is kept, with the error.
 	return out, err
 }

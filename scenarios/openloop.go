@@ -45,7 +45,7 @@ var openLoopMetrics = metrics.Join([]metrics.Def{
 	{Name: metrics.Conns, Kind: metrics.Count, Doc: "connections that sent"},
 	{Name: metrics.Rate, Kind: metrics.Float, Doc: "messages per connection per second asked for"},
 	{Name: metrics.Payload, Kind: metrics.Bytes, Doc: "bytes per message"},
-}, pacedDefs("wakeups / (sent + recv): client wake-ups per message sent or echoed"), metrics.BehindDefs, metrics.Latency, cpuPer1MDefs("messages sent and echoed", "echoes"), wireDefs)
+}, pacedDefs("wakeups / (sent + recv): client wake-ups per message sent or echoed"), metrics.BehindDefs, metrics.Latency, CPUPer1MDefs("messages sent and echoed", "echoes"), wireDefs)
 
 // openLoopEfficiency is the published rate table's EchoEER: echoes
 // received per second per percent of the server's core.
@@ -63,8 +63,8 @@ func RateMetrics(r client.RateResult, perConn float64, payload int64) metrics.Va
 		metrics.BytesRecv:    r.BytesRecv,
 		metrics.Scheduled:    r.Scheduled,
 		metrics.SendRate:     float64(r.Conns) * perConn,
-		metrics.AchievedRate: rate(r.Sent, r.Used),
-		metrics.RecvRate:     rate(r.Recv, r.Used+r.Drain),
+		metrics.AchievedRate: PerSecond(r.Sent, r.Used),
+		metrics.RecvRate:     PerSecond(r.Recv, r.Used+r.Drain),
 		metrics.Late:         r.Late + r.Unsent,
 		metrics.Unsent:       r.Unsent,
 		metrics.Lost:         r.Lost(),
@@ -76,7 +76,7 @@ func RateMetrics(r client.RateResult, perConn float64, payload int64) metrics.Va
 	}
 	pacedValues(v, r.Slack, r.SendLate, r.Wakeups, r.Sent+r.Recv)
 	wireValues(v, r.BytesPayload, r.BytesWire)
-	latencyValues(v, r.Latency)
+	LatencyValues(v, r.Latency)
 	return v
 }
 

@@ -8,7 +8,7 @@ import (
 )
 
 // checkDeclaredSet checks that v, a kind's own metrics (before the engine
-// adds its efficiency figures: the EER and cpuPer1MDefs), sets every
+// adds its efficiency figures: the EER and CPUPer1MDefs), sets every
 // metric the kind declares, each of its declared type.
 func checkDeclaredSet(t *testing.T, kind string, v metrics.Values, byRun ...string) {
 	t.Helper()
@@ -25,7 +25,7 @@ func checkDeclaredSet(t *testing.T, kind string, v metrics.Values, byRun ...stri
 	}
 	if k.Efficiency != nil {
 		engine[k.Efficiency.EER] = true
-		for _, d := range cpuPer1MDefs("", "") {
+		for _, d := range CPUPer1MDefs("", "") {
 			engine[d.Name] = true
 		}
 	}

@@ -97,7 +97,7 @@ func (p *Rate) Validate(c Context) []FieldError {
 	if !(p.Rate > 0) {
 		errs = append(errs, FieldError{Field: "rate", Msg: fmt.Sprintf("must be > 0 messages per connection per second, got %s", p.Rate)})
 	}
-	errs = append(errs, needsOpen(c, "connections", p.Connections)...)
+	errs = append(errs, NeedsOpen(c, "connections", p.Connections)...)
 	if p.Ramp > p.Duration {
 		errs = append(errs, FieldError{Field: "ramp", Msg: fmt.Sprintf("must be in [0, duration %s], got %s", p.Duration, p.Ramp)})
 	}
@@ -121,7 +121,7 @@ func (p *Rate) Run(ctx context.Context, env *Env) (Outcome, error) {
 	q := p.RateParams
 	q.Connections, q.PayloadFile = conns, file
 	start := time.Now()
-	r, err := run[client.RateResult](ctx, env, &q)
+	r, err := Drive[client.RateResult](ctx, env, &q)
 	if r == nil {
 		return Outcome{}, err // nothing was measured
 	}
@@ -138,7 +138,7 @@ func (p *Rate) Run(ctx context.Context, env *Env) (Outcome, error) {
 		}
 		return w
 	}
-	out.Reasons = map[string]string{metrics.Failed: errorSummary(corrupt(r.Errors, true)), metrics.Dropped: errorSummary(corrupt(r.Errors, false))}
+	out.Reasons = map[string]string{metrics.Failed: ErrorSummary(corrupt(r.Errors, true)), metrics.Dropped: ErrorSummary(corrupt(r.Errors, false))}
 	if r.Stopped != "" {
 		out.Failed, out.Error = true, "stopped early: "+string(r.Stopped)
 	}

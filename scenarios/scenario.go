@@ -284,11 +284,11 @@ func ServerMetricsOf(kind string) []string {
 	return nil
 }
 
-// cpuPer1MDefs declares the CPU figures the engine writes for a kind with
+// CPUPer1MDefs declares the CPU figures the engine writes for a kind with
 // Efficiency: client and server CPU seconds per million of what each
 // side's figure counts (clientPer, serverPer: "echoes", …), as charged and
 // with loopback delivery attributed (the _net pair).
-func cpuPer1MDefs(clientPer, serverPer string) []metrics.Def {
+func CPUPer1MDefs(clientPer, serverPer string) []metrics.Def {
 	return []metrics.Def{
 		{Name: metrics.ClientCPUPer1M, Kind: metrics.Float, Doc: "client CPU seconds per million " + clientPer},
 		{Name: metrics.ServerCPUPer1M, Kind: metrics.Float, Doc: "server CPU seconds per million " + serverPer},

@@ -198,7 +198,7 @@ func scriptMetricDefs() []metrics.Def {
 		{Name: scriptBytesSent, Kind: metrics.Bytes, Doc: "message bytes sent"},
 		{Name: scriptBytesRecv, Kind: metrics.Bytes, Doc: "message bytes received"},
 		{Name: scriptUsed, Kind: metrics.Duration, Doc: "wall time of the phase"},
-	}, cpuPer1MDefs("exchanges", "exchanges"))
+	}, CPUPer1MDefs("exchanges", "exchanges"))
 }
 
 // ExchangeMetric is the name of a named exchange's metric: name + suffix

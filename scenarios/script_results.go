@@ -43,7 +43,7 @@ func (p *Script) Run(ctx context.Context, env *Env) (Outcome, error) {
 		return Outcome{}, err
 	}
 	mem := watchClientMem(env.Mem)
-	r, err := run[client.ScriptResult](ctx, env, q)
+	r, err := Drive[client.ScriptResult](ctx, env, q)
 	grew := mem.stop()
 	if r == nil {
 		return Outcome{}, err // nothing was measured
@@ -107,8 +107,8 @@ func scriptValues(r *client.ScriptResult, names []string) (metrics.Values, clien
 	}
 	// Every expect's, named exchange or not.
 	v[scriptExchanges], v[scriptTimeouts], v[scriptMismatched], v[scriptExchFailed] = done, r.Timeouts, r.Mismatched, r.Unanswered
-	v[scriptExchRate] = rate(done, r.Used)
-	latencyValues(v, all)
+	v[scriptExchRate] = PerSecond(done, r.Used)
+	LatencyValues(v, all)
 	detail.Failures = scriptFailures(r)
 	return v, all, detail
 }
@@ -116,7 +116,7 @@ func scriptValues(r *client.ScriptResult, names []string) (metrics.Values, clien
 // exchangeValues are one exchange's metrics, by suffix.
 func exchangeValues(e *client.Exchange, used time.Duration) metrics.Values {
 	v := metrics.Values{
-		exCount: e.Count, exRate: rate(e.Count, used),
+		exCount: e.Count, exRate: PerSecond(e.Count, used),
 		exTimeouts: e.Timeouts, exMismatched: e.Mismatched, exFailed: e.Failed,
 		exErrors: e.Errors, exDowngraded: e.Downgraded,
 	}
@@ -160,18 +160,18 @@ func scriptFailures(r *client.ScriptResult) []ScriptFailure {
 // phase-wide and by exchange.
 func scriptReasons(r *client.ScriptResult, names []string) map[string]string {
 	out := map[string]string{
-		scriptOpenFailed:  errorSummary(r.OpenErrors),
-		scriptUsersFailed: errorSummary(r.Errors),
-		scriptTimeouts:    errorSummary(stepsFailing(r, client.ReasonTimeout)),
-		scriptMismatched:  errorSummary(stepsFailing(r, client.ReasonMismatch)),
-		scriptExchFailed:  errorSummary(failedBy(r, client.ReasonUserEnded, client.ReasonPhaseEnd)),
-		scriptErrors:      errorSummary(r.ErrorAnswers),
-		scriptDowngraded:  errorSummary(r.Downgrades),
+		scriptOpenFailed:  ErrorSummary(r.OpenErrors),
+		scriptUsersFailed: ErrorSummary(r.Errors),
+		scriptTimeouts:    ErrorSummary(stepsFailing(r, client.ReasonTimeout)),
+		scriptMismatched:  ErrorSummary(stepsFailing(r, client.ReasonMismatch)),
+		scriptExchFailed:  ErrorSummary(failedBy(r, client.ReasonUserEnded, client.ReasonPhaseEnd)),
+		scriptErrors:      ErrorSummary(r.ErrorAnswers),
+		scriptDowngraded:  ErrorSummary(r.Downgrades),
 	}
 	for _, name := range names {
 		if e := r.Exchanges[name]; e != nil {
-			out[ExchangeMetric(name, exErrors)] = errorSummary(e.ErrorCodes)
-			out[ExchangeMetric(name, exDowngraded)] = errorSummary(e.DowngradeCodes)
+			out[ExchangeMetric(name, exErrors)] = ErrorSummary(e.ErrorCodes)
+			out[ExchangeMetric(name, exDowngraded)] = ErrorSummary(e.DowngradeCodes)
 		}
 	}
 	for k, why := range out {

@@ -265,7 +265,7 @@ func (s *searcher) sample(ctx context.Context, st *step) (*client.RateResult, me
 	env := s.env
 	if st.params.Duration > 0 {
 		settle := st.params
-		if _, err := run[client.RateResult](ctx, env, &settle); err != nil {
+		if _, err := Drive[client.RateResult](ctx, env, &settle); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -289,7 +289,7 @@ func (s *searcher) sample(ctx context.Context, st *step) (*client.RateResult, me
 		stop = env.Window()
 	}
 	start := time.Now()
-	r, err := run[client.RateResult](ctx, env, &st.params)
+	r, err := Drive[client.RateResult](ctx, env, &st.params)
 	m := metrics.Values{}
 	var behind []Span
 	if r != nil {
@@ -313,7 +313,7 @@ func (s *searcher) judge(st *step, r *client.RateResult, m metrics.Values, bisec
 	case r.Failed > 0:
 		rec.Verdict, rec.Why = VerdictFail, fmt.Sprintf("%d echoes corrupt", r.Failed)
 		s.fail(fmt.Sprintf("corrupt echoes at %s", s.what(x)),
-			fmt.Sprintf("%d of %d echoes were corrupt at %s: %s", r.Failed, r.Sent, s.what(x), errorSummary(r.Errors)))
+			fmt.Sprintf("%d of %d echoes were corrupt at %s: %s", r.Failed, r.Sent, s.what(x), ErrorSummary(r.Errors)))
 		return nil
 	case r.Stopped == client.StopNoConnections:
 		rec.Verdict, rec.Why = VerdictFail, "every connection was lost"
@@ -358,7 +358,7 @@ func (s *searcher) judge(st *step, r *client.RateResult, m metrics.Values, bisec
 func (s *searcher) open(ctx context.Context, n int) error {
 	q := &client.ConnectParams{Connections: n, Concurrency: openConcurrency(n)}
 	decl.Defaults(q)
-	_, err := run[client.ConnectResult](ctx, s.env, q)
+	_, err := Drive[client.ConnectResult](ctx, s.env, q)
 	return err
 }
 

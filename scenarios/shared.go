@@ -27,10 +27,10 @@ const DefaultConnectConcurrency = 1000
 // when the phase does not say.
 func openConcurrency(n int) int { return min(DefaultConnectConcurrency, max(n, 1)) }
 
-// needsOpen checks a phase that uses the connections opened before it:
+// NeedsOpen checks a phase that uses the connections opened before it:
 // there must be some, and field (when not "") asks for at most as many
 // (n of them).
-func needsOpen(c Context, field string, n int) []FieldError {
+func NeedsOpen(c Context, field string, n int) []FieldError {
 	switch {
 	case c.Conns == 0:
 		return []FieldError{{Field: "", Msg: "needs open connections: put a connect phase before it"}}
@@ -40,15 +40,15 @@ func needsOpen(c Context, field string, n int) []FieldError {
 	return nil
 }
 
-// lowered is the warning of a phase that asked for more connections
+// Lowered is the warning of a phase that asked for more connections
 // (what: "concurrency") than are open.
-func lowered(what string, asked, open int) string {
+func Lowered(what string, asked, open int) string {
 	return fmt.Sprintf("%s lowered from %d to %d: only %d connections are open", what, asked, open, open)
 }
 
-// run runs p on env's driver and returns its typed result: nil when
+// Drive runs p on env's driver and returns its typed result: nil when
 // nothing was measured.
-func run[R any](ctx context.Context, env *Env, p client.Params) (*R, error) {
+func Drive[R any](ctx context.Context, env *Env, p client.Params) (*R, error) {
 	res, err := env.Driver.Run(ctx, p, env.Progress)
 	r, _ := any(res).(*R)
 	if r == nil && err == nil {
@@ -57,8 +57,8 @@ func run[R any](ctx context.Context, env *Env, p client.Params) (*R, error) {
 	return r, err
 }
 
-// rate is n per second of d; 0 for no time.
-func rate(n int64, d time.Duration) float64 {
+// PerSecond is n per second of d; 0 for no time.
+func PerSecond(n int64, d time.Duration) float64 {
 	if d <= 0 {
 		return 0
 	}
@@ -79,8 +79,8 @@ var latencyQuantiles = []struct {
 	p    float64
 }{{metrics.P50, 50}, {metrics.P75, 75}, {metrics.P90, 90}, {metrics.P95, 95}, {metrics.P99, 99}, {metrics.P999, 99.9}}
 
-// latencyValues fills the latency metrics from a histogram of nanoseconds.
-func latencyValues(v metrics.Values, hist client.Hist) {
+// LatencyValues fills the latency metrics from a histogram of nanoseconds.
+func LatencyValues(v metrics.Values, hist client.Hist) {
 	h := hist.Histogram
 	if h == nil || h.TotalCount() == 0 {
 		for _, d := range metrics.Latency {
@@ -98,11 +98,7 @@ func latencyValues(v metrics.Values, hist client.Hist) {
 
 // ErrorSummary lists the commonest reasons of m with their counts, at
 // most three ("eof ×3; timeout ×1"), as the kinds' rows say them.
-func ErrorSummary(m client.Reasons) string { return errorSummary(m) }
-
-// errorSummary lists the commonest reasons of m with their counts, at
-// most three.
-func errorSummary(m client.Reasons) string {
+func ErrorSummary(m client.Reasons) string {
 	if len(m) == 0 {
 		return ""
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wsplan/wsplan/internal/engine"
+	_ "github.com/wsplan/wsplan/scenarios/all" // every built-in phase kind registers itself
 )
 
 // Exit codes, as documented in README.md.

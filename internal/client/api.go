@@ -87,6 +87,15 @@ type Progress struct {
 	Live  *Live        // the live metrics' counts (nil: none)
 }
 
+// Begin starts counting a phase of total units on p; a nil p counts
+// nothing. A kind's Start calls it once.
+func (p *Progress) Begin(total int64) {
+	if p != nil {
+		p.Total.Store(total)
+		p.Done.Store(0)
+	}
+}
+
 // Histogram bounds shared by every latency histogram, so histograms of
 // different processes merge exactly.
 const (

@@ -15,17 +15,18 @@ import (
 	"github.com/wsplan/wsplan/internal/decl"
 )
 
-// A phase kind is one contract, declared in its own files (K.go, K_*.go:
-// echo, rate, hold, ping, broadcast, close, script; connect.go's dial is
-// the one every kind's connections come from): its Params (JSON, split
-// over event loops and shards by one Split), what one event loop runs for
-// it (a loopRun), and its Result with one Merge used for loops and shards
+// A phase kind is one contract, declared in a package of its own
+// (scenarios/K/, which imports this one) or, for kinds not yet moved
+// there, in its own files here (K.go, K_*.go; connect.go's dial is the
+// one every kind's connections come from): its Params (JSON, split over
+// event loops and shards by one Split), what one event loop runs for it
+// (a LoopRun), and its Result with one Merge used for loops and shards
 // alike. The loop's protocol layer (loop.go) and the shard transport name
-// no kind, and no kind uses another's files: deleting a kind's files
-// removes only its registration (internal/layering's TestKindFilesApart).
+// no kind, and no kind uses another's files: deleting a kind's package
+// or files removes only its registration (internal/layering's
+// TestKindPackagesApart and TestKindFilesApart).
 
-// Params are one phase kind's parameters. The kinds' params types are the
-// only implementations (the unexported method keeps it so). A params
+// Params are one phase kind's parameters. A params
 // struct is also the declaration of its kind's plan keys: yaml, json and
 // decl tags on one field each (the plan side holds it inline), so the
 // plan, the JSON Schema, the shard wire and the client read the same
@@ -38,7 +39,7 @@ type Params interface {
 	// Split divides the phase over parts (event loops or shards) whose
 	// weights are their open connections; a nil entry has nothing to do.
 	Split(weights []int) []Params
-	// start prepares the phase on c's loops.
+	// Start prepares the phase on the client's loops.
 	Start(ph *PhaseEnv) (*PhasePlan, error)
 }
 
@@ -306,13 +307,23 @@ func (h *Hist) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// PhaseEnv is what a kind's start sees of the client.
+// PhaseEnv is what a kind's Start sees of the client.
 type PhaseEnv struct {
 	Client   *Client
 	ID       int64     // the phase's number
 	Open     []int     // open connections per loop
 	Start    time.Time // when the phase started
 	Progress *Progress
+}
+
+// OpenTotal is the number of connections open over every loop when the
+// phase started.
+func (ph *PhaseEnv) OpenTotal() int {
+	total := 0
+	for _, o := range ph.Open {
+		total += o
+	}
+	return total
 }
 
 // PhasePlan is a phase prepared for the loops.

@@ -101,6 +101,9 @@ type LoopRun interface {
 // every kind must think about).
 type BaseRun struct{ phase int64 }
 
+// NewBaseRun returns the BaseRun of phase number id (PhaseEnv.ID).
+func NewBaseRun(id int64) BaseRun { return BaseRun{id} }
+
 func (b *BaseRun) ID() int64                                   { return b.phase }
 func (*BaseRun) OnData(*Loop, *Conn, *Event, int64)            {}
 func (*BaseRun) OnPong(*Loop, *Conn, []byte)                   {}

@@ -13,29 +13,88 @@ import (
 	"github.com/wsplan/wsplan/scenarios"
 )
 
-// TestKindFilesApart: kinds do not reach into each other, in scenarios/
-// and in internal/client. For every kind, its package builds with the
-// kind's files (K.go, K_*.go) deleted (a `go build -overlay`), so that a
-// kind is removed by deleting its files and only its registration goes
-// with them. The client's connect kind is the dialer every kind's
-// connections come from: it stays.
+// TestKindPackagesApart: a kind that is a package of its own
+// (scenarios/K/) is removed by deleting its directory and its line in
+// scenarios/all. For every such kind, the module's packages but its own
+// build without it (a `go build -overlay` that deletes its files and
+// rewrites scenarios/all/all.go without its import), so nothing but that
+// line names it.
+func TestKindPackagesApart(t *testing.T) {
+	testenv.Slow(t, "builds the module once per kind: minutes from an empty build cache")
+	goTool, root := goAndRoot(t)
+	out, err := exec.Command(goTool, "list", "-f", "{{.Dir}}", root+"/...").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := strings.Fields(string(out))
+	allGo := filepath.Join(root, "scenarios", "all", "all.go")
+	all, err := os.ReadFile(allGo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := packagedKinds(t, root)
+	if len(kinds) == 0 {
+		t.Fatal("no kind has a package of its own under scenarios/")
+	}
+	for _, name := range kinds {
+		t.Run(name, func(t *testing.T) {
+			kindDir := filepath.Join(root, "scenarios", name)
+			gone := map[string]string{}
+			files, err := filepath.Glob(filepath.Join(kindDir, "*.go"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range files {
+				gone[f] = ""
+			}
+			var keep []string
+			line := `"github.com/wsplan/wsplan/scenarios/` + name + `"`
+			for _, l := range strings.Split(string(all), "\n") {
+				if !strings.Contains(l, line) {
+					keep = append(keep, l)
+				}
+			}
+			if len(keep) == len(strings.Split(string(all), "\n")) {
+				t.Fatalf("scenarios/all does not import %s", line)
+			}
+			without := filepath.Join(t.TempDir(), "all.go")
+			if err := os.WriteFile(without, []byte(strings.Join(keep, "\n")), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			gone[allGo] = without
+			var pkgs []string
+			for _, d := range dirs {
+				if d != kindDir {
+					pkgs = append(pkgs, d)
+				}
+			}
+			buildWithout(t, goTool, root, gone, pkgs, "scenarios/"+name)
+		})
+	}
+}
+
+// TestKindFilesApart: kinds not yet moved into a package of their own do
+// not reach into each other, in scenarios/ and in internal/client. For
+// every such kind, its package builds with the kind's files (K.go,
+// K_*.go) deleted (a `go build -overlay`), so that a kind is removed by
+// deleting its files and only its registration goes with them. The
+// client's connect kind is the dialer every kind's connections come
+// from: it stays.
 func TestKindFilesApart(t *testing.T) {
 	testenv.Slow(t, "builds a package once per kind: a minute from an empty build cache")
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go tool on PATH")
+	goTool, root := goAndRoot(t)
+	moved := map[string]bool{}
+	for _, k := range packagedKinds(t, root) {
+		moved[k] = true
 	}
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
+	var planKinds, clientKinds []string
+	for _, k := range scenarios.Names() {
+		if !moved[k] {
+			planKinds = append(planKinds, k)
+		}
 	}
-	root, _, err := ModuleRoot(wd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var clientKinds []string
 	for _, k := range client.KindNames() {
-		if k != "connect" {
+		if k != "connect" && !moved[k] {
 			clientKinds = append(clientKinds, k)
 		}
 	}
@@ -43,7 +102,7 @@ func TestKindFilesApart(t *testing.T) {
 		dir   string
 		kinds []string
 	}{
-		{"scenarios", scenarios.Names()},
+		{"scenarios", planKinds},
 		{"internal/client", clientKinds},
 	} {
 		dir := filepath.Join(root, pkg.dir)
@@ -63,20 +122,59 @@ func TestKindFilesApart(t *testing.T) {
 				if len(gone) == 0 {
 					t.Fatalf("kind %s has no file %s.go", name, name)
 				}
-				b, err := json.Marshal(map[string]any{"Replace": gone})
-				if err != nil {
-					t.Fatal(err)
-				}
-				overlay := filepath.Join(t.TempDir(), "overlay.json")
-				if err := os.WriteFile(overlay, b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				cmd := exec.Command(goTool, "build", "-overlay", overlay, ".")
-				cmd.Dir = dir
-				if out, err := cmd.CombinedOutput(); err != nil {
-					t.Errorf("without %s's files %s does not build: %v\n%s", name, pkg.dir, err, out)
-				}
+				buildWithout(t, goTool, dir, gone, []string{"."}, name+"'s files")
 			})
 		}
+	}
+}
+
+// goAndRoot returns the go tool and the module's root; it skips the test
+// without a go tool.
+func goAndRoot(t *testing.T) (goTool, root string) {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool on PATH")
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, _, err = ModuleRoot(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return goTool, root
+}
+
+// packagedKinds returns the registered kinds that are a package of their
+// own: a directory scenarios/K/ named after the kind.
+func packagedKinds(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	for _, k := range scenarios.Names() {
+		if st, err := os.Stat(filepath.Join(root, "scenarios", k)); err == nil && st.IsDir() {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// buildWithout runs `go build` of pkgs in dir with the files of replace
+// replaced ("" = deleted), and fails the test when they do not build.
+func buildWithout(t *testing.T, goTool, dir string, replace map[string]string, pkgs []string, what string) {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{"Replace": replace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlay := filepath.Join(t.TempDir(), "overlay.json")
+	if err := os.WriteFile(overlay, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(goTool, append([]string{"build", "-overlay", overlay}, pkgs...)...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("without %s the module does not build: %v\n%s", what, err, out)
 	}
 }

@@ -14,9 +14,12 @@
 //   - test-only packages (internal/testserver, internal/faultserver,
 //     internal/testenv) are imported by _test.go files alone and import
 //     nothing of this module, so every package's tests can use them
-//     without an import cycle;
+//     without an import cycle; test-support packages (TestSupport:
+//     internal/clienttest) are imported by _test.go files alone too, but
+//     may import the module and the test-only packages;
 //   - a phase kind's names are spelled only in that kind's files
-//     (scenarios/K.go, scenarios/K_*.go, internal/client/K.go,
+//     (its package scenarios/K/, or while a kind is still split in two,
+//     scenarios/K.go, scenarios/K_*.go, internal/client/K.go,
 //     internal/client/K_*.go for kind K; the names come from the kind
 //     registry, see Guard). Two kinds of string literal are checked:
 //     a kind's name used as a kind — compared with, switched on or
@@ -88,6 +91,14 @@ var TestOnly = map[string]bool{
 	"internal/testenv":     true, // which tests a run includes (WSPLAN_SLOW)
 }
 
+// TestSupport are the module's packages of helpers for other packages'
+// tests (a client closed at cleanup, an echo server with faults): only
+// _test.go files import them, and they may import the module and the
+// test-only packages.
+var TestSupport = map[string]bool{
+	"internal/clienttest": true, // what the kinds' client-side tests share
+}
+
 // Hints say how to fix a violation of each rule.
 var Hints = map[string]string{
 	RuleExec:     "start processes through internal/launch",
@@ -138,7 +149,10 @@ func CheckFile(fset *token.FileSet, f *ast.File, mod, pkg string) []Violation {
 		if (rel == "internal/client" || strings.HasPrefix(rel, "internal/client/")) && inMod && !ClientLeaves[strings.TrimPrefix(ip, mod+"/")] {
 			add(imp.Pos(), RuleClient, "imports "+ip)
 		}
-		if inMod && (TestOnly[rel] || TestOnly[strings.TrimPrefix(ip, mod+"/")]) {
+		to := strings.TrimPrefix(ip, mod+"/")
+		switch {
+		case !inMod:
+		case TestOnly[rel], TestSupport[to], TestOnly[to] && !TestSupport[rel]:
 			add(imp.Pos(), RuleTestOnly, "imports "+ip)
 		}
 	}

@@ -82,6 +82,8 @@ func TestCheckFile(t *testing.T) {
 		{"fault server outside tests", "scenarios", `import "example.com/m/internal/faultserver"; var _ = faultserver.X`, []string{RuleTestOnly + ": imports example.com/m/internal/faultserver"}},
 		{"fault server imports module", "internal/faultserver", `import "example.com/m/internal/client"; var _ = client.X`, []string{RuleTestOnly + ": imports example.com/m/internal/client"}},
 		{"test-only package imports others", "internal/testserver", `import "github.com/gorilla/websocket"; var _ = websocket.X`, nil},
+		{"test support outside tests", "scenarios/ping", `import "example.com/m/internal/clienttest"; var _ = clienttest.X`, []string{RuleTestOnly + ": imports example.com/m/internal/clienttest"}},
+		{"test support imports test-only and module", "internal/clienttest", `import ("example.com/m/internal/testserver"; "example.com/m/internal/client"); var _, _ = testserver.X, client.X`, nil},
 	}
 	for _, c := range cases {
 		fset := token.NewFileSet()
@@ -161,6 +163,9 @@ func TestCheckNames(t *testing.T) {
 		{"a word", "report/tables.go", `func f() string { return "ok" }`, nil},
 		{"own files", "scenarios/broadcast.go", `const n = "fanout_p99"; func init() { Register(Kind{Name: "broadcast"}) }`, nil},
 		{"own client files", "internal/client/broadcast_loop.go", `var n = "delivery_rate"; func (p *P) Kind() string { return "broadcast" }`, nil},
+		{"own package", "scenarios/broadcast/loop.go", `var n = "delivery_rate"; func (p *P) Kind() string { return "broadcast" }`, nil},
+		{"another kind's package", "scenarios/ping/run.go", `var n = "delivery_rate"; var k = Lookup("echo")`, []string{RuleNames + `: broadcast's metric "delivery_rate"`, RuleNames + `: kind "echo"`}},
+		{"a package of no kind", "scenarios/all/all.go", `var k = Lookup("echo")`, []string{RuleNames + `: kind "echo"`}},
 		{"struct tag", "internal/client/other.go", "type P struct { R float64 `json:\"delivery_rate\"` }", nil},
 		{"internal/metrics", "internal/metrics/metrics.go", `const F = "fanout_p99"; var k = Result{Kind: "echo"}`, nil},
 	}

@@ -93,10 +93,18 @@ func SharedNames(root string) (map[string]bool, error) {
 }
 
 // kindOfFile returns the kind whose file rel (slash-separated, relative to
-// the module root) is, or "": scenarios/K.go, scenarios/K_*.go,
-// internal/client/K.go and internal/client/K_*.go are kind K's.
+// the module root) is, or "": every file of scenarios/K/ (kind K's
+// package) is kind K's, and so are scenarios/K.go, scenarios/K_*.go,
+// internal/client/K.go and internal/client/K_*.go of a kind not yet
+// moved into a package of its own.
 func (g Guard) kindOfFile(rel string) string {
 	dir, base := path.Split(rel)
+	if k, ok := strings.CutPrefix(dir, "scenarios/"); ok && k != "" {
+		if k = strings.TrimSuffix(k, "/"); g.Kinds[k] {
+			return k
+		}
+		return ""
+	}
 	if dir != "scenarios/" && dir != "internal/client/" {
 		return ""
 	}

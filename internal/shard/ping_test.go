@@ -5,6 +5,7 @@ import (
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/scenarios"
+	"github.com/wsplan/wsplan/scenarios/ping"
 )
 
 // TestGroupPing: the ping kind runs over two shards, split and merged by
@@ -14,7 +15,7 @@ func TestGroupPing(t *testing.T) {
 	g := startGroup(t, srv, 2, false)
 	env := &scenarios.Env{Driver: g, Progress: &client.Progress{}}
 	connect(t, env, 20)
-	p := &scenarios.Ping{PingParams: client.PingParams{Total: 3000}}
+	p := &ping.Phase{Params: ping.Params{Total: 3000}}
 	scenarios.Defaults(p, scenarios.Context{Conns: 20})
 	out, err := p.Run(t.Context(), env)
 	if err != nil || out.Failed {

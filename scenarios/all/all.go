@@ -1,0 +1,11 @@
+// Package all registers every built-in phase kind: each is a package of
+// its own under scenarios/ that registers itself in init, and importing
+// this package imports them all. cmd/wsplan imports it, and so do the
+// tests of packages that load plans or walk the kinds. Adding a kind is
+// its package plus one line here; internal/layering's
+// TestKindPackagesApart builds the module without each in turn.
+package all
+
+import (
+	_ "github.com/wsplan/wsplan/scenarios/ping" // closed loop of pings
+)
