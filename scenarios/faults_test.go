@@ -94,39 +94,3 @@ func TestJudge(t *testing.T) {
 		}
 	}
 }
-
-// TestEveryKindDeclaresFaults: every kind that counts units that can go
-// wrong declares them, and each fault is a Count metric of the kind (its
-// Of too), so that no count slips past the rule.
-func TestEveryKindDeclaresFaults(t *testing.T) {
-	for _, k := range Kinds() {
-		defs := map[string]metrics.Def{}
-		for _, d := range MetricDefs(k.Name) {
-			defs[d.Name] = d
-		}
-		for _, f := range k.Faults {
-			if d, ok := defs[f.Metric]; !ok || d.Kind != metrics.Count {
-				t.Errorf("%s: fault %q is not a count metric of the kind", k.Name, f.Metric)
-			}
-			if d, ok := defs[f.Of]; f.Of != "" && (!ok || d.Kind != metrics.Count) {
-				t.Errorf("%s: fault %q counts of %q, not a count metric of the kind", k.Name, f.Metric, f.Of)
-			}
-			if f.What == "" {
-				t.Errorf("%s: fault %q says nothing", k.Name, f.Metric)
-			}
-		}
-		// A metric named like a fault count is declared as one.
-		for _, name := range []string{metrics.Failed, metrics.Lost, metrics.Dropped, "errors", "downgraded", "timeouts", "mismatched"} {
-			if _, has := defs[name]; !has {
-				continue
-			}
-			declared := false
-			for _, f := range k.Faults {
-				declared = declared || f.Metric == name
-			}
-			if !declared && !(k.Name == "broadcast" && (name == metrics.Lost || name == metrics.Dropped)) {
-				t.Errorf("%s: metric %q counts units that went wrong but is not a declared fault", k.Name, name)
-			}
-		}
-	}
-}

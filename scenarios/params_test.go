@@ -3,12 +3,9 @@ package scenarios
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"testing"
 	"time"
 
-	"github.com/wsplan/wsplan/internal/client"
-	"github.com/wsplan/wsplan/internal/decl"
 	"github.com/wsplan/wsplan/internal/units"
 )
 
@@ -57,49 +54,6 @@ func TestTagDefaultsAndBounds(t *testing.T) {
 		c.edit(p)
 		if got := fmt.Sprint(Check(p, Context{})); got != c.want {
 			t.Errorf("got %s, want %s", got, c.want)
-		}
-	}
-}
-
-// TestEveryKindsTags: every registered kind's tags parse, and a zero
-// phase with its defaults reports only what is required.
-func TestEveryKindsTags(t *testing.T) {
-	for _, k := range Kinds() {
-		p := k.New()
-		Defaults(p, Context{Conns: 10})
-		Check(p, Context{Conns: 10}) // panics on a bad tag
-	}
-}
-
-// TestKeysDeclaredOnce: a kind that drives a client kind declares its
-// keys once, as fields of the client's params that its phase struct holds
-// inline (decoding, bounds, schema and the shard wire read the same
-// fields); only keys of the plan side alone are declared here. Adding a
-// key to such a kind is one field of its client params.
-func TestKeysDeclaredOnce(t *testing.T) {
-	clientPkg := reflect.TypeFor[client.RateParams]().PkgPath()
-	own := map[string]string{ // kind → why it declares keys of its own
-		"conformance": "it runs internal/autobahn, no client kind",
-		"search":      "vary, start, step… steer the search; the steps' keys are client.RateSend",
-	}
-	for _, k := range Kinds() {
-		typ := reflect.TypeOf(k.New()).Elem()
-		var here, inline []string
-		for i := range typ.NumField() {
-			f := typ.Field(i)
-			switch {
-			case decl.Name(f) == "":
-			case f.Anonymous && f.Type.PkgPath() == clientPkg:
-				inline = append(inline, f.Type.Name())
-			default:
-				here = append(here, decl.Name(f))
-			}
-		}
-		switch why, ok := own[k.Name]; {
-		case ok:
-			t.Logf("%s declares %d keys of its own: %s", k.Name, len(here), why)
-		case len(here) > 0 || len(inline) != 1:
-			t.Errorf("%s: keys %v declared in scenarios, client params inline %v; want none and one", k.Name, here, inline)
 		}
 	}
 }

@@ -1,0 +1,94 @@
+package all_test
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/decl"
+	"github.com/wsplan/wsplan/internal/metrics"
+	"github.com/wsplan/wsplan/scenarios"
+	_ "github.com/wsplan/wsplan/scenarios/all"
+)
+
+// The rules every kind keeps, over every built-in kind: the ones in a
+// package of their own register only when this package imports them.
+
+// TestEveryKindDeclaresFaults: every kind that counts units that can go
+// wrong declares them, and each fault is a Count metric of the kind (its
+// Of too), so that no count slips past the rule.
+func TestEveryKindDeclaresFaults(t *testing.T) {
+	for _, k := range scenarios.Kinds() {
+		defs := map[string]metrics.Def{}
+		for _, d := range scenarios.MetricDefs(k.Name) {
+			defs[d.Name] = d
+		}
+		for _, f := range k.Faults {
+			if d, ok := defs[f.Metric]; !ok || d.Kind != metrics.Count {
+				t.Errorf("%s: fault %q is not a count metric of the kind", k.Name, f.Metric)
+			}
+			if d, ok := defs[f.Of]; f.Of != "" && (!ok || d.Kind != metrics.Count) {
+				t.Errorf("%s: fault %q counts of %q, not a count metric of the kind", k.Name, f.Metric, f.Of)
+			}
+			if f.What == "" {
+				t.Errorf("%s: fault %q says nothing", k.Name, f.Metric)
+			}
+		}
+		// A metric named like a fault count is declared as one.
+		for _, name := range []string{metrics.Failed, metrics.Lost, metrics.Dropped, "errors", "downgraded", "timeouts", "mismatched"} {
+			if _, has := defs[name]; !has {
+				continue
+			}
+			declared := false
+			for _, f := range k.Faults {
+				declared = declared || f.Metric == name
+			}
+			if !declared && !(k.Name == "broadcast" && (name == metrics.Lost || name == metrics.Dropped)) {
+				t.Errorf("%s: metric %q counts units that went wrong but is not a declared fault", k.Name, name)
+			}
+		}
+	}
+}
+
+// TestEveryKindsTags: every registered kind's tags parse, and a zero
+// phase with its defaults reports only what is required.
+func TestEveryKindsTags(t *testing.T) {
+	for _, k := range scenarios.Kinds() {
+		p := k.New()
+		scenarios.Defaults(p, scenarios.Context{Conns: 10})
+		scenarios.Check(p, scenarios.Context{Conns: 10}) // panics on a bad tag
+	}
+}
+
+// TestKeysDeclaredOnce: a kind that drives a client kind declares its
+// keys once, as fields of the client's params that its phase struct holds
+// inline (decoding, bounds, schema and the shard wire read the same
+// fields); only keys of the plan side alone are declared here. Adding a
+// key to such a kind is one field of its client params.
+func TestKeysDeclaredOnce(t *testing.T) {
+	params := reflect.TypeFor[client.Params]()
+	own := map[string]string{ // kind → why it declares keys of its own
+		"conformance": "it runs internal/autobahn, no client kind",
+		"search":      "vary, start, step… steer the search; the steps' keys are client.RateSend",
+	}
+	for _, k := range scenarios.Kinds() {
+		typ := reflect.TypeOf(k.New()).Elem()
+		var here, inline []string
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			switch {
+			case decl.Name(f) == "":
+			case f.Anonymous && reflect.PointerTo(f.Type).Implements(params):
+				inline = append(inline, f.Type.Name())
+			default:
+				here = append(here, decl.Name(f))
+			}
+		}
+		switch why, ok := own[k.Name]; {
+		case ok:
+			t.Logf("%s declares %d keys of its own: %s", k.Name, len(here), why)
+		case len(here) > 0 || len(inline) != 1:
+			t.Errorf("%s: keys %v declared in scenarios, client params inline %v; want none and one", k.Name, here, inline)
+		}
+	}
+}
