@@ -426,10 +426,7 @@ func (p *BroadcastParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
 	parts := p.Split(ph.Open)
 	switch p.Step {
 	case BroadcastOpen:
-		if ph.Progress != nil {
-			ph.Progress.Total.Store(int64(p.count()))
-			ph.Progress.Done.Store(0)
-		}
+		ph.Progress.Begin(int64(p.count()))
 		for i, part := range parts {
 			if part == nil {
 				continue
@@ -445,11 +442,8 @@ func (p *BroadcastParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
 		}
 		ph.Client.NextConn += int64(p.count())
 	case BroadcastRun:
-		if ph.Progress != nil {
-			all, _ := p.Receivers()
-			ph.Progress.Total.Store(int64(math.Ceil(float64(p.Rate)*p.Duration.D().Seconds())) * int64(p.Rooms*p.Publishers*all))
-			ph.Progress.Done.Store(0)
-		}
+		all, _ := p.Receivers()
+		ph.Progress.Begin(int64(math.Ceil(float64(p.Rate)*p.Duration.D().Seconds())) * int64(p.Rooms*p.Publishers*all))
 		payload := MakePayload(SizeOf(p.Payload), false)
 		hdr := AppendClientHeader(nil, OpBinary, len(payload), 0)
 		for i, part := range parts {

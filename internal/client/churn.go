@@ -178,18 +178,12 @@ func (c *Client) Churn(ctx context.Context, p ChurnParams, pr *Progress) (ChurnR
 // every connection opened so far, each part its own stride of them.
 func (p *ChurnParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
 	q := *p
-	total := 0
-	for _, o := range ph.Open {
-		total += o
+	total := ph.OpenTotal()
+	cycles := q.Rate * q.Duration.D().Seconds()
+	if q.Lifetime > 0 {
+		cycles = float64(total) * q.Duration.D().Seconds() / q.Lifetime.D().Seconds()
 	}
-	if ph.Progress != nil {
-		cycles := q.Rate * q.Duration.D().Seconds()
-		if q.Lifetime > 0 {
-			cycles = float64(total) * q.Duration.D().Seconds() / q.Lifetime.D().Seconds()
-		}
-		ph.Progress.Total.Store(int64(cycles))
-		ph.Progress.Done.Store(0)
-	}
+	ph.Progress.Begin(int64(cycles))
 	parts := q.Split(ph.Open)
 	c := ph.Client
 	first, m := c.NextConn, int64(len(parts))

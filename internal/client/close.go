@@ -108,17 +108,11 @@ func (c *Client) CloseHandshakes(ctx context.Context, p CloseParams, pr *Progres
 
 // Start implements Params: each loop closes its share of the connections.
 func (p *CloseParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
-	total := 0
-	for _, o := range ph.Open {
-		total += o
-	}
+	total := ph.OpenTotal()
 	if p.Connections > total {
 		return nil, fmt.Errorf("client: close: connections %d exceeds the %d open connections", p.Connections, total)
 	}
-	if ph.Progress != nil {
-		ph.Progress.Total.Store(int64(p.Connections))
-		ph.Progress.Done.Store(0)
-	}
+	ph.Progress.Begin(int64(p.Connections))
 	plan := &PhasePlan{Starts: make([]func(*Loop), len(ph.Open))}
 	for i, part := range p.Split(ph.Open) {
 		if part == nil {

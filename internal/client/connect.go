@@ -113,10 +113,7 @@ func (r *ConnectResult) Stop() StopReason { return r.Stopped }
 // Start implements Params.
 func (p *ConnectParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
 	c := ph.Client
-	if ph.Progress != nil {
-		ph.Progress.Total.Store(int64(p.Connections))
-		ph.Progress.Done.Store(0)
-	}
+	ph.Progress.Begin(int64(p.Connections))
 	parts := p.Split(ph.Open)
 	m := 0
 	for _, q := range parts {

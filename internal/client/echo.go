@@ -137,10 +137,7 @@ func (r *EchoResult) Stop() StopReason { return r.Stopped }
 // Start implements Params: the loops share one pool of tokens (messages
 // to send), so a loop whose connections answer faster sends more.
 func (p *EchoParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
-	total := 0
-	for _, o := range ph.Open {
-		total += o
-	}
+	total := ph.OpenTotal()
 	if p.Concurrency > total {
 		return nil, fmt.Errorf("client: echo: concurrency %d exceeds the %d open connections: open more in a connect phase or lower concurrency", p.Concurrency, total)
 	}
@@ -160,10 +157,7 @@ func (p *EchoParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
 	if n := len(ph.Open); n > 1 {
 		batch = max(1, min(256, batch/int64(64*n)))
 	}
-	if ph.Progress != nil {
-		ph.Progress.Total.Store(p.Warmup + p.Total)
-		ph.Progress.Done.Store(0)
-	}
+	ph.Progress.Begin(p.Warmup + p.Total)
 	plan := &PhasePlan{Starts: make([]func(*Loop), len(ph.Open)), Deadline: p.Deadline.D()}
 	start := time.Now()
 	for i, slots := range Distribute(p.Concurrency, ph.Open) {

@@ -84,10 +84,7 @@ func (c *Client) Hold(ctx context.Context, p HoldParams, pr *Progress) (HoldResu
 
 // Start implements Params.
 func (p *HoldParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
-	total := 0
-	for _, o := range ph.Open {
-		total += o
-	}
+	total := ph.OpenTotal()
 	pacer := Pacer{Duration: p.Duration.D(), Rate: 1}
 	if p.Ping > 0 {
 		pacer.Rate = 1 / p.Ping.D().Seconds()

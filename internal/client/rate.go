@@ -216,10 +216,7 @@ func (c *Client) Rate(ctx context.Context, p RateParams, pr *Progress) (RateResu
 
 // Start implements Params.
 func (p *RateParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
-	total := 0
-	for _, o := range ph.Open {
-		total += o
-	}
+	total := ph.OpenTotal()
 	n := p.Connections
 	if n == 0 {
 		n = total
@@ -238,14 +235,11 @@ func (p *RateParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
 		return nil, err
 	}
 	hdr := AppendClientHeader(nil, OpBinary, len(payload), 0)
-	if ph.Progress != nil {
-		var want int64
-		for j := range n {
-			want += pacer.Total(float64(p.PhaseFirst+j) / float64(phaseTotal))
-		}
-		ph.Progress.Total.Store(want)
-		ph.Progress.Done.Store(0)
+	var want int64
+	for j := range n {
+		want += pacer.Total(float64(p.PhaseFirst+j) / float64(phaseTotal))
 	}
+	ph.Progress.Begin(want)
 	plan := &PhasePlan{Starts: make([]func(*Loop), len(ph.Open))}
 	for i, part := range p.Split(ph.Open) {
 		if part == nil {

@@ -69,14 +69,11 @@ func (p *ScriptParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
 		}
 	}
 	parts := p.Split(ph.Open)
-	if ph.Progress != nil {
-		total := int64(p.Users)
-		if p.open() {
-			total = p.arrivals()
-		}
-		ph.Progress.Total.Store(total)
-		ph.Progress.Done.Store(0)
+	units := int64(p.Users)
+	if p.open() {
+		units = p.arrivals()
 	}
+	ph.Progress.Begin(units)
 	plan := &PhasePlan{Starts: make([]func(*Loop), len(parts))}
 	for i, part := range parts {
 		if part == nil {
