@@ -228,7 +228,6 @@ type Assertion struct {
 	Vars map[string]string `json:"vars,omitempty"`
 }
 
-// Find returns the result for a server and phase, or nil; the first one
 // Phases returns the run's phase names in order of first appearance (the
 // order of its tables and charts).
 func (r *Run) Phases() []string {
@@ -243,6 +242,7 @@ func (r *Run) Phases() []string {
 	return out
 }
 
+// Find returns the result for a server and phase, or nil; the first one
 // when the run has repeats or a matrix (see FindVars).
 func (r *Run) Find(server, phase string) *Result {
 	for i := range r.Results {
