@@ -85,7 +85,7 @@ func TestConnectReasonOf(t *testing.T) {
 		{ReasonDeclined, stReceiving, ConnectHandshake},
 		{"tls: x509: certificate signed by unknown authority", stTLS, ConnectTLS},
 		{"mqtt: connack: not authorized", stGreeting, ConnectProtocol},
-		{closeAnswered, stGreeting, ConnectProtocol},
+		{ReasonServerClose + " 1000", stGreeting, ConnectProtocol},
 		{"socket.io: connect refused: not authorized", stGreeting, ConnectProtocol},
 		{"graphql-ws: forbidden (4403): Forbidden", stGreeting, ConnectProtocol},
 		// A server's words never make the class: this names a close, not an errno.

@@ -1,6 +1,7 @@
 package live
 
 import (
+	closekind "github.com/wsplan/wsplan/scenarios/close"
 	"net/http"
 	"testing"
 	"time"
@@ -160,7 +161,7 @@ func TestEndpointConnectionsOpen(t *testing.T) {
 		ts.Drop(5)
 		e.waitValue(ConnectionsOpen, "hold", 15)
 	})
-	run("close", &client.CloseParams{Connections: 15, Concurrency: 15, Timeout: units.Duration(5 * time.Second)}, nil)
+	run("close", &closekind.Params{Connections: 15, Concurrency: 15, Timeout: units.Duration(5 * time.Second)}, nil)
 	if got := e.value(ConnectionsOpen, "close", ""); got != 0 {
 		t.Errorf("after the close phase: %s = %v, want 0", ConnectionsOpen, got)
 	}

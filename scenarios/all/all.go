@@ -7,5 +7,6 @@
 package all
 
 import (
-	_ "github.com/wsplan/wsplan/scenarios/ping" // closed loop of pings
+	_ "github.com/wsplan/wsplan/scenarios/close" // close handshakes
+	_ "github.com/wsplan/wsplan/scenarios/ping"  // closed loop of pings
 )

@@ -1,7 +1,9 @@
-package scenarios
+package close
 
 import (
 	"context"
+	"github.com/wsplan/wsplan/scenarios"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,12 +15,12 @@ import (
 
 // closeDriver answers a close phase with a canned result.
 type closeDriver struct {
-	got client.CloseParams
-	res client.CloseResult
+	got Params
+	res Result
 }
 
 func (d *closeDriver) Run(_ context.Context, p client.Params, _ *client.Progress) (client.Result, error) {
-	d.got = *p.(*client.CloseParams)
+	d.got = *p.(*Params)
 	r := d.res
 	return &r, nil
 }
@@ -32,46 +34,46 @@ func TestCloseRun(t *testing.T) {
 	for _, v := range []int64{1000, 2000, 3000} {
 		h.RecordValue(v)
 	}
-	drv := &closeDriver{res: client.CloseResult{Total: 8, Success: 6, OtherCode: 1, Failed: 2, Used: time.Second, Latency: h,
+	drv := &closeDriver{res: Result{Total: 8, Success: 6, OtherCode: 1, Failed: 2, Used: time.Second, Latency: h,
 		Codes: client.Reasons{"server close 1001": 1}, Errors: client.Reasons{client.ReasonTimeout: 2}}}
-	p := &Close{}
-	Defaults(p, Context{Conns: 10})
-	if errs := Check(p, Context{Conns: 10}); len(errs) != 0 || p.Connections != 10 || p.Concurrency != 10 || p.Timeout.D() != 5*time.Second {
+	p := &Phase{}
+	scenarios.Defaults(p, scenarios.Context{Conns: 10})
+	if errs := scenarios.Check(p, scenarios.Context{Conns: 10}); len(errs) != 0 || p.Connections != 10 || p.Concurrency != 10 || p.Timeout.D() != 5*time.Second {
 		t.Fatalf("defaults %+v, errors %v", p, errs)
 	}
-	out, err := p.Run(t.Context(), &Env{Driver: drv})
+	out, err := p.Run(t.Context(), &scenarios.Env{Driver: drv})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if drv.got != (client.CloseParams{Connections: 8, Concurrency: 8, Timeout: units.Duration(5 * time.Second)}) {
+	if drv.got != (Params{Connections: 8, Concurrency: 8, Timeout: units.Duration(5 * time.Second)}) {
 		t.Errorf("params %+v", drv.got)
 	}
 	m := out.Metrics
-	if m.Int(metrics.Success) != 6 || m.Float(metrics.TPS) != 6 || m.Int(closeOtherCode) != 1 || m.Dur(metrics.Max) < 3000 || m.Int(metrics.Conns) != 8 {
+	if m.Int(metrics.Success) != 6 || m.Float(metrics.TPS) != 6 || m.Int(otherCode) != 1 || m.Dur(metrics.Max) < 3000 || m.Int(metrics.Conns) != 8 {
 		t.Errorf("metrics %v", m)
 	}
 	want := []string{
 		"connections lowered from 10 to 8: only 8 connections are open",
 		"1 of 6 closes were answered with another status code than 1000: server close 1001 ×1",
 	}
-	if failed, msg, _ := judged(closeKind, p, out, nil); !failed || msg != "2 of 8 closes failed: timeout ×2" || len(out.Warnings) != 2 || out.Warnings[0] != want[0] || out.Warnings[1] != want[1] {
+	if failed, msg, _ := judged(Name, p, out, nil); !failed || msg != "2 of 8 closes failed: timeout ×2" || len(out.Warnings) != 2 || out.Warnings[0] != want[0] || out.Warnings[1] != want[1] {
 		t.Errorf("outcome %+v", out)
 	}
 	for _, c := range []struct {
-		p     *Close
+		p     *Phase
 		field string
 	}{
-		{&Close{CloseParams: client.CloseParams{Connections: 11}}, "connections"},
-		{&Close{CloseParams: client.CloseParams{Connections: 4, Concurrency: 5}}, "concurrency"},
+		{&Phase{Params: Params{Connections: 11}}, "connections"},
+		{&Phase{Params: Params{Connections: 4, Concurrency: 5}}, "concurrency"},
 	} {
-		Defaults(c.p, Context{Conns: 10})
-		if errs := Check(c.p, Context{Conns: 10}); len(errs) != 1 || errs[0].Field != c.field {
+		scenarios.Defaults(c.p, scenarios.Context{Conns: 10})
+		if errs := scenarios.Check(c.p, scenarios.Context{Conns: 10}); len(errs) != 1 || errs[0].Field != c.field {
 			t.Errorf("%+v: %v, want an error on %s", c.p, errs, c.field)
 		}
 	}
-	none := &Close{}
-	Defaults(none, Context{})
-	if errs := Check(none, Context{}); len(errs) != 1 || errs[0].Field != "" {
+	none := &Phase{}
+	scenarios.Defaults(none, scenarios.Context{})
+	if errs := scenarios.Check(none, scenarios.Context{}); len(errs) != 1 || errs[0].Field != "" {
 		t.Errorf("no connections open: %v", errs)
 	}
 }
@@ -88,18 +90,29 @@ func TestCloseServer(t *testing.T) {
 	if r, err := c.Connect(t.Context(), client.ConnectParams{Connections: 40, Concurrency: 20, Timeout: units.Duration(5 * time.Second)}, nil); err != nil || r.Success != 40 {
 		t.Fatalf("connect: %+v, %v", r, err)
 	}
-	p := &Close{CloseParams: client.CloseParams{Connections: 30, Concurrency: 7}}
-	Defaults(p, Context{Conns: 40})
-	out, err := p.Run(t.Context(), &Env{Driver: c, Progress: &client.Progress{}})
+	p := &Phase{Params: Params{Connections: 30, Concurrency: 7}}
+	scenarios.Defaults(p, scenarios.Context{Conns: 40})
+	out, err := p.Run(t.Context(), &scenarios.Env{Driver: c, Progress: &client.Progress{}})
 	if err != nil || out.Failed {
 		t.Fatalf("close: %v %q", err, out.Error)
 	}
 	m := out.Metrics
-	if m.Int(metrics.Total) != 30 || m.Int(metrics.Success) != 30 || m.Int(metrics.Failed) != 0 || m.Int(closeOtherCode) != 0 ||
+	if m.Int(metrics.Total) != 30 || m.Int(metrics.Success) != 30 || m.Int(metrics.Failed) != 0 || m.Int(otherCode) != 0 ||
 		m.Dur(metrics.P50) <= 0 || m.Int(metrics.Conns) != 10 || m.Int(metrics.Concurrency) != 7 || out.Histogram == "" {
 		t.Errorf("metrics %v", m)
 	}
 	if len(out.Warnings) != 0 {
 		t.Errorf("warnings %q", out.Warnings)
 	}
+}
+
+// judged is a phase's row as the engine decides it from an outcome: the
+// kind's own failure, then its faults over the allowances (none here).
+func judged(kind string, ph scenarios.Phase, out scenarios.Outcome, allow scenarios.Allow) (failed bool, msg string, notes []string) {
+	v := scenarios.Judge(scenarios.PhaseFaults(kind, ph), allow, out.Metrics, out.Reasons, nil)
+	why := v.Failures
+	if out.Failed {
+		why = append([]string{out.Error}, why...)
+	}
+	return len(why) > 0, strings.Join(why, "; "), v.Notes
 }

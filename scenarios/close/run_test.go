@@ -1,7 +1,9 @@
-package client
+package close
 
 import (
 	"bufio"
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/clienttest"
 	"net"
 	"strings"
 	"testing"
@@ -16,35 +18,36 @@ import (
 // closes the TCP connection instead, without a close frame.
 func closeServer(t *testing.T, reply []byte, drop bool) string {
 	t.Helper()
-	s := &rawServer{handle: func(c net.Conn, r *bufio.Reader) {
+	s := &clienttest.RawServer{Handle: func(c net.Conn, r *bufio.Reader) {
 		for {
-			_, op, _, err := readClientFrame(r)
+			_, op, _, err := clienttest.ReadClientFrame(r)
 			if err != nil {
 				return
 			}
-			if op != OpClose {
+			if op != client.OpClose {
 				continue
 			}
 			if drop {
 				return
 			}
 			if reply != nil {
-				_, _ = c.Write(serverFrame(true, OpClose, reply))
+				_, _ = c.Write(clienttest.ServerFrame(true, client.OpClose, reply))
 			}
 		}
 	}}
-	return s.start(t)
+	return s.Start(t)
 }
 
 // TestCloseKind: every connection's close is answered by a real server
 // (gorilla's close handler echoes the code), timed, and the connection is
-// gone after; the ones the phase did not close stay usable.
+// gone after, not counted as the server's closes (Client.PeerCloses);
+// the ones the phase did not close stay usable.
 func TestCloseKind(t *testing.T) {
 	addr := testserver.Start(t, testserver.Options{}).Addr()
-	c := newClient(t, Options{Targets: []string{addr}, Loops: 2})
-	mustConnect(t, c, 30)
-	pr := &Progress{}
-	res, err := c.CloseHandshakes(t.Context(), CloseParams{Connections: 20, Concurrency: 5}, pr)
+	c := clienttest.NewClient(t, client.Options{Targets: []string{addr}, Loops: 2})
+	clienttest.MustConnect(t, c, 30)
+	pr := &client.Progress{}
+	res, err := client.RunAs[Result](c, t.Context(), &Params{Connections: 20, Concurrency: 5}, pr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,13 +58,16 @@ func TestCloseKind(t *testing.T) {
 	if pr.Done.Load() != 20 || pr.Total.Load() != 20 {
 		t.Errorf("progress %d/%d", pr.Done.Load(), pr.Total.Load())
 	}
+	if p := c.PeerCloses(); p.N != 0 || p.First != 0 || len(p.Recent) != 0 {
+		t.Errorf("after the client's own closes: peer closes %+v, want none", p)
+	}
 	if n := c.Conns(); n != 10 {
 		t.Errorf("%d connections open after closing 20 of 30, want 10", n)
 	}
-	if e, err := c.Echo(t.Context(), EchoParams{Total: 100, Concurrency: 10, Payload: new(units.Size(16)), Verify: new(true)}, nil); err != nil || e.Success != 100 {
+	if e, err := c.Echo(t.Context(), client.EchoParams{Total: 100, Concurrency: 10, Payload: new(units.Size(16)), Verify: new(true)}, nil); err != nil || e.Success != 100 {
 		t.Errorf("echo on the connections left: %+v, %v", e, err)
 	}
-	if _, err := c.CloseHandshakes(t.Context(), CloseParams{Connections: 11, Concurrency: 1}, nil); err == nil || !strings.Contains(err.Error(), "exceeds the 10 open connections") {
+	if _, err := client.RunAs[Result](c, t.Context(), &Params{Connections: 11, Concurrency: 1}, nil); err == nil || !strings.Contains(err.Error(), "exceeds the 10 open connections") {
 		t.Errorf("more than open: %v", err)
 	}
 }
@@ -79,13 +85,13 @@ func TestCloseKindFailures(t *testing.T) {
 	}{
 		{"other code", []byte{0x03, 0xe9}, false, 4, 4, 0, "server close 1001"},
 		{"no code", []byte{}, false, 4, 4, 0, "server close"},
-		{"no answer", nil, false, 0, 0, 4, string(ReasonTimeout)},
+		{"no answer", nil, false, 0, 0, 4, string(client.ReasonTimeout)},
 		{"dropped", nil, true, 0, 0, 4, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newClient(t, Options{Targets: []string{closeServer(t, tc.reply, tc.drop)}, Loops: 1})
-			mustConnect(t, c, 4)
-			res, err := c.CloseHandshakes(t.Context(), CloseParams{Connections: 4, Concurrency: 4, Timeout: units.Duration(200 * time.Millisecond)}, nil)
+			c := clienttest.NewClient(t, client.Options{Targets: []string{closeServer(t, tc.reply, tc.drop)}, Loops: 1})
+			clienttest.MustConnect(t, c, 4)
+			res, err := client.RunAs[Result](c, t.Context(), &Params{Connections: 4, Concurrency: 4, Timeout: units.Duration(200 * time.Millisecond)}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,7 +106,7 @@ func TestCloseKindFailures(t *testing.T) {
 			for _, n := range res.Errors {
 				failures += n
 			}
-			if tc.reason != "" && reasons[Reason(tc.reason)] != 4 || failures != tc.fails {
+			if tc.reason != "" && reasons[client.Reason(tc.reason)] != 4 || failures != tc.fails {
 				t.Errorf("codes %v, errors %v, want %q ×4", res.Codes, res.Errors, tc.reason)
 			}
 			if n := c.Conns(); n != 0 {
@@ -114,12 +120,12 @@ func TestCloseKindFailures(t *testing.T) {
 // merged by its own Merge, as shards run it, closes every connection once.
 func TestCloseKindParts(t *testing.T) {
 	addr := testserver.Start(t, testserver.Options{}).Addr()
-	clients := []*Client{newClient(t, Options{Targets: []string{addr}, Loops: 2}), newClient(t, Options{Targets: []string{addr}, Loops: 1})}
-	mustConnect(t, clients[0], 12)
-	mustConnect(t, clients[1], 6)
-	p := &CloseParams{Connections: 15, Concurrency: 3}
+	clients := []*client.Client{clienttest.NewClient(t, client.Options{Targets: []string{addr}, Loops: 2}), clienttest.NewClient(t, client.Options{Targets: []string{addr}, Loops: 1})}
+	clienttest.MustConnect(t, clients[0], 12)
+	clienttest.MustConnect(t, clients[1], 6)
+	p := &Params{Connections: 15, Concurrency: 3}
 	parts := p.Split([]int{clients[0].Conns(), clients[1].Conns()})
-	var merged CloseResult
+	var merged Result
 	for i, part := range parts {
 		if part == nil {
 			t.Fatalf("part %d is empty", i)
@@ -129,7 +135,7 @@ func TestCloseKindParts(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i == 0 {
-			merged = *res.(*CloseResult)
+			merged = *res.(*Result)
 		} else {
 			merged.Merge(res)
 		}
@@ -143,7 +149,7 @@ func TestCloseKindParts(t *testing.T) {
 }
 
 func TestCloseKindParams(t *testing.T) {
-	for _, p := range []CloseParams{
+	for _, p := range []Params{
 		{Connections: 0, Concurrency: 1},
 		{Connections: 2, Concurrency: 3},
 		{Connections: 2, Concurrency: 0},
@@ -153,12 +159,12 @@ func TestCloseKindParams(t *testing.T) {
 			t.Errorf("%+v: no error", p)
 		}
 	}
-	if err := (&CloseParams{Connections: 2, Concurrency: 2, Timeout: units.Duration(time.Second)}).Validate(); err != nil {
+	if err := (&Params{Connections: 2, Concurrency: 2, Timeout: units.Duration(time.Second)}).Validate(); err != nil {
 		t.Error(err)
 	}
 	// Every part that closes connections closes at least one at a time.
-	for i, part := range (&CloseParams{Connections: 10, Concurrency: 1}).Split([]int{5, 5}) {
-		if q := part.(*CloseParams); q.Connections != 5 || q.Concurrency != 1 {
+	for i, part := range (&Params{Connections: 10, Concurrency: 1}).Split([]int{5, 5}) {
+		if q := part.(*Params); q.Connections != 5 || q.Concurrency != 1 {
 			t.Errorf("part %d: %+v", i, q)
 		}
 	}
