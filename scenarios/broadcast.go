@@ -251,7 +251,7 @@ func (p *Broadcast) Run(ctx context.Context, env *Env) (Outcome, error) {
 	if memPerSub >= 0 {
 		out.Metrics[metrics.MemPerConn] = memPerSub
 	}
-	if histCount(open.Join) > 0 {
+	if HistCount(open.Join) > 0 {
 		out.Metrics[broadcastJoinP50] = time.Duration(open.Join.ValueAtQuantile(50))
 		out.Metrics[broadcastJoinP99] = time.Duration(open.Join.ValueAtQuantile(99))
 	}

@@ -137,10 +137,10 @@ func (p *Connect) Run(ctx context.Context, env *Env) (Outcome, error) {
 	LatencyValues(v, r.Latency)
 	splitValues(v, connectTCPP50, connectTCPP99, r.TCP)
 	splitValues(v, connectUpgradeP50, connectUpgradeP99, r.Upgrade)
-	if histCount(r.Greeting) > 0 {
+	if HistCount(r.Greeting) > 0 {
 		splitValues(v, connectGreetingP50, connectGreetingP99, r.Greeting)
 	}
-	if n := histCount(r.TLS); n > 0 {
+	if n := HistCount(r.TLS); n > 0 {
 		splitValues(v, connectTLSP50, connectTLSP99, r.TLS)
 		v[connectTLSPerSecond] = PerSecond(n, r.Used)
 		v[connectTLSResumed] = r.TLSResumed
@@ -157,7 +157,7 @@ func (p *Connect) Run(ctx context.Context, env *Env) (Outcome, error) {
 // splitValues records a part of the handshake: its median as p50 and its
 // 99th percentile as p99.
 func splitValues(v metrics.Values, p50, p99 string, h client.Hist) {
-	if histCount(h) == 0 {
+	if HistCount(h) == 0 {
 		v[p50], v[p99] = time.Duration(0), time.Duration(0)
 		return
 	}

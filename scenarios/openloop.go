@@ -69,7 +69,7 @@ func RateMetrics(r client.RateResult, perConn float64, payload int64) metrics.Va
 		metrics.Unsent:       r.Unsent,
 		metrics.Lost:         r.Lost(),
 		metrics.Failed:       r.Failed,
-		metrics.Dropped:      sumReasons(corrupt(r.Errors, false)),
+		metrics.Dropped:      SumReasons(corrupt(r.Errors, false)),
 		metrics.Conns:        int64(r.Conns),
 		metrics.Rate:         perConn,
 		metrics.Payload:      payload,

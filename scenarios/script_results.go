@@ -82,7 +82,7 @@ func scriptValues(r *client.ScriptResult, names []string) (metrics.Values, clien
 		v[scriptReceiveMax] = r.ReceiveMax
 	}
 	v[scriptConnectP50], v[scriptConnectP99] = time.Duration(0), time.Duration(0)
-	if histCount(r.Connect) > 0 {
+	if HistCount(r.Connect) > 0 {
 		v[scriptConnectP50] = time.Duration(r.Connect.ValueAtQuantile(50))
 		v[scriptConnectP99] = time.Duration(r.Connect.ValueAtQuantile(99))
 	}

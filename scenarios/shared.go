@@ -65,8 +65,8 @@ func PerSecond(n int64, d time.Duration) float64 {
 	return float64(n) / d.Seconds()
 }
 
-// histCount is the number of values in h (0 for none).
-func histCount(h client.Hist) int64 {
+// HistCount is the number of values in h (0 for none).
+func HistCount(h client.Hist) int64 {
 	if h.Histogram == nil {
 		return 0
 	}
@@ -165,8 +165,8 @@ func corrupt(m client.Reasons, want bool) client.Reasons {
 	return out
 }
 
-// sumReasons adds a Reasons' counts.
-func sumReasons(m client.Reasons) int64 {
+// SumReasons adds a Reasons' counts.
+func SumReasons(m client.Reasons) int64 {
 	var n int64
 	for _, v := range m {
 		n += v

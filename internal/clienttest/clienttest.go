@@ -80,3 +80,16 @@ func MustConnect(t testing.TB, c *client.Client, n int) {
 		t.Fatalf("connect: success = %d, want %d (errors %v)", res.Success, n, res.Errors)
 	}
 }
+
+// WaitFor polls cond for up to 5 s, and fails the test when it never
+// holds.
+func WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

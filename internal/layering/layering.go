@@ -15,8 +15,9 @@
 //     internal/testenv) are imported by _test.go files alone and import
 //     nothing of this module, so every package's tests can use them
 //     without an import cycle; test-support packages (TestSupport:
-//     internal/clienttest) are imported by _test.go files alone too, but
-//     may import the module and the test-only packages;
+//     internal/clienttest, scenarios/scenariotest) are imported by
+//     _test.go files alone too, but may import the module and the
+//     test-only packages;
 //   - a phase kind's names are spelled only in that kind's files
 //     (its package scenarios/K/, or while a kind is still split in two,
 //     scenarios/K.go, scenarios/K_*.go, internal/client/K.go,
@@ -96,7 +97,8 @@ var TestOnly = map[string]bool{
 // _test.go files import them, and they may import the module and the
 // test-only packages.
 var TestSupport = map[string]bool{
-	"internal/clienttest": true, // what the kinds' client-side tests share
+	"internal/clienttest":    true, // what the kinds' client-side tests share
+	"scenarios/scenariotest": true, // what the kinds' plan-side tests share
 }
 
 // Hints say how to fix a violation of each rule.

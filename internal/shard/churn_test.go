@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"github.com/wsplan/wsplan/scenarios/churn"
 	"testing"
 	"time"
 
@@ -17,7 +18,7 @@ func TestGroupChurn(t *testing.T) {
 	g := startGroup(t, srv, 2, false)
 	env := &scenarios.Env{Driver: g, Progress: &client.Progress{}}
 	connect(t, env, 40)
-	p := &scenarios.Churn{ChurnParams: client.ChurnParams{Duration: units.Duration(time.Second), Rate: 100, Close: client.CloseMixed, Ping: units.Duration(100 * time.Millisecond)}}
+	p := &churn.Phase{Params: churn.Params{Duration: units.Duration(time.Second), Rate: 100, Close: churn.CloseMixed, Ping: units.Duration(100 * time.Millisecond)}}
 	scenarios.Defaults(p, scenarios.Context{Conns: 40})
 	if errs := scenarios.Check(p, scenarios.Context{Conns: 40}); len(errs) > 0 {
 		t.Fatal(errs)

@@ -7,6 +7,7 @@
 package all
 
 import (
+	_ "github.com/wsplan/wsplan/scenarios/churn" // connections closed and reopened
 	_ "github.com/wsplan/wsplan/scenarios/close" // close handshakes
 	_ "github.com/wsplan/wsplan/scenarios/ping"  // closed loop of pings
 )

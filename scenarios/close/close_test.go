@@ -3,7 +3,7 @@ package close
 import (
 	"context"
 	"github.com/wsplan/wsplan/scenarios"
-	"strings"
+	"github.com/wsplan/wsplan/scenarios/scenariotest"
 	"testing"
 	"time"
 
@@ -56,7 +56,7 @@ func TestCloseRun(t *testing.T) {
 		"connections lowered from 10 to 8: only 8 connections are open",
 		"1 of 6 closes were answered with another status code than 1000: server close 1001 ×1",
 	}
-	if failed, msg, _ := judged(Name, p, out, nil); !failed || msg != "2 of 8 closes failed: timeout ×2" || len(out.Warnings) != 2 || out.Warnings[0] != want[0] || out.Warnings[1] != want[1] {
+	if failed, msg, _ := scenariotest.Judged(Name, p, out, nil); !failed || msg != "2 of 8 closes failed: timeout ×2" || len(out.Warnings) != 2 || out.Warnings[0] != want[0] || out.Warnings[1] != want[1] {
 		t.Errorf("outcome %+v", out)
 	}
 	for _, c := range []struct {
@@ -104,15 +104,4 @@ func TestCloseServer(t *testing.T) {
 	if len(out.Warnings) != 0 {
 		t.Errorf("warnings %q", out.Warnings)
 	}
-}
-
-// judged is a phase's row as the engine decides it from an outcome: the
-// kind's own failure, then its faults over the allowances (none here).
-func judged(kind string, ph scenarios.Phase, out scenarios.Outcome, allow scenarios.Allow) (failed bool, msg string, notes []string) {
-	v := scenarios.Judge(scenarios.PhaseFaults(kind, ph), allow, out.Metrics, out.Reasons, nil)
-	why := v.Failures
-	if out.Failed {
-		why = append([]string{out.Error}, why...)
-	}
-	return len(why) > 0, strings.Join(why, "; "), v.Notes
 }

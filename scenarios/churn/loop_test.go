@@ -1,7 +1,9 @@
-package client
+package churn
 
 import (
 	"bufio"
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/clienttest"
 	"math"
 	"net"
 	"strings"
@@ -22,10 +24,10 @@ func TestChurn(t *testing.T) {
 	for _, how := range []string{CloseClean, CloseReset, CloseMixed} {
 		t.Run(how, func(t *testing.T) {
 			srv := testserver.Start(t, testserver.Options{})
-			c := newClient(t, Options{Targets: []string{srv.Addr()}, Loops: 2})
-			mustConnect(t, c, 100)
-			pr := &Progress{Live: &Live{}}
-			res, err := c.Churn(t.Context(), ChurnParams{Duration: units.Duration(2 * time.Second), Rate: 100, Close: how, Ping: units.Duration(200 * time.Millisecond)}, pr)
+			c := clienttest.NewClient(t, client.Options{Targets: []string{srv.Addr()}, Loops: 2})
+			clienttest.MustConnect(t, c, 100)
+			pr := &client.Progress{Live: &client.Live{}}
+			res, err := client.RunAs[Result](c, t.Context(), &Params{Duration: units.Duration(2 * time.Second), Rate: 100, Close: how, Ping: units.Duration(200 * time.Millisecond)}, pr)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,12 +67,12 @@ func TestChurn(t *testing.T) {
 			if s := pr.Live.Snapshot(); s.Connects != res.Connect.Success || s.Open != 100 || s.ConnectFailed.Total() != 0 || s.Sent != res.Pings || s.Recv != res.Pongs {
 				t.Errorf("live: %d opened, %d open, failures %v, pings %d/%d; want %d, 100, none, %d/%d", s.Connects, s.Open, s.ConnectFailed, s.Sent, s.Recv, res.Connect.Success, res.Pings, res.Pongs)
 			}
-			waitFor(t, "the server to see the closed connections go", func() bool { return srv.Live() == 100 })
+			clienttest.WaitFor(t, "the server to see the closed connections go", func() bool { return srv.Live() == 100 })
 			if srv.Conns() != 100+res.Cycles {
 				t.Errorf("server saw %d upgrades, want %d", srv.Conns(), 100+res.Cycles)
 			}
 			// The set is usable by the next phase.
-			if e, err := c.Echo(t.Context(), EchoParams{Total: 200, Concurrency: 100, Payload: new(units.Size(16)), Verify: new(true)}, nil); err != nil || e.Success != 200 {
+			if e, err := c.Echo(t.Context(), client.EchoParams{Total: 200, Concurrency: 100, Payload: new(units.Size(16)), Verify: new(true)}, nil); err != nil || e.Success != 200 {
 				t.Errorf("echo after churn: %+v, %v", e, err)
 			}
 		})
@@ -84,9 +86,9 @@ func TestChurn(t *testing.T) {
 // 40 × 5.
 func TestChurnLifetime(t *testing.T) {
 	srv := testserver.Start(t, testserver.Options{})
-	c := newClient(t, Options{Targets: []string{srv.Addr()}})
-	mustConnect(t, c, 40)
-	res, err := c.Churn(t.Context(), ChurnParams{Duration: units.Duration(time.Second), Lifetime: units.Duration(200 * time.Millisecond), LifetimeDist: LifetimeFixed, Close: CloseReset, Seed: 7}, nil)
+	c := clienttest.NewClient(t, client.Options{Targets: []string{srv.Addr()}})
+	clienttest.MustConnect(t, c, 40)
+	res, err := client.RunAs[Result](c, t.Context(), &Params{Duration: units.Duration(time.Second), Lifetime: units.Duration(200 * time.Millisecond), LifetimeDist: LifetimeFixed, Close: CloseReset, Seed: 7}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,17 +103,17 @@ func TestChurnLifetime(t *testing.T) {
 // TestChurnCloseTimeout: a server that never answers a close frame has
 // each clean close cut after close_timeout, counted as such.
 func TestChurnCloseTimeout(t *testing.T) {
-	srv := &rawServer{handle: func(c net.Conn, r *bufio.Reader) {
+	srv := &clienttest.RawServer{Handle: func(c net.Conn, r *bufio.Reader) {
 		for {
-			if _, _, _, err := readClientFrame(r); err != nil {
+			if _, _, _, err := clienttest.ReadClientFrame(r); err != nil {
 				return
 			}
 		}
 	}}
-	addr := srv.start(t)
-	c := newClient(t, Options{Targets: []string{addr}})
-	mustConnect(t, c, 10)
-	res, err := c.Churn(t.Context(), ChurnParams{Duration: units.Duration(500 * time.Millisecond), Rate: 20, CloseTimeout: units.Duration(100 * time.Millisecond)}, nil)
+	addr := srv.Start(t)
+	c := clienttest.NewClient(t, client.Options{Targets: []string{addr}})
+	clienttest.MustConnect(t, c, 10)
+	res, err := client.RunAs[Result](c, t.Context(), &Params{Duration: units.Duration(500 * time.Millisecond), Rate: 20, CloseTimeout: units.Duration(100 * time.Millisecond)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,10 +126,10 @@ func TestChurnCloseTimeout(t *testing.T) {
 // failed with their reason, and the set shrinks by as many.
 func TestChurnReplacementsFail(t *testing.T) {
 	srv := testserver.Start(t, testserver.Options{})
-	c := newClient(t, Options{Targets: []string{srv.Addr()}})
-	mustConnect(t, c, 20)
+	c := clienttest.NewClient(t, client.Options{Targets: []string{srv.Addr()}})
+	clienttest.MustConnect(t, c, 20)
 	srv.Listener.Close() // new connections are refused; open ones stay
-	res, err := c.Churn(t.Context(), ChurnParams{Duration: units.Duration(300 * time.Millisecond), Rate: 20, Close: CloseReset}, nil)
+	res, err := client.RunAs[Result](c, t.Context(), &Params{Duration: units.Duration(300 * time.Millisecond), Rate: 20, Close: CloseReset}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,28 +138,28 @@ func TestChurnReplacementsFail(t *testing.T) {
 	}
 }
 
-func TestChurnParams(t *testing.T) {
+func TestParams(t *testing.T) {
 	for _, c := range []struct {
-		p    ChurnParams
+		p    Params
 		want string
 	}{
-		{ChurnParams{Duration: units.Duration(time.Second), Rate: 1}, ""},
-		{ChurnParams{Duration: units.Duration(time.Second), Lifetime: units.Duration(time.Second), LifetimeDist: LifetimeUniform}, ""},
-		{ChurnParams{Duration: units.Duration(time.Second)}, "give one of rate and lifetime"},
-		{ChurnParams{Duration: units.Duration(time.Second), Rate: 1, Lifetime: units.Duration(time.Second)}, "give one of rate and lifetime"},
-		{ChurnParams{Rate: 1}, "duration: must be > 0"},
-		{ChurnParams{Duration: units.Duration(time.Second), Rate: math.Inf(1)}, "rate must be finite"},
-		{ChurnParams{Duration: units.Duration(time.Second), Rate: 1, Retries: -1}, "retries: must be >= 0, got -1"},
-		{ChurnParams{Duration: units.Duration(time.Second), Rate: 1, Close: "slam"}, `close must be clean, reset or mixed, got "slam"`},
-		{ChurnParams{Duration: units.Duration(time.Second), Lifetime: 1, LifetimeDist: "normal"}, `lifetime_dist must be`},
+		{Params{Duration: units.Duration(time.Second), Rate: 1}, ""},
+		{Params{Duration: units.Duration(time.Second), Lifetime: units.Duration(time.Second), LifetimeDist: LifetimeUniform}, ""},
+		{Params{Duration: units.Duration(time.Second)}, "give one of rate and lifetime"},
+		{Params{Duration: units.Duration(time.Second), Rate: 1, Lifetime: units.Duration(time.Second)}, "give one of rate and lifetime"},
+		{Params{Rate: 1}, "duration: must be > 0"},
+		{Params{Duration: units.Duration(time.Second), Rate: math.Inf(1)}, "rate must be finite"},
+		{Params{Duration: units.Duration(time.Second), Rate: 1, Retries: -1}, "retries: must be >= 0, got -1"},
+		{Params{Duration: units.Duration(time.Second), Rate: 1, Close: "slam"}, `close must be clean, reset or mixed, got "slam"`},
+		{Params{Duration: units.Duration(time.Second), Lifetime: 1, LifetimeDist: "normal"}, `lifetime_dist must be`},
 	} {
-		err := Ready(&c.p) // the tags' defaults, then Validate
+		err := client.Ready(&c.p) // the tags' defaults, then Validate
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%+v: %v, want %q", c.p, err, c.want)
 		}
 	}
-	parts := (&ChurnParams{Duration: units.Duration(time.Second), Rate: 90, Seed: 5}).Split([]int{10, 0, 20})
-	if parts[1] != nil || parts[0].(*ChurnParams).Rate != 30 || parts[2].(*ChurnParams).Rate != 60 || parts[0].(*ChurnParams).Seed == parts[2].(*ChurnParams).Seed {
+	parts := (&Params{Duration: units.Duration(time.Second), Rate: 90, Seed: 5}).Split([]int{10, 0, 20})
+	if parts[1] != nil || parts[0].(*Params).Rate != 30 || parts[2].(*Params).Rate != 60 || parts[0].(*Params).Seed == parts[2].(*Params).Seed {
 		t.Errorf("split %+v %+v %+v", parts[0], parts[1], parts[2])
 	}
 }

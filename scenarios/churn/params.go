@@ -1,44 +1,37 @@
-package client
+package churn
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"github.com/wsplan/wsplan/internal/client"
 	"math"
 	"time"
 
 	"github.com/wsplan/wsplan/internal/units"
 )
 
-// KindChurn is the churn phase's name.
-const KindChurn = "churn"
-
-func init() {
-	Register(Kind{Name: KindChurn, NewParams: func() Params { return &ChurnParams{} }, NewResult: func() Result { return &ChurnResult{} }})
-}
-
-// How a churned connection is closed (ChurnParams.Close).
+// How a churned connection is closed (Params.Close).
 const (
 	CloseClean = "clean" // a close frame (1000), then the server's close frame, then TCP close
 	CloseReset = "reset" // SO_LINGER 0 and close: the server reads a TCP reset
 	CloseMixed = "mixed" // each cycle picks clean or reset at random, half and half
 )
 
-// How lifetimes are drawn (ChurnParams.LifetimeDist).
+// How lifetimes are drawn (Params.LifetimeDist).
 const (
 	LifetimeExponential = "exponential" // memoryless: closes arrive as a Poisson process, N/mean per second
 	LifetimeUniform     = "uniform"     // uniform in [0, 2 × mean]
 	LifetimeFixed       = "fixed"       // exactly mean (an open connection's first one uniform in [0, mean])
 )
 
-// ChurnParams configure a churn phase: for Duration, the open connections
+// Params configure a churn phase: for Duration, the open connections
 // close and reopen — Rate cycles per second over the whole phase, or each
 // after a Lifetime drawn from LifetimeDist — while the others stay open
 // (and, with Ping, keep pinging). A cycle closes one connection (Close)
 // and dials its replacement at once through the run's dialer. They are
-// the phase's plan keys too (scenarios.Churn holds them inline), declared
+// the phase's plan keys too (Phase holds them inline), declared
 // once in their tags; the scenario turns a Fraction into a Rate.
-type ChurnParams struct {
+type Params struct {
 	Duration     units.Duration `yaml:"duration" json:"duration" required:"true" min:"1ns" doc:"how long connections close and reopen"`
 	Rate         float64        `yaml:"rate" json:"rate" min:"0" doc:"cycles (a connection closed and its replacement dialled) per second over every connection; give one of rate, fraction and lifetime"`
 	Fraction     float64        `yaml:"fraction" json:"-" min:"0" doc:"share of the open connections cycled per second (0.1 = a tenth of them per second); give one of rate, fraction and lifetime"`
@@ -52,8 +45,8 @@ type ChurnParams struct {
 	Seed         uint64         `yaml:"seed" json:"seed,omitempty" doc:"seed of the picks (which connection, which close, lifetimes), for repeatable runs; default: random"`
 }
 
-// ChurnResult is what a churn phase measured.
-type ChurnResult struct {
+// Result is what a churn phase measured.
+type Result struct {
 	Conns  int64 `json:"conns"`  // open at the start
 	Alive  int64 `json:"alive"`  // open at the end (the churned set)
 	Cycles int64 `json:"cycles"` // connections closed by the phase
@@ -65,38 +58,38 @@ type ChurnResult struct {
 	Skipped int64 `json:"skipped"`
 	// Connect is the replacements' handshakes: opened (Success), given up
 	// (Failed, with Errors by reason), retried; latency and its parts.
-	Connect ConnectResult `json:"connect"`
+	Connect client.ConnectResult `json:"connect"`
 	// How the closes went: the server answered our close frame (Clean,
 	// with CloseLatency from our frame to its), dropped TCP without one
 	// (CloseEOF), did neither within CloseTimeout (CloseTimeouts); or the
 	// connection was reset (Resets).
-	Clean         int64   `json:"clean"`
-	CloseEOF      int64   `json:"close_eof"`
-	CloseTimeouts int64   `json:"close_timeouts"`
-	Resets        int64   `json:"resets"`
-	CloseLatency  Hist    `json:"close_latency"`
-	CloseErrors   Reasons `json:"close_errors"` // how closes that were not clean ended
+	Clean         int64          `json:"clean"`
+	CloseEOF      int64          `json:"close_eof"`
+	CloseTimeouts int64          `json:"close_timeouts"`
+	Resets        int64          `json:"resets"`
+	CloseLatency  client.Hist    `json:"close_latency"`
+	CloseErrors   client.Reasons `json:"close_errors"` // how closes that were not clean ended
 	// Dropped counts connections of the churned set the server (or the
 	// network) closed while the phase ran, by reason in Errors.
-	Dropped int64   `json:"dropped"`
-	Errors  Reasons `json:"errors"`
+	Dropped int64          `json:"dropped"`
+	Errors  client.Reasons `json:"errors"`
 	// The others' load: pings sent, pongs received, ping to pong; PingsCut
 	// are pings whose connection closed (churned or dropped) before their
 	// pong, so Pings = Pongs + PingsCut + those in flight at the end.
-	Pings       int64         `json:"pings"`
-	Pongs       int64         `json:"pongs"`
-	PingsCut    int64         `json:"pings_cut"`
-	PingLatency Hist          `json:"ping_latency"`
-	Used        time.Duration `json:"used"`
-	Stopped     StopReason    `json:"stopped"`
+	Pings       int64             `json:"pings"`
+	Pongs       int64             `json:"pongs"`
+	PingsCut    int64             `json:"pings_cut"`
+	PingLatency client.Hist       `json:"ping_latency"`
+	Used        time.Duration     `json:"used"`
+	Stopped     client.StopReason `json:"stopped"`
 }
 
-// Kind implements Params.
-func (p *ChurnParams) Kind() string { return KindChurn }
+// Kind implements client.Params.
+func (p *Params) Kind() string { return Name }
 
-// Validate implements Params: the declared bounds, one of rate and
+// Validate implements client.Params: the declared bounds, one of rate and
 // lifetime, and the names of a distribution and a close.
-func (p *ChurnParams) Validate() error {
+func (p *Params) Validate() error {
 	var rate, dist, cl error
 	switch {
 	case math.IsNaN(p.Rate) || math.IsInf(p.Rate, 0):
@@ -114,17 +107,17 @@ func (p *ChurnParams) Validate() error {
 	default:
 		cl = fmt.Errorf("close must be %s, %s or %s, got %q", CloseClean, CloseReset, CloseMixed, p.Close)
 	}
-	return CheckParams(p, rate, dist, cl)
+	return client.CheckParams(p, rate, dist, cl)
 }
 
-// Split implements Params: every part churns its own open connections, at
+// Split implements client.Params: every part churns its own open connections, at
 // a rate in proportion to them (a lifetime is every part's).
-func (p *ChurnParams) Split(weights []int) []Params {
+func (p *Params) Split(weights []int) []client.Params {
 	total := 0
 	for _, w := range weights {
 		total += w
 	}
-	out := make([]Params, len(weights))
+	out := make([]client.Params, len(weights))
 	for i, w := range weights {
 		if w <= 0 {
 			continue
@@ -141,9 +134,9 @@ func (p *ChurnParams) Split(weights []int) []Params {
 	return out
 }
 
-// Merge implements Result.
-func (r *ChurnResult) Merge(other Result) {
-	o := other.(*ChurnResult)
+// Merge implements client.Result.
+func (r *Result) Merge(other client.Result) {
+	o := other.(*Result)
 	r.Conns += o.Conns
 	r.Alive += o.Alive
 	r.Cycles += o.Cycles
@@ -163,20 +156,15 @@ func (r *ChurnResult) Merge(other Result) {
 	r.PingsCut += o.PingsCut
 	r.PingLatency.Add(o.PingLatency)
 	r.Used = max(r.Used, o.Used)
-	r.Stopped = MergeStop(r.Stopped, o.Stopped)
+	r.Stopped = client.MergeStop(r.Stopped, o.Stopped)
 }
 
-// Stop implements Result.
-func (r *ChurnResult) Stop() StopReason { return r.Stopped }
+// Stop implements client.Result.
+func (r *Result) Stop() client.StopReason { return r.Stopped }
 
-// Churn runs a churn phase (see ChurnParams).
-func (c *Client) Churn(ctx context.Context, p ChurnParams, pr *Progress) (ChurnResult, error) {
-	return RunAs[ChurnResult](c, ctx, &p, pr)
-}
-
-// Start implements Params. Replacements take connection numbers after
+// Start implements client.Params. Replacements take connection numbers after
 // every connection opened so far, each part its own stride of them.
-func (p *ChurnParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
+func (p *Params) Start(ph *client.PhaseEnv) (*client.PhasePlan, error) {
 	q := *p
 	total := ph.OpenTotal()
 	cycles := q.Rate * q.Duration.D().Seconds()
@@ -187,23 +175,23 @@ func (p *ChurnParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
 	parts := q.Split(ph.Open)
 	c := ph.Client
 	first, m := c.NextConn, int64(len(parts))
-	plan := &PhasePlan{Starts: make([]func(*Loop), len(parts))}
+	plan := &client.PhasePlan{Starts: make([]func(*client.Loop), len(parts))}
 	before := 0
 	for j, part := range parts {
 		if part == nil {
 			continue
 		}
-		job := &churnJob{phase: ph.ID, p: *part.(*ChurnParams), first: first + int64(j), stride: m,
+		job := &churnJob{phase: ph.ID, p: *part.(*Params), first: first + int64(j), stride: m,
 			start: ph.Start, pr: ph.Progress, pingFirst: before, pingTotal: max(total, 1)}
 		before += ph.Open[j]
-		plan.Starts[j] = func(l *Loop) { l.churnStart(job) }
+		plan.Starts[j] = func(l *client.Loop) { start(l, job) }
 	}
-	plan.Done = func(res Result, why StopReason, wall time.Duration) StopReason {
-		r := res.(*ChurnResult)
+	plan.Done = func(res client.Result, why client.StopReason, wall time.Duration) client.StopReason {
+		r := res.(*Result)
 		r.Used = wall
-		for _, h := range []*Hist{&r.Connect.Latency, &r.Connect.TCP, &r.Connect.TLS, &r.Connect.Upgrade, &r.CloseLatency, &r.PingLatency} {
+		for _, h := range []*client.Hist{&r.Connect.Latency, &r.Connect.TCP, &r.Connect.TLS, &r.Connect.Upgrade, &r.CloseLatency, &r.PingLatency} {
 			if h.Histogram == nil {
-				*h = NewHist()
+				*h = client.NewHist()
 			}
 		}
 		r.Connect.Total = r.Connect.Success + r.Connect.Failed

@@ -1,13 +1,22 @@
-package scenarios
+// Package churn is the churn phase kind, whole: its keys and its result
+// (params.go), what an event loop runs for it (loop.go) and its plan side
+// (this file: its metrics, report table, soak, faults and Run). It
+// registers itself with the client and with the scenarios in init;
+// scenarios/all imports it.
+package churn
 
 import (
 	"context"
 	"fmt"
+	"github.com/wsplan/wsplan/scenarios"
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
 )
+
+// Name is the churn phase's key.
+const Name = "churn"
 
 // The churn phase's metrics of its own; the handshake latency is the
 // shared latency names (p50 … p999), failed its given-up replacements.
@@ -41,47 +50,48 @@ const (
 // so a lower bar flags warm-ups; smaller leaks show over a long soak.
 const churnLeakPer100k = 512 << 20
 
-// Churn closes and reopens the open connections for Duration — Rate cycles
+// Phase closes and reopens the open connections for Duration — Rate cycles
 // per second, a Fraction of the open set per second, or each after a
 // Lifetime — while the others stay open (and, with Ping, keep pinging).
 // Both sides' close paths are exercised: the client's close handshake or
 // reset, the server's cleanup (its RSS and fds per 100,000 cycles, a
 // soak).
-type Churn struct {
-	client.ChurnParams `yaml:",inline"`
+type Phase struct {
+	Params `yaml:",inline"`
 }
 
 func init() {
-	Register(Kind{
-		Name: client.KindChurn,
+	client.Register(client.Kind{Name: Name, NewParams: func() client.Params { return &Params{} }, NewResult: func() client.Result { return &Result{} }})
+	scenarios.Register(scenarios.Kind{
+		Name: Name,
 		Doc:  "connections close (clean or reset) and reopen at a rate, a fraction per second or a lifetime while the others stay open; handshakes under churn, closes, the server's memory per 100k cycles",
-		New:  func() Phase { return &Churn{} },
-		Faults: []Fault{
+		New:  func() scenarios.Phase { return &Phase{} },
+		Faults: []scenarios.Fault{
 			{Metric: metrics.Failed, Of: churnCycles, What: "replacements failed"},
 			{Metric: metrics.Dropped, Of: metrics.Conns, What: "connections dropped"},
 		},
-		Throughput: Throughput{Metric: churnConnectRate, Unit: "connects/s", Count: churnCycles, Bench: "conns/s"},
-		Soak:       &Soak{Per: 100000, Unit: "cycles", RSSPer: churnRSSPer100k, FDsPer: churnFDsPer100k, LeakPer: churnLeakPer100k},
+		Throughput: scenarios.Throughput{Metric: churnConnectRate, Unit: "connects/s", Count: churnCycles, Bench: "conns/s"},
+		Soak:       &scenarios.Soak{Per: 100000, Unit: "cycles", RSSPer: churnRSSPer100k, FDsPer: churnFDsPer100k, LeakPer: churnLeakPer100k},
 		Summary: func(v metrics.Values) string {
 			return fmt.Sprintf("%d cycles, %d failed, %d dropped", v.Int(churnCycles), v.Int(metrics.Failed), v.Int(metrics.Dropped))
 		},
 		Title: "[Churn] Report",
-		Columns: []Column{
-			{Metric: ColFramework},
-			{Header: "Cycles", Metric: churnCycles, Format: FormatInt},
-			{Header: "Conn/s", Metric: churnConnectRate, Delta: true, Format: FormatRate},
+		Columns: []scenarios.Column{
+			{Metric: scenarios.ColFramework},
+			{Header: "Cycles", Metric: churnCycles, Format: scenarios.FormatInt},
+			{Header: "Conn/s", Metric: churnConnectRate, Delta: true, Format: scenarios.FormatRate},
 			{Header: "TP50", Metric: metrics.P50, Delta: true},
 			{Header: "TP99", Metric: metrics.P99, Delta: true},
-			{Header: "Failed", Metric: metrics.Failed, Format: FormatInt},
-			{Header: "Clean", Metric: churnClean, Format: FormatInt},
-			{Header: "Reset", Metric: churnResets, Format: FormatInt},
+			{Header: "Failed", Metric: metrics.Failed, Format: scenarios.FormatInt},
+			{Header: "Clean", Metric: churnClean, Format: scenarios.FormatInt},
+			{Header: "Reset", Metric: churnResets, Format: scenarios.FormatInt},
 			{Header: "Close P99", Metric: churnCloseP99},
-			{Header: "Dropped", Metric: metrics.Dropped, Format: FormatInt},
+			{Header: "Dropped", Metric: metrics.Dropped, Format: scenarios.FormatInt},
 			{Header: "Ping P99", Metric: churnPingP99, Optional: true},
-			{Header: "RSS/100k", Metric: churnRSSPer100k, Format: FormatMiB, Optional: true},
-			{Metric: ColServer},
-			{Metric: ColClientCPU},
-			{Metric: ColVerdict},
+			{Header: "RSS/100k", Metric: churnRSSPer100k, Format: scenarios.FormatMiB, Optional: true},
+			{Metric: scenarios.ColServer},
+			{Metric: scenarios.ColClientCPU},
+			{Metric: scenarios.ColVerdict},
 		},
 		Metrics: metrics.Join([]metrics.Def{
 			{Name: metrics.DurationName, Kind: metrics.Duration, Doc: "wall time of the phase (its duration, then the last handshakes and closes)"},
@@ -113,9 +123,9 @@ func init() {
 	})
 }
 
-// Validate implements Phase.
-func (p *Churn) Validate(c Context) []FieldError {
-	errs := NeedsOpen(c, "", 0)
+// Validate implements scenarios.Phase.
+func (p *Phase) Validate(c scenarios.Context) []scenarios.FieldError {
+	errs := scenarios.NeedsOpen(c, "", 0)
 	given := 0
 	for _, set := range []bool{p.Rate > 0, p.Fraction > 0, p.Lifetime > 0} {
 		if set {
@@ -123,28 +133,28 @@ func (p *Churn) Validate(c Context) []FieldError {
 		}
 	}
 	if given != 1 {
-		errs = append(errs, FieldError{Field: "rate", Msg: fmt.Sprintf("give one of rate (cycles per second), fraction (of the open connections per second) and lifetime, got %d", given)})
+		errs = append(errs, scenarios.FieldError{Field: "rate", Msg: fmt.Sprintf("give one of rate (cycles per second), fraction (of the open connections per second) and lifetime, got %d", given)})
 	}
 	switch p.Close {
-	case client.CloseClean, client.CloseReset, client.CloseMixed:
+	case CloseClean, CloseReset, CloseMixed:
 	default:
-		errs = append(errs, FieldError{Field: "close", Msg: fmt.Sprintf("must be %s, %s or %s, got %q", client.CloseClean, client.CloseReset, client.CloseMixed, p.Close)})
+		errs = append(errs, scenarios.FieldError{Field: "close", Msg: fmt.Sprintf("must be %s, %s or %s, got %q", CloseClean, CloseReset, CloseMixed, p.Close)})
 	}
 	switch p.LifetimeDist {
-	case client.LifetimeExponential, client.LifetimeUniform, client.LifetimeFixed:
+	case LifetimeExponential, LifetimeUniform, LifetimeFixed:
 	default:
-		errs = append(errs, FieldError{Field: "lifetime_dist", Msg: fmt.Sprintf("must be %s, %s or %s, got %q", client.LifetimeExponential, client.LifetimeUniform, client.LifetimeFixed, p.LifetimeDist)})
+		errs = append(errs, scenarios.FieldError{Field: "lifetime_dist", Msg: fmt.Sprintf("must be %s, %s or %s, got %q", LifetimeExponential, LifetimeUniform, LifetimeFixed, p.LifetimeDist)})
 	}
 	return errs
 }
 
-// Run implements Phase.
-func (p *Churn) Run(ctx context.Context, env *Env) (Outcome, error) {
+// Run implements scenarios.Phase.
+func (p *Phase) Run(ctx context.Context, env *scenarios.Env) (scenarios.Outcome, error) {
 	conns := env.Driver.Conns()
 	if conns <= 0 {
-		return Outcome{}, fmt.Errorf("no open connections")
+		return scenarios.Outcome{}, fmt.Errorf("no open connections")
 	}
-	q := p.ChurnParams
+	q := p.Params
 	target := p.Rate
 	switch {
 	case p.Fraction > 0:
@@ -153,15 +163,15 @@ func (p *Churn) Run(ctx context.Context, env *Env) (Outcome, error) {
 	case p.Lifetime > 0:
 		target = float64(conns) / p.Lifetime.D().Seconds()
 	}
-	r, err := Drive[client.ChurnResult](ctx, env, &q)
+	r, err := scenarios.Drive[Result](ctx, env, &q)
 	if r == nil {
-		return Outcome{}, err
+		return scenarios.Outcome{}, err
 	}
 	v := metrics.Values{
 		metrics.DurationName: r.Used,
 		churnCycles:          r.Cycles,
 		churnTargetRate:      target,
-		churnConnectRate:     PerSecond(r.Connect.Success, p.Duration.D()),
+		churnConnectRate:     scenarios.PerSecond(r.Connect.Success, p.Duration.D()),
 		metrics.Failed:       r.Connect.Failed,
 		churnRetried:         r.Connect.Retried,
 		churnClean:           r.Clean,
@@ -177,18 +187,18 @@ func (p *Churn) Run(ctx context.Context, env *Env) (Outcome, error) {
 		churnPongs:           r.Pongs,
 		churnPingsCut:        r.PingsCut,
 	}
-	LatencyValues(v, r.Connect.Latency)
+	scenarios.LatencyValues(v, r.Connect.Latency)
 	v[churnCloseP50], v[churnCloseP99] = churnQuantile(r.CloseLatency, 50), churnQuantile(r.CloseLatency, 99)
 	if p.Ping > 0 {
 		v[churnPingP50], v[churnPingP99] = churnQuantile(r.PingLatency, 50), churnQuantile(r.PingLatency, 99)
 	}
-	out := Outcome{Metrics: v, Histogram: HistString(r.Connect.Latency)}
+	out := scenarios.Outcome{Metrics: v, Histogram: scenarios.HistString(r.Connect.Latency)}
 	if err != nil {
 		out.Failed, out.Error = true, "stopped: "+err.Error()
 		return out, err
 	}
-	out.Reasons = map[string]string{metrics.Failed: ErrorSummary(r.Connect.Errors), metrics.Dropped: ErrorSummary(r.Errors)}
-	if n := r.CloseEOF + r.CloseTimeouts + sumReasons(r.CloseErrors); n > 0 {
+	out.Reasons = map[string]string{metrics.Failed: scenarios.ErrorSummary(r.Connect.Errors), metrics.Dropped: scenarios.ErrorSummary(r.Errors)}
+	if n := r.CloseEOF + r.CloseTimeouts + scenarios.SumReasons(r.CloseErrors); n > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%d of %d clean closes got no close frame back (%d TCP dropped, %d timed out after %s)", n, r.Clean+n, r.CloseEOF, r.CloseTimeouts, p.CloseTimeout))
 	}
 	if r.Late > r.Cycles/100 {
@@ -202,7 +212,7 @@ func (p *Churn) Run(ctx context.Context, env *Env) (Outcome, error) {
 
 // churnQuantile is h's q-th percentile (0 when empty).
 func churnQuantile(h client.Hist, q float64) time.Duration {
-	if histCount(h) == 0 {
+	if scenarios.HistCount(h) == 0 {
 		return 0
 	}
 	return time.Duration(h.ValueAtQuantile(q))

@@ -1,7 +1,8 @@
-package client
+package churn
 
 import (
 	"encoding/binary"
+	"github.com/wsplan/wsplan/internal/client"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -24,10 +25,10 @@ const churnDrain = time.Second
 // churnJob is one loop's share of a churn phase.
 type churnJob struct {
 	phase         int64
-	p             ChurnParams // this part's: its Rate, its Seed
-	first, stride int64       // replacement k is connection first + k×stride
+	p             Params // this part's: its Rate, its Seed
+	first, stride int64  // replacement k is connection first + k×stride
 	start         time.Time
-	pr            *Progress
+	pr            *client.Progress
 	// Pings: the loop's connection 0 is the phase's connection pingFirst
 	// of pingTotal (their pings spread over the interval).
 	pingFirst, pingTotal int
@@ -36,10 +37,10 @@ type churnJob struct {
 // churnSlot is one place of the churned set: its open connection, or a
 // replacement being dialled, or nothing (given up, dropped).
 type churnSlot struct {
-	c        *Conn
-	gone     *Conn  // the connection the server dropped from the slot, until a reconnect brings it back
-	gen      uint32 // bumped at every connection the slot gets (lifetime timers)
-	pos      int32  // index in churnRun.open while c is open
+	c        *client.Conn
+	gone     *client.Conn // the connection the server dropped from the slot, until a reconnect brings it back
+	gen      uint32       // bumped at every connection the slot gets (lifetime timers)
+	pos      int32        // index in run.open while c is open
 	dialling bool
 	pings    int64 // pings due so far on the slot's timetable
 	waiting  int32 // pings of the slot's connection without their pong
@@ -47,25 +48,25 @@ type churnSlot struct {
 
 // churnClosing is a connection whose close handshake is in progress.
 type churnClosing struct {
-	c  *Conn
+	c  *client.Conn
 	at int64 // loop clock of our close frame
 }
 
-// churnRun is a churn phase on one loop. conn.slot holds a connection's
+// run is a churn phase on one loop. conn.slot holds a connection's
 // slot, or, with fClosing, its index in closing.
-type churnRun struct {
-	BaseRun
-	d       Dialer
+type run struct {
+	client.BaseRun
+	d       client.Dialer
 	job     *churnJob
 	rng     *rand.ChaCha8
 	slots   []churnSlot
 	open    []int32 // slots with an open connection: the ones a cycle picks from
 	closing []churnClosing
-	dialing map[int64]int32 // replacement number → slot, while dialled
-	next    int64           // replacements dialled
-	timers  TimerHeap       // lifetimes
-	cu      Cursor          // pings
-	ping    Pacer
+	dialing map[int64]int32  // replacement number → slot, while dialled
+	next    int64            // replacements dialled
+	timers  client.TimerHeap // lifetimes
+	cu      client.Cursor    // pings
+	ping    client.Pacer
 
 	start, end, stopAt int64 // loop clock
 	period             float64
@@ -74,14 +75,14 @@ type churnRun struct {
 	holding            bool
 	pending            int64 // pings without their pong
 	unflushed          int64
-	published          LiveCounts // what the live metrics have of this loop's share
-	part               ChurnResult
+	published          client.LiveCounts // what the live metrics have of this loop's share
+	part               Result
 }
 
-// churnStart begins a churn phase on this loop.
-func (l *Loop) churnStart(job *churnJob) {
+// start begins a churn phase on this loop.
+func start(l *client.Loop, job *churnJob) {
 	p := &job.p
-	r := &churnRun{BaseRun: BaseRun{job.phase}, job: job, rng: l.Rand(), dialing: map[int64]int32{}, holding: true,
+	r := &run{BaseRun: client.NewBaseRun(job.phase), job: job, rng: l.Rand(), dialing: map[int64]int32{}, holding: true,
 		lifetime: p.Lifetime > 0}
 	if p.Seed != 0 {
 		var seed [32]byte
@@ -89,7 +90,7 @@ func (l *Loop) churnStart(job *churnJob) {
 		r.rng = rand.NewChaCha8(seed)
 	}
 	r.d.Init(r, int64(p.Timeout), p.Retries, nil)
-	r.part.CloseLatency, r.part.PingLatency = NewHist(), NewHist()
+	r.part.CloseLatency, r.part.PingLatency = client.NewHist(), client.NewHist()
 	l.SetRun(r)
 	r.start = int64(job.start.Sub(l.Epoch()))
 	r.end = r.start + int64(p.Duration)
@@ -110,15 +111,15 @@ func (l *Loop) churnStart(job *churnJob) {
 		}
 	}
 	if p.Ping > 0 {
-		r.ping = Pacer{Duration: p.Duration.D(), Rate: 1 / p.Ping.D().Seconds()}
-		r.cu = Cursor{Pacer: r.ping, First: job.pingFirst, Total: job.pingTotal, Conns: len(r.slots)}
+		r.ping = client.Pacer{Duration: p.Duration.D(), Rate: 1 / p.Ping.D().Seconds()}
+		r.cu = client.Cursor{Pacer: r.ping, First: job.pingFirst, Total: job.pingTotal, Conns: len(r.slots)}
 	}
 	l.SetTick(min(p.Timeout, p.CloseTimeout).D() / 10)
 	r.Pump(l, l.Now())
 }
 
 // put gives slot s the open connection c.
-func (r *churnRun) put(s int32, c *Conn) {
+func (r *run) put(s int32, c *client.Conn) {
 	sl := &r.slots[s]
 	sl.c, sl.gone, sl.dialling, sl.waiting = c, nil, false, 0
 	sl.gen++
@@ -128,7 +129,7 @@ func (r *churnRun) put(s int32, c *Conn) {
 }
 
 // take removes slot s's connection from the open set and returns it.
-func (r *churnRun) take(s int32) *Conn {
+func (r *run) take(s int32) *client.Conn {
 	sl := &r.slots[s]
 	c := sl.c
 	last := r.open[len(r.open)-1]
@@ -143,8 +144,8 @@ func (r *churnRun) take(s int32) *Conn {
 
 // slotOf returns c's slot, or -1 when c is not one of the set's open
 // connections.
-func (r *churnRun) slotOf(c *Conn) int32 {
-	if c.Flags&FlagClosing != 0 {
+func (r *run) slotOf(c *client.Conn) int32 {
+	if c.Flags&client.FlagClosing != 0 {
 		return -1
 	}
 	if s := c.Slot; s >= 0 && s < int64(len(r.slots)) && r.slots[s].c == c {
@@ -156,7 +157,7 @@ func (r *churnRun) slotOf(c *Conn) int32 {
 // arm sets slot s's lifetime timer; first draws an open connection's
 // remaining life, which for a fixed or uniform lifetime is spread so
 // that the set does not close all at once.
-func (r *churnRun) arm(s int32, now int64, first bool) {
+func (r *run) arm(s int32, now int64, first bool) {
 	mean := float64(r.job.p.Lifetime)
 	u := float64(r.rng.Uint64()>>11) / (1 << 53)
 	var d float64
@@ -170,11 +171,11 @@ func (r *churnRun) arm(s int32, now int64, first bool) {
 	default:
 		d = -mean * math.Log1p(-u)
 	}
-	r.timers.Push(Timer{At: now + int64(d), ID: s, Gen: r.slots[s].gen})
+	r.timers.Push(client.Timer{At: now + int64(d), ID: s, Gen: r.slots[s].gen})
 }
 
-// WakeAt implements LoopRun: the next cycle, lifetime, ping or end.
-func (r *churnRun) WakeAt() int64 {
+// WakeAt implements client.LoopRun: the next cycle, lifetime, ping or end.
+func (r *run) WakeAt() int64 {
 	w := r.stopAt
 	if !r.holding {
 		return w
@@ -194,12 +195,12 @@ func (r *churnRun) WakeAt() int64 {
 }
 
 // cycleAt is the loop clock cycle k is due (rate).
-func (r *churnRun) cycleAt(k int64) int64 {
+func (r *run) cycleAt(k int64) int64 {
 	return r.start + int64((float64(k)+0.5)*r.period)
 }
 
-// Pump implements LoopRun: the cycles and pings due, the phase's end.
-func (r *churnRun) Pump(l *Loop, now int64) {
+// Pump implements client.LoopRun: the cycles and pings due, the phase's end.
+func (r *run) Pump(l *client.Loop, now int64) {
 	if r.holding {
 		r.cycles(l, now)
 		if l.Run() != r {
@@ -219,7 +220,7 @@ func (r *churnRun) Pump(l *Loop, now int64) {
 }
 
 // cycles runs the cycles due by now.
-func (r *churnRun) cycles(l *Loop, now int64) {
+func (r *run) cycles(l *client.Loop, now int64) {
 	late := int64(churnLateAfter)
 	if r.lifetime {
 		for l.Run() == r {
@@ -256,7 +257,7 @@ func (r *churnRun) cycles(l *Loop, now int64) {
 }
 
 // cycle closes slot s's connection and dials its replacement.
-func (r *churnRun) cycle(l *Loop, s int32, now int64) {
+func (r *run) cycle(l *client.Loop, s int32, now int64) {
 	c := r.take(s)
 	r.part.Cycles++
 	r.progress(1)
@@ -272,7 +273,7 @@ func (r *churnRun) cycle(l *Loop, s int32, now int64) {
 }
 
 // close ends c as the phase's close says.
-func (r *churnRun) close(l *Loop, c *Conn, now int64) {
+func (r *run) close(l *client.Loop, c *client.Conn, now int64) {
 	how := r.job.p.Close
 	if how == CloseMixed {
 		how = CloseClean
@@ -287,14 +288,14 @@ func (r *churnRun) close(l *Loop, c *Conn, now int64) {
 		r.part.Resets++
 		return
 	}
-	c.Flags |= FlagClosing
+	c.Flags |= client.FlagClosing
 	c.Slot = int64(len(r.closing))
 	r.closing = append(r.closing, churnClosing{c: c, at: now})
-	l.SendControl(c, OpClose, []byte{CloseNormal >> 8, CloseNormal & 0xff})
+	l.SendControl(c, client.OpClose, []byte{client.CloseNormal >> 8, client.CloseNormal & 0xff})
 }
 
 // closed takes closing entry c off the list.
-func (r *churnRun) closed(c *Conn) (at int64, ok bool) {
+func (r *run) closed(c *client.Conn) (at int64, ok bool) {
 	i := c.Slot
 	if i < 0 || i >= int64(len(r.closing)) || r.closing[i].c != c {
 		return 0, false
@@ -309,7 +310,7 @@ func (r *churnRun) closed(c *Conn) (at int64, ok bool) {
 }
 
 // pings sends the pings due by now (as a hold does).
-func (r *churnRun) pings(l *Loop, now int64) {
+func (r *run) pings(l *client.Loop, now int64) {
 	if r.job.p.Ping <= 0 || r.cu.Conns == 0 {
 		return
 	}
@@ -329,7 +330,7 @@ func (r *churnRun) pings(l *Loop, now int64) {
 				r.part.Pings++
 				var stamp [8]byte
 				binary.LittleEndian.PutUint64(stamp[:], uint64(l.Now()))
-				l.SendControl(sl.c, OpPing, stamp[:])
+				l.SendControl(sl.c, client.OpPing, stamp[:])
 			}
 		}
 		r.cu.Advance()
@@ -340,8 +341,8 @@ func (r *churnRun) pings(l *Loop, now int64) {
 	}
 }
 
-// OnPong implements LoopRun: a pong of one of the set's connections.
-func (r *churnRun) OnPong(l *Loop, c *Conn, payload []byte) {
+// OnPong implements client.LoopRun: a pong of one of the set's connections.
+func (r *run) OnPong(l *client.Loop, c *client.Conn, payload []byte) {
 	s := r.slotOf(c)
 	if s < 0 {
 		return
@@ -353,16 +354,16 @@ func (r *churnRun) OnPong(l *Loop, c *Conn, payload []byte) {
 	}
 	if len(payload) == 8 {
 		if sent := int64(binary.LittleEndian.Uint64(payload)); sent > 0 && sent <= l.Now() {
-			Record(r.part.PingLatency.Histogram, l.Now()-sent)
+			client.Record(r.part.PingLatency.Histogram, l.Now()-sent)
 		}
 	}
 }
 
-// Dialed implements dialHooks: a replacement is open.
-func (r *churnRun) Dialed(l *Loop, c *Conn, idx int64, now int64) {
+// Dialed implements the client's dialHooks: a replacement is open.
+func (r *run) Dialed(l *client.Loop, c *client.Conn, idx int64, now int64) {
 	s, ok := r.dialing[idx]
 	if !ok {
-		l.CloseConn(c, CloseNormal) // cannot happen
+		l.CloseConn(c, client.CloseNormal) // cannot happen
 		return
 	}
 	delete(r.dialing, idx)
@@ -372,26 +373,26 @@ func (r *churnRun) Dialed(l *Loop, c *Conn, idx int64, now int64) {
 	}
 }
 
-// GaveUp implements dialHooks: the slot stays empty (the dialer counted
+// GaveUp implements the client's dialHooks: the slot stays empty (the dialer counted
 // the failure and its reasons).
-func (r *churnRun) GaveUp(_ *Loop, idx int64, _ Reason) {
+func (r *run) GaveUp(_ *client.Loop, idx int64, _ client.Reason) {
 	if s, ok := r.dialing[idx]; ok {
 		delete(r.dialing, idx)
 		r.slots[s].dialling = false
 	}
 }
 
-// Lost implements LoopRun: the end of a close handshake, or a connection
+// Lost implements client.LoopRun: the end of a close handshake, or a connection
 // of the set dropped.
-func (r *churnRun) Lost(l *Loop, c *Conn, flags uint8, reason Reason) {
-	if flags&FlagClosing != 0 {
+func (r *run) Lost(l *client.Loop, c *client.Conn, flags uint8, reason client.Reason) {
+	if flags&client.FlagClosing != 0 {
 		at, ok := r.closed(c)
 		switch {
 		case !ok:
-		case len(reason) >= len(ReasonServerClose) && reason[:len(ReasonServerClose)] == ReasonServerClose:
+		case len(reason) >= len(client.ReasonServerClose) && reason[:len(client.ReasonServerClose)] == client.ReasonServerClose:
 			r.part.Clean++
-			Record(r.part.CloseLatency.Histogram, l.Now()-at)
-		case reason == ReasonEOF:
+			client.Record(r.part.CloseLatency.Histogram, l.Now()-at)
+		case reason == client.ReasonEOF:
 			r.part.CloseEOF++
 		default:
 			r.part.CloseErrors.Add(reason)
@@ -408,9 +409,9 @@ func (r *churnRun) Lost(l *Loop, c *Conn, flags uint8, reason Reason) {
 	r.part.Errors.Add(reason)
 }
 
-// Adopt implements adopter: a connection the server dropped came back
+// Adopt implements the client's adopter: a connection the server dropped came back
 // (the reconnector's); it takes its slot again.
-func (r *churnRun) Adopt(l *Loop, old, c *Conn) {
+func (r *run) Adopt(l *client.Loop, old, c *client.Conn) {
 	s := old.Slot
 	if s < 0 || s >= int64(len(r.slots)) || r.slots[s].gone != old || r.slots[s].c != nil || r.slots[s].dialling {
 		return
@@ -422,8 +423,8 @@ func (r *churnRun) Adopt(l *Loop, old, c *Conn) {
 	}
 }
 
-// Tick implements LoopRun: handshake and close deadlines, progress.
-func (r *churnRun) Tick(l *Loop, now int64) {
+// Tick implements client.LoopRun: handshake and close deadlines, progress.
+func (r *run) Tick(l *client.Loop, now int64) {
 	r.d.Tick(l, now)
 	if l.Run() != r {
 		return
@@ -446,16 +447,16 @@ func (r *churnRun) Tick(l *Loop, now int64) {
 }
 
 // progress publishes cycles in batches.
-func (r *churnRun) progress(n int64) {
+func (r *run) progress(n int64) {
 	r.unflushed += n
-	if r.job.pr != nil && r.unflushed >= ProgressBatch {
+	if r.job.pr != nil && r.unflushed >= client.ProgressBatch {
 		r.flush()
 	}
 }
 
 // flush publishes the cycles not yet published, and the live counts:
 // pings and pongs (the replacements are the loop's: loopCounts).
-func (r *churnRun) flush() {
+func (r *run) flush() {
 	if r.job.pr == nil {
 		return
 	}
@@ -463,13 +464,13 @@ func (r *churnRun) flush() {
 		r.job.pr.Done.Add(r.unflushed)
 		r.unflushed = 0
 	}
-	r.job.pr.Following().Publish(&r.published, LiveCounts{Sent: r.part.Pings, Recv: r.part.Pongs})
+	r.job.pr.Following().Publish(&r.published, client.LiveCounts{Sent: r.part.Pings, Recv: r.part.Pongs})
 }
 
-// Finish implements LoopRun: attempts in flight are abandoned and close
+// Finish implements client.LoopRun: attempts in flight are abandoned and close
 // handshakes still waiting are cut; the set's open connections stay open
 // for the next phases.
-func (r *churnRun) Finish(l *Loop, stopped bool, _ int64) {
+func (r *run) Finish(l *client.Loop, stopped bool, _ int64) {
 	l.SetRun(nil)
 	r.d.Abandon(l)
 	for _, cc := range r.closing {
