@@ -67,14 +67,14 @@ func behindSpans(start time.Time, secs []client.RateSecond, due func(from, to ti
 		spans = append(spans, Span{start.Add(from), start.Add(to)})
 	}
 	if len(spans) == 0 {
-		return sendingSpan(start, used), 0
+		return SendingSpan(start, used), 0
 	}
 	return spans, behind
 }
 
-// sendingSpan is a phase's sending time from start, the drain left out;
+// SendingSpan is a phase's sending time from start, the drain left out;
 // nil when it sent for no time.
-func sendingSpan(start time.Time, used time.Duration) []Span {
+func SendingSpan(start time.Time, used time.Duration) []Span {
 	if used <= 0 {
 		return nil
 	}

@@ -1,14 +1,12 @@
 package scenarios
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
-	"github.com/wsplan/wsplan/internal/units"
 )
 
 // TestBehindSpans: the seconds of a timeline in which sending was behind
@@ -132,48 +130,6 @@ func TestKeptUp(t *testing.T) {
 		}
 		if KeptUp(c.m) != why || strings.Contains(why, "the client or the server") {
 			t.Errorf("%s: KeptUp %q", c.name, KeptUp(c.m))
-		}
-	}
-}
-
-// broadcastDriver opens every connection asked for and publishes late
-// messages as late says.
-type broadcastDriver struct{ late int64 }
-
-func (d *broadcastDriver) Run(_ context.Context, p client.Params, _ *client.Progress) (client.Result, error) {
-	q := p.(*client.BroadcastParams)
-	r := client.NewResult(p).(*client.BroadcastResult)
-	switch q.Step {
-	case client.BroadcastOpen:
-		r.Opened = int64(q.Rooms * q.RoomSize)
-	case client.BroadcastRun:
-		r.Published, r.Late, r.Used = 1000, d.late, q.Duration.D()
-	}
-	return r, nil
-}
-
-func (d *broadcastDriver) Conns() int { return 0 }
-
-// TestBroadcastNamesWhoFellBehind: a broadcast whose publishing fell
-// behind its timetable says who could not keep up, over its publishing
-// time (it keeps no timeline); one that kept up says nothing of it.
-func TestBroadcastNamesWhoFellBehind(t *testing.T) {
-	for _, late := range []int64{200, 0} {
-		p := &Broadcast{BroadcastParams: client.BroadcastParams{Rooms: 1, RoomSize: 4, Rate: 10, Duration: units.Duration(time.Second)}}
-		Defaults(p, Context{})
-		before := time.Now()
-		out, err := p.Run(t.Context(), &Env{Driver: &broadcastDriver{late: late}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(out.Behind) != 1 || out.Behind[0].From.Before(before) || out.Behind[0].To.Sub(out.Behind[0].From) != time.Second {
-			t.Errorf("late %d: spans %v, want the second of publishing", late, out.Behind)
-		}
-		m := metrics.Values{metrics.CPUBehind: 97.0, metrics.ClientCPUBehind: 20.0, metrics.ClientCores: int64(1), metrics.ServerCPUs: int64(1)}
-		w := strings.Join(out.AllWarnings(m), "\n")
-		const want = "publishing fell behind its timetable: the server could not keep up (CPU 97% of 1 core while sending; client 20% of 1 core)"
-		if got := strings.Contains(w, want); got != (late > 0) {
-			t.Errorf("late %d: warnings %q; want %q in them: %v", late, w, want, late > 0)
 		}
 	}
 }

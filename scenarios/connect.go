@@ -102,7 +102,7 @@ func init() {
 // Defaults implements ContextDefaults: concurrency follows connections.
 func (p *Connect) Defaults(Context) {
 	if p.Concurrency == 0 {
-		p.Concurrency = openConcurrency(p.Connections)
+		p.Concurrency = OpenConcurrency(p.Connections)
 	}
 }
 

@@ -22,20 +22,15 @@ func TestTagDefaultsMatchClient(t *testing.T) {
 		key   string
 		want  any // the constant, in the field's type
 	}{
-		{&Broadcast{}, "late_after", must(decl.Default(&Rate{}, "late_after"))},
-		{&Broadcast{}, "slack", must(decl.Default(&Rate{}, "slack"))},
 		{&Script{}, "late_after", must(decl.Default(&Rate{}, "late_after"))},
 		{&Rate{}, "reads", client.ReadsBatched},
 		{&Search{}, "reads", client.ReadsBatched},
-		{&Broadcast{}, "reads", client.ReadsBatched},
 		{&Echo{}, "payload_kind", payload.Random},
 		{&Rate{}, "payload_kind", payload.Random},
 		{&Search{}, "payload_kind", payload.Random},
 		// What a phase that opens connections of its own uses when it has
 		// no keys for them (search's vary: connections), and the connect
 		// phase's tags.
-		{&Broadcast{}, "timeout", must(decl.Default(&Connect{}, "timeout"))},
-		{&Broadcast{}, "retries", must(decl.Default(&Connect{}, "retries"))},
 	} {
 		name := fmt.Sprintf("%T.%s", c.phase, c.key)
 		got, ok := decl.Default(c.phase, c.key)
@@ -55,7 +50,6 @@ func TestTagDefaultsMatchClient(t *testing.T) {
 		{&Rate{}, "max_inflight", fmt.Sprintf("in [%d, %d]", client.MinDefaultInflight, client.MaxDefaultInflight)},
 		{&Search{}, "max_inflight", fmt.Sprintf("in [%d, %d]", client.MinDefaultInflight, client.MaxDefaultInflight)},
 		{&Connect{}, "concurrency", fmt.Sprintf("min(%d, connections)", DefaultConnectConcurrency)},
-		{&Broadcast{}, "concurrency", fmt.Sprintf("min(%d, connections)", DefaultConnectConcurrency)},
 	} {
 		if d := docOf(c.phase, c.key); !strings.Contains(d, c.doc) {
 			t.Errorf("%T.%s: doc %q does not say %q", c.phase, c.key, d, c.doc)
@@ -74,7 +68,7 @@ func TestPayloadDefaults(t *testing.T) {
 	for _, c := range []struct {
 		m    Messenger
 		want int
-	}{{&Echo{}, 1024}, {&Rate{}, 1024}, {&Search{}, 1024}, {&Broadcast{}, 256}} {
+	}{{&Echo{}, 1024}, {&Rate{}, 1024}, {&Search{}, 1024}} {
 		if n, _ := c.m.Message(); n != c.want {
 			t.Errorf("%T: payload %d before Defaults, want %d", c.m, n, c.want)
 		}

@@ -78,7 +78,7 @@ func (p *Echo) Message() (int, bool) { return p.Bytes(), p.Text }
 
 // Bytes returns the payload size in bytes (its tag default before Defaults
 // ran).
-func (p *Echo) Bytes() int { return sizeOr(p, "payload", p.Payload) }
+func (p *Echo) Bytes() int { return SizeOr(p, "payload", p.Payload) }
 
 // Validate implements Phase.
 func (p *Echo) Validate(c Context) []FieldError {

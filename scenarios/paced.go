@@ -12,9 +12,9 @@ import (
 // (internal/client/paced.go): the timer slack, how late messages left,
 // and the client loop's wake-ups.
 
-// pacedDefs are the pacing metrics; perMsg says what wakeups_per_msg
+// PacedDefs are the pacing metrics; perMsg says what wakeups_per_msg
 // divides by, in the kind's words.
-func pacedDefs(perMsg string) []metrics.Def {
+func PacedDefs(perMsg string) []metrics.Def {
 	return []metrics.Def{
 		{Name: metrics.Slack, Kind: metrics.Duration, Doc: "the timer slack the phase ran with"},
 		{Name: metrics.SendLateP50, Kind: metrics.Duration, Doc: "median of how late messages left (write − scheduled time)"},
@@ -25,9 +25,9 @@ func pacedDefs(perMsg string) []metrics.Def {
 	}
 }
 
-// pacedValues records the pacing metrics: msgs is what wakeups_per_msg
+// PacedValues records the pacing metrics: msgs is what wakeups_per_msg
 // divides by.
-func pacedValues(v metrics.Values, slack time.Duration, late client.Hist, wakeups, msgs int64) {
+func PacedValues(v metrics.Values, slack time.Duration, late client.Hist, wakeups, msgs int64) {
 	v[metrics.Slack] = slack
 	v[metrics.Wakeups] = wakeups
 	v[metrics.WakeupsPerMsg] = 0.0
@@ -41,17 +41,17 @@ func pacedValues(v metrics.Values, slack time.Duration, late client.Hist, wakeup
 	v[metrics.SendLateP50], v[metrics.SendLateP99], v[metrics.SendLateMax] = p50, p99, mx
 }
 
-// checkReads validates a plan's `reads` key.
-func checkReads(reads string) []FieldError {
+// CheckReads validates a plan's `reads` key.
+func CheckReads(reads string) []FieldError {
 	if err := client.CheckReads(reads); err != nil {
 		return []FieldError{{Field: "reads", Msg: err.Error()}}
 	}
 	return nil
 }
 
-// readsWarning is the warning of a phase that asked for batched reads and
+// ReadsWarning is the warning of a phase that asked for batched reads and
 // ran with prompt ones ("" if none).
-func readsWarning(asked, got string) string {
+func ReadsWarning(asked, got string) string {
 	if asked != client.ReadsPrompt && got == client.ReadsPrompt {
 		return "reads: prompt, not batched: the kernel refused receive timestamps (SO_TIMESTAMPNS), so the client woke for every arrival"
 	}

@@ -70,9 +70,9 @@ func isStructPtr(p any) bool {
 	return v.Kind() == reflect.Pointer && v.Elem().Kind() == reflect.Struct
 }
 
-// sizeOr returns *s, or the tag default of p's field with YAML key key
+// SizeOr returns *s, or the tag default of p's field with YAML key key
 // when s is nil (a payload before Defaults ran).
-func sizeOr(p any, key string, s *units.Size) int {
+func SizeOr(p any, key string, s *units.Size) int {
 	if s != nil {
 		return int(*s)
 	}

@@ -89,7 +89,7 @@ func (p *Rate) Message() (int, bool) { return p.Bytes(), false }
 
 // Bytes returns the payload size in bytes (its tag default before Defaults
 // ran).
-func (p *Rate) Bytes() int { return sizeOr(p, "payload", p.Payload) }
+func (p *Rate) Bytes() int { return SizeOr(p, "payload", p.Payload) }
 
 // Validate implements Phase.
 func (p *Rate) Validate(c Context) []FieldError {
@@ -101,7 +101,7 @@ func (p *Rate) Validate(c Context) []FieldError {
 	if p.Ramp > p.Duration {
 		errs = append(errs, FieldError{Field: "ramp", Msg: fmt.Sprintf("must be in [0, duration %s], got %s", p.Duration, p.Ramp)})
 	}
-	errs = append(errs, checkReads(p.Reads)...)
+	errs = append(errs, CheckReads(p.Reads)...)
 	return errs
 }
 
@@ -130,7 +130,7 @@ func (p *Rate) Run(ctx context.Context, env *Env) (Outcome, error) {
 	if conns < p.Connections {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("connections lowered from %d to %d: only %d are open", p.Connections, conns, conns))
 	}
-	reads := readsWarning(p.Reads, r.Reads)
+	reads := ReadsWarning(p.Reads, r.Reads)
 	out.WindowWarnings = func(m metrics.Values) []string {
 		w := RateWarnings(*r, m)
 		if reads != "" {

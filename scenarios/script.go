@@ -261,7 +261,7 @@ func (p *Script) Opens() (conns, concurrency int) {
 func (p *Script) Defaults(c Context) {
 	p.dir = c.Dir
 	if p.Concurrency == 0 {
-		p.Concurrency = openConcurrency(p.Users)
+		p.Concurrency = OpenConcurrency(p.Users)
 	}
 	if p.Iterations == 0 && (p.Duration == 0 || p.ArrivalRate > 0) {
 		p.Iterations = 1

@@ -152,14 +152,14 @@ func (p *Search) Message() (int, bool) { return p.Bytes(), false }
 
 // Bytes returns the payload size in bytes (its tag default before Defaults
 // ran).
-func (p *Search) Bytes() int { return sizeOr(p, "payload", p.Payload) }
+func (p *Search) Bytes() int { return SizeOr(p, "payload", p.Payload) }
 
 // Validate implements Phase. It compiles the SLO against a rate step's
 // metrics and evaluates it once against zero values, with the assertions'
 // memory budget and time bound: a typo, a wrong type or an expression too
 // costly to evaluate fails the plan's load.
 func (p *Search) Validate(c Context) []FieldError {
-	errs := append(checkReads(p.Reads), validatePayloadKind(p.PayloadKind, p.File, p.Bytes())...)
+	errs := append(CheckReads(p.Reads), validatePayloadKind(p.PayloadKind, p.File, p.Bytes())...)
 	add := func(field, format string, args ...any) {
 		errs = append(errs, FieldError{Field: field, Msg: fmt.Sprintf(format, args...)})
 	}

@@ -356,7 +356,7 @@ func (s *searcher) judge(st *step, r *client.RateResult, m metrics.Values, bisec
 // open opens n more connections for a vary: connections step, with the
 // connect phase's defaults; failures show as the step's shortfall.
 func (s *searcher) open(ctx context.Context, n int) error {
-	q := &client.ConnectParams{Connections: n, Concurrency: openConcurrency(n)}
+	q := &client.ConnectParams{Connections: n, Concurrency: OpenConcurrency(n)}
 	decl.Defaults(q)
 	_, err := Drive[client.ConnectResult](ctx, s.env, q)
 	return err

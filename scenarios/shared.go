@@ -23,9 +23,9 @@ import (
 // Their timeout and retries are client.ConnectParams' tag defaults.
 const DefaultConnectConcurrency = 1000
 
-// openConcurrency is the handshakes in progress at once for n connections
+// OpenConcurrency is the handshakes in progress at once for n connections
 // when the phase does not say.
-func openConcurrency(n int) int { return min(DefaultConnectConcurrency, max(n, 1)) }
+func OpenConcurrency(n int) int { return min(DefaultConnectConcurrency, max(n, 1)) }
 
 // NeedsOpen checks a phase that uses the connections opened before it:
 // there must be some, and field (when not "") asks for at most as many

@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"github.com/wsplan/wsplan/scenarios/broadcast"
 	"os"
 	"testing"
 	"time"
@@ -39,7 +40,7 @@ func TestGroupBroadcast(t *testing.T) {
 		}
 	})
 	env := &scenarios.Env{Driver: g, Progress: &client.Progress{Live: &client.Live{}}}
-	p := &scenarios.Broadcast{BroadcastParams: client.BroadcastParams{Rooms: 3, RoomSize: 7, Rate: 20, Duration: units.Duration(500 * time.Millisecond)}}
+	p := &broadcast.Phase{Params: broadcast.Params{Rooms: 3, RoomSize: 7, Rate: 20, Duration: units.Duration(500 * time.Millisecond)}}
 	scenarios.Defaults(p, scenarios.Context{})
 	if errs := scenarios.Check(p, scenarios.Context{}); len(errs) > 0 {
 		t.Fatalf("check: %v", errs)

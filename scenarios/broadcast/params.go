@@ -1,9 +1,10 @@
-package client
+package broadcast
 
 import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"github.com/wsplan/wsplan/internal/client"
 	"math"
 	"strconv"
 	"sync"
@@ -13,35 +14,31 @@ import (
 	"github.com/wsplan/wsplan/internal/units"
 )
 
-func init() {
-	Register(Kind{Name: "broadcast", NewParams: func() Params { return &BroadcastParams{} }, NewResult: func() Result { return &BroadcastResult{} }, Forget: dropSets})
-}
-
 // A broadcast phase runs in three steps, each one Client.Run of
-// BroadcastParams (the scenario runs them in turn, so every loop and shard
+// Params (the scenario runs them in turn, so every loop and shard
 // has opened its subscribers before any publisher starts):
 //
-//   - BroadcastOpen opens Rooms × RoomSize connections of its own, each to
+//   - StepOpen opens Rooms × RoomSize connections of its own, each to
 //     the server's path with "?room=N" (the convention every preset
 //     serves; "&include_sender=false" when IncludeSender is off);
-//   - BroadcastRun publishes on the timetable and measures every delivery;
-//   - BroadcastClose closes the connections the open step opened.
+//   - StepRun publishes on the timetable and measures every delivery;
+//   - StepClose closes the connections the open step opened.
 //
 // Subscriber s (of Rooms × RoomSize, numbered over every loop and shard)
 // is member s % RoomSize of room s / RoomSize; members 0 … Publishers-1
 // publish, the last round(SlowFraction × RoomSize) are slow.
 const (
-	BroadcastOpen  = "open"
-	BroadcastRun   = "run"
-	BroadcastClose = "close"
+	StepOpen  = "open"
+	StepRun   = "run"
+	StepClose = "close"
 )
 
-// BroadcastMarkerLen is the marker at the start of every broadcast
+// MarkerLen is the marker at the start of every broadcast
 // message: bytes 0–7 its number on its publisher, 8–15 its scheduled
 // publish time (Unix ns, so that subscribers in other shards read it on
 // the same clock), 16–19 its room, 20–23 the publisher's member number in
 // the room; all little-endian.
-const BroadcastMarkerLen = 24
+const MarkerLen = 24
 
 // Broadcast bounds.
 const (
@@ -51,11 +48,11 @@ const (
 	MaxFanoutTracked = 1 << 20
 )
 
-// BroadcastParams configure one step of a broadcast phase. They are the
-// phase's plan keys too (scenarios.Broadcast holds them inline), declared
+// Params configure one step of a broadcast phase. They are the
+// phase's plan keys too (Phase holds them inline), declared
 // once in their tags; the scenario sets Step, Split sets First and Count.
-type BroadcastParams struct {
-	Step        string `yaml:"-" json:"step"` // BroadcastOpen, BroadcastRun or BroadcastClose
+type Params struct {
+	Step        string `yaml:"-" json:"step"` // StepOpen, StepRun or StepClose
 	Rooms       int    `yaml:"rooms" json:"rooms" min:"0" doc:"rooms; default: connections / room_size"`
 	RoomSize    int    `yaml:"room_size" json:"room_size" required:"true" min:"1" doc:"connections per room, publishers included"`
 	Connections int    `yaml:"connections" json:"-" min:"0" doc:"connections in all (rooms × room_size); give rooms or connections"`
@@ -68,14 +65,14 @@ type BroadcastParams struct {
 	LateAfter units.Duration `yaml:"late_after" json:"late_after" default:"1ms" min:"0s" doc:"a message published later than this after its schedule is late"`
 	// Slack is the publishers', as RateSend.Slack: each message's latency
 	// still counts from its own schedule; send_late_* say how late
-	// messages left (BroadcastResult.SendLate).
+	// messages left (Result.SendLate).
 	Slack *units.Duration `yaml:"slack" json:"slack" default:"200us" min:"0s" doc:"timer slack: sends due within it share one wake-up (at most this late); 0 = a wake-up per message"`
 	// Reads is as RateSend.Reads; slow subscribers are always read
 	// promptly (their latency is when they read).
-	Reads         string         `yaml:"reads" json:"reads,omitempty" default:"batched" doc:"when the client reads what arrives: batched (it sleeps through arrivals until its next send window, latency ends at the kernel's receive timestamp) or prompt (it wakes for each arrival); slow subscribers always read promptly"`
-	IncludeSender *bool          `yaml:"include_sender" json:"include" default:"true" doc:"the server sends a message to its publisher too; false adds include_sender=false to the URL"`
-	Verify        *bool          `yaml:"verify" json:"verify" default:"true" doc:"compare every delivered payload byte (the marker is always checked)"`
-	Slow          *BroadcastSlow `yaml:"slow,flow" json:"slow,omitempty" doc:"slow subscribers: some members stop reading now and then"`
+	Reads         string `yaml:"reads" json:"reads,omitempty" default:"batched" doc:"when the client reads what arrives: batched (it sleeps through arrivals until its next send window, latency ends at the kernel's receive timestamp) or prompt (it wakes for each arrival); slow subscribers always read promptly"`
+	IncludeSender *bool  `yaml:"include_sender" json:"include" default:"true" doc:"the server sends a message to its publisher too; false adds include_sender=false to the URL"`
+	Verify        *bool  `yaml:"verify" json:"verify" default:"true" doc:"compare every delivered payload byte (the marker is always checked)"`
+	Slow          *Slow  `yaml:"slow,flow" json:"slow,omitempty" doc:"slow subscribers: some members stop reading now and then"`
 	// Concurrency, Timeout and Retries are the open step's handshakes, as
 	// ConnectParams' (whose tags' defaults these repeat).
 	Concurrency int            `yaml:"concurrency" json:"concurrency" min:"0" doc:"handshakes in progress at once while opening; default min(1000, connections)"`
@@ -87,41 +84,41 @@ type BroadcastParams struct {
 	Count int `yaml:"-" json:"count"`
 }
 
-// BroadcastSlow configures slow subscribers: the last round(fraction ×
+// Slow configures slow subscribers: the last round(fraction ×
 // room_size) members of each room (never a publisher) stop reading for
 // read_pause, read for read_pause, and so on while messages are
 // published.
-type BroadcastSlow struct {
+type Slow struct {
 	Fraction  float64        `yaml:"fraction" json:"fraction" doc:"share of each room's members that are slow, in (0, 1)"`
 	ReadPause units.Duration `yaml:"read_pause" json:"read_pause" doc:"how long a slow subscriber stops reading each time, > 0"`
 	RcvBuf    units.Size     `yaml:"rcvbuf" json:"rcvbuf" doc:"SO_RCVBUF of the slow subscribers' sockets; small values move their backlog into the server (on loopback keep it >= 128KiB: below two 64 KiB segments TCP stalls); default: the kernel's (autotuned, megabytes)"`
 }
 
 // slow is the slow subscribers' settings; the zero value without any.
-func (p *BroadcastParams) slow() BroadcastSlow {
+func (p *Params) slow() Slow {
 	if p.Slow == nil {
-		return BroadcastSlow{}
+		return Slow{}
 	}
 	return *p.Slow
 }
 
 // include reports whether a publisher receives its own messages
 // (include_sender; Client.Run applied its default).
-func (p *BroadcastParams) include() bool { return p.IncludeSender != nil && *p.IncludeSender }
+func (p *Params) include() bool { return p.IncludeSender != nil && *p.IncludeSender }
 
-// BroadcastResult is what a broadcast step measured. Latency runs from a
+// Result is what a broadcast step measured. Latency runs from a
 // message's scheduled publish time to its complete delivery, on each
 // subscriber.
-type BroadcastResult struct {
+type Result struct {
 	// Open step.
-	Opened     int64 `json:"opened"`      // connections opened
-	OpenFailed int64 `json:"open_failed"` // connections given up after all retries
-	Connect    Hist  `json:"connect"`     // handshake latency, ns
+	Opened     int64       `json:"opened"`      // connections opened
+	OpenFailed int64       `json:"open_failed"` // connections given up after all retries
+	Connect    client.Hist `json:"connect"`     // handshake latency, ns
 	// Join is the latency of a room's join through a protocol (its send
 	// to the protocol's answer: SUBACK, receipt, ack), ns; empty on raw
 	// connections, whose room is in their URL.
-	Join       Hist    `json:"join"`
-	OpenErrors Reasons `json:"open_errors"`
+	Join       client.Hist    `json:"join"`
+	OpenErrors client.Reasons `json:"open_errors"`
 
 	// Run step.
 	Subscribers int64 `json:"subscribers"` // open at the start of the run
@@ -129,13 +126,13 @@ type BroadcastResult struct {
 	Published   int64 `json:"published"`   // messages written by publishers
 	Late        int64 `json:"late"`        // published more than LateAfter after their time
 	Unsent      int64 `json:"unsent"`      // due before Duration but never written
-	// Slack is the timer slack the run published with (BroadcastParams.Slack).
+	// Slack is the timer slack the run published with (Params.Slack).
 	Slack time.Duration `json:"slack"`
 	// SendLate is how late each message was published: its write minus
 	// its scheduled time, ns; exact over loops and shards. Its Max is how
 	// far the client itself fell behind (its loop busy, or not scheduled
 	// by the kernel); every delivery of that message carries it.
-	SendLate Hist `json:"send_late"`
+	SendLate client.Hist `json:"send_late"`
 	// Wakeups counts the loop wake-ups (epoll_pwait2 returns) during the
 	// run, over every loop: publishing and delivery alike.
 	Wakeups int64 `json:"wakeups"`
@@ -148,21 +145,21 @@ type BroadcastResult struct {
 	Failed     int64  `json:"failed"` // deliveries received but wrong (marker, length, opcode, payload)
 	// SlowDeliveries and SlowDelivered are the part of Deliveries and
 	// Delivered that slow subscribers were due and got.
-	SlowDeliveries int64         `json:"slow_deliveries"`
-	SlowDelivered  int64         `json:"slow_delivered"`
-	Dropped        int64         `json:"dropped"`      // subscribers whose connection was lost during the run
-	SlowDropped    int64         `json:"slow_dropped"` // of which slow
-	Used           time.Duration `json:"used"`
-	Drain          time.Duration `json:"drain"`
-	Latency        Hist          `json:"latency"`      // ns, deliveries to the other (not slow) subscribers
-	SlowLatency    Hist          `json:"slow_latency"` // ns, deliveries to slow subscribers
-	Fanout         FanoutTable   `json:"fanout"`       // last delivery of each message, to the other subscribers
-	Errors         Reasons       `json:"errors"`
-	Stopped        StopReason    `json:"stopped"`
+	SlowDeliveries int64             `json:"slow_deliveries"`
+	SlowDelivered  int64             `json:"slow_delivered"`
+	Dropped        int64             `json:"dropped"`      // subscribers whose connection was lost during the run
+	SlowDropped    int64             `json:"slow_dropped"` // of which slow
+	Used           time.Duration     `json:"used"`
+	Drain          time.Duration     `json:"drain"`
+	Latency        client.Hist       `json:"latency"`      // ns, deliveries to the other (not slow) subscribers
+	SlowLatency    client.Hist       `json:"slow_latency"` // ns, deliveries to slow subscribers
+	Fanout         FanoutTable       `json:"fanout"`       // last delivery of each message, to the other subscribers
+	Errors         client.Reasons    `json:"errors"`
+	Stopped        client.StopReason `json:"stopped"`
 }
 
 // Lost returns the deliveries expected and not received.
-func (r BroadcastResult) Lost() int64 { return r.Deliveries - r.Delivered }
+func (r Result) Lost() int64 { return r.Deliveries - r.Delivered }
 
 // FanoutTable holds, per tracked message, how many of the subscribers
 // that are not slow received it and the latency of the last one. Message
@@ -235,12 +232,12 @@ func (t *FanoutTable) merge(o FanoutTable) {
 // reached want subscribers (the room's receivers that are not slow), and
 // how many tracked messages reached some but fewer (a message that reached
 // none is indistinguishable from one never published: Lost counts it).
-func (t FanoutTable) Last(want int32) (h Hist, incomplete int64) {
-	h = NewHist()
+func (t FanoutTable) Last(want int32) (h client.Hist, incomplete int64) {
+	h = client.NewHist()
 	for i, c := range t.Count {
 		switch {
 		case c >= want && want > 0:
-			Record(h.Histogram, t.Max[i])
+			client.Record(h.Histogram, t.Max[i])
 		case c > 0:
 			incomplete++
 		}
@@ -248,15 +245,15 @@ func (t FanoutTable) Last(want int32) (h Hist, incomplete int64) {
 	return h, incomplete
 }
 
-// Kind implements Params.
-func (p *BroadcastParams) Kind() string { return "broadcast" }
+// Kind implements client.Params.
+func (p *Params) Kind() string { return Name }
 
-// Stop implements Result.
-func (r *BroadcastResult) Stop() StopReason { return r.Stopped }
+// Stop implements client.Result.
+func (r *Result) Stop() client.StopReason { return r.Stopped }
 
-// Merge implements Result.
-func (r *BroadcastResult) Merge(other Result) {
-	o := other.(*BroadcastResult)
+// Merge implements client.Result.
+func (r *Result) Merge(other client.Result) {
+	o := other.(*Result)
 	r.Opened += o.Opened
 	r.OpenFailed += o.OpenFailed
 	r.Connect.Add(o.Connect)
@@ -270,7 +267,7 @@ func (r *BroadcastResult) Merge(other Result) {
 	r.Slack = max(r.Slack, o.Slack)
 	r.SendLate.Add(o.SendLate)
 	r.Wakeups += o.Wakeups
-	r.Reads = MergeReads(r.Reads, o.Reads)
+	r.Reads = client.MergeReads(r.Reads, o.Reads)
 	r.Deliveries += o.Deliveries
 	r.Delivered += o.Delivered
 	r.Duplicated += o.Duplicated
@@ -286,17 +283,17 @@ func (r *BroadcastResult) Merge(other Result) {
 	r.SlowLatency.Add(o.SlowLatency)
 	r.Fanout.merge(o.Fanout)
 	r.Errors.Merge(o.Errors)
-	r.Stopped = MergeStop(r.Stopped, o.Stopped)
+	r.Stopped = client.MergeStop(r.Stopped, o.Stopped)
 }
 
 // SlowPerRoom is how many members of each room are slow subscribers.
-func (p *BroadcastParams) SlowPerRoom() int {
+func (p *Params) SlowPerRoom() int {
 	return int(math.Round(p.slow().Fraction * float64(p.RoomSize)))
 }
 
 // Receivers is how many subscribers of a room receive each message, and
 // how many of them are slow.
-func (p *BroadcastParams) Receivers() (all, slow int) {
+func (p *Params) Receivers() (all, slow int) {
 	all = p.RoomSize
 	if !p.include() {
 		all--
@@ -304,12 +301,12 @@ func (p *BroadcastParams) Receivers() (all, slow int) {
 	return all, p.SlowPerRoom()
 }
 
-// Validate implements Params: the declared bounds, and the relations
+// Validate implements client.Params: the declared bounds, and the relations
 // between keys.
-func (p *BroadcastParams) Validate() error {
+func (p *Params) Validate() error {
 	var errs []error
 	switch p.Step {
-	case BroadcastOpen, BroadcastRun, BroadcastClose:
+	case StepOpen, StepRun, StepClose:
 	default:
 		errs = append(errs, fmt.Errorf("step must be open, run or close, got %q", p.Step))
 	}
@@ -325,7 +322,7 @@ func (p *BroadcastParams) Validate() error {
 	if !(p.Rate > 0) || math.IsInf(float64(p.Rate), 0) {
 		errs = append(errs, fmt.Errorf("rate must be > 0 messages per second, got %v", p.Rate))
 	}
-	if err := CheckReads(p.Reads); err != nil {
+	if err := client.CheckReads(p.Reads); err != nil {
 		errs = append(errs, fmt.Errorf("reads %w", err))
 	}
 	s := p.slow()
@@ -340,37 +337,37 @@ func (p *BroadcastParams) Validate() error {
 	if s.ReadPause < 0 || (s.Fraction > 0 && s.ReadPause == 0) {
 		errs = append(errs, fmt.Errorf("read pause must be > 0 with slow subscribers, got %v", s.ReadPause))
 	}
-	if p.Step == BroadcastOpen && p.Concurrency <= 0 {
+	if p.Step == StepOpen && p.Concurrency <= 0 {
 		errs = append(errs, fmt.Errorf("open: concurrency must be > 0, got %d", p.Concurrency))
 	}
 	if n := p.Rooms * p.RoomSize; p.First < 0 || p.Count < 0 || p.First+p.Count > n {
 		errs = append(errs, fmt.Errorf("first %d + count %d must be within the %d subscribers", p.First, p.Count, n))
 	}
-	return CheckParams(p, errs...)
+	return client.CheckParams(p, errs...)
 }
 
 // count returns how many subscribers this part has.
-func (p *BroadcastParams) count() int {
+func (p *Params) count() int {
 	if p.Count > 0 {
 		return p.Count
 	}
 	return p.Rooms*p.RoomSize - p.First
 }
 
-// Split implements Params: the subscribers in contiguous, nearly equal
+// Split implements client.Params: the subscribers in contiguous, nearly equal
 // ranges over the parts, whatever their weights, so that each step splits
 // them alike (the run and close steps find the connections the open step
 // put on each loop and shard).
-func (p *BroadcastParams) Split(weights []int) []Params {
+func (p *Params) Split(weights []int) []client.Params {
 	n := p.count()
-	out := make([]Params, len(weights))
+	out := make([]client.Params, len(weights))
 	m := min(len(weights), n)
 	first := p.First
 	for j := 0; j < m; j++ {
 		q := *p
-		q.First, q.Count = first, Share(n, m, j)
+		q.First, q.Count = first, client.Share(n, m, j)
 		if p.Concurrency > 0 {
-			q.Concurrency = max(1, Share(p.Concurrency, m, j))
+			q.Concurrency = max(1, client.Share(p.Concurrency, m, j))
 		}
 		first += q.Count
 		out[j] = &q
@@ -382,89 +379,89 @@ func (p *BroadcastParams) Split(weights []int) []Params {
 // first+k (nil: it did not open).
 type subscriberSet struct {
 	first int
-	conns []*Conn
+	conns []*client.Conn
 }
 
 // subscriberSets keeps each client's sets from the open step to the close step
 // (entry i for loop i; each loop touches only its own).
 var subscriberSets struct {
 	sync.Mutex
-	m map[*Client][]*subscriberSet
+	m map[*client.Client][]*subscriberSet
 }
 
-func setsOf(c *Client, create bool) []*subscriberSet {
+func setsOf(c *client.Client, create bool) []*subscriberSet {
 	subscriberSets.Lock()
 	defer subscriberSets.Unlock()
 	if create {
 		if subscriberSets.m == nil {
-			subscriberSets.m = map[*Client][]*subscriberSet{}
+			subscriberSets.m = map[*client.Client][]*subscriberSet{}
 		}
 		subscriberSets.m[c] = make([]*subscriberSet, len(c.Loops()))
 	}
 	return subscriberSets.m[c]
 }
 
-func dropSets(c *Client) {
+func dropSets(c *client.Client) {
 	subscriberSets.Lock()
 	defer subscriberSets.Unlock()
 	delete(subscriberSets.m, c)
 }
 
-// Start implements Params.
-func (p *BroadcastParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
+// Start implements client.Params.
+func (p *Params) Start(ph *client.PhaseEnv) (*client.PhasePlan, error) {
 	if _, rooms := ph.Client.Proto().(proto.Rooms); ph.Client.Proto() != nil && !rooms {
 		return nil, fmt.Errorf("client: broadcast: the server's protocol carries no rooms")
 	}
-	sets := setsOf(ph.Client, p.Step == BroadcastOpen)
+	sets := setsOf(ph.Client, p.Step == StepOpen)
 	if sets == nil {
 		return nil, fmt.Errorf("client: broadcast: %s step without an open step before it", p.Step)
 	}
-	if p.Step == BroadcastClose {
+	if p.Step == StepClose {
 		dropSets(ph.Client)
 	}
-	plan := &PhasePlan{Starts: make([]func(*Loop), len(ph.Open))}
+	plan := &client.PhasePlan{Starts: make([]func(*client.Loop), len(ph.Open))}
 	parts := p.Split(ph.Open)
 	switch p.Step {
-	case BroadcastOpen:
+	case StepOpen:
 		ph.Progress.Begin(int64(p.count()))
 		for i, part := range parts {
 			if part == nil {
 				continue
 			}
-			q := part.(*BroadcastParams)
-			set := &subscriberSet{first: q.First, conns: make([]*Conn, q.Count)}
+			q := part.(*Params)
+			set := &subscriberSet{first: q.First, conns: make([]*client.Conn, q.Count)}
 			sets[i] = set
 			if ph.Client.Proto() != nil {
-				plan.Starts[i] = func(l *Loop) { l.broadcastJoin(ph.ID, q, set, ph.Progress) }
+				plan.Starts[i] = func(l *client.Loop) { broadcastJoin(l, ph.ID, q, set, ph.Progress) }
 			} else {
-				plan.Starts[i] = func(l *Loop) { l.broadcastOpen(ph.ID, q, set, ph.Progress) }
+				plan.Starts[i] = func(l *client.Loop) { broadcastOpen(l, ph.ID, q, set, ph.Progress) }
 			}
 		}
 		ph.Client.NextConn += int64(p.count())
-	case BroadcastRun:
+	case StepRun:
 		all, _ := p.Receivers()
 		ph.Progress.Begin(int64(math.Ceil(float64(p.Rate)*p.Duration.D().Seconds())) * int64(p.Rooms*p.Publishers*all))
-		payload := MakePayload(SizeOf(p.Payload), false)
-		hdr := AppendClientHeader(nil, OpBinary, len(payload), 0)
+		payload := client.MakePayload(client.SizeOf(p.Payload), false)
+		hdr := client.AppendClientHeader(nil, client.OpBinary, len(payload), 0)
 		for i, part := range parts {
 			if part == nil || sets[i] == nil {
 				continue
 			}
-			q, set := part.(*BroadcastParams), sets[i]
-			plan.Starts[i] = func(l *Loop) { l.broadcastStart(ph.ID, ph.Start, q, set, hdr, payload, ph.Progress) }
+			q, set := part.(*Params), sets[i]
+			plan.Starts[i] = func(l *client.Loop) { broadcastStart(l, ph.ID, ph.Start, q, set, hdr, payload, ph.Progress) }
 		}
-	case BroadcastClose:
+	case StepClose:
 		for i := range parts {
 			if set := sets[i]; set != nil {
-				plan.Starts[i] = func(l *Loop) { l.broadcastClose(ph.ID, set) }
+				plan.Starts[i] = func(l *client.Loop) { broadcastClose(l, ph.ID, set) }
 			}
 		}
 	}
-	plan.Done = func(res Result, why StopReason, wall time.Duration) StopReason {
-		r := res.(*BroadcastResult)
-		for _, h := range []*Hist{&r.Connect, &r.Join, &r.Latency, &r.SlowLatency, &r.SendLate} {
+	plan.Done = func(res client.Result, why client.StopReason, wall time.Duration) client.StopReason {
+		r := res.(*Result)
+		for _, h := range []*client.Hist{&r.Connect, &r.Join, &r.Latency, &r.SlowLatency, &r.SendLate} {
 			if h.Histogram == nil {
-				*h = NewHist()
+				*h = client.NewHist()
 			}
 		}
 		if why == "" {
@@ -478,10 +475,10 @@ func (p *BroadcastParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
 
 // broadcastOpen runs the open step here: a connect run whose connections go to
 // their room's path and are kept in set.
-func (l *Loop) broadcastOpen(id int64, p *BroadcastParams, set *subscriberSet, pr *Progress) {
-	reqs := map[int64]*UpgradeRequest{}
+func broadcastOpen(l *client.Loop, id int64, p *Params, set *subscriberSet, pr *client.Progress) {
+	reqs := map[int64]*client.UpgradeRequest{}
 	nt := int64(len(l.Client().Targets()))
-	job := &DialJob{
+	job := &client.DialJob{
 		Phase:    id,
 		N:        p.Count,
 		First:    int64(p.First),
@@ -490,7 +487,7 @@ func (l *Loop) broadcastOpen(id int64, p *BroadcastParams, set *subscriberSet, p
 		Timeout:  int64(p.Timeout),
 		Retries:  max(p.Retries, 0),
 		Progress: pr,
-		Req: func(idx int64, t int) *UpgradeRequest {
+		Req: func(idx int64, t int) *client.UpgradeRequest {
 			room := idx / int64(p.RoomSize)
 			key := room*nt + int64(t)
 			if r, ok := reqs[key]; ok {
@@ -500,13 +497,13 @@ func (l *Loop) broadcastOpen(id int64, p *BroadcastParams, set *subscriberSet, p
 			reqs[key] = &r
 			return &r
 		},
-		Opened: func(c *Conn, idx int64) {
+		Opened: func(c *client.Conn, idx int64) {
 			if k := idx - int64(set.first); k >= 0 && k < int64(len(set.conns)) {
 				set.conns[k] = c
 			}
 		},
-		Done: func(l *Loop, part *ConnectResult, stopped bool) {
-			res := &BroadcastResult{Opened: part.Success, OpenFailed: part.Failed, Connect: part.Latency, OpenErrors: part.Errors, Stopped: part.Stopped}
+		Done: func(l *client.Loop, part *client.ConnectResult, stopped bool) {
+			res := &Result{Opened: part.Success, OpenFailed: part.Failed, Connect: part.Latency, OpenErrors: part.Errors, Stopped: part.Stopped}
 			l.Finished(id, res, stopped)
 		},
 	}
@@ -515,7 +512,7 @@ func (l *Loop) broadcastOpen(id int64, p *BroadcastParams, set *subscriberSet, p
 
 // roomRequest returns base with "room=N" (and "include_sender=false")
 // added to its path's query.
-func roomRequest(base UpgradeRequest, room int64, include bool) UpgradeRequest {
+func roomRequest(base client.UpgradeRequest, room int64, include bool) client.UpgradeRequest {
 	q := "room=" + strconv.FormatInt(room, 10)
 	if !include {
 		q += "&include_sender=false"
@@ -525,11 +522,11 @@ func roomRequest(base UpgradeRequest, room int64, include bool) UpgradeRequest {
 
 // broadcastClose runs the close step here: every connection of the set still
 // open gets a close frame (best effort) and is closed.
-func (l *Loop) broadcastClose(id int64, set *subscriberSet) {
+func broadcastClose(l *client.Loop, id int64, set *subscriberSet) {
 	for _, c := range set.conns {
-		if c != nil && c.State() == StateOpen {
-			l.CloseConn(c, CloseNormal)
+		if c != nil && c.State() == client.StateOpen {
+			l.CloseConn(c, client.CloseNormal)
 		}
 	}
-	l.Finished(id, &BroadcastResult{}, false)
+	l.Finished(id, &Result{}, false)
 }

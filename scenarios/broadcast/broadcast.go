@@ -1,8 +1,15 @@
-package scenarios
+// Package broadcast is the broadcast phase kind, whole: its keys, steps
+// and result (params.go), what an event loop runs for it (loop.go; join.go
+// for rooms a protocol carries) and its plan side (this file: its
+// metrics, charts, report table, faults and Run). It registers itself
+// with the client and with the scenarios in init; scenarios/all imports
+// it.
+package broadcast
 
 import (
 	"context"
 	"fmt"
+	"github.com/wsplan/wsplan/scenarios"
 	"strings"
 	"time"
 
@@ -12,7 +19,7 @@ import (
 
 // The broadcast phase's key and the metrics only it reports.
 const (
-	broadcastKind         = "broadcast"
+	Name                  = "broadcast"
 	broadcastRooms        = "rooms"
 	broadcastRoomSize     = "room_size"
 	broadcastPublishers   = "publishers"
@@ -39,7 +46,7 @@ const (
 	broadcastSlowP99      = "slow_p99"
 )
 
-// Broadcast is fan-out: the phase opens Rooms × RoomSize connections of
+// Phase is fan-out: the phase opens Rooms × RoomSize connections of
 // its own, each to the server's path with "?room=N" (the convention in
 // docs/kinds/broadcast.md), and Publishers members of every room
 // publish Rate messages per second for Duration on the rate phase's
@@ -47,45 +54,46 @@ const (
 // room; every subscriber records the latency of each delivery from the
 // message's scheduled publish time (a 24-byte marker: number, Unix time,
 // room, publisher). The connections are closed at the end of the phase.
-type Broadcast struct {
-	client.BroadcastParams `yaml:",inline"`
+type Phase struct {
+	Params `yaml:",inline"`
 }
 
 func init() {
-	Register(Kind{
-		Name:       broadcastKind,
+	client.Register(client.Kind{Name: Name, NewParams: func() client.Params { return &Params{} }, NewResult: func() client.Result { return &Result{} }, Forget: dropSets})
+	scenarios.Register(scenarios.Kind{
+		Name:       Name,
 		Paced:      true,
-		Throughput: Throughput{Metric: broadcastDeliveryRate, Unit: "deliveries/s", Messages: true, Count: broadcastDelivered},
+		Throughput: scenarios.Throughput{Metric: broadcastDeliveryRate, Unit: "deliveries/s", Messages: true, Count: broadcastDelivered},
 		Doc:        "fan-out: rooms of subscribers, publishers at rate msgs/s on a timetable; latency of every delivery from the scheduled publish",
-		New:        func() Phase { return &Broadcast{} },
+		New:        func() scenarios.Phase { return &Phase{} },
 		Title:      "[BenchBroadcast] Report",
 		Charts:     broadcastCharts,
-		Columns: []Column{
-			{Metric: ColFramework},
-			{Header: "Conns", Metric: metrics.Conns, Format: FormatInt},
-			{Header: "Rooms", Metric: broadcastRooms, Format: FormatInt},
-			{Header: "Published", Metric: broadcastPublished, Format: FormatInt},
-			{Header: "Deliveries", Metric: broadcastDeliveries, Format: FormatInt},
-			{Header: "Delivered", Metric: broadcastDelivered, Delta: true, Format: FormatInt},
-			{Header: "Lost", Metric: metrics.Lost, Delta: true, Format: FormatInt},
-			{Header: "Deliv/s", Metric: broadcastDeliveryRate, Delta: true, Format: FormatRate},
+		Columns: []scenarios.Column{
+			{Metric: scenarios.ColFramework},
+			{Header: "Conns", Metric: metrics.Conns, Format: scenarios.FormatInt},
+			{Header: "Rooms", Metric: broadcastRooms, Format: scenarios.FormatInt},
+			{Header: "Published", Metric: broadcastPublished, Format: scenarios.FormatInt},
+			{Header: "Deliveries", Metric: broadcastDeliveries, Format: scenarios.FormatInt},
+			{Header: "Delivered", Metric: broadcastDelivered, Delta: true, Format: scenarios.FormatInt},
+			{Header: "Lost", Metric: metrics.Lost, Delta: true, Format: scenarios.FormatInt},
+			{Header: "Deliv/s", Metric: broadcastDeliveryRate, Delta: true, Format: scenarios.FormatRate},
 			{Header: "TP50", Metric: metrics.P50, Delta: true},
 			{Header: "TP99", Metric: metrics.P99, Delta: true},
 			{Header: "Fanout P50", Metric: broadcastFanoutP50, Delta: true},
 			{Header: "Fanout P99", Metric: broadcastFanoutP99, Delta: true},
 			{Header: "Slow P99", Metric: broadcastSlowP99},
 			{Header: "Mem/Sub", Metric: metrics.MemPerConn, Optional: true},
-			{Header: "Srv CPU-s/1M", Metric: metrics.ServerCPUPer1M, Delta: true, Format: FormatFloat2},
-			{Header: "Cli CPU-s/1M", Metric: metrics.ClientCPUPer1M, Format: FormatFloat2},
-			{Metric: ColServer},
-			{Metric: ColClientCPU},
-			{Metric: ColVerdict},
+			{Header: "Srv CPU-s/1M", Metric: metrics.ServerCPUPer1M, Delta: true, Format: scenarios.FormatFloat2},
+			{Header: "Cli CPU-s/1M", Metric: metrics.ClientCPUPer1M, Format: scenarios.FormatFloat2},
+			{Metric: scenarios.ColServer},
+			{Metric: scenarios.ColClientCPU},
+			{Metric: scenarios.ColVerdict},
 		},
-		Efficiency: &Efficiency{Rate: broadcastDeliveryRate, EER: metrics.EER, Count: broadcastDelivered},
+		Efficiency: &scenarios.Efficiency{Rate: broadcastDeliveryRate, EER: metrics.EER, Count: broadcastDelivered},
 		// Slow subscribers are the plan's own test of what the server does
 		// with a reader that lags: what they miss is their verdict, not a
 		// fault.
-		Faults: []Fault{
+		Faults: []scenarios.Fault{
 			{Metric: broadcastOpenFailed, Of: metrics.Conns, What: "connections failed to open (the rooms were not measured)"},
 			{Metric: metrics.Failed, Of: broadcastDeliveries, What: "deliveries were corrupt"},
 			{Metric: broadcastMissed, Of: broadcastDeliveries, What: "deliveries to subscribers that read never came"},
@@ -115,7 +123,7 @@ func init() {
 			{Name: metrics.EER, Kind: metrics.Float, Doc: "delivery_rate / server cpu_avg: deliveries per second per percent of a core"},
 			{Name: metrics.DurationName, Kind: metrics.Duration, Doc: "publishing time"},
 			{Name: metrics.Drain, Kind: metrics.Duration, Doc: "time after duration spent waiting for deliveries"},
-		}, pacedDefs("wakeups / (published + delivered): client wake-ups per message published or delivered"), metrics.BehindDefs, metrics.Latency, []metrics.Def{
+		}, scenarios.PacedDefs("wakeups / (published + delivered): client wake-ups per message published or delivered"), metrics.BehindDefs, metrics.Latency, []metrics.Def{
 			{Name: broadcastFanoutP50, Kind: metrics.Duration, Doc: "latency of the last delivery of a message to the room (slow subscribers excepted), median"},
 			{Name: broadcastFanoutP99, Kind: metrics.Duration, Doc: "latency of the last delivery of a message to the room (slow subscribers excepted): time until the whole room has it"},
 			{Name: broadcastFanoutMax, Kind: metrics.Duration, Doc: "fanout, the slowest message"},
@@ -128,23 +136,23 @@ func init() {
 			{Name: broadcastReadersLost, Kind: metrics.Count, Doc: "subscribers that read (not slow) whose connection was lost: dropped − slow_dropped"},
 			{Name: broadcastSlowP50, Kind: metrics.Duration, Doc: "delivery latency to slow subscribers, median"},
 			{Name: broadcastSlowP99, Kind: metrics.Duration, Doc: "delivery latency to slow subscribers, 99th percentile"},
-		}, CPUPer1MDefs("deliveries", "deliveries")),
+		}, scenarios.CPUPer1MDefs("deliveries", "deliveries")),
 	})
 }
 
 // broadcastCharts is the fan-out chart: the fan-out latency (time until a
 // whole room has a message) next to the p99 of single deliveries (the
 // deliveries per second are the headline's chart).
-var broadcastCharts = []Chart{
+var broadcastCharts = []scenarios.Chart{
 	{ID: "fanout-lat", Title: "Fan-out latency: the whole room vs one delivery", Unit: "ms",
 		Note:   "fan-out: from the scheduled publish until the last (not slow) subscriber of the room has the message",
-		Series: []ChartSeries{{"fan-out p50", broadcastFanoutP50}, {"fan-out p99", broadcastFanoutP99}, {"delivery p99", metrics.P99}},
+		Series: []scenarios.ChartSeries{{Name: "fan-out p50", Metric: broadcastFanoutP50}, {Name: "fan-out p99", Metric: broadcastFanoutP99}, {Name: "delivery p99", Metric: metrics.P99}},
 		Needs:  broadcastFanoutP99},
 }
 
-// Defaults implements ContextDefaults: rooms from connections, and the
+// Defaults implements scenarios.ContextDefaults: rooms from connections, and the
 // handshake concurrency.
-func (p *Broadcast) Defaults(Context) {
+func (p *Phase) Defaults(scenarios.Context) {
 	if p.Rooms == 0 && p.RoomSize > 0 {
 		p.Rooms = p.Connections / p.RoomSize
 	}
@@ -152,70 +160,70 @@ func (p *Broadcast) Defaults(Context) {
 		p.Connections = p.Rooms * p.RoomSize
 	}
 	if p.Concurrency == 0 {
-		p.Concurrency = openConcurrency(p.Connections)
+		p.Concurrency = scenarios.OpenConcurrency(p.Connections)
 	}
 }
 
 // Opens implements Opener: the phase opens its own connections (and
 // closes them at its end).
-func (p *Broadcast) Opens() (conns, concurrency int) { return p.Rooms * p.RoomSize, p.Concurrency }
+func (p *Phase) Opens() (conns, concurrency int) { return p.Rooms * p.RoomSize, p.Concurrency }
 
 // Message implements Messenger: broadcast messages are binary.
-func (p *Broadcast) Message() (int, bool) { return p.Bytes(), false }
+func (p *Phase) Message() (int, bool) { return p.Bytes(), false }
 
 // Bytes returns the payload size (its tag default before Defaults ran).
-func (p *Broadcast) Bytes() int { return sizeOr(p, "payload", p.Payload) }
+func (p *Phase) Bytes() int { return scenarios.SizeOr(p, "payload", p.Payload) }
 
-// Validate implements Phase.
-func (p *Broadcast) Validate(Context) []FieldError {
-	errs := checkReads(p.Reads)
+// Validate implements scenarios.Phase.
+func (p *Phase) Validate(scenarios.Context) []scenarios.FieldError {
+	errs := scenarios.CheckReads(p.Reads)
 	if p.Rooms <= 0 {
-		errs = append(errs, FieldError{Field: "rooms", Msg: fmt.Sprintf("give rooms, or connections >= room_size (%d)", p.RoomSize)})
+		errs = append(errs, scenarios.FieldError{Field: "rooms", Msg: fmt.Sprintf("give rooms, or connections >= room_size (%d)", p.RoomSize)})
 	}
 	if p.Connections > 0 && p.Rooms > 0 && p.Connections != p.Rooms*p.RoomSize {
-		errs = append(errs, FieldError{Field: "connections", Msg: fmt.Sprintf("must be rooms × room_size = %d, got %d (give one of rooms and connections)", p.Rooms*p.RoomSize, p.Connections)})
+		errs = append(errs, scenarios.FieldError{Field: "connections", Msg: fmt.Sprintf("must be rooms × room_size = %d, got %d (give one of rooms and connections)", p.Rooms*p.RoomSize, p.Connections)})
 	}
 	if p.Publishers > p.RoomSize {
-		errs = append(errs, FieldError{Field: "publishers", Msg: fmt.Sprintf("must be <= room_size (%d), got %d", p.RoomSize, p.Publishers)})
+		errs = append(errs, scenarios.FieldError{Field: "publishers", Msg: fmt.Sprintf("must be <= room_size (%d), got %d", p.RoomSize, p.Publishers)})
 	}
 	if !(p.Rate > 0) {
-		errs = append(errs, FieldError{Field: "rate", Msg: fmt.Sprintf("must be > 0 messages per publisher per second, got %s", p.Rate)})
+		errs = append(errs, scenarios.FieldError{Field: "rate", Msg: fmt.Sprintf("must be > 0 messages per publisher per second, got %s", p.Rate)})
 	}
 	if p.IncludeSender != nil && !*p.IncludeSender && p.RoomSize < 2 {
-		errs = append(errs, FieldError{Field: "room_size", Msg: "must be >= 2 without include_sender"})
+		errs = append(errs, scenarios.FieldError{Field: "room_size", Msg: "must be >= 2 without include_sender"})
 	}
 	if s := p.Slow; s != nil {
 		if !(s.Fraction > 0 && s.Fraction < 1) {
-			errs = append(errs, FieldError{Field: "slow.fraction", Msg: fmt.Sprintf("must be in (0, 1), got %v", s.Fraction)})
+			errs = append(errs, scenarios.FieldError{Field: "slow.fraction", Msg: fmt.Sprintf("must be in (0, 1), got %v", s.Fraction)})
 		} else if n := int(s.Fraction*float64(p.RoomSize) + 0.5); n > p.RoomSize-p.Publishers {
-			errs = append(errs, FieldError{Field: "slow.fraction", Msg: fmt.Sprintf("%d slow members per room leave no room for %d publishers in rooms of %d", n, p.Publishers, p.RoomSize)})
+			errs = append(errs, scenarios.FieldError{Field: "slow.fraction", Msg: fmt.Sprintf("%d slow members per room leave no room for %d publishers in rooms of %d", n, p.Publishers, p.RoomSize)})
 		}
 		if s.RcvBuf < 0 || s.RcvBuf > 1<<30 {
-			errs = append(errs, FieldError{Field: "slow.rcvbuf", Msg: fmt.Sprintf("must be in [0, 1GiB], got %d", int64(s.RcvBuf))})
+			errs = append(errs, scenarios.FieldError{Field: "slow.rcvbuf", Msg: fmt.Sprintf("must be in [0, 1GiB], got %d", int64(s.RcvBuf))})
 		}
 		if s.ReadPause <= 0 {
-			errs = append(errs, FieldError{Field: "slow.read_pause", Msg: fmt.Sprintf("must be > 0, got %s", s.ReadPause)})
+			errs = append(errs, scenarios.FieldError{Field: "slow.read_pause", Msg: fmt.Sprintf("must be > 0, got %s", s.ReadPause)})
 		}
 	}
 	return errs
 }
 
 // params returns the client parameters of one step.
-func (p *Broadcast) params(step string) *client.BroadcastParams {
-	q := p.BroadcastParams
+func (p *Phase) params(step string) *Params {
+	q := p.Params
 	q.Step = step
 	return &q
 }
 
-// Run implements Phase: open the rooms' connections, publish and measure,
+// Run implements scenarios.Phase: open the rooms' connections, publish and measure,
 // close them (also when the run failed).
-func (p *Broadcast) Run(ctx context.Context, env *Env) (Outcome, error) {
-	open, err := Drive[client.BroadcastResult](ctx, env, p.params(client.BroadcastOpen))
+func (p *Phase) Run(ctx context.Context, env *scenarios.Env) (scenarios.Outcome, error) {
+	open, err := scenarios.Drive[Result](ctx, env, p.params(StepOpen))
 	if open == nil {
-		return Outcome{}, err
+		return scenarios.Outcome{}, err
 	}
 	closeAll := func() error {
-		_, cerr := Drive[client.BroadcastResult](context.WithoutCancel(ctx), env, p.params(client.BroadcastClose))
+		_, cerr := scenarios.Drive[Result](context.WithoutCancel(ctx), env, p.params(StepClose))
 		return cerr
 	}
 	if err != nil || open.OpenFailed > 0 {
@@ -227,8 +235,8 @@ func (p *Broadcast) Run(ctx context.Context, env *Env) (Outcome, error) {
 			err = cerr
 		}
 		conns := int64(p.Rooms * p.RoomSize)
-		return Outcome{Metrics: metrics.Values{metrics.Conns: conns, broadcastOpenFailed: open.OpenFailed},
-			Reasons:  map[string]string{broadcastOpenFailed: ErrorSummary(open.OpenErrors)},
+		return scenarios.Outcome{Metrics: metrics.Values{metrics.Conns: conns, broadcastOpenFailed: open.OpenFailed},
+			Reasons:  map[string]string{broadcastOpenFailed: scenarios.ErrorSummary(open.OpenErrors)},
 			Warnings: []string{fmt.Sprintf("not measured: %d of %d connections did not open or join their room", open.OpenFailed, conns)}}, err
 	}
 	var memPerSub int64 = -1 // the server's memory once every subscriber is in
@@ -238,36 +246,36 @@ func (p *Broadcast) Run(ctx context.Context, env *Env) (Outcome, error) {
 		}
 	}
 	start := time.Now()
-	r, err := Drive[client.BroadcastResult](ctx, env, p.params(client.BroadcastRun))
+	r, err := scenarios.Drive[Result](ctx, env, p.params(StepRun))
 	if cerr := closeAll(); err == nil && cerr != nil {
 		err = cerr
 	}
 	if r == nil {
-		return Outcome{}, err
+		return scenarios.Outcome{}, err
 	}
-	q := p.params(client.BroadcastRun)
-	out := Outcome{Metrics: BroadcastMetrics(*r, q), Histogram: HistString(r.Latency)}
+	q := p.params(StepRun)
+	out := scenarios.Outcome{Metrics: BroadcastMetrics(*r, q), Histogram: scenarios.HistString(r.Latency)}
 	out.Metrics[broadcastOpenFailed] = open.OpenFailed
 	if memPerSub >= 0 {
 		out.Metrics[metrics.MemPerConn] = memPerSub
 	}
-	if HistCount(open.Join) > 0 {
+	if scenarios.HistCount(open.Join) > 0 {
 		out.Metrics[broadcastJoinP50] = time.Duration(open.Join.ValueAtQuantile(50))
 		out.Metrics[broadcastJoinP99] = time.Duration(open.Join.ValueAtQuantile(99))
 	}
-	out.Warnings = BroadcastWarnings(*r, q)
+	out.Warnings = Warnings(*r, q)
 	// Without a timeline, who fell behind is judged over the publishing.
-	out.Behind = sendingSpan(start, r.Used)
+	out.Behind = scenarios.SendingSpan(start, r.Used)
 	out.WindowWarnings = func(m metrics.Values) []string {
 		if !publishedLate(*r) {
 			return nil
 		}
-		return []string{"publishing fell behind its timetable: " + KeptUp(m)}
+		return []string{"publishing fell behind its timetable: " + scenarios.KeptUp(m)}
 	}
-	if w := readsWarning(q.Reads, r.Reads); w != "" {
+	if w := scenarios.ReadsWarning(q.Reads, r.Reads); w != "" {
 		out.Warnings = append(out.Warnings, w)
 	}
-	out.Reasons = map[string]string{metrics.Failed: ErrorSummary(r.Errors)}
+	out.Reasons = map[string]string{metrics.Failed: scenarios.ErrorSummary(r.Errors)}
 	if r.Stopped != "" {
 		out.Failed, out.Error = true, "stopped early: "+string(r.Stopped)
 	}
@@ -276,7 +284,7 @@ func (p *Broadcast) Run(ctx context.Context, env *Env) (Outcome, error) {
 
 // BroadcastMetrics turns a broadcast result into the phase's metrics
 // (without eer and the CPU figures, which the engine adds).
-func BroadcastMetrics(r client.BroadcastResult, q *client.BroadcastParams) metrics.Values {
+func BroadcastMetrics(r Result, q *Params) metrics.Values {
 	all, slow := q.Receivers()
 	fan, incomplete := r.Fanout.Last(int32(all - slow))
 	v := metrics.Values{
@@ -293,7 +301,7 @@ func BroadcastMetrics(r client.BroadcastResult, q *client.BroadcastParams) metri
 		broadcastDuplicated:   r.Duplicated,
 		broadcastOutOfOrder:   r.OutOfOrder,
 		metrics.Failed:        r.Failed,
-		broadcastDeliveryRate: PerSecond(r.Delivered, r.Used+r.Drain),
+		broadcastDeliveryRate: scenarios.PerSecond(r.Delivered, r.Used+r.Drain),
 		metrics.DurationName:  r.Used,
 		metrics.Drain:         r.Drain,
 		broadcastIncomplete:   incomplete,
@@ -304,8 +312,8 @@ func BroadcastMetrics(r client.BroadcastResult, q *client.BroadcastParams) metri
 		broadcastMissed:       max(r.Lost()-(r.SlowDeliveries-r.SlowDelivered)-r.Failed, 0), // a corrupt delivery came: it is failed, not missed
 		broadcastReadersLost:  max(r.Dropped-r.SlowDropped, 0),
 	}
-	pacedValues(v, r.Slack, r.SendLate, r.Wakeups, r.Published+r.Delivered)
-	LatencyValues(v, r.Latency)
+	scenarios.PacedValues(v, r.Slack, r.SendLate, r.Wakeups, r.Published+r.Delivered)
+	scenarios.LatencyValues(v, r.Latency)
 	v[broadcastFanoutP50], v[broadcastFanoutP99], v[broadcastFanoutMax] = time.Duration(0), time.Duration(0), time.Duration(0)
 	if h := fan.Histogram; h.TotalCount() > 0 {
 		v[broadcastFanoutP50] = time.Duration(h.ValueAtQuantile(50))
@@ -320,10 +328,10 @@ func BroadcastMetrics(r client.BroadcastResult, q *client.BroadcastParams) metri
 	return v
 }
 
-// BroadcastWarnings are what a reader must not miss: lost, duplicated and
+// Warnings are what a reader must not miss: lost, duplicated and
 // reordered deliveries, late publishing, dropped subscribers, and what the
 // server did with slow subscribers, as observed.
-func BroadcastWarnings(r client.BroadcastResult, q *client.BroadcastParams) []string {
+func Warnings(r Result, q *Params) []string {
 	var w []string
 	if all, _ := q.Receivers(); all > 1 && r.Published > 0 && r.Delivered <= r.Published {
 		w = append(w, fmt.Sprintf("only %d deliveries of %d messages: does the server fan out? A preset does on path %s (servers[].path), your own server on the same convention (wsplan help broadcast)", r.Delivered, r.Published, "/broadcast"))
@@ -339,13 +347,13 @@ func BroadcastWarnings(r client.BroadcastResult, q *client.BroadcastParams) []st
 
 // publishedLate reports whether more than RateLateShare of the messages
 // due were published late or never.
-func publishedLate(r client.BroadcastResult) bool {
-	return r.Published > 0 && float64(r.Late+r.Unsent) > RateLateShare*float64(r.Published+r.Unsent)
+func publishedLate(r Result) bool {
+	return r.Published > 0 && float64(r.Late+r.Unsent) > scenarios.RateLateShare*float64(r.Published+r.Unsent)
 }
 
 // slowVerdict says what the server did with the slow subscribers, from
 // what they received.
-func slowVerdict(r client.BroadcastResult, q *client.BroadcastParams) string {
+func slowVerdict(r Result, q *Params) string {
 	lost := r.SlowDeliveries - r.SlowDelivered
 	var did []string
 	if r.SlowDelivered > 0 {
@@ -364,7 +372,7 @@ func slowVerdict(r client.BroadcastResult, q *client.BroadcastParams) string {
 	if len(did) == 0 {
 		did = append(did, "nothing observable")
 	}
-	var pause client.BroadcastSlow
+	var pause Slow
 	if q.Slow != nil {
 		pause = *q.Slow
 	}
@@ -372,7 +380,7 @@ func slowVerdict(r client.BroadcastResult, q *client.BroadcastParams) string {
 }
 
 // sendLateMax is the latest a message was published after its schedule.
-func sendLateMax(r client.BroadcastResult) time.Duration {
+func sendLateMax(r Result) time.Duration {
 	if h := r.SendLate.Histogram; h != nil && h.TotalCount() > 0 {
 		return time.Duration(h.Max())
 	}
@@ -384,7 +392,7 @@ func sendLateMax(r client.BroadcastResult) time.Duration {
 // through it, publishers publish through it. The protocol, not a URL,
 // decides whether a publisher gets its own messages: include_sender
 // must stay true.
-func (p *Broadcast) Speaks(proto string) string {
+func (p *Phase) Speaks(proto string) string {
 	switch {
 	case !client.ProtocolRooms(proto):
 		return proto + " carries no rooms"

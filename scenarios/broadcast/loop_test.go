@@ -1,10 +1,12 @@
-package client
+package broadcast
 
 import (
 	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/clienttest"
 	"strings"
 	"testing"
 	"time"
@@ -37,29 +39,29 @@ func (s *roomServer) start(t testing.TB) string {
 }
 
 // runBroadcast runs the three steps and returns the run's result.
-func runBroadcast(t *testing.T, c *Client, p BroadcastParams) BroadcastResult {
+func runBroadcast(t *testing.T, c *client.Client, p Params) Result {
 	t.Helper()
 	return runBroadcastWith(t, c, p, nil)
 }
 
 // runBroadcastWith is runBroadcast whose run step reports to pr.
-func runBroadcastWith(t *testing.T, c *Client, p BroadcastParams, pr *Progress) BroadcastResult {
+func runBroadcastWith(t *testing.T, c *client.Client, p Params, pr *client.Progress) Result {
 	t.Helper()
-	p.Step = BroadcastOpen
-	open, err := RunAs[BroadcastResult](c, t.Context(), &p, nil)
+	p.Step = StepOpen
+	open, err := client.RunAs[Result](c, t.Context(), &p, nil)
 	if err != nil || open.Opened != int64(p.Rooms*p.RoomSize) {
 		t.Fatalf("open: %v, opened %d (errors %v)", err, open.Opened, open.OpenErrors)
 	}
 	if got := c.Conns(); got != p.Rooms*p.RoomSize {
 		t.Fatalf("after open: %d connections, want %d", got, p.Rooms*p.RoomSize)
 	}
-	p.Step = BroadcastRun
-	res, err := RunAs[BroadcastResult](c, t.Context(), &p, pr)
+	p.Step = StepRun
+	res, err := client.RunAs[Result](c, t.Context(), &p, pr)
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	p.Step = BroadcastClose
-	if _, err := RunAs[BroadcastResult](c, t.Context(), &p, nil); err != nil {
+	p.Step = StepClose
+	if _, err := client.RunAs[Result](c, t.Context(), &p, nil); err != nil {
 		t.Fatalf("close: %v", err)
 	}
 	if got := c.Conns(); got != 0 {
@@ -69,31 +71,31 @@ func runBroadcastWith(t *testing.T, c *Client, p BroadcastParams, pr *Progress) 
 }
 
 func TestBroadcast(t *testing.T) {
-	base := BroadcastParams{Rooms: 3, RoomSize: 5, Publishers: 2, Rate: 20, Duration: units.Duration(500 * time.Millisecond), Payload: new(units.Size(64)),
+	base := Params{Rooms: 3, RoomSize: 5, Publishers: 2, Rate: 20, Duration: units.Duration(500 * time.Millisecond), Payload: new(units.Size(64)),
 		Drain: units.Duration(time.Second), Verify: new(true), IncludeSender: new(true), Concurrency: 8, Timeout: units.Duration(5 * time.Second)}
 	// 3 rooms × 2 publishers × 20/s × 0.5 s = 60 messages.
 	for _, tc := range []struct {
 		name                  string
 		dupEvery, dropEvery   int64
-		change                func(*BroadcastParams)
+		change                func(*Params)
 		deliveries, delivered int64
 		dup                   bool
 	}{
 		{name: "every delivery", deliveries: 60 * 5, delivered: 60 * 5},
-		{name: "without the sender", change: func(p *BroadcastParams) { p.IncludeSender = new(false) }, deliveries: 60 * 4, delivered: 60 * 4},
+		{name: "without the sender", change: func(p *Params) { p.IncludeSender = new(false) }, deliveries: 60 * 4, delivered: 60 * 4},
 		{name: "server drops every 10th", dropEvery: 10, deliveries: 300, delivered: 270},
 		{name: "server duplicates every 10th", dupEvery: 10, deliveries: 300, delivered: 300, dup: true},
-		{name: "prompt reads", change: func(p *BroadcastParams) { p.Reads = ReadsPrompt }, deliveries: 300, delivered: 300},
+		{name: "prompt reads", change: func(p *Params) { p.Reads = client.ReadsPrompt }, deliveries: 300, delivered: 300},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := &roomServer{dupEvery: tc.dupEvery, dropEvery: tc.dropEvery}
 			addr := srv.start(t)
-			c := newClient(t, Options{Targets: []string{addr}, Path: "/broadcast", Loops: 2})
+			c := clienttest.NewClient(t, client.Options{Targets: []string{addr}, Path: "/broadcast", Loops: 2})
 			p := base
 			if tc.change != nil {
 				tc.change(&p)
 			}
-			pr := &Progress{Live: &Live{}}
+			pr := &client.Progress{Live: &client.Live{}}
 			r := runBroadcastWith(t, c, p, pr)
 			if n := pr.Live.Snapshot().Latency.Count; n != uint64(tc.delivered) {
 				t.Errorf("live latencies %d, want every delivery's (%d)", n, tc.delivered)
@@ -104,7 +106,7 @@ func TestBroadcast(t *testing.T) {
 			if r.Failed != 0 || r.Subscribers != 15 || r.Dropped != 0 {
 				t.Errorf("failed %d subscribers %d dropped %d (errors %v)", r.Failed, r.Subscribers, r.Dropped, r.Errors)
 			}
-			if want := cmp.Or(p.Reads, ReadsBatched); r.Reads != want {
+			if want := cmp.Or(p.Reads, client.ReadsBatched); r.Reads != want {
 				t.Errorf("reads %q, want %q", r.Reads, want)
 			}
 			if tc.dup != (r.Duplicated > 0) || (!tc.dup && r.OutOfOrder != 0) {
@@ -135,9 +137,9 @@ func TestBroadcast(t *testing.T) {
 func TestBroadcastSlow(t *testing.T) {
 	var srv roomServer
 	addr := srv.start(t)
-	c := newClient(t, Options{Targets: []string{addr}, Path: "/broadcast", Loops: 1})
-	p := BroadcastParams{Rooms: 2, RoomSize: 10, Publishers: 1, Rate: 50, Duration: units.Duration(time.Second), Payload: new(units.Size(64)),
-		Drain: units.Duration(2 * time.Second), IncludeSender: new(true), Slow: &BroadcastSlow{Fraction: 0.2, ReadPause: units.Duration(200 * time.Millisecond)}, Concurrency: 8, Timeout: units.Duration(5 * time.Second)}
+	c := clienttest.NewClient(t, client.Options{Targets: []string{addr}, Path: "/broadcast", Loops: 1})
+	p := Params{Rooms: 2, RoomSize: 10, Publishers: 1, Rate: 50, Duration: units.Duration(time.Second), Payload: new(units.Size(64)),
+		Drain: units.Duration(2 * time.Second), IncludeSender: new(true), Slow: &Slow{Fraction: 0.2, ReadPause: units.Duration(200 * time.Millisecond)}, Concurrency: 8, Timeout: units.Duration(5 * time.Second)}
 	r := runBroadcast(t, c, p)
 	if r.Slow != 4 || r.SlowDeliveries != r.Published*2 || r.SlowDelivered != r.SlowDeliveries || r.Lost() != 0 {
 		t.Fatalf("slow %d slow deliveries %d delivered %d lost %d", r.Slow, r.SlowDeliveries, r.SlowDelivered, r.Lost())
@@ -150,23 +152,23 @@ func TestBroadcastSlow(t *testing.T) {
 	}
 }
 
-func TestBroadcastValidate(t *testing.T) {
-	ok := BroadcastParams{Step: BroadcastRun, Rooms: 2, RoomSize: 10, Publishers: 1, Rate: 1, Duration: units.Duration(time.Second), Payload: new(units.Size(24)), IncludeSender: new(true)}
+func TestParamsValidate(t *testing.T) {
+	ok := Params{Step: StepRun, Rooms: 2, RoomSize: 10, Publishers: 1, Rate: 1, Duration: units.Duration(time.Second), Payload: new(units.Size(24)), IncludeSender: new(true)}
 	decl.Defaults(&ok)
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("valid params: %v", err)
 	}
 	for _, tc := range []struct {
-		change func(*BroadcastParams)
+		change func(*Params)
 		want   string
 	}{
-		{func(p *BroadcastParams) { p.Step = "x" }, "step must be"},
-		{func(p *BroadcastParams) { p.Publishers = 11 }, "publishers must be in [1, room size 10]"},
-		{func(p *BroadcastParams) { p.Payload = new(units.Size(23)) }, "payload: must be >= 24 (the marker"},
-		{func(p *BroadcastParams) { p.Slow = &BroadcastSlow{Fraction: 0.95} }, "must not include publishers"},
-		{func(p *BroadcastParams) { p.Slow = &BroadcastSlow{Fraction: 0.1} }, "read pause must be > 0"},
-		{func(p *BroadcastParams) { p.First, p.Count = 15, 10 }, "within the 20 subscribers"},
-		{func(p *BroadcastParams) { p.RoomSize, p.IncludeSender = 1, new(false) }, "at least 2 members"},
+		{func(p *Params) { p.Step = "x" }, "step must be"},
+		{func(p *Params) { p.Publishers = 11 }, "publishers must be in [1, room size 10]"},
+		{func(p *Params) { p.Payload = new(units.Size(23)) }, "payload: must be >= 24 (the marker"},
+		{func(p *Params) { p.Slow = &Slow{Fraction: 0.95} }, "must not include publishers"},
+		{func(p *Params) { p.Slow = &Slow{Fraction: 0.1} }, "read pause must be > 0"},
+		{func(p *Params) { p.First, p.Count = 15, 10 }, "within the 20 subscribers"},
+		{func(p *Params) { p.RoomSize, p.IncludeSender = 1, new(false) }, "at least 2 members"},
 	} {
 		p := ok
 		tc.change(&p)
@@ -179,11 +181,11 @@ func TestBroadcastValidate(t *testing.T) {
 // TestBroadcastSplit: the subscribers split in contiguous ranges, alike
 // for every step whatever the weights.
 func TestBroadcastSplit(t *testing.T) {
-	p := BroadcastParams{Rooms: 3, RoomSize: 5, First: 2, Count: 11, Concurrency: 3}
+	p := Params{Rooms: 3, RoomSize: 5, First: 2, Count: 11, Concurrency: 3}
 	parts := p.Split([]int{0, 7, 1})
 	next := 2
 	for i, q := range parts {
-		b := q.(*BroadcastParams)
+		b := q.(*Params)
 		if b.First != next || b.Count == 0 || b.Concurrency < 1 {
 			t.Fatalf("part %d: first %d count %d conc %d, want first %d", i, b.First, b.Count, b.Concurrency, next)
 		}
@@ -220,31 +222,30 @@ func TestFanoutTableJSON(t *testing.T) {
 // bcFrame is a server frame of one broadcast message.
 func bcFrame(payload []byte, seq uint64, atUnix int64, room, member uint32) []byte {
 	m := append([]byte(nil), payload...)
-	PutMarker(m, seq, atUnix)
+	client.PutMarker(m, seq, atUnix)
 	binary.LittleEndian.PutUint32(m[16:], room)
 	binary.LittleEndian.PutUint32(m[20:], member)
-	return serverFrame(true, OpBinary, m)
+	return clienttest.ServerFrame(true, client.OpBinary, m)
 }
 
 // TestBroadcastDeliveryAllocs: the per-delivery path (decode, marker,
 // window, verification, histogram, fanout table) allocates nothing.
 func TestBroadcastDeliveryAllocs(t *testing.T) {
-	l, c, peer := loopPair(t)
-	defer unix.Close(peer)
-	payload := MakePayload(256, false)
-	p := &BroadcastParams{Rooms: 1, RoomSize: 2, Publishers: 1, Rate: 1000, Duration: units.Duration(time.Hour), Payload: new(units.Size(256)), Verify: new(true), IncludeSender: new(true)}
-	set := &subscriberSet{first: 1, conns: []*Conn{c}} // member 1: a subscriber only
+	l, c, _ := clienttest.DrivenLoop(t)
+	payload := client.MakePayload(256, false)
+	p := &Params{Rooms: 1, RoomSize: 2, Publishers: 1, Rate: 1000, Duration: units.Duration(time.Hour), Payload: new(units.Size(256)), Verify: new(true), IncludeSender: new(true)}
+	set := &subscriberSet{first: 1, conns: []*client.Conn{c}} // member 1: a subscriber only
 	// The tags' defaults, as Client.Run applies them.
 	decl.Defaults(p)
-	l.broadcastStart(1, l.epoch.Add(time.Hour), p, set, AppendClientHeader(nil, OpBinary, 256, 0), payload, nil)
-	r := l.ph.(*broadcastRun)
+	broadcastStart(l, 1, l.Epoch().Add(time.Hour), p, set, client.AppendClientHeader(nil, client.OpBinary, 256, 0), payload, nil)
+	r := l.Run().(*run)
 	frames := make([][]byte, 4000)
 	for i := range frames {
 		frames[i] = bcFrame(payload, uint64(i), r.epochUnix+r.start+int64(i)*int64(time.Millisecond), 0, 0)
 	}
 	i := 0
 	allocs := testing.AllocsPerRun(3000, func() {
-		l.feed(c, frames[i], l.Now())
+		l.Feed(c, frames[i], l.Now())
 		i++
 	})
 	if allocs != 0 {
@@ -253,21 +254,20 @@ func TestBroadcastDeliveryAllocs(t *testing.T) {
 	if r.part.Delivered != int64(i) || r.part.Failed != 0 {
 		t.Errorf("delivered %d failed %d (errors %v), want %d", r.part.Delivered, r.part.Failed, r.part.Errors, i)
 	}
-	l.ph.Finish(l, true, l.Now())
-	<-l.results
+	l.Run().Finish(l, true, l.Now())
+	l.TakeShare()
 }
 
 // BenchmarkBroadcastDelivery measures the client's cost per delivery.
 func BenchmarkBroadcastDelivery(b *testing.B) {
-	l, c, peer := loopPair(b)
-	defer unix.Close(peer)
-	payload := MakePayload(256, false)
-	p := &BroadcastParams{Rooms: 1, RoomSize: 2, Publishers: 1, Rate: 1e6, Duration: units.Duration(time.Hour), Payload: new(units.Size(256)), Verify: new(true), IncludeSender: new(true)}
-	set := &subscriberSet{first: 1, conns: []*Conn{c}}
+	l, c, _ := clienttest.DrivenLoop(b)
+	payload := client.MakePayload(256, false)
+	p := &Params{Rooms: 1, RoomSize: 2, Publishers: 1, Rate: 1e6, Duration: units.Duration(time.Hour), Payload: new(units.Size(256)), Verify: new(true), IncludeSender: new(true)}
+	set := &subscriberSet{first: 1, conns: []*client.Conn{c}}
 	// The tags' defaults, as Client.Run applies them.
 	decl.Defaults(p)
-	l.broadcastStart(1, l.epoch.Add(time.Hour), p, set, AppendClientHeader(nil, OpBinary, 256, 0), payload, nil)
-	r := l.ph.(*broadcastRun)
+	broadcastStart(l, 1, l.Epoch().Add(time.Hour), p, set, client.AppendClientHeader(nil, client.OpBinary, 256, 0), payload, nil)
+	r := l.Run().(*run)
 	const n = 1 << 16
 	frames := make([][]byte, n)
 	for i := range frames {
@@ -276,11 +276,11 @@ func BenchmarkBroadcastDelivery(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		l.feed(c, frames[i%n], l.Now())
+		l.Feed(c, frames[i%n], l.Now())
 	}
 	b.StopTimer()
-	l.ph.Finish(l, true, l.Now())
-	<-l.results
+	l.Run().Finish(l, true, l.Now())
+	l.TakeShare()
 }
 
 // TestBroadcastCloseDropsSets: a client closed between the open and close
@@ -288,13 +288,13 @@ func BenchmarkBroadcastDelivery(b *testing.B) {
 func TestBroadcastCloseDropsSets(t *testing.T) {
 	var srv roomServer
 	addr := srv.start(t)
-	c, err := New(Options{Targets: []string{addr}, Path: "/broadcast"})
+	c, err := client.New(client.Options{Targets: []string{addr}, Path: "/broadcast"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := BroadcastParams{Step: BroadcastOpen, Rooms: 1, RoomSize: 3, Publishers: 1, Rate: 1, Duration: units.Duration(time.Second), Payload: new(units.Size(24)),
+	p := Params{Step: StepOpen, Rooms: 1, RoomSize: 3, Publishers: 1, Rate: 1, Duration: units.Duration(time.Second), Payload: new(units.Size(24)),
 		IncludeSender: new(true), Concurrency: 3, Timeout: units.Duration(5 * time.Second)}
-	if _, err := RunAs[BroadcastResult](c, t.Context(), &p, nil); err != nil {
+	if _, err := client.RunAs[Result](c, t.Context(), &p, nil); err != nil {
 		t.Fatal(err)
 	}
 	if setsOf(c, false) == nil {
@@ -311,31 +311,31 @@ func TestBroadcastCloseDropsSets(t *testing.T) {
 // the send-lateness histogram is the one of every message.
 func TestBroadcastMerge(t *testing.T) {
 	for _, viaWire := range []bool{false, true} {
-		lat, all := NewHist(), NewHist()
-		a := &BroadcastResult{Subscribers: 10, Published: 5, Late: 1, Deliveries: 50, Delivered: 49, Slack: DefaultSlack, Wakeups: 30,
-			SendLate: hist(all, 10_000, 150_000, 2_000_000), Latency: hist(lat, 1_000_000), Used: time.Second, Errors: Reasons{ReasonEOF: 1}}
-		b := &BroadcastResult{Subscribers: 6, Published: 3, Unsent: 2, Deliveries: 30, Delivered: 30, Slack: DefaultSlack, Wakeups: 12,
-			SendLate: hist(all, 5_000, 90_000_000), Latency: hist(lat, 2_000_000), Used: time.Second, Drain: time.Millisecond, Stopped: StopNoConnections}
+		lat, all := client.NewHist(), client.NewHist()
+		a := &Result{Subscribers: 10, Published: 5, Late: 1, Deliveries: 50, Delivered: 49, Slack: client.DefaultSlack, Wakeups: 30,
+			SendLate: clienttest.Hist(all, 10_000, 150_000, 2_000_000), Latency: clienttest.Hist(lat, 1_000_000), Used: time.Second, Errors: client.Reasons{client.ReasonEOF: 1}}
+		b := &Result{Subscribers: 6, Published: 3, Unsent: 2, Deliveries: 30, Delivered: 30, Slack: client.DefaultSlack, Wakeups: 12,
+			SendLate: clienttest.Hist(all, 5_000, 90_000_000), Latency: clienttest.Hist(lat, 2_000_000), Used: time.Second, Drain: time.Millisecond, Stopped: client.StopNoConnections}
 		if viaWire {
-			a, b = wire(t, a), wire(t, b)
+			a, b = clienttest.Wire(t, a), clienttest.Wire(t, b)
 		}
 		a.Merge(b)
 		if a.Subscribers != 16 || a.Published != 8 || a.Late != 1 || a.Unsent != 2 || a.Deliveries != 80 || a.Delivered != 79 ||
-			a.Slack != DefaultSlack || a.Wakeups != 42 || a.Used != time.Second || a.Drain != time.Millisecond || a.Errors[ReasonEOF] != 1 || a.Stopped != "" {
+			a.Slack != client.DefaultSlack || a.Wakeups != 42 || a.Used != time.Second || a.Drain != time.Millisecond || a.Errors[client.ReasonEOF] != 1 || a.Stopped != "" {
 			t.Errorf("merge (wire %v): %+v", viaWire, a)
 		}
-		sameHist(t, "broadcast send_late", a.SendLate, all)
-		sameHist(t, "broadcast latency", a.Latency, lat)
+		clienttest.SameHist(t, "broadcast send_late", a.SendLate, all)
+		clienttest.SameHist(t, "broadcast latency", a.Latency, lat)
 	}
 }
 
 // declSlack is the declared slack of a sender's slack: 0 (the default)
-// is none given, NoSlack is 0s.
+// is none given, client.NoSlack is 0s.
 func declSlack(d time.Duration) *units.Duration {
 	switch d {
 	case 0:
 		return nil
-	case NoSlack:
+	case client.NoSlack:
 		return new(units.Duration(0))
 	}
 	return new(units.Duration(d))
@@ -345,27 +345,19 @@ func declSlack(d time.Duration) *units.Duration {
 // 0 of a room of 2 (the publisher), publishing rate messages per second
 // with slack from t = 0 an hour in the loop clock's future; the test plays
 // the server on peer and pumps the run on a fake clock.
-func bcPublisher(tb testing.TB, rate float64, slack time.Duration) (*Loop, *broadcastRun, int) {
+func bcPublisher(tb testing.TB, rate float64, slack time.Duration) (*client.Loop, *run, int) {
 	tb.Helper()
-	l, c, peer := loopPair(tb)
-	payload := MakePayload(256, false)
-	p := &BroadcastParams{Rooms: 1, RoomSize: 2, Publishers: 1, Rate: units.Rate(rate), Duration: units.Duration(time.Hour), Payload: new(units.Size(256)), IncludeSender: new(true), Slack: declSlack(slack)}
-	set := &subscriberSet{first: 0, conns: []*Conn{c}}
+	l, c, peer := clienttest.DrivenLoop(tb)
+	payload := client.MakePayload(256, false)
+	p := &Params{Rooms: 1, RoomSize: 2, Publishers: 1, Rate: units.Rate(rate), Duration: units.Duration(time.Hour), Payload: new(units.Size(256)), IncludeSender: new(true), Slack: declSlack(slack)}
+	set := &subscriberSet{first: 0, conns: []*client.Conn{c}}
 	// The tags' defaults, as Client.Run applies them.
 	decl.Defaults(p)
-	l.broadcastStart(1, l.epoch.Add(time.Hour), p, set, AppendClientHeader(nil, OpBinary, 256, 0), payload, nil)
-	r := l.ph.(*broadcastRun)
+	broadcastStart(l, 1, l.Epoch().Add(time.Hour), p, set, client.AppendClientHeader(nil, client.OpBinary, 256, 0), payload, nil)
+	r := l.Run().(*run)
 	if r.part.Published != 0 {
 		tb.Fatal("broadcastStart published before t = 0")
 	}
-	tb.Cleanup(func() {
-		if l.ph != nil {
-			l.ph.Finish(l, true, l.Now())
-			<-l.results
-		}
-		l.shutdown()
-		unix.Close(peer)
-	})
 	return l, r, peer
 }
 
@@ -403,7 +395,7 @@ func TestBroadcastPublishAllocs(t *testing.T) {
 // TestBroadcastSlackBatches: publishers use the rate phase's timer slack:
 // after a pump the next wake-up is not before the slack, the pump then
 // publishes every message due by then in one write, each one's lateness
-// recorded from its own schedule; NoSlack wakes for each message.
+// recorded from its own schedule; client.NoSlack wakes for each message.
 func TestBroadcastSlackBatches(t *testing.T) {
 	us := int64(time.Microsecond)
 	for _, tc := range []struct {
@@ -412,9 +404,9 @@ func TestBroadcastSlackBatches(t *testing.T) {
 		wake      int64 // after the first pump at t = 0, from t = 0
 		published int64 // by the second pump, at the wake
 	}{
-		{"default slack", 0, int64(DefaultSlack), 5},
+		{"default slack", 0, int64(client.DefaultSlack), 5},
 		{"1ms", time.Millisecond, 1000 * us, 21},
-		{"no slack", NoSlack, 50 * us, 2},
+		{"no slack", client.NoSlack, 50 * us, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, r, peer := bcPublisher(t, 20_000, tc.slack) // a message every 50 µs
@@ -440,17 +432,17 @@ func TestBroadcastSlackBatches(t *testing.T) {
 
 // TestBroadcastSlackWakeups: on the same timetable (50 publishers × 400/s:
 // a message due every 50 µs), the default slack wakes the loop less often
-// than NoSlack (about a third as often here), at most once per slack; every message published is
+// than client.NoSlack (about a third as often here), at most once per slack; every message published is
 // in the send-lateness histogram. The server takes the messages and
 // delivers none, so the loop wakes only to publish.
 func TestBroadcastSlackWakeups(t *testing.T) {
 	srv := &roomServer{dropEvery: 1}
 	addr := srv.start(t)
-	c := newClient(t, Options{Targets: []string{addr}, Path: "/broadcast", Loops: 1})
-	p := BroadcastParams{Rooms: 50, RoomSize: 2, Publishers: 1, Rate: 400, Duration: units.Duration(500 * time.Millisecond), Payload: new(units.Size(64)),
+	c := clienttest.NewClient(t, client.Options{Targets: []string{addr}, Path: "/broadcast", Loops: 1})
+	p := Params{Rooms: 50, RoomSize: 2, Publishers: 1, Rate: 400, Duration: units.Duration(500 * time.Millisecond), Payload: new(units.Size(64)),
 		Drain: units.Duration(10 * time.Millisecond), Concurrency: 16, Timeout: units.Duration(5 * time.Second)}
 	const scheduled = 50 * 400 / 2
-	run := func(slack time.Duration) BroadcastResult {
+	run := func(slack time.Duration) Result {
 		q := p
 		q.Slack = declSlack(slack)
 		r := runBroadcast(t, c, q)
@@ -458,16 +450,16 @@ func TestBroadcastSlackWakeups(t *testing.T) {
 			t.Fatalf("slack %v: published %d + unsent %d, send_late count %d, delivered %d; want %d, every one published, 0",
 				slack, r.Published, r.Unsent, r.SendLate.TotalCount(), r.Delivered, scheduled)
 		}
-		if want := map[time.Duration]time.Duration{0: DefaultSlack, NoSlack: 0}[slack]; r.Slack != want {
+		if want := map[time.Duration]time.Duration{0: client.DefaultSlack, client.NoSlack: 0}[slack]; r.Slack != want {
 			t.Errorf("slack %v: result says %v, want %v", slack, r.Slack, want)
 		}
 		return r
 	}
-	retryTiming(t, func() string {
-		def, none := run(0), run(NoSlack)
+	clienttest.RetryTiming(t, func() string {
+		def, none := run(0), run(client.NoSlack)
 		// At most one wake-up per slack while publishing and draining, plus
 		// the loop's ticks and commands.
-		bound := int64((p.Duration+p.Drain).D()/DefaultSlack) + 50
+		bound := int64((p.Duration+p.Drain).D()/client.DefaultSlack) + 50
 		if def.Unsent != 0 || none.Unsent != 0 || def.Wakeups > bound || def.Wakeups >= none.Wakeups {
 			return fmt.Sprintf("wake-ups: %d with the default slack (bound %d), %d without; unsent %d and %d",
 				def.Wakeups, bound, none.Wakeups, def.Unsent, none.Unsent)

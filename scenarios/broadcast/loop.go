@@ -1,8 +1,9 @@
-package client
+package broadcast
 
 import (
 	"bytes"
 	"encoding/binary"
+	"github.com/wsplan/wsplan/internal/client"
 	"math"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 
 // subscriber is a subscriber's state in the run; conn.slot holds its index.
 type subscriber struct {
-	c      *Conn
+	c      *client.Conn
 	room   int32
 	member int32
 	slow   bool
@@ -27,7 +28,7 @@ type subscriber struct {
 	live   bool
 	want   int64 // messages its publishers are due to publish to it
 	got    int64 // distinct messages received intact
-	mark   [BroadcastMarkerLen]byte
+	mark   [MarkerLen]byte
 }
 
 // pubWindow is what a subscriber saw of one publisher: the highest number and
@@ -45,16 +46,16 @@ type publisher struct {
 	next int64
 }
 
-// broadcastRun is the run step in a loop. Its publishers wake the loop as
+// run is the run step in a loop. Its publishers wake the loop as
 // the rate phase's senders do (pacedWake: a timer slack, and a loop awake
 // anyway for deliveries publishes what is due at once).
-type broadcastRun struct {
-	BaseRun
-	p         BroadcastParams
-	gate      PacedWake
+type run struct {
+	client.BaseRun
+	p         Params
+	gate      client.PacedWake
 	wakes0    int64 // the loop's wake-ups at the start
-	pacer     Pacer
-	timetable Cursor
+	pacer     client.Pacer
+	timetable client.Cursor
 	subs      []subscriber
 	wins      []pubWindow // subs × Publishers
 	pubs      []publisher
@@ -76,28 +77,28 @@ type broadcastRun struct {
 	wake               int64 // loop clock of the next pump
 	due                int64 // loop clock of the next due event (wake without the slack)
 	fan                FanoutTable
-	pr                 *Progress
+	pr                 *client.Progress
 	unflushed          int64
-	published          LiveCounts // what Live has of this loop
-	liveLat            LiveHist   // delivery latencies for Live
-	part               BroadcastResult
+	published          client.LiveCounts // what client.Live has of this loop
+	liveLat            client.LiveHist   // delivery latencies for client.Live
+	part               Result
 
 	// Through a protocol (broadcast_proto.go): a message being published,
 	// its encoding, a decoded delivery, and the delivery as an event.
 	msg, ebuf, scratch []byte
-	evp                Event
+	evp                client.Event
 }
 
 // broadcastStart begins the run step in this loop.
-func (l *Loop) broadcastStart(id int64, start time.Time, p *BroadcastParams, set *subscriberSet, hdr, payload []byte, pr *Progress) {
-	r := &broadcastRun{BaseRun: BaseRun{id}, p: *p, hdr: hdr, payload: payload, pr: pr,
-		part: BroadcastResult{Latency: NewHist(), SlowLatency: NewHist()}}
+func broadcastStart(l *client.Loop, id int64, start time.Time, p *Params, set *subscriberSet, hdr, payload []byte, pr *client.Progress) {
+	r := &run{BaseRun: client.NewBaseRun(id), p: *p, hdr: hdr, payload: payload, pr: pr,
+		part: Result{Latency: client.NewHist(), SlowLatency: client.NewHist()}}
 	l.SetRun(r)
 	r.liveLat.Start(pr.Following(), l.Now())
-	r.pacer = Pacer{Rate: float64(p.Rate), Duration: p.Duration.D()}
+	r.pacer = client.Pacer{Rate: float64(p.Rate), Duration: p.Duration.D()}
 	r.verify, r.include, r.readPause = *p.Verify, p.include(), int64(p.slow().ReadPause)
 	r.flen = len(hdr) + len(payload)
-	if need := max(DefaultRateBatch, r.flen); cap(l.WriteBuf) < need {
+	if need := max(client.DefaultRateBatch, r.flen); cap(l.WriteBuf) < need {
 		l.WriteBuf = make([]byte, need)
 	}
 	r.start = int64(start.Sub(l.Epoch()))
@@ -105,7 +106,7 @@ func (l *Loop) broadcastStart(id int64, start time.Time, p *BroadcastParams, set
 	r.stopAt = r.end + int64(p.Drain)
 	r.lateAfter = int64(p.LateAfter)
 	r.epochUnix = l.Epoch().UnixNano()
-	r.gate = NewPacedWake(SlackOf(p.Slack))
+	r.gate = client.NewPacedWake(client.SlackOf(p.Slack))
 	r.wakes0 = l.Wakes()
 	all, slow := p.Receivers()
 	r.recv, r.slowRcv = int64(all), int64(slow)
@@ -115,10 +116,10 @@ func (l *Loop) broadcastStart(id int64, start time.Time, p *BroadcastParams, set
 	slotsPerPub := (perPub + stride - 1) / stride
 	r.fan = FanoutTable{Stride: stride, PerPub: slotsPerPub, Max: make([]int64, int64(totalPubs)*slotsPerPub), Count: make([]int32, int64(totalPubs)*slotsPerPub)}
 	firstG := r.place(set, slow)
-	r.timetable = Cursor{Pacer: r.pacer, First: max(firstG, 0), Total: totalPubs, Conns: len(r.pubs)}
+	r.timetable = client.Cursor{Pacer: r.pacer, First: max(firstG, 0), Total: totalPubs, Conns: len(r.pubs)}
 	// Batched reads for the subscribers that read as they can; a slow
 	// one's latency is when it reads, so it keeps prompt reads.
-	fast := make([]*Conn, 0, len(r.subs))
+	fast := make([]*client.Conn, 0, len(r.subs))
 	for i := range r.subs {
 		if !r.subs[i].slow {
 			fast = append(fast, r.subs[i].c)
@@ -130,7 +131,7 @@ func (l *Loop) broadcastStart(id int64, start time.Time, p *BroadcastParams, set
 	if slow > 0 {
 		r.toggle = r.start + r.readPause
 	}
-	l.SetTick(MaxTick)
+	l.SetTick(client.MaxTick)
 	r.Pump(l, l.Now())
 }
 
@@ -138,7 +139,7 @@ func (l *Loop) broadcastStart(id int64, start time.Time, p *BroadcastParams, set
 // publishers (members below Publishers, open or not: their timetable
 // slots exist either way), and returns the timetable index of the first
 // publisher (-1 = none here).
-func (r *broadcastRun) place(set *subscriberSet, slow int) (firstG int) {
+func (r *run) place(set *subscriberSet, slow int) (firstG int) {
 	p := &r.p
 	slowFrom := p.RoomSize - slow
 	totalPubs := p.Rooms * p.Publishers
@@ -147,7 +148,7 @@ func (r *broadcastRun) place(set *subscriberSet, slow int) (firstG int) {
 		s := set.first + k
 		room, member := s/p.RoomSize, s%p.RoomSize
 		si := -1
-		if c != nil && c.State() == StateOpen {
+		if c != nil && c.State() == client.StateOpen {
 			si = len(r.subs)
 			sub := subscriber{c: c, room: int32(room), member: int32(member), slow: member >= slowFrom, live: true}
 			if rcvbuf := int(p.slow().RcvBuf); sub.slow && rcvbuf > 0 {
@@ -184,22 +185,22 @@ func (r *broadcastRun) place(set *subscriberSet, slow int) (firstG int) {
 	return firstG
 }
 
-// WakeAt implements LoopRun.
-func (r *broadcastRun) WakeAt() int64 { return r.wake }
+// WakeAt implements client.LoopRun.
+func (r *run) WakeAt() int64 { return r.wake }
 
-// DueAt implements slackRun.
-func (r *broadcastRun) DueAt() int64 { return r.due }
+// DueAt implements the client's slackRun.
+func (r *run) DueAt() int64 { return r.due }
 
-// Pump implements LoopRun: it publishes what the timetable has due, pauses
+// Pump implements client.LoopRun: it publishes what the timetable has due, pauses
 // and resumes the slow subscribers, ends publishing at Duration and the
 // run when every delivery due here came or the drain is over.
-func (r *broadcastRun) Pump(l *Loop, now int64) {
+func (r *run) Pump(l *client.Loop, now int64) {
 	more := false
 	r.gate.Pumped(now)
 	if r.sending && len(r.pubs) > 0 {
 		el := time.Duration(now - r.start)
 		visited := 0
-		left := PumpBytes
+		left := client.PumpBytes
 		for {
 			at := r.timetable.At()
 			if at >= r.pacer.Duration || at > el {
@@ -253,7 +254,7 @@ func (r *broadcastRun) Pump(l *Loop, now int64) {
 
 // closeWindow ends publishing: what was due and not written stays unsent,
 // and slow subscribers read again.
-func (r *broadcastRun) closeWindow(l *Loop, now int64) {
+func (r *run) closeWindow(l *client.Loop, now int64) {
 	r.sending = false
 	el := time.Duration(now - r.start)
 	for j, pb := range r.pubs {
@@ -267,21 +268,21 @@ func (r *broadcastRun) closeWindow(l *Loop, now int64) {
 }
 
 // setPaused stops or restarts reading on every live slow subscriber.
-func (r *broadcastRun) setPaused(l *Loop, paused bool) {
+func (r *run) setPaused(l *client.Loop, paused bool) {
 	for i := range r.subs {
 		s := &r.subs[i]
-		if !s.slow || !s.live || s.c.State() != StateOpen || s.paused == paused {
+		if !s.slow || !s.live || s.c.State() != client.StateOpen || s.paused == paused {
 			continue
 		}
-		ev := uint32(EvIn)
+		ev := uint32(client.EvIn)
 		if paused {
 			ev = unix.EPOLLET
 		}
-		if s.c.Flags&FlagWantOut != 0 {
+		if s.c.Flags&client.FlagWantOut != 0 {
 			ev |= unix.EPOLLOUT
 		}
-		if err := EpollCtl(l.EpollFD, unix.EPOLL_CTL_MOD, s.c.FD(), s.c.Gen(), ev); err != nil {
-			l.Drop(s.c, Reason("epoll_ctl: "+ErrnoText(err)))
+		if err := client.EpollCtl(l.EpollFD, unix.EPOLL_CTL_MOD, s.c.FD(), s.c.Gen(), ev); err != nil {
+			l.Drop(s.c, client.Reason("epoll_ctl: "+client.ErrnoText(err)))
 			if l.Run() != r {
 				return
 			}
@@ -298,13 +299,13 @@ func (r *broadcastRun) setPaused(l *Loop, paused bool) {
 }
 
 // publish writes publisher j's due messages and returns the bytes written.
-func (r *broadcastRun) publish(l *Loop, j int, now int64) int {
+func (r *run) publish(l *client.Loop, j int, now int64) int {
 	pb := &r.pubs[j]
 	if pb.sub < 0 {
 		return 0
 	}
 	c := r.subs[pb.sub].c
-	if c.State() != StateOpen || c.Flags&FlagWantOut != 0 {
+	if c.State() != client.StateOpen || c.Flags&client.FlagWantOut != 0 {
 		return 0 // closed, or blocked until flush empties its output (resume sends)
 	}
 	phase := r.timetable.Phase(j)
@@ -341,7 +342,7 @@ func (r *broadcastRun) publish(l *Loop, j int, now int64) int {
 }
 
 // appendFrame appends one message as a masked frame with a fresh key.
-func (r *broadcastRun) appendFrame(l *Loop, buf []byte, seq uint64, atUnix int64, room, member uint32) []byte {
+func (r *run) appendFrame(l *client.Loop, buf []byte, seq uint64, atUnix int64, room, member uint32) []byte {
 	key := uint32(l.Rand().Uint64())
 	n := len(buf)
 	buf = buf[:n+r.flen]
@@ -351,32 +352,32 @@ func (r *broadcastRun) appendFrame(l *Loop, buf []byte, seq uint64, atUnix int64
 	f[hl-3] = byte(key >> 8)
 	f[hl-2] = byte(key >> 16)
 	f[hl-1] = byte(key >> 24)
-	var m [BroadcastMarkerLen]byte
+	var m [MarkerLen]byte
 	putBroadcastMarker(m[:], seq, atUnix, room, member)
-	MaskCopy(f[hl:], m[:], key, 0)
-	MaskCopy(f[hl+BroadcastMarkerLen:], r.payload[BroadcastMarkerLen:], key, BroadcastMarkerLen)
+	client.MaskCopy(f[hl:], m[:], key, 0)
+	client.MaskCopy(f[hl+MarkerLen:], r.payload[MarkerLen:], key, MarkerLen)
 	return buf
 }
 
 // putBroadcastMarker writes a message's marker into m's first
-// BroadcastMarkerLen bytes.
+// MarkerLen bytes.
 func putBroadcastMarker(m []byte, seq uint64, atUnix int64, room, member uint32) {
-	PutMarker(m, seq, atUnix)
+	client.PutMarker(m, seq, atUnix)
 	binary.LittleEndian.PutUint32(m[16:], room)
 	binary.LittleEndian.PutUint32(m[20:], member)
 }
 
 // slot returns c's subscriber index, or -1.
-func (r *broadcastRun) slot(c *Conn) int {
+func (r *run) slot(c *client.Conn) int {
 	if i := c.Slot; i >= 0 && i < int64(len(r.subs)) && r.subs[i].c == c {
 		return int(i)
 	}
 	return -1
 }
 
-// Resume implements LoopRun: a publisher whose output drained sends what
+// Resume implements client.LoopRun: a publisher whose output drained sends what
 // is due.
-func (r *broadcastRun) Resume(l *Loop, c *Conn) {
+func (r *run) Resume(l *client.Loop, c *client.Conn) {
 	i := r.slot(c)
 	if i < 0 || !r.sending || int(r.subs[i].member) >= r.p.Publishers {
 		return
@@ -389,10 +390,10 @@ func (r *broadcastRun) Resume(l *Loop, c *Conn) {
 	}
 }
 
-// OnData implements LoopRun: a chunk of a delivery. At its end the marker
+// OnData implements client.LoopRun: a chunk of a delivery. At its end the marker
 // must name a publisher of the subscriber's room; its latency runs from
 // the scheduled publish time.
-func (r *broadcastRun) OnData(l *Loop, c *Conn, ev *Event, now int64) {
+func (r *run) OnData(l *client.Loop, c *client.Conn, ev *client.Event, now int64) {
 	i := r.slot(c)
 	if i < 0 {
 		return
@@ -400,7 +401,7 @@ func (r *broadcastRun) OnData(l *Loop, c *Conn, ev *Event, now int64) {
 	s := &r.subs[i]
 	d := ev.Data
 	pos := ev.Total - int64(len(d))
-	if pos < BroadcastMarkerLen {
+	if pos < MarkerLen {
 		k := copy(s.mark[pos:], d)
 		d = d[k:]
 		pos += int64(k)
@@ -429,7 +430,7 @@ func (r *broadcastRun) OnData(l *Loop, c *Conn, ev *Event, now int64) {
 		return
 	}
 	r.delivered(s, room, member, q, max(0, r.epochUnix+now-atUnix))
-	if r.unflushed++; r.unflushed >= ProgressBatch && r.pr != nil {
+	if r.unflushed++; r.unflushed >= client.ProgressBatch && r.pr != nil {
 		r.flush()
 	}
 	if !r.sending && r.got >= r.want {
@@ -440,24 +441,24 @@ func (r *broadcastRun) OnData(l *Loop, c *Conn, ev *Event, now int64) {
 // check reads a complete delivery's marker (its number, scheduled time,
 // room and publisher) and says what is wrong with it ("" = nothing); s is
 // ready for its next delivery after.
-func (r *broadcastRun) check(s *subscriber, ev *Event) (seq uint64, atUnix int64, room, member uint32, reason Reason) {
-	seq, atUnix = ReadMarker(s.mark[:])
+func (r *run) check(s *subscriber, ev *client.Event) (seq uint64, atUnix int64, room, member uint32, reason client.Reason) {
+	seq, atUnix = client.ReadMarker(s.mark[:])
 	room = binary.LittleEndian.Uint32(s.mark[16:])
 	member = binary.LittleEndian.Uint32(s.mark[20:])
 	switch {
 	case ev.Total != int64(len(r.payload)):
-		reason = ReasonWrongLength
-	case ev.Op != OpBinary:
-		reason = ReasonWrongOpcode
+		reason = client.ReasonWrongLength
+	case ev.Op != client.OpBinary:
+		reason = client.ReasonWrongOpcode
 	case s.bad:
-		reason = ReasonPayloadMismatch
+		reason = client.ReasonPayloadMismatch
 	case room != uint32(s.room) || member >= uint32(r.p.Publishers) || seq > 1<<62:
-		reason = ReasonMarkerMismatch
+		reason = client.ReasonMarkerMismatch
 	case !r.include && member == uint32(s.member):
-		reason = ReasonUnexpected
+		reason = client.ReasonUnexpected
 	}
 	s.bad = false
-	s.mark = [BroadcastMarkerLen]byte{}
+	s.mark = [MarkerLen]byte{}
 	return seq, atUnix, room, member, reason
 }
 
@@ -488,7 +489,7 @@ func (w *pubWindow) see(q int64) (dup, outOfOrder bool) {
 
 // delivered counts a distinct delivery of message q from member of room to
 // s, with its latency (a slow subscriber's apart; fan-out sampled).
-func (r *broadcastRun) delivered(s *subscriber, room, member uint32, q, lat int64) {
+func (r *run) delivered(s *subscriber, room, member uint32, q, lat int64) {
 	r.part.Delivered++
 	if s.got < s.want {
 		r.got++
@@ -496,10 +497,10 @@ func (r *broadcastRun) delivered(s *subscriber, room, member uint32, q, lat int6
 	s.got++
 	if s.slow {
 		r.part.SlowDelivered++
-		Record(r.part.SlowLatency.Histogram, lat)
+		client.Record(r.part.SlowLatency.Histogram, lat)
 		return
 	}
-	Record(r.part.Latency.Histogram, lat)
+	client.Record(r.part.Latency.Histogram, lat)
 	r.liveLat.Add(lat)
 	if q%r.fan.Stride == 0 && q/r.fan.Stride < r.fan.PerPub {
 		g := int64(room)*int64(r.p.Publishers) + int64(member)
@@ -509,9 +510,9 @@ func (r *broadcastRun) delivered(s *subscriber, room, member uint32, q, lat int6
 	}
 }
 
-// Lost implements LoopRun: a subscriber the server dropped (or that
+// Lost implements client.LoopRun: a subscriber the server dropped (or that
 // failed) leaves the run; what it was still due counts as lost.
-func (r *broadcastRun) Lost(l *Loop, c *Conn, _ uint8, reason Reason) {
+func (r *run) Lost(l *client.Loop, c *client.Conn, _ uint8, reason client.Reason) {
 	i := r.slot(c)
 	if i < 0 {
 		return
@@ -533,17 +534,17 @@ func (r *broadcastRun) Lost(l *Loop, c *Conn, _ uint8, reason Reason) {
 	}
 }
 
-// Tick implements LoopRun: it publishes progress.
-func (r *broadcastRun) Tick(_ *Loop, now int64) {
+// Tick implements client.LoopRun: it publishes progress.
+func (r *run) Tick(_ *client.Loop, now int64) {
 	if r.pr != nil && r.unflushed > 0 {
 		r.flush()
 	}
 	r.liveLat.Tick(r.pr.Following(), now)
 }
 
-// Finish implements LoopRun. Deliveries still due are ignored when they
+// Finish implements client.LoopRun. Deliveries still due are ignored when they
 // come; the close step closes the connections.
-func (r *broadcastRun) Finish(l *Loop, stopped bool, now int64) {
+func (r *run) Finish(l *client.Loop, stopped bool, now int64) {
 	if r.sending {
 		r.closeWindow(l, now)
 	}
@@ -559,10 +560,10 @@ func (r *broadcastRun) Finish(l *Loop, stopped bool, now int64) {
 	r.part.Fanout = r.fan
 	r.gate.End(l)
 	r.part.Slack = time.Duration(r.gate.Slack)
-	r.part.SendLate = Hist{r.gate.Late}
+	r.part.SendLate = client.Hist{Histogram: r.gate.Late}
 	r.part.Wakeups = l.Wakes() - r.wakes0
 	if r.part.Subscribers > 0 && r.part.Dropped == r.part.Subscribers {
-		r.part.Stopped = StopNoConnections
+		r.part.Stopped = client.StopNoConnections
 	}
 	if r.pr != nil && r.unflushed > 0 {
 		r.pr.Done.Add(r.unflushed)
@@ -575,13 +576,13 @@ func (r *broadcastRun) Finish(l *Loop, stopped bool, now int64) {
 }
 
 // flush publishes the deliveries not yet in Progress, and Live's counts.
-func (r *broadcastRun) flush() {
+func (r *run) flush() {
 	r.pr.Done.Add(r.unflushed)
 	r.unflushed = 0
 	r.pr.Following().Publish(&r.published, r.liveCounts())
 }
 
 // liveCounts are this loop's totals so far, for Live.
-func (r *broadcastRun) liveCounts() LiveCounts {
-	return LiveCounts{Sent: r.part.Published, Recv: r.part.Delivered, Failed: r.part.Failed, Late: r.part.Late, Unsent: r.part.Unsent}
+func (r *run) liveCounts() client.LiveCounts {
+	return client.LiveCounts{Sent: r.part.Published, Recv: r.part.Delivered, Failed: r.part.Failed, Late: r.part.Late, Unsent: r.part.Unsent}
 }

@@ -1,7 +1,8 @@
-package client
+package broadcast
 
 import (
 	"bytes"
+	"github.com/wsplan/wsplan/internal/client"
 
 	"github.com/wsplan/wsplan/internal/proto"
 )
@@ -15,27 +16,27 @@ import (
 
 // joinRun is the open step through a protocol on one loop.
 type joinRun struct {
-	BaseRun
-	d         Dialer
+	client.BaseRun
+	d         client.Dialer
 	rp        proto.Rooms
-	p         *BroadcastParams
+	p         *Params
 	set       *subscriberSet
-	pr        *Progress
-	started   int      // connections begun
-	waiting   [][]byte // by set index: the id of the join answer awaited; nil = none
-	pending   int      // joins awaiting an answer
-	joinAt    []int64  // by set index: loop clock the join was sent
-	joins     Hist     // join latency: the join's send to its answer
-	part      BroadcastResult
+	pr        *client.Progress
+	started   int         // connections begun
+	waiting   [][]byte    // by set index: the id of the join answer awaited; nil = none
+	pending   int         // joins awaiting an answer
+	joinAt    []int64     // by set index: loop clock the join was sent
+	joins     client.Hist // join latency: the join's send to its answer
+	part      Result
 	unflushed int64
 	filling   bool
 	buf, idb  []byte
 }
 
 // broadcastJoin begins the open step through the client's protocol.
-func (l *Loop) broadcastJoin(id int64, p *BroadcastParams, set *subscriberSet, pr *Progress) {
-	r := &joinRun{BaseRun: BaseRun{id}, rp: l.Client().Proto().(proto.Rooms), p: p, set: set, pr: pr,
-		waiting: make([][]byte, len(set.conns)), joinAt: make([]int64, len(set.conns)), joins: NewHist()}
+func broadcastJoin(l *client.Loop, id int64, p *Params, set *subscriberSet, pr *client.Progress) {
+	r := &joinRun{BaseRun: client.NewBaseRun(id), rp: l.Client().Proto().(proto.Rooms), p: p, set: set, pr: pr,
+		waiting: make([][]byte, len(set.conns)), joinAt: make([]int64, len(set.conns)), joins: client.NewHist()}
 	r.d.Init(r, int64(p.Timeout), max(p.Retries, 0), nil)
 	l.SetRun(r)
 	l.SetTick(p.Timeout.D() / 10)
@@ -44,7 +45,7 @@ func (l *Loop) broadcastJoin(id int64, p *BroadcastParams, set *subscriberSet, p
 
 // fill starts attempts up to the concurrency, and ends the step when
 // every connection is open and joined, or failed.
-func (r *joinRun) fill(l *Loop) {
+func (r *joinRun) fill(l *client.Loop) {
 	if r.filling {
 		return
 	}
@@ -63,16 +64,16 @@ func (r *joinRun) fill(l *Loop) {
 	}
 }
 
-// Dialed implements dialHooks: the connection joins its room.
-func (r *joinRun) Dialed(l *Loop, c *Conn, idx int64, now int64) {
+// Dialed implements the client's dialHooks: the connection joins its room.
+func (r *joinRun) Dialed(l *client.Loop, c *client.Conn, idx int64, now int64) {
 	k := idx - int64(r.set.first)
 	c.Slot = k
 	r.set.conns[k] = c
 	room := idx / int64(r.p.RoomSize)
-	out, op, id, answered := r.rp.JoinRoom(r.buf[:0], ProtoOf(c), room, r.idb[:0])
+	out, op, id, answered := r.rp.JoinRoom(r.buf[:0], client.ProtoOf(c), room, r.idb[:0])
 	r.buf, r.idb = out, id[:0]
 	l.SendProto(c, op, out)
-	if c.State() != StateOpen {
+	if c.State() != client.StateOpen {
 		return // lost while writing: counted by lost
 	}
 	if answered {
@@ -88,20 +89,20 @@ func (r *joinRun) Dialed(l *Loop, c *Conn, idx int64, now int64) {
 // joined counts a subscriber ready.
 func (r *joinRun) joined(k int64) {
 	r.part.Opened++
-	if r.unflushed++; r.pr != nil && r.unflushed >= ProgressBatch {
+	if r.unflushed++; r.pr != nil && r.unflushed >= client.ProgressBatch {
 		r.pr.Done.Add(r.unflushed)
 		r.unflushed = 0
 	}
 }
 
-// GaveUp implements dialHooks.
-func (r *joinRun) GaveUp(l *Loop, _ int64, _ Reason) {
+// GaveUp implements the client's dialHooks.
+func (r *joinRun) GaveUp(l *client.Loop, _ int64, _ client.Reason) {
 	r.unflushed++
 	r.fill(l)
 }
 
-// OnMessage implements LoopRun: a join's answer.
-func (r *joinRun) OnMessage(l *Loop, c *Conn, m *proto.Message, now int64) {
+// OnMessage implements client.LoopRun: a join's answer.
+func (r *joinRun) OnMessage(l *client.Loop, c *client.Conn, m *proto.Message, now int64) {
 	k := c.Slot
 	if k < 0 || k >= int64(len(r.waiting)) || r.set.conns[k] != c || r.waiting[k] == nil || !proto.IsAnswer(m.Type) || !bytes.Equal(m.ID, r.waiting[k]) {
 		return // a delivery before the run, or anything else: not a join's answer
@@ -111,24 +112,24 @@ func (r *joinRun) OnMessage(l *Loop, c *Conn, m *proto.Message, now int64) {
 	if m.Type == proto.MsgError {
 		why := ReasonJoinRefused
 		if m.Why != "" { // once per refused connection: the allocation is no hot path's
-			why += ": " + Reason(m.Why)
+			why += ": " + client.Reason(m.Why)
 		}
 		r.part.OpenErrors.Add(why)
 		r.part.OpenFailed++
-		l.CloseConn(c, CloseNormal)
+		l.CloseConn(c, client.CloseNormal)
 		r.set.conns[k] = nil
 	} else {
-		Record(r.joins.Histogram, now-r.joinAt[k])
+		client.Record(r.joins.Histogram, now-r.joinAt[k])
 		r.joined(k)
 	}
 	r.fill(l)
 }
 
 // ReasonJoinRefused is a room join the protocol answered with an error.
-const ReasonJoinRefused Reason = "join refused"
+const ReasonJoinRefused client.Reason = "join refused"
 
-// Lost implements LoopRun: a connection lost while joining fails.
-func (r *joinRun) Lost(l *Loop, c *Conn, _ uint8, reason Reason) {
+// Lost implements client.LoopRun: a connection lost while joining fails.
+func (r *joinRun) Lost(l *client.Loop, c *client.Conn, _ uint8, reason client.Reason) {
 	k := c.Slot
 	if k < 0 || k >= int64(len(r.waiting)) || r.set.conns[k] != c {
 		return
@@ -143,9 +144,9 @@ func (r *joinRun) Lost(l *Loop, c *Conn, _ uint8, reason Reason) {
 	r.fill(l)
 }
 
-// Tick implements LoopRun: handshake deadlines, and joins never
+// Tick implements client.LoopRun: handshake deadlines, and joins never
 // answered within the attempt's timeout.
-func (r *joinRun) Tick(l *Loop, now int64) {
+func (r *joinRun) Tick(l *client.Loop, now int64) {
 	r.d.Tick(l, now)
 	for k, id := range r.waiting {
 		if id != nil && now-r.joinAt[k] > int64(r.p.Timeout) && l.Run() == r {
@@ -154,7 +155,7 @@ func (r *joinRun) Tick(l *Loop, now int64) {
 			r.part.OpenFailed++
 			r.part.OpenErrors.Add(ReasonJoinTimeout)
 			if c := r.set.conns[k]; c != nil {
-				l.CloseConn(c, CloseNormal)
+				l.CloseConn(c, client.CloseNormal)
 				r.set.conns[k] = nil
 			}
 		}
@@ -169,10 +170,10 @@ func (r *joinRun) Tick(l *Loop, now int64) {
 }
 
 // ReasonJoinTimeout is a room join the protocol never answered.
-const ReasonJoinTimeout Reason = "join unanswered"
+const ReasonJoinTimeout client.Reason = "join unanswered"
 
-// Finish implements LoopRun.
-func (r *joinRun) Finish(l *Loop, stopped bool, _ int64) {
+// Finish implements client.LoopRun.
+func (r *joinRun) Finish(l *client.Loop, stopped bool, _ int64) {
 	if stopped {
 		r.d.Abandon(l)
 	}
@@ -185,24 +186,24 @@ func (r *joinRun) Finish(l *Loop, stopped bool, _ int64) {
 	r.part.Connect = cr.Latency
 	r.part.Join = r.joins
 	if stopped {
-		r.part.Stopped = StopCanceled
+		r.part.Stopped = client.StopCanceled
 	}
 	l.Finished(r.ID(), &r.part, stopped)
 }
 
 // publishProto writes publisher j's due messages through the protocol
 // and returns the bytes written (publish's protocol path).
-func (r *broadcastRun) publishProto(l *Loop, c *Conn, rp proto.Rooms, due int64, pb *publisher, phase float64, now int64) int {
+func (r *run) publishProto(l *client.Loop, c *client.Conn, rp proto.Rooms, due int64, pb *publisher, phase float64, now int64) int {
 	room, member := uint32(pb.g/r.p.Publishers), uint32(pb.g%r.p.Publishers)
 	wrote := 0
 	for pb.next < due {
 		at := int64(r.pacer.At(pb.next, phase))
 		r.msg = append(r.msg[:0], r.payload...)
 		putBroadcastMarker(r.msg, uint64(pb.next), r.epochUnix+r.start+at, room, member)
-		out, op := rp.PublishRoom(r.ebuf[:0], ProtoOf(c), int64(room), r.msg)
+		out, op := rp.PublishRoom(r.ebuf[:0], client.ProtoOf(c), int64(room), r.msg)
 		r.ebuf = out
 		l.SendProto(c, op, out)
-		wrote += len(out) + MaxHeader
+		wrote += len(out) + client.MaxHeader
 		pb.next++
 		r.part.Published++
 		r.part.Deliveries += r.recv
@@ -211,16 +212,16 @@ func (r *broadcastRun) publishProto(l *Loop, c *Conn, rp proto.Rooms, due int64,
 			r.part.Late++
 		}
 		r.gate.Sent(now, r.start+at)
-		if c.State() != StateOpen || c.Flags&FlagWantOut != 0 {
+		if c.State() != client.StateOpen || c.Flags&client.FlagWantOut != 0 {
 			break // lost, or its socket is full: resume sends the rest
 		}
 	}
 	return wrote
 }
 
-// OnMessage implements LoopRun: a protocol's message that carries a
+// OnMessage implements client.LoopRun: a protocol's message that carries a
 // delivery is checked as a raw one.
-func (r *broadcastRun) OnMessage(l *Loop, c *Conn, m *proto.Message, now int64) {
+func (r *run) OnMessage(l *client.Loop, c *client.Conn, m *proto.Message, now int64) {
 	rp, ok := l.Client().Proto().(proto.Rooms)
 	if !ok {
 		return
@@ -232,6 +233,6 @@ func (r *broadcastRun) OnMessage(l *Loop, c *Conn, m *proto.Message, now int64) 
 	if cap(payload) > cap(r.scratch) && len(payload) > 0 && &payload[0] != &m.Body[0] {
 		r.scratch = payload[:0]
 	}
-	r.evp = Event{Kind: EventData, Op: OpBinary, End: true, Data: payload, Total: int64(len(payload))}
+	r.evp = client.Event{Kind: client.EventData, Op: client.OpBinary, End: true, Data: payload, Total: int64(len(payload))}
 	r.OnData(l, c, &r.evp, now)
 }

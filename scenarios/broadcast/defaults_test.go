@@ -1,0 +1,92 @@
+package broadcast
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/decl"
+	"github.com/wsplan/wsplan/internal/metrics"
+	"github.com/wsplan/wsplan/internal/units"
+	"github.com/wsplan/wsplan/scenarios"
+)
+
+// TestTagDefaultsMatch: broadcast's keys that other kinds declare too
+// (the paced ones, the reads, the dial's) default as theirs do, and the
+// docs say the defaults the code applies.
+func TestTagDefaultsMatch(t *testing.T) {
+	must := func(v any, _ bool) any { return v }
+	for _, c := range []struct {
+		key  string
+		want any
+	}{
+		{"late_after", must(decl.Default(&scenarios.Rate{}, "late_after"))},
+		{"slack", must(decl.Default(&scenarios.Rate{}, "slack"))},
+		{"reads", client.ReadsBatched},
+		{"timeout", must(decl.Default(&scenarios.Connect{}, "timeout"))},
+		{"retries", must(decl.Default(&scenarios.Connect{}, "retries"))},
+	} {
+		got, ok := decl.Default(&Phase{}, c.key)
+		if !ok || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: tag default %v (%T, %v), want %v (%T)", c.key, got, got, ok, c.want, c.want)
+		}
+	}
+	doc := ""
+	for _, f := range decl.Fields(reflect.ValueOf(&Phase{})) {
+		if f.Key == "concurrency" {
+			doc = f.Struct.Tag.Get("doc")
+		}
+	}
+	if want := fmt.Sprintf("min(%d, connections)", scenarios.DefaultConnectConcurrency); !strings.Contains(doc, want) {
+		t.Errorf("concurrency: doc %q does not say %q", doc, want)
+	}
+	if n, _ := (&Phase{}).Message(); n != 256 {
+		t.Errorf("payload %d before Defaults, want 256", n)
+	}
+}
+
+// broadcastDriver opens every connection asked for and publishes late
+// messages as late says.
+type broadcastDriver struct{ late int64 }
+
+func (d *broadcastDriver) Run(_ context.Context, p client.Params, _ *client.Progress) (client.Result, error) {
+	q := p.(*Params)
+	r := client.NewResult(p).(*Result)
+	switch q.Step {
+	case StepOpen:
+		r.Opened = int64(q.Rooms * q.RoomSize)
+	case StepRun:
+		r.Published, r.Late, r.Used = 1000, d.late, q.Duration.D()
+	}
+	return r, nil
+}
+
+func (d *broadcastDriver) Conns() int { return 0 }
+
+// TestBroadcastNamesWhoFellBehind: a broadcast whose publishing fell
+// behind its timetable says who could not keep up, over its publishing
+// time (it keeps no timeline); one that kept up says nothing of it.
+func TestBroadcastNamesWhoFellBehind(t *testing.T) {
+	for _, late := range []int64{200, 0} {
+		p := &Phase{Params: Params{Rooms: 1, RoomSize: 4, Rate: 10, Duration: units.Duration(time.Second)}}
+		scenarios.Defaults(p, scenarios.Context{})
+		before := time.Now()
+		out, err := p.Run(t.Context(), &scenarios.Env{Driver: &broadcastDriver{late: late}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Behind) != 1 || out.Behind[0].From.Before(before) || out.Behind[0].To.Sub(out.Behind[0].From) != time.Second {
+			t.Errorf("late %d: spans %v, want the second of publishing", late, out.Behind)
+		}
+		m := metrics.Values{metrics.CPUBehind: 97.0, metrics.ClientCPUBehind: 20.0, metrics.ClientCores: int64(1), metrics.ServerCPUs: int64(1)}
+		w := strings.Join(out.AllWarnings(m), "\n")
+		const want = "publishing fell behind its timetable: the server could not keep up (CPU 97% of 1 core while sending; client 20% of 1 core)"
+		if got := strings.Contains(w, want); got != (late > 0) {
+			t.Errorf("late %d: warnings %q; want %q in them: %v", late, w, want, late > 0)
+		}
+	}
+}
