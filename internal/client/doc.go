@@ -13,8 +13,8 @@
 // …) is a package of its own under internal/proto; protocol.go is the one
 // adapter between it and the loop.
 //
-// Phases in scenarios/ call it through Client.Run with a kind's Params
-// (kind.go describes the contract a phase kind fulfils); shards (separate
+// Phases call it through Client.Run with a kind's Params (kind.go and
+// the contract below describe what a phase kind fulfils); shards (separate
 // processes) run the same kinds and send their results back as JSON, which
 // merge exactly through the kind's Result.Merge (histograms merged, counts
 // summed).
@@ -30,8 +30,54 @@
 //     wsio.go), permessage-deflate, control frames, the close handshake;
 //   - protocol: the greeting and the messages of a protocol over the
 //     WebSocket's messages (protocol.go → internal/proto);
-//   - runs: what a phase kind does with whole messages (a loopRun: its
+//   - runs: what a phase kind does with whole messages (a LoopRun: its
 //     hooks get a conn and a message, and send through the loop).
+//
+// # The contract kinds use
+//
+// A phase kind is a package of its own (scenarios/K/: ping, close, churn
+// and broadcast so far; the kinds still here are moving there) that
+// imports this one and uses only its exported surface, which is small
+// on purpose and is this contract:
+//
+//   - Registration and the phase: Register a Kind (name, NewParams,
+//     NewResult, Forget) from init. Params (Kind, Validate — CheckParams
+//     applies the decl tags —, Split, Start) and Result (Merge, Stop).
+//     Start gets a PhaseEnv (Client, ID, Open per loop and OpenTotal,
+//     Progress: Begin) and returns a PhasePlan: one start func per loop,
+//     a deadline, and Done to complete the merged result. Distribute and
+//     SplitInt64 split counts by weight; MergeStop merges stop reasons;
+//     RunAs runs a phase and returns its typed result.
+//   - The run on a loop: a LoopRun, whose hooks the loop calls through
+//     that one interface (one call per event, as before kinds moved out):
+//     OnData, OnPong, OnMessage, Lost, Tick, WakeAt/Pump, Resume, Frame,
+//     Finish. BaseRun (NewBaseRun) gives no-op hooks. Optional: Adopt (a
+//     reconnected connection in place of a dropped one), Dialed/GaveUp
+//     (a Dialer's owner), DueAt (a paced run's next due message).
+//   - The loop and its connections, read through accessors that inline
+//     (surface.go; go build -gcflags=-m lists them): Loop.Run, SetRun,
+//     Open, Now, Epoch, Rand, Wakes, Client; Conn.State, FD, Gen, and
+//     Conn.Slot, the one field a run owns. Loop.SetTick arms the tick,
+//     Finished hands the loop's share back.
+//   - Sending and dropping: SendControl, WriteOrQueue, SendProto,
+//     AppendClientHeader, MakePayload, MaskCopy, PutMarker/ReadMarker;
+//     Drop (with a Reason) and CloseFD, CloseConn.
+//   - Dialing connections of a run's own: Dialer, DialJob, DialStart,
+//     Dial, UpgradeRequest, ConnectResult.
+//   - Pacing: Pacer and Cursor (the timetable), PacedWake (timer slack,
+//     send lateness), Timer and TimerHeap.
+//   - Measuring: Hist (NewHist, Record), Reasons and the Reason
+//     constants, StopReason, Progress (ProgressBatch), LiveCounts and
+//     LiveHist for the live metrics.
+//   - Tests: NewDrivenLoop, Loop.Feed, StopDriven and TakeShare drive a
+//     loop without its goroutine, so a kind's package proves its
+//     per-message path allocates nothing (internal/clienttest wraps them).
+//
+// Nothing in this package's loop, conn, frame, dial or timer code names a
+// kind: the kinds still here (connect, whose dial every kind's
+// connections come from, echo, rate, hold, script) keep to their own
+// files (internal/layering's TestKindFilesApart), and the moved ones to
+// their packages (TestKindPackagesApart).
 //
 // # Design note: a multiplexed transport (RFC 8441), not built
 //
