@@ -105,6 +105,7 @@ func malformedCases() []malformedCase {
 // nothing started: the plan's server (a command that leaves a file when
 // it starts) never ran, and the output directory was never made.
 func TestMalformedRefused(t *testing.T) {
+	t.Parallel()
 	bin, err := exec.LookPath("wsplan-measured")
 	if err != nil {
 		t.Fatal(err)
