@@ -374,6 +374,7 @@ func TestActionFail(t *testing.T) {
 // job summary says it compared, and every figure carries its change
 // with a p-value; a baseline that is not there is noted, not fatal.
 func TestActionBaseline(t *testing.T) {
+	t.Parallel()
 	ws := newWorkspace(t, actionPlan)
 	in := map[string]string{"plan": "plan.yaml", "wsplan-bin": mustLook(t), "count": "4",
 		"args": "--set port=" + strconv.Itoa(freeBasePort(t, 1))}

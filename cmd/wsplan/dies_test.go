@@ -21,6 +21,7 @@ import (
 // not run), the phases after it are skipped, exit 1. The server is the
 // test's own `wsplan serve`, killed by its pid.
 func TestURLServerKilledMidPhase(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		phases string

@@ -15,6 +15,7 @@ import (
 // carries every case, the report lists the cases not OK per server, and
 // the failed assertion makes the exit status 1.
 func TestRunConformance(t *testing.T) {
+	t.Parallel()
 	dir := writePlan(t, `
 servers: [{name: gobwas}, {name: nbio_std}]
 client: {shards: 2}

@@ -72,6 +72,7 @@ phases:
 // Forbidden: the wrong token) fails the connections with the protocol's
 // reason, in the table and the JSON.
 func TestGraphQLWSRefused(t *testing.T) {
+	t.Parallel()
 	root := needNodePackage(t, "graphql-ws", "graphql-ws")
 	port := strconv.Itoa(freeBasePort(t, 1))
 	plan := gqlPlan(t, root, port, `, init: '{"token":"wrong"}'`, "  - connect: {connections: 20, timeout: 2s, retries: -1}\n", "--token", "right")
@@ -88,6 +89,7 @@ func TestGraphQLWSRefused(t *testing.T) {
 // that has not ponged since the last one closed 4499) are answered by the
 // client through a hold: every connection alive, every ping answered.
 func TestGraphQLWSPing(t *testing.T) {
+	t.Parallel()
 	root := needNodePackage(t, "graphql-ws", "graphql-ws")
 	port := strconv.Itoa(freeBasePort(t, 1))
 	plan := gqlPlan(t, root, port, "", "  - connect: {connections: 20}\n  - hold: {duration: 1500ms}\n", "--ping", "100")

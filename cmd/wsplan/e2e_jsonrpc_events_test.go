@@ -14,6 +14,7 @@ import (
 // broadcast through its events (joined by rpc.on, published by the
 // broadcast notification) with nothing lost.
 func TestJSONRPCEventsPlan(t *testing.T) {
+	t.Parallel()
 	root := needNodePackage(t, "rpc-websockets", "rpc-websockets")
 	res, _, log := runScriptPlan(t, root, 0, "rpc-websockets", "plans/jsonrpc-events.yaml",
 		"--set", "port="+strconv.Itoa(freeBasePort(t, 1)), "--set", "users=100", "--set", "concurrency=100",
@@ -39,6 +40,7 @@ func TestJSONRPCEventsPlan(t *testing.T) {
 // TestJSONRPCJoinRefused: a room whose event the server did not register
 // (rpc.on answers "provided event invalid") fails its subscribers' joins.
 func TestJSONRPCJoinRefused(t *testing.T) {
+	t.Parallel()
 	root := needNodePackage(t, "rpc-websockets", "rpc-websockets")
 	port := strconv.Itoa(freeBasePort(t, 1))
 	body := `servers:

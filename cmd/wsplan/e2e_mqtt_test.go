@@ -89,6 +89,7 @@ func TestMQTTPlan(t *testing.T) {
 // with a refusal; the connect phase fails with MQTT's own reason, by
 // version, in the table and the JSON (exit 1, a failed row).
 func TestMQTTRefusedPlan(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ version, reason string }{
 		{"5", "mqtt: connack: not authorized (135)"},
 		{"3.1.1", "mqtt: connack: not authorized (5)"},

@@ -26,6 +26,7 @@ func needNodeExample(t *testing.T, root, example, pkg string) {
 // socket.io 4 server: emits acknowledged by id (each ack checked against
 // its emit), and room fan-out through the protocol with nothing lost.
 func TestSocketIOPlan(t *testing.T) {
+	t.Parallel()
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -60,6 +61,7 @@ func TestSocketIOPlan(t *testing.T) {
 // TestSocketIONoConnect: a server that never answers the namespace
 // connect fails the connections with the protocol's reason.
 func TestSocketIONoConnect(t *testing.T) {
+	t.Parallel()
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)

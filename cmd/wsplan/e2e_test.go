@@ -34,6 +34,14 @@ type wsplanRun struct {
 
 func startWsplan(t *testing.T, dir string, args ...string) *wsplanRun {
 	t.Helper()
+	return startWsplanEnv(t, dir, nil, args...)
+}
+
+// startWsplanEnv is startWsplan with env added to this process's
+// environment: a parallel test's variables (t.Setenv is for sequential
+// tests only).
+func startWsplanEnv(t *testing.T, dir string, env []string, args ...string) *wsplanRun {
+	t.Helper()
 	path, err := exec.LookPath("wsplan")
 	if err != nil {
 		t.Fatal(err)
@@ -41,6 +49,9 @@ func startWsplan(t *testing.T, dir string, args ...string) *wsplanRun {
 	r := &wsplanRun{lines: make(chan string, 1000), done: make(chan struct{})}
 	r.cmd = exec.Command(path, args...)
 	r.cmd.Dir = dir
+	if env != nil {
+		r.cmd.Env = append(os.Environ(), env...)
+	}
 	r.cmd.Stdout = &r.stdout
 	errPipe, err := r.cmd.StderrPipe()
 	if err != nil {
@@ -221,6 +232,7 @@ func readJSON(t *testing.T, path string) jsonRun {
 // TestRunJSON: every server gets a connect result with every connection and
 // an echo result with throughput, no failure and non-zero percentiles.
 func TestRunJSON(t *testing.T) {
+	t.Parallel()
 	dir := writePlan(t, `
 vars: {conns: 300}
 servers: [{name: gorilla}, {name: gws}, {name: nbio_nonblocking}, {name: greatws_event}]
@@ -401,6 +413,7 @@ func TestInterruptRestoresHost(t *testing.T) {
 // TestServerDiesMidPhase: a server killed during its echo phase fails that
 // row with the reason and its log; the next server still runs.
 func TestServerDiesMidPhase(t *testing.T) {
+	t.Parallel()
 	dir := writePlan(t, `
 servers: [{name: gws}, {name: gorilla}]
 phases:
@@ -439,6 +452,7 @@ phases:
 // that phase with the shard's reason; the run goes on with new shards for
 // the next server; nothing is left behind.
 func TestShardDiesMidPhase(t *testing.T) {
+	t.Parallel()
 	dir := writePlan(t, fmt.Sprintf(longEcho, 2, "", ""))
 	r := startWsplan(t, dir, "run", "plan.yaml", "--progress", "off", "--json", "r.json", "--out", "logs")
 	m := r.waitLine(t, `^gws: 2 client shards, pids \[(\d+) (\d+)\]`, time.Minute)
@@ -478,6 +492,7 @@ func TestShardDiesMidPhase(t *testing.T) {
 // TestKilledWsplanTakesItsChildren: wsplan killed with SIGKILL (no chance
 // to clean up) still leaves no server or shard behind: they die with it.
 func TestKilledWsplanTakesItsChildren(t *testing.T) {
+	t.Parallel()
 	dir := writePlan(t, fmt.Sprintf(longEcho, 2, "", ""))
 	r := startWsplan(t, dir, "run", "plan.yaml", "--progress", "off", "--out", "logs")
 	m := r.waitLine(t, `^gws: 2 client shards, pids \[(\d+) (\d+)\]`, time.Minute)

@@ -105,6 +105,7 @@ type outcome struct {
 // would run GOMAXPROCS at once: these mostly wait), then reports each
 // half as a subtest and prints the matrix.
 func TestFaultMatrix(t *testing.T) {
+	t.Parallel()
 	cells := faultCells()
 	root := t.TempDir()
 	type job struct {

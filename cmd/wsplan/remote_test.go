@@ -66,6 +66,7 @@ func startShardListen(t *testing.T, dir, certs string, idle time.Duration, wrap 
 // and a plan naming a shard nobody serves fails preflight (exit 2) naming
 // it.
 func TestRunRemoteShards(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	certs := filepath.Join(dir, "certs")
 	out, err := exec.Command(mustLook(t), "shard", "certs", certs).CombinedOutput()

@@ -18,6 +18,7 @@ import (
 // medians grouped by combination with the var column, and the assertions
 // are checked once per (combination, server, phase) on the medians.
 func TestRunRepeatsMatrix(t *testing.T) {
+	t.Parallel()
 	dir := writePlan(t, `
 vars: {payload: 1024}
 matrix: {payload: [64, 1KiB]}

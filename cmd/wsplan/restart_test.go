@@ -20,6 +20,7 @@ import (
 // 99% and all were back, the storm's peak and what was lost. The phase
 // after it runs against the new process.
 func TestRestartPreset(t *testing.T) {
+	t.Parallel()
 	dir := writePlan(t, `
 client:
   reconnect: {policy: backoff, base: 50ms, max: 1s, jitter: full}
@@ -75,6 +76,7 @@ phases:
 // every connection comes back. A restart_command that fails fails the
 // row as the server's death.
 func TestRestartURLServer(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		script string

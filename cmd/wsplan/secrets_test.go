@@ -91,8 +91,10 @@ const phaseSecret = "ph.L1t3r4l.Cr3d"
 // through its log. Each output shows *** where the secret was (so the
 // check can fail).
 func TestSecretsNeverLeave(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, secret string }{{"hard", hardSecret}, {"issue", issueSecret}} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			o := secretOutputs(t, tc.secret)
 			for name, text := range o.text {
 				for _, secret := range []string{tc.secret, phaseSecret} {
@@ -140,10 +142,12 @@ func (o *secretOutput) set(name, text, shows string) {
 // that run (every server kind and output; the script phase's), and
 // gathers what they printed and wrote.
 func secretOutputs(t *testing.T, secret string) *secretOutput {
-	t.Setenv("WSPLAN_TEST_SECRET", secret)
 	init, _ := json.Marshal(map[string]string{"token": secret})
-	t.Setenv("WSPLAN_TEST_INIT", string(init))
-	t.Setenv("WSPLAN_TEST_APOSTROPHE", `{"token":"it's-`+string(init[10:]))
+	env := []string{ // the runs' own: the subtests run side by side
+		"WSPLAN_TEST_SECRET=" + secret,
+		"WSPLAN_TEST_INIT=" + string(init),
+		"WSPLAN_TEST_APOSTROPHE=" + `{"token":"it's-` + string(init[10:]),
+	}
 	dir := t.TempDir()
 	recv := startPushReceiver(t)
 	metrics := "127.0.0.1:" + strconv.Itoa(freeBasePort(t, 1))
@@ -155,7 +159,7 @@ func secretOutputs(t *testing.T, secret string) *secretOutput {
 	}
 	o := &secretOutput{text: map[string]string{}, shows: map[string]string{}}
 	validate := func(file string, code int, want string) {
-		v := startWsplan(t, dir, "validate", file)
+		v := startWsplanEnv(t, dir, env, "validate", file)
 		if got := v.wait(t, time.Minute); got != code {
 			t.Errorf("validate %s: exit %d, want %d; stderr:\n%s", file, got, code, v.stderrText())
 		}
@@ -172,7 +176,7 @@ func secretOutputs(t *testing.T, secret string) *secretOutput {
 	validate("phase.yaml", ExitOK, "headers: {Authorization: Bearer ***, X-Env: ***}")
 
 	scrapes := scrapeWhileRunning(t, metrics)
-	r := startWsplan(t, dir, "run", "plan.yaml", "--progress", "on", "--json", "r.json", "--junit", "r.xml",
+	r := startWsplanEnv(t, dir, env, "run", "plan.yaml", "--progress", "on", "--json", "r.json", "--junit", "r.xml",
 		"--summary", "r.md", "--html", "r.html", "--benchfmt", "r.bench", "--metrics-listen", metrics)
 	if code := r.wait(t, 3*time.Minute); code != ExitFailed {
 		t.Errorf("run: exit %d, want %d (stomp, mqtt and gql fail); stderr:\n%s", code, ExitFailed, r.stderrText())
@@ -181,7 +185,7 @@ func secretOutputs(t *testing.T, secret string) *secretOutput {
 	o.set("run stderr", r.stderrText(), "server logs: wsplan-out/bench ***-")
 	o.set("--metrics-listen", scrapes(), `plan="bench ***"`)
 	phaseScrapes := scrapeWhileRunning(t, phaseMetrics)
-	ph := startWsplan(t, dir, "run", "phase.yaml", "--progress", "on", "--json", "p.json", "--junit", "p.xml",
+	ph := startWsplanEnv(t, dir, env, "run", "phase.yaml", "--progress", "on", "--json", "p.json", "--junit", "p.xml",
 		"--summary", "p.md", "--html", "p.html", "--benchfmt", "p.bench", "--metrics-listen", phaseMetrics)
 	if code := ph.wait(t, time.Minute); code != ExitOK {
 		t.Errorf("run phase.yaml: exit %d, want %d; stderr:\n%s", code, ExitOK, ph.stderrText())

@@ -133,6 +133,7 @@ func metricsEndpoint(t *testing.T, pid int) string {
 // rows with the reason while the run goes on. A command: server behind
 // `sh -c` is measured as its whole process tree.
 func TestURLServers(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	h := startByHand(t, t.TempDir(), "--framework", "gws") // its own cwd: not a leftover of the run
 
@@ -282,6 +283,7 @@ phases:
 // the phases after it are skipped, what was measured before is kept, and
 // wsplan never signalled it (the test killed it).
 func TestURLServerDies(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	h := startByHand(t, t.TempDir(), "--framework", "gws")
 	pid := h.cmd.Process.Pid

@@ -45,6 +45,7 @@ const idleHintStart = "warning: idle CPUs here halt at once (cpuidle haltpoll, n
 // driver is none, prints the full tables, no progress line and no cpuidle
 // warning.
 func TestRunOnTerminal(t *testing.T) {
+	t.Parallel()
 	dir := writePlan(t, terminalPlan)
 	cmd := exec.Command(mustLook(t), "run", "plan.yaml", "--out", "logs")
 	cmd.Dir = dir
