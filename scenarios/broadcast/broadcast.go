@@ -58,6 +58,14 @@ type Phase struct {
 	Params `yaml:",inline"`
 }
 
+// The contracts, checked at compile time.
+var (
+	_ scenarios.Phase           = (*Phase)(nil)
+	_ scenarios.ContextDefaults = (*Phase)(nil)
+	_ client.Params             = (*Params)(nil)
+	_ client.Result             = (*Result)(nil)
+)
+
 func init() {
 	client.Register(client.Kind{Name: Name, NewParams: func() client.Params { return &Params{} }, NewResult: func() client.Result { return &Result{} }, Forget: dropSets})
 	scenarios.Register(scenarios.Kind{
