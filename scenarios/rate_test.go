@@ -20,8 +20,6 @@ type fakeDriver struct {
 	rate      client.RateParams
 	rateRes   client.RateResult
 	rateErr   error
-	hold      client.HoldParams
-	holdRes   client.HoldResult
 }
 
 func (f *fakeDriver) Run(_ context.Context, p client.Params, _ *client.Progress) (client.Result, error) {
@@ -33,13 +31,6 @@ func (f *fakeDriver) Run(_ context.Context, p client.Params, _ *client.Progress)
 		}
 		r := f.rateRes
 		return &r, f.rateErr
-	case *client.HoldParams:
-		f.hold = *q
-		if f.connsNext >= 0 {
-			f.conns = f.connsNext
-		}
-		r := f.holdRes
-		return &r, nil
 	}
 	return client.NewResult(p), nil
 }
@@ -181,52 +172,6 @@ func TestRateRunClean(t *testing.T) {
 	}
 	if m := out.Metrics; m.Int("lost") != 0 || m.Int("late") != 0 || m.Float("achieved_rate") != 100 || m.Dur("p99") != 0 {
 		t.Errorf("metrics %v", m)
-	}
-}
-
-func TestHoldRun(t *testing.T) {
-	for _, tt := range []struct {
-		name     string
-		hold     Hold
-		res      client.HoldResult
-		after    int
-		failed   string
-		warnings []string
-		pings    int64
-	}{
-		{"idle", Hold{HoldParams: client.HoldParams{Duration: units.Duration(time.Second)}}, client.HoldResult{Conns: 10, Alive: 10, Used: time.Second}, 10, "", nil, 0},
-		{"pings answered", Hold{HoldParams: client.HoldParams{Duration: units.Duration(time.Second), Ping: units.Duration(100 * time.Millisecond)}},
-			client.HoldResult{Conns: 10, Alive: 10, Pings: 100, Pongs: 100, Used: time.Second}, 10, "", nil, 100},
-		{"pongs missing", Hold{HoldParams: client.HoldParams{Duration: units.Duration(time.Second), Ping: units.Duration(100 * time.Millisecond)}},
-			client.HoldResult{Conns: 10, Alive: 10, Pings: 100, Pongs: 90, Used: time.Second}, 10, "10 of 100 pings got no pong", nil, 100},
-		{"drops", Hold{HoldParams: client.HoldParams{Duration: units.Duration(time.Second)}},
-			client.HoldResult{Conns: 10, Alive: 7, Used: time.Second, Errors: client.Reasons{"eof": 3}}, 7, "3 of 10 connections dropped while held: eof ×3", nil, 0},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			drv := &fakeDriver{conns: 10, connsNext: tt.after, holdRes: tt.res}
-			h := tt.hold
-			out, err := h.Run(t.Context(), &Env{Driver: drv})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if drv.hold != tt.hold.HoldParams {
-				t.Errorf("params %+v", drv.hold)
-			}
-			m := out.Metrics
-			if m.Int("conns") != 10 || m.Int("alive") != int64(tt.after) || m.Int("dropped") != 10-int64(tt.after) ||
-				m.Int("pings") != tt.pings || m.Int("pongs") != tt.res.Pongs || m.Dur("duration") != time.Second {
-				t.Errorf("metrics %v", m)
-			}
-			if failed, msg, _ := judged(holdKind, &h, out, nil); msg != tt.failed || failed != (tt.failed != "") {
-				t.Errorf("failed %v %q, want %q", failed, msg, tt.failed)
-			}
-			if fmt.Sprint(out.Warnings) != fmt.Sprint(tt.warnings) {
-				t.Errorf("warnings %v, want %v", out.Warnings, tt.warnings)
-			}
-		})
-	}
-	if errs := Check(&Hold{HoldParams: client.HoldParams{Duration: units.Duration(time.Second), Ping: -1}}, Context{Conns: 1}); len(errs) != 1 || errs[0].Field != "ping" {
-		t.Errorf("negative ping: %v", errs)
 	}
 }
 

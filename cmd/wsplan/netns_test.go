@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/wsplan/wsplan/scenarios/hold"
 	"net"
 	"os"
 	"os/exec"
@@ -287,7 +288,7 @@ func TestMultiHostNetns(t *testing.T) {
 			ctx  scenarios.Context
 		}{
 			{"connect", &scenarios.Connect{ConnectParams: client.ConnectParams{Connections: 18000, Concurrency: 400}}, scenarios.Context{}},
-			{"hold", &scenarios.Hold{HoldParams: client.HoldParams{Duration: units.Duration(2 * time.Second)}}, scenarios.Context{Conns: 18000}},
+			{"hold", &hold.Phase{Params: hold.Params{Duration: units.Duration(2 * time.Second)}}, scenarios.Context{Conns: 18000}},
 			{"echo", &scenarios.Echo{EchoParams: client.EchoParams{Total: 36000, Concurrency: 2000, Payload: &pay}}, scenarios.Context{Conns: 18000}},
 			{"rate", &scenarios.Rate{RateParams: client.RateParams{Duration: units.Duration(3 * time.Second), Rate: units.Rate(0.2), RateSend: client.RateSend{Payload: &pay}}}, scenarios.Context{Conns: 18000}},
 		}

@@ -178,7 +178,7 @@ func TestLiveConnections(t *testing.T) {
 	hold := &Progress{Live: &Live{}}
 	done := make(chan error, 1)
 	go func() {
-		_, err := c.Hold(t.Context(), HoldParams{Duration: units.Duration(2 * time.Second)}, hold)
+		_, err := idle(t.Context(), c, 2*time.Second, false, hold)
 		done <- err
 	}()
 	waitFor(t, "the hold's connections", func() bool { return hold.Live.Snapshot().Open == 20 })

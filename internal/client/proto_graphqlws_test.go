@@ -274,11 +274,11 @@ func TestGraphQLWSKeepalive(t *testing.T) {
 // are alive after.
 func hold(t *testing.T, c *Client, n int64) {
 	t.Helper()
-	res, err := c.Run(t.Context(), &HoldParams{Duration: units.Duration(500 * time.Millisecond)}, nil)
+	res, err := idle(t.Context(), c, 500*time.Millisecond, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hr := res.(*HoldResult); hr.Alive != n || len(hr.Errors) != 0 {
+	if hr := res; hr.Alive != n || len(hr.Errors) != 0 {
 		t.Fatalf("alive %d, errors %v, want %d held", hr.Alive, hr.Errors, n)
 	}
 }

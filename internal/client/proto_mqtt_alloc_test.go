@@ -25,7 +25,7 @@ func (r *countRun) OnMessage(_ *Loop, _ *Conn, m *proto.Message, _ int64) {
 }
 func (*countRun) Lost(*Loop, *Conn, uint8, Reason) {}
 func (r *countRun) Finish(l *Loop, stopped bool, _ int64) {
-	l.Finished(r.phase, &HoldResult{}, stopped)
+	l.Finished(r.phase, &idleResult{}, stopped)
 }
 
 // TestMQTTReceiveAllocs: the broker's PUBLISHes, read from the socket,

@@ -294,7 +294,7 @@ func TestMQTTKeepaliveMosquitto(t *testing.T) {
 	start := time.Now()
 	var dropped time.Duration
 	for dropped == 0 && time.Since(start) < 10*keepalive {
-		res, err := RunAs[HoldResult](c, t.Context(), &HoldParams{Duration: units.Duration(keepalive / 4)}, nil)
+		res, err := idle(t.Context(), c, keepalive/4, false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -315,7 +315,7 @@ func TestMQTTKeepaliveMosquitto(t *testing.T) {
 		t.Run("v"+v, func(t *testing.T) {
 			c := mqttClient(t, addr, mqtt.Settings{Version: v, Keepalive: units.Duration(keepalive)})
 			mustConnect(t, c, 20)
-			res, err := RunAs[HoldResult](c, t.Context(), &HoldParams{Duration: units.Duration(hold)}, nil)
+			res, err := idle(t.Context(), c, hold, false, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

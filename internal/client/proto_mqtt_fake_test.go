@@ -159,7 +159,7 @@ func TestMQTTKeepaliveFake(t *testing.T) {
 	fb := &fakeBroker{pingresp: true, connack: func(int64) [][]byte { return [][]byte{connack5(0, 0x13, 0, 1)} }}
 	c := mqttClient(t, fb.start(t), mqtt.Settings{Version: mqtt.Version5})
 	mustConnect(t, c, 2)
-	res, err := RunAs[HoldResult](c, t.Context(), &HoldParams{Duration: units.Duration(2500 * time.Millisecond)}, nil)
+	res, err := idle(t.Context(), c, 2500*time.Millisecond, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestMQTTKeepaliveFake(t *testing.T) {
 	c = mqttClient(t, mute.start(t), mqtt.Settings{Keepalive: units.Duration(time.Second)})
 	mustConnect(t, c, 3)
 	start := time.Now()
-	res, err = RunAs[HoldResult](c, t.Context(), &HoldParams{Duration: units.Duration(2500 * time.Millisecond)}, nil)
+	res, err = idle(t.Context(), c, 2500*time.Millisecond, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -135,7 +135,7 @@ func TestSTOMPHeartBeats(t *testing.T) {
 	if f := b.frame[0]; !strings.Contains(f, "\nlogin:guest\npasscode:guest\nheart-beat:200,200\n") {
 		t.Errorf("CONNECT frame %q", f)
 	}
-	hold, err := c.Hold(t.Context(), HoldParams{Duration: units.Duration(1500 * time.Millisecond)}, nil)
+	hold, err := idle(t.Context(), c, 1500*time.Millisecond, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestSTOMPGreetingFailures(t *testing.T) {
 		b := &stompBroker{mode: "silent", beat: "100,0"}
 		c := stompClient(t, b.start(t), 200*time.Millisecond)
 		mustConnect(t, c, 3)
-		hold, err := c.Hold(t.Context(), HoldParams{Duration: units.Duration(time.Second)}, nil)
+		hold, err := idle(t.Context(), c, time.Second, false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -100,7 +100,7 @@ func TestReconnectServerRestart(t *testing.T) {
 		}
 		lowest <- low
 	}()
-	res, err := c.Hold(t.Context(), HoldParams{Duration: units.Duration(1500 * time.Millisecond)}, pr)
+	res, err := idle(t.Context(), c, 1500*time.Millisecond, false, pr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestReconnectNone(t *testing.T) {
 	mustConnect(t, c, 10)
 	srv.Drop(5)
 	waitFor(t, "the drops", func() bool { return c.Conns() == 5 })
-	res, err := c.Hold(t.Context(), HoldParams{Duration: units.Duration(200 * time.Millisecond)}, nil)
+	res, err := idle(t.Context(), c, 200*time.Millisecond, false, nil)
 	if err != nil || res.Alive != 5 || c.Reconnects().Drops != 0 {
 		t.Errorf("hold %+v %v, reconnects %+v", res, err, c.Reconnects())
 	}

@@ -476,7 +476,7 @@ func TestTLSPhases(t *testing.T) {
 		t.Errorf("rate bytes: payload %d wire %d (sent %d recv %d): want wire < half of payload", rr.BytesPayload, rr.BytesWire, rr.BytesSent, rr.BytesRecv)
 	}
 	t.Logf("rate: wire/payload %.3f", float64(rr.BytesWire)/float64(rr.BytesPayload))
-	hr, err := c.Hold(t.Context(), HoldParams{Duration: units.Duration(300 * time.Millisecond), Ping: units.Duration(50 * time.Millisecond)}, nil)
+	hr, err := idle(t.Context(), c, 300*time.Millisecond, true, nil)
 	if err != nil || hr.Alive != hr.Conns || hr.Pongs == 0 {
 		t.Fatalf("hold: %+v %v", hr, err)
 	}

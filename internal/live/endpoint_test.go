@@ -2,6 +2,7 @@ package live
 
 import (
 	closekind "github.com/wsplan/wsplan/scenarios/close"
+	"github.com/wsplan/wsplan/scenarios/hold"
 	"net/http"
 	"testing"
 	"time"
@@ -156,7 +157,7 @@ func TestEndpointConnectionsOpen(t *testing.T) {
 	if got := e.value(Connects, "connect", ""); got != 20 {
 		t.Errorf("connect: %s = %v, want 20", Connects, got)
 	}
-	run("hold", &client.HoldParams{Duration: units.Duration(2 * time.Second)}, func() {
+	run("hold", &hold.Params{Duration: units.Duration(2 * time.Second)}, func() {
 		e.waitValue(ConnectionsOpen, "hold", 20)
 		ts.Drop(5)
 		e.waitValue(ConnectionsOpen, "hold", 15)

@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"github.com/wsplan/wsplan/scenarios/hold"
 	"testing"
 	"time"
 
@@ -24,19 +25,19 @@ func TestGroupLiveConnections(t *testing.T) {
 	if sh := pr.Live.Shards(); len(sh) != 2 || sh[0].Connects != 10 || sh[1].Open != 10 {
 		t.Errorf("connect's shards %+v, want 10 each", sh)
 	}
-	hold := &client.Progress{Live: &client.Live{}}
+	held := &client.Progress{Live: &client.Live{}}
 	done := make(chan error, 1)
 	go func() {
-		_, err := g.Run(t.Context(), &client.HoldParams{Duration: units.Duration(3 * time.Second)}, hold)
+		_, err := g.Run(t.Context(), &hold.Params{Duration: units.Duration(3 * time.Second)}, held)
 		done <- err
 	}()
-	waitFor(t, func() bool { s := hold.Live.Snapshot(); return s.HasOpen && s.Open == 20 }, "the hold's 20 open")
+	waitFor(t, func() bool { s := held.Live.Snapshot(); return s.HasOpen && s.Open == 20 }, "the hold's 20 open")
 	srv.drop(4)
-	waitFor(t, func() bool { return hold.Live.Snapshot().Open == 16 }, "the drops on the shards' progress lines")
+	waitFor(t, func() bool { return held.Live.Snapshot().Open == 16 }, "the drops on the shards' progress lines")
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if s := hold.Live.Snapshot(); s.Open != 16 || s.Connects != 0 {
+	if s := held.Live.Snapshot(); s.Open != 16 || s.Connects != 0 {
 		t.Errorf("hold: open %d, connects %d; want 16, 0", s.Open, s.Connects)
 	}
 }

@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"github.com/wsplan/wsplan/scenarios/hold"
 	"testing"
 	"time"
 
@@ -24,7 +25,7 @@ func TestGroupPeerCloses(t *testing.T) {
 		t.Helper()
 		deadline := time.Now().Add(5 * time.Second)
 		for {
-			if _, err := g.Run(t.Context(), &client.HoldParams{Duration: units.Duration(100 * time.Millisecond)}, nil); err != nil {
+			if _, err := g.Run(t.Context(), &hold.Params{Duration: units.Duration(100 * time.Millisecond)}, nil); err != nil {
 				t.Fatal(err)
 			}
 			p := g.PeerCloses()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"github.com/wsplan/wsplan/scenarios/hold"
 	"io"
 	"strings"
 	"testing"
@@ -150,11 +151,11 @@ func TestServeRateAndHold(t *testing.T) {
 	if rr := res.(*client.RateResult); rr.Sent != 200 || rr.Recv != 200 || rr.Lost() != 0 || len(rr.Seconds) == 0 || rr.Seconds[0].Max == 0 || rr.Latency.TotalCount() != 200 {
 		t.Fatalf("rate result %+v", rr)
 	}
-	r = reply(runReq(t, &client.HoldParams{Duration: units.Duration(500 * time.Millisecond), Ping: units.Duration(100 * time.Millisecond)}))
+	r = reply(runReq(t, &hold.Params{Duration: units.Duration(500 * time.Millisecond), Ping: units.Duration(100 * time.Millisecond)}))
 	if res, err = client.DecodeResult(r.Kind, r.Result); err != nil {
 		t.Fatal(err)
 	}
-	if h := res.(*client.HoldResult); r.Err != "" || h.Pings != 100 || h.Pongs != 100 || h.Alive != 20 {
+	if h := res.(*hold.Result); r.Err != "" || h.Pings != 100 || h.Pongs != 100 || h.Alive != 20 {
 		t.Fatalf("hold: %+v %+v", r, h)
 	}
 	if err := enc.Encode(Request{Op: "close"}); err != nil {

@@ -1,6 +1,7 @@
 package all_test
 
 import (
+	"encoding/json"
 	"reflect"
 	"testing"
 
@@ -89,6 +90,31 @@ func TestKeysDeclaredOnce(t *testing.T) {
 			t.Logf("%s declares %d keys of its own: %s", k.Name, len(here), why)
 		case len(here) > 0 || len(inline) != 1:
 			t.Errorf("%s: keys %v declared in scenarios, client params inline %v; want none and one", k.Name, here, inline)
+		}
+	}
+}
+
+// TestKindsRegistered: every kind's client params and result decode by
+// name, as the shard wire decodes them.
+func TestKindsRegistered(t *testing.T) {
+	for _, name := range client.KindNames() {
+		k, _ := client.LookupKind(name)
+		p := k.NewParams()
+		if p.Kind() != name {
+			t.Errorf("kind %s: params say %s", name, p.Kind())
+		}
+		b, _ := json.Marshal(p)
+		if _, err := client.DecodeParams(name, b); err != nil {
+			t.Errorf("kind %s: %v", name, err)
+		}
+		b, _ = json.Marshal(k.NewResult())
+		if _, err := client.DecodeResult(name, b); err != nil {
+			t.Errorf("kind %s: %v", name, err)
+		}
+	}
+	for _, k := range scenarios.Names() {
+		if _, ok := client.LookupKind(k); !ok && k != "conformance" && k != "search" {
+			t.Errorf("kind %s: no client kind of that name", k)
 		}
 	}
 }

@@ -1,16 +1,23 @@
-package scenarios
+// Package hold is the hold phase kind, whole: its keys and its result
+// (params.go), what an event loop runs for it (run.go) and its plan side
+// (this file: its metrics, report table, soak, faults and Run). It
+// registers itself with the client and with the scenarios in init;
+// scenarios/all imports it.
+package hold
 
 import (
 	"context"
+	"github.com/wsplan/wsplan/scenarios"
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
 )
 
-// The hold phase's key and the metrics only it reports.
+// Name is the hold phase's key; the others are the metrics only it
+// reports.
 const (
-	holdKind             = "hold"
+	Name                 = "hold"
 	holdAlive            = "alive"
 	holdPings            = "pings"
 	holdPongs            = "pongs"
@@ -19,21 +26,29 @@ const (
 	holdClientMemPerConn = "client_mem_per_conn"
 )
 
-// Hold keeps every connection open for Duration, counting the ones that
+// Phase keeps every connection open for Duration, counting the ones that
 // drop, and reports what an idle connection costs in memory. With Ping,
 // every connection also sends a ping every Ping (spread over the interval)
 // and the pongs are counted.
-type Hold struct {
-	client.HoldParams `yaml:",inline"`
+type Phase struct {
+	Params `yaml:",inline"`
 }
 
+// The contracts, checked at compile time.
+var (
+	_ scenarios.Phase = (*Phase)(nil)
+	_ client.Params   = (*Params)(nil)
+	_ client.Result   = (*Result)(nil)
+)
+
 func init() {
-	Register(Kind{
-		Name: holdKind,
+	client.Register(client.Kind{Name: Name, NewParams: func() client.Params { return &Params{} }, NewResult: func() client.Result { return &Result{} }})
+	scenarios.Register(scenarios.Kind{
+		Name: Name,
 		Doc:  "keep every connection open (idle, or pinging every `ping`); count drops and pongs; memory per connection",
-		New:  func() Phase { return &Hold{} },
-		Soak: &Soak{},
-		Faults: []Fault{
+		New:  func() scenarios.Phase { return &Phase{} },
+		Soak: &scenarios.Soak{},
+		Faults: []scenarios.Fault{
 			{Metric: metrics.Dropped, Of: metrics.Conns, What: "connections dropped while held"},
 			{Metric: holdPingsLost, Of: holdPings, What: "pings got no pong"},
 		},
@@ -53,13 +68,13 @@ func init() {
 	})
 }
 
-// Validate implements Phase.
-func (p *Hold) Validate(c Context) []FieldError {
-	return NeedsOpen(c, "", 0)
+// Validate implements scenarios.Phase.
+func (p *Phase) Validate(c scenarios.Context) []scenarios.FieldError {
+	return scenarios.NeedsOpen(c, "", 0)
 }
 
-// Run implements Phase.
-func (p *Hold) Run(ctx context.Context, env *Env) (Outcome, error) {
+// Run implements scenarios.Phase.
+func (p *Phase) Run(ctx context.Context, env *scenarios.Env) (scenarios.Outcome, error) {
 	conns := int64(env.Driver.Conns())
 	v := metrics.Values{metrics.Conns: conns}
 	if env.Mem != nil {
@@ -69,11 +84,11 @@ func (p *Hold) Run(ctx context.Context, env *Env) (Outcome, error) {
 			v[metrics.ServerRSS], v[metrics.MemPerConn] = now.Server, perConn(now.Server-env.Base.Server, conns)
 		}
 	}
-	r, err := Drive[client.HoldResult](ctx, env, &p.HoldParams)
+	r, err := scenarios.Drive[Result](ctx, env, &p.Params)
 	if r == nil {
-		r = &client.HoldResult{}
+		r = &Result{}
 	}
-	var out Outcome
+	var out scenarios.Outcome
 	if err != nil {
 		out.Failed, out.Error = true, "stopped after "+r.Used.Truncate(time.Millisecond).String()+": "+err.Error()
 	}
@@ -81,7 +96,7 @@ func (p *Hold) Run(ctx context.Context, env *Env) (Outcome, error) {
 	v[metrics.DurationName], v[holdAlive], v[metrics.Dropped] = r.Used, alive, conns-alive
 	v[holdPings], v[holdPongs], v[holdPingsLost] = r.Pings, r.Pongs, max(r.Pings-r.Pongs, 0)
 	out.Metrics = v
-	out.Reasons = map[string]string{metrics.Dropped: ErrorSummary(r.Errors)}
+	out.Reasons = map[string]string{metrics.Dropped: scenarios.ErrorSummary(r.Errors)}
 	// Interrupted: what was measured so far is kept, with the error.
 	return out, err
 }
@@ -95,7 +110,7 @@ func perConn(bytes, conns int64) int64 {
 
 // Speaks implements ProtocolSpeaker: held connections answer their
 // protocol's keepalives.
-func (p *Hold) Speaks(proto string) string {
+func (p *Phase) Speaks(proto string) string {
 	if proto != "" && p.Ping > 0 {
 		return "ping: sends WebSocket pings; a protocol's own keepalives run without it"
 	}
