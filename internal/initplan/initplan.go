@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/wsplan/wsplan/internal/proto"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -29,12 +30,6 @@ import (
 	"github.com/wsplan/wsplan/internal/assert"
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/plan"
-
-	"github.com/wsplan/wsplan/internal/proto/graphqlws"
-	"github.com/wsplan/wsplan/internal/proto/jsonrpc"
-	"github.com/wsplan/wsplan/internal/proto/mqtt"
-	"github.com/wsplan/wsplan/internal/proto/socketio"
-	"github.com/wsplan/wsplan/internal/proto/stomp"
 )
 
 //go:embed templates/*.tmpl
@@ -83,24 +78,6 @@ type Options struct {
 // every protocol of the client.
 func Protocols() []string {
 	return append([]string{NoProtocol}, client.Protocols()...)
-}
-
-// examples are the repository's example servers: where each listens
-// (the url a plan without --url targets) and how to start it.
-var examples = map[string]struct {
-	url   string
-	start []string
-}{
-	socketio.Name: {"ws://127.0.0.1:9500/socket.io/?EIO=4&transport=websocket",
-		[]string{"npm ci --prefix examples/socketio", "node examples/socketio/server.js 127.0.0.1:9500"}},
-	mqtt.Name: {"ws://127.0.0.1:9883/mqtt",
-		[]string{"mosquitto -c examples/mqtt/mosquitto.conf   (apt-get install mosquitto)"}},
-	stomp.Name: {"ws://127.0.0.1:15674/ws",
-		[]string{"examples/stomp/rabbitmq.sh 15674   (apt-get install rabbitmq-server)"}},
-	graphqlws.Name: {"ws://127.0.0.1:9600/graphql",
-		[]string{"npm ci --prefix examples/graphql-ws", "node examples/graphql-ws/server.js 127.0.0.1:9600"}},
-	jsonrpc.Name: {"ws://127.0.0.1:9510/",
-		[]string{"npm ci --prefix examples/rpc-websockets", "node examples/rpc-websockets/server.js 127.0.0.1:9510"}},
 }
 
 // view is what the templates see.
@@ -198,8 +175,8 @@ func (o Options) view() (view, error) {
 	}
 	raw := o.URL
 	if raw == "" && v.Protocol != "" {
-		ex := examples[v.Protocol]
-		raw, v.Example = ex.url, ex.start
+		ex, _ := proto.ExampleOf(v.Protocol)
+		raw, v.Example = ex.URL, ex.Start
 	}
 	if raw == "" {
 		if v.Preset == "" {
@@ -245,11 +222,11 @@ func (v *view) target(raw string) error {
 	if host == "" {
 		return fmt.Errorf("--url %q: no host", raw)
 	}
-	if v.Protocol == socketio.Name && !strings.Contains(u.RawQuery, "EIO=") {
+	if ex, _ := proto.ExampleOf(v.Protocol); ex.Query != "" && !strings.Contains(u.RawQuery, ex.Key) {
 		if u.Path == "" || u.Path == "/" {
-			u.Path = "/socket.io/"
+			u.Path = ex.Path
 		}
-		u.RawQuery = strings.TrimPrefix(u.RawQuery+"&EIO=4&transport=websocket", "&")
+		u.RawQuery = strings.TrimPrefix(u.RawQuery+"&"+ex.Query, "&")
 	}
 	ip := net.ParseIP(host)
 	v.Remote = host != "localhost" && (ip == nil || !ip.IsLoopback())

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	protocols "github.com/wsplan/wsplan/internal/proto"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -76,8 +77,8 @@ func checkCombination(t *testing.T, o Options) {
 		if got := strings.HasPrefix(s.URLs[0], "wss://"); got != wantTLS || (wantTLS && s.TLS == nil) {
 			t.Errorf("url %s, tls %v: want wss:// and a tls: block = %v", s.URLs[0], s.TLS, wantTLS)
 		}
-		if o.URL == "" && s.URLs[0] != examples[proto].url && !wantTLS {
-			t.Errorf("url %s, want the example's %s", s.URLs[0], examples[proto].url)
+		if ex, _ := protocols.ExampleOf(proto); o.URL == "" && s.URLs[0] != ex.URL && !wantTLS {
+			t.Errorf("url %s, want the example's %s", s.URLs[0], ex.URL)
 		}
 	}
 	if got := s.Protocol != nil && s.Protocol.Name == proto; got != (proto != "") {

@@ -22,55 +22,90 @@ import (
 func TestKindPackagesApart(t *testing.T) {
 	testenv.Slow(t, "builds the module once per kind: minutes from an empty build cache")
 	goTool, root := goAndRoot(t)
-	out, err := exec.Command(goTool, "list", "-f", "{{.Dir}}", root+"/...").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dirs := strings.Fields(string(out))
-	allGo := filepath.Join(root, "scenarios", "all", "all.go")
-	all, err := os.ReadFile(allGo)
-	if err != nil {
-		t.Fatal(err)
-	}
 	kinds := packagedKinds(t, root)
 	if len(kinds) == 0 {
 		t.Fatal("no kind has a package of its own under scenarios/")
 	}
 	for _, name := range kinds {
 		t.Run(name, func(t *testing.T) {
-			kindDir := filepath.Join(root, "scenarios", name)
-			gone := map[string]string{}
-			files, err := filepath.Glob(filepath.Join(kindDir, "*.go"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, f := range files {
-				gone[f] = ""
-			}
-			var keep []string
-			line := `"github.com/wsplan/wsplan/scenarios/` + name + `"`
-			for _, l := range strings.Split(string(all), "\n") {
-				if !strings.Contains(l, line) {
-					keep = append(keep, l)
-				}
-			}
-			if len(keep) == len(strings.Split(string(all), "\n")) {
-				t.Fatalf("scenarios/all does not import %s", line)
-			}
-			without := filepath.Join(t.TempDir(), "all.go")
-			if err := os.WriteFile(without, []byte(strings.Join(keep, "\n")), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			gone[allGo] = without
-			var pkgs []string
-			for _, d := range dirs {
-				if d != kindDir {
-					pkgs = append(pkgs, d)
-				}
-			}
-			buildWithout(t, goTool, root, gone, pkgs, "scenarios/"+name)
+			packageApart(t, goTool, root, "scenarios/all/all.go", "scenarios/"+name)
 		})
 	}
+}
+
+// TestProtocolPackagesApart: a protocol is a package of its own
+// (internal/proto/P/), removed by deleting it and its line in
+// internal/proto/all; the module's packages but its own build without
+// each in turn, as TestKindPackagesApart does for kinds.
+func TestProtocolPackagesApart(t *testing.T) {
+	testenv.Slow(t, "builds the module once per protocol: minutes from an empty build cache")
+	goTool, root := goAndRoot(t)
+	ents, err := os.ReadDir(filepath.Join(root, "internal", "proto"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		if !e.IsDir() || e.Name() == "all" || e.Name() == "testdata" {
+			continue
+		}
+		n++
+		t.Run(e.Name(), func(t *testing.T) {
+			packageApart(t, goTool, root, "internal/proto/all/all.go", "internal/proto/"+e.Name())
+		})
+	}
+	if n == 0 {
+		t.Fatal("no protocol package under internal/proto")
+	}
+}
+
+// packageApart builds every package of the module but pkg (a directory
+// relative to root) with pkg's files deleted and the file all (relative
+// to root) rewritten without its import line, and fails the test when
+// they do not build.
+func packageApart(t *testing.T, goTool, root, all, pkg string) {
+	t.Helper()
+	out, err := exec.Command(goTool, "list", "-f", "{{.Dir}}", root+"/...").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgDir := filepath.Join(root, filepath.FromSlash(pkg))
+	gone := map[string]string{}
+	files, err := filepath.Glob(filepath.Join(pkgDir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		gone[f] = ""
+	}
+	allGo := filepath.Join(root, filepath.FromSlash(all))
+	src, err := os.ReadFile(allGo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keep []string
+	line := `"github.com/wsplan/wsplan/` + pkg + `"`
+	lines := strings.Split(string(src), "\n")
+	for _, l := range lines {
+		if !strings.Contains(l, line) {
+			keep = append(keep, l)
+		}
+	}
+	if len(keep) == len(lines) {
+		t.Fatalf("%s does not import %s", all, line)
+	}
+	without := filepath.Join(t.TempDir(), "all.go")
+	if err := os.WriteFile(without, []byte(strings.Join(keep, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gone[allGo] = without
+	var pkgs []string
+	for _, d := range strings.Fields(string(out)) {
+		if d != pkgDir {
+			pkgs = append(pkgs, d)
+		}
+	}
+	buildWithout(t, goTool, root, gone, pkgs, pkg)
 }
 
 // TestKindFilesApart: kinds not yet moved into a package of their own do

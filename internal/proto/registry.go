@@ -34,6 +34,39 @@ var (
 	defs   = map[string]*Def{}
 )
 
+// Example is a protocol's example server in the repository (examples/),
+// for `wsplan init`'s plans that name the protocol but no URL.
+type Example struct {
+	URL   string   // where the example server listens, e.g. ws://127.0.0.1:9883/mqtt
+	Start []string // the commands that start it, one a line
+	// Query, when set, is the query every URL of the protocol's servers
+	// needs (Socket.IO's EIO=4&transport=websocket); `wsplan init` adds it
+	// to a --url whose query has no Key (e.g. "EIO="), with Path when the
+	// URL has no path.
+	Query, Key, Path string
+}
+
+var (
+	examplesMu sync.RWMutex
+	examples   = map[string]Example{}
+)
+
+// RegisterExample records the example server of the protocol named
+// name; its package calls it from init, beside Register.
+func RegisterExample(name string, e Example) {
+	examplesMu.Lock()
+	defer examplesMu.Unlock()
+	examples[name] = e
+}
+
+// ExampleOf returns the example server of the protocol named name.
+func ExampleOf(name string) (Example, bool) {
+	examplesMu.RLock()
+	defer examplesMu.RUnlock()
+	e, ok := examples[name]
+	return e, ok
+}
+
 // Register adds a protocol named name, made by f from its settings S (a
 // struct of keys declared with decl tags; struct{} for none). Protocol
 // packages call it from init; a second protocol of the same name panics.

@@ -44,6 +44,8 @@ const Subprotocol = "graphql-transport-ws"
 
 func init() {
 	proto.Register(Name, "GraphQL over WebSocket: graphql-ws's graphql-transport-ws protocol", New)
+	// The example server (examples/), for wsplan init.
+	proto.RegisterExample(Name, proto.Example{URL: "ws://127.0.0.1:9600/graphql", Start: []string{"npm ci --prefix examples/graphql-ws", "node examples/graphql-ws/server.js 127.0.0.1:9600"}})
 }
 
 // Settings are GraphQL over WebSocket's keys in a plan's

@@ -33,6 +33,8 @@ const Name = "jsonrpc"
 
 func init() {
 	proto.Register(Name, "JSON-RPC 2.0 over WebSocket, with rpc-websockets' events", New)
+	// The example server (examples/), for wsplan init.
+	proto.RegisterExample(Name, proto.Example{URL: "ws://127.0.0.1:9510/", Start: []string{"npm ci --prefix examples/rpc-websockets", "node examples/rpc-websockets/server.js 127.0.0.1:9510"}})
 }
 
 // Settings are JSON-RPC's keys: it has none.

@@ -40,7 +40,11 @@ import (
 // Name is MQTT's name in a plan: `protocol: mqtt`.
 const Name = "mqtt"
 
-func init() { proto.Register(Name, "MQTT 3.1.1 or 5 over WebSocket (subprotocol mqtt)", New) }
+func init() {
+	proto.Register(Name, "MQTT 3.1.1 or 5 over WebSocket (subprotocol mqtt)", New)
+	// The example broker (examples/mqtt), for wsplan init.
+	proto.RegisterExample(Name, proto.Example{URL: "ws://127.0.0.1:9883/mqtt", Start: []string{"mosquitto -c examples/mqtt/mosquitto.conf   (apt-get install mosquitto)"}})
+}
 
 // Settings are MQTT's keys in a plan's `protocol: {name: mqtt, …}`.
 type Settings struct {

@@ -37,6 +37,8 @@ const Name = "socketio"
 
 func init() {
 	proto.Register(Name, "Socket.IO v5 over Engine.IO v4 (socket.io 4.x), WebSocket transport only", New)
+	// The example server (examples/), for wsplan init.
+	proto.RegisterExample(Name, proto.Example{URL: "ws://127.0.0.1:9500/socket.io/?EIO=4&transport=websocket", Start: []string{"npm ci --prefix examples/socketio", "node examples/socketio/server.js 127.0.0.1:9500"}, Query: "EIO=4&transport=websocket", Key: "EIO=", Path: "/socket.io/"})
 }
 
 // Settings are Socket.IO's keys in a plan's `protocol: {name: socketio, …}`.

@@ -36,6 +36,8 @@ const Name = "stomp"
 
 func init() {
 	proto.Register(Name, "STOMP 1.0-1.2 over WebSocket (subprotocols v12.stomp, v11.stomp, v10.stomp)", New)
+	// The example server (examples/), for wsplan init.
+	proto.RegisterExample(Name, proto.Example{URL: "ws://127.0.0.1:15674/ws", Start: []string{"examples/stomp/rabbitmq.sh 15674   (apt-get install rabbitmq-server)"}})
 }
 
 // Settings are STOMP's keys in a plan's `protocol: {name: stomp, …}`.
