@@ -14,40 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	batchclient "k8s.io/client-go/kubernetes/typed/batch/v1"
-	coreclient "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/rest"
 )
-
-// Client is the part of the Kubernetes API wsplan uses: core/v1 and
-// batch/v1. A kubernetes.Interface is one, and so is the tests' fakeCluster;
-// NewClient makes one that links only those two groups, not all of
-// client-go's (which would double the binary).
-type Client interface {
-	CoreV1() coreclient.CoreV1Interface
-	BatchV1() batchclient.BatchV1Interface
-}
-
-type typedClient struct {
-	core  *coreclient.CoreV1Client
-	batch *batchclient.BatchV1Client
-}
-
-func (c typedClient) CoreV1() coreclient.CoreV1Interface    { return c.core }
-func (c typedClient) BatchV1() batchclient.BatchV1Interface { return c.batch }
-
-// NewClient connects to the cluster cfg describes.
-func NewClient(cfg *rest.Config) (Client, error) {
-	core, err := coreclient.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	batch, err := batchclient.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return typedClient{core, batch}, nil
-}
 
 // PollInterval is how often Deploy looks at the shard pods while it waits.
 var PollInterval = 500 * time.Millisecond
@@ -88,17 +55,17 @@ func deploy(ctx context.Context, cs Client, s Spec, ready time.Duration) (*Deplo
 	}
 	ns := s.namespace()
 	d := &Deployment{cs: cs, spec: s}
-	created, err := cs.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{})
+	created, err := cs.CreateJob(ctx, job)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kubernetes: creating job %s/%s: %w", ns, job.Name, err)
 	}
 	d.job = created
 	owner := []metav1.OwnerReference{*metav1.NewControllerRef(created, batchv1.SchemeGroupVersion.WithKind("Job"))}
 	secret.OwnerReferences, svc.OwnerReferences = owner, owner
-	if _, err := cs.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+	if err := cs.CreateSecret(ctx, secret); err != nil {
 		return d, nil, fmt.Errorf("kubernetes: creating secret %s/%s: %w", ns, secret.Name, err)
 	}
-	if _, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+	if err := cs.CreateService(ctx, svc); err != nil {
 		return d, nil, fmt.Errorf("kubernetes: creating service %s/%s: %w", ns, svc.Name, err)
 	}
 	addrs, err := d.wait(ctx, ready)
@@ -145,7 +112,7 @@ var fatalWaiting = map[string]string{
 // status line; an error when a shard cannot become ready.
 func (d *Deployment) check(ctx context.Context) ([]string, string, error) {
 	ns, name := d.spec.namespace(), d.spec.name()
-	job, err := d.cs.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+	job, err := d.cs.GetJob(ctx, ns, name)
 	if err != nil {
 		return nil, "", fmt.Errorf("kubernetes: job %s/%s: %w", ns, name, err)
 	}
@@ -157,7 +124,7 @@ func (d *Deployment) check(ctx context.Context) ([]string, string, error) {
 	if err := d.quota(ctx); err != nil {
 		return nil, "", err
 	}
-	pods, err := d.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: LabelRun + "=" + d.spec.RunID})
+	pods, err := d.cs.ListPods(ctx, ns, LabelRun+"="+d.spec.RunID)
 	if err != nil {
 		return nil, "", fmt.Errorf("kubernetes: pods of job %s/%s: %w", ns, name, err)
 	}
@@ -167,7 +134,7 @@ func (d *Deployment) check(ctx context.Context) ([]string, string, error) {
 	}
 	var readyPods []shardPod
 	var pending []string
-	for _, p := range pods.Items {
+	for _, p := range pods {
 		if err := podFailure(p); err != nil {
 			return nil, "", fmt.Errorf("kubernetes: shard pod %s/%s: %w", ns, p.Name, err)
 		}
@@ -186,7 +153,7 @@ func (d *Deployment) check(ctx context.Context) ([]string, string, error) {
 		}
 		return addrs, "", nil
 	}
-	st := fmt.Sprintf("%d of %d pods created, %d ready", len(pods.Items), d.spec.Shards, len(readyPods))
+	st := fmt.Sprintf("%d of %d pods created, %d ready", len(pods), d.spec.Shards, len(readyPods))
 	if len(pending) > 0 {
 		st += "; pending: " + strings.Join(pending, ", ")
 	}
@@ -229,11 +196,11 @@ func podReady(p corev1.Pod) bool {
 // ResourceQuota or LimitRange refusing them), from the Job's events.
 func (d *Deployment) quota(ctx context.Context) error {
 	ns, name := d.spec.namespace(), d.spec.name()
-	evs, err := d.cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+	evs, err := d.cs.ListEvents(ctx, ns, "involvedObject.name="+name)
 	if err != nil {
 		return nil // events are a hint; the timeout still says what is missing
 	}
-	for _, e := range evs.Items {
+	for _, e := range evs {
 		if e.InvolvedObject.Name == name && e.Reason == "FailedCreate" {
 			return fmt.Errorf("kubernetes: job %s/%s cannot create its pods: %s", ns, name, e.Message)
 		}
@@ -248,19 +215,10 @@ func (d *Deployment) Delete() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ns, name := d.spec.namespace(), d.spec.name()
-	bg := metav1.DeletePropagationBackground
-	opts := metav1.DeleteOptions{PropagationPolicy: &bg}
 	var errs []error
-	for _, del := range []struct {
-		what string
-		f    func() error
-	}{
-		{"job", func() error { return d.cs.BatchV1().Jobs(ns).Delete(ctx, name, opts) }},
-		{"service", func() error { return d.cs.CoreV1().Services(ns).Delete(ctx, name, opts) }},
-		{"secret", func() error { return d.cs.CoreV1().Secrets(ns).Delete(ctx, name, opts) }},
-	} {
-		if err := del.f(); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("kubernetes: deleting %s %s/%s: %w", del.what, ns, name, err))
+	for _, r := range []Resource{Jobs, Services, Secrets} {
+		if err := d.cs.Delete(ctx, r, ns, name); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("kubernetes: deleting %s %s/%s: %w", strings.TrimSuffix(string(r), "s"), ns, name, err))
 		}
 	}
 	return errors.Join(errs...)

@@ -29,14 +29,14 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// kubelet plays the cluster for the fake API (fakeCluster): it creates the pods of
-// every Job and moves them as mode says. "ready": each pod i runs a real
+// kubelet plays the cluster behind the fake API (fakeAPI): it creates the
+// pods of every Job and moves them as mode says. "ready": each pod i runs a real
 // shard.Listen on 127.0.0.(2+i) with the Secret's certificates, then is
 // Ready; "unschedulable", "imagepull": the pod's status says so;
 // "pending": nothing happens.
 type kubelet struct {
 	t      *testing.T
-	cs     *fakeCluster
+	api    *fakeAPI
 	mode   string
 	port   int
 	stop   chan struct{}
@@ -47,9 +47,9 @@ type kubelet struct {
 	shards map[string]chan error // pod name → its Listen's end
 }
 
-func startKubelet(t *testing.T, cs *fakeCluster, mode string, port int) *kubelet {
+func startKubelet(t *testing.T, api *fakeAPI, mode string, port int) *kubelet {
 	ctx, cancel := context.WithCancel(context.Background())
-	k := &kubelet{t: t, cs: cs, mode: mode, port: port, stop: make(chan struct{}), ctx: ctx, cancel: cancel, shards: map[string]chan error{}}
+	k := &kubelet{t: t, api: api, mode: mode, port: port, stop: make(chan struct{}), ctx: ctx, cancel: cancel, shards: map[string]chan error{}}
 	k.wg.Add(1)
 	go k.loop()
 	t.Cleanup(k.close)
@@ -75,31 +75,23 @@ func (k *kubelet) loop() {
 			return
 		case <-time.After(20 * time.Millisecond):
 		}
-		jobs, err := k.cs.BatchV1().Jobs("").List(context.Background(), metav1.ListOptions{})
-		if err != nil {
-			k.t.Error(err)
-			return
-		}
-		for _, j := range jobs.Items {
-			k.pods(j)
+		for _, j := range k.api.list("jobs", "") {
+			k.pods(*j.(*batchv1.Job))
 		}
 	}
 }
 
 func (k *kubelet) pods(j batchv1.Job) {
-	ctx := context.Background()
 	for i := range int(*j.Spec.Completions) {
 		name := fmt.Sprintf("%s-%d-x", j.Name, i)
-		pods := k.cs.CoreV1().Pods(j.Namespace)
-		p, err := pods.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
+		var p *corev1.Pod
+		if o, ok := k.api.get("pods", j.Namespace, name); ok {
+			p = o.(*corev1.Pod)
+		} else {
 			p = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: j.Namespace, Labels: j.Spec.Template.Labels,
 				Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: strconv.Itoa(i)}}, Spec: j.Spec.Template.Spec}
 			p.Status.Phase = corev1.PodPending
-			if p, err = pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
-				k.t.Error(err)
-				return
-			}
+			k.api.put("pods", p)
 		}
 		switch k.mode {
 		case "unschedulable":
@@ -121,19 +113,18 @@ func (k *kubelet) pods(j batchv1.Job) {
 		default:
 			continue
 		}
-		if _, err := pods.UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
-			k.t.Error(err)
-		}
+		k.api.put("pods", p)
 	}
 }
 
 // startShard runs pod i's container: `wsplan shard --listen` with the
 // mounted Secret.
 func (k *kubelet) startShard(j batchv1.Job, i int, name string) bool {
-	sec, err := k.cs.CoreV1().Secrets(j.Namespace).Get(context.Background(), j.Spec.Template.Spec.Volumes[0].Secret.SecretName, metav1.GetOptions{})
-	if err != nil {
+	o, ok := k.api.get("secrets", j.Namespace, j.Spec.Template.Spec.Volumes[0].Secret.SecretName)
+	if !ok {
 		return false
 	}
+	sec := o.(*corev1.Secret)
 	dir := k.t.TempDir()
 	for f, b := range sec.Data {
 		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
@@ -215,18 +206,22 @@ func testSpec(t *testing.T, port int) Spec {
 		Spread: true, IdleExit: 500 * time.Millisecond, ActiveDeadline: time.Hour, TTL: 10 * time.Minute, Certs: certs}
 }
 
-// assertGone checks that the run's Job, Service and Secret are deleted.
-func assertGone(t *testing.T, cs *fakeCluster, s Spec) {
+// assertGone checks that the run's Job, Service and Secret are deleted,
+// each by one DELETE with background propagation (the Job's pods go with
+// it).
+func assertGone(t *testing.T, api *fakeAPI, s Spec) {
 	t.Helper()
-	ctx := context.Background()
-	if _, err := cs.BatchV1().Jobs(s.Namespace).Get(ctx, s.name(), metav1.GetOptions{}); err == nil {
-		t.Error("job left behind")
+	for _, res := range []string{"jobs", "services", "secrets"} {
+		if _, ok := api.get(res, s.Namespace, s.name()); ok {
+			t.Errorf("%s left behind", res)
+		}
 	}
-	if _, err := cs.CoreV1().Services(s.Namespace).Get(ctx, s.name(), metav1.GetOptions{}); err == nil {
-		t.Error("service left behind")
+	var want []string
+	for _, res := range []string{"jobs", "services", "secrets"} {
+		want = append(want, res+"/"+s.Namespace+"/"+s.name()+" Background")
 	}
-	if _, err := cs.CoreV1().Secrets(s.Namespace).Get(ctx, s.name(), metav1.GetOptions{}); err == nil {
-		t.Error("secret left behind")
+	if got := api.deleted(); strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("deletes %q, want %q", got, want)
 	}
 }
 
@@ -263,10 +258,10 @@ func runOn(t *testing.T, ctx context.Context, addrs []string, dir string, long b
 	return err
 }
 
-// TestDeployRunDelete: create → ready → run → delete, against client-go's
-// fake API (fakeCluster) with real shards behind the pods.
+// TestDeployRunDelete: create → ready → run → delete, against the fake
+// API server (fakeAPI) with real shards behind the pods.
 func TestDeployRunDelete(t *testing.T) {
-	cs := newFakeCluster()
+	api := newFakeAPI(t)
 	s := testSpec(t, freePort(t))
 	dir := t.TempDir()
 	for f, b := range s.Certs {
@@ -274,8 +269,8 @@ func TestDeployRunDelete(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	k := startKubelet(t, cs, "ready", s.Port)
-	d, addrs, err := Deploy(t.Context(), cs, s, 10*time.Second)
+	k := startKubelet(t, api, "ready", s.Port)
+	d, addrs, err := Deploy(t.Context(), api.client(t), s, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,15 +279,20 @@ func TestDeployRunDelete(t *testing.T) {
 		t.Errorf("addresses %v, want %v", addrs, want)
 	}
 	// The Secret carries the shard's certificates, not the orchestrator's key.
-	sec, err := cs.CoreV1().Secrets("bench").Get(t.Context(), s.name(), metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
+	o, ok := api.get("secrets", "bench", s.name())
+	if !ok {
+		t.Fatal("no secret")
 	}
+	sec := o.(*corev1.Secret)
 	if _, ok := sec.Data[shard.OrchKeyFile]; ok || len(sec.Data) != 3 {
 		t.Errorf("secret holds %d files (orchestrator key: %v), want ca.pem, shard.pem, shard.key", len(sec.Data), ok)
 	}
-	if len(sec.OwnerReferences) != 1 || sec.OwnerReferences[0].Kind != "Job" {
-		t.Errorf("secret owners %v, want the job (its TTL deletes the secret)", sec.OwnerReferences)
+	job, ok := api.get("jobs", "bench", s.name())
+	if !ok {
+		t.Fatal("no job")
+	}
+	if own := sec.OwnerReferences; len(own) != 1 || own[0].Kind != "Job" || own[0].Name != s.name() || own[0].UID == "" || own[0].UID != job.GetUID() {
+		t.Errorf("secret owners %v, want the job %s (its TTL deletes the secret)", own, job.GetUID())
 	}
 	if err := runOn(t, t.Context(), addrs, dir, false); err != nil {
 		t.Fatal(err)
@@ -300,7 +300,7 @@ func TestDeployRunDelete(t *testing.T) {
 	if err := d.Delete(); err != nil {
 		t.Fatal(err)
 	}
-	assertGone(t, cs, s)
+	assertGone(t, api, s)
 	k.close()
 	k.shardsEnded(t, 5*time.Second)
 }
@@ -322,25 +322,22 @@ func TestDeployFailures(t *testing.T) {
 		{mode: "pending", want: "context canceled", timeout: 10 * time.Second, cancel: true},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
-			cs := newFakeCluster()
+			api := newFakeAPI(t)
 			s := testSpec(t, 7070)
-			startKubelet(t, cs, tc.mode, s.Port)
+			startKubelet(t, api, tc.mode, s.Port)
 			if tc.quota {
-				_, err := cs.CoreV1().Events("bench").Create(t.Context(), &corev1.Event{
+				api.put("events", &corev1.Event{
 					ObjectMeta:     metav1.ObjectMeta{Name: "e1", Namespace: "bench"},
 					InvolvedObject: corev1.ObjectReference{Kind: "Job", Name: s.name(), Namespace: "bench"},
 					Reason:         "FailedCreate", Message: `pods "x" is forbidden: exceeded quota: q, requested: cpu=2, used: cpu=8, limited: cpu=8`,
-				}, metav1.CreateOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
+				})
 			}
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			if tc.cancel {
 				time.AfterFunc(200*time.Millisecond, cancel) // SIGINT
 			}
-			d, _, err := Deploy(ctx, cs, s, tc.timeout)
+			d, _, err := Deploy(ctx, api.client(t), s, tc.timeout)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Deploy: %v, want %q", err, tc.want)
 			}
@@ -350,7 +347,7 @@ func TestDeployFailures(t *testing.T) {
 			if d != nil {
 				t.Error("a failed Deploy returned a deployment")
 			}
-			assertGone(t, cs, s)
+			assertGone(t, api, s)
 		})
 	}
 }
@@ -359,7 +356,7 @@ func TestDeployFailures(t *testing.T) {
 // phase stops, the orchestrator deletes the objects, and the shards,
 // their link gone, close their connections and exit after idle_exit.
 func TestSIGINTMidRun(t *testing.T) {
-	cs := newFakeCluster()
+	api := newFakeAPI(t)
 	s := testSpec(t, freePort(t))
 	dir := t.TempDir()
 	for f, b := range s.Certs {
@@ -367,8 +364,8 @@ func TestSIGINTMidRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	k := startKubelet(t, cs, "ready", s.Port)
-	d, addrs, err := Deploy(t.Context(), cs, s, 10*time.Second)
+	k := startKubelet(t, api, "ready", s.Port)
+	d, addrs, err := Deploy(t.Context(), api.client(t), s, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +377,7 @@ func TestSIGINTMidRun(t *testing.T) {
 	if err := d.Delete(); err != nil {
 		t.Fatal(err)
 	}
-	assertGone(t, cs, s)
+	assertGone(t, api, s)
 	// The shards' idle_exit is the orchestrator's (300ms): they exit on their own.
 	for _, err := range k.shardsEnded(t, 5*time.Second) {
 		if !errors.Is(err, shard.ErrIdle) {

@@ -132,7 +132,7 @@ func Dial(ctx context.Context, s RemoteSpec) (*Group, []Hello, error) {
 	}
 	for _, p := range g.shards {
 		g.wg.Add(1)
-		go g.heartbeat(p, s.Link/4)
+		go g.heartbeat(p, s.Link/4, g.stop)
 	}
 	return g, hellos, nil
 }
@@ -144,14 +144,16 @@ func orUnexpected(r Reply) string {
 	return fmt.Sprintf("unexpected reply %+v", r)
 }
 
-// heartbeat tells a shard every interval that the orchestrator is alive.
-func (g *Group) heartbeat(p *proc, every time.Duration) {
+// heartbeat tells a shard every interval that the orchestrator is alive,
+// until stop closes. (stop is passed, not read from g: Close clears g.stop
+// while the heartbeats still wait on it.)
+func (g *Group) heartbeat(p *proc, every time.Duration, stop <-chan struct{}) {
 	defer g.wg.Done()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
-		case <-g.stop:
+		case <-stop:
 			return
 		case <-t.C:
 			if p.send(Request{Op: "ping"}) != nil {
