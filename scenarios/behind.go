@@ -108,6 +108,14 @@ func KeptUp(m metrics.Values) string {
 	return why
 }
 
+// BoundBehind reports the side KeptUp names: the client or the server
+// could not keep up (at most one is true; neither when neither side's CPU
+// reached the mark or it is not known).
+func BoundBehind(m metrics.Values) (client, server bool) {
+	s, _ := whoBehind(m)
+	return s == sideClient, s == sideServer
+}
+
 // load is one side's CPU while behind: used and waited for, percent of
 // one core, against its cores (0: not known).
 type load struct {

@@ -52,6 +52,24 @@ func behindMetrics(m metrics.Values, spans []scenarios.Span, sc serverCost, cc c
 	m[metrics.ClientCores] = int64(max(1, usable))
 }
 
+// markBound marks the side that could not keep up with the timetable as
+// bound (client_bound or server_bound), when the phase fell behind it:
+// the Verdict column then names the side its note names. The window's
+// averages alone, the drain and the seconds that kept up included, can
+// stay under the mark for the side that set the pace (an nbio server at
+// 88% over the window, 100% of its core while behind).
+func markBound(m metrics.Values) {
+	if m.Dur(metrics.Behind) <= 0 {
+		return
+	}
+	switch client, server := scenarios.BoundBehind(m); {
+	case client:
+		m[metrics.ClientBound], m[metrics.ServerBound] = true, false
+	case server && !m.Bool(metrics.ClientBound):
+		m[metrics.ServerBound] = true
+	}
+}
+
 // over is a process's CPU and run-queue wait over spans, percent of one
 // core: the times the series shows in them over the time of theirs it
 // covers; 0 when it covers none.

@@ -114,6 +114,18 @@ func TestBehindSide(t *testing.T) {
 		if strings.Contains(scenarios.KeptUp(m), "the client or the server") {
 			t.Errorf("%s: names nobody", c.name)
 		}
+		// The Verdict column's flags name the side the note names.
+		markBound(m)
+		wantClient, wantServer := strings.HasPrefix(c.want, "the client could not"), strings.HasPrefix(c.want, "the server could not")
+		if m.Bool(metrics.ClientBound) != wantClient || m.Bool(metrics.ServerBound) != wantServer {
+			t.Errorf("%s: client_bound %v server_bound %v, want %v %v", c.name, m.Bool(metrics.ClientBound), m.Bool(metrics.ServerBound), wantClient, wantServer)
+		}
+	}
+	// A phase that kept up (behind 0): the window's flags stand.
+	kept := metrics.Values{metrics.ServerCPUs: int64(1), metrics.CPUBehind: 100.0, metrics.ClientCPUBehind: 20.0, metrics.ClientCores: int64(1)}
+	markBound(kept)
+	if kept.Bool(metrics.ServerBound) || kept.Bool(metrics.ClientBound) {
+		t.Errorf("kept up: marked %v", kept)
 	}
 	// No spans (a kind without a timetable): nothing written.
 	m := metrics.Values{}

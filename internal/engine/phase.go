@@ -75,6 +75,7 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 	}
 	warning := windowMetrics(m, sv, cv, si, e.o.Layout, e.usableClientCPU(), eff)
 	behindMetrics(m, out.Behind, sv, cv, e.usableClientCPU())
+	markBound(m)
 	res.Metrics = m
 	res.ClientShards = clientShards(cv, m, e.o.Layout)
 	res.StartSkew = startSkew(drv)

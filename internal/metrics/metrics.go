@@ -295,9 +295,9 @@ var Common = []Def{
 	{ClientMemMax, Bytes, "client RSS, highest sample"},
 	{ClientCPUs, Count, "CPUs the client may run on"},
 	{ServerProcs, Count, "server processes measured at once, most of the window: the started process (or pid:) and its descendants; 1 with metrics_url:"},
-	{ClientBound, Bool, "true when the client's CPU was saturated (≥ 90% of its usable cores, and not below the server's share by more than 5 points): the result measures the client"},
+	{ClientBound, Bool, "true when the client's CPU was saturated (≥ 90% of its usable cores, and not below the server's share by more than 5 points), over the phase or, for a phase behind its timetable, while behind: the result measures the client"},
 	{ServerCPUs, Count, "CPUs wsplan pinned the server to; 0 when it did not start the server (url:), whose cores it does not know"},
-	{ServerBound, Bool, "true when the server's processes used ≥ 90% of the CPUs wsplan pinned them to and the client was not bound: the server set the pace, the result measures it at its limit; false when its cores are not known (server_cpus 0)"},
+	{ServerBound, Bool, "true when the server's processes used ≥ 90% of the CPUs wsplan pinned them to (over the phase or, for a phase behind its timetable, while behind, waiting for a CPU included) and the client was not bound: the server set the pace, the result measures it at its limit; false when its cores are not known (server_cpus 0)"},
 }
 
 // Names of the Latency metrics.
