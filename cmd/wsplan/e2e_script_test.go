@@ -116,7 +116,8 @@ func TestJSONRPCPlan(t *testing.T) {
 // which its assertion reads (so the assertion, not the row, decides:
 // the row notes them) and fails: exit 1.
 func TestScriptOrderPlan(t *testing.T) {
-	t.Parallel()
+	// Not in parallel: a real load (Node, many users), which the fault
+	// matrix's processes beside it would starve into timeouts.
 	root := needNodePackage(t, "node-ws", "ws")
 	port := "port=" + strconv.Itoa(freeBasePort(t, 1))
 	res, _, _ := runScriptPlan(t, root, 0, "node-app", "plans/script-order.yaml", "--set", port)
@@ -146,7 +147,8 @@ func TestScriptOrderPlan(t *testing.T) {
 // exchange has its row in the table, and the server saw each user log in
 // exactly once.
 func TestScriptPlanShards(t *testing.T) {
-	t.Parallel()
+	// Not in parallel: a real load (Node, many users), which the fault
+	// matrix's processes beside it would starve into timeouts.
 	root := needNodePackage(t, "node-ws", "ws")
 	res, stdout, log := runScriptPlan(t, root, 0, "node-app", "plans/script.yaml", "--set", "port="+strconv.Itoa(freeBasePort(t, 1)))
 	x := res.Results[0]
