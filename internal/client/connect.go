@@ -8,7 +8,7 @@ import (
 )
 
 func init() {
-	Register(Kind{Name: "connect", NewParams: func() Params { return &ConnectParams{} }, NewResult: func() Result { return &ConnectResult{} }})
+	Register(KindOf[ConnectParams, ConnectResult]("connect"))
 }
 
 // ConnectParams configure a connect phase; they are its plan keys too

@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	Register(Kind{Name: "echo", NewParams: func() Params { return &EchoParams{} }, NewResult: func() Result { return &EchoResult{} }})
+	Register(KindOf[EchoParams, EchoResult]("echo"))
 }
 
 // EchoParams configure a closed-loop echo phase. They are the phase's

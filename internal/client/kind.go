@@ -90,6 +90,20 @@ type Kind struct {
 	Forget func(c *Client)
 }
 
+// KindOf is the Kind name whose params and result are *P and *R: their
+// constructors derived from the types, which the compiler checks against
+// Params and Result. A kind registers with Register(KindOf[Params,
+// Result](Name)) and sets Forget on it when it needs one.
+func KindOf[P, R any, PP interface {
+	*P
+	Params
+}, RP interface {
+	*R
+	Result
+}](name string) Kind {
+	return Kind{Name: name, NewParams: func() Params { return PP(new(P)) }, NewResult: func() Result { return RP(new(R)) }}
+}
+
 var (
 	kindsMu sync.RWMutex
 	kinds   = map[string]Kind{}

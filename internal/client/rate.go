@@ -11,7 +11,7 @@ import (
 )
 
 func init() {
-	Register(Kind{Name: "rate", NewParams: func() Params { return &RateParams{} }, NewResult: func() Result { return &RateResult{} }})
+	Register(KindOf[RateParams, RateResult]("rate"))
 }
 
 // RateParams configure an open-loop rate phase (Client.Rate). They are

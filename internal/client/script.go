@@ -13,7 +13,7 @@ import (
 const KindScript = "script"
 
 func init() {
-	Register(Kind{Name: KindScript, NewParams: func() Params { return &ScriptParams{} }, NewResult: func() Result { return &ScriptResult{} }})
+	Register(KindOf[ScriptParams, ScriptResult](KindScript))
 }
 
 // A script phase runs a conversation (internal/script) on connections of

@@ -67,7 +67,9 @@ var (
 )
 
 func init() {
-	client.Register(client.Kind{Name: Name, NewParams: func() client.Params { return &Params{} }, NewResult: func() client.Result { return &Result{} }, Forget: dropSets})
+	k := client.KindOf[Params, Result](Name)
+	k.Forget = dropSets
+	client.Register(k)
 	scenarios.Register(scenarios.Kind{
 		Name:       Name,
 		Paced:      true,

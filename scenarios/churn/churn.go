@@ -63,12 +63,10 @@ type Phase struct {
 // The contracts, checked at compile time.
 var (
 	_ scenarios.Phase = (*Phase)(nil)
-	_ client.Params   = (*Params)(nil)
-	_ client.Result   = (*Result)(nil)
 )
 
 func init() {
-	client.Register(client.Kind{Name: Name, NewParams: func() client.Params { return &Params{} }, NewResult: func() client.Result { return &Result{} }})
+	client.Register(client.KindOf[Params, Result](Name))
 	scenarios.Register(scenarios.Kind{
 		Name: Name,
 		Doc:  "connections close (clean or reset) and reopen at a rate, a fraction per second or a lifetime while the others stay open; handshakes under churn, closes, the server's memory per 100k cycles",

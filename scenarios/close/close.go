@@ -39,7 +39,7 @@ var (
 )
 
 func init() {
-	client.Register(client.Kind{Name: Name, NewParams: func() client.Params { return &Params{} }, NewResult: func() client.Result { return &Result{} }})
+	client.Register(client.KindOf[Params, Result](Name))
 	scenarios.Register(scenarios.Kind{
 		Name:       Name,
 		Throughput: scenarios.Throughput{Metric: metrics.TPS, Unit: "closes/s", Count: metrics.Success},

@@ -37,12 +37,10 @@ type Phase struct {
 // The contracts, checked at compile time.
 var (
 	_ scenarios.Phase = (*Phase)(nil)
-	_ client.Params   = (*Params)(nil)
-	_ client.Result   = (*Result)(nil)
 )
 
 func init() {
-	client.Register(client.Kind{Name: Name, NewParams: func() client.Params { return &Params{} }, NewResult: func() client.Result { return &Result{} }})
+	client.Register(client.KindOf[Params, Result](Name))
 	scenarios.Register(scenarios.Kind{
 		Name: Name,
 		Doc:  "keep every connection open (idle, or pinging every `ping`); count drops and pongs; memory per connection",
