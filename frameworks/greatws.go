@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/antlabs/greatws"
 )
@@ -221,10 +222,32 @@ func (h *greatwsHandler) OnClose(c *greatws.Conn, _ error) {
 	h.mu.Unlock()
 }
 
-// closeAll refuses new connections and closes the open ones.
+// greatwsCloseWait is how long closeAll lets connections whose clients
+// are closing leave on their own event loop before it closes the rest.
+const greatwsCloseWait = 300 * time.Millisecond
+
+// closeAll refuses new connections and closes the open ones. A connection
+// closed from outside its event loop can make greatws close a stranger's
+// fd: the loop may already hold an event for the closed fd, finds no
+// connection for it and closes the number (api_epoll.go, v0.2.2), which
+// by then may belong to a new connection of any server in the process
+// (seen as a client's dial or read ending in EOF). So connections whose
+// clients are closing get greatwsCloseWait to be closed by their own loop
+// first; only the rest are closed here.
 func (h *greatwsHandler) closeAll() {
 	h.mu.Lock()
 	h.closed = true
+	h.mu.Unlock()
+	for deadline := time.Now().Add(greatwsCloseWait); time.Now().Before(deadline); {
+		h.mu.Lock()
+		n := len(h.conns)
+		h.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	h.mu.Lock()
 	conns := make([]*greatws.Conn, 0, len(h.conns))
 	for c := range h.conns {
 		conns = append(conns, c)
