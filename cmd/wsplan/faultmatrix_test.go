@@ -23,8 +23,10 @@ import (
 // without an allowance it must end its row not ok, naming the fault, and
 // exit 1; with `allow:` for that fault it must exit 0 — but what is no
 // count of units (the server's death, a phase left without connections)
-// fails the row whatever the plan allows. The cells are in faultmatrix_cells_test.go; the matrix is
-// printed as a Markdown table (go test -run TestFaultMatrix -v).
+// fails the row whatever the plan allows. The cells are in
+// faultmatrix_cells_test.go; the matrix is printed as a Markdown table
+// (go test -run TestFaultMatrix -v). Plain `go test` runs a slice of it
+// (cell.inPlainSlice); WSPLAN_SLOW=1 runs every half of every cell.
 //
 // A cell whose rule needs a fix not yet on main names that branch
 // (pending): it runs, and its failure is logged, not reported; once it
@@ -115,9 +117,10 @@ func TestFaultMatrix(t *testing.T) {
 	var jobs []job
 	for _, c := range cells {
 		for _, allow := range []bool{false, true} {
-			// The fault halves (exit 1, the fault named) always run; the
-			// allowance halves (exit 0) run with the slow tests.
-			if allow && !testenv.SlowEnabled() {
+			// The plain run takes the fault halves (exit 1, the fault
+			// named) of a slice: every kind over raw WebSocket and every
+			// protocol's greeting; the slow tests run every half.
+			if !testenv.SlowEnabled() && (allow || !c.inPlainSlice()) {
 				continue
 			}
 			if (!allow || !c.wantOK) && selected(t.Name()+"/"+c.name()+"/"+half(allow)) {
@@ -125,6 +128,7 @@ func TestFaultMatrix(t *testing.T) {
 			}
 		}
 	}
+	t.Logf("%d halves of %d cells", len(jobs), len(cells))
 	rows := make([]outcome, len(jobs))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, matrixParallel)
@@ -151,6 +155,15 @@ func TestFaultMatrix(t *testing.T) {
 	}
 	t.Log("\n" + matrixTable(cells, byName))
 	assertNoLeftovers(t, root)
+}
+
+// inPlainSlice reports whether the plain `go test` run takes c's fault
+// half: every kind's faults over raw WebSocket, and every protocol's
+// faults at the greeting (connect). The rest — each protocol under each
+// kind, mosquitto's cells, every allowance half — run with
+// WSPLAN_SLOW=1, as .ci/run sets.
+func (c cell) inPlainSlice() bool {
+	return c.proto == mprotos[0].label || c.kind == "connect"
 }
 
 // selected reports whether -test.run selects the subtest name (each
