@@ -24,7 +24,6 @@ func TestTagDefaultsMatchClient(t *testing.T) {
 		{&Script{}, "late_after", must(decl.Default(&Rate{}, "late_after"))},
 		{&Rate{}, "reads", client.ReadsBatched},
 		{&Search{}, "reads", client.ReadsBatched},
-		{&Echo{}, "payload_kind", payload.Random},
 		{&Rate{}, "payload_kind", payload.Random},
 		{&Search{}, "payload_kind", payload.Random},
 		// What a phase that opens connections of its own uses when it has
@@ -64,7 +63,7 @@ func TestPayloadDefaults(t *testing.T) {
 	for _, c := range []struct {
 		m    Messenger
 		want int
-	}{{&Echo{}, 1024}, {&Rate{}, 1024}, {&Search{}, 1024}} {
+	}{{&Rate{}, 1024}, {&Search{}, 1024}} {
 		if n, _ := c.m.Message(); n != c.want {
 			t.Errorf("%T: payload %d before Defaults, want %d", c.m, n, c.want)
 		}

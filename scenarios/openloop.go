@@ -45,7 +45,7 @@ var openLoopMetrics = metrics.Join([]metrics.Def{
 	{Name: metrics.Conns, Kind: metrics.Count, Doc: "connections that sent"},
 	{Name: metrics.Rate, Kind: metrics.Float, Doc: "messages per connection per second asked for"},
 	{Name: metrics.Payload, Kind: metrics.Bytes, Doc: "bytes per message"},
-}, PacedDefs("wakeups / (sent + recv): client wake-ups per message sent or echoed"), metrics.BehindDefs, metrics.Latency, CPUPer1MDefs("messages sent and echoed", "echoes"), wireDefs)
+}, PacedDefs("wakeups / (sent + recv): client wake-ups per message sent or echoed"), metrics.BehindDefs, metrics.Latency, CPUPer1MDefs("messages sent and echoed", "echoes"), WireDefs)
 
 // openLoopEfficiency is the published rate table's EchoEER: echoes
 // received per second per percent of the server's core.
@@ -75,7 +75,7 @@ func RateMetrics(r client.RateResult, perConn float64, payload int64) metrics.Va
 		metrics.Payload:      payload,
 	}
 	PacedValues(v, r.Slack, r.SendLate, r.Wakeups, r.Sent+r.Recv)
-	wireValues(v, r.BytesPayload, r.BytesWire)
+	WireValues(v, r.BytesPayload, r.BytesWire)
 	LatencyValues(v, r.Latency)
 	return v
 }

@@ -9,16 +9,16 @@ import (
 	"github.com/wsplan/wsplan/internal/payload"
 )
 
-// wireDefs are the byte counts of the phases that send messages: what
+// WireDefs are the byte counts of the phases that send messages: what
 // permessage-deflate saved.
-var wireDefs = []metrics.Def{
+var WireDefs = []metrics.Def{
 	{Name: metrics.BytesPayload, Kind: metrics.Bytes, Doc: "message bytes sent and received (uncompressed), warm-up included"},
 	{Name: metrics.BytesWire, Kind: metrics.Bytes, Doc: "the same messages as their frames carried them: compressed under permessage-deflate (frame headers and TLS not counted)"},
 	{Name: metrics.WireRatio, Kind: metrics.Float, Doc: "bytes_wire / bytes_payload: 1 without compression, lower is better"},
 }
 
-// wireValues records the byte counts and their ratio.
-func wireValues(v metrics.Values, payloadBytes, wire int64) {
+// WireValues records the byte counts and their ratio.
+func WireValues(v metrics.Values, payloadBytes, wire int64) {
 	v[metrics.BytesPayload] = payloadBytes
 	v[metrics.BytesWire] = wire
 	v[metrics.WireRatio] = 1.0 // nothing sent: nothing saved
@@ -27,10 +27,10 @@ func wireValues(v metrics.Values, payloadBytes, wire int64) {
 	}
 }
 
-// validatePayloadKind checks payload_kind and file: the kind is one of
+// ValidatePayloadKind checks payload_kind and file: the kind is one of
 // internal/payload's, a file is given exactly with kind file, and it can
 // be read (the client needs size bytes of it).
-func validatePayloadKind(kind, file string, size int) []FieldError {
+func ValidatePayloadKind(kind, file string, size int) []FieldError {
 	var errs []FieldError
 	switch kind {
 	case "", payload.Random, payload.Text:
@@ -58,9 +58,9 @@ func kindOrDefault(kind string) string {
 	return kind
 }
 
-// payloadFile returns the bytes of a payload_kind: file phase (at most
+// PayloadFile returns the bytes of a payload_kind: file phase (at most
 // size: the client cycles them to the payload size), nil for other kinds.
-func payloadFile(kind, file string, size int) ([]byte, error) {
+func PayloadFile(kind, file string, size int) ([]byte, error) {
 	if kind != payload.File {
 		return nil, nil
 	}

@@ -35,7 +35,7 @@ func TestValidatePayloadKind(t *testing.T) {
 		{"json", "", `payload_kind: want one of [random text file], got "json"`},
 	}
 	for _, tt := range tests {
-		errs := validatePayloadKind(tt.kind, tt.file, 1024)
+		errs := ValidatePayloadKind(tt.kind, tt.file, 1024)
 		switch {
 		case tt.want == "" && len(errs) > 0:
 			t.Errorf("%q %q: %v, want valid", tt.kind, tt.file, errs)
@@ -43,12 +43,12 @@ func TestValidatePayloadKind(t *testing.T) {
 			t.Errorf("%q %q: %v, want %q", tt.kind, tt.file, errs, tt.want)
 		}
 	}
-	b, err := payloadFile("file", full, 5)
+	b, err := PayloadFile("file", full, 5)
 	if err != nil || string(b) != "hello" {
-		t.Errorf("payloadFile = %q, %v; want the first 5 bytes", b, err)
+		t.Errorf("PayloadFile = %q, %v; want the first 5 bytes", b, err)
 	}
-	if b, err := payloadFile("text", full, 5); b != nil || err != nil {
-		t.Errorf("payloadFile for text = %q, %v; want nothing", b, err)
+	if b, err := PayloadFile("text", full, 5); b != nil || err != nil {
+		t.Errorf("PayloadFile for text = %q, %v; want nothing", b, err)
 	}
 }
 
@@ -58,9 +58,9 @@ func TestWireValues(t *testing.T) {
 		ratio         float64
 	}{{2048, 2048, 1}, {4000, 1000, 0.25}, {0, 0, 1}} {
 		v := metrics.Values{}
-		wireValues(v, tt.payload, tt.wire)
+		WireValues(v, tt.payload, tt.wire)
 		if v["wire_ratio"] != tt.ratio || v["bytes_payload"] != tt.payload || v["bytes_wire"] != tt.wire {
-			t.Errorf("wireValues(%d, %d) = %v, want ratio %v", tt.payload, tt.wire, v, tt.ratio)
+			t.Errorf("WireValues(%d, %d) = %v, want ratio %v", tt.payload, tt.wire, v, tt.ratio)
 		}
 	}
 }

@@ -93,7 +93,7 @@ func (p *Rate) Bytes() int { return SizeOr(p, "payload", p.Payload) }
 
 // Validate implements Phase.
 func (p *Rate) Validate(c Context) []FieldError {
-	errs := validatePayloadKind(p.PayloadKind, p.File, p.Bytes())
+	errs := ValidatePayloadKind(p.PayloadKind, p.File, p.Bytes())
 	if !(p.Rate > 0) {
 		errs = append(errs, FieldError{Field: "rate", Msg: fmt.Sprintf("must be > 0 messages per connection per second, got %s", p.Rate)})
 	}
@@ -114,7 +114,7 @@ func (p *Rate) Run(ctx context.Context, env *Env) (Outcome, error) {
 	if conns <= 0 {
 		return Outcome{}, fmt.Errorf("no open connections")
 	}
-	file, err := payloadFile(p.PayloadKind, p.File, p.Bytes())
+	file, err := PayloadFile(p.PayloadKind, p.File, p.Bytes())
 	if err != nil {
 		return Outcome{}, err
 	}

@@ -159,7 +159,7 @@ func (p *Search) Bytes() int { return SizeOr(p, "payload", p.Payload) }
 // memory budget and time bound: a typo, a wrong type or an expression too
 // costly to evaluate fails the plan's load.
 func (p *Search) Validate(c Context) []FieldError {
-	errs := append(CheckReads(p.Reads), validatePayloadKind(p.PayloadKind, p.File, p.Bytes())...)
+	errs := append(CheckReads(p.Reads), ValidatePayloadKind(p.PayloadKind, p.File, p.Bytes())...)
 	add := func(field, format string, args ...any) {
 		errs = append(errs, FieldError{Field: field, Msg: fmt.Sprintf(format, args...)})
 	}

@@ -37,7 +37,7 @@ func (p *Search) Run(ctx context.Context, env *Env) (Outcome, error) {
 	}
 	s := &searcher{p: p, env: env, best: -1}
 	var err error
-	if s.file, err = payloadFile(p.PayloadKind, p.File, p.Bytes()); err != nil {
+	if s.file, err = PayloadFile(p.PayloadKind, p.File, p.Bytes()); err != nil {
 		return Outcome{}, err
 	}
 	began := time.Now()

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/wsplan/wsplan/scenarios/hold"
 	"net"
 	"os"
 	"os/exec"
@@ -16,6 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wsplan/wsplan/scenarios/echo"
+	"github.com/wsplan/wsplan/scenarios/hold"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"golang.org/x/sys/unix"
@@ -289,7 +291,7 @@ func TestMultiHostNetns(t *testing.T) {
 		}{
 			{"connect", &scenarios.Connect{ConnectParams: client.ConnectParams{Connections: 18000, Concurrency: 400}}, scenarios.Context{}},
 			{"hold", &hold.Phase{Params: hold.Params{Duration: units.Duration(2 * time.Second)}}, scenarios.Context{Conns: 18000}},
-			{"echo", &scenarios.Echo{EchoParams: client.EchoParams{Total: 36000, Concurrency: 2000, Payload: &pay}}, scenarios.Context{Conns: 18000}},
+			{"echo", &echo.Phase{Params: echo.Params{Total: 36000, Concurrency: 2000, Payload: &pay}}, scenarios.Context{Conns: 18000}},
 			{"rate", &scenarios.Rate{RateParams: client.RateParams{Duration: units.Duration(3 * time.Second), Rate: units.Rate(0.2), RateSend: client.RateSend{Payload: &pay}}}, scenarios.Context{Conns: 18000}},
 		}
 		for _, ph := range phases {
@@ -535,7 +537,7 @@ func checkMerged(t *testing.T, phase string, parts []client.Result) {
 		switch r := p.(type) {
 		case *client.ConnectResult:
 			hists = append(hists, r.Latency.Histogram)
-		case *client.EchoResult:
+		case *echo.Result:
 			hists = append(hists, r.Latency.Histogram)
 		case *client.RateResult:
 			hists = append(hists, r.Latency.Histogram)

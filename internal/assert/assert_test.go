@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wsplan/wsplan/scenarios/echo"
+
 	"github.com/expr-lang/expr/conf"
 
 	"github.com/wsplan/wsplan/internal/metrics"
@@ -19,7 +21,7 @@ func testPlan(asserts ...plan.Assertion) *plan.Plan {
 		File: "p.yaml",
 		Phases: []plan.Phase{
 			{Kind: "connect", PhaseKeys: plan.PhaseKeys{Name: "connect"}, Spec: &scenarios.Connect{}},
-			{Kind: "echo", PhaseKeys: plan.PhaseKeys{Name: "echo"}, Spec: &scenarios.Echo{}},
+			{Kind: "echo", PhaseKeys: plan.PhaseKeys{Name: "echo"}, Spec: &echo.Phase{}},
 		},
 		Assert: asserts,
 	}

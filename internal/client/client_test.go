@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -209,336 +208,6 @@ func TestParamErrors(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("connect error:\n%v\nwant\n%s", err, want)
 	}
-	_, err = c.Echo(t.Context(), EchoParams{Total: 0, Concurrency: 0, Payload: new(units.Size(-1)), Warmup: -1, Timeout: -1, Deadline: -1}, nil)
-	want = "client: echo: total: must be > 0, got 0\nconcurrency: must be > 0, got 0\npayload: must be >= 0, got -1\nwarmup: must be >= 0, got -1\ntimeout: must be > 0, got -1ns\ndeadline: must be >= 0, got -1ns"
-	if err == nil || err.Error() != want {
-		t.Errorf("echo error:\n%v\nwant\n%s", err, want)
-	}
-	_, err = c.Echo(t.Context(), EchoParams{Total: 1, Concurrency: 1}, nil)
-	want = "client: echo: concurrency 1 exceeds the 0 open connections: open more in a connect phase or lower concurrency"
-	if err == nil || err.Error() != want {
-		t.Errorf("echo error:\n%v\nwant\n%s", err, want)
-	}
-}
-
-func TestEchoVerify(t *testing.T) {
-	s := &echoServer{}
-	addr := s.start(t)
-	for _, loops := range []int{1, 2} {
-		for _, size := range []int{0, 1, 125, 126, 1024, 65535, 65536, 300000} {
-			for _, text := range []bool{false, true} {
-				t.Run(fmt.Sprintf("loops=%d/size=%d/text=%v", loops, size, text), func(t *testing.T) {
-					c := newClient(t, Options{Targets: []string{addr}, Loops: loops})
-					mustConnect(t, c, 12)
-					total := int64(600)
-					if size > 60000 {
-						total = 60
-					}
-					var pr Progress
-					res, err := c.Echo(t.Context(), EchoParams{Total: total, Concurrency: 10, Payload: new(units.Size(size)), Text: text, Verify: new(true), Warmup: 20}, &pr)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if res.Total != total || res.Success != total || res.Failed != 0 || len(res.Errors) != 0 || res.Stopped != "" {
-						t.Fatalf("result %+v, errors %v", res, res.Errors)
-					}
-					if got := res.Latency.TotalCount(); got != total {
-						t.Errorf("latency count = %d, want %d", got, total)
-					}
-					// The timeline, merged over the loops, adds up to the
-					// phase: measured messages sent, echoes, the maximum.
-					var sent, recv int64
-					var worst time.Duration
-					for _, s := range res.Seconds {
-						sent, recv, worst = sent+s.Sent, recv+s.Recv, max(worst, s.Max)
-					}
-					if sent != total || recv != total || worst != time.Duration(res.Latency.Max()) || len(res.Seconds) == 0 {
-						t.Errorf("timeline %+v: %d sent, %d received, max %v; want %d, %d, %v", res.Seconds, sent, recv, worst, total, total, time.Duration(res.Latency.Max()))
-					}
-					if pr.Total.Load() != total+20 || pr.Done.Load() != total+20 {
-						t.Errorf("progress %d/%d, want %d/%d", pr.Done.Load(), pr.Total.Load(), total+20, total+20)
-					}
-				})
-			}
-		}
-	}
-}
-
-func TestEchoWarmupNotCounted(t *testing.T) {
-	s := &echoServer{}
-	addr := s.start(t)
-	c := newClient(t, Options{Targets: []string{addr}})
-	mustConnect(t, c, 5)
-	res, err := c.Echo(t.Context(), EchoParams{Total: 500, Warmup: 100, Concurrency: 5, Payload: new(units.Size(16))}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Success != 500 || res.Latency.TotalCount() != 500 {
-		t.Errorf("success %d, histogram %d; want 500 (warm-up excluded)", res.Success, res.Latency.TotalCount())
-	}
-	if got := s.msgs.Load(); got != 600 {
-		t.Errorf("server saw %d messages, want 600", got)
-	}
-}
-
-func TestEchoCorruptByte(t *testing.T) {
-	s := &echoServer{}
-	s.corruptAt.Store(50)
-	addr := s.start(t)
-	c := newClient(t, Options{Targets: []string{addr}})
-	mustConnect(t, c, 8)
-	res, err := c.Echo(t.Context(), EchoParams{Total: 400, Concurrency: 8, Payload: new(units.Size(1024)), Verify: new(true)}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Failed != 1 || res.Success != 399 || res.Errors["payload mismatch"] != 1 {
-		t.Errorf("success %d failed %d errors %v; want 399, 1, 1 x payload mismatch", res.Success, res.Failed, res.Errors)
-	}
-	if res.Latency.TotalCount() != 399 {
-		t.Errorf("histogram count %d, want 399", res.Latency.TotalCount())
-	}
-	// Without Verify the corruption goes unnoticed: the length is right.
-	s.corruptAt.Store(s.msgs.Load() + 10)
-	res, err = c.Echo(t.Context(), EchoParams{Total: 100, Concurrency: 8, Payload: new(units.Size(1024)), Verify: new(false)}, nil)
-	if err != nil || res.Success != 100 {
-		t.Errorf("unverified: %+v, %v; want 100 successes", res, err)
-	}
-}
-
-func TestEchoServerCloses(t *testing.T) {
-	for _, tt := range []struct {
-		name    string
-		server  *echoServer
-		reasons []string // one of them per connection
-	}{
-		{"close frame", &echoServer{closeAfter: 5}, []string{"server close 1000"}},
-		// The server closes with the 6th message unread: an RST, or a FIN
-		// if the close won the race.
-		{"tcp close", &echoServer{dropAfter: 5}, []string{"eof", "read: connection reset by peer"}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			addr := tt.server.start(t)
-			c := newClient(t, Options{Targets: []string{addr}})
-			mustConnect(t, c, 10)
-			res, err := c.Echo(t.Context(), EchoParams{Total: 200, Concurrency: 10, Payload: new(units.Size(100)), Verify: new(true)}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Each connection echoes 5 messages, then is closed while its
-			// 6th is in flight.
-			n := int64(0)
-			for _, r := range tt.reasons {
-				n += res.Errors[Reason(r)]
-			}
-			if res.Success != 50 || res.Failed != 10 || n != 10 {
-				t.Errorf("success %d failed %d errors %v; want 50, 10, 10 x %q", res.Success, res.Failed, res.Errors, tt.reasons)
-			}
-			if res.Stopped != StopNoConnections {
-				t.Errorf("stopped %q, want %q", res.Stopped, StopNoConnections)
-			}
-			if c.Conns() != 0 {
-				t.Errorf("Conns() = %d, want 0", c.Conns())
-			}
-		})
-	}
-}
-
-func TestEchoReplacesLostConnections(t *testing.T) {
-	s := &echoServer{closeAfter: 4}
-	addr := s.start(t)
-	c := newClient(t, Options{Targets: []string{addr}})
-	mustConnect(t, c, 20)
-	res, err := c.Echo(t.Context(), EchoParams{Total: 75, Concurrency: 5, Payload: new(units.Size(10))}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// 20 connections x (4 echoes + 1 failure) = 100 messages would be
-	// possible: 75 fit, so the phase completes, standby connections
-	// replacing the closed ones.
-	if res.Success+res.Failed != 75 || res.Stopped != "" || res.Success < 55 {
-		t.Errorf("result %+v errors %v; want 75 finished, at least 55 successes", res, res.Errors)
-	}
-	if c.Conns() >= 20 {
-		t.Errorf("Conns() = %d, want fewer than 20", c.Conns())
-	}
-}
-
-// fragmentingEcho echoes each message as several fragments with pings in
-// between, writing a few bytes at a time, and counts the pongs it gets back
-// with the right payload.
-func fragmentingEcho(pongs *atomic.Int64) func(c net.Conn, r *bufio.Reader) {
-	return func(c net.Conn, r *bufio.Reader) {
-		for {
-			_, op, payload, err := readClientFrame(r)
-			if err != nil {
-				return
-			}
-			switch op {
-			case opPong:
-				if string(payload) == "are you there" {
-					pongs.Add(1)
-				}
-				continue
-			case OpClose:
-				return
-			}
-			var out []byte
-			for i, first := 0, true; first || i < len(payload); first = false {
-				k := min(len(payload)-i, 300)
-				fop := byte(opContinuation)
-				if first {
-					fop = op
-				}
-				out = append(out, serverFrame(i+k == len(payload), fop, payload[i:i+k])...)
-				if first {
-					out = append(out, serverFrame(true, OpPing, []byte("are you there"))...)
-				}
-				i += k
-			}
-			for len(out) > 0 {
-				k := min(len(out), 7)
-				if _, err := c.Write(out[:k]); err != nil {
-					return
-				}
-				out = out[k:]
-			}
-		}
-	}
-}
-
-func TestEchoFragmentedSplitFrames(t *testing.T) {
-	var pongs atomic.Int64
-	s := &rawServer{handle: fragmentingEcho(&pongs)}
-	addr := s.start(t)
-	c := newClient(t, Options{Targets: []string{addr}})
-	mustConnect(t, c, 4)
-	for _, size := range []int{0, 10, 1024, 5000} {
-		before := pongs.Load()
-		res, err := c.Echo(t.Context(), EchoParams{Total: 40, Concurrency: 4, Payload: new(units.Size(size)), Verify: new(true)}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Success != 40 || res.Failed != 0 {
-			t.Fatalf("size %d: success %d failed %d errors %v; want 40, 0", size, res.Success, res.Failed, res.Errors)
-		}
-		// Pongs may trail the echoes a little.
-		waitFor(t, "pongs", func() bool { return pongs.Load()-before == 40 })
-	}
-}
-
-func TestPingInHandshakeResponse(t *testing.T) {
-	// The 101 response and a ping arrive in one segment: the bytes after
-	// the response head start the frame stream.
-	var pongs atomic.Int64
-	s := &rawServer{handshake: func(c net.Conn, r *bufio.Reader) {
-		if err := serverHandshake(c, r, serverFrame(true, OpPing, []byte("are you there"))); err != nil {
-			return
-		}
-		fragmentingEcho(&pongs)(c, r)
-	}}
-	addr := s.start(t)
-	c := newClient(t, Options{Targets: []string{addr}})
-	mustConnect(t, c, 3)
-	waitFor(t, "pongs", func() bool { return pongs.Load() == 3 })
-	res, err := c.Echo(t.Context(), EchoParams{Total: 30, Concurrency: 3, Payload: new(units.Size(500)), Verify: new(true)}, nil)
-	if err != nil || res.Success != 30 {
-		t.Fatalf("echo after the ping: %+v %v, errors %v", res, err, res.Errors)
-	}
-}
-
-func TestEchoTimeout(t *testing.T) {
-	s := &echoServer{silentFrom: 21} // 20 echoes, then silence
-	addr := s.start(t)
-	c := newClient(t, Options{Targets: []string{addr}})
-	mustConnect(t, c, 4)
-	start := time.Now()
-	res, err := c.Echo(t.Context(), EchoParams{Total: 100, Concurrency: 4, Payload: new(units.Size(64)), Timeout: units.Duration(200 * time.Millisecond)}, nil)
-	used := time.Since(start)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Success != 20 || res.Failed != 4 || res.Errors["timeout"] != 4 {
-		t.Errorf("success %d failed %d errors %v; want 20, 4, 4 x timeout", res.Success, res.Failed, res.Errors)
-	}
-	if used < 200*time.Millisecond || used > time.Second {
-		t.Errorf("phase took %v, want 200ms + a timer tick", used)
-	}
-	if c.Conns() != 0 || res.Stopped != StopNoConnections {
-		t.Errorf("Conns() = %d, stopped %q; want 0, %q", c.Conns(), res.Stopped, StopNoConnections)
-	}
-}
-
-func TestEchoCancel(t *testing.T) {
-	s := &echoServer{silentFrom: 1001}
-	addr := s.start(t)
-	c := newClient(t, Options{Targets: []string{addr}, Loops: 2})
-	mustConnect(t, c, 10)
-	// Cancel once every connection has a message the server will never
-	// answer in flight (1010 received): by then the client has read the
-	// 1000 echoes, however slow the host.
-	ctx, cancel := context.WithCancel(t.Context())
-	var cancelled atomic.Int64
-	go func() {
-		for deadline := time.Now().Add(30 * time.Second); s.msgs.Load() < 1010 && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond)
-		}
-		cancelled.Store(time.Now().UnixNano())
-		cancel()
-	}()
-	res, err := c.Echo(ctx, EchoParams{Total: 1_000_000, Concurrency: 10, Payload: new(units.Size(64))}, nil)
-	late := time.Since(time.Unix(0, cancelled.Load()))
-	if !errors.Is(err, context.Canceled) {
-		t.Errorf("err = %v, want context.Canceled", err)
-	}
-	// Prompt: not after the 10 s echo timeout of the unanswered messages.
-	if late > time.Second {
-		t.Errorf("returned %v after the cancel, want < 1s", late)
-	}
-	if res.Stopped != StopCanceled || res.Success != 1000 || res.Failed != 0 {
-		t.Errorf("result %+v; want 1000 successes, stopped %q", res, StopCanceled)
-	}
-	if c.Conns() != 10 {
-		t.Errorf("Conns() = %d, want 10: a cancel keeps connections", c.Conns())
-	}
-}
-
-func TestEchoDeadline(t *testing.T) {
-	s := &echoServer{delay: time.Millisecond}
-	addr := s.start(t)
-	c := newClient(t, Options{Targets: []string{addr}})
-	mustConnect(t, c, 5)
-	start := time.Now()
-	res, err := c.Echo(t.Context(), EchoParams{Total: 1_000_000, Concurrency: 5, Payload: new(units.Size(64)), Deadline: units.Duration(200 * time.Millisecond)}, nil)
-	used := time.Since(start)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Stopped != StopDeadline || res.Success == 0 || res.Success >= 1_000_000 {
-		t.Errorf("result %+v; want some successes, stopped %q", res, StopDeadline)
-	}
-	if used > 300*time.Millisecond {
-		t.Errorf("phase took %v, want about 200ms", used)
-	}
-}
-
-func TestLateEchoesDiscarded(t *testing.T) {
-	// Stop a phase while echoes are in flight, then run another with
-	// verification: the late echoes of the first must not be taken for
-	// echoes of the second (whose payload differs in size).
-	s := &echoServer{delay: 20 * time.Millisecond}
-	addr := s.start(t)
-	c := newClient(t, Options{Targets: []string{addr}})
-	mustConnect(t, c, 6)
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-	defer cancel()
-	res, err := c.Echo(ctx, EchoParams{Total: 1000, Concurrency: 6, Payload: new(units.Size(100))}, nil)
-	if !errors.Is(err, context.DeadlineExceeded) || res.Stopped != StopCanceled {
-		t.Fatalf("first phase: %+v, %v; want a canceled phase", res, err)
-	}
-	res, err = c.Echo(t.Context(), EchoParams{Total: 30, Concurrency: 6, Payload: new(units.Size(200)), Verify: new(true)}, nil)
-	if err != nil || res.Success != 30 || res.Failed != 0 {
-		t.Fatalf("second phase: %+v, %v, errors %v; want 30 successes", res, err, res.Errors)
-	}
 }
 
 func TestConnectCancel(t *testing.T) {
@@ -574,8 +243,8 @@ func TestCloseReleasesEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustConnect(t, c, 60)
-	if _, err := c.Echo(t.Context(), EchoParams{Total: 300, Concurrency: 60, Payload: new(units.Size(100))}, nil); err != nil {
-		t.Fatal(err)
+	if r, err := rounds(t.Context(), c, roundsParams{Rounds: 5, Payload: payloadOf(t, "random", 100)}); err != nil || r.Success != 300 {
+		t.Fatalf("rounds: %+v %v", r, err)
 	}
 	if got := countFDs(t); got < before+60 {
 		t.Fatalf("%d fds open with 60 connections, want at least %d", got, before+60)
@@ -591,8 +260,8 @@ func TestCloseReleasesEverything(t *testing.T) {
 	if c.Conns() != 0 {
 		t.Errorf("Conns() = %d after Close, want 0", c.Conns())
 	}
-	if _, err := c.Echo(t.Context(), EchoParams{Total: 1, Concurrency: 1}, nil); !errors.Is(err, ErrClosed) {
-		t.Errorf("echo after Close: %v, want ErrClosed", err)
+	if _, err := rounds(t.Context(), c, roundsParams{Rounds: 1}); !errors.Is(err, ErrClosed) {
+		t.Errorf("a phase after Close: %v, want ErrClosed", err)
 	}
 	if _, err := c.Connect(t.Context(), ConnectParams{Connections: 1, Concurrency: 1, Timeout: units.Duration(time.Second)}, nil); !errors.Is(err, ErrClosed) {
 		t.Errorf("connect after Close: %v, want ErrClosed", err)
@@ -609,7 +278,7 @@ func TestCloseDuringPhase(t *testing.T) {
 	}
 	mustConnect(t, c, 4)
 	time.AfterFunc(100*time.Millisecond, func() { c.Close() })
-	res, err := c.Echo(t.Context(), EchoParams{Total: 10, Concurrency: 4}, nil)
+	res, err := rounds(t.Context(), c, roundsParams{Rounds: 3, Payload: payloadOf(t, "random", 16)})
 	if !errors.Is(err, ErrClosed) || res.Stopped != StopClosed {
 		t.Errorf("%+v, %v; want stopped by Close", res, err)
 	}

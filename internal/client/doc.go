@@ -35,8 +35,8 @@
 //
 // # The contract kinds use
 //
-// A phase kind is a package of its own (scenarios/K/: ping, close, churn
-// and broadcast so far; the kinds still here are moving there) that
+// A phase kind is a package of its own (scenarios/K/: ping, close, churn,
+// broadcast, hold and echo so far; the kinds still here are moving there) that
 // imports this one and uses only its exported surface, which is small
 // on purpose and is this contract:
 //
@@ -75,7 +75,7 @@
 //
 // Nothing in this package's loop, conn, frame, dial or timer code names a
 // kind: the kinds still here (connect, whose dial every kind's
-// connections come from, echo, rate, hold, script) keep to their own
+// connections come from, rate, script) keep to their own
 // files (internal/layering's TestKindFilesApart), and the moved ones to
 // their packages (TestKindPackagesApart).
 //

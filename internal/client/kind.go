@@ -191,7 +191,7 @@ type StopReason string
 // Reasons a phase stopped early.
 const (
 	StopCanceled      StopReason = "canceled"       // the context was canceled
-	StopDeadline      StopReason = "deadline"       // EchoParams.Deadline passed
+	StopDeadline      StopReason = "deadline"       // the phase's deadline passed (PhasePlan.Deadline)
 	StopClosed        StopReason = "closed"         // Close was called
 	StopNoConnections StopReason = "no connections" // every usable connection was lost with work left
 )

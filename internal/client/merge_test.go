@@ -61,15 +61,6 @@ func TestSplitInt64(t *testing.T) {
 // the weights, and never gives a part more connections than it has.
 func TestSplitParams(t *testing.T) {
 	w := []int{6, 0, 4}
-	echo := (&EchoParams{Total: 1001, Concurrency: 10, Warmup: 11, Payload: new(units.Size(8))}).Split(w)
-	if echo[1] != nil || echo[0].(*EchoParams).Concurrency != 6 || echo[2].(*EchoParams).Concurrency != 4 ||
-		echo[0].(*EchoParams).Total+echo[2].(*EchoParams).Total != 1001 || echo[0].(*EchoParams).Warmup+echo[2].(*EchoParams).Warmup != 11 {
-		t.Errorf("echo split %+v %+v %+v", echo[0], echo[1], echo[2])
-	}
-	// A part never gets more concurrency than it has connections.
-	if e := (&EchoParams{Total: 100, Concurrency: 12}).Split([]int{1, 20}); e[0].(*EchoParams).Concurrency != 1 || e[1].(*EchoParams).Concurrency != 11 {
-		t.Errorf("echo split capped %+v %+v", e[0], e[1])
-	}
 	conn := (&ConnectParams{Connections: 101, Concurrency: 2, Timeout: units.Duration(time.Second)}).Split(w)
 	if conn[2] != nil || conn[0].(*ConnectParams).Connections != 51 || conn[1].(*ConnectParams).Connections != 50 || conn[1].(*ConnectParams).Concurrency != 1 {
 		t.Errorf("connect split %+v %+v %+v", conn[0], conn[1], conn[2])
@@ -80,7 +71,7 @@ func TestSplitParams(t *testing.T) {
 		r0.MaxInflightBytes+r2.MaxInflightBytes > 64<<20 || r0.Batch != units.Size(DefaultRateBatch) {
 		t.Errorf("rate split %+v %+v", r0, r2)
 	}
-	for _, parts := range [][]Params{echo, conn, rate} {
+	for _, parts := range [][]Params{conn, rate} {
 		for _, p := range parts {
 			if p != nil {
 				if err := Ready(p); err != nil {
@@ -134,23 +125,6 @@ func sameHist(t *testing.T, kind string, got, want Hist) {
 func TestMergeResults(t *testing.T) {
 	for _, viaWire := range []bool{false, true} {
 		all := NewHist()
-		a := &EchoResult{Total: 10, Success: 8, Failed: 2, Used: time.Second, Latency: hist(all, 1000, 2000, 3000), Errors: Reasons{ReasonTimeout: 2}, Stopped: StopNoConnections,
-			Seconds: []RateSecond{{Sent: 10, Recv: 8, P50: 2000, P99: 3000, Max: 3000}}}
-		b := &EchoResult{Total: 5, Success: 5, Used: 2 * time.Second, Latency: hist(all, 5000, 7_000_000), Errors: Reasons{ReasonTimeout: 1, ReasonWrongLength: 1},
-			Seconds: []RateSecond{{Sent: 3, Recv: 3, P50: 5000, P99: 5000, Max: 5000}, {Sent: 2, Recv: 2, P50: 7_000_000, P99: 7_000_000, Max: 7_000_000}}}
-		if viaWire {
-			a, b = wire(t, a), wire(t, b)
-		}
-		a.Merge(b)
-		if a.Total != 15 || a.Success != 13 || a.Failed != 2 || a.Used != 2*time.Second || a.Errors[ReasonTimeout] != 3 || a.Errors[ReasonWrongLength] != 1 || a.Stopped != "" {
-			t.Errorf("echo merge (wire %v): %+v", viaWire, a)
-		}
-		if want := []RateSecond{{Sent: 13, Recv: 11, P50: 5000, P99: 5000, Max: 5000}, {Sent: 2, Recv: 2, P50: 7_000_000, P99: 7_000_000, Max: 7_000_000}}; !reflect.DeepEqual(a.Seconds, want) {
-			t.Errorf("echo timeline merge (wire %v): %+v, want %+v", viaWire, a.Seconds, want)
-		}
-		sameHist(t, "echo", a.Latency, all)
-
-		all = NewHist()
 		c := &ConnectResult{Total: 10, Success: 9, Failed: 1, Retried: 2, Used: time.Second, Latency: hist(all, 100, 200), Errors: Reasons{"connect: connection refused": 3}, Stopped: StopCanceled}
 		d := &ConnectResult{Total: 10, Success: 10, Used: 3 * time.Second, Latency: hist(all, 300_000)}
 		if viaWire {

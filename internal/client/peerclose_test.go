@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/testserver"
-	"github.com/wsplan/wsplan/internal/units"
 )
 
 // TestPeerCloses: the open connections the server ends — its TCP close,
@@ -24,7 +23,7 @@ func TestPeerCloses(t *testing.T) {
 	s.Drop(5) // TCP closes, no close frame
 	waitFor(t, "5 closes", func() bool { return c.PeerCloses().N == 5 })
 	// One echo: the server answers, then closes with a close frame.
-	if _, err := c.Echo(t.Context(), EchoParams{Total: 1, Concurrency: 1, Payload: new(units.Size(8))}, nil); err != nil {
+	if _, err := rounds(t.Context(), c, roundsParams{Rounds: 1, Payload: payloadOf(t, "random", 8)}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the close frame's close", func() bool { return c.PeerCloses().N == 6 })

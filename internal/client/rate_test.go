@@ -367,7 +367,7 @@ func TestRateCancelAndNextPhase(t *testing.T) {
 		t.Errorf("canceled result %+v", res)
 	}
 	// The echoes still due must not be taken for the next phase's.
-	er, err := c.Echo(t.Context(), EchoParams{Total: 50, Concurrency: 10, Payload: new(units.Size(300)), Verify: new(true)}, nil)
+	er, err := rounds(t.Context(), c, roundsParams{Rounds: 5, Payload: payloadOf(t, "random", 300)})
 	if err != nil || er.Success != 50 || er.Failed != 0 {
 		t.Fatalf("echo after rate: %+v, %v (errors %v)", er, err, er.Errors)
 	}

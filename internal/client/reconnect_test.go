@@ -49,7 +49,7 @@ func TestReconnectRate(t *testing.T) {
 		t.Errorf("%d open after the phase, want 40", c.Conns())
 	}
 	// The next phase uses the connections that came back.
-	if e, err := c.Echo(t.Context(), EchoParams{Total: 80, Concurrency: 40, Payload: new(units.Size(16)), Verify: new(true)}, nil); err != nil || e.Success != 80 {
+	if e, err := rounds(t.Context(), c, roundsParams{Rounds: 2, Payload: payloadOf(t, "random", 16)}); err != nil || e.Success != 80 {
 		t.Errorf("echo after: %+v %v", e, err)
 	}
 	if rs := c.Reconnects(); rs.Drops != 0 || rs.Reconnects != 0 {

@@ -107,10 +107,7 @@ func newSecureRig(tb testing.TB, withTLS, deflate bool) *secureRig {
 			}
 		}
 	}()
-	pool := &tokenPool{}
-	pool.meas.Store(1 << 40)
-	l.echoStart(&echoJob{phase: 1, slots: 1, hdr: AppendClientHeader(nil, OpText, len(p), 0), payload: p, op: OpText,
-		verify: true, timeout: int64(1 << 62), pool: pool, batch: 1 << 40})
+	startReply(l, c, OpText, p)
 	tb.Cleanup(func() {
 		close(r.stop)
 		if l.ph != nil {
@@ -182,7 +179,7 @@ func (r *secureRig) drain(tb testing.TB) {
 	}
 }
 
-func (r *secureRig) echo() *echoRun { return r.l.ph.(*echoRun) }
+func (r *secureRig) echo() *replyRun { return r.l.ph.(*replyRun) }
 
 // TestSecureEchoPathAllocs proves the per-message path allocates nothing
 // with TLS, with permessage-deflate, and with both (the peer's crypto/tls

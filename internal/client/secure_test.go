@@ -176,27 +176,6 @@ func runCA(t testing.TB, version uint16) (*tls.Config, string) {
 	return cfg, ca.CAFile
 }
 
-// connectEcho opens conns connections and runs n echoes of p over them.
-func connectEcho(t testing.TB, c *Client, conns int, p EchoParams) (ConnectResult, EchoResult) {
-	t.Helper()
-	cr, err := c.Connect(context.Background(), ConnectParams{Connections: conns, Concurrency: conns, Timeout: units.Duration(10 * time.Second)}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cr.Success != int64(conns) {
-		t.Fatalf("connect: %d of %d opened, errors %v", cr.Success, conns, cr.Errors)
-	}
-	p.Concurrency = min(p.Concurrency, conns)
-	if p.Concurrency == 0 {
-		p.Concurrency = conns
-	}
-	er, err := c.Echo(context.Background(), p, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cr, er
-}
-
 func TestTLSEcho(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -213,7 +192,7 @@ func TestTLSEcho(t *testing.T) {
 			cfg, caFile := runCA(t, tc.version)
 			addr := serveHTTP(t, cfg, gorillaEcho(false, nil, nil))
 			c := newClient(t, Options{Targets: []string{addr}, Loops: 2, NoDelay: true, TLS: &TLSOptions{CAFile: caFile, SessionResumption: tc.resume}})
-			cr, er := connectEcho(t, c, 50, EchoParams{Total: 2000, Payload: new(units.Size(1024)), Verify: new(true), Text: true, PayloadKind: "text"})
+			cr, er := connectRounds(t, c, 50, roundsParams{Rounds: 40, Payload: payloadOf(t, "text", 1024), Text: true})
 			if er.Success != 2000 || er.Failed != 0 {
 				t.Fatalf("echo %d ok, %d failed (%v), want 2000 and 0", er.Success, er.Failed, er.Errors)
 			}
@@ -242,8 +221,8 @@ func TestTLSEcho(t *testing.T) {
 					t.Errorf("%d of 20 later handshakes resumed, want 20", cr2.TLSResumed)
 				}
 			}
-			if er.BytesPayload != er.BytesWire || er.BytesPayload != 2*2000*1024 {
-				t.Errorf("bytes payload %d wire %d, want both %d", er.BytesPayload, er.BytesWire, 2*2000*1024)
+			if er.PayloadIn != er.WireIn || er.PayloadIn != 2000*1024 {
+				t.Errorf("bytes in: payload %d wire %d, want both %d", er.PayloadIn, er.WireIn, 2000*1024)
 			}
 		})
 	}
@@ -306,7 +285,7 @@ func TestHandshakeOptions(t *testing.T) {
 		Headers:      [][2]string{{"Authorization", secret}, {"X-Tenant", "acme"}},
 		Subprotocols: []string{"v2.chat", "v1.chat"}, Origin: "https://app.example",
 	})
-	cr, er := connectEcho(t, c, 4, EchoParams{Total: 100, Payload: new(units.Size(64)), Verify: new(true)})
+	cr, er := connectRounds(t, c, 4, roundsParams{Rounds: 25, Payload: payloadOf(t, "random", 64)})
 	if er.Failed != 0 {
 		t.Fatalf("echo failed: %v", er.Errors)
 	}
@@ -399,16 +378,18 @@ func TestCompressionInterop(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) {
 			addr := s.start(t)
 			c := newClient(t, Options{Targets: []string{addr}, Loops: 2, NoDelay: true, Compression: &pmdeflate.Params{}})
-			cr, er := connectEcho(t, c, 20, EchoParams{Total: 2000, Payload: new(units.Size(1024)), Text: true, Verify: new(true), PayloadKind: "text"})
+			cr, er := connectRounds(t, c, 20, roundsParams{Rounds: 100, Payload: payloadOf(t, "text", 1024), Text: true})
 			if er.Success != 2000 || er.Failed != 0 {
 				t.Fatalf("echo %d ok, %d failed (%v)", er.Success, er.Failed, er.Errors)
 			}
 			if !strings.HasPrefix(cr.Extensions, "permessage-deflate") {
 				t.Errorf("extensions %q, want permessage-deflate", cr.Extensions)
 			}
-			ratio := float64(er.BytesWire) / float64(er.BytesPayload)
-			if er.BytesPayload != 2*2000*1024 || ratio >= 0.5 {
-				t.Errorf("payload %d bytes (want %d), wire %d: ratio %.3f, want < 0.5", er.BytesPayload, 2*2000*1024, er.BytesWire, ratio)
+			// What the server compressed (the client's own compression is
+			// its kinds': scenarios/echo's TestEchoCompressed).
+			ratio := float64(er.WireIn) / float64(er.PayloadIn)
+			if er.PayloadIn != 2000*1024 || ratio >= 0.5 {
+				t.Errorf("payload in %d bytes (want %d), wire %d: ratio %.3f, want < 0.5", er.PayloadIn, 2000*1024, er.WireIn, ratio)
 			}
 			// The open loop compresses each message on its own.
 			rr, err := c.Rate(t.Context(), RateParams{Duration: units.Duration(500 * time.Millisecond), Rate: 100, RateSend: RateSend{Payload: new(units.Size(1024)), Verify: new(true), PayloadKind: "text"}}, nil)
@@ -419,7 +400,7 @@ func TestCompressionInterop(t *testing.T) {
 			if rratio >= 0.5 {
 				t.Errorf("rate wire/payload %.3f, want < 0.5", rratio)
 			}
-			t.Logf("%s: %s, echo wire/payload %.3f, rate %.3f", s.name, cr.Extensions, ratio, rratio)
+			t.Logf("%s: %s, received wire/payload %.3f, rate %.3f", s.name, cr.Extensions, ratio, rratio)
 		})
 	}
 }
@@ -443,7 +424,7 @@ func TestTLSCompression(t *testing.T) {
 	cfg, caFile := runCA(t, 0)
 	addr := startGwsDeflate(t, cfg, true, true)
 	c := newClient(t, Options{Targets: []string{addr}, TLS: &TLSOptions{CAFile: caFile}, Compression: &pmdeflate.Params{}})
-	cr, er := connectEcho(t, c, 10, EchoParams{Total: 1000, Payload: new(units.Size(4096)), Verify: new(true), PayloadKind: "text"})
+	cr, er := connectRounds(t, c, 10, roundsParams{Rounds: 100, Payload: payloadOf(t, "text", 4096)})
 	if er.Success != 1000 || er.Failed != 0 || cr.TLSVersion != "TLS 1.3" || cr.Extensions == "" {
 		t.Fatalf("echo %d/%d %v, tls %q ext %q", er.Success, er.Failed, er.Errors, cr.TLSVersion, cr.Extensions)
 	}
@@ -455,7 +436,7 @@ func TestTLSPhases(t *testing.T) {
 	cfg, caFile := runCA(t, 0)
 	addr := startGwsDeflate(t, cfg, true, true)
 	c := newClient(t, Options{Targets: []string{addr}, Loops: 2, TLS: &TLSOptions{CAFile: caFile}, Compression: &pmdeflate.Params{}})
-	cr, er := connectEcho(t, c, 8, EchoParams{Total: 40, Payload: new(units.Size(1 << 20)), Verify: new(true), PayloadKind: "text"})
+	cr, er := connectRounds(t, c, 8, roundsParams{Rounds: 5, Payload: payloadOf(t, "text", 1<<20)})
 	if er.Success != 40 || er.Failed != 0 || cr.Extensions == "" {
 		t.Fatalf("1 MiB echoes: %d ok, %d failed %v", er.Success, er.Failed, er.Errors)
 	}
@@ -463,8 +444,7 @@ func TestTLSPhases(t *testing.T) {
 	// sealed records wait for EPOLLOUT in pieces.
 	// (A minute per echo: compressing 8 MiB on both sides is slow on a
 	// busy host, and this checks the bytes, not the speed.)
-	er, err := c.Echo(t.Context(), EchoParams{Total: 16, Concurrency: 8, Payload: new(units.Size(8 << 20)), Verify: new(true),
-		Timeout: units.Duration(time.Minute)}, nil)
+	er, err := rounds(t.Context(), c, roundsParams{Rounds: 2, Payload: payloadOf(t, "random", 8<<20), Timeout: 8 * time.Minute})
 	if err != nil || er.Success != 16 || er.Failed != 0 {
 		t.Fatalf("8 MiB random echoes: %+v %v", er.Errors, err)
 	}

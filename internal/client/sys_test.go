@@ -6,8 +6,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/wsplan/wsplan/internal/units"
 )
 
 // TestRawWaitStopTheWorld: the loops wait in raw system calls (epollWait),
@@ -60,7 +58,7 @@ func TestRawWaitStopTheWorld(t *testing.T) {
 	if stops == 0 || 2*slow > stops {
 		t.Errorf("%d of %d stops of the world took 20 ms or more (worst ≤ %v): the loops' waits were not interrupted", slow, stops, time.Duration(worst*1e9))
 	}
-	if e, err := c.Echo(t.Context(), EchoParams{Total: 100, Concurrency: 10, Payload: new(units.Size(16)), Verify: new(true)}, nil); err != nil || e.Success != 100 {
+	if e, err := rounds(t.Context(), c, roundsParams{Rounds: 10, Payload: payloadOf(t, "random", 16)}); err != nil || e.Success != 100 {
 		t.Errorf("echo after the GCs: %+v, %v", e, err)
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/wsplan/wsplan/internal/units"
 )
 
 // TestTLSGroups: the client offers the key exchange groups it is given
@@ -32,7 +30,7 @@ func TestTLSGroups(t *testing.T) {
 			cfg, caFile := runCA(t, tc.version)
 			addr := serveHTTP(t, cfg, gorillaEcho(false, nil, nil))
 			c := newClient(t, Options{Targets: []string{addr}, Loops: 1, NoDelay: true, TLS: &TLSOptions{CAFile: caFile, Groups: tc.groups}})
-			cr, er := connectEcho(t, c, 4, EchoParams{Total: 40, Payload: new(units.Size(64)), Verify: new(true)})
+			cr, er := connectRounds(t, c, 4, roundsParams{Rounds: 10, Payload: payloadOf(t, "random", 64)})
 			if er.Success != 40 {
 				t.Fatalf("echo %d of 40: %v", er.Success, er.Errors)
 			}

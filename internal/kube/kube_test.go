@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wsplan/wsplan/scenarios/echo"
+
 	"go.uber.org/goleak"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -251,8 +253,8 @@ func runOn(t *testing.T, ctx context.Context, addrs []string, dir string, long b
 	if long {
 		total = 1 << 40
 	}
-	res, err := g.Run(ctx, &client.EchoParams{Total: total, Concurrency: 20, Payload: new(units.Size(16)), Timeout: units.Duration(5 * time.Second)}, nil)
-	if !long && (err != nil || res.(*client.EchoResult).Success != 200) {
+	res, err := g.Run(ctx, &echo.Params{Total: total, Concurrency: 20, Payload: new(units.Size(16)), Timeout: units.Duration(5 * time.Second)}, nil)
+	if !long && (err != nil || res.(*echo.Result).Success != 200) {
 		t.Errorf("echo on the pods: %+v, %v", res, err)
 	}
 	return err

@@ -13,6 +13,7 @@ import (
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/scenarios"
+	"github.com/wsplan/wsplan/scenarios/echo"
 )
 
 // at once at their own lines.
@@ -109,9 +110,9 @@ func TestLoadFull(t *testing.T) {
 	check(t, "Phases", p.Phases, []Phase{
 		{Kind: "connect", PhaseKeys: PhaseKeys{Name: "connect"}, Line: 41, Spec: &scenarios.Connect{ConnectParams: client.ConnectParams{
 			Connections: 100, Concurrency: 10, Timeout: units.Duration(2 * time.Second), Retries: 3}}},
-		{Kind: "echo", PhaseKeys: PhaseKeys{Name: "warm"}, Line: 42, Spec: &scenarios.Echo{EchoParams: client.EchoParams{
+		{Kind: "echo", PhaseKeys: PhaseKeys{Name: "warm"}, Line: 42, Spec: &echo.Phase{Params: echo.Params{
 			Total: 1000, Concurrency: 100, Payload: size(512), Verify: &tr, Timeout: units.Duration(10 * time.Second), PayloadKind: "random"}}},
-		{Kind: "echo", PhaseKeys: PhaseKeys{Name: "echo#2"}, Line: 43, Spec: &scenarios.Echo{EchoParams: client.EchoParams{
+		{Kind: "echo", PhaseKeys: PhaseKeys{Name: "echo#2"}, Line: 43, Spec: &echo.Phase{Params: echo.Params{
 			Total: 1000, Concurrency: 50, Payload: size(1024), Verify: &tr, // 1024: echo's payload tag default
 			Timeout: units.Duration(10 * time.Second), Deadline: units.Duration(10 * time.Second), PayloadKind: "random"}}},
 	})
@@ -166,7 +167,7 @@ func TestVars(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := p.Phases[0].Spec.(*scenarios.Connect)
-	e := p.Phases[1].Spec.(*scenarios.Echo)
+	e := p.Phases[1].Spec.(*echo.Phase)
 	check(t, "connections (${conns}: int)", c.Connections, 1000)
 	check(t, "concurrency (${conc} = ${conns})", c.Concurrency, 1000)
 	check(t, "timeout (${dur}: duration)", c.Timeout, units.Duration(10*time.Second))
@@ -188,7 +189,7 @@ func TestVars(t *testing.T) {
 	check(t, "--set connections", c.Connections, 20)
 	check(t, "--set concurrency via ${conc}", c.Concurrency, 20)
 	check(t, "--set timeout", c.Timeout, units.Duration(time.Minute))
-	check(t, "--set total", p.Phases[1].Spec.(*scenarios.Echo).Total, int64(200))
+	check(t, "--set total", p.Phases[1].Spec.(*echo.Phase).Total, int64(200))
 	check(t, "--set name", p.Name, "vars-big")
 	check(t, "--set Vars", p.Vars["conns"]+" "+p.Vars["conc"]+" "+p.Vars["size"], "20 20 big")
 }
@@ -224,7 +225,7 @@ phases:
 		t.Fatal(err)
 	}
 	check(t, "connections", p.Phases[0].Spec.(*scenarios.Connect).Connections, 30)
-	check(t, "payload", *p.Phases[3].Spec.(*scenarios.Echo).Payload, units.Size(30<<10))
+	check(t, "payload", *p.Phases[3].Spec.(*echo.Phase).Payload, units.Size(30<<10))
 
 	// A --set value is YAML-typed: a word is a string, so an int field rejects it.
 	_, err = LoadBytes("t.yaml", []byte(fixed), LoadOptions{Sets: map[string]string{"n": "lots"}})
@@ -257,7 +258,7 @@ func TestAnchorsAndMergeKeys(t *testing.T) {
 	check(t, "phase names", []string{p.Phases[0].Name, p.Phases[1].Name, p.Phases[2].Name}, []string{"connect", "echo", "more"})
 	more := p.Phases[2].Spec.(*scenarios.Connect)
 	check(t, "merged connect", [2]int{more.Connections, int(more.Timeout.D() / time.Second)}, [2]int{100, 1})
-	check(t, "echo context", p.Phases[1].Spec.(*scenarios.Echo).Concurrency, 100)
+	check(t, "echo context", p.Phases[1].Spec.(*echo.Phase).Concurrency, 100)
 
 	// A merged key is checked like a written one.
 	_, err = LoadBytes("m.yaml", []byte("x: &c {connections: 1, timeot: 1s}\n"), LoadOptions{})

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wsplan/wsplan/scenarios/echo"
+
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
@@ -21,11 +23,11 @@ func TestGroupEchoTimeline(t *testing.T) {
 	env := &scenarios.Env{Driver: g, Progress: &client.Progress{}}
 	connect(t, env, 4)
 	const total = 1400 // 4 connections at <= 250/s each: more than a second
-	res, err := g.Run(t.Context(), &client.EchoParams{Total: total, Concurrency: 4, Payload: new(units.Size(64)), Warmup: 40, Verify: new(true)}, env.Progress)
+	res, err := g.Run(t.Context(), &echo.Params{Total: total, Concurrency: 4, Payload: new(units.Size(64)), Warmup: 40, Verify: new(true)}, env.Progress)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := res.(*client.EchoResult)
+	r := res.(*echo.Result)
 	if r.Success != total || r.Failed != 0 {
 		t.Fatalf("echoes %d ok %d failed (%v)", r.Success, r.Failed, r.Errors)
 	}

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wsplan/wsplan/scenarios/echo"
+
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/secret"
 	"github.com/wsplan/wsplan/internal/testserver"
@@ -173,7 +175,7 @@ func TestGroupEchoShardError(t *testing.T) {
 	connect(t, env, 20)
 	srv.drop(3)
 	time.Sleep(200 * time.Millisecond) // the shards read the drops
-	p := &scenarios.Echo{EchoParams: client.EchoParams{Total: 2000}}
+	p := &echo.Phase{Params: echo.Params{Total: 2000}}
 	scenarios.Defaults(p, scenarios.Context{Conns: 20})
 	_, err := p.Run(t.Context(), env)
 	if err == nil || !strings.Contains(err.Error(), "shard ") || !strings.Contains(err.Error(), "exceeds the") {
@@ -207,7 +209,7 @@ func TestGroupEchoInterrupted(t *testing.T) {
 	connect(t, env, 20)
 	ctx, cancel := context.WithTimeout(t.Context(), 700*time.Millisecond)
 	defer cancel()
-	p := &scenarios.Echo{EchoParams: client.EchoParams{Total: 1 << 40, Payload: sizeOf(64)}}
+	p := &echo.Phase{Params: echo.Params{Total: 1 << 40, Payload: sizeOf(64)}}
 	scenarios.Defaults(p, scenarios.Context{Conns: 20})
 	out, err := p.Run(ctx, env)
 	if !errors.Is(err, context.DeadlineExceeded) {
@@ -217,8 +219,8 @@ func TestGroupEchoInterrupted(t *testing.T) {
 		t.Errorf("interrupted echo kept %v, want its successes and latencies", m)
 	}
 	// Both shards measured: the histogram holds both shares.
-	res, err := g.Run(t.Context(), &client.EchoParams{Total: 400, Concurrency: 20, Payload: new(units.Size(64)), Verify: new(true)}, nil)
-	if err != nil || res.(*client.EchoResult).Success != 400 || res.(*client.EchoResult).Latency.TotalCount() != 400 {
+	res, err := g.Run(t.Context(), &echo.Params{Total: 400, Concurrency: 20, Payload: new(units.Size(64)), Verify: new(true)}, nil)
+	if err != nil || res.(*echo.Result).Success != 400 || res.(*echo.Result).Latency.TotalCount() != 400 {
 		t.Errorf("echo after the interrupted one: %+v, %v", res, err)
 	}
 }

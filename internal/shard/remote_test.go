@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wsplan/wsplan/scenarios/echo"
+
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/scenarios"
@@ -213,11 +215,11 @@ func TestRemoteRun(t *testing.T) {
 		t.Errorf("weights 3:1 opened %d and %d connections, want 30 and 10", c0, c1)
 	}
 	mark := g.CostMark()
-	res, err := g.Run(t.Context(), &client.EchoParams{Total: 800, Concurrency: 40, Payload: new(units.Size(64)), Verify: new(true)}, &client.Progress{})
+	res, err := g.Run(t.Context(), &echo.Params{Total: 800, Concurrency: 40, Payload: new(units.Size(64)), Verify: new(true)}, &client.Progress{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := res.(*client.EchoResult); e.Success != 800 || e.Latency.TotalCount() != 800 {
+	if e := res.(*echo.Result); e.Success != 800 || e.Latency.TotalCount() != 800 {
 		t.Errorf("echo: %d successes, %d latencies; want 800 each", e.Success, e.Latency.TotalCount())
 	}
 	// Each remote shard measured itself over the phase and said so.
@@ -275,7 +277,7 @@ func TestRemoteLinkLost(t *testing.T) {
 	env := &scenarios.Env{Driver: g}
 	connect(t, env, 20)
 	time.AfterFunc(300*time.Millisecond, func() { g.shards[0].link.Close() })
-	_, err = g.Run(t.Context(), &client.EchoParams{Total: 1 << 40, Concurrency: 20, Payload: new(units.Size(64))}, nil)
+	_, err = g.Run(t.Context(), &echo.Params{Total: 1 << 40, Concurrency: 20, Payload: new(units.Size(64))}, nil)
 	if err == nil || !strings.Contains(err.Error(), "shard 0 ("+sh.addr+")") {
 		t.Errorf("phase with a lost link: %v, want shard 0's address", err)
 	}

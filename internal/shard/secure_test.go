@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wsplan/wsplan/scenarios/echo"
+
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/pmdeflate"
 	"github.com/wsplan/wsplan/internal/testserver"
@@ -61,11 +63,11 @@ func TestGroupTLS(t *testing.T) {
 	if cr.Success != 20 || cr.TLS.TotalCount() != 20 || cr.TLSVersion != "TLS 1.3" || cr.Extensions == "" {
 		t.Fatalf("connect %+v", cr)
 	}
-	res, err = g.Run(context.Background(), &client.EchoParams{Total: 2000, Concurrency: 20, Payload: new(units.Size(1024)), Verify: new(true), Text: true, PayloadKind: "text"}, nil)
+	res, err = g.Run(context.Background(), &echo.Params{Total: 2000, Concurrency: 20, Payload: new(units.Size(1024)), Verify: new(true), Text: true, PayloadKind: "text"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	er := res.(*client.EchoResult)
+	er := res.(*echo.Result)
 	if er.Success != 2000 || er.Failed != 0 || er.BytesWire*2 > er.BytesPayload {
 		t.Fatalf("echo %d ok %d failed %v; payload %d wire %d", er.Success, er.Failed, er.Errors, er.BytesPayload, er.BytesWire)
 	}

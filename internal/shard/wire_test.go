@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"github.com/wsplan/wsplan/scenarios/hold"
 	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wsplan/wsplan/scenarios/echo"
+	"github.com/wsplan/wsplan/scenarios/hold"
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/testserver"
@@ -182,7 +184,7 @@ func TestHistogramWireIsExact(t *testing.T) {
 		all.RecordValue(v)
 	}
 	var merged client.Result
-	for _, h := range []*client.EchoResult{{Latency: client.Hist{Histogram: a}}, {Latency: client.Hist{Histogram: b}}} {
+	for _, h := range []*echo.Result{{Latency: client.Hist{Histogram: a}}, {Latency: client.Hist{Histogram: b}}} {
 		back := overWire(t, "echo", h)
 		if merged == nil {
 			merged = back
@@ -190,7 +192,7 @@ func TestHistogramWireIsExact(t *testing.T) {
 			merged.Merge(back)
 		}
 	}
-	m := merged.(*client.EchoResult).Latency
+	m := merged.(*echo.Result).Latency
 	if m.TotalCount() != all.TotalCount() {
 		t.Fatalf("count %d, want %d", m.TotalCount(), all.TotalCount())
 	}

@@ -9,7 +9,8 @@ package all
 import (
 	_ "github.com/wsplan/wsplan/scenarios/broadcast" // fan-out to rooms
 	_ "github.com/wsplan/wsplan/scenarios/churn"     // connections closed and reopened
-	_ "github.com/wsplan/wsplan/scenarios/close"
-	_ "github.com/wsplan/wsplan/scenarios/hold" // connections held open     // close handshakes
-	_ "github.com/wsplan/wsplan/scenarios/ping" // closed loop of pings
+	_ "github.com/wsplan/wsplan/scenarios/close"     // close handshakes
+	_ "github.com/wsplan/wsplan/scenarios/echo"      // closed loop of echoes
+	_ "github.com/wsplan/wsplan/scenarios/hold"      // connections held open
+	_ "github.com/wsplan/wsplan/scenarios/ping"      // closed loop of pings
 )

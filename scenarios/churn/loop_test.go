@@ -2,13 +2,15 @@ package churn
 
 import (
 	"bufio"
-	"github.com/wsplan/wsplan/internal/client"
-	"github.com/wsplan/wsplan/internal/clienttest"
 	"math"
 	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/clienttest"
+	"github.com/wsplan/wsplan/scenarios/echo"
 
 	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
@@ -72,7 +74,7 @@ func TestChurn(t *testing.T) {
 				t.Errorf("server saw %d upgrades, want %d", srv.Conns(), 100+res.Cycles)
 			}
 			// The set is usable by the next phase.
-			if e, err := c.Echo(t.Context(), client.EchoParams{Total: 200, Concurrency: 100, Payload: new(units.Size(16)), Verify: new(true)}, nil); err != nil || e.Success != 200 {
+			if e, err := client.RunAs[echo.Result](c, t.Context(), &echo.Params{Total: 200, Concurrency: 100, Payload: new(units.Size(16)), Verify: new(true)}, nil); err != nil || e.Success != 200 {
 				t.Errorf("echo after churn: %+v, %v", e, err)
 			}
 		})

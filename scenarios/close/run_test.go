@@ -2,12 +2,14 @@ package close
 
 import (
 	"bufio"
-	"github.com/wsplan/wsplan/internal/client"
-	"github.com/wsplan/wsplan/internal/clienttest"
 	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/clienttest"
+	"github.com/wsplan/wsplan/scenarios/echo"
 
 	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
@@ -64,7 +66,7 @@ func TestCloseKind(t *testing.T) {
 	if n := c.Conns(); n != 10 {
 		t.Errorf("%d connections open after closing 20 of 30, want 10", n)
 	}
-	if e, err := c.Echo(t.Context(), client.EchoParams{Total: 100, Concurrency: 10, Payload: new(units.Size(16)), Verify: new(true)}, nil); err != nil || e.Success != 100 {
+	if e, err := client.RunAs[echo.Result](c, t.Context(), &echo.Params{Total: 100, Concurrency: 10, Payload: new(units.Size(16)), Verify: new(true)}, nil); err != nil || e.Success != 100 {
 		t.Errorf("echo on the connections left: %+v, %v", e, err)
 	}
 	if _, err := client.RunAs[Result](c, t.Context(), &Params{Connections: 11, Concurrency: 1}, nil); err == nil || !strings.Contains(err.Error(), "exceeds the 10 open connections") {

@@ -3,12 +3,14 @@ package hold
 import (
 	"bufio"
 	"fmt"
-	"github.com/wsplan/wsplan/internal/client"
-	"github.com/wsplan/wsplan/internal/clienttest"
-	"github.com/wsplan/wsplan/internal/testserver"
 	"net"
 	"testing"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/clienttest"
+	"github.com/wsplan/wsplan/internal/testserver"
+	"github.com/wsplan/wsplan/scenarios/echo"
 
 	"github.com/wsplan/wsplan/internal/units"
 )
@@ -43,7 +45,7 @@ func TestHold(t *testing.T) {
 		return ""
 	})
 	// The connections still echo afterwards.
-	er, err := c.Echo(t.Context(), client.EchoParams{Total: 40, Concurrency: 20, Payload: new(units.Size(32)), Verify: new(true)}, nil)
+	er, err := client.RunAs[echo.Result](c, t.Context(), &echo.Params{Total: 40, Concurrency: 20, Payload: new(units.Size(32)), Verify: new(true)}, nil)
 	if err != nil || er.Success != 40 {
 		t.Errorf("echo after hold: %+v, %v", er, err)
 	}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wsplan/wsplan/scenarios/echo"
+
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/clienttest"
 	"github.com/wsplan/wsplan/internal/units"
@@ -28,7 +30,7 @@ func TestPing(t *testing.T) {
 		t.Errorf("live latencies %d, want every pong's (2000)", n)
 	}
 	// An echo phase after it sees no stray pong or message.
-	if e, err := c.Echo(t.Context(), client.EchoParams{Total: 100, Concurrency: 10, Payload: new(units.Size(16)), Verify: new(true)}, nil); err != nil || e.Success != 100 {
+	if e, err := client.RunAs[echo.Result](c, t.Context(), &echo.Params{Total: 100, Concurrency: 10, Payload: new(units.Size(16)), Verify: new(true)}, nil); err != nil || e.Success != 100 {
 		t.Errorf("echo after ping: %+v, %v", e, err)
 	}
 	if _, err := client.RunAs[Result](c, t.Context(), &Params{Total: 10, Concurrency: 11}, nil); err == nil || !strings.Contains(err.Error(), "exceeds the 10 open connections") {
