@@ -12,6 +12,26 @@ import (
 	"github.com/wsplan/wsplan/sysctl"
 )
 
+// restoreSaved puts back the values `tune --apply` or `run --tune` saved
+// in file (`wsplan tune --restore FILE`).
+func restoreSaved(stdout io.Writer, fs, sys sysctl.FS, file string) error {
+	saved, err := sysctl.ReadSaved(file)
+	if err != nil {
+		return usageErr(err)
+	}
+	if err := touchHost("sysctl"); err != nil {
+		return err
+	}
+	t := engine.Restoring(fs, sys, saved)
+	if err := t.Restore(); err != nil {
+		return err
+	}
+	for _, c := range t.Changes() {
+		fmt.Fprintf(stdout, "restored %s = %q\n", c.Name, c.Was)
+	}
+	return nil
+}
+
 func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
 	var (
 		f       planFlags
@@ -30,21 +50,7 @@ func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
 				if len(args) > 0 || check || apply {
 					return usageErr(errors.New("--restore FILE takes no plan and no --check/--apply"))
 				}
-				saved, err := sysctl.ReadSaved(restore)
-				if err != nil {
-					return usageErr(err)
-				}
-				if err := touchHost("sysctl"); err != nil {
-					return err
-				}
-				t := engine.Restoring(fs, sys, saved)
-				if err := t.Restore(); err != nil {
-					return err
-				}
-				for _, c := range t.Changes() {
-					fmt.Fprintf(stdout, "restored %s = %q\n", c.Name, c.Was)
-				}
-				return nil
+				return restoreSaved(stdout, fs, sys, restore)
 			}
 			if len(args) != 1 || check == apply {
 				return usageErr(errors.New("want: tune PLAN --check, tune PLAN --apply, or tune --restore FILE"))

@@ -64,30 +64,7 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 	sv, cv, si := w.stop()
 	stopProgress()
 
-	m := out.Metrics
-	if m == nil {
-		m = metrics.Values{}
-	}
-	var eff *scenarios.Efficiency
-	if k, ok := scenarios.Lookup(ph.Kind); ok {
-		eff = k.Efficiency
-		res.Throughput = k.Throughput.Metric
-	}
-	warning := windowMetrics(m, sv, cv, si, e.o.Layout, e.usableClientCPU(), eff)
-	behindMetrics(m, out.Behind, sv, cv, e.usableClientCPU())
-	markBound(m)
-	res.Metrics = m
-	res.ClientShards = clientShards(cv, m, e.o.Layout)
-	res.StartSkew = startSkew(drv)
-	res.Timeline = out.Timeline
-	res.Histogram = out.Histogram
-	res.Info = out.Info
-	res.Detail = out.Detail
-	res.Steps, res.Stop = out.Steps, out.Stop
-	res.Warnings = append(out.AllWarnings(m), serverWarnings(warning, sv.sum)...)
-	if warning := e.reconnectMetrics(m, drv); warning != "" {
-		res.Warnings = append(res.Warnings, warning)
-	}
+	m := e.phaseResult(&res, ph.Kind, out, sv, cv, si, drv)
 	faults(&res)
 	failed, failure, faulted := e.judge(srv, ph, m, out, &res)
 
@@ -107,6 +84,38 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 	}
 	e.o.Notice("%s: %s done (%s)", srv.Name, ph.Name, summary(res))
 	return res, gone
+}
+
+// phaseResult fills res from what the phase's run and its window measured:
+// the kind's metrics plus the window's (CPU, memory, softirqs, who was
+// bound), the shards, timeline, histogram and warnings. It returns the
+// metrics.
+func (e *runner) phaseResult(res *result.Result, kind string, out scenarios.Outcome, sv serverCost, cv clientCost, si softirqs, drv Driver) metrics.Values {
+	m := out.Metrics
+	if m == nil {
+		m = metrics.Values{}
+	}
+	var eff *scenarios.Efficiency
+	if k, ok := scenarios.Lookup(kind); ok {
+		eff = k.Efficiency
+		res.Throughput = k.Throughput.Metric
+	}
+	warning := windowMetrics(m, sv, cv, si, e.o.Layout, e.usableClientCPU(), eff)
+	behindMetrics(m, out.Behind, sv, cv, e.usableClientCPU())
+	markBound(m)
+	res.Metrics = m
+	res.ClientShards = clientShards(cv, m, e.o.Layout)
+	res.StartSkew = startSkew(drv)
+	res.Timeline = out.Timeline
+	res.Histogram = out.Histogram
+	res.Info = out.Info
+	res.Detail = out.Detail
+	res.Steps, res.Stop = out.Steps, out.Stop
+	res.Warnings = append(out.AllWarnings(m), serverWarnings(warning, sv.sum)...)
+	if warning := e.reconnectMetrics(m, drv); warning != "" {
+		res.Warnings = append(res.Warnings, warning)
+	}
+	return m
 }
 
 // judge applies the verdict rule (scenarios.Judge) to a phase's
