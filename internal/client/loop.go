@@ -35,8 +35,11 @@ const (
 // until a short read, and written until the data is out or EAGAIN, so no
 // readiness is left unconsumed; and unlike level-triggered interest, the
 // kernel does not poll every reported socket again at the next epoll_wait.
+// A short read says no more data, not no end of stream: when the peer's
+// FIN came with the last data, one event reports both (EPOLLRDHUP set),
+// and the socket is read on until it says EOF.
 const (
-	EvIn    = unix.EPOLLIN | unix.EPOLLET
+	EvIn    = unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET
 	evInOut = EvIn | unix.EPOLLOUT
 	evOut   = unix.EPOLLOUT | unix.EPOLLET
 )
@@ -157,12 +160,15 @@ type Loop struct {
 	done    chan struct{}
 	counts  *loopCounts // read by Live and the caller's slot distribution
 
-	events    []unix.EpollEvent
-	ts        unix.Timespec // epollWait's timeout
-	byFD      []*Conn       // fd -> connection
-	open      []*Conn       // open WebSocket connections
-	gen       uint32
-	rbuf      []byte
+	events []unix.EpollEvent
+	ts     unix.Timespec // epollWait's timeout
+	byFD   []*Conn       // fd -> connection
+	open   []*Conn       // open WebSocket connections
+	gen    uint32
+	rbuf   []byte
+	// peerShut is set while ReadFrames handles an event that says the
+	// peer shut its side (EPOLLRDHUP): a short read does not end it.
+	peerShut  bool
 	WriteBuf  []byte
 	cbuf      []byte // control frames and upgrade requests
 	tin       []byte // TLS: ciphertext read; made on first use
@@ -574,8 +580,10 @@ func (l *Loop) handle(c *Conn, events uint32) {
 				return
 			}
 		}
-		if events&(unix.EPOLLIN|unix.EPOLLERR|unix.EPOLLHUP) != 0 {
+		if events&(unix.EPOLLIN|unix.EPOLLERR|unix.EPOLLHUP|unix.EPOLLRDHUP) != 0 {
+			l.peerShut = events&(unix.EPOLLRDHUP|unix.EPOLLHUP) != 0
 			l.ReadFrames(c)
+			l.peerShut = false
 		}
 	}
 }

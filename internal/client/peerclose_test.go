@@ -122,3 +122,22 @@ func TestByPeer(t *testing.T) {
 		}
 	}
 }
+
+// TestPeerClosesAfterLastData: a server that answers and closes at once
+// puts the reply and its FIN in the socket together; the loop, woken
+// once by edge-triggered epoll for both, must read on to the end of the
+// stream rather than stop at the short read of the reply (it did: such a
+// connection stayed open in CLOSE_WAIT, never counted).
+func TestPeerClosesAfterLastData(t *testing.T) {
+	const n = 400
+	s := testserver.Start(t, testserver.Options{Reply: func(int64, int, []byte) testserver.Action { return testserver.EchoDrop }})
+	c := newClient(t, Options{Targets: []string{s.Addr()}, Loops: 2})
+	mustConnect(t, c, n)
+	if _, err := rounds(t.Context(), c, roundsParams{Rounds: 1, Payload: payloadOf(t, "random", 8)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "every connection closed", func() bool { return c.Conns() == 0 })
+	if p := c.PeerCloses(); p.N != n {
+		t.Fatalf("%d peer closes, want %d", p.N, n)
+	}
+}

@@ -125,10 +125,17 @@ func (r *roundsRun) OnData(l *Loop, c *Conn, ev *Event, _ int64) {
 		l.WriteOrQueue(c, r.frame)
 		return
 	}
+	c.Slot++ // past Rounds: this connection is done
 	r.done(l)
 }
 
-func (r *roundsRun) Lost(l *Loop, _ *Conn, _ uint8, reason Reason) {
+// Lost counts a connection lost before its last reply; one that closes
+// after it (a server's close frame right behind the reply) is done
+// already and counted once.
+func (r *roundsRun) Lost(l *Loop, c *Conn, _ uint8, reason Reason) {
+	if c.Slot > int64(r.p.Rounds) {
+		return
+	}
 	r.part.Failed++
 	r.part.Errors.Add(reason)
 	r.done(l)

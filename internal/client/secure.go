@@ -319,7 +319,7 @@ func (l *Loop) readRecords(c *Conn) {
 				return
 			}
 		}
-		if n < len(l.tin) {
+		if n < len(l.tin) && !l.peerShut {
 			return
 		}
 	}

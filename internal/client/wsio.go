@@ -47,7 +47,7 @@ func (l *Loop) ReadFrames(c *Conn) {
 			}
 		}
 		l.feed(c, l.rbuf[:off+n], at)
-		if n < len(l.rbuf)-off || c.state < stGreeting {
+		if (n < len(l.rbuf)-off && !l.peerShut) || c.state < stGreeting {
 			return
 		}
 	}
@@ -182,13 +182,15 @@ func (l *Loop) drop(c *Conn, reason Reason, peer bool) {
 	}
 	r := l.ph
 	flags := c.Flags
-	l.CloseFD(c)
 	// A close frame answering the client's own close is no peer's doing;
 	// the end of the stream or a reset while the client waits for that
 	// answer is (a dead server's connections end so in a close phase).
+	// Counted before the connection leaves Client.Conns: whoever sees the
+	// connection gone sees its close counted.
 	if peer && (flags&FlagClosing == 0 || !strings.HasPrefix(string(reason), string(ReasonServerClose))) {
 		l.counts.peer.add(time.Now().UnixNano())
 	}
+	l.CloseFD(c)
 	if r != nil {
 		r.Lost(l, c, flags, reason)
 	}
