@@ -120,6 +120,7 @@ func mqttClient(t testing.TB, addr string, o mqtt.Settings) *Client {
 // clients in CONNACK; the attempts fail with MQTT's own reason, by version.
 // With the right user and password they open.
 func TestMQTTRefusedMosquitto(t *testing.T) {
+	testenv.Slow(t, "a mosquitto of its own and six clients, 0.2 s each: over a second; TestMQTTGreetingFake checks refusals by version")
 	dir := t.TempDir()
 	pw := filepath.Join(dir, "passwd")
 	if err := os.WriteFile(pw, nil, 0o644); err != nil {

@@ -149,7 +149,7 @@ func TestSTOMPGreetingFailures(t *testing.T) {
 		b := &stompBroker{mode: "silent", beat: "100,0"}
 		c := stompClient(t, b.start(t), 200*time.Millisecond)
 		mustConnect(t, c, 3)
-		hold, err := idle(t.Context(), c, time.Second, false, nil)
+		hold, err := idleUntilDropped(t.Context(), c, 5*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
