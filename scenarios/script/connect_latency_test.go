@@ -11,32 +11,19 @@ import (
 )
 
 // TestConnectLatencyWithoutGreeting: a protocol without a greeting
-// (JSON-RPC) times its connections from dial start to the 101, as raw
-// connections are timed, in a connect phase and in a script's users; a
-// raw connection's figure is the same measure.
+// (JSON-RPC) times a script's users' connections from dial start to the
+// 101, as the connect phase times them (internal/client's test of the
+// same name checks that half, and raw connections).
 func TestConnectLatencyWithoutGreeting(t *testing.T) {
 	s := &rpcServer{}
-	addr := s.start(t)
-	for _, proto := range []string{jsonrpc.Name, ""} {
-		t.Run(proto, func(t *testing.T) {
-			c := clienttest.NewClient(t, client.Options{Targets: []string{addr}, Loops: 2, Protocol: client.ProtocolOptions{Name: proto}})
-			res, err := c.Connect(t.Context(), client.ConnectParams{Connections: 20, Concurrency: 20, Timeout: units.Duration(5 * time.Second)}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkConnectLatency(t, "connect phase", res.Latency, res.Success, 20, res.Used)
-			if proto == "" {
-				return // a script needs a protocol's verbs or raw sends: the connect phase says it
-			}
-			r, err := c.Run(t.Context(), &Params{Steps: steps(t, "steps:\n  - call: {method: sum, params: '[1, 2]', as: sum}\n"),
-				Users: 10, Iterations: 1, Concurrency: 10, Timeout: units.Duration(5 * time.Second), ConnectTimeout: units.Duration(5 * time.Second), Drain: units.Duration(time.Second)}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sr := r.(*Result)
-			checkConnectLatency(t, "script", sr.Connect, sr.Finished, 10, sr.Used)
-		})
+	c := clienttest.NewClient(t, client.Options{Targets: []string{s.start(t)}, Loops: 2, Protocol: client.ProtocolOptions{Name: jsonrpc.Name}})
+	r, err := c.Run(t.Context(), &Params{Steps: steps(t, "steps:\n  - call: {method: sum, params: '[1, 2]', as: sum}\n"),
+		Users: 10, Iterations: 1, Concurrency: 10, Timeout: units.Duration(5 * time.Second), ConnectTimeout: units.Duration(5 * time.Second), Drain: units.Duration(time.Second)}, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
+	sr := r.(*Result)
+	checkConnectLatency(t, "script", sr.Connect, sr.Finished, 10, sr.Used)
 }
 
 // checkConnectLatency: n handshakes timed, each > 0 and within the

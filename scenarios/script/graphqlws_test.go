@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,35 +16,23 @@ import (
 	"github.com/wsplan/wsplan/internal/units"
 )
 
+// GraphQL over WebSocket through script phases. gqlServer is the part of
+// internal/client's test server (proto_graphqlws_test.go) a script's
+// conversation needs, copied: a kind's tests cannot import the core's.
+
 // gqlServer speaks graphql-transport-ws (as graphql-ws 6 does) over
-// gorilla/websocket, enough for the client's tests: connection_init
-// (refused with 4403, or never acked), ping/pong both ways, the room
-// subscription (a first null result once live, then every publish), the
-// publish mutation (one result, then complete), complete.
+// gorilla/websocket: connection_init, ping/pong, the room subscription (a
+// first null result once live, then every publish), the publish mutation
+// (one result, then complete), a query that fails, complete.
 type gqlServer struct {
-	refuse bool          // close 4403 Forbidden on connection_init
-	mute   bool          // never answer connection_init
-	ping   time.Duration // ping every connection this often; 0 = never
-	token  string        // connection_init's payload must carry this token
-	// quiet is the clients' keepalive: a client ping is early when, in the
-	// half of it before the ping came, the server both pinged that client
-	// and heard from it (so neither side was stalled: the client answered
-	// pings and still pinged).
-	quiet time.Duration
-
-	pings, pongs, clientPings, earlyPings atomic.Int64
-	subprotocol                           atomic.Value // the last one agreed
-
 	mu    sync.Mutex
 	rooms map[string]map[*gqlPeer]string // room -> subscriber -> operation id
 }
 
+// gqlPeer is one connection of the test servers (gqlServer, rpcServer).
 type gqlPeer struct {
 	mu sync.Mutex
 	ws *websocket.Conn
-
-	lastPing  atomic.Int64 // when the server last pinged it, Unix ns
-	lastFrame time.Time    // when its previous frame came (the reader's own)
 }
 
 func (p *gqlPeer) send(v any) {
@@ -65,7 +52,6 @@ func (s *gqlServer) start(t testing.TB) string {
 			return
 		}
 		defer ws.Close()
-		s.subprotocol.Store(ws.Subprotocol())
 		p := &gqlPeer{ws: ws}
 		defer s.leave(p)
 		s.serve(p)
@@ -75,48 +61,24 @@ func (s *gqlServer) start(t testing.TB) string {
 }
 
 func (s *gqlServer) serve(p *gqlPeer) {
-	done := make(chan struct{})
-	defer close(done)
 	for {
 		_, b, err := p.ws.ReadMessage()
 		if err != nil {
 			return
 		}
-		now, prev := time.Now(), p.lastFrame
-		p.lastFrame = now
 		var m struct {
 			ID      string          `json:"id"`
 			Type    string          `json:"type"`
 			Payload json.RawMessage `json:"payload"`
 		}
 		if json.Unmarshal(b, &m) != nil {
-			p.closeWith(4400, "Invalid message received")
 			return
 		}
 		switch m.Type {
 		case "connection_init":
-			var init struct{ Token string }
-			_ = json.Unmarshal(m.Payload, &init) // absent: no token
-			switch {
-			case s.refuse || init.Token != s.token:
-				p.closeWith(4403, "Forbidden")
-				return
-			case s.mute:
-				continue
-			}
 			p.send(map[string]any{"type": "connection_ack"})
-			if s.ping > 0 {
-				go s.pinger(p, done)
-			}
 		case "ping":
-			s.clientPings.Add(1)
-			pinged := time.Unix(0, p.lastPing.Load())
-			if s.quiet > 0 && now.Sub(pinged) < s.quiet/2 && now.Sub(prev) < s.quiet/2 {
-				s.earlyPings.Add(1)
-			}
 			p.send(map[string]any{"type": "pong"})
-		case "pong":
-			s.pongs.Add(1)
 		case "subscribe":
 			s.subscribe(p, m.ID, m.Payload)
 		case "complete":
@@ -127,27 +89,6 @@ func (s *gqlServer) serve(p *gqlPeer) {
 				}
 			}
 			s.mu.Unlock()
-		}
-	}
-}
-
-func (p *gqlPeer) closeWith(code int, text string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	_ = p.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(time.Second)) // best effort, as servers do
-}
-
-func (s *gqlServer) pinger(p *gqlPeer, done chan struct{}) {
-	tk := time.NewTicker(s.ping)
-	defer tk.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-tk.C:
-			s.pings.Add(1)
-			p.lastPing.Store(time.Now().UnixNano())
-			p.send(map[string]any{"type": "ping"})
 		}
 	}
 }

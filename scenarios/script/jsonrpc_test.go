@@ -17,6 +17,10 @@ import (
 	"github.com/wsplan/wsplan/internal/units"
 )
 
+// JSON-RPC through script phases. rpcServer is a copy of the one
+// internal/client's tests run (proto_jsonrpc_test.go), gqlPeer its
+// connection: a kind's tests cannot import the core's.
+
 // rpcServer answers JSON-RPC 2.0 as rpc-websockets does: methods sum,
 // echo, fail (an error), publish and broadcast [event, data] (emit the
 // event to its subscribers), rpc.on [events…] ("ok", or "provided event invalid"

@@ -20,6 +20,11 @@ import (
 	"github.com/wsplan/wsplan/internal/units"
 )
 
+// MQTT through script phases against mosquitto. mosquittoBin and
+// startMosquitto are a copy of internal/client's (proto_mqtt_broker_test.go):
+// a kind's tests cannot import the core's, and a package that tests share
+// may not start processes (internal/layering).
+
 // mosquittoBin finds mosquitto (Debian puts it in /usr/sbin).
 func mosquittoBin(t testing.TB) string {
 	t.Helper()

@@ -14,6 +14,10 @@ import (
 	"github.com/wsplan/wsplan/internal/units"
 )
 
+// A protocol's refusal through a script's users. refuser is a copy of
+// the one internal/client's tests run (refusal_test.go): a kind's tests
+// cannot import the core's.
+
 // refuser is a WebSocket server that answers every upgrade with status
 // (when set), else upgrades (agreeing to the client's first subprotocol)
 // and runs greet on the connection: a protocol's refusal, or a transient
