@@ -25,7 +25,7 @@ func newImportCmd(stdout, stderr io.Writer) *cobra.Command {
 
 func newImportHARCmd(stdout, stderr io.Writer) *cobra.Command {
 	var (
-		o   har.Options
+		o   = har.Options{Users: 1} // the flag's default, also without the flag
 		out string
 	)
 	cmd := &cobra.Command{
