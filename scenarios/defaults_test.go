@@ -21,7 +21,6 @@ func TestTagDefaultsMatchClient(t *testing.T) {
 		key   string
 		want  any // the constant, in the field's type
 	}{
-		{&Script{}, "late_after", must(decl.Default(&Rate{}, "late_after"))},
 		{&Rate{}, "reads", client.ReadsBatched},
 		{&Search{}, "reads", client.ReadsBatched},
 		{&Rate{}, "payload_kind", payload.Random},

@@ -49,5 +49,5 @@ for shape in users=10000 users=5000; do
 done
 
 echo "== allocations per exchange"
-go test -run TestScriptExchangeAllocs -bench BenchmarkScriptExchange -benchmem -count 3 ./internal/client | tee "$OUT/bench.txt"
+go test -run TestScriptExchangeAllocs -bench BenchmarkScriptExchange -benchmem -count 3 ./scenarios/script | tee "$OUT/bench.txt"
 echo "results in $OUT"

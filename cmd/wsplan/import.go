@@ -25,7 +25,7 @@ func newImportCmd(stdout, stderr io.Writer) *cobra.Command {
 
 func newImportHARCmd(stdout, stderr io.Writer) *cobra.Command {
 	var (
-		o   har.Options
+		o   = har.Options{Users: 1} // the flag's default, also without the flag
 		out string
 	)
 	cmd := &cobra.Command{
@@ -43,7 +43,9 @@ func newImportHARCmd(stdout, stderr io.Writer) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the plan to this file (default: stdout)")
-	cmd.Flags().IntVar(&o.Users, har.UsersKey, 1, "users of each script phase, each on its own connection")
+	if key := har.UsersKey(); key != "" { // "" in a build without the script kind
+		cmd.Flags().IntVar(&o.Users, key, 1, "users of each script phase, each on its own connection")
+	}
 	cmd.Flags().StringVar(&o.Name, "name", "", "the plan's name (default: the HAR file's base name)")
 	cmd.Flags().StringVar(&o.URL, "url", "", "the server's ws:// or wss:// URL instead of the recorded one")
 	cmd.Flags().StringVar(&o.Match, "match", "", "import only the WebSockets whose URL contains this")
@@ -55,7 +57,7 @@ func newImportHARCmd(stdout, stderr io.Writer) *cobra.Command {
 // cannot be read or imported is a usage error (exit 2).
 func importHAR(file, out string, o har.Options, stdout, stderr io.Writer) error {
 	if o.Users < 1 {
-		return usageErr(fmt.Errorf("--%s: must be >= 1, got %d", har.UsersKey, o.Users))
+		return usageErr(fmt.Errorf("--%s: must be >= 1, got %d", har.UsersKey(), o.Users))
 	}
 	if err := o.Check(); err != nil {
 		return usageErr(fmt.Errorf("--%w", err))

@@ -11,8 +11,8 @@ import (
 
 // TestConnectLatencyWithoutGreeting: a protocol without a greeting
 // (JSON-RPC) times its connections from dial start to the 101, as raw
-// connections are timed, in a connect phase and in a script's users; a
-// raw connection's figure is the same measure.
+// connections are timed; a raw connection's figure is the same measure.
+// (scenarios/script's test of the same name checks a script's users.)
 func TestConnectLatencyWithoutGreeting(t *testing.T) {
 	s := &rpcServer{}
 	addr := s.start(t)
@@ -24,16 +24,6 @@ func TestConnectLatencyWithoutGreeting(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkConnectLatency(t, "connect phase", res.Latency, res.Success, 20, res.Used)
-			if proto == "" {
-				return // a script needs a protocol's verbs or raw sends: the connect phase says it
-			}
-			r, err := c.Run(t.Context(), &ScriptParams{Steps: steps(t, "steps:\n  - call: {method: sum, params: '[1, 2]', as: sum}\n"),
-				Users: 10, Iterations: 1, Concurrency: 10, Timeout: units.Duration(5 * time.Second), ConnectTimeout: units.Duration(5 * time.Second), Drain: units.Duration(time.Second)}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sr := r.(*ScriptResult)
-			checkConnectLatency(t, "script", sr.Connect, sr.Finished, 10, sr.Used)
 		})
 	}
 }

@@ -36,7 +36,7 @@
 // # The contract kinds use
 //
 // A phase kind is a package of its own (scenarios/K/: ping, close, churn,
-// broadcast, hold and echo so far; the kinds still here are moving there) that
+// broadcast, hold, echo and script so far; the kinds still here are moving there) that
 // imports this one and uses only its exported surface, which is small
 // on purpose and is this contract:
 //
@@ -61,7 +61,14 @@
 //     Finished hands the loop's share back.
 //   - Sending and dropping: SendControl, WriteOrQueue, SendProto,
 //     AppendClientHeader, MakePayload, MaskCopy, PutMarker/ReadMarker;
-//     Drop (with a Reason) and CloseFD, CloseConn.
+//     Drop (with a Reason) and CloseFD, CloseConn. A run that frames
+//     messages itself (script) writes them in Loop.WriteBuf, compresses
+//     with Loop.Deflater when Conn.Sec says the connection deflates, and
+//     queues behind GetExt(c).Out while c waits for EPOLLOUT (FlagWantOut).
+//   - Protocols: Client.Proto is the protocol spoken (nil = raw
+//     messages); a run encodes its verbs' messages with it, reads a
+//     connection's protocol state (ProtoOf: the server's quota) and gets
+//     what the protocol decoded through OnMessage.
 //   - Dialing connections of a run's own: Dialer, DialJob, DialStart,
 //     Dial, UpgradeRequest, ConnectResult.
 //   - Pacing: Pacer and Cursor (the timetable), PacedWake (timer slack,
@@ -71,11 +78,13 @@
 //     LiveHist for the live metrics.
 //   - Tests: NewDrivenLoop, Loop.Feed, StopDriven and TakeShare drive a
 //     loop without its goroutine, so a kind's package proves its
-//     per-message path allocates nothing (internal/clienttest wraps them).
+//     per-message path allocates nothing (internal/clienttest wraps them);
+//     SpeakDriven makes its connection one of a protocol, greeted, so
+//     that a protocol's exchanges are proved the same way.
 //
 // Nothing in this package's loop, conn, frame, dial or timer code names a
 // kind: the kinds still here (connect, whose dial every kind's
-// connections come from, rate, script) keep to their own
+// connections come from, and rate) keep to their own
 // files (internal/layering's TestKindFilesApart), and the moved ones to
 // their packages (TestKindPackagesApart).
 //

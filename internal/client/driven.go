@@ -1,6 +1,10 @@
 package client
 
-import "golang.org/x/sys/unix"
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/wsplan/wsplan/internal/proto"
+)
 
 // A driven loop is a loop that no goroutine runs: its caller drives it,
 // feeding bytes as a socket would and pumping its run on a clock of its
@@ -58,3 +62,20 @@ func (l *Loop) StopDriven() {
 // sent when it finished (Finished), for a driven loop's caller that ended
 // the run itself.
 func (l *Loop) TakeShare() Result { return (<-l.results).part }
+
+// SpeakDriven makes a driven loop's client speak o's protocol and c a
+// connection of it already greeted, in the protocol's state st (its own
+// number; 0 = the state a greeting starts from): a kind's package drives
+// a protocol's exchanges on it without a server's greeting.
+func (l *Loop) SpeakDriven(c *Conn, o ProtocolOptions, st uint8) error {
+	p, err := makeProtocol(o)
+	if err != nil {
+		return err
+	}
+	l.cl.proto = p
+	if c.Sec == nil {
+		c.Sec = &connSec{}
+	}
+	c.Sec.proto = &proto.Conn{State: st}
+	return nil
+}

@@ -9,10 +9,13 @@ import (
 // their connections open for a while (protocol keepalives, reconnects,
 // the live counts): the kinds are packages of their own, which these
 // tests cannot import. With Ping, every connection sends one ping at the
-// start, and the pongs are counted.
+// start, and the pongs are counted. With UntilNone, it ends as soon as no
+// connection is open (a test waiting for a server to drop them all),
+// Duration being the longest wait.
 type idleParams struct {
-	Duration time.Duration
-	Ping     bool
+	Duration  time.Duration
+	Ping      bool
+	UntilNone bool
 }
 
 // idleResult is what an idle phase saw.
@@ -50,7 +53,7 @@ func (p *idleParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
 	for i := range ph.Open {
 		id := ph.ID
 		plan.Starts[i] = func(l *Loop) {
-			r := &idleRun{BaseRun: NewBaseRun(id), conns: append([]*Conn(nil), l.Open()...), until: l.Now() + int64(p.Duration)}
+			r := &idleRun{BaseRun: NewBaseRun(id), conns: append([]*Conn(nil), l.Open()...), until: l.Now() + int64(p.Duration), untilNone: p.UntilNone}
 			r.part.Conns = int64(len(r.conns))
 			l.SetRun(r)
 			l.SetTick(min(p.Duration/10, 50*time.Millisecond))
@@ -67,9 +70,10 @@ func (p *idleParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
 // idleRun holds a loop's open connections until its time is up.
 type idleRun struct {
 	BaseRun
-	conns []*Conn
-	until int64
-	part  idleResult
+	conns     []*Conn
+	until     int64
+	untilNone bool
+	part      idleResult
 }
 
 func (r *idleRun) OnPong(_ *Loop, _ *Conn, payload []byte) {
@@ -91,9 +95,19 @@ func (r *idleRun) Adopt(_ *Loop, old, c *Conn) {
 func (r *idleRun) Lost(_ *Loop, _ *Conn, _ uint8, reason Reason) { r.part.Errors.Add(reason) }
 
 func (r *idleRun) Tick(l *Loop, now int64) {
-	if now >= r.until {
+	if now >= r.until || (r.untilNone && r.none()) {
 		r.Finish(l, false, now)
 	}
+}
+
+// none reports whether none of r's connections is open.
+func (r *idleRun) none() bool {
+	for _, c := range r.conns {
+		if c.State() == StateOpen {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *idleRun) Finish(l *Loop, stopped bool, _ int64) {
@@ -108,6 +122,17 @@ func (r *idleRun) Finish(l *Loop, stopped bool, _ int64) {
 // idle keeps c's open connections open for d (see idleParams).
 func idle(ctx context.Context, c *Client, d time.Duration, ping bool, pr *Progress) (idleResult, error) {
 	res, err := c.Run(ctx, &idleParams{Duration: d, Ping: ping}, pr)
+	var out idleResult
+	if r, ok := res.(*idleResult); ok && r != nil {
+		out = *r
+	}
+	return out, err
+}
+
+// idleUntilDropped keeps c's open connections open until none is left
+// (their server dropped them) or for at most d.
+func idleUntilDropped(ctx context.Context, c *Client, d time.Duration) (idleResult, error) {
+	res, err := c.Run(ctx, &idleParams{Duration: d, UntilNone: true}, nil)
 	var out idleResult
 	if r, ok := res.(*idleResult); ok && r != nil {
 		out = *r

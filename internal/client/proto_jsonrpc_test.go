@@ -8,13 +8,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/gorilla/websocket"
 
 	"github.com/wsplan/wsplan/internal/proto"
 	"github.com/wsplan/wsplan/internal/proto/jsonrpc"
-	"github.com/wsplan/wsplan/internal/units"
 )
 
 // rpcServer answers JSON-RPC 2.0 as rpc-websockets does: methods sum,
@@ -130,52 +128,6 @@ func (s *rpcServer) leave(p *gqlPeer) {
 	defer s.mu.Unlock()
 	for _, subs := range s.events {
 		delete(subs, p)
-	}
-}
-
-// rpcScript calls by id (pipelined), notifies, subscribes to an event
-// and receives it, gets an error answer, and a batch's two responses.
-const rpcScript = `
-steps:
-  - loop:
-      count: 10
-      inflight: 4
-      steps:
-        - call: {method: echo, params: '[{{.seq}}, "x"]', as: echo, reply: {json: {"$[0]": "{{.seq}}"}}}
-  - call: {method: rpc.on, params: '["news{{.conn}}"]', as: on, reply: {prefix: '{"news{{.conn}}":"ok"'}}
-  - notify: {method: publish, params: '["news{{.conn}}", "hi {{.conn}}"]'}
-  - expect: {type: event, topic: 'news{{.conn}}', json: {"$[0]": "hi {{.conn}}"}, as: news}
-  - call: {method: fail, as: fail}
-  - send: '[{"jsonrpc":"2.0","method":"sum","params":[1,2],"id":"a"},{"jsonrpc":"2.0","method":"echo","params":["x"],"id":"b"}]'
-  - expect: {type: ack, count: 2, as: batch}
-`
-
-// TestJSONRPCScript runs rpcScript's users against rpcServer.
-func TestJSONRPCScript(t *testing.T) {
-	s := &rpcServer{}
-	c := newClient(t, Options{Targets: []string{s.start(t)}, Loops: 2, Protocol: ProtocolOptions{Name: jsonrpc.Name}})
-	res, err := c.Run(t.Context(), &ScriptParams{Steps: steps(t, rpcScript), Users: 20, Iterations: 1, Concurrency: 20,
-		Timeout: units.Duration(5 * time.Second), ConnectTimeout: units.Duration(5 * time.Second), Drain: units.Duration(5 * time.Second)}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := res.(*ScriptResult)
-	for name, want := range map[string]int64{"echo": 200, "on": 20, "news": 20, "batch": 20} {
-		if e := r.Exchanges[name]; e == nil || e.Count != want || e.Mismatched != 0 {
-			t.Errorf("exchange %s: %+v, want %d, none mismatched (failures %v)", name, e, want, r.Failures)
-		}
-	}
-	const why = "jsonrpc -32000"
-	if e := r.Exchanges["fail"]; e.Errors != 20 || e.ErrorCodes[why] != 20 || r.ErrorAnswers[why] != 20 || len(r.ErrorAnswers) != 1 || r.Failures["steps[4].call"][why] != 20 {
-		t.Errorf("fail: %+v, error answers %v, failures %v; want 20 × %q", e, r.ErrorAnswers, r.Failures, why)
-	}
-	// Every call and the rpc.on are answers; the batch's are expected
-	// messages, not answers to a verb.
-	if want := int64(20 * (10 + 1 + 1)); r.Answers != want {
-		t.Errorf("answers %d, want %d", r.Answers, want)
-	}
-	if r.Unexpected != 0 || r.Finished != 20 {
-		t.Errorf("unexpected %d, finished %d; want 0, 20", r.Unexpected, r.Finished)
 	}
 }
 

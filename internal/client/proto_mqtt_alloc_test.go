@@ -78,51 +78,6 @@ func TestMQTTReceiveAllocs(t *testing.T) {
 	}
 }
 
-// TestMQTTScriptExchangeAllocs: a QoS 1 publish and its PUBACK, through
-// the script kind (render, encode, send, read, decode, match by packet
-// id, record): no allocation in steady state.
-func TestMQTTScriptExchangeAllocs(t *testing.T) {
-	g := newScriptRigProto(t, `
-steps:
-  - loop:
-      count: 100000000
-      steps:
-        - publish: {topic: "wsplan/t/{{.conn}}", payload: '{"n":{{.seq}}}', qos: 1, as: puback}
-`, ProtocolOptions{Name: mqtt.Name})
-	in := make([]byte, 4096)
-	ack := make([]byte, 0, 16)
-	round := func() {
-		n, err := unix.Read(g.peer, in)
-		if err != nil || n < 6 || int(in[1]&0x7f) != n-6 {
-			t.Fatalf("read %d bytes (%v): want one short masked frame", n, err)
-		}
-		p := in[6:n]
-		for i := range p {
-			p[i] ^= in[2+i%4]
-		}
-		_, body, _, _ := mqtt.Split(p)
-		_, _, pid, qos, fail := mqtt.PublishOf(p[0], body, false)
-		if qos != 1 || fail != "" {
-			t.Fatalf("sent % x: want a QoS 1 PUBLISH", p)
-		}
-		ack = append(ack[:0], 0x80|OpBinary, 4)
-		ack = mqtt.AppendAck(ack, mqtt.Puback, pid)
-		if _, err := unix.Write(g.peer, ack); err != nil {
-			t.Fatal(err)
-		}
-		g.l.ReadFrames(g.c)
-	}
-	for range 100 {
-		round()
-	}
-	if n := testing.AllocsPerRun(2000, round); n > 0 {
-		t.Fatalf("%.2f allocations per exchange, want 0", n)
-	}
-	if e := g.r.exch[0]; e.Count != 2101 || e.Mismatched != 0 || e.Errors != 0 {
-		t.Fatalf("exchanges %+v", e)
-	}
-}
-
 // loopRig is one loop whose connection speaks a protocol, greeted, its
 // peer the test playing the server.
 type loopRig struct {
@@ -150,14 +105,4 @@ func newLoopRig(tb testing.TB, o ProtocolOptions, open uint8) *loopRig {
 // newMQTTRig is the rig of MQTT, its CONNACK taken.
 func newMQTTRig(tb testing.TB, o mqtt.Settings) *loopRig {
 	return newLoopRig(tb, ProtocolOptions{Name: mqtt.Name, Settings: &o}, 1)
-}
-
-// newScriptRigProto is newScriptRig whose connection speaks o's protocol.
-func newScriptRigProto(tb testing.TB, body string, o ProtocolOptions) *scriptRig {
-	tb.Helper()
-	p, err := makeProtocol(o)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return newScriptRigWith(tb, body, p)
 }

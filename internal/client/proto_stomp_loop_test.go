@@ -89,31 +89,6 @@ func (b *stompBroker) handle(c net.Conn, r *bufio.Reader) {
 	}
 }
 
-// TestSTOMPErrorAnswer: a broker that answers a SEND's receipt with ERROR
-// gives an error answer counted by its message, then ends the
-// connection: the user is lost too.
-func TestSTOMPErrorAnswer(t *testing.T) {
-	b := &stompBroker{mode: "deny"}
-	c := stompClient(t, b.start(t), 10*time.Second)
-	res, err := c.Run(t.Context(), &ScriptParams{Steps: steps(t, `
-steps:
-  - publish: {topic: /topic/x, payload: hi, receipt: true, as: send}
-  - think: 1s
-`), Users: 4, Iterations: 1, Concurrency: 4, Timeout: units.Duration(5 * time.Second), ConnectTimeout: units.Duration(5 * time.Second)}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := res.(*ScriptResult)
-	const why = "stomp ERROR: access_refused"
-	e := r.Exchanges["send"]
-	if e.Errors != 4 || e.Count != 0 || r.ErrorAnswers[why] != 4 || r.Failures["steps[0].publish"][why] != 4 {
-		t.Fatalf("send %+v, error answers %v, failures %v: want 4 × %q", e, r.ErrorAnswers, r.Failures, why)
-	}
-	if r.UsersFailed != 4 || r.Errors["stomp: ERROR: access_refused (write access to topic denied)"] != 4 {
-		t.Fatalf("users failed %d, errors %v: want every user's connection ended by the ERROR", r.UsersFailed, r.Errors)
-	}
-}
-
 func stompClient(t *testing.T, addr string, keepalive time.Duration) *Client {
 	return newClient(t, Options{Targets: []string{addr}, Loops: 1,
 		Protocol: ProtocolOptions{Name: stomp.Name, Settings: &stomp.Settings{Keepalive: units.Duration(keepalive), Username: "guest", Password: "guest"}}})
@@ -174,7 +149,7 @@ func TestSTOMPGreetingFailures(t *testing.T) {
 		b := &stompBroker{mode: "silent", beat: "100,0"}
 		c := stompClient(t, b.start(t), 200*time.Millisecond)
 		mustConnect(t, c, 3)
-		hold, err := idle(t.Context(), c, time.Second, false, nil)
+		hold, err := idleUntilDropped(t.Context(), c, 5*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -242,21 +242,3 @@ func FuzzMQTTConnackWords(f *testing.F) {
 		}
 	})
 }
-
-// TestRefusalNotRetriedByScript: the rule is the dialer's, so it holds
-// for every kind that opens connections: a script's 20 users refused by
-// a Socket.IO namespace are 20 attempts, though the phase allows a retry.
-func TestRefusalNotRetriedByScript(t *testing.T) {
-	srv := &refuser{greet: sioRefuse(`"not authorized"`)}
-	c := newClient(t, Options{Targets: []string{srv.start(t)}, Loops: 2, Protocol: ProtocolOptions{Name: socketio.Name, Settings: &socketio.Settings{Namespace: "/chat"}}})
-	res, err := c.Run(t.Context(), &ScriptParams{Steps: steps(t, "steps:\n  - emit: {event: chat, data: '1'}\n"), Users: 20, Iterations: 1, Concurrency: 20,
-		Timeout: units.Duration(2 * time.Second), ConnectTimeout: units.Duration(2 * time.Second), Retries: 1, Drain: units.Duration(time.Second)}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := res.(*ScriptResult)
-	const want = Reason("socket.io: connect refused: not authorized")
-	if got := srv.attempts.Load(); got != 20 || r.OpenFailed != 20 || r.OpenErrors[want] != 20 {
-		t.Errorf("%d attempts, %d users failed to open, errors %v; want 20, 20, 20 × %q", got, r.OpenFailed, r.OpenErrors, want)
-	}
-}

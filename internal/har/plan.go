@@ -11,7 +11,6 @@ import (
 
 	"golang.org/x/net/http/httpguts"
 
-	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/scenarios"
 )
 
@@ -34,10 +33,6 @@ type Options struct {
 	Match string
 }
 
-// UsersKey is the script phase's key Options.Users writes: `wsplan import
-// har --users` is named after it.
-var UsersKey = phaseKey("Users")
-
 // Result is a generated plan.
 type Result struct {
 	// Plan is the plan's YAML.
@@ -57,6 +52,7 @@ var ErrNothing = errors.New("no WebSocket to import")
 // generator holds Generate's state.
 type generator struct {
 	o     Options
+	kind  string // the phase kind that runs script steps (stepsKind)
 	sec   *secrets
 	warn  []string
 	taken func(string) bool
@@ -85,7 +81,11 @@ func Generate(a *Archive, o Options) (*Result, error) {
 	if err := o.Check(); err != nil {
 		return nil, err
 	}
-	g := &generator{o: o, sec: newSecrets(), taken: exchangeTaken()}
+	kind, _, ok := stepsKind()
+	if !ok {
+		return nil, errNoStepsKind
+	}
+	g := &generator{o: o, kind: kind, sec: newSecrets(), taken: exchangeTaken(kind)}
 	convs, err := g.choose(a)
 	if err != nil {
 		return nil, err
@@ -119,9 +119,9 @@ func Generate(a *Archive, o Options) (*Result, error) {
 
 // exchangeTaken reports whether an exchange's metrics would collide with
 // the script phase's own (an exchange named users would have users_failed).
-func exchangeTaken() func(string) bool {
+func exchangeTaken(kind string) func(string) bool {
 	own := map[string]bool{}
-	for _, d := range scenarios.MetricDefs(client.KindScript) {
+	for _, d := range scenarios.MetricDefs(kind) {
 		own[d.Name] = true
 		for i := range len(d.Name) {
 			if d.Name[i] == '_' {

@@ -14,10 +14,8 @@ import (
 	"golang.org/x/net/http/httpguts"
 	"gopkg.in/yaml.v3"
 
-	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/plan"
 	"github.com/wsplan/wsplan/internal/script"
-	"github.com/wsplan/wsplan/scenarios"
 )
 
 // The plan is built as a yaml.Node tree, so that its keys keep their
@@ -203,7 +201,7 @@ func (g *generator) server(ws *WebSocket) *yaml.Node {
 func (g *generator) phase(c *conv, res *Result) *yaml.Node {
 	body := mapping(false, phaseKey("Users"), literalNode(strconv.Itoa(g.o.Users)))
 	body.Content = append(body.Content, scalar(phaseKey("Steps")), g.steps(c, res))
-	key := scalar(client.KindScript)
+	key := scalar(g.kind)
 	sent, recv := 0, 0
 	for _, m := range c.msgs {
 		if m.Send {
@@ -220,10 +218,6 @@ func (g *generator) phase(c *conv, res *Result) *yaml.Node {
 	item.HeadComment = fmt.Sprintf("# entries[%d]: %s, %d sent and %d received%s", c.ws.Entry, redactQuery(c.ws.URL), sent, recv, span)
 	return item
 }
-
-// phaseKey is the YAML key of a script phase's field, as the kind
-// declares it.
-func phaseKey(field string) string { return planKey[scenarios.Script](field) }
 
 // expectKey is the YAML key of an expect's field.
 func expectKey(field string) string { return planKey[script.Expect](field) }

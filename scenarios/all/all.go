@@ -13,4 +13,5 @@ import (
 	_ "github.com/wsplan/wsplan/scenarios/echo"      // closed loop of echoes
 	_ "github.com/wsplan/wsplan/scenarios/hold"      // connections held open
 	_ "github.com/wsplan/wsplan/scenarios/ping"      // closed loop of pings
+	_ "github.com/wsplan/wsplan/scenarios/script"    // scripted conversations
 )

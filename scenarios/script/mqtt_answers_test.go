@@ -1,4 +1,4 @@
-package client
+package script
 
 import (
 	"bufio"
@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/clienttest"
 	"github.com/wsplan/wsplan/internal/proto/mqtt"
 )
 
@@ -37,12 +39,12 @@ type answerBroker struct {
 }
 
 func (b *answerBroker) start(t testing.TB) string {
-	s := &rawServer{handshake: func(c net.Conn, r *bufio.Reader) {
-		if err := serverHandshake(c, r, nil); err == nil {
+	s := &clienttest.RawServer{Handshake: func(c net.Conn, r *bufio.Reader) {
+		if err := clienttest.ServerHandshake(c, r, nil); err == nil {
 			b.serve(c, r)
 		}
 	}}
-	return s.start(t)
+	return s.Start(t)
 }
 
 // brokerConn is one connection's state.
@@ -61,7 +63,7 @@ func (bc *brokerConn) send(done int64, p ...byte) {
 	bc.mu.Lock()
 	defer bc.mu.Unlock()
 	bc.inflight -= done
-	_, _ = bc.c.Write(serverFrame(true, OpBinary, p)) // a closed connection ends the test's reads
+	_, _ = bc.c.Write(clienttest.ServerFrame(true, client.OpBinary, p)) // a closed connection ends the test's reads
 }
 
 // ack is a PUBACK, PUBREC or PUBCOMP (t) for pid with code.
@@ -76,7 +78,7 @@ func (b *answerBroker) serve(c net.Conn, r *bufio.Reader) {
 	bc := &brokerConn{b: b, c: c}
 	defer bc.timers.Wait()
 	for {
-		_, _, p, err := readClientFrame(r)
+		_, _, p, err := clienttest.ReadClientFrame(r)
 		if err != nil {
 			return
 		}
@@ -178,12 +180,12 @@ steps:
 type answersWant struct {
 	pub, pubErrors, pubDowngraded int64
 	sub, subErrors, subDowngraded int64
-	why                           Reason // the code of the errors or downgrades
+	why                           client.Reason // the code of the errors or downgrades
 }
 
 // check compares r with w: each exchange's counts, the phase's error
 // answers and downgrades by code, the failed steps by that code.
-func (w answersWant) check(t *testing.T, r *ScriptResult, users int64) {
+func (w answersWant) check(t *testing.T, r *Result, users int64) {
 	t.Helper()
 	pub, sub := exchange(t, r, "pub"), exchange(t, r, "sub")
 	got := fmt.Sprintf("pub %d/%d/%d sub %d/%d/%d", pub.Count, pub.Errors, pub.Downgraded, sub.Count, sub.Errors, sub.Downgraded)
@@ -229,9 +231,9 @@ func TestMQTTErrorAnswersFake(t *testing.T) {
 		{"pubrec quota exceeded", mqtt.Version5, &answerBroker{pubCode: 0x97}, 2, 0,
 			answersWant{pubErrors: users * n, sub: users, why: "mqtt 0x97 quota exceeded"}},
 		{"qos 2 answered with puback 3.1.1", mqtt.Version311, &answerBroker{qos2Puback: true}, 2, 0,
-			answersWant{pubDowngraded: users * n, sub: users, why: Reason(mqtt.PubackForQoS2)}},
+			answersWant{pubDowngraded: users * n, sub: users, why: client.Reason(mqtt.PubackForQoS2)}},
 		{"qos 2 answered with puback 5", mqtt.Version5, &answerBroker{qos2Puback: true}, 2, 0,
-			answersWant{pubDowngraded: users * n, sub: users, why: Reason(mqtt.PubackForQoS2)}},
+			answersWant{pubDowngraded: users * n, sub: users, why: client.Reason(mqtt.PubackForQoS2)}},
 		{"suback granted less", mqtt.Version311, &answerBroker{grant: func(byte) byte { return 1 }}, 1, 2,
 			answersWant{pub: users * n, subDowngraded: users, why: "mqtt SUBACK granted QoS 1"}},
 		{"suback failure 3.1.1", mqtt.Version311, &answerBroker{grant: func(byte) byte { return 0x80 }}, 1, 1,
@@ -281,4 +283,11 @@ func TestMQTTReceiveMaximumFake(t *testing.T) {
 			t.Errorf("receive maximum %d, throttled %d, broker in flight %d; want 0, 0, 4", r.ReceiveMax, r.Throttled, b.maxInflight.Load())
 		}
 	})
+}
+
+// connack3 and connack5 are CONNACKs with a code (v5: and properties).
+func connack3(code byte) []byte { return []byte{mqtt.Connack << 4, 2, 0, code} }
+
+func connack5(code byte, props ...byte) []byte {
+	return append([]byte{mqtt.Connack << 4, byte(3 + len(props)), 0, code, byte(len(props))}, props...)
 }

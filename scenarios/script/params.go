@@ -1,20 +1,14 @@
-package client
+package script
 
 import (
 	"fmt"
 	"math"
 	"time"
 
-	"github.com/wsplan/wsplan/internal/script"
+	"github.com/wsplan/wsplan/internal/client"
+	lang "github.com/wsplan/wsplan/internal/script"
 	"github.com/wsplan/wsplan/internal/units"
 )
-
-// KindScript is the script kind's name.
-const KindScript = "script"
-
-func init() {
-	Register(KindOf[ScriptParams, ScriptResult](KindScript))
-}
 
 // A script phase runs a conversation (internal/script) on connections of
 // its own, one per user: users dial, run the steps (send from templates,
@@ -22,15 +16,15 @@ func init() {
 // arrivals: Users users from the start, each running the steps Iterations
 // times or until Duration. Open arrivals: users arrive ArrivalRate per
 // second for Duration on a fixed timetable, each on a new connection,
-// and run the steps Iterations times. script_run.go is what a loop runs;
-// script_user.go one user's steps and its messages.
+// and run the steps Iterations times. run.go is what a loop runs;
+// user.go one user's steps and its messages; script.go the plan side.
 
-// ScriptParams configure a script phase (one part of it, after Split).
-// They are the phase's plan keys too (scenarios.Script holds them
+// Params configure a script phase (one part of it, after Split).
+// They are the phase's plan keys too (Phase holds them
 // inline), declared once in their tags; the fields a plan cannot set
 // (yaml:"-") are what the scenario and Split derive: the data's rows, the
 // users' numbers, the headers in order.
-type ScriptParams struct {
+type Params struct {
 	Users          int               `yaml:"users" json:"users,omitempty" min:"0" doc:"closed arrivals: users, each on its own connection, from the start"`
 	ArrivalRate    units.Rate        `yaml:"arrival_rate" json:"arrival_rate,omitempty" doc:"open arrivals: users arriving per second, each on a new connection, for duration"`
 	Duration       units.Duration    `yaml:"duration" json:"duration,omitempty" min:"0s" doc:"open arrivals: how long users arrive; closed: no iteration starts after it"`
@@ -42,11 +36,11 @@ type ScriptParams struct {
 	Timeout        units.Duration    `yaml:"timeout" json:"timeout" default:"10s" min:"1ns" max:"120s" doc:"an expect's longest wait when it sets none; a reply later than this ends its user"`
 	Drain          units.Duration    `yaml:"drain" json:"drain" default:"10s" min:"0s" doc:"wait after duration for users to finish"`
 	LateAfter      units.Duration    `yaml:"late_after" json:"late_after" default:"1ms" min:"0s" doc:"open arrivals: a user dialled later than this after its time is late"`
-	Data           *script.Data      `yaml:"data" json:"-" doc:"rows users take: {file: users.csv, order: sequential | random | unique}"`
+	Data           *lang.Data        `yaml:"data" json:"-" doc:"rows users take: {file: users.csv, order: sequential | random | unique}"`
 	Query          string            `yaml:"query" json:"query,omitempty" doc:"template added to the upgrade request's query, e.g. user={{.row.user}}"`
 	Headers        map[string]string `yaml:"headers" json:"-" doc:"upgrade request headers, values are templates (Authorization: Bearer {{.row.token}})"`
-	Ignore         []script.Match    `yaml:"ignore" json:"ignore,omitempty" doc:"messages never taken as replies nor counted unexpected (keepalives, presence): json, expr, regex, prefix"`
-	Steps          []script.Step     `yaml:"steps" json:"steps" required:"true" doc:"the conversation: send, expect, think, loop, close"`
+	Ignore         []lang.Match      `yaml:"ignore" json:"ignore,omitempty" doc:"messages never taken as replies nor counted unexpected (keepalives, presence): json, expr, regex, prefix"`
+	Steps          []lang.Step       `yaml:"steps" json:"steps" required:"true" doc:"the conversation: send, expect, think, loop, close"`
 
 	// HeaderList is Headers in the order the upgrade writes them (name,
 	// value template): what the loop reads, and shards get.
@@ -54,9 +48,9 @@ type ScriptParams struct {
 
 	// Rows are the data users take (nil = none), by Order; RowSeed varies
 	// the random order.
-	Rows    *script.Rows `yaml:"-" json:"rows,omitempty"`
-	Order   string       `yaml:"-" json:"order,omitempty"`
-	RowSeed uint64       `yaml:"-" json:"row_seed,omitempty"`
+	Rows    *lang.Rows `yaml:"-" json:"rows,omitempty"`
+	Order   string     `yaml:"-" json:"order,omitempty"`
+	RowSeed uint64     `yaml:"-" json:"row_seed,omitempty"`
 
 	// Closed arrivals: this part's users are numbered First …
 	// First+Users-1. Open arrivals: this part takes arrival k =
@@ -68,19 +62,19 @@ type ScriptParams struct {
 	ArrivalStride int64 `yaml:"-" json:"arrival_stride,omitempty"`
 }
 
-// ScriptResult is what a script phase measured.
-type ScriptResult struct {
+// Result is what a script phase measured.
+type Result struct {
 	// Users.
-	Users      int64   `json:"users"`       // users whose connection opened
-	Arrivals   int64   `json:"arrivals"`    // open arrivals due (dialled, dropped or never reached)
-	Late       int64   `json:"late"`        // arrivals dialled more than LateAfter after their time
-	Dropped    int64   `json:"dropped"`     // arrivals not started: MaxUsers were running
-	OpenFailed int64   `json:"open_failed"` // users whose connection failed after all retries
-	Connect    Hist    `json:"connect"`     // handshake latency, ns
-	OpenErrors Reasons `json:"open_errors"`
-	Finished   int64   `json:"finished"` // users that ran every iteration (or closed by a close step)
-	Aborted    int64   `json:"aborted"`  // users ended by a timeout or a lost connection
-	Cut        int64   `json:"cut"`      // users still running when the phase ended (Duration + Drain, or stopped)
+	Users      int64          `json:"users"`       // users whose connection opened
+	Arrivals   int64          `json:"arrivals"`    // open arrivals due (dialled, dropped or never reached)
+	Late       int64          `json:"late"`        // arrivals dialled more than LateAfter after their time
+	Dropped    int64          `json:"dropped"`     // arrivals not started: MaxUsers were running
+	OpenFailed int64          `json:"open_failed"` // users whose connection failed after all retries
+	Connect    client.Hist    `json:"connect"`     // handshake latency, ns
+	OpenErrors client.Reasons `json:"open_errors"`
+	Finished   int64          `json:"finished"` // users that ran every iteration (or closed by a close step)
+	Aborted    int64          `json:"aborted"`  // users ended by a timeout or a lost connection
+	Cut        int64          `json:"cut"`      // users still running when the phase ended (Duration + Drain, or stopped)
 	// Peak is the most users running at once (connected, not ended):
 	// each loop's own peak, summed over loops and shards, so exact when
 	// every user runs at once and an upper bound otherwise.
@@ -99,11 +93,11 @@ type ScriptResult struct {
 	Exchanges map[string]*Exchange `json:"exchanges,omitempty"`
 	// Failures are the steps that failed, by step (its place in the plan,
 	// "steps[2].expect") and reason.
-	Failures map[string]Reasons `json:"failures,omitempty"`
+	Failures map[string]client.Reasons `json:"failures,omitempty"`
 	// UsersFailed counts users ended by a lost connection or a message
 	// their protocol could not encode; Errors says why, by reason.
-	UsersFailed int64   `json:"users_failed"`
-	Errors      Reasons `json:"errors"`
+	UsersFailed int64          `json:"users_failed"`
+	Errors      client.Reasons `json:"errors"`
 
 	// Timeouts, Mismatched and Unanswered count the expects, named
 	// exchange or not, that got no reply in time, a reply to another
@@ -117,10 +111,10 @@ type ScriptResult struct {
 	Answers int64 `json:"answers"`
 	// ErrorAnswers are the answers that refused, by the protocol's code
 	// ("mqtt 0x87 not authorized", "jsonrpc -32601").
-	ErrorAnswers Reasons `json:"error_answers,omitempty"`
+	ErrorAnswers client.Reasons `json:"error_answers,omitempty"`
 	// Downgrades are the answers that granted less than asked, by what
 	// they were ("mqtt PUBACK to a QoS 2 publish").
-	Downgrades Reasons `json:"downgrades,omitempty"`
+	Downgrades client.Reasons `json:"downgrades,omitempty"`
 
 	// ReceiveMax is the least quota of QoS > 0 publishes unanswered that
 	// a server announced to the users' connections (MQTT 5's Receive
@@ -132,46 +126,46 @@ type ScriptResult struct {
 	Throttled  int64 `json:"throttled,omitempty"`
 	Inflight   int64 `json:"inflight,omitempty"`
 
-	BytesSent int64         `json:"bytes_sent"` // payload bytes
-	BytesRecv int64         `json:"bytes_recv"`
-	Used      time.Duration `json:"used"`
-	Stopped   StopReason    `json:"stopped"`
+	BytesSent int64             `json:"bytes_sent"` // payload bytes
+	BytesRecv int64             `json:"bytes_recv"`
+	Used      time.Duration     `json:"used"`
+	Stopped   client.StopReason `json:"stopped"`
 }
 
 // Exchange is one named exchange's figures: its latency runs from the
 // scheduled time of the send before the expect to the message that
 // completed it.
 type Exchange struct {
-	Count      int64 `json:"count"`      // completed
-	Timeouts   int64 `json:"timeouts"`   // no complete reply in time
-	Mismatched int64 `json:"mismatched"` // a reply that met the expect's fixed conditions but not its request's (another request's id)
-	Failed     int64 `json:"failed"`     // waiting when the connection was lost or the phase ended
-	Errors     int64 `json:"errors"`     // the protocol answered with an error
-	Downgraded int64 `json:"downgraded"` // the protocol's answer granted less than asked (a lower QoS)
-	Latency    Hist  `json:"latency"`    // ns, completed ones
+	Count      int64       `json:"count"`      // completed
+	Timeouts   int64       `json:"timeouts"`   // no complete reply in time
+	Mismatched int64       `json:"mismatched"` // a reply that met the expect's fixed conditions but not its request's (another request's id)
+	Failed     int64       `json:"failed"`     // waiting when the connection was lost or the phase ended
+	Errors     int64       `json:"errors"`     // the protocol answered with an error
+	Downgraded int64       `json:"downgraded"` // the protocol's answer granted less than asked (a lower QoS)
+	Latency    client.Hist `json:"latency"`    // ns, completed ones
 	// ErrorCodes and DowngradeCodes say what the errors and downgrades
 	// were, by the protocol's code.
-	ErrorCodes     Reasons `json:"error_codes,omitempty"`
-	DowngradeCodes Reasons `json:"downgrade_codes,omitempty"`
+	ErrorCodes     client.Reasons `json:"error_codes,omitempty"`
+	DowngradeCodes client.Reasons `json:"downgrade_codes,omitempty"`
 }
 
 // Failure reasons of a script's steps.
 const (
-	ReasonMismatch    Reason = "mismatched"   // a reply to another request
-	ReasonUserEnded   Reason = "user ended"   // waiting when its user ended on another failure
-	ReasonPhaseEnd    Reason = "phase ended"  // waiting when the phase ended
-	ReasonErrorAnswer Reason = "error answer" // the protocol answered with an error (JSON-RPC error, STOMP ERROR, GraphQL error) and said no code
-	ReasonDowngraded  Reason = "downgraded"   // the protocol granted less than asked and said nothing more
+	ReasonMismatch    client.Reason = "mismatched"   // a reply to another request
+	ReasonUserEnded   client.Reason = "user ended"   // waiting when its user ended on another failure
+	ReasonPhaseEnd    client.Reason = "phase ended"  // waiting when the phase ended
+	ReasonErrorAnswer client.Reason = "error answer" // the protocol answered with an error (JSON-RPC error, STOMP ERROR, GraphQL error) and said no code
+	ReasonDowngraded  client.Reason = "downgraded"   // the protocol granted less than asked and said nothing more
 )
 
 // Kind implements Params.
-func (p *ScriptParams) Kind() string { return KindScript }
+func (p *Params) Kind() string { return Name }
 
 // open reports whether arrivals are open.
-func (p *ScriptParams) open() bool { return p.ArrivalRate > 0 }
+func (p *Params) open() bool { return p.ArrivalRate > 0 }
 
 // Validate implements Params.
-func (p *ScriptParams) Validate() error {
+func (p *Params) Validate() error {
 	var errs []error
 	if p.open() == (p.Users > 0) {
 		errs = append(errs, fmt.Errorf("want users (closed arrivals) or arrival_rate (open arrivals), one of them"))
@@ -187,25 +181,25 @@ func (p *ScriptParams) Validate() error {
 			errs = append(errs, e)
 		}
 	}
-	return CheckParams(p, errs...)
+	return client.CheckParams(p, errs...)
 }
 
 // compile compiles the steps against the rows' columns and the rule of
 // the server's protocol for the verbs it answers (nil = not known).
-func (p *ScriptParams) compile(answers script.AnswerRule) (*script.Program, []script.Error) {
+func (p *Params) compile(answers lang.AnswerRule) (*lang.Program, []lang.Error) {
 	var cols []string
 	if p.Rows != nil {
 		cols = p.Rows.Columns
 	}
-	return script.Compile(script.Source{Steps: p.Steps, Ignore: p.Ignore, Columns: cols, Timeout: p.Timeout.D(), Answers: answers})
+	return lang.Compile(lang.Source{Steps: p.Steps, Ignore: p.Ignore, Columns: cols, Timeout: p.Timeout.D(), Answers: answers})
 }
 
 // Split implements Params: closed arrivals' users in contiguous ranges
 // (evenly over the first min(parts, users) parts, or by weight like a
 // connect phase), open arrivals' timetable by stride: part j of m takes
 // every m-th arrival. Each part gets the rows its users take.
-func (p *ScriptParams) Split(weights []int) []Params {
-	out := make([]Params, len(weights))
+func (p *Params) Split(weights []int) []client.Params {
+	out := make([]client.Params, len(weights))
 	if p.open() {
 		stride := max(p.ArrivalStride, 1)
 		m := int64(len(weights))
@@ -213,18 +207,18 @@ func (p *ScriptParams) Split(weights []int) []Params {
 			q := *p
 			q.ArrivalFirst = p.ArrivalFirst + int64(j)*stride
 			q.ArrivalStride = stride * m
-			q.MaxUsers = max(1, Share(p.MaxUsers, int(m), j))
+			q.MaxUsers = max(1, client.Share(p.MaxUsers, int(m), j))
 			out[j] = &q
 		}
 		return out
 	}
 	counts := make([]int64, len(weights))
-	if Weighted(weights) {
-		counts = SplitInt64(int64(p.Users), weights)
+	if client.Weighted(weights) {
+		counts = client.SplitInt64(int64(p.Users), weights)
 	} else {
 		m := min(len(weights), p.Users)
 		for j := 0; j < m; j++ {
-			counts[j] = int64(Share(p.Users, m, j))
+			counts[j] = int64(client.Share(p.Users, m, j))
 		}
 	}
 	first := p.First
@@ -246,7 +240,7 @@ func (p *ScriptParams) Split(weights []int) []Params {
 
 // arrivals returns the open arrivals this part takes: those with k < the
 // whole phase's arrivals (rate × duration).
-func (p *ScriptParams) arrivals() int64 {
+func (p *Params) arrivals() int64 {
 	total := int64(math.Floor(float64(p.ArrivalRate) * p.Duration.D().Seconds()))
 	if p.ArrivalFirst >= total {
 		return 0
@@ -256,8 +250,8 @@ func (p *ScriptParams) arrivals() int64 {
 }
 
 // Merge implements Result.
-func (r *ScriptResult) Merge(other Result) {
-	o := other.(*ScriptResult)
+func (r *Result) Merge(other client.Result) {
+	o := other.(*Result)
 	r.Users += o.Users
 	r.Arrivals += o.Arrivals
 	r.Late += o.Late
@@ -280,7 +274,7 @@ func (r *ScriptResult) Merge(other Result) {
 	}
 	for step, rs := range o.Failures {
 		if r.Failures == nil {
-			r.Failures = map[string]Reasons{}
+			r.Failures = map[string]client.Reasons{}
 		}
 		m := r.Failures[step]
 		m.Merge(rs)
@@ -302,17 +296,17 @@ func (r *ScriptResult) Merge(other Result) {
 	r.BytesSent += o.BytesSent
 	r.BytesRecv += o.BytesRecv
 	r.Used = max(r.Used, o.Used)
-	r.Stopped = MergeStop(r.Stopped, o.Stopped)
+	r.Stopped = client.MergeStop(r.Stopped, o.Stopped)
 }
 
 // exchange returns the named exchange, adding it if needed.
-func (r *ScriptResult) exchange(name string) *Exchange {
+func (r *Result) exchange(name string) *Exchange {
 	if r.Exchanges == nil {
 		r.Exchanges = map[string]*Exchange{}
 	}
 	e := r.Exchanges[name]
 	if e == nil {
-		e = &Exchange{Latency: NewHist()}
+		e = &Exchange{Latency: client.NewHist()}
 		r.Exchanges[name] = e
 	}
 	return e
@@ -331,12 +325,12 @@ func (e *Exchange) merge(o *Exchange) {
 }
 
 // Stop implements Result.
-func (r *ScriptResult) Stop() StopReason { return r.Stopped }
+func (r *Result) Stop() client.StopReason { return r.Stopped }
 
 // fail counts a step's failure.
-func (r *ScriptResult) fail(step string, reason Reason) {
+func (r *Result) fail(step string, reason client.Reason) {
 	if r.Failures == nil {
-		r.Failures = map[string]Reasons{}
+		r.Failures = map[string]client.Reasons{}
 	}
 	m := r.Failures[step]
 	m.Add(reason)

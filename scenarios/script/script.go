@@ -1,4 +1,11 @@
-package scenarios
+// Package script is the script phase kind, whole: its keys and its result
+// (params.go: Params, Result, Split, Merge), what an event loop runs for
+// it (run.go: users, arrivals, timers; user.go: one user's steps and the
+// matching of its messages, over the protocol its server speaks) and its
+// plan side (script.go: the phase, its metrics, faults and report;
+// results.go, print.go). The steps' language is internal/script,
+// imported here as lang.
+package script
 
 import (
 	"fmt"
@@ -11,10 +18,11 @@ import (
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/decl"
 	"github.com/wsplan/wsplan/internal/metrics"
-	"github.com/wsplan/wsplan/internal/script"
+	lang "github.com/wsplan/wsplan/internal/script"
+	"github.com/wsplan/wsplan/scenarios"
 )
 
-// Script is a scripted conversation (internal/script): every user opens
+// Phase is a scripted conversation (internal/script): every user opens
 // its own connection, runs the steps (send from templates, expect
 // matching messages, think, loop, close) and closes it. Users arrive
 // closed (users: N from the start, each running the steps iterations
@@ -22,11 +30,11 @@ import (
 // duration, each on a new connection). Every named exchange (expect's
 // as:) is timed from the scheduled time of its send, so a late client or
 // a stalled server shows (no coordinated omission).
-type Script struct {
-	client.ScriptParams `yaml:",inline"`
+type Phase struct {
+	Params `yaml:",inline"`
 
-	rows *script.Rows // read by Validate
-	dir  string       // the plan's directory
+	rows *lang.Rows // read by Validate
+	dir  string     // the plan's directory
 }
 
 // The script kind's metric names.
@@ -106,7 +114,7 @@ var exchangeSuffixes = []struct {
 
 // scriptFaults are the script's counts of units that went wrong; each
 // named exchange's are parts of them (Script.ExtraFaults).
-var scriptFaults = []Fault{
+var scriptFaults = []scenarios.Fault{
 	{Metric: scriptOpenFailed, What: "users could not connect"},
 	{Metric: scriptDropped, Of: scriptArrivals, What: "arrivals dropped: max_users were running (raise max_users, or the server answers too slowly)"},
 	{Metric: scriptUsersFailed, Of: scriptUsers, What: "users lost their connection"},
@@ -127,34 +135,38 @@ var exchangeFaults = []struct{ suffix, within, what string }{
 	{exDowngraded, scriptDowngraded, "%s answers granted less than asked (downgraded)"},
 }
 
+// Name is the script phase's key.
+const Name = "script"
+
 func init() {
-	Register(Kind{
-		Name:       client.KindScript,
+	client.Register(client.KindOf[Params, Result](Name))
+	scenarios.Register(scenarios.Kind{
+		Name:       Name,
 		Doc:        "scripted conversations: users send from templates and expect matching replies (by id, in any order), closed or open arrivals; each named exchange timed",
-		New:        func() Phase { return &Script{} },
-		Soak:       &Soak{},
-		Throughput: Throughput{Metric: scriptExchRate, Unit: "exchanges/s", Messages: true},
+		New:        func() scenarios.Phase { return &Phase{} },
+		Soak:       &scenarios.Soak{},
+		Throughput: scenarios.Throughput{Metric: scriptExchRate, Unit: "exchanges/s", Messages: true},
 		Title:      "[Script] Report",
-		Columns: []Column{
-			{Metric: ColFramework},
-			{Header: "Users", Metric: scriptUsers, Format: FormatInt},
-			{Header: "Iterations", Metric: scriptIterations, Format: FormatInt},
-			{Header: "Exch/s", Metric: scriptExchRate, Delta: true, Format: FormatRate},
-			{Header: "Exchanges", Metric: scriptExchanges, Format: FormatInt},
+		Columns: []scenarios.Column{
+			{Metric: scenarios.ColFramework},
+			{Header: "Users", Metric: scriptUsers, Format: scenarios.FormatInt},
+			{Header: "Iterations", Metric: scriptIterations, Format: scenarios.FormatInt},
+			{Header: "Exch/s", Metric: scriptExchRate, Delta: true, Format: scenarios.FormatRate},
+			{Header: "Exchanges", Metric: scriptExchanges, Format: scenarios.FormatInt},
 			{Header: "TP50", Metric: metrics.P50, Delta: true},
 			{Header: "TP99", Metric: metrics.P99, Delta: true},
-			{Header: "Timeouts", Metric: scriptTimeouts, Format: FormatInt},
-			{Header: "Mismatched", Metric: scriptMismatched, Format: FormatInt},
-			{Header: "Errors", Metric: scriptErrors, Format: FormatInt},
-			{Header: "Unexpected", Metric: scriptUnexpected, Format: FormatInt},
-			{Header: "Aborted", Metric: scriptAborted, Format: FormatInt},
-			{Metric: ColServer},
-			{Header: "Srv CPU-s/1M", Metric: metrics.ServerCPUPer1M, Delta: true, Format: FormatFloat2},
-			{Header: "Cli CPU-s/1M", Metric: metrics.ClientCPUPer1M, Delta: true, Format: FormatFloat2},
-			{Metric: ColClientCPU},
-			{Metric: ColVerdict},
+			{Header: "Timeouts", Metric: scriptTimeouts, Format: scenarios.FormatInt},
+			{Header: "Mismatched", Metric: scriptMismatched, Format: scenarios.FormatInt},
+			{Header: "Errors", Metric: scriptErrors, Format: scenarios.FormatInt},
+			{Header: "Unexpected", Metric: scriptUnexpected, Format: scenarios.FormatInt},
+			{Header: "Aborted", Metric: scriptAborted, Format: scenarios.FormatInt},
+			{Metric: scenarios.ColServer},
+			{Header: "Srv CPU-s/1M", Metric: metrics.ServerCPUPer1M, Delta: true, Format: scenarios.FormatFloat2},
+			{Header: "Cli CPU-s/1M", Metric: metrics.ClientCPUPer1M, Delta: true, Format: scenarios.FormatFloat2},
+			{Metric: scenarios.ColClientCPU},
+			{Metric: scenarios.ColVerdict},
 		},
-		Efficiency: &Efficiency{Rate: scriptExchRate, EER: scriptEER, Count: scriptExchanges},
+		Efficiency: &scenarios.Efficiency{Rate: scriptExchRate, EER: scriptEER, Count: scriptExchanges},
 		Faults:     scriptFaults,
 		Metrics:    scriptMetricDefs(),
 		Family:     exchangeFamily,
@@ -198,7 +210,7 @@ func scriptMetricDefs() []metrics.Def {
 		{Name: scriptBytesSent, Kind: metrics.Bytes, Doc: "message bytes sent"},
 		{Name: scriptBytesRecv, Kind: metrics.Bytes, Doc: "message bytes received"},
 		{Name: scriptUsed, Kind: metrics.Duration, Doc: "wall time of the phase"},
-	}, CPUPer1MDefs("exchanges", "exchanges"))
+	}, scenarios.CPUPer1MDefs("exchanges", "exchanges"))
 }
 
 // ExchangeMetric is the name of a named exchange's metric: name + suffix
@@ -216,7 +228,7 @@ func exchangeFamily(name string) (metrics.Def, bool) {
 }
 
 // ExtraMetrics implements Extras: every named exchange's metrics.
-func (p *Script) ExtraMetrics() []metrics.Def {
+func (p *Phase) ExtraMetrics() []metrics.Def {
 	var out []metrics.Def
 	for _, name := range p.exchanges() {
 		for _, s := range exchangeSuffixes {
@@ -229,11 +241,11 @@ func (p *Script) ExtraMetrics() []metrics.Def {
 // ExtraFaults implements Faulter: every named exchange's faults, each a
 // part of the phase's (login_errors within errors), so that a plan may
 // allow them exchange by exchange.
-func (p *Script) ExtraFaults() []Fault {
-	var out []Fault
+func (p *Phase) ExtraFaults() []scenarios.Fault {
+	var out []scenarios.Fault
 	for _, name := range p.exchanges() {
 		for _, f := range exchangeFaults {
-			out = append(out, Fault{Metric: ExchangeMetric(name, f.suffix), Within: f.within, What: fmt.Sprintf(f.what, name)})
+			out = append(out, scenarios.Fault{Metric: ExchangeMetric(name, f.suffix), Within: f.within, What: fmt.Sprintf(f.what, name)})
 		}
 	}
 	return out
@@ -242,15 +254,15 @@ func (p *Script) ExtraFaults() []Fault {
 // exchanges returns the names of the exchanges, in step order.
 // Credentials implements Credentialed: the upgrade's headers and query,
 // and every message the steps send.
-func (p *Script) Credentials() Credentials {
-	return Credentials{Headers: p.Headers, Query: p.Query, JSON: script.Bodies(p.Steps)}
+func (p *Phase) Credentials() scenarios.Credentials {
+	return scenarios.Credentials{Headers: p.Headers, Query: p.Query, JSON: lang.Bodies(p.Steps)}
 }
 
-func (p *Script) exchanges() []string { return script.Exchanges(p.Steps) }
+func (p *Phase) exchanges() []string { return lang.Exchanges(p.Steps) }
 
 // Opens implements Opener: the users' connections (open arrivals: at
 // most max_users at once).
-func (p *Script) Opens() (conns, concurrency int) {
+func (p *Phase) Opens() (conns, concurrency int) {
 	if p.ArrivalRate > 0 {
 		return p.MaxUsers, p.MaxUsers
 	}
@@ -258,10 +270,10 @@ func (p *Script) Opens() (conns, concurrency int) {
 }
 
 // Defaults implements ContextDefaults.
-func (p *Script) Defaults(c Context) {
+func (p *Phase) Defaults(c scenarios.Context) {
 	p.dir = c.Dir
 	if p.Concurrency == 0 {
-		p.Concurrency = OpenConcurrency(p.Users)
+		p.Concurrency = scenarios.OpenConcurrency(p.Users)
 	}
 	if p.Iterations == 0 && (p.Duration == 0 || p.ArrivalRate > 0) {
 		p.Iterations = 1
@@ -279,7 +291,7 @@ func (p *Script) Defaults(c Context) {
 const DefaultMaxUsers = 10000
 
 // dataPath is the data file's path: relative to the plan's directory.
-func (p *Script) dataPath() string {
+func (p *Phase) dataPath() string {
 	if p.Data == nil || filepath.IsAbs(p.Data.File) || p.dir == "" {
 		return p.Data.File
 	}
@@ -288,23 +300,23 @@ func (p *Script) dataPath() string {
 
 // Validate implements Phase: arrivals, data, and the script compiled
 // (every template, path, matcher and correlation checked).
-func (p *Script) Validate(Context) []FieldError {
-	var errs []FieldError
+func (p *Phase) Validate(scenarios.Context) []scenarios.FieldError {
+	var errs []scenarios.FieldError
 	open := p.ArrivalRate > 0
 	switch {
 	case open && p.Users > 0:
-		errs = append(errs, FieldError{Field: "users", Msg: "give users (closed arrivals) or arrival_rate (open arrivals), not both"})
+		errs = append(errs, scenarios.FieldError{Field: "users", Msg: "give users (closed arrivals) or arrival_rate (open arrivals), not both"})
 	case !open && p.Users == 0:
-		errs = append(errs, FieldError{Field: "", Msg: "needs users (closed arrivals) or arrival_rate (open arrivals)"})
+		errs = append(errs, scenarios.FieldError{Field: "", Msg: "needs users (closed arrivals) or arrival_rate (open arrivals)"})
 	case open && p.Duration <= 0:
-		errs = append(errs, FieldError{Field: "duration", Msg: "is required with arrival_rate: how long users arrive"})
+		errs = append(errs, scenarios.FieldError{Field: "duration", Msg: "is required with arrival_rate: how long users arrive"})
 	case open && float64(p.ArrivalRate)*p.Duration.D().Seconds() < 1:
-		errs = append(errs, FieldError{Field: "arrival_rate", Msg: fmt.Sprintf("%s/s for %s brings no user: raise arrival_rate or duration so that they bring one at least", p.ArrivalRate, p.Duration)})
+		errs = append(errs, scenarios.FieldError{Field: "arrival_rate", Msg: fmt.Sprintf("%s/s for %s brings no user: raise arrival_rate or duration so that they bring one at least", p.ArrivalRate, p.Duration)})
 	case p.ArrivalRate < 0:
-		errs = append(errs, FieldError{Field: "arrival_rate", Msg: fmt.Sprintf("must be > 0, got %s", p.ArrivalRate)})
+		errs = append(errs, scenarios.FieldError{Field: "arrival_rate", Msg: fmt.Sprintf("must be > 0, got %s", p.ArrivalRate)})
 	}
 	if !open && p.Concurrency > p.Users && p.Users > 0 {
-		errs = append(errs, FieldError{Field: "concurrency", Msg: fmt.Sprintf("must be <= users (%d), got %d", p.Users, p.Concurrency)})
+		errs = append(errs, scenarios.FieldError{Field: "concurrency", Msg: fmt.Sprintf("must be <= users (%d), got %d", p.Users, p.Concurrency)})
 	}
 	errs = append(errs, p.validateData()...)
 	errs = append(errs, p.validateRequest()...)
@@ -313,25 +325,25 @@ func (p *Script) Validate(Context) []FieldError {
 		cols = p.rows.Columns
 	}
 	unread := p.Data != nil && p.rows == nil // its columns are unknown: its own error says why
-	_, serrs := script.Compile(script.Source{Steps: p.Steps, Ignore: p.Ignore, Columns: cols, Timeout: p.Timeout.D(), AnyColumns: unread})
+	_, serrs := lang.Compile(lang.Source{Steps: p.Steps, Ignore: p.Ignore, Columns: cols, Timeout: p.Timeout.D(), AnyColumns: unread})
 	for _, e := range serrs {
-		errs = append(errs, FieldError{Field: e.Field, Msg: e.Msg})
+		errs = append(errs, scenarios.FieldError{Field: e.Field, Msg: e.Msg})
 	}
 	return append(errs, p.validateExchangeNames()...)
 }
 
 // validateExchangeNames refuses an exchange whose metrics would be the
 // phase's own (an exchange named users has users_failed).
-func (p *Script) validateExchangeNames() []FieldError {
+func (p *Phase) validateExchangeNames() []scenarios.FieldError {
 	own := map[string]bool{}
 	for _, d := range metrics.Join(scriptMetricDefs(), metrics.Common) {
 		own[d.Name] = true
 	}
-	var errs []FieldError
+	var errs []scenarios.FieldError
 	for _, name := range p.exchanges() {
 		for _, s := range exchangeSuffixes {
 			if m := ExchangeMetric(name, s.suffix); own[m] {
-				errs = append(errs, FieldError{Field: "steps", Msg: fmt.Sprintf("exchange %q: its metric %s is one of the phase's own: name the exchange otherwise", name, m)})
+				errs = append(errs, scenarios.FieldError{Field: "steps", Msg: fmt.Sprintf("exchange %q: its metric %s is one of the phase's own: name the exchange otherwise", name, m)})
 			}
 		}
 	}
@@ -340,22 +352,22 @@ func (p *Script) validateExchangeNames() []FieldError {
 
 // validateData reads the data file (its columns are what templates may
 // name) and checks that unique has a row per user.
-func (p *Script) validateData() []FieldError {
+func (p *Phase) validateData() []scenarios.FieldError {
 	if p.Data == nil {
 		return nil
 	}
-	var errs []FieldError
+	var errs []scenarios.FieldError
 	for _, e := range decl.Check(p.Data) {
 		if e.Field != "file" { // said below, with what it takes
-			errs = append(errs, FieldError{Field: "data." + e.Field, Msg: e.Msg})
+			errs = append(errs, scenarios.FieldError{Field: "data." + e.Field, Msg: e.Msg})
 		}
 	}
 	if p.Data.File == "" {
-		return append(errs, FieldError{Field: "data.file", Msg: "is required: a CSV or JSON Lines file"})
+		return append(errs, scenarios.FieldError{Field: "data.file", Msg: "is required: a CSV or JSON Lines file"})
 	}
-	rows, err := script.ReadRows(p.dataPath())
+	rows, err := lang.ReadRows(p.dataPath())
 	if err != nil {
-		return append(errs, FieldError{Field: "data.file", Msg: err.Error()})
+		return append(errs, scenarios.FieldError{Field: "data.file", Msg: err.Error()})
 	}
 	p.rows = rows
 	need := int64(p.Users)
@@ -363,8 +375,8 @@ func (p *Script) validateData() []FieldError {
 	if p.ArrivalRate > 0 {
 		need, what = int64(math.Floor(float64(p.ArrivalRate)*p.Duration.D().Seconds())), "arrivals"
 	}
-	if p.Data.Order == script.OrderUnique && int64(rows.Total) < need {
-		errs = append(errs, FieldError{Field: "data.order", Msg: fmt.Sprintf("unique needs a row per user: %d %s, %d rows in %s", need, what, rows.Total, p.Data.File)})
+	if p.Data.Order == lang.OrderUnique && int64(rows.Total) < need {
+		errs = append(errs, scenarios.FieldError{Field: "data.order", Msg: fmt.Sprintf("unique needs a row per user: %d %s, %d rows in %s", need, what, rows.Total, p.Data.File)})
 	}
 	return errs
 }
@@ -374,25 +386,25 @@ var reservedHeaders = []string{"Host", "Upgrade", "Connection", "Origin", "Sec-W
 
 // validateRequest compiles the query and header templates (no capture
 // exists before the connection: fields and rows only).
-func (p *Script) validateRequest() []FieldError {
+func (p *Phase) validateRequest() []scenarios.FieldError {
 	var cols []string
 	if p.rows != nil {
 		cols = p.rows.Columns
 	}
-	env := &script.Env{Columns: cols, AnyColumns: p.Data != nil && p.rows == nil}
-	var errs []FieldError
+	env := &lang.Env{Columns: cols, AnyColumns: p.Data != nil && p.rows == nil}
+	var errs []scenarios.FieldError
 	if p.Query != "" {
-		if _, err := script.ParseTemplate(p.Query, env); err != nil {
-			errs = append(errs, FieldError{Field: "query", Msg: err.Error()})
+		if _, err := lang.ParseTemplate(p.Query, env); err != nil {
+			errs = append(errs, scenarios.FieldError{Field: "query", Msg: err.Error()})
 		}
 	}
 	for _, k := range sortedKeys(p.Headers) {
 		if contains(reservedHeaders, http.CanonicalHeaderKey(k)) {
-			errs = append(errs, FieldError{Field: "headers." + k, Msg: "the client writes this header itself"})
+			errs = append(errs, scenarios.FieldError{Field: "headers." + k, Msg: "the client writes this header itself"})
 			continue
 		}
-		if _, err := script.ParseTemplate(p.Headers[k], env); err != nil {
-			errs = append(errs, FieldError{Field: "headers." + k, Msg: err.Error()})
+		if _, err := lang.ParseTemplate(p.Headers[k], env); err != nil {
+			errs = append(errs, scenarios.FieldError{Field: "headers." + k, Msg: err.Error()})
 		}
 	}
 	return errs
@@ -418,8 +430,8 @@ func sortedKeys(m map[string]string) []string {
 
 // params returns the client's parameters: the phase's own, with what the
 // client derives from them (rows read again at run, headers in order).
-func (p *Script) params() (*client.ScriptParams, error) {
-	q := p.ScriptParams
+func (p *Phase) params() (*Params, error) {
+	q := p.Params
 	if q.ArrivalRate > 0 {
 		q.Iterations = max(q.Iterations, 1)
 	}
@@ -428,7 +440,7 @@ func (p *Script) params() (*client.ScriptParams, error) {
 		q.HeaderList = append(q.HeaderList, [2]string{k, p.Headers[k]})
 	}
 	if p.Data != nil {
-		rows, err := script.ReadRows(p.dataPath())
+		rows, err := lang.ReadRows(p.dataPath())
 		if err != nil {
 			return nil, err
 		}
@@ -439,10 +451,10 @@ func (p *Script) params() (*client.ScriptParams, error) {
 
 // Speaks implements ProtocolSpeaker: every verb the steps use must be one
 // of the protocol's, and the answers they wait for ones it gives.
-func (p *Script) Speaks(proto string) string {
+func (p *Phase) Speaks(proto string) string {
 	have := client.ProtocolVerbs(proto)
 	var missing []string
-	for _, v := range script.Verbs(p.Steps) {
+	for _, v := range lang.Verbs(p.Steps) {
 		if !contains(have, v) {
 			missing = append(missing, v)
 		}
@@ -456,12 +468,12 @@ func (p *Script) Speaks(proto string) string {
 	}
 	// Validate compiled the steps without knowing the protocol; what is
 	// wrong only with its answers shows here.
-	src := script.Source{Steps: p.Steps, Ignore: p.Ignore, Timeout: p.Timeout.D(), AnyColumns: true}
-	if _, errs := script.Compile(src); len(errs) > 0 {
+	src := lang.Source{Steps: p.Steps, Ignore: p.Ignore, Timeout: p.Timeout.D(), AnyColumns: true}
+	if _, errs := lang.Compile(src); len(errs) > 0 {
 		return ""
 	}
 	src.Answers = rule
-	if _, errs := script.Compile(src); len(errs) > 0 {
+	if _, errs := lang.Compile(src); len(errs) > 0 {
 		return errs[0].Error()
 	}
 	return ""

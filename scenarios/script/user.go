@@ -1,13 +1,13 @@
-package client
+package script
 
 import (
 	"bytes"
 	"time"
 
+	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/pmdeflate"
-	"github.com/wsplan/wsplan/internal/script"
-
 	"github.com/wsplan/wsplan/internal/proto"
+	lang "github.com/wsplan/wsplan/internal/script"
 )
 
 // One user of a script phase: its place in the program, what it waits
@@ -25,14 +25,14 @@ const (
 
 // user is one user's state; conn.slot holds its index in scriptRun.users.
 type user struct {
-	c      *Conn
+	c      *client.Conn
 	num    int64    // the user's number, {{.conn}}
 	row    [][]byte // its data row
 	caps   [][]byte // captured values, by capture index
 	msg    []byte   // a message assembled from several chunks
 	pend   []pending
 	lastID []byte // the correlation id the last send wrote
-	loops  [script.MaxDepth]loopFrame
+	loops  [lang.MaxDepth]loopFrame
 	seq    int64 // sends so far
 	iter   int64 // iterations completed
 	ready  int64 // loop clock the current step became due (its scheduled time)
@@ -63,7 +63,7 @@ type loopFrame struct {
 
 // advance runs u's steps from its pc until one blocks: an expect whose
 // window is full, a pause, the end.
-func (r *scriptRun) advance(l *Loop, u *user, now int64) {
+func (r *scriptRun) advance(l *client.Loop, u *user, now int64) {
 	prog := r.job.prog
 	slot := int32(u.c.Slot)
 	for u.state == uRunning && l.Run() == r {
@@ -73,12 +73,12 @@ func (r *scriptRun) advance(l *Loop, u *user, now int64) {
 		}
 		in := &prog.Instrs[u.pc]
 		switch in.Op {
-		case script.OpSend:
+		case lang.OpSend:
 			if !r.send(l, u, in) {
 				return // the connection was lost: u is ended
 			}
 			u.pc++
-		case script.OpExpect:
+		case lang.OpExpect:
 			r.await(u, in)
 			w := r.window(u, in)
 			u.pc++
@@ -87,7 +87,7 @@ func (r *scriptRun) advance(l *Loop, u *user, now int64) {
 				r.setWake(u, slot, u.pend[0].deadline)
 				return
 			}
-		case script.OpThink:
+		case lang.OpThink:
 			u.ready += int64(in.Think.Draw(l.Rand()))
 			u.pc++
 			if u.ready > now {
@@ -95,7 +95,7 @@ func (r *scriptRun) advance(l *Loop, u *user, now int64) {
 				r.setWake(u, slot, r.nextWake(u))
 				return
 			}
-		case script.OpLoop:
+		case lang.OpLoop:
 			f := &u.loops[in.Depth]
 			if !f.on {
 				*f = loopFrame{on: true}
@@ -115,9 +115,9 @@ func (r *scriptRun) advance(l *Loop, u *user, now int64) {
 			}
 			f.n++
 			u.pc++
-		case script.OpEndLoop:
+		case lang.OpEndLoop:
 			u.pc = int32(in.Pair)
-		case script.OpClose:
+		case lang.OpClose:
 			r.failPending(u, ReasonUserEnded)
 			l.CloseConn(u.c, uint16(in.Code))
 			r.part.Finished++
@@ -131,12 +131,12 @@ func (r *scriptRun) advance(l *Loop, u *user, now int64) {
 // its pc, waits: its loop's inflight, or fewer when in waits for a QoS
 // > 0 publish's answer and the server's quota for u's connection is
 // smaller (MQTT 5's Receive Maximum): u waits rather than send past it.
-func (r *scriptRun) window(u *user, in *script.Instr) int {
+func (r *scriptRun) window(u *user, in *lang.Instr) int {
 	w := in.Window
 	if w <= 1 || !r.job.quota[u.pc] {
 		return w
 	}
-	if s := ProtoOf(u.c); s != nil && s.Quota > 0 && int(s.Quota) < w {
+	if s := client.ProtoOf(u.c); s != nil && s.Quota > 0 && int(s.Quota) < w {
 		return int(s.Quota)
 	}
 	return w
@@ -149,7 +149,7 @@ func (r *scriptRun) stopping(now int64) bool { return !r.p.open() && r.end > 0 &
 
 // iterationDone ends one pass over the steps: the next, or the user's
 // end (its connection closed cleanly).
-func (r *scriptRun) iterationDone(l *Loop, u *user, slot int32, now int64) {
+func (r *scriptRun) iterationDone(l *client.Loop, u *user, slot int32, now int64) {
 	if len(u.pend) > 0 {
 		u.state = uWaiting // expects of the last steps are still out
 		r.setWake(u, slot, u.pend[0].deadline)
@@ -166,13 +166,13 @@ func (r *scriptRun) iterationDone(l *Loop, u *user, slot int32, now int64) {
 		return
 	}
 	r.part.Finished++
-	l.CloseConn(u.c, CloseNormal)
+	l.CloseConn(u.c, client.CloseNormal)
 	r.endUser(l, u, slot)
 }
 
 // endUser frees the slot of a user whose connection is closed, and ends
 // the phase here if it was the last.
-func (r *scriptRun) endUser(l *Loop, u *user, slot int32) {
+func (r *scriptRun) endUser(l *client.Loop, u *user, slot int32) {
 	if u.unexp {
 		r.part.UnexpectedUsers++
 	}
@@ -184,7 +184,7 @@ func (r *scriptRun) endUser(l *Loop, u *user, slot int32) {
 
 // await makes in, an expect, wait: its exchange counts from the send
 // before it (or from now, when the server pushes unasked).
-func (r *scriptRun) await(u *user, in *script.Instr) {
+func (r *scriptRun) await(u *user, in *lang.Instr) {
 	at := u.ready
 	if in.Send >= 0 {
 		at = u.sendAt
@@ -204,7 +204,7 @@ func (r *scriptRun) await(u *user, in *script.Instr) {
 
 // send renders in's template and writes it; false when the connection
 // was lost (the user is ended).
-func (r *scriptRun) send(l *Loop, u *user, in *script.Instr) bool {
+func (r *scriptRun) send(l *client.Loop, u *user, in *lang.Instr) bool {
 	u.seq++
 	u.sendAt = u.ready
 	r.setVars(u, u.seq, u.iter)
@@ -214,14 +214,14 @@ func (r *scriptRun) send(l *Loop, u *user, in *script.Instr) bool {
 		return false
 	}
 	if next := int(u.pc) + 1; next < len(r.job.prog.Instrs) {
-		if x := &r.job.prog.Instrs[next]; x.Op == script.OpExpect && x.Correlate != nil {
+		if x := &r.job.prog.Instrs[next]; x.Op == lang.OpExpect && x.Correlate != nil {
 			id, _ := x.Correlate.Text(r.sbuf, r.idbuf)
 			u.lastID = append(u.lastID[:0], id...)
 		}
 	}
-	op := byte(OpText)
+	op := byte(client.OpText)
 	if in.Binary {
-		op = OpBinary
+		op = client.OpBinary
 	}
 	r.part.Sent++
 	r.part.BytesSent += int64(len(r.sbuf))
@@ -240,31 +240,31 @@ func (r *scriptRun) send(l *Loop, u *user, in *script.Instr) bool {
 			r.zbits = c.Sec.WindowBits
 		}
 		r.zout = r.zc.Compress(r.zout[:0], payload)
-		data, rsv = r.zout, Rsv1
+		data, rsv = r.zout, client.Rsv1
 	}
-	need := MaxHeader + len(data)
+	need := client.MaxHeader + len(data)
 	if cap(l.WriteBuf) < need {
 		l.WriteBuf = make([]byte, 0, need)
 	}
 	key := uint32(l.Rand().Uint64())
-	buf := AppendClientHeader(l.WriteBuf[:0], op, len(data), key)
+	buf := client.AppendClientHeader(l.WriteBuf[:0], op, len(data), key)
 	buf[0] |= rsv
 	h := len(buf)
 	buf = buf[:h+len(data)]
-	MaskCopy(buf[h:], data, key, 0)
-	if c.Flags&FlagWantOut != 0 {
+	client.MaskCopy(buf[h:], data, key, 0)
+	if c.Flags&client.FlagWantOut != 0 {
 		x := l.GetExt(c)
 		x.Out = append(x.Out, buf...) // behind what waits for EPOLLOUT
 		return true
 	}
 	l.WriteOrQueue(c, buf)
-	return c.State() == StateOpen
+	return c.State() == client.StateOpen
 }
 
 // encode shapes in's message as u's connection's protocol says, keeping
 // the id its answer will carry; false when the protocol refused it (the
 // user is ended).
-func (r *scriptRun) encode(l *Loop, p proto.Protocol, u *user, in *script.Instr) ([]byte, byte, bool) {
+func (r *scriptRun) encode(l *client.Loop, p proto.Protocol, u *user, in *lang.Instr) ([]byte, byte, bool) {
 	next := int(u.pc) + 1
 	awaited := next < len(r.job.prog.Instrs) && r.job.prog.Instrs[next].ByID
 	r.out = proto.Out{Verb: r.job.verbs[u.pc], Body: r.sbuf, QoS: in.QoS, Ack: in.Ack, Binary: in.Binary, Awaited: awaited}
@@ -276,10 +276,10 @@ func (r *scriptRun) encode(l *Loop, p proto.Protocol, u *user, in *script.Instr)
 		}
 		r.out.Topic = r.tbuf
 	}
-	out, op, id, err := p.Encode(r.ebuf[:0], ProtoOf(u.c), &r.out, r.idbuf[:0])
+	out, op, id, err := p.Encode(r.ebuf[:0], client.ProtoOf(u.c), &r.out, r.idbuf[:0])
 	r.ebuf = out
 	if err != nil {
-		why := Reason(err.Error())
+		why := client.Reason(err.Error())
 		r.part.fail(in.Label, why)
 		r.part.UsersFailed++
 		r.part.Errors.Add(why)
@@ -294,12 +294,12 @@ func (r *scriptRun) encode(l *Loop, p proto.Protocol, u *user, in *script.Instr)
 }
 
 // tooLong fails in's step for u, whose template would render more than
-// script.MaxRenderBytes: an error, and the user ends (what it would send
+// lang.MaxRenderBytes: an error, and the user ends (what it would send
 // next depends on what it could not send).
-func (r *scriptRun) tooLong(l *Loop, u *user, in *script.Instr) {
-	r.part.fail(in.Label, ReasonTooLong)
+func (r *scriptRun) tooLong(l *client.Loop, u *user, in *lang.Instr) {
+	r.part.fail(in.Label, client.ReasonTooLong)
 	r.part.UsersFailed++
-	r.part.Errors.Add(ReasonTooLong)
+	r.part.Errors.Add(client.ReasonTooLong)
 	r.abort(l, u, int32(u.c.Slot), true)
 }
 
@@ -312,7 +312,7 @@ func (r *scriptRun) setVars(u *user, seq, iter int64) {
 
 // timer runs when u's wake-up comes: a pause ends, its oldest expect
 // times out, or it came early and is re-armed.
-func (r *scriptRun) timer(l *Loop, u *user, now int64) {
+func (r *scriptRun) timer(l *client.Loop, u *user, now int64) {
 	slot := int32(u.c.Slot)
 	if len(u.pend) > 0 && now >= u.pend[0].deadline {
 		in := &r.job.prog.Instrs[u.pend[0].pc]
@@ -320,7 +320,7 @@ func (r *scriptRun) timer(l *Loop, u *user, now int64) {
 			r.exch[in.Exchange].Timeouts++
 		}
 		r.part.Timeouts++
-		r.part.fail(in.Label, ReasonTimeout)
+		r.part.fail(in.Label, client.ReasonTimeout)
 		u.pend = u.pend[:copy(u.pend, u.pend[1:])]
 		// A reply that never came leaves the conversation unknown: the
 		// user ends, its connection closed.
@@ -352,20 +352,20 @@ func (r *scriptRun) nextWake(u *user) int64 {
 // abort ends u on a failure the caller counted (a timeout, the loss of
 // its connection): its other waiting expects fail with "user ended", its
 // connection is closed (closeIt) unless lost already.
-func (r *scriptRun) abort(l *Loop, u *user, slot int32, closeIt bool) {
+func (r *scriptRun) abort(l *client.Loop, u *user, slot int32, closeIt bool) {
 	if u.state == uDone || u.state == uFree {
 		return
 	}
 	r.failPending(u, ReasonUserEnded)
-	if closeIt && u.c != nil && u.c.State() == StateOpen {
-		l.CloseConn(u.c, CloseNormal)
+	if closeIt && u.c != nil && u.c.State() == client.StateOpen {
+		l.CloseConn(u.c, client.CloseNormal)
 	}
 	r.part.Aborted++
 	r.endUser(l, u, slot)
 }
 
 // failPending fails u's waiting expects with reason.
-func (r *scriptRun) failPending(u *user, reason Reason) {
+func (r *scriptRun) failPending(u *user, reason client.Reason) {
 	for i := range u.pend {
 		in := &r.job.prog.Instrs[u.pend[i].pc]
 		if in.Exchange >= 0 {
@@ -379,7 +379,7 @@ func (r *scriptRun) failPending(u *user, reason Reason) {
 
 // OnData implements LoopRun: a chunk of a message for a user; whole
 // messages are matched (a message in several chunks is assembled).
-func (r *scriptRun) OnData(l *Loop, c *Conn, ev *Event, now int64) {
+func (r *scriptRun) OnData(l *client.Loop, c *client.Conn, ev *client.Event, now int64) {
 	slot := int32(c.Slot)
 	if slot < 0 || int(slot) >= len(r.users) || r.users[slot].c != c {
 		return
@@ -393,7 +393,7 @@ func (r *scriptRun) OnData(l *Loop, c *Conn, ev *Event, now int64) {
 		}
 		msg = u.msg
 	}
-	r.rawMsg = proto.Message{Msg: script.Msg{Type: script.TypeData, Body: msg}}
+	r.rawMsg = proto.Message{Msg: lang.Msg{Type: lang.TypeData, Body: msg}}
 	r.deliver(l, u, slot, &r.rawMsg, now)
 	if cap(u.msg) > 64<<10 {
 		u.msg = nil // do not keep a large message's buffer per user
@@ -403,7 +403,7 @@ func (r *scriptRun) OnData(l *Loop, c *Conn, ev *Event, now int64) {
 }
 
 // OnMessage implements LoopRun: a message a protocol decoded.
-func (r *scriptRun) OnMessage(l *Loop, c *Conn, m *proto.Message, now int64) {
+func (r *scriptRun) OnMessage(l *client.Loop, c *client.Conn, m *proto.Message, now int64) {
 	slot := int32(c.Slot)
 	if slot < 0 || int(slot) >= len(r.users) || r.users[slot].c != c {
 		return
@@ -412,7 +412,7 @@ func (r *scriptRun) OnMessage(l *Loop, c *Conn, m *proto.Message, now int64) {
 }
 
 // deliver matches one whole message.
-func (r *scriptRun) deliver(l *Loop, u *user, slot int32, m *proto.Message, now int64) {
+func (r *scriptRun) deliver(l *client.Loop, u *user, slot int32, m *proto.Message, now int64) {
 	g := &m.Msg
 	msg := g.Body
 	r.part.Received++
@@ -459,11 +459,11 @@ func (r *scriptRun) deliver(l *Loop, u *user, slot int32, m *proto.Message, now 
 	if in.ByID {
 		r.part.Answers++
 		if g.Type == proto.MsgError {
-			r.settle(l, u, slot, in, i, now, settleError, orReason(Reason(m.Why), ReasonErrorAnswer))
+			r.settle(l, u, slot, in, i, now, settleError, orReason(client.Reason(m.Why), ReasonErrorAnswer))
 			return
 		}
 		if m.Grant > 0 && m.Grant-1 < r.job.prog.Instrs[in.Send].QoS {
-			r.settle(l, u, slot, in, i, now, settleDowngrade, orReason(Reason(m.Why), ReasonDowngraded))
+			r.settle(l, u, slot, in, i, now, settleDowngrade, orReason(client.Reason(m.Why), ReasonDowngraded))
 			return
 		}
 	}
@@ -487,7 +487,7 @@ func (r *scriptRun) deliver(l *Loop, u *user, slot int32, m *proto.Message, now 
 	if in.Exchange >= 0 {
 		e := &r.exch[in.Exchange]
 		e.Count++
-		Record(e.Latency.Histogram, now-p.sentAt)
+		client.Record(e.Latency.Histogram, now-p.sentAt)
 		r.liveLat.Add(now - p.sentAt)
 	}
 	r.complete(l, u, slot, i, now)
@@ -502,7 +502,7 @@ const (
 
 // settle fails expect i of u as how says, for why (the failed step's
 // reason, and an error's or a downgrade's code), and lets u go on.
-func (r *scriptRun) settle(l *Loop, u *user, slot int32, in *script.Instr, i int, now int64, how uint8, why Reason) {
+func (r *scriptRun) settle(l *client.Loop, u *user, slot int32, in *lang.Instr, i int, now int64, how uint8, why client.Reason) {
 	var e *Exchange
 	if in.Exchange >= 0 {
 		e = &r.exch[in.Exchange]
@@ -531,7 +531,7 @@ func (r *scriptRun) settle(l *Loop, u *user, slot int32, in *script.Instr, i int
 }
 
 // orReason is why, or def when the protocol said nothing.
-func orReason(why, def Reason) Reason {
+func orReason(why, def client.Reason) client.Reason {
 	if why == "" {
 		return def
 	}
@@ -539,7 +539,7 @@ func orReason(why, def Reason) Reason {
 }
 
 // complete takes expect i off u's waiting list and lets u go on.
-func (r *scriptRun) complete(l *Loop, u *user, slot int32, i int, now int64) {
+func (r *scriptRun) complete(l *client.Loop, u *user, slot int32, i int, now int64) {
 	p := u.pend[i]
 	copy(u.pend[i:], u.pend[i+1:])
 	u.pend = u.pend[:len(u.pend)-1]

@@ -1,4 +1,4 @@
-package client
+package script
 
 import (
 	"encoding/json"
@@ -16,7 +16,9 @@ import (
 	"golang.org/x/sys/unix"
 	"gopkg.in/yaml.v3"
 
-	"github.com/wsplan/wsplan/internal/script"
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/clienttest"
+	lang "github.com/wsplan/wsplan/internal/script"
 
 	"github.com/wsplan/wsplan/internal/proto"
 	"github.com/wsplan/wsplan/internal/units"
@@ -112,10 +114,10 @@ func (s *appServer) start(t testing.TB) string {
 	return srv.Listener.Addr().String()
 }
 
-func steps(t *testing.T, doc string) []script.Step {
+func steps(t *testing.T, doc string) []lang.Step {
 	t.Helper()
 	var v struct {
-		Steps []script.Step `yaml:"steps"`
+		Steps []lang.Step `yaml:"steps"`
 	}
 	if err := yaml.Unmarshal([]byte(doc), &v); err != nil {
 		t.Fatal(err)
@@ -123,9 +125,9 @@ func steps(t *testing.T, doc string) []script.Step {
 	return v.Steps
 }
 
-func runScript(t *testing.T, addr string, loops int, p ScriptParams) *ScriptResult {
+func runScript(t *testing.T, addr string, loops int, p Params) *Result {
 	t.Helper()
-	c := newClient(t, Options{Targets: []string{addr}, Loops: loops})
+	c := clienttest.NewClient(t, client.Options{Targets: []string{addr}, Loops: loops})
 	if p.Timeout == 0 {
 		p.Timeout = units.Duration(5 * time.Second)
 	}
@@ -136,7 +138,7 @@ func runScript(t *testing.T, addr string, loops int, p ScriptParams) *ScriptResu
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.(*ScriptResult)
+	return res.(*Result)
 }
 
 const loginScript = `
@@ -153,8 +155,8 @@ steps:
   - expect: {json: {$.op: event}, until: {json: {$.op: done}}, as: stream}
 `
 
-func userRows(n int) *script.Rows {
-	r := &script.Rows{Columns: []string{"user", "password"}, Total: n}
+func userRows(n int) *lang.Rows {
+	r := &lang.Rows{Columns: []string{"user", "password"}, Total: n}
 	for i := range n {
 		u := "u" + strconv.Itoa(i)
 		r.Values = append(r.Values, []string{u, "pw-" + u})
@@ -167,8 +169,8 @@ func userRows(n int) *script.Rows {
 func TestScriptConversation(t *testing.T) {
 	srv := &appServer{outOfOrder: true}
 	addr := srv.start(t)
-	r := runScript(t, addr, 2, ScriptParams{Steps: steps(t, loginScript), Users: 40, Iterations: 1, Concurrency: 10,
-		Rows: userRows(40), Order: script.OrderUnique, Query: "u={{.row.user}}", HeaderList: [][2]string{{"X-User", "{{.row.user}}"}}})
+	r := runScript(t, addr, 2, Params{Steps: steps(t, loginScript), Users: 40, Iterations: 1, Concurrency: 10,
+		Rows: userRows(40), Order: lang.OrderUnique, Query: "u={{.row.user}}", HeaderList: [][2]string{{"X-User", "{{.row.user}}"}}})
 	if r.Users != 40 || r.Finished != 40 || r.Aborted != 0 || r.Iterations != 40 {
 		t.Fatalf("users %d finished %d aborted %d iterations %d; failures %v errors %v", r.Users, r.Finished, r.Aborted, r.Iterations, r.Failures, r.Errors)
 	}
@@ -199,7 +201,7 @@ func TestScriptConversation(t *testing.T) {
 // order: out-of-order replies are mismatches, counted, not timeouts.
 func TestScriptMismatch(t *testing.T) {
 	addr := (&appServer{outOfOrder: true}).start(t)
-	r := runScript(t, addr, 1, ScriptParams{Users: 4, Iterations: 1, Steps: steps(t, `
+	r := runScript(t, addr, 1, Params{Users: 4, Iterations: 1, Steps: steps(t, `
 steps:
   - loop:
       count: 20
@@ -230,14 +232,14 @@ steps:
   - send: '{"op":"nothing"}'
   - expect: {json: {$.op: never}, timeout: 50ms, as: never}
 `
-	r := runScript(t, addr, 1, ScriptParams{Users: 3, Iterations: 1, Steps: steps(t, body)})
+	r := runScript(t, addr, 1, Params{Users: 3, Iterations: 1, Steps: steps(t, body)})
 	if r.Unexpected == 0 || r.UnexpectedUsers != 3 {
 		t.Errorf("unexpected %d users %d: presence pushes must count", r.Unexpected, r.UnexpectedUsers)
 	}
 	if e := r.Exchanges["never"]; e.Timeouts != 3 || r.Aborted != 3 || r.Finished != 0 {
 		t.Errorf("never %+v aborted %d finished %d", e, r.Aborted, r.Finished)
 	}
-	r = runScript(t, addr, 1, ScriptParams{Users: 3, Iterations: 1, Steps: steps(t, body), Ignore: []script.Match{{JSON: map[string]string{"$.type": "presence"}}}})
+	r = runScript(t, addr, 1, Params{Users: 3, Iterations: 1, Steps: steps(t, body), Ignore: []lang.Match{{JSON: map[string]string{"$.type": "presence"}}}})
 	if r.Unexpected != 0 || r.Ignored == 0 || r.Exchanges["echo"].Count != 3 {
 		t.Errorf("with ignore: unexpected %d ignored %d echo %+v", r.Unexpected, r.Ignored, r.Exchanges["echo"])
 	}
@@ -249,7 +251,7 @@ steps:
 func TestScriptTimerRearm(t *testing.T) {
 	addr := (&appServer{}).start(t)
 	start := time.Now()
-	r := runScript(t, addr, 1, ScriptParams{Users: 3, Iterations: 1, Steps: steps(t, `
+	r := runScript(t, addr, 1, Params{Users: 3, Iterations: 1, Steps: steps(t, `
 steps:
   - send: '{"op":"echo","id":1}'
   - expect: {correlate: $.id, timeout: 50ms, as: first}
@@ -277,7 +279,7 @@ func TestScriptOpenFailed(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close() // nothing listens there now: connections are refused
-	r := runScript(t, addr, 1, ScriptParams{Users: 4, Iterations: 1, Steps: steps(t, `
+	r := runScript(t, addr, 1, Params{Users: 4, Iterations: 1, Steps: steps(t, `
 steps:
   - send: hi
   - expect: {as: reply}
@@ -297,7 +299,7 @@ steps:
 func TestScriptOpenArrivals(t *testing.T) {
 	addr := (&appServer{}).start(t)
 	start := time.Now()
-	r := runScript(t, addr, 2, ScriptParams{ArrivalRate: 200, Duration: units.Duration(500 * time.Millisecond), MaxUsers: 1000, Steps: steps(t, `
+	r := runScript(t, addr, 2, Params{ArrivalRate: 200, Duration: units.Duration(500 * time.Millisecond), MaxUsers: 1000, Steps: steps(t, `
 steps:
   - send: '{"op":"echo","id":{{.conn}}}'
   - expect: {correlate: $.id, as: echo}
@@ -321,11 +323,11 @@ steps:
 
 // TestScriptSplitRows: each part gets the rows its users take.
 func TestScriptSplitRows(t *testing.T) {
-	p := &ScriptParams{Users: 10, Rows: userRows(10), Order: script.OrderUnique, Concurrency: 4}
+	p := &Params{Users: 10, Rows: userRows(10), Order: lang.OrderUnique, Concurrency: 4}
 	parts := p.Split([]int{0, 0, 0})
 	first := int64(0)
 	for _, q := range parts {
-		s := q.(*ScriptParams)
+		s := q.(*Params)
 		if s.First != first || s.Rows.First != int(first) || len(s.Rows.Values) != s.Users {
 			t.Fatalf("part %+v rows first %d n %d", s, s.Rows.First, len(s.Rows.Values))
 		}
@@ -334,30 +336,21 @@ func TestScriptSplitRows(t *testing.T) {
 	if first != 10 {
 		t.Fatalf("split users %d", first)
 	}
-	o := (&ScriptParams{ArrivalRate: 100, Duration: units.Duration(time.Second), MaxUsers: 9}).Split([]int{1, 1, 1})
+	o := (&Params{ArrivalRate: 100, Duration: units.Duration(time.Second), MaxUsers: 9}).Split([]int{1, 1, 1})
 	n := int64(0)
 	for _, q := range o {
-		n += q.(*ScriptParams).arrivals()
+		n += q.(*Params).arrivals()
 	}
 	if n != 100 {
 		t.Fatalf("open arrivals split into %d, want 100", n)
 	}
 }
 
-func TestScriptRequestWith(t *testing.T) {
-	base := newUpgradeRequest(requestSpec{host: "h", uri: "/ws?a=1"})
-	r := base.With("u=x", []byte("X-User: x\r\n"))
-	s := string(r.buf)
-	if !strings.HasPrefix(s, "GET /ws?a=1&u=x HTTP/1.1\r\n") || !strings.Contains(s, "X-User: x\r\nSec-WebSocket-Key: ") || string(r.buf[r.keyOff:r.keyOff+4]) != "AAAA" {
-		t.Fatalf("request %q", s)
-	}
-}
-
 // scriptRig runs a script's user on one connection of a loop driven
 // synchronously (as pathRig does for echoes): the test is the server.
 type scriptRig struct {
-	l     *Loop
-	c     *Conn
+	l     *client.Loop
+	c     *client.Conn
 	r     *scriptRun
 	peer  int
 	in    []byte
@@ -369,22 +362,23 @@ func newScriptRig(tb testing.TB, body string) *scriptRig {
 	return newScriptRigWith(tb, body, nil)
 }
 
-// newScriptRigWith is newScriptRig whose connection speaks protocol p
+// newScriptRigWith is newScriptRig whose connection speaks o's protocol
 // (nil: raw messages), its greeting done.
-func newScriptRigWith(tb testing.TB, body string, wp proto.Protocol) *scriptRig {
+func newScriptRigWith(tb testing.TB, body string, o *client.ProtocolOptions) *scriptRig {
 	tb.Helper()
-	l, c, peer := loopPair(tb)
-	if wp != nil {
-		l.cl.proto = wp
-		c.Sec = &connSec{proto: &proto.Conn{}}
+	l, c, peer := clienttest.DrivenLoop(tb)
+	if o != nil {
+		if err := l.SpeakDriven(c, *o, 0); err != nil {
+			tb.Fatal(err)
+		}
 	}
 	var v struct {
-		Steps []script.Step `yaml:"steps"`
+		Steps []lang.Step `yaml:"steps"`
 	}
 	if err := yaml.Unmarshal([]byte(body), &v); err != nil {
 		tb.Fatal(err)
 	}
-	p := &ScriptParams{Steps: v.Steps, Users: 1, Iterations: 1, Timeout: units.Duration(time.Hour), ConnectTimeout: units.Duration(time.Second)}
+	p := &Params{Steps: v.Steps, Users: 1, Iterations: 1, Timeout: units.Duration(time.Hour), ConnectTimeout: units.Duration(time.Second)}
 	prog, errs := p.compile(nil)
 	if errs != nil {
 		tb.Fatal(errs)
@@ -395,15 +389,14 @@ func newScriptRigWith(tb testing.TB, body string, wp proto.Protocol) *scriptRig 
 			job.verbs[i] = proto.VerbCodes[in.Verb]
 		}
 	}
-	r := &scriptRun{BaseRun: BaseRun{1}, cl: l.cl, job: job, p: p, byNum: map[int64]int32{}, exch: make([]Exchange, len(prog.Exchanges)), dialled: 1, active: 1}
+	r := &scriptRun{BaseRun: client.NewBaseRun(1), cl: l.Client(), job: job, p: p, byNum: map[int64]int32{}, exch: make([]Exchange, len(prog.Exchanges)), dialled: 1, active: 1}
 	for i := range r.exch {
-		r.exch[i].Latency = NewHist()
+		r.exch[i].Latency = client.NewHist()
 	}
-	r.vars.Rand = l.rng
+	r.vars.Rand = l.Rand()
 	r.users = []user{{c: c, state: uRunning, gen: 1, ready: l.Now()}}
 	c.Slot = 0
-	l.ph = r
-	stopOnCleanup(tb, l, peer)
+	l.SetRun(r) // StopDriven finishes it when the test ends
 	r.advance(l, &r.users[0], l.Now())
 	return &scriptRig{l: l, c: c, r: r, peer: peer, in: make([]byte, 4096)}
 }
@@ -413,7 +406,7 @@ func (g *scriptRig) reply(tb testing.TB, msg []byte) {
 	if _, err := unix.Read(g.peer, g.in); err != nil {
 		tb.Fatal(err)
 	}
-	g.frame = append(append(g.frame[:0], 0x80|OpText, byte(len(msg))), msg...) // short messages only
+	g.frame = append(append(g.frame[:0], 0x80|client.OpText, byte(len(msg))), msg...) // short messages only
 	if _, err := unix.Write(g.peer, g.frame); err != nil {
 		tb.Fatal(err)
 	}
@@ -480,14 +473,14 @@ steps:
 // the phase ends), as many as the phase's own exchanges.
 func TestScriptLiveLatency(t *testing.T) {
 	addr := (&appServer{outOfOrder: true}).start(t)
-	c := newClient(t, Options{Targets: []string{addr}, Loops: 2})
-	pr := &Progress{Live: &Live{}}
-	res, err := c.Run(t.Context(), &ScriptParams{Steps: steps(t, loginScript), Users: 20, Iterations: 1, Concurrency: 10,
-		Rows: userRows(20), Order: script.OrderUnique, Timeout: units.Duration(5 * time.Second), ConnectTimeout: units.Duration(5 * time.Second)}, pr)
+	c := clienttest.NewClient(t, client.Options{Targets: []string{addr}, Loops: 2})
+	pr := &client.Progress{Live: &client.Live{}}
+	res, err := c.Run(t.Context(), &Params{Steps: steps(t, loginScript), Users: 20, Iterations: 1, Concurrency: 10,
+		Rows: userRows(20), Order: lang.OrderUnique, Timeout: units.Duration(5 * time.Second), ConnectTimeout: units.Duration(5 * time.Second)}, pr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := res.(*ScriptResult)
+	r := res.(*Result)
 	var want int64
 	for _, e := range r.Exchanges {
 		want += e.Count

@@ -1,4 +1,4 @@
-package client
+package script
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/clienttest"
 	"github.com/wsplan/wsplan/internal/proto"
 	"github.com/wsplan/wsplan/internal/units"
 )
@@ -61,9 +63,9 @@ func (p line) Encode(dst []byte, _ *proto.Conn, m *proto.Out, id []byte) ([]byte
 // TestLineProtocol: a script phase speaks line against the echo server:
 // each publish comes back as an event on its topic.
 func TestLineProtocol(t *testing.T) {
-	s := &echoServer{}
-	c := newClient(t, Options{Targets: []string{s.start(t)}, Loops: 2, Protocol: ProtocolOptions{Name: "line"}})
-	res, err := c.Run(t.Context(), &ScriptParams{Steps: steps(t, `
+	s := &clienttest.EchoServer{}
+	c := clienttest.NewClient(t, client.Options{Targets: []string{s.Start(t)}, Loops: 2, Protocol: client.ProtocolOptions{Name: "line"}})
+	res, err := c.Run(t.Context(), &Params{Steps: steps(t, `
 steps:
   - loop:
       count: 5
@@ -74,14 +76,14 @@ steps:
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := res.(*ScriptResult)
+	r := res.(*Result)
 	if e := r.Exchanges["echo"]; e == nil || e.Count != 20 || e.Mismatched != 0 || r.Finished != 4 || r.Unexpected != 0 {
 		t.Fatalf("echo %+v, finished %d, unexpected %d, failures %v: want 20 events, 4 users done", e, r.Finished, r.Unexpected, r.Failures)
 	}
-	if got := ProtocolVerbs("line"); len(got) != 2 {
+	if got := client.ProtocolVerbs("line"); len(got) != 2 {
 		t.Errorf("line's verbs: %v", got)
 	}
-	if _, err := proto.Make(ProtocolOptions{Name: "line", Settings: &lineSettings{Sep: ""}}); err != nil {
+	if _, err := proto.Make(client.ProtocolOptions{Name: "line", Settings: &lineSettings{Sep: ""}}); err != nil {
 		t.Errorf("an empty sep takes its default: %v", err)
 	}
 }

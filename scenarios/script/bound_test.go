@@ -1,15 +1,16 @@
-package client
+package script
 
 import (
 	"runtime"
 	"strings"
 	"testing"
 
-	"github.com/wsplan/wsplan/internal/script"
+	"github.com/wsplan/wsplan/internal/client"
+	lang "github.com/wsplan/wsplan/internal/script"
 )
 
 // TestScriptCaptureDoubles: a capture sent back twice each iteration
-// doubles until its send would render more than script.MaxRenderBytes;
+// doubles until its send would render more than lang.MaxRenderBytes;
 // that send fails as an error (ReasonTooLong, on its step), its user
 // ends, and the run's allocations stay a small multiple of the bound
 // (without it, 40 doublings would ask for terabytes).
@@ -19,7 +20,7 @@ func TestScriptCaptureDoubles(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	r := runScript(t, addr, 1, ScriptParams{Users: 1, Iterations: 1, Steps: steps(t, `
+	r := runScript(t, addr, 1, Params{Users: 1, Iterations: 1, Steps: steps(t, `
 steps:
   - send: '{"op":"echo","id":0,"token":"ab"}'
   - expect: {json: {$.op: reply}, capture: {t: $.token}}
@@ -32,24 +33,24 @@ steps:
 	runtime.ReadMemStats(&after)
 	// Iteration i sends a token of 2^(i+1) bytes: the last that fits.
 	want, fixed := int64(0), len(send)-len("{{.seq}}{{.t}}{{.t}}")+2
-	for n := 4; n+fixed <= script.MaxRenderBytes; n *= 2 {
+	for n := 4; n+fixed <= lang.MaxRenderBytes; n *= 2 {
 		want++
 	}
 	if got := r.Exchanges["echo"].Count; got != want {
 		t.Errorf("echo exchanges %d, want %d (the last token that fits the bound)", got, want)
 	}
-	if r.Errors[ReasonTooLong] != 1 || r.UsersFailed != 1 {
-		t.Errorf("errors %v, users failed %d: want one %q", r.Errors, r.UsersFailed, ReasonTooLong)
+	if r.Errors[client.ReasonTooLong] != 1 || r.UsersFailed != 1 {
+		t.Errorf("errors %v, users failed %d: want one %q", r.Errors, r.UsersFailed, client.ReasonTooLong)
 	}
-	if got := r.Failures["steps[2].loop.steps[0].send"][ReasonTooLong]; got != 1 {
+	if got := r.Failures["steps[2].loop.steps[0].send"][client.ReasonTooLong]; got != 1 {
 		t.Errorf("failures %v: want the send step's", r.Failures)
 	}
-	if !strings.Contains(string(ReasonTooLong), "4 MiB") || script.MaxRenderBytes != 4<<20 {
-		t.Errorf("reason %q does not state the bound %d", ReasonTooLong, script.MaxRenderBytes)
+	if !strings.Contains(string(client.ReasonTooLong), "4 MiB") || lang.MaxRenderBytes != 4<<20 {
+		t.Errorf("reason %q does not state the bound %d", client.ReasonTooLong, lang.MaxRenderBytes)
 	}
 	// Client and server (a JSON round trip per message) together.
-	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64*script.MaxRenderBytes {
-		t.Errorf("allocated %d MiB, want under %d MiB", alloc>>20, 64*script.MaxRenderBytes>>20)
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64*lang.MaxRenderBytes {
+		t.Errorf("allocated %d MiB, want under %d MiB", alloc>>20, 64*lang.MaxRenderBytes>>20)
 	} else {
 		t.Logf("allocated %d MiB for %d doublings", alloc>>20, want)
 	}
@@ -59,11 +60,11 @@ steps:
 // data column repeated) fails the connection attempt as ReasonTooLong.
 func TestScriptRequestTooLong(t *testing.T) {
 	addr := (&appServer{}).start(t)
-	rows := &script.Rows{Columns: []string{"user"}, Total: 1, Values: [][]string{{strings.Repeat("u", script.MaxRenderBytes/2+1)}}}
-	r := runScript(t, addr, 1, ScriptParams{Users: 1, Iterations: 1, Rows: rows,
+	rows := &lang.Rows{Columns: []string{"user"}, Total: 1, Values: [][]string{{strings.Repeat("u", lang.MaxRenderBytes/2+1)}}}
+	r := runScript(t, addr, 1, Params{Users: 1, Iterations: 1, Rows: rows,
 		HeaderList: [][2]string{{"X-User", "{{.row.user}}{{.row.user}}"}},
 		Steps:      steps(t, "steps:\n  - send: x\n")})
-	if r.OpenErrors[ReasonTooLong] != 1 || r.OpenFailed != 1 || r.Users != 0 {
-		t.Errorf("open errors %v, open failed %d, users %d: want the attempt failed as %q", r.OpenErrors, r.OpenFailed, r.Users, ReasonTooLong)
+	if r.OpenErrors[client.ReasonTooLong] != 1 || r.OpenFailed != 1 || r.Users != 0 {
+		t.Errorf("open errors %v, open failed %d, users %d: want the attempt failed as %q", r.OpenErrors, r.OpenFailed, r.Users, client.ReasonTooLong)
 	}
 }

@@ -1,11 +1,12 @@
-package scenarios
+package script
 
 import (
 	"fmt"
 	"slices"
 	"strings"
 
-	"github.com/wsplan/wsplan/internal/script"
+	lang "github.com/wsplan/wsplan/internal/script"
+	"github.com/wsplan/wsplan/scenarios"
 )
 
 // The script's parameters by where Describe prints them: the arrivals'
@@ -22,20 +23,20 @@ var (
 // parameters), the data rows users take, the upgrade request's query and
 // headers, the ignored messages, and the steps, one a line, a loop's
 // steps indented under it.
-func (p *Script) Describe() []string {
+func (p *Phase) Describe() []string {
 	arrival := slices.Concat(scriptClosedKeys, scriptOpenKeys)
-	out := []string{FlowParams(p, func(k string) bool {
+	out := []string{scenarios.FlowParams(p, func(k string) bool {
 		return !slices.Contains(arrival, k) && !slices.Contains(scriptOwnLines, k)
 	})}
 	mode, keys := "closed", scriptClosedKeys
 	if p.ArrivalRate > 0 {
 		mode, keys = "open", scriptOpenKeys
 	}
-	out = append(out, "arrivals: "+mode+" "+FlowParams(p, func(k string) bool {
+	out = append(out, "arrivals: "+mode+" "+scenarios.FlowParams(p, func(k string) bool {
 		return slices.Contains(keys, k) && (k != "duration" || p.Duration > 0)
 	}))
 	if p.Data != nil {
-		line := "data: " + script.Short(p.Data)
+		line := "data: " + lang.Short(p.Data)
 		if p.rows != nil {
 			rows := "rows"
 			if p.rows.Total == 1 {
@@ -46,20 +47,20 @@ func (p *Script) Describe() []string {
 		out = append(out, line)
 	}
 	if p.Query != "" {
-		out = append(out, "query: "+script.Short(p.Query))
+		out = append(out, "query: "+lang.Short(p.Query))
 	}
 	if len(p.Headers) > 0 {
-		out = append(out, "headers: "+script.Short(p.Headers))
+		out = append(out, "headers: "+lang.Short(p.Headers))
 	}
 	if len(p.Ignore) > 0 {
 		ignore := make([]string, len(p.Ignore))
 		for i, m := range p.Ignore {
-			ignore[i] = script.Short(m)
+			ignore[i] = lang.Short(m)
 		}
 		out = append(out, "ignore: ["+strings.Join(ignore, ", ")+"]")
 	}
 	out = append(out, "steps:")
-	for _, l := range script.Lines(p.Steps) {
+	for _, l := range lang.Lines(p.Steps) {
 		out = append(out, "  "+l)
 	}
 	return out

@@ -1,53 +1,53 @@
-package client
+package script
 
 import (
 	"fmt"
 	"math"
 	"time"
 
+	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/pmdeflate"
-	"github.com/wsplan/wsplan/internal/script"
-
 	"github.com/wsplan/wsplan/internal/proto"
+	lang "github.com/wsplan/wsplan/internal/script"
 )
 
 // What one loop runs of a script phase: its users' connections (a dialer
 // of its own), the open arrivals' timetable, the users' timers, and the
-// end of the phase. script_user.go is one user's steps and messages.
+// end of the phase. user.go is one user's steps and messages.
 
 // scriptJob is what every loop of a script phase shares (read-only).
 type scriptJob struct {
 	phase int64
-	prog  *script.Program
+	prog  *lang.Program
 	verbs []uint8 // by pc: the proto.Out verb of a send
 	// quota is, by pc, whether an expect waits for the answer to a QoS > 0
 	// publish: such expects count against a connection's quota
 	// (proto.Conn.Quota); inflight is the deepest window of them.
 	quota    []bool
 	inflight int
-	rows     *script.Rows
+	rows     *lang.Rows
 	row      [][][]byte // rows.Values as bytes, by index in rows
-	query    *script.Template
+	query    *lang.Template
 	hdrs     []scriptHeader
 	start    time.Time // t = 0 of the timetable, the same for every loop
-	pr       *Progress
+	pr       *client.Progress
 }
 
 type scriptHeader struct {
 	name string
-	val  *script.Template
+	val  *lang.Template
 }
 
 // Start implements Params: the program is compiled once per process and
 // shared by its loops (templates, paths and matchers are read-only).
-func (p *ScriptParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
+func (p *Params) Start(ph *client.PhaseEnv) (*client.PhasePlan, error) {
 	prog, errs := p.compile(proto.AnswerRule(ph.Client.Proto()))
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("client: script: %v", errs[0])
 	}
 	job := &scriptJob{phase: ph.ID, prog: prog, rows: p.Rows, start: ph.Start, pr: ph.Progress, verbs: make([]uint8, len(prog.Instrs))}
 	for i, in := range prog.Instrs {
-		if in.Op == script.OpSend && in.Verb != "" {
+		if in.Op == lang.OpSend && in.Verb != "" {
 			v, ok := proto.VerbCodes[in.Verb]
 			if !ok || ph.Client.Proto() == nil || !proto.HasVerb(ph.Client.Proto(), v) {
 				return nil, fmt.Errorf("client: script: %s: the server's protocol has no %s", in.Label, in.Verb)
@@ -74,19 +74,19 @@ func (p *ScriptParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
 		units = p.arrivals()
 	}
 	ph.Progress.Begin(units)
-	plan := &PhasePlan{Starts: make([]func(*Loop), len(parts))}
+	plan := &client.PhasePlan{Starts: make([]func(*client.Loop), len(parts))}
 	for i, part := range parts {
 		if part == nil {
 			continue
 		}
-		q := part.(*ScriptParams)
-		plan.Starts[i] = func(l *Loop) { l.scriptStart(job, q) }
+		q := part.(*Params)
+		plan.Starts[i] = func(l *client.Loop) { startRun(l, job, q) }
 	}
-	plan.Done = func(res Result, why StopReason, wall time.Duration) StopReason {
-		r := res.(*ScriptResult)
+	plan.Done = func(res client.Result, why client.StopReason, wall time.Duration) client.StopReason {
+		r := res.(*Result)
 		r.Used = wall
 		if r.Connect.Histogram == nil {
-			r.Connect = NewHist()
+			r.Connect = client.NewHist()
 		}
 		for _, name := range prog.Exchanges {
 			r.exchange(name) // every named exchange, measured or not
@@ -102,14 +102,14 @@ func (p *ScriptParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
 
 // quotaExpects marks the expects that wait for the answer to a QoS > 0
 // publish, by pc, and returns the deepest window of them.
-func quotaExpects(prog *script.Program) ([]bool, int) {
+func quotaExpects(prog *lang.Program) ([]bool, int) {
 	marks := make([]bool, len(prog.Instrs))
 	deepest := 0
 	for pc, in := range prog.Instrs {
-		if in.Op != script.OpExpect || !in.ByID || in.Send < 0 {
+		if in.Op != lang.OpExpect || !in.ByID || in.Send < 0 {
 			continue
 		}
-		if s := &prog.Instrs[in.Send]; s.Verb == script.VerbPublish && s.QoS > 0 {
+		if s := &prog.Instrs[in.Send]; s.Verb == lang.VerbPublish && s.QoS > 0 {
 			marks[pc] = true
 			deepest = max(deepest, in.Window)
 		}
@@ -119,20 +119,20 @@ func quotaExpects(prog *script.Program) ([]bool, int) {
 
 // compileRequest compiles the users' query and header templates (fields
 // only: no capture exists before the connection).
-func (j *scriptJob) compileRequest(p *ScriptParams) error {
+func (j *scriptJob) compileRequest(p *Params) error {
 	var cols []string
 	if p.Rows != nil {
 		cols = p.Rows.Columns
 	}
-	env := &script.Env{Columns: cols}
+	env := &lang.Env{Columns: cols}
 	var err error
 	if p.Query != "" {
-		if j.query, err = script.ParseTemplate(p.Query, env); err != nil {
+		if j.query, err = lang.ParseTemplate(p.Query, env); err != nil {
 			return fmt.Errorf("client: script: query: %w", err)
 		}
 	}
 	for _, h := range p.HeaderList {
-		t, err := script.ParseTemplate(h[1], env)
+		t, err := lang.ParseTemplate(h[1], env)
 		if err != nil {
 			return fmt.Errorf("client: script: header %s: %w", h[0], err)
 		}
@@ -143,15 +143,15 @@ func (j *scriptJob) compileRequest(p *ScriptParams) error {
 
 // scriptRun is a script phase on one loop.
 type scriptRun struct {
-	BaseRun
-	d      Dialer
-	cl     *Client
+	client.BaseRun
+	d      client.Dialer
+	cl     *client.Client
 	job    *scriptJob
-	p      *ScriptParams
+	p      *Params
 	users  []user
 	free   []int32         // free user slots
 	byNum  map[int64]int32 // user number -> slot, while its connection is dialled
-	timers TimerHeap
+	timers client.TimerHeap
 
 	// Closed arrivals: users dialled so far; at most Concurrency in flight.
 	dialled int
@@ -166,9 +166,9 @@ type scriptRun struct {
 	start, end, stopAt int64 // loop clock: t = 0, end of Duration (0 = none), latest end
 	lateAfter          int64
 	exch               []Exchange // by exchange index
-	part               ScriptResult
-	scratch            script.Scratch
-	vars               script.Vars
+	part               Result
+	scratch            lang.Scratch
+	vars               lang.Vars
 	rawMsg             proto.Message // a raw message, as a protocol's would be
 	out                proto.Out     // a verb's message being sent
 	tbuf               []byte        // a rendered topic
@@ -179,19 +179,19 @@ type scriptRun struct {
 	zbits              uint8
 	zout               []byte
 	unflushed          int64
-	published          LiveCounts // what Live has of this loop
-	liveLat            LiveHist   // the exchanges' latencies for Live
+	published          client.LiveCounts // what Live has of this loop
+	liveLat            client.LiveHist   // the exchanges' latencies for Live
 	ending             bool
 }
 
-// scriptStart begins a script phase on this loop.
-func (l *Loop) scriptStart(job *scriptJob, p *ScriptParams) {
-	r := &scriptRun{BaseRun: BaseRun{job.phase}, cl: l.Client(), job: job, p: p, byNum: map[int64]int32{},
+// startRun begins a script phase on this loop.
+func startRun(l *client.Loop, job *scriptJob, p *Params) {
+	r := &scriptRun{BaseRun: client.NewBaseRun(job.phase), cl: l.Client(), job: job, p: p, byNum: map[int64]int32{},
 		exch: make([]Exchange, len(job.prog.Exchanges))}
 	for i := range r.exch {
-		r.exch[i].Latency = NewHist()
+		r.exch[i].Latency = client.NewHist()
 	}
-	r.part.Connect = NewHist()
+	r.part.Connect = client.NewHist()
 	r.part.Inflight = int64(job.inflight)
 	r.vars.Rand = l.Rand()
 	r.liveLat.Start(job.pr.Following(), l.Now())
@@ -220,13 +220,13 @@ func (l *Loop) scriptStart(job *scriptJob, p *ScriptParams) {
 
 // request returns user idx's upgrade request: the target's, with the
 // query and headers rendered for the user; nil when one would render
-// more than script.MaxRenderBytes (the attempt fails, ReasonTooLong).
-func (r *scriptRun) request(idx int64, target int) *UpgradeRequest {
+// more than lang.MaxRenderBytes (the attempt fails, ReasonTooLong).
+func (r *scriptRun) request(idx int64, target int) *client.UpgradeRequest {
 	base := &r.cl.Targets()[target].Req
 	if r.job.query == nil && len(r.job.hdrs) == 0 {
 		return base
 	}
-	v := &script.Vars{Conn: idx, Row: r.rowOf(idx), Rand: r.vars.Rand, NowNs: time.Now().UnixNano()}
+	v := &lang.Vars{Conn: idx, Row: r.rowOf(idx), Rand: r.vars.Rand, NowNs: time.Now().UnixNano()}
 	var q []byte
 	ok := true
 	if r.job.query != nil {
@@ -254,7 +254,7 @@ func (r *scriptRun) rowOf(num int64) [][]byte {
 	if rows == nil {
 		return nil
 	}
-	i := script.Index(r.p.Order, num, rows.Total, r.p.RowSeed) - rows.First
+	i := lang.Index(r.p.Order, num, rows.Total, r.p.RowSeed) - rows.First
 	if i < 0 || i >= len(r.job.row) {
 		return nil // cannot happen: Split sends every row a part's users take
 	}
@@ -262,7 +262,7 @@ func (r *scriptRun) rowOf(num int64) [][]byte {
 }
 
 // fill dials closed arrivals' users up to the concurrency.
-func (r *scriptRun) fill(l *Loop) {
+func (r *scriptRun) fill(l *client.Loop) {
 	for len(r.d.Inflight) < max(r.p.Concurrency, 1) && r.dialled < r.p.Users {
 		num := r.p.First + int64(r.dialled)
 		r.dialled++
@@ -274,7 +274,7 @@ func (r *scriptRun) fill(l *Loop) {
 }
 
 // dial starts user num's connection; ready is when its script is due.
-func (r *scriptRun) dial(l *Loop, num int64, ready int64) {
+func (r *scriptRun) dial(l *client.Loop, num int64, ready int64) {
 	slot := r.newUser(num, ready)
 	r.byNum[num] = slot
 	r.active++
@@ -297,10 +297,10 @@ func (r *scriptRun) newUser(num, ready int64) int32 {
 }
 
 // Dialed implements dialHooks: the user's script starts.
-func (r *scriptRun) Dialed(l *Loop, c *Conn, idx int64, now int64) {
+func (r *scriptRun) Dialed(l *client.Loop, c *client.Conn, idx int64, now int64) {
 	slot, ok := r.byNum[idx]
 	if !ok {
-		l.CloseConn(c, CloseNormal) // cannot happen
+		l.CloseConn(c, client.CloseNormal) // cannot happen
 		return
 	}
 	delete(r.byNum, idx)
@@ -324,8 +324,8 @@ func (r *scriptRun) Dialed(l *Loop, c *Conn, idx int64, now int64) {
 // quotaOf notes the quota the server set c (proto.Conn.Quota): the least
 // over the users' connections, and whether it throttles the steps'
 // pipelining.
-func (r *scriptRun) quotaOf(c *Conn) {
-	s := ProtoOf(c)
+func (r *scriptRun) quotaOf(c *client.Conn) {
+	s := client.ProtoOf(c)
 	if s == nil || s.Quota == 0 {
 		return
 	}
@@ -339,7 +339,7 @@ func (r *scriptRun) quotaOf(c *Conn) {
 }
 
 // GaveUp implements dialHooks.
-func (r *scriptRun) GaveUp(l *Loop, idx int64, reason Reason) {
+func (r *scriptRun) GaveUp(l *client.Loop, idx int64, reason client.Reason) {
 	r.part.OpenFailed++
 	r.part.OpenErrors.Add(reason)
 	if slot, ok := r.byNum[idx]; ok {
@@ -366,7 +366,7 @@ func (r *scriptRun) release(slot int32) {
 // progress publishes finished users in batches.
 func (r *scriptRun) progress(n int64) {
 	r.unflushed += n
-	if r.job.pr != nil && r.unflushed >= ProgressBatch {
+	if r.job.pr != nil && r.unflushed >= client.ProgressBatch {
 		r.job.pr.Done.Add(r.unflushed)
 		r.unflushed = 0
 		r.job.pr.Following().Publish(&r.published, r.liveCounts())
@@ -394,7 +394,7 @@ func (r *scriptRun) arrivalAt(j int64) int64 {
 }
 
 // Pump implements LoopRun: due arrivals, due timers, the phase's end.
-func (r *scriptRun) Pump(l *Loop, now int64) {
+func (r *scriptRun) Pump(l *client.Loop, now int64) {
 	for r.arrNext < r.arrN && l.Run() == r {
 		at := r.arrivalAt(r.arrNext)
 		if at > now {
@@ -441,12 +441,12 @@ func (r *scriptRun) setWake(u *user, slot int32, at int64) {
 		return
 	}
 	u.wake = at
-	r.timers.Push(Timer{At: at, ID: slot, Gen: u.gen})
+	r.timers.Push(client.Timer{At: at, ID: slot, Gen: u.gen})
 }
 
 // maybeDone ends the phase here once every user is done and no arrival
 // is left.
-func (r *scriptRun) maybeDone(l *Loop, now int64) {
+func (r *scriptRun) maybeDone(l *client.Loop, now int64) {
 	if l.Run() != r || r.ending || r.active > 0 || r.arrNext < r.arrN || (!r.p.open() && r.dialled < r.p.Users) {
 		return
 	}
@@ -454,7 +454,7 @@ func (r *scriptRun) maybeDone(l *Loop, now int64) {
 }
 
 // Tick implements LoopRun: handshake deadlines, progress.
-func (r *scriptRun) Tick(l *Loop, now int64) {
+func (r *scriptRun) Tick(l *client.Loop, now int64) {
 	r.d.Tick(l, now)
 	if l.Run() == r && r.job.pr != nil && r.unflushed > 0 {
 		r.job.pr.Done.Add(r.unflushed)
@@ -467,7 +467,7 @@ func (r *scriptRun) Tick(l *Loop, now int64) {
 }
 
 // Lost implements LoopRun: a user's connection dropped.
-func (r *scriptRun) Lost(l *Loop, c *Conn, _ uint8, reason Reason) {
+func (r *scriptRun) Lost(l *client.Loop, c *client.Conn, _ uint8, reason client.Reason) {
 	slot := int32(c.Slot)
 	if slot < 0 || int(slot) >= len(r.users) || r.users[slot].c != c {
 		return
@@ -480,7 +480,7 @@ func (r *scriptRun) Lost(l *Loop, c *Conn, _ uint8, reason Reason) {
 
 // Finish implements LoopRun: users still running are ended (their
 // waiting expects fail with "phase ended"), connections closed.
-func (r *scriptRun) Finish(l *Loop, stopped bool, _ int64) {
+func (r *scriptRun) Finish(l *client.Loop, stopped bool, _ int64) {
 	if r.ending {
 		return
 	}
@@ -493,8 +493,8 @@ func (r *scriptRun) Finish(l *Loop, stopped bool, _ int64) {
 		}
 		r.failPending(u, ReasonPhaseEnd)
 		r.part.Cut++
-		if u.c != nil && u.c.State() == StateOpen {
-			l.CloseConn(u.c, CloseNormal)
+		if u.c != nil && u.c.State() == client.StateOpen {
+			l.CloseConn(u.c, client.CloseNormal)
 		}
 	}
 	if r.job.pr != nil && r.unflushed > 0 {
@@ -513,8 +513,8 @@ func (r *scriptRun) Finish(l *Loop, stopped bool, _ int64) {
 // liveCounts are this loop's totals so far, for Live: messages, and
 // exchanges completed and failed (the users' connections are the loop's:
 // loopCounts).
-func (r *scriptRun) liveCounts() LiveCounts {
-	c := LiveCounts{Sent: r.part.Sent, Recv: r.part.Received, Late: r.part.Late}
+func (r *scriptRun) liveCounts() client.LiveCounts {
+	c := client.LiveCounts{Sent: r.part.Sent, Recv: r.part.Received, Late: r.part.Late}
 	for i := range r.exch {
 		e := &r.exch[i]
 		c.Exchanges += e.Count

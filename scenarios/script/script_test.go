@@ -1,4 +1,4 @@
-package scenarios
+package script
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/scenarios"
 )
 
 // TestWatchClientMem: the watch reports how far the client's RSS rose
@@ -20,7 +21,7 @@ func TestWatchClientMem(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	var rss atomic.Int64
 	rss.Store(100 << 20)
-	w := watchClientMem(func() Mem { return Mem{Client: rss.Load()} })
+	w := watchClientMem(func() scenarios.Mem { return scenarios.Mem{Client: rss.Load()} })
 	rss.Store(140 << 20) // users connected
 	time.Sleep(3 * memWatchEvery)
 	rss.Store(110 << 20) // and gone
@@ -34,14 +35,14 @@ func TestWatchClientMem(t *testing.T) {
 
 // TestScriptValuesPeak: users_peak comes from the result.
 func TestScriptValuesPeak(t *testing.T) {
-	v, _, _ := scriptValues(&client.ScriptResult{Users: 10, Peak: 7, Connect: client.NewHist()}, nil)
+	v, _, _ := scriptValues(&Result{Users: 10, Peak: 7, Connect: client.NewHist()}, nil)
 	if v.Int(scriptPeak) != 7 || v.Int(scriptUsers) != 10 {
 		t.Fatalf("users_peak %v users %v", v[scriptPeak], v[scriptUsers])
 	}
 }
 
 // scriptDriver answers a script phase with a canned result.
-type scriptDriver struct{ res client.ScriptResult }
+type scriptDriver struct{ res Result }
 
 func (d *scriptDriver) Run(context.Context, client.Params, *client.Progress) (client.Result, error) {
 	r := d.res
@@ -51,14 +52,14 @@ func (d *scriptDriver) Run(context.Context, client.Params, *client.Progress) (cl
 func (d *scriptDriver) Conns() int { return 0 }
 
 // scriptPhase decodes a script phase's body.
-func scriptPhase(t *testing.T, body string) *Script {
+func scriptPhase(t *testing.T, body string) *Phase {
 	t.Helper()
-	p := &Script{}
+	p := &Phase{}
 	if err := yaml.Unmarshal([]byte(body), p); err != nil {
 		t.Fatal(err)
 	}
-	Defaults(p, Context{})
-	if errs := Check(p, Context{}); len(errs) != 0 {
+	scenarios.Defaults(p, scenarios.Context{})
+	if errs := scenarios.Check(p, scenarios.Context{}); len(errs) != 0 {
 		t.Fatalf("%v", errs)
 	}
 	return p
@@ -80,60 +81,60 @@ steps:
         - publish: {topic: t, qos: 1, as: pub}
   - publish: {topic: t, qos: 2, as: pub2}
 `)
-	clean := func() client.ScriptResult {
-		return client.ScriptResult{Users: 20, Finished: 20, Answers: 4020, Connect: client.NewHist(), Used: time.Second,
-			Exchanges: map[string]*client.Exchange{"pub": {Count: 4000, Latency: client.NewHist()}, "pub2": {Count: 20, Latency: client.NewHist()}}}
+	clean := func() Result {
+		return Result{Users: 20, Finished: 20, Answers: 4020, Connect: client.NewHist(), Used: time.Second,
+			Exchanges: map[string]*Exchange{"pub": {Count: 4000, Latency: client.NewHist()}, "pub2": {Count: 20, Latency: client.NewHist()}}}
 	}
 	const denied = client.Reason("mqtt 0x87 not authorized")
 	for _, tc := range []struct {
 		name  string
-		res   func(r *client.ScriptResult)
-		allow Allow
+		res   func(r *Result)
+		allow scenarios.Allow
 		fails []string // what the failure says, in order; none = passes
 	}{
-		{"clean", func(*client.ScriptResult) {}, nil, nil},
-		{"error answers", func(r *client.ScriptResult) {
+		{"clean", func(*Result) {}, nil, nil},
+		{"error answers", func(r *Result) {
 			r.ErrorAnswers = client.Reasons{denied: 1200, "mqtt 0x97 quota exceeded": 3}
 			r.Exchanges["pub"].Count, r.Exchanges["pub"].Errors = 2797, 1203
 			r.Exchanges["pub"].ErrorCodes = r.ErrorAnswers
 		}, nil, []string{"1203 of 4020 error answers: mqtt 0x87 not authorized ×1200; mqtt 0x97 quota exceeded ×3"}},
-		{"error answers allowed", func(r *client.ScriptResult) {
+		{"error answers allowed", func(r *Result) {
 			r.ErrorAnswers = client.Reasons{denied: 1200}
 			r.Exchanges["pub"].Errors, r.Exchanges["pub"].ErrorCodes = 1200, r.ErrorAnswers
-		}, Allow{scriptErrors: {N: 1200}}, nil},
-		{"error answers over the allowance", func(r *client.ScriptResult) {
+		}, scenarios.Allow{scriptErrors: {N: 1200}}, nil},
+		{"error answers over the allowance", func(r *Result) {
 			r.ErrorAnswers = client.Reasons{denied: 1200}
 			r.Exchanges["pub"].Errors, r.Exchanges["pub"].ErrorCodes = 1200, r.ErrorAnswers
-		}, Allow{scriptErrors: {Percent: 1}}, []string{"1200 of 4020 error answers: mqtt 0x87 not authorized ×1200 (allowed: up to 1%)"}},
-		{"an exchange's errors allowed apart", func(r *client.ScriptResult) {
+		}, scenarios.Allow{scriptErrors: {Percent: 1}}, []string{"1200 of 4020 error answers: mqtt 0x87 not authorized ×1200 (allowed: up to 1%)"}},
+		{"an exchange's errors allowed apart", func(r *Result) {
 			r.ErrorAnswers = client.Reasons{denied: 5}
 			r.Exchanges["pub2"].Errors, r.Exchanges["pub2"].ErrorCodes = 5, r.ErrorAnswers
-		}, Allow{"pub2_errors": {N: 5}}, nil},
-		{"downgrades", func(r *client.ScriptResult) {
+		}, scenarios.Allow{"pub2_errors": {N: 5}}, nil},
+		{"downgrades", func(r *Result) {
 			r.Downgrades = client.Reasons{"mqtt PUBACK to a QoS 2 publish": 20}
 			r.Exchanges["pub2"].Count, r.Exchanges["pub2"].Downgraded = 0, 20
 		}, nil, []string{"20 of 4020 answers granted less than asked (downgraded): mqtt PUBACK to a QoS 2 publish ×20"}},
-		{"timeouts and lost users", func(r *client.ScriptResult) {
+		{"timeouts and lost users", func(r *Result) {
 			r.Timeouts, r.Unanswered, r.UsersFailed, r.Aborted, r.Finished = 2, 30, 1, 3, 17
 			r.Errors = client.Reasons{client.ReasonEOF: 1}
-			r.Failures = map[string]client.Reasons{"steps[0].loop.steps[0].publish": {client.ReasonTimeout: 2, client.ReasonUserEnded: 30}}
+			r.Failures = map[string]client.Reasons{"steps[0].loop.steps[0].publish": {client.ReasonTimeout: 2, ReasonUserEnded: 30}}
 		}, nil, []string{"1 of 20 users lost their connection: eof ×1", "2 expects got no reply in time: steps[0].loop.steps[0].publish ×2",
 			"30 expects were waiting when their user or the phase ended: user ended ×30"}},
-		{"users that could not connect", func(r *client.ScriptResult) {
+		{"users that could not connect", func(r *Result) {
 			r.Users, r.OpenFailed, r.OpenErrors = 18, 2, client.Reasons{"connect: connection refused": 2}
 		}, nil, []string{"2 users could not connect: connect: connection refused ×2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			drv := &scriptDriver{res: clean()}
 			tc.res(&drv.res)
-			out, err := p.Run(t.Context(), &Env{Driver: drv})
+			out, err := p.Run(t.Context(), &scenarios.Env{Driver: drv})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if out.Failed {
 				t.Fatalf("Outcome.Failed %q: a count is a fault, judged by the engine", out.Error)
 			}
-			v := Judge(PhaseFaults(client.KindScript, p), tc.allow, out.Metrics, out.Reasons, nil)
+			v := scenarios.Judge(scenarios.PhaseFaults(Name, p), tc.allow, out.Metrics, out.Reasons, nil)
 			if len(v.Failures) != len(tc.fails) {
 				t.Fatalf("failures %q, want %q", v.Failures, tc.fails)
 			}
@@ -152,7 +153,7 @@ steps:
 // TestScriptReceiveMaximum: the least Receive Maximum is a metric, and a
 // warning says when it held the steps' inflight down.
 func TestScriptReceiveMaximum(t *testing.T) {
-	r := &client.ScriptResult{Users: 20, ReceiveMax: 4, Throttled: 20, Inflight: 16, Connect: client.NewHist()}
+	r := &Result{Users: 20, ReceiveMax: 4, Throttled: 20, Inflight: 16, Connect: client.NewHist()}
 	v, _, _ := scriptValues(r, nil)
 	w := scriptWarnings(r)
 	if v.Int(scriptReceiveMax) != 4 || len(w) != 1 || !strings.Contains(w[0], "Receive Maximum (4) held loop inflight 16 to 4 on 20 users") {
@@ -167,12 +168,12 @@ func TestScriptReceiveMaximum(t *testing.T) {
 // TestScriptExchangeNames: an exchange whose metrics would be the
 // phase's own is refused.
 func TestScriptExchangeNames(t *testing.T) {
-	p := &Script{}
+	p := &Phase{}
 	if err := yaml.Unmarshal([]byte("users: 1\nsteps: [{send: x}, {expect: {as: users}}]"), p); err != nil {
 		t.Fatal(err)
 	}
-	Defaults(p, Context{})
-	errs := Check(p, Context{})
+	scenarios.Defaults(p, scenarios.Context{})
+	errs := scenarios.Check(p, scenarios.Context{})
 	if len(errs) != 1 || !strings.Contains(errs[0].Msg, `exchange "users": its metric users_failed is one of the phase's own`) {
 		t.Fatalf("errors %v", errs)
 	}
@@ -182,17 +183,17 @@ func TestScriptExchangeNames(t *testing.T) {
 // and each named exchange's; a percentage only of a fault with a total.
 func TestScriptAllowKeys(t *testing.T) {
 	p := scriptPhase(t, "users: 1\nsteps: [{send: x}, {expect: {as: login}}]")
-	faults := PhaseFaults(client.KindScript, p)
+	faults := scenarios.PhaseFaults(Name, p)
 	for _, tc := range []struct {
-		allow Allow
+		allow scenarios.Allow
 		want  string // "" = accepted
 	}{
-		{Allow{scriptErrors: {Percent: 0.1}, scriptDowngraded: {N: 2}, scriptTimeouts: {N: 1}}, ""},
-		{Allow{"login_errors": {N: 5}, "login_timeouts": {N: 1}, scriptUsersFailed: {Percent: 1}}, ""},
-		{Allow{"logout_errors": {N: 5}}, "not a fault this phase counts"},
-		{Allow{scriptOpenFailed: {Percent: 1}}, "no total to take a percentage of"},
+		{scenarios.Allow{scriptErrors: {Percent: 0.1}, scriptDowngraded: {N: 2}, scriptTimeouts: {N: 1}}, ""},
+		{scenarios.Allow{"login_errors": {N: 5}, "login_timeouts": {N: 1}, scriptUsersFailed: {Percent: 1}}, ""},
+		{scenarios.Allow{"logout_errors": {N: 5}}, "not a fault this phase counts"},
+		{scenarios.Allow{scriptOpenFailed: {Percent: 1}}, "no total to take a percentage of"},
 	} {
-		errs := CheckAllow(tc.allow, faults)
+		errs := scenarios.CheckAllow(tc.allow, faults)
 		if tc.want == "" && len(errs) != 0 || tc.want != "" && (len(errs) != 1 || !strings.Contains(errs[0].Msg, tc.want)) {
 			t.Errorf("allow %v: %v, want %q", tc.allow, errs, tc.want)
 		}

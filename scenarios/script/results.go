@@ -1,4 +1,4 @@
-package scenarios
+package script
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/result"
+	"github.com/wsplan/wsplan/scenarios"
 )
 
 // ScriptDetail is the script phase's Detail in the result: one entry per
@@ -37,23 +38,23 @@ type ScriptFailure struct {
 }
 
 // Run implements Phase.
-func (p *Script) Run(ctx context.Context, env *Env) (Outcome, error) {
+func (p *Phase) Run(ctx context.Context, env *scenarios.Env) (scenarios.Outcome, error) {
 	q, err := p.params()
 	if err != nil {
-		return Outcome{}, err
+		return scenarios.Outcome{}, err
 	}
 	mem := watchClientMem(env.Mem)
-	r, err := Drive[client.ScriptResult](ctx, env, q)
+	r, err := scenarios.Drive[Result](ctx, env, q)
 	grew := mem.stop()
 	if r == nil {
-		return Outcome{}, err // nothing was measured
+		return scenarios.Outcome{}, err // nothing was measured
 	}
 	names := p.exchanges()
 	v, all, detail := scriptValues(r, names)
 	if env.Mem != nil && r.Peak > 0 {
 		v[scriptMemPerUser] = max(grew, 0) / r.Peak
 	}
-	out := Outcome{Metrics: v, Histogram: HistString(all)}
+	out := scenarios.Outcome{Metrics: v, Histogram: scenarios.HistString(all)}
 	if b, jerr := json.Marshal(detail); jerr == nil {
 		out.Detail = b
 	}
@@ -68,7 +69,7 @@ func (p *Script) Run(ctx context.Context, env *Env) (Outcome, error) {
 // scriptValues turns a result into the phase's metrics (the engine adds
 // eer and the CPU figures), the latency of every exchange merged, and
 // the detail.
-func scriptValues(r *client.ScriptResult, names []string) (metrics.Values, client.Hist, ScriptDetail) {
+func scriptValues(r *Result, names []string) (metrics.Values, client.Hist, ScriptDetail) {
 	v := metrics.Values{
 		scriptUsers: r.Users, scriptArrivals: r.Arrivals, scriptLate: r.Late, scriptDropped: r.Dropped,
 		scriptOpenFailed: r.OpenFailed, scriptFinished: r.Finished, scriptAborted: r.Aborted, scriptCut: r.Cut, scriptPeak: r.Peak,
@@ -82,7 +83,7 @@ func scriptValues(r *client.ScriptResult, names []string) (metrics.Values, clien
 		v[scriptReceiveMax] = r.ReceiveMax
 	}
 	v[scriptConnectP50], v[scriptConnectP99] = time.Duration(0), time.Duration(0)
-	if HistCount(r.Connect) > 0 {
+	if scenarios.HistCount(r.Connect) > 0 {
 		v[scriptConnectP50] = time.Duration(r.Connect.ValueAtQuantile(50))
 		v[scriptConnectP99] = time.Duration(r.Connect.ValueAtQuantile(99))
 	}
@@ -92,7 +93,7 @@ func scriptValues(r *client.ScriptResult, names []string) (metrics.Values, clien
 	for _, name := range names {
 		e := r.Exchanges[name]
 		if e == nil {
-			e = &client.Exchange{Latency: client.NewHist()}
+			e = &Exchange{Latency: client.NewHist()}
 		}
 		if e.Latency.Histogram == nil {
 			e.Latency = client.NewHist()
@@ -102,21 +103,21 @@ func scriptValues(r *client.ScriptResult, names []string) (metrics.Values, clien
 		for suffix, x := range ev {
 			v[ExchangeMetric(name, suffix)] = x
 		}
-		detail.Exchanges = append(detail.Exchanges, ScriptExchange{Name: name, Metrics: ev, Histogram: HistString(e.Latency), Timeouts: e.Timeouts, Mismatched: e.Mismatched})
+		detail.Exchanges = append(detail.Exchanges, ScriptExchange{Name: name, Metrics: ev, Histogram: scenarios.HistString(e.Latency), Timeouts: e.Timeouts, Mismatched: e.Mismatched})
 		done += e.Count
 	}
 	// Every expect's, named exchange or not.
 	v[scriptExchanges], v[scriptTimeouts], v[scriptMismatched], v[scriptExchFailed] = done, r.Timeouts, r.Mismatched, r.Unanswered
-	v[scriptExchRate] = PerSecond(done, r.Used)
-	LatencyValues(v, all)
+	v[scriptExchRate] = scenarios.PerSecond(done, r.Used)
+	scenarios.LatencyValues(v, all)
 	detail.Failures = scriptFailures(r)
 	return v, all, detail
 }
 
 // exchangeValues are one exchange's metrics, by suffix.
-func exchangeValues(e *client.Exchange, used time.Duration) metrics.Values {
+func exchangeValues(e *Exchange, used time.Duration) metrics.Values {
 	v := metrics.Values{
-		exCount: e.Count, exRate: PerSecond(e.Count, used),
+		exCount: e.Count, exRate: scenarios.PerSecond(e.Count, used),
 		exTimeouts: e.Timeouts, exMismatched: e.Mismatched, exFailed: e.Failed,
 		exErrors: e.Errors, exDowngraded: e.Downgraded,
 	}
@@ -135,7 +136,7 @@ func exchangeValues(e *client.Exchange, used time.Duration) metrics.Values {
 }
 
 // scriptFailures lists the failed steps, most frequent first.
-func scriptFailures(r *client.ScriptResult) []ScriptFailure {
+func scriptFailures(r *Result) []ScriptFailure {
 	var out []ScriptFailure
 	for step, rs := range r.Failures {
 		for reason, n := range rs {
@@ -158,20 +159,20 @@ func scriptFailures(r *client.ScriptResult) []ScriptFailure {
 // connections by reason, the expects by step, the error answers and
 // downgrades by the protocol's code ("mqtt 0x87 not authorized ×1200"),
 // phase-wide and by exchange.
-func scriptReasons(r *client.ScriptResult, names []string) map[string]string {
+func scriptReasons(r *Result, names []string) map[string]string {
 	out := map[string]string{
-		scriptOpenFailed:  ErrorSummary(r.OpenErrors),
-		scriptUsersFailed: ErrorSummary(r.Errors),
-		scriptTimeouts:    ErrorSummary(stepsFailing(r, client.ReasonTimeout)),
-		scriptMismatched:  ErrorSummary(stepsFailing(r, client.ReasonMismatch)),
-		scriptExchFailed:  ErrorSummary(failedBy(r, client.ReasonUserEnded, client.ReasonPhaseEnd)),
-		scriptErrors:      ErrorSummary(r.ErrorAnswers),
-		scriptDowngraded:  ErrorSummary(r.Downgrades),
+		scriptOpenFailed:  scenarios.ErrorSummary(r.OpenErrors),
+		scriptUsersFailed: scenarios.ErrorSummary(r.Errors),
+		scriptTimeouts:    scenarios.ErrorSummary(stepsFailing(r, client.ReasonTimeout)),
+		scriptMismatched:  scenarios.ErrorSummary(stepsFailing(r, ReasonMismatch)),
+		scriptExchFailed:  scenarios.ErrorSummary(failedBy(r, ReasonUserEnded, ReasonPhaseEnd)),
+		scriptErrors:      scenarios.ErrorSummary(r.ErrorAnswers),
+		scriptDowngraded:  scenarios.ErrorSummary(r.Downgrades),
 	}
 	for _, name := range names {
 		if e := r.Exchanges[name]; e != nil {
-			out[ExchangeMetric(name, exErrors)] = ErrorSummary(e.ErrorCodes)
-			out[ExchangeMetric(name, exDowngraded)] = ErrorSummary(e.DowngradeCodes)
+			out[ExchangeMetric(name, exErrors)] = scenarios.ErrorSummary(e.ErrorCodes)
+			out[ExchangeMetric(name, exDowngraded)] = scenarios.ErrorSummary(e.DowngradeCodes)
 		}
 	}
 	for k, why := range out {
@@ -184,7 +185,7 @@ func scriptReasons(r *client.ScriptResult, names []string) map[string]string {
 
 // stepsFailing counts the steps that failed for reason, by step
 // ("steps[2].expect ×3").
-func stepsFailing(r *client.ScriptResult, reason client.Reason) client.Reasons {
+func stepsFailing(r *Result, reason client.Reason) client.Reasons {
 	out := client.Reasons{}
 	for step, rs := range r.Failures {
 		if n := rs[reason]; n > 0 {
@@ -195,7 +196,7 @@ func stepsFailing(r *client.ScriptResult, reason client.Reason) client.Reasons {
 }
 
 // failedBy counts the steps' failures for each of reasons, every step.
-func failedBy(r *client.ScriptResult, reasons ...client.Reason) client.Reasons {
+func failedBy(r *Result, reasons ...client.Reason) client.Reasons {
 	out := client.Reasons{}
 	for _, rs := range r.Failures {
 		for _, why := range reasons {
@@ -217,7 +218,7 @@ func reasonsTotal(m client.Reasons) int64 {
 }
 
 // scriptWarnings are what the table notes under the row.
-func scriptWarnings(r *client.ScriptResult) []string {
+func scriptWarnings(r *Result) []string {
 	var w []string
 	if r.Unexpected > 0 {
 		w = append(w, fmt.Sprintf("%d messages on %d users matched no expect: expect them, or add ignore: patterns for pushes (keepalives, presence)", r.Unexpected, r.UnexpectedUsers))
@@ -236,15 +237,15 @@ func scriptWarnings(r *client.ScriptResult) []string {
 }
 
 // scriptTables is one row per named exchange, and the failed steps.
-func scriptTables(r *result.Result) []Table {
+func scriptTables(r *result.Result) []scenarios.Table {
 	if len(r.Detail) == 0 {
 		return nil
 	}
 	var d ScriptDetail
 	if err := json.Unmarshal(r.Detail, &d); err != nil {
-		return []Table{{Title: r.Server + ": script detail unreadable", Header: []string{"Error"}, Rows: [][]string{{err.Error()}}}}
+		return []scenarios.Table{{Title: r.Server + ": script detail unreadable", Header: []string{"Error"}, Rows: [][]string{{err.Error()}}}}
 	}
-	ex := Table{Title: r.Server + ": exchanges", Header: []string{"Exchange", "Count", "Rate/s", "P50", "P90", "P99", "P999", "Max", "Timeouts", "Mismatched", "Failed", "Errors", "Downgraded"}}
+	ex := scenarios.Table{Title: r.Server + ": exchanges", Header: []string{"Exchange", "Count", "Rate/s", "P50", "P90", "P99", "P999", "Max", "Timeouts", "Mismatched", "Failed", "Errors", "Downgraded"}}
 	for _, e := range d.Exchanges {
 		e.Metrics.Normalize(exchangeDefs())
 		row := []string{e.Name, fmt.Sprint(e.Metrics.Int(exCount)), fmt.Sprintf("%.0f", e.Metrics.Float(exRate))}
@@ -256,9 +257,9 @@ func scriptTables(r *result.Result) []Table {
 		}
 		ex.Rows = append(ex.Rows, row)
 	}
-	out := []Table{ex}
+	out := []scenarios.Table{ex}
 	if len(d.Failures) > 0 {
-		f := Table{Title: r.Server + ": failed steps", Header: []string{"Step", "Reason", "Count"}}
+		f := scenarios.Table{Title: r.Server + ": failed steps", Header: []string{"Step", "Reason", "Count"}}
 		for _, x := range d.Failures {
 			f.Rows = append(f.Rows, []string{x.Step, x.Reason, fmt.Sprint(x.Count)})
 		}
@@ -268,14 +269,14 @@ func scriptTables(r *result.Result) []Table {
 }
 
 // scriptSpectra are the named exchanges' latency histograms.
-func scriptSpectra(r *result.Result) []Spectrum {
+func scriptSpectra(r *result.Result) []scenarios.Spectrum {
 	var d ScriptDetail
 	if len(r.Detail) == 0 || json.Unmarshal(r.Detail, &d) != nil {
 		return nil
 	}
-	out := make([]Spectrum, 0, len(d.Exchanges))
+	out := make([]scenarios.Spectrum, 0, len(d.Exchanges))
 	for _, e := range d.Exchanges {
-		out = append(out, Spectrum{Name: e.Name, Histogram: e.Histogram})
+		out = append(out, scenarios.Spectrum{Name: e.Name, Histogram: e.Histogram})
 	}
 	return out
 }
@@ -314,7 +315,7 @@ type memWatch struct {
 
 // watchClientMem starts reading the client's RSS (every client process)
 // every memWatchEvery; read nil = nothing to watch.
-func watchClientMem(read func() Mem) *memWatch {
+func watchClientMem(read func() scenarios.Mem) *memWatch {
 	if read == nil {
 		return nil
 	}
