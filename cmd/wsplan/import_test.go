@@ -285,12 +285,14 @@ func TestImportHARChromium(t *testing.T) {
 	// browser's timer fires late, never early (on a loaded host, late by
 	// tens of ms), and the import rounds to 10 ms. TestImportHAR checks
 	// the exact pauses of the committed recordings.
+	// A browser slow to answer the welcome adds a pause before the login:
+	// the page's three are the last.
 	thinks := regexp.MustCompile(`think: (\d+)ms`).FindAllStringSubmatch(plan, -1)
-	if len(thinks) != 3 {
+	if len(thinks) < 3 {
 		t.Errorf("%d pauses, want the page's 3:\n%s", len(thinks), plan)
 	} else {
 		for i, wait := range []int{120, 80, 50} {
-			if ms, _ := strconv.Atoi(thinks[i][1]); ms < wait-10 || ms > wait+1000 {
+			if ms, _ := strconv.Atoi(thinks[len(thinks)-3+i][1]); ms < wait-10 || ms > wait+1000 {
 				t.Errorf("pause %d is %d ms, want the page's %d ms or a little later:\n%s", i+1, ms, wait, plan)
 			}
 		}
