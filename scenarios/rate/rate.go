@@ -1,3 +1,10 @@
+// Package rate is the rate phase kind, whole: an open loop, tcpkali-style.
+// Its keys and its result (params.go), what an event loop runs for it
+// (run.go), the open loop's metrics and warnings (openloop.go) and when
+// its sending was behind (behind.go), which a capacity search's steps
+// (scenarios/search) use too, and its plan side (this file). It registers
+// itself with the client and with the scenarios in init; scenarios/all
+// imports it.
 package rate
 
 import (

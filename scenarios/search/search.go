@@ -1,3 +1,9 @@
+// Package search is the search phase kind: a server's capacity under an
+// SLO, found by open-loop steps of the rate kind (scenarios/rate runs
+// each step and measures it; run.go grows, bisects and judges them). It
+// registers itself with the scenarios in init; its steps are rate phases
+// to the client, so removing rate removes it (internal/layering's
+// kindUses); scenarios/all imports it.
 package search
 
 import (
