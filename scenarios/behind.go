@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
 )
 
@@ -15,6 +14,17 @@ import (
 // the seconds that kept up left out, which a whole window's average
 // includes); KeptUp names the side from those figures, the same way for
 // every such kind.
+
+// Open-loop thresholds, shared by the paced kinds (rate and a search's
+// steps, broadcast).
+const (
+	// RateShortfall: an achieved rate below this share of the timetable's
+	// is worth a warning (and fails a search's step).
+	RateShortfall = 0.98
+	// RateLateShare: late messages above this share of the timetable are
+	// worth a warning (a few late sends on a loaded host are not).
+	RateLateShare = 0.01
+)
 
 // BoundShare is the share of a side's capacity (the server's pinned cores,
 // the client's usable ones) at which it could not keep up: the engine's
@@ -40,38 +50,6 @@ const (
 	sideNotClient             // the client's CPU was not saturated; the server's is not known
 )
 
-// behindSpans are the seconds of an open loop's timeline (secs; second i
-// starting at start + i s) in which its sending was behind its timetable,
-// within the sending time used, merged where they touch, and how long they
-// last. A second is behind when more than RateLateShare of the messages it
-// had due (due(from, to), over every connection) left late, or fewer than
-// RateShortfall of them left at all, by more than one message (the
-// rounding of a sparse timetable to whole seconds). When no second was,
-// the spans are the sending time alone (the drain left out) and behind 0.
-func behindSpans(start time.Time, secs []client.RateSecond, due func(from, to time.Duration) float64, used time.Duration) (spans []Span, behind time.Duration) {
-	for i, s := range secs {
-		from := time.Duration(i) * time.Second
-		if from >= used {
-			break
-		}
-		to := min(from+time.Second, used)
-		d := due(from, to)
-		if !(float64(s.Late) > RateLateShare*d || float64(s.Sent)+1 < RateShortfall*d) {
-			continue
-		}
-		behind += to - from
-		if n := len(spans); n > 0 && spans[n-1].To.Equal(start.Add(from)) {
-			spans[n-1].To = start.Add(to)
-			continue
-		}
-		spans = append(spans, Span{start.Add(from), start.Add(to)})
-	}
-	if len(spans) == 0 {
-		return SendingSpan(start, used), 0
-	}
-	return spans, behind
-}
-
 // SendingSpan is a phase's sending time from start, the drain left out;
 // nil when it sent for no time.
 func SendingSpan(start time.Time, used time.Duration) []Span {
@@ -79,14 +57,6 @@ func SendingSpan(start time.Time, used time.Duration) []Span {
 		return nil
 	}
 	return []Span{{start, start.Add(used)}}
-}
-
-// openLoopBehind is behindSpans of an open loop that started at start and
-// ran q, measured as r.
-func openLoopBehind(start time.Time, r client.RateResult, q *client.RateParams) ([]Span, time.Duration) {
-	pacer := q.Pacer()
-	due := func(from, to time.Duration) float64 { return float64(r.Conns) * pacer.Expected(from, to) }
-	return behindSpans(start, r.Seconds, due, r.Used)
 }
 
 // waitShown is the run-queue wait (percent of one core) worth saying.

@@ -6,9 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/decl"
-	"github.com/wsplan/wsplan/internal/payload"
 )
 
 // TestTagDefaultsMatchClient: a default is declared once, in a param tag;
@@ -21,10 +19,6 @@ func TestTagDefaultsMatchClient(t *testing.T) {
 		key   string
 		want  any // the constant, in the field's type
 	}{
-		{&Rate{}, "reads", client.ReadsBatched},
-		{&Search{}, "reads", client.ReadsBatched},
-		{&Rate{}, "payload_kind", payload.Random},
-		{&Search{}, "payload_kind", payload.Random},
 		// What a phase that opens connections of its own uses when it has
 		// no keys for them (search's vary: connections), and the connect
 		// phase's tags.
@@ -44,32 +38,10 @@ func TestTagDefaultsMatchClient(t *testing.T) {
 		phase    Phase
 		key, doc string
 	}{
-		{&Rate{}, "max_inflight", fmt.Sprintf("in [%d, %d]", client.MinDefaultInflight, client.MaxDefaultInflight)},
-		{&Search{}, "max_inflight", fmt.Sprintf("in [%d, %d]", client.MinDefaultInflight, client.MaxDefaultInflight)},
 		{&Connect{}, "concurrency", fmt.Sprintf("min(%d, connections)", DefaultConnectConcurrency)},
 	} {
 		if d := docOf(c.phase, c.key); !strings.Contains(d, c.doc) {
 			t.Errorf("%T.%s: doc %q does not say %q", c.phase, c.key, d, c.doc)
-		}
-	}
-}
-
-// must is v, for a tag default the test knows is there.
-func must(v any, _ bool) any { return v }
-
-// TestPayloadDefaults: a payload before Defaults ran is its tag default.
-func TestPayloadDefaults(t *testing.T) {
-	for _, c := range []struct {
-		m    Messenger
-		want int
-	}{{&Rate{}, 1024}, {&Search{}, 1024}} {
-		if n, _ := c.m.Message(); n != c.want {
-			t.Errorf("%T: payload %d before Defaults, want %d", c.m, n, c.want)
-		}
-		p := c.m.(Phase)
-		Defaults(p, Context{Conns: 1})
-		if n, _ := c.m.Message(); n != c.want {
-			t.Errorf("%T: payload %d after Defaults, want %d", c.m, n, c.want)
 		}
 	}
 }

@@ -7,17 +7,6 @@ import (
 	"github.com/wsplan/wsplan/internal/metrics"
 )
 
-// judged is a phase's row as the engine decides it from an outcome: the
-// kind's own failure, then its faults over the allowances (none here).
-func judged(kind string, ph Phase, out Outcome, allow Allow) (failed bool, msg string, notes []string) {
-	v := Judge(PhaseFaults(kind, ph), allow, out.Metrics, out.Reasons, nil)
-	why := v.Failures
-	if out.Failed {
-		why = append([]string{out.Error}, why...)
-	}
-	return len(why) > 0, strings.Join(why, "; "), v.Notes
-}
-
 func TestParseAllowance(t *testing.T) {
 	for _, c := range []struct {
 		in   string

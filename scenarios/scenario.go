@@ -1,13 +1,14 @@
-// Package scenarios holds the phase kinds a plan can run (connect, echo,
-// rate, hold, ...), each in its own files (K.go, K_*.go), each registering
-// itself with Register. A kind is one contract: its parameters (struct
+// Package scenarios holds the phase kinds' registry and what they share;
+// each kind (echo, rate, hold, ...) is a package of its own (scenarios/K)
+// or, not moved there yet, its own files here (K.go, K_*.go), each
+// registering itself with Register. A kind is one contract: its parameters (struct
 // tags declare defaults, bounds and docs; see params.go), its names (its
 // key and the metrics only it reports are constants of its file; names
 // several kinds share are internal/metrics'), its metrics, its report
 // table (Title, Columns), its headline Throughput, its charts, its
 // efficiency figures, and its Run, which hands the client its
 // internal/client Params through the Driver. A kind's files use what the
-// files of no kind hold (shared.go, openloop.go, paced.go, payload.go,
+// files of no kind hold (shared.go, behind.go, paced.go, payload.go,
 // params.go), never another kind's: deleting a kind's files removes only
 // its registration (TestKindFilesApart).
 //

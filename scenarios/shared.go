@@ -145,22 +145,10 @@ func HistString(h client.Hist) string {
 }
 
 // Timeline turns a rate or echo result's seconds into the result's timeline.
-func Timeline(secs []client.RateSecond) []result.Point {
+func Timeline(secs []client.PacedSecond) []result.Point {
 	out := make([]result.Point, len(secs))
 	for i, s := range secs {
 		out[i] = result.Point{T: i, Sent: s.Sent, Recv: s.Recv, Late: s.Late, P50: s.P50, P99: s.P99, Max: s.Max}
-	}
-	return out
-}
-
-// corrupt returns the reasons of m that are corrupt echoes (want true) or
-// lost connections (want false).
-func corrupt(m client.Reasons, want bool) client.Reasons {
-	out := client.Reasons{}
-	for k, n := range m {
-		if k.Corrupt() == want {
-			out[k] = n
-		}
 	}
 	return out
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/wsplan/wsplan/scenarios/echo"
 	"github.com/wsplan/wsplan/scenarios/hold"
+	"github.com/wsplan/wsplan/scenarios/rate"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"golang.org/x/sys/unix"
@@ -292,7 +293,7 @@ func TestMultiHostNetns(t *testing.T) {
 			{"connect", &scenarios.Connect{ConnectParams: client.ConnectParams{Connections: 18000, Concurrency: 400}}, scenarios.Context{}},
 			{"hold", &hold.Phase{Params: hold.Params{Duration: units.Duration(2 * time.Second)}}, scenarios.Context{Conns: 18000}},
 			{"echo", &echo.Phase{Params: echo.Params{Total: 36000, Concurrency: 2000, Payload: &pay}}, scenarios.Context{Conns: 18000}},
-			{"rate", &scenarios.Rate{RateParams: client.RateParams{Duration: units.Duration(3 * time.Second), Rate: units.Rate(0.2), RateSend: client.RateSend{Payload: &pay}}}, scenarios.Context{Conns: 18000}},
+			{"rate", &rate.Phase{Params: rate.Params{Duration: units.Duration(3 * time.Second), Rate: units.Rate(0.2), Send: rate.Send{Payload: &pay}}}, scenarios.Context{Conns: 18000}},
 		}
 		for _, ph := range phases {
 			scenarios.Defaults(ph.p, ph.ctx)
@@ -331,7 +332,7 @@ func TestMultiHostNetns(t *testing.T) {
 			}
 		})
 		pay := units.Size(64)
-		p := &scenarios.Rate{RateParams: client.RateParams{Duration: units.Duration(20 * time.Second), Rate: units.Rate(1), RateSend: client.RateSend{Payload: &pay}}}
+		p := &rate.Phase{Params: rate.Params{Duration: units.Duration(20 * time.Second), Rate: units.Rate(1), Send: rate.Send{Payload: &pay}}}
 		scenarios.Defaults(p, scenarios.Context{Conns: 4000})
 		t0 := time.Now()
 		out, err := p.Run(t.Context(), env)
@@ -494,7 +495,7 @@ func TestNetnsOrchestratorChild(t *testing.T) {
 	runPhase(t, env, &scenarios.Connect{ConnectParams: client.ConnectParams{Connections: 4000, Concurrency: 200}}, scenarios.Context{})
 	fmt.Println(childStarted)
 	pay := units.Size(64)
-	runPhase(t, env, &scenarios.Rate{RateParams: client.RateParams{Duration: units.Duration(60 * time.Second), Rate: units.Rate(1), RateSend: client.RateSend{Payload: &pay}}}, scenarios.Context{Conns: 4000})
+	runPhase(t, env, &rate.Phase{Params: rate.Params{Duration: units.Duration(60 * time.Second), Rate: units.Rate(1), Send: rate.Send{Payload: &pay}}}, scenarios.Context{Conns: 4000})
 }
 
 // dialRemote reaches the two shards (retrying while they start).
@@ -539,7 +540,7 @@ func checkMerged(t *testing.T, phase string, parts []client.Result) {
 			hists = append(hists, r.Latency.Histogram)
 		case *echo.Result:
 			hists = append(hists, r.Latency.Histogram)
-		case *client.RateResult:
+		case *rate.Result:
 			hists = append(hists, r.Latency.Histogram)
 		}
 	}

@@ -36,7 +36,8 @@
 // # The contract kinds use
 //
 // A phase kind is a package of its own (scenarios/K/: ping, close, churn,
-// broadcast, hold, echo and script so far; the kinds still here are moving there) that
+// broadcast, hold, echo, rate, search and script: every kind the loops
+// run but connect, whose dial every kind's connections come from) that
 // imports this one and uses only its exported surface, which is small
 // on purpose and is this contract:
 //
@@ -72,7 +73,12 @@
 //   - Dialing connections of a run's own: Dialer, DialJob, DialStart,
 //     Dial, UpgradeRequest, ConnectResult.
 //   - Pacing: Pacer and Cursor (the timetable), PacedWake (timer slack,
-//     send lateness), Timer and TimerHeap.
+//     send lateness; Begin/End switch a phase's reads to batched ones,
+//     StampReads for a connection adopted meanwhile), the paced kinds'
+//     shared defaults (DefaultSlack, DefaultPacedBatch, DefaultLateAfter,
+//     PumpBytes; scenarios/rate ties them to its tags), the read modes
+//     (ReadsBatched, ReadsPrompt, CheckReads, MergeReads), Timeline and
+//     PacedSecond (a phase's per-second summaries), Timer and TimerHeap.
 //   - Measuring: Hist (NewHist, Record), Reasons and the Reason
 //     constants, StopReason, Progress (ProgressBatch), LiveCounts and
 //     LiveHist for the live metrics.
@@ -83,9 +89,8 @@
 //     that a protocol's exchanges are proved the same way.
 //
 // Nothing in this package's loop, conn, frame, dial or timer code names a
-// kind: the kinds still here (connect, whose dial every kind's
-// connections come from, and rate) keep to their own
-// files (internal/layering's TestKindFilesApart), and the moved ones to
+// kind: the one kind still here (connect, whose dial every kind's
+// connections come from) keeps to its own files (internal/layering's TestKindFilesApart), and the moved ones to
 // their packages (TestKindPackagesApart).
 //
 // # Design note: a multiplexed transport (RFC 8441), not built

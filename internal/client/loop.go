@@ -138,7 +138,7 @@ func (l *Loop) Finished(phase int64, part Result, stopped bool) {
 //   - The protocol layer is phase-agnostic: readFrames/feed decode the
 //     server stream (answering pings, dropping closed connections), and
 //     sendControl/flush write control frames and pending output.
-//   - A phase is a loopRun (dialRun, echoRun, rateRun, holdRun, ...) that
+//   - A phase is a LoopRun (dialRun here, the kinds' runs in their packages) that
 //     the protocol layer calls back into through one interface: onData for
 //     message chunks, onPong, lost for dropped connections, tick for
 //     timers, resume when a socket is writable again, frame for a pending

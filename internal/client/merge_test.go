@@ -57,7 +57,7 @@ func TestSplitInt64(t *testing.T) {
 	}
 }
 
-// TestSplitParams: every kind's Split keeps the phase's totals, follows
+// TestSplitParams: connect's Split keeps the phase's totals, follows
 // the weights, and never gives a part more connections than it has.
 func TestSplitParams(t *testing.T) {
 	w := []int{6, 0, 4}
@@ -65,18 +65,10 @@ func TestSplitParams(t *testing.T) {
 	if conn[2] != nil || conn[0].(*ConnectParams).Connections != 51 || conn[1].(*ConnectParams).Connections != 50 || conn[1].(*ConnectParams).Concurrency != 1 {
 		t.Errorf("connect split %+v %+v %+v", conn[0], conn[1], conn[2])
 	}
-	rate := (&RateParams{Duration: units.Duration(time.Second), Rate: 1, Connections: 9, RateSend: RateSend{Payload: new(units.Size(64))}}).Split(w)
-	r0, r2 := rate[0].(*RateParams), rate[2].(*RateParams)
-	if rate[1] != nil || r0.Connections+r2.Connections != 9 || r0.PhaseFirst != 0 || r2.PhaseFirst != r0.Connections || r0.PhaseTotal != 9 || r2.PhaseTotal != 9 ||
-		r0.MaxInflightBytes+r2.MaxInflightBytes > 64<<20 || r0.Batch != units.Size(DefaultRateBatch) {
-		t.Errorf("rate split %+v %+v", r0, r2)
-	}
-	for _, parts := range [][]Params{conn, rate} {
-		for _, p := range parts {
-			if p != nil {
-				if err := Ready(p); err != nil {
-					t.Errorf("%s part invalid: %v", p.Kind(), err)
-				}
+	for _, p := range conn {
+		if p != nil {
+			if err := Ready(p); err != nil {
+				t.Errorf("%s part invalid: %v", p.Kind(), err)
 			}
 		}
 	}
@@ -119,7 +111,7 @@ func sameHist(t *testing.T, kind string, got, want Hist) {
 	}
 }
 
-// TestMergeResults: each kind's one Merge, on parts straight from loops
+// TestMergeResults: connect's one Merge, on parts straight from loops
 // and on parts after the shard wire, sums counts, merges histograms
 // exactly, adds failure reasons and merges stop reasons.
 func TestMergeResults(t *testing.T) {
@@ -135,30 +127,6 @@ func TestMergeResults(t *testing.T) {
 			t.Errorf("connect merge (wire %v): %+v", viaWire, c)
 		}
 		sameHist(t, "connect", c.Latency, all)
-
-		all = NewHist()
-		late := NewHist()
-		r := &RateResult{Slack: time.Millisecond, Wakeups: 7, SendLate: hist(late, 5, 900_000), Conns: 2, Scheduled: 20, Sent: 19, Recv: 18, Failed: 1, Late: 3, Unsent: 1, BytesSent: 190, BytesRecv: 180,
-			Used: time.Second, Drain: 100 * time.Millisecond, Latency: hist(all, 10, 20, 30),
-			Seconds: []RateSecond{{Sent: 10, Recv: 9, Late: 1, P50: 10, P99: 20, Max: 20}, {Sent: 9, Recv: 9, Late: 2, P50: 30, P99: 30, Max: 30}},
-			Errors:  Reasons{ReasonMarkerMismatch: 1}, Stopped: StopNoConnections}
-		s := &RateResult{Slack: time.Millisecond, Wakeups: 4, SendLate: hist(late, 3_000_000), Conns: 1, Scheduled: 10, Sent: 10, Recv: 10, BytesSent: 100, BytesRecv: 100,
-			Used: time.Second, Drain: 300 * time.Millisecond, Latency: hist(all, 40),
-			Seconds: []RateSecond{{Sent: 10, Recv: 10, P50: 40, P99: 40, Max: 40}}, Stopped: StopNoConnections}
-		if viaWire {
-			r, s = wire(t, r), wire(t, s)
-		}
-		r.Merge(s)
-		want := []RateSecond{{Sent: 20, Recv: 19, Late: 1, P50: 40, P99: 40, Max: 40}, {Sent: 9, Recv: 9, Late: 2, P50: 30, P99: 30, Max: 30}}
-		if r.Conns != 3 || r.Scheduled != 30 || r.Sent != 29 || r.Recv != 28 || r.Failed != 1 || r.Late != 3 || r.Unsent != 1 || r.BytesSent != 290 || r.BytesRecv != 280 ||
-			r.Used != time.Second || r.Drain != 300*time.Millisecond || !reflect.DeepEqual(r.Seconds, want) || r.Errors[ReasonMarkerMismatch] != 1 || r.Stopped != StopNoConnections {
-			t.Errorf("rate merge (wire %v): %+v", viaWire, r)
-		}
-		sameHist(t, "rate", r.Latency, all)
-		sameHist(t, "rate send_late", r.SendLate, late)
-		if r.Slack != time.Millisecond || r.Wakeups != 11 {
-			t.Errorf("rate merge (wire %v): slack %v wakeups %d, want 1ms, 11", viaWire, r.Slack, r.Wakeups)
-		}
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/wsplan/wsplan/internal/decl"
 	"github.com/wsplan/wsplan/internal/units"
 )
 
@@ -15,35 +14,30 @@ import (
 // existed); a `slack: 0` key means it.
 const NoSlack = time.Duration(-1)
 
-// Defaults shared by the paced kinds (rate, broadcast, script), read from
-// their one declaration, the rate phase's keys (RateSend's tags), for
-// code that has no key of its own to read them from.
-var (
+// Defaults shared by the paced kinds (rate, broadcast, script), for code
+// that has no key of its own to read them from. They are the defaults of
+// the rate phase's keys (scenarios/rate's Send tags; a test there ties
+// them).
+const (
 	// DefaultSlack is the timer slack of a paced sender when its params
-	// give none: see pacedWake. Chosen by measurement (docs/results.md,
+	// give none: see PacedWake. Chosen by measurement (docs/results.md,
 	// "Client cost"): at 1,000 connections × 10 msg/s it halves the
 	// loop's wake-ups per message while keeping the added send lateness
 	// (at most the slack) well inside the latency figures it is measured
 	// against.
-	DefaultSlack = rateDefault[units.Duration]("slack").D()
-	// DefaultRateBatch is the most bytes one write carries when several
+	DefaultSlack = 200 * time.Microsecond
+	// DefaultPacedBatch is the most bytes one write carries when several
 	// messages are due on a connection at once, as the predecessor's
 	// 16 KiB.
-	DefaultRateBatch = int(rateDefault[units.Size]("batch"))
-	// DefaultLateAfter is how late after its scheduled time a message
-	// counts as late when a phase's late_after is 0.
-	DefaultLateAfter = rateDefault[units.Duration]("late_after").D()
+	DefaultPacedBatch = 16 << 10
+	// DefaultLateAfter is how late after its scheduled time a paced
+	// message counts as late when a phase's late_after is 0.
+	DefaultLateAfter = time.Millisecond
 )
 
-// pumpBytes bounds what one pump writes before the loop reads again: an
+// PumpBytes bounds what one pump writes before the loop reads again: an
 // overdriven phase must not starve the reads of its own echoes.
 const PumpBytes = 1 << 20
-
-// rateDefault is the default tag of RateSend's key.
-func rateDefault[T any](key string) T {
-	d, _ := decl.Default(&RateSend{}, key)
-	return d.(T)
-}
 
 // PacedWake is the part of an open-loop sender that decides when its loop
 // wakes up, shared by every paced kind (rate, and through it capacity
@@ -93,7 +87,7 @@ func NewPacedWake(slack time.Duration) PacedWake {
 	return PacedWake{Slack: int64(slack), last: -1 << 62, Late: NewHistogram()}
 }
 
-// Read modes of a paced phase (RateParams.Reads).
+// Read modes of a paced phase (its `reads` key).
 const (
 	// ReadsBatched: the loop sleeps through echo arrivals until its next
 	// send window (at most rawWaitMax away) and reads them with the sends,
@@ -155,36 +149,3 @@ func (w *PacedWake) Wake(due int64) int64 { return max(due, w.last+w.Slack) }
 
 // Sent records a message scheduled at `at` and written at now.
 func (w *PacedWake) Sent(now, at int64) { Record(w.Late, max(0, now-at)) }
-
-// RateSend are the keys of how a rate phase sends and checks its
-// messages, which a capacity search (scenarios.Search) passes to every
-// step: declared here once for both, in a file of no kind (the paced
-// kinds' defaults are read from its tags).
-type RateSend struct {
-	Payload *units.Size `yaml:"payload" json:"payload" default:"1KiB" min:"16" max:"64MiB" hint:"the latency marker: 8-byte sequence number and 8-byte scheduled send time" doc:"bytes per message, the 16-byte latency marker included"`
-	// Batch: a message larger than it is one write of its own.
-	Batch units.Size `yaml:"batch" json:"batch" default:"16KiB" min:"0" doc:"most bytes per write when several messages are due on a connection"`
-	// MaxInflight: a message due while its connection is at the bound (or
-	// its socket is not writable) waits and leaves late, with its original
-	// scheduled time. 0 = DefaultMaxInflight(rate), applied by the client.
-	MaxInflight int `yaml:"max_inflight" json:"max_inflight" min:"0" doc:"messages sent and not echoed per connection; default rate per connection × 1 s (each step's, in a search), in [16, 1000]"`
-	// MaxInflightBytes keeps an overloaded server from making the client
-	// fill the kernel's socket memory; split over loops and shards in
-	// proportion to their connections.
-	MaxInflightBytes units.Size     `yaml:"max_inflight_bytes" json:"max_inflight_bytes" default:"64MiB" min:"0" doc:"payload bytes sent and not echoed over every connection"`
-	Drain            units.Duration `yaml:"drain" json:"drain" default:"2s" min:"0s" doc:"wait for the echoes still due when sending ends (after each step, in a search)"`
-	// Slack: each message's latency still counts from its own schedule;
-	// send_late_* say how late messages left (pacedWake).
-	Slack *units.Duration `yaml:"slack" json:"slack" default:"200us" min:"0s" doc:"timer slack: sends due within it share one wake-up (at most this late); 0 = a wake-up per message"`
-	// Reads: see ReadsBatched.
-	Reads       string         `yaml:"reads" json:"reads,omitempty" default:"batched" doc:"when the client reads what arrives: batched (it sleeps through arrivals until its next send window, latency ends at the kernel's receive timestamp) or prompt (it wakes for each arrival)"`
-	LateAfter   units.Duration `yaml:"late_after" json:"late_after" default:"1ms" min:"0s" doc:"a message written later than this after its schedule is late"`
-	Verify      *bool          `yaml:"verify" json:"verify" default:"true" doc:"compare every echoed payload byte (the marker is always checked)"`
-	PayloadKind string         `yaml:"payload_kind" json:"payload_kind,omitempty" default:"random" doc:"what messages hold after the marker: random (incompressible bytes), text (chat-like JSON lines), file"`
-	// File is read by the scenario (and checked at load), into
-	// RateParams.PayloadFile: shards need no file.
-	File string `yaml:"file" json:"-" doc:"with payload_kind: file, the file whose bytes are cycled to the payload size"`
-}
-
-// Bytes is the payload size; Client.Run applied its default.
-func (p *RateSend) Bytes() int { return SizeOf(p.Payload) }

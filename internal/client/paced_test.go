@@ -37,35 +37,6 @@ func TestPacedWake(t *testing.T) {
 	}
 }
 
-// TestRateSlackBatches: with a slack, a pump writes every message due by
-// then, the next wake-up is not before the slack, each message's lateness
-// is recorded from its own schedule, and the latency still counts from the
-// schedule.
-func TestRateSlackBatches(t *testing.T) {
-	r := newRateRig(t, 64, 1)
-	rr := r.l.ph.(*rateRun)
-	rr.gate = NewPacedWake(time.Millisecond)
-	// 10 messages due (1 ms at 10,000/s): one pump writes them all.
-	r.now = rr.start + 10*r.period - 1
-	r.l.ratePump(r.now)
-	if rr.part.Sent != 10 {
-		t.Fatalf("one pump after 1 ms sent %d, want 10", rr.part.Sent)
-	}
-	if w := r.l.ph.WakeAt(); w != r.now+int64(time.Millisecond) {
-		t.Errorf("next wake at %d, want the pump + slack %d", w, r.now+int64(time.Millisecond))
-	}
-	h := rr.gate.Late
-	if h.TotalCount() != 10 {
-		t.Fatalf("send_late holds %d, want 10", h.TotalCount())
-	}
-	// Message k was due at k·100 µs, k = 0…9; all written at 1 ms − 1 ns
-	// (the histogram keeps 3 significant digits).
-	lo, hi := time.Duration(h.Min()), time.Duration(h.Max())
-	if lo < 99*time.Microsecond || lo > 101*time.Microsecond || hi < 999*time.Microsecond || hi > 1001*time.Microsecond {
-		t.Errorf("send lateness in [%v, %v], want [100µs, 1ms]", lo, hi)
-	}
-}
-
 // TestSlackOf: a declared slack becomes the sender's as every paced kind
 // passes it: absent is the default, 0s is none (a wake-up per message),
 // any other value itself.

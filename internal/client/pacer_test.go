@@ -227,17 +227,6 @@ func TestCursorSeek(t *testing.T) {
 	}
 }
 
-func TestDefaultMaxInflight(t *testing.T) {
-	for _, c := range []struct {
-		rate float64
-		want int
-	}{{0.1, 16}, {16, 16}, {200, 200}, {200.5, 201}, {1000, 1000}, {5000, 1000}} {
-		if got := DefaultMaxInflight(c.rate); got != c.want {
-			t.Errorf("DefaultMaxInflight(%v) = %d, want %d", c.rate, got, c.want)
-		}
-	}
-}
-
 func TestMarkerRoundTrip(t *testing.T) {
 	b := make([]byte, MarkerLen+3)
 	for _, c := range []struct {

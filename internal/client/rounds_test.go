@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wsplan/wsplan/internal/pmdeflate"
 	"github.com/wsplan/wsplan/internal/units"
 )
 
@@ -20,15 +21,19 @@ type roundsParams struct {
 	Payload []byte
 	Text    bool
 	Timeout time.Duration // the phase's; 0 = 10 s
+	// Compress sends each message compressed on its own (no context
+	// takeover) on connections that negotiated permessage-deflate.
+	Compress bool
 }
 
 // roundsResult is what a rounds phase saw: replies intact and not, and
 // the bytes the loops read (as payload, and as the frames carried them).
 type roundsResult struct {
-	Success, Failed   int64
-	PayloadIn, WireIn int64
-	Errors            Reasons
-	Stopped           StopReason
+	Success, Failed     int64
+	PayloadIn, WireIn   int64
+	PayloadOut, WireOut int64 // what the connections sent, with Compress
+	Errors              Reasons
+	Stopped             StopReason
 }
 
 func (p *roundsParams) Kind() string    { return "rounds" }
@@ -49,6 +54,8 @@ func (r *roundsResult) Merge(other Result) {
 	r.Failed += o.Failed
 	r.PayloadIn += o.PayloadIn
 	r.WireIn += o.WireIn
+	r.PayloadOut += o.PayloadOut
+	r.WireOut += o.WireOut
 	r.Errors.Merge(o.Errors)
 	r.Stopped = MergeStop(r.Stopped, o.Stopped)
 }
@@ -75,7 +82,7 @@ func (p *roundsParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
 			for _, c := range append([]*Conn(nil), l.Open()...) {
 				c.Slot = 1
 				if l.Run() == r {
-					l.WriteOrQueue(c, frame)
+					l.WriteOrQueue(c, r.frameFor(l, c))
 				}
 			}
 			if l.Run() == r && r.left == 0 {
@@ -99,6 +106,44 @@ type roundsRun struct {
 	left                int // connections not done
 	payloadIn0, wireIn0 int64
 	part                roundsResult
+	zframes             map[uint8][]byte // with Compress: the compressed frame per window bits
+}
+
+// frameFor returns the frame c sends next, compressed with Compress where
+// c negotiated permessage-deflate, and counts its bytes.
+func (r *roundsRun) frameFor(l *Loop, c *Conn) []byte {
+	r.part.PayloadOut += int64(len(r.p.Payload))
+	if !r.p.Compress || c.Sec == nil || !c.Sec.Deflate {
+		r.part.WireOut += int64(len(r.p.Payload))
+		return r.frame
+	}
+	bits := c.Sec.WindowBits
+	f, ok := r.zframes[bits]
+	if !ok {
+		var zc pmdeflate.Compressor
+		zc.Init(&l.Deflater, pmdeflate.Params{ClientNoContextTakeover: true, ClientMaxWindowBits: int(bits)})
+		z := zc.Compress(nil, r.p.Payload)
+		f = AppendClientHeader(nil, r.frame[0]&0x0f, len(z), 0)
+		f[0] |= Rsv1
+		f = append(f, z...)
+		if r.zframes == nil {
+			r.zframes = map[uint8][]byte{}
+		}
+		r.zframes[bits] = f
+	}
+	r.part.WireOut += int64(len(f) - headerLen(f))
+	return f
+}
+
+// headerLen is the length of a masked client frame's header at f's start.
+func headerLen(f []byte) int {
+	switch f[1] & 0x7f {
+	case 126:
+		return 8
+	case 127:
+		return 14
+	}
+	return 6
 }
 
 func (r *roundsRun) OnData(l *Loop, c *Conn, ev *Event, _ int64) {
@@ -122,7 +167,7 @@ func (r *roundsRun) OnData(l *Loop, c *Conn, ev *Event, _ int64) {
 	c.Flags &^= FlagBad
 	if c.Slot < int64(r.p.Rounds) {
 		c.Slot++
-		l.WriteOrQueue(c, r.frame)
+		l.WriteOrQueue(c, r.frameFor(l, c))
 		return
 	}
 	c.Slot++ // past Rounds: this connection is done

@@ -7,8 +7,6 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/wsplan/wsplan/internal/units"
 )
 
 // tcpPair returns a loop with one registered TCP loopback connection (the
@@ -132,57 +130,4 @@ func TestStampParse(t *testing.T) {
 	if _, ok := s.stamp(); ok {
 		t.Error("no control data read as a timestamp")
 	}
-}
-
-// TestRateBatchedReads: a rate phase reads batched by default: far fewer
-// wake-ups than prompt reads on the same timetable, every echo counted;
-// reads: prompt is the old behaviour.
-func TestRateBatchedReads(t *testing.T) {
-	s := &echoServer{}
-	addr := s.start(t)
-	c := newClient(t, Options{Targets: []string{addr}, Loops: 1, NoDelay: true})
-	mustConnect(t, c, 100)
-	// run runs the phase; it says why not when the timetable was not kept
-	// (a loaded host: the echo server is this process too), which is
-	// tried again.
-	run := func(reads string) (RateResult, string) {
-		t.Helper()
-		res, err := c.Rate(t.Context(), RateParams{Duration: units.Duration(time.Second), Rate: 50, RateSend: RateSend{Payload: new(units.Size(256)), Verify: new(true), Reads: reads}}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkRateSums(t, res)
-		if res.Failed != 0 {
-			t.Fatalf("reads %q: %d failed (%v), want none", reads, res.Failed, res.Errors)
-		}
-		if res.Recv != res.Sent || res.Sent < 4500 {
-			return res, fmt.Sprintf("reads %q: sent %d recv %d, want ~5000 all echoed", reads, res.Sent, res.Recv)
-		}
-		return res, ""
-	}
-	retryTiming(t, func() string {
-		b, miss := run("")
-		if miss != "" {
-			return miss
-		}
-		p, miss := run(ReadsPrompt)
-		if miss != "" {
-			return miss
-		}
-		if b.Reads != ReadsBatched || p.Reads != ReadsPrompt {
-			t.Fatalf("reads %q and %q, want batched and prompt", b.Reads, p.Reads)
-		}
-		wb := float64(b.Wakeups) / float64(b.Sent+b.Recv)
-		wp := float64(p.Wakeups) / float64(p.Sent+p.Recv)
-		t.Logf("wake-ups per message: batched %.3f, prompt %.3f; p50 %v vs %v; send late p50 %v vs %v", wb, wp,
-			time.Duration(b.Latency.ValueAtQuantile(50)), time.Duration(p.Latency.ValueAtQuantile(50)),
-			time.Duration(b.SendLate.ValueAtQuantile(50)), time.Duration(p.SendLate.ValueAtQuantile(50)))
-		if wb > 0.7*wp {
-			return fmt.Sprintf("batched reads woke %.3f times per message, prompt %.3f: want far fewer", wb, wp)
-		}
-		// That the latencies end at each echo's arrival, not at its
-		// delayed read, TestStampedRead shows deterministically; here
-		// they are only logged: on a loaded host they are noise.
-		return ""
-	})
 }

@@ -9,13 +9,13 @@ import (
 
 // Timeline is a loop's per-second timeline of a phase: entry i of secs
 // covers [i s, i+1 s) of loop time from start. A finished second keeps
-// only its summary (RateSecond: 48 bytes); its latencies go to a
+// only its summary (PacedSecond: 48 bytes); its latencies go to a
 // current-second histogram that rolls into the phase's histogram when the
 // second changes. Nothing is allocated per message: secs grows once per
 // second, and the second last asked for is cached (two compares, no
 // division).
 type Timeline struct {
-	Seconds  []RateSecond
+	Seconds  []PacedSecond
 	start    int64 // loop clock at t = 0
 	idx      int   // the second last asked for
 	from, to int64 // its loop clock span
@@ -24,12 +24,12 @@ type Timeline struct {
 	Live     *Live // takes each second's latencies when it rolls (nil: none)
 }
 
-// RateSecond is one second of a rate phase's timeline. A finished second
-// keeps only this summary point: its latency percentiles are computed
-// when the second ends. Merged over several loops or shards, P50, P99 and
+// PacedSecond is one second of a phase's timeline (rate's, echo's). A
+// finished second keeps only this summary point: its latency percentiles
+// are computed when the second ends. Merged over several loops or shards, P50, P99 and
 // Max are the highest of theirs (Max is exact; P50 and P99 are upper
 // bounds, exact for one part); the whole phase's Latency stays exact.
-type RateSecond struct {
+type PacedSecond struct {
 	Sent int64         `json:"sent"`
 	Recv int64         `json:"recv"`
 	Late int64         `json:"late"`
@@ -39,7 +39,7 @@ type RateSecond struct {
 }
 
 // Merge adds o into s.
-func (s *RateSecond) Merge(o RateSecond) {
+func (s *PacedSecond) Merge(o PacedSecond) {
 	s.Sent += o.Sent
 	s.Recv += o.Recv
 	s.Late += o.Late
@@ -55,11 +55,11 @@ func NewTimeline(start int64) Timeline {
 
 // Second returns the index and entry of loop time now, growing the
 // timeline to it. Times before start count in second 0.
-func (t *Timeline) Second(now int64) (int, *RateSecond) {
+func (t *Timeline) Second(now int64) (int, *PacedSecond) {
 	if now < t.from || now >= t.to {
 		s := max(0, int((now-t.start)/int64(time.Second)))
 		for len(t.Seconds) <= s {
-			t.Seconds = append(t.Seconds, RateSecond{})
+			t.Seconds = append(t.Seconds, PacedSecond{})
 		}
 		t.idx = s
 		t.from = t.start + int64(s)*int64(time.Second)
@@ -100,9 +100,9 @@ func (t *Timeline) Roll(all *hdrhistogram.Histogram) {
 }
 
 // MergeSeconds adds o into secs, second by second.
-func MergeSeconds(secs []RateSecond, o []RateSecond) []RateSecond {
+func MergeSeconds(secs []PacedSecond, o []PacedSecond) []PacedSecond {
 	for len(secs) < len(o) {
-		secs = append(secs, RateSecond{})
+		secs = append(secs, PacedSecond{})
 	}
 	for i, s := range o {
 		secs[i].Merge(s)

@@ -29,7 +29,7 @@ func TestTimelineSeconds(t *testing.T) {
 	if len(tl.Seconds) != 4 {
 		t.Fatalf("%d seconds: %+v", len(tl.Seconds), tl.Seconds)
 	}
-	for i, w := range []RateSecond{
+	for i, w := range []PacedSecond{
 		{Sent: 3, Recv: 3, P50: 1000, P99: 3000, Max: 3000},
 		{Sent: 1, Recv: 1, P50: 7000, P99: 7000, Max: 7000},
 		{},

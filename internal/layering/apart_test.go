@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,12 +15,20 @@ import (
 	"github.com/wsplan/wsplan/scenarios"
 )
 
+// kindUses are the kinds built on another kind's package (a search runs
+// rate's steps): removing a kind removes these with it. A kind's package
+// importing another kind's that is not listed here fails
+// TestKindPackagesApart, as does a line here that is no longer true.
+var kindUses = map[string][]string{
+	"search": {"rate"},
+}
+
 // TestKindPackagesApart: a kind that is a package of its own
 // (scenarios/K/) is removed by deleting its directory and its line in
-// scenarios/all. For every such kind, the module's packages but its own
-// build without it (a `go build -overlay` that deletes its files and
-// rewrites scenarios/all/all.go without its import), so nothing but that
-// line names it.
+// scenarios/all, with the kinds built on it (kindUses). For every such
+// kind, the module's packages but those build without it (a `go build
+// -overlay` that deletes their files and rewrites scenarios/all/all.go
+// without their imports), so nothing but those lines names it.
 func TestKindPackagesApart(t *testing.T) {
 	testenv.Slow(t, "builds the module once per kind: minutes from an empty build cache")
 	goTool, root := goAndRoot(t)
@@ -26,10 +36,66 @@ func TestKindPackagesApart(t *testing.T) {
 	if len(kinds) == 0 {
 		t.Fatal("no kind has a package of its own under scenarios/")
 	}
+	checkKindUses(t, goTool, root, kinds)
 	for _, name := range kinds {
 		t.Run(name, func(t *testing.T) {
-			packageApart(t, goTool, root, "scenarios/all/all.go", "scenarios/"+name)
+			pkgs := []string{"scenarios/" + name}
+			for _, user := range usersOf(name) {
+				pkgs = append(pkgs, "scenarios/"+user)
+			}
+			packageApart(t, goTool, root, "scenarios/all/all.go", pkgs...)
 		})
+	}
+}
+
+// usersOf returns the kinds built on kind, directly or through another
+// (kindUses), sorted.
+func usersOf(kind string) []string {
+	seen := map[string]bool{}
+	var walk func(k string)
+	walk = func(k string) {
+		for user, uses := range kindUses {
+			if !seen[user] && slices.Contains(uses, k) {
+				seen[user] = true
+				walk(user)
+			}
+		}
+	}
+	walk(kind)
+	out := make([]string, 0, len(seen))
+	for k := range seen {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// checkKindUses fails the test unless kindUses lists exactly the kinds'
+// packages that import another kind's (non-test files).
+func checkKindUses(t *testing.T, goTool, root string, kinds []string) {
+	t.Helper()
+	const mod = "github.com/wsplan/wsplan/scenarios/"
+	got := map[string][]string{}
+	for _, k := range kinds {
+		out, err := exec.Command(goTool, "list", "-f", `{{join .Imports "\n"}}`, root+"/scenarios/"+k).Output()
+		if err != nil {
+			t.Fatalf("go list scenarios/%s: %v", k, err)
+		}
+		for _, imp := range strings.Fields(string(out)) {
+			if other, ok := strings.CutPrefix(imp, mod); ok && slices.Contains(kinds, other) {
+				got[k] = append(got[k], other)
+			}
+		}
+	}
+	for k := range got {
+		slices.Sort(got[k])
+	}
+	want := map[string][]string{}
+	for k, uses := range kindUses {
+		want[k] = slices.Sorted(slices.Values(uses))
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("kinds built on other kinds' packages: %v; kindUses says %v: removing a kind must remove those built on it, say so in kindUses", got, want)
 	}
 }
 
@@ -59,53 +125,56 @@ func TestProtocolPackagesApart(t *testing.T) {
 	}
 }
 
-// packageApart builds every package of the module but pkg (a directory
-// relative to root) with pkg's files deleted and the file all (relative
-// to root) rewritten without its import line, and fails the test when
+// packageApart builds every package of the module but pkgs (directories
+// relative to root) with their files deleted and the file all (relative
+// to root) rewritten without their import lines, and fails the test when
 // they do not build.
-func packageApart(t *testing.T, goTool, root, all, pkg string) {
+func packageApart(t *testing.T, goTool, root, all string, pkgs ...string) {
 	t.Helper()
 	out, err := exec.Command(goTool, "list", "-f", "{{.Dir}}", root+"/...").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	pkgDir := filepath.Join(root, filepath.FromSlash(pkg))
 	gone := map[string]string{}
-	files, err := filepath.Glob(filepath.Join(pkgDir, "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		gone[f] = ""
+	dirs := map[string]bool{}
+	var lines []string
+	for _, pkg := range pkgs {
+		pkgDir := filepath.Join(root, filepath.FromSlash(pkg))
+		dirs[pkgDir] = true
+		files, err := filepath.Glob(filepath.Join(pkgDir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			gone[f] = ""
+		}
+		lines = append(lines, `"github.com/wsplan/wsplan/`+pkg+`"`)
 	}
 	allGo := filepath.Join(root, filepath.FromSlash(all))
 	src, err := os.ReadFile(allGo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var keep []string
-	line := `"github.com/wsplan/wsplan/` + pkg + `"`
-	lines := strings.Split(string(src), "\n")
-	for _, l := range lines {
-		if !strings.Contains(l, line) {
-			keep = append(keep, l)
+	keep := strings.Split(string(src), "\n")
+	for _, line := range lines {
+		n := len(keep)
+		keep = slices.DeleteFunc(keep, func(l string) bool { return strings.Contains(l, line) })
+		if len(keep) == n {
+			t.Fatalf("%s does not import %s", all, line)
 		}
-	}
-	if len(keep) == len(lines) {
-		t.Fatalf("%s does not import %s", all, line)
 	}
 	without := filepath.Join(t.TempDir(), "all.go")
 	if err := os.WriteFile(without, []byte(strings.Join(keep, "\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	gone[allGo] = without
-	var pkgs []string
+	var build []string
 	for _, d := range strings.Fields(string(out)) {
-		if d != pkgDir {
-			pkgs = append(pkgs, d)
+		if !dirs[d] {
+			build = append(build, d)
 		}
 	}
-	buildWithout(t, goTool, root, gone, pkgs, pkg)
+	buildWithout(t, goTool, root, gone, build, strings.Join(pkgs, " and "))
 }
 
 // TestKindFilesApart: kinds not yet moved into a package of their own do

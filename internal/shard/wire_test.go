@@ -11,6 +11,7 @@ import (
 
 	"github.com/wsplan/wsplan/scenarios/echo"
 	"github.com/wsplan/wsplan/scenarios/hold"
+	"github.com/wsplan/wsplan/scenarios/rate"
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/testserver"
@@ -23,9 +24,9 @@ import (
 func TestRateWireIsExact(t *testing.T) {
 	const secs = 3
 	all := client.NewHistogram()
-	shards := make([]client.RateResult, 2)
+	shards := make([]rate.Result, 2)
 	for s := range shards {
-		shards[s] = client.RateResult{Sent: 100, Recv: 90, Latency: client.NewHist(), Seconds: make([]client.RateSecond, secs)}
+		shards[s] = rate.Result{Sent: 100, Recv: 90, Latency: client.NewHist(), Seconds: make([]client.PacedSecond, secs)}
 		for i := range secs {
 			h := client.NewHistogram()
 			for v := int64(1); v <= 3000; v++ {
@@ -34,14 +35,14 @@ func TestRateWireIsExact(t *testing.T) {
 				all.RecordValue(x)
 			}
 			shards[s].Latency.Merge(h)
-			shards[s].Seconds[i] = client.RateSecond{Sent: int64(10 * (i + 1)), Recv: 3000, Late: int64(s),
+			shards[s].Seconds[i] = client.PacedSecond{Sent: int64(10 * (i + 1)), Recv: 3000, Late: int64(s),
 				P50: time.Duration(h.ValueAtQuantile(50)), P99: time.Duration(h.ValueAtQuantile(99)), Max: time.Duration(h.Max())}
 		}
 	}
 	var merged client.Result
 	for _, r := range shards {
 		back := overWire(t, "rate", &r)
-		if b := back.(*client.RateResult); b.Sent != 100 || b.Recv != 90 {
+		if b := back.(*rate.Result); b.Sent != 100 || b.Recv != 90 {
 			t.Errorf("counts after the wire: %+v", b)
 		}
 		if merged == nil {
@@ -50,7 +51,7 @@ func TestRateWireIsExact(t *testing.T) {
 			merged.Merge(back)
 		}
 	}
-	m := merged.(*client.RateResult)
+	m := merged.(*rate.Result)
 	for i, s := range m.Seconds {
 		if s.Sent != int64(20*(i+1)) || s.Recv != 6000 || s.Late != 1 {
 			t.Errorf("second %d: %+v", i, s)
@@ -141,7 +142,7 @@ func TestServeRateAndHold(t *testing.T) {
 	if r := reply(runReq(t, &client.ConnectParams{Connections: 20, Concurrency: 20, Timeout: units.Duration(5 * time.Second)})); r.Err != "" || r.Conns != 20 {
 		t.Fatalf("connect: %+v", r)
 	}
-	r := reply(runReq(t, &client.RateParams{Duration: units.Duration(time.Second), Rate: 10, PhaseFirst: 20, PhaseTotal: 40, RateSend: client.RateSend{Payload: new(units.Size(64)), Verify: new(true)}}))
+	r := reply(runReq(t, &rate.Params{Duration: units.Duration(time.Second), Rate: 10, PhaseFirst: 20, PhaseTotal: 40, Send: rate.Send{Payload: new(units.Size(64)), Verify: new(true)}}))
 	if r.Err != "" || len(r.Result) == 0 {
 		t.Fatalf("rate: %+v", r)
 	}
@@ -150,7 +151,7 @@ func TestServeRateAndHold(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Phases 20/40…39/40: the second half of each 100 ms period, 10 each.
-	if rr := res.(*client.RateResult); rr.Sent != 200 || rr.Recv != 200 || rr.Lost() != 0 || len(rr.Seconds) == 0 || rr.Seconds[0].Max == 0 || rr.Latency.TotalCount() != 200 {
+	if rr := res.(*rate.Result); rr.Sent != 200 || rr.Recv != 200 || rr.Lost() != 0 || len(rr.Seconds) == 0 || rr.Seconds[0].Max == 0 || rr.Latency.TotalCount() != 200 {
 		t.Fatalf("rate result %+v", rr)
 	}
 	r = reply(runReq(t, &hold.Params{Duration: units.Duration(500 * time.Millisecond), Ping: units.Duration(100 * time.Millisecond)}))

@@ -13,5 +13,7 @@ import (
 	_ "github.com/wsplan/wsplan/scenarios/echo"      // closed loop of echoes
 	_ "github.com/wsplan/wsplan/scenarios/hold"      // connections held open
 	_ "github.com/wsplan/wsplan/scenarios/ping"      // closed loop of pings
+	_ "github.com/wsplan/wsplan/scenarios/rate"      // open loop on a timetable
 	_ "github.com/wsplan/wsplan/scenarios/script"    // scripted conversations
+	_ "github.com/wsplan/wsplan/scenarios/search"    // capacity under an SLO, over rate's steps (removing rate removes it too)
 )

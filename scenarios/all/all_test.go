@@ -70,7 +70,7 @@ func TestKeysDeclaredOnce(t *testing.T) {
 	params := reflect.TypeFor[client.Params]()
 	own := map[string]string{ // kind → why it declares keys of its own
 		"conformance": "it runs internal/autobahn, no client kind",
-		"search":      "vary, start, step… steer the search; the steps' keys are client.RateSend",
+		"search":      "vary, start, step… steer the search; the steps' keys are rate.Send",
 	}
 	for _, k := range scenarios.Kinds() {
 		typ := reflect.TypeOf(k.New()).Elem()

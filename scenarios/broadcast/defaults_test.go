@@ -16,7 +16,8 @@ import (
 )
 
 // TestTagDefaultsMatch: broadcast's keys that other kinds declare too
-// (the paced ones, the reads, the dial's) default as theirs do, and the
+// (the paced ones, the reads, the dial's) default as theirs do (the paced
+// ones as the core's defaults, which scenarios/rate ties to its tags), and the
 // docs say the defaults the code applies.
 func TestTagDefaultsMatch(t *testing.T) {
 	must := func(v any, _ bool) any { return v }
@@ -24,8 +25,8 @@ func TestTagDefaultsMatch(t *testing.T) {
 		key  string
 		want any
 	}{
-		{"late_after", must(decl.Default(&scenarios.Rate{}, "late_after"))},
-		{"slack", must(decl.Default(&scenarios.Rate{}, "slack"))},
+		{"late_after", units.Duration(client.DefaultLateAfter)},
+		{"slack", units.Duration(client.DefaultSlack)},
 		{"reads", client.ReadsBatched},
 		{"timeout", must(decl.Default(&scenarios.Connect{}, "timeout"))},
 		{"retries", must(decl.Default(&scenarios.Connect{}, "retries"))},

@@ -98,7 +98,7 @@ func broadcastStart(l *client.Loop, id int64, start time.Time, p *Params, set *s
 	r.pacer = client.Pacer{Rate: float64(p.Rate), Duration: p.Duration.D()}
 	r.verify, r.include, r.readPause = *p.Verify, p.include(), int64(p.slow().ReadPause)
 	r.flen = len(hdr) + len(payload)
-	if need := max(client.DefaultRateBatch, r.flen); cap(l.WriteBuf) < need {
+	if need := max(client.DefaultPacedBatch, r.flen); cap(l.WriteBuf) < need {
 		l.WriteBuf = make([]byte, need)
 	}
 	r.start = int64(start.Sub(l.Epoch()))

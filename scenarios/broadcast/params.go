@@ -63,11 +63,11 @@ type Params struct {
 	Payload   *units.Size    `yaml:"payload" json:"payload" default:"256" min:"24" max:"64MiB" hint:"the marker: number, scheduled time, room and publisher" doc:"bytes per message, the 24-byte marker included"`
 	Drain     units.Duration `yaml:"drain" json:"drain" default:"2s" min:"0s" doc:"wait after duration for deliveries still due"`
 	LateAfter units.Duration `yaml:"late_after" json:"late_after" default:"1ms" min:"0s" doc:"a message published later than this after its schedule is late"`
-	// Slack is the publishers', as RateSend.Slack: each message's latency
+	// Slack is the publishers', as rate's slack key: each message's latency
 	// still counts from its own schedule; send_late_* say how late
 	// messages left (Result.SendLate).
 	Slack *units.Duration `yaml:"slack" json:"slack" default:"200us" min:"0s" doc:"timer slack: sends due within it share one wake-up (at most this late); 0 = a wake-up per message"`
-	// Reads is as RateSend.Reads; slow subscribers are always read
+	// Reads is as rate's reads key; slow subscribers are always read
 	// promptly (their latency is when they read).
 	Reads         string `yaml:"reads" json:"reads,omitempty" default:"batched" doc:"when the client reads what arrives: batched (it sleeps through arrivals until its next send window, latency ends at the kernel's receive timestamp) or prompt (it wakes for each arrival); slow subscribers always read promptly"`
 	IncludeSender *bool  `yaml:"include_sender" json:"include" default:"true" doc:"the server sends a message to its publisher too; false adds include_sender=false to the URL"`

@@ -39,9 +39,9 @@ func TestMergeResults(t *testing.T) {
 	for _, viaWire := range []bool{false, true} {
 		all := client.NewHist()
 		a := &Result{Total: 10, Success: 8, Failed: 2, Used: time.Second, Latency: clienttest.Hist(all, 1000, 2000, 3000), Errors: client.Reasons{client.ReasonTimeout: 2}, Stopped: client.StopNoConnections,
-			Seconds: []client.RateSecond{{Sent: 10, Recv: 8, P50: 2000, P99: 3000, Max: 3000}}}
+			Seconds: []client.PacedSecond{{Sent: 10, Recv: 8, P50: 2000, P99: 3000, Max: 3000}}}
 		b := &Result{Total: 5, Success: 5, Used: 2 * time.Second, Latency: clienttest.Hist(all, 5000, 7_000_000), Errors: client.Reasons{client.ReasonTimeout: 1, client.ReasonWrongLength: 1},
-			Seconds: []client.RateSecond{{Sent: 3, Recv: 3, P50: 5000, P99: 5000, Max: 5000}, {Sent: 2, Recv: 2, P50: 7_000_000, P99: 7_000_000, Max: 7_000_000}}}
+			Seconds: []client.PacedSecond{{Sent: 3, Recv: 3, P50: 5000, P99: 5000, Max: 5000}, {Sent: 2, Recv: 2, P50: 7_000_000, P99: 7_000_000, Max: 7_000_000}}}
 		if viaWire {
 			a, b = clienttest.Wire(t, a), clienttest.Wire(t, b)
 		}
@@ -49,7 +49,7 @@ func TestMergeResults(t *testing.T) {
 		if a.Total != 15 || a.Success != 13 || a.Failed != 2 || a.Used != 2*time.Second || a.Errors[client.ReasonTimeout] != 3 || a.Errors[client.ReasonWrongLength] != 1 || a.Stopped != "" {
 			t.Errorf("echo merge (wire %v): %+v", viaWire, a)
 		}
-		if want := []client.RateSecond{{Sent: 13, Recv: 11, P50: 5000, P99: 5000, Max: 5000}, {Sent: 2, Recv: 2, P50: 7_000_000, P99: 7_000_000, Max: 7_000_000}}; !reflect.DeepEqual(a.Seconds, want) {
+		if want := []client.PacedSecond{{Sent: 13, Recv: 11, P50: 5000, P99: 5000, Max: 5000}, {Sent: 2, Recv: 2, P50: 7_000_000, P99: 7_000_000, Max: 7_000_000}}; !reflect.DeepEqual(a.Seconds, want) {
 			t.Errorf("echo timeline merge (wire %v): %+v, want %+v", viaWire, a.Seconds, want)
 		}
 		clienttest.SameHist(t, "echo", a.Latency, all)

@@ -58,9 +58,9 @@ type Result struct {
 	// of the phase (warm-up included). Measured messages count in the
 	// second they were written (Sent), intact echoes and their latencies
 	// in the second they completed (Recv, P50, P99, Max); Late is unused.
-	// It grows as the phase runs, one RateSecond (48 bytes) per second;
+	// It grows as the phase runs, one PacedSecond (48 bytes) per second;
 	// merged as a rate phase's (Max exact, P50 and P99 upper bounds).
-	Seconds []client.RateSecond `json:"seconds,omitempty"`
+	Seconds []client.PacedSecond `json:"seconds,omitempty"`
 }
 
 // Kind implements Params.

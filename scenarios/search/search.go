@@ -1,4 +1,10 @@
-package scenarios
+// Package search is the search phase kind: a server's capacity under an
+// SLO, found by open-loop steps of the rate kind (scenarios/rate runs
+// each step and measures it; run.go grows, bisects and judges them). It
+// registers itself with the scenarios in init; its steps are rate phases
+// to the client, so removing rate removes it (internal/layering's
+// kindUses); scenarios/all imports it.
+package search
 
 import (
 	"fmt"
@@ -10,16 +16,17 @@ import (
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/vm"
 
-	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/exprlimit"
 	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/units"
+	"github.com/wsplan/wsplan/scenarios"
+	"github.com/wsplan/wsplan/scenarios/rate"
 )
 
 // The search phase's key and the metrics only it reports (each step's are
 // the open loop's, openloop.go).
 const (
-	searchKind          = "search"
+	Name                = "search"
 	searchCapacity      = "capacity"
 	searchCapacityConns = "capacity_conns"
 	searchSteps         = "steps"
@@ -48,7 +55,7 @@ const (
 	VaryConnections = "connections" // connections, each sending Rate msgs/s
 )
 
-// Search finds a server's capacity under an SLO: open-loop steps of the
+// Phase finds a server's capacity under an SLO: open-loop steps of the
 // rate phase's machinery (one client rate run per step, latency from the
 // scheduled send) at growing targets, start, start×factor (or start+step)
 // … up to max, each measured for step_duration after settle; after the
@@ -63,7 +70,7 @@ const (
 // With vary: connections, the targets are numbers of connections, each
 // sending rate msgs/s; the phase opens the connections it lacks before a
 // step (at most max, minus those open before it) and keeps them open.
-type Search struct {
+type Phase struct {
 	Vary         string         `yaml:"vary" default:"rate" doc:"what the steps grow: rate (messages/s over the connections) or connections (each sending rate msgs/s)"`
 	Start        units.Rate     `yaml:"start" required:"true" doc:"the first step: messages/s over every connection (vary: rate), or connections (vary: connections)"`
 	Factor       float64        `yaml:"factor" min:"0" doc:"each step is the last one × factor, > 1; default 2 unless step is given"`
@@ -76,7 +83,7 @@ type Search struct {
 	Rate         units.Rate     `yaml:"rate" doc:"vary: connections: messages per connection per second (required there; unused with vary: rate)"`
 	Connections  int            `yaml:"connections" min:"0" doc:"vary: rate: connections that send; default: every open one"`
 	// The rate phase's keys of how it sends, passed to every step.
-	client.RateSend `yaml:",inline"`
+	rate.Send `yaml:",inline"`
 
 	open int         // connections open before the phase (Defaults)
 	slo  *vm.Program // compiled by Validate
@@ -98,27 +105,27 @@ var searchMetrics = []metrics.Def{
 }
 
 func init() {
-	Register(Kind{
-		Name:       searchKind,
+	scenarios.Register(scenarios.Kind{
+		Name:       Name,
 		Paced:      true,
-		Throughput: Throughput{Metric: searchCapacity, Unit: "msg/s at the SLO", Messages: true},
+		Throughput: scenarios.Throughput{Metric: searchCapacity, Unit: "msg/s at the SLO", Messages: true},
 		Doc:        "capacity under an SLO: open-loop rate steps growing to the first that fails, then bisection; stops when the client saturates",
-		New:        func() Phase { return &Search{} },
+		New:        func() scenarios.Phase { return &Phase{} },
 		Title:      "[Search] Report",
-		Columns: []Column{
-			{Metric: ColFramework},
-			{Header: "Capacity", Metric: searchCapacity, Delta: true, Format: FormatRate},
-			{Header: "Conns", Metric: searchCapacityConns, Format: FormatInt},
+		Columns: []scenarios.Column{
+			{Metric: scenarios.ColFramework},
+			{Header: "Capacity", Metric: searchCapacity, Delta: true, Format: scenarios.FormatRate},
+			{Header: "Conns", Metric: searchCapacityConns, Format: scenarios.FormatInt},
 			{Header: "TP50", Metric: metrics.P50, Delta: true},
 			{Header: "TP99", Metric: metrics.P99, Delta: true},
 			{Header: "TP999", Metric: metrics.P999, Delta: true},
-			{Header: "Steps", Metric: searchSteps, Format: FormatInt},
+			{Header: "Steps", Metric: searchSteps, Format: scenarios.FormatInt},
 			{Header: "Client-limited", Metric: searchClientLimited},
 			{Header: "Max reached", Metric: searchMaxReached},
 			{Header: "Used", Metric: metrics.Used},
-			{Metric: ColServer},
-			{Metric: ColClientCPU},
-			{Metric: ColVerdict},
+			{Metric: scenarios.ColServer},
+			{Metric: scenarios.ColClientCPU},
+			{Metric: scenarios.ColVerdict},
 		},
 		Metrics: searchMetrics,
 	})
@@ -126,7 +133,7 @@ func init() {
 
 // Defaults implements ContextDefaults: factor 2 unless step is given; it
 // remembers the connections open before the phase (Opens).
-func (p *Search) Defaults(c Context) {
+func (p *Phase) Defaults(c scenarios.Context) {
 	if p.Factor == 0 && p.Step == 0 {
 		p.Factor = DefaultSearchFactor
 	}
@@ -139,29 +146,29 @@ func (p *Search) Defaults(c Context) {
 // Opens implements Opener: with vary: connections, the search opens up to
 // max connections minus those open before it (the host's preflight counts
 // them); with vary: rate, none.
-func (p *Search) Opens() (conns, concurrency int) {
+func (p *Phase) Opens() (conns, concurrency int) {
 	if p.Vary != VaryConnections {
 		return 0, 0
 	}
 	n := max(0, int(p.Max)-p.open)
-	return n, min(DefaultConnectConcurrency, n)
+	return n, min(scenarios.DefaultConnectConcurrency, n)
 }
 
 // Message implements Messenger: search messages are binary.
-func (p *Search) Message() (int, bool) { return p.Bytes(), false }
+func (p *Phase) Message() (int, bool) { return p.Bytes(), false }
 
 // Bytes returns the payload size in bytes (its tag default before Defaults
 // ran).
-func (p *Search) Bytes() int { return SizeOr(p, "payload", p.Payload) }
+func (p *Phase) Bytes() int { return scenarios.SizeOr(p, "payload", p.Payload) }
 
 // Validate implements Phase. It compiles the SLO against a rate step's
 // metrics and evaluates it once against zero values, with the assertions'
 // memory budget and time bound: a typo, a wrong type or an expression too
 // costly to evaluate fails the plan's load.
-func (p *Search) Validate(c Context) []FieldError {
-	errs := append(CheckReads(p.Reads), ValidatePayloadKind(p.PayloadKind, p.File, p.Bytes())...)
+func (p *Phase) Validate(c scenarios.Context) []scenarios.FieldError {
+	errs := append(scenarios.CheckReads(p.Reads), scenarios.ValidatePayloadKind(p.PayloadKind, p.File, p.Bytes())...)
 	add := func(field, format string, args ...any) {
-		errs = append(errs, FieldError{Field: field, Msg: fmt.Sprintf(format, args...)})
+		errs = append(errs, scenarios.FieldError{Field: field, Msg: fmt.Sprintf(format, args...)})
 	}
 	conns := p.Vary == VaryConnections
 	switch p.Vary {
@@ -227,7 +234,7 @@ func (p *Search) Validate(c Context) []FieldError {
 
 // growingSteps counts the steps from start to max (max included), up to
 // MaxSearchSteps+1.
-func (p *Search) growingSteps() int {
+func (p *Phase) growingSteps() int {
 	n := 1
 	for x := float64(p.Start); x < float64(p.Max) && n <= MaxSearchSteps; n++ {
 		x = p.next(x)
@@ -237,7 +244,7 @@ func (p *Search) growingSteps() int {
 
 // next is the step after x, at most max; with vary: connections, a whole
 // number of connections greater than x.
-func (p *Search) next(x float64) float64 {
+func (p *Phase) next(x float64) float64 {
 	y := x * p.Factor
 	if p.Step != 0 {
 		y = x + float64(p.Step)
@@ -252,14 +259,14 @@ func (p *Search) next(x float64) float64 {
 // metrics.Common over the step) at their zero values.
 func sloEnv() map[string]any {
 	e := map[string]any{}
-	for _, d := range metrics.Join(openLoopMetrics, metrics.Common) {
+	for _, d := range metrics.Join(rate.Defs, metrics.Common) {
 		e[d.Name] = d.Kind.Zero()
 	}
 	return e
 }
 
 // compile compiles the SLO (once) and dry-runs it.
-func (p *Search) compile() error {
+func (p *Phase) compile() error {
 	if p.slo != nil || strings.TrimSpace(p.SLO) == "" {
 		return nil // required: the tag check says so
 	}

@@ -1,4 +1,4 @@
-package scenarios_test
+package search_test
 
 import (
 	"strings"
@@ -15,6 +15,8 @@ import (
 	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/report"
 	"github.com/wsplan/wsplan/scenarios"
+	"github.com/wsplan/wsplan/scenarios/rate"
+	"github.com/wsplan/wsplan/scenarios/search"
 )
 
 // slowServer is a gorilla/websocket echo server on 127.0.0.1; with every
@@ -43,9 +45,9 @@ func (s *slowServer) start(t *testing.T) string {
 	return s.srv.Addr()
 }
 
-// search runs a search over 50 connections against srv with a real client
+// runSearch runs a search over 50 connections against srv with a real client
 // (in this process, one event loop) and returns its outcome.
-func search(t *testing.T, srv *slowServer) scenarios.Outcome {
+func runSearch(t *testing.T, srv *slowServer) scenarios.Outcome {
 	t.Helper()
 	addr := srv.start(t)
 	defer srv.srv.Close()
@@ -62,7 +64,7 @@ func search(t *testing.T, srv *slowServer) scenarios.Outcome {
 	if r, err := c.Connect(t.Context(), client.ConnectParams{Connections: 50, Concurrency: 50, Timeout: units.Duration(5 * time.Second)}, env.Progress); err != nil || r.Success != 50 {
 		t.Fatalf("connect: %+v %v", r, err)
 	}
-	s := &scenarios.Search{Start: 250, Max: 4000, Tolerance: 0.25, SLO: `p99 < duration("250ms") && lost == 0`, StepDuration: units.Duration(time.Second), Settle: units.Duration(200 * time.Millisecond), RateSend: client.RateSend{Drain: units.Duration(time.Second)}}
+	s := &search.Phase{Start: 250, Max: 4000, Tolerance: 0.25, SLO: `p99 < duration("250ms") && lost == 0`, StepDuration: units.Duration(time.Second), Settle: units.Duration(200 * time.Millisecond), Send: rate.Send{Drain: units.Duration(time.Second)}}
 	ctx := scenarios.Context{Conns: 50}
 	scenarios.Defaults(s, ctx)
 	if errs := scenarios.Check(s, ctx); len(errs) != 0 {
@@ -90,12 +92,12 @@ func TestSearchFindsSlowServer(t *testing.T) {
 	// at least 2,000/s: four times the slowed server's ceiling.
 	var normal scenarios.Outcome
 	for try := 1; try <= 3; try++ {
-		if normal = search(t, &slowServer{}); normal.Metrics.Float("capacity") >= 2000 {
+		if normal = runSearch(t, &slowServer{}); normal.Metrics.Float("capacity") >= 2000 {
 			break
 		}
 		t.Logf("try %d: normal server capacity %v (%s): the host is loaded, trying again", try, normal.Metrics.Float("capacity"), normal.Stop)
 	}
-	slow := search(t, &slowServer{every: 25, pause: 50 * time.Millisecond})
+	slow := runSearch(t, &slowServer{every: 25, pause: 50 * time.Millisecond})
 	var run result.Run
 	for _, o := range []struct {
 		name string
@@ -119,7 +121,7 @@ func TestSearchFindsSlowServer(t *testing.T) {
 	}
 	failed := false
 	for _, st := range slow.Steps {
-		failed = failed || st.Verdict == scenarios.VerdictFail
+		failed = failed || st.Verdict == search.VerdictFail
 	}
 	if !failed || !strings.HasPrefix(slow.Stop, "slo failed at ") {
 		t.Errorf("slowed server: no failing step, stop %q", slow.Stop)

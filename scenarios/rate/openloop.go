@@ -1,30 +1,20 @@
-package scenarios
+package rate
 
 import (
 	"fmt"
 
-	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
+	"github.com/wsplan/wsplan/scenarios"
 )
 
-// The open loop (internal/client's rate kind): a timetable of messages per
-// connection, latency from each message's scheduled send. The rate phase
-// runs it once; a search runs it at every step and judges each by its SLO
+// The open loop: a timetable of messages per connection, latency from
+// each message's scheduled send. The rate phase runs it once; a search
+// (scenarios/search) runs it at every step and judges each by its SLO
 // over these metrics.
 
-// Open-loop thresholds.
-const (
-	// RateShortfall: an achieved rate below this share of the timetable's
-	// is worth a warning (and fails a search's step).
-	RateShortfall = 0.98
-	// RateLateShare: late messages above this share of the timetable are
-	// worth a warning (a few late sends on a loaded host are not).
-	RateLateShare = 0.01
-)
-
-// openLoopMetrics are an open loop's metrics: the rate phase's, and what a
+// Defs are an open loop's metrics: the rate phase's, and what a
 // search's SLO reads of each step (with metrics.Common over the step).
-var openLoopMetrics = metrics.Join([]metrics.Def{
+var Defs = metrics.Join([]metrics.Def{
 	{Name: metrics.DurationName, Kind: metrics.Duration, Doc: "sending time (the drain excluded)"},
 	{Name: metrics.Drain, Kind: metrics.Duration, Doc: "time after duration spent waiting for echoes"},
 	{Name: metrics.Sent, Kind: metrics.Count, Doc: "messages written"},
@@ -45,15 +35,15 @@ var openLoopMetrics = metrics.Join([]metrics.Def{
 	{Name: metrics.Conns, Kind: metrics.Count, Doc: "connections that sent"},
 	{Name: metrics.Rate, Kind: metrics.Float, Doc: "messages per connection per second asked for"},
 	{Name: metrics.Payload, Kind: metrics.Bytes, Doc: "bytes per message"},
-}, PacedDefs("wakeups / (sent + recv): client wake-ups per message sent or echoed"), metrics.BehindDefs, metrics.Latency, CPUPer1MDefs("messages sent and echoed", "echoes"), WireDefs)
+}, scenarios.PacedDefs("wakeups / (sent + recv): client wake-ups per message sent or echoed"), metrics.BehindDefs, metrics.Latency, scenarios.CPUPer1MDefs("messages sent and echoed", "echoes"), scenarios.WireDefs)
 
-// openLoopEfficiency is the published rate table's EchoEER: echoes
+// Efficiency is the published rate table's EchoEER: echoes
 // received per second per percent of the server's core.
-var openLoopEfficiency = &Efficiency{Rate: metrics.RecvRate, EER: metrics.EchoEER, Count: metrics.Recv}
+var Efficiency = &scenarios.Efficiency{Rate: metrics.RecvRate, EER: metrics.EchoEER, Count: metrics.Recv}
 
-// RateMetrics turns a rate result into the open loop's metrics (without
+// Values turns a rate result into the open loop's metrics (without
 // echo_eer and the CPU figures, which the engine adds).
-func RateMetrics(r client.RateResult, perConn float64, payload int64) metrics.Values {
+func Values(r Result, perConn float64, payload int64) metrics.Values {
 	v := metrics.Values{
 		metrics.DurationName: r.Used,
 		metrics.Drain:        r.Drain,
@@ -63,44 +53,44 @@ func RateMetrics(r client.RateResult, perConn float64, payload int64) metrics.Va
 		metrics.BytesRecv:    r.BytesRecv,
 		metrics.Scheduled:    r.Scheduled,
 		metrics.SendRate:     float64(r.Conns) * perConn,
-		metrics.AchievedRate: PerSecond(r.Sent, r.Used),
-		metrics.RecvRate:     PerSecond(r.Recv, r.Used+r.Drain),
+		metrics.AchievedRate: scenarios.PerSecond(r.Sent, r.Used),
+		metrics.RecvRate:     scenarios.PerSecond(r.Recv, r.Used+r.Drain),
 		metrics.Late:         r.Late + r.Unsent,
 		metrics.Unsent:       r.Unsent,
 		metrics.Lost:         r.Lost(),
 		metrics.Failed:       r.Failed,
-		metrics.Dropped:      SumReasons(corrupt(r.Errors, false)),
+		metrics.Dropped:      scenarios.SumReasons(corrupt(r.Errors, false)),
 		metrics.Conns:        int64(r.Conns),
 		metrics.Rate:         perConn,
 		metrics.Payload:      payload,
 	}
-	PacedValues(v, r.Slack, r.SendLate, r.Wakeups, r.Sent+r.Recv)
-	WireValues(v, r.BytesPayload, r.BytesWire)
-	LatencyValues(v, r.Latency)
+	scenarios.PacedValues(v, r.Slack, r.SendLate, r.Wakeups, r.Sent+r.Recv)
+	scenarios.WireValues(v, r.BytesPayload, r.BytesWire)
+	scenarios.LatencyValues(v, r.Latency)
 	return v
 }
 
-// shortfall reports whether an open loop sent less than RateShortfall of
-// its timetable.
-func shortfall(r client.RateResult) bool {
-	return r.Scheduled > 0 && float64(r.Sent) < RateShortfall*float64(r.Scheduled)
+// Shortfall reports whether an open loop sent less than
+// scenarios.RateShortfall of its timetable.
+func Shortfall(r Result) bool {
+	return r.Scheduled > 0 && float64(r.Sent) < scenarios.RateShortfall*float64(r.Scheduled)
 }
 
-// RateWarnings are what a reader of a rate result must not miss: a
+// warnings are what a reader of a rate result must not miss: a
 // shortfall against the timetable, more than 1% late messages (the first
 // of them naming the side that could not keep up, from the engine's
 // figures in m: KeptUp). Lost echoes, lost connections and a phase cut
 // short are the rate kind's faults and failure.
-func RateWarnings(r client.RateResult, m metrics.Values) []string {
+func warnings(r Result, m metrics.Values) []string {
 	var w []string
-	short := shortfall(r)
+	short := Shortfall(r)
 	if short {
-		w = append(w, fmt.Sprintf("rate shortfall: %d of %d scheduled messages sent (%.1f%%): %s", r.Sent, r.Scheduled, 100*float64(r.Sent)/float64(r.Scheduled), KeptUp(m)))
+		w = append(w, fmt.Sprintf("rate shortfall: %d of %d scheduled messages sent (%.1f%%): %s", r.Sent, r.Scheduled, 100*float64(r.Sent)/float64(r.Scheduled), scenarios.KeptUp(m)))
 	}
-	if late := r.Late + r.Unsent; r.Scheduled > 0 && float64(late) > RateLateShare*float64(r.Scheduled) {
+	if late := r.Late + r.Unsent; r.Scheduled > 0 && float64(late) > scenarios.RateLateShare*float64(r.Scheduled) {
 		who := ""
 		if !short {
-			who = "; " + KeptUp(m)
+			who = "; " + scenarios.KeptUp(m)
 		}
 		w = append(w, fmt.Sprintf("%d of %d messages late (%.1f%%; %d never sent): their latency counts from their schedule%s", late, r.Scheduled, 100*float64(late)/float64(r.Scheduled), r.Unsent, who))
 	}

@@ -1,4 +1,4 @@
-package scenarios
+package search
 
 import (
 	"cmp"
@@ -13,6 +13,9 @@ import (
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/units"
+	"github.com/wsplan/wsplan/scenarios"
+	"github.com/wsplan/wsplan/scenarios/rate"
+	"github.com/wsplan/wsplan/scenarios/scenariotest"
 )
 
 // searchDriver is a fake client in front of a fake server that carries
@@ -31,7 +34,7 @@ type searchDriver struct {
 
 func (d *searchDriver) Run(_ context.Context, p client.Params, _ *client.Progress) (client.Result, error) {
 	switch q := p.(type) {
-	case *client.RateParams:
+	case *rate.Params:
 		target := float64(q.Rate) * float64(q.Connections)
 		d.last = target
 		d.targets = append(d.targets, target)
@@ -42,7 +45,7 @@ func (d *searchDriver) Run(_ context.Context, p client.Params, _ *client.Progres
 			v = 100 * time.Millisecond
 		}
 		lat.RecordValues(int64(v), max(n, 1))
-		return &client.RateResult{Conns: q.Connections, Scheduled: n, Sent: n, Recv: n, Used: q.Duration.D(), Latency: client.Hist{Histogram: lat}}, nil
+		return &rate.Result{Conns: q.Connections, Scheduled: n, Sent: n, Recv: n, Used: q.Duration.D(), Latency: client.Hist{Histogram: lat}}, nil
 	case *client.ConnectParams:
 		d.connects = append(d.connects, q.Connections)
 		d.conns += q.Connections
@@ -60,8 +63,8 @@ func (d *searchDriver) bound(target float64) bool {
 
 // window is the fake Env.Window: server CPU follows the target, the client
 // is bound from clientLimit on.
-func (d *searchDriver) window() func(metrics.Values, *Efficiency, []Span) string {
-	return func(m metrics.Values, _ *Efficiency, _ []Span) string {
+func (d *searchDriver) window() func(metrics.Values, *scenarios.Efficiency, []scenarios.Span) string {
+	return func(m metrics.Values, _ *scenarios.Efficiency, _ []scenarios.Span) string {
 		m[metrics.CPUAvg] = d.last / 100
 		m[metrics.ClientCPUAvg] = 50.0
 		bound := d.bound(d.last)
@@ -74,22 +77,22 @@ func (d *searchDriver) window() func(metrics.Values, *Efficiency, []Span) string
 }
 
 // validSearch is a search over 100 open connections with its defaults.
-func validSearch(edit func(s *Search)) (*Search, Context) {
-	s := &Search{Start: 1000, Max: 100000, SLO: `p99 < duration("20ms") && lost == 0`}
-	ctx := Context{Conns: 100}
+func validSearch(edit func(s *Phase)) (*Phase, scenarios.Context) {
+	s := &Phase{Start: 1000, Max: 100000, SLO: `p99 < duration("20ms") && lost == 0`}
+	ctx := scenarios.Context{Conns: 100}
 	if edit != nil {
 		edit(s)
 	}
 	if s.Vary == VaryConnections {
-		ctx = Context{}
+		ctx = scenarios.Context{}
 	}
-	Defaults(s, ctx)
+	scenarios.Defaults(s, ctx)
 	return s, ctx
 }
 
 func TestSearchValidate(t *testing.T) {
 	s, ctx := validSearch(nil)
-	if errs := Check(s, ctx); len(errs) != 0 {
+	if errs := scenarios.Check(s, ctx); len(errs) != 0 {
 		t.Fatalf("valid search: %v", errs)
 	}
 	if s.Vary != "rate" || s.Factor != 2 || s.StepDuration.D() != 10*time.Second || s.Settle.D() != 2*time.Second || s.Tolerance != 0.05 ||
@@ -99,66 +102,66 @@ func TestSearchValidate(t *testing.T) {
 	if n, c := s.Opens(); n != 0 || c != 0 {
 		t.Errorf("vary rate opens %d, %d", n, c)
 	}
-	conns, cctx := validSearch(func(s *Search) { s.Vary, s.Rate, s.Start, s.Step, s.Max = VaryConnections, 1, 100, 100, 5000 })
-	if errs := Check(conns, cctx); len(errs) != 0 {
+	conns, cctx := validSearch(func(s *Phase) { s.Vary, s.Rate, s.Start, s.Step, s.Max = VaryConnections, 1, 100, 100, 5000 })
+	if errs := scenarios.Check(conns, cctx); len(errs) != 0 {
 		t.Fatalf("valid connections search: %v", errs)
 	}
 	if n, c := conns.Opens(); n != 5000 || c != 1000 {
 		t.Errorf("vary connections opens %d, %d; want 5000, 1000", n, c)
 	}
 	cases := []struct {
-		edit func(s *Search)
+		edit func(s *Phase)
 		want string
 	}{
-		{func(s *Search) { s.SLO = "" }, "slo: is required"},
-		{func(s *Search) { s.SLO = "p99x < 5" }, `slo: "p99x < 5": unknown name p99x (1:1)`},
-		{func(s *Search) { s.SLO = "p99 < 5" }, `slo: "p99 < 5": invalid operation: < (mismatched types time.Duration and int) (1:5): latencies are durations, write the bound as one, e.g. duration("5ms")`},
-		{func(s *Search) { s.SLO = "lost" }, `slo: "lost": expected bool, but got int64`},
-		{func(s *Search) { s.SLO = "map(1..100000000, # * 2) | len() > 0" }, `slo: "map(1..100000000, # * 2) | len() > 0": exceeds expr's memory budget (1000000) when evaluated once at load with every metric zero: build smaller ranges, arrays or strings`},
-		{func(s *Search) { s.Vary = "users" }, `vary: must be rate or connections, got "users"`},
-		{func(s *Search) { s.Start = 0 }, "start: must be > 0 messages/s, got 0"},
-		{func(s *Search) { s.Max = 500 }, "max: must be >= start (1000), got 500"},
-		{func(s *Search) { s.Factor = 1 }, "factor: must be > 1, got 1"},
-		{func(s *Search) { s.Factor = 1.01 }, "factor: makes 101 steps from start 1000 to max 100000, at most 100: grow faster"},
-		{func(s *Search) { s.Factor, s.Step = 3, 10000 }, "step: give factor or step, not both"},
-		{func(s *Search) { s.Factor, s.Step = 0, 500 }, "step: makes 101 steps from start 1000 to max 100000, at most 100: grow faster"},
-		{func(s *Search) { s.Tolerance = 2 }, "tolerance: must be <= 1, got 2"},
-		{func(s *Search) { s.Tolerance = 0.0001 }, "tolerance: must be >= 0.001, got 0.0001"},
-		{func(s *Search) { s.Rate = 5 }, "rate: is for vary: connections (messages per connection per second); with vary: rate, start, step and max are messages/s over every connection"},
-		{func(s *Search) { s.Connections = 101 }, "connections: must be <= the connections opened before it (100), got 101"},
-		{func(s *Search) { s.StepDuration = -1 }, "step_duration: must be > 0, got -1ns"},
-		{func(s *Search) { s.Payload = size(8) }, "payload: must be >= 16 (the latency marker: 8-byte sequence number and 8-byte scheduled send time), got 8"},
-		{func(s *Search) { s.Vary, s.Start, s.Max = VaryConnections, 10, 100 }, "rate: must be > 0 messages per connection per second with vary: connections, got 0"},
-		{func(s *Search) { s.Vary, s.Rate, s.Start, s.Max = VaryConnections, 1, 10.5, 100 }, "start: must be a whole number of connections with vary: connections, got 10.5"},
+		{func(s *Phase) { s.SLO = "" }, "slo: is required"},
+		{func(s *Phase) { s.SLO = "p99x < 5" }, `slo: "p99x < 5": unknown name p99x (1:1)`},
+		{func(s *Phase) { s.SLO = "p99 < 5" }, `slo: "p99 < 5": invalid operation: < (mismatched types time.Duration and int) (1:5): latencies are durations, write the bound as one, e.g. duration("5ms")`},
+		{func(s *Phase) { s.SLO = "lost" }, `slo: "lost": expected bool, but got int64`},
+		{func(s *Phase) { s.SLO = "map(1..100000000, # * 2) | len() > 0" }, `slo: "map(1..100000000, # * 2) | len() > 0": exceeds expr's memory budget (1000000) when evaluated once at load with every metric zero: build smaller ranges, arrays or strings`},
+		{func(s *Phase) { s.Vary = "users" }, `vary: must be rate or connections, got "users"`},
+		{func(s *Phase) { s.Start = 0 }, "start: must be > 0 messages/s, got 0"},
+		{func(s *Phase) { s.Max = 500 }, "max: must be >= start (1000), got 500"},
+		{func(s *Phase) { s.Factor = 1 }, "factor: must be > 1, got 1"},
+		{func(s *Phase) { s.Factor = 1.01 }, "factor: makes 101 steps from start 1000 to max 100000, at most 100: grow faster"},
+		{func(s *Phase) { s.Factor, s.Step = 3, 10000 }, "step: give factor or step, not both"},
+		{func(s *Phase) { s.Factor, s.Step = 0, 500 }, "step: makes 101 steps from start 1000 to max 100000, at most 100: grow faster"},
+		{func(s *Phase) { s.Tolerance = 2 }, "tolerance: must be <= 1, got 2"},
+		{func(s *Phase) { s.Tolerance = 0.0001 }, "tolerance: must be >= 0.001, got 0.0001"},
+		{func(s *Phase) { s.Rate = 5 }, "rate: is for vary: connections (messages per connection per second); with vary: rate, start, step and max are messages/s over every connection"},
+		{func(s *Phase) { s.Connections = 101 }, "connections: must be <= the connections opened before it (100), got 101"},
+		{func(s *Phase) { s.StepDuration = -1 }, "step_duration: must be > 0, got -1ns"},
+		{func(s *Phase) { s.Payload = size(8) }, "payload: must be >= 16 (the latency marker: 8-byte sequence number and 8-byte scheduled send time), got 8"},
+		{func(s *Phase) { s.Vary, s.Start, s.Max = VaryConnections, 10, 100 }, "rate: must be > 0 messages per connection per second with vary: connections, got 0"},
+		{func(s *Phase) { s.Vary, s.Rate, s.Start, s.Max = VaryConnections, 1, 10.5, 100 }, "start: must be a whole number of connections with vary: connections, got 10.5"},
 	}
 	for _, c := range cases {
 		s, ctx := validSearch(c.edit)
-		errs := Check(s, ctx)
+		errs := scenarios.Check(s, ctx)
 		if len(errs) != 1 || errs[0].Error() != c.want {
 			t.Errorf("got %v,\nwant [%s]", errs, c.want)
 		}
 	}
 	// vary: rate needs open connections.
-	s = &Search{Start: 1000, Max: 2000, SLO: "lost == 0"}
-	Defaults(s, Context{})
-	if errs := Check(s, Context{}); len(errs) != 1 || errs[0].Error() != "needs open connections: put a connect phase before it (or search with vary: connections)" {
+	s = &Phase{Start: 1000, Max: 2000, SLO: "lost == 0"}
+	scenarios.Defaults(s, scenarios.Context{})
+	if errs := scenarios.Check(s, scenarios.Context{}); len(errs) != 1 || errs[0].Error() != "needs open connections: put a connect phase before it (or search with vary: connections)" {
 		t.Errorf("no connections: %v", errs)
 	}
 }
 
 // runSearch runs a search against d with the fake window.
-func runSearch(t *testing.T, d *searchDriver, edit func(s *Search)) (Outcome, *Search) {
+func runSearch(t *testing.T, d *searchDriver, edit func(s *Phase)) (scenarios.Outcome, *Phase) {
 	t.Helper()
-	s, ctx := validSearch(func(s *Search) {
+	s, ctx := validSearch(func(s *Phase) {
 		s.StepDuration, s.Settle = units.Duration(time.Second), units.Duration(100*time.Millisecond)
 		if edit != nil {
 			edit(s)
 		}
 	})
-	if errs := Check(s, ctx); len(errs) != 0 {
+	if errs := scenarios.Check(s, ctx); len(errs) != 0 {
 		t.Fatal(errs)
 	}
-	env := &Env{Driver: d, Window: func() func(metrics.Values, *Efficiency, []Span) string { return d.window() }}
+	env := &scenarios.Env{Driver: d, Window: func() func(metrics.Values, *scenarios.Efficiency, []scenarios.Span) string { return d.window() }}
 	out, err := s.Run(t.Context(), env)
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +175,7 @@ func TestSearchRun(t *testing.T) {
 		capacity    float64 // the fake server's
 		clientLimit float64
 		clientUpto  float64
-		edit        func(s *Search)
+		edit        func(s *Phase)
 		targets     []float64 // measured steps
 		bisect      int       // the first bisection step's index; -1 = none
 		capacityOut float64
@@ -188,7 +191,7 @@ func TestSearchRun(t *testing.T) {
 			stop: "slo failed at 16000 msg/s; bisected to 10000 msg/s (passes) – 10500 msg/s (fails), within 5%: capacity 10000 msg/s",
 		},
 		{
-			name: "linear steps", capacity: 2600, edit: func(s *Search) { s.Factor, s.Step, s.Max, s.Tolerance = 0, 1000, 10000, 0.1 },
+			name: "linear steps", capacity: 2600, edit: func(s *Phase) { s.Factor, s.Step, s.Max, s.Tolerance = 0, 1000, 10000, 0.1 },
 			targets: []float64{1000, 2000, 3000, 2500, 2750}, bisect: 3,
 			capacityOut: 2500, conns: 100,
 			stop: "slo failed at 3000 msg/s; bisected to 2500 msg/s (passes) – 2750 msg/s (fails), within 10%: capacity 2500 msg/s",
@@ -212,7 +215,7 @@ func TestSearchRun(t *testing.T) {
 			stop: "client-bound at 12000 msg/s: capacity ≥ 8000 msg/s",
 		},
 		{
-			name: "max reached", capacity: 1e9, edit: func(s *Search) { s.Max = 5000 },
+			name: "max reached", capacity: 1e9, edit: func(s *Phase) { s.Max = 5000 },
 			targets: []float64{1000, 2000, 4000, 5000}, bisect: -1,
 			capacityOut: 5000, conns: 100, maxReached: true,
 			stop: "max reached: every step up to 5000 msg/s held the SLO: capacity ≥ 5000 msg/s",
@@ -224,7 +227,7 @@ func TestSearchRun(t *testing.T) {
 		},
 		{
 			name: "connections", capacity: 300,
-			edit: func(s *Search) {
+			edit: func(s *Phase) {
 				s.Vary, s.Rate, s.Start, s.Factor, s.Step, s.Max = VaryConnections, 1, 100, 0, 100, 1000
 			},
 			targets: []float64{100, 200, 300, 400, 350, 325, 312}, bisect: 4,
@@ -259,7 +262,7 @@ func TestSearchRun(t *testing.T) {
 				m.Bool("max_reached") != c.maxReached || m.Int("steps") != int64(len(c.targets)) {
 				t.Errorf("metrics %v", m)
 			}
-			if c.capacityOut > 0 && !near(m.Dur("p99"), time.Millisecond) {
+			if c.capacityOut > 0 && !scenariotest.Near(m.Dur("p99"), time.Millisecond) {
 				t.Errorf("p99 at capacity %v", m["p99"])
 			}
 			if out.Stop != c.stop {
@@ -310,7 +313,7 @@ func TestSearchRun(t *testing.T) {
 // with the reason, the steps so far kept.
 func TestSearchSLORuntimeError(t *testing.T) {
 	d := &searchDriver{conns: 100, capacity: 1e9}
-	out, _ := runSearch(t, d, func(s *Search) { s.SLO = "lost % failed == 0" })
+	out, _ := runSearch(t, d, func(s *Phase) { s.SLO = "lost % failed == 0" })
 	if !out.Failed || !strings.Contains(out.Error, "integer divide by zero") || len(out.Steps) != 1 || !strings.HasPrefix(out.Steps[0].Why, "slo: ") {
 		t.Errorf("failed %v error %q steps %+v", out.Failed, out.Error, out.Steps)
 	}
@@ -323,7 +326,7 @@ type shortDriver struct{ searchDriver }
 
 func (d *shortDriver) Run(ctx context.Context, p client.Params, pr *client.Progress) (client.Result, error) {
 	res, err := d.searchDriver.Run(ctx, p, pr)
-	if r, ok := res.(*client.RateResult); ok && d.last > 1500 {
+	if r, ok := res.(*rate.Result); ok && d.last > 1500 {
 		r.Sent = r.Scheduled * 9 / 10
 		r.Recv = r.Sent
 	}
@@ -336,9 +339,9 @@ func (d *shortDriver) Run(ctx context.Context, p client.Params, pr *client.Progr
 // (the search stops there) though its whole window, the drain included,
 // was not.
 func TestSearchShortfallFails(t *testing.T) {
-	behind := func(server, client float64) func() func(metrics.Values, *Efficiency, []Span) string {
-		return func() func(metrics.Values, *Efficiency, []Span) string {
-			return func(m metrics.Values, _ *Efficiency, spans []Span) string {
+	behind := func(server, client float64) func() func(metrics.Values, *scenarios.Efficiency, []scenarios.Span) string {
+		return func() func(metrics.Values, *scenarios.Efficiency, []scenarios.Span) string {
+			return func(m metrics.Values, _ *scenarios.Efficiency, spans []scenarios.Span) string {
 				if len(spans) == 0 {
 					t.Error("a step's window was given no spans to judge who was behind over")
 				}
@@ -350,7 +353,7 @@ func TestSearchShortfallFails(t *testing.T) {
 	}
 	cases := []struct {
 		name     string
-		window   func() func(metrics.Values, *Efficiency, []Span) string
+		window   func() func(metrics.Values, *scenarios.Efficiency, []scenarios.Span) string
 		capacity float64
 		steps    int
 		verdict  string
@@ -367,11 +370,11 @@ func TestSearchShortfallFails(t *testing.T) {
 	}
 	for _, c := range cases {
 		d := &shortDriver{searchDriver{conns: 100, capacity: 1e9}}
-		s, ctx := validSearch(func(s *Search) { s.Max, s.StepDuration, s.Settle = 4000, units.Duration(time.Second), 0 })
-		if errs := Check(s, ctx); len(errs) != 0 {
+		s, ctx := validSearch(func(s *Phase) { s.Max, s.StepDuration, s.Settle = 4000, units.Duration(time.Second), 0 })
+		if errs := scenarios.Check(s, ctx); len(errs) != 0 {
 			t.Fatal(errs)
 		}
-		out, err := s.Run(t.Context(), &Env{Driver: d, Window: c.window})
+		out, err := s.Run(t.Context(), &scenarios.Env{Driver: d, Window: c.window})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -397,7 +400,7 @@ type dropDriver struct {
 
 func (d *dropDriver) Run(ctx context.Context, p client.Params, pr *client.Progress) (client.Result, error) {
 	res, err := d.searchDriver.Run(ctx, p, pr)
-	if _, ok := p.(*client.RateParams); ok {
+	if _, ok := p.(*rate.Params); ok {
 		if d.runs++; d.runs == 3 {
 			d.conns = 50
 		}
@@ -409,13 +412,13 @@ func (d *dropDriver) Run(ctx context.Context, p client.Params, pr *client.Progre
 // left and fails.
 func TestSearchConnectionsLostWhileSettling(t *testing.T) {
 	d := &dropDriver{searchDriver: searchDriver{conns: 100, capacity: 1e9}}
-	s, ctx := validSearch(func(s *Search) {
+	s, ctx := validSearch(func(s *Phase) {
 		s.Max, s.StepDuration, s.Settle = 4000, units.Duration(time.Second), units.Duration(100*time.Millisecond)
 	})
-	if errs := Check(s, ctx); len(errs) != 0 {
+	if errs := scenarios.Check(s, ctx); len(errs) != 0 {
 		t.Fatal(errs)
 	}
-	out, err := s.Run(t.Context(), &Env{Driver: d})
+	out, err := s.Run(t.Context(), &scenarios.Env{Driver: d})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,8 +440,8 @@ type pacingDriver struct {
 }
 
 func (d *pacingDriver) Run(ctx context.Context, p client.Params, pr *client.Progress) (client.Result, error) {
-	if q, ok := p.(*client.RateParams); ok {
-		slack := must(decl.Default(&Rate{}, "slack")).(units.Duration)
+	if q, ok := p.(*rate.Params); ok {
+		slack := must(decl.Default(&rate.Phase{}, "slack")).(units.Duration)
 		if q.Slack != nil {
 			slack = *q.Slack
 		}
@@ -458,11 +461,11 @@ func TestSearchPacing(t *testing.T) {
 		want  units.Duration
 	}{{nil, "", units.Duration(client.DefaultSlack)}, {&zero, client.ReadsPrompt, 0}} {
 		d := &pacingDriver{searchDriver: searchDriver{conns: 100, capacity: 2500}}
-		s, ctx := validSearch(func(s *Search) { s.Max, s.Slack, s.Reads, s.PayloadKind = 4000, c.slack, c.reads, "text" })
-		if errs := Check(s, ctx); len(errs) != 0 {
+		s, ctx := validSearch(func(s *Phase) { s.Max, s.Slack, s.Reads, s.PayloadKind = 4000, c.slack, c.reads, "text" })
+		if errs := scenarios.Check(s, ctx); len(errs) != 0 {
 			t.Fatal(errs)
 		}
-		if _, err := s.Run(t.Context(), &Env{Driver: d}); err != nil {
+		if _, err := s.Run(t.Context(), &scenarios.Env{Driver: d}); err != nil {
 			t.Fatal(err)
 		}
 		if len(d.slack) < 4 {
@@ -474,12 +477,21 @@ func TestSearchPacing(t *testing.T) {
 			}
 		}
 	}
-	s, ctx := validSearch(func(s *Search) { s.Reads = "lazy" })
-	if errs := Check(s, ctx); len(errs) != 1 || errs[0].Field != "reads" || errs[0].Msg != `must be batched or prompt, got "lazy"` {
+	s, ctx := validSearch(func(s *Phase) { s.Reads = "lazy" })
+	if errs := scenarios.Check(s, ctx); len(errs) != 1 || errs[0].Field != "reads" || errs[0].Msg != `must be batched or prompt, got "lazy"` {
 		t.Errorf("reads: lazy: %v", errs)
 	}
-	s, ctx = validSearch(func(s *Search) { s.PayloadKind = "poems" })
-	if errs := Check(s, ctx); len(errs) != 1 || errs[0].Field != "payload_kind" {
+	s, ctx = validSearch(func(s *Phase) { s.PayloadKind = "poems" })
+	if errs := scenarios.Check(s, ctx); len(errs) != 1 || errs[0].Field != "payload_kind" {
 		t.Errorf("payload_kind: poems: %v", errs)
 	}
 }
+
+// size is a payload key of n bytes.
+func size(n int64) *units.Size {
+	s := units.Size(n)
+	return &s
+}
+
+// must returns a decl.Default's value.
+func must(v any, _ bool) any { return v }

@@ -1,4 +1,4 @@
-package scenarios
+package rate
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/units"
+	"github.com/wsplan/wsplan/scenarios"
+	"github.com/wsplan/wsplan/scenarios/scenariotest"
 )
 
 // fakeDriver records the parameters phases pass and answers with canned
@@ -17,14 +19,14 @@ import (
 type fakeDriver struct {
 	conns     int
 	connsNext int // Conns() after a phase; -1 = unchanged
-	rate      client.RateParams
-	rateRes   client.RateResult
+	rate      Params
+	rateRes   Result
 	rateErr   error
 }
 
 func (f *fakeDriver) Run(_ context.Context, p client.Params, _ *client.Progress) (client.Result, error) {
 	switch q := p.(type) {
-	case *client.RateParams:
+	case *Params:
 		f.rate = *q
 		if f.rateRes.Latency.Histogram == nil {
 			return nil, f.rateErr // nothing measured
@@ -38,12 +40,12 @@ func (f *fakeDriver) Run(_ context.Context, p client.Params, _ *client.Progress)
 func (f *fakeDriver) Conns() int { return f.conns }
 
 func TestRateValidate(t *testing.T) {
-	valid := func() *Rate {
-		r := &Rate{RateParams: client.RateParams{Duration: units.Duration(10 * time.Second), Rate: 0.5}}
-		Defaults(r, Context{Conns: 100})
+	valid := func() *Phase {
+		r := &Phase{Params: Params{Duration: units.Duration(10 * time.Second), Rate: 0.5}}
+		scenarios.Defaults(r, scenarios.Context{Conns: 100})
 		return r
 	}
-	if errs := Check(valid(), Context{Conns: 100}); len(errs) != 0 {
+	if errs := scenarios.Check(valid(), scenarios.Context{Conns: 100}); len(errs) != 0 {
 		t.Fatalf("valid rate phase: %v", errs)
 	}
 	r := valid()
@@ -52,28 +54,28 @@ func TestRateValidate(t *testing.T) {
 		t.Errorf("defaults %+v", r)
 	}
 	cases := []struct {
-		edit func(r *Rate)
-		ctx  Context
+		edit func(r *Phase)
+		ctx  scenarios.Context
 		want string
 	}{
-		{func(r *Rate) { r.Duration = 0 }, Context{Conns: 100}, "duration: must be > 0, got 0s"},
-		{func(r *Rate) { r.Rate = -1 }, Context{Conns: 100}, "rate: must be > 0 messages per connection per second, got -1"},
-		{func(r *Rate) { r.Payload = size(0) }, Context{Conns: 100}, "payload: must be >= 16 (the latency marker: 8-byte sequence number and 8-byte scheduled send time), got 0"},
-		{func(r *Rate) { r.Payload = size(15) }, Context{Conns: 100}, "payload: must be >= 16 (the latency marker: 8-byte sequence number and 8-byte scheduled send time), got 15"},
-		{func(r *Rate) { r.Payload = size(65 << 20) }, Context{Conns: 100}, "payload: must be <= 64MiB, got 65MiB"},
-		{func(r *Rate) { r.Connections = 101 }, Context{Conns: 100}, "connections: must be <= the connections opened before it (100), got 101"},
-		{func(r *Rate) {}, Context{}, "needs open connections: put a connect phase before it"},
-		{func(r *Rate) { r.Ramp = units.Duration(11 * time.Second) }, Context{Conns: 100}, "ramp: must be in [0, duration 10s], got 11s"},
-		{func(r *Rate) { r.Batch = -1 }, Context{Conns: 100}, "batch: must be >= 0, got -1"},
-		{func(r *Rate) { r.MaxInflight = -1 }, Context{Conns: 100}, "max_inflight: must be >= 0, got -1"},
-		{func(r *Rate) { r.MaxInflightBytes = -1 }, Context{Conns: 100}, "max_inflight_bytes: must be >= 0, got -1"},
-		{func(r *Rate) { r.Drain = -1 }, Context{Conns: 100}, "drain: must be >= 0, got -1ns"},
-		{func(r *Rate) { r.LateAfter = -1 }, Context{Conns: 100}, "late_after: must be >= 0, got -1ns"},
+		{func(r *Phase) { r.Duration = 0 }, scenarios.Context{Conns: 100}, "duration: must be > 0, got 0s"},
+		{func(r *Phase) { r.Rate = -1 }, scenarios.Context{Conns: 100}, "rate: must be > 0 messages per connection per second, got -1"},
+		{func(r *Phase) { r.Payload = size(0) }, scenarios.Context{Conns: 100}, "payload: must be >= 16 (the latency marker: 8-byte sequence number and 8-byte scheduled send time), got 0"},
+		{func(r *Phase) { r.Payload = size(15) }, scenarios.Context{Conns: 100}, "payload: must be >= 16 (the latency marker: 8-byte sequence number and 8-byte scheduled send time), got 15"},
+		{func(r *Phase) { r.Payload = size(65 << 20) }, scenarios.Context{Conns: 100}, "payload: must be <= 64MiB, got 65MiB"},
+		{func(r *Phase) { r.Connections = 101 }, scenarios.Context{Conns: 100}, "connections: must be <= the connections opened before it (100), got 101"},
+		{func(r *Phase) {}, scenarios.Context{}, "needs open connections: put a connect phase before it"},
+		{func(r *Phase) { r.Ramp = units.Duration(11 * time.Second) }, scenarios.Context{Conns: 100}, "ramp: must be in [0, duration 10s], got 11s"},
+		{func(r *Phase) { r.Batch = -1 }, scenarios.Context{Conns: 100}, "batch: must be >= 0, got -1"},
+		{func(r *Phase) { r.MaxInflight = -1 }, scenarios.Context{Conns: 100}, "max_inflight: must be >= 0, got -1"},
+		{func(r *Phase) { r.MaxInflightBytes = -1 }, scenarios.Context{Conns: 100}, "max_inflight_bytes: must be >= 0, got -1"},
+		{func(r *Phase) { r.Drain = -1 }, scenarios.Context{Conns: 100}, "drain: must be >= 0, got -1ns"},
+		{func(r *Phase) { r.LateAfter = -1 }, scenarios.Context{Conns: 100}, "late_after: must be >= 0, got -1ns"},
 	}
 	for _, c := range cases {
 		r := valid()
 		c.edit(r)
-		errs := Check(r, c.ctx)
+		errs := scenarios.Check(r, c.ctx)
 		if len(errs) != 1 || errs[0].Error() != c.want {
 			t.Errorf("got %v, want [%s]", errs, c.want)
 		}
@@ -89,11 +91,11 @@ func TestRateRun(t *testing.T) {
 	for _, v := range []time.Duration{10 * time.Microsecond, 20 * time.Microsecond, 3 * time.Millisecond} {
 		sendLate.RecordValue(int64(v))
 	}
-	drv := &fakeDriver{conns: 40, connsNext: -1, rateRes: client.RateResult{
+	drv := &fakeDriver{conns: 40, connsNext: -1, rateRes: Result{
 		Conns: 40, Scheduled: 1000, Sent: 900, Recv: 880, Failed: 2, Late: 50, Unsent: 100,
 		BytesSent: 900 * 64, BytesRecv: 882 * 64, Used: 5 * time.Second, Drain: 500 * time.Millisecond,
 		Latency: client.Hist{Histogram: lat},
-		Seconds: []client.RateSecond{
+		Seconds: []client.PacedSecond{
 			{Sent: 500, Recv: 490, Late: 10, P50: time.Millisecond, P99: 2 * time.Millisecond, Max: 2 * time.Millisecond},
 			{Sent: 400, Recv: 390, Late: 40, P50: 100 * time.Millisecond, P99: 100 * time.Millisecond, Max: 100 * time.Millisecond},
 			{Recv: 0},
@@ -103,9 +105,9 @@ func TestRateRun(t *testing.T) {
 		Wakeups:  890,
 		SendLate: client.Hist{Histogram: sendLate},
 	}}
-	p := &Rate{RateParams: client.RateParams{Duration: units.Duration(5 * time.Second), Rate: 5, RateSend: client.RateSend{Payload: size(64)}}}
-	Defaults(p, Context{Conns: 50}) // 10 of them closed since
-	out, err := p.Run(t.Context(), &Env{Driver: drv})
+	p := &Phase{Params: Params{Duration: units.Duration(5 * time.Second), Rate: 5, Send: Send{Payload: size(64)}}}
+	scenarios.Defaults(p, scenarios.Context{Conns: 50}) // 10 of them closed since
+	out, err := p.Run(t.Context(), &scenarios.Env{Driver: drv})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,10 +127,10 @@ func TestRateRun(t *testing.T) {
 		}
 	}
 	// A few late messages (not over 1%) are no warning.
-	if w := RateWarnings(client.RateResult{Scheduled: 1000, Sent: 1000, Recv: 1000, Late: 10}, nil); len(w) != 0 {
+	if w := warnings(Result{Scheduled: 1000, Sent: 1000, Recv: 1000, Late: 10}, nil); len(w) != 0 {
 		t.Errorf("1%% late: warnings %v", w)
 	}
-	if w := RateWarnings(client.RateResult{Scheduled: 1000, Sent: 1000, Recv: 1000, Late: 11}, nil); len(w) != 1 || !strings.HasSuffix(w[0], "; who could not keep up is not known: no CPU was sampled while sending") {
+	if w := warnings(Result{Scheduled: 1000, Sent: 1000, Recv: 1000, Late: 11}, nil); len(w) != 1 || !strings.HasSuffix(w[0], "; who could not keep up is not known: no CPU was sampled while sending") {
 		t.Errorf("1.1%% late: warnings %v", w)
 	}
 	if !near(m.Dur("send_late_p50"), 20*time.Microsecond) || !near(m.Dur("send_late_p99"), 3*time.Millisecond) || !near(m.Dur("send_late_max"), 3*time.Millisecond) {
@@ -140,8 +142,8 @@ func TestRateRun(t *testing.T) {
 	if !near(m.Dur("p99"), 100*time.Millisecond) || !near(m.Dur("p50"), 2*time.Millisecond) {
 		t.Errorf("p50 %v p99 %v, want 2ms, 100ms (HDR precision)", m.Dur("p50"), m.Dur("p99"))
 	}
-	checkDeclaredSet(t, "rate", m)
-	if failed, msg, _ := judged(rateKind, p, out, nil); !failed || msg != "2 of 900 echoes were corrupt: marker mismatch ×2; 18 of 900 echoes never came by the end of the drain (lost); 1 of 40 connections were lost while sending: eof ×1" {
+	scenariotest.CheckDeclaredSet(t, "rate", m)
+	if failed, msg, _ := scenariotest.Judged(Name, p, out, nil); !failed || msg != "2 of 900 echoes were corrupt: marker mismatch ×2; 18 of 900 echoes never came by the end of the drain (lost); 1 of 40 connections were lost while sending: eof ×1" {
 		t.Errorf("failed %v %q", failed, msg)
 	}
 	if len(out.Timeline) != 3 || out.Timeline[0].Sent != 500 || !near(out.Timeline[0].P99, 2*time.Millisecond) ||
@@ -161,12 +163,12 @@ func TestRateRun(t *testing.T) {
 }
 
 func TestRateRunClean(t *testing.T) {
-	drv := &fakeDriver{conns: 10, connsNext: -1, rateRes: client.RateResult{
+	drv := &fakeDriver{conns: 10, connsNext: -1, rateRes: Result{
 		Conns: 10, Scheduled: 100, Sent: 100, Recv: 100, Used: time.Second, Latency: client.NewHist(),
 	}}
-	p := &Rate{RateParams: client.RateParams{Duration: units.Duration(time.Second), Rate: 10}}
-	Defaults(p, Context{Conns: 10})
-	out, err := p.Run(t.Context(), &Env{Driver: drv})
+	p := &Phase{Params: Params{Duration: units.Duration(time.Second), Rate: 10}}
+	scenarios.Defaults(p, scenarios.Context{Conns: 10})
+	out, err := p.Run(t.Context(), &scenarios.Env{Driver: drv})
 	if err != nil || out.Failed || len(out.AllWarnings(nil)) != 0 {
 		t.Errorf("clean run: %+v, %v", out, err)
 	}
@@ -188,17 +190,17 @@ func size(n int64) *units.Size {
 // TestRateRunInterrupted: a phase cut short keeps what it measured, with
 // the error; a phase that measured nothing returns only the error.
 func TestRateRunInterrupted(t *testing.T) {
-	drv := &fakeDriver{conns: 10, connsNext: -1, rateErr: context.Canceled, rateRes: client.RateResult{
+	drv := &fakeDriver{conns: 10, connsNext: -1, rateErr: context.Canceled, rateRes: Result{
 		Conns: 10, Scheduled: 50, Sent: 50, Recv: 48, Used: 500 * time.Millisecond, Latency: client.NewHist(), Stopped: client.StopCanceled,
 	}}
-	p := &Rate{RateParams: client.RateParams{Duration: units.Duration(time.Second), Rate: 10}}
-	Defaults(p, Context{Conns: 10})
-	out, err := p.Run(t.Context(), &Env{Driver: drv})
+	p := &Phase{Params: Params{Duration: units.Duration(time.Second), Rate: 10}}
+	scenarios.Defaults(p, scenarios.Context{Conns: 10})
+	out, err := p.Run(t.Context(), &scenarios.Env{Driver: drv})
 	if err != context.Canceled || out.Metrics.Int("sent") != 50 || out.Metrics.Int("lost") != 2 {
 		t.Errorf("interrupted: %v, %v", out.Metrics, err)
 	}
-	drv.rateRes = client.RateResult{}
-	out, err = p.Run(t.Context(), &Env{Driver: drv})
+	drv.rateRes = Result{}
+	out, err = p.Run(t.Context(), &scenarios.Env{Driver: drv})
 	if err != context.Canceled || out.Metrics != nil {
 		t.Errorf("nothing measured: %v, %v", out.Metrics, err)
 	}
@@ -210,7 +212,7 @@ func TestRateRunInterrupted(t *testing.T) {
 // the whole window's: a server at 99% of its core while behind is named
 // though its window average, drain included, is far lower.
 func TestRateShortfallSide(t *testing.T) {
-	r := client.RateResult{Scheduled: 20000000, Sent: 1666522, Recv: 1666522}
+	r := Result{Scheduled: 20000000, Sent: 1666522, Recv: 1666522}
 	const head = "rate shortfall: 1666522 of 20000000 scheduled messages sent (8.3%): "
 	cases := []struct {
 		name string
@@ -228,7 +230,7 @@ func TestRateShortfallSide(t *testing.T) {
 			"neither side was CPU-bound while behind (server 50% of 1 core, client 40% of 1 core): the network, the kernel, or a limit of the server's other than CPU"},
 	}
 	for _, c := range cases {
-		w := RateWarnings(r, c.m)
+		w := warnings(r, c.m)
 		if len(w) == 0 || w[0] != head+c.want {
 			t.Errorf("%s: %q, want %q", c.name, w, head+c.want)
 		}
@@ -236,20 +238,20 @@ func TestRateShortfallSide(t *testing.T) {
 	// Late without a shortfall: the late warning names the side; with
 	// one, only the shortfall does.
 	const late = "200 of 1000 messages late (20.0%; 0 never sent): their latency counts from their schedule"
-	if w := RateWarnings(client.RateResult{Scheduled: 1000, Sent: 1000, Recv: 1000, Late: 200}, cases[0].m); len(w) != 1 || w[0] != late+"; "+cases[0].want {
+	if w := warnings(Result{Scheduled: 1000, Sent: 1000, Recv: 1000, Late: 200}, cases[0].m); len(w) != 1 || w[0] != late+"; "+cases[0].want {
 		t.Errorf("late, no shortfall: %q", w)
 	}
-	if w := RateWarnings(client.RateResult{Scheduled: 1000, Sent: 900, Recv: 900, Late: 100, Unsent: 100}, cases[0].m); len(w) != 2 || strings.Contains(w[1], "could not keep up") {
+	if w := warnings(Result{Scheduled: 1000, Sent: 900, Recv: 900, Late: 100, Unsent: 100}, cases[0].m); len(w) != 2 || strings.Contains(w[1], "could not keep up") {
 		t.Errorf("late with a shortfall: %q", w)
 	}
 	// Through a phase's Outcome, as the engine reads it: after the
 	// outcome's own warnings, in the order RateWarnings gives them.
-	drv := &fakeDriver{conns: 10, connsNext: -1, rateRes: client.RateResult{
+	drv := &fakeDriver{conns: 10, connsNext: -1, rateRes: Result{
 		Conns: 10, Scheduled: 100, Sent: 50, Recv: 50, Used: time.Second, Latency: client.NewHist(),
 	}}
-	p := &Rate{RateParams: client.RateParams{Duration: units.Duration(time.Second), Rate: 10, Connections: 20}}
-	Defaults(p, Context{Conns: 10})
-	out, err := p.Run(t.Context(), &Env{Driver: drv})
+	p := &Phase{Params: Params{Duration: units.Duration(time.Second), Rate: 10, Connections: 20}}
+	scenarios.Defaults(p, scenarios.Context{Conns: 10})
+	out, err := p.Run(t.Context(), &scenarios.Env{Driver: drv})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,30 +1,26 @@
-package client
+package rate
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"time"
 
+	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/decl"
 	"github.com/wsplan/wsplan/internal/units"
 )
 
-func init() {
-	Register(KindOf[RateParams, RateResult]("rate"))
-}
-
-// RateParams configure an open-loop rate phase (Client.Rate). They are
-// the phase's plan keys too (scenarios.Rate holds them inline), declared
-// once in their tags; the scenario lowers Connections to those open and
-// reads File into PayloadFile.
-type RateParams struct {
+// Params configure an open-loop rate phase, run through client.Run (or
+// client.RunAs[Result]). They are the phase's plan keys too (Phase holds
+// them inline), declared once in their tags; the phase lowers Connections
+// to those open and reads File into PayloadFile.
+type Params struct {
 	Duration units.Duration `yaml:"duration" json:"duration" required:"true" min:"1ns" doc:"sending time"`
 	Rate     units.Rate     `yaml:"rate" json:"rate" required:"true" doc:"messages per connection per second, > 0; fractions allowed"`
 	// Connections is how many open connections send; 0 = all open ones.
 	Connections int            `yaml:"connections" json:"connections" min:"0" doc:"connections that send; default: every open one"`
 	Ramp        units.Duration `yaml:"ramp" json:"ramp" default:"0s" min:"0s" doc:"time to reach the full rate linearly, at most duration; 0 = none"`
-	RateSend    `yaml:",inline"`
+	Send        `yaml:",inline"`
 	// PayloadFile is the content of the payload file (payload_kind:
 	// file), cycled to Payload bytes after the marker.
 	PayloadFile []byte `yaml:"-" json:"payload_file,omitempty"`
@@ -36,11 +32,45 @@ type RateParams struct {
 	PhaseTotal int `yaml:"-" json:"phase_total"`
 }
 
-// RateResult is what a rate phase measured. Every message carries a
+// Send are the keys of how a rate phase sends and checks its messages,
+// which a capacity search (scenarios/search) passes to every step:
+// declared here once for both. The core's paced defaults
+// (client.DefaultSlack, client.DefaultPacedBatch) are its tags' (a test
+// ties them).
+type Send struct {
+	Payload *units.Size `yaml:"payload" json:"payload" default:"1KiB" min:"16" max:"64MiB" hint:"the latency marker: 8-byte sequence number and 8-byte scheduled send time" doc:"bytes per message, the 16-byte latency marker included"`
+	// Batch: a message larger than it is one write of its own.
+	Batch units.Size `yaml:"batch" json:"batch" default:"16KiB" min:"0" doc:"most bytes per write when several messages are due on a connection"`
+	// MaxInflight: a message due while its connection is at the bound (or
+	// its socket is not writable) waits and leaves late, with its original
+	// scheduled time. 0 = DefaultMaxInflight(rate), applied by the client.
+	MaxInflight int `yaml:"max_inflight" json:"max_inflight" min:"0" doc:"messages sent and not echoed per connection; default rate per connection × 1 s (each step's, in a search), in [16, 1000]"`
+	// MaxInflightBytes keeps an overloaded server from making the client
+	// fill the kernel's socket memory; split over loops and shards in
+	// proportion to their connections.
+	MaxInflightBytes units.Size     `yaml:"max_inflight_bytes" json:"max_inflight_bytes" default:"64MiB" min:"0" doc:"payload bytes sent and not echoed over every connection"`
+	Drain            units.Duration `yaml:"drain" json:"drain" default:"2s" min:"0s" doc:"wait for the echoes still due when sending ends (after each step, in a search)"`
+	// Slack: each message's latency still counts from its own schedule;
+	// send_late_* say how late messages left (pacedWake).
+	Slack *units.Duration `yaml:"slack" json:"slack" default:"200us" min:"0s" doc:"timer slack: sends due within it share one wake-up (at most this late); 0 = a wake-up per message"`
+	// Reads: see ReadsBatched.
+	Reads       string         `yaml:"reads" json:"reads,omitempty" default:"batched" doc:"when the client reads what arrives: batched (it sleeps through arrivals until its next send window, latency ends at the kernel's receive timestamp) or prompt (it wakes for each arrival)"`
+	LateAfter   units.Duration `yaml:"late_after" json:"late_after" default:"1ms" min:"0s" doc:"a message written later than this after its schedule is late"`
+	Verify      *bool          `yaml:"verify" json:"verify" default:"true" doc:"compare every echoed payload byte (the marker is always checked)"`
+	PayloadKind string         `yaml:"payload_kind" json:"payload_kind,omitempty" default:"random" doc:"what messages hold after the marker: random (incompressible bytes), text (chat-like JSON lines), file"`
+	// File is read by the scenario (and checked at load), into
+	// Params.PayloadFile: shards need no file.
+	File string `yaml:"file" json:"-" doc:"with payload_kind: file, the file whose bytes are cycled to the payload size"`
+}
+
+// Bytes is the payload size; client.Run applied its default.
+func (p *Send) Bytes() int { return client.SizeOf(p.Payload) }
+
+// Result is what a rate phase measured. Every message carries a
 // MarkerLen-byte marker (its number on its connection and its scheduled
 // send time); latency runs from the scheduled time to the complete echo, so
 // a message that left late carries its lateness into its latency.
-type RateResult struct {
+type Result struct {
 	Conns     int   `json:"conns"`      // connections that took part
 	Scheduled int64 `json:"scheduled"`  // messages the timetable had due before Duration on them
 	Sent      int64 `json:"sent"`       // messages written
@@ -58,12 +88,12 @@ type RateResult struct {
 	BytesWire    int64         `json:"bytes_wire"`
 	Used         time.Duration `json:"used"`
 	Drain        time.Duration `json:"drain"`   // time after Duration spent waiting for echoes
-	Latency      Hist          `json:"latency"` // ns, intact echoes, from the scheduled send time; exact over loops and shards
-	// Slack is the timer slack the phase ran with (RateParams.Slack).
+	Latency      client.Hist   `json:"latency"` // ns, intact echoes, from the scheduled send time; exact over loops and shards
+	// Slack is the timer slack the phase ran with (Params.Slack).
 	Slack time.Duration `json:"slack"`
 	// SendLate is how late each message left: its write minus its
 	// scheduled time, ns; exact over loops and shards.
-	SendLate Hist `json:"send_late"`
+	SendLate client.Hist `json:"send_late"`
 	// Wakeups counts the loop wake-ups (epoll_pwait2 returns) during the
 	// phase, over every loop: the client's cost driver at sparse rates.
 	Wakeups int64 `json:"wakeups"`
@@ -73,21 +103,21 @@ type RateResult struct {
 	// Seconds is the timeline: entry i covers [i s, i+1 s) from the start
 	// of the phase (drain included). Sends count in the second they were
 	// written, echoes and their latencies in the second they completed. It
-	// grows as the phase runs, one RateSecond (48 bytes) per second.
-	Seconds []RateSecond `json:"seconds"`
-	Errors  Reasons      `json:"errors"`  // failure reason -> count (failed echoes, lost connections)
-	Stopped StopReason   `json:"stopped"` // StopCanceled, StopClosed, StopNoConnections; "" = it ran to its end
+	// grows as the phase runs, one client.PacedSecond (48 bytes) per second.
+	Seconds []client.PacedSecond `json:"seconds"`
+	Errors  client.Reasons       `json:"errors"`  // failure reason -> count (failed echoes, lost connections)
+	Stopped client.StopReason    `json:"stopped"` // StopCanceled, StopClosed, StopNoConnections; "" = it ran to its end
 }
 
 // Lost returns the messages sent whose echo never came: Sent - Recv - Failed.
-func (r RateResult) Lost() int64 { return r.Sent - r.Recv - r.Failed }
+func (r Result) Lost() int64 { return r.Sent - r.Recv - r.Failed }
 
 // Kind implements Params.
-func (p *RateParams) Kind() string { return "rate" }
+func (p *Params) Kind() string { return Name }
 
 // Merge implements Result.
-func (r *RateResult) Merge(other Result) {
-	o := other.(*RateResult)
+func (r *Result) Merge(other client.Result) {
+	o := other.(*Result)
 	r.Conns += o.Conns
 	r.Scheduled += o.Scheduled
 	r.Sent += o.Sent
@@ -105,28 +135,28 @@ func (r *RateResult) Merge(other Result) {
 	r.Slack = max(r.Slack, o.Slack)
 	r.SendLate.Add(o.SendLate)
 	r.Wakeups += o.Wakeups
-	r.Reads = MergeReads(r.Reads, o.Reads)
+	r.Reads = client.MergeReads(r.Reads, o.Reads)
 	for len(r.Seconds) < len(o.Seconds) {
-		r.Seconds = append(r.Seconds, RateSecond{})
+		r.Seconds = append(r.Seconds, client.PacedSecond{})
 	}
 	for i, s := range o.Seconds {
 		r.Seconds[i].Merge(s)
 	}
 	r.Errors.Merge(o.Errors)
-	r.Stopped = MergeStop(r.Stopped, o.Stopped)
+	r.Stopped = client.MergeStop(r.Stopped, o.Stopped)
 }
 
 // Stop implements Result.
-func (r *RateResult) Stop() StopReason { return r.Stopped }
+func (r *Result) Stop() client.StopReason { return r.Stopped }
 
 // Pacer is the timetable of each sending connection.
-func (p *RateParams) Pacer() Pacer {
-	return Pacer{Rate: float64(p.Rate), Ramp: p.Ramp.D(), Duration: p.Duration.D()}
+func (p *Params) Pacer() client.Pacer {
+	return client.Pacer{Rate: float64(p.Rate), Ramp: p.Ramp.D(), Duration: p.Duration.D()}
 }
 
 // withDefaults returns p with its zero keys' defaults: the tags' (as
-// Client.Run applies them), and MaxInflight's, which follows the rate.
-func (p RateParams) withDefaults() RateParams {
+// client.Run applies them), and MaxInflight's, which follows the rate.
+func (p Params) withDefaults() Params {
 	decl.Defaults(&p)
 	if p.MaxInflight == 0 {
 		p.MaxInflight = DefaultMaxInflight(float64(p.Rate))
@@ -138,7 +168,7 @@ func (p RateParams) withDefaults() RateParams {
 // parts' open connections (never more than a part has), each part given
 // its place in one shared timetable (PhaseFirst/PhaseTotal) and its share
 // of MaxInflightBytes.
-func (p *RateParams) Split(weights []int) []Params {
+func (p *Params) Split(weights []int) []client.Params {
 	d := p.withDefaults()
 	n := p.Connections
 	if n == 0 {
@@ -150,9 +180,9 @@ func (p *RateParams) Split(weights []int) []Params {
 	if total == 0 {
 		total = p.PhaseFirst + n
 	}
-	out := make([]Params, len(weights))
+	out := make([]client.Params, len(weights))
 	first := p.PhaseFirst
-	for i, slots := range Distribute(n, weights) {
+	for i, slots := range client.Distribute(n, weights) {
 		if slots == 0 {
 			continue
 		}
@@ -172,7 +202,7 @@ const (
 	MaxDefaultInflight = 1000
 )
 
-// DefaultMaxInflight is RateParams.MaxInflight when 0: one second of
+// DefaultMaxInflight is Params.MaxInflight when 0: one second of
 // messages at the full rate, at least MinDefaultInflight and at most
 // MaxDefaultInflight.
 func DefaultMaxInflight(rate float64) int {
@@ -181,7 +211,7 @@ func DefaultMaxInflight(rate float64) int {
 
 // Validate implements Params: the declared bounds, and the relations
 // between keys.
-func (p *RateParams) Validate() error {
+func (p *Params) Validate() error {
 	var rate, ramp, reads, phase error
 	if !(p.Rate > 0) || math.IsInf(float64(p.Rate), 0) {
 		rate = fmt.Errorf("rate must be > 0 messages per second, got %v", p.Rate)
@@ -189,33 +219,29 @@ func (p *RateParams) Validate() error {
 	if p.Ramp > p.Duration {
 		ramp = fmt.Errorf("ramp must be in [0, duration %v], got %v", p.Duration, p.Ramp)
 	}
-	if err := CheckReads(p.Reads); err != nil {
+	if err := client.CheckReads(p.Reads); err != nil {
 		reads = fmt.Errorf("reads %w", err)
 	}
 	if p.PhaseFirst < 0 || p.PhaseTotal < 0 || (p.PhaseTotal > 0 && p.PhaseFirst+p.Connections > p.PhaseTotal) {
 		phase = fmt.Errorf("phase first %d + connections %d must be <= phase total %d", p.PhaseFirst, p.Connections, p.PhaseTotal)
 	}
-	return CheckParams(p, rate, ramp, CheckPayloadKind(p.PayloadKind, p.PayloadFile), reads, phase)
+	return client.CheckParams(p, rate, ramp, client.CheckPayloadKind(p.PayloadKind, p.PayloadFile), reads, phase)
 }
 
-// Rate runs an open-loop phase over p.Connections open connections: each
-// sends p.Rate messages per second for p.Duration on the timetable of a
-// Pacer (connection i's k-th message is due at offset_i + k/Rate, the
-// offsets spread evenly over one period), never waiting for replies, and
-// then waits up to p.Drain for the echoes still due. Every message carries
-// a marker with its number and scheduled time; its latency runs from that
-// scheduled time, so a client or server that falls behind shows in the
-// latency instead of being hidden (no coordinated omission).
+// Start implements client.Params. The phase runs over p.Connections open
+// connections: each sends p.Rate messages per second for p.Duration on
+// the timetable of a Pacer (connection i's k-th message is due at
+// offset_i + k/Rate, the offsets spread evenly over one period), never
+// waiting for replies, and then waits up to p.Drain for the echoes still
+// due. Every message carries a marker with its number and scheduled time;
+// its latency runs from that scheduled time, so a client or server that
+// falls behind shows in the latency instead of being hidden (no
+// coordinated omission).
 //
 // Progress counts messages sent. A phase cut short (ctx canceled, Close)
 // returns what was measured with Stopped saying why; cancellation also
 // returns ctx.Err(), Close ErrClosed.
-func (c *Client) Rate(ctx context.Context, p RateParams, pr *Progress) (RateResult, error) {
-	return RunAs[RateResult](c, ctx, &p, pr)
-}
-
-// Start implements Params.
-func (p *RateParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
+func (p *Params) Start(ph *client.PhaseEnv) (*client.PhasePlan, error) {
 	total := ph.OpenTotal()
 	n := p.Connections
 	if n == 0 {
@@ -230,23 +256,23 @@ func (p *RateParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
 		phaseTotal = p.PhaseFirst + n
 	}
 	pacer := p.Pacer()
-	payload, err := MakeKindPayload(p.PayloadKind, p.Bytes(), false, p.PayloadFile)
+	payload, err := client.MakeKindPayload(p.PayloadKind, p.Bytes(), false, p.PayloadFile)
 	if err != nil {
 		return nil, err
 	}
-	hdr := AppendClientHeader(nil, OpBinary, len(payload), 0)
+	hdr := client.AppendClientHeader(nil, client.OpBinary, len(payload), 0)
 	var want int64
 	for j := range n {
 		want += pacer.Total(float64(p.PhaseFirst+j) / float64(phaseTotal))
 	}
 	ph.Progress.Begin(want)
-	plan := &PhasePlan{Starts: make([]func(*Loop), len(ph.Open))}
+	plan := &client.PhasePlan{Starts: make([]func(*client.Loop), len(ph.Open))}
 	for i, part := range p.Split(ph.Open) {
 		if part == nil {
 			continue
 		}
-		q := part.(*RateParams)
-		job := &rateJob{
+		q := part.(*Params)
+		j := &job{
 			phase:       ph.ID,
 			slots:       q.Connections,
 			first:       q.PhaseFirst,
@@ -261,19 +287,19 @@ func (p *RateParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
 			maxInflight: int64(d.MaxInflight),
 			loopMax:     max(1, int64(q.MaxInflightBytes)/int64(d.Bytes())),
 			lateAfter:   int64(d.LateAfter),
-			slack:       SlackOf(d.Slack),
+			slack:       client.SlackOf(d.Slack),
 			reads:       d.Reads,
 			pr:          ph.Progress,
 		}
-		plan.Starts[i] = func(l *Loop) { l.rateStart(job) }
+		plan.Starts[i] = func(l *client.Loop) { begin(l, j) }
 	}
-	plan.Done = func(res Result, why StopReason, _ time.Duration) StopReason {
-		r := res.(*RateResult)
+	plan.Done = func(res client.Result, why client.StopReason, _ time.Duration) client.StopReason {
+		r := res.(*Result)
 		if r.Latency.Histogram == nil {
-			r.Latency = NewHist()
+			r.Latency = client.NewHist()
 		}
 		if r.SendLate.Histogram == nil {
-			r.SendLate = NewHist()
+			r.SendLate = client.NewHist()
 		}
 		if why == "" {
 			why = r.Stopped

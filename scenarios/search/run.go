@@ -1,4 +1,4 @@
-package scenarios
+package search
 
 import (
 	"context"
@@ -13,32 +13,34 @@ import (
 	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/result"
 	"github.com/wsplan/wsplan/internal/units"
+	"github.com/wsplan/wsplan/scenarios"
+	"github.com/wsplan/wsplan/scenarios/rate"
 )
 
 // A search's run: the steps, the bisection and each step's verdict.
 
 // searcher is one run of a search phase.
 type searcher struct {
-	p     *Search
-	env   *Env
+	p     *Phase
+	env   *scenarios.Env
 	steps []result.Step
-	out   Outcome
+	out   scenarios.Outcome
 	best  int    // index in steps of the capacity step; -1 = none
 	file  []byte // payload_kind: file, its bytes (read once at Run)
 }
 
 // Run implements Phase.
-func (p *Search) Run(ctx context.Context, env *Env) (Outcome, error) {
+func (p *Phase) Run(ctx context.Context, env *scenarios.Env) (scenarios.Outcome, error) {
 	if err := p.compile(); err != nil {
-		return Outcome{}, fmt.Errorf("slo: %w", err)
+		return scenarios.Outcome{}, fmt.Errorf("slo: %w", err)
 	}
 	if p.Vary == VaryRate && env.Driver.Conns() <= 0 {
-		return Outcome{}, fmt.Errorf("no open connections")
+		return scenarios.Outcome{}, fmt.Errorf("no open connections")
 	}
 	s := &searcher{p: p, env: env, best: -1}
 	var err error
-	if s.file, err = PayloadFile(p.PayloadKind, p.File, p.Bytes()); err != nil {
-		return Outcome{}, err
+	if s.file, err = scenarios.PayloadFile(p.PayloadKind, p.File, p.Bytes()); err != nil {
+		return scenarios.Outcome{}, err
 	}
 	began := time.Now()
 	err = s.search(ctx)
@@ -192,10 +194,10 @@ func (s *searcher) fail(stop, err string) {
 // step is one step being measured: its target and the open loop that
 // measures it.
 type step struct {
-	x       float64           // the target: messages/s, or connections
-	params  client.RateParams // Duration is the settle time, then the measured time
-	perConn float64           // messages per connection per second
-	short   string            // why the step cannot pass, whatever it measures; "" = none
+	x       float64     // the target: messages/s, or connections
+	params  rate.Params // Duration is the settle time, then the measured time
+	perConn float64     // messages per connection per second
+	short   string      // why the step cannot pass, whatever it measures; "" = none
 }
 
 // addShort adds a reason the step cannot pass.
@@ -248,11 +250,11 @@ func (s *searcher) prepare(ctx context.Context, x float64) (*step, error) {
 		s.fail(why, why)
 		return nil, nil
 	}
-	st.params = client.RateParams{
+	st.params = rate.Params{
 		Duration:    p.Settle,
 		Rate:        units.Rate(st.perConn),
 		Connections: conns,
-		RateSend:    p.RateSend,
+		Send:        p.Send,
 		PayloadFile: s.file,
 	}
 	return st, nil
@@ -261,11 +263,11 @@ func (s *searcher) prepare(ctx context.Context, x float64) (*step, error) {
 // sample settles the step, then measures it in a sampling window of its
 // own (the step's CPU, memory and client_bound); r is nil when the search
 // must stop (interrupted, or every connection lost while settling).
-func (s *searcher) sample(ctx context.Context, st *step) (*client.RateResult, metrics.Values, error) {
+func (s *searcher) sample(ctx context.Context, st *step) (*rate.Result, metrics.Values, error) {
 	env := s.env
 	if st.params.Duration > 0 {
 		settle := st.params
-		if _, err := Drive[client.RateResult](ctx, env, &settle); err != nil {
+		if _, err := scenarios.Drive[rate.Result](ctx, env, &settle); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -284,20 +286,20 @@ func (s *searcher) sample(ctx context.Context, st *step) (*client.RateResult, me
 			st.params.Rate = units.Rate(st.perConn)
 		}
 	}
-	var stop func(metrics.Values, *Efficiency, []Span) string
+	var stop func(metrics.Values, *scenarios.Efficiency, []scenarios.Span) string
 	if env.Window != nil {
 		stop = env.Window()
 	}
 	start := time.Now()
-	r, err := Drive[client.RateResult](ctx, env, &st.params)
+	r, err := scenarios.Drive[rate.Result](ctx, env, &st.params)
 	m := metrics.Values{}
-	var behind []Span
+	var behind []scenarios.Span
 	if r != nil {
-		m = RateMetrics(*r, st.perConn, int64(s.p.Bytes()))
-		behind, m[metrics.Behind] = openLoopBehind(start, *r, &st.params)
+		m = rate.Values(*r, st.perConn, int64(s.p.Bytes()))
+		behind, m[metrics.Behind] = rate.Behind(start, *r, &st.params)
 	}
 	if stop != nil {
-		stop(m, openLoopEfficiency, behind)
+		stop(m, rate.Efficiency, behind)
 	}
 	return r, m, err
 }
@@ -306,14 +308,14 @@ func (s *searcher) sample(ctx context.Context, st *step) (*client.RateResult, me
 // echoes, no connection left or an SLO that cannot be evaluated stop the
 // search (nil); else pass, fail (the SLO did not hold, or the step could
 // not deliver its target) or client-bound.
-func (s *searcher) judge(st *step, r *client.RateResult, m metrics.Values, bisect bool) *result.Step {
+func (s *searcher) judge(st *step, r *rate.Result, m metrics.Values, bisect bool) *result.Step {
 	x := st.x
 	rec := s.record(x, m, bisect)
 	switch {
 	case r.Failed > 0:
 		rec.Verdict, rec.Why = VerdictFail, fmt.Sprintf("%d echoes corrupt", r.Failed)
 		s.fail(fmt.Sprintf("corrupt echoes at %s", s.what(x)),
-			fmt.Sprintf("%d of %d echoes were corrupt at %s: %s", r.Failed, r.Sent, s.what(x), ErrorSummary(r.Errors)))
+			fmt.Sprintf("%d of %d echoes were corrupt at %s: %s", r.Failed, r.Sent, s.what(x), scenarios.ErrorSummary(r.Errors)))
 		return nil
 	case r.Stopped == client.StopNoConnections:
 		rec.Verdict, rec.Why = VerdictFail, "every connection was lost"
@@ -326,14 +328,15 @@ func (s *searcher) judge(st *step, r *client.RateResult, m metrics.Values, bisec
 		s.fail(fmt.Sprintf("slo could not be evaluated at %s", s.what(x)), fmt.Sprintf("slo %q at %s: %v", s.p.SLO, s.what(x), err))
 		return nil
 	}
-	if shortfall(*r) {
+	if rate.Shortfall(*r) {
 		// The step did not deliver its target: whatever held, it held at a
 		// lower rate. Not a pass; a step whose client saturated while it
 		// was behind (whoBehind) says client-bound below, whatever the
 		// whole window's average.
-		who, kept := whoBehind(m)
+		clientBound, _ := scenarios.BoundBehind(m)
+		kept := scenarios.KeptUp(m)
 		st.addShort(fmt.Sprintf("shortfall: %d of %d scheduled sent (%.0f%%): %s", r.Sent, r.Scheduled, 100*float64(r.Sent)/float64(r.Scheduled), kept))
-		rec.ClientBound = rec.ClientBound || who == sideClient
+		rec.ClientBound = rec.ClientBound || clientBound
 	}
 	if st.short != "" {
 		ok, why = false, st.short+"; "+why
@@ -356,9 +359,9 @@ func (s *searcher) judge(st *step, r *client.RateResult, m metrics.Values, bisec
 // open opens n more connections for a vary: connections step, with the
 // connect phase's defaults; failures show as the step's shortfall.
 func (s *searcher) open(ctx context.Context, n int) error {
-	q := &client.ConnectParams{Connections: n, Concurrency: OpenConcurrency(n)}
+	q := &client.ConnectParams{Connections: n, Concurrency: scenarios.OpenConcurrency(n)}
 	decl.Defaults(q)
-	_, err := Drive[client.ConnectResult](ctx, s.env, q)
+	_, err := scenarios.Drive[client.ConnectResult](ctx, s.env, q)
 	return err
 }
 

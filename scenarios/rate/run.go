@@ -1,24 +1,25 @@
-package client
+package rate
 
 import (
 	"bytes"
 	"math"
 	"time"
 
+	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/pmdeflate"
 )
 
-// The event-loop side of the rate phase (rate.go holds its contract:
+// The event-loop side of the rate phase (params.go holds its contract:
 // parameters, result, merge, split): what one loop runs — the timetable's
 // cursor, the writes of due messages, the checks of their echoes.
 
-// rateJob is one loop's share of an open-loop rate phase.
-type rateJob struct {
+// job is one loop's share of an open-loop rate phase.
+type job struct {
 	phase       int64
 	slots       int // connections sending here: the loop's first slots open ones
 	first       int // phase index of this loop's connection 0
 	total       int // phase denominator
-	pacer       Pacer
+	pacer       client.Pacer
 	start       time.Time // t = 0 of the timetable, the same for every loop
 	drain       int64     // ns
 	hdr         []byte    // frame header, mask key zeroed
@@ -30,34 +31,34 @@ type rateJob struct {
 	lateAfter   int64 // ns
 	slack       time.Duration
 	reads       string
-	pr          *Progress
+	pr          *client.Progress
 }
 
-// rateConn is a connection's state in a rate phase; conn.slot holds its
-// index in rateRun.conns while the phase runs.
-type rateConn struct {
-	c      *Conn
+// conn is a connection's state in a rate phase; conn.slot holds its
+// index in run.conns while the phase runs.
+type conn struct {
+	c      *client.Conn
 	next   int64 // messages sent: the number of the next one
 	acked  int64 // echoes completed, intact or not: the number of the next one expected
-	mark   [MarkerLen]byte
+	mark   [client.MarkerLen]byte
 	bad    bool // the echo being received differs from the message sent
 	capped bool // a message is due but MaxInflight messages are in flight
 }
 
-// rateRun is an open-loop rate phase running in a loop. The cursor walks
+// run is an open-loop rate phase running in a loop. The cursor walks
 // the timetable; at each event the connection concerned writes every
 // message due by now (up to Batch bytes a write), unless its socket is
 // not writable or MaxInflight messages are in flight: its due messages
 // then wait, and leave as soon as a flush or an echo frees it, late but
 // with their scheduled times. Nothing waits for replies.
-type rateRun struct {
-	BaseRun
+type run struct {
+	client.BaseRun
 	wireIn0   int64 // the loop's received wire bytes at the start
 	wakes0    int64 // the loop's wake-ups at the start
-	gate      PacedWake
-	job       rateJob
-	timetable Cursor
-	conns     []rateConn
+	gate      client.PacedWake
+	job       job
+	timetable client.Cursor
+	conns     []conn
 	flen      int   // frame length
 	start     int64 // loop clock at t = 0
 	end       int64 // start + Duration: sending stops
@@ -68,10 +69,10 @@ type rateRun struct {
 	left      int   // bytes this pump may still write
 	wake      int64 // loop clock of the next pump
 	due       int64 // loop clock of the next due event (wake without the slack)
-	part      RateResult
-	noConns   bool       // every connection was lost
-	tl        Timeline   // per second: sends, echoes and their latencies
-	published LiveCounts // what Live has of this loop
+	part      Result
+	noConns   bool              // every connection was lost
+	tl        client.Timeline   // per second: sends, echoes and their latencies
+	published client.LiveCounts // what Live has of this loop
 	unflushed int64
 
 	// Permessage-deflate: each message is compressed on its own (they
@@ -83,25 +84,25 @@ type rateRun struct {
 	wireOut int64  // data bytes written as framed (compressed or not)
 }
 
-// rateStart begins a rate phase in this loop.
-func (l *Loop) rateStart(job *rateJob) {
-	r := &rateRun{BaseRun: BaseRun{job.phase}, job: *job, part: RateResult{Latency: NewHist()}, wireIn0: l.WireIn()}
+// begin starts a rate phase on l.
+func begin(l *client.Loop, j *job) {
+	r := &run{BaseRun: client.NewBaseRun(j.phase), job: *j, part: Result{Latency: client.NewHist()}, wireIn0: l.WireIn()}
 	l.SetRun(r)
-	r.flen = len(job.hdr) + len(job.payload)
+	r.flen = len(j.hdr) + len(j.payload)
 	// Room for a compressed frame too: deflate can grow a message that
 	// does not compress by a few bytes per block.
-	if need := max(job.batch, r.flen) + r.flen/64 + 64; cap(l.WriteBuf) < need {
+	if need := max(j.batch, r.flen) + r.flen/64 + 64; cap(l.WriteBuf) < need {
 		l.WriteBuf = make([]byte, need)
 	}
-	r.gate = NewPacedWake(job.slack)
+	r.gate = client.NewPacedWake(j.slack)
 	r.wakes0 = l.Wakes()
-	r.start = int64(job.start.Sub(l.Epoch()))
-	r.tl = NewTimeline(r.start)
+	r.start = int64(j.start.Sub(l.Epoch()))
+	r.tl = client.NewTimeline(r.start)
 	r.tl.Live = r.job.pr.Following()
-	r.end = r.start + int64(job.pacer.Duration)
-	r.stopAt = r.end + job.drain
-	n := min(job.slots, len(l.Open()))
-	r.conns = make([]rateConn, n)
+	r.end = r.start + int64(j.pacer.Duration)
+	r.stopAt = r.end + j.drain
+	n := min(j.slots, len(l.Open()))
+	r.conns = make([]conn, n)
 	for i := range r.conns {
 		c := l.Open()[i]
 		r.conns[i].c = c
@@ -109,38 +110,35 @@ func (l *Loop) rateStart(job *rateJob) {
 	}
 	r.live = n
 	r.part.Conns = n
-	r.part.Reads = r.gate.Begin(l, l.Open()[:n], job.reads)
-	r.timetable = Cursor{Pacer: job.pacer, First: job.first, Total: job.total, Conns: n}
+	r.part.Reads = r.gate.Begin(l, l.Open()[:n], j.reads)
+	r.timetable = client.Cursor{Pacer: j.pacer, First: j.first, Total: j.total, Conns: n}
 	r.sending = true
-	l.SetTick(MaxTick)
+	l.SetTick(client.MaxTick)
 	r.Pump(l, l.Now())
 }
 
 // WakeAt implements LoopRun.
-func (r *rateRun) WakeAt() int64 { return r.wake }
+func (r *run) WakeAt() int64 { return r.wake }
 
-// DueAt implements slackRun.
-func (r *rateRun) DueAt() int64 { return r.due }
-
-// ratePump runs the pump (tests call it by this name).
-func (l *Loop) ratePump(now int64) { l.Run().Pump(l, now) }
+// DueAt implements the loop's optional DueAt: the next due message.
+func (r *run) DueAt() int64 { return r.due }
 
 // Pump implements LoopRun: it sends what the timetable has due by now,
 // closes the sending window at its end, ends the phase when nothing is
 // left to wait for, and sets the time of the next pump.
-func (r *rateRun) Pump(l *Loop, now int64) {
+func (r *run) Pump(l *client.Loop, now int64) {
 	more := false
 	r.gate.Pumped(now)
 	if r.sending {
 		el := time.Duration(now - r.start)
 		visited := 0
-		r.left = max(PumpBytes, r.job.batch)
+		r.left = max(client.PumpBytes, r.job.batch)
 		for r.live > 0 {
 			at := r.timetable.At()
 			if at >= r.job.pacer.Duration || at > el {
 				break
 			}
-			l.rateSend(r, r.timetable.Index, now)
+			r.send(l, r.timetable.Index, now)
 			if l.Run() != r {
 				return
 			}
@@ -182,7 +180,7 @@ func (r *rateRun) Pump(l *Loop, now int64) {
 
 // closeWindow ends the sending part of the phase: what was due and not
 // sent by now stays unsent.
-func (r *rateRun) closeWindow(now int64) {
+func (r *run) closeWindow(now int64) {
 	r.sending = false
 	el := time.Duration(now - r.start)
 	for j := range r.conns {
@@ -193,14 +191,14 @@ func (r *rateRun) closeWindow(now int64) {
 	}
 }
 
-// rateSend writes connection j's due messages, in batches of up to
+// send writes connection j's due messages, in batches of up to
 // job.batch bytes, until none is due, the socket stops taking them,
 // MaxInflight are in flight on the connection or loopMax on the loop, or
 // the pump's write budget is spent.
-func (l *Loop) rateSend(r *rateRun, j int, now int64) {
+func (r *run) send(l *client.Loop, j int, now int64) {
 	rc := &r.conns[j]
 	c := rc.c
-	if c.State() != StateOpen || c.Flags&FlagWantOut != 0 {
+	if c.State() != client.StateOpen || c.Flags&client.FlagWantOut != 0 {
 		return // closed, or blocked until flush empties its output
 	}
 	phase := r.timetable.Phase(j)
@@ -247,7 +245,7 @@ func (l *Loop) rateSend(r *rateRun, j int, now int64) {
 	if len(buf) > 0 {
 		l.WriteOrQueue(c, buf)
 	}
-	if r.unflushed >= ProgressBatch && r.job.pr != nil {
+	if r.unflushed >= client.ProgressBatch && r.job.pr != nil {
 		r.job.pr.Done.Add(r.unflushed)
 		r.unflushed = 0
 		r.job.pr.Following().Publish(&r.published, r.liveCounts())
@@ -256,7 +254,7 @@ func (l *Loop) rateSend(r *rateRun, j int, now int64) {
 
 // appendFrame appends message seq, scheduled at `at` ns after the start,
 // as a masked frame with a fresh key. buf has room for it.
-func (r *rateRun) appendFrame(l *Loop, buf []byte, seq uint64, at int64) []byte {
+func (r *run) appendFrame(l *client.Loop, buf []byte, seq uint64, at int64) []byte {
 	key := uint32(l.Rand().Uint64())
 	n := len(buf)
 	buf = buf[:n+r.flen]
@@ -266,10 +264,10 @@ func (r *rateRun) appendFrame(l *Loop, buf []byte, seq uint64, at int64) []byte 
 	f[hl-3] = byte(key >> 8)
 	f[hl-2] = byte(key >> 16)
 	f[hl-1] = byte(key >> 24)
-	var m [MarkerLen]byte
-	PutMarker(m[:], seq, at)
-	MaskCopy(f[hl:], m[:], key, 0)
-	MaskCopy(f[hl+MarkerLen:], r.job.payload[MarkerLen:], key, MarkerLen)
+	var m [client.MarkerLen]byte
+	client.PutMarker(m[:], seq, at)
+	client.MaskCopy(f[hl:], m[:], key, 0)
+	client.MaskCopy(f[hl+client.MarkerLen:], r.job.payload[client.MarkerLen:], key, client.MarkerLen)
 	r.part.BytesSent += int64(len(r.job.payload))
 	return buf
 }
@@ -277,15 +275,15 @@ func (r *rateRun) appendFrame(l *Loop, buf []byte, seq uint64, at int64) []byte 
 // appendZFrame appends message seq compressed (RSV1 set), masked with a
 // fresh key. A compressed frame that does not fit behind buf's batch is
 // preceded by writing the batch (ok false: the socket refused it).
-func (r *rateRun) appendZFrame(l *Loop, c *Conn, buf []byte, seq uint64, at int64) ([]byte, bool) {
+func (r *run) appendZFrame(l *client.Loop, c *client.Conn, buf []byte, seq uint64, at int64) ([]byte, bool) {
 	if bits := c.Sec.WindowBits; bits != r.zbits {
 		r.zc.Init(&l.Deflater, pmdeflate.Params{ClientNoContextTakeover: true, ClientMaxWindowBits: int(bits)})
 		r.zbits = bits
 	}
 	r.zin = append(r.zin[:0], r.job.payload...)
-	PutMarker(r.zin[:MarkerLen], seq, at)
+	client.PutMarker(r.zin[:client.MarkerLen], seq, at)
 	r.zout = r.zc.Compress(r.zout[:0], r.zin)
-	need := MaxHeader + len(r.zout)
+	need := client.MaxHeader + len(r.zout)
 	if len(buf) > 0 && len(buf)+need > cap(buf) {
 		if !l.WriteOrQueue(c, buf) {
 			return buf[:0], false
@@ -298,18 +296,18 @@ func (r *rateRun) appendZFrame(l *Loop, c *Conn, buf []byte, seq uint64, at int6
 	}
 	key := uint32(l.Rand().Uint64())
 	n := len(buf)
-	buf = AppendClientHeader(buf, OpBinary, len(r.zout), key)
-	buf[n] |= Rsv1
+	buf = client.AppendClientHeader(buf, client.OpBinary, len(r.zout), key)
+	buf[n] |= client.Rsv1
 	h := len(buf)
 	buf = buf[:h+len(r.zout)]
-	MaskCopy(buf[h:], r.zout, key, 0)
+	client.MaskCopy(buf[h:], r.zout, key, 0)
 	r.part.BytesSent += int64(len(r.job.payload))
 	r.wireOut += int64(len(r.zout))
 	return buf, true
 }
 
 // slot returns c's state in the phase, or nil if c does not take part.
-func (r *rateRun) slot(c *Conn) *rateConn {
+func (r *run) slot(c *client.Conn) *conn {
 	if i := c.Slot; i >= 0 && i < int64(len(r.conns)) && r.conns[i].c == c {
 		return &r.conns[i]
 	}
@@ -319,9 +317,9 @@ func (r *rateRun) slot(c *Conn) *rateConn {
 // Resume implements LoopRun: it sends c's overdue messages once its output
 // has drained (within what is left of the last pump's write budget; else
 // its next visit does).
-func (r *rateRun) Resume(l *Loop, c *Conn) {
+func (r *run) Resume(l *client.Loop, c *client.Conn) {
 	if rc := r.slot(c); rc != nil && r.sending {
-		l.rateSend(r, int(c.Slot), l.Now())
+		r.send(l, int(c.Slot), l.Now())
 	}
 }
 
@@ -329,7 +327,7 @@ func (r *rateRun) Resume(l *Loop, c *Conn) {
 // at its end: the marker
 // must name the next message expected on the connection and its scheduled
 // time, and (with verify) the rest must match the payload.
-func (r *rateRun) OnData(l *Loop, c *Conn, ev *Event, now int64) {
+func (r *run) OnData(l *client.Loop, c *client.Conn, ev *client.Event, now int64) {
 	rc := r.slot(c)
 	if rc == nil {
 		return
@@ -337,7 +335,7 @@ func (r *rateRun) OnData(l *Loop, c *Conn, ev *Event, now int64) {
 	d := ev.Data
 	pos := ev.Total - int64(len(d))
 	r.part.BytesRecv += int64(len(d))
-	if pos < MarkerLen {
+	if pos < client.MarkerLen {
 		k := copy(rc.mark[pos:], d)
 		d = d[k:]
 		pos += int64(k)
@@ -351,22 +349,22 @@ func (r *rateRun) OnData(l *Loop, c *Conn, ev *Event, now int64) {
 	if !ev.End {
 		return
 	}
-	var reason Reason
+	var reason client.Reason
 	var at int64
 	switch {
 	case rc.acked >= rc.next:
-		reason = ReasonUnexpected
+		reason = client.ReasonUnexpected
 	case ev.Total != int64(len(p)):
-		reason = ReasonWrongLength
-	case ev.Op != OpBinary:
-		reason = ReasonWrongOpcode
+		reason = client.ReasonWrongLength
+	case ev.Op != client.OpBinary:
+		reason = client.ReasonWrongOpcode
 	case rc.bad:
-		reason = ReasonPayloadMismatch
+		reason = client.ReasonPayloadMismatch
 	default:
 		reason, at = r.checkMarker(rc, int(c.Slot))
 	}
 	rc.bad = false
-	rc.mark = [MarkerLen]byte{}
+	rc.mark = [client.MarkerLen]byte{}
 	if rc.acked < rc.next && reason != reasonStale {
 		rc.acked++
 		r.inflight--
@@ -377,14 +375,14 @@ func (r *rateRun) OnData(l *Loop, c *Conn, ev *Event, now int64) {
 		r.tl.Echo(now, max(0, now-(r.start+at)), r.part.Latency.Histogram)
 	case reasonStale:
 		r.part.Failed++
-		r.part.Errors.Add(ReasonMarkerMismatch)
+		r.part.Errors.Add(client.ReasonMarkerMismatch)
 	default:
 		r.part.Failed++
 		r.part.Errors.Add(reason)
 	}
 	if rc.capped && r.sending {
 		rc.capped = false
-		l.rateSend(r, int(c.Slot), l.Now()) // now may be the echo's arrival, before this read
+		r.send(l, int(c.Slot), l.Now()) // now may be the echo's arrival, before this read
 		if l.Run() != r {
 			return
 		}
@@ -397,7 +395,7 @@ func (r *rateRun) OnData(l *Loop, c *Conn, ev *Event, now int64) {
 // reasonStale marks an echo of a message the connection already gave up
 // as lost (checkMarker): it came out of order, and takes no place of the
 // echoes still due.
-const reasonStale Reason = "stale echo"
+const reasonStale client.Reason = "stale echo"
 
 // checkMarker checks the marker of an intact echo on connection j: it
 // must name the next message due and its scheduled time (reason "").
@@ -406,8 +404,8 @@ const reasonStale Reason = "stale echo"
 // server skipped those before it: they are lost (they count as sent and
 // never echoed), and this echo is intact. One naming a message already
 // skipped is stale (reasonStale); any other marker is a mismatch.
-func (r *rateRun) checkMarker(rc *rateConn, j int) (Reason, int64) {
-	seq, at := ReadMarker(rc.mark[:])
+func (r *run) checkMarker(rc *conn, j int) (client.Reason, int64) {
+	seq, at := client.ReadMarker(rc.mark[:])
 	phase := r.timetable.Phase(j)
 	switch {
 	case seq == uint64(rc.acked) && at == int64(r.job.pacer.At(rc.acked, phase)):
@@ -420,12 +418,12 @@ func (r *rateRun) checkMarker(rc *rateConn, j int) (Reason, int64) {
 	case seq < uint64(rc.acked) && at == int64(r.job.pacer.At(int64(seq), phase)):
 		return reasonStale, at
 	}
-	return ReasonMarkerMismatch, at
+	return client.ReasonMarkerMismatch, at
 }
 
 // Lost implements LoopRun: it takes a dropped connection out of the
 // phase; its messages in flight will never be echoed (they count as lost).
-func (r *rateRun) Lost(_ *Loop, c *Conn, _ uint8, reason Reason) {
+func (r *run) Lost(_ *client.Loop, c *client.Conn, _ uint8, reason client.Reason) {
 	rc := r.slot(c)
 	if rc == nil {
 		return
@@ -439,11 +437,11 @@ func (r *rateRun) Lost(_ *Loop, c *Conn, _ uint8, reason Reason) {
 	}
 }
 
-// Adopt implements adopter: a dropped connection came back; it takes its
+// Adopt implements the loop's optional Adopt: a dropped connection came back; it takes its
 // place in the timetable from now on. Its messages due while it was down
 // are not sent (they stay unsent), those in flight at the drop were lost:
 // the next message it sends is the one due next.
-func (r *rateRun) Adopt(l *Loop, old, c *Conn) {
+func (r *run) Adopt(l *client.Loop, old, c *client.Conn) {
 	rc := r.slot(old)
 	if rc == nil || !r.sending {
 		return
@@ -454,15 +452,15 @@ func (r *rateRun) Adopt(l *Loop, old, c *Conn) {
 	if due := r.job.pacer.Due(time.Duration(l.Now()-r.start), r.timetable.Phase(j)); due > rc.next {
 		rc.next = due
 	}
-	rc.acked, rc.bad, rc.capped, rc.mark = rc.next, false, false, [MarkerLen]byte{}
+	rc.acked, rc.bad, rc.capped, rc.mark = rc.next, false, false, [client.MarkerLen]byte{}
 	r.live++
 	if r.gate.Batched {
-		StampReads(c, true) // refused: this connection's reads end at the read
+		client.StampReads(c, true) // refused: this connection's reads end at the read
 	}
 }
 
 // Tick implements LoopRun: it publishes progress.
-func (r *rateRun) Tick(*Loop, int64) {
+func (r *run) Tick(*client.Loop, int64) {
 	if r.job.pr != nil && r.unflushed > 0 {
 		r.job.pr.Done.Add(r.unflushed)
 		r.unflushed = 0
@@ -470,12 +468,9 @@ func (r *rateRun) Tick(*Loop, int64) {
 	r.job.pr.Following().Publish(&r.published, r.liveCounts())
 }
 
-// rateFinish ends the rate phase (tests call it by this name).
-func (l *Loop) rateFinish(stopped bool, now int64) { l.Run().Finish(l, stopped, now) }
-
 // Finish implements LoopRun: it ends the rate phase here and reports this
 // loop's share. Echoes still due are discarded when they come (conn.skip).
-func (r *rateRun) Finish(l *Loop, stopped bool, now int64) {
+func (r *run) Finish(l *client.Loop, stopped bool, now int64) {
 	if r.sending {
 		r.closeWindow(now)
 	}
@@ -483,7 +478,7 @@ func (r *rateRun) Finish(l *Loop, stopped bool, now int64) {
 	for i := range r.conns {
 		rc := &r.conns[i]
 		c := rc.c
-		if c.State() == StateOpen && c.Slot == int64(i) {
+		if c.State() == client.StateOpen && c.Slot == int64(i) {
 			if out := rc.next - rc.acked; out > 0 {
 				c.Skip = uint16(min(int64(c.Skip)+out, math.MaxUint16))
 			}
@@ -497,7 +492,7 @@ func (r *rateRun) Finish(l *Loop, stopped bool, now int64) {
 	r.part.Drain = elapsed - r.part.Used
 	r.part.Unsent = r.part.Scheduled - r.part.Sent
 	if r.noConns {
-		r.part.Stopped = StopNoConnections
+		r.part.Stopped = client.StopNoConnections
 	}
 	if r.job.pr != nil && r.unflushed > 0 {
 		r.job.pr.Done.Add(r.unflushed)
@@ -505,7 +500,7 @@ func (r *rateRun) Finish(l *Loop, stopped bool, now int64) {
 	r.job.pr.Following().Publish(&r.published, r.finalCounts())
 	r.gate.End(l)
 	r.part.Slack = time.Duration(r.gate.Slack)
-	r.part.SendLate = Hist{r.gate.Late}
+	r.part.SendLate = client.Hist{Histogram: r.gate.Late}
 	r.part.Wakeups = l.Wakes() - r.wakes0
 	r.part.BytesPayload = r.part.BytesSent + r.part.BytesRecv
 	r.part.BytesWire = r.wireOut + l.WireIn() - r.wireIn0
@@ -513,13 +508,13 @@ func (r *rateRun) Finish(l *Loop, stopped bool, now int64) {
 }
 
 // finalCounts are this loop's totals at the end, with the echoes lost.
-func (r *rateRun) finalCounts() LiveCounts {
+func (r *run) finalCounts() client.LiveCounts {
 	c := r.liveCounts()
 	c.Lost = r.part.Lost()
 	return c
 }
 
 // liveCounts are this loop's totals so far, for Live.
-func (r *rateRun) liveCounts() LiveCounts {
-	return LiveCounts{Sent: r.part.Sent, Recv: r.part.Recv, Failed: r.part.Failed, Late: r.part.Late, Unsent: r.part.Unsent}
+func (r *run) liveCounts() client.LiveCounts {
+	return client.LiveCounts{Sent: r.part.Sent, Recv: r.part.Recv, Failed: r.part.Failed, Late: r.part.Late, Unsent: r.part.Unsent}
 }
