@@ -1,7 +1,7 @@
 // Package testenv says which of the module's tests a `go test` run
 // includes. Plain `go test ./...` (the README's command) runs every test of
-// the product's behaviour and finishes in a few minutes from an empty
-// build cache on two cores; the few tests that take long on their own — a
+// the product's behaviour and finishes in about five minutes from an
+// empty build cache on two cores; the few tests that take long on their own — a
 // minute of churn, a build of a package per kind, two capacity searches —
 // run too when WSPLAN_SLOW=1 is set, as .ci/run does. `-short` skips them
 // whatever the variable says.
