@@ -70,7 +70,7 @@ func (e *runner) phase(ctx context.Context, srv plan.Server, ph plan.Phase, proc
 
 	death := ""
 	switch {
-	case serverDied(proc, err != nil || failed):
+	case serverDied(proc, err != nil || failed || faulted):
 		death, gone = "server "+proc.ExitReason()+" during the phase", "server "+proc.ExitReason()
 		res.ServerLog = proc.Tail(2048)
 	case blind:
