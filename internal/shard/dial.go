@@ -55,11 +55,17 @@ func DefaultWeight(h sysctl.HostFacts) int {
 	return max(1, w)
 }
 
+// probeEnd bounds Probe's wait for the shard to end the probe's session.
+const probeEnd = 2 * time.Second
+
 // Probe reaches the shard at addr, reads its hello and ends the session:
 // preflight learns each host's facts before anything starts.
 func Probe(ctx context.Context, addr string, cfg *tls.Config, idleExit time.Duration) (Hello, error) {
 	p, h, err := dialOne(ctx, -1, addr, cfg, Request{Op: "probe", IdleExit: idleExit}, HandshakeTimeout, LinkTimeout, nil)
 	if p != nil {
+		// The shard ends a probe's session after its hello: wait for that
+		// end, so that the run's own dial right after finds it free.
+		_, _ = p.read(probeEnd)
 		p.in.Close()
 	}
 	return h, err

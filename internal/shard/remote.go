@@ -199,10 +199,12 @@ func (l *listener) serve(ctx context.Context, c net.Conn) {
 	s.Logf("orchestrator %s connected", peer)
 	l.report(ctx, -1)
 	d, err := session(ctx, tc, s)
-	tc.Close()
+	// Free before the close: an orchestrator that saw the session end
+	// (a preflight's probe, then the run's dial) is not refused as busy.
 	l.mu.Lock()
 	l.busy = ""
 	l.mu.Unlock()
+	tc.Close()
 	if err != nil {
 		s.Logf("orchestrator %s gone: %v", peer, err)
 	} else {
