@@ -1,50 +1,54 @@
 package search
 
 import (
-	"fmt"
 	"reflect"
-	"strings"
 	"testing"
 
-	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/decl"
-	"github.com/wsplan/wsplan/internal/payload"
 	"github.com/wsplan/wsplan/scenarios"
 	"github.com/wsplan/wsplan/scenarios/rate"
 )
 
-// TestTagDefaultsMatchClient: the steps' keys (rate.Send) default in a
-// search as in a rate phase, and the doc of max_inflight states the
-// bounds rate applies.
-func TestTagDefaultsMatchClient(t *testing.T) {
-	for _, c := range []struct {
-		key  string
-		want any
-	}{
-		{"reads", client.ReadsBatched},
-		{"payload_kind", payload.Random},
-	} {
-		got, ok := decl.Default(&Phase{}, c.key)
-		if !ok || !reflect.DeepEqual(got, c.want) {
-			t.Errorf("%s: tag default %v (%T, %v), want %v (%T)", c.key, got, got, ok, c.want, c.want)
-		}
+// TestStepKeysAsRate: a search's steps take rate's sending keys
+// (rate.Send), declared once: every one of them has the default, bounds
+// and doc in a search that it has in a rate phase (rate's own tests tie
+// those to the core's constants).
+func TestStepKeysAsRate(t *testing.T) {
+	keys := decl.Fields(reflect.ValueOf(&rate.Send{}))
+	if len(keys) == 0 {
+		t.Fatal("rate.Send declares no keys")
 	}
-	want := fmt.Sprintf("in [%d, %d]", rate.MinDefaultInflight, rate.MaxDefaultInflight)
+	ours := map[string]reflect.StructTag{}
 	for _, f := range decl.Fields(reflect.ValueOf(&Phase{})) {
-		if d := f.Struct.Tag.Get("doc"); f.Key == "max_inflight" && !strings.Contains(d, want) {
-			t.Errorf("max_inflight: doc %q does not say %q", d, want)
+		ours[f.Key] = f.Struct.Tag
+	}
+	for _, f := range keys {
+		tag, ok := ours[f.Key]
+		if !ok {
+			t.Errorf("%s: rate's key is not a search key", f.Key)
+			continue
+		}
+		if tag != f.Struct.Tag {
+			t.Errorf("%s: search declares %q, rate %q", f.Key, tag, f.Struct.Tag)
+		}
+		want, _ := decl.Default(&rate.Phase{}, f.Key)
+		if got, _ := decl.Default(&Phase{}, f.Key); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: default %v in a search, %v in a rate phase", f.Key, got, want)
 		}
 	}
 }
 
-// TestPayloadDefaults: a payload before Defaults ran is its tag default.
-func TestPayloadDefaults(t *testing.T) {
-	p := &Phase{}
-	if n, _ := p.Message(); n != 1024 {
-		t.Errorf("payload %d before Defaults, want 1024", n)
-	}
-	scenarios.Defaults(p, scenarios.Context{Conns: 1})
-	if n, _ := p.Message(); n != 1024 {
-		t.Errorf("payload %d after Defaults, want 1024", n)
+// TestMessageAsRate: a search's steps send the message a rate phase with
+// the same keys sends, before Defaults ran and after.
+func TestMessageAsRate(t *testing.T) {
+	s, r := &Phase{}, &rate.Phase{}
+	for _, when := range []string{"before Defaults", "after"} {
+		sn, sf := s.Message()
+		rn, rf := r.Message()
+		if sn != rn || sf != rf || sn <= 0 {
+			t.Errorf("%s: a search's message %d bytes (file %v), a rate phase's %d (%v)", when, sn, sf, rn, rf)
+		}
+		scenarios.Defaults(s, scenarios.Context{Conns: 1})
+		scenarios.Defaults(r, scenarios.Context{Conns: 1})
 	}
 }
