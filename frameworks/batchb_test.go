@@ -23,6 +23,7 @@ import (
 
 func startOpts(t *testing.T, name string, opts map[string]string) (Server, []string, error) {
 	t.Helper()
+	mustBeApart(t, name)
 	a, vals, errs := Resolve(name, "", opts)
 	if len(errs) > 0 {
 		t.Fatalf("resolve %s %v: %v", name, opts, errors.Join(errs...))
@@ -105,6 +106,9 @@ func TestBatchBNbioNonEmpty(t *testing.T) {
 	for _, name := range []string{"nbio_blocking", "nbio_mixed", "nbio_nonblocking", "nbio_std"} {
 		for _, opts := range []map[string]string{nil, {"read_buffer": "16"}} {
 			t.Run(name+"/"+optString(opts), func(t *testing.T) {
+				if runApart(t, name) {
+					return
+				}
 				srv, addrs, err := startOpts(t, name, opts)
 				if err != nil {
 					t.Fatal(err)
@@ -159,6 +163,9 @@ func TestBatchBNettywsOneMessageType(t *testing.T) {
 // configuration share one. Closing one server must leave the other's
 // connections and listeners working.
 func TestBatchBGreatwsSharedLoop(t *testing.T) {
+	if runApart(t, "greatws") {
+		return
+	}
 	small := map[string]string{"event_loops": "1", "pool_init": "2", "pool_min": "2", "pool_max": "4"}
 	a, addrsA, err := startOpts(t, "greatws", small)
 	if err != nil {
@@ -198,6 +205,9 @@ func TestBatchBNoDelay(t *testing.T) {
 		for _, nodelay := range []bool{true, false} {
 			opts := map[string]string{"nodelay": strconv.FormatBool(nodelay)}
 			t.Run(name+"/"+optString(opts), func(t *testing.T) {
+				if runApart(t, name) {
+					return
+				}
 				srv, addrs, err := startOpts(t, name, opts)
 				if err != nil {
 					t.Fatal(err)
@@ -270,6 +280,9 @@ func TestBatchBCloseRightAfterStart(t *testing.T) {
 	}
 	for _, name := range []string{"nbio_blocking", "nbio_mixed", "nbio_nonblocking", "nbio_std", "greatws", "hertz", "hertz_std", "nettyws"} {
 		t.Run(name, func(t *testing.T) {
+			if runApart(t, name) {
+				return
+			}
 			for range rounds {
 				srv, addrs, err := startOpts(t, name, nil)
 				if err != nil {
@@ -287,12 +300,16 @@ func TestBatchBCloseRightAfterStart(t *testing.T) {
 func TestBatchBStartBusyPort(t *testing.T) {
 	for _, name := range []string{"nbio_blocking", "nbio_mixed", "nbio_nonblocking", "nbio_std", "greatws", "hertz", "hertz_std", "nettyws"} {
 		t.Run(name, func(t *testing.T) {
+			if runApart(t, name) {
+				return
+			}
 			busy, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer busy.Close()
 			free := freeAddrs(t, 1)[0]
+			mustBeApart(t, name)
 			a, vals, errs := Resolve(name, "", nil)
 			if len(errs) > 0 {
 				t.Fatal(errors.Join(errs...))

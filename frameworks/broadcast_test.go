@@ -17,6 +17,9 @@ import (
 func TestBroadcast(t *testing.T) {
 	for _, p := range Presets() {
 		t.Run(p.Name, func(t *testing.T) {
+			if runApart(t, p.Name) {
+				return
+			}
 			addrs := startBroadcastT(t, p.Name, 2)
 			join := func(addr, query string) *client {
 				conn, br, _, err := dial(addr, BroadcastPath+query)
@@ -74,6 +77,9 @@ func TestBroadcast(t *testing.T) {
 func TestBroadcastFirstMessage(t *testing.T) {
 	for _, p := range Presets() {
 		t.Run(p.Name, func(t *testing.T) {
+			if runApart(t, p.Name) {
+				return
+			}
 			addr := startBroadcastT(t, p.Name, 1)[0]
 			for i := range 100 {
 				conn, br, _, err := dial(addr, BroadcastPath+"?room="+strconv.Itoa(i%3))
@@ -99,6 +105,7 @@ func TestBroadcastFirstMessage(t *testing.T) {
 // addresses; the test is skipped when the adapter serves no broadcast.
 func startBroadcastT(t *testing.T, preset string, n int) []string {
 	t.Helper()
+	mustBeApart(t, preset)
 	a, vals, errs := Resolve(preset, "", nil)
 	if len(errs) > 0 {
 		t.Fatal(errors.Join(errs...))

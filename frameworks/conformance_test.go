@@ -138,6 +138,7 @@ func resolveT(t *testing.T, name string, opts map[string]string) Adapter {
 // permessage-deflate (Limits.NoCompression) and opts ask for it.
 func startT(t *testing.T, name string, opts map[string]string) (a Adapter, srv Server, addrs []string) {
 	t.Helper()
+	mustBeApart(t, name)
 	skipNoCompression(t, name, opts)
 	a, vals, errs := Resolve(name, "", opts)
 	if len(errs) > 0 {
@@ -165,6 +166,9 @@ func skipNoCompression(t *testing.T, name string, opts map[string]string) {
 // testServer runs the conformance suite on preset or adapter name with
 // opts overriding its options.
 func testServer(t *testing.T, name string, opts map[string]string) {
+	if runApart(t, name) {
+		return
+	}
 	a := resolveT(t, name, opts)
 	leakOpts := []goleak.Option{goleak.IgnoreCurrent()}
 	for _, fn := range lingeringOf(a.Name) {
@@ -381,6 +385,9 @@ func testAutobahn(t *testing.T, addr string, lim limiter) {
 func TestCloseRightAfterStart(t *testing.T) {
 	for _, p := range Presets() {
 		t.Run(p.Name, func(t *testing.T) {
+			if runApart(t, p.Name) {
+				return
+			}
 			leakOpts := []goleak.Option{goleak.IgnoreCurrent()}
 			for _, fn := range lingeringOf(p.Framework) {
 				leakOpts = append(leakOpts, goleak.IgnoreAnyFunction(fn))
@@ -403,6 +410,9 @@ func TestCloseRightAfterStart(t *testing.T) {
 func TestCompression(t *testing.T) {
 	for _, a := range Adapters() {
 		t.Run(a.Name, func(t *testing.T) {
+			if runApart(t, a.Name) {
+				return
+			}
 			_, srv, addrs := startT(t, a.Name, map[string]string{"compression": "true"})
 			defer srv.Close()
 

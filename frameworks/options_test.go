@@ -50,6 +50,10 @@ func TestOptionsReachBoth(t *testing.T) {
 				continue
 			}
 			t.Run(p.Name+"/"+oc.name, func(t *testing.T) {
+				if runApart(t, p.Name) {
+					return
+				}
+				mustBeApart(t, p.Name)
 				a, vals, errs := Resolve(p.Name, "", oc.opts)
 				if len(errs) > 0 {
 					if on, _ := strconv.ParseBool(oc.opts["compression"]); on && a.Limits.NoCompression != "" {
