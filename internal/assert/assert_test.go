@@ -256,3 +256,35 @@ func TestDurationMetricAndBuiltin(t *testing.T) {
 		t.Errorf("got %v, %v; want false", v, err)
 	}
 }
+
+// TestMissingResult: an assertion reading another server's result names
+// why it is missing (not run, no such phase, the phase failed) before the
+// expression engine's own error.
+func TestMissingResult(t *testing.T) {
+	as, err := Compile(testPlan(
+		plan.Assertion{Expr: `tps >= 0.8 * results.gorilla.echo.tps`, Phase: "echo", Servers: []string{"gws"}},
+		plan.Assertion{Expr: `tps >= 0.8 * results.nbio.echo.tps`, Phase: "echo", Servers: []string{"gws"}},
+		plan.Assertion{Expr: `tps >= 0.8 * results.gws.hold.tps`, Phase: "echo", Servers: []string{"gws"}},
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := &result.Run{Results: []result.Result{
+		echoResult("gws", 700, 300*time.Millisecond, true),
+		echoResult("nbio", 0, 0, false),
+	}}
+	got := Evaluate(as, run, nil)
+	want := []string{
+		"results.gorilla.echo: server gorilla has no result in this run (not run: --only, or the run stopped before it)",
+		"results.nbio.echo: that phase failed: server died",
+		"results.gws.hold: server gws has no phase hold",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d outcomes, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		if got[i].Pass || !strings.HasPrefix(got[i].Error, w+" (") {
+			t.Errorf("%d: pass=%v error %q, want it to start with %q", i, got[i].Pass, got[i].Error, w)
+		}
+	}
+}

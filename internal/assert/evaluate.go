@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/expr-lang/expr"
 
@@ -77,6 +78,9 @@ func (a *Assertion) Check(r *result.Result, run *result.Run, baseline *result.Ru
 	v, err := eval(a.progs[r.Kind], e)
 	if err != nil {
 		out.Error = oneLine(err.Error())
+		if why := a.missingResult(run, r.Vars); why != "" {
+			out.Error = why + " (" + out.Error + ")"
+		}
 		return out
 	}
 	out.Pass, _ = v.(bool) // AsBool guarantees a bool
@@ -102,6 +106,41 @@ func Env(r *result.Result, run *result.Run, baseline *result.Run) map[string]any
 	}
 	e["baseline"] = b
 	return e
+}
+
+// missingResult says which results.<server>.<phase> the assertion reads
+// that the run has no usable result for, and why: the server did not run
+// (--only, or a run that stopped before it), has no such phase, or that
+// phase failed. "" when every one it reads is there.
+func (a *Assertion) missingResult(run *result.Run, vars map[string]string) string {
+	for _, p := range a.paths {
+		parts := strings.SplitN(p, ".", 4)
+		if len(parts) < 3 || parts[0] != "results" {
+			continue
+		}
+		server, phase := parts[1], parts[2]
+		ran, found := false, (*result.Result)(nil)
+		if run != nil {
+			for i := range run.Results {
+				o := &run.Results[i]
+				if o.Server == server && result.SameVars(o.Vars, vars) {
+					ran = true
+					if o.Phase == phase {
+						found = o
+					}
+				}
+			}
+		}
+		switch {
+		case !ran:
+			return fmt.Sprintf("results.%s.%s: server %s has no result in this run (not run: --only, or the run stopped before it)", server, phase, server)
+		case found == nil:
+			return fmt.Sprintf("results.%s.%s: server %s has no phase %s", server, phase, server, phase)
+		case !found.OK:
+			return fmt.Sprintf("results.%s.%s: that phase failed: %s", server, phase, found.Error)
+		}
+	}
+	return ""
 }
 
 // byServer is results.<server>.<phase>: the run's results measured with
