@@ -2,198 +2,20 @@ package client
 
 import (
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/wsplan/wsplan/internal/proto"
 	"github.com/wsplan/wsplan/internal/proto/graphqlws"
+	"github.com/wsplan/wsplan/internal/prototest"
 	"github.com/wsplan/wsplan/internal/units"
 )
 
-// gqlServer speaks graphql-transport-ws (as graphql-ws 6 does) over
-// gorilla/websocket, enough for the client's tests: connection_init
-// (refused with 4403, or never acked), ping/pong both ways, the room
-// subscription (a first null result once live, then every publish), the
-// publish mutation (one result, then complete), complete.
-type gqlServer struct {
-	refuse bool          // close 4403 Forbidden on connection_init
-	mute   bool          // never answer connection_init
-	ping   time.Duration // ping every connection this often; 0 = never
-	token  string        // connection_init's payload must carry this token
-	// quiet is the clients' keepalive: a client ping is early when, in the
-	// half of it before the ping came, the server both pinged that client
-	// and heard from it (so neither side was stalled: the client answered
-	// pings and still pinged).
-	quiet time.Duration
+// graphql-transport-ws against prototest.GQLServer, the server the
+// script kind's tests run too.
 
-	pings, pongs, clientPings, earlyPings atomic.Int64
-	subprotocol                           atomic.Value // the last one agreed
-
-	mu    sync.Mutex
-	rooms map[string]map[*gqlPeer]string // room -> subscriber -> operation id
-}
-
-type gqlPeer struct {
-	mu sync.Mutex
-	ws *websocket.Conn
-
-	lastPing  atomic.Int64 // when the server last pinged it, Unix ns
-	lastFrame time.Time    // when its previous frame came (the reader's own)
-}
-
-func (p *gqlPeer) send(v any) {
-	b, _ := json.Marshal(v)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	_ = p.ws.WriteMessage(websocket.TextMessage, b) // the client sees what arrives
-}
-
-func (s *gqlServer) start(t testing.TB) string {
-	t.Helper()
-	s.rooms = map[string]map[*gqlPeer]string{}
-	up := websocket.Upgrader{Subprotocols: []string{graphqlws.Subprotocol}, CheckOrigin: func(*http.Request) bool { return true }}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer ws.Close()
-		s.subprotocol.Store(ws.Subprotocol())
-		p := &gqlPeer{ws: ws}
-		defer s.leave(p)
-		s.serve(p)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.Listener.Addr().String()
-}
-
-func (s *gqlServer) serve(p *gqlPeer) {
-	done := make(chan struct{})
-	defer close(done)
-	for {
-		_, b, err := p.ws.ReadMessage()
-		if err != nil {
-			return
-		}
-		now, prev := time.Now(), p.lastFrame
-		p.lastFrame = now
-		var m struct {
-			ID      string          `json:"id"`
-			Type    string          `json:"type"`
-			Payload json.RawMessage `json:"payload"`
-		}
-		if json.Unmarshal(b, &m) != nil {
-			p.closeWith(4400, "Invalid message received")
-			return
-		}
-		switch m.Type {
-		case "connection_init":
-			var init struct{ Token string }
-			_ = json.Unmarshal(m.Payload, &init) // absent: no token
-			switch {
-			case s.refuse || init.Token != s.token:
-				p.closeWith(4403, "Forbidden")
-				return
-			case s.mute:
-				continue
-			}
-			p.send(map[string]any{"type": "connection_ack"})
-			if s.ping > 0 {
-				go s.pinger(p, done)
-			}
-		case "ping":
-			s.clientPings.Add(1)
-			pinged := time.Unix(0, p.lastPing.Load())
-			if s.quiet > 0 && now.Sub(pinged) < s.quiet/2 && now.Sub(prev) < s.quiet/2 {
-				s.earlyPings.Add(1)
-			}
-			p.send(map[string]any{"type": "pong"})
-		case "pong":
-			s.pongs.Add(1)
-		case "subscribe":
-			s.subscribe(p, m.ID, m.Payload)
-		case "complete":
-			s.mu.Lock()
-			for _, subs := range s.rooms {
-				if subs[p] == m.ID {
-					delete(subs, p)
-				}
-			}
-			s.mu.Unlock()
-		}
-	}
-}
-
-func (p *gqlPeer) closeWith(code int, text string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	_ = p.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(time.Second)) // best effort, as servers do
-}
-
-func (s *gqlServer) pinger(p *gqlPeer, done chan struct{}) {
-	tk := time.NewTicker(s.ping)
-	defer tk.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-tk.C:
-			s.pings.Add(1)
-			p.lastPing.Store(time.Now().UnixNano())
-			p.send(map[string]any{"type": "ping"})
-		}
-	}
-}
-
-// subscribe runs one operation: the room subscription, the publish
-// mutation, or anything else as a query answered {"data":{"echo":…}}.
-func (s *gqlServer) subscribe(p *gqlPeer, id string, payload json.RawMessage) {
-	var op struct {
-		Query     string
-		Variables struct{ Room, Data string }
-	}
-	_ = json.Unmarshal(payload, &op) // a bad payload is a query with no variables
-	q := strings.TrimSpace(op.Query)
-	switch {
-	case strings.HasPrefix(q, "subscription"):
-		s.mu.Lock()
-		if s.rooms[op.Variables.Room] == nil {
-			s.rooms[op.Variables.Room] = map[*gqlPeer]string{}
-		}
-		s.rooms[op.Variables.Room][p] = id
-		s.mu.Unlock()
-		p.send(map[string]any{"id": id, "type": "next", "payload": map[string]any{"data": map[string]any{"message": nil}}})
-	case strings.HasPrefix(q, "mutation"):
-		s.mu.Lock()
-		for peer, sub := range s.rooms[op.Variables.Room] {
-			peer.send(map[string]any{"id": sub, "type": "next", "payload": map[string]any{"data": map[string]any{"message": op.Variables.Data}}})
-		}
-		s.mu.Unlock()
-		p.send(map[string]any{"id": id, "type": "next", "payload": map[string]any{"data": map[string]any{"publish": true}}})
-		p.send(map[string]any{"id": id, "type": "complete"})
-	case strings.Contains(q, "bad"):
-		p.send(map[string]any{"id": id, "type": "error", "payload": []any{map[string]any{"message": "Cannot query field \"bad\""}}})
-	default:
-		p.send(map[string]any{"id": id, "type": "next", "payload": map[string]any{"data": map[string]any{"echo": q}}})
-		p.send(map[string]any{"id": id, "type": "complete"})
-	}
-}
-
-func (s *gqlServer) leave(p *gqlPeer) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, subs := range s.rooms {
-		delete(subs, p)
-	}
-}
-
+// gqlClient makes a client of the graphql-ws protocol.
 func gqlClient(t *testing.T, addr string, o graphqlws.Settings) *Client {
 	t.Helper()
 	return newClient(t, Options{Targets: []string{addr}, Loops: 2, Protocol: ProtocolOptions{Name: graphqlws.Name, Settings: &o}})
@@ -204,8 +26,8 @@ func gqlClient(t *testing.T, addr string, o graphqlws.Settings) *Client {
 // a refused init (4403) and a server that never acks fail the
 // connections with the protocol's reasons.
 func TestGraphQLWSGreeting(t *testing.T) {
-	ok := &gqlServer{token: "t0k"}
-	c := gqlClient(t, ok.start(t), graphqlws.Settings{Init: `{"token":"t0k"}`})
+	ok := &prototest.GQLServer{Token: "t0k"}
+	c := gqlClient(t, ok.Start(t), graphqlws.Settings{Init: `{"token":"t0k"}`})
 	res, err := c.Run(t.Context(), &ConnectParams{Connections: 20, Concurrency: 20, Timeout: units.Duration(2 * time.Second), Retries: -1}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -216,15 +38,15 @@ func TestGraphQLWSGreeting(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		srv  *gqlServer
+		srv  *prototest.GQLServer
 		init string
 		want Reason
 	}{
-		{"refused", &gqlServer{refuse: true}, "", "graphql-ws: forbidden (4403)"},
-		{"wrong token", &gqlServer{token: "t0k"}, `{"token":"nope"}`, "graphql-ws: forbidden (4403)"},
-		{"no ack", &gqlServer{mute: true}, "", "graphql-ws: no connection_ack"},
+		{"refused", &prototest.GQLServer{Refuse: true}, "", "graphql-ws: forbidden (4403)"},
+		{"wrong token", &prototest.GQLServer{Token: "t0k"}, `{"token":"nope"}`, "graphql-ws: forbidden (4403)"},
+		{"no ack", &prototest.GQLServer{Mute: true}, "", "graphql-ws: no connection_ack"},
 	} {
-		c := gqlClient(t, tc.srv.start(t), graphqlws.Settings{Init: tc.init})
+		c := gqlClient(t, tc.srv.Start(t), graphqlws.Settings{Init: tc.init})
 		res, err := c.Run(t.Context(), &ConnectParams{Connections: 5, Concurrency: 5, Timeout: units.Duration(500 * time.Millisecond), Retries: -1}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -245,27 +67,27 @@ func TestGraphQLWSGreeting(t *testing.T) {
 // answers pings sends none of its own). On a loaded host a stall of
 // either side may leave a client silent for a keepalive, and its ping is
 // then right: only a ping while both sides were talking counts against it
-// (gqlServer.quiet).
+// (prototest.GQLServer.Quiet).
 func TestGraphQLWSKeepalive(t *testing.T) {
 	const keepalive = 300 * time.Millisecond
-	s := &gqlServer{ping: 20 * time.Millisecond, quiet: keepalive}
-	c := gqlClient(t, s.start(t), graphqlws.Settings{Keepalive: units.Duration(keepalive)})
+	s := &prototest.GQLServer{Ping: 20 * time.Millisecond, Quiet: keepalive}
+	c := gqlClient(t, s.Start(t), graphqlws.Settings{Keepalive: units.Duration(keepalive)})
 	mustConnect(t, c, 10)
 	hold(t, c, 10)
-	waitFor(t, "pongs", func() bool { return s.pings.Load() >= 100 && s.pongs.Load() >= s.pings.Load()-10 })
-	if n := s.earlyPings.Load(); n != 0 {
-		t.Errorf("%d client pings (of %d) while it answered the server's pings, want none: the pongs showed it alive", n, s.clientPings.Load())
-	} else if n := s.clientPings.Load(); n != 0 {
+	waitFor(t, "pongs", func() bool { return s.Pings.Load() >= 100 && s.Pongs.Load() >= s.Pings.Load()-10 })
+	if n := s.EarlyPings.Load(); n != 0 {
+		t.Errorf("%d client pings (of %d) while it answered the server's pings, want none: the pongs showed it alive", n, s.ClientPings.Load())
+	} else if n := s.ClientPings.Load(); n != 0 {
 		t.Logf("%d client pings after a stall of a keepalive", n)
 	}
 
-	quiet := &gqlServer{}
-	c = gqlClient(t, quiet.start(t), graphqlws.Settings{Keepalive: units.Duration(50 * time.Millisecond)})
+	quiet := &prototest.GQLServer{}
+	c = gqlClient(t, quiet.Start(t), graphqlws.Settings{Keepalive: units.Duration(50 * time.Millisecond)})
 	mustConnect(t, c, 10)
 	hold(t, c, 10)
 	// 10 connections pinging about every 200ms (the loop's tick) for
 	// 0.5 s, each pong keeping them alive.
-	if n := quiet.clientPings.Load(); n < 10 {
+	if n := quiet.ClientPings.Load(); n < 10 {
 		t.Errorf("%d client pings, want ≥ 10", n)
 	}
 }

@@ -1,114 +1,24 @@
 package client
 
 import (
-	"net"
 	"os"
 	"os/exec"
-	osuser "os/user"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/wsplan/wsplan/internal/testenv"
-	"github.com/wsplan/wsplan/internal/testserver"
 
 	"github.com/wsplan/wsplan/internal/proto/mqtt"
+	"github.com/wsplan/wsplan/internal/prototest"
 	"github.com/wsplan/wsplan/internal/units"
 )
 
 // The MQTT protocol against a real broker: Debian's mosquitto (2.x) with
 // a websockets listener, started by the test on a free loopback port with
-// its own configuration, stopped by its pid. Without mosquitto the tests
-// skip, saying how to get it.
-
-// mosquittoBin finds mosquitto (Debian puts it in /usr/sbin).
-func mosquittoBin(t testing.TB) string {
-	t.Helper()
-	if p, err := exec.LookPath("mosquitto"); err == nil {
-		return p
-	}
-	if _, err := os.Stat("/usr/sbin/mosquitto"); err == nil {
-		return "/usr/sbin/mosquitto"
-	}
-	t.Skip("no mosquitto: install Debian's mosquitto (apt-get install mosquitto) to run the MQTT broker tests")
-	return ""
-}
-
-// startMosquitto runs mosquitto with a websockets listener on a free
-// 127.0.0.1 port and the extra configuration lines (default: anonymous
-// clients allowed) until the test ends; it returns the listener's address.
-func startMosquitto(t testing.TB, extra ...string) string {
-	t.Helper()
-	bin := mosquittoBin(t)
-	addr := testserver.ClosedAddr(t)
-	_, port, _ := net.SplitHostPort(addr)
-	_, plain, _ := net.SplitHostPort(testserver.ClosedAddr(t))
-	// mosquitto 2.0.11 (Debian 12) will not start with websockets
-	// listeners only: a plain MQTT listener, which the tests do not use,
-	// comes first.
-	conf := []string{"listener " + plain + " 127.0.0.1", "listener " + port + " 127.0.0.1", "protocol websockets",
-		"persistence false", "log_dest stderr", "log_type error", "log_type warning"}
-	if len(extra) == 0 {
-		extra = []string{"allow_anonymous true"}
-	}
-	if u, err := osuser.Current(); err == nil {
-		// Started as root, mosquitto becomes the user "mosquitto", who may
-		// not read the test's files: it stays who the test is.
-		conf = append(conf, "user "+u.Username)
-	}
-	dir := t.TempDir()
-	file := filepath.Join(dir, "mosquitto.conf")
-	if err := os.WriteFile(file, []byte(strings.Join(append(conf, extra...), "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	logf, err := os.Create(filepath.Join(dir, "mosquitto.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	log := func() string { b, _ := os.ReadFile(logf.Name()); return string(b) }
-	cmd := exec.Command(bin, "-c", file)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start mosquitto: %v", err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM) // its pid: ours to stop
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("mosquitto's log:\n%s", log())
-		}
-	})
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		c, err := net.Dial("tcp4", addr)
-		if err == nil {
-			c.Close()
-			return addr
-		}
-		select {
-		case <-done:
-			t.Fatalf("mosquitto exited; its log:\n%s", log())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("mosquitto does not listen on %s: %v; its log:\n%s", addr, err, log())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// mqttVersions are the versions every broker test runs with.
-var mqttVersions = []string{mqtt.Version311, mqtt.Version5}
+// its own configuration and stopped by its process group
+// (prototest.StartMosquitto). Without mosquitto the tests skip, saying
+// how to get it.
 
 // mqttClient makes a client of the MQTT protocol.
 func mqttClient(t testing.TB, addr string, o mqtt.Settings) *Client {
@@ -133,7 +43,7 @@ func TestMQTTRefusedMosquitto(t *testing.T) {
 	if out, err := exec.Command(tool, "-b", pw, "bench", "s3cret").CombinedOutput(); err != nil {
 		t.Skipf("mosquitto_passwd: %v: %s", err, out)
 	}
-	addr := startMosquitto(t, "allow_anonymous false", "password_file "+pw)
+	addr := prototest.StartMosquitto(t, "allow_anonymous false", "password_file "+pw)
 	for _, tc := range []struct {
 		version, user, pass string
 		want                Reason
@@ -173,7 +83,7 @@ func TestMQTTRefusedMosquitto(t *testing.T) {
 func TestMQTTKeepaliveMosquitto(t *testing.T) {
 	testenv.Slow(t, "20 s of idle connections: mosquitto drops the silent ones after 5 s here; TestMQTTKeepaliveFake checks the client's side")
 	const keepalive = 2 * time.Second
-	addr := startMosquitto(t)
+	addr := prototest.StartMosquitto(t)
 	mqtt.NoPing = true
 	c := mqttClient(t, addr, mqtt.Settings{Version: mqtt.Version311, Keepalive: units.Duration(keepalive)})
 	mustConnect(t, c, 20)
@@ -197,7 +107,7 @@ func TestMQTTKeepaliveMosquitto(t *testing.T) {
 	}
 	hold := max(3*keepalive, dropped+keepalive)
 	t.Logf("without PINGREQ dropped after %v; holding %v with them", dropped.Round(time.Millisecond), hold.Round(time.Millisecond))
-	for _, v := range mqttVersions {
+	for _, v := range prototest.MQTTVersions {
 		t.Run("v"+v, func(t *testing.T) {
 			c := mqttClient(t, addr, mqtt.Settings{Version: v, Keepalive: units.Duration(keepalive)})
 			mustConnect(t, c, 20)

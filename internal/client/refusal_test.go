@@ -1,10 +1,7 @@
 package client
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -17,74 +14,9 @@ import (
 	"github.com/wsplan/wsplan/internal/proto/socketio"
 	"github.com/wsplan/wsplan/internal/proto/stomp"
 
+	"github.com/wsplan/wsplan/internal/prototest"
 	"github.com/wsplan/wsplan/internal/units"
 )
-
-// refuser is a WebSocket server that answers every upgrade with status
-// (when set), else upgrades (agreeing to the client's first subprotocol)
-// and runs greet on the connection: a protocol's refusal, or a transient
-// failure. It counts the upgrade requests, the client's attempts.
-type refuser struct {
-	status int
-	greet  func(ws *websocket.Conn)
-
-	attempts atomic.Int64
-}
-
-func (s *refuser) start(t *testing.T) string {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.attempts.Add(1)
-		if s.status != 0 {
-			http.Error(w, "go away\nnow", s.status)
-			return
-		}
-		var sub []string
-		if offered := websocket.Subprotocols(r); len(offered) > 0 {
-			sub = offered[:1]
-		}
-		up := websocket.Upgrader{Subprotocols: sub, CheckOrigin: func(*http.Request) bool { return true }}
-		ws, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer ws.Close()
-		s.greet(ws)
-		_ = ws.SetReadDeadline(time.Now().Add(2 * time.Second))
-		for { // until the client closes
-			if _, _, err := ws.ReadMessage(); err != nil {
-				return
-			}
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv.Listener.Addr().String()
-}
-
-// replyThen reads the client's first message and writes msgs (opcode op)
-// and, when close is set, a close frame with it (code, then text).
-func replyThen(op int, close []byte, msgs ...string) func(ws *websocket.Conn) {
-	return func(ws *websocket.Conn) {
-		if _, _, err := ws.ReadMessage(); err != nil {
-			return
-		}
-		for _, m := range msgs {
-			_ = ws.WriteMessage(op, []byte(m)) // the client sees what arrives
-		}
-		if close != nil {
-			_ = ws.WriteControl(websocket.CloseMessage, close, time.Now().Add(time.Second))
-		}
-	}
-}
-
-// sioRefuse is a Socket.IO server that opens Engine.IO and answers the
-// namespace connect with CONNECT_ERROR data.
-func sioRefuse(data string) func(ws *websocket.Conn) {
-	return func(ws *websocket.Conn) {
-		_ = ws.WriteMessage(websocket.TextMessage, []byte(`0{"sid":"x","upgrades":[],"pingInterval":25000,"pingTimeout":20000}`))
-		replyThen(websocket.TextMessage, nil, "44/chat,"+data)(ws)
-	}
-}
 
 // TestRefusalsNotRetried: a server that refuses 20 connections on purpose
 // (HTTP 401/403, MQTT CONNACK not authorized or bad credentials, STOMP
@@ -100,45 +32,45 @@ func TestRefusalsNotRetried(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		proto   ProtocolOptions
-		srv     *refuser
+		srv     *prototest.Refuser
 		want    Reason
 		refusal bool
 	}{
-		{"http 401", ProtocolOptions{}, &refuser{status: 401}, "bad status 401", true},
-		{"http 403", ProtocolOptions{Name: mqtt.Name}, &refuser{status: 403}, "bad status 403", true},
-		{"mqtt 3.1.1 bad credentials", ProtocolOptions{Name: mqtt.Name}, &refuser{greet: replyThen(bin, nil, string(connack3(4)))},
+		{"http 401", ProtocolOptions{}, &prototest.Refuser{Status: 401}, "bad status 401", true},
+		{"http 403", ProtocolOptions{Name: mqtt.Name}, &prototest.Refuser{Status: 403}, "bad status 403", true},
+		{"mqtt 3.1.1 bad credentials", ProtocolOptions{Name: mqtt.Name}, &prototest.Refuser{Greet: prototest.ReplyThen(bin, nil, string(connack3(4)))},
 			"mqtt: connack: bad user name or password (4)", true},
-		{"mqtt 3.1.1 not authorized", ProtocolOptions{Name: mqtt.Name}, &refuser{greet: replyThen(bin, nil, string(connack3(5)))},
+		{"mqtt 3.1.1 not authorized", ProtocolOptions{Name: mqtt.Name}, &prototest.Refuser{Greet: prototest.ReplyThen(bin, nil, string(connack3(5)))},
 			"mqtt: connack: not authorized (5)", true},
-		{"mqtt 5 bad credentials", mqtt5, &refuser{greet: replyThen(bin, nil, string(connack5(0x86)))},
+		{"mqtt 5 bad credentials", mqtt5, &prototest.Refuser{Greet: prototest.ReplyThen(bin, nil, string(connack5(0x86)))},
 			"mqtt: connack: bad user name or password (134)", true},
-		{"mqtt 5 not authorized, its words", mqtt5, &refuser{greet: replyThen(bin, nil, string(connack5(0x87, 0x1f, 0, 12, 'n', 'o', ' ', 'A', 'C', 'L', '\n', '\t', 'f', 'o', 'r', ' ')))},
+		{"mqtt 5 not authorized, its words", mqtt5, &prototest.Refuser{Greet: prototest.ReplyThen(bin, nil, string(connack5(0x87, 0x1f, 0, 12, 'n', 'o', ' ', 'A', 'C', 'L', '\n', '\t', 'f', 'o', 'r', ' ')))},
 			"mqtt: connack: not authorized (135): no ACL for", true},
-		{"stomp error at connect", ProtocolOptions{Name: stomp.Name}, &refuser{greet: replyThen(text, nil,
+		{"stomp error at connect", ProtocolOptions{Name: stomp.Name}, &prototest.Refuser{Greet: prototest.ReplyThen(text, nil,
 			"ERROR\nmessage:Bad CONNECT\ncontent-type:text/plain\n\nAccess refused for user 'guest'\n\x00\n")},
 			"stomp: ERROR: Bad CONNECT (Access refused for user 'guest')", true},
-		{"graphql-ws 4403", gql, &refuser{greet: replyThen(text, websocket.FormatCloseMessage(4403, "Forbidden"))},
+		{"graphql-ws 4403", gql, &prototest.Refuser{Greet: prototest.ReplyThen(text, websocket.FormatCloseMessage(4403, "Forbidden"))},
 			"graphql-ws: forbidden (4403)", true},
-		{"graphql-ws 4401, its words", gql, &refuser{greet: replyThen(text, websocket.FormatCloseMessage(4401, "Token\r\nexpired"))},
+		{"graphql-ws 4401, its words", gql, &prototest.Refuser{Greet: prototest.ReplyThen(text, websocket.FormatCloseMessage(4401, "Token\r\nexpired"))},
 			"graphql-ws: unauthorized (4401): Token expired", true},
-		{"mercurius connection_error", gql, &refuser{greet: replyThen(text, []byte{},
+		{"mercurius connection_error", gql, &prototest.Refuser{Greet: prototest.ReplyThen(text, []byte{},
 			`{"type":"connection_error","payload":{"message":"Forbidden"}}`)},
 			"graphql-ws: connection_error: Forbidden", true},
-		{"socket.io string", ProtocolOptions{Name: socketio.Name, Settings: &socketio.Settings{Namespace: "/chat"}}, &refuser{greet: sioRefuse(`"not authorized"`)},
+		{"socket.io string", ProtocolOptions{Name: socketio.Name, Settings: &socketio.Settings{Namespace: "/chat"}}, &prototest.Refuser{Greet: prototest.SIORefuse(`"not authorized"`)},
 			"socket.io: connect refused: not authorized", true},
-		{"socket.io message", ProtocolOptions{Name: socketio.Name, Settings: &socketio.Settings{Namespace: "/chat"}}, &refuser{greet: sioRefuse(`{"message":"Connection rejected by server"}`)},
+		{"socket.io message", ProtocolOptions{Name: socketio.Name, Settings: &socketio.Settings{Namespace: "/chat"}}, &prototest.Refuser{Greet: prototest.SIORefuse(`{"message":"Connection rejected by server"}`)},
 			"socket.io: connect refused: Connection rejected by server", true},
 		// Transient: retried.
-		{"http 503", ProtocolOptions{}, &refuser{status: 503}, "bad status 503", false},
-		{"mqtt server unavailable", ProtocolOptions{Name: mqtt.Name}, &refuser{greet: replyThen(bin, nil, string(connack3(3)))},
+		{"http 503", ProtocolOptions{}, &prototest.Refuser{Status: 503}, "bad status 503", false},
+		{"mqtt server unavailable", ProtocolOptions{Name: mqtt.Name}, &prototest.Refuser{Greet: prototest.ReplyThen(bin, nil, string(connack3(3)))},
 			"mqtt: connack: server unavailable (3)", false},
-		{"graphql-ws 4500", gql, &refuser{greet: replyThen(text, websocket.FormatCloseMessage(4500, "db down"))},
+		{"graphql-ws 4500", gql, &prototest.Refuser{Greet: prototest.ReplyThen(text, websocket.FormatCloseMessage(4500, "db down"))},
 			"graphql-ws: internal server error (4500): db down", false},
-		{"a close with words", ProtocolOptions{Name: stomp.Name}, &refuser{greet: replyThen(text, websocket.FormatCloseMessage(1013, "try\x00again later"))},
+		{"a close with words", ProtocolOptions{Name: stomp.Name}, &prototest.Refuser{Greet: prototest.ReplyThen(text, websocket.FormatCloseMessage(1013, "try\x00again later"))},
 			"server close 1013: try again later", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newClient(t, Options{Targets: []string{tc.srv.start(t)}, Loops: 2, Protocol: tc.proto})
+			c := newClient(t, Options{Targets: []string{tc.srv.Start(t)}, Loops: 2, Protocol: tc.proto})
 			res, err := c.Connect(t.Context(), ConnectParams{Connections: 20, Concurrency: 20, Timeout: units.Duration(2 * time.Second), Retries: 1}, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -147,7 +79,7 @@ func TestRefusalsNotRetried(t *testing.T) {
 			if !tc.refusal {
 				attempts, retried = 40, 20
 			}
-			if got := tc.srv.attempts.Load(); got != attempts || res.Failed != 20 || res.Retried != retried || res.Errors[tc.want] != attempts {
+			if got := tc.srv.Attempts.Load(); got != attempts || res.Failed != 20 || res.Retried != retried || res.Errors[tc.want] != attempts {
 				t.Errorf("%d attempts, failed %d, retried %d, errors %v; want %d attempts, 20 failed, %d retried, all %q",
 					got, res.Failed, res.Retried, res.Errors, attempts, retried, tc.want)
 			}

@@ -128,7 +128,10 @@ func TestProtocolPackagesApart(t *testing.T) {
 // packageApart builds every package of the module but pkgs (directories
 // relative to root) with their files deleted and the file all (relative
 // to root) rewritten without their import lines, and fails the test when
-// they do not build.
+// they do not build. Test code may name what it tests: _test.go files are
+// not built, and neither are the test servers (TestServers), which serve
+// the protocols' tests — removing a protocol removes its tests and its
+// server there with it.
 func packageApart(t *testing.T, goTool, root, all string, pkgs ...string) {
 	t.Helper()
 	out, err := exec.Command(goTool, "list", "-f", "{{.Dir}}", root+"/...").Output()
@@ -170,7 +173,11 @@ func packageApart(t *testing.T, goTool, root, all string, pkgs ...string) {
 	gone[allGo] = without
 	var build []string
 	for _, d := range strings.Fields(string(out)) {
-		if !dirs[d] {
+		rel, err := filepath.Rel(root, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !dirs[d] && !TestServers[filepath.ToSlash(rel)] {
 			build = append(build, d)
 		}
 	}
@@ -240,14 +247,7 @@ func goAndRoot(t *testing.T) (goTool, root string) {
 	if err != nil {
 		t.Skip("no go tool on PATH")
 	}
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, _, err = ModuleRoot(wd)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, _ = moduleRoot(t)
 	return goTool, root
 }
 

@@ -8,7 +8,8 @@ import (
 
 // TestDocStatesRules: docs/architecture.md names every package the rules
 // let internal/client import and every test-only package, so the page
-// cannot drift from ClientLeaves, TestOnly and TestSupport.
+// cannot drift from ClientLeaves, TestOnly, TestSupport, TestServers and
+// TestServerImports.
 func TestDocStatesRules(t *testing.T) {
 	b, err := os.ReadFile("../../docs/architecture.md")
 	if err != nil {
@@ -21,7 +22,7 @@ func TestDocStatesRules(t *testing.T) {
 	}
 	rules := page[i:]
 	rules = rules[:strings.Index(rules, "\n\n")]
-	for _, set := range []map[string]bool{ClientLeaves, TestOnly, TestSupport} {
+	for _, set := range []map[string]bool{ClientLeaves, TestOnly, TestSupport, TestServers, TestServerImports} {
 		for pkg := range set {
 			if !strings.Contains(rules, "`"+pkg+"`") {
 				t.Errorf("docs/architecture.md's layering rules do not name `%s`", pkg)

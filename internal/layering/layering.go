@@ -17,7 +17,12 @@
 //     without an import cycle; test-support packages (TestSupport:
 //     internal/clienttest, scenarios/scenariotest) are imported by
 //     _test.go files alone too, but may import the module and the
-//     test-only packages;
+//     test-only packages; test-server packages (TestServers:
+//     internal/prototest, the protocols' test servers) are imported by
+//     _test.go files alone and import nothing that imports
+//     internal/client — the client's leaves, the test-only packages and
+//     TestServerImports (internal/launch) — so internal/client's own
+//     tests and its users' tests share them;
 //   - a phase kind's names are spelled only in that kind's files
 //     (its package scenarios/K/, or while a kind is still split in two,
 //     scenarios/K.go, scenarios/K_*.go, internal/client/K.go,
@@ -101,13 +106,30 @@ var TestSupport = map[string]bool{
 	"scenarios/scenariotest": true, // what the kinds' plan-side tests share
 }
 
+// TestServers are the module's packages of servers that internal/client's
+// own tests share with its users' tests (the phase kinds'): only _test.go
+// files import them, and they import nothing that imports internal/client
+// — the client's leaves (ClientLeaves: the protocols' constants), the
+// test-only packages and TestServerImports — so internal/client's
+// in-package tests may use them without an import cycle.
+var TestServers = map[string]bool{
+	"internal/prototest": true, // the protocols' test servers: JSON-RPC, graphql-ws, refusals, mosquitto
+}
+
+// TestServerImports are the packages TestServers may import besides
+// ClientLeaves and TestOnly; TestModule checks that nothing they import
+// imports internal/client.
+var TestServerImports = map[string]bool{
+	"internal/launch": true, // a broker's process (mosquitto), stopped by its process group
+}
+
 // Hints say how to fix a violation of each rule.
 var Hints = map[string]string{
 	RuleExec:     "start processes through internal/launch",
 	RuleTerminal: "return values and errors, or use an io.Reader/io.Writer the caller (cmd/) passes in",
 	RuleExit:     "return an error; cmd/ maps it to an exit code",
 	RuleClient:   "pass plain values in internal/client's own types; convert in the caller",
-	RuleTestOnly: "import test-only packages from _test.go files only, and keep them free of the module's packages",
+	RuleTestOnly: "import test-only packages from _test.go files only, and keep them free of the module's packages (test servers: of all but the client's leaves, the test-only packages and TestServerImports)",
 	RuleNames:    "use what the kind declares (scenarios.Kind: Throughput, Columns, Charts, Efficiency), or move a name several kinds share to internal/metrics",
 }
 
@@ -151,10 +173,7 @@ func CheckFile(fset *token.FileSet, f *ast.File, mod, pkg string) []Violation {
 		if (rel == "internal/client" || strings.HasPrefix(rel, "internal/client/")) && inMod && !ClientLeaves[strings.TrimPrefix(ip, mod+"/")] {
 			add(imp.Pos(), RuleClient, "imports "+ip)
 		}
-		to := strings.TrimPrefix(ip, mod+"/")
-		switch {
-		case !inMod:
-		case TestOnly[rel], TestSupport[to], TestOnly[to] && !TestSupport[rel]:
+		if inMod && !testImportOK(rel, strings.TrimPrefix(ip, mod+"/")) {
 			add(imp.Pos(), RuleTestOnly, "imports "+ip)
 		}
 	}
@@ -194,6 +213,21 @@ func CheckFile(fset *token.FileSet, f *ast.File, mod, pkg string) []Violation {
 		return true
 	})
 	return out
+}
+
+// testImportOK reports whether the module's package rel (a non-test
+// file of it) may import the module's package to under the rules of the
+// packages made for tests: TestOnly, TestSupport and TestServers.
+func testImportOK(rel, to string) bool {
+	switch {
+	case TestOnly[rel], TestSupport[to]:
+		return false
+	case TestOnly[to], TestServers[to]:
+		return TestSupport[rel] || TestServers[rel]
+	case TestServers[rel]:
+		return ClientLeaves[to] || TestServerImports[to]
+	}
+	return true
 }
 
 // CheckModule parses every non-test Go file under root (the directory of

@@ -14,14 +14,7 @@ import (
 // TestModule: the module keeps its layering rules. A failure names the
 // file, the line, the rule and what broke it.
 func TestModule(t *testing.T) {
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, mod, err := ModuleRoot(wd)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, mod := moduleRoot(t)
 	vs, err := CheckModule(root, mod, registryGuard(t, root))
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +44,68 @@ func TestModule(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestServersReachNoClient: nothing a test-server package imports, at any
+// depth, imports internal/client (whose in-package tests import it).
+func TestServersReachNoClient(t *testing.T) {
+	root, mod := moduleRoot(t)
+	for pkg := range TestServers {
+		chain, err := ImportChain(root, mod, pkg, "internal/client")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if chain != nil {
+			t.Errorf("%s reaches internal/client: %s (%s)", pkg, strings.Join(chain, " → "), Hints[RuleTestOnly])
+		}
+	}
+}
+
+// TestImportChain: a chain through an allowed import is found (the
+// planted case: launch made to import the client), and none where there
+// is none.
+func TestImportChain(t *testing.T) {
+	const mod = "example.com/m"
+	root := t.TempDir()
+	files := map[string]string{
+		"internal/prototest/p.go":      `package prototest; import ("example.com/m/internal/launch"; "example.com/m/internal/proto/jsonrpc")`,
+		"internal/prototest/p_test.go": `package prototest; import "example.com/m/internal/engine"`,
+		"internal/launch/l.go":         `package launch; import "example.com/m/internal/secret"`,
+		"internal/secret/s.go":         `package secret; import "example.com/m/internal/client"`,
+		"internal/proto/jsonrpc/j.go":  `package jsonrpc`,
+		"internal/client/c.go":         `package client`,
+		"internal/engine/e.go":         `package engine; import "example.com/m/internal/client"`,
+	}
+	for name, src := range files {
+		p := root + "/" + name
+		if err := os.MkdirAll(p[:strings.LastIndex(p, "/")], 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chain, err := ImportChain(root, mod, "internal/prototest", "internal/client")
+	if want := []string{"internal/prototest", "internal/launch", "internal/secret", "internal/client"}; err != nil || !reflect.DeepEqual(chain, want) {
+		t.Errorf("planted: chain %q (%v), want %q", chain, err, want)
+	}
+	if chain, err := ImportChain(root, mod, "internal/proto/jsonrpc", "internal/client"); err != nil || chain != nil {
+		t.Errorf("a leaf: chain %q (%v), want none", chain, err)
+	}
+}
+
+// moduleRoot is the directory and path of the module these tests are in.
+func moduleRoot(t *testing.T) (root, mod string) {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, mod, err = ModuleRoot(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, mod
 }
 
 // TestCheckFile: the checker catches each kind of violation, and only those.
@@ -84,6 +139,13 @@ func TestCheckFile(t *testing.T) {
 		{"test-only package imports others", "internal/testserver", `import "github.com/gorilla/websocket"; var _ = websocket.X`, nil},
 		{"test support outside tests", "scenarios/ping", `import "example.com/m/internal/clienttest"; var _ = clienttest.X`, []string{RuleTestOnly + ": imports example.com/m/internal/clienttest"}},
 		{"test support imports test-only and module", "internal/clienttest", `import ("example.com/m/internal/testserver"; "example.com/m/internal/client"); var _, _ = testserver.X, client.X`, nil},
+		{"test servers outside tests", "scenarios/script", `import "example.com/m/internal/prototest"; var _ = prototest.X`, []string{RuleTestOnly + ": imports example.com/m/internal/prototest"}},
+		{"test servers in a test-only leaf", "internal/testserver", `import "example.com/m/internal/prototest"; var _ = prototest.X`, []string{RuleTestOnly + ": imports example.com/m/internal/prototest"}},
+		{"test servers import the client", "internal/prototest", `import "example.com/m/internal/client"; var _ = client.X`, []string{RuleTestOnly + ": imports example.com/m/internal/client"}},
+		{"test servers import test support", "internal/prototest", `import "example.com/m/internal/clienttest"; var _ = clienttest.X`, []string{RuleTestOnly + ": imports example.com/m/internal/clienttest"}},
+		{"test servers import the module", "internal/prototest", `import "example.com/m/internal/engine"; var _ = engine.X`, []string{RuleTestOnly + ": imports example.com/m/internal/engine"}},
+		{"test servers import protocols, test-only and launch", "internal/prototest", `import ("example.com/m/internal/proto/jsonrpc"; "example.com/m/internal/testserver"; "example.com/m/internal/launch"; "github.com/gorilla/websocket"); var _, _, _, _ = jsonrpc.X, testserver.X, launch.X, websocket.X`, nil},
+		{"test support imports test servers", "internal/clienttest", `import "example.com/m/internal/prototest"; var _ = prototest.X`, nil},
 	}
 	for _, c := range cases {
 		fset := token.NewFileSet()

@@ -1,140 +1,20 @@
 package script
 
 import (
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/clienttest"
 	"github.com/wsplan/wsplan/internal/proto/graphqlws"
+	"github.com/wsplan/wsplan/internal/prototest"
 	"github.com/wsplan/wsplan/internal/units"
 )
 
-// GraphQL over WebSocket through script phases. gqlServer is the part of
-// internal/client's test server (proto_graphqlws_test.go) a script's
-// conversation needs, copied: a kind's tests cannot import the core's.
+// GraphQL over WebSocket through script phases, against
+// prototest.GQLServer (the server internal/client's tests run too).
 
-// gqlServer speaks graphql-transport-ws (as graphql-ws 6 does) over
-// gorilla/websocket: connection_init, ping/pong, the room subscription (a
-// first null result once live, then every publish), the publish mutation
-// (one result, then complete), a query that fails, complete.
-type gqlServer struct {
-	mu    sync.Mutex
-	rooms map[string]map[*gqlPeer]string // room -> subscriber -> operation id
-}
-
-// gqlPeer is one connection of the test servers (gqlServer, rpcServer).
-type gqlPeer struct {
-	mu sync.Mutex
-	ws *websocket.Conn
-}
-
-func (p *gqlPeer) send(v any) {
-	b, _ := json.Marshal(v)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	_ = p.ws.WriteMessage(websocket.TextMessage, b) // the client sees what arrives
-}
-
-func (s *gqlServer) start(t testing.TB) string {
-	t.Helper()
-	s.rooms = map[string]map[*gqlPeer]string{}
-	up := websocket.Upgrader{Subprotocols: []string{graphqlws.Subprotocol}, CheckOrigin: func(*http.Request) bool { return true }}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer ws.Close()
-		p := &gqlPeer{ws: ws}
-		defer s.leave(p)
-		s.serve(p)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.Listener.Addr().String()
-}
-
-func (s *gqlServer) serve(p *gqlPeer) {
-	for {
-		_, b, err := p.ws.ReadMessage()
-		if err != nil {
-			return
-		}
-		var m struct {
-			ID      string          `json:"id"`
-			Type    string          `json:"type"`
-			Payload json.RawMessage `json:"payload"`
-		}
-		if json.Unmarshal(b, &m) != nil {
-			return
-		}
-		switch m.Type {
-		case "connection_init":
-			p.send(map[string]any{"type": "connection_ack"})
-		case "ping":
-			p.send(map[string]any{"type": "pong"})
-		case "subscribe":
-			s.subscribe(p, m.ID, m.Payload)
-		case "complete":
-			s.mu.Lock()
-			for _, subs := range s.rooms {
-				if subs[p] == m.ID {
-					delete(subs, p)
-				}
-			}
-			s.mu.Unlock()
-		}
-	}
-}
-
-// subscribe runs one operation: the room subscription, the publish
-// mutation, or anything else as a query answered {"data":{"echo":…}}.
-func (s *gqlServer) subscribe(p *gqlPeer, id string, payload json.RawMessage) {
-	var op struct {
-		Query     string
-		Variables struct{ Room, Data string }
-	}
-	_ = json.Unmarshal(payload, &op) // a bad payload is a query with no variables
-	q := strings.TrimSpace(op.Query)
-	switch {
-	case strings.HasPrefix(q, "subscription"):
-		s.mu.Lock()
-		if s.rooms[op.Variables.Room] == nil {
-			s.rooms[op.Variables.Room] = map[*gqlPeer]string{}
-		}
-		s.rooms[op.Variables.Room][p] = id
-		s.mu.Unlock()
-		p.send(map[string]any{"id": id, "type": "next", "payload": map[string]any{"data": map[string]any{"message": nil}}})
-	case strings.HasPrefix(q, "mutation"):
-		s.mu.Lock()
-		for peer, sub := range s.rooms[op.Variables.Room] {
-			peer.send(map[string]any{"id": sub, "type": "next", "payload": map[string]any{"data": map[string]any{"message": op.Variables.Data}}})
-		}
-		s.mu.Unlock()
-		p.send(map[string]any{"id": id, "type": "next", "payload": map[string]any{"data": map[string]any{"publish": true}}})
-		p.send(map[string]any{"id": id, "type": "complete"})
-	case strings.Contains(q, "bad"):
-		p.send(map[string]any{"id": id, "type": "error", "payload": []any{map[string]any{"message": "Cannot query field \"bad\""}}})
-	default:
-		p.send(map[string]any{"id": id, "type": "next", "payload": map[string]any{"data": map[string]any{"echo": q}}})
-		p.send(map[string]any{"id": id, "type": "complete"})
-	}
-}
-
-func (s *gqlServer) leave(p *gqlPeer) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, subs := range s.rooms {
-		delete(subs, p)
-	}
-}
-
+// gqlClient makes a client of the graphql-ws protocol.
 func gqlClient(t *testing.T, addr string, o graphqlws.Settings) *client.Client {
 	t.Helper()
 	return clienttest.NewClient(t, client.Options{Targets: []string{addr}, Loops: 2, Protocol: client.ProtocolOptions{Name: graphqlws.Name, Settings: &o}})
@@ -165,10 +45,10 @@ steps:
   - subscribe: {topic: '{ bad }', as: bad}
 `
 
-// TestGraphQLWSScript runs gqlScript's users against gqlServer.
+// TestGraphQLWSScript runs gqlScript's users against prototest.GQLServer.
 func TestGraphQLWSScript(t *testing.T) {
-	s := &gqlServer{}
-	c := gqlClient(t, s.start(t), graphqlws.Settings{})
+	s := &prototest.GQLServer{}
+	c := gqlClient(t, s.Start(t), graphqlws.Settings{})
 	res, err := c.Run(t.Context(), &Params{Steps: steps(t, gqlScript), Users: 20, Iterations: 1, Concurrency: 20,
 		Timeout: units.Duration(5 * time.Second), ConnectTimeout: units.Duration(5 * time.Second), Drain: units.Duration(5 * time.Second)}, nil)
 	if err != nil {

@@ -1,141 +1,18 @@
 package script
 
 import (
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
-	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/clienttest"
 	"github.com/wsplan/wsplan/internal/proto/jsonrpc"
+	"github.com/wsplan/wsplan/internal/prototest"
 	"github.com/wsplan/wsplan/internal/units"
 )
 
-// JSON-RPC through script phases. rpcServer is a copy of the one
-// internal/client's tests run (proto_jsonrpc_test.go), gqlPeer its
-// connection: a kind's tests cannot import the core's.
-
-// rpcServer answers JSON-RPC 2.0 as rpc-websockets does: methods sum,
-// echo, fail (an error), publish and broadcast [event, data] (emit the
-// event to its subscribers), rpc.on [events…] ("ok", or "provided event invalid"
-// for an event not registered), batches, notifications unanswered.
-type rpcServer struct {
-	mu     sync.Mutex
-	events map[string]map[*gqlPeer]bool // registered events -> subscribers
-}
-
-func (s *rpcServer) start(t testing.TB) string {
-	t.Helper()
-	s.events = map[string]map[*gqlPeer]bool{}
-	for i := range 20 {
-		s.events["news"+strconv.Itoa(i)] = map[*gqlPeer]bool{}
-	}
-	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer ws.Close()
-		p := &gqlPeer{ws: ws}
-		defer s.leave(p)
-		for {
-			_, b, err := ws.ReadMessage()
-			if err != nil {
-				return
-			}
-			if strings.HasPrefix(strings.TrimSpace(string(b)), "[") {
-				var batch []json.RawMessage
-				_ = json.Unmarshal(b, &batch) // a bad batch answers nothing
-				var out []any
-				for _, m := range batch {
-					if r := s.run(p, m); r != nil {
-						out = append(out, r)
-					}
-				}
-				p.send(out)
-				continue
-			}
-			if r := s.run(p, b); r != nil {
-				p.send(r)
-			}
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv.Listener.Addr().String()
-}
-
-// run runs one request and returns its response (nil for a
-// notification).
-func (s *rpcServer) run(p *gqlPeer, b []byte) any {
-	var m struct {
-		Method string
-		Params []any
-		ID     any
-	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return map[string]any{"jsonrpc": "2.0", "error": map[string]any{"code": -32700, "message": "Parse error"}, "id": nil}
-	}
-	var result any
-	switch m.Method {
-	case "sum":
-		n := 0.0
-		for _, v := range m.Params {
-			f, _ := v.(float64)
-			n += f
-		}
-		result = n
-	case "echo":
-		result = m.Params
-	case "fail":
-		if m.ID == nil {
-			return nil
-		}
-		return map[string]any{"jsonrpc": "2.0", "error": map[string]any{"code": -32000, "message": "Error", "data": "asked to fail"}, "id": m.ID}
-	case "publish", jsonrpc.RoomMethod:
-		s.mu.Lock()
-		name, _ := m.Params[0].(string)
-		for peer := range s.events[name] {
-			peer.send(map[string]any{"notification": name, "params": m.Params[1:]})
-		}
-		s.mu.Unlock()
-		result = true
-	case "rpc.on":
-		res := map[string]string{}
-		s.mu.Lock()
-		for _, v := range m.Params {
-			name, _ := v.(string)
-			if subs, ok := s.events[name]; ok {
-				subs[p] = true
-				res[name] = "ok"
-			} else {
-				res[name] = "provided event invalid"
-			}
-		}
-		s.mu.Unlock()
-		result = res
-	default:
-		return map[string]any{"jsonrpc": "2.0", "error": map[string]any{"code": -32601, "message": "Method not found"}, "id": m.ID}
-	}
-	if m.ID == nil {
-		return nil
-	}
-	return map[string]any{"jsonrpc": "2.0", "result": result, "id": m.ID}
-}
-
-func (s *rpcServer) leave(p *gqlPeer) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, subs := range s.events {
-		delete(subs, p)
-	}
-}
+// JSON-RPC through script phases, against prototest.RPCServer (the
+// server internal/client's tests run too).
 
 // rpcScript calls by id (pipelined), notifies, subscribes to an event
 // and receives it, gets an error answer, and a batch's two responses.
@@ -154,10 +31,10 @@ steps:
   - expect: {type: ack, count: 2, as: batch}
 `
 
-// TestJSONRPCScript runs rpcScript's users against rpcServer.
+// TestJSONRPCScript runs rpcScript's users against prototest.RPCServer.
 func TestJSONRPCScript(t *testing.T) {
-	s := &rpcServer{}
-	c := clienttest.NewClient(t, client.Options{Targets: []string{s.start(t)}, Loops: 2, Protocol: client.ProtocolOptions{Name: jsonrpc.Name}})
+	s := &prototest.RPCServer{}
+	c := clienttest.NewClient(t, client.Options{Targets: []string{s.Start(t)}, Loops: 2, Protocol: client.ProtocolOptions{Name: jsonrpc.Name}})
 	res, err := c.Run(t.Context(), &Params{Steps: steps(t, rpcScript), Users: 20, Iterations: 1, Concurrency: 20,
 		Timeout: units.Duration(5 * time.Second), ConnectTimeout: units.Duration(5 * time.Second), Drain: units.Duration(5 * time.Second)}, nil)
 	if err != nil {
@@ -187,8 +64,8 @@ func TestJSONRPCScript(t *testing.T) {
 // are error answers counted by code (-32601), the exchange not
 // completed; the calls it has complete.
 func TestJSONRPCErrorAnswers(t *testing.T) {
-	s := &rpcServer{}
-	c := clienttest.NewClient(t, client.Options{Targets: []string{s.start(t)}, Loops: 2, Protocol: client.ProtocolOptions{Name: jsonrpc.Name}})
+	s := &prototest.RPCServer{}
+	c := clienttest.NewClient(t, client.Options{Targets: []string{s.Start(t)}, Loops: 2, Protocol: client.ProtocolOptions{Name: jsonrpc.Name}})
 	res, err := c.Run(t.Context(), &Params{Steps: steps(t, `
 steps:
   - loop:

@@ -2,115 +2,22 @@ package script
 
 import (
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	osuser "os/user"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/clienttest"
 	"github.com/wsplan/wsplan/internal/proto/mqtt"
+	"github.com/wsplan/wsplan/internal/prototest"
 	lang "github.com/wsplan/wsplan/internal/script"
-	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
 )
 
-// MQTT through script phases against mosquitto. mosquittoBin and
-// startMosquitto are a copy of internal/client's (proto_mqtt_broker_test.go):
-// a kind's tests cannot import the core's, and a package that tests share
-// may not start processes (internal/layering).
-
-// mosquittoBin finds mosquitto (Debian puts it in /usr/sbin).
-func mosquittoBin(t testing.TB) string {
-	t.Helper()
-	if p, err := exec.LookPath("mosquitto"); err == nil {
-		return p
-	}
-	if _, err := os.Stat("/usr/sbin/mosquitto"); err == nil {
-		return "/usr/sbin/mosquitto"
-	}
-	t.Skip("no mosquitto: install Debian's mosquitto (apt-get install mosquitto) to run the MQTT broker tests")
-	return ""
-}
-
-// startMosquitto runs mosquitto with a websockets listener on a free
-// 127.0.0.1 port and the extra configuration lines (default: anonymous
-// clients allowed) until the test ends; it returns the listener's address.
-func startMosquitto(t testing.TB, extra ...string) string {
-	t.Helper()
-	bin := mosquittoBin(t)
-	addr := testserver.ClosedAddr(t)
-	_, port, _ := net.SplitHostPort(addr)
-	_, plain, _ := net.SplitHostPort(testserver.ClosedAddr(t))
-	// mosquitto 2.0.11 (Debian 12) will not start with websockets
-	// listeners only: a plain MQTT listener, which the tests do not use,
-	// comes first.
-	conf := []string{"listener " + plain + " 127.0.0.1", "listener " + port + " 127.0.0.1", "protocol websockets",
-		"persistence false", "log_dest stderr", "log_type error", "log_type warning"}
-	if len(extra) == 0 {
-		extra = []string{"allow_anonymous true"}
-	}
-	if u, err := osuser.Current(); err == nil {
-		// Started as root, mosquitto becomes the user "mosquitto", who may
-		// not read the test's files: it stays who the test is.
-		conf = append(conf, "user "+u.Username)
-	}
-	dir := t.TempDir()
-	file := filepath.Join(dir, "mosquitto.conf")
-	if err := os.WriteFile(file, []byte(strings.Join(append(conf, extra...), "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	logf, err := os.Create(filepath.Join(dir, "mosquitto.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	log := func() string { b, _ := os.ReadFile(logf.Name()); return string(b) }
-	cmd := exec.Command(bin, "-c", file)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start mosquitto: %v", err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM) // its pid: ours to stop
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("mosquitto's log:\n%s", log())
-		}
-	})
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		c, err := net.Dial("tcp4", addr)
-		if err == nil {
-			c.Close()
-			return addr
-		}
-		select {
-		case <-done:
-			t.Fatalf("mosquitto exited; its log:\n%s", log())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("mosquitto does not listen on %s: %v; its log:\n%s", addr, err, log())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// mqttVersions are the versions every broker test runs with.
-var mqttVersions = []string{mqtt.Version311, mqtt.Version5}
+// MQTT through script phases against mosquitto, started by
+// prototest.StartMosquitto as internal/client's tests start it.
 
 // mqttClient makes a client of the MQTT protocol.
 func mqttClient(t testing.TB, addr string, o mqtt.Settings) *client.Client {
@@ -163,7 +70,7 @@ func wantExchange(t *testing.T, r *Result, name string, n int64) {
 // get their message back by topic, publish at QoS 1 (PUBACK) and QoS 2
 // (PUBCOMP), and unsubscribe (UNSUBACK), on mosquitto, in 3.1.1 and 5.
 func TestMQTTScriptMosquitto(t *testing.T) {
-	addr := startMosquitto(t)
+	addr := prototest.StartMosquitto(t)
 	const users, n = 20, 50
 	doc := fmt.Sprintf(`
 steps:
@@ -181,7 +88,7 @@ steps:
         - publish: {topic: "wsplan/none/{{.conn}}", payload: '{"n":{{.seq}}}', qos: 2, as: pubcomp}
   - unsubscribe: {topic: "wsplan/u/{{.conn}}", as: unsuback}
 `, n, n)
-	for _, v := range mqttVersions {
+	for _, v := range prototest.MQTTVersions {
 		t.Run("v"+v, func(t *testing.T) {
 			r := runMQTTScript(t, mqttClient(t, addr, mqtt.Settings{Version: v}), users, doc)
 			if r.Finished != users || r.Aborted != 0 || r.Unexpected != 0 || len(r.Errors) != 0 || len(r.Failures) != 0 {
@@ -203,7 +110,7 @@ steps:
 // Without those answers mosquitto stops at its 20 messages in flight per
 // client, and the count falls short.
 func TestMQTTQoSDeliveriesMosquitto(t *testing.T) {
-	addr := startMosquitto(t)
+	addr := prototest.StartMosquitto(t)
 	const users, n = 10, 100
 	doc := fmt.Sprintf(`
 # ignore_events
@@ -216,7 +123,7 @@ steps:
         - publish: {topic: "wsplan/self/{{.conn}}", payload: 'two {{.seq}}', qos: 2, as: pubcomp}
   - think: 200ms
 `, n)
-	for _, v := range mqttVersions {
+	for _, v := range prototest.MQTTVersions {
 		t.Run("v"+v, func(t *testing.T) {
 			r := runMQTTScript(t, mqttClient(t, addr, mqtt.Settings{Version: v}), users, doc)
 			if r.Finished != users || r.Unexpected != 0 || len(r.Failures) != 0 {
@@ -242,7 +149,7 @@ func TestMQTTAnswersMosquitto(t *testing.T) {
 	if err := os.WriteFile(acl, []byte("topic readwrite wsplan/ok/#\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := startMosquitto(t, "allow_anonymous true", "max_inflight_messages 4", "acl_file "+acl)
+	addr := prototest.StartMosquitto(t, "allow_anonymous true", "max_inflight_messages 4", "acl_file "+acl)
 	const users, n = 10, 100
 	c := mqttClient(t, addr, mqtt.Settings{Version: mqtt.Version5})
 	r := runMQTTScript(t, c, users, fmt.Sprintf(`
