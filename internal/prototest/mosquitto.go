@@ -1,6 +1,8 @@
 package prototest
 
 import (
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	osuser "os/user"
@@ -48,10 +50,30 @@ func executable(p string) bool {
 // StartMosquitto runs mosquitto with a websockets listener on a free
 // 127.0.0.1 port and the extra configuration lines (default: anonymous
 // clients allowed) until the test ends; it returns the listener's address.
+// The ports are free when chosen, not reserved: a broker that could not
+// bind one (another process took it meanwhile: "Unable to create …
+// listener") is started again on new ports, three times at most.
 func StartMosquitto(t testing.TB, extra ...string) string {
 	t.Helper()
 	bin := MosquittoBin(t)
-	addr := testserver.ClosedAddr(t)
+	for try := 1; ; try++ {
+		addr, log, err := startMosquitto(t, bin, extra)
+		switch {
+		case err == nil:
+			return addr
+		case try < 3 && strings.Contains(log, "Unable to create"):
+			t.Logf("mosquitto, try %d: %v (a port was taken after it was chosen); again on new ports", try, err)
+		default:
+			t.Fatalf("mosquitto: %v; its log:\n%s", err, log)
+		}
+	}
+}
+
+// startMosquitto starts one broker and waits until it listens; on failure
+// it returns the broker's log with the error.
+func startMosquitto(t testing.TB, bin string, extra []string) (addr, log string, err error) {
+	t.Helper()
+	addr = testserver.ClosedAddr(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "mosquitto.conf")
 	if err := os.WriteFile(file, []byte(mosquittoConf(t, addr, extra)), 0o644); err != nil {
@@ -61,29 +83,29 @@ func StartMosquitto(t testing.TB, extra ...string) string {
 	if err != nil {
 		t.Fatalf("start mosquitto: %v", err)
 	}
-	log := func() string { return p.Tail(64 << 10) }
+	tail := func() string { return p.Tail(64 << 10) }
 	t.Cleanup(func() {
 		// Its process group: ours to stop (SIGTERM, SIGKILL after 5 s).
 		if err := p.Stop(5 * time.Second); err != nil {
 			t.Logf("mosquitto: %v", err)
 		}
 		if t.Failed() {
-			t.Logf("mosquitto's log:\n%s", log())
+			t.Logf("mosquitto's log:\n%s", tail())
 		}
 	})
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		c, err := net.Dial("tcp4", addr)
 		if err == nil {
 			c.Close()
-			return addr
+			return addr, "", nil
 		}
 		select {
 		case <-p.Done():
-			t.Fatalf("mosquitto exited; its log:\n%s", log())
+			return "", tail(), errors.New("it exited")
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("mosquitto does not listen on %s: %v; its log:\n%s", addr, err, log())
+			return "", tail(), fmt.Errorf("it does not listen on %s: %v", addr, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
