@@ -312,7 +312,7 @@ func TestBroadcastMerge(t *testing.T) {
 		a := &Result{Subscribers: 10, Published: 5, Late: 1, Deliveries: 50, Delivered: 49, Slack: client.DefaultSlack, Wakeups: 30,
 			SendLate: clienttest.Hist(all, 10_000, 150_000, 2_000_000), Latency: clienttest.Hist(lat, 1_000_000), Used: time.Second, Errors: client.Reasons{client.ReasonEOF: 1}}
 		b := &Result{Subscribers: 6, Published: 3, Unsent: 2, Deliveries: 30, Delivered: 30, Slack: client.DefaultSlack, Wakeups: 12,
-			SendLate: clienttest.Hist(all, 5_000, 90_000_000), Latency: clienttest.Hist(lat, 2_000_000), Used: time.Second, Drain: time.Millisecond, Stopped: client.StopNoConnections}
+			SendLate: clienttest.Hist(all, 5_000, 90_000_000), Latency: clienttest.Hist(lat, 2_000_000), Used: time.Second, Drain: time.Millisecond, Ended: client.Ended{Stopped: client.StopNoConnections}}
 		if viaWire {
 			a, b = clienttest.Wire(t, a), clienttest.Wire(t, b)
 		}
