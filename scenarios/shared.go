@@ -52,7 +52,7 @@ func Drive[R any](ctx context.Context, env *Env, p client.Params) (*R, error) {
 	res, err := env.Driver.Run(ctx, p, env.Progress)
 	r, _ := any(res).(*R)
 	if r == nil && err == nil {
-		err = fmt.Errorf("%s: the client returned no result", p.Kind())
+		err = fmt.Errorf("%s: the client returned no result", client.KindName(p))
 	}
 	return r, err
 }

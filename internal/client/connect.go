@@ -41,16 +41,14 @@ type ConnectResult struct {
 	// parameters (pmdeflate.Params.String), the TLS version ("TLS 1.3")
 	// and key exchange group ("x25519mlkem768", wstls.GroupName); "" =
 	// none. Should connections differ, the values are joined with " | ".
-	Subprotocol string     `json:"subprotocol,omitempty"`
-	Extensions  string     `json:"extensions,omitempty"`
-	TLSVersion  string     `json:"tls_version,omitempty"`
-	TLSGroup    string     `json:"tls_group,omitempty"`
-	Errors      Reasons    `json:"errors"`  // failure reason -> count, over every failed attempt (retried or not)
-	Stopped     StopReason `json:"stopped"` // StopCanceled, StopClosed; "" = it ran to its end
+	Subprotocol string  `json:"subprotocol,omitempty"`
+	Extensions  string  `json:"extensions,omitempty"`
+	TLSVersion  string  `json:"tls_version,omitempty"`
+	TLSGroup    string  `json:"tls_group,omitempty"`
+	Errors      Reasons `json:"errors"` // failure reason -> count, over every failed attempt (retried or not)
+	// Stopped: StopCanceled, StopClosed; "" = it ran to its end.
+	Ended
 }
-
-// Kind implements Params.
-func (p *ConnectParams) Kind() string { return "connect" }
 
 // Validate implements Params.
 func (p *ConnectParams) Validate() error { return CheckParams(p) }
@@ -62,27 +60,22 @@ func (p *ConnectParams) Validate() error { return CheckParams(p) }
 // proportion to the weights, each part with connections getting at least
 // 1 of concurrency.
 func (p *ConnectParams) Split(weights []int) []Params {
-	out := make([]Params, len(weights))
 	if Weighted(weights) {
 		conns := SplitInt64(int64(p.Connections), weights)
 		conc := SplitInt64(int64(p.Concurrency), weights)
-		for j := range out {
-			if conns[j] == 0 {
-				continue
-			}
-			q := *p
+		return Parts(p, len(weights), func(j int, q *ConnectParams) bool {
 			q.Connections, q.Concurrency = int(conns[j]), int(min(max(conc[j], 1), conns[j]))
-			out[j] = &q
-		}
-		return out
+			return conns[j] > 0
+		})
 	}
 	m := min(len(weights), p.Concurrency, p.Connections)
-	for j := 0; j < m; j++ {
-		q := *p
+	return Parts(p, len(weights), func(j int, q *ConnectParams) bool {
+		if j >= m {
+			return false
+		}
 		q.Connections, q.Concurrency = Share(p.Connections, m, j), Share(p.Concurrency, m, j)
-		out[j] = &q
-	}
-	return out
+		return true
+	})
 }
 
 // Merge implements Result.
@@ -106,9 +99,6 @@ func (r *ConnectResult) Merge(other Result) {
 	r.Errors.Merge(o.Errors)
 	r.Stopped = MergeStop(r.Stopped, o.Stopped)
 }
-
-// Stop implements Result.
-func (r *ConnectResult) Stop() StopReason { return r.Stopped }
 
 // Start implements Params.
 func (p *ConnectParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
@@ -140,22 +130,16 @@ func (p *ConnectParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
 		plan.Starts[j] = func(l *Loop) { l.DialStart(job) }
 	}
 	c.NextConn += int64(p.Connections)
-	plan.Done = func(res Result, why StopReason, wall time.Duration) StopReason {
+	plan.Done = func(res Result, wall time.Duration) {
 		r := res.(*ConnectResult)
 		r.Total = int64(p.Connections)
 		r.Used = wall
-		for _, h := range []*Hist{&r.Latency, &r.TCP, &r.TLS, &r.Upgrade, &r.Greeting} {
-			if h.Histogram == nil {
-				*h = NewHist()
-			}
-		}
-		r.Stopped = why
+		EnsureHists(&r.Latency, &r.TCP, &r.TLS, &r.Upgrade, &r.Greeting)
 		// The storm's garbage (a TLS handshake leaves about 70 KB: key
 		// shares, messages, key schedule) goes back to the system now, in
 		// this phase's CPU: the client's RSS after it is what its
 		// connections keep.
 		debug.FreeOSMemory()
-		return why
 	}
 	return plan, nil
 }

@@ -41,18 +41,26 @@
 // imports this one and uses only its exported surface, which is small
 // on purpose and is this contract:
 //
-//   - Registration and the phase: Register a Kind (name, NewParams,
-//     NewResult, Forget) from init. Params (Kind, Validate — CheckParams
-//     applies the decl tags —, Split, Start) and Result (Merge, Stop).
-//     Start gets a PhaseEnv (Client, ID, Open per loop and OpenTotal,
-//     Progress: Begin) and returns a PhasePlan: one start func per loop,
-//     a deadline, and Done to complete the merged result. Distribute and
-//     SplitInt64 split counts by weight; MergeStop merges stop reasons;
-//     RunAs runs a phase and returns its typed result.
+//   - Registration and the phase: Register(KindOf[Params, Result](name))
+//     from init (a Kind: Name, and Forget for what a kind keeps for a
+//     client beyond one phase); KindName(p) reads the name back. Params
+//     write Validate (CheckParams: the decl tags' bounds plus the kind's
+//     own rules), Split and Start; Result embeds Ended (its stop reason)
+//     and writes Merge (MergeStop merges stop reasons). Start gets a
+//     PhaseEnv (Client, ID, Open per loop and OpenTotal, Need: the one
+//     error for asking more connections than are open, Progress: Begin)
+//     and returns a PhasePlan: Starts, one func per loop (StartParts runs
+//     each loop's part of Split), a Deadline, and Done to complete the
+//     merged result (EnsureHists for the histograms no part recorded
+//     into); Run then settles the stop reason, the run's own (canceled,
+//     deadline, closed) over the one the parts left. Parts makes Split's
+//     copies of the params; Distribute, SplitInt64 and Share split counts
+//     by weight; RunAs runs a phase and returns its typed result.
 //   - The run on a loop: a LoopRun, whose hooks the loop calls through
 //     that one interface (one call per event, as before kinds moved out):
 //     OnData, OnPong, OnMessage, Lost, Tick, WakeAt/Pump, Resume, Frame,
-//     Finish. BaseRun (NewBaseRun) gives no-op hooks. Optional: Adopt (a
+//     Finish. BaseRun (NewBaseRun) gives no-op hooks for all but Lost and
+//     Finish, which every run writes. Optional: Adopt (a
 //     reconnected connection in place of a dropped one), Dialed/GaveUp
 //     (a Dialer's owner), DueAt (a paced run's next due message).
 //   - The loop and its connections, read through accessors that inline
@@ -84,7 +92,8 @@
 //     LiveHist for the live metrics.
 //   - Tests: NewDrivenLoop, Loop.Feed, StopDriven and TakeShare drive a
 //     loop without its goroutine, so a kind's package proves its
-//     per-message path allocates nothing (internal/clienttest wraps them);
+//     per-message path allocates nothing (internal/clienttest wraps them:
+//     DrivenLoop, ZeroAllocs, EchoPeer);
 //     SpeakDriven makes its connection one of a protocol, greeted, so
 //     that a protocol's exchanges are proved the same way.
 //

@@ -22,10 +22,9 @@ type idleParams struct {
 type idleResult struct {
 	Conns, Alive, Pongs int64
 	Errors              Reasons
-	Stopped             StopReason
+	Ended
 }
 
-func (p *idleParams) Kind() string    { return "idle" }
 func (p *idleParams) Validate() error { return nil }
 
 func (p *idleParams) Split(weights []int) []Params {
@@ -45,8 +44,6 @@ func (r *idleResult) Merge(other Result) {
 	r.Errors.Merge(o.Errors)
 	r.Stopped = MergeStop(r.Stopped, o.Stopped)
 }
-
-func (r *idleResult) Stop() StopReason { return r.Stopped }
 
 func (p *idleParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
 	plan := &PhasePlan{Starts: make([]func(*Loop), len(ph.Open))}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -31,9 +32,8 @@ import (
 // decl tags on one field each (the plan side holds it inline), so the
 // plan, the JSON Schema, the shard wire and the client read the same
 // fields and defaults (Ready).
+// Its kind's name is the one it registered with (KindName).
 type Params interface {
-	// Kind is the registered name, e.g. "echo".
-	Kind() string
 	// Validate returns every problem with the parameters at once.
 	Validate() error
 	// Split divides the phase over parts (event loops or shards) whose
@@ -67,27 +67,55 @@ func CheckParams(p Params, extra ...error) error {
 	if len(errs) == 0 {
 		return nil
 	}
-	return fmt.Errorf("client: %s: %w", p.Kind(), errors.Join(errs...))
+	return fmt.Errorf("client: %s: %w", KindName(p), errors.Join(errs...))
 }
 
-// Result is what one phase kind measured. Merge adds another part's result
+// Result is what one phase kind measured: a struct that embeds Ended (its
+// stop reason, which Client.Run settles). Merge adds another part's result
 // of the same kind (an event loop's, or a shard's) into this one: counts
 // summed, histograms merged exactly, timelines merged second by second,
 // stop reasons by MergeStop.
 type Result interface {
 	Merge(other Result)
-	// Stop is why the phase ended early; "" = it ran to its end.
-	Stop() StopReason
+	ended() *Ended // Ended's: only a type that embeds it is a Result
 }
 
-// Kind registers a phase kind's names and types with the client.
+// Ended is the stop reason every Result embeds (JSON "stopped"): why the
+// phase ended early, "" = it ran to its end. A loop's share sets
+// StopNoConnections when it lost every connection with work left (or the
+// kind's PhasePlan.Done does, for the whole phase); Merge merges it with
+// MergeStop; Client.Run settles it last: the reason the run itself saw
+// (canceled, deadline, closed) wins over the one the parts left.
+type Ended struct {
+	Stopped StopReason `json:"stopped"`
+}
+
+func (e *Ended) ended() *Ended { return e }
+
+// settle makes why, or when the run saw none the reason res's parts left,
+// res's stop reason, and returns it.
+func settle(res Result, why StopReason) StopReason {
+	if res == nil {
+		return why // params of no registered kind (a test's), and no part
+	}
+	e := res.ended()
+	if why == "" {
+		why = e.Stopped
+	}
+	e.Stopped = why
+	return why
+}
+
+// Kind registers a phase kind's name and types with the client; KindOf
+// makes one.
 type Kind struct {
-	Name      string
-	NewParams func() Params // a pointer to zero params, for JSON decoding
-	NewResult func() Result // a pointer to an empty result, for JSON decoding
+	Name string
 	// Forget drops what the kind keeps for a client beyond one phase
 	// (broadcast's subscriber sets); Client.Close calls it. nil = nothing.
 	Forget func(c *Client)
+
+	newParams func() Params // a pointer to zero params, for JSON decoding
+	newResult func() Result // a pointer to an empty result, for JSON decoding
 }
 
 // KindOf is the Kind name whose params and result are *P and *R: their
@@ -101,25 +129,38 @@ func KindOf[P, R any, PP interface {
 	*R
 	Result
 }](name string) Kind {
-	return Kind{Name: name, NewParams: func() Params { return PP(new(P)) }, NewResult: func() Result { return RP(new(R)) }}
+	return Kind{Name: name, newParams: func() Params { return PP(new(P)) }, newResult: func() Result { return RP(new(R)) }}
 }
 
 var (
 	kindsMu sync.RWMutex
 	kinds   = map[string]Kind{}
+	names   = map[reflect.Type]string{} // a kind's params type -> its name
 )
 
-// Register adds a phase kind; kind files call it from init.
+// Register adds a phase kind made by KindOf; kind files call it from init.
 func Register(k Kind) {
 	kindsMu.Lock()
 	defer kindsMu.Unlock()
 	if _, dup := kinds[k.Name]; dup {
 		panic("client: duplicate kind " + k.Name)
 	}
+	if k.newParams == nil {
+		panic("client: kind " + k.Name + " not made by KindOf")
+	}
 	kinds[k.Name] = k
+	names[reflect.TypeOf(k.newParams())] = k.Name
 }
 
-// forgetClient drops what every kind keeps for c (Kind.forget).
+// KindName returns the name p's kind registered with, e.g. "echo"; ""
+// for params of no registered kind.
+func KindName(p Params) string {
+	kindsMu.RLock()
+	defer kindsMu.RUnlock()
+	return names[reflect.TypeOf(p)]
+}
+
+// forgetClient drops what every kind keeps for c (Kind.Forget).
 func forgetClient(c *Client) {
 	kindsMu.RLock()
 	defer kindsMu.RUnlock()
@@ -156,7 +197,7 @@ func DecodeParams(kind string, b []byte) (Params, error) {
 	if !ok {
 		return nil, fmt.Errorf("client: unknown phase kind %q", kind)
 	}
-	p := k.NewParams()
+	p := k.newParams()
 	if err := json.Unmarshal(b, p); err != nil {
 		return nil, fmt.Errorf("client: %s params: %w", kind, err)
 	}
@@ -169,7 +210,7 @@ func DecodeResult(kind string, b []byte) (Result, error) {
 	if !ok {
 		return nil, fmt.Errorf("client: unknown phase kind %q", kind)
 	}
-	r := k.NewResult()
+	r := k.newResult()
 	if err := json.Unmarshal(b, r); err != nil {
 		return nil, fmt.Errorf("client: %s result: %w", kind, err)
 	}
@@ -178,11 +219,11 @@ func DecodeResult(kind string, b []byte) (Result, error) {
 
 // NewResult returns an empty result of p's kind.
 func NewResult(p Params) Result {
-	k, ok := LookupKind(p.Kind())
+	k, ok := LookupKind(KindName(p))
 	if !ok {
 		return nil
 	}
-	return k.NewResult()
+	return k.newResult()
 }
 
 // StopReason says why a phase ended early; "" = it ran to its end.
@@ -328,6 +369,7 @@ type PhaseEnv struct {
 	Open     []int     // open connections per loop
 	Start    time.Time // when the phase started
 	Progress *Progress
+	kind     string // the phase's kind, for Need's error
 }
 
 // OpenTotal is the number of connections open over every loop when the
@@ -347,9 +389,10 @@ type PhasePlan struct {
 	Starts []func(l *Loop)
 	// Deadline bounds the phase's wall time; 0 = none.
 	Deadline time.Duration
-	// Done completes the merged result (wall time, derived counts) and
-	// returns the final stop reason, given the one collect saw.
-	Done func(res Result, why StopReason, wall time.Duration) StopReason
+	// Done, when set, completes the merged result (wall time, derived
+	// counts, empty histograms for the JSON); Client.Run then settles its
+	// stop reason (Ended).
+	Done func(res Result, wall time.Duration)
 }
 
 // Run runs one phase of any kind over the open connections and returns
@@ -370,7 +413,7 @@ func (c *Client) Run(ctx context.Context, p Params, pr *Progress) (Result, error
 	for i, l := range c.loops {
 		open[i] = int(l.counts.open.Load())
 	}
-	env := &PhaseEnv{Client: c, ID: c.phase + 1, Open: open, Start: time.Now(), Progress: pr}
+	env := &PhaseEnv{Client: c, ID: c.phase + 1, Open: open, Start: time.Now(), Progress: pr, kind: KindName(p)}
 	plan, err := p.Start(env)
 	if err != nil {
 		return nil, err
@@ -405,9 +448,9 @@ func (c *Client) Run(ctx context.Context, p Params, pr *Progress) (Result, error
 		res = NewResult(p)
 	}
 	if plan.Done != nil {
-		why = plan.Done(res, why, time.Since(env.Start))
+		plan.Done(res, time.Since(env.Start))
 	}
-	return res, stopErr(ctx, why)
+	return res, stopErr(ctx, settle(res, why))
 }
 
 // RunAs runs p and returns its result as R (the zero R when none).

@@ -68,7 +68,7 @@ func TestSplitParams(t *testing.T) {
 	for _, p := range conn {
 		if p != nil {
 			if err := Ready(p); err != nil {
-				t.Errorf("%s part invalid: %v", p.Kind(), err)
+				t.Errorf("%s part invalid: %v", KindName(p), err)
 			}
 		}
 	}
@@ -117,7 +117,7 @@ func sameHist(t *testing.T, kind string, got, want Hist) {
 func TestMergeResults(t *testing.T) {
 	for _, viaWire := range []bool{false, true} {
 		all := NewHist()
-		c := &ConnectResult{Total: 10, Success: 9, Failed: 1, Retried: 2, Used: time.Second, Latency: hist(all, 100, 200), Errors: Reasons{"connect: connection refused": 3}, Stopped: StopCanceled}
+		c := &ConnectResult{Total: 10, Success: 9, Failed: 1, Retried: 2, Used: time.Second, Latency: hist(all, 100, 200), Errors: Reasons{"connect: connection refused": 3}, Ended: Ended{Stopped: StopCanceled}}
 		d := &ConnectResult{Total: 10, Success: 10, Used: 3 * time.Second, Latency: hist(all, 300_000)}
 		if viaWire {
 			c, d = wire(t, c), wire(t, d)
@@ -134,15 +134,15 @@ func TestMergeResults(t *testing.T) {
 func TestKindsRegistered(t *testing.T) {
 	for _, name := range KindNames() {
 		k, _ := LookupKind(name)
-		p := k.NewParams()
-		if p.Kind() != name {
-			t.Errorf("kind %s: params say %s", name, p.Kind())
+		p := k.newParams()
+		if KindName(p) != name {
+			t.Errorf("kind %s: params say %s", name, KindName(p))
 		}
 		b, _ := json.Marshal(p)
 		if _, err := DecodeParams(name, b); err != nil {
 			t.Errorf("kind %s: %v", name, err)
 		}
-		b, _ = json.Marshal(k.NewResult())
+		b, _ = json.Marshal(k.newResult())
 		if _, err := DecodeResult(name, b); err != nil {
 			t.Errorf("kind %s: %v", name, err)
 		}

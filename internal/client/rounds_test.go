@@ -33,10 +33,9 @@ type roundsResult struct {
 	PayloadIn, WireIn   int64
 	PayloadOut, WireOut int64 // what the connections sent, with Compress
 	Errors              Reasons
-	Stopped             StopReason
+	Ended
 }
 
-func (p *roundsParams) Kind() string    { return "rounds" }
 func (p *roundsParams) Validate() error { return nil }
 
 func (p *roundsParams) Split(weights []int) []Params {
@@ -59,8 +58,6 @@ func (r *roundsResult) Merge(other Result) {
 	r.Errors.Merge(o.Errors)
 	r.Stopped = MergeStop(r.Stopped, o.Stopped)
 }
-
-func (r *roundsResult) Stop() StopReason { return r.Stopped }
 
 func (p *roundsParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
 	op := byte(OpBinary)
@@ -89,10 +86,6 @@ func (p *roundsParams) Start(ph *PhaseEnv) (*PhasePlan, error) {
 				r.Finish(l, false, 0)
 			}
 		}
-	}
-	plan.Done = func(res Result, why StopReason, _ time.Duration) StopReason {
-		res.(*roundsResult).Stopped = why
-		return why
 	}
 	return plan, nil
 }

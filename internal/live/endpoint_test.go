@@ -139,7 +139,7 @@ func TestEndpointConnectionsOpen(t *testing.T) {
 	run := func(name string, p client.Params, during func()) {
 		t.Helper()
 		pr := &client.Progress{Live: &client.Live{}}
-		end := h.Begin(Phase{Server: "ts", Phase: name, Kind: p.Kind()}, pr.Live, 0, c.Conns())
+		end := h.Begin(Phase{Server: "ts", Phase: name, Kind: client.KindName(p)}, pr.Live, 0, c.Conns())
 		done := make(chan error, 1)
 		go func() {
 			_, err := c.Run(t.Context(), p, pr)

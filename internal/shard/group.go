@@ -296,9 +296,9 @@ func (g *Group) Run(ctx context.Context, p client.Params, pr *client.Progress) (
 		}
 		b, err := json.Marshal(part)
 		if err != nil {
-			return nil, fmt.Errorf("shards: %s params: %w", p.Kind(), err)
+			return nil, fmt.Errorf("shards: %s params: %w", client.KindName(p), err)
 		}
-		reqs[i] = Request{Op: "run", Kind: p.Kind(), Params: b, Live: pr != nil && pr.Live != nil}
+		reqs[i] = Request{Op: "run", Kind: client.KindName(p), Params: b, Live: pr != nil && pr.Live != nil}
 	}
 	g.progressStart(pr)
 	replies, err := g.phase(ctx, reqs, pr)

@@ -96,7 +96,7 @@ func runReq(t *testing.T, p client.Params) Request {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Request{Op: "run", Kind: p.Kind(), Params: b}
+	return Request{Op: "run", Kind: client.KindName(p), Params: b}
 }
 
 // TestServeRateAndHold runs the shard side in this process over pipes: a
@@ -209,7 +209,7 @@ func TestHistogramWireIsExact(t *testing.T) {
 
 func TestWireKeepsCounts(t *testing.T) {
 	r := &client.ConnectResult{Total: 10, Success: 8, Failed: 2, Retried: 3, Used: 1500 * time.Millisecond,
-		Errors: client.Reasons{client.ReasonTimeout: 2}, Latency: client.NewHist(), Stopped: client.StopCanceled}
+		Errors: client.Reasons{client.ReasonTimeout: 2}, Latency: client.NewHist(), Ended: client.Ended{Stopped: client.StopCanceled}}
 	back := overWire(t, "connect", r).(*client.ConnectResult)
 	if back.Total != 10 || back.Success != 8 || back.Failed != 2 || back.Retried != 3 || back.Used != 1500*time.Millisecond || back.Errors["timeout"] != 2 || back.Stopped != client.StopCanceled {
 		t.Errorf("round trip = %+v", back)

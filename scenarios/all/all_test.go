@@ -98,16 +98,18 @@ func TestKeysDeclaredOnce(t *testing.T) {
 // name, as the shard wire decodes them.
 func TestKindsRegistered(t *testing.T) {
 	for _, name := range client.KindNames() {
-		k, _ := client.LookupKind(name)
-		p := k.NewParams()
-		if p.Kind() != name {
-			t.Errorf("kind %s: params say %s", name, p.Kind())
+		p, err := client.DecodeParams(name, []byte("{}"))
+		if err != nil {
+			t.Fatalf("kind %s: %v", name, err)
+		}
+		if client.KindName(p) != name {
+			t.Errorf("kind %s: params say %s", name, client.KindName(p))
 		}
 		b, _ := json.Marshal(p)
 		if _, err := client.DecodeParams(name, b); err != nil {
 			t.Errorf("kind %s: %v", name, err)
 		}
-		b, _ = json.Marshal(k.NewResult())
+		b, _ = json.Marshal(client.NewResult(p))
 		if _, err := client.DecodeResult(name, b); err != nil {
 			t.Errorf("kind %s: %v", name, err)
 		}

@@ -58,12 +58,11 @@ type Phase struct {
 	Params `yaml:",inline"`
 }
 
-// The contracts, checked at compile time.
+// The scenarios' contract, checked at compile time (KindOf checks the
+// client's).
 var (
 	_ scenarios.Phase           = (*Phase)(nil)
 	_ scenarios.ContextDefaults = (*Phase)(nil)
-	_ client.Params             = (*Params)(nil)
-	_ client.Result             = (*Result)(nil)
 )
 
 func init() {

@@ -244,13 +244,10 @@ func TestBroadcastDeliveryAllocs(t *testing.T) {
 		frames[i] = bcFrame(payload, uint64(i), r.epochUnix+r.start+int64(i)*int64(time.Millisecond), 0, 0)
 	}
 	i := 0
-	allocs := testing.AllocsPerRun(3000, func() {
+	clienttest.ZeroAllocs(t, "delivery", 3000, func() {
 		l.Feed(c, frames[i], l.Now())
 		i++
 	})
-	if allocs != 0 {
-		t.Errorf("%.2f allocations per delivery, want 0", allocs)
-	}
 	if r.part.Delivered != int64(i) || r.part.Failed != 0 {
 		t.Errorf("delivered %d failed %d (errors %v), want %d", r.part.Delivered, r.part.Failed, r.part.Errors, i)
 	}
@@ -315,7 +312,7 @@ func TestBroadcastMerge(t *testing.T) {
 		a := &Result{Subscribers: 10, Published: 5, Late: 1, Deliveries: 50, Delivered: 49, Slack: client.DefaultSlack, Wakeups: 30,
 			SendLate: clienttest.Hist(all, 10_000, 150_000, 2_000_000), Latency: clienttest.Hist(lat, 1_000_000), Used: time.Second, Errors: client.Reasons{client.ReasonEOF: 1}}
 		b := &Result{Subscribers: 6, Published: 3, Unsent: 2, Deliveries: 30, Delivered: 30, Slack: client.DefaultSlack, Wakeups: 12,
-			SendLate: clienttest.Hist(all, 5_000, 90_000_000), Latency: clienttest.Hist(lat, 2_000_000), Used: time.Second, Drain: time.Millisecond, Stopped: client.StopNoConnections}
+			SendLate: clienttest.Hist(all, 5_000, 90_000_000), Latency: clienttest.Hist(lat, 2_000_000), Used: time.Second, Drain: time.Millisecond, Ended: client.Ended{Stopped: client.StopNoConnections}}
 		if viaWire {
 			a, b = clienttest.Wire(t, a), clienttest.Wire(t, b)
 		}
@@ -377,10 +374,7 @@ func TestBroadcastPublishAllocs(t *testing.T) {
 		}
 	}
 	step()
-	allocs := testing.AllocsPerRun(1000, step)
-	if allocs != 0 {
-		t.Errorf("%.2f allocations per published message, want 0", allocs)
-	}
+	clienttest.ZeroAllocs(t, "published message", 1000, step)
 	// Message k is due at k ms: at each pump one is due, the last one
 	// exactly on time, and the next 1 ms later (beyond the slack).
 	// (An HDR histogram's 0 reads back as at most 1.)

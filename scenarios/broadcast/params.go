@@ -145,17 +145,17 @@ type Result struct {
 	Failed     int64  `json:"failed"` // deliveries received but wrong (marker, length, opcode, payload)
 	// SlowDeliveries and SlowDelivered are the part of Deliveries and
 	// Delivered that slow subscribers were due and got.
-	SlowDeliveries int64             `json:"slow_deliveries"`
-	SlowDelivered  int64             `json:"slow_delivered"`
-	Dropped        int64             `json:"dropped"`      // subscribers whose connection was lost during the run
-	SlowDropped    int64             `json:"slow_dropped"` // of which slow
-	Used           time.Duration     `json:"used"`
-	Drain          time.Duration     `json:"drain"`
-	Latency        client.Hist       `json:"latency"`      // ns, deliveries to the other (not slow) subscribers
-	SlowLatency    client.Hist       `json:"slow_latency"` // ns, deliveries to slow subscribers
-	Fanout         FanoutTable       `json:"fanout"`       // last delivery of each message, to the other subscribers
-	Errors         client.Reasons    `json:"errors"`
-	Stopped        client.StopReason `json:"stopped"`
+	SlowDeliveries int64          `json:"slow_deliveries"`
+	SlowDelivered  int64          `json:"slow_delivered"`
+	Dropped        int64          `json:"dropped"`      // subscribers whose connection was lost during the run
+	SlowDropped    int64          `json:"slow_dropped"` // of which slow
+	Used           time.Duration  `json:"used"`
+	Drain          time.Duration  `json:"drain"`
+	Latency        client.Hist    `json:"latency"`      // ns, deliveries to the other (not slow) subscribers
+	SlowLatency    client.Hist    `json:"slow_latency"` // ns, deliveries to slow subscribers
+	Fanout         FanoutTable    `json:"fanout"`       // last delivery of each message, to the other subscribers
+	Errors         client.Reasons `json:"errors"`
+	client.Ended
 }
 
 // Lost returns the deliveries expected and not received.
@@ -244,12 +244,6 @@ func (t FanoutTable) Last(want int32) (h client.Hist, incomplete int64) {
 	}
 	return h, incomplete
 }
-
-// Kind implements client.Params.
-func (p *Params) Kind() string { return Name }
-
-// Stop implements client.Result.
-func (r *Result) Stop() client.StopReason { return r.Stopped }
 
 // Merge implements client.Result.
 func (r *Result) Merge(other client.Result) {
@@ -360,19 +354,19 @@ func (p *Params) count() int {
 // put on each loop and shard).
 func (p *Params) Split(weights []int) []client.Params {
 	n := p.count()
-	out := make([]client.Params, len(weights))
 	m := min(len(weights), n)
 	first := p.First
-	for j := 0; j < m; j++ {
-		q := *p
+	return client.Parts(p, len(weights), func(j int, q *Params) bool {
+		if j >= m {
+			return false
+		}
 		q.First, q.Count = first, client.Share(n, m, j)
 		if p.Concurrency > 0 {
 			q.Concurrency = max(1, client.Share(p.Concurrency, m, j))
 		}
 		first += q.Count
-		out[j] = &q
-	}
-	return out
+		return true
+	})
 }
 
 // subscriberSet is what a loop's open step opened: connection k is subscriber
@@ -457,18 +451,9 @@ func (p *Params) Start(ph *client.PhaseEnv) (*client.PhasePlan, error) {
 			}
 		}
 	}
-	plan.Done = func(res client.Result, why client.StopReason, wall time.Duration) client.StopReason {
+	plan.Done = func(res client.Result, _ time.Duration) {
 		r := res.(*Result)
-		for _, h := range []*client.Hist{&r.Connect, &r.Join, &r.Latency, &r.SlowLatency, &r.SendLate} {
-			if h.Histogram == nil {
-				*h = client.NewHist()
-			}
-		}
-		if why == "" {
-			why = r.Stopped
-		}
-		r.Stopped = why
-		return why
+		client.EnsureHists(&r.Connect, &r.Join, &r.Latency, &r.SlowLatency, &r.SendLate)
 	}
 	return plan, nil
 }
@@ -503,7 +488,7 @@ func broadcastOpen(l *client.Loop, id int64, p *Params, set *subscriberSet, pr *
 			}
 		},
 		Done: func(l *client.Loop, part *client.ConnectResult, stopped bool) {
-			res := &Result{Opened: part.Success, OpenFailed: part.Failed, Connect: part.Latency, OpenErrors: part.Errors, Stopped: part.Stopped}
+			res := &Result{Opened: part.Success, OpenFailed: part.Failed, Connect: part.Latency, OpenErrors: part.Errors, Ended: part.Ended}
 			l.Finished(id, res, stopped)
 		},
 	}

@@ -76,16 +76,13 @@ type Result struct {
 	// The others' load: pings sent, pongs received, ping to pong; PingsCut
 	// are pings whose connection closed (churned or dropped) before their
 	// pong, so Pings = Pongs + PingsCut + those in flight at the end.
-	Pings       int64             `json:"pings"`
-	Pongs       int64             `json:"pongs"`
-	PingsCut    int64             `json:"pings_cut"`
-	PingLatency client.Hist       `json:"ping_latency"`
-	Used        time.Duration     `json:"used"`
-	Stopped     client.StopReason `json:"stopped"`
+	Pings       int64         `json:"pings"`
+	Pongs       int64         `json:"pongs"`
+	PingsCut    int64         `json:"pings_cut"`
+	PingLatency client.Hist   `json:"ping_latency"`
+	Used        time.Duration `json:"used"`
+	client.Ended
 }
-
-// Kind implements client.Params.
-func (p *Params) Kind() string { return Name }
 
 // Validate implements client.Params: the declared bounds, one of rate and
 // lifetime, and the names of a distribution and a close.
@@ -117,21 +114,18 @@ func (p *Params) Split(weights []int) []client.Params {
 	for _, w := range weights {
 		total += w
 	}
-	out := make([]client.Params, len(weights))
-	for i, w := range weights {
-		if w <= 0 {
-			continue
+	return client.Parts(p, len(weights), func(i int, q *Params) bool {
+		if weights[i] <= 0 {
+			return false
 		}
-		q := *p
 		if p.Rate > 0 {
-			q.Rate = p.Rate * float64(w) / float64(total)
+			q.Rate = p.Rate * float64(weights[i]) / float64(total)
 		}
 		if p.Seed != 0 {
 			q.Seed = p.Seed + uint64(i)
 		}
-		out[i] = &q
-	}
-	return out
+		return true
+	})
 }
 
 // Merge implements client.Result.
@@ -159,9 +153,6 @@ func (r *Result) Merge(other client.Result) {
 	r.Stopped = client.MergeStop(r.Stopped, o.Stopped)
 }
 
-// Stop implements client.Result.
-func (r *Result) Stop() client.StopReason { return r.Stopped }
-
 // Start implements client.Params. Replacements take connection numbers after
 // every connection opened so far, each part its own stride of them.
 func (p *Params) Start(ph *client.PhaseEnv) (*client.PhasePlan, error) {
@@ -186,22 +177,13 @@ func (p *Params) Start(ph *client.PhaseEnv) (*client.PhasePlan, error) {
 		before += ph.Open[j]
 		plan.Starts[j] = func(l *client.Loop) { start(l, job) }
 	}
-	plan.Done = func(res client.Result, why client.StopReason, wall time.Duration) client.StopReason {
+	plan.Done = func(res client.Result, wall time.Duration) {
 		r := res.(*Result)
 		r.Used = wall
-		for _, h := range []*client.Hist{&r.Connect.Latency, &r.Connect.TCP, &r.Connect.TLS, &r.Connect.Upgrade, &r.CloseLatency, &r.PingLatency} {
-			if h.Histogram == nil {
-				*h = client.NewHist()
-			}
-		}
+		client.EnsureHists(&r.Connect.Latency, &r.Connect.TCP, &r.Connect.TLS, &r.Connect.Upgrade, &r.CloseLatency, &r.PingLatency)
 		r.Connect.Total = r.Connect.Success + r.Connect.Failed
 		// Later phases number their connections after the replacements.
 		c.NextConn += m * (r.Connect.Total + r.Connect.Retried + 1)
-		if why == "" {
-			why = r.Stopped
-		}
-		r.Stopped = why
-		return why
 	}
 	return plan, nil
 }

@@ -35,19 +35,17 @@ type Params struct {
 
 // Result is what a close phase measured.
 type Result struct {
-	Total     int64             `json:"total"`      // connections asked to close
-	Success   int64             `json:"success"`    // closes the server answered with a close frame
-	OtherCode int64             `json:"other_code"` // of those, answered with a code other than Code (or none)
-	Failed    int64             `json:"failed"`     // connections lost, or timed out, before the server's close frame
-	Used      time.Duration     `json:"used"`
-	Latency   client.Hist       `json:"latency"` // ns, close frame written to the server's close frame received
-	Codes     client.Reasons    `json:"codes"`   // the server's close of another code ("server close 1001") -> count
-	Errors    client.Reasons    `json:"errors"`  // failure reason -> count
-	Stopped   client.StopReason `json:"stopped"` // client.StopCanceled, client.StopClosed; "" = it ran to its end
+	Total     int64          `json:"total"`      // connections asked to close
+	Success   int64          `json:"success"`    // closes the server answered with a close frame
+	OtherCode int64          `json:"other_code"` // of those, answered with a code other than Code (or none)
+	Failed    int64          `json:"failed"`     // connections lost, or timed out, before the server's close frame
+	Used      time.Duration  `json:"used"`
+	Latency   client.Hist    `json:"latency"` // ns, close frame written to the server's close frame received
+	Codes     client.Reasons `json:"codes"`   // the server's close of another code ("server close 1001") -> count
+	Errors    client.Reasons `json:"errors"`  // failure reason -> count
+	// Stopped: client.StopCanceled, client.StopClosed; "" = it ran to its end.
+	client.Ended
 }
-
-// Kind implements client.Params.
-func (p *Params) Kind() string { return Name }
 
 // Validate implements client.Params: the declared bounds, and a phase that
 // closes something.
@@ -68,15 +66,10 @@ func (p *Params) Validate() error {
 func (p *Params) Split(weights []int) []client.Params {
 	conns := client.Distribute(p.Connections, weights)
 	conc := client.Distribute(p.Concurrency, conns)
-	out := make([]client.Params, len(weights))
-	for i := range out {
-		if conns[i] > 0 {
-			q := *p
-			q.Connections, q.Concurrency = conns[i], max(conc[i], 1)
-			out[i] = &q
-		}
-	}
-	return out
+	return client.Parts(p, len(weights), func(i int, q *Params) bool {
+		q.Connections, q.Concurrency = conns[i], max(conc[i], 1)
+		return conns[i] > 0
+	})
 }
 
 // Merge implements client.Result.
@@ -93,36 +86,20 @@ func (r *Result) Merge(other client.Result) {
 	r.Stopped = client.MergeStop(r.Stopped, o.Stopped)
 }
 
-// Stop implements client.Result.
-func (r *Result) Stop() client.StopReason { return r.Stopped }
-
 // Start implements client.Params: each loop closes its share of the connections.
 func (p *Params) Start(ph *client.PhaseEnv) (*client.PhasePlan, error) {
-	total := ph.OpenTotal()
-	if p.Connections > total {
-		return nil, fmt.Errorf("client: close: connections %d exceeds the %d open connections", p.Connections, total)
+	if err := ph.Need("connections", p.Connections); err != nil {
+		return nil, err
 	}
 	ph.Progress.Begin(int64(p.Connections))
-	plan := &client.PhasePlan{Starts: make([]func(*client.Loop), len(ph.Open))}
-	for i, part := range p.Split(ph.Open) {
-		if part == nil {
-			continue
-		}
-		q := part.(*Params)
-		id, pr := ph.ID, ph.Progress
-		plan.Starts[i] = func(l *client.Loop) { start(l, id, q.Connections, q.Concurrency, int64(p.Timeout), pr) }
-	}
-	plan.Done = func(res client.Result, why client.StopReason, wall time.Duration) client.StopReason {
-		r := res.(*Result)
-		r.Total, r.Used = int64(p.Connections), wall
-		if r.Latency.Histogram == nil {
-			r.Latency = client.NewHist()
-		}
-		if why == "" {
-			why = r.Stopped
-		}
-		r.Stopped = why
-		return why
-	}
-	return plan, nil
+	return &client.PhasePlan{
+		Starts: client.StartParts(ph, p, func(l *client.Loop, q *Params) {
+			start(l, ph.ID, q.Connections, q.Concurrency, int64(p.Timeout), ph.Progress)
+		}),
+		Done: func(res client.Result, wall time.Duration) {
+			r := res.(*Result)
+			r.Total, r.Used = int64(p.Connections), wall
+			client.EnsureHists(&r.Latency)
+		},
+	}, nil
 }

@@ -38,7 +38,7 @@ func TestSplitParams(t *testing.T) {
 func TestMergeResults(t *testing.T) {
 	for _, viaWire := range []bool{false, true} {
 		all := client.NewHist()
-		a := &Result{Total: 10, Success: 8, Failed: 2, Used: time.Second, Latency: clienttest.Hist(all, 1000, 2000, 3000), Errors: client.Reasons{client.ReasonTimeout: 2}, Stopped: client.StopNoConnections,
+		a := &Result{Total: 10, Success: 8, Failed: 2, Used: time.Second, Latency: clienttest.Hist(all, 1000, 2000, 3000), Errors: client.Reasons{client.ReasonTimeout: 2}, Ended: client.Ended{Stopped: client.StopNoConnections},
 			Seconds: []client.PacedSecond{{Sent: 10, Recv: 8, P50: 2000, P99: 3000, Max: 3000}}}
 		b := &Result{Total: 5, Success: 5, Used: 2 * time.Second, Latency: clienttest.Hist(all, 5000, 7_000_000), Errors: client.Reasons{client.ReasonTimeout: 1, client.ReasonWrongLength: 1},
 			Seconds: []client.PacedSecond{{Sent: 3, Recv: 3, P50: 5000, P99: 5000, Max: 5000}, {Sent: 2, Recv: 2, P50: 7_000_000, P99: 7_000_000, Max: 7_000_000}}}

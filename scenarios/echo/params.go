@@ -1,7 +1,6 @@
 package echo
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
@@ -40,13 +39,14 @@ func (p *Params) payload() ([]byte, error) {
 
 // Result is what an echo phase measured.
 type Result struct {
-	Total   int64             `json:"total"` // echoes asked for
-	Success int64             `json:"success"`
-	Failed  int64             `json:"failed"` // wrong payload, closed connection, timeout
-	Used    time.Duration     `json:"used"`
-	Latency client.Hist       `json:"latency"` // ns, successful echoes
-	Errors  client.Reasons    `json:"errors"`  // failure reason -> count
-	Stopped client.StopReason `json:"stopped"` // StopCanceled, StopDeadline, StopClosed, StopNoConnections; "" = it ran to its end
+	Total   int64          `json:"total"` // echoes asked for
+	Success int64          `json:"success"`
+	Failed  int64          `json:"failed"` // wrong payload, closed connection, timeout
+	Used    time.Duration  `json:"used"`
+	Latency client.Hist    `json:"latency"` // ns, successful echoes
+	Errors  client.Reasons `json:"errors"`  // failure reason -> count
+	// Stopped: StopCanceled, StopDeadline, StopClosed, StopNoConnections; "" = it ran to its end.
+	client.Ended
 	// BytesPayload and BytesWire count the data sent and received during
 	// the phase (warm-up included), both directions: as message payload,
 	// and as the frames carried it (compressed under permessage-deflate;
@@ -63,9 +63,6 @@ type Result struct {
 	Seconds []client.PacedSecond `json:"seconds,omitempty"`
 }
 
-// Kind implements Params.
-func (p *Params) Kind() string { return Name }
-
 // Validate implements Params.
 func (p *Params) Validate() error {
 	return client.CheckParams(p, client.CheckPayloadKind(p.PayloadKind, p.PayloadFile))
@@ -79,16 +76,10 @@ func (p *Params) Split(weights []int) []client.Params {
 	conc := client.Distribute(p.Concurrency, weights)
 	tot := client.SplitInt64(p.Total, conc)
 	warm := client.SplitInt64(p.Warmup, conc)
-	out := make([]client.Params, len(weights))
-	for i := range out {
-		if conc[i] == 0 || tot[i] == 0 {
-			continue
-		}
-		q := *p
+	return client.Parts(p, len(weights), func(i int, q *Params) bool {
 		q.Concurrency, q.Total, q.Warmup = conc[i], tot[i], warm[i]
-		out[i] = &q
-	}
-	return out
+		return conc[i] > 0 && tot[i] > 0
+	})
 }
 
 // Merge implements Result.
@@ -106,15 +97,11 @@ func (r *Result) Merge(other client.Result) {
 	r.Seconds = client.MergeSeconds(r.Seconds, o.Seconds)
 }
 
-// Stop implements Result.
-func (r *Result) Stop() client.StopReason { return r.Stopped }
-
 // Start implements Params: the loops share one pool of tokens (messages
 // to send), so a loop whose connections answer faster sends more.
 func (p *Params) Start(ph *client.PhaseEnv) (*client.PhasePlan, error) {
-	total := ph.OpenTotal()
-	if p.Concurrency > total {
-		return nil, fmt.Errorf("client: echo: concurrency %d exceeds the %d open connections: open more in a connect phase or lower concurrency", p.Concurrency, total)
+	if err := ph.Need("concurrency", p.Concurrency); err != nil {
+		return nil, err
 	}
 	op := byte(client.OpBinary)
 	if p.Text {
@@ -154,18 +141,14 @@ func (p *Params) Start(ph *client.PhaseEnv) (*client.PhasePlan, error) {
 		}
 		plan.Starts[i] = func(l *client.Loop) { begin(l, job) }
 	}
-	plan.Done = func(res client.Result, why client.StopReason, wall time.Duration) client.StopReason {
+	plan.Done = func(res client.Result, wall time.Duration) {
 		r := res.(*Result)
 		r.Total = p.Total
 		r.Used = wall
-		if r.Latency.Histogram == nil {
-			r.Latency = client.NewHist()
+		client.EnsureHists(&r.Latency)
+		if pool.warm.Load()+pool.meas.Load() > 0 {
+			r.Stopped = client.StopNoConnections // unless the run saw another reason
 		}
-		if why == "" && pool.warm.Load()+pool.meas.Load() > 0 {
-			why = client.StopNoConnections
-		}
-		r.Stopped = why
-		return why
 	}
 	return plan, nil
 }

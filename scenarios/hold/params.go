@@ -23,17 +23,15 @@ type Params struct {
 
 // Result is what a hold phase measured.
 type Result struct {
-	Conns   int64             `json:"conns"` // open at the start
-	Alive   int64             `json:"alive"` // open at the end
-	Pings   int64             `json:"pings"` // pings sent
-	Pongs   int64             `json:"pongs"` // pongs received (during the hold and up to DefaultDrain after it)
-	Used    time.Duration     `json:"used"`
-	Errors  client.Reasons    `json:"errors"`  // why connections dropped -> count
-	Stopped client.StopReason `json:"stopped"` // client.StopCanceled, client.StopClosed; "" = it ran to its end
+	Conns  int64          `json:"conns"` // open at the start
+	Alive  int64          `json:"alive"` // open at the end
+	Pings  int64          `json:"pings"` // pings sent
+	Pongs  int64          `json:"pongs"` // pongs received (during the hold and up to DefaultDrain after it)
+	Used   time.Duration  `json:"used"`
+	Errors client.Reasons `json:"errors"` // why connections dropped -> count
+	// Stopped: client.StopCanceled, client.StopClosed; "" = it ran to its end.
+	client.Ended
 }
-
-// Kind implements client.Params.
-func (p *Params) Kind() string { return Name }
 
 // Validate implements client.Params.
 func (p *Params) Validate() error { return client.CheckParams(p) }
@@ -41,12 +39,7 @@ func (p *Params) Validate() error { return client.CheckParams(p) }
 // Split implements client.Params: every part holds all of its connections, and
 // spreads its own connections' pings over the interval.
 func (p *Params) Split(weights []int) []client.Params {
-	out := make([]client.Params, len(weights))
-	for i := range out {
-		q := *p
-		out[i] = &q
-	}
-	return out
+	return client.Parts(p, len(weights), func(int, *Params) bool { return true })
 }
 
 // Merge implements client.Result.
@@ -60,9 +53,6 @@ func (r *Result) Merge(other client.Result) {
 	r.Errors.Merge(o.Errors)
 	r.Stopped = client.MergeStop(r.Stopped, o.Stopped)
 }
-
-// Stop implements client.Result.
-func (r *Result) Stop() client.StopReason { return r.Stopped }
 
 // Start implements client.Params.
 func (p *Params) Start(ph *client.PhaseEnv) (*client.PhasePlan, error) {
@@ -102,11 +92,6 @@ func (p *Params) Start(ph *client.PhaseEnv) (*client.PhasePlan, error) {
 		first += ph.Open[i]
 		plan.Starts[i] = func(l *client.Loop) { start(l, job) }
 	}
-	plan.Done = func(res client.Result, why client.StopReason, wall time.Duration) client.StopReason {
-		r := res.(*Result)
-		r.Used = wall
-		r.Stopped = why
-		return why
-	}
+	plan.Done = func(res client.Result, wall time.Duration) { res.(*Result).Used = wall }
 	return plan, nil
 }

@@ -123,7 +123,7 @@ func TestHoldSplitMerge(t *testing.T) {
 	}
 	for _, viaWire := range []bool{false, true} {
 		h := &Result{Conns: 10, Alive: 9, Pings: 100, Pongs: 99, Used: time.Second, Errors: client.Reasons{client.ReasonEOF: 1}}
-		k := &Result{Conns: 5, Alive: 5, Pings: 50, Pongs: 50, Used: 2 * time.Second, Stopped: client.StopClosed}
+		k := &Result{Conns: 5, Alive: 5, Pings: 50, Pongs: 50, Used: 2 * time.Second, Ended: client.Ended{Stopped: client.StopClosed}}
 		if viaWire {
 			h, k = clienttest.Wire(t, h), clienttest.Wire(t, k)
 		}

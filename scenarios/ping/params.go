@@ -1,7 +1,6 @@
 package ping
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
@@ -23,23 +22,15 @@ type Params struct {
 
 // Result is what a ping phase measured.
 type Result struct {
-	Total   int64             `json:"total"`   // pongs asked for
-	Success int64             `json:"success"` // pongs received
-	Failed  int64             `json:"failed"`  // pings whose connection was lost or timed out
-	Used    time.Duration     `json:"used"`
-	Latency client.Hist       `json:"latency"` // ns, ping written to pong received
-	Errors  client.Reasons    `json:"errors"`  // failure reason -> count
-	Stopped client.StopReason `json:"stopped"` // StopCanceled, StopClosed, StopNoConnections; "" = it ran to its end
+	Total   int64          `json:"total"`   // pongs asked for
+	Success int64          `json:"success"` // pongs received
+	Failed  int64          `json:"failed"`  // pings whose connection was lost or timed out
+	Used    time.Duration  `json:"used"`
+	Latency client.Hist    `json:"latency"` // ns, ping written to pong received
+	Errors  client.Reasons `json:"errors"`  // failure reason -> count
+	// Stopped: StopCanceled, StopClosed, StopNoConnections; "" = it ran to its end.
+	client.Ended
 }
-
-// The client's contract, checked at compile time.
-var (
-	_ client.Params = (*Params)(nil)
-	_ client.Result = (*Result)(nil)
-)
-
-// Kind implements client.Params.
-func (p *Params) Kind() string { return Name }
 
 // Validate implements client.Params.
 func (p *Params) Validate() error { return client.CheckParams(p) }
@@ -49,15 +40,10 @@ func (p *Params) Validate() error { return client.CheckParams(p) }
 func (p *Params) Split(weights []int) []client.Params {
 	conc := client.Distribute(p.Concurrency, weights)
 	tot := client.SplitInt64(p.Total, conc)
-	out := make([]client.Params, len(weights))
-	for i := range out {
-		if conc[i] > 0 && tot[i] > 0 {
-			q := *p
-			q.Concurrency, q.Total = conc[i], tot[i]
-			out[i] = &q
-		}
-	}
-	return out
+	return client.Parts(p, len(weights), func(i int, q *Params) bool {
+		q.Concurrency, q.Total = conc[i], tot[i]
+		return conc[i] > 0 && tot[i] > 0
+	})
 }
 
 // Merge implements client.Result.
@@ -72,35 +58,20 @@ func (r *Result) Merge(other client.Result) {
 	r.Stopped = client.MergeStop(r.Stopped, o.Stopped)
 }
 
-// Stop implements client.Result.
-func (r *Result) Stop() client.StopReason { return r.Stopped }
-
 // Start implements client.Params: each loop gets its share of the pings.
 func (p *Params) Start(ph *client.PhaseEnv) (*client.PhasePlan, error) {
-	if total := ph.OpenTotal(); p.Concurrency > total {
-		return nil, fmt.Errorf("client: ping: concurrency %d exceeds the %d open connections: open more in a connect phase or lower concurrency", p.Concurrency, total)
+	if err := ph.Need("concurrency", p.Concurrency); err != nil {
+		return nil, err
 	}
 	ph.Progress.Begin(p.Total)
-	plan := &client.PhasePlan{Starts: make([]func(*client.Loop), len(ph.Open))}
-	for i, part := range p.Split(ph.Open) {
-		if part == nil {
-			continue
-		}
-		q := part.(*Params)
-		id, pr := ph.ID, ph.Progress
-		plan.Starts[i] = func(l *client.Loop) { start(l, id, q.Concurrency, q.Total, int64(p.Timeout), pr) }
-	}
-	plan.Done = func(res client.Result, why client.StopReason, wall time.Duration) client.StopReason {
-		r := res.(*Result)
-		r.Total, r.Used = p.Total, wall
-		if r.Latency.Histogram == nil {
-			r.Latency = client.NewHist()
-		}
-		if why == "" {
-			why = r.Stopped
-		}
-		r.Stopped = why
-		return why
-	}
-	return plan, nil
+	return &client.PhasePlan{
+		Starts: client.StartParts(ph, p, func(l *client.Loop, q *Params) {
+			start(l, ph.ID, q.Concurrency, q.Total, int64(p.Timeout), ph.Progress)
+		}),
+		Done: func(res client.Result, wall time.Duration) {
+			r := res.(*Result)
+			r.Total, r.Used = p.Total, wall
+			client.EnsureHists(&r.Latency)
+		},
+	}, nil
 }

@@ -40,10 +40,10 @@ func TestMergeResults(t *testing.T) {
 		r := &Result{Slack: time.Millisecond, Wakeups: 7, SendLate: clienttest.Hist(late, 5, 900_000), Conns: 2, Scheduled: 20, Sent: 19, Recv: 18, Failed: 1, Late: 3, Unsent: 1, BytesSent: 190, BytesRecv: 180,
 			Used: time.Second, Drain: 100 * time.Millisecond, Latency: clienttest.Hist(all, 10, 20, 30),
 			Seconds: []client.PacedSecond{{Sent: 10, Recv: 9, Late: 1, P50: 10, P99: 20, Max: 20}, {Sent: 9, Recv: 9, Late: 2, P50: 30, P99: 30, Max: 30}},
-			Errors:  client.Reasons{client.ReasonMarkerMismatch: 1}, Stopped: client.StopNoConnections}
+			Errors:  client.Reasons{client.ReasonMarkerMismatch: 1}, Ended: client.Ended{Stopped: client.StopNoConnections}}
 		s := &Result{Slack: time.Millisecond, Wakeups: 4, SendLate: clienttest.Hist(late, 3_000_000), Conns: 1, Scheduled: 10, Sent: 10, Recv: 10, BytesSent: 100, BytesRecv: 100,
 			Used: time.Second, Drain: 300 * time.Millisecond, Latency: clienttest.Hist(all, 40),
-			Seconds: []client.PacedSecond{{Sent: 10, Recv: 10, P50: 40, P99: 40, Max: 40}}, Stopped: client.StopNoConnections}
+			Seconds: []client.PacedSecond{{Sent: 10, Recv: 10, P50: 40, P99: 40, Max: 40}}, Ended: client.Ended{Stopped: client.StopNoConnections}}
 		if viaWire {
 			r, s = clienttest.Wire(t, r), clienttest.Wire(t, s)
 		}

@@ -105,15 +105,13 @@ type Result struct {
 	// written, echoes and their latencies in the second they completed. It
 	// grows as the phase runs, one client.PacedSecond (48 bytes) per second.
 	Seconds []client.PacedSecond `json:"seconds"`
-	Errors  client.Reasons       `json:"errors"`  // failure reason -> count (failed echoes, lost connections)
-	Stopped client.StopReason    `json:"stopped"` // StopCanceled, StopClosed, StopNoConnections; "" = it ran to its end
+	Errors  client.Reasons       `json:"errors"` // failure reason -> count (failed echoes, lost connections)
+	// Stopped: StopCanceled, StopClosed, StopNoConnections; "" = it ran to its end.
+	client.Ended
 }
 
 // Lost returns the messages sent whose echo never came: Sent - Recv - Failed.
 func (r Result) Lost() int64 { return r.Sent - r.Recv - r.Failed }
-
-// Kind implements Params.
-func (p *Params) Kind() string { return Name }
 
 // Merge implements Result.
 func (r *Result) Merge(other client.Result) {
@@ -146,9 +144,6 @@ func (r *Result) Merge(other client.Result) {
 	r.Stopped = client.MergeStop(r.Stopped, o.Stopped)
 }
 
-// Stop implements Result.
-func (r *Result) Stop() client.StopReason { return r.Stopped }
-
 // Pacer is the timetable of each sending connection.
 func (p *Params) Pacer() client.Pacer {
 	return client.Pacer{Rate: float64(p.Rate), Ramp: p.Ramp.D(), Duration: p.Duration.D()}
@@ -180,20 +175,18 @@ func (p *Params) Split(weights []int) []client.Params {
 	if total == 0 {
 		total = p.PhaseFirst + n
 	}
-	out := make([]client.Params, len(weights))
+	slots := client.Distribute(n, weights)
 	first := p.PhaseFirst
-	for i, slots := range client.Distribute(n, weights) {
-		if slots == 0 {
-			continue
+	return client.Parts(&d, len(weights), func(i int, q *Params) bool {
+		if slots[i] == 0 {
+			return false
 		}
-		q := d
-		q.Connections = slots
+		q.Connections = slots[i]
 		q.PhaseFirst, q.PhaseTotal = first, total
-		q.MaxInflightBytes = max(units.Size(d.Bytes()), d.MaxInflightBytes*units.Size(slots)/units.Size(n))
-		first += slots
-		out[i] = &q
-	}
-	return out
+		q.MaxInflightBytes = max(units.Size(d.Bytes()), d.MaxInflightBytes*units.Size(slots[i])/units.Size(n))
+		first += slots[i]
+		return true
+	})
 }
 
 // MinDefaultInflight and MaxDefaultInflight bound DefaultMaxInflight.
@@ -242,13 +235,12 @@ func (p *Params) Validate() error {
 // returns what was measured with Stopped saying why; cancellation also
 // returns ctx.Err(), Close ErrClosed.
 func (p *Params) Start(ph *client.PhaseEnv) (*client.PhasePlan, error) {
-	total := ph.OpenTotal()
 	n := p.Connections
 	if n == 0 {
-		n = total
+		n = ph.OpenTotal()
 	}
-	if n > total {
-		return nil, fmt.Errorf("client: rate: connections %d exceeds the %d open connections: open more in a connect phase or lower connections", n, total)
+	if err := ph.Need("connections", n); err != nil {
+		return nil, err
 	}
 	d := p.withDefaults()
 	phaseTotal := p.PhaseTotal
@@ -266,46 +258,31 @@ func (p *Params) Start(ph *client.PhaseEnv) (*client.PhasePlan, error) {
 		want += pacer.Total(float64(p.PhaseFirst+j) / float64(phaseTotal))
 	}
 	ph.Progress.Begin(want)
-	plan := &client.PhasePlan{Starts: make([]func(*client.Loop), len(ph.Open))}
-	for i, part := range p.Split(ph.Open) {
-		if part == nil {
-			continue
-		}
-		q := part.(*Params)
-		j := &job{
-			phase:       ph.ID,
-			slots:       q.Connections,
-			first:       q.PhaseFirst,
-			total:       q.PhaseTotal,
-			pacer:       pacer,
-			start:       ph.Start,
-			drain:       int64(d.Drain),
-			hdr:         hdr,
-			payload:     payload,
-			verify:      *d.Verify,
-			batch:       int(d.Batch),
-			maxInflight: int64(d.MaxInflight),
-			loopMax:     max(1, int64(q.MaxInflightBytes)/int64(d.Bytes())),
-			lateAfter:   int64(d.LateAfter),
-			slack:       client.SlackOf(d.Slack),
-			reads:       d.Reads,
-			pr:          ph.Progress,
-		}
-		plan.Starts[i] = func(l *client.Loop) { begin(l, j) }
-	}
-	plan.Done = func(res client.Result, why client.StopReason, _ time.Duration) client.StopReason {
-		r := res.(*Result)
-		if r.Latency.Histogram == nil {
-			r.Latency = client.NewHist()
-		}
-		if r.SendLate.Histogram == nil {
-			r.SendLate = client.NewHist()
-		}
-		if why == "" {
-			why = r.Stopped
-		}
-		r.Stopped = why
-		return why
-	}
-	return plan, nil
+	return &client.PhasePlan{
+		Starts: client.StartParts(ph, p, func(l *client.Loop, q *Params) {
+			begin(l, &job{
+				phase:       ph.ID,
+				slots:       q.Connections,
+				first:       q.PhaseFirst,
+				total:       q.PhaseTotal,
+				pacer:       pacer,
+				start:       ph.Start,
+				drain:       int64(d.Drain),
+				hdr:         hdr,
+				payload:     payload,
+				verify:      *d.Verify,
+				batch:       int(d.Batch),
+				maxInflight: int64(d.MaxInflight),
+				loopMax:     max(1, int64(q.MaxInflightBytes)/int64(d.Bytes())),
+				lateAfter:   int64(d.LateAfter),
+				slack:       client.SlackOf(d.Slack),
+				reads:       d.Reads,
+				pr:          ph.Progress,
+			})
+		}),
+		Done: func(res client.Result, _ time.Duration) {
+			r := res.(*Result)
+			client.EnsureHists(&r.Latency, &r.SendLate)
+		},
+	}, nil
 }

@@ -2,6 +2,7 @@ package rate
 
 import (
 	"encoding/binary"
+	"fmt"
 	"runtime"
 	"testing"
 	"time"
@@ -150,10 +151,7 @@ func TestRatePathAllocs(t *testing.T) {
 			r.step(t)
 		}
 		before := r.run().part
-		allocs := testing.AllocsPerRun(1000, func() { r.step(t) })
-		if allocs != 0 {
-			t.Errorf("%d per step: %v allocations per step, want 0", per, allocs)
-		}
+		clienttest.ZeroAllocs(t, fmt.Sprintf("step of %d messages", per), 1000, func() { r.step(t) })
 		p := r.run().part
 		if want := int64(1001 * per); p.Sent-before.Sent != want || p.Recv-before.Recv != want || p.Failed != 0 || p.Late != 0 {
 			t.Errorf("%d per step: sent %d recv %d failed %d late %d; want %d, %d, 0, 0 (errors %v)",

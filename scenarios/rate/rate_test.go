@@ -191,7 +191,7 @@ func size(n int64) *units.Size {
 // the error; a phase that measured nothing returns only the error.
 func TestRateRunInterrupted(t *testing.T) {
 	drv := &fakeDriver{conns: 10, connsNext: -1, rateErr: context.Canceled, rateRes: Result{
-		Conns: 10, Scheduled: 50, Sent: 50, Recv: 48, Used: 500 * time.Millisecond, Latency: client.NewHist(), Stopped: client.StopCanceled,
+		Conns: 10, Scheduled: 50, Sent: 50, Recv: 48, Used: 500 * time.Millisecond, Latency: client.NewHist(), Ended: client.Ended{Stopped: client.StopCanceled},
 	}}
 	p := &Phase{Params: Params{Duration: units.Duration(time.Second), Rate: 10}}
 	scenarios.Defaults(p, scenarios.Context{Conns: 10})

@@ -126,10 +126,10 @@ type Result struct {
 	Throttled  int64 `json:"throttled,omitempty"`
 	Inflight   int64 `json:"inflight,omitempty"`
 
-	BytesSent int64             `json:"bytes_sent"` // payload bytes
-	BytesRecv int64             `json:"bytes_recv"`
-	Used      time.Duration     `json:"used"`
-	Stopped   client.StopReason `json:"stopped"`
+	BytesSent int64         `json:"bytes_sent"` // payload bytes
+	BytesRecv int64         `json:"bytes_recv"`
+	Used      time.Duration `json:"used"`
+	client.Ended
 }
 
 // Exchange is one named exchange's figures: its latency runs from the
@@ -157,9 +157,6 @@ const (
 	ReasonErrorAnswer client.Reason = "error answer" // the protocol answered with an error (JSON-RPC error, STOMP ERROR, GraphQL error) and said no code
 	ReasonDowngraded  client.Reason = "downgraded"   // the protocol granted less than asked and said nothing more
 )
-
-// Kind implements Params.
-func (p *Params) Kind() string { return Name }
 
 // open reports whether arrivals are open.
 func (p *Params) open() bool { return p.ArrivalRate > 0 }
@@ -199,18 +196,15 @@ func (p *Params) compile(answers lang.AnswerRule) (*lang.Program, []lang.Error) 
 // connect phase), open arrivals' timetable by stride: part j of m takes
 // every m-th arrival. Each part gets the rows its users take.
 func (p *Params) Split(weights []int) []client.Params {
-	out := make([]client.Params, len(weights))
 	if p.open() {
 		stride := max(p.ArrivalStride, 1)
 		m := int64(len(weights))
-		for j := range out {
-			q := *p
+		return client.Parts(p, len(weights), func(j int, q *Params) bool {
 			q.ArrivalFirst = p.ArrivalFirst + int64(j)*stride
 			q.ArrivalStride = stride * m
 			q.MaxUsers = max(1, client.Share(p.MaxUsers, int(m), j))
-			out[j] = &q
-		}
-		return out
+			return true
+		})
 	}
 	counts := make([]int64, len(weights))
 	if client.Weighted(weights) {
@@ -222,20 +216,19 @@ func (p *Params) Split(weights []int) []client.Params {
 		}
 	}
 	first := p.First
-	for j, n := range counts {
+	return client.Parts(p, len(weights), func(j int, q *Params) bool {
+		n := counts[j]
 		if n == 0 {
-			continue
+			return false
 		}
-		q := *p
 		q.First, q.Users = first, int(n)
 		q.Concurrency = max(1, int(int64(p.Concurrency)*n/int64(p.Users)))
 		if p.Rows != nil {
 			q.Rows = p.Rows.Part(p.Order, first, n)
 		}
 		first += n
-		out[j] = &q
-	}
-	return out
+		return true
+	})
 }
 
 // arrivals returns the open arrivals this part takes: those with k < the
@@ -323,9 +316,6 @@ func (e *Exchange) merge(o *Exchange) {
 	e.DowngradeCodes.Merge(o.DowngradeCodes)
 	e.Latency.Add(o.Latency)
 }
-
-// Stop implements Result.
-func (r *Result) Stop() client.StopReason { return r.Stopped }
 
 // fail counts a step's failure.
 func (r *Result) fail(step string, reason client.Reason) {

@@ -68,36 +68,22 @@ func (p *Params) Start(ph *client.PhaseEnv) (*client.PhasePlan, error) {
 			}
 		}
 	}
-	parts := p.Split(ph.Open)
 	units := int64(p.Users)
 	if p.open() {
 		units = p.arrivals()
 	}
 	ph.Progress.Begin(units)
-	plan := &client.PhasePlan{Starts: make([]func(*client.Loop), len(parts))}
-	for i, part := range parts {
-		if part == nil {
-			continue
-		}
-		q := part.(*Params)
-		plan.Starts[i] = func(l *client.Loop) { startRun(l, job, q) }
-	}
-	plan.Done = func(res client.Result, why client.StopReason, wall time.Duration) client.StopReason {
-		r := res.(*Result)
-		r.Used = wall
-		if r.Connect.Histogram == nil {
-			r.Connect = client.NewHist()
-		}
-		for _, name := range prog.Exchanges {
-			r.exchange(name) // every named exchange, measured or not
-		}
-		if why == "" {
-			why = r.Stopped
-		}
-		r.Stopped = why
-		return why
-	}
-	return plan, nil
+	return &client.PhasePlan{
+		Starts: client.StartParts(ph, p, func(l *client.Loop, q *Params) { startRun(l, job, q) }),
+		Done: func(res client.Result, wall time.Duration) {
+			r := res.(*Result)
+			r.Used = wall
+			client.EnsureHists(&r.Connect)
+			for _, name := range prog.Exchanges {
+				r.exchange(name) // every named exchange, measured or not
+			}
+		},
+	}, nil
 }
 
 // quotaExpects marks the expects that wait for the answer to a QoS > 0
