@@ -13,8 +13,8 @@
 // …) is a package of its own under internal/proto; protocol.go is the one
 // adapter between it and the loop.
 //
-// Phases call it through Client.Run with a kind's Params (kind.go and
-// the contract below describe what a phase kind fulfils); shards (separate
+// Phases call it through Client.Run (phase.go) with a kind's Params
+// (kind.go and the contract below describe what a phase kind fulfils); shards (separate
 // processes) run the same kinds and send their results back as JSON, which
 // merge exactly through the kind's Result.Merge (histograms merged, counts
 // summed).

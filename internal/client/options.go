@@ -1,11 +1,6 @@
 package client
 
 import (
-	"sync/atomic"
-	"time"
-
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/wsplan/wsplan/internal/pmdeflate"
 
 	"github.com/wsplan/wsplan/internal/wstls"
@@ -79,40 +74,3 @@ type Options struct {
 // wstls.ClientConfig, one per server name. ServerName "" = the host of
 // the target's Host (Hosts[i], else the target address).
 type TLSOptions = wstls.ClientOptions
-
-// Progress is read by the live progress line while a phase runs.
-type Progress struct {
-	Done  atomic.Int64 // units finished (connections, echoes, messages)
-	Total atomic.Int64 // units planned
-	Live  *Live        // the live metrics' counts (nil: none)
-}
-
-// Begin starts counting a phase of total units on p; a nil p counts
-// nothing. A kind's Start calls it once.
-func (p *Progress) Begin(total int64) {
-	if p != nil {
-		p.Total.Store(total)
-		p.Done.Store(0)
-	}
-}
-
-// Histogram bounds shared by every latency histogram, so histograms of
-// different processes merge exactly.
-const (
-	HistMin     = 1                        // 1 ns
-	HistMax     = int64(120 * time.Second) // longest recordable latency
-	HistSigFigs = 3
-)
-
-// NewHistogram returns an empty latency histogram with the shared bounds.
-func NewHistogram() *hdrhistogram.Histogram {
-	return hdrhistogram.New(HistMin, HistMax, HistSigFigs)
-}
-
-// Record adds a latency to h.
-func Record(h *hdrhistogram.Histogram, v int64) {
-	if err := h.RecordValue(v); err != nil {
-		// Only values above HistMax (120 s) fail; count them at the top.
-		_ = h.RecordValue(HistMax) // HistMax is within the bounds: cannot fail
-	}
-}
