@@ -1,3 +1,9 @@
+// Package echo is the echo phase kind, whole: its keys and its result
+// (params.go), what an event loop runs for it (run.go: the closed loop's
+// send, match and measure, the one path every echo takes, allocation
+// free) and its plan side (this file: its metrics, faults and Run). It
+// registers itself with the client and with the scenarios in init;
+// scenarios/all imports it.
 package echo
 
 import (

@@ -36,13 +36,13 @@ const (
 
 // Search bounds and defaults not expressible as tags.
 const (
-	// DefaultSearchFactor is Search.Factor when neither factor nor step is
+	// DefaultFactor is Search.Factor when neither factor nor step is
 	// given.
-	DefaultSearchFactor = 2
-	// MaxSearchSteps bounds the growing steps from start to max (the
+	DefaultFactor = 2
+	// MaxSteps bounds the growing steps from start to max (the
 	// bisection after them is bounded by tolerance): a search is a bounded
 	// number of bounded steps.
-	MaxSearchSteps = 100
+	MaxSteps = 100
 	// Step verdicts (result.Step.Verdict).
 	VerdictPass        = "pass"
 	VerdictFail        = "fail"
@@ -135,7 +135,7 @@ func init() {
 // remembers the connections open before the phase (Opens).
 func (p *Phase) Defaults(c scenarios.Context) {
 	if p.Factor == 0 && p.Step == 0 {
-		p.Factor = DefaultSearchFactor
+		p.Factor = DefaultFactor
 	}
 	p.open = c.Conns
 	if p.Vary == VaryRate && p.Connections == 0 {
@@ -218,12 +218,12 @@ func (p *Phase) Validate(c scenarios.Context) []scenarios.FieldError {
 	case p.Step == 0 && p.Factor <= 1:
 		add("factor", "must be > 1, got %g", p.Factor)
 	case p.Start > 0 && p.Max >= p.Start:
-		if n := p.growingSteps(); n > MaxSearchSteps {
+		if n := p.growingSteps(); n > MaxSteps {
 			field := "factor"
 			if p.Step != 0 {
 				field = "step"
 			}
-			add(field, "makes %d steps from start %s to max %s, at most %d: grow faster", n, p.Start, p.Max, MaxSearchSteps)
+			add(field, "makes %d steps from start %s to max %s, at most %d: grow faster", n, p.Start, p.Max, MaxSteps)
 		}
 	}
 	if err := p.compile(); err != nil {
@@ -233,10 +233,10 @@ func (p *Phase) Validate(c scenarios.Context) []scenarios.FieldError {
 }
 
 // growingSteps counts the steps from start to max (max included), up to
-// MaxSearchSteps+1.
+// MaxSteps+1.
 func (p *Phase) growingSteps() int {
 	n := 1
-	for x := float64(p.Start); x < float64(p.Max) && n <= MaxSearchSteps; n++ {
+	for x := float64(p.Start); x < float64(p.Max) && n <= MaxSteps; n++ {
 		x = p.next(x)
 	}
 	return n
