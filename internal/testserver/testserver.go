@@ -12,6 +12,7 @@ package testserver
 
 import (
 	"crypto/tls"
+	"errors"
 	"io"
 	"log"
 	"net"
@@ -102,6 +103,9 @@ type Server struct {
 
 // member is an upgraded connection; the library allows one writer at a
 // time.
+// errNotUpgraded is a delivery to a member whose upgrade failed.
+var errNotUpgraded = errors.New("testserver: member's upgrade failed")
+
 type member struct {
 	mu sync.Mutex
 	c  *websocket.Conn
@@ -209,19 +213,28 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	room, include := q.Get("room"), q.Get("include_sender") != "false"
+	me := &member{}
+	if s.opts.Rooms {
+		// In its room before the 101 goes out, as a broadcast server must
+		// be: a client may publish as soon as it reads the 101, and a
+		// member that joined only after would miss it. Deliveries to it
+		// wait for its connection (me.mu).
+		me.mu.Lock()
+		s.join(room, me)
+		defer s.leave(room, me)
+	}
 	c, err := s.up.Upgrade(w, r, nil)
+	me.c = c
+	if s.opts.Rooms {
+		me.mu.Unlock()
+	}
 	if err != nil {
 		return // Upgrade has answered the request
 	}
-	me := &member{c: c}
 	if !s.add(me) {
 		return
 	}
 	defer s.remove(me)
-	if s.opts.Rooms {
-		s.join(room, me)
-		defer s.leave(room, me)
-	}
 	s.conns.Add(1) // counted once in its room
 	s.live.Add(1)
 	defer s.live.Add(-1)
@@ -286,6 +299,9 @@ func (s *Server) deliver(m *member, op int, msg []byte) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.c == nil {
+		return errNotUpgraded
+	}
 	for range times {
 		if err := m.c.WriteMessage(op, msg); err != nil {
 			return err

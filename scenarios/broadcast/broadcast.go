@@ -44,7 +44,14 @@ const (
 	broadcastReadersLost  = "readers_dropped"
 	broadcastSlowP50      = "slow_p50"
 	broadcastSlowP99      = "slow_p99"
+	broadcastStartedLate  = "started_late"
 )
+
+// RunLead is how long after the run step is sent publishing begins
+// (Params.StartAt): time for every shard to receive the step and every
+// loop to start reading its subscribers. A loop that starts later says
+// so (started_late).
+const RunLead = 250 * time.Millisecond
 
 // Phase is fan-out: the phase opens Rooms × RoomSize connections of
 // its own, each to the server's path with "?room=N" (the convention in
@@ -155,6 +162,7 @@ var defs = metrics.Join([]metrics.Def{
 	{Name: broadcastReadersLost, Kind: metrics.Count, Doc: "subscribers that read (not slow) whose connection was lost: dropped − slow_dropped"},
 	{Name: broadcastSlowP50, Kind: metrics.Duration, Doc: "delivery latency to slow subscribers, median"},
 	{Name: broadcastSlowP99, Kind: metrics.Duration, Doc: "delivery latency to slow subscribers, 99th percentile"},
+	{Name: broadcastStartedLate, Kind: metrics.Duration, Doc: "the most a client loop began the run after publishing began (250 ms after the step was sent): what reached its subscribers before was not counted; 0 when every loop began in time"},
 }, scenarios.CPUPer1MDefs("deliveries", "deliveries"))
 
 // broadcastCharts is the fan-out chart: the fan-out latency (time until a
@@ -262,15 +270,16 @@ func (p *Phase) Run(ctx context.Context, env *scenarios.Env) (scenarios.Outcome,
 			memPerSub = max(0, m.Server-env.Base.Server) / open.Opened
 		}
 	}
-	start := time.Now()
-	r, err := scenarios.Drive[Result](ctx, env, p.params(StepRun))
+	q := p.params(StepRun)
+	start := time.Now().Add(RunLead)
+	q.StartAt = start.UnixNano()
+	r, err := scenarios.Drive[Result](ctx, env, q)
 	if cerr := closeAll(); err == nil && cerr != nil {
 		err = cerr
 	}
 	if r == nil {
 		return scenarios.Outcome{}, err
 	}
-	q := p.params(StepRun)
 	out := scenarios.Outcome{Metrics: BroadcastMetrics(*r, q), Histogram: scenarios.HistString(r.Latency)}
 	out.Metrics[broadcastOpenFailed] = open.OpenFailed
 	if memPerSub >= 0 {
@@ -293,6 +302,11 @@ func (p *Phase) Run(ctx context.Context, env *scenarios.Env) (scenarios.Outcome,
 		out.Warnings = append(out.Warnings, w)
 	}
 	out.Reasons = map[string]string{metrics.Failed: scenarios.ErrorSummary(r.Errors)}
+	if r.StartedLate > 0 && r.Delivered < r.Deliveries {
+		// Deliveries missing while the client was late are not the
+		// server's to answer for: the verdict names the client.
+		out.Failed, out.Error = true, "client-bound: "+startedLate(*r)
+	}
 	if r.Stopped != "" {
 		out.Failed, out.Error = true, "stopped early: "+string(r.Stopped)
 	}
@@ -312,6 +326,7 @@ func BroadcastMetrics(r Result, q *Params) metrics.Values {
 		broadcastPublished:    r.Published,
 		metrics.Late:          r.Late + r.Unsent,
 		broadcastPublishLag:   sendLateMax(r),
+		broadcastStartedLate:  r.StartedLate,
 		broadcastDeliveries:   r.Deliveries,
 		broadcastDelivered:    r.Delivered,
 		metrics.Lost:          r.Lost(),
@@ -359,7 +374,17 @@ func Warnings(r Result, q *Params) []string {
 	if r.Slow > 0 {
 		w = append(w, slowVerdict(r, q))
 	}
+	if r.StartedLate > 0 {
+		w = append(w, startedLate(r))
+	}
 	return w
+}
+
+// startedLate says that a client loop began the run after publishing had
+// begun, and what that means for the counts.
+func startedLate(r Result) string {
+	return fmt.Sprintf("a client loop began the run %v after publishing began (which was %v after the step was sent): what reached its subscribers before was not counted; give the client more CPU, or fewer shards per host",
+		r.StartedLate.Round(time.Microsecond), RunLead)
 }
 
 // publishedLate reports whether more than RateLateShare of the messages

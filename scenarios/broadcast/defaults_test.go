@@ -51,8 +51,14 @@ func TestTagDefaultsMatch(t *testing.T) {
 }
 
 // broadcastDriver opens every connection asked for and publishes late
-// messages as late says.
-type broadcastDriver struct{ late int64 }
+// messages as late says; with startedLate, a loop began the run that
+// long after StartAt and 3 of the deliveries went missing. It keeps the
+// run step's StartAt.
+type broadcastDriver struct {
+	late        int64
+	startedLate time.Duration
+	startAt     int64
+}
 
 func (d *broadcastDriver) Run(_ context.Context, p client.Params, _ *client.Progress) (client.Result, error) {
 	q := p.(*Params)
@@ -62,6 +68,11 @@ func (d *broadcastDriver) Run(_ context.Context, p client.Params, _ *client.Prog
 		r.Opened = int64(q.Rooms * q.RoomSize)
 	case StepRun:
 		r.Published, r.Late, r.Used = 1000, d.late, q.Duration.D()
+		r.Deliveries, r.Delivered, r.StartedLate = 3000, 3000, d.startedLate
+		if d.startedLate > 0 {
+			r.Delivered -= 3
+		}
+		d.startAt = q.StartAt
 	}
 	return r, nil
 }
@@ -88,6 +99,36 @@ func TestBroadcastNamesWhoFellBehind(t *testing.T) {
 		const want = "publishing fell behind its timetable: the server could not keep up (CPU 97% of 1 core while sending; client 20% of 1 core)"
 		if got := strings.Contains(w, want); got != (late > 0) {
 			t.Errorf("late %d: warnings %q; want %q in them: %v", late, w, want, late > 0)
+		}
+	}
+}
+
+// TestBroadcastStartedLate: the run step publishes RunLead after it is
+// sent, on every loop at once (StartAt); a loop that began after that
+// instant and deliveries missing fail the phase naming the client, with
+// started_late, not the server.
+func TestBroadcastStartedLate(t *testing.T) {
+	for _, late := range []time.Duration{0, 30 * time.Millisecond} {
+		p := &Phase{Params: Params{Rooms: 1, RoomSize: 4, Rate: 10, Duration: units.Duration(time.Second)}}
+		scenarios.Defaults(p, scenarios.Context{})
+		d := &broadcastDriver{startedLate: late}
+		before := time.Now()
+		out, err := p.Run(t.Context(), &scenarios.Env{Driver: d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if at := time.Unix(0, d.startAt); at.Before(before.Add(RunLead)) || at.After(time.Now().Add(RunLead)) {
+			t.Errorf("late %v: StartAt %v, want %v after the step was sent (sent after %v)", late, at, RunLead, before)
+		}
+		if got := out.Metrics.Dur(broadcastStartedLate); got != late {
+			t.Errorf("late %v: started_late %v", late, got)
+		}
+		w := strings.Join(out.Warnings, "\n")
+		if late == 0 && (out.Failed || strings.Contains(w, "began the run")) {
+			t.Errorf("in time: failed %v %q, warnings %q; want neither", out.Failed, out.Error, w)
+		}
+		if late > 0 && (!out.Failed || !strings.HasPrefix(out.Error, "client-bound: a client loop began the run 30ms after publishing began") || !strings.Contains(w, "began the run 30ms")) {
+			t.Errorf("late: failed %v %q, warnings %q; want a client-bound failure naming 30ms", out.Failed, out.Error, w)
 		}
 	}
 }

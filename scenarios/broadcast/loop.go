@@ -102,6 +102,9 @@ func broadcastStart(l *client.Loop, id int64, start time.Time, p *Params, set *s
 		l.WriteBuf = make([]byte, need)
 	}
 	r.start = int64(start.Sub(l.Epoch()))
+	if late := l.Now() - r.start; late > 0 && p.StartAt != 0 {
+		r.part.StartedLate = time.Duration(late)
+	}
 	r.end = r.start + int64(p.Duration)
 	r.stopAt = r.end + int64(p.Drain)
 	r.lateAfter = int64(p.LateAfter)

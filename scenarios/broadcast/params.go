@@ -82,6 +82,12 @@ type Params struct {
 	// Count 0 = every one from First on. Split sets them.
 	First int `yaml:"-" json:"first"`
 	Count int `yaml:"-" json:"count"`
+	// StartAt is when publishing begins on every part of the run step,
+	// Unix ns: the scenario sets it RunLead after it sends the step, so
+	// that every loop of every shard reads its subscribers before the
+	// first message can reach them (a loop outside a phase ignores what
+	// arrives). 0 = the phase's start in this client.
+	StartAt int64 `yaml:"-" json:"start_at,omitempty"`
 }
 
 // Slow configures slow subscribers: the last round(fraction ×
@@ -145,16 +151,19 @@ type Result struct {
 	Failed     int64  `json:"failed"` // deliveries received but wrong (marker, length, opcode, payload)
 	// SlowDeliveries and SlowDelivered are the part of Deliveries and
 	// Delivered that slow subscribers were due and got.
-	SlowDeliveries int64          `json:"slow_deliveries"`
-	SlowDelivered  int64          `json:"slow_delivered"`
-	Dropped        int64          `json:"dropped"`      // subscribers whose connection was lost during the run
-	SlowDropped    int64          `json:"slow_dropped"` // of which slow
-	Used           time.Duration  `json:"used"`
-	Drain          time.Duration  `json:"drain"`
-	Latency        client.Hist    `json:"latency"`      // ns, deliveries to the other (not slow) subscribers
-	SlowLatency    client.Hist    `json:"slow_latency"` // ns, deliveries to slow subscribers
-	Fanout         FanoutTable    `json:"fanout"`       // last delivery of each message, to the other subscribers
-	Errors         client.Reasons `json:"errors"`
+	SlowDeliveries int64 `json:"slow_deliveries"`
+	SlowDelivered  int64 `json:"slow_delivered"`
+	Dropped        int64 `json:"dropped"`      // subscribers whose connection was lost during the run
+	SlowDropped    int64 `json:"slow_dropped"` // of which slow
+	// StartedLate is the most a loop began the run after StartAt: the
+	// deliveries that reached its subscribers before were not counted.
+	StartedLate time.Duration  `json:"started_late,omitempty"`
+	Used        time.Duration  `json:"used"`
+	Drain       time.Duration  `json:"drain"`
+	Latency     client.Hist    `json:"latency"`      // ns, deliveries to the other (not slow) subscribers
+	SlowLatency client.Hist    `json:"slow_latency"` // ns, deliveries to slow subscribers
+	Fanout      FanoutTable    `json:"fanout"`       // last delivery of each message, to the other subscribers
+	Errors      client.Reasons `json:"errors"`
 	client.Ended
 }
 
@@ -271,6 +280,7 @@ func (r *Result) Merge(other client.Result) {
 	r.SlowDelivered += o.SlowDelivered
 	r.Dropped += o.Dropped
 	r.SlowDropped += o.SlowDropped
+	r.StartedLate = max(r.StartedLate, o.StartedLate)
 	r.Used = max(r.Used, o.Used)
 	r.Drain = max(r.Drain, o.Drain)
 	r.Latency.Add(o.Latency)
@@ -442,7 +452,11 @@ func (p *Params) Start(ph *client.PhaseEnv) (*client.PhasePlan, error) {
 				continue
 			}
 			q, set := part.(*Params), sets[i]
-			plan.Starts[i] = func(l *client.Loop) { broadcastStart(l, ph.ID, ph.Start, q, set, hdr, payload, ph.Progress) }
+			at := ph.Start
+			if p.StartAt != 0 {
+				at = time.Unix(0, p.StartAt)
+			}
+			plan.Starts[i] = func(l *client.Loop) { broadcastStart(l, ph.ID, at, q, set, hdr, payload, ph.Progress) }
 		}
 	case StepClose:
 		for i := range parts {
