@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wsplan/wsplan/internal/testserver"
 )
 
 // pathRig drives one loop synchronously (no loop goroutine) over a
@@ -144,17 +146,17 @@ var pathShapes = []struct {
 	name   string
 	writes func(echo []byte) [][]byte
 }{
-	{"one frame", func(p []byte) [][]byte { return [][]byte{serverFrame(true, OpBinary, p)} }},
+	{"one frame", func(p []byte) [][]byte { return [][]byte{testserver.ServerFrame(true, OpBinary, p)} }},
 	{"fragmented with ping", func(p []byte) [][]byte {
 		h := len(p) / 2
 		return [][]byte{bytes.Join([][]byte{
-			serverFrame(false, OpBinary, p[:h]),
-			serverFrame(true, OpPing, []byte("ping")),
-			serverFrame(true, opContinuation, p[h:]),
+			testserver.ServerFrame(false, OpBinary, p[:h]),
+			testserver.ServerFrame(true, OpPing, []byte("ping")),
+			testserver.ServerFrame(true, opContinuation, p[h:]),
 		}, nil)}
 	}},
 	{"split header", func(p []byte) [][]byte {
-		f := serverFrame(true, OpBinary, p)
+		f := testserver.ServerFrame(true, OpBinary, p)
 		return [][]byte{f[:1], f[1:3], f[3:]}
 	}},
 }

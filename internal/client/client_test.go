@@ -15,13 +15,14 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
 )
 
 func TestConnect(t *testing.T) {
-	s := &echoServer{}
-	addr := s.start(t)
+	s := &testserver.EchoServer{}
+	addr := s.Start(t)
 	for _, loops := range []int{1, 3} {
 		t.Run(fmt.Sprintf("loops=%d", loops), func(t *testing.T) {
 			c := newClient(t, Options{Targets: []string{addr}, Loops: loops, NoDelay: true})
@@ -76,10 +77,10 @@ func TestConnectRefused(t *testing.T) {
 
 func TestConnectTimeout(t *testing.T) {
 	// A server that accepts TCP but never answers the upgrade.
-	s := &rawServer{handshake: func(c net.Conn, r *bufio.Reader) {
+	s := &testserver.RawServer{Handshake: func(c net.Conn, r *bufio.Reader) {
 		_, _ = io.Copy(io.Discard, r) // hold the connection until the client or cleanup closes it
 	}}
-	addr := s.start(t)
+	addr := s.Start(t)
 	c := newClient(t, Options{Targets: []string{addr}})
 	start := time.Now()
 	res, err := c.Connect(t.Context(), ConnectParams{Connections: 10, Concurrency: 10, Timeout: units.Duration(200 * time.Millisecond), Retries: 1}, nil)
@@ -109,7 +110,7 @@ func TestConnectBadResponses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := &rawServer{handshake: func(c net.Conn, r *bufio.Reader) {
+			s := &testserver.RawServer{Handshake: func(c net.Conn, r *bufio.Reader) {
 				if _, err := http.ReadRequest(r); err != nil {
 					return
 				}
@@ -118,7 +119,7 @@ func TestConnectBadResponses(t *testing.T) {
 					_, _ = io.Copy(io.Discard, r) // wait for the client to give up
 				}
 			}}
-			addr := s.start(t)
+			addr := s.Start(t)
 			c := newClient(t, Options{Targets: []string{addr}})
 			res, err := c.Connect(t.Context(), ConnectParams{Connections: 3, Concurrency: 3, Timeout: units.Duration(2 * time.Second), Retries: -1}, nil)
 			if err != nil {
@@ -150,10 +151,10 @@ func TestConnectIPv6AndSourceAddrs(t *testing.T) {
 		t.Skipf("no IPv6 loopback: %v", err)
 	}
 	ln.Close()
-	s6 := &rawServer{network: "tcp6", addr: "[::1]:0", handle: func(c net.Conn, r *bufio.Reader) { _, _ = io.Copy(io.Discard, r) }}
-	addr6 := s6.start(t)
-	s4 := &rawServer{handle: func(c net.Conn, r *bufio.Reader) { _, _ = io.Copy(io.Discard, r) }}
-	addr4 := s4.start(t)
+	s6 := &testserver.RawServer{Network: "tcp6", Addr: "[::1]:0", Handle: func(c net.Conn, r *bufio.Reader) { _, _ = io.Copy(io.Discard, r) }}
+	addr6 := s6.Start(t)
+	s4 := &testserver.RawServer{Handle: func(c net.Conn, r *bufio.Reader) { _, _ = io.Copy(io.Discard, r) }}
+	addr4 := s4.Start(t)
 	c := newClient(t, Options{Targets: []string{addr6, addr4}, SourceAddrs: []string{"::1", "127.0.0.1", "127.0.0.2"}})
 	res, err := c.Connect(t.Context(), ConnectParams{Connections: 40, Concurrency: 8, Timeout: units.Duration(2 * time.Second)}, nil)
 	if err != nil {
@@ -163,13 +164,11 @@ func TestConnectIPv6AndSourceAddrs(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	// Every IPv4 source was used.
-	s4.mu.Lock()
 	seen := map[string]int{}
-	for _, c := range s4.conns {
+	for _, c := range s4.Conns() {
 		host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
 		seen[host]++
 	}
-	s4.mu.Unlock()
 	if seen["127.0.0.1"] != 10 || seen["127.0.0.2"] != 10 {
 		t.Errorf("IPv4 sources %v, want 10 each from 127.0.0.1 and 127.0.0.2", seen)
 	}
@@ -211,8 +210,8 @@ func TestParamErrors(t *testing.T) {
 }
 
 func TestConnectCancel(t *testing.T) {
-	s := &rawServer{handshake: func(c net.Conn, r *bufio.Reader) { _, _ = io.Copy(io.Discard, r) }}
-	addr := s.start(t)
+	s := &testserver.RawServer{Handshake: func(c net.Conn, r *bufio.Reader) { _, _ = io.Copy(io.Discard, r) }}
+	addr := s.Start(t)
 	c := newClient(t, Options{Targets: []string{addr}})
 	ctx, cancel := context.WithCancel(t.Context())
 	time.AfterFunc(100*time.Millisecond, cancel)
@@ -232,11 +231,11 @@ func TestConnectCancel(t *testing.T) {
 }
 
 func TestCloseReleasesEverything(t *testing.T) {
-	s := &echoServer{}
-	addr := s.start(t)
+	s := &testserver.EchoServer{}
+	addr := s.Start(t)
 	// Warm up the runtime's own fds (netpoller) before counting.
 	mustConnect(t, newClient(t, Options{Targets: []string{addr}}), 1)
-	waitFor(t, "server connection", func() bool { return s.conns.Load() == 1 })
+	testenv.WaitFor(t, "server connection", func() bool { return s.Conns.Load() == 1 })
 	before := countFDs(t)
 	c, err := New(Options{Targets: []string{addr}, Loops: 3})
 	if err != nil {
@@ -256,7 +255,7 @@ func TestCloseReleasesEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The server side closes its ends when it sees the close frames.
-	waitFor(t, "fds to be released", func() bool { return countFDs(t) == before })
+	testenv.WaitFor(t, "fds to be released", func() bool { return countFDs(t) == before })
 	if c.Conns() != 0 {
 		t.Errorf("Conns() = %d after Close, want 0", c.Conns())
 	}
@@ -270,8 +269,8 @@ func TestCloseReleasesEverything(t *testing.T) {
 }
 
 func TestCloseDuringPhase(t *testing.T) {
-	s := &echoServer{silentFrom: 1}
-	addr := s.start(t)
+	s := &testserver.EchoServer{SilentFrom: 1}
+	addr := s.Start(t)
 	c, err := New(Options{Targets: []string{addr}, Loops: 2})
 	if err != nil {
 		t.Fatal(err)

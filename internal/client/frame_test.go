@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/wsplan/wsplan/internal/testserver"
 )
 
 func TestMaskCopy(t *testing.T) {
@@ -125,21 +127,21 @@ func TestDecoder(t *testing.T) {
 		ctrls  []string
 		err    error
 	}{
-		{"one binary", serverFrame(true, OpBinary, []byte("hello")), []string{"2:hello"}, nil, nil},
-		{"empty text", serverFrame(true, OpText, nil), []string{"1:"}, nil, nil},
-		{"three frames", cat(serverFrame(true, OpText, []byte("a")), serverFrame(true, OpBinary, []byte("bc")), serverFrame(true, OpText, []byte("d"))), []string{"1:a", "2:bc", "1:d"}, nil, nil},
-		{"fragmented with ping inside", cat(serverFrame(false, OpText, []byte("he")), serverFrame(true, OpPing, []byte("p")), serverFrame(false, opContinuation, nil), serverFrame(true, opContinuation, []byte("llo"))), []string{"1:hello"}, []string{"9:p"}, nil},
-		{"16-bit length", serverFrame(true, OpBinary, big[:300]), []string{"2:" + string(big[:300])}, nil, nil},
-		{"64-bit length", serverFrame(true, OpBinary, big), []string{"2:" + string(big)}, nil, nil},
-		{"close", serverFrame(true, OpClose, []byte{3, 232}), nil, []string{"8:\x03\xe8"}, nil},
+		{"one binary", testserver.ServerFrame(true, OpBinary, []byte("hello")), []string{"2:hello"}, nil, nil},
+		{"empty text", testserver.ServerFrame(true, OpText, nil), []string{"1:"}, nil, nil},
+		{"three frames", cat(testserver.ServerFrame(true, OpText, []byte("a")), testserver.ServerFrame(true, OpBinary, []byte("bc")), testserver.ServerFrame(true, OpText, []byte("d"))), []string{"1:a", "2:bc", "1:d"}, nil, nil},
+		{"fragmented with ping inside", cat(testserver.ServerFrame(false, OpText, []byte("he")), testserver.ServerFrame(true, OpPing, []byte("p")), testserver.ServerFrame(false, opContinuation, nil), testserver.ServerFrame(true, opContinuation, []byte("llo"))), []string{"1:hello"}, []string{"9:p"}, nil},
+		{"16-bit length", testserver.ServerFrame(true, OpBinary, big[:300]), []string{"2:" + string(big[:300])}, nil, nil},
+		{"64-bit length", testserver.ServerFrame(true, OpBinary, big), []string{"2:" + string(big)}, nil, nil},
+		{"close", testserver.ServerFrame(true, OpClose, []byte{3, 232}), nil, []string{"8:\x03\xe8"}, nil},
 		{"masked", []byte{0x82, 0x81, 1, 2, 3, 4, 5}, nil, nil, errMasked},
 		{"rsv", []byte{0xc2, 0x01, 5}, nil, nil, errRSV},
 		{"bad opcode", []byte{0x83, 0x00}, nil, nil, errOpcode},
 		{"bad control opcode", []byte{0x8b, 0x00}, nil, nil, errOpcode},
 		{"fragmented ping", []byte{0x09, 0x00}, nil, nil, errFragmentedControl},
 		{"long ping", append([]byte{0x89, 126, 0, 126}, make([]byte, 126)...), nil, nil, errControlLength},
-		{"stray continuation", serverFrame(true, opContinuation, []byte("x")), nil, nil, errContinuation},
-		{"interleaved", cat(serverFrame(false, OpText, []byte("a")), serverFrame(true, OpText, []byte("b"))), nil, nil, errInterleaved},
+		{"stray continuation", testserver.ServerFrame(true, opContinuation, []byte("x")), nil, nil, errContinuation},
+		{"interleaved", cat(testserver.ServerFrame(false, OpText, []byte("a")), testserver.ServerFrame(true, OpText, []byte("b"))), nil, nil, errInterleaved},
 		{"length top bit", []byte{0x82, 127, 0x80, 0, 0, 0, 0, 0, 0, 0}, nil, nil, errLength},
 	}
 	for _, tt := range tests {
@@ -168,9 +170,9 @@ func TestDecoder(t *testing.T) {
 // (same messages, control frames and error) whether it arrives whole or in
 // pieces.
 func FuzzParseFrame(f *testing.F) {
-	f.Add(serverFrame(true, OpBinary, []byte("hello")), uint8(1))
-	f.Add(append(serverFrame(false, OpText, []byte("he")), serverFrame(true, opContinuation, []byte("llo"))...), uint8(2))
-	f.Add(serverFrame(true, OpPing, []byte("ping")), uint8(3))
+	f.Add(testserver.ServerFrame(true, OpBinary, []byte("hello")), uint8(1))
+	f.Add(append(testserver.ServerFrame(false, OpText, []byte("he")), testserver.ServerFrame(true, opContinuation, []byte("llo"))...), uint8(2))
+	f.Add(testserver.ServerFrame(true, OpPing, []byte("ping")), uint8(3))
 	f.Add([]byte{0x82, 127, 0, 0, 0, 0, 0, 1, 0, 0}, uint8(4))
 	f.Add([]byte{0x82, 0xfe, 0, 200, 1, 2, 3, 4}, uint8(5))
 	f.Fuzz(func(t *testing.T, data []byte, piece uint8) {
@@ -281,7 +283,7 @@ func BenchmarkMaskCopy1K(b *testing.B) {
 }
 
 func BenchmarkDecode1K(b *testing.B) {
-	frame := serverFrame(true, OpBinary, make([]byte, 1024))
+	frame := testserver.ServerFrame(true, OpBinary, make([]byte, 1024))
 	var d decoder
 	b.SetBytes(int64(len(frame)))
 	b.ReportAllocs()

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
 )
@@ -187,9 +188,9 @@ func TestLiveConnections(t *testing.T) {
 		_, err := idle(ctx, c, time.Minute, false, hold)
 		done <- err
 	}()
-	waitFor(t, "the hold's connections", func() bool { return hold.Live.Snapshot().Open == 20 })
+	testenv.WaitFor(t, "the hold's connections", func() bool { return hold.Live.Snapshot().Open == 20 })
 	srv.Drop(5)
-	waitFor(t, "the drops mid-hold", func() bool { return hold.Live.Snapshot().Open == 15 })
+	testenv.WaitFor(t, "the drops mid-hold", func() bool { return hold.Live.Snapshot().Open == 15 })
 	cancel()
 	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/internal/testserver"
 )
 
@@ -18,17 +19,17 @@ func TestPeerCloses(t *testing.T) {
 	}})
 	c := newClient(t, Options{Targets: []string{s.Addr()}, Loops: 2})
 	mustConnect(t, c, 20) // the client's own closes (a close phase) are not the server's: scenarios/close's TestCloseKind
-	waitFor(t, "the server's 20 left", func() bool { return s.Live() == 20 })
+	testenv.WaitFor(t, "the server's 20 left", func() bool { return s.Live() == 20 })
 	start := time.Now().UnixNano()
 	s.Drop(5) // TCP closes, no close frame
-	waitFor(t, "5 closes", func() bool { return c.PeerCloses().N == 5 })
+	testenv.WaitFor(t, "5 closes", func() bool { return c.PeerCloses().N == 5 })
 	// One echo: the server answers, then closes with a close frame.
 	if _, err := rounds(t.Context(), c, roundsParams{Rounds: 1, Payload: payloadOf(t, "random", 8)}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the close frame's close", func() bool { return c.PeerCloses().N == 6 })
+	testenv.WaitFor(t, "the close frame's close", func() bool { return c.PeerCloses().N == 6 })
 	s.Close() // the server dies: every connection left
-	waitFor(t, "every connection closed", func() bool { return c.Conns() == 0 })
+	testenv.WaitFor(t, "every connection closed", func() bool { return c.Conns() == 0 })
 	p := c.PeerCloses()
 	if p.N != 20 || p.First < start || p.Last < p.First || p.Last > time.Now().UnixNano() {
 		t.Fatalf("after the server's death: %+v, want 20 closes since %d", p, start)
@@ -136,7 +137,7 @@ func TestPeerClosesAfterLastData(t *testing.T) {
 	if _, err := rounds(t.Context(), c, roundsParams{Rounds: 1, Payload: payloadOf(t, "random", 8)}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "every connection closed", func() bool { return c.Conns() == 0 })
+	testenv.WaitFor(t, "every connection closed", func() bool { return c.Conns() == 0 })
 	if p := c.PeerCloses(); p.N != n {
 		t.Fatalf("%d peer closes, want %d", p.N, n)
 	}

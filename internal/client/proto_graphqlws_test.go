@@ -9,6 +9,7 @@ import (
 	"github.com/wsplan/wsplan/internal/proto"
 	"github.com/wsplan/wsplan/internal/proto/graphqlws"
 	"github.com/wsplan/wsplan/internal/prototest"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/internal/units"
 )
 
@@ -74,7 +75,7 @@ func TestGraphQLWSKeepalive(t *testing.T) {
 	c := gqlClient(t, s.Start(t), graphqlws.Settings{Keepalive: units.Duration(keepalive)})
 	mustConnect(t, c, 10)
 	hold(t, c, 10)
-	waitFor(t, "pongs", func() bool { return s.Pings.Load() >= 100 && s.Pongs.Load() >= s.Pings.Load()-10 })
+	testenv.WaitFor(t, "pongs", func() bool { return s.Pings.Load() >= 100 && s.Pongs.Load() >= s.Pings.Load()-10 })
 	if n := s.EarlyPings.Load(); n != 0 {
 		t.Errorf("%d client pings (of %d) while it answered the server's pings, want none: the pongs showed it alive", n, s.ClientPings.Load())
 	} else if n := s.ClientPings.Load(); n != 0 {

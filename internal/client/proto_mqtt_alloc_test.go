@@ -8,6 +8,7 @@ import (
 
 	"github.com/wsplan/wsplan/internal/proto"
 	"github.com/wsplan/wsplan/internal/proto/mqtt"
+	"github.com/wsplan/wsplan/internal/testserver"
 )
 
 // What MQTT costs on the loop's receive path (≤ 2 allocations per message
@@ -43,12 +44,12 @@ func TestMQTTReceiveAllocs(t *testing.T) {
 		frames [][]byte
 		msgs   int64
 	}{
-		{"one packet a message", [][]byte{serverFrame(true, OpBinary, pub)}, 1},
-		{"three packets a message", [][]byte{serverFrame(true, OpBinary, three)}, 3},
-		{"a packet over two messages", [][]byte{serverFrame(true, OpBinary, pub[:h]), serverFrame(true, OpBinary, pub[h:])}, 1},
-		{"a packet in two fragments", [][]byte{serverFrame(false, OpBinary, pub[:h]), serverFrame(true, opContinuation, pub[h:])}, 1},
-		{"qos 1, answered", [][]byte{serverFrame(true, OpBinary, pub1)}, 1},
-		{"a puback", [][]byte{serverFrame(true, OpBinary, mqtt.AppendAck(nil, mqtt.Puback, 9))}, 1},
+		{"one packet a message", [][]byte{testserver.ServerFrame(true, OpBinary, pub)}, 1},
+		{"three packets a message", [][]byte{testserver.ServerFrame(true, OpBinary, three)}, 3},
+		{"a packet over two messages", [][]byte{testserver.ServerFrame(true, OpBinary, pub[:h]), testserver.ServerFrame(true, OpBinary, pub[h:])}, 1},
+		{"a packet in two fragments", [][]byte{testserver.ServerFrame(false, OpBinary, pub[:h]), testserver.ServerFrame(true, opContinuation, pub[h:])}, 1},
+		{"qos 1, answered", [][]byte{testserver.ServerFrame(true, OpBinary, pub1)}, 1},
+		{"a puback", [][]byte{testserver.ServerFrame(true, OpBinary, mqtt.AppendAck(nil, mqtt.Puback, 9))}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newMQTTRig(t, mqtt.Settings{})

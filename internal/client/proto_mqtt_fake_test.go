@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/proto/mqtt"
+	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
 )
 
@@ -32,8 +33,8 @@ type fakeBroker struct {
 
 // start serves fb on a loopback port until the test ends.
 func (fb *fakeBroker) start(t testing.TB) string {
-	s := &rawServer{handshake: fb.serve}
-	return s.start(t)
+	s := &testserver.RawServer{Handshake: fb.serve}
+	return s.Start(t)
 }
 
 func (fb *fakeBroker) serve(c net.Conn, r *bufio.Reader) {
@@ -45,7 +46,7 @@ func (fb *fakeBroker) serve(c net.Conn, r *bufio.Reader) {
 	fb.offered = append(fb.offered, req.Header.Get("Sec-WebSocket-Protocol"))
 	fb.mu.Unlock()
 	resp := "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Protocol: mqtt\r\nSec-WebSocket-Accept: " +
-		testAccept(req.Header.Get("Sec-WebSocket-Key")) + "\r\n\r\n"
+		testserver.Accept(req.Header.Get("Sec-WebSocket-Key")) + "\r\n\r\n"
 	if _, err := c.Write([]byte(resp)); err != nil {
 		return
 	}
@@ -54,7 +55,7 @@ func (fb *fakeBroker) serve(c net.Conn, r *bufio.Reader) {
 		op = OpBinary
 	}
 	for {
-		_, _, p, err := readClientFrame(r)
+		_, _, p, err := testserver.ReadClientFrame(r)
 		if err != nil {
 			return
 		}
@@ -78,14 +79,14 @@ func (fb *fakeBroker) serve(c net.Conn, r *bufio.Reader) {
 				continue
 			}
 			for _, m := range fb.connack(k) {
-				if _, err := c.Write(serverFrame(true, op, m)); err != nil {
+				if _, err := c.Write(testserver.ServerFrame(true, op, m)); err != nil {
 					return
 				}
 			}
 		case mqtt.Pingreq:
 			fb.pings.Add(1)
 			if fb.pingresp {
-				if _, err := c.Write(serverFrame(true, op, []byte{mqtt.Pingresp << 4, 0})); err != nil {
+				if _, err := c.Write(testserver.ServerFrame(true, op, []byte{mqtt.Pingresp << 4, 0})); err != nil {
 					return
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wsplan/wsplan/internal/proto"
+	"github.com/wsplan/wsplan/internal/testserver"
 )
 
 // protoRig drives one loop synchronously over a socketpair, its one
@@ -95,7 +96,7 @@ func (g *protoRig) sent(tb testing.TB) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	_, _, payload, err := readClientFrame(strings.NewReader(string(g.in[:n])))
+	_, _, payload, err := testserver.ReadClientFrame(strings.NewReader(string(g.in[:n])))
 	if err != nil {
 		tb.Fatal(err)
 	}

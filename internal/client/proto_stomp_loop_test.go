@@ -14,6 +14,7 @@ import (
 
 	"github.com/wsplan/wsplan/internal/proto"
 	"github.com/wsplan/wsplan/internal/proto/stomp"
+	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
 )
 
@@ -34,12 +35,12 @@ type stompBroker struct {
 }
 
 func (b *stompBroker) start(t *testing.T) string {
-	s := &rawServer{handle: b.handle}
-	return s.start(t)
+	s := &testserver.RawServer{Handle: b.handle}
+	return s.Start(t)
 }
 
 func (b *stompBroker) handle(c net.Conn, r *bufio.Reader) {
-	_, _, connect, err := readClientFrame(r)
+	_, _, connect, err := testserver.ReadClientFrame(r)
 	if err != nil {
 		return
 	}
@@ -48,10 +49,10 @@ func (b *stompBroker) handle(c net.Conn, r *bufio.Reader) {
 	b.mu.Unlock()
 	switch b.mode {
 	case "error":
-		c.Write(serverFrame(true, OpText, []byte("ERROR\nmessage:Bad CONNECT\ncontent-type:text/plain\ncontent-length:32\n\nAccess refused for user 'guest'\n\x00\n")))
+		c.Write(testserver.ServerFrame(true, OpText, []byte("ERROR\nmessage:Bad CONNECT\ncontent-type:text/plain\ncontent-length:32\n\nAccess refused for user 'guest'\n\x00\n")))
 	case "mute":
 	default:
-		c.Write(serverFrame(true, OpText, []byte("CONNECTED\nversion:1.2\nheart-beat:"+b.beat+"\n\n\x00\n")))
+		c.Write(testserver.ServerFrame(true, OpText, []byte("CONNECTED\nversion:1.2\nheart-beat:"+b.beat+"\n\n\x00\n")))
 	}
 	b.conns.Add(1)
 	stop := make(chan struct{})
@@ -65,7 +66,7 @@ func (b *stompBroker) handle(c net.Conn, r *bufio.Reader) {
 				case <-stop:
 					return
 				case <-tk.C:
-					if _, err := c.Write(serverFrame(true, OpText, []byte("\n"))); err != nil {
+					if _, err := c.Write(testserver.ServerFrame(true, OpText, []byte("\n"))); err != nil {
 						return
 					}
 				}
@@ -73,7 +74,7 @@ func (b *stompBroker) handle(c net.Conn, r *bufio.Reader) {
 		}()
 	}
 	for {
-		_, op, p, err := readClientFrame(r)
+		_, op, p, err := testserver.ReadClientFrame(r)
 		if err != nil || op == OpClose {
 			return
 		}
@@ -83,7 +84,7 @@ func (b *stompBroker) handle(c net.Conn, r *bufio.Reader) {
 		if b.mode == "deny" && bytes.HasPrefix(p, []byte("SEND\n")) {
 			_, rest, _ := bytes.Cut(p, []byte("\nreceipt:"))
 			id, _, _ := bytes.Cut(rest, []byte("\n"))
-			c.Write(serverFrame(true, OpText, []byte("ERROR\nreceipt-id:"+string(id)+"\nmessage:access_refused\n\nwrite access to topic denied\x00")))
+			c.Write(testserver.ServerFrame(true, OpText, []byte("ERROR\nreceipt-id:"+string(id)+"\nmessage:access_refused\n\nwrite access to topic denied\x00")))
 			return // STOMP: an ERROR ends the connection
 		}
 	}
@@ -189,10 +190,10 @@ func TestSTOMPReceiveAllocs(t *testing.T) {
 		wire []byte
 		per  int // messages per round
 	}{
-		{"one frame a message", serverFrame(true, OpBinary, []byte(one)), 1},
-		{"four frames and heart-beats", bytes.Join([][]byte{serverFrame(true, OpBinary, []byte(one+one+"\n"+one+one)), serverFrame(true, OpText, []byte("\n"))}, nil), 4},
-		{"a frame in two messages", bytes.Join([][]byte{serverFrame(true, OpBinary, []byte(one[:100])), serverFrame(true, OpBinary, []byte(one[100:]))}, nil), 1},
-		{"escaped destination", serverFrame(true, OpBinary, []byte(strings.Replace(one, "destination:/topic/wsplan.room.1", `destination:/topic/a\cb`, 1))), 1},
+		{"one frame a message", testserver.ServerFrame(true, OpBinary, []byte(one)), 1},
+		{"four frames and heart-beats", bytes.Join([][]byte{testserver.ServerFrame(true, OpBinary, []byte(one+one+"\n"+one+one)), testserver.ServerFrame(true, OpText, []byte("\n"))}, nil), 4},
+		{"a frame in two messages", bytes.Join([][]byte{testserver.ServerFrame(true, OpBinary, []byte(one[:100])), testserver.ServerFrame(true, OpBinary, []byte(one[100:]))}, nil), 1},
+		{"escaped destination", testserver.ServerFrame(true, OpBinary, []byte(strings.Replace(one, "destination:/topic/wsplan.room.1", `destination:/topic/a\cb`, 1))), 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newLoopRig(t, ProtocolOptions{Name: stomp.Name}, 1)
@@ -222,7 +223,7 @@ func TestSTOMPReceiveAllocs(t *testing.T) {
 // BenchmarkSTOMPReceive is the receive path of one 256-byte MESSAGE.
 func BenchmarkSTOMPReceive(b *testing.B) {
 	body := string(MakePayload(256, false))
-	wire := serverFrame(true, OpBinary, []byte("MESSAGE\nsubscription:/topic/wsplan.room.1\ndestination:/topic/wsplan.room.1\nmessage-id:T_1@@session-x@@1\nredelivered:false\ncontent-length:256\n\n"+body+"\x00\n"))
+	wire := testserver.ServerFrame(true, OpBinary, []byte("MESSAGE\nsubscription:/topic/wsplan.room.1\ndestination:/topic/wsplan.room.1\nmessage-id:T_1@@session-x@@1\nredelivered:false\ncontent-length:256\n\n"+body+"\x00\n"))
 	g := newLoopRig(b, ProtocolOptions{Name: stomp.Name}, 1)
 	g.l.ph = &stompSink{}
 	b.Cleanup(func() { g.l.ph = nil })

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
 )
@@ -86,7 +87,7 @@ func TestReconnectNone(t *testing.T) {
 	c := newClient(t, Options{Targets: []string{srv.Addr()}, Reconnect: &Reconnect{Policy: ReconnectNone}})
 	mustConnect(t, c, 10)
 	srv.Drop(5)
-	waitFor(t, "the drops", func() bool { return c.Conns() == 5 })
+	testenv.WaitFor(t, "the drops", func() bool { return c.Conns() == 5 })
 	res, err := idle(t.Context(), c, 200*time.Millisecond, false, nil)
 	if err != nil || res.Alive != 5 || c.Reconnects().Drops != 0 {
 		t.Errorf("hold %+v %v, reconnects %+v", res, err, c.Reconnects())

@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wsplan/wsplan/internal/testenv"
 )
 
 // tcpPair returns a loop with one registered TCP loopback connection (the
@@ -47,7 +49,7 @@ func TestStampedRead(t *testing.T) {
 		return at
 	}
 	const late = 30 * time.Millisecond
-	retryTiming(t, func() string {
+	testenv.RetryTiming(t, func() string {
 		if !l.batchReads([]*Conn{c}) || c.Flags&fStamp == 0 || !l.batching {
 			t.Fatal("batchReads refused on a TCP socket")
 		}

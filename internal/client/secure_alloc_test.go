@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wsplan/wsplan/internal/pmdeflate"
+	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/wstls"
 )
 
@@ -38,11 +39,11 @@ func newSecureRig(tb testing.TB, withTLS, deflate bool) *secureRig {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	echo := serverFrame(true, OpText, p)
+	echo := testserver.ServerFrame(true, OpText, p)
 	if deflate {
 		np := pmdeflate.Params{ClientNoContextTakeover: true, ServerNoContextTakeover: true}
 		z := pmdeflate.Precompute(np, p)
-		echo = serverFrame(true, OpText, z)
+		echo = testserver.ServerFrame(true, OpText, z)
 		echo[0] |= Rsv1
 		c.Sec = &connSec{Deflate: true, WindowBits: pmdeflate.MaxWindowBits}
 		c.Sec.dec.Init(&l.inflater, np, maxPayload)

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/testserver"
 )
 
 // TestRawWaitStopTheWorld: the loops wait in raw system calls (epollWait),
@@ -16,7 +18,7 @@ import (
 // well within rawWaitCap (a loop that held its P through its wait would
 // make it the wait's length: 100 ms under GODEBUG=asyncpreemptoff=1).
 func TestRawWaitStopTheWorld(t *testing.T) {
-	addr := (&echoServer{}).start(t)
+	addr := (&testserver.EchoServer{}).Start(t)
 	c := newClient(t, Options{Targets: []string{addr}, Loops: max(1, runtime.GOMAXPROCS(0)-1)})
 	mustConnect(t, c, 10)
 	time.Sleep(50 * time.Millisecond) // the loops settle into their idle waits

@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/testserver"
 )
 
 // A kind's package proves its per-message path allocates nothing by
@@ -37,17 +38,17 @@ type EchoShape struct {
 // frame, two fragments with a ping between them, and a frame whose
 // header is split over three reads.
 var EchoShapes = []EchoShape{
-	{"one frame", func(p []byte) [][]byte { return [][]byte{ServerFrame(true, client.OpBinary, p)} }},
+	{"one frame", func(p []byte) [][]byte { return [][]byte{testserver.ServerFrame(true, client.OpBinary, p)} }},
 	{"fragmented with ping", func(p []byte) [][]byte {
 		h := len(p) / 2
 		return [][]byte{bytes.Join([][]byte{
-			ServerFrame(false, client.OpBinary, p[:h]),
-			ServerFrame(true, client.OpPing, []byte("ping")),
-			ServerFrame(true, 0x0, p[h:]), // continuation
+			testserver.ServerFrame(false, client.OpBinary, p[:h]),
+			testserver.ServerFrame(true, client.OpPing, []byte("ping")),
+			testserver.ServerFrame(true, 0x0, p[h:]), // continuation
 		}, nil)}
 	}},
 	{"split header", func(p []byte) [][]byte {
-		f := ServerFrame(true, client.OpBinary, p)
+		f := testserver.ServerFrame(true, client.OpBinary, p)
 		return [][]byte{f[:1], f[1:3], f[3:]}
 	}},
 }

@@ -94,7 +94,7 @@ var ClientLeaves = map[string]bool{
 var TestOnly = map[string]bool{
 	"internal/testserver":  true,
 	"internal/faultserver": true, // protocol servers that go wrong on purpose (the fault matrix)
-	"internal/testenv":     true, // which tests a run includes (WSPLAN_SLOW)
+	"internal/testenv":     true, // which tests a run includes (WSPLAN_SLOW), waits on a loaded host
 }
 
 // TestSupport are the module's packages of helpers for other packages'

@@ -4,7 +4,9 @@
 // empty build cache on two cores; the few tests that take long on their own — a
 // minute of churn, a build of a package per kind, two capacity searches —
 // run too when WSPLAN_SLOW=1 is set, as .ci/run does. `-short` skips them
-// whatever the variable says.
+// whatever the variable says. It also says how a test lives with a
+// loaded host: it waits for what it expects (WaitFor) and tries a timing
+// figure again (RetryTiming).
 //
 // It is a test-only package (internal/layering's TestOnly): only _test.go
 // files import it, and it imports nothing of the module.

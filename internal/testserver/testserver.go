@@ -2,7 +2,10 @@
 // gorilla/websocket echo server on 127.0.0.1 (httptest), or a broadcast
 // server on the /broadcast?room=N convention, whose behaviour a test bends
 // through Options (TLS, compression, a delay, dropped or duplicated
-// replies, closes, a protocol bug).
+// replies, closes, a protocol bug) or, for the usual faults, EchoServer's
+// fields. Where a test must write the bytes itself, RawServer does the
+// handshake and hands it the connection, with the frames' encoding
+// (ServerFrame, ReadClientFrame).
 //
 // Only _test.go files import it, and it imports nothing of this module, so
 // the tests of any package (internal/client's, which may import only leaf

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wsplan/wsplan/internal/decl"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
 )
@@ -225,7 +226,7 @@ func bcFrame(payload []byte, seq uint64, atUnix int64, room, member uint32) []by
 	client.PutMarker(m, seq, atUnix)
 	binary.LittleEndian.PutUint32(m[16:], room)
 	binary.LittleEndian.PutUint32(m[20:], member)
-	return clienttest.ServerFrame(true, client.OpBinary, m)
+	return testserver.ServerFrame(true, client.OpBinary, m)
 }
 
 // TestBroadcastDeliveryAllocs: the per-delivery path (decode, marker,
@@ -449,7 +450,7 @@ func TestBroadcastSlackWakeups(t *testing.T) {
 		}
 		return r
 	}
-	clienttest.RetryTiming(t, func() string {
+	testenv.RetryTiming(t, func() string {
 		def, none := run(0), run(client.NoSlack)
 		// At most one wake-up per slack while publishing and draining, plus
 		// the loop's ticks and commands.

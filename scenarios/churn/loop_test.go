@@ -10,6 +10,7 @@ import (
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/clienttest"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/scenarios/echo"
 
 	"github.com/wsplan/wsplan/internal/testserver"
@@ -69,7 +70,7 @@ func TestChurn(t *testing.T) {
 			if s := pr.Live.Snapshot(); s.Connects != res.Connect.Success || s.Open != 100 || s.ConnectFailed.Total() != 0 || s.Sent != res.Pings || s.Recv != res.Pongs {
 				t.Errorf("live: %d opened, %d open, failures %v, pings %d/%d; want %d, 100, none, %d/%d", s.Connects, s.Open, s.ConnectFailed, s.Sent, s.Recv, res.Connect.Success, res.Pings, res.Pongs)
 			}
-			clienttest.WaitFor(t, "the server to see the closed connections go", func() bool { return srv.Live() == 100 })
+			testenv.WaitFor(t, "the server to see the closed connections go", func() bool { return srv.Live() == 100 })
 			if srv.Conns() != 100+res.Cycles {
 				t.Errorf("server saw %d upgrades, want %d", srv.Conns(), 100+res.Cycles)
 			}
@@ -105,9 +106,9 @@ func TestChurnLifetime(t *testing.T) {
 // TestChurnCloseTimeout: a server that never answers a close frame has
 // each clean close cut after close_timeout, counted as such.
 func TestChurnCloseTimeout(t *testing.T) {
-	srv := &clienttest.RawServer{Handle: func(c net.Conn, r *bufio.Reader) {
+	srv := &testserver.RawServer{Handle: func(c net.Conn, r *bufio.Reader) {
 		for {
-			if _, _, _, err := clienttest.ReadClientFrame(r); err != nil {
+			if _, _, _, err := testserver.ReadClientFrame(r); err != nil {
 				return
 			}
 		}

@@ -20,9 +20,9 @@ import (
 // closes the TCP connection instead, without a close frame.
 func closeServer(t *testing.T, reply []byte, drop bool) string {
 	t.Helper()
-	s := &clienttest.RawServer{Handle: func(c net.Conn, r *bufio.Reader) {
+	s := &testserver.RawServer{Handle: func(c net.Conn, r *bufio.Reader) {
 		for {
-			_, op, _, err := clienttest.ReadClientFrame(r)
+			_, op, _, err := testserver.ReadClientFrame(r)
 			if err != nil {
 				return
 			}
@@ -33,7 +33,7 @@ func closeServer(t *testing.T, reply []byte, drop bool) string {
 				return
 			}
 			if reply != nil {
-				_, _ = c.Write(clienttest.ServerFrame(true, client.OpClose, reply))
+				_, _ = c.Write(testserver.ServerFrame(true, client.OpClose, reply))
 			}
 		}
 	}}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/clienttest"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
 )
@@ -33,7 +34,7 @@ func TestParamErrors(t *testing.T) {
 }
 
 func TestEchoVerify(t *testing.T) {
-	s := &clienttest.EchoServer{}
+	s := &testserver.EchoServer{}
 	addr := s.Start(t)
 	for _, loops := range []int{1, 2} {
 		for _, size := range []int{0, 1, 125, 126, 1024, 65535, 65536, 300000} {
@@ -76,7 +77,7 @@ func TestEchoVerify(t *testing.T) {
 }
 
 func TestEchoWarmupNotCounted(t *testing.T) {
-	s := &clienttest.EchoServer{}
+	s := &testserver.EchoServer{}
 	addr := s.Start(t)
 	c := clienttest.NewClient(t, client.Options{Targets: []string{addr}})
 	clienttest.MustConnect(t, c, 5)
@@ -93,7 +94,7 @@ func TestEchoWarmupNotCounted(t *testing.T) {
 }
 
 func TestEchoCorruptByte(t *testing.T) {
-	s := &clienttest.EchoServer{}
+	s := &testserver.EchoServer{}
 	s.CorruptAt.Store(50)
 	addr := s.Start(t)
 	c := clienttest.NewClient(t, client.Options{Targets: []string{addr}})
@@ -119,13 +120,13 @@ func TestEchoCorruptByte(t *testing.T) {
 func TestEchoServerCloses(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
-		server  *clienttest.EchoServer
+		server  *testserver.EchoServer
 		reasons []string // one of them per connection
 	}{
-		{"close frame", &clienttest.EchoServer{CloseAfter: 5}, []string{"server close 1000"}},
+		{"close frame", &testserver.EchoServer{CloseAfter: 5}, []string{"server close 1000"}},
 		// The server closes with the 6th message unread: an RST, or a FIN
 		// if the close won the race.
-		{"tcp close", &clienttest.EchoServer{DropAfter: 5}, []string{"eof", "read: connection reset by peer"}},
+		{"tcp close", &testserver.EchoServer{DropAfter: 5}, []string{"eof", "read: connection reset by peer"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			addr := tt.server.Start(t)
@@ -155,7 +156,7 @@ func TestEchoServerCloses(t *testing.T) {
 }
 
 func TestEchoReplacesLostConnections(t *testing.T) {
-	s := &clienttest.EchoServer{CloseAfter: 4}
+	s := &testserver.EchoServer{CloseAfter: 4}
 	addr := s.Start(t)
 	c := clienttest.NewClient(t, client.Options{Targets: []string{addr}})
 	clienttest.MustConnect(t, c, 20)
@@ -180,7 +181,7 @@ func TestEchoReplacesLostConnections(t *testing.T) {
 func fragmentingEcho(pongs *atomic.Int64) func(c net.Conn, r *bufio.Reader) {
 	return func(c net.Conn, r *bufio.Reader) {
 		for {
-			_, op, payload, err := clienttest.ReadClientFrame(r)
+			_, op, payload, err := testserver.ReadClientFrame(r)
 			if err != nil {
 				return
 			}
@@ -200,9 +201,9 @@ func fragmentingEcho(pongs *atomic.Int64) func(c net.Conn, r *bufio.Reader) {
 				if first {
 					fop = op
 				}
-				out = append(out, clienttest.ServerFrame(i+k == len(payload), fop, payload[i:i+k])...)
+				out = append(out, testserver.ServerFrame(i+k == len(payload), fop, payload[i:i+k])...)
 				if first {
-					out = append(out, clienttest.ServerFrame(true, client.OpPing, []byte("are you there"))...)
+					out = append(out, testserver.ServerFrame(true, client.OpPing, []byte("are you there"))...)
 				}
 				i += k
 			}
@@ -219,7 +220,7 @@ func fragmentingEcho(pongs *atomic.Int64) func(c net.Conn, r *bufio.Reader) {
 
 func TestEchoFragmentedSplitFrames(t *testing.T) {
 	var pongs atomic.Int64
-	s := &clienttest.RawServer{Handle: fragmentingEcho(&pongs)}
+	s := &testserver.RawServer{Handle: fragmentingEcho(&pongs)}
 	addr := s.Start(t)
 	c := clienttest.NewClient(t, client.Options{Targets: []string{addr}})
 	clienttest.MustConnect(t, c, 4)
@@ -233,7 +234,7 @@ func TestEchoFragmentedSplitFrames(t *testing.T) {
 			t.Fatalf("size %d: success %d failed %d errors %v; want 40, 0", size, res.Success, res.Failed, res.Errors)
 		}
 		// Pongs may trail the echoes a little.
-		clienttest.WaitFor(t, "pongs", func() bool { return pongs.Load()-before == 40 })
+		testenv.WaitFor(t, "pongs", func() bool { return pongs.Load()-before == 40 })
 	}
 }
 
@@ -241,8 +242,8 @@ func TestPingInHandshakeResponse(t *testing.T) {
 	// The 101 response and a ping arrive in one segment: the bytes after
 	// the response head start the frame stream.
 	var pongs atomic.Int64
-	s := &clienttest.RawServer{Handshake: func(c net.Conn, r *bufio.Reader) {
-		if err := clienttest.ServerHandshake(c, r, clienttest.ServerFrame(true, client.OpPing, []byte("are you there"))); err != nil {
+	s := &testserver.RawServer{Handshake: func(c net.Conn, r *bufio.Reader) {
+		if err := testserver.ServerHandshake(c, r, testserver.ServerFrame(true, client.OpPing, []byte("are you there"))); err != nil {
 			return
 		}
 		fragmentingEcho(&pongs)(c, r)
@@ -250,7 +251,7 @@ func TestPingInHandshakeResponse(t *testing.T) {
 	addr := s.Start(t)
 	c := clienttest.NewClient(t, client.Options{Targets: []string{addr}})
 	clienttest.MustConnect(t, c, 3)
-	clienttest.WaitFor(t, "pongs", func() bool { return pongs.Load() == 3 })
+	testenv.WaitFor(t, "pongs", func() bool { return pongs.Load() == 3 })
 	res, err := client.RunAs[Result](c, t.Context(), &Params{Total: 30, Concurrency: 3, Payload: new(units.Size(500)), Verify: new(true)}, nil)
 	if err != nil || res.Success != 30 {
 		t.Fatalf("echo after the ping: %+v %v, errors %v", res, err, res.Errors)
@@ -258,7 +259,7 @@ func TestPingInHandshakeResponse(t *testing.T) {
 }
 
 func TestEchoTimeout(t *testing.T) {
-	s := &clienttest.EchoServer{SilentFrom: 21} // 20 echoes, then silence
+	s := &testserver.EchoServer{SilentFrom: 21} // 20 echoes, then silence
 	addr := s.Start(t)
 	c := clienttest.NewClient(t, client.Options{Targets: []string{addr}})
 	clienttest.MustConnect(t, c, 4)
@@ -280,7 +281,7 @@ func TestEchoTimeout(t *testing.T) {
 }
 
 func TestEchoCancel(t *testing.T) {
-	s := &clienttest.EchoServer{SilentFrom: 1001}
+	s := &testserver.EchoServer{SilentFrom: 1001}
 	addr := s.Start(t)
 	c := clienttest.NewClient(t, client.Options{Targets: []string{addr}, Loops: 2})
 	clienttest.MustConnect(t, c, 10)
@@ -314,7 +315,7 @@ func TestEchoCancel(t *testing.T) {
 }
 
 func TestEchoDeadline(t *testing.T) {
-	s := &clienttest.EchoServer{Delay: time.Millisecond}
+	s := &testserver.EchoServer{Delay: time.Millisecond}
 	addr := s.Start(t)
 	c := clienttest.NewClient(t, client.Options{Targets: []string{addr}})
 	clienttest.MustConnect(t, c, 5)
@@ -336,7 +337,7 @@ func TestLateEchoesDiscarded(t *testing.T) {
 	// Stop a phase while echoes are in flight, then run another with
 	// verification: the late echoes of the first must not be taken for
 	// echoes of the second (whose payload differs in size).
-	s := &clienttest.EchoServer{Delay: 20 * time.Millisecond}
+	s := &testserver.EchoServer{Delay: 20 * time.Millisecond}
 	addr := s.Start(t)
 	c := clienttest.NewClient(t, client.Options{Targets: []string{addr}})
 	clienttest.MustConnect(t, c, 6)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/clienttest"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/scenarios/echo"
 
@@ -16,7 +17,7 @@ import (
 )
 
 func TestHold(t *testing.T) {
-	s := &clienttest.EchoServer{}
+	s := &testserver.EchoServer{}
 	addr := s.Start(t)
 	c := clienttest.NewClient(t, client.Options{Targets: []string{addr}, Loops: 2})
 	clienttest.MustConnect(t, c, 20)
@@ -30,7 +31,7 @@ func TestHold(t *testing.T) {
 	}
 	// Pings every 100 ms for 1 s: 10 per connection, spread over the
 	// interval; gorilla answers each with a pong.
-	clienttest.RetryTiming(t, func() string {
+	testenv.RetryTiming(t, func() string {
 		var pr client.Progress
 		res, err := client.RunAs[Result](c, t.Context(), &Params{Duration: units.Duration(time.Second), Ping: units.Duration(100 * time.Millisecond)}, &pr)
 		if err != nil {
@@ -53,7 +54,7 @@ func TestHold(t *testing.T) {
 
 func TestHoldDrops(t *testing.T) {
 	// A server that answers no ping and closes every connection after 200 ms.
-	s := &clienttest.RawServer{Handle: func(c net.Conn, r *bufio.Reader) {
+	s := &testserver.RawServer{Handle: func(c net.Conn, r *bufio.Reader) {
 		time.Sleep(200 * time.Millisecond)
 	}}
 	addr := s.Start(t)

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/scenarios/echo"
 
 	"github.com/wsplan/wsplan/internal/client"
@@ -12,7 +13,7 @@ import (
 )
 
 func TestPing(t *testing.T) {
-	addr := (&clienttest.EchoServer{}).Start(t)
+	addr := (&testserver.EchoServer{}).Start(t)
 	c := clienttest.NewClient(t, client.Options{Targets: []string{addr}, Loops: 2})
 	clienttest.MustConnect(t, c, 10)
 	pr := &client.Progress{Live: &client.Live{}}

@@ -50,13 +50,13 @@ func checkRateSums(t *testing.T, res Result) {
 }
 
 func TestRate(t *testing.T) {
-	s := &clienttest.EchoServer{}
+	s := &testserver.EchoServer{}
 	addr := s.Start(t)
 	for _, loops := range []int{1, 2} {
 		t.Run(fmt.Sprintf("loops=%d", loops), func(t *testing.T) {
 			c := clienttest.NewClient(t, client.Options{Targets: []string{addr}, Loops: loops, NoDelay: true})
 			clienttest.MustConnect(t, c, 50)
-			clienttest.RetryTiming(t, func() string {
+			testenv.RetryTiming(t, func() string {
 				before := s.Msgs.Load()
 				var pr client.Progress
 				start := time.Now()
@@ -111,16 +111,16 @@ func TestRateSpread(t *testing.T) {
 	testenv.Slow(t, "a 1 s phase whose arrivals' spread is timing: the pacer's spread is table-tested (TestCursor*), TestRate runs the pacing")
 	var mu sync.Mutex
 	var arrivals []time.Time
-	s := &clienttest.RawServer{Handle: func(c net.Conn, r *bufio.Reader) {
+	s := &testserver.RawServer{Handle: func(c net.Conn, r *bufio.Reader) {
 		for {
-			_, op, p, err := clienttest.ReadClientFrame(r)
+			_, op, p, err := testserver.ReadClientFrame(r)
 			if err != nil {
 				return
 			}
 			mu.Lock()
 			arrivals = append(arrivals, time.Now())
 			mu.Unlock()
-			if _, err := c.Write(clienttest.ServerFrame(true, op, p)); err != nil {
+			if _, err := c.Write(testserver.ServerFrame(true, op, p)); err != nil {
 				return
 			}
 		}
@@ -128,7 +128,7 @@ func TestRateSpread(t *testing.T) {
 	addr := s.Start(t)
 	c := clienttest.NewClient(t, client.Options{Targets: []string{addr}, NoDelay: true})
 	clienttest.MustConnect(t, c, 10)
-	clienttest.RetryTiming(t, func() string {
+	testenv.RetryTiming(t, func() string {
 		mu.Lock()
 		arrivals = arrivals[:0]
 		mu.Unlock()
@@ -158,7 +158,7 @@ func TestRateSpread(t *testing.T) {
 }
 
 func TestRateFractionalAndRamp(t *testing.T) {
-	s := &clienttest.EchoServer{}
+	s := &testserver.EchoServer{}
 	addr := s.Start(t)
 	c := clienttest.NewClient(t, client.Options{Targets: []string{addr}})
 	clienttest.MustConnect(t, c, 40)
@@ -183,10 +183,10 @@ func TestRateFractionalAndRamp(t *testing.T) {
 func stallServer(t *testing.T, n int64, stall time.Duration) string {
 	var mu sync.Mutex
 	var count atomic.Int64
-	s := &clienttest.RawServer{Handle: func(c net.Conn, r *bufio.Reader) {
+	s := &testserver.RawServer{Handle: func(c net.Conn, r *bufio.Reader) {
 		w := bufio.NewWriter(c)
 		for {
-			_, op, p, err := clienttest.ReadClientFrame(r)
+			_, op, p, err := testserver.ReadClientFrame(r)
 			if err != nil {
 				return
 			}
@@ -195,7 +195,7 @@ func stallServer(t *testing.T, n int64, stall time.Duration) string {
 				time.Sleep(stall)
 			}
 			mu.Unlock()
-			w.Write(clienttest.ServerFrame(true, op, p))
+			w.Write(testserver.ServerFrame(true, op, p))
 			if r.Buffered() == 0 {
 				if err := w.Flush(); err != nil {
 					return
@@ -243,9 +243,9 @@ func TestRateCoordinatedOmission(t *testing.T) {
 // wrong length each fail their echo, with their reason.
 func TestRateCorruptEchoes(t *testing.T) {
 	var n atomic.Int64
-	s := &clienttest.RawServer{Handle: func(c net.Conn, r *bufio.Reader) {
+	s := &testserver.RawServer{Handle: func(c net.Conn, r *bufio.Reader) {
 		for {
-			_, op, p, err := clienttest.ReadClientFrame(r)
+			_, op, p, err := testserver.ReadClientFrame(r)
 			if err != nil {
 				return
 			}
@@ -259,7 +259,7 @@ func TestRateCorruptEchoes(t *testing.T) {
 			case 40:
 				p = p[:len(p)-1]
 			}
-			if _, err := c.Write(clienttest.ServerFrame(true, op, p)); err != nil {
+			if _, err := c.Write(testserver.ServerFrame(true, op, p)); err != nil {
 				return
 			}
 		}
@@ -285,7 +285,7 @@ func TestRateCorruptEchoes(t *testing.T) {
 // at MaxInflight messages; the rest of the timetable is late and unsent,
 // never queued without bound, and the phase ends at duration + drain.
 func TestRateBackpressure(t *testing.T) {
-	s := &clienttest.EchoServer{SilentFrom: 1}
+	s := &testserver.EchoServer{SilentFrom: 1}
 	addr := s.Start(t)
 	c := clienttest.NewClient(t, client.Options{Targets: []string{addr}})
 	clienttest.MustConnect(t, c, 10)
@@ -317,7 +317,7 @@ func TestRateBackpressure(t *testing.T) {
 // the messages due wait for a writable socket that never comes, count as
 // late or unsent, and the phase still ends on time.
 func TestRateSocketFull(t *testing.T) {
-	s := &clienttest.RawServer{Handle: func(c net.Conn, r *bufio.Reader) {
+	s := &testserver.RawServer{Handle: func(c net.Conn, r *bufio.Reader) {
 		<-t.Context().Done() // hold the connection, read nothing
 	}}
 	addr := s.Start(t)
@@ -360,7 +360,7 @@ func TestRateLateSends(t *testing.T) {
 }
 
 func TestRateCancelAndNextPhase(t *testing.T) {
-	s := &clienttest.EchoServer{Delay: 5 * time.Millisecond}
+	s := &testserver.EchoServer{Delay: 5 * time.Millisecond}
 	addr := s.Start(t)
 	c := clienttest.NewClient(t, client.Options{Targets: []string{addr}, Loops: 2})
 	clienttest.MustConnect(t, c, 10)
@@ -386,7 +386,7 @@ func TestRateCancelAndNextPhase(t *testing.T) {
 }
 
 func TestRateServerCloses(t *testing.T) {
-	s := &clienttest.EchoServer{DropAfter: 5}
+	s := &testserver.EchoServer{DropAfter: 5}
 	addr := s.Start(t)
 	c := clienttest.NewClient(t, client.Options{Targets: []string{addr}})
 	clienttest.MustConnect(t, c, 4)
@@ -407,7 +407,7 @@ func TestRateServerCloses(t *testing.T) {
 }
 
 func TestRateParamErrors(t *testing.T) {
-	s := &clienttest.EchoServer{}
+	s := &testserver.EchoServer{}
 	addr := s.Start(t)
 	c := clienttest.NewClient(t, client.Options{Targets: []string{addr}})
 	clienttest.MustConnect(t, c, 2)
@@ -434,7 +434,7 @@ func TestRateParamErrors(t *testing.T) {
 // they were finally written: it grows with the backlog although every echo
 // takes about 50 ms from its write.
 func TestRateLatencyFromSchedule(t *testing.T) {
-	s := &clienttest.EchoServer{Delay: 50 * time.Millisecond}
+	s := &testserver.EchoServer{Delay: 50 * time.Millisecond}
 	addr := s.Start(t)
 	c := clienttest.NewClient(t, client.Options{Targets: []string{addr}})
 	clienttest.MustConnect(t, c, 2)

@@ -8,6 +8,7 @@ import (
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/clienttest"
 	"github.com/wsplan/wsplan/internal/testenv"
+	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
 )
 
@@ -16,7 +17,7 @@ import (
 // reads: prompt is the old behaviour.
 func TestRateBatchedReads(t *testing.T) {
 	testenv.Slow(t, "two 1 s phases whose wake-ups are compared: timing on a loaded host; TestRate runs batched reads, TestStampedRead their timestamps")
-	s := &clienttest.EchoServer{}
+	s := &testserver.EchoServer{}
 	addr := s.Start(t)
 	c := clienttest.NewClient(t, client.Options{Targets: []string{addr}, Loops: 1, NoDelay: true})
 	clienttest.MustConnect(t, c, 100)
@@ -38,7 +39,7 @@ func TestRateBatchedReads(t *testing.T) {
 		}
 		return res, ""
 	}
-	clienttest.RetryTiming(t, func() string {
+	testenv.RetryTiming(t, func() string {
 		b, miss := run("")
 		if miss != "" {
 			return miss

@@ -9,6 +9,7 @@ import (
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/clienttest"
 	"github.com/wsplan/wsplan/internal/proto"
+	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
 )
 
@@ -63,7 +64,7 @@ func (p line) Encode(dst []byte, _ *proto.Conn, m *proto.Out, id []byte) ([]byte
 // TestLineProtocol: a script phase speaks line against the echo server:
 // each publish comes back as an event on its topic.
 func TestLineProtocol(t *testing.T) {
-	s := &clienttest.EchoServer{}
+	s := &testserver.EchoServer{}
 	c := clienttest.NewClient(t, client.Options{Targets: []string{s.Start(t)}, Loops: 2, Protocol: client.ProtocolOptions{Name: "line"}})
 	res, err := c.Run(t.Context(), &Params{Steps: steps(t, `
 steps:

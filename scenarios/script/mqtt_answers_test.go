@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
-	"github.com/wsplan/wsplan/internal/clienttest"
 	"github.com/wsplan/wsplan/internal/proto/mqtt"
+	"github.com/wsplan/wsplan/internal/testserver"
 )
 
 // The broker's answers that are not a plain success, against a fake
@@ -39,8 +39,8 @@ type answerBroker struct {
 }
 
 func (b *answerBroker) start(t testing.TB) string {
-	s := &clienttest.RawServer{Handshake: func(c net.Conn, r *bufio.Reader) {
-		if err := clienttest.ServerHandshake(c, r, nil); err == nil {
+	s := &testserver.RawServer{Handshake: func(c net.Conn, r *bufio.Reader) {
+		if err := testserver.ServerHandshake(c, r, nil); err == nil {
 			b.serve(c, r)
 		}
 	}}
@@ -63,7 +63,7 @@ func (bc *brokerConn) send(done int64, p ...byte) {
 	bc.mu.Lock()
 	defer bc.mu.Unlock()
 	bc.inflight -= done
-	_, _ = bc.c.Write(clienttest.ServerFrame(true, client.OpBinary, p)) // a closed connection ends the test's reads
+	_, _ = bc.c.Write(testserver.ServerFrame(true, client.OpBinary, p)) // a closed connection ends the test's reads
 }
 
 // ack is a PUBACK, PUBREC or PUBCOMP (t) for pid with code.
@@ -78,7 +78,7 @@ func (b *answerBroker) serve(c net.Conn, r *bufio.Reader) {
 	bc := &brokerConn{b: b, c: c}
 	defer bc.timers.Wait()
 	for {
-		_, _, p, err := clienttest.ReadClientFrame(r)
+		_, _, p, err := testserver.ReadClientFrame(r)
 		if err != nil {
 			return
 		}

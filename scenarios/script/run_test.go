@@ -20,6 +20,7 @@ import (
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/clienttest"
 	lang "github.com/wsplan/wsplan/internal/script"
+	"github.com/wsplan/wsplan/internal/testenv"
 
 	"github.com/wsplan/wsplan/internal/proto"
 	"github.com/wsplan/wsplan/internal/units"
@@ -253,7 +254,7 @@ func TestScriptTimerRearm(t *testing.T) {
 	addr := (&appServer{}).start(t)
 	// The echoes' 50 ms timeouts are what arms the early timers; a loaded
 	// host can answer an echo later than that, a timing miss, not a fault.
-	clienttest.RetryTiming(t, func() string {
+	testenv.RetryTiming(t, func() string {
 		start := time.Now()
 		r := runScript(t, addr, 1, Params{Users: 3, Iterations: 1, Steps: steps(t, `
 steps:

@@ -10,6 +10,7 @@ import (
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/clienttest"
 	"github.com/wsplan/wsplan/internal/proto/stomp"
+	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
 )
 
@@ -22,24 +23,24 @@ import (
 type denyBroker struct{}
 
 func (b *denyBroker) start(t *testing.T) string {
-	s := &clienttest.RawServer{Handle: b.handle}
+	s := &testserver.RawServer{Handle: b.handle}
 	return s.Start(t)
 }
 
 func (b *denyBroker) handle(c net.Conn, r *bufio.Reader) {
-	if _, _, _, err := clienttest.ReadClientFrame(r); err != nil {
+	if _, _, _, err := testserver.ReadClientFrame(r); err != nil {
 		return
 	}
-	c.Write(clienttest.ServerFrame(true, client.OpText, []byte("CONNECTED\nversion:1.2\nheart-beat:0,0\n\n\x00\n")))
+	c.Write(testserver.ServerFrame(true, client.OpText, []byte("CONNECTED\nversion:1.2\nheart-beat:0,0\n\n\x00\n")))
 	for {
-		_, op, p, err := clienttest.ReadClientFrame(r)
+		_, op, p, err := testserver.ReadClientFrame(r)
 		if err != nil || op == client.OpClose {
 			return
 		}
 		if bytes.HasPrefix(p, []byte("SEND\n")) {
 			_, rest, _ := bytes.Cut(p, []byte("\nreceipt:"))
 			id, _, _ := bytes.Cut(rest, []byte("\n"))
-			c.Write(clienttest.ServerFrame(true, client.OpText, []byte("ERROR\nreceipt-id:"+string(id)+"\nmessage:access_refused\n\nwrite access to topic denied\x00")))
+			c.Write(testserver.ServerFrame(true, client.OpText, []byte("ERROR\nreceipt-id:"+string(id)+"\nmessage:access_refused\n\nwrite access to topic denied\x00")))
 			return // STOMP: an ERROR ends the connection
 		}
 	}

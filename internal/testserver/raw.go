@@ -1,4 +1,4 @@
-package clienttest
+package testserver
 
 import (
 	"bufio"
@@ -9,10 +9,16 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 )
+
+// The raw side of the package: a server whose test writes the bytes
+// itself (frames a library would refuse to send, a handshake gone wrong),
+// and the few pieces of RFC 6455 such a test needs — the handshake's
+// answer, a client frame read and unmasked, a server frame encoded.
 
 // RawServer accepts TCP connections on 127.0.0.1 (or Addr), does the
 // WebSocket handshake by hand unless Handshake is set, and runs Handle on
@@ -75,6 +81,14 @@ func (s *RawServer) Start(t testing.TB) string {
 	}()
 	t.Cleanup(s.stop)
 	return ln.Addr().String()
+}
+
+// Conns returns the connections accepted so far, oldest first (ended
+// ones too: a test may still ask them their addresses).
+func (s *RawServer) Conns() []net.Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.conns)
 }
 
 func (s *RawServer) stop() {
