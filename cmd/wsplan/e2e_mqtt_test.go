@@ -2,14 +2,16 @@ package main
 
 import (
 	"fmt"
-	"github.com/wsplan/wsplan/internal/testenv"
+	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/prototest"
+	"github.com/wsplan/wsplan/internal/testenv"
 )
 
 // MQTT as a user runs it: plans/mqtt.yaml starts Debian's mosquitto by its
@@ -17,25 +19,20 @@ import (
 // refuses anonymous clients fails the connect phase with MQTT's reason in
 // the table and the JSON. Without mosquitto the tests skip.
 
-// mosquittoConf finds mosquitto and writes a configuration for it in
-// dir: a websockets listener on a free loopback port (returned), its
-// extra lines after.
+// mosquittoConf finds mosquitto (the test skips without it) and writes a
+// configuration for it in dir (prototest's, as the broker tests run it)
+// with a websockets listener on a free loopback port (returned), its
+// extra lines after; the plan's command: starts it.
 func mosquittoConf(t *testing.T, dir string, extra ...string) (bin, conf string, port int) {
 	t.Helper()
-	bin, err := exec.LookPath("mosquitto")
+	bin = prototest.MosquittoBin(t)
+	conf, addr, err := prototest.WriteMosquittoConf(dir, prototest.MosquittoConf{Lines: extra})
 	if err != nil {
-		bin = "/usr/sbin/mosquitto"
-		if _, err := os.Stat(bin); err != nil {
-			t.Skip("no mosquitto: install Debian's mosquitto (apt-get install mosquitto) to run the MQTT plans")
-		}
+		t.Fatal(err)
 	}
-	port = freeBasePort(t, 2)
-	lines := append([]string{
-		"listener " + strconv.Itoa(port+1) + " 127.0.0.1", // mosquitto 2.0.11 wants a plain listener too
-		"listener " + strconv.Itoa(port) + " 127.0.0.1", "protocol websockets", "persistence false", "log_dest stderr",
-	}, extra...)
-	conf = filepath.Join(dir, "mosquitto.conf")
-	if err := os.WriteFile(conf, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+	_, p, _ := net.SplitHostPort(addr)
+	port, err = strconv.Atoi(p)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return bin, conf, port

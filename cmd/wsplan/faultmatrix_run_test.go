@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/faultserver"
+	"github.com/wsplan/wsplan/internal/prototest"
 )
 
 // runCellPlan starts c's server and runs its plan once, with its
@@ -27,14 +28,14 @@ func runCellPlan(root string, c cell, allow bool) (outcome, error) {
 	if err != nil {
 		return o, err
 	}
-	proc, addr, stop, err := startServer(dir, c)
+	serverPid, addr, stop, err := startServer(dir, c)
 	if err != nil {
 		return o, err
 	}
 	defer stop()
 	pid := 0
-	if proc != nil && c.proc != procNone {
-		pid = proc.cmd.Process.Pid
+	if c.proc != procNone {
+		pid = serverPid
 	}
 	if err := os.WriteFile(filepath.Join(dir, "plan.yaml"), []byte(cellPlan(c, addr, pid, allow)), 0o644); err != nil {
 		return o, err
@@ -250,26 +251,27 @@ func (p *serverProc) end() {
 
 // startServer starts c's server: a real one (mosquitto, `wsplan serve`)
 // or the fault server in a process of its own when the cell names one
-// or kills or stops it; nil proc = the fault server in this process
-// (addr), which stop ends.
-func startServer(dir string, c cell) (proc *serverProc, addr string, stop func(), err error) {
+// or kills or stops it; pid 0 = the fault server in this process (addr),
+// which stop ends.
+func startServer(dir string, c cell) (pid int, addr string, stop func(), err error) {
+	var proc *serverProc
 	switch {
 	case c.mosquitto != nil:
-		// Another test may take a port between its pick and the bind.
-		for range 3 {
-			if proc, err = startMosquitto(dir, c.mosquitto); err == nil || !strings.Contains(err.Error(), "in use") {
-				break
-			}
+		// Started again on new ports when one was taken meanwhile.
+		b, err := prototest.LaunchMosquitto(prototest.FindMosquitto(), dir, brokerConf(c.mosquitto))
+		if err != nil {
+			return 0, "", nil, err
 		}
+		return b.Pid, b.Addr, func() { _ = b.Stop() }, nil // a killed broker is no error
 	case c.serve:
 		var path string
 		if path, err = exec.LookPath("wsplan"); err != nil {
-			return nil, "", nil, err
+			return 0, "", nil, err
 		}
 		route, _, _ := strings.Cut(c.path, "?")
 		for range 3 {
 			if addr, err = freeAddr(); err != nil {
-				return nil, "", nil, err
+				return 0, "", nil, err
 			}
 			if proc, err = startProc(dir, addr, path, "serve", "--framework", "gws", "--addrs", addr, "--path", route); err == nil || !strings.Contains(err.Error(), "in use") {
 				break
@@ -278,20 +280,20 @@ func startServer(dir string, c cell) (proc *serverProc, addr string, stop func()
 	case c.proc != procNone:
 		var path string
 		if path, err = exec.LookPath("wsplan-faultserver"); err != nil {
-			return nil, "", nil, err
+			return 0, "", nil, err
 		}
 		proc, err = startProc(dir, "", path, faultFlags(c.server)...)
 	default:
 		srv, err := faultserver.Start(cellHost()+":0", c.server)
 		if err != nil {
-			return nil, "", nil, err
+			return 0, "", nil, err
 		}
-		return nil, srv.Addr(), srv.Close, nil
+		return 0, srv.Addr(), srv.Close, nil
 	}
 	if err != nil {
-		return nil, "", nil, err
+		return 0, "", nil, err
 	}
-	return proc, proc.addr, proc.end, nil
+	return proc.cmd.Process.Pid, proc.addr, proc.end, nil
 }
 
 // cellHost is a loopback address of a cell's own (127.a.b.c): a client
@@ -311,66 +313,19 @@ func freeAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
-// mosquittoBin is Debian's mosquitto, "" when it is not installed.
-func mosquittoBin() string {
-	if p, err := exec.LookPath("mosquitto"); err == nil {
-		return p
-	}
-	if _, err := os.Stat("/usr/sbin/mosquitto"); err == nil {
-		return "/usr/sbin/mosquitto"
-	}
-	return ""
-}
-
-// startMosquitto starts mosquitto with a websockets listener and the
-// configuration lines given (an ACL's lines, prefixed "acl:", go to an
-// ACL file of their own).
-func startMosquitto(dir string, lines []string) (*serverProc, error) {
-	bin := mosquittoBin()
-	if bin == "" {
-		return nil, errors.New("no mosquitto")
-	}
-	ws, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	plain, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	conf := []string{
-		"listener " + hostPort(plain), // mosquitto 2.0.11 wants a plain listener too
-		"listener " + hostPort(ws), "protocol websockets", "persistence false", "log_dest stderr",
-	}
-	if os.Getuid() == 0 {
-		conf = append(conf, "user root") // else it drops to mosquitto's user, who cannot read the test's ACL file
-	}
-	var acl []string
+// brokerConf is a mosquitto cell's configuration: its lines on a
+// loopback address of its own (cellHost), an ACL's lines (prefixed
+// "acl:") in an ACL file of their own.
+func brokerConf(lines []string) prototest.MosquittoConf {
+	conf := prototest.MosquittoConf{Host: cellHost()}
 	for _, l := range lines {
 		if a, ok := strings.CutPrefix(l, "acl:"); ok {
-			acl = append(acl, a)
+			conf.ACL = append(conf.ACL, a)
 			continue
 		}
-		conf = append(conf, l)
+		conf.Lines = append(conf.Lines, l)
 	}
-	if len(acl) > 0 {
-		path := filepath.Join(dir, "mosquitto.acl")
-		if err := os.WriteFile(path, []byte(strings.Join(acl, "\n")+"\n"), 0o644); err != nil {
-			return nil, err
-		}
-		conf = append(conf, "acl_file "+path)
-	}
-	path := filepath.Join(dir, "mosquitto.conf")
-	if err := os.WriteFile(path, []byte(strings.Join(conf, "\n")+"\n"), 0o644); err != nil {
-		return nil, err
-	}
-	return startProc(dir, ws, bin, "-c", path)
-}
-
-// hostPort is addr as mosquitto's listener takes it: "PORT HOST".
-func hostPort(addr string) string {
-	h, p, _ := net.SplitHostPort(addr)
-	return p + " " + h
+	return conf
 }
 
 // faultFlags are o as wsplan-faultserver's flags.

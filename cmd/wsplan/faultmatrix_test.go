@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/wsplan/wsplan/internal/prototest"
 	"github.com/wsplan/wsplan/internal/testenv"
 	"os"
 	"regexp"
@@ -220,7 +221,7 @@ func judgeHalf(t *testing.T, c cell, o outcome, cellFails bool) {
 // runHalf runs c's plan without or with its allowance, in a directory
 // of its own under root, and says what is wrong with the outcome.
 func runHalf(root string, c cell, allow bool) outcome {
-	if c.mosquitto != nil && mosquittoBin() == "" {
+	if c.mosquitto != nil && prototest.FindMosquitto() == "" {
 		return outcome{code: -1, skip: "no mosquitto: install Debian's mosquitto (apt-get install mosquitto) to run the cells against a real broker"}
 	}
 	o, err := runCellPlan(root, c, allow)

@@ -2,20 +2,17 @@ package main
 
 import (
 	"bytes"
-	"github.com/wsplan/wsplan/internal/testenv"
-	"net"
 	"os"
-	"os/exec"
-	osuser "os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/wsplan/wsplan/internal/initplan"
 	"github.com/wsplan/wsplan/internal/plan"
+	"github.com/wsplan/wsplan/internal/prototest"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/internal/testserver"
 )
 
@@ -117,8 +114,8 @@ func TestInitPresetTLS(t *testing.T) {
 // exchange counted.
 func TestInitMQTT(t *testing.T) {
 	dir := t.TempDir()
-	port := startMosquittoURL(t, dir)
-	file := initPlan(t, dir, "--url", "ws://127.0.0.1:"+strconv.Itoa(port)+"/mqtt", "--protocol", "mqtt", "--conns", "20")
+	addr := prototest.StartMosquitto(t)
+	file := initPlan(t, dir, "--url", "ws://"+addr+"/mqtt", "--protocol", "mqtt", "--conns", "20")
 	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
@@ -142,56 +139,6 @@ func TestInitMQTT(t *testing.T) {
 	}
 	if !strings.Contains(out, "2 assertions: 2 passed, 0 failed") {
 		t.Errorf("assertions:\n%s", out)
-	}
-}
-
-// startMosquittoURL runs Debian's mosquitto with a websockets listener on
-// a free loopback port until the test ends (stopped by its pid), and
-// returns the port. Without mosquitto the test skips.
-func startMosquittoURL(t *testing.T, dir string) int {
-	t.Helper()
-	extra := []string{"allow_anonymous true"}
-	if u, err := osuser.Current(); err == nil {
-		extra = append(extra, "user "+u.Username) // as root, it would become "mosquitto"
-	}
-	bin, conf, port := mosquittoConf(t, dir, extra...)
-	logf, err := os.Create(filepath.Join(dir, "mosquitto.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	cmd := exec.Command(bin, "-c", conf)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM) // our child, by pid; it may have exited
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return port
-		}
-		select {
-		case <-done:
-			b, _ := os.ReadFile(logf.Name())
-			t.Fatalf("mosquitto exited: %s", b)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("mosquitto does not listen on %s", addr)
-		}
 	}
 }
 

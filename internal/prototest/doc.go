@@ -3,7 +3,9 @@
 // against: a JSON-RPC 2.0 server (RPCServer), a graphql-transport-ws
 // server (GQLServer), a server that refuses or fails connections on
 // purpose (Refuser), a mosquitto broker of the test's own
-// (StartMosquitto), and the check both make of a phase's connect times
+// (StartMosquitto; LaunchMosquitto where no test is at hand, as in
+// cmd/wsplan's fault matrix; WriteMosquittoConf where a plan starts the
+// broker), and the check both make of a phase's connect times
 // (CheckConnectLatency).
 //
 // Only _test.go files import it, and it imports nothing that imports

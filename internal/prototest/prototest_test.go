@@ -86,11 +86,11 @@ func TestRefuser(t *testing.T) {
 // TestMosquittoConf: a plain listener, then the websockets one on the
 // address asked for, then the extra lines or anonymous clients allowed.
 func TestMosquittoConf(t *testing.T) {
-	conf := mosquittoConf(t, "127.0.0.1:1884", nil)
-	if !strings.Contains(conf, "listener 1884 127.0.0.1\nprotocol websockets\n") || !strings.HasSuffix(conf, "allow_anonymous true\n") {
+	conf := mosquittoConf("127.0.0.1:1884", "127.0.0.1:1885", nil)
+	if !strings.HasPrefix(conf, "listener 1885 127.0.0.1\nlistener 1884 127.0.0.1\nprotocol websockets\n") || !strings.HasSuffix(conf, "allow_anonymous true\n") {
 		t.Errorf("default configuration:\n%s", conf)
 	}
-	if conf := mosquittoConf(t, "127.0.0.1:1884", []string{"allow_anonymous false"}); strings.Contains(conf, "allow_anonymous true") {
+	if conf := mosquittoConf("127.0.0.1:1884", "127.0.0.1:1885", []string{"allow_anonymous false"}); strings.Contains(conf, "allow_anonymous true") {
 		t.Errorf("with extra lines:\n%s", conf)
 	}
 }
