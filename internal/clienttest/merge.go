@@ -20,6 +20,19 @@ func Hist(all client.Hist, vals ...int64) client.Hist {
 	return h
 }
 
+// PartsReady fails the test for each part of a Split (nil parts have
+// nothing to do) that is not valid on its own, as a loop or shard gets it.
+func PartsReady(t *testing.T, parts []client.Params) {
+	t.Helper()
+	for i, p := range parts {
+		if p != nil {
+			if err := client.Ready(p); err != nil {
+				t.Errorf("part %d invalid: %v", i, err)
+			}
+		}
+	}
+}
+
 // Wire sends r through JSON, as a shard's reply does.
 func Wire[R any](t *testing.T, r *R) *R {
 	t.Helper()

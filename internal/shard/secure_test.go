@@ -13,26 +13,18 @@ import (
 	"github.com/wsplan/wsplan/scenarios/echo"
 
 	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/clienttest"
 	"github.com/wsplan/wsplan/internal/pmdeflate"
 	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
-	"github.com/wsplan/wsplan/internal/wstls"
 )
 
 // TestGroupTLS: two shards speak TLS with compression and a secret header
 // (sent over stdin, not argv) to a TLS echo server; the results merge.
 func TestGroupTLS(t *testing.T) {
 	const secret = "Bearer shard-s3cret"
-	ca, err := wstls.NewRunCA(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := ca.ServerConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var bad atomic.Int64
-	srv := testserver.Start(t, testserver.Options{TLS: cfg, Compression: true, Check: func(r *http.Request) error {
+	srv, tlsOpts := clienttest.TLSServer(t, testserver.Options{Compression: true, Check: func(r *http.Request) error {
 		if r.Header.Get("Authorization") != secret {
 			bad.Add(1)
 		}
@@ -44,7 +36,7 @@ func TestGroupTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts := client.Options{Targets: []string{srv.Listener.Addr().String()}, Path: "/ws",
-		Headers: [][2]string{{"Authorization", secret}}, TLS: &client.TLSOptions{CAFile: ca.CAFile},
+		Headers: [][2]string{{"Authorization", secret}}, TLS: tlsOpts,
 		Compression: &pmdeflate.Params{}}
 	g, err := Start(Spec{Exe: exe, N: 2, Client: opts, Name: "tls", Grace: time.Second})
 	if err != nil {

@@ -447,15 +447,15 @@ func (p *Params) Start(ph *client.PhaseEnv) (*client.PhasePlan, error) {
 		ph.Progress.Begin(int64(math.Ceil(float64(p.Rate)*p.Duration.D().Seconds())) * int64(p.Rooms*p.Publishers*all))
 		payload := client.MakePayload(client.SizeOf(p.Payload), false)
 		hdr := client.AppendClientHeader(nil, client.OpBinary, len(payload), 0)
+		at := ph.Start // the timetable's origin, the same for every loop and shard
+		if p.StartAt != 0 {
+			at = time.Unix(0, p.StartAt)
+		}
 		for i, part := range parts {
 			if part == nil || sets[i] == nil {
 				continue
 			}
 			q, set := part.(*Params), sets[i]
-			at := ph.Start
-			if p.StartAt != 0 {
-				at = time.Unix(0, p.StartAt)
-			}
 			plan.Starts[i] = func(l *client.Loop) { broadcastStart(l, ph.ID, at, q, set, hdr, payload, ph.Progress) }
 		}
 	case StepClose:

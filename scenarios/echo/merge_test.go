@@ -23,13 +23,7 @@ func TestSplitParams(t *testing.T) {
 	if e := (&Params{Total: 100, Concurrency: 12}).Split([]int{1, 20}); e[0].(*Params).Concurrency != 1 || e[1].(*Params).Concurrency != 11 {
 		t.Errorf("echo split capped %+v %+v", e[0], e[1])
 	}
-	for _, p := range echo {
-		if p != nil {
-			if err := client.Ready(p); err != nil {
-				t.Errorf("part invalid: %v", err)
-			}
-		}
-	}
+	clienttest.PartsReady(t, echo)
 }
 
 // TestMergeResults: Merge, on parts straight from loops and on parts

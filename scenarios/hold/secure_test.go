@@ -9,7 +9,6 @@ import (
 	"github.com/wsplan/wsplan/internal/pmdeflate"
 	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
-	"github.com/wsplan/wsplan/internal/wstls"
 )
 
 // TestHoldTLSPings: a hold with pings over TLS (with permessage-deflate,
@@ -17,17 +16,9 @@ import (
 // its own, every pong read out of one, and the connections stay open.
 // The counts are asserted, not the timing: every ping sent got its pong.
 func TestHoldTLSPings(t *testing.T) {
-	ca, err := wstls.NewRunCA(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := ca.ServerConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := testserver.Start(t, testserver.Options{TLS: cfg, Compression: true})
+	srv, tlsOpts := clienttest.TLSServer(t, testserver.Options{Compression: true})
 	c := clienttest.NewClient(t, client.Options{Targets: []string{srv.Addr()}, Loops: 2,
-		TLS: &client.TLSOptions{CAFile: ca.CAFile}, Compression: &pmdeflate.Params{}})
+		TLS: tlsOpts, Compression: &pmdeflate.Params{}})
 	clienttest.MustConnect(t, c, 8)
 	res, err := client.RunAs[Result](c, t.Context(), &Params{Duration: units.Duration(300 * time.Millisecond), Ping: units.Duration(50 * time.Millisecond)}, nil)
 	if err != nil {

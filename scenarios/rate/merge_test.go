@@ -21,13 +21,7 @@ func TestSplitParams(t *testing.T) {
 		r0.MaxInflightBytes+r2.MaxInflightBytes > 64<<20 || r0.Batch != units.Size(client.DefaultPacedBatch) {
 		t.Errorf("rate split %+v %+v", r0, r2)
 	}
-	for _, p := range rate {
-		if p != nil {
-			if err := client.Ready(p); err != nil {
-				t.Errorf("part invalid: %v", err)
-			}
-		}
-	}
+	clienttest.PartsReady(t, rate)
 }
 
 // TestMergeResults: Merge, on parts straight from loops and on parts

@@ -9,7 +9,6 @@ import (
 	"github.com/wsplan/wsplan/internal/pmdeflate"
 	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
-	"github.com/wsplan/wsplan/internal/wstls"
 )
 
 // runCompressed runs a rate phase of chat-like text on 8 connections to
@@ -43,14 +42,6 @@ func TestRateCompressed(t *testing.T) {
 // TestRateTLSCompressed: the same over TLS 1.3: the compressed frames of
 // several messages due at once sealed in records, every echo intact.
 func TestRateTLSCompressed(t *testing.T) {
-	ca, err := wstls.NewRunCA(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := ca.ServerConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := testserver.Start(t, testserver.Options{TLS: cfg, Compression: true})
-	runCompressed(t, srv.Addr(), &client.TLSOptions{CAFile: ca.CAFile}, 300*time.Millisecond)
+	srv, tlsOpts := clienttest.TLSServer(t, testserver.Options{Compression: true})
+	runCompressed(t, srv.Addr(), tlsOpts, 300*time.Millisecond)
 }
