@@ -463,3 +463,25 @@ func TestBroadcastSlackWakeups(t *testing.T) {
 		return ""
 	})
 }
+
+// TestBroadcastStartAt: every loop starts the timetable at StartAt. Ahead
+// of the run, no loop is late and every delivery arrives; 80 ms behind
+// it, each loop says it began at least that late (started_late), and the
+// whole timetable still runs.
+func TestBroadcastStartAt(t *testing.T) {
+	addr := (&roomServer{}).start(t)
+	c := clienttest.NewClient(t, client.Options{Targets: []string{addr}, Path: "/broadcast", Loops: 2})
+	p := Params{Rooms: 2, RoomSize: 4, Publishers: 1, Rate: 20, Duration: units.Duration(300 * time.Millisecond), Payload: new(units.Size(64)),
+		Drain: units.Duration(time.Second), Verify: new(true), IncludeSender: new(true), Concurrency: 8, Timeout: units.Duration(5 * time.Second)}
+	for _, lead := range []time.Duration{100 * time.Millisecond, -80 * time.Millisecond} {
+		q := p
+		q.StartAt = time.Now().Add(lead).UnixNano()
+		r := runBroadcast(t, c, q)
+		if lead > 0 && (r.StartedLate != 0 || r.Delivered != r.Deliveries || r.Deliveries == 0) {
+			t.Errorf("lead %v: started late %v, delivered %d of %d; want 0 and all", lead, r.StartedLate, r.Delivered, r.Deliveries)
+		}
+		if lead < 0 && (r.StartedLate < -lead || r.Published == 0) {
+			t.Errorf("lead %v: started late %v, published %d; want at least %v late, and messages published", lead, r.StartedLate, r.Published, -lead)
+		}
+	}
+}
