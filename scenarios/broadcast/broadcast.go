@@ -162,7 +162,7 @@ var defs = metrics.Join([]metrics.Def{
 	{Name: broadcastReadersLost, Kind: metrics.Count, Doc: "subscribers that read (not slow) whose connection was lost: dropped − slow_dropped"},
 	{Name: broadcastSlowP50, Kind: metrics.Duration, Doc: "delivery latency to slow subscribers, median"},
 	{Name: broadcastSlowP99, Kind: metrics.Duration, Doc: "delivery latency to slow subscribers, 99th percentile"},
-	{Name: broadcastStartedLate, Kind: metrics.Duration, Doc: "the most a client loop began the run after publishing began (250 ms after the step was sent): what reached its subscribers before was not counted; 0 when every loop began in time"},
+	{Name: broadcastStartedLate, Kind: metrics.Duration, Doc: "the most a client loop began the run after publishing began (" + RunLead.String() + " after the step was sent): what reached its subscribers before was not counted; 0 when every loop began in time"},
 }, scenarios.CPUPer1MDefs("deliveries", "deliveries"))
 
 // broadcastCharts is the fan-out chart: the fan-out latency (time until a
