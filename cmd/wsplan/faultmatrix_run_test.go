@@ -18,6 +18,7 @@ import (
 
 	"github.com/wsplan/wsplan/internal/faultserver"
 	"github.com/wsplan/wsplan/internal/prototest"
+	"github.com/wsplan/wsplan/internal/testserver"
 )
 
 // runCellPlan starts c's server and runs its plan once, with its
@@ -270,7 +271,7 @@ func startServer(dir string, c cell) (pid int, addr string, stop func(), err err
 		}
 		route, _, _ := strings.Cut(c.path, "?")
 		for range 3 {
-			if addr, err = freeAddr(); err != nil {
+			if addr, err = testserver.FreeAddr(cellHost()); err != nil {
 				return 0, "", nil, err
 			}
 			if proc, err = startProc(dir, addr, path, "serve", "--framework", "gws", "--addrs", addr, "--path", route); err == nil || !strings.Contains(err.Error(), "in use") {
@@ -301,16 +302,6 @@ func startServer(dir string, c cell) (pid int, addr string, stop func(), err err
 // reach this cell's server, even on the same port.
 func cellHost() string {
 	return fmt.Sprintf("127.%d.%d.%d", 1+rand.IntN(254), rand.IntN(256), 2+rand.IntN(253))
-}
-
-// freeAddr is an address of a cell's own, free now.
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", cellHost()+":0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 // brokerConf is a mosquitto cell's configuration: its lines on a

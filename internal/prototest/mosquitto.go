@@ -14,6 +14,7 @@ import (
 
 	"github.com/wsplan/wsplan/internal/launch"
 	"github.com/wsplan/wsplan/internal/proto/mqtt"
+	"github.com/wsplan/wsplan/internal/testserver"
 )
 
 // The MQTT protocol against a real broker: Debian's mosquitto (2.x) with
@@ -194,10 +195,10 @@ func WriteMosquittoConf(dir string, c MosquittoConf) (file, addr string, err err
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	if addr, err = freeAddr(host); err != nil {
+	if addr, err = testserver.FreeAddr(host); err != nil {
 		return "", "", err
 	}
-	plain, err := freeAddr(host)
+	plain, err := testserver.FreeAddr(host)
 	if err != nil {
 		return "", "", err
 	}
@@ -240,15 +241,4 @@ func mosquittoConf(addr, plain string, extra []string) string {
 func portHost(addr string) string {
 	h, p, _ := net.SplitHostPort(addr)
 	return p + " " + h
-}
-
-// freeAddr is a host:port on host that nothing listens on now (one the
-// kernel gave out and took back).
-func freeAddr(host string) (string, error) {
-	ln, err := net.Listen("tcp4", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }

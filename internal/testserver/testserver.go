@@ -144,13 +144,23 @@ func Start(t testing.TB, opts Options) *Server {
 // gave out and took back): connecting to it is refused.
 func ClosedAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	addr, err := FreeAddr("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
 	return addr
+}
+
+// FreeAddr is a host:port on the IPv4 host that nothing listens on now
+// (one the kernel gave out and took back): free when chosen, not
+// reserved, for a process the test starts that binds it itself.
+func FreeAddr(host string) (string, error) {
+	ln, err := net.Listen("tcp4", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 // Addr is the host:port Start's server listens on.
