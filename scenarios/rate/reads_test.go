@@ -39,7 +39,9 @@ func TestRateBatchedReads(t *testing.T) {
 		}
 		return res, ""
 	}
+	tries := 0
 	testenv.RetryTiming(t, func() string {
+		tries++
 		b, miss := run("")
 		if miss != "" {
 			return miss
@@ -56,6 +58,18 @@ func TestRateBatchedReads(t *testing.T) {
 		t.Logf("wake-ups per message: batched %.3f, prompt %.3f; p50 %v vs %v; send late p50 %v vs %v", wb, wp,
 			time.Duration(b.Latency.ValueAtQuantile(50)), time.Duration(p.Latency.ValueAtQuantile(50)),
 			time.Duration(b.SendLate.ValueAtQuantile(50)), time.Duration(p.SendLate.ValueAtQuantile(50)))
+		if wp < 0.2 {
+			// Prompt reads wake for each arrival only while the loop keeps
+			// up; at five or more messages per wake-up it was behind (a
+			// loaded host: .ci/run's slow set ran this beside other
+			// packages, prompt 0.035-0.054 and batched 0.069-0.094 per
+			// message, p50 10-14 ms), and arrivals bunch either way.
+			miss := fmt.Sprintf("prompt reads woke %.3f times per message: the loop was behind, arrivals bunched", wp)
+			if tries == 3 {
+				t.Skipf("%s on every try: this host cannot show what batching saves", miss)
+			}
+			return miss
+		}
 		if wb > 0.7*wp {
 			return fmt.Sprintf("batched reads woke %.3f times per message, prompt %.3f: want far fewer", wb, wp)
 		}
