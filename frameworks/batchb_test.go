@@ -103,6 +103,7 @@ func echoNonEmpty(t *testing.T, addr string, only ws.OpCode) {
 // This checks everything else the suite's sequence test would have covered
 // after that point, with nbio's default and with tiny read buffers.
 func TestBatchBNbioNonEmpty(t *testing.T) {
+	testenv.Slow(t, "1 s: nbio's option sets")
 	for _, name := range []string{"nbio_blocking", "nbio_mixed", "nbio_nonblocking", "nbio_std"} {
 		for _, opts := range []map[string]string{nil, {"read_buffer": "16"}} {
 			t.Run(name+"/"+optString(opts), func(t *testing.T) {
@@ -201,6 +202,7 @@ func TestBatchBGreatwsSharedLoop(t *testing.T) {
 // connection, which runs in this process: every fd whose socket has the
 // server's address as local end and the client's as remote end.
 func TestBatchBNoDelay(t *testing.T) {
+	testenv.Slow(t, "2 s: nodelay per preset")
 	for _, name := range []string{"nbio_blocking", "nbio_mixed", "nbio_nonblocking", "nbio_std", "greatws", "greatws_event", "hertz", "hertz_std", "nettyws"} {
 		for _, nodelay := range []bool{true, false} {
 			opts := map[string]string{"nodelay": strconv.FormatBool(nodelay)}
@@ -274,6 +276,7 @@ func serverNoDelay(t *testing.T, local, remote net.Addr) ([]bool, int) {
 // each; twenty with WSPLAN_SLOW=1 (an nbio server takes 200 ms to close:
 // the twenty took 13 s).
 func TestBatchBCloseRightAfterStart(t *testing.T) {
+	testenv.Slow(t, "2 s: a close right after start, per preset option")
 	rounds := 3
 	if testenv.SlowEnabled() {
 		rounds = 20

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"maps"
 	"math/rand/v2"
 	"net"
@@ -59,6 +60,7 @@ const (
 )
 
 func TestConformance(t *testing.T) {
+	testenv.Slow(t, "12 s: the conformance suite against every preset")
 	presets := Presets()
 	if len(presets) == 0 {
 		t.Fatal("no presets registered")
@@ -96,6 +98,7 @@ var optionVariants = []struct {
 }
 
 func TestConformanceOptions(t *testing.T) {
+	testenv.Slow(t, "9 s: the conformance suite per preset option")
 	type variant struct {
 		name string
 		opts map[string]string
@@ -383,6 +386,7 @@ func testAutobahn(t *testing.T, addr string, lim limiter) {
 // Close must not wait for serve goroutines that have not run yet, and must
 // leave no goroutine behind.
 func TestCloseRightAfterStart(t *testing.T) {
+	testenv.Slow(t, "3 s: a close right after start, per preset")
 	for _, p := range Presets() {
 		t.Run(p.Name, func(t *testing.T) {
 			if runApart(t, p.Name) {

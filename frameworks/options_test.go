@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"io"
 	"net"
 	"os"
@@ -43,6 +44,7 @@ import (
 // observed here; each adapter passes its Config to one setup function for
 // both servers, so those travel the same road.
 func TestOptionsReachBoth(t *testing.T) {
+	testenv.Slow(t, "6 s: every preset option, on both ends")
 	srvTLS, cliTLS := testTLS(t)
 	for _, p := range Presets() {
 		for _, oc := range optionCases {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -276,6 +277,7 @@ func (j *jobRun) checkArtifact(t *testing.T) {
 // report's tables, charts and assertions, the outputs name the files,
 // and the artifact keeps them.
 func TestActionPass(t *testing.T) {
+	testenv.Slow(t, "2 s: the CI gate passing, through the CLI")
 	ws := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	if code := Main([]string{"init", "--ci", "--conns", "10", filepath.Join(ws, "gate.yaml")}, &stdout, &stderr); code != 0 {
@@ -374,6 +376,7 @@ func TestActionFail(t *testing.T) {
 // job summary says it compared, and every figure carries its change
 // with a p-value; a baseline that is not there is noted, not fatal.
 func TestActionBaseline(t *testing.T) {
+	testenv.Slow(t, "4 s: the CI gate's baseline runs through the CLI")
 	t.Parallel()
 	ws := newWorkspace(t, actionPlan)
 	in := map[string]string{"plan": "plan.yaml", "wsplan-bin": mustLook(t), "count": "4",

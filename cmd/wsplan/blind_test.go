@@ -34,6 +34,7 @@ var diedRx = regexp.MustCompile(`^the server appears to have died: (\d+) of (\d+
 // with "the server appears to have died": most connections closed by the
 // peer at once, new ones refused. The phase after it is skipped, exit 1.
 func TestBlindServerDies(t *testing.T) {
+	testenv.Slow(t, "6 s: servers killed mid-phase without pid:, each through the CLI")
 	t.Parallel()
 	for _, c := range []struct {
 		name, path, phase string
@@ -121,6 +122,7 @@ func checkDied(t *testing.T, phase string, ok bool, err string) {
 // while it still accepts new ones; every one closed by the plan's close
 // phase. The phases after run.
 func TestBlindServerNotDead(t *testing.T) {
+	testenv.Slow(t, "5 s: drops that are no death, each through the CLI")
 	t.Parallel()
 	after := "  - connect: {connections: 5}\n  - echo: {total: 100, concurrency: 5}\n"
 	for _, c := range []struct {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 // not run), the phases after it are skipped, exit 1. The server is the
 // test's own `wsplan serve`, killed by its pid.
 func TestURLServerKilledMidPhase(t *testing.T) {
+	testenv.Slow(t, "2 s: url: servers killed mid-phase")
 	t.Parallel()
 	for _, c := range []struct {
 		name   string

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 // carries every case, the report lists the cases not OK per server, and
 // the failed assertion makes the exit status 1.
 func TestRunConformance(t *testing.T) {
+	testenv.Slow(t, "2 s: a conformance phase against two presets")
 	t.Parallel()
 	dir := writePlan(t, `
 servers: [{name: gobwas}, {name: nbio_std}]

@@ -86,6 +86,7 @@ func TestMQTTPlan(t *testing.T) {
 // with a refusal; the connect phase fails with MQTT's own reason, by
 // version, in the table and the JSON (exit 1, a failed row).
 func TestMQTTRefusedPlan(t *testing.T) {
+	testenv.Slow(t, "3 s: refusals by a fake broker, per MQTT version")
 	t.Parallel()
 	for _, tc := range []struct{ version, reason string }{
 		{"5", "mqtt: connack: not authorized (135)"},

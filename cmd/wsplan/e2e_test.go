@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -232,6 +233,7 @@ func readJSON(t *testing.T, path string) jsonRun {
 // TestRunJSON: every server gets a connect result with every connection and
 // an echo result with throughput, no failure and non-zero percentiles.
 func TestRunJSON(t *testing.T) {
+	testenv.Slow(t, "3 s: a 300-connection plan's JSON report")
 	t.Parallel()
 	dir := writePlan(t, `
 vars: {conns: 300}
@@ -413,6 +415,7 @@ func TestInterruptRestoresHost(t *testing.T) {
 // TestServerDiesMidPhase: a server killed during its echo phase fails that
 // row with the reason and its log; the next server still runs.
 func TestServerDiesMidPhase(t *testing.T) {
+	testenv.Slow(t, "4 s: a preset killed mid-phase through the CLI")
 	t.Parallel()
 	dir := writePlan(t, `
 servers: [{name: gws}, {name: gorilla}]
@@ -452,6 +455,7 @@ phases:
 // that phase with the shard's reason; the run goes on with new shards for
 // the next server; nothing is left behind.
 func TestShardDiesMidPhase(t *testing.T) {
+	testenv.Slow(t, "3 s: a shard killed mid-phase")
 	t.Parallel()
 	dir := writePlan(t, fmt.Sprintf(longEcho, 2, "", ""))
 	r := startWsplan(t, dir, "run", "plan.yaml", "--progress", "off", "--json", "r.json", "--out", "logs")
@@ -492,6 +496,7 @@ func TestShardDiesMidPhase(t *testing.T) {
 // TestKilledWsplanTakesItsChildren: wsplan killed with SIGKILL (no chance
 // to clean up) still leaves no server or shard behind: they die with it.
 func TestKilledWsplanTakesItsChildren(t *testing.T) {
+	testenv.Slow(t, "6 s: wsplan killed mid-run, its children waited for")
 	t.Parallel()
 	dir := writePlan(t, fmt.Sprintf(longEcho, 2, "", ""))
 	r := startWsplan(t, dir, "run", "plan.yaml", "--progress", "off", "--out", "logs")

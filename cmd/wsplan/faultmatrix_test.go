@@ -159,12 +159,18 @@ func TestFaultMatrix(t *testing.T) {
 }
 
 // inPlainSlice reports whether the plain `go test` run takes c's fault
-// half: every kind's faults over raw WebSocket, and every protocol's
-// faults at the greeting (connect). The rest — each protocol under each
-// kind, mosquitto's cells, every allowance half — run with
-// WSPLAN_SLOW=1, as .ci/run sets.
+// half: every kind's faults over raw WebSocket but a stalled server
+// (stalled under connect and echo only: each stall waits out seconds of
+// timeouts), and every protocol's own faults at the greeting (connect; a
+// protocol's server killed or stopped is the raw WebSocket cell again,
+// minus the greeting). The rest — the other kinds' stalls, each protocol
+// under each kind, its server killed or stopped, mosquitto's cells, every
+// allowance half — run with WSPLAN_SLOW=1, as .ci/run sets.
 func (c cell) inPlainSlice() bool {
-	return c.proto == mprotos[0].label || c.kind == "connect"
+	if c.proto == mprotos[0].label {
+		return c.proc != procStop || c.kind == "connect" || c.kind == "echo"
+	}
+	return c.kind == "connect" && c.proc == procNone
 }
 
 // selected reports whether -test.run selects the subtest name (each

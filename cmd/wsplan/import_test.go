@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -256,6 +257,7 @@ var harExchanges = []string{"login", "subscribe", "echo", "echo_2"}
 // the app: 3 users, every exchange matched, the server's session captured
 // and sent back, the token and the cookie taken from the environment.
 func TestImportHARChromium(t *testing.T) {
+	testenv.Slow(t, "3 s: a HAR recorded by Chromium")
 	bin := chromiumBinary(t)
 	rec := newHARApp()
 	srv := rec.start(t)
@@ -305,6 +307,7 @@ func TestImportHARChromium(t *testing.T) {
 // Firefox's layout (http:// URL, no _resourceType, local-offset times,
 // string ids, a ping) — and runs each plan against the app.
 func TestImportHAR(t *testing.T) {
+	testenv.Slow(t, "3 s: HAR files imported and their plans run")
 	for _, c := range []struct {
 		file string
 		want []string // in the plan

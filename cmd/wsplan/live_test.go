@@ -205,6 +205,7 @@ phases:
 // changes nothing in the run's results: it ends 0 with every message
 // back, and says how many samples it dropped.
 func TestLivePushReceiverDown(t *testing.T) {
+	testenv.Slow(t, "4 s: a push receiver that hangs, waited out")
 	hang := startHangingServer(t)
 	t.Setenv("WSPLAN_TEST_PUSH_TOKEN", "s3cret-push-token")
 	// The hanging receiver through the plan's metrics: key, with a secret

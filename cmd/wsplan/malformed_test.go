@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,6 +109,7 @@ func malformedCases() []malformedCase {
 // nothing started: the plan's server (a command that leaves a file when
 // it starts) never ran, and the output directory was never made.
 func TestMalformedRefused(t *testing.T) {
+	testenv.Slow(t, "2 s: malformed frames against a measured server")
 	t.Parallel()
 	bin, err := exec.LookPath("wsplan-measured")
 	if err != nil {

@@ -66,6 +66,7 @@ func startShardListen(t *testing.T, dir, certs string, idle time.Duration, wrap 
 // and a plan naming a shard nobody serves fails preflight (exit 2) naming
 // it.
 func TestRunRemoteShards(t *testing.T) {
+	testenv.Slow(t, "3 s: a plan across remote shard processes")
 	t.Parallel()
 	dir := t.TempDir()
 	certs := filepath.Join(dir, "certs")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/wsplan/wsplan/internal/testenv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 // medians grouped by combination with the var column, and the assertions
 // are checked once per (combination, server, phase) on the medians.
 func TestRunRepeatsMatrix(t *testing.T) {
+	testenv.Slow(t, "8 s: a matrix plan run three times through the CLI")
 	t.Parallel()
 	dir := writePlan(t, `
 vars: {payload: 1024}

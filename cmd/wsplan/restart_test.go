@@ -20,6 +20,7 @@ import (
 // 99% and all were back, the storm's peak and what was lost. The phase
 // after it runs against the new process.
 func TestRestartPreset(t *testing.T) {
+	testenv.Slow(t, "5 s: a preset server restarted between runs")
 	t.Parallel()
 	dir := writePlan(t, `
 client:
@@ -96,6 +97,7 @@ func serverBackAfter(stderr string) time.Duration {
 // every connection comes back. A restart_command that fails fails the
 // row as the server's death.
 func TestRestartURLServer(t *testing.T) {
+	testenv.Slow(t, "4 s: url: servers restarted between runs")
 	t.Parallel()
 	for _, c := range []struct {
 		name   string

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"html"
 	"io"
 	"maps"
@@ -91,6 +92,7 @@ const phaseSecret = "ph.L1t3r4l.Cr3d"
 // through its log. Each output shows *** where the secret was (so the
 // check can fail).
 func TestSecretsNeverLeave(t *testing.T) {
+	testenv.Slow(t, "6 s: every output of two runs searched for secrets")
 	t.Parallel()
 	for _, tc := range []struct{ name, secret string }{{"hard", hardSecret}, {"issue", issueSecret}} {
 		t.Run(tc.name, func(t *testing.T) {

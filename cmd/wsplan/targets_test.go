@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"fmt"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"net"
 	"net/http"
 	"os"
@@ -133,6 +134,7 @@ func metricsEndpoint(t *testing.T, pid int) string {
 // rows with the reason while the run goes on. A command: server behind
 // `sh -c` is measured as its whole process tree.
 func TestURLServers(t *testing.T) {
+	testenv.Slow(t, "3 s: url: servers started by hand and measured")
 	t.Parallel()
 	dir := t.TempDir()
 	h := startByHand(t, t.TempDir(), "--framework", "gws") // its own cwd: not a leftover of the run
@@ -283,6 +285,7 @@ phases:
 // the phases after it are skipped, what was measured before is kept, and
 // wsplan never signalled it (the test killed it).
 func TestURLServerDies(t *testing.T) {
+	testenv.Slow(t, "3 s: url: servers that die, each through the CLI")
 	t.Parallel()
 	dir := t.TempDir()
 	h := startByHand(t, t.TempDir(), "--framework", "gws")

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"io"
 	"os"
 	"os/exec"
@@ -45,6 +46,7 @@ const idleHintStart = "warning: idle CPUs here halt at once (cpuidle haltpoll, n
 // driver is none, prints the full tables, no progress line and no cpuidle
 // warning.
 func TestRunOnTerminal(t *testing.T) {
+	testenv.Slow(t, "5 s: a plan run on a pseudo-terminal")
 	t.Parallel()
 	dir := writePlan(t, terminalPlan)
 	cmd := exec.Command(mustLook(t), "run", "plan.yaml", "--out", "logs")

@@ -175,6 +175,7 @@ func TestCorrectServer(t *testing.T) {
 // TestBrokenServer injects two bugs (invalid UTF-8 echoed, pings answered
 // with a wrong payload): exactly the UTF-8 cases and the ping cases fail.
 func TestBrokenServer(t *testing.T) {
+	testenv.Slow(t, "4 s: the conformance suite against a broken server")
 	defer goleak.VerifyNone(t)
 	srv := echoServer(t, false)
 	rep, err := Run(context.Background(), Target{URL: wsURL(srv)},
@@ -299,6 +300,7 @@ func (gwsEcho) OnMessage(c *gws.Conn, m *gws.Message) {
 // takeover both ways and full 32 KiB windows, so both the client's
 // compressor and its inflate window carry over from message to message.
 func TestDeflateContextTakeover(t *testing.T) {
+	testenv.Slow(t, "3 s: deflate context takeover, per server")
 	defer goleak.VerifyNone(t)
 	up := gws.NewUpgrader(gwsEcho{}, &gws.ServerOption{
 		CheckUtf8Enabled: true,
@@ -330,6 +332,7 @@ func TestDeflateContextTakeover(t *testing.T) {
 // TestInterrupted cancels a run in the middle: finished cases are
 // reported, the rest are left out, and nothing leaks.
 func TestInterrupted(t *testing.T) {
+	testenv.Slow(t, "2 s: the conformance suite interrupted")
 	defer goleak.VerifyNone(t)
 	srv := echoServer(t, true)
 	ctx, cancel := context.WithCancel(context.Background())

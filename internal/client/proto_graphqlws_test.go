@@ -70,6 +70,7 @@ func TestGraphQLWSGreeting(t *testing.T) {
 // then right: only a ping while both sides were talking counts against it
 // (prototest.GQLServer.Quiet).
 func TestGraphQLWSKeepalive(t *testing.T) {
+	testenv.Slow(t, "1 s: graphql-ws keepalives waited for")
 	const keepalive = 300 * time.Millisecond
 	s := &prototest.GQLServer{Ping: 20 * time.Millisecond, Quiet: keepalive}
 	c := gqlClient(t, s.Start(t), graphqlws.Settings{Keepalive: units.Duration(keepalive)})

@@ -2,6 +2,7 @@ package client
 
 import (
 	"bufio"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"net"
 	"net/http"
 	"strings"
@@ -159,6 +160,7 @@ func TestMQTTGreetingFake(t *testing.T) {
 // never answers them (nor sends anything) fails the connections after
 // 1.5 × the keepalive, with that reason (the wait ends when they fail).
 func TestMQTTKeepaliveFake(t *testing.T) {
+	testenv.Slow(t, "3 s: MQTT keepalives waited for")
 	fb := &fakeBroker{pingresp: true, connack: func(int64) [][]byte { return [][]byte{connack5(0, 0x13, 0, 1)} }}
 	c := mqttClient(t, fb.start(t), mqtt.Settings{Version: mqtt.Version5})
 	mustConnect(t, c, 2)

@@ -3,6 +3,7 @@ package client
 import (
 	"bufio"
 	"bytes"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"net"
 	"strings"
 	"sync"
@@ -99,6 +100,7 @@ func stompClient(t *testing.T, addr string, keepalive time.Duration) *Client {
 // heart-beat intervals, the client sending its heart-beats on time and
 // reading the server's without counting them.
 func TestSTOMPHeartBeats(t *testing.T) {
+	testenv.Slow(t, "2 s: STOMP heart-beats waited for")
 	b := &stompBroker{mode: "ok", beat: "100,300"}
 	c := stompClient(t, b.start(t), 200*time.Millisecond)
 	res, err := c.Connect(t.Context(), ConnectParams{Connections: 4, Concurrency: 4, Timeout: units.Duration(2 * time.Second)}, nil)

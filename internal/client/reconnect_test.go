@@ -20,6 +20,7 @@ import (
 // follow: the open connections fall to 0 and come back, each failed
 // attempt counts as refused, each reconnect as a connection opened.
 func TestReconnectServerRestart(t *testing.T) {
+	testenv.Slow(t, "2 s: reconnects across a server restart")
 	srv := testserver.New(testserver.Options{})
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {

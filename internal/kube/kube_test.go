@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"net"
 	"os"
 	"path/filepath"
@@ -311,6 +312,7 @@ func TestDeployRunDelete(t *testing.T) {
 // a quota refusing the pods, a timeout and SIGINT while waiting each fail
 // Deploy with a clear error, and nothing is left in the cluster.
 func TestDeployFailures(t *testing.T) {
+	testenv.Slow(t, "2 s: deployment failures waited out against a fake API server")
 	for _, tc := range []struct {
 		mode, want string
 		timeout    time.Duration

@@ -1,6 +1,7 @@
 package live
 
 import (
+	"github.com/wsplan/wsplan/internal/testenv"
 	closekind "github.com/wsplan/wsplan/scenarios/close"
 	"github.com/wsplan/wsplan/scenarios/hold"
 	"net/http"
@@ -129,6 +130,7 @@ func TestEndpointConnectRefused(t *testing.T) {
 // connections as they are dropped mid-phase, and reads 0 after a close
 // phase closed them.
 func TestEndpointConnectionsOpen(t *testing.T) {
+	testenv.Slow(t, "2 s: a live endpoint scraped while connections open")
 	h, e := startEndpoint(t)
 	ts := testserver.Start(t, testserver.Options{})
 	c, err := client.New(client.Options{Targets: []string{ts.Addr()}, Loops: 2})

@@ -3,6 +3,7 @@ package plan
 import (
 	"bytes"
 	"fmt"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -329,6 +330,7 @@ const (
 // each is accepted or rejected, for the reason its class says, within
 // the bounds.
 func TestHostileBounded(t *testing.T) {
+	testenv.Slow(t, "9 s: a megabyte plan per hostile class, each loaded in a process")
 	if testing.Short() {
 		t.Skip("loads a megabyte plan per class")
 	}

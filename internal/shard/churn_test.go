@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/scenarios/churn"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 // their connections and its results merged by its own contract: every
 // cycle of both shards counted once, each reopened, the set whole.
 func TestGroupChurn(t *testing.T) {
+	testenv.Slow(t, "1 s: churn across two shards")
 	srv := newDropServer(t)
 	g := startGroup(t, srv, 2, false)
 	env := &scenarios.Env{Driver: g, Progress: &client.Progress{}}

@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"github.com/wsplan/wsplan/internal/testenv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 // counts add up exactly to the phase's (messages sent, echoes received)
 // and whose worst second's maximum is the phase's maximum latency.
 func TestGroupEchoTimeline(t *testing.T) {
+	testenv.Slow(t, "2 s: a paced echo timeline across shards")
 	slow := testserver.Start(t, testserver.Options{Delay: 4 * time.Millisecond}) // about 250 echoes/s per connection
 	g := startGroup(t, &dropServer{Server: slow}, 2, false)
 	env := &scenarios.Env{Driver: g, Progress: &client.Progress{}}

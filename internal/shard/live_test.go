@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/scenarios/hold"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 // connections opened and open, and the open ones follow drops mid-hold
 // as the shards' progress lines bring them.
 func TestGroupLiveConnections(t *testing.T) {
+	testenv.Slow(t, "3 s: live counts across two shards")
 	srv := newDropServer(t)
 	g := startGroup(t, srv, 2, false)
 	pr := &client.Progress{Live: &client.Live{}}

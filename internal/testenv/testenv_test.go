@@ -1,7 +1,9 @@
 package testenv
 
 import (
+	"flag"
 	"fmt"
+	"os"
 	"testing"
 )
 
@@ -41,5 +43,23 @@ func TestSlow(t *testing.T) {
 				t.Errorf("SlowEnabled() = %v, want %v", SlowEnabled(), tc.skip == "")
 			}
 		})
+	}
+}
+
+// TestMain runs this package's tests through MainWaiting, so that
+// TestMainWaiting can see what it set.
+func TestMain(m *testing.M) { os.Exit(MainWaiting(m, 7)) }
+
+// TestMainWaiting: without -parallel, MainWaiting lets 7 tests run at
+// once; with it, the flag's value stands.
+func TestMainWaiting(t *testing.T) {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	got := flag.Lookup("test.parallel").Value.String()
+	if given {
+		t.Skipf("-parallel %s given: MainWaiting leaves it", got)
+	}
+	if got != "7" {
+		t.Errorf("test.parallel = %s, want 7", got)
 	}
 }

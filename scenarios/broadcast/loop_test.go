@@ -136,6 +136,7 @@ func TestBroadcast(t *testing.T) {
 // others wait for them is a timing, measured by plans/broadcast-slow.yaml,
 // not asserted here.)
 func TestBroadcastSlow(t *testing.T) {
+	testenv.Slow(t, "1 s: a slow subscriber over a second")
 	var srv roomServer
 	addr := srv.start(t)
 	c := clienttest.NewClient(t, client.Options{Targets: []string{addr}, Path: "/broadcast", Loops: 1})
@@ -431,6 +432,7 @@ func TestBroadcastSlackBatches(t *testing.T) {
 // in the send-lateness histogram. The server takes the messages and
 // delivers none, so the loop wakes only to publish.
 func TestBroadcastSlackWakeups(t *testing.T) {
+	testenv.Slow(t, "1 s: broadcast wakeups counted over a second")
 	srv := &roomServer{dropEvery: 1}
 	addr := srv.start(t)
 	c := clienttest.NewClient(t, client.Options{Targets: []string{addr}, Path: "/broadcast", Loops: 1})

@@ -24,6 +24,7 @@ import (
 // connection that was closed go away. The live counts say the
 // replacements opened and the set open.
 func TestChurn(t *testing.T) {
+	testenv.Slow(t, "6 s: churn with each close style")
 	for _, how := range []string{CloseClean, CloseReset, CloseMixed} {
 		t.Run(how, func(t *testing.T) {
 			srv := testserver.Start(t, testserver.Options{})

@@ -86,6 +86,7 @@ func TestHoldDrops(t *testing.T) {
 // answers no ping (RFC 6455 5.5.3): a server that sends such pongs leaves
 // its pings unanswered, and the hold's pings_lost says so.
 func TestHoldWrongPongs(t *testing.T) {
+	testenv.Slow(t, "4 s: pings answered wrongly, waited out")
 	for _, tc := range []struct {
 		name  string
 		pong  func(p []byte) []byte

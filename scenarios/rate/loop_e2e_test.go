@@ -285,6 +285,7 @@ func TestRateCorruptEchoes(t *testing.T) {
 // at MaxInflight messages; the rest of the timetable is late and unsent,
 // never queued without bound, and the phase ends at duration + drain.
 func TestRateBackpressure(t *testing.T) {
+	testenv.Slow(t, "1 s: a second of rate against a slow reader")
 	s := &testserver.EchoServer{SilentFrom: 1}
 	addr := s.Start(t)
 	c := clienttest.NewClient(t, client.Options{Targets: []string{addr}})
@@ -466,6 +467,7 @@ func TestRateLatencyFromSchedule(t *testing.T) {
 // shows the gap: the dropped ones are lost, the rest intact — not every
 // later echo a "marker mismatch".
 func TestRateSkippedEchoes(t *testing.T) {
+	testenv.Slow(t, "2 s: a second of rate with skipped echoes")
 	srv := testserver.Start(t, testserver.Options{Copies: func(k int64) int {
 		if k%5 == 0 {
 			return 0

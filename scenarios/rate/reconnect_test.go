@@ -1,6 +1,7 @@
 package rate
 
 import (
+	"github.com/wsplan/wsplan/internal/testenv"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 // mismatch), and the messages in flight at the drop count as lost, never
 // sent again.
 func TestReconnectRate(t *testing.T) {
+	testenv.Slow(t, "1 s: a second of rate with reconnects")
 	srv := testserver.Start(t, testserver.Options{})
 	c := clienttest.NewClient(t, client.Options{Targets: []string{srv.Addr()}, Loops: 2,
 		Reconnect: &client.Reconnect{Policy: client.ReconnectBackoff, Base: units.Duration(50 * time.Millisecond), Max: units.Duration(time.Second), Jitter: client.JitterFull}})
