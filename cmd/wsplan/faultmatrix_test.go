@@ -159,16 +159,19 @@ func TestFaultMatrix(t *testing.T) {
 }
 
 // inPlainSlice reports whether the plain `go test` run takes c's fault
-// half: every kind's faults over raw WebSocket but a stalled server
-// (stalled under connect and echo only: each stall waits out seconds of
-// timeouts), and every protocol's own faults at the greeting (connect; a
-// protocol's server killed or stopped is the raw WebSocket cell again,
-// minus the greeting). The rest — the other kinds' stalls, each protocol
-// under each kind, its server killed or stopped, mosquitto's cells, every
-// allowance half — run with WSPLAN_SLOW=1, as .ci/run sets.
+// half: every kind's faults over raw WebSocket but its server killed
+// with pid: or stalled (those two under connect and echo only: the
+// killed-with-pid: cells are the no-pid: ones made easier, and each stall
+// waits out seconds of timeouts), and every protocol's own faults at the
+// greeting (connect; a protocol's server killed or stopped is the raw
+// WebSocket cell again, minus the greeting). The rest — the other kinds'
+// kills with pid: and stalls, each protocol under each kind, its server
+// killed or stopped, mosquitto's cells, every allowance half — run with
+// WSPLAN_SLOW=1, as .ci/run sets.
 func (c cell) inPlainSlice() bool {
 	if c.proto == mprotos[0].label {
-		return c.proc != procStop || c.kind == "connect" || c.kind == "echo"
+		everyKind := c.proc == procNone || c.proc == procKillNP
+		return everyKind || c.kind == "connect" || c.kind == "echo"
 	}
 	return c.kind == "connect" && c.proc == procNone
 }

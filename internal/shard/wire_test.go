@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"io"
 	"strings"
 	"testing"
@@ -102,6 +103,7 @@ func runReq(t *testing.T, p client.Params) Request {
 // TestServeRateAndHold runs the shard side in this process over pipes: a
 // connect, a rate and a hold with pings, as the orchestrator sends them.
 func TestServeRateAndHold(t *testing.T) {
+	testenv.Slow(t, "2 s: rate and hold served by a shard process")
 	srv := testserver.Start(t, testserver.Options{})
 	defer srv.Close()
 

@@ -2,6 +2,7 @@ package script
 
 import (
 	"fmt"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,6 +111,7 @@ steps:
 // Without those answers mosquitto stops at its 20 messages in flight per
 // client, and the count falls short.
 func TestMQTTQoSDeliveriesMosquitto(t *testing.T) {
+	testenv.Slow(t, "1 s: QoS deliveries through mosquitto")
 	addr := prototest.StartMosquitto(t)
 	const users, n = 10, 100
 	doc := fmt.Sprintf(`
