@@ -321,6 +321,7 @@ func TestActionPass(t *testing.T) {
 // with wsplan's error in the summary; a wsplan-bin that is not there
 // fails the install, and nothing runs but the artifact step.
 func TestActionFail(t *testing.T) {
+	testenv.Slow(t, "7 s: the CI gate failing on assertions, through the CLI")
 	bin := mustLook(t)
 	port := " --set port=" + strconv.Itoa(freeBasePort(t, 1))
 	for _, c := range []struct {

@@ -93,6 +93,7 @@ func TestInitRaw(t *testing.T) {
 // --tls the preset serves wss:// with the run's CA, and the connect row
 // says TLS was spoken.
 func TestInitPresetTLS(t *testing.T) {
+	testenv.Slow(t, "2 s: wsplan init's TLS preset plan run")
 	dir := t.TempDir()
 	initPlan(t, dir, "--tls", "--conns", "10", "--ci")
 	code, out := runInitPlan(t, dir, "--set", "port="+strconv.Itoa(freeBasePort(t, 1)), "--set", "echoes=50", "--set", "duration=1s",
@@ -113,6 +114,7 @@ func TestInitPresetTLS(t *testing.T) {
 // mqtt`, then `wsplan run` against Debian's mosquitto: exit 0, every
 // exchange counted.
 func TestInitMQTT(t *testing.T) {
+	testenv.Slow(t, "1 s: wsplan init's MQTT plan run against mosquitto")
 	dir := t.TempDir()
 	addr := prototest.StartMosquitto(t)
 	file := initPlan(t, dir, "--url", "ws://"+addr+"/mqtt", "--protocol", "mqtt", "--conns", "20")

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"io"
 	"log"
 	"net"
@@ -364,6 +365,7 @@ func TestSubprotocolNotOffered(t *testing.T) {
 // ways (each message the client sends compressed on its own), every echo
 // intact (verified after inflation).
 func TestCompressionInterop(t *testing.T) {
+	testenv.Slow(t, "1 s: compression against every deflate server")
 	servers := []struct {
 		name  string
 		start func(t testing.TB) string

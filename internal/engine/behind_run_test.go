@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ import (
 // server" — or, on a host whose CPUs others hold, that the client waited
 // for one.
 func TestRateShortfallNamesSide(t *testing.T) {
+	testenv.Slow(t, "2 s: a rate phase left behind its timetable")
 	srv := testserver.Start(t, testserver.Options{Delay: 20 * time.Millisecond})
 	body := fmt.Sprintf(`
 servers: [{name: slow, url: "ws://%s/"}]
