@@ -412,6 +412,7 @@ func TestCloseRightAfterStart(t *testing.T) {
 // context takeover) gets it, the echoes are exact, and the server's replies
 // are actually compressed on the wire.
 func TestCompression(t *testing.T) {
+	testenv.Slow(t, "2 s: permessage-deflate against every preset")
 	for _, a := range Adapters() {
 		t.Run(a.Name, func(t *testing.T) {
 			if runApart(t, a.Name) {

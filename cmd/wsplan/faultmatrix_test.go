@@ -162,18 +162,20 @@ func TestFaultMatrix(t *testing.T) {
 // half: every kind's faults over raw WebSocket but its server killed
 // with pid: or stalled (those two under connect and echo only: the
 // killed-with-pid: cells are the no-pid: ones made easier, and each stall
-// waits out seconds of timeouts), and every protocol's own faults at the
-// greeting (connect; a protocol's server killed or stopped is the raw
-// WebSocket cell again, minus the greeting). The rest — the other kinds'
-// kills with pid: and stalls, each protocol under each kind, its server
-// killed or stopped, mosquitto's cells, every allowance half — run with
+// waits out seconds of timeouts), and the greeting faults (connect) of
+// MQTT and JSON-RPC, a protocol with a greeting and one without (each
+// protocol's greeting has unit tests of its own in internal/client). The
+// rest — the other kinds' kills with pid: and stalls, each protocol under
+// each kind, its server killed or stopped, the other protocols' greeting
+// cells, mosquitto's cells, every allowance half — run with
 // WSPLAN_SLOW=1, as .ci/run sets.
 func (c cell) inPlainSlice() bool {
 	if c.proto == mprotos[0].label {
 		everyKind := c.proc == procNone || c.proc == procKillNP
 		return everyKind || c.kind == "connect" || c.kind == "echo"
 	}
-	return c.kind == "connect" && c.proc == procNone
+	greeting := c.kind == "connect" && c.proc == procNone
+	return greeting && (c.proto == "mqtt" || c.proto == "jsonrpc")
 }
 
 // selected reports whether -test.run selects the subtest name (each
