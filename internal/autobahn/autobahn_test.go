@@ -97,6 +97,7 @@ func invalidUTF8Cases() []string {
 }
 
 func sorted(ids []string) []string {
+	loadCases()
 	var cs []*Case
 	for _, id := range ids {
 		cs = append(cs, registry[id])

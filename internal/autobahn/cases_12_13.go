@@ -152,7 +152,8 @@ func genPDF() []byte {
 	return b[:dataSize]
 }
 
-func init() {
+// registerSections12And13 registers sections 12 and 13 (permessage-deflate).
+func registerSections12And13() {
 	defaultOffer := []deflateOffer{{}}
 	for j, d := range dataSets {
 		registerDeflate(fmt.Sprintf("12.%d", j+1), d, defaultOffer, "Use default permessage-deflate offer.")

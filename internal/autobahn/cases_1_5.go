@@ -22,7 +22,8 @@ func serverFails(code int) closeExpect {
 	return closeExpect{closedByMe: false, codes: []int{code}}
 }
 
-func init() {
+// registerSections1To5 registers sections 1–5 (framing, pings, reserved bits and opcodes, fragmentation).
+func registerSections1To5() {
 	registerFraming()
 	registerPings()
 	registerReservedBits()

@@ -90,7 +90,8 @@ func utf8Groups() []utf8Group {
 	return gs
 }
 
-func init() {
+// registerSection6 registers section 6 (UTF-8 handling).
+func registerSection6() {
 	registerEchoes()
 	registerFailFast()
 	registerUTF8Stress()

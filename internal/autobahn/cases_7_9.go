@@ -27,7 +27,8 @@ func informational(s *session) {
 	s.result = "Actual events are undefined by the spec."
 }
 
-func init() {
+// registerSections7To9 registers sections 7–9 (closing, limits, automatic fragmentation).
+func registerSections7To9() {
 	registerCloseOrder()
 	registerCloseFrames()
 	registerLimits()

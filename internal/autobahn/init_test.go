@@ -1,6 +1,7 @@
 package autobahn
 
 import (
+	"os"
 	"runtime"
 	"testing"
 )
@@ -23,5 +24,25 @@ func TestRegisterIsCheap(t *testing.T) {
 	}
 	if len(registry) != 54 {
 		t.Errorf("section 9 registered %d cases, want 54", len(registry))
+	}
+}
+
+// atStart is how many cases were registered when the test binary's
+// TestMain began: after every package's init, before any test.
+var atStart int
+
+func TestMain(m *testing.M) {
+	atStart = len(registry)
+	os.Exit(m.Run())
+}
+
+// TestCasesLoadLazily: loading the package registers no case (a wsplan
+// server or shard never pays for the table); Cases registers all of them.
+func TestCasesLoadLazily(t *testing.T) {
+	if atStart != 0 {
+		t.Errorf("%d cases registered at start-up, want 0 (they load on the first Cases call)", atStart)
+	}
+	if n := len(Cases()); n < 500 {
+		t.Errorf("Cases() = %d cases, want every case (> 500)", n)
 	}
 }
