@@ -22,15 +22,19 @@ func WaitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-// RetryTiming runs attempt up to three times while it reports a timing
-// miss: a figure a loaded host can push out of bounds (sends that left
-// late, bunching, wall time). Counts and sums are asserted by attempt
-// itself, with t, on every try; only a timing miss on all three tries
+// TimingTries is how many times RetryTiming tries: an attempt that
+// counts its tries knows its last one by it.
+const TimingTries = 3
+
+// RetryTiming runs attempt up to TimingTries times while it reports a
+// timing miss: a figure a loaded host can push out of bounds (sends that
+// left late, bunching, wall time). Counts and sums are asserted by
+// attempt itself, with t, on every try; only a timing miss on every try
 // fails the test.
 func RetryTiming(t *testing.T, attempt func() string) {
 	t.Helper()
 	var miss string
-	for i := range 3 {
+	for i := range TimingTries {
 		if miss = attempt(); miss == "" {
 			return
 		}
