@@ -89,6 +89,7 @@ func TestBroadcast(t *testing.T) {
 		{name: "prompt reads", change: func(p *Params) { p.Reads = client.ReadsPrompt }, deliveries: 300, delivered: 300},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each case has its own server and client; most of its time is the phase's and the drain's
 			srv := &roomServer{dupEvery: tc.dupEvery, dropEvery: tc.dropEvery}
 			addr := srv.start(t)
 			c := clienttest.NewClient(t, client.Options{Targets: []string{addr}, Path: "/broadcast", Loops: 2})
