@@ -6,16 +6,15 @@ import (
 	"strings"
 	"testing"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/wsplan/wsplan/internal/kube"
 )
 
 // TestKubeManifest: `wsplan kube manifest plans/1m.yaml` prints a Secret,
-// a headless Service and an Indexed Job that decode strictly into the
-// Kubernetes API types, with the run's labels, deadline and TTL.
+// a headless Service and an Indexed Job that decode strictly into
+// internal/kube's API types (which `go test -tags kubeapi ./internal/kube`
+// checks against k8s.io/api's), with the run's labels, deadline and TTL.
 func TestKubeManifest(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	certs := filepath.Join(t.TempDir(), "certs")
@@ -27,9 +26,9 @@ func TestKubeManifest(t *testing.T) {
 		t.Fatalf("%d YAML documents, want Secret, Service, Job:\n%s", len(docs), stdout.String())
 	}
 	var (
-		secret corev1.Secret
-		svc    corev1.Service
-		job    batchv1.Job
+		secret kube.Secret
+		svc    kube.Service
+		job    kube.Job
 	)
 	for i, v := range []any{&secret, &svc, &job} {
 		if err := yaml.UnmarshalStrict([]byte(docs[i]), v); err != nil {
@@ -54,11 +53,11 @@ func TestKubeManifest(t *testing.T) {
 	if len(secret.Data) != 3 || secret.Data["shard.key"] == nil || secret.Data["orchestrator.key"] != nil {
 		t.Errorf("secret keys %v, want ca.pem, shard.pem, shard.key", len(secret.Data))
 	}
-	if svc.Spec.ClusterIP != corev1.ClusterIPNone || svc.Spec.Selector[kube.LabelRun] != "feedbeef" {
+	if svc.Spec.ClusterIP != kube.ClusterIPNone || svc.Spec.Selector[kube.LabelRun] != "feedbeef" {
 		t.Errorf("service %+v, want headless, selecting the run", svc.Spec)
 	}
 	js := job.Spec
-	if js.CompletionMode == nil || *js.CompletionMode != batchv1.IndexedCompletion || *js.Completions != 2 || *js.Parallelism != 2 {
+	if js.CompletionMode == nil || *js.CompletionMode != kube.IndexedCompletion || *js.Completions != 2 || *js.Parallelism != 2 {
 		t.Errorf("job: completion mode %v, completions %v, want Indexed × 2", js.CompletionMode, js.Completions)
 	}
 	if *js.ActiveDeadlineSeconds != 7200 || *js.TTLSecondsAfterFinished != 600 || *js.BackoffLimit != 0 {

@@ -2,10 +2,9 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -14,22 +13,22 @@ import (
 )
 
 // Client is the part of the Kubernetes API wsplan uses: seven calls on
-// core/v1 and batch/v1 objects. NewClient makes one over client-go's
-// generic REST client. Errors are the API's: apierrors.IsNotFound and the
-// like tell them apart.
+// core/v1 and batch/v1 objects (objects.go's types). NewClient makes one
+// over client-go's generic REST client. Errors are the API's:
+// apierrors.IsNotFound and the like tell them apart.
 type Client interface {
 	// CreateJob creates the Job in its namespace and returns it as stored
 	// (with its UID, for owner references).
-	CreateJob(ctx context.Context, job *batchv1.Job) (*batchv1.Job, error)
-	CreateSecret(ctx context.Context, secret *corev1.Secret) error
-	CreateService(ctx context.Context, svc *corev1.Service) error
-	GetJob(ctx context.Context, ns, name string) (*batchv1.Job, error)
+	CreateJob(ctx context.Context, job *Job) (*Job, error)
+	CreateSecret(ctx context.Context, secret *Secret) error
+	CreateService(ctx context.Context, svc *Service) error
+	GetJob(ctx context.Context, ns, name string) (*Job, error)
 	// ListPods lists the namespace's pods matching a label selector
 	// ("key=value").
-	ListPods(ctx context.Context, ns, labelSelector string) ([]corev1.Pod, error)
+	ListPods(ctx context.Context, ns, labelSelector string) ([]Pod, error)
 	// ListEvents lists the namespace's events matching a field selector
 	// ("involvedObject.name=NAME").
-	ListEvents(ctx context.Context, ns, fieldSelector string) ([]corev1.Event, error)
+	ListEvents(ctx context.Context, ns, fieldSelector string) ([]Event, error)
 	// Delete deletes an object, its dependents in the background.
 	Delete(ctx context.Context, r Resource, ns, name string) error
 }
@@ -45,10 +44,18 @@ const (
 	Secrets  Resource = "secrets"
 )
 
-// scheme knows only the types wsplan sends and receives: core/v1,
-// batch/v1 and the meta/v1 options and Status. client-go's own
-// (k8s.io/client-go/kubernetes/scheme), which its typed clients use,
-// links every API group of Kubernetes.
+// The API groups' versions, and the Job's kind (for owner references).
+var (
+	coreV1  = schema.GroupVersion{Version: "v1"}
+	batchV1 = schema.GroupVersion{Group: "batch", Version: "v1"}
+	jobKind = batchV1.WithKind("Job")
+)
+
+// scheme knows only meta/v1's types: the DeleteOptions wsplan sends and the
+// Status of the API's errors, which the REST client decodes into
+// apierrors' StatusError (apierrors.IsNotFound and the like). Objects go
+// as JSON bytes and come back as bytes, decoded with encoding/json into
+// objects.go's types: no API group's types are registered or linked.
 var (
 	scheme = newScheme()
 	codecs = serializer.NewCodecFactory(scheme)
@@ -56,12 +63,7 @@ var (
 
 func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, batchv1.AddToScheme} {
-		if err := add(s); err != nil {
-			panic(err) // the types are k8s.io/api's own: cannot fail
-		}
-	}
+	metav1.AddToGroupVersion(s, coreV1)
 	return s
 }
 
@@ -83,11 +85,11 @@ func NewClient(cfg *rest.Config) (Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	core, err := groupClient(base, hc, corev1.SchemeGroupVersion, "/api")
+	core, err := groupClient(base, hc, coreV1, "/api")
 	if err != nil {
 		return nil, err
 	}
-	batch, err := groupClient(base, hc, batchv1.SchemeGroupVersion, "/apis")
+	batch, err := groupClient(base, hc, batchV1, "/apis")
 	if err != nil {
 		return nil, err
 	}
@@ -104,45 +106,69 @@ func groupClient(base *rest.Config, hc *http.Client, gv schema.GroupVersion, api
 	return rest.RESTClientForConfigAndClient(cfg, hc)
 }
 
-func (c *restClient) CreateJob(ctx context.Context, job *batchv1.Job) (*batchv1.Job, error) {
-	out := &batchv1.Job{}
-	err := c.batch.Post().Namespace(job.Namespace).Resource(string(Jobs)).Body(job).Do(ctx).Into(out)
+func (c *restClient) CreateJob(ctx context.Context, job *Job) (*Job, error) {
+	out := &Job{}
+	if err := create(ctx, c.batch, Jobs, job.Namespace, job, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *restClient) CreateSecret(ctx context.Context, secret *Secret) error {
+	return create(ctx, c.core, Secrets, secret.Namespace, secret, nil)
+}
+
+func (c *restClient) CreateService(ctx context.Context, svc *Service) error {
+	return create(ctx, c.core, Services, svc.Namespace, svc, nil)
+}
+
+func (c *restClient) GetJob(ctx context.Context, ns, name string) (*Job, error) {
+	out := &Job{}
+	if err := decode(c.batch.Get().Namespace(ns).Resource(string(Jobs)).Name(name).Do(ctx), out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *restClient) ListPods(ctx context.Context, ns, labelSelector string) ([]Pod, error) {
+	var out PodList
+	if err := decode(c.core.Get().Namespace(ns).Resource("pods").Param("labelSelector", labelSelector).Do(ctx), &out); err != nil {
+		return nil, err
+	}
+	return out.Items, nil
+}
+
+func (c *restClient) ListEvents(ctx context.Context, ns, fieldSelector string) ([]Event, error) {
+	var out EventList
+	if err := decode(c.core.Get().Namespace(ns).Resource("events").Param("fieldSelector", fieldSelector).Do(ctx), &out); err != nil {
+		return nil, err
+	}
+	return out.Items, nil
+}
+
+// create POSTs obj (with its apiVersion and kind) as JSON to the
+// namespace's collection of r and decodes the stored object into out,
+// unless out is nil.
+func create(ctx context.Context, rc *rest.RESTClient, r Resource, ns string, obj, out any) error {
+	body, err := json.Marshal(obj)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return out, nil
-}
-
-func (c *restClient) CreateSecret(ctx context.Context, secret *corev1.Secret) error {
-	return c.core.Post().Namespace(secret.Namespace).Resource(string(Secrets)).Body(secret).Do(ctx).Error()
-}
-
-func (c *restClient) CreateService(ctx context.Context, svc *corev1.Service) error {
-	return c.core.Post().Namespace(svc.Namespace).Resource(string(Services)).Body(svc).Do(ctx).Error()
-}
-
-func (c *restClient) GetJob(ctx context.Context, ns, name string) (*batchv1.Job, error) {
-	out := &batchv1.Job{}
-	if err := c.batch.Get().Namespace(ns).Resource(string(Jobs)).Name(name).Do(ctx).Into(out); err != nil {
-		return nil, err
+	res := rc.Post().Namespace(ns).Resource(string(r)).SetHeader("Content-Type", "application/json").Body(body).Do(ctx)
+	if out == nil {
+		return res.Error()
 	}
-	return out, nil
+	return decode(res, out)
 }
 
-func (c *restClient) ListPods(ctx context.Context, ns, labelSelector string) ([]corev1.Pod, error) {
-	var out corev1.PodList
-	if err := c.core.Get().Namespace(ns).Resource("pods").Param("labelSelector", labelSelector).Do(ctx).Into(&out); err != nil {
-		return nil, err
+// decode decodes a response's JSON body into out, or returns its error
+// (an apierrors.StatusError when the API said why).
+func decode(res rest.Result, out any) error {
+	body, err := res.Raw()
+	if err != nil {
+		return err
 	}
-	return out.Items, nil
-}
-
-func (c *restClient) ListEvents(ctx context.Context, ns, fieldSelector string) ([]corev1.Event, error) {
-	var out corev1.EventList
-	if err := c.core.Get().Namespace(ns).Resource("events").Param("fieldSelector", fieldSelector).Do(ctx).Into(&out); err != nil {
-		return nil, err
-	}
-	return out.Items, nil
+	return json.Unmarshal(body, out)
 }
 
 func (c *restClient) Delete(ctx context.Context, r Resource, ns, name string) error {

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -41,18 +39,18 @@ func TestClientObjects(t *testing.T) {
 		t.Errorf("second CreateJob: %v, want AlreadyExists", err)
 	}
 	o, ok := api.get("secrets", "bench", s.name())
-	if !ok || !bytes.Equal(o.(*corev1.Secret).Data["shard.key"], s.Certs["shard.key"]) {
+	if !ok || !bytes.Equal(o.(*Secret).Data["shard.key"], s.Certs["shard.key"]) {
 		t.Errorf("stored secret %v, want the shard key", o)
 	}
 	o, ok = api.get("services", "bench", s.name())
-	if !ok || o.(*corev1.Service).Spec.ClusterIP != corev1.ClusterIPNone {
+	if !ok || o.(*Service).Spec.ClusterIP != ClusterIPNone {
 		t.Errorf("stored service %v, want headless", o)
 	}
 	got, err := cs.GetJob(ctx, "bench", s.name())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.UID != created.UID || *got.Spec.CompletionMode != batchv1.IndexedCompletion || got.Spec.Template.Spec.Containers[0].Image != s.Image {
+	if got.UID != created.UID || *got.Spec.CompletionMode != IndexedCompletion || got.Spec.Template.Spec.Containers[0].Image != s.Image {
 		t.Errorf("got job uid %q mode %v, want %q, Indexed, image %s", got.UID, *got.Spec.CompletionMode, created.UID, s.Image)
 	}
 	if _, err := cs.GetJob(ctx, "other", s.name()); !apierrors.IsNotFound(err) {
@@ -82,17 +80,17 @@ func TestClientLists(t *testing.T) {
 	api := newFakeAPI(t)
 	cs := api.client(t)
 	ctx := t.Context()
-	pod := func(ns, name, run string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{LabelRun: run}}}
+	pod := func(ns, name, run string) *Pod {
+		return &Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{LabelRun: run}}}
 	}
-	event := func(ns, name, involved string) *corev1.Event {
-		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			InvolvedObject: corev1.ObjectReference{Kind: "Job", Name: involved}, Reason: "FailedCreate"}
+	event := func(ns, name, involved string) *Event {
+		return &Event{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			InvolvedObject: ObjectReference{Kind: "Job", Name: involved}, Reason: "FailedCreate"}
 	}
-	for _, p := range []*corev1.Pod{pod("bench", "a-1", "a"), pod("bench", "a-0", "a"), pod("bench", "b-0", "b"), pod("other", "a-9", "a")} {
+	for _, p := range []*Pod{pod("bench", "a-1", "a"), pod("bench", "a-0", "a"), pod("bench", "b-0", "b"), pod("other", "a-9", "a")} {
 		api.put("pods", p)
 	}
-	for _, e := range []*corev1.Event{event("bench", "e1", "wsplan-a"), event("bench", "e2", "wsplan-b"), event("other", "e3", "wsplan-a")} {
+	for _, e := range []*Event{event("bench", "e1", "wsplan-a"), event("bench", "e2", "wsplan-b"), event("other", "e3", "wsplan-a")} {
 		api.put("events", e)
 	}
 	pods, err := cs.ListPods(ctx, "bench", LabelRun+"=a")

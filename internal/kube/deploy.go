@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -23,7 +21,7 @@ var PollInterval = 500 * time.Millisecond
 type Deployment struct {
 	cs   Client
 	spec Spec
-	job  *batchv1.Job
+	job  *Job
 }
 
 // Deploy creates the spec's Job, then its Secret and Service (owned by
@@ -60,7 +58,7 @@ func deploy(ctx context.Context, cs Client, s Spec, ready time.Duration) (*Deplo
 		return nil, nil, fmt.Errorf("kubernetes: creating job %s/%s: %w", ns, job.Name, err)
 	}
 	d.job = created
-	owner := []metav1.OwnerReference{*metav1.NewControllerRef(created, batchv1.SchemeGroupVersion.WithKind("Job"))}
+	owner := []metav1.OwnerReference{*metav1.NewControllerRef(created, jobKind)}
 	secret.OwnerReferences, svc.OwnerReferences = owner, owner
 	if err := cs.CreateSecret(ctx, secret); err != nil {
 		return d, nil, fmt.Errorf("kubernetes: creating secret %s/%s: %w", ns, secret.Name, err)
@@ -117,7 +115,7 @@ func (d *Deployment) check(ctx context.Context) ([]string, string, error) {
 		return nil, "", fmt.Errorf("kubernetes: job %s/%s: %w", ns, name, err)
 	}
 	for _, c := range job.Status.Conditions {
-		if (c.Type == batchv1.JobFailed || c.Type == batchv1.JobFailureTarget) && c.Status == corev1.ConditionTrue {
+		if (c.Type == JobFailed || c.Type == JobFailureTarget) && c.Status == ConditionTrue {
 			return nil, "", fmt.Errorf("kubernetes: job %s/%s failed: %s: %s", ns, name, c.Reason, c.Message)
 		}
 	}
@@ -142,7 +140,7 @@ func (d *Deployment) check(ctx context.Context) ([]string, string, error) {
 			pending = append(pending, p.Name+" "+string(p.Status.Phase))
 			continue
 		}
-		idx, _ := strconv.Atoi(p.Annotations[batchv1.JobCompletionIndexAnnotation])
+		idx, _ := strconv.Atoi(p.Annotations[JobCompletionIndexAnnotation])
 		readyPods = append(readyPods, shardPod{idx, net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(d.spec.port())))})
 	}
 	if len(readyPods) >= d.spec.Shards {
@@ -161,13 +159,13 @@ func (d *Deployment) check(ctx context.Context) ([]string, string, error) {
 }
 
 // podFailure says why a pod will never be ready, or nil.
-func podFailure(p corev1.Pod) error {
+func podFailure(p Pod) error {
 	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+		if c.Type == PodScheduled && c.Status == ConditionFalse && c.Reason == PodReasonUnschedulable {
 			return fmt.Errorf("unschedulable: %s (check kubernetes.node_selector, kubernetes.resources and spread)", c.Message)
 		}
 	}
-	if p.Status.Phase == corev1.PodFailed {
+	if p.Status.Phase == PodFailed {
 		return fmt.Errorf("failed: %s %s", p.Status.Reason, p.Status.Message)
 	}
 	for _, cs := range p.Status.ContainerStatuses {
@@ -183,10 +181,10 @@ func podFailure(p corev1.Pod) error {
 	return nil
 }
 
-func podReady(p corev1.Pod) bool {
+func podReady(p Pod) bool {
 	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
+		if c.Type == PodReady {
+			return c.Status == ConditionTrue
 		}
 	}
 	return false

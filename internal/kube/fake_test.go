@@ -14,13 +14,10 @@ import (
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -32,7 +29,9 @@ import (
 // fieldSelector on lists, errors as Status objects, a bearer token when
 // token is set. Deploy reaches it through NewClient, so the tests run the
 // real REST client; the fake kubelet and the tests' checks use its store
-// (get, put, list) directly, as the cluster's own components would.
+// (get, put, list) directly, as the cluster's own components would. It
+// stores objects.go's types: a create must be JSON that decodes strictly
+// into them (kubeapi_test.go checks them against k8s.io/api's).
 type fakeAPI struct {
 	*httptest.Server
 	token string // when set, requests without "Authorization: Bearer token" get 401
@@ -43,10 +42,11 @@ type fakeAPI struct {
 	deletes []string          // "resource/namespace/name propagationPolicy" of each DELETE
 }
 
-// object is a stored API object.
+// object is a stored API object: a pointer to one of objects.go's types
+// (their ObjectMeta and TypeMeta give the methods).
 type object interface {
 	metav1.Object
-	runtime.Object
+	GetObjectKind() schema.ObjectKind
 }
 
 // fakeResource is a resource the fake serves.
@@ -58,17 +58,16 @@ type fakeResource struct {
 }
 
 var fakeResources = map[string]fakeResource{
-	"jobs":     {gv: batchv1.SchemeGroupVersion, kind: "Job", new: func() object { return &batchv1.Job{} }},
-	"secrets":  {gv: corev1.SchemeGroupVersion, kind: "Secret", new: func() object { return &corev1.Secret{} }},
-	"services": {gv: corev1.SchemeGroupVersion, kind: "Service", new: func() object { return &corev1.Service{} }},
-	"pods": {gv: corev1.SchemeGroupVersion, kind: "Pod", new: func() object { return &corev1.Pod{} },
+	"jobs":     {gv: batchV1, kind: "Job", new: func() object { return &Job{} }},
+	"secrets":  {gv: coreV1, kind: "Secret", new: func() object { return &Secret{} }},
+	"services": {gv: coreV1, kind: "Service", new: func() object { return &Service{} }},
+	"pods": {gv: coreV1, kind: "Pod", new: func() object { return &Pod{} },
 		fields: func(o object) fields.Set {
-			p := o.(*corev1.Pod)
-			return fields.Set{"spec.nodeName": p.Spec.NodeName, "status.phase": string(p.Status.Phase)}
+			return fields.Set{"status.phase": string(o.(*Pod).Status.Phase)}
 		}},
-	"events": {gv: corev1.SchemeGroupVersion, kind: "Event", new: func() object { return &corev1.Event{} },
+	"events": {gv: coreV1, kind: "Event", new: func() object { return &Event{} },
 		fields: func(o object) fields.Set {
-			e := o.(*corev1.Event)
+			e := o.(*Event)
 			return fields.Set{"involvedObject.kind": e.InvolvedObject.Kind, "involvedObject.name": e.InvolvedObject.Name,
 				"involvedObject.namespace": e.InvolvedObject.Namespace, "reason": e.Reason}
 		}},
@@ -107,7 +106,21 @@ func (f *fakeAPI) get(res, ns, name string) (object, bool) {
 	if !ok {
 		return nil, false
 	}
-	return o.DeepCopyObject().(object), true
+	return copyOf(res, o), true
+}
+
+// copyOf is a deep copy of o, a stored object of res: through its JSON, as
+// the server would send it.
+func copyOf(res string, o object) object {
+	b, err := json.Marshal(o)
+	if err != nil {
+		panic(err) // the API types encode
+	}
+	c := fakeResources[res].new()
+	if err := json.Unmarshal(b, c); err != nil {
+		panic(err)
+	}
+	return c
 }
 
 // put stores a copy of o (created or replaced) with a new resourceVersion.
@@ -119,7 +132,7 @@ func (f *fakeAPI) put(res string, o object) {
 
 func (f *fakeAPI) store(res string, o object) {
 	f.rv++
-	o = o.DeepCopyObject().(object)
+	o = copyOf(res, o)
 	o.SetResourceVersion(strconv.Itoa(f.rv))
 	f.objs[key(res, o.GetNamespace(), o.GetName())] = o
 }
@@ -132,7 +145,7 @@ func (f *fakeAPI) list(res, ns string) []object {
 	var out []object
 	for k, o := range f.objs {
 		if strings.HasPrefix(k, res+"/") && (ns == "" || o.GetNamespace() == ns) {
-			out = append(out, o.DeepCopyObject().(object))
+			out = append(out, copyOf(res, o))
 		}
 	}
 	slices.SortFunc(out, func(a, b object) int { return strings.Compare(a.GetName(), b.GetName()) })
@@ -187,6 +200,10 @@ func apiPrefix(gv schema.GroupVersion) string {
 // create stores the request's object as a real server does: of the
 // resource's kind, in the path's namespace, under a new name.
 func (f *fakeAPI) create(w http.ResponseWriter, r *http.Request, res string, kind fakeResource, ns string) {
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+		f.fail(w, apierrors.NewBadRequest(fmt.Sprintf("content type %q, want application/json", ct)))
+		return
+	}
 	o := kind.new()
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
@@ -212,7 +229,7 @@ func (f *fakeAPI) create(w http.ResponseWriter, r *http.Request, res string, kin
 	o.SetUID(types.UID(fmt.Sprintf("uid-%s-%d", o.GetName(), f.rv+1)))
 	o.SetCreationTimestamp(metav1.NewTime(time.Now().Truncate(time.Second)))
 	f.store(res, o)
-	o = f.objs[key(res, ns, o.GetName())].DeepCopyObject().(object)
+	o = copyOf(res, f.objs[key(res, ns, o.GetName())])
 	f.mu.Unlock()
 	f.write(w, http.StatusCreated, kind, o)
 }

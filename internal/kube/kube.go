@@ -21,8 +21,6 @@ import (
 	"strconv"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -107,24 +105,24 @@ func (s Spec) namespace() string {
 }
 
 // Objects are the Secret, headless Service and Indexed Job of the spec.
-func Objects(s Spec) (*corev1.Secret, *corev1.Service, *batchv1.Job, error) {
+func Objects(s Spec) (*Secret, *Service, *Job, error) {
 	meta := metav1.ObjectMeta{Name: s.name(), Namespace: s.namespace(), Labels: s.labels()}
-	secret := &corev1.Secret{
+	secret := &Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: meta,
-		Type:       corev1.SecretTypeOpaque,
+		Type:       SecretTypeOpaque,
 		Data:       map[string][]byte{},
 	}
 	for _, f := range []string{shard.CAFile, shard.ShardCertFile, shard.ShardKeyFile} {
 		secret.Data[f] = s.Certs[f]
 	}
-	svc := &corev1.Service{
+	svc := &Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: meta,
-		Spec: corev1.ServiceSpec{
-			ClusterIP: corev1.ClusterIPNone,
+		Spec: ServiceSpec{
+			ClusterIP: ClusterIPNone,
 			Selector:  map[string]string{LabelRun: s.RunID},
-			Ports:     []corev1.ServicePort{{Name: "shard", Port: s.port(), TargetPort: intstr.FromInt32(s.port())}},
+			Ports:     []ServicePort{{Name: "shard", Port: s.port(), TargetPort: intstr.FromInt32(s.port())}},
 		},
 	}
 	res, err := s.resources()
@@ -132,14 +130,14 @@ func Objects(s Spec) (*corev1.Secret, *corev1.Service, *batchv1.Job, error) {
 		return nil, nil, nil, err
 	}
 	n := int32(s.Shards)
-	indexed := batchv1.IndexedCompletion
+	indexed := IndexedCompletion
 	deadline := int64(s.ActiveDeadline / time.Second)
 	ttl := int32(s.TTL / time.Second)
 	backoff := int32(0)
-	job := &batchv1.Job{
+	job := &Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: meta,
-		Spec: batchv1.JobSpec{
+		Spec: JobSpec{
 			CompletionMode:          &indexed,
 			Completions:             &n,
 			Parallelism:             &n,
@@ -154,12 +152,12 @@ func Objects(s Spec) (*corev1.Secret, *corev1.Service, *batchv1.Job, error) {
 
 // resources are the shard container's requests and limits (equal: CPU and
 // Memory), none when both are empty.
-func (s Spec) resources() (corev1.ResourceRequirements, error) {
-	res := corev1.ResourceRequirements{}
+func (s Spec) resources() (ResourceRequirements, error) {
+	res := ResourceRequirements{}
 	for _, q := range []struct {
-		name corev1.ResourceName
+		name ResourceName
 		v    string
-	}{{corev1.ResourceCPU, s.CPU}, {corev1.ResourceMemory, s.Memory}} {
+	}{{ResourceCPU, s.CPU}, {ResourceMemory, s.Memory}} {
 		if q.v == "" {
 			continue
 		}
@@ -168,7 +166,7 @@ func (s Spec) resources() (corev1.ResourceRequirements, error) {
 			return res, fmt.Errorf("kubernetes.resources.%s: %q: %w", q.name, q.v, err)
 		}
 		if res.Requests == nil {
-			res.Requests, res.Limits = corev1.ResourceList{}, corev1.ResourceList{}
+			res.Requests, res.Limits = ResourceList{}, ResourceList{}
 		}
 		res.Requests[q.name], res.Limits[q.name] = v, v
 	}
@@ -178,53 +176,53 @@ func (s Spec) resources() (corev1.ResourceRequirements, error) {
 // pod is the shard pods' template: one shard process, non-root on a
 // read-only root, the run's certificates mounted from the Secret; spread
 // over the nodes when Spread.
-func (s Spec) pod(res corev1.ResourceRequirements) corev1.PodTemplateSpec {
+func (s Spec) pod(res ResourceRequirements) PodTemplateSpec {
 	uid := int64(ShardUID)
 	yes, no := true, false
 	mode := int32(0o440)
-	pod := corev1.PodTemplateSpec{
+	pod := PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: s.labels()},
-		Spec: corev1.PodSpec{
-			RestartPolicy:                corev1.RestartPolicyNever,
+		Spec: PodSpec{
+			RestartPolicy:                RestartPolicyNever,
 			Subdomain:                    s.name(), // <job>-<index>.<service> resolves to each pod
 			NodeSelector:                 s.NodeSelector,
 			AutomountServiceAccountToken: &no,
-			SecurityContext: &corev1.PodSecurityContext{
+			SecurityContext: &PodSecurityContext{
 				RunAsNonRoot: &yes, RunAsUser: &uid, RunAsGroup: &uid, FSGroup: &uid,
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+				SeccompProfile: &SeccompProfile{Type: SeccompProfileTypeRuntimeDefault},
 			},
-			Containers: []corev1.Container{{
+			Containers: []Container{{
 				Name:  "shard",
 				Image: s.Image,
 				Args: []string{"shard", "--listen", ":" + strconv.Itoa(int(s.port())), "--certs", certsMount,
 					"--idle-exit", s.IdleExit.String(), "--loops", "0"},
-				Ports:     []corev1.ContainerPort{{Name: "shard", ContainerPort: s.port()}},
+				Ports:     []ContainerPort{{Name: "shard", ContainerPort: s.port()}},
 				Resources: res,
-				ReadinessProbe: &corev1.Probe{
-					ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(s.port())}},
+				ReadinessProbe: &Probe{
+					ProbeHandler:  ProbeHandler{TCPSocket: &TCPSocketAction{Port: intstr.FromInt32(s.port())}},
 					PeriodSeconds: 1,
 				},
-				VolumeMounts: []corev1.VolumeMount{{Name: "certs", MountPath: certsMount, ReadOnly: true}},
-				SecurityContext: &corev1.SecurityContext{
+				VolumeMounts: []VolumeMount{{Name: "certs", MountPath: certsMount, ReadOnly: true}},
+				SecurityContext: &SecurityContext{
 					AllowPrivilegeEscalation: &no,
 					ReadOnlyRootFilesystem:   &yes,
-					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+					Capabilities:             &Capabilities{Drop: []Capability{"ALL"}},
 				},
 			}},
-			Volumes: []corev1.Volume{{Name: "certs", VolumeSource: corev1.VolumeSource{
-				Secret: &corev1.SecretVolumeSource{SecretName: s.name(), DefaultMode: &mode},
+			Volumes: []Volume{{Name: "certs", VolumeSource: VolumeSource{
+				Secret: &SecretVolumeSource{SecretName: s.name(), DefaultMode: &mode},
 			}}},
 		},
 	}
 	if s.Spread {
 		sel := &metav1.LabelSelector{MatchLabels: map[string]string{LabelRun: s.RunID}}
-		pod.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
-			MaxSkew: 1, TopologyKey: "kubernetes.io/hostname", WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel,
+		pod.Spec.TopologySpreadConstraints = []TopologySpreadConstraint{{
+			MaxSkew: 1, TopologyKey: "kubernetes.io/hostname", WhenUnsatisfiable: DoNotSchedule, LabelSelector: sel,
 		}}
-		pod.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+		pod.Spec.Affinity = &Affinity{PodAntiAffinity: &PodAntiAffinity{
+			PreferredDuringSchedulingIgnoredDuringExecution: []WeightedPodAffinityTerm{{
 				Weight:          100,
-				PodAffinityTerm: corev1.PodAffinityTerm{LabelSelector: sel, TopologyKey: "kubernetes.io/hostname"},
+				PodAffinityTerm: PodAffinityTerm{LabelSelector: sel, TopologyKey: "kubernetes.io/hostname"},
 			}},
 		}}
 	}

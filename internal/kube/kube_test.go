@@ -17,8 +17,6 @@ import (
 	"github.com/wsplan/wsplan/scenarios/echo"
 
 	"go.uber.org/goleak"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wsplan/wsplan/internal/client"
@@ -79,30 +77,30 @@ func (k *kubelet) loop() {
 		case <-time.After(20 * time.Millisecond):
 		}
 		for _, j := range k.api.list("jobs", "") {
-			k.pods(*j.(*batchv1.Job))
+			k.pods(*j.(*Job))
 		}
 	}
 }
 
-func (k *kubelet) pods(j batchv1.Job) {
+func (k *kubelet) pods(j Job) {
 	for i := range int(*j.Spec.Completions) {
 		name := fmt.Sprintf("%s-%d-x", j.Name, i)
-		var p *corev1.Pod
+		var p *Pod
 		if o, ok := k.api.get("pods", j.Namespace, name); ok {
-			p = o.(*corev1.Pod)
+			p = o.(*Pod)
 		} else {
-			p = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: j.Namespace, Labels: j.Spec.Template.Labels,
-				Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: strconv.Itoa(i)}}, Spec: j.Spec.Template.Spec}
-			p.Status.Phase = corev1.PodPending
+			p = &Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: j.Namespace, Labels: j.Spec.Template.Labels,
+				Annotations: map[string]string{JobCompletionIndexAnnotation: strconv.Itoa(i)}}}
+			p.Status.Phase = PodPending
 			k.api.put("pods", p)
 		}
 		switch k.mode {
 		case "unschedulable":
-			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
-				Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."}}
+			p.Status.Conditions = []PodCondition{{Type: PodScheduled, Status: ConditionFalse,
+				Reason: PodReasonUnschedulable, Message: "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."}}
 		case "imagepull":
-			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "shard", State: corev1.ContainerState{
-				Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: `Back-off pulling image "nope:latest"`}}}}
+			p.Status.ContainerStatuses = []ContainerStatus{{Name: "shard", State: ContainerState{
+				Waiting: &ContainerStateWaiting{Reason: "ImagePullBackOff", Message: `Back-off pulling image "nope:latest"`}}}}
 		case "ready":
 			if podReady(*p) {
 				continue
@@ -110,9 +108,9 @@ func (k *kubelet) pods(j batchv1.Job) {
 			if !k.startShard(j, i, name) {
 				continue // the Secret is not there yet, as a real pod waits for its volume
 			}
-			p.Status.Phase = corev1.PodRunning
+			p.Status.Phase = PodRunning
 			p.Status.PodIP = fmt.Sprintf("127.0.0.%d", 2+i)
-			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+			p.Status.Conditions = []PodCondition{{Type: PodReady, Status: ConditionTrue}}
 		default:
 			continue
 		}
@@ -122,12 +120,12 @@ func (k *kubelet) pods(j batchv1.Job) {
 
 // startShard runs pod i's container: `wsplan shard --listen` with the
 // mounted Secret.
-func (k *kubelet) startShard(j batchv1.Job, i int, name string) bool {
+func (k *kubelet) startShard(j Job, i int, name string) bool {
 	o, ok := k.api.get("secrets", j.Namespace, j.Spec.Template.Spec.Volumes[0].Secret.SecretName)
 	if !ok {
 		return false
 	}
-	sec := o.(*corev1.Secret)
+	sec := o.(*Secret)
 	dir := k.t.TempDir()
 	for f, b := range sec.Data {
 		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
@@ -286,7 +284,7 @@ func TestDeployRunDelete(t *testing.T) {
 	if !ok {
 		t.Fatal("no secret")
 	}
-	sec := o.(*corev1.Secret)
+	sec := o.(*Secret)
 	if _, ok := sec.Data[shard.OrchKeyFile]; ok || len(sec.Data) != 3 {
 		t.Errorf("secret holds %d files (orchestrator key: %v), want ca.pem, shard.pem, shard.key", len(sec.Data), ok)
 	}
@@ -330,9 +328,9 @@ func TestDeployFailures(t *testing.T) {
 			s := testSpec(t, 7070)
 			startKubelet(t, api, tc.mode, s.Port)
 			if tc.quota {
-				api.put("events", &corev1.Event{
+				api.put("events", &Event{
 					ObjectMeta:     metav1.ObjectMeta{Name: "e1", Namespace: "bench"},
-					InvolvedObject: corev1.ObjectReference{Kind: "Job", Name: s.name(), Namespace: "bench"},
+					InvolvedObject: ObjectReference{Kind: "Job", Name: s.name(), Namespace: "bench"},
 					Reason:         "FailedCreate", Message: `pods "x" is forbidden: exceeded quota: q, requested: cpu=2, used: cpu=8, limited: cpu=8`,
 				})
 			}
