@@ -1,294 +1,49 @@
 package frameworks
 
-import (
-	"context"
-	"fmt"
-	"net"
-	"net/http"
-	"sync"
-	"time"
-
-	"github.com/lesismal/nbio/logging"
-	"github.com/lesismal/nbio/mempool"
-	"github.com/lesismal/nbio/nbhttp"
-	"github.com/lesismal/nbio/nbhttp/websocket"
-)
+// Nbio is the nbio adapter's name.
+const Nbio = "nbio"
 
 // nbio IO modes, the values of the io_mode option.
 const (
-	nbioBlocking    = "blocking"
-	nbioMixed       = "mixed"
-	nbioNonBlocking = "nonblocking"
-	nbioStd         = "std"
-)
-
-const (
-	// nbioMemPoolExtra is added to the read buffer size to size nbio's
-	// message buffer pool, as the published servers did (payload+1024).
-	nbioMemPoolExtra = 1024
-	// nbioMemPoolFreeSize is the largest buffer the pool keeps (1 GiB, as
-	// published): larger ones are allocated and left to the GC.
-	nbioMemPoolFreeSize = 1 << 30
-	// nbioShutdownTimeout bounds Close: nbhttp closes every connection and
-	// waits for the count to reach zero, checking every 200 ms.
-	nbioShutdownTimeout = 5 * time.Second
+	NbioBlocking    = "blocking"
+	NbioMixed       = "mixed"
+	NbioNonBlocking = "nonblocking"
+	NbioStd         = "std"
 )
 
 func init() {
 	Register(Adapter{
-		Name:    "nbio",
+		Name:    Nbio,
 		Library: "github.com/lesismal/nbio",
 		Doc:     "nbhttp engine (blocking, mixed or epoll non-blocking IO) or net/http; OnMessage writes the message back; read_buffer sizes the message pool (+1024) and, only when set, nbio's socket reads",
 		Limits: Limits{
 			NoEmptyMessages: "nbio v1.6.8 never passes a message without payload bytes to any handler",
 			NoTLS: func(v map[string]string) string {
-				if v != nil && v["io_mode"] == nbioStd {
+				if v != nil && v["io_mode"] == NbioStd {
 					return ""
 				}
 				return "nbio's engine io modes take the raw socket from the listener; only io_mode=std (net/http) serves TLS here"
 			},
 		},
 		Options: []Option{
-			{Name: "io_mode", Type: TypeEnum, Enum: []string{nbioBlocking, nbioMixed, nbioNonBlocking, nbioStd}, Default: nbioNonBlocking,
+			{Name: "io_mode", Type: TypeEnum, Enum: []string{NbioBlocking, NbioMixed, NbioNonBlocking, NbioStd}, Default: NbioNonBlocking,
 				Doc: "nbhttp IOMod (blocking: goroutine per connection; nonblocking: epoll loop; mixed: blocking up to max_blocking_online, then epoll) or std: nbio's upgrader on net/http"},
 			{Name: "max_blocking_online", Type: TypeInt, Default: "10000", Min: 1,
 				Doc: "io_mode=mixed only: connections served blocking before new ones go to the epoll loop"},
 		},
-		Start:     startNbio,
-		Broadcast: &Broadcast{Doc: "OnMessage writes to each member with WriteMessage in turn (nbio has no pre-encoded message; in the engine's io modes writes are buffered and never block the publisher)", Start: startNbioBroadcast},
+		Broadcast: &Broadcast{Doc: "OnMessage writes to each member with WriteMessage in turn (nbio has no pre-encoded message; in the engine's io modes writes are buffered and never block the publisher)"},
 	})
 	for _, p := range []Preset{
-		{Name: "nbio_blocking", Options: map[string]string{"io_mode": nbioBlocking},
+		{Name: "nbio_blocking", Options: map[string]string{"io_mode": NbioBlocking},
 			Doc: "nbhttp.Engine, IOModBlocking: goroutine per connection"},
-		{Name: "nbio_mixed", Options: map[string]string{"io_mode": nbioMixed},
+		{Name: "nbio_mixed", Options: map[string]string{"io_mode": NbioMixed},
 			Doc: "nbhttp.Engine, IOModMixed: blocking for the first 10000 connections, then the epoll loop"},
-		{Name: "nbio_nonblocking", Options: map[string]string{"io_mode": nbioNonBlocking},
+		{Name: "nbio_nonblocking", Options: map[string]string{"io_mode": NbioNonBlocking},
 			Doc: "nbhttp.Engine, IOModNonBlocking: epoll event loop"},
-		{Name: "nbio_std", Options: map[string]string{"io_mode": nbioStd},
+		{Name: "nbio_std", Options: map[string]string{"io_mode": NbioStd},
 			Doc: "nbio's websocket upgrader on a net/http server, goroutine per connection"},
 	} {
-		p.Framework = "nbio"
+		p.Framework = Nbio
 		RegisterPreset(p)
 	}
-}
-
-// startNbio serves nbio's websocket on an nbhttp.Engine in the io_mode
-// given, or on net/http for io_mode=std. Settings as in the published
-// benchmark: ReleaseWebsocketPayload (message buffers go back to the pool
-// after OnMessage), upgrader KeepaliveTime 0 (no read deadline),
-// BlockingModAsyncWrite false (blocking connections write in the caller),
-// and a message buffer pool of read_buffer+1024-byte buffers.
-//
-// read_buffer sizes that pool. nbio's socket read buffers (64 KiB per poller
-// read in nonblocking mode, 4 KiB per blocking connection) keep the
-// library's defaults, as published, unless read_buffer is set explicitly:
-// then they take that size too. nbio answers pings with pongs and echoes a
-// close frame; compression negotiates permessage-deflate.
-//
-// nbio v1.6.8 never calls OnMessage for a text or binary message without
-// payload bytes (websocket.Conn.Parse hands a message on only once it has
-// buffered some), so empty messages are not echoed; nothing outside nbio
-// sees them.
-func startNbio(cfg Config) (Server, error) {
-	return startNbioWith(cfg, func(up *websocket.Upgrader) {
-		up.OnMessage(func(c *websocket.Conn, mt websocket.MessageType, data []byte) {
-			// A failed write closes the connection inside nbio; nothing to add.
-			_ = c.WriteMessage(mt, data)
-		})
-	}, nil)
-}
-
-// startNbioWith runs startNbio's server: nbio's upgrader (nbioUpgrader)
-// on an nbhttp engine, or on net/http for io_mode=std. handlers sets the
-// upgrader's callbacks, and opened (when not nil) is called with each
-// upgraded connection and its request before nbio reads from it.
-func startNbioWith(cfg Config, handlers func(*websocket.Upgrader), opened func(*websocket.Conn, *http.Request)) (Server, error) {
-	// nbio logs to stdout by default; a server's stdout is not its log.
-	nbioLogOnce.Do(func() { logging.Output = LogOutput })
-	pool := mempool.New(cfg.ReadBuffer()+nbioMemPoolExtra, nbioMemPoolFreeSize)
-	up := nbioUpgrader(cfg)
-	handlers(up)
-	if cfg.String("io_mode") == nbioStd {
-		return startNbioStd(cfg, up, pool, opened)
-	}
-	return startNbioEngine(cfg, up, pool, opened)
-}
-
-// nbioUpgrader is the upgrader of every nbio server: KeepaliveTime 0 (no
-// read deadline), BlockingModAsyncWrite false (blocking connections write
-// in the caller), origins not checked, compression as the option says,
-// and blocking reads of read_buffer bytes when it is set explicitly.
-func nbioUpgrader(cfg Config) *websocket.Upgrader {
-	up := websocket.NewUpgrader()
-	up.KeepaliveTime = 0
-	up.BlockingModAsyncWrite = false
-	up.CheckOrigin = func(*http.Request) bool { return true }
-	up.EnableCompression(cfg.Bool("compression"))
-	if n := cfg.Int("read_buffer"); n > 0 {
-		up.BlockingModReadBufferSize = n
-	}
-	return up
-}
-
-// startNbioStd serves up on net/http (io_mode=std): each connection is
-// read in its HTTP handler's goroutine.
-func startNbioStd(cfg Config, up *websocket.Upgrader, pool mempool.Allocator, opened func(*websocket.Conn, *http.Request)) (Server, error) {
-	// The upgrader takes its buffer pool and payload release setting
-	// from an engine; this one is never started, it only carries them.
-	// A synchronous ServerExecutor and SupportServerOnly keep NewEngine
-	// from starting task-pool goroutines that only Stop would end;
-	// blocking connections call OnMessage synchronously either way.
-	up.Engine = nbhttp.NewEngine(nbhttp.Config{
-		ReleaseWebsocketPayload: true,
-		BodyAllocator:           pool,
-		ServerExecutor:          func(f func()) { f() },
-		SupportServerOnly:       true,
-	})
-	bufSize := up.BlockingModReadBufferSize
-	return startHTTP(cfg, func(s *httpServer, w http.ResponseWriter, r *http.Request) {
-		// Upgrade without nbio starting its own read goroutine: this
-		// handler goroutine reads instead, so Close can wait for it.
-		c, err := up.UpgradeWithoutHandlingReadForConnFromSTDServer(w, r, nil)
-		if err != nil {
-			return // Upgrade has written the HTTP error response
-		}
-		nc := c.UnderlayerConn()
-		if !s.conns.add(nc) {
-			return
-		}
-		defer s.conns.done(nc)
-		if opened != nil {
-			opened(c, r)
-		}
-		c.HandleRead(bufSize)
-	})
-}
-
-// startNbioEngine serves up on an nbhttp.Engine in the blocking, mixed or
-// nonblocking io_mode, on listeners opened here.
-func startNbioEngine(cfg Config, up *websocket.Upgrader, pool mempool.Allocator, opened func(*websocket.Conn, *http.Request)) (Server, error) {
-	mode := cfg.String("io_mode")
-	explicitBuf := cfg.Int("read_buffer") // 0 = library defaults
-	// Open every listener before the engine starts: when one of nbio's own
-	// Listen calls fails, nbhttp.Engine.Start closes the listeners it
-	// opened and then waits forever in Stop for their accept goroutines,
-	// which spin on the closed listener (nbio v1.6.8). Listen below only
-	// hands these out.
-	lns, err := listenAll(cfg.Addrs, cfg.Bool("nodelay"))
-	if err != nil {
-		return nil, err
-	}
-	byAddr := make(map[string]net.Listener, len(lns))
-	for i, ln := range lns {
-		byAddr[cfg.Addrs[i]] = ln
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc(cfg.Path, func(w http.ResponseWriter, r *http.Request) {
-		// The engine owns the connection from here on: the poller (or its
-		// blocking read goroutine) parses frames and calls OnMessage.
-		c, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return // Upgrade has written the HTTP error response
-		}
-		if opened != nil {
-			opened(c, r)
-		}
-	})
-	e := nbhttp.NewEngine(nbhttp.Config{
-		Network: "tcp",
-		// NewEngine writes the bound addresses back into Addrs: copy.
-		Addrs: append([]string(nil), cfg.Addrs...),
-		// Start calls Listen once per address, from its own goroutine.
-		Listen: func(_, addr string) (net.Listener, error) {
-			ln, ok := byAddr[addr]
-			if !ok {
-				return nil, fmt.Errorf("nbio asked to listen on %s, not one of %v", addr, cfg.Addrs)
-			}
-			delete(byAddr, addr)
-			return ln, nil
-		},
-		IOMod:                   nbioIOMods[mode],
-		MaxBlockingOnline:       cfg.Int("max_blocking_online"), // >= 1: declared Min
-		ReleaseWebsocketPayload: true,
-		BodyAllocator:           pool,
-		ReadBufferSize:          explicitBuf, // 0 = nbio's default
-		BlockingReadBufferSize:  explicitBuf, // 0 = nbio's default
-		Handler:                 mux,
-	})
-	up.Engine = e
-	if err := e.Start(); err != nil {
-		// Only the engine's pollers can have failed: no listener was
-		// handed out yet.
-		closeListeners(lns)
-		return nil, fmt.Errorf("nbio %s engine: %w", mode, err)
-	}
-	return &nbioServer{e: e}, nil
-}
-
-// nbioIOMods maps the engine's io_mode values to nbhttp's IOMod.
-var nbioIOMods = map[string]int{
-	nbioBlocking:    nbhttp.IOModBlocking,
-	nbioMixed:       nbhttp.IOModMixed,
-	nbioNonBlocking: nbhttp.IOModNonBlocking,
-}
-
-// nbioLogOnce guards the one write to nbio's global log output.
-var nbioLogOnce sync.Once
-
-// nbioServer is a started nbhttp.Engine.
-type nbioServer struct {
-	e         *nbhttp.Engine
-	closeOnce sync.Once
-	closeErr  error
-}
-
-// Close stops the listeners, closes every connection (blocking and
-// non-blocking), waits for the count to reach zero and stops the pollers.
-// A second Close returns the first one's result (nbio panics on a second
-// Shutdown).
-func (s *nbioServer) Close() error {
-	s.closeOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), nbioShutdownTimeout)
-		defer cancel()
-		if err := s.e.Shutdown(ctx); err != nil {
-			s.closeErr = fmt.Errorf("nbio shutdown: %w", err)
-		}
-	})
-	return s.closeErr
-}
-
-// nbioMember is what a broadcast connection keeps in its nbio session.
-type nbioMember struct {
-	room    string
-	include bool
-}
-
-// startNbioBroadcast serves BroadcastPath with the same engine and
-// io_mode as startNbio: OnMessage writes the message to every member of
-// the sender's room with WriteMessage, in turn (nbio has no pre-encoded
-// message; in the engine's io modes WriteMessage appends to the
-// connection's buffered writer and never blocks the publisher).
-func startNbioBroadcast(cfg Config) (Server, error) {
-	var rooms hub[*websocket.Conn]
-	return startNbioWith(cfg, func(up *websocket.Upgrader) {
-		up.OnMessage(func(c *websocket.Conn, mt websocket.MessageType, data []byte) {
-			m, ok := c.Session().(*nbioMember)
-			if !ok {
-				return
-			}
-			for _, to := range rooms.members(nil, m.room, c, m.include) {
-				// A failed member is closed by nbio and leaves in OnClose.
-				_ = to.WriteMessage(mt, data)
-			}
-		})
-		up.OnClose(func(c *websocket.Conn, _ error) {
-			if m, ok := c.Session().(*nbioMember); ok {
-				rooms.leave(m.room, c)
-			}
-		})
-	}, func(c *websocket.Conn, r *http.Request) {
-		room, include := roomOf(r)
-		c.SetSession(&nbioMember{room: room, include: include})
-		rooms.join(room, c)
-	})
 }

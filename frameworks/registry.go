@@ -1,12 +1,19 @@
-// Package frameworks holds one echo-server adapter per WebSocket library, the
-// registry they add themselves to, and the presets users know from the
-// published go-websocket-benchmark tables.
+// Package frameworks declares the built-in echo servers: one adapter per
+// WebSocket library (its name, module path, options with their types,
+// defaults and bounds, limits and presets), the registry they add
+// themselves to, and the presets users know from the published
+// go-websocket-benchmark tables. It imports no WebSocket or HTTP library:
+// plan loading, validation, the schema and the docs read the declarations
+// without linking any server.
 //
-// Data flow: a plan names a preset (or a framework plus options); the plan
-// loader checks the name and options here; the run engine starts
-// `wsplan serve --framework NAME --opt K=V --addrs ...`, which calls Serve in
-// its own process. `wsplan frameworks`, plan validation and the conformance
-// test all read this one registry, so a name is listed exactly once.
+// The servers themselves live in package frameworks/servers, which
+// attaches each adapter's Start functions to its declaration with
+// Implement. Data flow: a plan names a preset (or a framework plus
+// options); the plan loader checks the name and options here; the run
+// engine starts `wsplan serve --framework NAME --opt K=V --addrs ...`,
+// which calls servers.Serve in its own process. `wsplan frameworks`, plan
+// validation and the conformance test all read this one registry, so a
+// name is listed exactly once.
 package frameworks
 
 import (
@@ -53,8 +60,8 @@ var Common = []Option{
 	{Name: "compression", Type: TypeBool, Default: "false", Doc: "negotiate permessage-deflate where the library supports it"},
 }
 
-// Adapter wires one WebSocket library as an echo server: every message is
-// sent back with the same opcode and bytes.
+// Adapter declares one WebSocket library wired as an echo server: every
+// message is sent back with the same opcode and bytes.
 type Adapter struct {
 	Name    string   // library key, e.g. "nbio"
 	Library string   // module path, e.g. "github.com/lesismal/nbio"
@@ -69,13 +76,12 @@ type Adapter struct {
 	// bounds that tie options to each other (each value has already passed
 	// its own type and bounds); nil = no such bound.
 	Check func(values map[string]string) error
-	// Start listens on every address in cfg.Addrs (host:port) and serves
-	// WebSocket upgrades on cfg.Path. It returns once the listeners are open.
-	Start func(cfg Config) (Server, error)
-	// Broadcast serves BroadcastPath (rooms, fan-out) when the server's
-	// path is BroadcastPath; nil = the library cannot (Limits.NoBroadcast
-	// says why).
+	// Broadcast, when set, says the adapter serves BroadcastPath (rooms,
+	// fan-out) when the server's path is BroadcastPath; nil = the library
+	// cannot (Limits.NoBroadcast says why).
 	Broadcast *Broadcast
+	// The servers are not declared here: Start and StartBroadcast run
+	// what frameworks/servers attached with Implement.
 }
 
 // Limits states what a library cannot do, each with its reason, so that
@@ -155,8 +161,8 @@ type Preset struct {
 	Doc       string            // one line: how it serves
 }
 
-// Config is what an adapter's Start receives: validated option values with
-// every default applied.
+// Config is what an adapter's StartFunc receives: validated option
+// values with every default applied.
 type Config struct {
 	Addrs   []string // listen addresses, host:port
 	Path    string   // upgrade path, "/ws"
@@ -194,7 +200,8 @@ var (
 	presets  = map[string]Preset{}
 )
 
-// Register adds an adapter; adapters call it from init. It panics on a
+// Register adds an adapter's declaration; declaration files call it from
+// init. It panics on a
 // duplicate name, since that is a programming error.
 func Register(a Adapter) {
 	mu.Lock()
@@ -205,7 +212,7 @@ func Register(a Adapter) {
 	adapters[a.Name] = a
 }
 
-// RegisterPreset adds a preset; adapter files call it from init.
+// RegisterPreset adds a preset; declaration files call it from init.
 func RegisterPreset(p Preset) {
 	mu.Lock()
 	defer mu.Unlock()

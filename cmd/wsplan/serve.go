@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wsplan/wsplan/frameworks"
+	"github.com/wsplan/wsplan/frameworks/servers"
 )
 
 func newServeCmd(stderr io.Writer) *cobra.Command {
@@ -44,7 +45,7 @@ func newServeCmd(stderr io.Writer) *cobra.Command {
 			if len(errs) > 0 {
 				return usageErr(errors.Join(errs...))
 			}
-			list, err := frameworks.ParseAddrs(addrs)
+			list, err := servers.ParseAddrs(addrs)
 			if err != nil {
 				return usageErr(fmt.Errorf("--addrs: %w", err))
 			}
@@ -75,8 +76,8 @@ func newServeCmd(stderr io.Writer) *cobra.Command {
 			defer stop()
 			fmt.Fprintf(stderr, "serve %s on %s%s (pid %d)\n", name, addrs, path, os.Getpid())
 			// Libraries that log on their own write to the server's log.
-			frameworks.LogOutput = stderr
-			if err := frameworks.Serve(ctx, name, o, list, path, payload, tlsCfg); err != nil {
+			servers.LogOutput = stderr
+			if err := servers.Serve(ctx, name, o, list, path, payload, tlsCfg); err != nil {
 				return err
 			}
 			return nil

@@ -24,7 +24,6 @@ func init() {
 			}
 			return nil
 		},
-		Start: func(frameworks.Config) (frameworks.Server, error) { return nil, nil },
 	})
 	frameworks.RegisterPreset(frameworks.Preset{
 		Name:      "fake_plan_test_pool",

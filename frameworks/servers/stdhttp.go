@@ -1,10 +1,12 @@
-package frameworks
+package servers
 
 import (
 	"errors"
 	"net"
 	"net/http"
 	"sync"
+
+	"github.com/wsplan/wsplan/frameworks"
 )
 
 // httpServer is a net/http server on several listeners, shared by the
@@ -20,7 +22,7 @@ type httpServer struct {
 
 // startHTTP opens cfg.Addrs and serves handler on cfg.Path; any other path
 // gets 404. handler receives the server so it can register connections.
-func startHTTP(cfg Config, handler func(s *httpServer, w http.ResponseWriter, r *http.Request)) (*httpServer, error) {
+func startHTTP(cfg frameworks.Config, handler func(s *httpServer, w http.ResponseWriter, r *http.Request)) (*httpServer, error) {
 	lns, err := listenCfg(cfg)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package frameworks
+package servers
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 
 	gorilla "github.com/gorilla/websocket"
 
+	"github.com/wsplan/wsplan/frameworks"
 	"github.com/wsplan/wsplan/internal/wstls"
 )
 
@@ -20,17 +21,17 @@ import (
 func TestTLS(t *testing.T) {
 	srvCfg, cliCfg := testTLS(t)
 	names := []string{}
-	for _, p := range Presets() {
+	for _, p := range frameworks.Presets() {
 		names = append(names, p.Name)
 	}
-	for _, a := range Adapters() {
-		if _, isPreset := LookupPreset(a.Name); !isPreset {
+	for _, a := range frameworks.Adapters() {
+		if _, isPreset := frameworks.LookupPreset(a.Name); !isPreset {
 			names = append(names, a.Name)
 		}
 	}
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			a, vals, errs := Resolve(name, "", nil)
+			a, vals, errs := frameworks.Resolve(name, "", nil)
 			if len(errs) > 0 {
 				t.Fatal(errs)
 			}

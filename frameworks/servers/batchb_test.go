@@ -1,4 +1,4 @@
-package frameworks
+package servers
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"github.com/gobwas/ws"
 	"golang.org/x/sys/unix"
 
+	"github.com/wsplan/wsplan/frameworks"
 	"github.com/wsplan/wsplan/internal/testenv"
 )
 
@@ -21,15 +22,15 @@ import (
 // because of a library limitation (nbio drops empty messages, go-netty-ws
 // serves one message type).
 
-func startOpts(t *testing.T, name string, opts map[string]string) (Server, []string, error) {
+func startOpts(t *testing.T, name string, opts map[string]string) (frameworks.Server, []string, error) {
 	t.Helper()
 	mustBeApart(t, name)
-	a, vals, errs := Resolve(name, "", opts)
+	a, vals, errs := frameworks.Resolve(name, "", opts)
 	if len(errs) > 0 {
 		t.Fatalf("resolve %s %v: %v", name, opts, errors.Join(errs...))
 	}
 	addrs := freeAddrs(t, 2)
-	srv, err := a.Start(Config{Addrs: addrs, Path: testPath, Payload: testPayload, Values: vals})
+	srv, err := a.Start(frameworks.Config{Addrs: addrs, Path: testPath, Payload: testPayload, Values: vals})
 	return srv, addrs, err
 }
 
@@ -54,14 +55,14 @@ func TestBatchBResolveRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"/"+optString(tt.opts), func(t *testing.T) {
-			_, _, errs := Resolve(tt.name, "", tt.opts)
+			_, _, errs := frameworks.Resolve(tt.name, "", tt.opts)
 			if err := errors.Join(errs...); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("Resolve error %v, want it to contain %q", err, tt.wantErr)
 			}
 		})
 	}
 	// The bounds hold together: a pool of 80 is fine when all three say so.
-	if _, _, errs := Resolve("greatws", "", map[string]string{"pool_init": "80", "pool_min": "80", "pool_max": "80"}); len(errs) > 0 {
+	if _, _, errs := frameworks.Resolve("greatws", "", map[string]string{"pool_init": "80", "pool_min": "80", "pool_max": "80"}); len(errs) > 0 {
 		t.Errorf("greatws pool of 80: %v", errs)
 	}
 }
@@ -133,8 +134,8 @@ func TestBatchBNettywsOneMessageType(t *testing.T) {
 		value         string
 		served, other ws.OpCode
 	}{
-		{nettywsBinary, ws.OpBinary, ws.OpText},
-		{nettywsText, ws.OpText, ws.OpBinary},
+		{frameworks.NettywsBinary, ws.OpBinary, ws.OpText},
+		{frameworks.NettywsText, ws.OpText, ws.OpBinary},
 	} {
 		t.Run(mt.value, func(t *testing.T) {
 			srv, addrs, err := startOpts(t, "nettyws", map[string]string{"message_type": mt.value})
@@ -173,7 +174,7 @@ func TestBatchBGreatwsSharedLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	evOpts := map[string]string{"callback": greatwsEventLoop}
+	evOpts := map[string]string{"callback": frameworks.GreatwsEventLoop}
 	for k, v := range small {
 		evOpts[k] = v
 	}
@@ -313,11 +314,11 @@ func TestBatchBStartBusyPort(t *testing.T) {
 			defer busy.Close()
 			free := freeAddrs(t, 1)[0]
 			mustBeApart(t, name)
-			a, vals, errs := Resolve(name, "", nil)
+			a, vals, errs := frameworks.Resolve(name, "", nil)
 			if len(errs) > 0 {
 				t.Fatal(errors.Join(errs...))
 			}
-			srv, err := a.Start(Config{Addrs: []string{free, busy.Addr().String()}, Path: testPath, Payload: testPayload, Values: vals})
+			srv, err := a.Start(frameworks.Config{Addrs: []string{free, busy.Addr().String()}, Path: testPath, Payload: testPayload, Values: vals})
 			if err == nil {
 				srv.Close()
 				t.Fatalf("Start with %s in use succeeded", busy.Addr())

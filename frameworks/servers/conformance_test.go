@@ -1,4 +1,4 @@
-package frameworks
+package servers
 
 import (
 	"bytes"
@@ -20,12 +20,13 @@ import (
 	gorilla "github.com/gorilla/websocket"
 	"go.uber.org/goleak"
 
+	"github.com/wsplan/wsplan/frameworks"
 	"github.com/wsplan/wsplan/internal/autobahn"
 )
 
-// The conformance test runs every registered preset (so a new adapter file
-// is covered without touching this one) as an echo server on two loopback
-// ports and checks its wiring:
+// The conformance test runs every registered preset (so a new adapter's
+// files are covered without touching this one) as an echo server on two
+// loopback ports and checks its wiring:
 //
 //   - the Autobahn cases of the conformance phase (internal/autobahn, the
 //     same code `conformance:` runs) for what they cover: text and binary
@@ -61,7 +62,7 @@ const (
 
 func TestConformance(t *testing.T) {
 	testenv.Slow(t, "12 s: the conformance suite against every preset")
-	presets := Presets()
+	presets := frameworks.Presets()
 	if len(presets) == 0 {
 		t.Fatal("no presets registered")
 	}
@@ -104,7 +105,7 @@ func TestConformanceOptions(t *testing.T) {
 		opts map[string]string
 	}
 	var variants []variant
-	for _, a := range Adapters() {
+	for _, a := range frameworks.Adapters() {
 		variants = append(variants,
 			variant{a.Name, map[string]string{"nodelay": "false"}},
 			variant{a.Name, map[string]string{"compression": "true"}})
@@ -126,10 +127,10 @@ func optString(opts map[string]string) string {
 	return strings.Join(parts, ",")
 }
 
-func resolveT(t *testing.T, name string, opts map[string]string) Adapter {
+func resolveT(t *testing.T, name string, opts map[string]string) frameworks.Adapter {
 	t.Helper()
 	skipNoCompression(t, name, opts)
-	a, _, errs := Resolve(name, "", opts)
+	a, _, errs := frameworks.Resolve(name, "", opts)
 	if len(errs) > 0 {
 		t.Fatalf("resolve %s %v: %v", name, opts, errors.Join(errs...))
 	}
@@ -139,16 +140,16 @@ func resolveT(t *testing.T, name string, opts map[string]string) Adapter {
 // startT resolves name with opts and starts it on two free loopback ports.
 // The test is skipped when the adapter declares it has no
 // permessage-deflate (Limits.NoCompression) and opts ask for it.
-func startT(t *testing.T, name string, opts map[string]string) (a Adapter, srv Server, addrs []string) {
+func startT(t *testing.T, name string, opts map[string]string) (a frameworks.Adapter, srv frameworks.Server, addrs []string) {
 	t.Helper()
 	mustBeApart(t, name)
 	skipNoCompression(t, name, opts)
-	a, vals, errs := Resolve(name, "", opts)
+	a, vals, errs := frameworks.Resolve(name, "", opts)
 	if len(errs) > 0 {
 		t.Fatalf("resolve %s %v: %v", name, opts, errors.Join(errs...))
 	}
 	addrs = freeAddrs(t, 2)
-	srv, err := a.Start(Config{Addrs: addrs, Path: testPath, Payload: testPayload, Values: vals})
+	srv, err := a.Start(frameworks.Config{Addrs: addrs, Path: testPath, Payload: testPayload, Values: vals})
 	if err != nil {
 		t.Fatalf("start %s %v on %v: %v", name, opts, addrs, err)
 	}
@@ -160,7 +161,7 @@ func startT(t *testing.T, name string, opts map[string]string) (a Adapter, srv S
 func skipNoCompression(t *testing.T, name string, opts map[string]string) {
 	t.Helper()
 	if on, _ := strconv.ParseBool(opts["compression"]); on {
-		if a, _, _ := Resolve(name, "", nil); a.Limits.NoCompression != "" {
+		if a, _, _ := frameworks.Resolve(name, "", nil); a.Limits.NoCompression != "" {
 			t.Skipf("%s: no permessage-deflate: %s", name, a.Limits.NoCompression)
 		}
 	}
@@ -178,7 +179,7 @@ func testServer(t *testing.T, name string, opts map[string]string) {
 		leakOpts = append(leakOpts, goleak.IgnoreAnyFunction(fn))
 	}
 
-	_, vals, _ := Resolve(name, "", opts)
+	_, vals, _ := frameworks.Resolve(name, "", opts)
 	lim := newLimiter(a.Limits, vals)
 	_, srv, addrs := startT(t, name, opts)
 	closed := false
@@ -288,7 +289,7 @@ func testWrongPath(t *testing.T, addr string) {
 // in time, the connection ends and the listeners are closed. It sets
 // *closed once Close was called (it must not be called again, also when
 // it hangs and the test stops here).
-func testServerClose(t *testing.T, srv Server, addrs []string, closed *bool) {
+func testServerClose(t *testing.T, srv frameworks.Server, addrs []string, closed *bool) {
 	c := dialT(t, addrs[0])
 	defer c.conn.Close()
 	c.mustSend(t, ws.OpBinary, []byte("open"))
@@ -305,7 +306,7 @@ func testServerClose(t *testing.T, srv Server, addrs []string, closed *bool) {
 // closeT closes srv and wants Close to return nil within ioTimeout and
 // the listeners on addrs closed. It sets *closed (when not nil) once
 // Close was called, so that a hung Close is not called again.
-func closeT(t *testing.T, srv Server, addrs []string, closed *bool) {
+func closeT(t *testing.T, srv frameworks.Server, addrs []string, closed *bool) {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- srv.Close() }()
@@ -387,7 +388,7 @@ func testAutobahn(t *testing.T, addr string, lim limiter) {
 // leave no goroutine behind.
 func TestCloseRightAfterStart(t *testing.T) {
 	testenv.Slow(t, "3 s: a close right after start, per preset")
-	for _, p := range Presets() {
+	for _, p := range frameworks.Presets() {
 		t.Run(p.Name, func(t *testing.T) {
 			if runApart(t, p.Name) {
 				return
@@ -413,7 +414,7 @@ func TestCloseRightAfterStart(t *testing.T) {
 // are actually compressed on the wire.
 func TestCompression(t *testing.T) {
 	testenv.Slow(t, "2 s: permessage-deflate against every preset")
-	for _, a := range Adapters() {
+	for _, a := range frameworks.Adapters() {
 		t.Run(a.Name, func(t *testing.T) {
 			if runApart(t, a.Name) {
 				return
@@ -533,11 +534,11 @@ func echoSession(addr, id string, messages int, lim limiter) error {
 // cases the library cannot pass must fail (testAutobahn), and checks that
 // merely use a message type switch to the one the server handles.
 type limiter struct {
-	l    Limits
+	l    frameworks.Limits
 	only ws.OpCode // 0 = both types
 }
 
-func newLimiter(l Limits, values map[string]string) limiter {
+func newLimiter(l frameworks.Limits, values map[string]string) limiter {
 	lim := limiter{l: l}
 	if l.OneMessageType != nil {
 		switch l.OneMessageType(values) {

@@ -1,4 +1,4 @@
-package frameworks
+package servers
 
 import (
 	"os"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wsplan/wsplan/frameworks"
 )
 
 // Some libraries keep process-wide state whose faults reach sockets that
@@ -32,7 +34,7 @@ const apartEnv = "WSPLAN_FRAMEWORKS_APART"
 // they run in the shared process.
 func apartWhy(name string) string {
 	fw := name
-	if p, ok := LookupPreset(name); ok {
+	if p, ok := frameworks.LookupPreset(name); ok {
 		fw = p.Framework
 	}
 	return apartFrameworks[fw]

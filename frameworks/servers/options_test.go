@@ -1,4 +1,4 @@
-package frameworks
+package servers
 
 import (
 	"bytes"
@@ -19,10 +19,12 @@ import (
 	"github.com/gobwas/ws"
 	"github.com/gobwas/ws/wsflate"
 	"golang.org/x/sys/unix"
+
+	"github.com/wsplan/wsplan/frameworks"
 )
 
 // TestOptionsReachBoth starts every preset's echo server (Adapter.Start)
-// and its broadcast server (Adapter.Broadcast.Start) with the same option
+// and its broadcast server (Adapter.StartBroadcast) with the same option
 // values and observes each value on both, the same way:
 //
 //   - compression=true: a client offering permessage-deflate gets it, and
@@ -46,7 +48,7 @@ import (
 func TestOptionsReachBoth(t *testing.T) {
 	testenv.Slow(t, "6 s: every preset option, on both ends")
 	srvTLS, cliTLS := testTLS(t)
-	for _, p := range Presets() {
+	for _, p := range frameworks.Presets() {
 		for _, oc := range optionCases {
 			if oc.only != "" && oc.only != p.Framework {
 				continue
@@ -56,7 +58,7 @@ func TestOptionsReachBoth(t *testing.T) {
 					return
 				}
 				mustBeApart(t, p.Name)
-				a, vals, errs := Resolve(p.Name, "", oc.opts)
+				a, vals, errs := frameworks.Resolve(p.Name, "", oc.opts)
 				if len(errs) > 0 {
 					if on, _ := strconv.ParseBool(oc.opts["compression"]); on && a.Limits.NoCompression != "" {
 						t.Skipf("no permessage-deflate: %s", a.Limits.NoCompression)
@@ -75,13 +77,13 @@ func TestOptionsReachBoth(t *testing.T) {
 				}
 				for _, e := range []struct {
 					name, path, query string
-					start             func(Config) (Server, error)
+					start             func(frameworks.Config) (frameworks.Server, error)
 				}{
 					{"echo", testPath, "", a.Start},
-					{"broadcast", BroadcastPath, "?room=1", a.Broadcast.Start},
+					{"broadcast", frameworks.BroadcastPath, "?room=1", a.StartBroadcast},
 				} {
 					addr := freeAddrs(t, 1)[0]
-					srv, err := e.start(Config{Addrs: []string{addr}, Path: e.path, Payload: testPayload, Values: vals, TLS: sc})
+					srv, err := e.start(frameworks.Config{Addrs: []string{addr}, Path: e.path, Payload: testPayload, Values: vals, TLS: sc})
 					if err != nil {
 						t.Fatalf("%s server: start: %v", e.name, err)
 					}
@@ -150,7 +152,7 @@ var invalidUTF8 = []byte{'o', 'k', 0xff}
 
 // dataOp is the message type a check sends: text, unless the server echoes
 // binary messages only.
-func dataOp(a Adapter, vals map[string]string) ws.OpCode {
+func dataOp(a frameworks.Adapter, vals map[string]string) ws.OpCode {
 	if a.Limits.OneMessageType != nil && a.Limits.OneMessageType(vals) == "binary" {
 		return ws.OpBinary
 	}

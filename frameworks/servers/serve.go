@@ -1,4 +1,4 @@
-package frameworks
+package servers
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"net"
 	"strconv"
 	"strings"
+
+	"github.com/wsplan/wsplan/frameworks"
 )
 
 // ParseAddrs expands a listen-address spec into host:port addresses. The
@@ -88,7 +90,7 @@ func parsePort(s string) (int, error) {
 // Limits.NoTLS's reason). It returns the problems with name and opts all
 // at once, a start error (such as a port already in use), or Close's error.
 func Serve(ctx context.Context, name string, opts map[string]string, addrs []string, path string, payload int, tlsCfg *tls.Config) error {
-	a, vals, errs := Resolve(name, "", opts)
+	a, vals, errs := frameworks.Resolve(name, "", opts)
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
@@ -106,13 +108,13 @@ func Serve(ctx context.Context, name string, opts map[string]string, addrs []str
 		return fmt.Errorf("payload: must be > 0, got %d", payload)
 	}
 	start := a.Start
-	if path == BroadcastPath {
+	if path == frameworks.BroadcastPath {
 		if a.Broadcast == nil {
-			return fmt.Errorf("%s serves no %s endpoint: %s", name, BroadcastPath, a.NoBroadcastWhy())
+			return fmt.Errorf("%s serves no %s endpoint: %s", name, frameworks.BroadcastPath, a.NoBroadcastWhy())
 		}
-		start = a.Broadcast.Start
+		start = a.StartBroadcast
 	}
-	srv, err := start(Config{Addrs: addrs, Path: path, Payload: payload, Values: vals, TLS: tlsCfg})
+	srv, err := start(frameworks.Config{Addrs: addrs, Path: path, Payload: payload, Values: vals, TLS: tlsCfg})
 	if err != nil {
 		return fmt.Errorf("start %s: %w", name, err)
 	}

@@ -1,4 +1,4 @@
-package frameworks
+package servers
 
 import "errors"
 

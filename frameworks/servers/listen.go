@@ -1,4 +1,4 @@
-package frameworks
+package servers
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wsplan/wsplan/frameworks"
 )
 
 // listen opens a TCP listener on addr (host:port) with SO_REUSEADDR and
@@ -95,7 +97,7 @@ func acceptLoop(ln net.Listener, handle func(net.Conn) bool) {
 // listener serving TLS with cfg.TLS when it is set: the handshake runs on
 // the first Read or Write of an accepted connection, in the goroutine that
 // serves it.
-func listenCfg(cfg Config) ([]net.Listener, error) {
+func listenCfg(cfg frameworks.Config) ([]net.Listener, error) {
 	lns, err := listenAll(cfg.Addrs, cfg.Bool("nodelay"))
 	if err != nil || cfg.TLS == nil {
 		return lns, err

@@ -1,4 +1,4 @@
-package frameworks
+package servers
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/gobwas/ws"
+
+	"github.com/wsplan/wsplan/frameworks"
 )
 
 // TestBroadcast runs the /broadcast convention on every preset whose
@@ -15,14 +17,14 @@ import (
 // room 2; a message from a member of room 1 reaches all three and not
 // room 2; with include_sender=false it does not come back to its sender.
 func TestBroadcast(t *testing.T) {
-	for _, p := range Presets() {
+	for _, p := range frameworks.Presets() {
 		t.Run(p.Name, func(t *testing.T) {
 			if runApart(t, p.Name) {
 				return
 			}
 			addrs := startBroadcastT(t, p.Name, 2)
 			join := func(addr, query string) *client {
-				conn, br, _, err := dial(addr, BroadcastPath+query)
+				conn, br, _, err := dial(addr, frameworks.BroadcastPath+query)
 				if err != nil {
 					t.Fatalf("dial %s%s: %v", addr, query, err)
 				}
@@ -75,14 +77,14 @@ func TestBroadcast(t *testing.T) {
 // in its room only after the upgrade returns loses some (go-netty-ws did,
 // about one in ten on two CPUs).
 func TestBroadcastFirstMessage(t *testing.T) {
-	for _, p := range Presets() {
+	for _, p := range frameworks.Presets() {
 		t.Run(p.Name, func(t *testing.T) {
 			if runApart(t, p.Name) {
 				return
 			}
 			addr := startBroadcastT(t, p.Name, 1)[0]
 			for i := range 100 {
-				conn, br, _, err := dial(addr, BroadcastPath+"?room="+strconv.Itoa(i%3))
+				conn, br, _, err := dial(addr, frameworks.BroadcastPath+"?room="+strconv.Itoa(i%3))
 				if err != nil {
 					t.Fatalf("dial: %v", err)
 				}
@@ -106,7 +108,7 @@ func TestBroadcastFirstMessage(t *testing.T) {
 func startBroadcastT(t *testing.T, preset string, n int) []string {
 	t.Helper()
 	mustBeApart(t, preset)
-	a, vals, errs := Resolve(preset, "", nil)
+	a, vals, errs := frameworks.Resolve(preset, "", nil)
 	if len(errs) > 0 {
 		t.Fatal(errors.Join(errs...))
 	}
@@ -114,7 +116,7 @@ func startBroadcastT(t *testing.T, preset string, n int) []string {
 		t.Skipf("%s: %s", a.Name, a.NoBroadcastWhy())
 	}
 	addrs := freeAddrs(t, n)
-	srv, err := a.Broadcast.Start(Config{Addrs: addrs, Path: BroadcastPath, Payload: testPayload, Values: vals})
+	srv, err := a.StartBroadcast(frameworks.Config{Addrs: addrs, Path: frameworks.BroadcastPath, Payload: testPayload, Values: vals})
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
