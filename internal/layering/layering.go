@@ -11,6 +11,12 @@
 //     place;
 //   - internal/client imports nothing of this module (it is the hot path,
 //     kept free of plan, report and engine types);
+//   - the built-in servers' declarations (Declarations: frameworks)
+//     import the standard library alone, and their implementations
+//     (Servers: frameworks/servers, which import every WebSocket and HTTP
+//     library the presets measure) are imported by cmd/ alone, test
+//     files included: plan loading, validation, the schema and their
+//     tests link no server library;
 //   - test-only packages (internal/testserver, internal/faultserver,
 //     internal/testenv) are imported by _test.go files alone and import
 //     nothing of this module, so every package's tests can use them
@@ -37,7 +43,8 @@
 //     it (then it is shared: tps, recv_rate, p99, client_bound) or it is
 //     one of Words. internal/metrics may spell every name.
 //
-// Test files are not checked: tests may run processes and print.
+// Test files are not checked, but for who imports Servers: tests may run
+// processes and print.
 package layering
 
 import (
@@ -61,6 +68,8 @@ const (
 	RuleExit     = "os.Exit outside cmd/"
 	RuleClient   = "internal/client imports the module"
 	RuleTestOnly = "test-only package outside tests or not a leaf"
+	RuleDecls    = "frameworks imports beyond the standard library"
+	RuleServers  = "frameworks/servers imported outside cmd/"
 	RuleNames    = "a kind's name outside its files"
 )
 
@@ -87,6 +96,16 @@ var ClientLeaves = map[string]bool{
 	"internal/proto/socketio":  true,
 	"internal/proto/stomp":     true,
 }
+
+// Declarations is the package that declares the built-in servers (names,
+// options, limits, presets): plan loading, validation and the schema
+// read it, so it imports the standard library alone. Servers is the
+// package of their implementations, which imports the WebSocket and HTTP
+// libraries: only cmd/ (`wsplan serve`) imports it, in tests too.
+const (
+	Declarations = "frameworks"
+	Servers      = "frameworks/servers"
+)
 
 // TestOnly are the module's packages made for tests alone: only _test.go
 // files import them, and they import nothing of the module (leaves, like
@@ -130,6 +149,8 @@ var Hints = map[string]string{
 	RuleExit:     "return an error; cmd/ maps it to an exit code",
 	RuleClient:   "pass plain values in internal/client's own types; convert in the caller",
 	RuleTestOnly: "import test-only packages from _test.go files only, and keep them free of the module's packages (test servers: of all but the client's leaves, the test-only packages and TestServerImports)",
+	RuleDecls:    "declare in frameworks with the standard library; what needs a library goes in frameworks/servers",
+	RuleServers:  "read the declarations from frameworks; only cmd/ starts servers in-process",
 	RuleNames:    "use what the kind declares (scenarios.Kind: Throughput, Columns, Charts, Efficiency), or move a name several kinds share to internal/metrics",
 }
 
@@ -176,6 +197,12 @@ func CheckFile(fset *token.FileSet, f *ast.File, mod, pkg string) []Violation {
 		if inMod && !testImportOK(rel, strings.TrimPrefix(ip, mod+"/")) {
 			add(imp.Pos(), RuleTestOnly, "imports "+ip)
 		}
+		if rel == Declarations && !isStd(ip) {
+			add(imp.Pos(), RuleDecls, "imports "+ip)
+		}
+		if ip == mod+"/"+Servers && !serversImportOK(rel) {
+			add(imp.Pos(), RuleServers, "imports "+ip)
+		}
 	}
 	if isCmd {
 		return out
@@ -215,6 +242,35 @@ func CheckFile(fset *token.FileSet, f *ast.File, mod, pkg string) []Violation {
 	return out
 }
 
+// CheckTestFile checks one parsed _test.go file of the package with
+// import path pkg, in module mod: who imports Servers, the one rule test
+// files keep (a test binary that links the servers costs every run of
+// it their libraries).
+func CheckTestFile(fset *token.FileSet, f *ast.File, mod, pkg string) []Violation {
+	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, mod), "/")
+	var out []Violation
+	for _, imp := range f.Imports {
+		if ip, err := strconv.Unquote(imp.Path.Value); err == nil && ip == mod+"/"+Servers && !serversImportOK(rel) {
+			p := fset.Position(imp.Pos())
+			out = append(out, Violation{Pos: fmt.Sprintf("%s:%d", p.Filename, p.Line), Rule: RuleServers, What: "imports " + ip})
+		}
+	}
+	return out
+}
+
+// serversImportOK reports whether the module's package rel may import
+// Servers: cmd/ and Servers itself (its external tests).
+func serversImportOK(rel string) bool {
+	return rel == "cmd" || strings.HasPrefix(rel, "cmd/") || rel == Servers
+}
+
+// isStd reports whether import path ip is the standard library's: its
+// first element has no dot.
+func isStd(ip string) bool {
+	first, _, _ := strings.Cut(ip, "/")
+	return !strings.Contains(first, ".")
+}
+
 // testImportOK reports whether the module's package rel (a non-test
 // file of it) may import the module's package to under the rules of the
 // packages made for tests: TestOnly, TestSupport and TestServers.
@@ -232,8 +288,8 @@ func testImportOK(rel, to string) bool {
 
 // CheckModule parses every non-test Go file under root (the directory of
 // module mod; testdata and hidden directories skipped) and returns every
-// violation of the rules and of the kind-names rule with g, sorted by
-// position.
+// violation of the rules and of the kind-names rule with g, and of test
+// files' imports of Servers, sorted by position.
 func CheckModule(root, mod string, g Guard) ([]Violation, error) {
 	fset := token.NewFileSet()
 	var out []Violation
@@ -248,7 +304,7 @@ func CheckModule(root, mod string, g Guard) ([]Violation, error) {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+		if !strings.HasSuffix(name, ".go") {
 			return nil
 		}
 		rel, err := filepath.Rel(root, p)
@@ -259,14 +315,22 @@ func CheckModule(root, mod string, g Guard) ([]Violation, error) {
 		if err != nil {
 			return err
 		}
-		f, err := parser.ParseFile(fset, filepath.ToSlash(rel), src, 0)
-		if err != nil {
-			return err
-		}
 		dir := filepath.Dir(rel)
 		pkg := mod
 		if dir != "." {
 			pkg = mod + "/" + filepath.ToSlash(dir)
+		}
+		if strings.HasSuffix(name, "_test.go") {
+			f, err := parser.ParseFile(fset, filepath.ToSlash(rel), src, parser.ImportsOnly)
+			if err != nil {
+				return err
+			}
+			out = append(out, CheckTestFile(fset, f, mod, pkg)...)
+			return nil
+		}
+		f, err := parser.ParseFile(fset, filepath.ToSlash(rel), src, 0)
+		if err != nil {
+			return err
 		}
 		out = append(out, CheckFile(fset, f, mod, pkg)...)
 		out = append(out, CheckNames(fset, f, filepath.ToSlash(rel), g)...)

@@ -146,6 +146,16 @@ func TestCheckFile(t *testing.T) {
 		{"test servers import the module", "internal/prototest", `import "example.com/m/internal/engine"; var _ = engine.X`, []string{RuleTestOnly + ": imports example.com/m/internal/engine"}},
 		{"test servers import protocols, test-only and launch", "internal/prototest", `import ("example.com/m/internal/proto/jsonrpc"; "example.com/m/internal/testserver"; "example.com/m/internal/launch"; "github.com/gorilla/websocket"); var _, _, _, _ = jsonrpc.X, testserver.X, launch.X, websocket.X`, nil},
 		{"test support imports test servers", "internal/clienttest", `import "example.com/m/internal/prototest"; var _ = prototest.X`, nil},
+		{"declarations import std", "frameworks", `import ("crypto/tls"; "sort"); var _, _ = tls.X, sort.X`, nil},
+		{"declarations import a library", "frameworks", `import "github.com/gorilla/websocket"; var _ = websocket.X`, []string{RuleDecls + ": imports github.com/gorilla/websocket"}},
+		{"declarations import x/sys", "frameworks", `import "golang.org/x/sys/unix"; var _ = unix.X`, []string{RuleDecls + ": imports golang.org/x/sys/unix"}},
+		{"declarations import the module", "frameworks", `import "example.com/m/internal/units"; var _ = units.X`, []string{RuleDecls + ": imports example.com/m/internal/units"}},
+		{"declarations import their servers", "frameworks", `import "example.com/m/frameworks/servers"; var _ = servers.X`, []string{RuleDecls + ": imports example.com/m/frameworks/servers", RuleServers + ": imports example.com/m/frameworks/servers"}},
+		{"servers import libraries", "frameworks/servers", `import ("example.com/m/frameworks"; "github.com/lxzan/gws"); var _, _ = frameworks.X, gws.X`, nil},
+		{"cmd imports servers", "cmd/wsplan", `import "example.com/m/frameworks/servers"; var _ = servers.X`, nil},
+		{"plan imports servers", "internal/plan", `import "example.com/m/frameworks/servers"; var _ = servers.X`, []string{RuleServers + ": imports example.com/m/frameworks/servers"}},
+		{"engine imports servers", "internal/engine", `import "example.com/m/frameworks/servers"; var _ = servers.X`, []string{RuleServers + ": imports example.com/m/frameworks/servers"}},
+		{"engine imports declarations", "internal/engine", `import "example.com/m/frameworks"; var _ = frameworks.X`, nil},
 	}
 	for _, c := range cases {
 		fset := token.NewFileSet()
@@ -158,6 +168,36 @@ func TestCheckFile(t *testing.T) {
 			if !strings.HasPrefix(v.Pos, "x.go:") {
 				t.Errorf("%s: position %q", c.name, v.Pos)
 			}
+			got = append(got, v.Rule+": "+v.What)
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// TestCheckTestFile: test files keep the one rule on who imports the
+// servers, and no other.
+func TestCheckTestFile(t *testing.T) {
+	const mod = "example.com/m"
+	cases := []struct {
+		name, pkg, src string
+		want           []string // "rule: what"
+	}{
+		{"plan's tests import servers", "internal/plan", `import "example.com/m/frameworks/servers"`, []string{RuleServers + ": imports example.com/m/frameworks/servers"}},
+		{"schema's tests import servers", "internal/schema", `import ("testing"; "example.com/m/frameworks/servers")`, []string{RuleServers + ": imports example.com/m/frameworks/servers"}},
+		{"cmd's tests import servers", "cmd/wsplan", `import "example.com/m/frameworks/servers"`, nil},
+		{"servers' external tests", "frameworks/servers", `import "example.com/m/frameworks/servers"`, nil},
+		{"tests print and exec", "internal/plan", `import ("os/exec"; "fmt"; "github.com/gorilla/websocket")`, nil},
+	}
+	for _, c := range cases {
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, "x_test.go", "package p; "+c.src, parser.ImportsOnly)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var got []string
+		for _, v := range CheckTestFile(fset, f, mod, mod+"/"+c.pkg) {
 			got = append(got, v.Rule+": "+v.What)
 		}
 		if !reflect.DeepEqual(got, c.want) {
