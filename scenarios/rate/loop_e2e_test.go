@@ -158,6 +158,7 @@ func TestRateSpread(t *testing.T) {
 }
 
 func TestRateFractionalAndRamp(t *testing.T) {
+	t.Parallel() // counts only, no timing: runs after the timing tests, beside the others like it
 	s := &testserver.EchoServer{}
 	addr := s.Start(t)
 	c := clienttest.NewClient(t, client.Options{Targets: []string{addr}})
@@ -242,6 +243,7 @@ func TestRateCoordinatedOmission(t *testing.T) {
 // TestRateCorruptEchoes: a wrong payload byte, a wrong marker and a
 // wrong length each fail their echo, with their reason.
 func TestRateCorruptEchoes(t *testing.T) {
+	t.Parallel() // counts only, no timing: runs after the timing tests, beside the others like it
 	var n atomic.Int64
 	s := &testserver.RawServer{Handle: func(c net.Conn, r *bufio.Reader) {
 		for {

@@ -35,6 +35,7 @@ func runCompressed(t *testing.T, addr string, tlsOpts *client.TLSOptions, d time
 // bytes both ways. (The core's TestCompressionInterop checks compressed
 // messages both ways against several libraries.)
 func TestRateCompressed(t *testing.T) {
+	t.Parallel() // counts only, no timing: runs after the timing tests, beside the others like it
 	srv := testserver.Start(t, testserver.Options{Compression: true})
 	runCompressed(t, srv.Addr(), nil, 300*time.Millisecond)
 }
@@ -42,6 +43,7 @@ func TestRateCompressed(t *testing.T) {
 // TestRateTLSCompressed: the same over TLS 1.3: the compressed frames of
 // several messages due at once sealed in records, every echo intact.
 func TestRateTLSCompressed(t *testing.T) {
+	t.Parallel() // counts only, no timing: runs after the timing tests, beside the others like it
 	srv, tlsOpts := clienttest.TLSServer(t, testserver.Options{Compression: true})
 	runCompressed(t, srv.Addr(), tlsOpts, 300*time.Millisecond)
 }
