@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"github.com/wsplan/wsplan/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/wsplan/wsplan/internal/testenv"
 )
 
 // The GitHub Action (action.yml) run in a simulated job: its steps in

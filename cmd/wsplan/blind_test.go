@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"github.com/wsplan/wsplan/internal/testenv"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/internal/testserver"
 )
 

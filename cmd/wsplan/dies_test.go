@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"github.com/wsplan/wsplan/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/testenv"
 )
 
 // TestURLServerKilledMidPhase: a url: server named by pid: that is

@@ -2,12 +2,13 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/wsplan/wsplan/internal/testenv"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/testenv"
 )
 
 // TestRunConformance runs the conformance phase through the engine on two

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"github.com/wsplan/wsplan/internal/testenv"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/sysctl"
 )
 

@@ -3,8 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"github.com/wsplan/wsplan/internal/prototest"
-	"github.com/wsplan/wsplan/internal/testenv"
 	"os"
 	"regexp"
 	"sort"
@@ -15,6 +13,8 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/faultserver"
+	"github.com/wsplan/wsplan/internal/prototest"
+	"github.com/wsplan/wsplan/internal/testenv"
 )
 
 // The fault matrix (issue 29): every kind × protocol × fault, each cell a

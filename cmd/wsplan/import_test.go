@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/wsplan/wsplan/internal/testenv"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,6 +18,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/wsplan/wsplan/internal/testenv"
 )
 
 // The HAR import's tests: a recorded browser session (a Chromium HAR the

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/wsplan/wsplan/internal/testenv"
 	"io"
 	"math"
 	"net"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/live"
+	"github.com/wsplan/wsplan/internal/testenv"
 )
 
 // startPrometheus starts Debian's prometheus on a loopback port with the

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/wsplan/wsplan/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/testenv"
 )
 
 // Malformed plans and flags, a class a row: each is refused with exit 2

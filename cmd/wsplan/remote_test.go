@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/wsplan/wsplan/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/testenv"
 )
 
 // startShardListen starts `wsplan shard --listen` on a free loopback port

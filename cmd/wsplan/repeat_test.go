@@ -1,7 +1,6 @@
 package main
 
 import (
-	"github.com/wsplan/wsplan/internal/testenv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/result"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/scenarios"
 )
 

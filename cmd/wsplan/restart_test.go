@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"github.com/wsplan/wsplan/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/testenv"
 )
 
 // TestRestartPreset: a restart fault in the middle of a rate phase stops

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/wsplan/wsplan/internal/testenv"
 	"html"
 	"io"
 	"maps"
@@ -25,6 +24,8 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/klauspost/compress/snappy"
 	"gopkg.in/yaml.v3"
+
+	"github.com/wsplan/wsplan/internal/testenv"
 )
 
 // hardSecret holds what encoders change: both quotes, a backslash, a

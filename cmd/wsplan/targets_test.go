@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"fmt"
-	"github.com/wsplan/wsplan/internal/testenv"
 	"net"
 	"net/http"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/procstat"
+	"github.com/wsplan/wsplan/internal/testenv"
 )
 
 // handStarted is a server started outside wsplan, as a user would:

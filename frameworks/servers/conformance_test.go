@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/wsplan/wsplan/internal/testenv"
 	"maps"
 	"math/rand/v2"
 	"net"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/wsplan/wsplan/frameworks"
 	"github.com/wsplan/wsplan/internal/autobahn"
+	"github.com/wsplan/wsplan/internal/testenv"
 )
 
 // The conformance test runs every registered preset (so a new adapter's

@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/wsplan/wsplan/internal/testenv"
 	"io"
 	"net"
 	"os"
@@ -21,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wsplan/wsplan/frameworks"
+	"github.com/wsplan/wsplan/internal/testenv"
 )
 
 // TestOptionsReachBoth starts every preset's echo server (Adapter.Start)

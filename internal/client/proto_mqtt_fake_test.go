@@ -2,7 +2,6 @@ package client
 
 import (
 	"bufio"
-	"github.com/wsplan/wsplan/internal/testenv"
 	"net"
 	"net/http"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/proto/mqtt"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
 )

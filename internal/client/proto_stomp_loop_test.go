@@ -3,7 +3,6 @@ package client
 import (
 	"bufio"
 	"bytes"
-	"github.com/wsplan/wsplan/internal/testenv"
 	"net"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/wsplan/wsplan/internal/proto"
 	"github.com/wsplan/wsplan/internal/proto/stomp"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
 )

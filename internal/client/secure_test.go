@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"github.com/wsplan/wsplan/internal/testenv"
 	"io"
 	"log"
 	"net"
@@ -27,6 +26,7 @@ import (
 	nhooyr "nhooyr.io/websocket"
 
 	"github.com/wsplan/wsplan/internal/pmdeflate"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/internal/wstls"

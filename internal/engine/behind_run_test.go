@@ -2,13 +2,13 @@ package engine
 
 import (
 	"fmt"
-	"github.com/wsplan/wsplan/internal/testenv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/plan"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/internal/testserver"
 )
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/wsplan/wsplan/internal/testenv"
 	"net"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/scenarios/echo"
 
 	"go.uber.org/goleak"

@@ -1,9 +1,6 @@
 package live
 
 import (
-	"github.com/wsplan/wsplan/internal/testenv"
-	closekind "github.com/wsplan/wsplan/scenarios/close"
-	"github.com/wsplan/wsplan/scenarios/hold"
 	"net/http"
 	"testing"
 	"time"
@@ -13,8 +10,11 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
+	closekind "github.com/wsplan/wsplan/scenarios/close"
+	"github.com/wsplan/wsplan/scenarios/hold"
 )
 
 // endpoint scrapes a --metrics-listen server.

@@ -3,7 +3,6 @@ package plan
 import (
 	"bytes"
 	"fmt"
-	"github.com/wsplan/wsplan/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/script"
+	"github.com/wsplan/wsplan/internal/testenv"
 )
 
 // Hostile plans: one per class of input that could make loading take

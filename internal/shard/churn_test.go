@@ -1,14 +1,14 @@
 package shard
 
 import (
-	"github.com/wsplan/wsplan/internal/testenv"
-	"github.com/wsplan/wsplan/scenarios/churn"
 	"testing"
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/scenarios"
+	"github.com/wsplan/wsplan/scenarios/churn"
 )
 
 // TestGroupChurn: the churn kind runs over two shards, its rate split by

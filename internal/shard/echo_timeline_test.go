@@ -1,11 +1,11 @@
 package shard
 
 import (
-	"github.com/wsplan/wsplan/internal/testenv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/scenarios/echo"
 
 	"github.com/wsplan/wsplan/internal/client"

@@ -1,15 +1,15 @@
 package shard
 
 import (
-	"github.com/wsplan/wsplan/internal/testenv"
-	"github.com/wsplan/wsplan/scenarios/hold"
 	"testing"
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/scenarios"
+	"github.com/wsplan/wsplan/scenarios/hold"
 )
 
 // TestGroupLiveConnections: over shards, a phase's live counts say the

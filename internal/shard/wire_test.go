@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"github.com/wsplan/wsplan/internal/testenv"
 	"io"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/scenarios/echo"
 	"github.com/wsplan/wsplan/scenarios/hold"
 	"github.com/wsplan/wsplan/scenarios/rate"

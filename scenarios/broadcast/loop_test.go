@@ -5,14 +5,14 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"github.com/wsplan/wsplan/internal/client"
-	"github.com/wsplan/wsplan/internal/clienttest"
 	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/clienttest"
 	"github.com/wsplan/wsplan/internal/decl"
 	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/internal/testserver"

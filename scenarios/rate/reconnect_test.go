@@ -1,12 +1,12 @@
 package rate
 
 import (
-	"github.com/wsplan/wsplan/internal/testenv"
 	"testing"
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/clienttest"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
 )

@@ -2,7 +2,6 @@ package script
 
 import (
 	"fmt"
-	"github.com/wsplan/wsplan/internal/testenv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/wsplan/wsplan/internal/proto/mqtt"
 	"github.com/wsplan/wsplan/internal/prototest"
 	lang "github.com/wsplan/wsplan/internal/script"
+	"github.com/wsplan/wsplan/internal/testenv"
 	"github.com/wsplan/wsplan/internal/units"
 )
 
