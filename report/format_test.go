@@ -1,10 +1,11 @@
 package report
 
 import (
-	"github.com/wsplan/wsplan/internal/metrics"
 	"math"
 	"testing"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/metrics"
 )
 
 func TestDuration(t *testing.T) {

@@ -24,7 +24,6 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
-	"github.com/wsplan/wsplan/internal/decl"
 	"net/http"
 	"slices"
 	"sort"
@@ -32,6 +31,7 @@ import (
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
+	"github.com/wsplan/wsplan/internal/decl"
 	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/result"
 )

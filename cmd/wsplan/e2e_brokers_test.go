@@ -2,13 +2,14 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/wsplan/wsplan/internal/testenv"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/testenv"
 )
 
 // TestBrokersPlan runs plans/brokers.yaml as the README says, scaled down

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"github.com/wsplan/wsplan/internal/testenv"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/testenv"
 )
 
 // TestGraphQLWSPlan runs plans/graphql-ws.yaml scaled down against a real

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"github.com/wsplan/wsplan/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/wsplan/wsplan/internal/testenv"
 )
 
 // STOMP against RabbitMQ's Web STOMP plugin (Debian's rabbitmq-server),

@@ -18,7 +18,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/wsplan/wsplan/internal/proto"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -30,6 +29,7 @@ import (
 	"github.com/wsplan/wsplan/internal/assert"
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/plan"
+	"github.com/wsplan/wsplan/internal/proto"
 )
 
 //go:embed templates/*.tmpl

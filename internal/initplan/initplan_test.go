@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
-	protocols "github.com/wsplan/wsplan/internal/proto"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/plan"
+	protocols "github.com/wsplan/wsplan/internal/proto"
 
 	"github.com/wsplan/wsplan/internal/proto/mqtt"
 	"github.com/wsplan/wsplan/internal/proto/socketio"

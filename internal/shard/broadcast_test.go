@@ -1,7 +1,6 @@
 package shard
 
 import (
-	"github.com/wsplan/wsplan/scenarios/broadcast"
 	"os"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/scenarios"
+	"github.com/wsplan/wsplan/scenarios/broadcast"
 )
 
 // newRoomServer is a gorilla broadcast server on the /broadcast

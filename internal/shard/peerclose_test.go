@@ -1,13 +1,13 @@
 package shard
 
 import (
-	"github.com/wsplan/wsplan/scenarios/hold"
 	"testing"
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/units"
 	"github.com/wsplan/wsplan/scenarios"
+	"github.com/wsplan/wsplan/scenarios/hold"
 )
 
 // TestGroupPeerCloses: the connections the server ends on each shard come

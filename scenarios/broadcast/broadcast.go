@@ -9,12 +9,12 @@ package broadcast
 import (
 	"context"
 	"fmt"
-	"github.com/wsplan/wsplan/scenarios"
 	"strings"
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
+	"github.com/wsplan/wsplan/scenarios"
 )
 
 // The broadcast phase's key and the metrics only it reports.

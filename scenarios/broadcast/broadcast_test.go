@@ -1,8 +1,6 @@
 package broadcast
 
 import (
-	"github.com/wsplan/wsplan/scenarios"
-	"github.com/wsplan/wsplan/scenarios/scenariotest"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +8,8 @@ import (
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/units"
+	"github.com/wsplan/wsplan/scenarios"
+	"github.com/wsplan/wsplan/scenarios/scenariotest"
 )
 
 func TestBroadcastValidate(t *testing.T) {

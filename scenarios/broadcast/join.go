@@ -2,8 +2,8 @@ package broadcast
 
 import (
 	"bytes"
-	"github.com/wsplan/wsplan/internal/client"
 
+	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/proto"
 )
 

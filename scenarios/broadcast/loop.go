@@ -3,12 +3,12 @@ package broadcast
 import (
 	"bytes"
 	"encoding/binary"
-	"github.com/wsplan/wsplan/internal/client"
 	"math"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/proto"
 )
 

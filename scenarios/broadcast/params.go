@@ -4,12 +4,12 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"github.com/wsplan/wsplan/internal/client"
 	"math"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/proto"
 	"github.com/wsplan/wsplan/internal/units"
 )

@@ -8,11 +8,11 @@ package churn
 import (
 	"context"
 	"fmt"
-	"github.com/wsplan/wsplan/scenarios"
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
+	"github.com/wsplan/wsplan/scenarios"
 )
 
 // Name is the churn phase's key.

@@ -2,8 +2,6 @@ package churn
 
 import (
 	"context"
-	"github.com/wsplan/wsplan/scenarios"
-	"github.com/wsplan/wsplan/scenarios/scenariotest"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +9,8 @@ import (
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/units"
+	"github.com/wsplan/wsplan/scenarios"
+	"github.com/wsplan/wsplan/scenarios/scenariotest"
 )
 
 // churnDriver answers a churn phase with a canned result.

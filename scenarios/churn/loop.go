@@ -2,12 +2,13 @@ package churn
 
 import (
 	"encoding/binary"
-	"github.com/wsplan/wsplan/internal/client"
 	"math"
 	"math/rand/v2"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wsplan/wsplan/internal/client"
 )
 
 // What one loop runs of a churn phase: its share of the open connections

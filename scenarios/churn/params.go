@@ -3,10 +3,10 @@ package churn
 import (
 	"errors"
 	"fmt"
-	"github.com/wsplan/wsplan/internal/client"
 	"math"
 	"time"
 
+	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/units"
 )
 

@@ -8,10 +8,10 @@ package close
 import (
 	"context"
 	"fmt"
-	"github.com/wsplan/wsplan/scenarios"
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
+	"github.com/wsplan/wsplan/scenarios"
 )
 
 // Name is the close phase's key; otherCode is the metric only it

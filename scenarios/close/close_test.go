@@ -2,8 +2,6 @@ package close
 
 import (
 	"context"
-	"github.com/wsplan/wsplan/scenarios"
-	"github.com/wsplan/wsplan/scenarios/scenariotest"
 	"testing"
 	"time"
 
@@ -11,6 +9,8 @@ import (
 	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/internal/testserver"
 	"github.com/wsplan/wsplan/internal/units"
+	"github.com/wsplan/wsplan/scenarios"
+	"github.com/wsplan/wsplan/scenarios/scenariotest"
 )
 
 // closeDriver answers a close phase with a canned result.

@@ -2,9 +2,9 @@ package close
 
 import (
 	"fmt"
-	"github.com/wsplan/wsplan/internal/client"
 	"time"
 
+	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/units"
 )
 

@@ -1,9 +1,10 @@
 package close
 
 import (
-	"github.com/wsplan/wsplan/internal/client"
 	"strings"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/client"
 )
 
 // The states of a connection in a close run (run.sent holds the loop

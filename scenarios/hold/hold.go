@@ -7,11 +7,11 @@ package hold
 
 import (
 	"context"
-	"github.com/wsplan/wsplan/scenarios"
 	"time"
 
 	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/metrics"
+	"github.com/wsplan/wsplan/scenarios"
 )
 
 // Name is the hold phase's key; the others are the metrics only it

@@ -1,9 +1,9 @@
 package hold
 
 import (
-	"github.com/wsplan/wsplan/internal/client"
 	"time"
 
+	"github.com/wsplan/wsplan/internal/client"
 	"github.com/wsplan/wsplan/internal/units"
 )
 

@@ -2,8 +2,9 @@ package hold
 
 import (
 	"encoding/binary"
-	"github.com/wsplan/wsplan/internal/client"
 	"time"
+
+	"github.com/wsplan/wsplan/internal/client"
 )
 
 // job is one loop's share of a hold phase.

@@ -5,11 +5,11 @@ package scenariotest
 
 import (
 	"fmt"
-	"github.com/wsplan/wsplan/internal/metrics"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/wsplan/wsplan/internal/metrics"
 	"github.com/wsplan/wsplan/scenarios"
 )
 
