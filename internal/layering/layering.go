@@ -43,8 +43,9 @@
 //     it (then it is shared: tps, recv_rate, p99, client_bound) or it is
 //     one of Words. internal/metrics may spell every name.
 //
-// Test files are not checked, but for who imports Servers: tests may run
-// processes and print.
+// Test files keep two rules only, who imports Servers and the standard
+// library's imports in a group of their own: tests may run processes and
+// print.
 package layering
 
 import (
@@ -70,6 +71,7 @@ const (
 	RuleTestOnly = "test-only package outside tests or not a leaf"
 	RuleDecls    = "frameworks imports beyond the standard library"
 	RuleServers  = "frameworks/servers imported outside cmd/"
+	RuleGroups   = "the standard library's imports grouped with others"
 	RuleNames    = "a kind's name outside its files"
 )
 
@@ -151,6 +153,7 @@ var Hints = map[string]string{
 	RuleTestOnly: "import test-only packages from _test.go files only, and keep them free of the module's packages (test servers: of all but the client's leaves, the test-only packages and TestServerImports)",
 	RuleDecls:    "declare in frameworks with the standard library; what needs a library goes in frameworks/servers",
 	RuleServers:  "read the declarations from frameworks; only cmd/ starts servers in-process",
+	RuleGroups:   "give the standard library's imports a group of their own, then other modules', then this module's, each group separated by a blank line",
 	RuleNames:    "use what the kind declares (scenarios.Kind: Throughput, Columns, Charts, Efficiency), or move a name several kinds share to internal/metrics",
 }
 
@@ -169,12 +172,11 @@ func (v Violation) String() string {
 // CheckFile checks one parsed non-test file of the package with import path
 // pkg, in module mod.
 func CheckFile(fset *token.FileSet, f *ast.File, mod, pkg string) []Violation {
-	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, mod), "/")
-	isCmd := rel == "cmd" || strings.HasPrefix(rel, "cmd/")
-	var out []Violation
+	rel := relPath(mod, pkg)
+	isCmd := inCmd(rel)
+	out := CheckImports(fset, f, mod, pkg)
 	add := func(pos token.Pos, rule, what string) {
-		p := fset.Position(pos)
-		out = append(out, Violation{Pos: fmt.Sprintf("%s:%d", p.Filename, p.Line), Rule: rule, What: what})
+		out = append(out, violation(fset, pos, rule, what))
 	}
 	names := map[string]string{} // local name → import path
 	for _, imp := range f.Imports {
@@ -199,9 +201,6 @@ func CheckFile(fset *token.FileSet, f *ast.File, mod, pkg string) []Violation {
 		}
 		if rel == Declarations && !isStd(ip) {
 			add(imp.Pos(), RuleDecls, "imports "+ip)
-		}
-		if ip == mod+"/"+Servers && !serversImportOK(rel) {
-			add(imp.Pos(), RuleServers, "imports "+ip)
 		}
 	}
 	if isCmd {
@@ -242,26 +241,62 @@ func CheckFile(fset *token.FileSet, f *ast.File, mod, pkg string) []Violation {
 	return out
 }
 
-// CheckTestFile checks one parsed _test.go file of the package with
-// import path pkg, in module mod: who imports Servers, the one rule test
-// files keep (a test binary that links the servers costs every run of
-// it their libraries).
-func CheckTestFile(fset *token.FileSet, f *ast.File, mod, pkg string) []Violation {
-	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, mod), "/")
+// CheckImports checks the imports of one parsed file of the package
+// with import path pkg, in module mod, for the rules every file keeps,
+// _test.go files included (CheckFile adds the rest for non-test files): who imports Servers (a test binary
+// that links the servers costs every run of it their libraries) and the
+// standard library's imports in a group of their own.
+func CheckImports(fset *token.FileSet, f *ast.File, mod, pkg string) []Violation {
+	rel := relPath(mod, pkg)
 	var out []Violation
+	prevLine, mixed := 0, false
+	var std, other bool // what the current group (imports on consecutive lines) holds
 	for _, imp := range f.Imports {
-		if ip, err := strconv.Unquote(imp.Path.Value); err == nil && ip == mod+"/"+Servers && !serversImportOK(rel) {
-			p := fset.Position(imp.Pos())
-			out = append(out, Violation{Pos: fmt.Sprintf("%s:%d", p.Filename, p.Line), Rule: RuleServers, What: "imports " + ip})
+		ip, err := strconv.Unquote(imp.Path.Value)
+		if err != nil {
+			continue
+		}
+		if ip == mod+"/"+Servers && !serversImportOK(rel) {
+			out = append(out, violation(fset, imp.Pos(), RuleServers, "imports "+ip))
+		}
+		if line := fset.Position(imp.Pos()).Line; line > prevLine+1 {
+			std, other, mixed = false, false, false // a blank line: a new group
+		}
+		prevLine = fset.Position(imp.End()).Line
+		if isStd(ip) {
+			std = true
+		} else {
+			other = true
+		}
+		if std && other && !mixed {
+			mixed = true
+			out = append(out, violation(fset, imp.Pos(), RuleGroups, "imports "+ip+" in one group with imports of the other origin"))
 		}
 	}
 	return out
 }
 
+// violation is rule broken at pos, by what.
+func violation(fset *token.FileSet, pos token.Pos, rule, what string) Violation {
+	p := fset.Position(pos)
+	return Violation{Pos: fmt.Sprintf("%s:%d", p.Filename, p.Line), Rule: rule, What: what}
+}
+
+// relPath is the module's package pkg's path inside module mod ("" for
+// the module's root package).
+func relPath(mod, pkg string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(pkg, mod), "/")
+}
+
+// inCmd reports whether the module's package rel is a command's.
+func inCmd(rel string) bool {
+	return rel == "cmd" || strings.HasPrefix(rel, "cmd/")
+}
+
 // serversImportOK reports whether the module's package rel may import
 // Servers: cmd/ and Servers itself (its external tests).
 func serversImportOK(rel string) bool {
-	return rel == "cmd" || strings.HasPrefix(rel, "cmd/") || rel == Servers
+	return inCmd(rel) || rel == Servers
 }
 
 // isStd reports whether import path ip is the standard library's: its
@@ -325,7 +360,7 @@ func CheckModule(root, mod string, g Guard) ([]Violation, error) {
 			if err != nil {
 				return err
 			}
-			out = append(out, CheckTestFile(fset, f, mod, pkg)...)
+			out = append(out, CheckImports(fset, f, mod, pkg)...)
 			return nil
 		}
 		f, err := parser.ParseFile(fset, filepath.ToSlash(rel), src, 0)

@@ -150,7 +150,7 @@ func TestCheckFile(t *testing.T) {
 		{"declarations import a library", "frameworks", `import "github.com/gorilla/websocket"; var _ = websocket.X`, []string{RuleDecls + ": imports github.com/gorilla/websocket"}},
 		{"declarations import x/sys", "frameworks", `import "golang.org/x/sys/unix"; var _ = unix.X`, []string{RuleDecls + ": imports golang.org/x/sys/unix"}},
 		{"declarations import the module", "frameworks", `import "example.com/m/internal/units"; var _ = units.X`, []string{RuleDecls + ": imports example.com/m/internal/units"}},
-		{"declarations import their servers", "frameworks", `import "example.com/m/frameworks/servers"; var _ = servers.X`, []string{RuleDecls + ": imports example.com/m/frameworks/servers", RuleServers + ": imports example.com/m/frameworks/servers"}},
+		{"declarations import their servers", "frameworks", `import "example.com/m/frameworks/servers"; var _ = servers.X`, []string{RuleServers + ": imports example.com/m/frameworks/servers", RuleDecls + ": imports example.com/m/frameworks/servers"}},
 		{"servers import libraries", "frameworks/servers", `import ("example.com/m/frameworks"; "github.com/lxzan/gws"); var _, _ = frameworks.X, gws.X`, nil},
 		{"cmd imports servers", "cmd/wsplan", `import "example.com/m/frameworks/servers"; var _ = servers.X`, nil},
 		{"plan imports servers", "internal/plan", `import "example.com/m/frameworks/servers"; var _ = servers.X`, []string{RuleServers + ": imports example.com/m/frameworks/servers"}},
@@ -176,19 +176,25 @@ func TestCheckFile(t *testing.T) {
 	}
 }
 
-// TestCheckTestFile: test files keep the one rule on who imports the
-// servers, and no other.
-func TestCheckTestFile(t *testing.T) {
+// TestCheckImports: test files keep two rules, who imports the servers
+// and the standard library's imports in a group of their own, and no
+// other (they may exec and print).
+func TestCheckImports(t *testing.T) {
 	const mod = "example.com/m"
 	cases := []struct {
 		name, pkg, src string
 		want           []string // "rule: what"
 	}{
 		{"plan's tests import servers", "internal/plan", `import "example.com/m/frameworks/servers"`, []string{RuleServers + ": imports example.com/m/frameworks/servers"}},
-		{"schema's tests import servers", "internal/schema", `import ("testing"; "example.com/m/frameworks/servers")`, []string{RuleServers + ": imports example.com/m/frameworks/servers"}},
+		{"schema's tests import servers", "internal/schema", "import (\n\"testing\"\n\n\"example.com/m/frameworks/servers\"\n)", []string{RuleServers + ": imports example.com/m/frameworks/servers"}},
 		{"cmd's tests import servers", "cmd/wsplan", `import "example.com/m/frameworks/servers"`, nil},
 		{"servers' external tests", "frameworks/servers", `import "example.com/m/frameworks/servers"`, nil},
-		{"tests print and exec", "internal/plan", `import ("os/exec"; "fmt"; "github.com/gorilla/websocket")`, nil},
+		{"tests print and exec", "internal/plan", "import (\n\"os/exec\"\n\"fmt\"\n\n\"github.com/gorilla/websocket\"\n)", nil},
+		{"groups apart", "internal/plan", "import (\n\"fmt\"\n\"testing\"\n\n\"github.com/gorilla/websocket\"\n\n\"example.com/m/internal/testenv\"\n)", nil},
+		{"the module's import among the standard library's", "internal/plan", "import (\n\"fmt\"\n\"example.com/m/internal/testenv\"\n\"testing\"\n\n\"github.com/gorilla/websocket\"\n)",
+			[]string{RuleGroups + ": imports example.com/m/internal/testenv in one group with imports of the other origin"}},
+		{"another module's first, then the standard library", "internal/plan", "import (\n\"github.com/gorilla/websocket\"\n\"fmt\"\n\"os\"\n)",
+			[]string{RuleGroups + ": imports fmt in one group with imports of the other origin"}},
 	}
 	for _, c := range cases {
 		fset := token.NewFileSet()
@@ -197,7 +203,7 @@ func TestCheckTestFile(t *testing.T) {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 		var got []string
-		for _, v := range CheckTestFile(fset, f, mod, mod+"/"+c.pkg) {
+		for _, v := range CheckImports(fset, f, mod, mod+"/"+c.pkg) {
 			got = append(got, v.Rule+": "+v.What)
 		}
 		if !reflect.DeepEqual(got, c.want) {
