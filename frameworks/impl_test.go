@@ -30,6 +30,12 @@ func TestStartNotLinked(t *testing.T) {
 // second Implement and one without Start panic.
 func TestImplement(t *testing.T) {
 	errEcho, errRooms := errors.New("echo started"), errors.New("rooms started")
+	t.Cleanup(func() { // the registry is the process's: -count=2 runs this again
+		mu.Lock()
+		defer mu.Unlock()
+		delete(implementations, "fake_impl_test")
+		delete(implementations, "fake_impl_test_echo")
+	})
 	Implement("fake_impl_test", Impl{
 		Start:     func(Config) (Server, error) { return nil, errEcho },
 		Broadcast: func(Config) (Server, error) { return nil, errRooms },

@@ -51,7 +51,7 @@ import (
 // how an adapter reads or writes, and TestCompression checks negotiated
 // permessage-deflate.
 //
-// Run one preset with: go test ./frameworks -run 'TestConformance/^gws$'
+// Run one preset with: WSPLAN_SLOW=1 go test ./frameworks/servers -run 'TestConformance/^gws$'
 
 const (
 	testPath    = "/ws"

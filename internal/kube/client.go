@@ -44,13 +44,6 @@ const (
 	Secrets  Resource = "secrets"
 )
 
-// The API groups' versions, and the Job's kind (for owner references).
-var (
-	coreV1  = schema.GroupVersion{Version: "v1"}
-	batchV1 = schema.GroupVersion{Group: "batch", Version: "v1"}
-	jobKind = batchV1.WithKind("Job")
-)
-
 // scheme knows only meta/v1's types: the DeleteOptions wsplan sends and the
 // Status of the API's errors, which the REST client decodes into
 // apierrors' StatusError (apierrors.IsNotFound and the like). Objects go

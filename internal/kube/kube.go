@@ -108,7 +108,7 @@ func (s Spec) namespace() string {
 func Objects(s Spec) (*Secret, *Service, *Job, error) {
 	meta := metav1.ObjectMeta{Name: s.name(), Namespace: s.namespace(), Labels: s.labels()}
 	secret := &Secret{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		TypeMeta:   typeMeta(secretKind),
 		ObjectMeta: meta,
 		Type:       SecretTypeOpaque,
 		Data:       map[string][]byte{},
@@ -117,7 +117,7 @@ func Objects(s Spec) (*Secret, *Service, *Job, error) {
 		secret.Data[f] = s.Certs[f]
 	}
 	svc := &Service{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		TypeMeta:   typeMeta(serviceKind),
 		ObjectMeta: meta,
 		Spec: ServiceSpec{
 			ClusterIP: ClusterIPNone,
@@ -135,7 +135,7 @@ func Objects(s Spec) (*Secret, *Service, *Job, error) {
 	ttl := int32(s.TTL / time.Second)
 	backoff := int32(0)
 	job := &Job{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		TypeMeta:   typeMeta(jobKind),
 		ObjectMeta: meta,
 		Spec: JobSpec{
 			CompletionMode:          &indexed,

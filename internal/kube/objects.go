@@ -22,8 +22,25 @@ package kube
 import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
+
+// The API groups' versions (the REST clients' paths) and the kinds of the
+// objects wsplan creates (their apiVersion and kind, the Job's owner
+// references).
+var (
+	coreV1      = schema.GroupVersion{Version: "v1"}
+	batchV1     = schema.GroupVersion{Group: "batch", Version: "v1"}
+	secretKind  = coreV1.WithKind("Secret")
+	serviceKind = coreV1.WithKind("Service")
+	jobKind     = batchV1.WithKind("Job")
+)
+
+// typeMeta is the apiVersion and kind an object of kind gvk carries.
+func typeMeta(gvk schema.GroupVersionKind) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}
+}
 
 // The API's constants wsplan uses, with k8s.io/api's names and values.
 const (

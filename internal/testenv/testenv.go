@@ -1,7 +1,7 @@
 // Package testenv says which of the module's tests a `go test` run
 // includes. Plain `go test ./...` (the README's command) is the quick
 // check: unit tests, the CLI's scripts and a slice of the fault matrix,
-// about four minutes from an empty build cache on two cores, most of it
+// under four minutes from an empty build cache on two cores, most of it
 // building. A test that runs wsplan end to end through processes, or waits
 // out seconds of timeouts, calls Slow: it runs too when WSPLAN_SLOW=1 is
 // set, as .ci/run does; `-short` skips it whatever the variable says.
