@@ -2,7 +2,8 @@ package frameworks
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 )
 
 // StartFunc starts an adapter's server: it listens on every address in
@@ -54,12 +55,7 @@ func Implementation(name string) (Impl, bool) {
 func Implemented() []string {
 	mu.RLock()
 	defer mu.RUnlock()
-	out := make([]string, 0, len(implementations))
-	for n := range implementations {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(implementations))
 }
 
 // Start starts the adapter's echo server (see StartFunc). It fails, and
